@@ -1,0 +1,130 @@
+//! Headless commands: each returns the process exit code (0 success, 1 some
+//! partitions failed, 2 usage or config error, 130 cancelled).
+
+mod run;
+mod status;
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+pub use run::{RunArgs, run};
+pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+
+use crate::config::{self, Config, Job};
+use crate::partition::{Partition, RangeEnd};
+use crate::warehouse::Warehouse;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_CANCELLED: i32 = 130;
+
+/// A command that could not go on, with the exit code it ends with.
+#[derive(Debug)]
+pub struct Stop {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Stop {
+    pub fn usage(message: impl Into<String>) -> Stop {
+        Stop {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(message: impl Into<String>) -> Stop {
+        Stop {
+            code: EXIT_FAILED,
+            message: message.into(),
+        }
+    }
+
+    /// Prints the message and gives the exit code.
+    pub fn report(self) -> i32 {
+        eprintln!("idem: {}", self.message);
+        self.code
+    }
+}
+
+pub fn load_config(path: &Path) -> Result<Config, Stop> {
+    config::load(path).map_err(|e| Stop::usage(e.to_string()))
+}
+
+pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
+    Warehouse::connect(&config.warehouse, max_connections)
+        .await
+        .map_err(|e| Stop::failed(e.to_string()))
+}
+
+pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
+    config.jobs.iter().find(|j| j.name == name).ok_or_else(|| {
+        let names: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
+        Stop::usage(format!(
+            "no job named \"{name}\" in {}; jobs: {}",
+            config.path.display(),
+            if names.is_empty() {
+                "(none)".into()
+            } else {
+                names.join(", ")
+            }
+        ))
+    })
+}
+
+/// Parses `--from` / `--to` for a job's grain.
+pub fn parse_bound(
+    job: &Job,
+    flag: &str,
+    text: Option<&str>,
+    end: RangeEnd,
+) -> Result<Option<Partition>, Stop> {
+    let Some(text) = text else { return Ok(None) };
+    Partition::parse(job.grain, text, end)
+        .map(Some)
+        .ok_or_else(|| {
+            Stop::usage(format!(
+                "{flag} \"{text}\" is not a partition of {} ({} grain); expected {}",
+                job.name,
+                job.grain,
+                job.grain.name_format()
+            ))
+        })
+}
+
+/// `idem` without a command opens the console, which needs a terminal.
+pub fn console_needs_terminal(config_path: &Path) -> i32 {
+    if let Err(stop) = load_config(config_path) {
+        return stop.report();
+    }
+    if !std::io::stdout().is_terminal() {
+        return Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
+    }
+    Stop::usage(
+        "the console is not part of this build yet; use `idem status`, `idem jobs` and `idem run`",
+    )
+    .report()
+}
+
+/// `idem demo`: creates the demo warehouse and tells how to open it.
+pub async fn demo(path: &Path) -> i32 {
+    match crate::demo::create(path).await {
+        Ok(demo) => {
+            println!("demo warehouse ready: {}", demo.database.display());
+            println!("config: {}", demo.config.display());
+            println!();
+            println!("  idem --config {} jobs", demo.config.display());
+            println!(
+                "  idem --config {} status fct_orders",
+                demo.config.display()
+            );
+            println!(
+                "  idem --config {} run fct_orders --only failed,missing",
+                demo.config.display()
+            );
+            EXIT_OK
+        }
+        Err(e) => Stop::failed(format!("could not create the demo: {e:#}")).report(),
+    }
+}

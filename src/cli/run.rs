@@ -1,0 +1,311 @@
+//! `idem run`: a headless backfill. Events go to stdout as JSON lines
+//! (`--json`), or to stderr as a progress bar (terminal) or plain lines.
+
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use crate::engine::{self, Backfill, Event, Selection};
+use crate::partition::{RangeEnd, now_utc};
+use crate::state::{self, LoadState};
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The job to backfill.
+    pub job: String,
+    /// First partition (default: the job's start).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last partition, included (default: the last complete one).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Partitions in flight at once (default from [defaults]).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Show what would run, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One JSON event per line on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Why this run happens, recorded in the ledger.
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
+    match run_inner(config_path, args).await {
+        Ok(code) => code,
+        Err(stop) => stop.report(),
+    }
+}
+
+async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
+    let config = load_config(config_path)?;
+    let job = find_job(&config, &args.job)?;
+    let mut only = Vec::new();
+    for s in &args.only {
+        match LoadState::parse(s.trim()) {
+            Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
+            _ => {
+                return Err(Stop::usage(format!(
+                    "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
+                )));
+            }
+        }
+    }
+    let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
+    if concurrency == 0 || concurrency > 64 {
+        return Err(Stop::usage(format!(
+            "--concurrency {concurrency} is out of range; expected 1 to 64"
+        )));
+    }
+    let selection = Selection {
+        from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
+        to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
+        only,
+    };
+    let warehouse = connect(&config, concurrency as u32 + 1).await?;
+    let mut backfill = Backfill::plan(
+        &warehouse,
+        job,
+        &selection,
+        concurrency,
+        config.defaults.retries,
+    )
+    .await
+    .map_err(|e| Stop::usage(e.to_string()))?;
+    backfill.reason = args.reason.clone();
+
+    if args.dry_run {
+        print_dry_run(&warehouse, &backfill).await?;
+        return Ok(EXIT_OK);
+    }
+
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
+            );
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(super::EXIT_CANCELLED);
+            }
+        }
+    });
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let total = backfill.partitions.len() as u64;
+    let json = args.json;
+    let printer = tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        while let Some(event) = rx.recv().await {
+            progress.show(&event);
+        }
+        progress.finish();
+    });
+    let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
+    drop(tx);
+    let _ = printer.await;
+    warehouse.close().await;
+    if !json {
+        let mut line = format!(
+            "{}: {} succeeded, {} failed",
+            job.name, summary.succeeded, summary.failed
+        );
+        if summary.not_started > 0 {
+            line.push_str(&format!(", {} not started", summary.not_started));
+        }
+        if summary.cancelled {
+            line.push_str(" (cancelled)");
+        }
+        line.push_str(&format!(" · run {}", summary.run_id));
+        println!("{line}");
+        if summary.failed > 0 {
+            println!(
+                "re-run the failures: idem run {} --only failed{}",
+                job.name,
+                range_flags(&args)
+            );
+        }
+    }
+    Ok(summary.exit_code())
+}
+
+fn range_flags(args: &RunArgs) -> String {
+    let mut s = String::new();
+    if let Some(f) = &args.from {
+        s.push_str(&format!(" --from {f}"));
+    }
+    if let Some(t) = &args.to {
+        s.push_str(&format!(" --to {t}"));
+    }
+    s
+}
+
+async fn print_dry_run(
+    warehouse: &crate::warehouse::Warehouse,
+    backfill: &Backfill,
+) -> Result<(), Stop> {
+    let job = &backfill.job;
+    let statuses = state::job_status(warehouse, job, now_utc(), &HashSet::new())
+        .await
+        .map_err(|e| Stop::failed(e.to_string()))?;
+    let planned: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
+    let mut replaced = 0i64;
+    println!(
+        "dry run: {} · {} · {} partitions · concurrency {}",
+        job.name,
+        job.strategy.as_str(),
+        backfill.partitions.len(),
+        backfill.effective_concurrency()
+    );
+    for s in statuses
+        .iter()
+        .filter(|s| planned.contains(&s.partition.name()))
+    {
+        let rows = s.rows_now.map_or("-".to_string(), |n| n.to_string());
+        replaced += s.rows_now.unwrap_or(0);
+        println!(
+            "  {} {} {:<9} rows now {rows}",
+            s.partition.name(),
+            s.state.glyph(),
+            s.state.name()
+        );
+    }
+    match job.strategy {
+        crate::config::Strategy::ReplacePartition => println!(
+            "would replace {replaced} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+            job.target
+        ),
+        crate::config::Strategy::MergeKey => println!(
+            "would merge each window's rows into {} by ({}), one window at a time, oldest first",
+            job.target,
+            job.unique_key
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+    Ok(())
+}
+
+/// How run events are shown.
+enum Progress {
+    Json,
+    Bar(ProgressBar),
+    Lines,
+}
+
+impl Progress {
+    fn new(json: bool, total: u64) -> Progress {
+        if json {
+            Progress::Json
+        } else if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(total);
+            if let Ok(style) =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} · {per_sec} · ETA {eta} · {msg}")
+            {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            Progress::Bar(bar)
+        } else {
+            Progress::Lines
+        }
+    }
+
+    fn show(&mut self, event: &Event) {
+        match self {
+            Progress::Json => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    println!("{line}");
+                }
+            }
+            Progress::Bar(bar) => match event {
+                Event::PartitionStarted { partition, .. } => bar.set_message(partition.clone()),
+                Event::PartitionSucceeded { .. } => bar.inc(1),
+                Event::PartitionFailed {
+                    will_retry: false, ..
+                } => {
+                    bar.println(describe(event).unwrap_or_default());
+                    bar.inc(1);
+                }
+                Event::PartitionFailed { .. } => bar.println(describe(event).unwrap_or_default()),
+                _ => {}
+            },
+            Progress::Lines => {
+                if let Some(line) = describe(event) {
+                    eprintln!("{line}");
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A plain line for an event worth a line of its own.
+fn describe(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::RunStarted {
+            job,
+            partitions,
+            concurrency,
+            ..
+        } => format!(
+            "{job}: {} partitions, concurrency {concurrency}",
+            partitions.len()
+        ),
+        Event::PartitionSucceeded {
+            partition,
+            rows_deleted,
+            rows_inserted,
+            rows_updated,
+            duration_ms,
+            content_changed,
+            ..
+        } => format!(
+            "{partition} ■ loaded · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
+            if *rows_updated > 0 {
+                format!(", updated {rows_updated}")
+            } else {
+                String::new()
+            },
+            *duration_ms as f64 / 1000.0,
+            if *content_changed {
+                "content changed"
+            } else {
+                "content unchanged"
+            }
+        ),
+        Event::PartitionFailed {
+            partition,
+            attempt,
+            error,
+            will_retry,
+            ..
+        } => format!(
+            "{partition} ✗ failed (attempt {attempt}{}) · {error}",
+            if *will_retry { ", will retry" } else { "" }
+        ),
+        _ => return None,
+    })
+}

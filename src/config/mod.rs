@@ -1,0 +1,510 @@
+//! `idem.toml`: parsed with spans so that every error names file, line, column
+//! and field, then validated into [`Config`] with checked identifiers.
+
+mod ident;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_spanned::Spanned;
+use sha2::{Digest, Sha256};
+
+pub use ident::{Ident, TableName};
+
+use crate::partition::{Grain, Partition, RangeEnd};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    pub warehouse: WarehouseConfig,
+    pub defaults: Defaults,
+    pub jobs: Vec<Job>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WarehouseConfig {
+    pub url: String,
+    pub statement_timeout: Option<Duration>,
+    pub lock_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults {
+    pub concurrency: usize,
+    pub retries: u32,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            concurrency: 4,
+            retries: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    ReplacePartition,
+    MergeKey,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::ReplacePartition => "replace_partition",
+            Strategy::MergeKey => "merge_key",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub name: String,
+    pub description: Option<String>,
+    pub target: TableName,
+    pub strategy: Strategy,
+    pub partition_column: Option<Ident>,
+    pub unique_key: Vec<Ident>,
+    pub grain: Grain,
+    pub start: Partition,
+    pub end: Option<Partition>,
+    pub sql: String,
+    /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
+    pub sql_line: usize,
+}
+
+impl Job {
+    /// Hash of everything that changes what the job writes: a partition last
+    /// loaded under another hash is stale.
+    pub fn definition_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            self.strategy.as_str(),
+            &self.target.to_string(),
+            self.partition_column.as_ref().map_or("", |c| c.as_str()),
+            &self
+                .unique_key
+                .iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
+            self.grain.as_str(),
+            self.sql.trim(),
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        hex(&h.finalize()[..8])
+    }
+
+    /// The last partition a run covers by default: `end`, or the last
+    /// complete window before `now`.
+    pub fn last_partition(&self, now: chrono::NaiveDateTime) -> Partition {
+        let last_complete = Partition::containing(self.grain, now).prev();
+        match self.end {
+            Some(end) if end < last_complete => end,
+            _ => last_complete,
+        }
+    }
+
+    /// Every partition of the job's history, and the one in progress now
+    /// (which shows as future until it is complete).
+    pub fn partitions(&self, now: chrono::NaiveDateTime) -> Vec<Partition> {
+        let current = Partition::containing(self.grain, now);
+        let last = match self.end {
+            Some(end) if end < current => end,
+            _ => current,
+        };
+        crate::partition::range(self.start, last)
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A config error, positioned in the file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {field}{sep}{message}", sep = if field.is_empty() { "" } else { ": " })]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    warehouse: Spanned<RawWarehouse>,
+    #[serde(default)]
+    defaults: Option<RawDefaults>,
+    #[serde(default)]
+    jobs: Vec<Spanned<RawJob>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWarehouse {
+    url: Spanned<String>,
+    statement_timeout: Option<Spanned<String>>,
+    lock_timeout: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    concurrency: Option<Spanned<i64>>,
+    retries: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJob {
+    name: Spanned<String>,
+    description: Option<String>,
+    target: Spanned<String>,
+    strategy: Spanned<String>,
+    partition_column: Option<Spanned<String>>,
+    unique_key: Option<Spanned<Vec<Spanned<String>>>>,
+    grain: Spanned<String>,
+    start: Spanned<String>,
+    end: Option<Spanned<String>>,
+    sql: Spanned<String>,
+}
+
+/// Reads and validates a config file.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.display().to_string(),
+        line: 0,
+        column: 0,
+        field: String::new(),
+        message: format!("cannot read config: {e} (create one, or pass --config PATH)"),
+    })?;
+    parse(path, &text, &|name| std::env::var(name).ok())
+}
+
+/// Parses config text; `env` looks up `${VAR}` values.
+pub fn parse(
+    path: &Path,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let cx = Positions {
+        file: path.display().to_string(),
+        text,
+    };
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let message = e.message().trim().to_string();
+        let message = match message.strip_prefix("unknown field ") {
+            Some(rest) => format!("unknown key {rest}"),
+            None => message,
+        };
+        cx.error(span, "", message)
+    })?;
+
+    let wh = raw.warehouse.get_ref();
+    let url = expand_env(wh.url.get_ref(), env)
+        .map_err(|m| cx.error(wh.url.span(), "warehouse.url", m))?;
+    if !(url.starts_with("sqlite:") || url.starts_with("postgres") || url.starts_with("mysql:")) {
+        return Err(cx.error(
+            wh.url.span(),
+            "warehouse.url",
+            format!("\"{url}\" is not a warehouse URL; expected sqlite://PATH, postgres://… or mysql://…"),
+        ));
+    }
+    let duration = |v: &Option<Spanned<String>>,
+                    field: &str|
+     -> Result<Option<Duration>, ConfigError> {
+        match v {
+            None => Ok(None),
+            Some(s) => parse_duration(s.get_ref()).map(Some).ok_or_else(|| {
+                cx.error(
+                    s.span(),
+                    field,
+                    format!("\"{}\" is not a duration; expected e.g. \"500ms\", \"10s\", \"30m\", \"1h\"", s.get_ref()),
+                )
+            }),
+        }
+    };
+    let warehouse = WarehouseConfig {
+        url,
+        statement_timeout: duration(&wh.statement_timeout, "warehouse.statement_timeout")?,
+        lock_timeout: duration(&wh.lock_timeout, "warehouse.lock_timeout")?
+            .unwrap_or(Duration::from_secs(10)),
+    };
+
+    let mut defaults = Defaults::default();
+    if let Some(d) = &raw.defaults {
+        if let Some(c) = &d.concurrency {
+            if !(1..=64).contains(c.get_ref()) {
+                return Err(cx.error(
+                    c.span(),
+                    "defaults.concurrency",
+                    format!("{} is out of range; expected 1 to 64", c.get_ref()),
+                ));
+            }
+            defaults.concurrency = *c.get_ref() as usize;
+        }
+        if let Some(r) = &d.retries {
+            if !(0..=20).contains(r.get_ref()) {
+                return Err(cx.error(
+                    r.span(),
+                    "defaults.retries",
+                    format!("{} is out of range; expected 0 to 20", r.get_ref()),
+                ));
+            }
+            defaults.retries = *r.get_ref() as u32;
+        }
+    }
+
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, raw_job) in raw.jobs.iter().enumerate() {
+        let job = validate_job(&cx, i, raw_job.get_ref())?;
+        if jobs.iter().any(|j| j.name == job.name) {
+            let name = &raw_job.get_ref().name;
+            return Err(cx.error(
+                name.span(),
+                &format!("jobs[{i}].name"),
+                format!(
+                    "duplicate job name \"{}\"; job names must be unique",
+                    job.name
+                ),
+            ));
+        }
+        jobs.push(job);
+    }
+    Ok(Config {
+        path: path.to_path_buf(),
+        warehouse,
+        defaults,
+        jobs,
+    })
+}
+
+fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigError> {
+    let field = |f: &str| format!("jobs[{i}].{f}");
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(cx.error(
+            raw.name.span(),
+            &field("name"),
+            format!("\"{name}\" is not a job name; use letters, digits, _ - and ."),
+        ));
+    }
+    let target = TableName::parse(raw.target.get_ref())
+        .map_err(|m| cx.error(raw.target.span(), &field("target"), m))?;
+    let strategy = match raw.strategy.get_ref().as_str() {
+        "replace_partition" => Strategy::ReplacePartition,
+        "merge_key" => Strategy::MergeKey,
+        other => {
+            return Err(cx.error(
+                raw.strategy.span(),
+                &field("strategy"),
+                format!("\"{other}\" is not a strategy; expected replace_partition or merge_key"),
+            ));
+        }
+    };
+    let grain = Grain::parse(raw.grain.get_ref()).ok_or_else(|| {
+        cx.error(
+            raw.grain.span(),
+            &field("grain"),
+            format!(
+                "\"{}\" is not a grain; expected one of {}",
+                raw.grain.get_ref(),
+                Grain::NAMES
+            ),
+        )
+    })?;
+    let partition_column = match &raw.partition_column {
+        Some(c) => Some(
+            Ident::parse(c.get_ref())
+                .map_err(|m| cx.error(c.span(), &field("partition_column"), m))?,
+        ),
+        None => None,
+    };
+    if strategy == Strategy::ReplacePartition && partition_column.is_none() {
+        return Err(cx.error(
+            raw.strategy.span(),
+            &field("partition_column"),
+            "replace_partition needs partition_column: the target column whose window each run deletes and re-inserts".into(),
+        ));
+    }
+    let mut unique_key = Vec::new();
+    if let Some(keys) = &raw.unique_key {
+        for k in keys.get_ref() {
+            unique_key.push(
+                Ident::parse(k.get_ref())
+                    .map_err(|m| cx.error(k.span(), &field("unique_key"), m))?,
+            );
+        }
+        if unique_key.is_empty() {
+            return Err(cx.error(
+                keys.span(),
+                &field("unique_key"),
+                "is empty; list the columns that identify a row, e.g. [\"customer_id\"]".into(),
+            ));
+        }
+    }
+    if strategy == Strategy::MergeKey && unique_key.is_empty() {
+        return Err(cx.error(
+            raw.strategy.span(),
+            &field("unique_key"),
+            "merge_key needs unique_key: the columns that identify a row, e.g. unique_key = [\"customer_id\"]".into(),
+        ));
+    }
+    let partition = |s: &Spanned<String>, f: &str, end: RangeEnd| {
+        Partition::parse(grain, s.get_ref(), end).ok_or_else(|| {
+            cx.error(
+                s.span(),
+                &field(f),
+                format!(
+                    "\"{}\" is not a {grain} partition; expected {}",
+                    s.get_ref(),
+                    grain.name_format()
+                ),
+            )
+        })
+    };
+    let start = partition(&raw.start, "start", RangeEnd::From)?;
+    let end = match &raw.end {
+        Some(e) => {
+            let end = partition(e, "end", RangeEnd::To)?;
+            if end < start {
+                return Err(cx.error(
+                    e.span(),
+                    &field("end"),
+                    format!("{end} is before start {start}; end must not precede start"),
+                ));
+            }
+            Some(end)
+        }
+        None => None,
+    };
+    let sql = raw.sql.get_ref().clone();
+    if sql.trim().is_empty() {
+        return Err(cx.error(
+            raw.sql.span(),
+            &field("sql"),
+            "is empty; give the SELECT that computes one partition".into(),
+        ));
+    }
+    let (sql_line, _) = cx.line_col(raw.sql.span().start);
+    // A multi-line basic string starts on the line after its opening quotes.
+    let sql_line = if cx.text[raw.sql.span()].starts_with("\"\"\"\n")
+        || cx.text[raw.sql.span()].starts_with("'''\n")
+    {
+        sql_line + 1
+    } else {
+        sql_line
+    };
+    Ok(Job {
+        name,
+        description: raw.description.clone(),
+        target,
+        strategy,
+        partition_column,
+        unique_key,
+        grain,
+        start,
+        end,
+        sql,
+        sql_line,
+    })
+}
+
+struct Positions<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl Positions<'_> {
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, column)
+    }
+
+    fn error(&self, span: Range<usize>, field: &str, message: String) -> ConfigError {
+        let (line, column) = self.line_col(span.start);
+        ConfigError {
+            file: self.file.clone(),
+            line,
+            column,
+            field: field.to_string(),
+            message,
+        }
+    }
+}
+
+/// Expands `${VAR}` from the environment; an unset variable is an error.
+fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed \"${{\" in \"{text}\"; write ${{VAR}}"))?;
+        let name = &after[..close];
+        let value = env(name).ok_or_else(|| {
+            format!("environment variable {name} is not set (used as ${{{name}}})")
+        })?;
+        out.push_str(&value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = text.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    Some(match unit.trim() {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("30m"), Some(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("10 fortnights"), None);
+    }
+
+    #[test]
+    fn env_expansion() {
+        let env = |k: &str| (k == "DB").then(|| "sqlite://x.db".to_string());
+        assert_eq!(expand_env("${DB}", &env).unwrap(), "sqlite://x.db");
+        assert!(
+            expand_env("${NOPE}", &env)
+                .unwrap_err()
+                .contains("NOPE is not set")
+        );
+    }
+}

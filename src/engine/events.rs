@@ -1,0 +1,75 @@
+//! Events of a run, in the order they happen. Serialised as one JSON object
+//! per line by `idem run --json`, for orchestrators.
+
+use serde::Serialize;
+
+use crate::config::Strategy;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        run_id: String,
+        job: String,
+        strategy: Strategy,
+        partitions: Vec<String>,
+        concurrency: usize,
+        reason: Option<String>,
+    },
+    PartitionStarted {
+        run_id: String,
+        job: String,
+        partition: String,
+        attempt: i64,
+    },
+    PartitionLog {
+        run_id: String,
+        job: String,
+        partition: String,
+        line: String,
+    },
+    PartitionSucceeded {
+        run_id: String,
+        job: String,
+        partition: String,
+        attempt: i64,
+        rows_deleted: i64,
+        rows_inserted: i64,
+        rows_updated: i64,
+        rows_after: i64,
+        duration_ms: u64,
+        fingerprint: String,
+        content_changed: bool,
+    },
+    PartitionFailed {
+        run_id: String,
+        job: String,
+        partition: String,
+        attempt: i64,
+        error: String,
+        will_retry: bool,
+        duration_ms: u64,
+    },
+    RunFinished {
+        run_id: String,
+        job: String,
+        succeeded: usize,
+        failed: usize,
+        not_started: usize,
+        cancelled: bool,
+        duration_ms: u64,
+    },
+}
+
+impl Event {
+    pub fn run_id(&self) -> &str {
+        match self {
+            Event::RunStarted { run_id, .. }
+            | Event::PartitionStarted { run_id, .. }
+            | Event::PartitionLog { run_id, .. }
+            | Event::PartitionSucceeded { run_id, .. }
+            | Event::PartitionFailed { run_id, .. }
+            | Event::RunFinished { run_id, .. } => run_id,
+        }
+    }
+}

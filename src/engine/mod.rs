@@ -1,0 +1,399 @@
+//! The backfill engine: plans which partitions to load, runs them with bounded
+//! concurrency, retries and cancellation, and reports every step as an
+//! [`Event`] on a channel. It knows nothing of who listens.
+
+mod events;
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+pub use events::Event;
+
+use crate::config::{Job, Strategy};
+use crate::partition::{Partition, now_utc};
+use crate::state::{self, LoadState};
+use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
+use crate::warehouse::{AttemptMeta, Warehouse, WarehouseError};
+
+/// What a backfill will do: one job, the partitions to load in order.
+#[derive(Debug, Clone)]
+pub struct Backfill {
+    pub job: Job,
+    pub partitions: Vec<Partition>,
+    pub concurrency: usize,
+    pub retries: u32,
+    pub reason: Option<String>,
+    /// Attempts already made per partition, so attempt numbers continue.
+    pub prior_attempts: HashMap<String, i64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Warehouse(#[from] WarehouseError),
+    #[error("--from {from} is after --to {to}")]
+    EmptyRange { from: String, to: String },
+}
+
+/// Which partitions of a range a backfill loads.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub from: Option<Partition>,
+    pub to: Option<Partition>,
+    /// Only partitions in these states; empty means all.
+    pub only: Vec<LoadState>,
+}
+
+impl Backfill {
+    /// Plans a backfill of `job` over a range, reading current states when
+    /// the selection filters by them.
+    pub async fn plan(
+        warehouse: &Warehouse,
+        job: &Job,
+        selection: &Selection,
+        concurrency: usize,
+        retries: u32,
+    ) -> Result<Backfill, PlanError> {
+        let now = now_utc();
+        let from = selection.from.unwrap_or(job.start);
+        let to = selection.to.unwrap_or_else(|| job.last_partition(now));
+        if from > to {
+            return Err(PlanError::EmptyRange {
+                from: from.name(),
+                to: to.name(),
+            });
+        }
+        let statuses = state::job_status(warehouse, job, now, &HashSet::new()).await?;
+        let by_name: HashMap<String, &state::PartitionStatus> =
+            statuses.iter().map(|s| (s.partition.name(), s)).collect();
+        let partitions = crate::partition::range(from, to)
+            .into_iter()
+            .filter(|p| {
+                selection.only.is_empty()
+                    || by_name
+                        .get(&p.name())
+                        .is_some_and(|s| selection.only.contains(&s.state))
+            })
+            .collect();
+        let prior_attempts = statuses
+            .iter()
+            .filter(|s| s.attempts > 0)
+            .map(|s| (s.partition.name(), s.attempts as i64))
+            .collect();
+        Ok(Backfill {
+            job: job.clone(),
+            partitions,
+            concurrency,
+            retries,
+            reason: None,
+            prior_attempts,
+        })
+    }
+
+    /// Partitions in flight at once: merge windows run one at a time, in
+    /// ascending order, so that a later window's values always win.
+    pub fn effective_concurrency(&self) -> usize {
+        match self.job.strategy {
+            Strategy::MergeKey => 1,
+            Strategy::ReplacePartition => self.concurrency.max(1),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub succeeded: usize,
+    pub failed: usize,
+    /// Partitions never started (after cancellation, or after a merge window failed).
+    pub not_started: usize,
+    pub cancelled: bool,
+}
+
+impl RunSummary {
+    /// The process exit code for this outcome: 0, 1, or 130 when cancelled.
+    pub fn exit_code(&self) -> i32 {
+        if self.cancelled {
+            130
+        } else if self.failed > 0 || self.not_started > 0 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+enum PartitionResult {
+    Succeeded,
+    Failed,
+    Cancelled,
+    NotStarted,
+}
+
+/// Identity of whoever runs the backfill, recorded in the ledger.
+pub fn operator() -> String {
+    std::env::var("IDEM_OPERATOR")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+pub fn host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub fn new_run_id() -> String {
+    format!(
+        "{}-{:04x}",
+        Utc::now().format("%Y%m%dT%H%M%S%.3f"),
+        std::process::id() & 0xffff
+    )
+}
+
+/// Runs a backfill to the end (or until cancelled), sending events as it goes.
+pub async fn run(
+    warehouse: &Warehouse,
+    backfill: &Backfill,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> RunSummary {
+    let run_id = new_run_id();
+    let started = Instant::now();
+    let job = &backfill.job;
+    let _ = events.send(Event::RunStarted {
+        run_id: run_id.clone(),
+        job: job.name.clone(),
+        strategy: job.strategy,
+        partitions: backfill.partitions.iter().map(Partition::name).collect(),
+        concurrency: backfill.effective_concurrency(),
+        reason: backfill.reason.clone(),
+    });
+    let operator = operator();
+    let host = host();
+    // A failed merge window stops the windows after it, which would otherwise
+    // overwrite rows with values older than what they replace on a re-run.
+    let halted = CancellationToken::new();
+    let results: Vec<PartitionResult> = futures::stream::iter(backfill.partitions.iter().copied())
+        .map(|partition| {
+            let ctx = PartitionRun {
+                warehouse,
+                backfill,
+                run_id: &run_id,
+                operator: &operator,
+                host: &host,
+                events,
+                cancel,
+                halted: &halted,
+            };
+            async move { ctx.run(partition).await }
+        })
+        .buffer_unordered(backfill.effective_concurrency())
+        .collect()
+        .await;
+    let mut summary = RunSummary {
+        run_id: run_id.clone(),
+        cancelled: cancel.is_cancelled(),
+        ..RunSummary::default()
+    };
+    for r in results {
+        match r {
+            PartitionResult::Succeeded => summary.succeeded += 1,
+            PartitionResult::Failed => summary.failed += 1,
+            PartitionResult::Cancelled | PartitionResult::NotStarted => summary.not_started += 1,
+        }
+    }
+    let _ = events.send(Event::RunFinished {
+        run_id,
+        job: job.name.clone(),
+        succeeded: summary.succeeded,
+        failed: summary.failed,
+        not_started: summary.not_started,
+        cancelled: summary.cancelled,
+        duration_ms: started.elapsed().as_millis() as u64,
+    });
+    summary
+}
+
+struct PartitionRun<'a> {
+    warehouse: &'a Warehouse,
+    backfill: &'a Backfill,
+    run_id: &'a str,
+    operator: &'a str,
+    host: &'a str,
+    events: &'a UnboundedSender<Event>,
+    cancel: &'a CancellationToken,
+    halted: &'a CancellationToken,
+}
+
+impl PartitionRun<'_> {
+    async fn run(&self, partition: Partition) -> PartitionResult {
+        let job = &self.backfill.job;
+        let name = partition.name();
+        let prior = self
+            .backfill
+            .prior_attempts
+            .get(&name)
+            .copied()
+            .unwrap_or(0);
+        let mut retry = 0u32;
+        loop {
+            if self.cancel.is_cancelled() || self.halted.is_cancelled() {
+                return PartitionResult::NotStarted;
+            }
+            let attempt = prior + 1 + retry as i64;
+            let started_at = Utc::now();
+            let clock = Instant::now();
+            let _ = self.events.send(Event::PartitionStarted {
+                run_id: self.run_id.to_string(),
+                job: job.name.clone(),
+                partition: name.clone(),
+                attempt,
+            });
+            let meta = AttemptMeta {
+                run_id: self.run_id.to_string(),
+                attempt,
+                started_at: ledger::timestamp(started_at),
+                operator: self.operator.to_string(),
+                host: self.host.to_string(),
+                reason: self.backfill.reason.clone(),
+            };
+            let events = self.events.clone();
+            let (run_id, job_name, part) =
+                (self.run_id.to_string(), job.name.clone(), name.clone());
+            let log = move |line: String| {
+                let _ = events.send(Event::PartitionLog {
+                    run_id: run_id.clone(),
+                    job: job_name.clone(),
+                    partition: part.clone(),
+                    line,
+                });
+            };
+            let result = tokio::select! {
+                r = self.warehouse.load_partition(job, &partition, &meta, &log) => Some(r),
+                _ = self.cancel.cancelled() => None,
+            };
+            let duration_ms = clock.elapsed().as_millis() as u64;
+            let outcome = match result {
+                None => {
+                    log("ROLLBACK (cancelled)".into());
+                    self.record_failure(
+                        &partition,
+                        &meta,
+                        AttemptStatus::Cancelled,
+                        "cancelled by operator",
+                    )
+                    .await;
+                    let _ = self.events.send(Event::PartitionFailed {
+                        run_id: self.run_id.to_string(),
+                        job: job.name.clone(),
+                        partition: name.clone(),
+                        attempt,
+                        error: "cancelled; rolled back".into(),
+                        will_retry: false,
+                        duration_ms,
+                    });
+                    return PartitionResult::Cancelled;
+                }
+                Some(r) => r,
+            };
+            match outcome {
+                Ok(o) => {
+                    let _ = self.events.send(Event::PartitionSucceeded {
+                        run_id: self.run_id.to_string(),
+                        job: job.name.clone(),
+                        partition: name.clone(),
+                        attempt,
+                        rows_deleted: o.rows_deleted,
+                        rows_inserted: o.rows_inserted,
+                        rows_updated: o.rows_updated,
+                        rows_after: o.rows_after,
+                        duration_ms,
+                        fingerprint: o.fingerprint.to_string(),
+                        content_changed: o.content_changed,
+                    });
+                    return PartitionResult::Succeeded;
+                }
+                Err(e) => {
+                    let transient = e.is_transient(self.warehouse.dialect());
+                    let will_retry =
+                        transient && retry < self.backfill.retries && !self.cancel.is_cancelled();
+                    let message = e.to_string();
+                    log(format!("ROLLBACK: {message}"));
+                    self.record_failure(&partition, &meta, AttemptStatus::Failed, &message)
+                        .await;
+                    let _ = self.events.send(Event::PartitionFailed {
+                        run_id: self.run_id.to_string(),
+                        job: job.name.clone(),
+                        partition: name.clone(),
+                        attempt,
+                        error: message,
+                        will_retry,
+                        duration_ms,
+                    });
+                    if !will_retry {
+                        if job.strategy == Strategy::MergeKey {
+                            self.halted.cancel();
+                        }
+                        return PartitionResult::Failed;
+                    }
+                    let backoff =
+                        Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.cancel.cancelled() => return PartitionResult::Cancelled,
+                    }
+                    retry += 1;
+                }
+            }
+        }
+    }
+
+    async fn record_failure(
+        &self,
+        partition: &Partition,
+        meta: &AttemptMeta,
+        status: AttemptStatus,
+        error: &str,
+    ) {
+        let job = &self.backfill.job;
+        let attempt = Attempt {
+            run_id: meta.run_id.clone(),
+            job: job.name.clone(),
+            partition: partition.name(),
+            attempt: meta.attempt,
+            status,
+            started_at: meta.started_at.clone(),
+            locked_at: None,
+            finished_at: ledger::timestamp(Utc::now()),
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_after: 0,
+            definition_hash: job.definition_hash(),
+            fingerprint: None,
+            content_changed: None,
+            error: Some(error.to_string()),
+            operator: meta.operator.clone(),
+            host: meta.host.clone(),
+            reason: meta.reason.clone(),
+        };
+        if let Err(e) = self.warehouse.record_attempt(&attempt).await {
+            let _ = self.events.send(Event::PartitionLog {
+                run_id: self.run_id.to_string(),
+                job: job.name.clone(),
+                partition: partition.name(),
+                line: format!("could not record the failure in the ledger: {e}"),
+            });
+        }
+    }
+}

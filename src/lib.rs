@@ -1,0 +1,12 @@
+//! idem: re-run batch loads safely. Every partition is written in one
+//! transaction, under a lock, by an idempotent strategy; the warehouse itself
+//! says what is loaded.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod engine;
+pub mod partition;
+pub mod state;
+pub mod warehouse;

@@ -1,0 +1,94 @@
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
+
+/// Re-run batch loads safely: see which partitions are failed, missing or
+/// stale, and re-run them idempotently.
+#[derive(Parser)]
+#[command(name = "idem", version, about)]
+struct Cli {
+    /// The config file.
+    #[arg(long, global = true, env = "IDEM_CONFIG", default_value = "idem.toml")]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create (or reset) the demo warehouse with data and history.
+    Demo {
+        /// Folder for the demo's warehouse and idem.toml.
+        #[arg(long, default_value = "idem-demo")]
+        path: PathBuf,
+    },
+    /// Backfill a job's partitions, headless.
+    Run(RunArgs),
+    /// States and row counts per partition.
+    Status {
+        /// Only this job.
+        job: Option<String>,
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+        #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
+        format: StatusFormat,
+        /// Only partitions flagged as anomalies.
+        #[arg(long)]
+        anomalies: bool,
+    },
+    /// Jobs with a health summary.
+    Jobs,
+    /// Attempt history of a job, or of one partition.
+    Log {
+        job: String,
+        partition: Option<String>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("idem: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async {
+        match cli.command {
+            None => cli::console_needs_terminal(&cli.config),
+            Some(Command::Demo { path }) => cli::demo(&path).await,
+            Some(Command::Run(args)) => cli::run(&cli.config, args).await,
+            Some(Command::Status {
+                job,
+                from,
+                to,
+                format,
+                anomalies,
+            }) => {
+                let args = StatusArgs {
+                    job,
+                    from,
+                    to,
+                    format,
+                    anomalies_only: anomalies,
+                };
+                cli::status(&cli.config, args).await
+            }
+            Some(Command::Jobs) => cli::jobs(&cli.config).await,
+            Some(Command::Log { job, partition }) => {
+                cli::log(&cli.config, &job, partition.as_deref()).await
+            }
+        }
+    });
+    std::process::exit(code);
+}

@@ -1,0 +1,267 @@
+//! Partitions: half-open UTC windows `[start, end)` of a job's grain, named by
+//! their start (`2026-06-04`, `2026-06-04T13`, `2026-06`).
+
+use std::fmt;
+
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grain {
+    Hour,
+    Day,
+    Month,
+}
+
+impl Grain {
+    pub const NAMES: &'static str = "hour, day, month";
+
+    pub fn parse(s: &str) -> Option<Grain> {
+        match s {
+            "hour" => Some(Grain::Hour),
+            "day" => Some(Grain::Day),
+            "month" => Some(Grain::Month),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grain::Hour => "hour",
+            Grain::Day => "day",
+            Grain::Month => "month",
+        }
+    }
+
+    /// The format a partition of this grain is named in, for error messages.
+    pub fn name_format(self) -> &'static str {
+        match self {
+            Grain::Hour => "YYYY-MM-DDTHH (or YYYY-MM-DD)",
+            Grain::Day => "YYYY-MM-DD",
+            Grain::Month => "YYYY-MM",
+        }
+    }
+
+    /// The start of the window containing `t`.
+    pub fn floor(self, t: NaiveDateTime) -> NaiveDateTime {
+        let d = t.date();
+        match self {
+            Grain::Hour => d.and_hms_opt(t.hour(), 0, 0).unwrap_or(t),
+            Grain::Day => d.and_time(NaiveTime::MIN),
+            Grain::Month => first_of_month(d.year(), d.month()).and_time(NaiveTime::MIN),
+        }
+    }
+
+    pub fn next(self, start: NaiveDateTime) -> NaiveDateTime {
+        match self {
+            Grain::Hour => start + Duration::hours(1),
+            Grain::Day => start + Duration::days(1),
+            Grain::Month => {
+                let d = start.date();
+                let (y, m) = if d.month() == 12 {
+                    (d.year() + 1, 1)
+                } else {
+                    (d.year(), d.month() + 1)
+                };
+                first_of_month(y, m).and_time(NaiveTime::MIN)
+            }
+        }
+    }
+
+    pub fn prev(self, start: NaiveDateTime) -> NaiveDateTime {
+        match self {
+            Grain::Hour => start - Duration::hours(1),
+            Grain::Day => start - Duration::days(1),
+            Grain::Month => self.floor(start - Duration::days(1)),
+        }
+    }
+}
+
+impl fmt::Display for Grain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn first_of_month(year: i32, month: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(year, month, 1).unwrap_or(NaiveDate::MIN)
+}
+
+/// One window of a job. Ordered by start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Partition {
+    pub start: NaiveDateTime,
+    pub grain: Grain,
+}
+
+/// Which end of a range a loosely written partition name stands for: a day
+/// given for an hourly job means its first hour in `--from`, its last in `--to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeEnd {
+    From,
+    To,
+}
+
+impl Partition {
+    pub fn containing(grain: Grain, t: NaiveDateTime) -> Partition {
+        Partition {
+            start: grain.floor(t),
+            grain,
+        }
+    }
+
+    pub fn end(&self) -> NaiveDateTime {
+        self.grain.next(self.start)
+    }
+
+    pub fn next(&self) -> Partition {
+        Partition {
+            start: self.end(),
+            grain: self.grain,
+        }
+    }
+
+    pub fn prev(&self) -> Partition {
+        Partition {
+            start: self.grain.prev(self.start),
+            grain: self.grain,
+        }
+    }
+
+    /// The name a partition is known by: its start at the grain's precision.
+    pub fn name(&self) -> String {
+        match self.grain {
+            Grain::Hour => self.start.format("%Y-%m-%dT%H").to_string(),
+            Grain::Day => self.start.format("%Y-%m-%d").to_string(),
+            Grain::Month => self.start.format("%Y-%m").to_string(),
+        }
+    }
+
+    /// Parses a partition name of this grain. Coarser names are accepted where
+    /// they are unambiguous: a day or month names its first (or, for the `to`
+    /// end of a range, its last) partition.
+    pub fn parse(grain: Grain, text: &str, end: RangeEnd) -> Option<Partition> {
+        let text = text.trim();
+        let (coarse_start, coarse_grain) = parse_any(text)?;
+        if coarse_grain == grain {
+            return Some(Partition {
+                start: coarse_start,
+                grain,
+            });
+        }
+        let finer = match (coarse_grain, grain) {
+            (Grain::Hour, _) => return None,
+            (Grain::Day, Grain::Month) => return Some(Partition::containing(grain, coarse_start)),
+            (Grain::Month, Grain::Hour | Grain::Day) | (Grain::Day, Grain::Hour) => true,
+            _ => false,
+        };
+        if !finer {
+            return None;
+        }
+        let start = match end {
+            RangeEnd::From => coarse_start,
+            RangeEnd::To => {
+                let coarse_end = coarse_grain.next(coarse_start);
+                grain.prev(coarse_end)
+            }
+        };
+        Some(Partition { start, grain })
+    }
+
+    /// True when the window has not fully passed at `now`.
+    pub fn is_future(&self, now: NaiveDateTime) -> bool {
+        self.end() > now
+    }
+
+    /// Text bound for `:start` / `:end` on engines that compare as text.
+    pub fn bound_text(t: NaiveDateTime) -> String {
+        t.format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Parses `YYYY-MM-DDTHH`, `YYYY-MM-DD` or `YYYY-MM` into a start and the grain
+/// the text was written at.
+pub fn parse_any(text: &str) -> Option<(NaiveDateTime, Grain)> {
+    if let Some((day, hour)) = text.split_once(['T', ' ']) {
+        let d = NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+        let hour = hour.split(':').next()?;
+        let h: u32 = hour.parse().ok()?;
+        return Some((d.and_hms_opt(h, 0, 0)?, Grain::Hour));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Some((d.and_time(NaiveTime::MIN), Grain::Day));
+    }
+    let (y, m) = text.split_once('-')?;
+    if y.len() != 4 || m.len() != 2 {
+        return None;
+    }
+    let d = NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, 1)?;
+    Some((d.and_time(NaiveTime::MIN), Grain::Month))
+}
+
+/// Every partition from `first` to `last`, both included.
+pub fn range(first: Partition, last: Partition) -> Vec<Partition> {
+    let mut out = Vec::new();
+    let mut p = first;
+    while p.start <= last.start {
+        out.push(p);
+        p = p.next();
+    }
+    out
+}
+
+/// The current instant in UTC, as the naive time partitions are measured in.
+pub fn now_utc() -> NaiveDateTime {
+    Utc::now().naive_utc()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(grain: Grain, s: &str, end: RangeEnd) -> String {
+        Partition::parse(grain, s, end)
+            .map(|p| p.name())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn names_round_trip_at_each_grain() {
+        for (g, name) in [
+            (Grain::Hour, "2026-06-04T13"),
+            (Grain::Day, "2026-06-04"),
+            (Grain::Month, "2026-06"),
+        ] {
+            assert_eq!(p(g, name, RangeEnd::From), name);
+        }
+    }
+
+    #[test]
+    fn coarse_names_expand_to_the_right_end() {
+        assert_eq!(
+            p(Grain::Hour, "2026-06-04", RangeEnd::From),
+            "2026-06-04T00"
+        );
+        assert_eq!(p(Grain::Hour, "2026-06-04", RangeEnd::To), "2026-06-04T23");
+        assert_eq!(p(Grain::Day, "2026-02", RangeEnd::To), "2026-02-28");
+        assert_eq!(p(Grain::Month, "2026-02-13", RangeEnd::To), "2026-02");
+        assert_eq!(p(Grain::Day, "2026-06-04T13", RangeEnd::From), "");
+        assert_eq!(p(Grain::Day, "June", RangeEnd::From), "");
+    }
+
+    #[test]
+    fn month_windows_cross_years() {
+        let dec = Partition::parse(Grain::Month, "2025-12", RangeEnd::From).unwrap();
+        assert_eq!(dec.next().name(), "2026-01");
+        assert_eq!(dec.next().prev(), dec);
+        let all = range(dec, dec.next().next());
+        assert_eq!(all.len(), 3);
+    }
+}

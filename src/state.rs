@@ -1,0 +1,312 @@
+//! Partition states, derived on every refresh from the target's row counts
+//! and the ledger, with the anomaly and drift flags on top.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::NaiveDateTime;
+use serde::Serialize;
+
+use crate::config::{Job, Strategy};
+use crate::partition::{Grain, Partition};
+use crate::warehouse::ledger::{Attempt, AttemptStatus};
+use crate::warehouse::{Counts, Warehouse, WarehouseError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadState {
+    Running,
+    Failed,
+    Stale,
+    Vanished,
+    Unmanaged,
+    Loaded,
+    Empty,
+    Missing,
+    Future,
+}
+
+impl LoadState {
+    pub const ALL: [LoadState; 9] = [
+        LoadState::Running,
+        LoadState::Failed,
+        LoadState::Stale,
+        LoadState::Vanished,
+        LoadState::Unmanaged,
+        LoadState::Loaded,
+        LoadState::Empty,
+        LoadState::Missing,
+        LoadState::Future,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadState::Running => "running",
+            LoadState::Failed => "failed",
+            LoadState::Stale => "stale",
+            LoadState::Vanished => "vanished",
+            LoadState::Unmanaged => "unmanaged",
+            LoadState::Loaded => "loaded",
+            LoadState::Empty => "empty",
+            LoadState::Missing => "missing",
+            LoadState::Future => "future",
+        }
+    }
+
+    pub fn glyph(self) -> char {
+        match self {
+            LoadState::Running => '▶',
+            LoadState::Failed => '✗',
+            LoadState::Stale => '~',
+            LoadState::Vanished => '!',
+            LoadState::Unmanaged => '?',
+            LoadState::Loaded => '■',
+            LoadState::Empty => '○',
+            LoadState::Missing => '·',
+            LoadState::Future => ' ',
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LoadState> {
+        LoadState::ALL.into_iter().find(|st| st.name() == s)
+    }
+}
+
+/// What idem knows about one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionStatus {
+    #[serde(serialize_with = "partition_name")]
+    pub partition: Partition,
+    pub state: LoadState,
+    /// Rows in the target's window now; `None` for merge jobs without a
+    /// partition column, whose target is not partitioned by window.
+    pub rows_now: Option<i64>,
+    /// Rows at the latest successful load.
+    pub rows_at_load: Option<i64>,
+    pub attempts: usize,
+    pub last_attempt: Option<Attempt>,
+    pub last_success: Option<Attempt>,
+    /// Row count is an outlier against its neighbours.
+    pub anomaly: bool,
+    /// Row count differs from the count at its last load.
+    pub drift: bool,
+}
+
+fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.name())
+}
+
+impl PartitionStatus {
+    /// The row count to chart and compare: the target's, or for unpartitioned
+    /// merge jobs the rows merged at the last load.
+    pub fn rows(&self) -> Option<i64> {
+        self.rows_now.or(self.rows_at_load)
+    }
+}
+
+/// Reads counts and ledger for a job and derives every partition's state.
+pub async fn job_status(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let partitions = job.partitions(now);
+    let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
+        return Ok(Vec::new());
+    };
+    let counts = warehouse.partition_counts(job, *first, *last).await?;
+    let attempts = warehouse.attempts(&job.name, None).await?;
+    Ok(derive(job, &partitions, &counts, &attempts, now, running))
+}
+
+/// The state of each partition from counts and attempts (oldest first).
+pub fn derive(
+    job: &Job,
+    partitions: &[Partition],
+    counts: &Counts,
+    attempts: &[Attempt],
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+) -> Vec<PartitionStatus> {
+    struct History<'a> {
+        latest: Option<&'a Attempt>,
+        success: Option<&'a Attempt>,
+        count: usize,
+    }
+    let mut history: HashMap<&str, History> = HashMap::new();
+    for a in attempts {
+        let h = history.entry(a.partition.as_str()).or_insert(History {
+            latest: None,
+            success: None,
+            count: 0,
+        });
+        h.count += 1;
+        // A cancelled attempt rolled back and changed nothing.
+        if a.status != AttemptStatus::Cancelled {
+            h.latest = Some(a);
+        }
+        if a.status == AttemptStatus::Succeeded {
+            h.success = Some(a);
+        }
+    }
+    let hash = job.definition_hash();
+    let counted = job.partition_column.is_some();
+    let mut out: Vec<PartitionStatus> = partitions
+        .iter()
+        .map(|p| {
+            let name = p.name();
+            let h = history.get(name.as_str());
+            let latest = h.and_then(|h| h.latest);
+            let success = h.and_then(|h| h.success);
+            let rows_now = counted.then(|| counts.get(&name).copied().unwrap_or(0));
+            let rows_at_load = success.map(|s| s.rows_after);
+            let state = if running.contains(&name) {
+                LoadState::Running
+            } else if latest.is_some_and(|a| a.status == AttemptStatus::Failed) {
+                LoadState::Failed
+            } else if let Some(s) = success {
+                if s.definition_hash != hash {
+                    LoadState::Stale
+                } else if s.rows_after > 0 && rows_now == Some(0) {
+                    LoadState::Vanished
+                } else if rows_now.unwrap_or(s.rows_after) > 0 {
+                    LoadState::Loaded
+                } else {
+                    LoadState::Empty
+                }
+            } else if rows_now.unwrap_or(0) > 0 {
+                LoadState::Unmanaged
+            } else if p.is_future(now) {
+                LoadState::Future
+            } else {
+                LoadState::Missing
+            };
+            let drift = matches!(state, LoadState::Loaded | LoadState::Stale)
+                && job.strategy == Strategy::ReplacePartition
+                && matches!((rows_now, rows_at_load), (Some(a), Some(b)) if a != b);
+            PartitionStatus {
+                partition: *p,
+                state,
+                rows_now,
+                rows_at_load,
+                attempts: h.map_or(0, |h| h.count),
+                last_attempt: latest.cloned(),
+                last_success: success.cloned(),
+                anomaly: false,
+                drift,
+            }
+        })
+        .collect();
+    let rows: Vec<Option<i64>> = out
+        .iter()
+        .map(|s| match s.state {
+            LoadState::Loaded | LoadState::Stale | LoadState::Unmanaged | LoadState::Empty => {
+                s.rows()
+            }
+            _ => None,
+        })
+        .collect();
+    for (i, flag) in anomalies(&rows, Seasonality::of(job.grain))
+        .into_iter()
+        .enumerate()
+    {
+        out[i].anomaly = flag;
+    }
+    out
+}
+
+/// Which neighbours a partition's count is compared with: the same weekday
+/// for days and the same hour of day for hours, so that quiet weekends and
+/// nights are not outliers; the surrounding months for months.
+#[derive(Debug, Clone, Copy)]
+pub struct Seasonality {
+    /// Distance between comparable partitions.
+    pub stride: usize,
+    /// Comparable partitions on each side.
+    pub side: usize,
+}
+
+impl Seasonality {
+    pub fn of(grain: Grain) -> Seasonality {
+        match grain {
+            Grain::Day => Seasonality { stride: 7, side: 6 },
+            Grain::Hour => Seasonality {
+                stride: 24,
+                side: 7,
+            },
+            Grain::Month => Seasonality {
+                stride: 1,
+                side: 14,
+            },
+        }
+    }
+}
+
+/// Flags counts that are outliers against comparable neighbours: robust
+/// z-score `0.6745·|x − median| / MAD` above 3.5, with at least 5 neighbours.
+pub fn anomalies(rows: &[Option<i64>], season: Seasonality) -> Vec<bool> {
+    (0..rows.len())
+        .map(|i| {
+            let Some(x) = rows[i] else { return false };
+            let mut around: Vec<f64> = (1..=season.side)
+                .flat_map(|k| {
+                    [
+                        i.checked_sub(k * season.stride),
+                        Some(i + k * season.stride),
+                    ]
+                })
+                .flatten()
+                .filter_map(|j| rows.get(j).copied().flatten())
+                .map(|n| n as f64)
+                .collect();
+            if around.len() < 5 {
+                return false;
+            }
+            let med = median(&mut around);
+            let mut dev: Vec<f64> = around.iter().map(|v| (v - med).abs()).collect();
+            // A perfectly flat neighbourhood still tolerates 1% of noise.
+            let mad = median(&mut dev).max(med.abs() * 0.01).max(1.0);
+            0.6745 * (x as f64 - med).abs() / mad > 3.5
+        })
+        .collect()
+}
+
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spike_among_steady_days_is_an_anomaly() {
+        // Weekdays near 10k, weekends near 7.5k: weekends are not outliers.
+        let mut rows: Vec<Option<i64>> = (0..120)
+            .map(|i| Some(if i % 7 >= 5 { 7_500 } else { 10_000 } + (i % 5) * 60))
+            .collect();
+        rows[60] = Some(31_000);
+        rows[20] = None;
+        let flags = anomalies(&rows, Seasonality::of(Grain::Day));
+        assert!(flags[60]);
+        assert_eq!(flags.iter().filter(|f| **f).count(), 1);
+    }
+
+    #[test]
+    fn too_few_neighbours_flag_nothing() {
+        let rows = vec![Some(1), Some(1000), Some(1)];
+        assert!(
+            anomalies(&rows, Seasonality::of(Grain::Month))
+                .iter()
+                .all(|f| !f)
+        );
+    }
+}

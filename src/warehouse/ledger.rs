@@ -1,0 +1,222 @@
+//! The ledger: one row per attempt, inside the warehouse. History and
+//! evidence only; what is loaded is always read from the target itself.
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use serde::Serialize;
+use sqlx::Row;
+
+use super::sql::Sql;
+use super::{Dialect, Warehouse, WarehouseError};
+
+pub struct ColumnTypes {
+    pub id: &'static str,
+    pub text: &'static str,
+    pub long_text: &'static str,
+    pub int: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptStatus {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl AttemptStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptStatus::Succeeded => "succeeded",
+            AttemptStatus::Failed => "failed",
+            AttemptStatus::Cancelled => "cancelled",
+        }
+    }
+
+    fn parse(s: &str) -> AttemptStatus {
+        match s {
+            "succeeded" => AttemptStatus::Succeeded,
+            "cancelled" => AttemptStatus::Cancelled,
+            _ => AttemptStatus::Failed,
+        }
+    }
+}
+
+/// One attempt at one partition.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub run_id: String,
+    pub job: String,
+    pub partition: String,
+    pub attempt: i64,
+    pub status: AttemptStatus,
+    pub started_at: String,
+    /// When the partition lock was granted (absent when the attempt failed
+    /// before it).
+    pub locked_at: Option<String>,
+    pub finished_at: String,
+    pub rows_deleted: i64,
+    pub rows_inserted: i64,
+    pub rows_updated: i64,
+    /// Rows of the partition after the attempt (the window's rows for merges).
+    pub rows_after: i64,
+    pub definition_hash: String,
+    pub fingerprint: Option<String>,
+    pub content_changed: Option<bool>,
+    pub error: Option<String>,
+    pub operator: String,
+    pub host: String,
+    pub reason: Option<String>,
+}
+
+const COLUMNS: &[&str] = &[
+    "run_id",
+    "job",
+    "partition_key",
+    "attempt",
+    "status",
+    "started_at",
+    "locked_at",
+    "finished_at",
+    "rows_deleted",
+    "rows_inserted",
+    "rows_updated",
+    "rows_after",
+    "definition_hash",
+    "fingerprint",
+    "content_changed",
+    "error",
+    "operator",
+    "host",
+    "reason",
+];
+
+pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
+    let t = dialect.ledger_types();
+    let table = dialect.ledger_table();
+    let mut out = Vec::new();
+    if let Some(schema) = &table.schema {
+        out.push(format!(
+            "CREATE SCHEMA IF NOT EXISTS {}",
+            dialect.quote(schema.as_str())
+        ));
+    }
+    let (text, long, int) = (t.text, t.long_text, t.int);
+    out.push(format!(
+        "CREATE TABLE IF NOT EXISTS {table} (id {id}, run_id {text} NOT NULL, job {text} NOT NULL, \
+         partition_key {text} NOT NULL, attempt {int} NOT NULL, status {text} NOT NULL, \
+         started_at {text} NOT NULL, locked_at {text}, finished_at {text} NOT NULL, \
+         rows_deleted {int} NOT NULL, rows_inserted {int} NOT NULL, rows_updated {int} NOT NULL, \
+         rows_after {int} NOT NULL, definition_hash {text} NOT NULL, fingerprint {text}, \
+         content_changed {int}, error {long}, operator {text} NOT NULL, host {text} NOT NULL, reason {long})",
+        table = dialect.quote_table(&table),
+        id = t.id,
+    ));
+    let index = dialect.quote(&format!("{}_by_job", table.name));
+    out.push(format!(
+        "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key)",
+        dialect.quote_table(&table)
+    ));
+    out
+}
+
+/// Appends the INSERT of one attempt row.
+pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
+    let table = sql.dialect().ledger_table();
+    sql.push("INSERT INTO ")
+        .table(&table)
+        .push(" (")
+        .push(&COLUMNS.join(", "))
+        .push(") VALUES (");
+    sql.bind(a.run_id.as_str()).push(", ");
+    sql.bind(a.job.as_str()).push(", ");
+    sql.bind(a.partition.as_str()).push(", ");
+    sql.bind(a.attempt).push(", ");
+    sql.bind(a.status.as_str()).push(", ");
+    sql.bind(a.started_at.as_str()).push(", ");
+    sql.bind(a.locked_at.clone()).push(", ");
+    sql.bind(a.finished_at.as_str()).push(", ");
+    sql.bind(a.rows_deleted).push(", ");
+    sql.bind(a.rows_inserted).push(", ");
+    sql.bind(a.rows_updated).push(", ");
+    sql.bind(a.rows_after).push(", ");
+    sql.bind(a.definition_hash.as_str()).push(", ");
+    sql.bind(a.fingerprint.clone()).push(", ");
+    match a.content_changed {
+        Some(c) => sql.bind(c as i64),
+        None => sql.bind(super::sql::Value::Null),
+    };
+    sql.push(", ");
+    sql.bind(a.error.clone()).push(", ");
+    sql.bind(a.operator.as_str()).push(", ");
+    sql.bind(a.host.as_str()).push(", ");
+    sql.bind(a.reason.clone()).push(")");
+}
+
+/// Ledger timestamps: RFC 3339 UTC with milliseconds, so text order is time order.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+impl Warehouse {
+    /// Records an attempt outside any load transaction (failures, after rollback).
+    pub async fn record_attempt(&self, attempt: &Attempt) -> Result<(), WarehouseError> {
+        let mut sql = self.sql();
+        insert(&mut sql, attempt);
+        sql.query().execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// Every attempt of a job (optionally of one partition), oldest first.
+    pub async fn attempts(
+        &self,
+        job: &str,
+        partition: Option<&str>,
+    ) -> Result<Vec<Attempt>, WarehouseError> {
+        let dialect = self.dialect();
+        let mut sql = self.sql();
+        sql.push("SELECT ");
+        for (i, c) in COLUMNS.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.push(c);
+        }
+        sql.push(" FROM ")
+            .table(&dialect.ledger_table())
+            .push(" WHERE job = ")
+            .bind(job);
+        if let Some(p) = partition {
+            sql.push(" AND partition_key = ").bind(p);
+        }
+        sql.push(" ORDER BY id");
+        let mut rows = sql.query().fetch(self.pool());
+        let mut out = Vec::new();
+        while let Some(row) = rows.try_next().await? {
+            let status: String = row.try_get(4)?;
+            let changed: Option<i64> = row.try_get(14)?;
+            out.push(Attempt {
+                run_id: row.try_get(0)?,
+                job: row.try_get(1)?,
+                partition: row.try_get(2)?,
+                attempt: row.try_get(3)?,
+                status: AttemptStatus::parse(&status),
+                started_at: row.try_get(5)?,
+                locked_at: row.try_get(6)?,
+                finished_at: row.try_get(7)?,
+                rows_deleted: row.try_get(8)?,
+                rows_inserted: row.try_get(9)?,
+                rows_updated: row.try_get(10)?,
+                rows_after: row.try_get(11)?,
+                definition_hash: row.try_get(12)?,
+                fingerprint: row.try_get(13)?,
+                content_changed: changed.map(|c| c != 0),
+                error: row.try_get(15)?,
+                operator: row.try_get(16)?,
+                host: row.try_get(17)?,
+                reason: row.try_get(18)?,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,502 @@
+//! One partition, one transaction: lock, write by the job's strategy, check,
+//! record the ledger row, commit. Any error rolls the whole partition back.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use sqlx::AnyConnection;
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
+
+use super::fingerprint::{self, Fingerprint};
+use super::ledger::{self, Attempt, AttemptStatus};
+use super::sql::Sql;
+use super::{Dialect, LockPlan, Warehouse, WarehouseError};
+use crate::config::{Ident, Job, Strategy};
+use crate::partition::Partition;
+
+const STAGE: &str = "idem_stage";
+
+/// Who is writing, and why: what the ledger row records besides counts.
+#[derive(Debug, Clone)]
+pub struct AttemptMeta {
+    pub run_id: String,
+    pub attempt: i64,
+    pub started_at: String,
+    pub operator: String,
+    pub host: String,
+    pub reason: Option<String>,
+}
+
+/// What a committed partition load did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOutcome {
+    pub rows_deleted: i64,
+    pub rows_inserted: i64,
+    pub rows_updated: i64,
+    pub rows_after: i64,
+    pub fingerprint: Fingerprint,
+    pub content_changed: bool,
+}
+
+/// A step of a load, as it happens; consumers render these as log lines.
+pub type LoadStep = String;
+
+impl Warehouse {
+    /// Loads one partition of a job in one transaction under its lock.
+    pub async fn load_partition(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        meta: &AttemptMeta,
+        log: &(dyn Fn(LoadStep) + Send + Sync),
+    ) -> Result<LoadOutcome, WarehouseError> {
+        let dialect = self.dialect();
+        let target_columns = self.target_columns(&job.target).await?;
+        let columns = select_columns(self, job, partition, &target_columns).await?;
+        let mut conn = self.pool().acquire().await?;
+        let lock_key = format!("{}:{}", job.target, partition.name());
+        let timeout = self.config().lock_timeout;
+
+        let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);
+        if session_lock {
+            // If this future is dropped (cancellation), closing the connection
+            // is what releases a session lock.
+            conn.close_on_drop();
+            take_lock(dialect, &mut conn, &lock_key, timeout, partition).await?;
+            log(format!("lock {lock_key} taken"));
+        }
+        let result = transact(
+            self,
+            &mut conn,
+            job,
+            partition,
+            meta,
+            &columns,
+            &target_columns,
+            &lock_key,
+            log,
+        )
+        .await;
+        if session_lock {
+            for unlock in dialect.unlock(&lock_key) {
+                // The lock also ends with the connection; a failed release is harmless.
+                let _ = unlock.query().execute(&mut *conn).await;
+            }
+        }
+        result
+    }
+}
+
+async fn take_lock(
+    dialect: &dyn Dialect,
+    conn: &mut AnyConnection,
+    key: &str,
+    timeout: Duration,
+    partition: &Partition,
+) -> Result<(), WarehouseError> {
+    for stmt in dialect.lock(key, timeout) {
+        let row = stmt.query().fetch_optional(&mut *conn).await?;
+        if let Some(row) = row {
+            let granted: Option<i64> = row.try_get(0)?;
+            if granted != Some(1) {
+                return Err(WarehouseError::LockTimeout(partition.name()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn transact(
+    warehouse: &Warehouse,
+    conn: &mut PoolConnection<Any>,
+    job: &Job,
+    partition: &Partition,
+    meta: &AttemptMeta,
+    columns: &[Ident],
+    target_columns: &[Ident],
+    lock_key: &str,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let dialect = warehouse.dialect();
+    let mut tx = match dialect.begin_statement() {
+        Some(begin) => conn.begin_with(begin).await?,
+        None => conn.begin().await?,
+    };
+    match dialect.lock_plan() {
+        LockPlan::Begin => log(format!("BEGIN IMMEDIATE (write lock on {lock_key})")),
+        LockPlan::InTransaction => {
+            log("BEGIN".into());
+            take_lock(
+                dialect,
+                &mut tx,
+                lock_key,
+                warehouse.config().lock_timeout,
+                partition,
+            )
+            .await?;
+            log(format!("lock {lock_key} taken"));
+        }
+        LockPlan::Session => log("BEGIN".into()),
+    }
+    let locked_at = ledger::timestamp(Utc::now());
+
+    let outcome = match job.strategy {
+        Strategy::ReplacePartition => {
+            replace(
+                dialect,
+                &mut tx,
+                job,
+                partition,
+                columns,
+                target_columns,
+                log,
+            )
+            .await?
+        }
+        Strategy::MergeKey => {
+            merge(
+                dialect,
+                &mut tx,
+                job,
+                partition,
+                columns,
+                target_columns,
+                log,
+            )
+            .await?
+        }
+    };
+
+    let attempt = Attempt {
+        run_id: meta.run_id.clone(),
+        job: job.name.clone(),
+        partition: partition.name(),
+        attempt: meta.attempt,
+        status: AttemptStatus::Succeeded,
+        started_at: meta.started_at.clone(),
+        locked_at: Some(locked_at),
+        finished_at: ledger::timestamp(Utc::now()),
+        rows_deleted: outcome.rows_deleted,
+        rows_inserted: outcome.rows_inserted,
+        rows_updated: outcome.rows_updated,
+        rows_after: outcome.rows_after,
+        definition_hash: job.definition_hash(),
+        fingerprint: Some(outcome.fingerprint.to_string()),
+        content_changed: Some(outcome.content_changed),
+        error: None,
+        operator: meta.operator.clone(),
+        host: meta.host.clone(),
+        reason: meta.reason.clone(),
+    };
+    let mut sql = Sql::new(dialect);
+    ledger::insert(&mut sql, &attempt);
+    sql.query().execute(&mut *tx).await?;
+    tx.commit().await?;
+    log("COMMIT".into());
+    Ok(outcome)
+}
+
+/// The job's output columns, checked against the target's.
+async fn select_columns(
+    warehouse: &Warehouse,
+    job: &Job,
+    partition: &Partition,
+    target_columns: &[Ident],
+) -> Result<Vec<Ident>, WarehouseError> {
+    let mut sql = Sql::new(warehouse.dialect());
+    sql.push("SELECT * FROM (");
+    sql.job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    sql.push(") src");
+    let names = warehouse.output_columns(sql.text()).await?;
+    let mut columns = Vec::new();
+    for name in &names {
+        let Some(target) = target_columns
+            .iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+        else {
+            let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
+            return Err(WarehouseError::Job(format!(
+                "column \"{name}\" of the job's SELECT is not a column of {} (its columns: {})",
+                job.target,
+                names.join(", ")
+            )));
+        };
+        columns.push(target.clone());
+    }
+    for key in &job.unique_key {
+        if !columns.contains(key) {
+            return Err(WarehouseError::Job(format!(
+                "unique_key column \"{key}\" is not among the job's SELECT columns"
+            )));
+        }
+    }
+    Ok(columns)
+}
+
+async fn replace(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    job: &Job,
+    partition: &Partition,
+    columns: &[Ident],
+    target_columns: &[Ident],
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let before = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
+    let pcol = partition_column(job)?;
+
+    let mut delete = Sql::new(dialect);
+    delete
+        .push("DELETE FROM ")
+        .table(&job.target)
+        .push(" WHERE ");
+    delete.window_filter("", pcol, partition);
+    let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!(
+        "DELETE {rows_deleted} rows in [{}, {})",
+        partition.start,
+        partition.end()
+    ));
+
+    let mut insert = Sql::new(dialect);
+    insert
+        .push("INSERT INTO ")
+        .table(&job.target)
+        .push(" (")
+        .ident_list("", columns);
+    insert
+        .push(") SELECT ")
+        .ident_list("src.", columns)
+        .push(" FROM (");
+    insert
+        .job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    insert.push(") src");
+    let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!("INSERT {rows_inserted} rows"));
+
+    let in_window = count_window(dialect, tx, job, pcol, partition).await?;
+    if in_window != rows_inserted {
+        let outside = rows_inserted - in_window;
+        log(format!(
+            "window check failed: {outside} of {rows_inserted} rows outside the partition"
+        ));
+        return Err(WarehouseError::Job(format!(
+            "job wrote {outside} rows outside its partition {} (its {} values must lie in [{}, {}))",
+            partition.name(),
+            pcol,
+            partition.start,
+            partition.end()
+        )));
+    }
+    log(format!(
+        "window check: all {rows_inserted} rows inside the partition"
+    ));
+
+    let after = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
+    let content_changed = before != after;
+    log(format!(
+        "fingerprint {after} ({})",
+        if content_changed {
+            "content changed"
+        } else {
+            "content unchanged"
+        }
+    ));
+    Ok(LoadOutcome {
+        rows_deleted,
+        rows_inserted,
+        rows_updated: 0,
+        rows_after: after.rows,
+        fingerprint: after,
+        content_changed,
+    })
+}
+
+async fn merge(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    job: &Job,
+    partition: &Partition,
+    columns: &[Ident],
+    target_columns: &[Ident],
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let stage = dialect.quote(STAGE);
+    run(tx, dialect.drop_stage(STAGE)).await?;
+    let mut create = Sql::new(dialect);
+    create
+        .push(&dialect.create_stage(STAGE))
+        .push("SELECT ")
+        .ident_list("", columns)
+        .push(" FROM ")
+        .table(&job.target)
+        .push(" WHERE 1 = 0");
+    create.query().execute(&mut *tx).await?;
+    let mut fill = Sql::new(dialect);
+    fill.push("INSERT INTO ")
+        .push(&stage)
+        .push(" (")
+        .ident_list("", columns);
+    fill.push(") SELECT ")
+        .ident_list("src.", columns)
+        .push(" FROM (");
+    fill.job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    fill.push(") src");
+    let source_rows = fill.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!("staged {source_rows} source rows"));
+
+    let keys = &job.unique_key;
+    let mut dups = Sql::new(dialect);
+    dups.push("SELECT COUNT(*) FROM (SELECT ")
+        .ident_list("", keys)
+        .push(" FROM ")
+        .push(&stage)
+        .push(" GROUP BY ")
+        .ident_list("", keys)
+        .push(" HAVING COUNT(*) > 1) d");
+    let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if duplicate_keys > 0 {
+        return Err(WarehouseError::Job(format!(
+            "job emitted {duplicate_keys} unique_key values more than once in window {}; a merge needs one row per key",
+            partition.name()
+        )));
+    }
+
+    let key_match = keys
+        .iter()
+        .map(|k| {
+            let k = dialect.quote(k.as_str());
+            format!("s.{k} = t.{k}")
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let touched = |sql: &mut Sql| {
+        sql.push(" FROM ")
+            .table(&job.target)
+            .push(" t WHERE EXISTS (SELECT 1 FROM ")
+            .push(&stage)
+            .push(" s WHERE ")
+            .push(&key_match)
+            .push(")");
+    };
+    let before = {
+        let mut sql = Sql::new(dialect);
+        fingerprint::select_as_text(&mut sql, target_columns, "t.");
+        touched(&mut sql);
+        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
+    };
+
+    let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+    let changed_test = if values.is_empty() {
+        "1 = 0".to_string()
+    } else {
+        values
+            .iter()
+            .map(|c| {
+                let c = dialect.quote(c.as_str());
+                dialect.differs(&format!("t.{c}"), &format!("s.{c}"))
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    };
+    let mut matched = Sql::new(dialect);
+    matched
+        .push("SELECT COUNT(*), COUNT(CASE WHEN ")
+        .push(&changed_test)
+        .push(" THEN 1 END) FROM ")
+        .table(&job.target)
+        .push(" t JOIN ")
+        .push(&stage)
+        .push(" s ON ")
+        .push(&key_match);
+    let row = matched.query().fetch_one(&mut *tx).await?;
+    let existing: i64 = row.try_get(0)?;
+    let rows_updated: i64 = row.try_get(1)?;
+    let rows_inserted = source_rows - existing;
+
+    run(tx, dialect.upsert(&job.target, STAGE, columns, keys)).await?;
+    log(format!(
+        "MERGE {source_rows} rows by ({}): {rows_inserted} inserted, {rows_updated} updated, {} unchanged",
+        keys.iter()
+            .map(Ident::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        existing - rows_updated
+    ));
+
+    let after = {
+        let mut sql = Sql::new(dialect);
+        fingerprint::select_as_text(&mut sql, target_columns, "t.");
+        touched(&mut sql);
+        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
+    };
+    let rows_after = match &job.partition_column {
+        Some(pcol) => count_window(dialect, tx, job, pcol, partition).await?,
+        None => source_rows,
+    };
+    run(tx, dialect.drop_stage(STAGE)).await?;
+    let content_changed = before != after;
+    log(format!(
+        "fingerprint {after} ({})",
+        if content_changed {
+            "content changed"
+        } else {
+            "content unchanged"
+        }
+    ));
+    Ok(LoadOutcome {
+        rows_deleted: 0,
+        rows_inserted,
+        rows_updated,
+        rows_after,
+        fingerprint: after,
+        content_changed,
+    })
+}
+
+async fn run(conn: &mut AnyConnection, statement: String) -> Result<(), WarehouseError> {
+    conn.execute(AssertSqlSafe(statement)).await?;
+    Ok(())
+}
+
+fn partition_column(job: &Job) -> Result<&Ident, WarehouseError> {
+    job.partition_column
+        .as_ref()
+        .ok_or_else(|| WarehouseError::Job(format!("job {} has no partition_column", job.name)))
+}
+
+async fn count_window(
+    dialect: &'static dyn Dialect,
+    conn: &mut AnyConnection,
+    job: &Job,
+    pcol: &Ident,
+    partition: &Partition,
+) -> Result<i64, WarehouseError> {
+    let mut sql = Sql::new(dialect);
+    sql.push("SELECT COUNT(*) FROM ")
+        .table(&job.target)
+        .push(" WHERE ");
+    sql.window_filter("", pcol, partition);
+    Ok(sql.query().fetch_one(&mut *conn).await?.try_get(0)?)
+}
+
+/// Count and fingerprint of the target rows in a partition's window.
+pub(super) async fn fingerprint_window(
+    dialect: &'static dyn Dialect,
+    conn: &mut AnyConnection,
+    job: &Job,
+    target_columns: &[Ident],
+    partition: &Partition,
+) -> Result<Fingerprint, WarehouseError> {
+    let pcol = partition_column(job)?;
+    let mut sql = Sql::new(dialect);
+    fingerprint::select_as_text(&mut sql, target_columns, "");
+    sql.push(" FROM ").table(&job.target).push(" WHERE ");
+    sql.window_filter("", pcol, partition);
+    fingerprint::compute(sql.query().fetch(&mut *conn)).await
+}

@@ -1,0 +1,172 @@
+//! MySQL 8 and MariaDB 10.11: named session locks (GET_LOCK) around each
+//! partition's transaction, `INSERT … ON DUPLICATE KEY UPDATE` for upserts.
+
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use sqlx::mysql::MySqlDatabaseError;
+
+use super::ledger::ColumnTypes;
+use super::sql::Sql;
+use super::{Dialect, Engine, LockPlan, lock_key_i64};
+use crate::config::{Ident, TableName};
+use crate::partition::Grain;
+
+pub struct MySql;
+
+/// GET_LOCK names are at most 64 characters.
+fn lock_name(key: &str) -> String {
+    format!("idem:{:016x}", lock_key_i64(key))
+}
+
+impl Dialect for MySql {
+    fn engine(&self) -> Engine {
+        Engine::MySql
+    }
+
+    fn quote(&self, ident: &str) -> String {
+        format!("`{ident}`")
+    }
+
+    fn placeholder(&self, _n: usize) -> String {
+        "?".into()
+    }
+
+    fn instant_param(&self, placeholder: &str) -> String {
+        format!("CAST({placeholder} AS DATETIME)")
+    }
+
+    fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
+        t.format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+
+    fn session_setup(&self) -> &'static [&'static str] {
+        &[
+            "SET time_zone = '+00:00'",
+            // Each statement sees what committed before it, as on PostgreSQL.
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        ]
+    }
+
+    fn lock_plan(&self) -> LockPlan {
+        LockPlan::Session
+    }
+
+    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+        let mut sql = Sql::new(&MySql);
+        sql.push("SELECT GET_LOCK(")
+            .bind(lock_name(key))
+            .push(", ")
+            .bind(timeout.as_secs().max(1) as i64)
+            .push(")");
+        vec![sql]
+    }
+
+    fn unlock(&self, key: &str) -> Vec<Sql> {
+        let mut sql = Sql::new(&MySql);
+        sql.push("SELECT RELEASE_LOCK(")
+            .bind(lock_name(key))
+            .push(")");
+        vec![sql]
+    }
+
+    fn ledger_types(&self) -> ColumnTypes {
+        ColumnTypes {
+            id: "BIGINT AUTO_INCREMENT PRIMARY KEY",
+            text: "VARCHAR(255)",
+            long_text: "TEXT",
+            int: "BIGINT",
+        }
+    }
+
+    fn ledger_table(&self) -> TableName {
+        TableName {
+            schema: None,
+            name: Ident::from_static("idem_attempts"),
+        }
+    }
+
+    fn columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ")
+            .bind(table.name.as_str())
+            .push(" ORDER BY ordinal_position");
+    }
+
+    fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
+        let format = match grain {
+            Grain::Hour => "%Y-%m-%dT%H",
+            Grain::Day => "%Y-%m-%d",
+            Grain::Month => "%Y-%m",
+        };
+        format!("CAST(DATE_FORMAT({column}, '{format}') AS CHAR)")
+    }
+
+    fn text_expr(&self, column: &str) -> String {
+        format!("CAST({column} AS CHAR)")
+    }
+
+    fn differs(&self, a: &str, b: &str) -> String {
+        format!("NOT ({a} <=> {b})")
+    }
+
+    fn create_stage(&self, stage: &str) -> String {
+        format!("CREATE TEMPORARY TABLE {} AS ", self.quote(stage))
+    }
+
+    fn drop_stage(&self, stage: &str) -> String {
+        format!("DROP TEMPORARY TABLE IF EXISTS {}", self.quote(stage))
+    }
+
+    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
+        let q = |c: &Ident| self.quote(c.as_str());
+        let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
+        let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+        // With nothing but keys, a no-op assignment keeps duplicates from erroring.
+        let assigned: Vec<&Ident> = if values.is_empty() {
+            keys.iter().take(1).collect()
+        } else {
+            values
+        };
+        let set = assigned
+            .iter()
+            .map(|c| format!("{0} = VALUES({0})", q(c)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "INSERT INTO {} ({cols}) SELECT {cols} FROM {} ON DUPLICATE KEY UPDATE {set}",
+            self.quote_table(target),
+            self.quote(stage)
+        )
+    }
+
+    fn is_transient(&self, err: &sqlx::Error) -> bool {
+        match err {
+            sqlx::Error::Database(db) => match db.try_downcast_ref::<MySqlDatabaseError>() {
+                Some(e) => matches!(e.number(), 1205 | 1213 | 2006 | 2013 | 1927 | 1053),
+                None => db.code().as_deref() == Some("40001"),
+            },
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Output column names of a SELECT, from the driver's own prepare.
+pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sqlx::Error> {
+    use sqlx::{Column, Connection, Executor, SqlSafeStr, Statement};
+    let mut conn = sqlx::mysql::MySqlConnection::connect(url).await?;
+    let names = conn
+        .prepare(sqlx::AssertSqlSafe(select.to_string()).into_sql_str())
+        .await?
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let _ = conn.close().await;
+    Ok(names)
+}

@@ -1,0 +1,288 @@
+//! The one place SQL is assembled at run time: identifiers are quoted by the
+//! dialect, values are bound as parameters, never spliced into the text.
+
+use chrono::NaiveDateTime;
+use sqlx::any::AnyArguments;
+use sqlx::{Arguments, AssertSqlSafe};
+
+use super::Dialect;
+use crate::config::{Ident, TableName};
+use crate::partition::Partition;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Text(String),
+    Int(i64),
+    Null,
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Text(s)
+    }
+}
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        Value::Int(n)
+    }
+}
+impl From<Option<String>> for Value {
+    fn from(v: Option<String>) -> Value {
+        v.map_or(Value::Null, Value::Text)
+    }
+}
+
+/// SQL text with its bound values, built for one dialect.
+pub struct Sql {
+    dialect: &'static dyn Dialect,
+    text: String,
+    binds: Vec<Value>,
+}
+
+/// A named parameter in a job's SQL that idem does not provide.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown parameter :{0} in the job's SQL; idem binds :start, :end and :partition")]
+pub struct UnknownParameter(pub String);
+
+impl Sql {
+    pub fn new(dialect: &'static dyn Dialect) -> Sql {
+        Sql {
+            dialect,
+            text: String::new(),
+            binds: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    pub fn ident(&mut self, ident: &Ident) -> &mut Self {
+        let q = self.dialect.quote(ident.as_str());
+        self.text.push_str(&q);
+        self
+    }
+
+    /// Quoted identifiers separated by commas, each optionally prefixed by a
+    /// table alias (`s.`).
+    pub fn ident_list(&mut self, alias: &str, idents: &[Ident]) -> &mut Self {
+        for (i, c) in idents.iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.text.push_str(alias);
+            self.ident(c);
+        }
+        self
+    }
+
+    pub fn table(&mut self, table: &TableName) -> &mut Self {
+        let q = self.dialect.quote_table(table);
+        self.text.push_str(&q);
+        self
+    }
+
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.binds.push(value.into());
+        let p = self.dialect.placeholder(self.binds.len());
+        self.text.push_str(&p);
+        self
+    }
+
+    /// Binds a window boundary so that it compares correctly with the
+    /// engine's date and timestamp columns.
+    pub fn bind_instant(&mut self, t: NaiveDateTime, partition: &Partition) -> &mut Self {
+        self.binds
+            .push(Value::Text(self.dialect.instant_value(t, partition.grain)));
+        let p = self.dialect.placeholder(self.binds.len());
+        let expr = self.dialect.instant_param(&p);
+        self.text.push_str(&expr);
+        self
+    }
+
+    /// `col >= :start AND col < :end` for the partition's window.
+    pub fn window_filter(
+        &mut self,
+        alias: &str,
+        column: &Ident,
+        partition: &Partition,
+    ) -> &mut Self {
+        self.push(alias).ident(column).push(" >= ");
+        self.bind_instant(partition.start, partition);
+        self.push(" AND ").push(alias).ident(column).push(" < ");
+        self.bind_instant(partition.end(), partition);
+        self
+    }
+
+    /// Appends a job's SELECT with `:start`, `:end` and `:partition` bound.
+    pub fn job_sql(
+        &mut self,
+        sql: &str,
+        partition: &Partition,
+    ) -> Result<&mut Self, UnknownParameter> {
+        let body = sql.trim().trim_end_matches(';').trim_end();
+        for piece in split_parameters(body) {
+            match piece {
+                Piece::Text(t) => {
+                    self.push(t);
+                }
+                Piece::Param("start") => {
+                    self.bind_instant(partition.start, partition);
+                }
+                Piece::Param("end") => {
+                    self.bind_instant(partition.end(), partition);
+                }
+                Piece::Param("partition") => {
+                    self.bind(partition.name());
+                }
+                Piece::Param(other) => return Err(UnknownParameter(other.to_string())),
+            }
+        }
+        Ok(self)
+    }
+
+    pub fn dialect(&self) -> &'static dyn Dialect {
+        self.dialect
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn binds(&self) -> &[Value] {
+        &self.binds
+    }
+
+    /// The statement, ready to run through sqlx.
+    pub fn query(&self) -> sqlx::query::Query<'static, sqlx::Any, AnyArguments> {
+        let mut args = AnyArguments::default();
+        for v in &self.binds {
+            // Adding a plain value to AnyArguments cannot fail.
+            let _ = match v {
+                Value::Text(s) => args.add(s.clone()),
+                Value::Int(n) => args.add(*n),
+                Value::Null => args.add(Option::<String>::None),
+            };
+        }
+        // Safe by construction: identifiers are validated and quoted, values bound.
+        sqlx::query_with(AssertSqlSafe(self.text.clone()), args)
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum Piece<'a> {
+    Text(&'a str),
+    Param(&'a str),
+}
+
+/// Splits SQL into text and `:name` parameters, skipping string literals,
+/// quoted identifiers, comments and PostgreSQL `::` casts.
+pub(crate) fn split_parameters(sql: &str) -> Vec<Piece<'_>> {
+    let bytes = sql.as_bytes();
+    let mut pieces = Vec::new();
+    let mut text_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == q {
+                        if bytes.get(i + 1) == Some(&q) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    if bytes[i] == b'\\' && q == b'\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b':' if bytes.get(i + 1) == Some(&b':') => i += 2,
+            b':' if bytes
+                .get(i + 1)
+                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') =>
+            {
+                let name_start = i + 1;
+                let mut j = name_start;
+                while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+                    j += 1;
+                }
+                if text_start < i {
+                    pieces.push(Piece::Text(&sql[text_start..i]));
+                }
+                pieces.push(Piece::Param(&sql[name_start..j]));
+                i = j;
+                text_start = j;
+            }
+            _ => i += 1,
+        }
+    }
+    if text_start < sql.len() {
+        pieces.push(Piece::Text(&sql[text_start.min(sql.len())..]));
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(sql: &str) -> Vec<&str> {
+        split_parameters(sql)
+            .into_iter()
+            .filter_map(|p| match p {
+                Piece::Param(n) => Some(n),
+                Piece::Text(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn finds_parameters_but_not_casts_strings_or_comments() {
+        assert_eq!(
+            params(
+                "select x::date from t where a >= :start and a < :end -- :nope\n and b = ':no' /* :no */ and c = :partition"
+            ),
+            vec!["start", "end", "partition"]
+        );
+        assert_eq!(
+            params("select 'it''s :x' as a, \"col:y\" from t"),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn text_pieces_reassemble_the_sql() {
+        let sql = "select a from t where d >= :start and d < :end";
+        let joined: String = split_parameters(sql)
+            .into_iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.to_string(),
+                Piece::Param(n) => format!(":{n}"),
+            })
+            .collect();
+        assert_eq!(joined, sql);
+    }
+}

@@ -1,0 +1,162 @@
+//! SQLite: the embedded warehouse. `BEGIN IMMEDIATE` takes the database's write
+//! lock up front, which serialises writers of every partition.
+
+use chrono::{NaiveDateTime, Timelike};
+
+use super::ledger::ColumnTypes;
+use super::sql::Sql;
+use super::{Dialect, Engine, LockPlan};
+use crate::config::{Ident, TableName};
+use crate::partition::Grain;
+
+pub struct Sqlite;
+
+impl Dialect for Sqlite {
+    fn engine(&self) -> Engine {
+        Engine::Sqlite
+    }
+
+    fn quote(&self, ident: &str) -> String {
+        format!("\"{ident}\"")
+    }
+
+    fn placeholder(&self, _n: usize) -> String {
+        "?".into()
+    }
+
+    fn instant_param(&self, placeholder: &str) -> String {
+        placeholder.into()
+    }
+
+    /// SQLite compares dates and timestamps as text, so a window of whole days
+    /// is bound as a date (`2026-06-04`, which sorts before every time of that
+    /// day) and an hour as a full timestamp.
+    fn instant_value(&self, t: NaiveDateTime, grain: Grain) -> String {
+        if grain != Grain::Hour && t.num_seconds_from_midnight() == 0 {
+            t.format("%Y-%m-%d").to_string()
+        } else {
+            t.format("%Y-%m-%d %H:%M:%S").to_string()
+        }
+    }
+
+    fn session_setup(&self) -> &'static [&'static str] {
+        &["PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON"]
+    }
+
+    fn begin_statement(&self) -> Option<&'static str> {
+        Some("BEGIN IMMEDIATE")
+    }
+
+    fn lock_plan(&self) -> LockPlan {
+        LockPlan::Begin
+    }
+
+    fn ledger_types(&self) -> ColumnTypes {
+        ColumnTypes {
+            id: "INTEGER PRIMARY KEY AUTOINCREMENT",
+            text: "TEXT",
+            long_text: "TEXT",
+            int: "INTEGER",
+        }
+    }
+
+    fn ledger_table(&self) -> TableName {
+        TableName {
+            schema: None,
+            name: Ident::from_static("idem_attempts"),
+        }
+    }
+
+    fn columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT name FROM pragma_table_info(")
+            .bind(table.name.as_str());
+        if let Some(schema) = &table.schema {
+            sql.push(", ").bind(schema.as_str());
+        }
+        sql.push(") ORDER BY cid");
+    }
+
+    fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
+        let format = match grain {
+            Grain::Hour => "%Y-%m-%dT%H",
+            Grain::Day => "%Y-%m-%d",
+            Grain::Month => "%Y-%m",
+        };
+        format!("strftime('{format}', {column})")
+    }
+
+    fn text_expr(&self, column: &str) -> String {
+        format!("CAST({column} AS TEXT)")
+    }
+
+    fn differs(&self, a: &str, b: &str) -> String {
+        format!("{a} IS NOT {b}")
+    }
+
+    fn create_stage(&self, stage: &str) -> String {
+        format!("CREATE TEMP TABLE {} AS ", self.quote(stage))
+    }
+
+    fn drop_stage(&self, stage: &str) -> String {
+        format!("DROP TABLE IF EXISTS temp.{}", self.quote(stage))
+    }
+
+    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
+        let q = |c: &Ident| self.quote(c.as_str());
+        let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
+        let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
+        let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+        let target_name = self.quote(target.name.as_str());
+        let action = if values.is_empty() {
+            "DO NOTHING".to_string()
+        } else {
+            let set = values
+                .iter()
+                .map(|c| format!("{0} = excluded.{0}", q(c)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let changed = values
+                .iter()
+                .map(|c| {
+                    self.differs(
+                        &format!("{target_name}.{}", q(c)),
+                        &format!("excluded.{}", q(c)),
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            format!("DO UPDATE SET {set} WHERE {changed}")
+        };
+        format!(
+            "INSERT INTO {} ({cols}) SELECT {cols} FROM {} WHERE true ON CONFLICT ({key_cols}) {action}",
+            self.quote_table(target),
+            self.quote(stage)
+        )
+    }
+
+    fn is_transient(&self, err: &sqlx::Error) -> bool {
+        match err {
+            sqlx::Error::Database(db) => {
+                matches!(db.code().as_deref(), Some("5" | "6" | "261" | "517"))
+                    || db.message().contains("database is locked")
+            }
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
+            _ => false,
+        }
+    }
+}
+
+/// Output column names of a SELECT, from the driver's own prepare.
+pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sqlx::Error> {
+    use sqlx::{Column, Connection, Executor, SqlSafeStr, Statement};
+    let mut conn = sqlx::sqlite::SqliteConnection::connect(url).await?;
+    let names = conn
+        .prepare(sqlx::AssertSqlSafe(select.to_string()).into_sql_str())
+        .await?
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let _ = conn.close().await;
+    Ok(names)
+}

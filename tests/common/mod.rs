@@ -1,0 +1,210 @@
+//! Test warehouses: a temp SQLite file, or a fresh database on the PostgreSQL
+//! / MariaDB server named by IDEM_TEST_POSTGRES_URL / IDEM_TEST_MYSQL_URL,
+//! dropped afterwards. Without a server a test says "skipped: no server",
+//! except under CI=true, where that is a failure.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use idem::config::{self, Config};
+use idem::warehouse::Warehouse;
+use sqlx::{AssertSqlSafe, Connection, Executor};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+pub struct TestDb {
+    pub kind: Kind,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    admin: Option<(String, String)>,
+}
+
+fn server_url(kind: Kind) -> Option<String> {
+    let var = match kind {
+        Kind::Sqlite => return None,
+        Kind::Postgres => "IDEM_TEST_POSTGRES_URL",
+        Kind::MySql => "IDEM_TEST_MYSQL_URL",
+    };
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("{var} is not set: CI must test against a real {kind:?} server");
+            }
+            None
+        }
+    }
+}
+
+fn unique_name() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "idem_test_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst),
+        nanos % 100_000
+    )
+}
+
+/// Swaps the database name at the end of a server URL.
+fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map(|i| i + scheme_end)
+        .unwrap_or(base.len());
+    let mut out = format!("{}/{db}", &base[..host_end]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+impl TestDb {
+    /// A fresh, empty warehouse, or None (skipped) when no server is configured.
+    pub async fn new(kind: Kind) -> Option<TestDb> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        match kind {
+            Kind::Sqlite => {
+                let url = format!("sqlite://{}", dir.path().join("warehouse.db").display());
+                Some(TestDb {
+                    kind,
+                    url,
+                    dir,
+                    admin: None,
+                })
+            }
+            Kind::Postgres | Kind::MySql => {
+                let Some(server) = server_url(kind) else {
+                    eprintln!("skipped: no server for {kind:?}");
+                    return None;
+                };
+                let name = unique_name();
+                let create = format!("CREATE DATABASE {name}");
+                if kind == Kind::Postgres {
+                    let mut c = sqlx::PgConnection::connect(&server)
+                        .await
+                        .expect("connect to PostgreSQL");
+                    c.execute(AssertSqlSafe(create))
+                        .await
+                        .expect("create database");
+                } else {
+                    let mut c = sqlx::MySqlConnection::connect(&server)
+                        .await
+                        .expect("connect to MariaDB");
+                    c.execute(AssertSqlSafe(create))
+                        .await
+                        .expect("create database");
+                }
+                Some(TestDb {
+                    kind,
+                    url: with_database(&server, &name),
+                    dir,
+                    admin: Some((server, name)),
+                })
+            }
+        }
+    }
+
+    /// Writes an idem.toml for this warehouse with the given jobs and parses it.
+    pub fn config(&self, jobs_toml: &str) -> (PathBuf, Config) {
+        let text = format!(
+            "[warehouse]\nurl = \"{}\"\nlock_timeout = \"20s\"\n\n[defaults]\nconcurrency = 3\nretries = 1\n\n{jobs_toml}",
+            self.url
+        );
+        let path = self.dir.path().join("idem.toml");
+        std::fs::write(&path, &text).expect("write config");
+        let config = config::parse(&path, &text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+        (path, config)
+    }
+
+    pub async fn warehouse(&self, config: &Config) -> Warehouse {
+        Warehouse::connect(&config.warehouse, 4)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some((server, name)) = self.admin.take() else {
+            return;
+        };
+        let kind = self.kind;
+        // Dropping runs outside the test's runtime, which may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                if kind == Kind::Postgres {
+                    if let Ok(mut c) = sqlx::PgConnection::connect(&server).await {
+                        let _ = c
+                            .execute(AssertSqlSafe(format!(
+                                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                            )))
+                            .await;
+                    }
+                } else if let Ok(mut c) = sqlx::MySqlConnection::connect(&server).await {
+                    let _ = c
+                        .execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Generates one `#[tokio::test]` per engine from an async fn taking a `Kind`.
+#[macro_export]
+macro_rules! on_every_engine {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Kind::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Kind::Postgres).await;
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Kind::MySql).await;
+                }
+            )*
+        }
+    };
+}

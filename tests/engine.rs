@@ -1,0 +1,412 @@
+//! The engine's promises, on SQLite, PostgreSQL and MariaDB: re-running is
+//! a no-op, failures leave nothing half-written, and the warehouse converges
+//! to what a clean run would give.
+
+mod common;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, Job};
+use idem::engine::{self, Backfill, Event, RunSummary, Selection};
+use idem::partition::{Grain, Partition, RangeEnd};
+use idem::state::LoadState;
+use idem::warehouse::ledger::AttemptStatus;
+use idem::warehouse::{Fingerprint, Warehouse};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const DAYS: i64 = 10;
+
+const JOBS: &str = r#"
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-10"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "fct_clean"
+target = "fct_clean"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-10"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "leaky"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-10"
+sql = "select id, amount, dt from src where dt >= :start"
+
+[[jobs]]
+name = "dim"
+target = "dim"
+strategy = "merge_key"
+unique_key = ["id"]
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-10"
+sql = """
+select id, amount, dt
+from src -- :ignored in a comment
+where dt >= :start and dt < :end
+"""
+"#;
+
+pub struct Fixture {
+    pub db: TestDb,
+    pub config: Config,
+    pub wh: Warehouse,
+}
+
+pub async fn fixture(kind: Kind) -> Option<Fixture> {
+    let db = TestDb::new(kind).await?;
+    let (_, config) = db.config(JOBS);
+    let wh = db.warehouse(&config).await;
+    let mut ddl = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)".to_string(),
+        "CREATE TABLE fct_clean (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)".to_string(),
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+    ];
+    let mut values = Vec::new();
+    for d in 0..DAYS {
+        for k in 0..5 {
+            values.push(format!(
+                "({}, {}, '2026-01-{:02}')",
+                d * 100 + k,
+                k * 10 + d,
+                d + 1
+            ));
+        }
+    }
+    ddl.push(format!(
+        "INSERT INTO src (id, amount, dt) VALUES {}",
+        values.join(", ")
+    ));
+    let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
+    wh.execute_script(&refs).await.expect("fixture");
+    Some(Fixture { db, config, wh })
+}
+
+impl Fixture {
+    pub fn job(&self, name: &str) -> &Job {
+        self.config
+            .jobs
+            .iter()
+            .find(|j| j.name == name)
+            .expect("job")
+    }
+
+    pub async fn run(&self, job: &str, selection: Selection) -> (RunSummary, Vec<Event>) {
+        let job = self.job(job);
+        let backfill = Backfill::plan(&self.wh, job, &selection, 3, 1)
+            .await
+            .expect("plan");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let summary = engine::run(&self.wh, &backfill, &tx, &CancellationToken::new()).await;
+        drop(tx);
+        let mut events = Vec::new();
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        (summary, events)
+    }
+
+    pub async fn fingerprints(&self, job: &str) -> Vec<(String, Fingerprint)> {
+        let job = self.job(job);
+        let mut out = Vec::new();
+        for p in idem::partition::range(job.start, job.end.expect("end")) {
+            out.push((
+                p.name(),
+                self.wh
+                    .partition_fingerprint(job, &p)
+                    .await
+                    .expect("fingerprint"),
+            ));
+        }
+        out
+    }
+
+    pub async fn exec(&self, sql: &str) {
+        self.wh.execute_script(&[sql]).await.expect(sql);
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        let table = idem::config::TableName::parse(table).expect("table");
+        self.wh.table_fingerprint(&table).await.expect("count").rows
+    }
+}
+
+pub fn day(d: &str) -> Partition {
+    Partition::parse(Grain::Day, d, RangeEnd::From).expect("day")
+}
+
+fn only(states: &[LoadState]) -> Selection {
+    Selection {
+        only: states.to_vec(),
+        ..Selection::default()
+    }
+}
+
+fn succeeded(events: &[Event]) -> Vec<&Event> {
+    events
+        .iter()
+        .filter(|e| matches!(e, Event::PartitionSucceeded { .. }))
+        .collect()
+}
+
+async fn running_twice_equals_running_once(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    let (first, _) = f.run("fct", Selection::default()).await;
+    assert_eq!((first.succeeded, first.failed), (DAYS as usize, 0));
+    let once = f.fingerprints("fct").await;
+    let (second, events) = f.run("fct", Selection::default()).await;
+    assert_eq!(second.exit_code(), 0);
+    assert_eq!(f.fingerprints("fct").await, once);
+    assert_eq!(f.count("fct").await, DAYS * 5);
+    for e in succeeded(&events) {
+        let Event::PartitionSucceeded {
+            rows_deleted,
+            rows_inserted,
+            content_changed,
+            ..
+        } = e
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (*rows_deleted, *rows_inserted, *content_changed),
+            (5, 5, false)
+        );
+    }
+
+    let (merge1, events1) = f.run("dim", Selection::default()).await;
+    assert_eq!(merge1.succeeded, DAYS as usize);
+    let inserted: i64 = succeeded(&events1)
+        .iter()
+        .map(|e| match e {
+            Event::PartitionSucceeded { rows_inserted, .. } => *rows_inserted,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(inserted, DAYS * 5);
+    let table_once = f.wh.table_fingerprint(&f.job("dim").target).await.unwrap();
+    let (merge2, events2) = f.run("dim", Selection::default()).await;
+    assert_eq!(merge2.succeeded, DAYS as usize);
+    for e in succeeded(&events2) {
+        let Event::PartitionSucceeded {
+            rows_inserted,
+            rows_updated,
+            content_changed,
+            ..
+        } = e
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (*rows_inserted, *rows_updated, *content_changed),
+            (0, 0, false),
+            "{e:?}"
+        );
+    }
+    assert_eq!(
+        f.wh.table_fingerprint(&f.job("dim").target).await.unwrap(),
+        table_once
+    );
+}
+
+async fn naive_insert_doubles_but_replace_does_not(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    let naive = "INSERT INTO fct (id, amount, dt) SELECT id, amount, dt FROM src WHERE dt >= '2026-01-01' AND dt < '2026-01-02'";
+    f.exec(naive).await;
+    f.exec(naive).await;
+    assert_eq!(
+        f.count("fct").await,
+        10,
+        "the seed's naive INSERT run twice doubles the rows"
+    );
+
+    let first_day = Selection {
+        from: Some(day("2026-01-01")),
+        to: Some(day("2026-01-01")),
+        only: vec![],
+    };
+    f.run("fct", first_day.clone()).await;
+    f.run("fct", first_day.clone()).await;
+    assert_eq!(
+        f.count("fct").await,
+        5,
+        "replace_partition run twice leaves one copy"
+    );
+    f.run("fct_clean", first_day).await;
+    assert_eq!(
+        f.fingerprints("fct").await,
+        f.fingerprints("fct_clean").await
+    );
+}
+
+async fn partial_failure_then_only_failed_converges(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    f.exec("UPDATE src SET amount = -1 WHERE id IN (302, 704)")
+        .await;
+    let (summary, events) = f.run("fct", Selection::default()).await;
+    assert_eq!((summary.succeeded, summary.failed), (8, 2));
+    assert_eq!(summary.exit_code(), 1);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PartitionFailed {
+                partition,
+                will_retry: false,
+                ..
+            } => Some(partition.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut failed = failed;
+    failed.sort();
+    assert_eq!(failed, vec!["2026-01-04", "2026-01-08"]);
+    let attempts = f.wh.attempts("fct", Some("2026-01-04")).await.unwrap();
+    let last = attempts.last().expect("recorded");
+    assert_eq!(last.status, AttemptStatus::Failed);
+    let error = last.error.as_deref().unwrap_or_default().to_lowercase();
+    assert!(
+        error.contains("check") || error.contains("constraint"),
+        "{error}"
+    );
+    // The failed days wrote nothing; the others committed.
+    let fps = f.fingerprints("fct").await;
+    for (name, fp) in &fps {
+        let expected = if name == "2026-01-04" || name == "2026-01-08" {
+            0
+        } else {
+            5
+        };
+        assert_eq!(fp.rows, expected, "{name}");
+    }
+
+    f.exec("UPDATE src SET amount = 1 WHERE amount < 0").await;
+    let plan = Backfill::plan(&f.wh, f.job("fct"), &only(&[LoadState::Failed]), 3, 0)
+        .await
+        .unwrap();
+    let planned: Vec<String> = plan.partitions.iter().map(Partition::name).collect();
+    assert_eq!(planned, vec!["2026-01-04", "2026-01-08"]);
+    let (rerun, _) = f.run("fct", only(&[LoadState::Failed])).await;
+    assert_eq!((rerun.succeeded, rerun.failed), (2, 0));
+
+    f.run("fct_clean", Selection::default()).await;
+    assert_eq!(
+        f.fingerprints("fct").await,
+        f.fingerprints("fct_clean").await
+    );
+}
+
+async fn late_arriving_row_changes_only_its_day(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    f.run("fct", Selection::default()).await;
+    let before = f.fingerprints("fct").await;
+    f.exec("INSERT INTO src (id, amount, dt) VALUES (9999, 77, '2026-01-03')")
+        .await;
+    let (summary, _) = f
+        .run(
+            "fct",
+            Selection {
+                from: Some(day("2026-01-03")),
+                to: Some(day("2026-01-03")),
+                only: vec![],
+            },
+        )
+        .await;
+    assert_eq!(summary.succeeded, 1);
+    let after = f.fingerprints("fct").await;
+    for ((name, b), (_, a)) in before.iter().zip(&after) {
+        if name == "2026-01-03" {
+            assert_eq!(a.rows, 6);
+            assert_ne!(a, b);
+        } else {
+            assert_eq!(a, b, "{name} must not change");
+        }
+    }
+}
+
+async fn rows_outside_the_window_roll_back(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    f.run("fct", Selection::default()).await;
+    let before = f.fingerprints("fct").await;
+    let (summary, events) = f
+        .run(
+            "leaky",
+            Selection {
+                from: Some(day("2026-01-03")),
+                to: Some(day("2026-01-03")),
+                only: vec![],
+            },
+        )
+        .await;
+    assert_eq!(summary.failed, 1);
+    let error = events
+        .iter()
+        .find_map(|e| match e {
+            Event::PartitionFailed { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .expect("a failure");
+    assert!(
+        error.contains("job wrote 35 rows outside its partition"),
+        "{error}"
+    );
+    assert_eq!(f.fingerprints("fct").await, before);
+}
+
+async fn statuses_follow_the_warehouse(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    let range = Selection {
+        from: Some(day("2026-01-01")),
+        to: Some(day("2026-01-05")),
+        only: vec![],
+    };
+    f.run("fct", range).await;
+    f.exec("DELETE FROM fct WHERE dt = '2026-01-02'").await;
+    f.exec("DELETE FROM fct WHERE id = 300").await;
+    f.exec("INSERT INTO fct (id, amount, dt) VALUES (1, 1, '2026-01-09')")
+        .await;
+    let now = chrono::NaiveDate::from_ymd_opt(2026, 3, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap();
+    let statuses = idem::state::job_status(&f.wh, f.job("fct"), now, &Default::default())
+        .await
+        .unwrap();
+    let state = |name: &str| {
+        statuses
+            .iter()
+            .find(|s| s.partition.name() == name)
+            .unwrap()
+    };
+    assert_eq!(state("2026-01-01").state, LoadState::Loaded);
+    assert_eq!(state("2026-01-02").state, LoadState::Vanished);
+    assert_eq!(state("2026-01-04").state, LoadState::Loaded);
+    assert!(state("2026-01-04").drift);
+    assert_eq!(state("2026-01-04").rows_now, Some(4));
+    assert_eq!(state("2026-01-06").state, LoadState::Missing);
+    assert_eq!(state("2026-01-09").state, LoadState::Unmanaged);
+}
+
+on_every_engine!(
+    running_twice_equals_running_once,
+    naive_insert_doubles_but_replace_does_not,
+    partial_failure_then_only_failed_converges,
+    late_arriving_row_changes_only_its_day,
+    rows_outside_the_window_roll_back,
+    statuses_follow_the_warehouse,
+);
