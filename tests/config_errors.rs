@@ -1,0 +1,173 @@
+//! Every config error names the file, line and column, the field, and what
+//! would be valid; the CLI exits 2 on it.
+
+use std::path::Path;
+
+use idem::config::{self, ConfigError};
+
+const GOOD_JOB: &str = r#"
+[[jobs]]
+name = "fct_orders"
+target = "analytics.fct_orders"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select 1 as x from t where d >= :start and d < :end"
+"#;
+
+fn parse(text: &str) -> Result<config::Config, ConfigError> {
+    let env = |name: &str| (name == "DATABASE_URL").then(|| "sqlite://w.db".to_string());
+    config::parse(Path::new("idem.toml"), text, &env)
+}
+
+fn error(text: &str) -> ConfigError {
+    match parse(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// The 1-based line of the first line containing `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+}
+
+fn with_warehouse(rest: &str) -> String {
+    format!("[warehouse]\nurl = \"${{DATABASE_URL}}\"\n{rest}")
+}
+
+#[test]
+fn a_good_config_parses() {
+    let c = parse(&with_warehouse(GOOD_JOB)).unwrap();
+    assert_eq!(c.warehouse.url, "sqlite://w.db");
+    assert_eq!(c.jobs[0].target.to_string(), "analytics.fct_orders");
+    assert_eq!(c.defaults.concurrency, 4);
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"day\"\ngrian = \"day\""));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "grian"));
+    assert_eq!(e.column, 1);
+    assert!(e.to_string().contains("unknown key `grian`"), "{e}");
+    assert!(e.to_string().contains("expected one of"), "{e}");
+}
+
+#[test]
+fn bad_dates_name_the_field_and_format() {
+    let text = with_warehouse(&GOOD_JOB.replace("2026-01-01", "2026-13-01"));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].start");
+    assert_eq!((e.line, e.column), (line_of(&text, "start ="), 9));
+    assert!(e.message.contains("expected YYYY-MM-DD"), "{e}");
+    assert!(e.to_string().starts_with(&format!("idem.toml:{}:9: jobs[0].start:", e.line)), "{e}");
+}
+
+#[test]
+fn bad_grains_list_the_valid_ones() {
+    let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\""));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].grain");
+    assert_eq!((e.line, e.column), (line_of(&text, "weekly"), 9));
+    assert!(e.message.contains("expected one of hour, day, month"), "{e}");
+}
+
+#[test]
+fn duplicate_job_names_point_at_the_second() {
+    let text = with_warehouse(&format!("{GOOD_JOB}{GOOD_JOB}"));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[1].name");
+    let second = text.lines().enumerate().filter(|(_, l)| l.contains("name =")).nth(1).unwrap().0 + 1;
+    assert_eq!(e.line, second);
+    assert!(e.message.contains("duplicate job name \"fct_orders\""), "{e}");
+}
+
+#[test]
+fn merge_key_needs_unique_key() {
+    let job = GOOD_JOB.replace("replace_partition", "merge_key");
+    let text = with_warehouse(&job);
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].unique_key");
+    assert_eq!(e.line, line_of(&text, "merge_key"));
+    assert!(e.message.contains("unique_key = [\"customer_id\"]"), "{e}");
+}
+
+#[test]
+fn replace_partition_needs_partition_column() {
+    let text = with_warehouse(&GOOD_JOB.replace("partition_column = \"dt\"\n", ""));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].partition_column");
+    assert_eq!(e.line, line_of(&text, "strategy"));
+    assert!(e.message.contains("replace_partition needs partition_column"), "{e}");
+}
+
+#[test]
+fn identifiers_must_be_plain() {
+    let text = with_warehouse(&GOOD_JOB.replace("analytics.fct_orders", "analytics.fct_orders; drop table x"));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].target");
+    assert_eq!((e.line, e.column), (line_of(&text, "target"), 10));
+    assert!(e.message.contains("plain identifiers"), "{e}");
+
+    let text = with_warehouse(&GOOD_JOB.replace("partition_column = \"dt\"", "partition_column = \"d-t\""));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].partition_column");
+    assert!(e.message.contains("not a plain identifier"), "{e}");
+
+    let text = with_warehouse(
+        &GOOD_JOB
+            .replace("replace_partition", "merge_key")
+            .replace("partition_column = \"dt\"", "unique_key = [\"id\", \"bad key\"]"),
+    );
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].unique_key");
+    assert_eq!(e.column, 21);
+}
+
+#[test]
+fn unset_environment_variables_are_named() {
+    let text = "[warehouse]\nurl = \"${NOT_SET_ANYWHERE}\"\n";
+    let e = error(text);
+    assert_eq!((e.field.as_str(), e.line, e.column), ("warehouse.url", 2, 7));
+    assert!(e.message.contains("NOT_SET_ANYWHERE is not set"), "{e}");
+}
+
+#[test]
+fn wrong_types_and_ranges_are_positioned() {
+    let text = with_warehouse("[defaults]\nconcurrency = 0\n");
+    let e = error(&text);
+    assert_eq!((e.field.as_str(), e.line), ("defaults.concurrency", 4));
+    assert!(e.message.contains("expected 1 to 64"), "{e}");
+
+    let text = with_warehouse("lock_timeout = \"soon\"\n");
+    let e = error(&text);
+    assert_eq!(e.field, "warehouse.lock_timeout");
+    assert!(e.message.contains("\"10s\""), "{e}");
+}
+
+#[test]
+fn the_cli_exits_2_with_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idem.toml");
+    std::fs::write(&path, with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\""))).unwrap();
+    for args in [vec!["status"], vec!["run", "fct_orders"], vec!["jobs"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .env("DATABASE_URL", "sqlite://unused.db")
+            .arg("--config")
+            .arg(&path)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("idem.toml:9:9: jobs[0].grain: \"weekly\" is not a grain"), "{stderr}");
+    }
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", "/nonexistent/idem.toml", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config"));
+}
