@@ -245,8 +245,13 @@ async fn replace(
     target_columns: &[Ident],
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
-    let before = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
     let pcol = partition_column(job)?;
+    // Reading a partition costs; an empty one has the empty fingerprint.
+    let before = if count_window(dialect, tx, job, pcol, partition).await? == 0 {
+        Fingerprint::default()
+    } else {
+        fingerprint_window(dialect, tx, job, target_columns, partition).await?
+    };
 
     let mut delete = Sql::new(dialect);
     delete
@@ -384,13 +389,6 @@ async fn merge(
             .push(&key_match)
             .push(")");
     };
-    let before = {
-        let mut sql = Sql::new(dialect);
-        fingerprint::select_as_text(&mut sql, target_columns, "t.");
-        touched(&mut sql);
-        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
-    };
-
     let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
     let changed_test = if values.is_empty() {
         "1 = 0".to_string()
@@ -418,6 +416,14 @@ async fn merge(
     let existing: i64 = row.try_get(0)?;
     let rows_updated: i64 = row.try_get(1)?;
     let rows_inserted = source_rows - existing;
+    let before = if existing == 0 {
+        Fingerprint::default()
+    } else {
+        let mut sql = Sql::new(dialect);
+        fingerprint::select_as_text(&mut sql, target_columns, "t.");
+        touched(&mut sql);
+        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
+    };
 
     run(tx, dialect.upsert(&job.target, STAGE, columns, keys)).await?;
     log(format!(

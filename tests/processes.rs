@@ -1,0 +1,221 @@
+//! The real binary under stress: killed with SIGKILL mid-backfill, and two
+//! processes on overlapping ranges. Partitions are always whole, never mixed.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Kind, TestDb};
+use idem::config::Config;
+use idem::partition::{Grain, Partition, RangeEnd, range};
+use idem::warehouse::{Fingerprint, Warehouse};
+
+const DAYS: i64 = 24;
+const ROWS_PER_DAY: i64 = 3000;
+
+const JOBS: &str = r#"
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-24"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "fct_clean"
+target = "fct_clean"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-24"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+"#;
+
+struct Setup {
+    db: TestDb,
+    config_path: std::path::PathBuf,
+    config: Config,
+    wh: Warehouse,
+}
+
+async fn setup(kind: Kind) -> Option<Setup> {
+    let db = TestDb::new(kind).await?;
+    let (config_path, config) = db.config(JOBS);
+    let wh = db.warehouse(&config).await;
+    let n = DAYS * ROWS_PER_DAY - 1;
+    let fill = match kind {
+        Kind::Sqlite => format!(
+            "INSERT INTO src (id, amount, dt) WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < {n}) \
+             SELECT i, i % 1000, date('2026-01-01', '+' || (i / {ROWS_PER_DAY}) || ' days') FROM seq"
+        ),
+        Kind::Postgres => format!(
+            "INSERT INTO src (id, amount, dt) SELECT i, i % 1000, date '2026-01-01' + (i / {ROWS_PER_DAY})::int FROM generate_series(0, {n}) i"
+        ),
+        Kind::MySql => format!(
+            "INSERT INTO src (id, amount, dt) SELECT seq, seq % 1000, DATE_ADD('2026-01-01', INTERVAL (seq DIV {ROWS_PER_DAY}) DAY) FROM seq_0_to_{n}"
+        ),
+    };
+    let ddl = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)"
+            .to_string(),
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)"
+            .to_string(),
+        "CREATE TABLE fct_clean (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)"
+            .to_string(),
+        fill,
+    ];
+    let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
+    wh.execute_script(&refs).await.expect("setup");
+    Some(Setup {
+        db,
+        config_path,
+        config,
+        wh,
+    })
+}
+
+impl Setup {
+    fn idem(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        c.arg("--config").arg(&self.config_path).args(args);
+        c
+    }
+
+    async fn fingerprints(&self, job: &str) -> Vec<Fingerprint> {
+        let job = self.config.jobs.iter().find(|j| j.name == job).unwrap();
+        let mut out = Vec::new();
+        for p in range(job.start, job.end.unwrap()) {
+            out.push(self.wh.partition_fingerprint(job, &p).await.unwrap());
+        }
+        out
+    }
+
+    async fn clean_run(&self) -> Vec<Fingerprint> {
+        let status = self.idem(&["run", "fct_clean"]).output().unwrap();
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        self.fingerprints("fct_clean").await
+    }
+}
+
+async fn sigkill_leaves_every_partition_whole(kind: Kind) {
+    let Some(s) = setup(kind).await else { return };
+    let first = s.idem(&["run", "fct"]).output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let old = s.fingerprints("fct").await;
+    s.wh.execute_script(&["UPDATE src SET amount = amount + 1"])
+        .await
+        .unwrap();
+    let new = s.clean_run().await;
+
+    let mut child = s
+        .idem(&["run", "fct", "--json", "--concurrency", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut succeeded = 0;
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("\"partition_succeeded\"") {
+            succeeded += 1;
+            if succeeded == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(succeeded, 3, "the run should get going before the kill");
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+
+    let after = s.fingerprints("fct").await;
+    let mut whole_new = 0;
+    for (i, fp) in after.iter().enumerate() {
+        assert!(
+            *fp == old[i] || *fp == new[i],
+            "partition {i} is neither old nor new: {fp}"
+        );
+        if *fp == new[i] {
+            whole_new += 1;
+        }
+    }
+    assert!(
+        whole_new >= 3 && whole_new < DAYS as usize,
+        "killed mid-run: {whole_new} new"
+    );
+
+    let rerun = s.idem(&["run", "fct"]).output().unwrap();
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    assert_eq!(s.fingerprints("fct").await, new);
+}
+
+async fn overlapping_processes_never_write_one_partition_at_once(kind: Kind) {
+    let Some(s) = setup(kind).await else { return };
+    let mut a = s
+        .idem(&["run", "fct", "--to", "2026-01-16", "--concurrency", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut b = s
+        .idem(&["run", "fct", "--from", "2026-01-05", "--concurrency", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let (sa, sb) = loop {
+        if let (Some(x), Some(y)) = (a.try_wait().unwrap(), b.try_wait().unwrap()) {
+            break (x, y);
+        }
+        assert!(Instant::now() < deadline, "runs did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(sa.success() && sb.success(), "{sa:?} {sb:?}");
+
+    // Both wrote the overlap; their lock-holding intervals never overlap.
+    let attempts = s.wh.attempts("fct", None).await.unwrap();
+    let overlap = Partition::parse(Grain::Day, "2026-01-05", RangeEnd::From).unwrap();
+    for p in range(
+        overlap,
+        Partition::parse(Grain::Day, "2026-01-16", RangeEnd::From).unwrap(),
+    ) {
+        let name = p.name();
+        let done: Vec<_> = attempts.iter().filter(|a| a.partition == name).collect();
+        assert_eq!(done.len(), 2, "{name} written by both runs");
+        let (x, y) = (done[0], done[1]);
+        let (xl, yl) = (x.locked_at.clone().unwrap(), y.locked_at.clone().unwrap());
+        assert!(
+            x.finished_at <= yl || y.finished_at <= xl,
+            "{name}: [{xl}, {}] and [{yl}, {}] overlap",
+            x.finished_at,
+            y.finished_at
+        );
+    }
+    let clean = s.clean_run().await;
+    assert_eq!(s.fingerprints("fct").await, clean);
+    drop(s.db);
+}
+
+on_every_engine!(
+    sigkill_leaves_every_partition_whole,
+    overlapping_processes_never_write_one_partition_at_once,
+);
