@@ -30,7 +30,10 @@ fn error(text: &str) -> ConfigError {
 
 /// The 1-based line of the first line containing `needle`.
 fn line_of(text: &str, needle: &str) -> usize {
-    text.lines().position(|l| l.contains(needle)).expect("needle in text") + 1
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in text")
+        + 1
 }
 
 fn with_warehouse(rest: &str) -> String {
@@ -47,7 +50,8 @@ fn a_good_config_parses() {
 
 #[test]
 fn unknown_keys_are_errors() {
-    let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"day\"\ngrian = \"day\""));
+    let text =
+        with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"day\"\ngrian = \"day\""));
     let e = error(&text);
     assert_eq!(e.line, line_of(&text, "grian"));
     assert_eq!(e.column, 1);
@@ -62,7 +66,11 @@ fn bad_dates_name_the_field_and_format() {
     assert_eq!(e.field, "jobs[0].start");
     assert_eq!((e.line, e.column), (line_of(&text, "start ="), 9));
     assert!(e.message.contains("expected YYYY-MM-DD"), "{e}");
-    assert!(e.to_string().starts_with(&format!("idem.toml:{}:9: jobs[0].start:", e.line)), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("idem.toml:{}:9: jobs[0].start:", e.line)),
+        "{e}"
+    );
 }
 
 #[test]
@@ -71,7 +79,10 @@ fn bad_grains_list_the_valid_ones() {
     let e = error(&text);
     assert_eq!(e.field, "jobs[0].grain");
     assert_eq!((e.line, e.column), (line_of(&text, "weekly"), 9));
-    assert!(e.message.contains("expected one of hour, day, month"), "{e}");
+    assert!(
+        e.message.contains("expected one of hour, day, month"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -79,9 +90,19 @@ fn duplicate_job_names_point_at_the_second() {
     let text = with_warehouse(&format!("{GOOD_JOB}{GOOD_JOB}"));
     let e = error(&text);
     assert_eq!(e.field, "jobs[1].name");
-    let second = text.lines().enumerate().filter(|(_, l)| l.contains("name =")).nth(1).unwrap().0 + 1;
+    let second = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("name ="))
+        .nth(1)
+        .unwrap()
+        .0
+        + 1;
     assert_eq!(e.line, second);
-    assert!(e.message.contains("duplicate job name \"fct_orders\""), "{e}");
+    assert!(
+        e.message.contains("duplicate job name \"fct_orders\""),
+        "{e}"
+    );
 }
 
 #[test]
@@ -100,27 +121,34 @@ fn replace_partition_needs_partition_column() {
     let e = error(&text);
     assert_eq!(e.field, "jobs[0].partition_column");
     assert_eq!(e.line, line_of(&text, "strategy"));
-    assert!(e.message.contains("replace_partition needs partition_column"), "{e}");
+    assert!(
+        e.message
+            .contains("replace_partition needs partition_column"),
+        "{e}"
+    );
 }
 
 #[test]
 fn identifiers_must_be_plain() {
-    let text = with_warehouse(&GOOD_JOB.replace("analytics.fct_orders", "analytics.fct_orders; drop table x"));
+    let text = with_warehouse(
+        &GOOD_JOB.replace("analytics.fct_orders", "analytics.fct_orders; drop table x"),
+    );
     let e = error(&text);
     assert_eq!(e.field, "jobs[0].target");
     assert_eq!((e.line, e.column), (line_of(&text, "target"), 10));
     assert!(e.message.contains("plain identifiers"), "{e}");
 
-    let text = with_warehouse(&GOOD_JOB.replace("partition_column = \"dt\"", "partition_column = \"d-t\""));
+    let text = with_warehouse(
+        &GOOD_JOB.replace("partition_column = \"dt\"", "partition_column = \"d-t\""),
+    );
     let e = error(&text);
     assert_eq!(e.field, "jobs[0].partition_column");
     assert!(e.message.contains("not a plain identifier"), "{e}");
 
-    let text = with_warehouse(
-        &GOOD_JOB
-            .replace("replace_partition", "merge_key")
-            .replace("partition_column = \"dt\"", "unique_key = [\"id\", \"bad key\"]"),
-    );
+    let text = with_warehouse(&GOOD_JOB.replace("replace_partition", "merge_key").replace(
+        "partition_column = \"dt\"",
+        "unique_key = [\"id\", \"bad key\"]",
+    ));
     let e = error(&text);
     assert_eq!(e.field, "jobs[0].unique_key");
     assert_eq!(e.column, 21);
@@ -130,7 +158,10 @@ fn identifiers_must_be_plain() {
 fn unset_environment_variables_are_named() {
     let text = "[warehouse]\nurl = \"${NOT_SET_ANYWHERE}\"\n";
     let e = error(text);
-    assert_eq!((e.field.as_str(), e.line, e.column), ("warehouse.url", 2, 7));
+    assert_eq!(
+        (e.field.as_str(), e.line, e.column),
+        ("warehouse.url", 2, 7)
+    );
     assert!(e.message.contains("NOT_SET_ANYWHERE is not set"), "{e}");
 }
 
@@ -151,7 +182,11 @@ fn wrong_types_and_ranges_are_positioned() {
 fn the_cli_exits_2_with_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idem.toml");
-    std::fs::write(&path, with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\""))).unwrap();
+    std::fs::write(
+        &path,
+        with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\"")),
+    )
+    .unwrap();
     for args in [vec!["status"], vec!["run", "fct_orders"], vec!["jobs"]] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
             .env("DATABASE_URL", "sqlite://unused.db")
@@ -162,7 +197,10 @@ fn the_cli_exits_2_with_the_message() {
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("idem.toml:9:9: jobs[0].grain: \"weekly\" is not a grain"), "{stderr}");
+        assert!(
+            stderr.contains("idem.toml:9:9: jobs[0].grain: \"weekly\" is not a grain"),
+            "{stderr}"
+        );
     }
     let missing = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["--config", "/nonexistent/idem.toml", "status"])
