@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
+use idem::lint::LintFormat;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
 /// stale, and re-run them idempotently.
@@ -49,6 +50,16 @@ enum Command {
         job: String,
         partition: Option<String>,
     },
+    /// Static checks for what breaks idempotency (exit 1 on errors).
+    Lint {
+        /// Only this job.
+        job: Option<String>,
+        #[arg(long, value_enum, default_value_t = LintFormat::Table)]
+        format: LintFormat,
+        /// Only the checks of the SQL itself, without the warehouse.
+        #[arg(long)]
+        offline: bool,
+    },
 }
 
 fn main() {
@@ -88,6 +99,11 @@ fn main() {
             Some(Command::Log { job, partition }) => {
                 cli::log(&cli.config, &job, partition.as_deref()).await
             }
+            Some(Command::Lint {
+                job,
+                format,
+                offline,
+            }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
         }
     });
     std::process::exit(code);

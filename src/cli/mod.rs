@@ -1,12 +1,14 @@
 //! Headless commands: each returns the process exit code (0 success, 1 some
 //! partitions failed, 2 usage or config error, 130 cancelled).
 
+mod lint;
 mod run;
 mod status;
 
 use std::io::IsTerminal;
 use std::path::Path;
 
+pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 

@@ -154,6 +154,19 @@ impl Dialect for MySql {
             _ => false,
         }
     }
+
+    /// A functional key part (MySQL 8) has no column name: its NULL makes the
+    /// whole index drop out of the sets.
+    fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(index_name AS CHAR), CAST(column_name AS CHAR) FROM information_schema.statistics WHERE non_unique = 0 AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ")
+            .bind(table.name.as_str())
+            .push(" ORDER BY index_name, seq_in_index");
+    }
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.

@@ -161,6 +161,23 @@ impl Dialect for Postgres {
             _ => false,
         }
     }
+
+    fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push(
+            "SELECT CAST(i.relname AS text), CAST(a.attname AS text) \
+             FROM pg_index x \
+             JOIN pg_class t ON t.oid = x.indrelid \
+             JOIN pg_namespace n ON n.oid = t.relnamespace \
+             JOIN pg_class i ON i.oid = x.indexrelid \
+             JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey) \
+             WHERE x.indisunique AND x.indpred IS NULL AND x.indexprs IS NULL AND n.nspname = ",
+        );
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("current_schema()"),
+        };
+        sql.push(" AND t.relname = ").bind(table.name.as_str());
+    }
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.

@@ -144,6 +144,28 @@ impl Dialect for Sqlite {
             _ => false,
         }
     }
+
+    /// `INTEGER PRIMARY KEY` is the rowid and has no index of its own, so the
+    /// primary key comes from `pragma_table_info`; unique constraints and
+    /// indexes (and composite primary keys) from `pragma_index_list`.
+    fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
+        let schema = |sql: &mut Sql| {
+            if let Some(schema) = &table.schema {
+                sql.push(", ").bind(schema.as_str());
+            }
+        };
+        sql.push("SELECT CAST(")
+            .bind("primary key")
+            .push(" AS TEXT), CAST(name AS TEXT) FROM pragma_table_info(")
+            .bind(table.name.as_str());
+        schema(sql);
+        sql.push(") WHERE pk > 0 UNION ALL SELECT CAST(il.name AS TEXT), CAST(ii.name AS TEXT) FROM pragma_index_list(")
+            .bind(table.name.as_str());
+        schema(sql);
+        sql.push(") AS il JOIN pragma_index_info(il.name");
+        schema(sql);
+        sql.push(") AS ii WHERE il.\"unique\" = 1 AND il.partial = 0");
+    }
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.

@@ -1,0 +1,120 @@
+//! `idem lint`: every job's findings as `FILE:LINE: job NAME: SEVERITY:
+//! MESSAGE — fix: FIX`, or JSON. Exit 1 when any finding is an error, 0 when
+//! there are only warnings, 2 for usage and config errors.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config};
+use crate::config::Job;
+use crate::lint::{self, Finding, LintFormat, Severity};
+
+#[derive(Serialize)]
+struct JobFinding<'a> {
+    job: &'a str,
+    file: String,
+    #[serde(flatten)]
+    finding: &'a Finding,
+}
+
+/// `offline` skips the checks that need the warehouse.
+pub async fn lint(config_path: &Path, job: Option<&str>, format: LintFormat, offline: bool) -> i32 {
+    match lint_inner(config_path, job, format, offline).await {
+        Ok(code) => code,
+        Err(stop) => stop.report(),
+    }
+}
+
+async fn lint_inner(
+    config_path: &Path,
+    job: Option<&str>,
+    format: LintFormat,
+    offline: bool,
+) -> Result<i32, Stop> {
+    let config = load_config(config_path)?;
+    let jobs: Vec<&Job> = match job {
+        Some(name) => vec![find_job(&config, name)?],
+        None => config.jobs.iter().collect(),
+    };
+    let mut findings: Vec<(&Job, Vec<Finding>)> = jobs
+        .iter()
+        .map(|job| (*job, lint::static_findings(job)))
+        .collect();
+    let mut incomplete = false;
+    if !offline {
+        match connect(&config, 2).await {
+            Ok(warehouse) => {
+                for (job, found) in &mut findings {
+                    match lint::warehouse_findings(&warehouse, job).await {
+                        Ok(more) => {
+                            found.extend(more);
+                            found.sort_by_key(|f| (f.line, f.severity));
+                        }
+                        Err(e) => {
+                            incomplete = true;
+                            eprintln!("idem: job {}: warehouse checks failed: {e}", job.name);
+                        }
+                    }
+                }
+                warehouse.close().await;
+            }
+            Err(stop) => {
+                incomplete = true;
+                eprintln!(
+                    "idem: warehouse checks skipped: {} (use --offline for the SQL checks alone)",
+                    stop.message
+                );
+            }
+        }
+    }
+
+    let file = config.path.display().to_string();
+    match format {
+        LintFormat::Json => {
+            let rows: Vec<JobFinding> = findings
+                .iter()
+                .flat_map(|(job, found)| {
+                    found.iter().map(|f| JobFinding {
+                        job: &job.name,
+                        file: file.clone(),
+                        finding: f,
+                    })
+                })
+                .collect();
+            let text =
+                serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
+            println!("{text}");
+        }
+        LintFormat::Table => {
+            for (job, found) in &findings {
+                for f in found {
+                    println!(
+                        "{file}:{}: job {}: {}: {} — fix: {}",
+                        f.line, job.name, f.severity, f.message, f.fix
+                    );
+                }
+            }
+        }
+    }
+    let count = |s: Severity| {
+        findings
+            .iter()
+            .flat_map(|(_, f)| f)
+            .filter(|f| f.severity == s)
+            .count()
+    };
+    let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+    eprintln!(
+        "{errors} error{}, {warnings} warning{} in {} job{}",
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" },
+        jobs.len(),
+        if jobs.len() == 1 { "" } else { "s" },
+    );
+    Ok(if errors > 0 || incomplete {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}

@@ -1,0 +1,420 @@
+//! `idem lint`: what in a job breaks idempotency, found before a run does.
+//! [`static_findings`] reads the job's SQL (parsed, never pattern-matched);
+//! [`warehouse_findings`] asks the warehouse what the SQL alone cannot say.
+//!
+//! Severities: an **error** is a job that re-runs differently or cannot run
+//! (non-deterministic functions, duplicate-swallowing inserts, no window
+//! parameters on a replace job, a partition or key column missing, a merge
+//! key without a unique index). A **warning** is a likely mistake that lint
+//! cannot prove (a `row_number()` key, a window filter on another column than
+//! the partition's, NULLs left in the partition column, a merge job that
+//! reads its whole source every window).
+
+mod sql;
+
+use serde::Serialize;
+
+use crate::config::{Job, Strategy};
+use crate::warehouse::{Warehouse, WarehouseError};
+use sql::{Reading, Volatile};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thing wrong with a job, at a line of `idem.toml`, with its fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// Line in the config file (the job's SQL starts at [`Job::sql_line`]).
+    pub line: usize,
+    pub message: String,
+    pub fix: String,
+}
+
+/// How `idem lint` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormat {
+    Table,
+    Json,
+}
+
+impl Finding {
+    fn new(severity: Severity, line: usize, message: String, fix: impl Into<String>) -> Finding {
+        Finding {
+            severity,
+            line,
+            message,
+            fix: fix.into(),
+        }
+    }
+}
+
+/// The SQL's own line `n` (1-based) as a line of the config file.
+fn file_line(job: &Job, n: usize) -> usize {
+    job.sql_line + n.max(1) - 1
+}
+
+/// Findings from the job's definition and SQL alone: no IO.
+pub fn static_findings(job: &Job) -> Vec<Finding> {
+    let reading = sql::read(&job.sql);
+    let mut out = Vec::new();
+    let at = |n: usize| file_line(job, n);
+
+    if let Some(problem) = &reading.unreadable {
+        out.push(Finding::new(
+            Severity::Warning,
+            at(1),
+            format!("lint cannot read this SQL ({problem}), so it was not checked"),
+            "check the SQL's quotes and comments are closed",
+        ));
+        return out;
+    }
+
+    for (name, line) in &reading.params {
+        if !matches!(name.as_str(), "start" | "end" | "partition") {
+            out.push(Finding::new(
+                Severity::Error,
+                at(*line),
+                format!("unknown parameter :{name}; idem binds only :start, :end and :partition"),
+                "use :start / :end (the partition's window) or :partition (its name)",
+            ));
+        }
+    }
+    let windowed = reading
+        .params
+        .iter()
+        .any(|(n, _)| matches!(n.as_str(), "start" | "end" | "partition"));
+    if !windowed {
+        let (severity, consequence) = match job.strategy {
+            Strategy::ReplacePartition => (
+                Severity::Error,
+                "every partition would be loaded with the whole source",
+            ),
+            Strategy::MergeKey => (Severity::Warning, "every window re-merges the whole source"),
+        };
+        out.push(Finding::new(
+            severity,
+            at(1),
+            format!("the SQL never uses :start or :end, so {consequence}"),
+            "filter the source on the window: where COLUMN >= :start and COLUMN < :end",
+        ));
+    }
+
+    for call in &reading.volatile {
+        let (what, fix) = match call.kind {
+            Volatile::Clock => ("reads the clock", "pass the run date in: use :start / :end"),
+            Volatile::Random => (
+                "is random",
+                "derive the value from the row (e.g. a hash of its natural key), or pass the run date in: use :start / :end",
+            ),
+            Volatile::Uuid => (
+                "generates a new UUID each time",
+                "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
+            ),
+        };
+        out.push(Finding::new(
+            Severity::Error,
+            at(call.line),
+            format!(
+                "{} {what}: a re-run of the same partition writes different values",
+                call.call
+            ),
+            fix,
+        ));
+    }
+
+    for ignore in &reading.ignores {
+        out.push(Finding::new(
+            Severity::Error,
+            at(ignore.line),
+            format!(
+                "{} hides duplicates instead of preventing them: a re-run silently keeps stale rows",
+                ignore.clause
+            ),
+            "let idem write the target: replace_partition, or merge_key with unique_key",
+        ));
+    }
+
+    for rank in &reading.ranks {
+        let column = rank
+            .alias
+            .as_ref()
+            .map(|a| format!(" (column {a})"))
+            .unwrap_or_default();
+        let key = job.strategy == Strategy::MergeKey
+            && rank.alias.as_ref().is_some_and(|a| {
+                job.unique_key
+                    .iter()
+                    .any(|k| k.as_str().eq_ignore_ascii_case(a))
+            });
+        out.push(Finding::new(
+            if key {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
+            at(rank.line),
+            format!(
+                "{}() numbers rows{column}{}: ties and input order change the numbers between runs",
+                rank.function,
+                if key { " and is the merge key" } else { "" }
+            ),
+            "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
+        ));
+    }
+
+    required_outputs_static(job, &reading, &mut out);
+    watermark(job, &reading, &mut out);
+    out.sort_by_key(|f| (f.line, f.severity));
+    out
+}
+
+/// The columns the job's SELECT must output for its strategy.
+fn required_outputs(job: &Job) -> Vec<&str> {
+    match job.strategy {
+        Strategy::ReplacePartition => job.partition_column.iter().map(|c| c.as_str()).collect(),
+        Strategy::MergeKey => job.unique_key.iter().map(|c| c.as_str()).collect(),
+    }
+}
+
+fn missing_output_finding(job: &Job, column: &str, outputs: &[String]) -> Finding {
+    let (role, fix) = match job.strategy {
+        Strategy::ReplacePartition => (
+            "partition column",
+            format!("select the partition column, e.g. cast(created_at as date) as {column}"),
+        ),
+        Strategy::MergeKey => (
+            "unique_key column",
+            format!("select the key column {column}"),
+        ),
+    };
+    Finding::new(
+        Severity::Error,
+        file_line(job, 1),
+        format!(
+            "{role} {column} is not among the SELECT's output columns ({})",
+            outputs.join(", ")
+        ),
+        fix,
+    )
+}
+
+/// Required columns missing from a SELECT whose column names the SQL alone
+/// says; the rest is left to [`warehouse_findings`].
+fn required_outputs_static(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
+    let Some(outputs) = &reading.outputs else {
+        return;
+    };
+    let names: Vec<String> = outputs.iter().filter_map(|o| o.name.clone()).collect();
+    let all_named = names.len() == outputs.len();
+    for column in required_outputs(job) {
+        let found = names.iter().any(|n| n.eq_ignore_ascii_case(column));
+        if !found && all_named {
+            out.push(missing_output_finding(job, column, &names));
+        }
+    }
+}
+
+/// Whether the SELECT's output columns can be known without the warehouse.
+fn outputs_known(reading: &Reading, job: &Job) -> bool {
+    let Some(outputs) = &reading.outputs else {
+        return false;
+    };
+    let all_named = outputs.iter().all(|o| o.name.is_some());
+    all_named
+        || required_outputs(job).iter().all(|c| {
+            outputs
+                .iter()
+                .any(|o| o.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(c)))
+        })
+}
+
+/// The seed's "created_at as watermark" mistake: a replace job whose
+/// partition column is computed from one column while the window filters
+/// another, so a row can land in a partition whose run never selects it.
+fn watermark(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
+    if job.strategy != Strategy::ReplacePartition || reading.window_filters.is_empty() {
+        return;
+    }
+    let Some(pcol) = &job.partition_column else {
+        return;
+    };
+    let Some(outputs) = &reading.outputs else {
+        return;
+    };
+    let Some(output) = outputs.iter().find(|o| {
+        o.name
+            .as_deref()
+            .is_some_and(|n| n.eq_ignore_ascii_case(pcol.as_str()))
+    }) else {
+        return;
+    };
+    if output.sources.is_empty() {
+        return;
+    }
+    let mut lineage = std::collections::BTreeSet::new();
+    for source in &output.sources {
+        lineage.extend(reading.lineage(source));
+    }
+    if reading
+        .window_filters
+        .iter()
+        .any(|w| lineage.contains(&w.column))
+    {
+        return;
+    }
+    let filter = &reading.window_filters[0];
+    let sources: Vec<&str> = output.sources.iter().map(String::as_str).collect();
+    let source = sources.join(", ");
+    out.push(Finding::new(
+        Severity::Warning,
+        file_line(job, filter.line),
+        format!(
+            "the window filters on {} but partition column {pcol} comes from {source}: a row whose {} falls outside its {pcol} window is never loaded, or lands in another run's partition",
+            filter.column, filter.column
+        ),
+        format!(
+            "filter on the column the partition is computed from: where {} >= :start and {} < :end",
+            sources[0], sources[0]
+        ),
+    ));
+}
+
+/// Findings only the warehouse can give: the target's columns, keys and
+/// partition values, and the output columns of a SELECT with `*`. Together
+/// with [`static_findings`] they are the job's whole lint; none repeats.
+pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding>, WarehouseError> {
+    let mut out = Vec::new();
+    let first = job.sql_line;
+    let target_columns = match wh.target_columns(&job.target).await {
+        Ok(cols) => cols,
+        Err(WarehouseError::NoTarget(_)) => {
+            out.push(Finding::new(
+                Severity::Error,
+                first,
+                format!("target table {} does not exist", job.target),
+                format!("create {} before running the job", job.target),
+            ));
+            return Ok(out);
+        }
+        Err(e) => return Err(e),
+    };
+    let has_column = |name: &str| {
+        target_columns
+            .iter()
+            .any(|c| c.as_str().eq_ignore_ascii_case(name))
+    };
+
+    if let Some(pcol) = &job.partition_column {
+        if !has_column(pcol.as_str()) {
+            let names: Vec<&str> = target_columns.iter().map(|c| c.as_str()).collect();
+            out.push(Finding::new(
+                Severity::Error,
+                first,
+                format!(
+                    "partition column {pcol} is not a column of {} ({}): renamed? the partition delete would match nothing",
+                    job.target,
+                    names.join(", ")
+                ),
+                format!(
+                    "set partition_column to the target's partition column, or add {pcol} to {}",
+                    job.target
+                ),
+            ));
+        } else if job.strategy == Strategy::ReplacePartition {
+            let mut sql = wh.sql();
+            sql.push("SELECT COUNT(*) FROM ")
+                .table(&job.target)
+                .push(" WHERE ")
+                .ident(pcol)
+                .push(" IS NULL");
+            let nulls: i64 = sqlx::Row::try_get(&sql.query().fetch_one(wh.pool()).await?, 0)?;
+            if nulls > 0 {
+                out.push(Finding::new(
+                    Severity::Warning,
+                    first,
+                    format!(
+                        "{nulls} rows of {} have NULL in partition column {pcol}: no partition's delete ever matches them, the signature of a renamed partition column",
+                        job.target
+                    ),
+                    format!("fill {pcol} for those rows from the old column, or delete them, then re-run the affected partitions"),
+                ));
+            }
+        }
+    }
+
+    if job.strategy == Strategy::MergeKey {
+        let wanted: Vec<String> = job
+            .unique_key
+            .iter()
+            .map(|k| k.as_str().to_lowercase())
+            .collect();
+        let sets = wh.unique_key_sets(&job.target).await?;
+        let matched = sets
+            .iter()
+            .any(|set| set.len() == wanted.len() && wanted.iter().all(|k| set.contains(k)));
+        if !matched {
+            let keys = wanted.join(", ");
+            out.push(Finding::new(
+                Severity::Error,
+                first,
+                format!(
+                    "no primary key or unique index on ({keys}) in {}: nothing stops duplicate keys, and the upsert cannot match on them",
+                    job.target
+                ),
+                format!(
+                    "add one: create unique index on {} ({keys})",
+                    job.target
+                ),
+            ));
+        }
+    }
+
+    let reading = sql::read(&job.sql);
+    if reading.parsed && !outputs_known(&reading, job) {
+        let mut sql = wh.sql();
+        sql.push("SELECT * FROM (");
+        // An unknown parameter is a static finding already.
+        if sql.job_sql(&job.sql, &job.start).is_ok() {
+            sql.push(") src");
+            match wh.output_columns(sql.text()).await {
+                Ok(names) => {
+                    for column in required_outputs(job) {
+                        if !names.iter().any(|n| n.eq_ignore_ascii_case(column)) {
+                            out.push(missing_output_finding(job, column, &names));
+                        }
+                    }
+                }
+                Err(WarehouseError::Sql(e)) => {
+                    out.push(Finding::new(
+                        Severity::Error,
+                        first,
+                        format!("the warehouse rejects the job's SELECT: {e}"),
+                        "fix the SQL so that it runs on the warehouse",
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,687 @@
+//! Reading a job's SQL the way a database would: idem's `:start` / `:end` /
+//! `:partition` become marker identifiers, sqlparser parses the result (trying
+//! the dialects idem runs on), and where no dialect parses it the checks fall
+//! back to sqlparser's tokens. Comments, string literals and quoted names are
+//! never mistaken for code either way.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Query, Select,
+    SelectItem, SetExpr, Statement, Value, Visit, Visitor, visit_expressions,
+};
+use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
+
+use crate::warehouse::sql::{Piece, split_parameters};
+
+/// The prefix of the identifiers that stand for idem's parameters.
+const MARKER: &str = "__idem_param_";
+
+/// Why a function makes a job's output differ between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Volatile {
+    Clock,
+    Random,
+    Uuid,
+}
+
+/// A call (or keyword) that makes the output non-deterministic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct VolatileCall {
+    /// 1-based line in the job's SQL.
+    pub line: usize,
+    /// As written, lower-cased: `now()`, `current_date`, `date('now')`.
+    pub call: String,
+    pub kind: Volatile,
+}
+
+/// A `row_number()`-style window function in a SELECT list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RankColumn {
+    pub line: usize,
+    pub function: String,
+    pub alias: Option<String>,
+}
+
+/// A statement form that swallows duplicates: `INSERT IGNORE` and friends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct IgnoreClause {
+    pub line: usize,
+    pub clause: &'static str,
+}
+
+/// A column compared with a window parameter: `created_at >= :start`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct WindowFilter {
+    pub line: usize,
+    pub column: String,
+}
+
+/// One output column of the job's SELECT.
+#[derive(Debug, Clone)]
+pub(super) struct OutputColumn {
+    /// Its name, when the SELECT alone says it (an alias or a bare column).
+    pub name: Option<String>,
+    /// The columns its expression reads, lower-cased.
+    pub sources: BTreeSet<String>,
+}
+
+/// What lint learns from a job's SQL.
+#[derive(Debug, Default)]
+pub(super) struct Reading {
+    /// Parameters used, in order, with their 1-based lines.
+    pub params: Vec<(String, usize)>,
+    /// The tokenizer's complaint, when not even tokens could be read.
+    pub unreadable: Option<String>,
+    /// Whether a dialect parsed the SQL (otherwise only tokens were checked).
+    pub parsed: bool,
+    pub volatile: Vec<VolatileCall>,
+    pub ranks: Vec<RankColumn>,
+    pub ignores: Vec<IgnoreClause>,
+    pub window_filters: Vec<WindowFilter>,
+    /// The top-level SELECT's columns; None when it has a `*` or is not a
+    /// plain query.
+    pub outputs: Option<Vec<OutputColumn>>,
+    /// Every alias given in any SELECT list, and the columns it is computed
+    /// from, for following a column through CTEs and subqueries.
+    pub aliases: HashMap<String, BTreeSet<String>>,
+}
+
+impl Reading {
+    /// The lower-cased columns `name` is computed from, following aliases
+    /// through every SELECT of the query (and `name` itself).
+    pub fn lineage(&self, name: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![name.to_lowercase()];
+        while let Some(n) = todo.pop() {
+            if !seen.insert(n.clone()) {
+                continue;
+            }
+            if let Some(sources) = self.aliases.get(&n) {
+                todo.extend(sources.iter().cloned());
+            }
+        }
+        seen
+    }
+}
+
+pub(super) fn read(sql: &str) -> Reading {
+    let mut reading = Reading::default();
+    let mut text = String::with_capacity(sql.len() + 64);
+    let mut line = 1;
+    for piece in split_parameters(sql) {
+        match piece {
+            Piece::Text(t) => {
+                line += t.matches('\n').count();
+                text.push_str(t);
+            }
+            Piece::Param(name) => {
+                reading.params.push((name.to_string(), line));
+                text.push_str(MARKER);
+                text.push_str(name);
+            }
+        }
+    }
+
+    let tokens = match Tokenizer::new(&GenericDialect {}, &text).tokenize_with_location() {
+        Ok(tokens) => tokens,
+        Err(e) => {
+            reading.unreadable = Some(e.message);
+            return reading;
+        }
+    };
+    let code: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    reading.ignores = ignore_clauses(&code);
+
+    let dialects: [&dyn Dialect; 4] = [
+        &PostgreSqlDialect {},
+        &MySqlDialect {},
+        &SQLiteDialect {},
+        &GenericDialect {},
+    ];
+    let statements = dialects
+        .iter()
+        .find_map(|d| Parser::parse_sql(*d, &text).ok());
+    match statements {
+        Some(statements) => {
+            reading.parsed = true;
+            let mut walk = Walk::default();
+            let _ = statements.visit(&mut walk);
+            reading.volatile = walk.volatile;
+            reading.window_filters = walk.window_filters;
+            reading.aliases = walk.aliases;
+            reading.ranks = walk
+                .ranks
+                .into_iter()
+                .filter(|r| {
+                    r.alias
+                        .as_ref()
+                        .is_none_or(|a| !walk.filter_names.contains(a))
+                })
+                .collect();
+            if let [Statement::Query(query)] = statements.as_slice() {
+                reading.outputs = top_select(query).and_then(output_columns);
+            }
+        }
+        None => {
+            reading.volatile = volatile_tokens(&code);
+            reading.ranks = rank_tokens(&code);
+        }
+    }
+    reading
+}
+
+fn line_of(span: sqlparser::tokenizer::Span) -> usize {
+    (span.start.line as usize).max(1)
+}
+
+fn is_param(ident: &str) -> bool {
+    ident.starts_with(MARKER)
+}
+
+const CLOCK: &[&str] = &[
+    "now",
+    "sysdate",
+    "getdate",
+    "getutcdate",
+    "sysdatetime",
+    "sysdatetimeoffset",
+    "sysutcdatetime",
+    "systimestamp",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "timeofday",
+    "curdate",
+    "curtime",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "localtime",
+    "localtimestamp",
+    "utc_date",
+    "utc_time",
+    "utc_timestamp",
+];
+/// The keywords among [`CLOCK`] that need no parentheses.
+const CLOCK_KEYWORDS: &[&str] = &[
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "localtime",
+    "localtimestamp",
+];
+/// Clock functions only when called without arguments: `unix_timestamp()`
+/// is now, `unix_timestamp(created_at)` is not.
+const CLOCK_WITHOUT_ARGS: &[&str] = &["unix_timestamp", "unixepoch"];
+/// SQLite's date functions read the clock with no argument or with 'now'.
+const SQLITE_DATE: &[&str] = &[
+    "date",
+    "datetime",
+    "time",
+    "julianday",
+    "strftime",
+    "unixepoch",
+    "timediff",
+];
+const RANDOM: &[&str] = &[
+    "random",
+    "rand",
+    "randomblob",
+    "random_bytes",
+    "gen_random_bytes",
+];
+const UUID: &[&str] = &[
+    "uuid",
+    "uuid_short",
+    "gen_random_uuid",
+    "uuid_generate_v1",
+    "uuid_generate_v1mc",
+    "uuid_generate_v4",
+    "uuidv4",
+    "uuidv7",
+    "newid",
+    "newsequentialid",
+    "sys_guid",
+    "generate_uuid",
+];
+const RANKS: &[&str] = &["row_number", "rank", "dense_rank"];
+
+/// The string literals PostgreSQL reads as the current time.
+fn is_now_literal(s: &str) -> bool {
+    matches!(
+        s.trim().to_lowercase().as_str(),
+        "now" | "today" | "tomorrow" | "yesterday"
+    )
+}
+
+/// Classifies a call of `name` with `args` (None: no parentheses; Some: the
+/// argument count and whether one of them is the literal 'now').
+fn classify(name: &str, args: Option<(usize, bool)>) -> Option<Volatile> {
+    match args {
+        None => CLOCK_KEYWORDS.contains(&name).then_some(Volatile::Clock),
+        Some((n, has_now)) => {
+            if CLOCK.contains(&name)
+                || (n == 0 && CLOCK_WITHOUT_ARGS.contains(&name))
+                || (SQLITE_DATE.contains(&name) && (n == 0 || has_now))
+            {
+                Some(Volatile::Clock)
+            } else if RANDOM.contains(&name) {
+                Some(Volatile::Random)
+            } else if UUID.contains(&name) {
+                Some(Volatile::Uuid)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn call_text(name: &str, args: Option<(usize, bool)>) -> String {
+    match args {
+        None => name.to_string(),
+        Some((_, true)) => format!("{name}('now')"),
+        Some((0, false)) => format!("{name}()"),
+        Some(_) => format!("{name}(…)"),
+    }
+}
+
+#[derive(Default)]
+struct Walk {
+    volatile: Vec<VolatileCall>,
+    ranks: Vec<RankColumn>,
+    filter_names: HashSet<String>,
+    window_filters: Vec<WindowFilter>,
+    aliases: HashMap<String, BTreeSet<String>>,
+}
+
+impl Walk {
+    fn function(&mut self, f: &Function) {
+        let Some(ident) = f.name.0.last().and_then(|p| p.as_ident()) else {
+            return;
+        };
+        let name = ident.value.to_lowercase();
+        let args = match &f.args {
+            FunctionArguments::None => None,
+            FunctionArguments::Subquery(_) => Some((1, false)),
+            FunctionArguments::List(list) => {
+                let has_now = list.args.iter().any(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => {
+                        matches!(&v.value, Value::SingleQuotedString(s) if s.trim().eq_ignore_ascii_case("now"))
+                    }
+                    _ => false,
+                });
+                Some((list.args.len(), has_now))
+            }
+        };
+        if let Some(kind) = classify(&name, args) {
+            self.volatile.push(VolatileCall {
+                line: line_of(ident.span),
+                call: call_text(&name, args),
+                kind,
+            });
+        }
+    }
+
+    /// `'now'::timestamp`, `cast('today' as date)`, `timestamp 'now'`.
+    fn now_literal(&mut self, value: &Expr, type_name: String) {
+        let Expr::Value(v) = value else { return };
+        let Value::SingleQuotedString(s) = &v.value else {
+            return;
+        };
+        let type_name = type_name.to_lowercase();
+        if is_now_literal(s) && (type_name.contains("date") || type_name.contains("time")) {
+            self.volatile.push(VolatileCall {
+                line: line_of(v.span),
+                call: format!("'{}'::{type_name}", s.trim().to_lowercase()),
+                kind: Volatile::Clock,
+            });
+        }
+    }
+
+    fn comparison(&mut self, column_side: &Expr, param_side: &Expr) {
+        if contains_param(param_side) && !contains_param(column_side) {
+            for (column, line) in columns_in(column_side) {
+                self.window_filters.push(WindowFilter { line, column });
+            }
+        }
+    }
+}
+
+impl Visitor for Walk {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Function(f) => self.function(f),
+            Expr::Cast {
+                expr, data_type, ..
+            } => self.now_literal(expr, data_type.to_string()),
+            Expr::TypedString(ts) => {
+                if let Value::SingleQuotedString(s) = &ts.value.value
+                    && is_now_literal(s)
+                {
+                    self.volatile.push(VolatileCall {
+                        line: line_of(ts.value.span),
+                        call: format!("{} '{}'", ts.data_type, s.trim()).to_lowercase(),
+                        kind: Volatile::Clock,
+                    });
+                }
+            }
+            Expr::BinaryOp { left, op, right }
+                if matches!(
+                    op,
+                    BinaryOperator::Gt
+                        | BinaryOperator::GtEq
+                        | BinaryOperator::Lt
+                        | BinaryOperator::LtEq
+                        | BinaryOperator::Eq
+                ) =>
+            {
+                self.comparison(left, right);
+                self.comparison(right, left);
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                if (contains_param(low) || contains_param(high)) && !contains_param(expr) {
+                    for (column, line) in columns_in(expr) {
+                        self.window_filters.push(WindowFilter { line, column });
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
+        for item in &select.projection {
+            let (expr, alias) = match item {
+                SelectItem::UnnamedExpr(e) => (e, None),
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    (expr, Some(alias.value.to_lowercase()))
+                }
+                _ => continue,
+            };
+            if let Some(alias) = &alias {
+                let sources: BTreeSet<String> =
+                    columns_in(expr).into_iter().map(|(c, _)| c).collect();
+                self.aliases
+                    .entry(alias.clone())
+                    .or_default()
+                    .extend(sources);
+            }
+            let _ = visit_expressions(expr, |e| {
+                if let Expr::Function(f) = e
+                    && f.over.is_some()
+                    && let Some(ident) = f.name.0.last().and_then(|p| p.as_ident())
+                {
+                    let name = ident.value.to_lowercase();
+                    if RANKS.contains(&name.as_str()) {
+                        self.ranks.push(RankColumn {
+                            line: line_of(ident.span),
+                            function: name,
+                            alias: alias.clone(),
+                        });
+                    }
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        }
+        // A ranked column that a WHERE / QUALIFY / HAVING filters on is
+        // deduplication (`where rn = 1`), not a key.
+        for filter in [&select.selection, &select.having, &select.qualify]
+            .into_iter()
+            .flatten()
+        {
+            for (name, _) in columns_in(filter) {
+                self.filter_names.insert(name);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn contains_param(expr: &Expr) -> bool {
+    visit_expressions(expr, |e| match e {
+        Expr::Identifier(i) if is_param(&i.value) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// The columns an expression reads (last name part, lower-cased), with lines.
+fn columns_in(expr: &Expr) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let _ = visit_expressions(expr, |e| {
+        let ident = match e {
+            Expr::Identifier(i) => Some(i),
+            Expr::CompoundIdentifier(parts) => parts.last(),
+            _ => None,
+        };
+        if let Some(i) = ident
+            && !is_param(&i.value)
+        {
+            out.push((i.value.to_lowercase(), line_of(i.span)));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
+/// The SELECT whose columns the query returns (the first branch of a UNION).
+fn top_select(query: &Query) -> Option<&Select> {
+    let mut body = query.body.as_ref();
+    loop {
+        match body {
+            SetExpr::Select(select) => return Some(select),
+            SetExpr::Query(q) => body = q.body.as_ref(),
+            SetExpr::SetOperation { left, .. } => body = left.as_ref(),
+            _ => return None,
+        }
+    }
+}
+
+fn output_columns(select: &Select) -> Option<Vec<OutputColumn>> {
+    let mut out = Vec::new();
+    for item in &select.projection {
+        let (expr, name) = match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = match e {
+                    Expr::Identifier(i) => Some(i.value.to_lowercase()),
+                    Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.to_lowercase()),
+                    // Engines name other expressions each their own way.
+                    _ => None,
+                };
+                (e, name)
+            }
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.to_lowercase())),
+            _ => return None,
+        };
+        out.push(OutputColumn {
+            name,
+            sources: columns_in(expr).into_iter().map(|(c, _)| c).collect(),
+        });
+    }
+    Some(out)
+}
+
+fn word(t: &TokenWithSpan) -> Option<&Word> {
+    match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w),
+        _ => None,
+    }
+}
+
+fn is_word(t: Option<&&TokenWithSpan>, value: &str) -> bool {
+    t.and_then(|t| word(t))
+        .is_some_and(|w| w.value.eq_ignore_ascii_case(value))
+}
+
+/// `INSERT IGNORE`, `INSERT OR IGNORE`, `ON CONFLICT … DO NOTHING`: keyword
+/// sequences, which tokens identify exactly (outside comments and strings).
+fn ignore_clauses(code: &[&TokenWithSpan]) -> Vec<IgnoreClause> {
+    let mut out = Vec::new();
+    for (i, t) in code.iter().enumerate() {
+        let line = line_of(t.span);
+        if is_word(Some(t), "insert") {
+            if is_word(code.get(i + 1), "ignore") {
+                out.push(IgnoreClause {
+                    line,
+                    clause: "INSERT IGNORE",
+                });
+            } else if is_word(code.get(i + 1), "or") && is_word(code.get(i + 2), "ignore") {
+                out.push(IgnoreClause {
+                    line,
+                    clause: "INSERT OR IGNORE",
+                });
+            }
+        } else if is_word(Some(t), "on") && is_word(code.get(i + 1), "conflict") {
+            let rest = code[i + 2..]
+                .iter()
+                .take_while(|t| t.token != Token::SemiColon);
+            let mut prev_do = false;
+            for t in rest {
+                if prev_do && is_word(Some(&t), "nothing") {
+                    out.push(IgnoreClause {
+                        line,
+                        clause: "ON CONFLICT DO NOTHING",
+                    });
+                    break;
+                }
+                prev_do = is_word(Some(&t), "do");
+                if is_word(Some(&t), "update") {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Token-level [`Walk::function`], for SQL no dialect parses: a name followed
+/// by `(` is a call; a clock keyword is one wherever it is not a qualified
+/// name's part.
+fn volatile_tokens(code: &[&TokenWithSpan]) -> Vec<VolatileCall> {
+    let mut out = Vec::new();
+    for (i, t) in code.iter().enumerate() {
+        let Some(w) = word(t) else { continue };
+        let name = w.value.to_lowercase();
+        let after_period = i > 0 && code[i - 1].token == Token::Period;
+        let args = if code.get(i + 1).is_some_and(|t| t.token == Token::LParen) {
+            Some(arguments(&code[i + 2..]))
+        } else if after_period {
+            continue;
+        } else {
+            None
+        };
+        if let Some(kind) = classify(&name, args) {
+            out.push(VolatileCall {
+                line: line_of(t.span),
+                call: call_text(&name, args),
+                kind,
+            });
+        }
+    }
+    out
+}
+
+/// Counts the arguments of a call whose tokens start after its `(`, and
+/// whether one of them is the literal 'now'.
+fn arguments(tokens: &[&TokenWithSpan]) -> (usize, bool) {
+    let mut depth = 0usize;
+    let mut count = 0;
+    let mut any = false;
+    let mut has_now = false;
+    for t in tokens {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen if depth == 0 => break,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => count += 1,
+            Token::SingleQuotedString(s) if depth == 0 && s.trim().eq_ignore_ascii_case("now") => {
+                has_now = true;
+            }
+            _ => {}
+        }
+        any = true;
+    }
+    (if any { count + 1 } else { 0 }, has_now)
+}
+
+/// Token-level rank functions: `row_number (` … `) over`.
+fn rank_tokens(code: &[&TokenWithSpan]) -> Vec<RankColumn> {
+    let mut out = Vec::new();
+    for (i, t) in code.iter().enumerate() {
+        let Some(w) = word(t) else { continue };
+        let name = w.value.to_lowercase();
+        if RANKS.contains(&name.as_str())
+            && code.get(i + 1).is_some_and(|t| t.token == Token::LParen)
+            && code.get(i + 2).is_some_and(|t| t.token == Token::RParen)
+            && is_word(code.get(i + 3), "over")
+        {
+            out.push(RankColumn {
+                line: line_of(t.span),
+                function: name,
+                alias: None,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(sql: &str) -> Vec<String> {
+        read(sql).volatile.into_iter().map(|v| v.call).collect()
+    }
+
+    #[test]
+    fn finds_clock_calls_but_not_lookalikes() {
+        assert_eq!(calls("select now() as t from x"), vec!["now()"]);
+        assert_eq!(calls("select CURRENT_DATE from x"), vec!["current_date"]);
+        assert_eq!(
+            calls("select now_ts, 'now()' as s, \"now\" from x -- now()\n"),
+            Vec::<String>::new()
+        );
+        assert_eq!(calls("select date('now') from x"), vec!["date('now')"]);
+        assert_eq!(
+            calls("select date(created_at) from x"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            calls("select 'now'::timestamp as t"),
+            vec!["'now'::timestamp"]
+        );
+    }
+
+    #[test]
+    fn parameters_keep_their_lines() {
+        let r = read("select a\nfrom t\nwhere d >= :start\n and d < :end");
+        assert_eq!(
+            r.params,
+            vec![("start".to_string(), 3), ("end".to_string(), 4)]
+        );
+        assert!(r.parsed);
+        let cols: Vec<&str> = r.window_filters.iter().map(|w| w.column.as_str()).collect();
+        assert_eq!(cols, vec!["d", "d"]);
+        assert_eq!(r.window_filters[0].line, 3);
+    }
+
+    #[test]
+    fn lineage_follows_aliases() {
+        let r = read(
+            "with b as (select cast(event_time as date) as dt from e where event_time >= :start)\nselect dt from b",
+        );
+        assert!(r.lineage("dt").contains("event_time"));
+    }
+}
