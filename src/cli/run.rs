@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
-use crate::engine::{self, Backfill, Event, Selection};
+use crate::engine::{self, Backfill, Event, PlanError, Selection};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
 
@@ -84,7 +84,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         config.defaults.retries,
     )
     .await
-    .map_err(|e| Stop::usage(e.to_string()))?;
+    .map_err(|e| match e {
+        PlanError::EmptyRange { .. } => Stop::usage(e.to_string()),
+        PlanError::Warehouse(_) => Stop::failed(format!("{}: {e}", job.name)),
+    })?;
     backfill.reason = args.reason.clone();
 
     if args.dry_run {

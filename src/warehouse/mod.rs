@@ -120,7 +120,7 @@ pub struct Warehouse {
 pub enum WarehouseError {
     #[error("cannot connect to {url}: {source}")]
     Connect { url: String, source: sqlx::Error },
-    #[error("{0}")]
+    #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
     #[error("target table {0} does not exist or has no columns")]
     NoTarget(String),
@@ -406,6 +406,14 @@ pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Er
     (0..row.len())
         .map(|i| row.try_get::<Option<String>, _>(i))
         .collect()
+}
+
+/// The database's own words for an error, without the driver's wrapping.
+fn sql_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => db.message().to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Hides the password of a URL.

@@ -1,0 +1,184 @@
+//! The headless commands on the demo warehouse: every state shows in
+//! `idem status`, `idem run --json` speaks one event per line, exit codes.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("run idem")
+}
+
+#[test]
+fn demo_shows_every_state_and_reruns_its_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["demo", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        demo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&demo.stderr)
+    );
+    let config = dir.path().join("idem.toml");
+
+    let out = idem(&config, &["status", "--format", "json"]);
+    assert!(out.status.success());
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for state in [
+        "loaded",
+        "failed",
+        "missing",
+        "stale",
+        "unmanaged",
+        "empty",
+        "vanished",
+        "future",
+    ] {
+        assert!(
+            rows.iter().any(|r| r["state"] == state),
+            "no {state} partition in the demo"
+        );
+    }
+    assert!(
+        rows.iter().any(|r| r["anomaly"] == true),
+        "no anomaly in the demo"
+    );
+    assert!(
+        rows.iter().any(|r| r["drift"] == true),
+        "no drift in the demo"
+    );
+    let failed_error = rows
+        .iter()
+        .find(|r| r["state"] == "failed" && r["job"] == "fct_orders")
+        .and_then(|r| r["last_error"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        failed_error.contains("CHECK constraint failed"),
+        "{failed_error}"
+    );
+
+    let csv = idem(&config, &["status", "fct_orders", "--format", "csv"]);
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(text.starts_with("job,partition,state,"));
+    assert_eq!(
+        text.lines().count(),
+        rows.iter().filter(|r| r["job"] == "fct_orders").count() + 1
+    );
+
+    // A dry run changes nothing and names what it would do.
+    let dry = idem(
+        &config,
+        &["run", "fct_orders", "--only", "failed", "--dry-run"],
+    );
+    assert!(dry.status.success());
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("3 partitions"));
+
+    // The failures re-run as JSON events, one per line.
+    let run = idem(
+        &config,
+        &[
+            "run",
+            "fct_orders",
+            "--only",
+            "failed",
+            "--json",
+            "--reason",
+            "upstream fixed",
+        ],
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "run_started");
+    assert_eq!(events.first().unwrap()["reason"], "upstream fixed");
+    assert_eq!(events.last().unwrap()["event"], "run_finished");
+    assert_eq!(events.last().unwrap()["succeeded"], 3);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == "partition_succeeded")
+            .count(),
+        3
+    );
+    assert!(kinds.contains(&"partition_log"));
+
+    let after = idem(&config, &["status", "fct_orders", "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&after.stdout).unwrap();
+    assert!(rows.iter().all(|r| r["state"] != "failed"));
+
+    let log = idem(&config, &["log", "fct_orders", &failed_partition(&rows)]);
+    assert!(log.status.success());
+
+    let unknown = idem(&config, &["run", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no job named \"nope\""));
+    let bad_range = idem(&config, &["run", "fct_orders", "--from", "June"]);
+    assert_eq!(bad_range.status.code(), Some(2));
+}
+
+fn failed_partition(rows: &[Value]) -> String {
+    rows.iter()
+        .find(|r| r["attempts"].as_u64().unwrap_or(0) > 1)
+        .and_then(|r| r["partition"].as_str())
+        .unwrap_or("2026-01-01")
+        .to_string()
+}
+
+#[tokio::test]
+async fn failures_exit_1_and_a_missing_target_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, target: &str, sql: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\nsql = \"{sql}\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}",
+        db.display(),
+        job(
+            "broken",
+            "t",
+            "select :start as dt, 1 / 0 as x, nope from t"
+        ),
+        job("lost", "nowhere", "select :start as dt")
+    );
+    std::fs::write(&config, &text).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
+        .await
+        .unwrap();
+    wh.close().await;
+
+    let out = idem(&config, &["run", "broken"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 succeeded, 2 failed"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such column: nope"));
+
+    let out = idem(&config, &["run", "lost"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
+}
