@@ -289,7 +289,7 @@ fn watermark(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
         Severity::Warning,
         file_line(job, filter.line),
         format!(
-            "the window filters on {} but partition column {pcol} comes from {source}: a row whose {} falls outside its {pcol} window is never loaded, or lands in another run's partition",
+            "the window filters on {} but partition column {pcol} takes its value from {source}: a row whose {} falls outside its {pcol} window is never loaded, or lands in another run's partition",
             filter.column, filter.column
         ),
         format!(

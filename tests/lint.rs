@@ -1,0 +1,696 @@
+//! `idem lint`: every finding is raised by SQL that has the mistake and not
+//! by the same word in a comment, a string literal or a column name; the
+//! checks that need the warehouse run on SQLite, PostgreSQL and MariaDB; the
+//! binary exits 1 on errors and 0 on warnings alone.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Kind, TestDb};
+use idem::config::{self, Job};
+use idem::lint::{self, Finding, Severity};
+
+/// The line of `idem.toml` where [`job`]'s SQL starts.
+const SQL_LINE: usize = 12;
+
+/// A job parsed from an `idem.toml` whose SQL starts at [`SQL_LINE`].
+fn job(strategy: &str, sql: &str) -> Job {
+    let keys = match strategy {
+        "merge_key" => "unique_key = [\"id\"]",
+        _ => "partition_column = \"dt\"",
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://unused.db\"\n\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\nstrategy = \"{strategy}\"\n{keys}\ngrain = \"day\"\nstart = \"2026-01-01\"\nsql = '''\n{sql}\n'''\n"
+    );
+    let config = config::parse(Path::new("idem.toml"), &text, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let job = config.jobs.into_iter().next().expect("one job");
+    assert_eq!(job.sql_line, SQL_LINE, "fixture layout");
+    job
+}
+
+fn replace(sql: &str) -> Vec<Finding> {
+    lint::static_findings(&job("replace_partition", sql))
+}
+
+fn merge(sql: &str) -> Vec<Finding> {
+    lint::static_findings(&job("merge_key", sql))
+}
+
+/// The findings whose message contains `needle`.
+fn matching<'a>(findings: &'a [Finding], needle: &str) -> Vec<&'a Finding> {
+    findings
+        .iter()
+        .filter(|f| f.message.contains(needle))
+        .collect()
+}
+
+const WINDOW: &str = "where created_at >= :start and created_at < :end";
+
+/// A replace job's SQL with `column` in its SELECT list, otherwise clean.
+fn with_column(column: &str) -> String {
+    format!("select id,\n  {column},\n  cast(created_at as date) as dt\nfrom src\n{WINDOW}")
+}
+
+#[test]
+fn a_clean_job_has_no_findings() {
+    assert_eq!(replace(&with_column("amount")), vec![]);
+    assert_eq!(
+        merge("select id, email from customers where _loaded_at >= :start and _loaded_at < :end"),
+        vec![]
+    );
+}
+
+#[test]
+fn non_deterministic_functions_are_errors_on_their_line() {
+    let cases = [
+        ("now() as loaded_at", "now()"),
+        ("NOW() as loaded_at", "now()"),
+        ("Now ( ) as loaded_at", "now()"),
+        ("pg_catalog.now() as loaded_at", "now()"),
+        ("current_date as loaded_on", "current_date"),
+        ("CURRENT_TIMESTAMP as loaded_at", "current_timestamp"),
+        ("current_timestamp(3) as loaded_at", "current_timestamp"),
+        ("localtimestamp as loaded_at", "localtimestamp"),
+        ("sysdate() as loaded_at", "sysdate()"),
+        ("getdate() as loaded_at", "getdate()"),
+        ("clock_timestamp() as loaded_at", "clock_timestamp()"),
+        ("unix_timestamp() as loaded_at", "unix_timestamp()"),
+        ("datetime('now') as loaded_at", "datetime('now')"),
+        ("'now'::timestamp as loaded_at", "'now'::timestamp"),
+        ("random() as r", "random()"),
+        ("RAND() as r", "rand()"),
+        ("gen_random_uuid() as row_id", "gen_random_uuid()"),
+        ("uuid() as row_id", "uuid()"),
+        ("uuid_generate_v4() as row_id", "uuid_generate_v4()"),
+        ("NEWID() as row_id", "newid()"),
+    ];
+    for (column, call) in cases {
+        let findings = replace(&with_column(column));
+        assert_eq!(findings.len(), 1, "{column}: {findings:#?}");
+        let f = &findings[0];
+        assert_eq!(f.severity, Severity::Error, "{column}");
+        assert_eq!(
+            f.line,
+            SQL_LINE + 1,
+            "{column}: the SELECT list's second line"
+        );
+        assert!(f.message.starts_with(call), "{column}: {}", f.message);
+        if call.contains("uuid") || call.contains("newid") {
+            assert!(f.fix.contains("hash of the natural key"), "{}", f.fix);
+        } else if call.contains("rand") {
+            assert!(f.fix.contains(":start / :end"), "{}", f.fix);
+        } else {
+            assert_eq!(f.fix, "pass the run date in: use :start / :end");
+        }
+    }
+}
+
+#[test]
+fn lookalikes_of_non_deterministic_functions_are_not_findings() {
+    for column in [
+        "now_ts",
+        "t.now",
+        "\"now\"",
+        "\"current_date\"",
+        "'now()' as label",
+        "'current_timestamp' as label",
+        "'now' as label",
+        "random_value",
+        "rand_seed",
+        "uuid_col",
+        "newid_source",
+        "sysdate_local",
+        "date(created_at) as created_on",
+        "unix_timestamp(created_at) as epoch",
+        "amount -- now(), random() and uuid() in a comment",
+        "/* current_date, getdate() */ amount",
+    ] {
+        assert_eq!(replace(&with_column(column)), vec![], "{column}");
+    }
+}
+
+#[test]
+fn row_number_keys_are_warnings_but_deduplication_is_not() {
+    let findings = replace(&with_column(
+        "row_number() over (order by created_at) as order_key",
+    ));
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Warning);
+    assert_eq!(findings[0].line, SQL_LINE + 1);
+    assert!(
+        findings[0]
+            .message
+            .contains("row_number() numbers rows (column order_key)")
+    );
+    assert_eq!(
+        findings[0].fix,
+        "use a hash of the natural key instead, e.g. md5(order_id || event_type)"
+    );
+    for f in ["rank", "DENSE_RANK"] {
+        let findings = replace(&with_column(&format!(
+            "{f}() over (partition by customer_id order by created_at) as seq"
+        )));
+        assert_eq!(matching(&findings, "numbers rows").len(), 1, "{f}");
+    }
+
+    // As the merge key itself, it is an error.
+    let findings = merge(
+        "select row_number() over (order by email) as id, email\nfrom customers\nwhere _loaded_at >= :start and _loaded_at < :end",
+    );
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Error);
+    assert!(findings[0].message.contains("is the merge key"));
+
+    // Keeping the latest row per key is deduplication, not a key.
+    let dedup = format!(
+        "select id, amount, dt from (\n  select id, amount, cast(created_at as date) as dt,\n    row_number() over (partition by id order by updated_at desc) as rn\n  from src\n  {WINDOW}\n) latest\nwhere rn = 1"
+    );
+    assert_eq!(replace(&dedup), vec![]);
+    for column in [
+        "row_number_col",
+        "'row_number() over ()' as label",
+        "amount -- row_number() over (order by id)",
+    ] {
+        assert_eq!(replace(&with_column(column)), vec![], "{column}");
+    }
+}
+
+#[test]
+fn sql_without_window_parameters_is_flagged() {
+    let findings =
+        replace("select id, amount, cast(created_at as date) as dt\nfrom src\nwhere amount > 0");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Error);
+    assert_eq!(findings[0].line, SQL_LINE);
+    assert!(findings[0].message.contains("never uses :start or :end"));
+
+    // A merge job re-merging its whole source is still idempotent: a warning.
+    let findings = merge("select id, email from customers");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Warning);
+
+    // Parameters in comments and strings are not parameters.
+    let findings = replace(
+        "select id, ':start' as label, cast(created_at as date) as dt\nfrom src -- where created_at >= :start\n/* and created_at < :end */",
+    );
+    assert_eq!(matching(&findings, "never uses :start").len(), 1);
+
+    // :partition names the window too.
+    assert_eq!(
+        replace("select id, dt from src where cast(dt as text) = :partition"),
+        vec![]
+    );
+}
+
+#[test]
+fn unknown_parameters_are_errors() {
+    let findings = replace(&format!(
+        "select id, cast(created_at as date) as dt\nfrom src\n{WINDOW} and region = :region"
+    ));
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Error);
+    assert_eq!(findings[0].line, SQL_LINE + 2);
+    assert!(findings[0].message.contains(":region"));
+}
+
+#[test]
+fn a_window_on_another_column_than_the_partition_is_a_warning() {
+    // The seed's mistake: the partition comes from event_time, the window
+    // selects by created_at, so late rows never reach their partition.
+    let findings = replace(
+        "select id, cast(event_time as date) as dt\nfrom events\nwhere created_at >= :start\n  and created_at < :end",
+    );
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.line, SQL_LINE + 2);
+    assert!(
+        f.message.contains("filters on created_at")
+            && f.message
+                .contains("partition column dt takes its value from event_time"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix.contains("event_time >= :start"), "{}", f.fix);
+
+    // The same column, however the partition value is computed: clean.
+    for sql in [
+        "select id, cast(created_at as date) as dt from src where created_at >= :start and created_at < :end",
+        "select id, date_trunc('day', o.created_at)::date as dt from raw.orders o where o.created_at >= :start and o.created_at < :end",
+        "select id, dt from src where dt between :start and :end",
+        "select id, event_date as dt from src where event_date >= :start and event_date < :end",
+        // Through a CTE: the outer dt is the CTE's cast of event_time.
+        "with e as (select id, cast(event_time as date) as dt from events where event_time >= :start and event_time < :end) select id, dt from e",
+        "select id, dt from (select id, cast(event_time as date) as dt from events) e where e.dt >= :start and e.dt < :end",
+    ] {
+        assert_eq!(replace(sql), vec![], "{sql}");
+    }
+
+    // Merge windows are source windows: any column may bound them.
+    assert_eq!(
+        merge("select id, email from customers where _loaded_at >= :start and _loaded_at < :end"),
+        vec![]
+    );
+}
+
+#[test]
+fn statements_that_swallow_duplicates_are_errors() {
+    for (sql, clause) in [
+        (
+            "insert ignore into t select id, dt from src where dt >= :start and dt < :end",
+            "INSERT IGNORE",
+        ),
+        (
+            "INSERT OR IGNORE INTO t SELECT id, dt FROM src WHERE dt >= :start AND dt < :end",
+            "INSERT OR IGNORE",
+        ),
+        (
+            "insert into t select id, dt from src where dt >= :start and dt < :end\non conflict (id) do nothing",
+            "ON CONFLICT DO NOTHING",
+        ),
+        (
+            "insert into t select id, dt from src where dt >= :start and dt < :end\nON CONFLICT ON CONSTRAINT t_pkey DO NOTHING",
+            "ON CONFLICT DO NOTHING",
+        ),
+    ] {
+        let findings = replace(sql);
+        let found = matching(&findings, "hides duplicates instead of preventing them");
+        assert_eq!(found.len(), 1, "{sql}: {findings:#?}");
+        assert_eq!(found[0].severity, Severity::Error);
+        assert!(found[0].message.starts_with(clause), "{}", found[0].message);
+        let line = if sql.contains('\n') {
+            SQL_LINE + 1
+        } else {
+            SQL_LINE
+        };
+        assert_eq!(found[0].line, line, "{sql}");
+    }
+    // An upsert that updates is not one; nor the words in comments, strings
+    // or names.
+    for sql in [
+        "insert into t select id, dt from src where dt >= :start and dt < :end on conflict (id) do update set dt = excluded.dt",
+        "select id, 'insert ignore' as a, ignore_flag, dt from src where dt >= :start and dt < :end -- on conflict do nothing",
+        "select id, dt /* INSERT OR IGNORE */ from src where dt >= :start and dt < :end",
+    ] {
+        assert_eq!(
+            matching(&replace(sql), "hides duplicates").len(),
+            0,
+            "{sql}"
+        );
+    }
+}
+
+#[test]
+fn a_partition_column_missing_from_the_select_is_an_error() {
+    let findings = replace(&format!("select id, amount\nfrom src\n{WINDOW}"));
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0].severity, Severity::Error);
+    assert!(
+        findings[0]
+            .message
+            .contains("partition column dt is not among the SELECT's output columns (id, amount)")
+    );
+    // With `*` or an unnamed expression the warehouse must say; no guess here.
+    assert_eq!(replace(&format!("select * from src {WINDOW}")), vec![]);
+    assert_eq!(
+        replace(&format!(
+            "select id, cast(created_at as date) from src {WINDOW}"
+        )),
+        vec![]
+    );
+    // A qualified column is named by its last part.
+    assert_eq!(
+        replace(&format!(
+            "select s.id, s.dt from src s where s.dt >= :start and s.dt < :end"
+        )),
+        vec![]
+    );
+
+    let findings =
+        merge("select email from customers where _loaded_at >= :start and _loaded_at < :end");
+    assert_eq!(
+        matching(&findings, "unique_key column id is not among").len(),
+        1,
+        "{findings:#?}"
+    );
+}
+
+#[test]
+fn sql_no_dialect_parses_still_gets_token_checks() {
+    // A trailing `frobnicate` is no SQL any dialect knows; tokens still are.
+    let sql = "select id, now() as t, row_number() over (order by id) as k,\n  'random()' as label, cast(created_at as date) as dt -- uuid()\nfrom src\nwhere created_at >= :start and created_at < :end frobnicate (";
+    let findings = replace(sql);
+    let now = matching(&findings, "now() reads the clock");
+    assert_eq!(now.len(), 1, "{findings:#?}");
+    assert_eq!(now[0].line, SQL_LINE);
+    assert_eq!(matching(&findings, "row_number() numbers rows").len(), 1);
+    assert_eq!(findings.len(), 2, "{findings:#?}");
+
+    let findings =
+        replace("select id, dt from src where dt >= :start and dt < :end\nand ' unterminated");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(findings[0].message.contains("cannot read this SQL"));
+}
+
+/// The seed article's MERGE example, verbatim: `current_timestamp as
+/// updated_at` makes every run write a new value.
+const SEED_MERGE: &str = "MERGE INTO analytics.dim_customers t
+USING (
+    select
+        customer_id,
+        email,
+        country,
+        signup_date,
+        current_timestamp as updated_at
+    from raw.customers
+    where _loaded_at > '2026-06-03'
+) s
+ON t.customer_id = s.customer_id
+WHEN MATCHED THEN UPDATE SET
+    email = s.email,
+    country = s.country,
+    updated_at = s.updated_at
+WHEN NOT MATCHED THEN INSERT (customer_id, email, country, signup_date, updated_at)
+    VALUES (s.customer_id, s.email, s.country, s.signup_date, s.updated_at);";
+
+#[test]
+fn the_seed_merge_example_is_flagged() {
+    // As idem would run it: the USING query is the job's SQL.
+    let using = "select\n    customer_id,\n    email,\n    country,\n    signup_date,\n    current_timestamp as updated_at\nfrom raw.customers\nwhere _loaded_at > '2026-06-03'";
+    for sql in [using, SEED_MERGE] {
+        let findings = merge(sql);
+        let clock = matching(&findings, "current_timestamp reads the clock");
+        assert_eq!(clock.len(), 1, "{findings:#?}");
+        assert_eq!(clock[0].severity, Severity::Error);
+        let offset = if sql == using { 5 } else { 7 };
+        assert_eq!(clock[0].line, SQL_LINE + offset);
+    }
+    // Its literal watermark is the other mistake lint reports there.
+    assert_eq!(
+        matching(&merge(using), "never uses :start or :end").len(),
+        1
+    );
+}
+
+#[test]
+fn the_seed_replace_example_as_an_idem_job_is_clean() {
+    // The seed selects one day with a literal: `where date_trunc('day',
+    // created_at)::date = date '2026-06-04'`. idem binds that day's window
+    // instead, on the same column the partition is computed from; written
+    // that way the example is exactly what lint must accept.
+    let idem_form = "select\n    order_id,\n    customer_id,\n    amount_usd,\n    date_trunc('day', created_at)::date as dt\nfrom raw.orders\nwhere created_at >= :start and created_at < :end";
+    assert_eq!(replace(idem_form), vec![]);
+    // The seed's literal form is fine SQL but not an idem job: only the
+    // missing window parameters are reported, nothing else.
+    let seed_form = "select\n    order_id,\n    customer_id,\n    amount_usd,\n    date_trunc('day', created_at)::date as dt\nfrom raw.orders\nwhere date_trunc('day', created_at)::date = date '2026-06-04'";
+    let findings = replace(seed_form);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(findings[0].message.contains("never uses :start or :end"));
+}
+
+// ---- checks that need the warehouse, on every engine ----
+
+const WAREHOUSE_JOBS: &str = r#"
+[[jobs]]
+name = "merge_no_index"
+target = "dim_plain"
+strategy = "merge_key"
+unique_key = ["id"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "merge_pk"
+target = "dim_pk"
+strategy = "merge_key"
+unique_key = ["id"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "merge_unique_pair"
+target = "dim_pair"
+strategy = "merge_key"
+unique_key = ["b", "a"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id as a, v as b from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "merge_wider_key"
+target = "dim_pk"
+strategy = "merge_key"
+unique_key = ["id", "v"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "replace_ok"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "renamed"
+target = "fct_renamed"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "nulls"
+target = "fct_nulls"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "star_ok"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select * from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "star_without_dt"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select * from src_undated where day_of >= :start and day_of < :end"
+
+[[jobs]]
+name = "no_target"
+target = "nowhere"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt from src where dt >= :start and dt < :end"
+"#;
+
+async fn warehouse_checks(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config(WAREHOUSE_JOBS);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, v INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE src_undated (id INTEGER NOT NULL, v INTEGER NOT NULL, day_of DATE NOT NULL)",
+        "CREATE TABLE dim_plain (id INTEGER NOT NULL, v INTEGER)",
+        "CREATE INDEX dim_plain_id ON dim_plain (id)",
+        "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER)",
+        "CREATE TABLE dim_pair (a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER)",
+        "CREATE UNIQUE INDEX dim_pair_ab ON dim_pair (a, b)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, v INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct_renamed (id INTEGER NOT NULL, v INTEGER NOT NULL, event_date DATE)",
+        "CREATE TABLE fct_nulls (id INTEGER NOT NULL, v INTEGER NOT NULL, dt DATE, event_date DATE)",
+        "INSERT INTO fct_nulls (id, v, dt, event_date) VALUES (1, 1, '2026-01-01', NULL), (2, 2, NULL, '2026-01-01'), (3, 3, NULL, '2026-01-02')",
+    ])
+    .await
+    .expect("fixture");
+
+    let mut by_job = std::collections::HashMap::new();
+    for job in &config.jobs {
+        assert_eq!(
+            lint::static_findings(job),
+            vec![],
+            "{} is clean as SQL",
+            job.name
+        );
+        let found = lint::warehouse_findings(&wh, job)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", job.name));
+        for f in &found {
+            assert_eq!(f.line, job.sql_line, "{}: {f:?}", job.name);
+        }
+        by_job.insert(job.name.clone(), found);
+    }
+    let only = |name: &str, severity: Severity, needle: &str| {
+        let found = &by_job[name];
+        assert_eq!(found.len(), 1, "{kind:?} {name}: {found:#?}");
+        assert_eq!(found[0].severity, severity, "{kind:?} {name}");
+        assert!(
+            found[0].message.contains(needle),
+            "{kind:?} {name}: {}",
+            found[0].message
+        );
+    };
+    only(
+        "merge_no_index",
+        Severity::Error,
+        "no primary key or unique index on (id) in dim_plain",
+    );
+    assert_eq!(by_job["merge_pk"], vec![], "{kind:?}");
+    assert_eq!(by_job["merge_unique_pair"], vec![], "{kind:?}");
+    only(
+        "merge_wider_key",
+        Severity::Error,
+        "no primary key or unique index on (id, v)",
+    );
+    assert_eq!(by_job["replace_ok"], vec![], "{kind:?}");
+    only(
+        "renamed",
+        Severity::Error,
+        "partition column dt is not a column of fct_renamed",
+    );
+    only(
+        "nulls",
+        Severity::Warning,
+        "2 rows of fct_nulls have NULL in partition column dt",
+    );
+    assert_eq!(by_job["star_ok"], vec![], "{kind:?}");
+    only(
+        "star_without_dt",
+        Severity::Error,
+        "partition column dt is not among the SELECT's output columns (id, v, day_of)",
+    );
+    only(
+        "no_target",
+        Severity::Error,
+        "target table nowhere does not exist",
+    );
+    wh.close().await;
+}
+
+on_every_engine!(warehouse_checks);
+
+// ---- the binary ----
+
+fn idem(config: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .arg("lint")
+        .args(args)
+        .output()
+        .expect("run idem");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const CLI_JOBS: &str = r#"
+[[jobs]]
+name = "stamped"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = """
+select id,
+  now() as loaded_at,
+  dt
+from src where dt >= :start and dt < :end
+"""
+
+[[jobs]]
+name = "numbered"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = """
+select row_number() over (order by id) as id, dt
+from src where dt >= :start and dt < :end
+"""
+"#;
+
+#[tokio::test]
+async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let (path, config) = db.config(CLI_JOBS);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, loaded_at TEXT, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    wh.close().await;
+    let stamped = &config.jobs[0];
+    let numbered = &config.jobs[1];
+
+    let (code, stdout, stderr) = idem(&path, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let file = path.display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "{file}:{}: job stamped: error: now() reads the clock: a re-run of the same partition writes different values — fix: pass the run date in: use :start / :end",
+            stamped.sql_line + 1
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{file}:{}: job numbered: warning: row_number() numbers rows (column id)",
+            numbered.sql_line
+        )),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 error, 1 warning in 2 jobs"), "{stderr}");
+
+    let (code, stdout, stderr) = idem(&path, &["numbered"]);
+    assert_eq!(code, 0, "warnings alone pass: {stdout}{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+
+    let (code, stdout, _) = idem(&path, &["stamped", "--format", "json", "--offline"]);
+    assert_eq!(code, 1);
+    let rows: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(rows[0]["job"], "stamped");
+    assert_eq!(rows[0]["severity"], "error");
+    assert_eq!(rows[0]["line"], stamped.sql_line + 1);
+    assert_eq!(rows[0]["fix"], "pass the run date in: use :start / :end");
+
+    let (code, _, stderr) = idem(&path, &["nope"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no job named \"nope\""), "{stderr}");
+
+    let bad = db.path().join("bad.toml");
+    std::fs::write(&bad, "[warehouse]\nurl = \"sqlite://x.db\"\nbogus = 1\n").expect("write");
+    let (code, _, stderr) = idem(&bad, &[]);
+    assert_eq!(code, 2, "{stderr}");
+}
