@@ -323,9 +323,7 @@ fn a_partition_column_missing_from_the_select_is_an_error() {
     );
     // A qualified column is named by its last part.
     assert_eq!(
-        replace(&format!(
-            "select s.id, s.dt from src s where s.dt >= :start and s.dt < :end"
-        )),
+        replace("select s.id, s.dt from src s where s.dt >= :start and s.dt < :end"),
         vec![]
     );
 

@@ -374,26 +374,24 @@ impl Visitor for Walk {
                     });
                 }
             }
-            Expr::BinaryOp { left, op, right }
-                if matches!(
-                    op,
+            Expr::BinaryOp {
+                left,
+                op:
                     BinaryOperator::Gt
-                        | BinaryOperator::GtEq
-                        | BinaryOperator::Lt
-                        | BinaryOperator::LtEq
-                        | BinaryOperator::Eq
-                ) =>
-            {
+                    | BinaryOperator::GtEq
+                    | BinaryOperator::Lt
+                    | BinaryOperator::LtEq
+                    | BinaryOperator::Eq,
+                right,
+            } => {
                 self.comparison(left, right);
                 self.comparison(right, left);
             }
             Expr::Between {
                 expr, low, high, ..
-            } => {
-                if (contains_param(low) || contains_param(high)) && !contains_param(expr) {
-                    for (column, line) in columns_in(expr) {
-                        self.window_filters.push(WindowFilter { line, column });
-                    }
+            } if (contains_param(low) || contains_param(high)) && !contains_param(expr) => {
+                for (column, line) in columns_in(expr) {
+                    self.window_filters.push(WindowFilter { line, column });
                 }
             }
             _ => {}
@@ -549,15 +547,15 @@ fn ignore_clauses(code: &[&TokenWithSpan]) -> Vec<IgnoreClause> {
                 .take_while(|t| t.token != Token::SemiColon);
             let mut prev_do = false;
             for t in rest {
-                if prev_do && is_word(Some(&t), "nothing") {
+                if prev_do && is_word(Some(t), "nothing") {
                     out.push(IgnoreClause {
                         line,
                         clause: "ON CONFLICT DO NOTHING",
                     });
                     break;
                 }
-                prev_do = is_word(Some(&t), "do");
-                if is_word(Some(&t), "update") {
+                prev_do = is_word(Some(t), "do");
+                if is_word(Some(t), "update") {
                     break;
                 }
             }
