@@ -43,6 +43,8 @@ enum Command {
         #[arg(long)]
         anomalies: bool,
     },
+    /// Prove a partition's load idempotent: run it twice, compare, roll back.
+    Verify { job: String, partition: String },
     /// Jobs with a health summary.
     Jobs,
     /// Attempt history of a job, or of one partition.
@@ -94,6 +96,9 @@ fn main() {
                     anomalies_only: anomalies,
                 };
                 cli::status(&cli.config, args).await
+            }
+            Some(Command::Verify { job, partition }) => {
+                cli::verify(&cli.config, &job, &partition).await
             }
             Some(Command::Jobs) => cli::jobs(&cli.config).await,
             Some(Command::Log { job, partition }) => {

@@ -4,6 +4,7 @@
 mod lint;
 mod run;
 mod status;
+mod verify;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -11,6 +12,7 @@ use std::path::Path;
 pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+pub use verify::verify;
 
 use crate::config::{self, Config, Job};
 use crate::partition::{Partition, RangeEnd};

@@ -42,6 +42,19 @@ pub struct LoadOutcome {
 /// A step of a load, as it happens; consumers render these as log lines.
 pub type LoadStep = String;
 
+/// What to do with a partition once it is locked.
+enum Work<'a> {
+    /// Write it, record the ledger row, commit.
+    Load(&'a AttemptMeta),
+    /// Write it `runs` times, capturing its rows after each, then roll back.
+    Verify { runs: usize },
+}
+
+enum Done {
+    Loaded(LoadOutcome),
+    Verified(Vec<Vec<Vec<Option<String>>>>),
+}
+
 impl Warehouse {
     /// Loads one partition of a job in one transaction under its lock.
     pub async fn load_partition(
@@ -51,6 +64,40 @@ impl Warehouse {
         meta: &AttemptMeta,
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<LoadOutcome, WarehouseError> {
+        match self.locked(job, partition, Work::Load(meta), log).await? {
+            Done::Loaded(outcome) => Ok(outcome),
+            Done::Verified(_) => Err(WarehouseError::Job(
+                "internal: load returned a verification".into(),
+            )),
+        }
+    }
+
+    /// Runs a partition's load `runs` times in one transaction, returning its
+    /// rows (as text) after each run, and rolls everything back.
+    pub(super) async fn rows_after_runs(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        runs: usize,
+    ) -> Result<Vec<Vec<Vec<Option<String>>>>, WarehouseError> {
+        match self
+            .locked(job, partition, Work::Verify { runs }, &|_| {})
+            .await?
+        {
+            Done::Verified(rows) => Ok(rows),
+            Done::Loaded(_) => Err(WarehouseError::Job(
+                "internal: verification committed".into(),
+            )),
+        }
+    }
+
+    async fn locked(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        work: Work<'_>,
+        log: &(dyn Fn(LoadStep) + Send + Sync),
+    ) -> Result<Done, WarehouseError> {
         let dialect = self.dialect();
         let target_columns = self.target_columns(&job.target).await?;
         let columns = select_columns(self, job, partition, &target_columns).await?;
@@ -66,18 +113,13 @@ impl Warehouse {
             take_lock(dialect, &mut conn, &lock_key, timeout, partition).await?;
             log(format!("lock {lock_key} taken"));
         }
-        let result = transact(
-            self,
-            &mut conn,
+        let target = Target {
             job,
             partition,
-            meta,
-            &columns,
-            &target_columns,
-            &lock_key,
-            log,
-        )
-        .await;
+            columns: &columns,
+            target_columns: &target_columns,
+        };
+        let result = transact(self, &mut conn, &target, work, &lock_key, log).await;
         if session_lock {
             for unlock in dialect.unlock(&lock_key) {
                 // The lock also ends with the connection; a failed release is harmless.
@@ -86,6 +128,14 @@ impl Warehouse {
         }
         result
     }
+}
+
+/// The partition being written and the columns involved.
+struct Target<'a> {
+    job: &'a Job,
+    partition: &'a Partition,
+    columns: &'a [Ident],
+    target_columns: &'a [Ident],
 }
 
 async fn take_lock(
@@ -107,19 +157,16 @@ async fn take_lock(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn transact(
     warehouse: &Warehouse,
     conn: &mut PoolConnection<Any>,
-    job: &Job,
-    partition: &Partition,
-    meta: &AttemptMeta,
-    columns: &[Ident],
-    target_columns: &[Ident],
+    t: &Target<'_>,
+    work: Work<'_>,
     lock_key: &str,
     log: &(dyn Fn(LoadStep) + Send + Sync),
-) -> Result<LoadOutcome, WarehouseError> {
+) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
+    let (job, partition) = (t.job, t.partition);
     let mut tx = match dialect.begin_statement() {
         Some(begin) => conn.begin_with(begin).await?,
         None => conn.begin().await?,
@@ -142,32 +189,21 @@ async fn transact(
     }
     let locked_at = ledger::timestamp(Utc::now());
 
-    let outcome = match job.strategy {
-        Strategy::ReplacePartition => {
-            replace(
-                dialect,
-                &mut tx,
-                job,
-                partition,
-                columns,
-                target_columns,
-                log,
-            )
-            .await?
-        }
-        Strategy::MergeKey => {
-            merge(
-                dialect,
-                &mut tx,
-                job,
-                partition,
-                columns,
-                target_columns,
-                log,
-            )
-            .await?
+    let meta = match work {
+        Work::Load(meta) => meta,
+        Work::Verify { runs } => {
+            let mut captured = Vec::new();
+            for _ in 0..runs {
+                write(dialect, &mut tx, t, log).await?;
+                captured.push(rows_of(dialect, &mut tx, t).await?);
+                drop_stage(dialect, &mut tx, job).await?;
+            }
+            tx.rollback().await?;
+            return Ok(Done::Verified(captured));
         }
     };
+    let outcome = write(dialect, &mut tx, t, log).await?;
+    drop_stage(dialect, &mut tx, job).await?;
 
     let attempt = Attempt {
         run_id: meta.run_id.clone(),
@@ -195,7 +231,100 @@ async fn transact(
     sql.query().execute(&mut *tx).await?;
     tx.commit().await?;
     log("COMMIT".into());
-    Ok(outcome)
+    Ok(Done::Loaded(outcome))
+}
+
+/// Merges stage the window's rows in a temporary table; it goes before COMMIT.
+async fn drop_stage(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    job: &Job,
+) -> Result<(), WarehouseError> {
+    if job.strategy == Strategy::MergeKey {
+        run(tx, dialect.drop_stage(STAGE)).await?;
+    }
+    Ok(())
+}
+
+/// Writes the partition by the job's strategy (inside the caller's transaction).
+async fn write(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    t: &Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    match t.job.strategy {
+        Strategy::ReplacePartition => {
+            replace(
+                dialect,
+                tx,
+                t.job,
+                t.partition,
+                t.columns,
+                t.target_columns,
+                log,
+            )
+            .await
+        }
+        Strategy::MergeKey => {
+            merge(
+                dialect,
+                tx,
+                t.job,
+                t.partition,
+                t.columns,
+                t.target_columns,
+                log,
+            )
+            .await
+        }
+    }
+}
+
+/// The rows a load owns, as text: the window's for replace jobs, the rows
+/// whose keys the staged window touched for merge jobs.
+async fn rows_of(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    t: &Target<'_>,
+) -> Result<Vec<Vec<Option<String>>>, WarehouseError> {
+    let mut sql = Sql::new(dialect);
+    match t.job.strategy {
+        Strategy::ReplacePartition => {
+            fingerprint::select_as_text(&mut sql, t.target_columns, "");
+            sql.push(" FROM ").table(&t.job.target).push(" WHERE ");
+            sql.window_filter("", partition_column(t.job)?, t.partition);
+        }
+        Strategy::MergeKey => {
+            fingerprint::select_as_text(&mut sql, t.target_columns, "t.");
+            touched_rows(dialect, &mut sql, t.job);
+        }
+    }
+    let rows = sql.query().fetch_all(&mut *tx).await?;
+    Ok(rows
+        .iter()
+        .map(super::text_columns)
+        .collect::<Result<_, _>>()?)
+}
+
+/// ` FROM target t WHERE` its key is among the staged rows' keys.
+fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
+    let key_match = job
+        .unique_key
+        .iter()
+        .map(|k| {
+            let k = dialect.quote(k.as_str());
+            format!("s.{k} = t.{k}")
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    sql.push(" FROM ")
+        .table(&job.target)
+        .push(" t WHERE EXISTS (SELECT 1 FROM ")
+        .push(&dialect.quote(STAGE))
+        .push(" s WHERE ")
+        .push(&key_match)
+        .push(")");
 }
 
 /// The job's output columns, checked against the target's.
@@ -380,15 +509,6 @@ async fn merge(
         })
         .collect::<Vec<_>>()
         .join(" AND ");
-    let touched = |sql: &mut Sql| {
-        sql.push(" FROM ")
-            .table(&job.target)
-            .push(" t WHERE EXISTS (SELECT 1 FROM ")
-            .push(&stage)
-            .push(" s WHERE ")
-            .push(&key_match)
-            .push(")");
-    };
     let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
     let changed_test = if values.is_empty() {
         "1 = 0".to_string()
@@ -421,7 +541,7 @@ async fn merge(
     } else {
         let mut sql = Sql::new(dialect);
         fingerprint::select_as_text(&mut sql, target_columns, "t.");
-        touched(&mut sql);
+        touched_rows(dialect, &mut sql, job);
         fingerprint::compute(sql.query().fetch(&mut *tx)).await?
     };
 
@@ -438,14 +558,13 @@ async fn merge(
     let after = {
         let mut sql = Sql::new(dialect);
         fingerprint::select_as_text(&mut sql, target_columns, "t.");
-        touched(&mut sql);
+        touched_rows(dialect, &mut sql, job);
         fingerprint::compute(sql.query().fetch(&mut *tx)).await?
     };
     let rows_after = match &job.partition_column {
         Some(pcol) => count_window(dialect, tx, job, pcol, partition).await?,
         None => source_rows,
     };
-    run(tx, dialect.drop_stage(STAGE)).await?;
     let content_changed = before != after;
     log(format!(
         "fingerprint {after} ({})",

@@ -9,6 +9,7 @@ mod mysql;
 mod postgres;
 pub mod sql;
 mod sqlite;
+mod verify;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
 
 pub use fingerprint::Fingerprint;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
+pub use verify::{Difference, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};
 use crate::partition::{Grain, Partition};

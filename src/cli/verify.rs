@@ -1,0 +1,43 @@
+//! `idem verify JOB PARTITION`: the idempotency proof, with the warehouse
+//! left exactly as it was.
+
+use std::path::Path;
+
+use super::{EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use crate::partition::RangeEnd;
+
+pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 {
+    let result = async {
+        let config = load_config(config_path)?;
+        let job = find_job(&config, job_name)?;
+        let Some(partition) = parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)? else {
+            return Err(Stop::usage("PARTITION is required"));
+        };
+        let warehouse = connect(&config, 2).await?;
+        let v = warehouse
+            .verify_partition(job, &partition)
+            .await
+            .map_err(|e| Stop::failed(format!("{} {}: {e}", job.name, partition.name())))?;
+        warehouse.close().await;
+        let Some(d) = &v.difference else {
+            println!(
+                "idempotent: {} {} gives the same rows on every run ({}); everything was rolled back",
+                v.job, v.partition, v.fingerprints[0]
+            );
+            return Ok(EXIT_OK);
+        };
+        println!("NOT idempotent: {} {}: {} and {} differ", v.job, v.partition, d.first, d.second);
+        println!("  {} rows only in {}:", d.only_in_first, d.first);
+        for r in &d.sample_first {
+            println!("    {r}");
+        }
+        println!("  {} rows only in {}:", d.only_in_second, d.second);
+        for r in &d.sample_second {
+            println!("    {r}");
+        }
+        println!("everything was rolled back; `idem lint {}` may name the cause", v.job);
+        Ok(EXIT_FAILED)
+    }
+    .await;
+    result.unwrap_or_else(Stop::report)
+}

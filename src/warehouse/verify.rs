@@ -1,0 +1,144 @@
+//! `idem verify`: the idempotency proof. The partition is loaded twice in one
+//! transaction (the second run on top of the first) and once more in a later
+//! transaction; the rows after each must be the same. Everything rolls back.
+
+use serde::Serialize;
+
+use super::fingerprint::Fingerprint;
+use super::{Warehouse, WarehouseError};
+use crate::config::Job;
+use crate::partition::Partition;
+
+type Rows = Vec<Vec<Option<String>>>;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    pub job: String,
+    pub partition: String,
+    /// Fingerprints after run 1, run 2 (on top of run 1) and run 3 (a later
+    /// transaction, where now() and friends move on).
+    pub fingerprints: Vec<String>,
+    pub difference: Option<Difference>,
+}
+
+impl Verification {
+    pub fn is_idempotent(&self) -> bool {
+        self.difference.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    pub first: &'static str,
+    pub second: &'static str,
+    pub only_in_first: usize,
+    pub only_in_second: usize,
+    /// A few of the rows on each side, columns in name order.
+    pub sample_first: Vec<String>,
+    pub sample_second: Vec<String>,
+}
+
+const SAMPLE: usize = 5;
+
+impl Warehouse {
+    pub async fn verify_partition(
+        &self,
+        job: &Job,
+        partition: &Partition,
+    ) -> Result<Verification, WarehouseError> {
+        let mut runs = self.rows_after_runs(job, partition, 2).await?;
+        runs.extend(self.rows_after_runs(job, partition, 1).await?);
+        let fingerprints = runs.iter().map(|r| fingerprint(r).to_string()).collect();
+        let difference = compare(&runs[0], &runs[1], "run 1", "run 2 (on top of run 1)")
+            .or_else(|| compare(&runs[0], &runs[2], "run 1", "run 3 (a later transaction)"));
+        Ok(Verification {
+            job: job.name.clone(),
+            partition: partition.name(),
+            fingerprints,
+            difference,
+        })
+    }
+}
+
+fn fingerprint(rows: &Rows) -> Fingerprint {
+    let mut fp = Fingerprint::default();
+    for r in rows {
+        fp.add_row(r);
+    }
+    fp
+}
+
+fn compare(a: &Rows, b: &Rows, first: &'static str, second: &'static str) -> Option<Difference> {
+    let (only_a, only_b) = multiset_difference(a, b);
+    if only_a.is_empty() && only_b.is_empty() {
+        return None;
+    }
+    let show = |rows: &[&Vec<Option<String>>]| -> Vec<String> {
+        rows.iter()
+            .take(SAMPLE)
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.as_deref().unwrap_or("NULL"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            })
+            .collect()
+    };
+    Some(Difference {
+        first,
+        second,
+        only_in_first: only_a.len(),
+        only_in_second: only_b.len(),
+        sample_first: show(&only_a),
+        sample_second: show(&only_b),
+    })
+}
+
+/// Rows of `a` not matched in `b` and the other way round, counting duplicates.
+fn multiset_difference<'a>(
+    a: &'a Rows,
+    b: &'a Rows,
+) -> (Vec<&'a Vec<Option<String>>>, Vec<&'a Vec<Option<String>>>) {
+    let mut a: Vec<_> = a.iter().collect();
+    let mut b: Vec<_> = b.iter().collect();
+    a.sort();
+    b.sort();
+    let (mut i, mut j) = (0, 0);
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(b[j]) {
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => {
+                only_a.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                only_b.push(b[j]);
+                j += 1;
+            }
+        }
+    }
+    only_a.extend(&a[i..]);
+    only_b.extend(&b[j..]);
+    (only_a, only_b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(v: &[&str]) -> Rows {
+        v.iter().map(|s| vec![Some(s.to_string())]).collect()
+    }
+
+    #[test]
+    fn duplicates_count_in_the_difference() {
+        let (a, b) = (rows(&["x", "x", "y"]), rows(&["y", "x"]));
+        let (only_a, only_b) = multiset_difference(&a, &b);
+        assert_eq!((only_a.len(), only_b.len()), (1, 0));
+        assert!(compare(&a, &a, "1", "2").is_none());
+    }
+}

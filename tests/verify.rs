@@ -1,0 +1,157 @@
+//! `idem verify`: a clean job is proven idempotent, a job using random() or
+//! now() is caught, and the warehouse is left exactly as it was.
+
+mod common;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, TableName};
+use idem::partition::{Grain, Partition, RangeEnd, range};
+use idem::warehouse::{Fingerprint, Warehouse};
+
+fn jobs(kind: Kind) -> String {
+    let random = match kind {
+        Kind::Sqlite => "abs(random()) % 1000",
+        Kind::Postgres => "cast(floor(random() * 1000) as integer)",
+        Kind::MySql => "floor(rand() * 1000)",
+    };
+    let clock = match kind {
+        Kind::Postgres => "cast(extract(microseconds from now()) as integer)",
+        Kind::MySql => "cast(date_format(now(6), '%f') as unsigned)",
+        Kind::Sqlite => "cast(strftime('%f', 'now') * 1000 as integer)",
+    };
+    let job = |name: &str, strategy: &str, target: &str, amount: &str| {
+        let key = if strategy == "merge_key" {
+            "unique_key = [\"id\"]"
+        } else {
+            "partition_column = \"dt\""
+        };
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"{strategy}\"\n{key}\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nend = \"2026-01-05\"\n\
+             sql = \"select id, {amount} as amount, dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    [
+        job("clean", "replace_partition", "fct", "amount"),
+        job("clean_merge", "merge_key", "dim", "amount"),
+        job("noisy", "replace_partition", "fct", random),
+        job("noisy_merge", "merge_key", "dim", random),
+        job("stamped", "replace_partition", "fct", clock),
+    ]
+    .concat()
+}
+
+async fn setup(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
+    let db = TestDb::new(kind).await?;
+    let (_, config) = db.config(&jobs(kind));
+    let wh = db.warehouse(&config).await;
+    let mut values = Vec::new();
+    for d in 0..5 {
+        for k in 0..20 {
+            values.push(format!("({}, {}, '2026-01-0{}')", d * 100 + k, k, d + 1));
+        }
+    }
+    let fill = format!(
+        "INSERT INTO src (id, amount, dt) VALUES {}",
+        values.join(", ")
+    );
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount BIGINT NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount BIGINT NOT NULL, dt DATE NOT NULL)",
+        &fill,
+    ])
+    .await
+    .unwrap();
+    Some((db, config, wh))
+}
+
+/// Every partition's fingerprint of both targets, and the ledger's size.
+async fn snapshot(config: &Config, wh: &Warehouse) -> (Vec<Fingerprint>, Fingerprint, Fingerprint) {
+    let clean = config.jobs.iter().find(|j| j.name == "clean").unwrap();
+    let mut fps = Vec::new();
+    for p in range(clean.start, clean.end.unwrap()) {
+        fps.push(wh.partition_fingerprint(clean, &p).await.unwrap());
+    }
+    let dim = wh
+        .table_fingerprint(&TableName::parse("dim").unwrap())
+        .await
+        .unwrap();
+    let ledger = wh
+        .table_fingerprint(&wh.dialect().ledger_table())
+        .await
+        .unwrap();
+    (fps, dim, ledger)
+}
+
+async fn verify_proves_and_catches_and_touches_nothing(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).unwrap().clone();
+    let day = Partition::parse(Grain::Day, "2026-01-02", RangeEnd::From).unwrap();
+    // Load some history first, so that verify has something to leave alone.
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    for name in ["clean", "clean_merge"] {
+        let plan = idem::engine::Backfill::plan(&wh, &job(name), &Default::default(), 2, 0)
+            .await
+            .unwrap();
+        idem::engine::run(&wh, &plan, &tx, &Default::default()).await;
+    }
+    let before = snapshot(&config, &wh).await;
+
+    for name in ["clean", "clean_merge"] {
+        let v = wh.verify_partition(&job(name), &day).await.unwrap();
+        assert!(v.is_idempotent(), "{name}: {:?}", v.difference);
+        assert_eq!(v.fingerprints.len(), 3);
+    }
+    for name in ["noisy", "noisy_merge"] {
+        let v = wh.verify_partition(&job(name), &day).await.unwrap();
+        let d = v.difference.expect("random() must be caught");
+        assert!(d.only_in_first > 0 && d.only_in_second > 0, "{name}: {d:?}");
+        assert!(!d.sample_first.is_empty());
+    }
+    if kind != Kind::Sqlite {
+        let v = wh.verify_partition(&job("stamped"), &day).await.unwrap();
+        let d = v.difference.expect("now() must be caught");
+        if kind == Kind::Postgres {
+            // now() is constant within a transaction; the later transaction shows it.
+            assert_eq!(d.second, "run 3 (a later transaction)");
+        }
+    }
+    assert_eq!(
+        snapshot(&config, &wh).await,
+        before,
+        "verify must leave the warehouse as it was"
+    );
+}
+
+on_every_engine!(verify_proves_and_catches_and_touches_nothing);
+
+#[test]
+fn the_cli_exits_0_when_idempotent_and_1_when_not() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((db, _config, wh)) = rt.block_on(setup(Kind::Sqlite)) else {
+        return;
+    };
+    rt.block_on(wh.close());
+    let config = db.path().join("idem.toml");
+    let run = |job: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(["verify", job, "2026-01-03"])
+            .output()
+            .unwrap()
+    };
+    let ok = run("clean");
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("idempotent: clean 2026-01-03"));
+    let bad = run("noisy");
+    assert_eq!(bad.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        out.contains("NOT idempotent") && out.contains("rows only in run 1"),
+        "{out}"
+    );
+}
