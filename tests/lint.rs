@@ -304,6 +304,40 @@ fn statements_that_swallow_duplicates_are_errors() {
 }
 
 #[test]
+fn sql_that_writes_or_has_several_statements_is_an_error() {
+    // The seed's "INSERT without DELETE", and its delete-then-insert outside
+    // a transaction: idem writes the target, by the strategy, in one.
+    let findings = replace(&format!(
+        "insert into t\nselect id, cast(created_at as date) as dt from src {WINDOW}"
+    ));
+    let not_select = matching(&findings, "is an INSERT statement, not a SELECT");
+    assert_eq!(not_select.len(), 1, "{findings:#?}");
+    assert_eq!(not_select[0].line, SQL_LINE);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+
+    let findings = replace(&format!(
+        "delete from t where dt >= :start and dt < :end;\nselect id, cast(created_at as date) as dt from src {WINDOW};"
+    ));
+    let several = matching(&findings, "the SQL has 2 statements");
+    assert_eq!(several.len(), 1, "{findings:#?}");
+    assert_eq!(several[0].line, SQL_LINE + 1);
+    assert_eq!(matching(&findings, "is a DELETE statement").len(), 1);
+
+    // One SELECT with a trailing semicolon, a CTE, a UNION: all fine.
+    for sql in [
+        format!("select id, cast(created_at as date) as dt from src {WINDOW};"),
+        format!(
+            "with s as (select * from src {WINDOW}) select id, cast(created_at as date) as dt from s"
+        ),
+        format!(
+            "select id, cast(created_at as date) as dt from src {WINDOW}\nunion all\nselect id, cast(created_at as date) as dt from src2 {WINDOW}"
+        ),
+    ] {
+        assert_eq!(replace(&sql), vec![], "{sql}");
+    }
+}
+
+#[test]
 fn a_partition_column_missing_from_the_select_is_an_error() {
     let findings = replace(&format!("select id, amount\nfrom src\n{WINDOW}"));
     assert_eq!(findings.len(), 1, "{findings:#?}");
@@ -492,6 +526,15 @@ partition_column = "dt"
 grain = "day"
 start = "2026-01-01"
 sql = "select * from src_undated where day_of >= :start and day_of < :end"
+
+[[jobs]]
+name = "broken_sql"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select * from no_such_source where dt >= :start and dt < :end"
 
 [[jobs]]
 name = "no_target"
@@ -686,6 +729,20 @@ async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
     let (code, _, stderr) = idem(&path, &["nope"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("no job named \"nope\""), "{stderr}");
+
+    // Without the warehouse the SQL findings still print, but the run says
+    // it is incomplete; --offline asks for the SQL checks alone.
+    let unreachable = db.path().join("unreachable.toml");
+    let text = std::fs::read_to_string(&path)
+        .expect("read")
+        .replace(&db.url, "sqlite:///nonexistent-idem-dir/none.db");
+    std::fs::write(&unreachable, text).expect("write");
+    let (code, stdout, stderr) = idem(&unreachable, &["numbered"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("job numbered: warning"), "{stdout}");
+    assert!(stderr.contains("warehouse checks skipped"), "{stderr}");
+    let (code, _, stderr) = idem(&unreachable, &["numbered", "--offline"]);
+    assert_eq!(code, 0, "{stderr}");
 
     let bad = db.path().join("bad.toml");
     std::fs::write(&bad, "[warehouse]\nurl = \"sqlite://x.db\"\nbogus = 1\n").expect("write");

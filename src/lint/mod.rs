@@ -89,6 +89,33 @@ pub fn static_findings(job: &Job) -> Vec<Finding> {
         return out;
     }
 
+    if let Some(second) = reading.statements.get(1) {
+        out.push(Finding::new(
+            Severity::Error,
+            at(second.line),
+            format!(
+                "the SQL has {} statements; a job is one SELECT, which idem runs in the partition's transaction",
+                reading.statements.len()
+            ),
+            "keep only the SELECT that computes one partition; idem deletes, inserts and merges by the job's strategy",
+        ));
+    }
+    for statement in reading.statements.iter().filter(|s| !s.is_query) {
+        out.push(Finding::new(
+            Severity::Error,
+            at(statement.line),
+            format!(
+                "the SQL is {} {} statement, not a SELECT: idem writes the target itself, by the job's strategy",
+                if statement.keyword.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                    "an"
+                } else {
+                    "a"
+                },
+                statement.keyword
+            ),
+            "give only the SELECT that computes one partition's rows",
+        ));
+    }
     for (name, line) in &reading.params {
         if !matches!(name.as_str(), "start" | "end" | "partition") {
             out.push(Finding::new(
@@ -390,7 +417,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
     }
 
     let reading = sql::read(&job.sql);
-    if reading.parsed && !outputs_known(&reading, job) {
+    let one_query = matches!(reading.statements.as_slice(), [s] if s.is_query);
+    if one_query && !outputs_known(&reading, job) {
         let mut sql = wh.sql();
         sql.push("SELECT * FROM (");
         // An unknown parameter is a static finding already.
@@ -404,11 +432,14 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         }
                     }
                 }
-                Err(WarehouseError::Sql(e)) => {
+                Err(WarehouseError::Sql(sqlx::Error::Database(db))) => {
                     out.push(Finding::new(
                         Severity::Error,
                         first,
-                        format!("the warehouse rejects the job's SELECT: {e}"),
+                        format!(
+                            "the warehouse rejects the job's SELECT: {}",
+                            db.message().replace('\n', " ")
+                        ),
                         "fix the SQL so that it runs on the warehouse",
                     ));
                 }

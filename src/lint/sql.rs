@@ -53,6 +53,15 @@ pub(super) struct IgnoreClause {
     pub clause: &'static str,
 }
 
+/// Where a statement of the job's SQL begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StatementStart {
+    pub line: usize,
+    /// Its first word, upper-cased: `SELECT`, `INSERT`, `MERGE`.
+    pub keyword: String,
+    pub is_query: bool,
+}
+
 /// A column compared with a window parameter: `created_at >= :start`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct WindowFilter {
@@ -81,6 +90,9 @@ pub(super) struct Reading {
     pub volatile: Vec<VolatileCall>,
     pub ranks: Vec<RankColumn>,
     pub ignores: Vec<IgnoreClause>,
+    /// Each statement of the SQL: its first line and first keyword, and
+    /// whether it is a query.
+    pub statements: Vec<StatementStart>,
     pub window_filters: Vec<WindowFilter>,
     /// The top-level SELECT's columns; None when it has a `*` or is not a
     /// plain query.
@@ -138,6 +150,7 @@ pub(super) fn read(sql: &str) -> Reading {
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .collect();
     reading.ignores = ignore_clauses(&code);
+    reading.statements = statement_starts(&code);
 
     let dialects: [&dyn Dialect; 4] = [
         &PostgreSqlDialect {},
@@ -168,6 +181,11 @@ pub(super) fn read(sql: &str) -> Reading {
             if let [Statement::Query(query)] = statements.as_slice() {
                 reading.outputs = top_select(query).and_then(output_columns);
             }
+            if statements.len() == reading.statements.len() {
+                for (start, statement) in reading.statements.iter_mut().zip(&statements) {
+                    start.is_query = matches!(statement, Statement::Query(_));
+                }
+            }
         }
         None => {
             reading.volatile = volatile_tokens(&code);
@@ -175,6 +193,26 @@ pub(super) fn read(sql: &str) -> Reading {
         }
     }
     reading
+}
+
+/// The statements of the SQL by its `;` tokens, each taken for a query when
+/// it starts as one (the parse, when there is one, says for sure).
+fn statement_starts(code: &[&TokenWithSpan]) -> Vec<StatementStart> {
+    code.split(|t| t.token == Token::SemiColon)
+        .filter_map(|statement| {
+            let first = statement.first()?;
+            let keyword = match &first.token {
+                Token::Word(w) if w.quote_style.is_none() => w.value.to_uppercase(),
+                other => other.to_string(),
+            };
+            let is_query = matches!(keyword.as_str(), "SELECT" | "WITH" | "VALUES" | "(");
+            Some(StatementStart {
+                line: line_of(first.span),
+                keyword,
+                is_query,
+            })
+        })
+        .collect()
 }
 
 fn line_of(span: sqlparser::tokenizer::Span) -> usize {
