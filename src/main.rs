@@ -45,6 +45,11 @@ enum Command {
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
+    /// What changed in a job's definition since a stale partition was loaded.
+    Diff {
+        job: String,
+        partition: Option<String>,
+    },
     /// Jobs with a health summary.
     Jobs,
     /// Attempt history of a job, or of one partition.
@@ -99,6 +104,9 @@ fn main() {
             }
             Some(Command::Verify { job, partition }) => {
                 cli::verify(&cli.config, &job, &partition).await
+            }
+            Some(Command::Diff { job, partition }) => {
+                cli::diff(&cli.config, &job, partition.as_deref()).await
             }
             Some(Command::Jobs) => cli::jobs(&cli.config).await,
             Some(Command::Log { job, partition }) => {

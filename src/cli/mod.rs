@@ -2,6 +2,7 @@
 //! partitions failed, 2 usage or config error, 130 cancelled).
 
 mod lint;
+mod diff;
 mod run;
 mod status;
 mod verify;
@@ -10,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 pub use lint::lint;
+pub use diff::diff;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 pub use verify::verify;

@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// Why this run happens, recorded in the ledger.
     #[arg(long)]
     pub reason: Option<String>,
+    /// For merge_key jobs: also re-merge every window after the range up to
+    /// the latest loaded one, so that the newest values win.
+    #[arg(long)]
+    pub through_latest: bool,
 }
 
 pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
@@ -89,6 +93,17 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         PlanError::Warehouse(_) => Stop::failed(format!("{}: {e}", job.name)),
     })?;
     backfill.reason = args.reason.clone();
+    let risk = backfill
+        .merge_order_risk(&warehouse)
+        .await
+        .map_err(|e| Stop::failed(e.to_string()))?;
+    if let Some(risk) = risk {
+        if args.through_latest {
+            backfill.extend_through_latest(&risk);
+        } else {
+            eprintln!("idem: warning: {}: add --through-latest", risk.warning());
+        }
+    }
 
     if args.dry_run {
         print_dry_run(&warehouse, &backfill).await?;
@@ -179,7 +194,7 @@ async fn print_dry_run(
         .iter()
         .filter(|s| planned.contains(&s.partition.name()))
     {
-        let rows = s.rows_now.map_or("-".to_string(), |n| n.to_string());
+        let rows = s.rows().map_or("-".to_string(), |n| n.to_string());
         replaced += s.rows_now.unwrap_or(0);
         println!(
             "  {} {} {:<9} rows now {rows}",

@@ -78,27 +78,25 @@ pub struct Job {
 }
 
 impl Job {
-    /// Hash of everything that changes what the job writes: a partition last
-    /// loaded under another hash is stale.
-    pub fn definition_hash(&self) -> String {
-        let mut h = Sha256::new();
-        for part in [
+    /// Everything that changes what the job writes, as text: what the
+    /// definition hash covers, and what `idem diff` compares.
+    pub fn definition_text(&self) -> String {
+        let keys: Vec<&str> = self.unique_key.iter().map(Ident::as_str).collect();
+        format!(
+            "strategy = {}\ntarget = {}\npartition_column = {}\nunique_key = [{}]\ngrain = {}\nsql:\n{}\n",
             self.strategy.as_str(),
-            &self.target.to_string(),
+            self.target,
             self.partition_column.as_ref().map_or("", |c| c.as_str()),
-            &self
-                .unique_key
-                .iter()
-                .map(Ident::as_str)
-                .collect::<Vec<_>>()
-                .join(","),
-            self.grain.as_str(),
-            self.sql.trim(),
-        ] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        hex(&h.finalize()[..8])
+            keys.join(", "),
+            self.grain,
+            self.sql.trim()
+        )
+    }
+
+    /// Hash of [`Job::definition_text`]: a partition last loaded under
+    /// another hash is stale.
+    pub fn definition_hash(&self) -> String {
+        hex(&Sha256::digest(self.definition_text().as_bytes())[..8])
     }
 
     /// The last partition a run covers by default: `end`, or the last

@@ -32,6 +32,46 @@ pub struct Backfill {
     pub prior_attempts: HashMap<String, i64>,
 }
 
+/// Loaded merge windows after the last planned one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeOrderRisk {
+    pub last_planned: Partition,
+    /// Every loaded window after the plan, oldest first.
+    pub later_loaded: Vec<Partition>,
+}
+
+impl MergeOrderRisk {
+    pub fn latest(&self) -> Partition {
+        self.later_loaded
+            .last()
+            .copied()
+            .unwrap_or(self.last_planned)
+    }
+
+    pub fn warning(&self) -> String {
+        format!(
+            "{} later window{} ({}…{}) {} already loaded: merging older windows alone can roll their rows back to older values; extend the run through {}",
+            self.later_loaded.len(),
+            if self.later_loaded.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            self.later_loaded
+                .first()
+                .map(Partition::name)
+                .unwrap_or_default(),
+            self.latest().name(),
+            if self.later_loaded.len() == 1 {
+                "is"
+            } else {
+                "are"
+            },
+            self.latest().name()
+        )
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     #[error("{0}")]
@@ -71,7 +111,7 @@ impl Backfill {
         let statuses = state::job_status(warehouse, job, now, &HashSet::new()).await?;
         let by_name: HashMap<String, &state::PartitionStatus> =
             statuses.iter().map(|s| (s.partition.name(), s)).collect();
-        let partitions = crate::partition::range(from, to)
+        let partitions: Vec<Partition> = crate::partition::range(from, to)
             .into_iter()
             .filter(|p| {
                 selection.only.is_empty()
@@ -93,6 +133,43 @@ impl Backfill {
             reason: None,
             prior_attempts,
         })
+    }
+
+    /// For merge jobs: loaded windows after the last planned one, whose rows
+    /// re-running older windows alone would roll back to older values.
+    pub async fn merge_order_risk(
+        &self,
+        warehouse: &Warehouse,
+    ) -> Result<Option<MergeOrderRisk>, WarehouseError> {
+        let (Strategy::MergeKey, Some(&last_planned)) = (self.job.strategy, self.partitions.last())
+        else {
+            return Ok(None);
+        };
+        let statuses = state::job_status(warehouse, &self.job, now_utc(), &HashSet::new()).await?;
+        let later_loaded: Vec<Partition> = statuses
+            .iter()
+            .filter(|s| s.partition > last_planned && s.last_success.is_some())
+            .map(|s| s.partition)
+            .collect();
+        Ok((!later_loaded.is_empty()).then_some(MergeOrderRisk {
+            last_planned,
+            later_loaded,
+        }))
+    }
+
+    /// Extends a merge backfill through its latest loaded window, so that
+    /// every window after the first planned one is merged again in order and
+    /// the newest values win.
+    pub fn extend_through_latest(&mut self, risk: &MergeOrderRisk) {
+        let Some(&first) = self.partitions.first() else {
+            return;
+        };
+        for p in crate::partition::range(first, risk.latest()) {
+            if !self.partitions.contains(&p) {
+                self.partitions.push(p);
+            }
+        }
+        self.partitions.sort();
     }
 
     /// Partitions in flight at once: merge windows run one at a time, in

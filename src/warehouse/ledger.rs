@@ -8,6 +8,7 @@ use sqlx::Row;
 
 use super::sql::Sql;
 use super::{Dialect, Warehouse, WarehouseError};
+use crate::config::{Ident, Job, TableName};
 
 pub struct ColumnTypes {
     pub id: &'static str,
@@ -112,12 +113,53 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
         table = dialect.quote_table(&table),
         id = t.id,
     ));
+    let defs = definitions_table(dialect);
+    out.push(format!(
+        "CREATE TABLE IF NOT EXISTS {} (definition_hash {text} NOT NULL, job {text} NOT NULL, \
+         recorded_at {text} NOT NULL, definition {long} NOT NULL)",
+        dialect.quote_table(&defs)
+    ));
     let index = dialect.quote(&format!("{}_by_job", table.name));
     out.push(format!(
         "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key)",
         dialect.quote_table(&table)
     ));
     out
+}
+
+/// Where job definitions live, beside the attempts.
+fn definitions_table(dialect: &dyn Dialect) -> TableName {
+    let attempts = dialect.ledger_table();
+    let name = if attempts.schema.is_some() {
+        "definitions"
+    } else {
+        "idem_definitions"
+    };
+    TableName {
+        schema: attempts.schema,
+        name: Ident::from_static(name),
+    }
+}
+
+/// Records a job's definition under its hash, once.
+pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
+    let table = definitions_table(sql.dialect());
+    let hash = job.definition_hash();
+    sql.push("INSERT INTO ")
+        .table(&table)
+        .push(" (definition_hash, job, recorded_at, definition) SELECT ")
+        .bind(hash.as_str())
+        .push(", ")
+        .bind(job.name.as_str())
+        .push(", ")
+        .bind(timestamp(Utc::now()))
+        .push(", ")
+        .bind(job.definition_text())
+        .push(" FROM (SELECT 1 AS one) d WHERE NOT EXISTS (SELECT 1 FROM ")
+        .table(&table)
+        .push(" WHERE definition_hash = ")
+        .bind(hash.as_str())
+        .push(")");
 }
 
 /// Appends the INSERT of one attempt row.
@@ -165,6 +207,17 @@ impl Warehouse {
         insert(&mut sql, attempt);
         sql.query().execute(self.pool()).await?;
         Ok(())
+    }
+
+    /// The definition text recorded under a hash, if any.
+    pub async fn definition(&self, hash: &str) -> Result<Option<String>, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT definition FROM ")
+            .table(&definitions_table(self.dialect()))
+            .push(" WHERE definition_hash = ")
+            .bind(hash);
+        let row = sql.query().fetch_optional(self.pool()).await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
     /// Every attempt of a job (optionally of one partition), oldest first.

@@ -229,6 +229,9 @@ async fn transact(
     let mut sql = Sql::new(dialect);
     ledger::insert(&mut sql, &attempt);
     sql.query().execute(&mut *tx).await?;
+    let mut sql = Sql::new(dialect);
+    ledger::record_definition(&mut sql, job);
+    sql.query().execute(&mut *tx).await?;
     tx.commit().await?;
     log("COMMIT".into());
     Ok(Done::Loaded(outcome))

@@ -1,0 +1,233 @@
+//! Guard rails beyond running SQL: stale partitions after a definition
+//! change (and what changed), and the merge-order warning.
+
+mod common;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, Job};
+use idem::engine::{self, Backfill, Selection};
+use idem::partition::{Grain, Partition, RangeEnd};
+use idem::state::{self, LoadState};
+use idem::warehouse::Warehouse;
+use sqlx::Row;
+
+const JOBS: &str = r#"
+[[jobs]]
+name = "dim"
+target = "dim"
+strategy = "merge_key"
+unique_key = ["id"]
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-05"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-05"
+sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+"#;
+
+async fn setup(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
+    let db = TestDb::new(kind).await?;
+    let (_, config) = db.config(JOBS);
+    let wh = db.warehouse(&config).await;
+    // Customer 1 changes every day; customer 2 only on the first.
+    let mut values = vec!["(2, 200, '2026-01-01')".to_string()];
+    for d in 1..=5 {
+        values.push(format!("(1, {}, '2026-01-0{d}')", d * 10));
+    }
+    let fill = format!(
+        "INSERT INTO src (id, amount, dt) VALUES {}",
+        values.join(", ")
+    );
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        &fill,
+    ])
+    .await
+    .unwrap();
+    Some((db, config, wh))
+}
+
+fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
+    config.jobs.iter().find(|j| j.name == name).unwrap()
+}
+
+fn day(d: &str) -> Partition {
+    Partition::parse(Grain::Day, d, RangeEnd::From).unwrap()
+}
+
+async fn run(wh: &Warehouse, backfill: &Backfill) {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = engine::run(wh, backfill, &tx, &Default::default()).await;
+    assert_eq!(summary.failed, 0);
+}
+
+async fn amount_of(wh: &Warehouse, id: i64) -> i64 {
+    let mut sql = wh.sql();
+    sql.push("SELECT amount FROM dim WHERE id = ").bind(id);
+    sql.query()
+        .fetch_one(wh.pool())
+        .await
+        .unwrap()
+        .try_get(0)
+        .unwrap()
+}
+
+async fn old_merge_window_alone_warns_and_extending_restores(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    let dim = job(&config, "dim");
+    let all = Backfill::plan(&wh, dim, &Selection::default(), 4, 0)
+        .await
+        .unwrap();
+    assert!(all.merge_order_risk(&wh).await.unwrap().is_none());
+    run(&wh, &all).await;
+    assert_eq!(amount_of(&wh, 1).await, 50, "the newest window wins");
+
+    let second_day = Selection {
+        from: Some(day("2026-01-02")),
+        to: Some(day("2026-01-02")),
+        only: vec![],
+    };
+    let alone = Backfill::plan(&wh, dim, &second_day, 4, 0).await.unwrap();
+    let risk = alone
+        .merge_order_risk(&wh)
+        .await
+        .unwrap()
+        .expect("a warning");
+    assert_eq!(risk.later_loaded.len(), 3);
+    assert!(
+        risk.warning().contains("extend the run through 2026-01-05"),
+        "{}",
+        risk.warning()
+    );
+    // What the warning is about: run alone, the old value comes back.
+    run(&wh, &alone).await;
+    assert_eq!(amount_of(&wh, 1).await, 20);
+
+    let mut extended = Backfill::plan(&wh, dim, &second_day, 4, 0).await.unwrap();
+    extended.extend_through_latest(&risk);
+    let names: Vec<String> = extended.partitions.iter().map(Partition::name).collect();
+    assert_eq!(
+        names,
+        ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
+    );
+    assert!(extended.merge_order_risk(&wh).await.unwrap().is_none());
+    run(&wh, &extended).await;
+    assert_eq!(
+        amount_of(&wh, 1).await,
+        50,
+        "extending restores the newest values"
+    );
+    assert_eq!(amount_of(&wh, 2).await, 200);
+}
+
+async fn changed_sql_turns_loaded_partitions_stale_until_rerun(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    let fct = job(&config, "fct").clone();
+    let plan = Backfill::plan(&wh, &fct, &Selection::default(), 2, 0)
+        .await
+        .unwrap();
+    run(&wh, &plan).await;
+    let now = chrono::NaiveDate::from_ymd_opt(2026, 2, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap();
+    let states =
+        |s: Vec<state::PartitionStatus>| s.into_iter().map(|s| s.state).collect::<Vec<_>>();
+    let loaded = state::job_status(&wh, &fct, now, &Default::default())
+        .await
+        .unwrap();
+    assert!(states(loaded).iter().all(|s| *s == LoadState::Loaded));
+
+    let mut changed = fct.clone();
+    changed.sql =
+        "select id, amount * 2 as amount, dt from src where dt >= :start and dt < :end".into();
+    let stale = state::job_status(&wh, &changed, now, &Default::default())
+        .await
+        .unwrap();
+    assert!(states(stale.clone()).iter().all(|s| *s == LoadState::Stale));
+    // What changed is on record: the definition the partitions were loaded under.
+    let hash = &stale[0].last_success.as_ref().unwrap().definition_hash;
+    let old = wh
+        .definition(hash)
+        .await
+        .unwrap()
+        .expect("definition recorded");
+    assert!(old.contains("select id, amount, dt"));
+    assert!(!changed.definition_text().contains("select id, amount, dt"));
+
+    let only_stale = Selection {
+        only: vec![LoadState::Stale],
+        ..Selection::default()
+    };
+    let rerun = Backfill::plan(&wh, &changed, &only_stale, 2, 0)
+        .await
+        .unwrap();
+    assert_eq!(rerun.partitions.len(), 5);
+    run(&wh, &rerun).await;
+    let after = state::job_status(&wh, &changed, now, &Default::default())
+        .await
+        .unwrap();
+    assert!(states(after).iter().all(|s| *s == LoadState::Loaded));
+}
+
+on_every_engine!(
+    old_merge_window_alone_warns_and_extending_restores,
+    changed_sql_turns_loaded_partitions_stale_until_rerun,
+);
+
+#[test]
+fn idem_diff_shows_what_changed() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((db, config, wh)) = rt.block_on(setup(Kind::Sqlite)) else {
+        return;
+    };
+    rt.block_on(async {
+        let plan = Backfill::plan(&wh, job(&config, "fct"), &Selection::default(), 2, 0)
+            .await
+            .unwrap();
+        run(&wh, &plan).await;
+        wh.close().await;
+    });
+    let path = db.path().join("idem.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen(
+            "select id, amount, dt from src",
+            "select id, amount + 1 as amount, dt from src",
+            2,
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&path)
+        .args(["diff", "fct"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(stdout.contains("(5 stale partitions)"), "{stdout}");
+    assert!(
+        stdout.contains("-select id, amount, dt from src"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+select id, amount + 1 as amount, dt from src"),
+        "{stdout}"
+    );
+}
