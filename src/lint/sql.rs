@@ -138,7 +138,18 @@ pub(super) fn read(sql: &str) -> Reading {
         }
     }
 
-    let tokens = match Tokenizer::new(&GenericDialect {}, &text).tokenize_with_location() {
+    let dialects: [&dyn Dialect; 4] = [
+        &PostgreSqlDialect {},
+        &MySqlDialect {},
+        &SQLiteDialect {},
+        &GenericDialect {},
+    ];
+    let parse = dialects
+        .iter()
+        .find_map(|d| Parser::parse_sql(*d, &text).ok().map(|s| (*d, s)));
+    // Tokens as the dialect that parsed reads them: its comments and quotes.
+    let dialect = parse.as_ref().map_or(dialects[3], |(d, _)| *d);
+    let tokens = match Tokenizer::new(dialect, &text).tokenize_with_location() {
         Ok(tokens) => tokens,
         Err(e) => {
             reading.unreadable = Some(e.message);
@@ -152,15 +163,7 @@ pub(super) fn read(sql: &str) -> Reading {
     reading.ignores = ignore_clauses(&code);
     reading.statements = statement_starts(&code);
 
-    let dialects: [&dyn Dialect; 4] = [
-        &PostgreSqlDialect {},
-        &MySqlDialect {},
-        &SQLiteDialect {},
-        &GenericDialect {},
-    ];
-    let statements = dialects
-        .iter()
-        .find_map(|d| Parser::parse_sql(*d, &text).ok());
+    let statements = parse.map(|(_, s)| s);
     match statements {
         Some(statements) => {
             reading.parsed = true;
