@@ -10,4 +10,5 @@ pub mod engine;
 pub mod lint;
 pub mod partition;
 pub mod state;
+pub mod tui;
 pub mod warehouse;

@@ -15,6 +15,12 @@ struct Cli {
     /// The config file.
     #[arg(long, global = true, env = "IDEM_CONFIG", default_value = "idem.toml")]
     config: PathBuf,
+    /// The console's theme: default, light, colorblind, mono, or a theme file.
+    #[arg(long, global = true, env = "IDEM_THEME")]
+    theme: Option<String>,
+    /// Do not capture the mouse in the console.
+    #[arg(long, global = true)]
+    no_mouse: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -81,10 +87,14 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let ui = idem::tui::Options {
+        theme: cli.theme.clone(),
+        no_mouse: cli.no_mouse,
+    };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console_needs_terminal(&cli.config),
-            Some(Command::Demo { path }) => cli::demo(&path).await,
+            None => cli::console_needs_terminal(&cli.config, ui).await,
+            Some(Command::Demo { path }) => cli::demo(&path, ui).await,
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,

@@ -1,8 +1,8 @@
 //! Headless commands: each returns the process exit code (0 success, 1 some
 //! partitions failed, 2 usage or config error, 130 cancelled).
 
-mod lint;
 mod diff;
+mod lint;
 mod run;
 mod status;
 mod verify;
@@ -10,8 +10,8 @@ mod verify;
 use std::io::IsTerminal;
 use std::path::Path;
 
-pub use lint::lint;
 pub use diff::diff;
+pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 pub use verify::verify;
@@ -99,38 +99,47 @@ pub fn parse_bound(
         })
 }
 
-/// `idem` without a command opens the console, which needs a terminal.
-pub fn console_needs_terminal(config_path: &Path) -> i32 {
-    if let Err(stop) = load_config(config_path) {
-        return stop.report();
-    }
+/// `idem` without a command opens the console on the config, which must be
+/// valid (checked before the terminal is touched) and needs a terminal.
+pub async fn console_needs_terminal(config_path: &Path, ui: crate::tui::Options) -> i32 {
+    let config = match load_config(config_path) {
+        Ok(c) => c,
+        Err(stop) => return stop.report(),
+    };
     if !std::io::stdout().is_terminal() {
         return Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
     }
-    Stop::usage(
-        "the console is not part of this build yet; use `idem status`, `idem jobs` and `idem run`",
-    )
-    .report()
+    crate::tui::run(config, ui).await
 }
 
-/// `idem demo`: creates the demo warehouse and tells how to open it.
-pub async fn demo(path: &Path) -> i32 {
-    match crate::demo::create(path).await {
-        Ok(demo) => {
-            println!("demo warehouse ready: {}", demo.database.display());
-            println!("config: {}", demo.config.display());
-            println!();
-            println!("  idem --config {} jobs", demo.config.display());
-            println!(
-                "  idem --config {} status fct_orders",
-                demo.config.display()
-            );
-            println!(
-                "  idem --config {} run fct_orders --only failed,missing",
-                demo.config.display()
-            );
-            EXIT_OK
-        }
-        Err(e) => Stop::failed(format!("could not create the demo: {e:#}")).report(),
+/// `idem demo`: creates the demo warehouse and opens the console on it; without
+/// a terminal it tells where the demo is and how to open it.
+pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
+    let demo = match crate::demo::create(path).await {
+        Ok(demo) => demo,
+        Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),
+    };
+    if !std::io::stdout().is_terminal() {
+        println!("demo warehouse ready: {}", demo.database.display());
+        println!("config: {}", demo.config.display());
+        println!();
+        println!(
+            "  idem --config {}            # the console",
+            demo.config.display()
+        );
+        println!("  idem --config {} jobs", demo.config.display());
+        println!(
+            "  idem --config {} status fct_orders",
+            demo.config.display()
+        );
+        println!(
+            "  idem --config {} run fct_orders --only failed,missing",
+            demo.config.display()
+        );
+        return EXIT_OK;
+    }
+    match load_config(&demo.config) {
+        Ok(config) => crate::tui::run(config, ui).await,
+        Err(stop) => stop.report(),
     }
 }

@@ -1,0 +1,526 @@
+//! The one registry of keys: every key maps to an [`Action`] here, and the
+//! same table renders the footer, the help overlay and the README's keys table.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key asks the console to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Left,
+    Down,
+    Up,
+    Right,
+    PrevMonth,
+    NextMonth,
+    First,
+    Last,
+    NextJob,
+    PrevJob,
+    FocusNext,
+    FocusPrev,
+    Activate,
+    RangeSelect,
+    SelectFailed,
+    SelectMissing,
+    SelectStale,
+    ClearSelection,
+    ErrorGroups,
+    Run,
+    Cancel,
+    ToggleRows,
+    Filter,
+    Command,
+    Refresh,
+    Help,
+    Quit,
+    Interrupt,
+    // Confirm dialog.
+    Confirm,
+    Close,
+    OnlyAll,
+    OnlyFailed,
+    OnlyMissing,
+    OnlyStale,
+    EditReason,
+    // Questions (cancel a run? quit?).
+    Yes,
+    No,
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Main,
+    Confirm,
+    Question,
+    List,
+}
+
+impl Scope {
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::Main => "Main screen",
+            Scope::Confirm => "Confirm dialog",
+            Scope::Question => "Questions (cancel, quit)",
+            Scope::List => "Error groups list",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+const fn k(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::NONE,
+    }
+}
+
+const fn code(code: KeyCode) -> Key {
+    Key {
+        code,
+        mods: KeyModifiers::NONE,
+    }
+}
+
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        mods: KeyModifiers::CONTROL,
+    }
+}
+
+pub struct Binding {
+    pub scope: Scope,
+    pub keys: &'static [Key],
+    /// How the keys are written in the footer, help and README.
+    pub label: &'static str,
+    pub action: Action,
+    pub description: &'static str,
+    /// Short word for the footer, when the binding is shown there.
+    pub footer: Option<&'static str>,
+}
+
+macro_rules! bind {
+    ($scope:ident, [$($key:expr),+], $label:expr, $action:ident, $desc:expr, $footer:expr) => {
+        Binding {
+            scope: Scope::$scope,
+            keys: &[$($key),+],
+            label: $label,
+            action: Action::$action,
+            description: $desc,
+            footer: $footer,
+        }
+    };
+}
+
+pub static BINDINGS: &[Binding] = &[
+    bind!(
+        Main,
+        [k('h'), code(KeyCode::Left)],
+        "h ←",
+        Left,
+        "previous partition",
+        None
+    ),
+    bind!(
+        Main,
+        [k('j'), code(KeyCode::Down)],
+        "j ↓",
+        Down,
+        "next week / day / year (calendar); next job or run row",
+        None
+    ),
+    bind!(
+        Main,
+        [k('k'), code(KeyCode::Up)],
+        "k ↑",
+        Up,
+        "previous week / day / year (calendar); previous job or run row",
+        None
+    ),
+    bind!(
+        Main,
+        [k('l'), code(KeyCode::Right)],
+        "l →",
+        Right,
+        "next partition",
+        None
+    ),
+    bind!(
+        Main,
+        [k('['), code(KeyCode::PageUp)],
+        "[ PgUp",
+        PrevMonth,
+        "previous month (year for monthly jobs)",
+        None
+    ),
+    bind!(
+        Main,
+        [k(']'), code(KeyCode::PageDown)],
+        "] PgDn",
+        NextMonth,
+        "next month (year for monthly jobs)",
+        None
+    ),
+    bind!(
+        Main,
+        [k('g'), code(KeyCode::Home)],
+        "g Home",
+        First,
+        "first partition of the job",
+        None
+    ),
+    bind!(
+        Main,
+        [k('G'), code(KeyCode::End)],
+        "G End",
+        Last,
+        "last complete partition",
+        None
+    ),
+    bind!(Main, [k('J')], "J", NextJob, "next job", None),
+    bind!(Main, [k('K')], "K", PrevJob, "previous job", None),
+    bind!(
+        Main,
+        [code(KeyCode::Tab)],
+        "Tab",
+        FocusNext,
+        "focus next pane (jobs, calendar, runs)",
+        Some("focus")
+    ),
+    bind!(
+        Main,
+        [code(KeyCode::BackTab)],
+        "S-Tab",
+        FocusPrev,
+        "focus previous pane",
+        None
+    ),
+    bind!(
+        Main,
+        [code(KeyCode::Enter)],
+        "Enter",
+        Activate,
+        "open the job (jobs pane); run the selection (calendar)",
+        None
+    ),
+    bind!(
+        Main,
+        [k('v')],
+        "v",
+        RangeSelect,
+        "start / end a range selection; movement extends it",
+        Some("select")
+    ),
+    bind!(
+        Main,
+        [k('f')],
+        "f",
+        SelectFailed,
+        "select all failed partitions of the job",
+        Some("failed")
+    ),
+    bind!(
+        Main,
+        [k('m')],
+        "m",
+        SelectMissing,
+        "select all missing partitions of the job",
+        None
+    ),
+    bind!(
+        Main,
+        [k('s')],
+        "s",
+        SelectStale,
+        "select all stale partitions of the job",
+        None
+    ),
+    bind!(
+        Main,
+        [code(KeyCode::Esc)],
+        "Esc",
+        ClearSelection,
+        "clear the selection",
+        None
+    ),
+    bind!(
+        Main,
+        [k('e')],
+        "e",
+        ErrorGroups,
+        "failures grouped by error signature",
+        Some("errors")
+    ),
+    bind!(
+        Main,
+        [k('r')],
+        "r",
+        Run,
+        "re-run the selection (or the cursor's partition), after a confirm",
+        Some("run")
+    ),
+    bind!(
+        Main,
+        [k('c')],
+        "c",
+        Cancel,
+        "cancel the selected run (asks first)",
+        Some("cancel")
+    ),
+    bind!(
+        Main,
+        [k('n')],
+        "n",
+        ToggleRows,
+        "colour cells by row count instead of state",
+        None
+    ),
+    bind!(
+        Main,
+        [k('/')],
+        "/",
+        Filter,
+        "filter jobs by name",
+        Some("filter")
+    ),
+    bind!(
+        Main,
+        [k(':')],
+        ":",
+        Command,
+        "command line: run A..B [--only S], goto D, job N, theme T, q",
+        Some("command")
+    ),
+    bind!(
+        Main,
+        [k('R')],
+        "R",
+        Refresh,
+        "refresh states from the warehouse",
+        None
+    ),
+    bind!(
+        Main,
+        [k('?'), code(KeyCode::F(1))],
+        "? F1",
+        Help,
+        "this help",
+        Some("help")
+    ),
+    bind!(
+        Main,
+        [k('q')],
+        "q",
+        Quit,
+        "quit (asks first while a run is in flight)",
+        Some("quit")
+    ),
+    bind!(
+        Main,
+        [ctrl('c')],
+        "Ctrl-C",
+        Interrupt,
+        "quit, asking first while a run is in flight",
+        None
+    ),
+    bind!(
+        Confirm,
+        [code(KeyCode::Enter), k('y')],
+        "Enter y",
+        Confirm,
+        "start the run",
+        Some("run")
+    ),
+    bind!(
+        Confirm,
+        [code(KeyCode::Esc), k('n'), k('q')],
+        "Esc n",
+        Close,
+        "close without running",
+        Some("back")
+    ),
+    bind!(
+        Confirm,
+        [k('a')],
+        "a",
+        OnlyAll,
+        "run every selected partition",
+        Some("all")
+    ),
+    bind!(
+        Confirm,
+        [k('f')],
+        "f",
+        OnlyFailed,
+        "only the failed ones",
+        Some("failed")
+    ),
+    bind!(
+        Confirm,
+        [k('m')],
+        "m",
+        OnlyMissing,
+        "only the missing ones",
+        Some("missing")
+    ),
+    bind!(
+        Confirm,
+        [k('s')],
+        "s",
+        OnlyStale,
+        "only the stale ones",
+        Some("stale")
+    ),
+    bind!(
+        Confirm,
+        [code(KeyCode::Tab), k('e')],
+        "Tab e",
+        EditReason,
+        "type a reason (Enter or Tab to finish)",
+        Some("reason")
+    ),
+    bind!(
+        Question,
+        [k('y'), code(KeyCode::Enter)],
+        "y Enter",
+        Yes,
+        "yes",
+        Some("yes")
+    ),
+    bind!(
+        Question,
+        [k('n'), code(KeyCode::Esc)],
+        "n Esc",
+        No,
+        "no",
+        Some("no")
+    ),
+    bind!(
+        List,
+        [k('j'), code(KeyCode::Down)],
+        "j ↓",
+        Down,
+        "next group",
+        None
+    ),
+    bind!(
+        List,
+        [k('k'), code(KeyCode::Up)],
+        "k ↑",
+        Up,
+        "previous group",
+        None
+    ),
+    bind!(
+        List,
+        [code(KeyCode::Enter)],
+        "Enter",
+        Confirm,
+        "select the group's partitions",
+        Some("select")
+    ),
+    bind!(
+        List,
+        [code(KeyCode::Esc), k('q')],
+        "Esc",
+        Close,
+        "close",
+        Some("close")
+    ),
+];
+
+fn matches(key: &Key, event: &KeyEvent) -> bool {
+    let mut mods = event.modifiers;
+    // Capitals and symbols arrive with SHIFT on some terminals, not others.
+    if matches!(event.code, KeyCode::Char(_) | KeyCode::BackTab) {
+        mods.remove(KeyModifiers::SHIFT);
+    }
+    key.code == event.code && key.mods == mods
+}
+
+/// The action a key means in a scope.
+pub fn action_for(scope: Scope, event: &KeyEvent) -> Option<Action> {
+    BINDINGS
+        .iter()
+        .filter(|b| b.scope == scope)
+        .find(|b| b.keys.iter().any(|key| matches(key, event)))
+        .map(|b| b.action)
+}
+
+/// The footer's hints for a scope.
+pub fn footer(scope: Scope) -> Vec<(&'static str, &'static str)> {
+    BINDINGS
+        .iter()
+        .filter(|b| b.scope == scope)
+        .filter_map(|b| {
+            b.footer
+                .map(|f| (b.label.split(' ').next().unwrap_or(b.label), f))
+        })
+        .collect()
+}
+
+/// The keys table for the README, generated from the registry.
+pub fn markdown_table() -> String {
+    let mut out = String::new();
+    let mut scope = None;
+    for b in BINDINGS {
+        if scope != Some(b.scope) {
+            if scope.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&format!(
+                "**{}**\n\n| keys | action |\n|---|---|\n",
+                b.scope.title()
+            ));
+            scope = Some(b.scope);
+        }
+        let keys: Vec<String> = b
+            .label
+            .split(' ')
+            .map(|k| format!("`{}`", k.replace('|', "\\|")))
+            .collect();
+        out.push_str(&format!("| {} | {} |\n", keys.join(" "), b.description));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_key_is_bound_twice_in_a_scope() {
+        for a in BINDINGS {
+            for b in BINDINGS {
+                if std::ptr::eq(a, b) || a.scope != b.scope {
+                    continue;
+                }
+                for ka in a.keys {
+                    for kb in b.keys {
+                        assert!(
+                            !(ka.code == kb.code && ka.mods == kb.mods),
+                            "{:?} bound to {:?} and {:?}",
+                            ka.code,
+                            a.action,
+                            b.action
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shifted_capitals_match() {
+        let e = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
+        assert_eq!(action_for(Scope::Main, &e), Some(Action::Last));
+        let e = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(action_for(Scope::Main, &e), Some(Action::Interrupt));
+    }
+}

@@ -1,0 +1,269 @@
+//! Themes: `themes/NAME.toml` files of semantic style names (one per state,
+//! selection, focus border, muted, error…). The four shipped themes are built
+//! into the binary; a theme file may name only some keys, the rest come from
+//! the theme it `extends` (default: `default`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ratatui::style::{Color, Modifier, Style};
+use serde::Deserialize;
+
+use crate::state::LoadState;
+
+pub const BUILTIN: [(&str, &str); 4] = [
+    ("default", include_str!("../../themes/default.toml")),
+    ("light", include_str!("../../themes/light.toml")),
+    ("colorblind", include_str!("../../themes/colorblind.toml")),
+    ("mono", include_str!("../../themes/mono.toml")),
+];
+
+/// Every key a theme may set.
+pub const KEYS: &[&str] = &[
+    "running",
+    "failed",
+    "stale",
+    "vanished",
+    "unmanaged",
+    "loaded",
+    "empty",
+    "missing",
+    "future",
+    "text",
+    "muted",
+    "title",
+    "border",
+    "focus_border",
+    "selection",
+    "cursor",
+    "error",
+    "warning",
+    "ok",
+    "anomaly",
+    "volume",
+    "gauge",
+    "highlight",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Theme {
+    pub name: String,
+    styles: BTreeMap<String, Style>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThemeFile {
+    name: Option<String>,
+    extends: Option<String>,
+    #[serde(default)]
+    styles: BTreeMap<String, String>,
+}
+
+impl Theme {
+    pub fn style(&self, key: &str) -> Style {
+        self.styles.get(key).copied().unwrap_or_default()
+    }
+
+    pub fn state(&self, state: LoadState) -> Style {
+        self.style(state.name())
+    }
+
+    /// The built-in theme of that name.
+    pub fn builtin(name: &str) -> Option<Theme> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
+        Theme::parse(text, name).ok()
+    }
+
+    pub fn default_theme() -> Theme {
+        Theme::builtin("default").unwrap_or_else(|| Theme {
+            name: "default".into(),
+            styles: BTreeMap::new(),
+        })
+    }
+
+    /// Parses theme text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Theme, String> {
+        let file: ThemeFile =
+            toml::from_str(text).map_err(|e| format!("theme {origin}: {}", e.message().trim()))?;
+        let base = match file.extends.as_deref() {
+            None | Some("") => None,
+            Some(name) => Some(Theme::builtin(name).ok_or_else(|| {
+                format!("theme {origin}: extends \"{name}\", which is not a built-in theme (default, light, colorblind, mono)")
+            })?),
+        };
+        let mut styles = match (base, origin) {
+            (Some(b), _) => b.styles,
+            // The default theme is the base of every other.
+            (None, "default") => BTreeMap::new(),
+            (None, _) => Theme::default_theme().styles,
+        };
+        for (key, value) in &file.styles {
+            if !KEYS.contains(&key.as_str()) {
+                return Err(format!(
+                    "theme {origin}: unknown style key \"{key}\"; known keys: {}",
+                    KEYS.join(", ")
+                ));
+            }
+            let style = parse_style(value)
+                .map_err(|e| format!("theme {origin}: styles.{key} = \"{value}\": {e}"))?;
+            styles.insert(key.clone(), style);
+        }
+        Ok(Theme {
+            name: file.name.unwrap_or_else(|| origin.to_string()),
+            styles,
+        })
+    }
+
+    /// A theme by built-in name or file path.
+    pub fn load(name_or_path: &str) -> Result<Theme, String> {
+        if let Some(t) = Theme::builtin(name_or_path) {
+            return Ok(t);
+        }
+        let path = Path::new(name_or_path);
+        let looks_like_path = name_or_path.contains(['/', '\\']) || name_or_path.ends_with(".toml");
+        if !looks_like_path || !path.exists() {
+            let local = Path::new("themes").join(format!("{name_or_path}.toml"));
+            if !looks_like_path && local.exists() {
+                return Theme::load_file(&local);
+            }
+            return Err(format!(
+                "no theme \"{name_or_path}\": expected default, light, colorblind, mono or a path to a .toml file"
+            ));
+        }
+        Theme::load_file(path)
+    }
+
+    fn load_file(path: &Path) -> Result<Theme, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read theme {}: {e}", path.display()))?;
+        Theme::parse(&text, &path.display().to_string())
+    }
+
+    /// The theme to start with: `--theme`/`IDEM_THEME`, else mono under
+    /// `NO_COLOR`, else default. A broken theme falls back, with a message.
+    pub fn resolve(requested: Option<&str>, no_color: bool) -> (Theme, Option<String>) {
+        let fallback = if no_color {
+            Theme::builtin("mono").unwrap_or_else(Theme::default_theme)
+        } else {
+            Theme::default_theme()
+        };
+        match requested {
+            None | Some("") => (fallback, None),
+            Some(name) => match Theme::load(name) {
+                Ok(t) => (t, None),
+                Err(e) => {
+                    let msg = format!("{e}; using the {} theme", fallback.name);
+                    (fallback, Some(msg))
+                }
+            },
+        }
+    }
+}
+
+fn parse_color(word: &str) -> Option<Color> {
+    if let Some(hex) = word.strip_prefix('#') {
+        if hex.len() != 6 {
+            return None;
+        }
+        let v = u32::from_str_radix(hex, 16).ok()?;
+        return Some(Color::Rgb((v >> 16) as u8, (v >> 8) as u8, v as u8));
+    }
+    Some(match word {
+        "reset" | "default" => Color::Reset,
+        "black" => Color::Black,
+        "red" => Color::Red,
+        "green" => Color::Green,
+        "yellow" => Color::Yellow,
+        "blue" => Color::Blue,
+        "magenta" => Color::Magenta,
+        "cyan" => Color::Cyan,
+        "gray" | "grey" => Color::Gray,
+        "darkgray" | "darkgrey" => Color::DarkGray,
+        "lightred" => Color::LightRed,
+        "lightgreen" => Color::LightGreen,
+        "lightyellow" => Color::LightYellow,
+        "lightblue" => Color::LightBlue,
+        "lightmagenta" => Color::LightMagenta,
+        "lightcyan" => Color::LightCyan,
+        "white" => Color::White,
+        _ => return None,
+    })
+}
+
+/// `"#ff5555 on #202020 bold"`: a foreground colour, `on` a background,
+/// and modifiers (bold, dim, italic, underlined, reversed).
+pub fn parse_style(text: &str) -> Result<Style, String> {
+    let mut style = Style::default();
+    let mut words = text.split_whitespace();
+    while let Some(w) = words.next() {
+        let w = w.to_ascii_lowercase();
+        match w.as_str() {
+            "bold" => style = style.add_modifier(Modifier::BOLD),
+            "dim" => style = style.add_modifier(Modifier::DIM),
+            "italic" => style = style.add_modifier(Modifier::ITALIC),
+            "underlined" | "underline" => style = style.add_modifier(Modifier::UNDERLINED),
+            "reversed" | "reverse" => style = style.add_modifier(Modifier::REVERSED),
+            "on" => {
+                let c = words.next().ok_or("\"on\" needs a colour after it")?;
+                let c = parse_color(&c.to_ascii_lowercase()).ok_or_else(|| {
+                    format!("\"{c}\" is not a colour (#rrggbb or a name like red)")
+                })?;
+                style = style.bg(c);
+            }
+            other => {
+                let c = parse_color(other).ok_or_else(|| {
+                    format!("\"{other}\" is not a colour (#rrggbb or a name like red) or a modifier (bold, dim, italic, underlined, reversed)")
+                })?;
+                style = style.fg(c);
+            }
+        }
+    }
+    Ok(style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_themes_parse_and_set_every_key() {
+        for (name, text) in BUILTIN {
+            let t = Theme::parse(text, name).unwrap();
+            for key in KEYS {
+                assert!(t.styles.contains_key(*key), "{name} lacks {key}");
+            }
+        }
+    }
+
+    #[test]
+    fn broken_theme_falls_back_with_a_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "[styles]\nfailed = \"#zzzzzz\"\n").unwrap();
+        let (t, msg) = Theme::resolve(path.to_str(), false);
+        assert_eq!(t.name, "default");
+        let msg = msg.unwrap();
+        assert!(msg.contains("styles.failed"), "{msg}");
+        let (t, msg) = Theme::resolve(None, true);
+        assert_eq!(t.name, "mono");
+        assert!(msg.is_none());
+    }
+
+    #[test]
+    fn partial_theme_extends_a_builtin() {
+        let t = Theme::parse(
+            "extends = \"light\"\n[styles]\nfailed = \"red bold\"\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(
+            t.style("failed"),
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        );
+        assert_eq!(
+            t.style("loaded"),
+            Theme::builtin("light").unwrap().style("loaded")
+        );
+    }
+}
