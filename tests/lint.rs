@@ -133,6 +133,24 @@ fn lookalikes_of_non_deterministic_functions_are_not_findings() {
 }
 
 #[test]
+fn dialect_quoting_and_strings_are_read_as_their_engines_read_them() {
+    // MySQL backticks, PostgreSQL dollar quotes and E'' strings, SQLite
+    // brackets: names and strings, never calls.
+    let mysql = "select `id`, `now`, now() as t, cast(`created_at` as date) as `dt`\nfrom src where `created_at` >= :start and `created_at` < :end";
+    let findings = replace(mysql);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(findings[0].message.starts_with("now() reads the clock"));
+    for column in [
+        "$$now()$$ as label",
+        "$tag$ random() $tag$ as label",
+        "'it''s now()' as label",
+        "[now] as label",
+    ] {
+        assert_eq!(replace(&with_column(column)), vec![], "{column}");
+    }
+}
+
+#[test]
 fn row_number_keys_are_warnings_but_deduplication_is_not() {
     let findings = replace(&with_column(
         "row_number() over (order by created_at) as order_key",
@@ -474,6 +492,24 @@ start = "2026-01-01"
 sql = "select id as a, v as b from src where dt >= :start and dt < :end"
 
 [[jobs]]
+name = "merge_unique_constraint"
+target = "dim_uq"
+strategy = "merge_key"
+unique_key = ["a"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id as a, v as b from src where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "merge_composite_pk"
+target = "dim_cpk"
+strategy = "merge_key"
+unique_key = ["a", "b"]
+grain = "day"
+start = "2026-01-01"
+sql = "select id as a, v as b from src where dt >= :start and dt < :end"
+
+[[jobs]]
 name = "merge_wider_key"
 target = "dim_pk"
 strategy = "merge_key"
@@ -560,6 +596,8 @@ async fn warehouse_checks(kind: Kind) {
         "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER)",
         "CREATE TABLE dim_pair (a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER)",
         "CREATE UNIQUE INDEX dim_pair_ab ON dim_pair (a, b)",
+        "CREATE TABLE dim_uq (a INTEGER NOT NULL, b INTEGER, UNIQUE (a))",
+        "CREATE TABLE dim_cpk (a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER, PRIMARY KEY (a, b))",
         "CREATE TABLE fct (id INTEGER NOT NULL, v INTEGER NOT NULL, dt DATE NOT NULL)",
         "CREATE TABLE fct_renamed (id INTEGER NOT NULL, v INTEGER NOT NULL, event_date DATE)",
         "CREATE TABLE fct_nulls (id INTEGER NOT NULL, v INTEGER NOT NULL, dt DATE, event_date DATE)",
@@ -601,6 +639,8 @@ async fn warehouse_checks(kind: Kind) {
     );
     assert_eq!(by_job["merge_pk"], vec![], "{kind:?}");
     assert_eq!(by_job["merge_unique_pair"], vec![], "{kind:?}");
+    assert_eq!(by_job["merge_unique_constraint"], vec![], "{kind:?}");
+    assert_eq!(by_job["merge_composite_pk"], vec![], "{kind:?}");
     only(
         "merge_wider_key",
         Severity::Error,
