@@ -67,6 +67,7 @@ enum Command {
     Lint {
         /// Only this job.
         job: Option<String>,
+        /// How to print the findings.
         #[arg(long, value_enum, default_value_t = LintFormat::Table)]
         format: LintFormat,
         /// Only the checks of the SQL itself, without the warehouse.

@@ -174,7 +174,7 @@ pub fn static_findings(job: &Job) -> Vec<Finding> {
             Severity::Error,
             at(ignore.line),
             format!(
-                "{} hides duplicates instead of preventing them: a re-run silently keeps stale rows",
+                "{} hides duplicates instead of preventing them: a re-run silently drops rows that changed",
                 ignore.clause
             ),
             "let idem write the target: replace_partition, or merge_key with unique_key",
