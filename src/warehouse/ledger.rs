@@ -184,11 +184,7 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.rows_after).push(", ");
     sql.bind(a.definition_hash.as_str()).push(", ");
     sql.bind(a.fingerprint.clone()).push(", ");
-    match a.content_changed {
-        Some(c) => sql.bind(c as i64),
-        None => sql.bind(super::sql::Value::Null),
-    };
-    sql.push(", ");
+    sql.bind(a.content_changed.map(i64::from)).push(", ");
     sql.bind(a.error.clone()).push(", ");
     sql.bind(a.operator.as_str()).push(", ");
     sql.bind(a.host.as_str()).push(", ");

@@ -67,6 +67,11 @@ pub trait Dialect: Send + Sync {
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
     /// Statements run on every new connection.
     fn session_setup(&self) -> &'static [&'static str];
+    /// Statements bounding every lock wait of a session by `lock_timeout`,
+    /// where the engine needs them per session.
+    fn session_lock_timeout(&self, _timeout: Duration) -> Vec<Sql> {
+        Vec::new()
+    }
     /// A custom BEGIN statement, when the default is not enough.
     fn begin_statement(&self) -> Option<&'static str> {
         None
@@ -168,7 +173,8 @@ impl Warehouse {
         } else {
             url
         };
-        let lock_ms = config.lock_timeout.as_millis() as i64;
+        let lock_timeout = config.lock_timeout;
+        let lock_ms = lock_timeout.as_millis() as i64;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(30))
@@ -176,6 +182,9 @@ impl Warehouse {
                 Box::pin(async move {
                     for stmt in dialect.session_setup() {
                         conn.execute(*stmt).await?;
+                    }
+                    for stmt in dialect.session_lock_timeout(lock_timeout) {
+                        stmt.query().execute(&mut *conn).await?;
                     }
                     if dialect.engine() == Engine::Sqlite {
                         let mut sql = Sql::new(dialect);

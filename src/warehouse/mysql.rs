@@ -48,6 +48,16 @@ impl Dialect for MySql {
         ]
     }
 
+    fn session_lock_timeout(&self, timeout: Duration) -> Vec<Sql> {
+        let seconds = timeout.as_secs().max(1) as i64;
+        let mut sql = Sql::new(&MySql);
+        sql.push("SET SESSION innodb_lock_wait_timeout = ")
+            .bind(seconds)
+            .push(", lock_wait_timeout = ")
+            .bind(seconds);
+        vec![sql]
+    }
+
     fn lock_plan(&self) -> LockPlan {
         LockPlan::Session
     }

@@ -13,7 +13,11 @@ use crate::partition::Partition;
 pub enum Value {
     Text(String),
     Int(i64),
+    /// A NULL of a text column.
     Null,
+    /// An integer column's value or NULL: typed, since PostgreSQL will not
+    /// put a text-typed NULL into a bigint column.
+    NullableInt(Option<i64>),
 }
 
 impl From<&str> for Value {
@@ -29,6 +33,11 @@ impl From<String> for Value {
 impl From<i64> for Value {
     fn from(n: i64) -> Value {
         Value::Int(n)
+    }
+}
+impl From<Option<i64>> for Value {
+    fn from(v: Option<i64>) -> Value {
+        Value::NullableInt(v)
     }
 }
 impl From<Option<String>> for Value {
@@ -168,6 +177,7 @@ impl Sql {
                 Value::Text(s) => args.add(s.clone()),
                 Value::Int(n) => args.add(*n),
                 Value::Null => args.add(Option::<String>::None),
+                Value::NullableInt(v) => args.add(*v),
             };
         }
         // Safe by construction: identifiers are validated and quoted, values bound.

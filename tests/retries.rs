@@ -1,0 +1,110 @@
+//! Transient errors are retried with backoff: a partition whose lock is held
+//! past the lock timeout fails once, then loads when the lock is released.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kind, TestDb};
+use idem::engine::{self, Backfill, Event, Selection};
+use sqlx::{AssertSqlSafe, Connection, Executor};
+
+const JOB: &str = r#"
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-01"
+sql = "select id, dt from src where dt >= :start and dt < :end"
+"#;
+
+async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config_with_lock_timeout("1s", JOB);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let job = &config.jobs[0];
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 2)
+        .await
+        .unwrap();
+    // Warm up the description cache so the run goes straight to the lock.
+    let _ = wh.output_columns("SELECT 1").await;
+
+    // Another session holds a conflicting lock for longer than lock_timeout.
+    let blocker = match kind {
+        Kind::Sqlite => {
+            let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+            c.execute("BEGIN IMMEDIATE").await.unwrap();
+            Blocker::Sqlite(c)
+        }
+        Kind::Postgres => {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            c.execute("BEGIN").await.unwrap();
+            c.execute(AssertSqlSafe(
+                "LOCK TABLE fct IN ACCESS EXCLUSIVE MODE".to_string(),
+            ))
+            .await
+            .unwrap();
+            Blocker::Postgres(c)
+        }
+        Kind::MySql => {
+            let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
+            c.execute(AssertSqlSafe("LOCK TABLES fct WRITE".to_string()))
+                .await
+                .unwrap();
+            Blocker::MySql(c)
+        }
+    };
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        match blocker {
+            Blocker::Sqlite(mut c) => c.execute("ROLLBACK").await.map(|_| ()),
+            Blocker::Postgres(mut c) => c.execute("ROLLBACK").await.map(|_| ()),
+            Blocker::MySql(mut c) => c.execute("UNLOCK TABLES").await.map(|_| ()),
+        }
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    release.await.unwrap().unwrap();
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    assert_eq!((summary.succeeded, summary.failed), (1, 0), "{events:#?}");
+    let retried = events.iter().any(|e| {
+        matches!(
+            e,
+            Event::PartitionFailed {
+                will_retry: true,
+                ..
+            }
+        )
+    });
+    assert!(
+        retried,
+        "the first attempt should time out on the lock: {events:#?}"
+    );
+    let attempts = wh.attempts("fct", Some("2026-01-01")).await.unwrap();
+    assert!(attempts.len() >= 2, "{attempts:#?} {events:#?}");
+    assert_eq!(attempts.last().unwrap().attempt, attempts.len() as i64);
+}
+
+enum Blocker {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+    MySql(sqlx::MySqlConnection),
+}
+
+on_every_engine!(a_held_lock_fails_once_then_the_retry_loads);
