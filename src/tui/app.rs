@@ -1224,21 +1224,27 @@ impl App {
             j.partitions[*last].name()
         );
         let span: Vec<usize> = (*first..=*last).collect();
-        if span != chosen {
+        let only: Vec<LoadState> = if !c.only.is_empty() {
+            c.only.clone()
+        } else if span != chosen {
             let mut states: Vec<LoadState> = chosen.iter().filter_map(|i| j.state_at(*i)).collect();
             states.sort();
             states.dedup();
-            let same = span
+            states
+        } else {
+            Vec::new()
+        };
+        if !only.is_empty() {
+            let covered = span
                 .iter()
-                .filter(|i| j.state_at(**i).is_some_and(|s| states.contains(&s)))
-                .count()
-                == chosen.len();
-            let names: Vec<&str> = states.iter().map(|s| s.name()).collect();
+                .filter(|i| j.state_at(**i).is_some_and(|s| only.contains(&s)))
+                .count();
+            let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
             cmd.push_str(&format!(" --only {}", names.join(",")));
-            if !same {
+            if covered > chosen.len() {
                 cmd.push_str(&format!(
                     "   # also takes {} more {} in between",
-                    span.len() - chosen.len(),
+                    covered - chosen.len(),
                     names.join("/")
                 ));
             }
@@ -1656,8 +1662,8 @@ impl App {
         let area = Rect::new(0, 0, self.size.0, self.size.1);
         let has_runs = !self.runs.is_empty();
         for j in &mut self.jobs {
-            let cap = view::calendar_capacity(area, j.grain(), has_runs).max(1);
             let count = j.unit_count();
+            let cap = view::calendar_capacity(area, j.grain(), count, has_runs).max(1);
             let unit = j.unit_of(j.cursor);
             if unit < j.scroll {
                 j.scroll = unit;

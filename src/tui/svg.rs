@@ -49,6 +49,21 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h:.0}\" viewBox=\"0 0 {w:.1} {h:.1}\" font-family=\"'DejaVu Sans Mono', 'Menlo', 'Consolas', monospace\" font-size=\"14\">\n<rect width=\"100%\" height=\"100%\" fill=\"{BG}\"/>\n"
     );
     for y in 0..area.height {
+        // Runs of ASCII cells in one style become one text element; other
+        // symbols stand alone, so that glyph widths cannot shift the grid.
+        let mut run: Option<(u16, String, String)> = None;
+        let flush = |out: &mut String, run: &mut Option<(u16, String, String)>| {
+            if let Some((x0, attrs, text)) = run.take()
+                && !text.trim().is_empty()
+            {
+                out.push_str(&format!(
+                    "<text x=\"{:.1}\" y=\"{:.1}\"{attrs} xml:space=\"preserve\">{}</text>\n",
+                    x0 as f64 * CELL_W,
+                    y as f64 * CELL_H + CELL_H * 0.78,
+                    escape(&text)
+                ));
+            }
+        };
         for x in 0..area.width {
             let Some(cell) = buf.cell((area.x + x, area.y + y)) else {
                 continue;
@@ -57,6 +72,10 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
             let (mut fg, mut bg) = (hex(cell.fg, FG), hex(cell.bg, BG));
             if reversed {
                 std::mem::swap(&mut fg, &mut bg);
+                if fg == BG && cell.bg == Color::Reset {
+                    fg = BG.to_string();
+                    bg = FG.to_string();
+                }
             }
             if bg != BG {
                 out.push_str(&format!(
@@ -66,11 +85,7 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
                     CELL_W + 0.3
                 ));
             }
-            let sym = cell.symbol();
-            if sym.trim().is_empty() {
-                continue;
-            }
-            let mut attrs = String::new();
+            let mut attrs = format!(" fill=\"{fg}\"");
             if cell.modifier.contains(Modifier::BOLD) {
                 attrs.push_str(" font-weight=\"bold\"");
             }
@@ -80,13 +95,20 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
             if cell.modifier.contains(Modifier::UNDERLINED) {
                 attrs.push_str(" text-decoration=\"underline\"");
             }
-            out.push_str(&format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{fg}\"{attrs}>{}</text>\n",
-                x as f64 * CELL_W,
-                y as f64 * CELL_H + CELL_H * 0.78,
-                escape(sym)
-            ));
+            let sym = cell.symbol();
+            let ascii = sym.len() == 1 && sym.is_ascii();
+            match &mut run {
+                Some((_, a, text)) if ascii && *a == attrs => text.push_str(sym),
+                _ => {
+                    flush(&mut out, &mut run);
+                    run = Some((x, attrs, sym.to_string()));
+                    if !ascii {
+                        flush(&mut out, &mut run);
+                    }
+                }
+            }
         }
+        flush(&mut out, &mut run);
     }
     out.push_str("</svg>\n");
     out

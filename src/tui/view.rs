@@ -32,11 +32,13 @@ pub struct Screen {
     pub footer: Rect,
 }
 
-fn grain_calendar_height(grain: Grain, avail: u16) -> u16 {
+fn grain_calendar_height(grain: Grain, units: usize, width: u16, avail: u16) -> u16 {
     match grain {
-        // Month blocks of 8 lines; two rows of them when there is room.
+        // Month blocks of 8 lines; two rows of them when there is room and
+        // history to fill them.
         Grain::Day => {
-            if avail >= 2 + 16 + 9 {
+            let per_row = (width.saturating_sub(2) + 1) / DAY_BLOCK_W;
+            if avail >= 2 + 16 + 9 && units > per_row.max(1) as usize {
                 18
             } else {
                 10
@@ -47,7 +49,7 @@ fn grain_calendar_height(grain: Grain, avail: u16) -> u16 {
     }
 }
 
-pub fn screen(area: Rect, grain: Grain, has_runs: bool) -> Screen {
+pub fn screen(area: Rect, grain: Grain, units: usize, has_runs: bool) -> Screen {
     let (x, y, w, h) = (area.x, area.y, area.width, area.height);
     let body_h = h.saturating_sub(2);
     let jobs_w = if w >= 110 { 26 } else { 20 }.min(w);
@@ -61,7 +63,7 @@ pub fn screen(area: Rect, grain: Grain, has_runs: bool) -> Screen {
     let top_h = body_h - run_h;
     let right_x = x + jobs_w;
     let right_w = w - jobs_w;
-    let cal_h = grain_calendar_height(grain, top_h).min(top_h);
+    let cal_h = grain_calendar_height(grain, units, right_w, top_h).min(top_h);
     let rest = top_h - cal_h;
     let chart_h = if rest >= 8 { 2 } else { 0 };
     let detail_h = rest - chart_h;
@@ -85,7 +87,7 @@ fn inner(r: Rect) -> Rect {
     )
 }
 
-const DAY_BLOCK_W: u16 = 23;
+const DAY_BLOCK_W: u16 = 22;
 const DAY_BLOCK_H: u16 = 8;
 const HOUR_LABEL_W: u16 = 10;
 const MONTH_LABEL_W: u16 = 6;
@@ -94,7 +96,7 @@ const MONTH_LABEL_W: u16 = 6;
 fn units_in(inner: Rect, grain: Grain) -> usize {
     match grain {
         Grain::Day => {
-            let per_row = ((inner.width + 2) / DAY_BLOCK_W).max(1);
+            let per_row = ((inner.width + 1) / DAY_BLOCK_W).max(1);
             let rows = (inner.height / DAY_BLOCK_H).max(1);
             (per_row * rows) as usize
         }
@@ -103,8 +105,8 @@ fn units_in(inner: Rect, grain: Grain) -> usize {
 }
 
 /// How many calendar units the screen shows for a grain.
-pub fn calendar_capacity(area: Rect, grain: Grain, has_runs: bool) -> usize {
-    let s = screen(area, grain, has_runs);
+pub fn calendar_capacity(area: Rect, grain: Grain, units: usize, has_runs: bool) -> usize {
+    let s = screen(area, grain, units, has_runs);
     units_in(inner(s.calendar), grain)
 }
 
@@ -134,7 +136,7 @@ fn calendar_layout(job: &JobView, inner: Rect) -> CalendarLayout {
     let to = from + cap;
     match job.grain() {
         Grain::Day => {
-            let per_row = ((inner.width + 2) / DAY_BLOCK_W).max(1) as usize;
+            let per_row = ((inner.width + 1) / DAY_BLOCK_W).max(1) as usize;
             for unit in from..to.min(job.unit_count()) {
                 let k = unit - from;
                 let bx = inner.x + (k % per_row) as u16 * DAY_BLOCK_W;
@@ -249,7 +251,7 @@ pub enum Hit {
 
 pub fn hit_test(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
     let job = app.job()?;
-    let s = screen(area, job.grain(), !app.runs.is_empty());
+    let s = screen(area, job.grain(), job.unit_count(), !app.runs.is_empty());
     let pos = ratatui::layout::Position::new(x, y);
     let cal = inner(s.calendar);
     if cal.contains(pos) && job.loaded {
@@ -342,7 +344,8 @@ pub fn render(frame: &mut Frame, app: &App) {
         return;
     }
     let grain = app.job().map_or(Grain::Day, |j| j.grain());
-    let s = screen(area, grain, !app.runs.is_empty());
+    let units = app.job().map_or(0, |j| j.unit_count());
+    let s = screen(area, grain, units, !app.runs.is_empty());
     render_title(frame, app, s.title);
     render_jobs(frame, app, s.jobs);
     if let Some(job) = app.job() {
@@ -634,6 +637,7 @@ fn render_chart(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
     let cap = calendar_capacity(
         Rect::new(0, 0, app.size.0, app.size.1),
         job.grain(),
+        job.unit_count(),
         !app.runs.is_empty(),
     );
     let visible: Vec<usize> = (0..job.partitions.len())
@@ -759,7 +763,7 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
     }
     let mut lines = vec![Line::from(first)];
 
-    let rows = s.rows();
+    let rows = s.rows().filter(|n| *n > 0);
     let mut parts = vec![format!(
         "rows now {}",
         s.rows_now.map(thousands).unwrap_or_else(|| "—".into())
@@ -852,6 +856,24 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
         )));
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+    // A legend, so that no state is told by colour alone.
+    if area.height >= 7 {
+        let mut spans = Vec::new();
+        for st in LoadState::ALL {
+            if st == LoadState::Future {
+                continue;
+            }
+            spans.push(Span::styled(format!("{} ", st.glyph()), t.state(st)));
+            spans.push(Span::styled(format!("{}  ", st.name()), muted));
+        }
+        spans.push(Span::styled("* ", t.style("anomaly")));
+        spans.push(Span::styled("anomaly", muted));
+        let y = area.bottom() - 1;
+        frame.render_widget(
+            Paragraph::new(Line::from(spans)),
+            Rect::new(area.x, y, area.width, 1),
+        );
+    }
 }
 
 fn signed(n: i64) -> String {

@@ -1,0 +1,780 @@
+//! The console in-process: snapshots of what it draws (ratatui TestBackend +
+//! insta), its update logic as key sequences, and a key fuzz. The app state
+//! comes from the deterministic demo at a fixed date, drawn at a fixed "now".
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use chrono::{Duration, NaiveDate, NaiveDateTime};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use idem::config::Config;
+use idem::engine::Event;
+use idem::partition::{Partition, RangeEnd};
+use idem::state::{LoadState, PartitionStatus};
+use idem::tui::app::{Effect, Focus, Modal, Question};
+use idem::tui::{App, Msg, Theme, keys, view};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Modifier;
+
+fn day() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 6, 15).unwrap()
+}
+
+fn now() -> NaiveDateTime {
+    day().and_hms_opt(3, 12, 0).unwrap()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    config: Config,
+    statuses: Vec<(String, Vec<PartitionStatus>)>,
+}
+
+/// The demo at a fixed date, created once per test binary; ledger times,
+/// operator and host are set to fixed values so snapshots are stable.
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        std::thread::spawn(|| {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            rt.block_on(async {
+                let dir = tempfile::tempdir().unwrap();
+                let demo = idem::demo::create_at(dir.path(), day()).await.unwrap();
+                let config = idem::config::load(&demo.config).unwrap();
+                let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
+                    .await
+                    .unwrap();
+                let mut statuses = Vec::new();
+                for job in &config.jobs {
+                    let mut s = idem::state::job_status(&wh, job, now(), &HashSet::new())
+                        .await
+                        .unwrap();
+                    for st in &mut s {
+                        for a in [&mut st.last_attempt, &mut st.last_success]
+                            .into_iter()
+                            .flatten()
+                        {
+                            a.started_at = "2026-06-14T02:00:00.000Z".into();
+                            a.finished_at = "2026-06-14T02:00:01.250Z".into();
+                            a.operator = "ops".into();
+                            a.host = "demo".into();
+                            a.run_id = "run".into();
+                        }
+                    }
+                    statuses.push((job.name.clone(), s));
+                }
+                wh.close().await;
+                Fixture {
+                    _dir: dir,
+                    config,
+                    statuses,
+                }
+            })
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+fn app_with(theme: Theme, w: u16, h: u16) -> App {
+    let f = fixture();
+    let mut app = App::new(f.config.clone(), theme, now());
+    app.update(Msg::Resize(w, h));
+    app.start();
+    let effects = app.update(Msg::Connected(Ok("sqlite:///demo/warehouse.db".into())));
+    assert!(matches!(effects.as_slice(), [Effect::Refresh(names)] if names.len() == 4));
+    for (job, s) in &f.statuses {
+        app.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(s.clone()),
+        });
+    }
+    app.update(Msg::Tick(now()));
+    app
+}
+
+fn app(w: u16, h: u16) -> App {
+    app_with(Theme::default_theme(), w, h)
+}
+
+fn key(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(c: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn ctrl_c() -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL))
+}
+
+fn keys(app: &mut App, text: &str) -> Vec<Effect> {
+    let mut out = Vec::new();
+    for c in text.chars() {
+        let msg = match c {
+            '\n' => code(KeyCode::Enter),
+            '\x1b' => code(KeyCode::Esc),
+            '\t' => code(KeyCode::Tab),
+            c => key(c),
+        };
+        out.extend(app.update(msg));
+    }
+    out
+}
+
+fn render(app: &App) -> Terminal<TestBackend> {
+    let (w, h) = app.size;
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| view::render(f, app)).unwrap();
+    t
+}
+
+fn text(app: &App) -> String {
+    let t = render(app);
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut line = String::new();
+        for x in 0..buf.area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Which cells are reversed (R), bold (B), underlined (U), dim (D) or plain.
+fn style_map(app: &App) -> String {
+    let t = render(app);
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let m = buf[(x, y)].modifier;
+            out.push(if m.contains(Modifier::REVERSED) {
+                'R'
+            } else if m.contains(Modifier::UNDERLINED) {
+                'U'
+            } else if m.contains(Modifier::BOLD) {
+                'B'
+            } else if m.contains(Modifier::DIM) {
+                'D'
+            } else {
+                '.'
+            });
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn select_job(app: &mut App, name: &str) {
+    keys(app, &format!(":job {name}\n"));
+    assert_eq!(app.job().unwrap().job.name, name);
+}
+
+fn partition(app: &App, name: &str) -> usize {
+    let j = app.job().unwrap();
+    let p = Partition::parse(j.job.grain, name, RangeEnd::From).unwrap();
+    j.index_of(p).unwrap()
+}
+
+fn failed_days(app: &App) -> Vec<String> {
+    let j = app.job().unwrap();
+    (0..j.partitions.len())
+        .filter(|i| j.state_at(*i) == Some(LoadState::Failed))
+        .map(|i| j.partitions[i].name())
+        .collect()
+}
+
+// ---- snapshots ---------------------------------------------------------------
+
+#[test]
+fn snapshot_main_80x24() {
+    insta::assert_snapshot!(text(&app(80, 24)));
+}
+
+#[test]
+fn snapshot_main_140x40() {
+    insta::assert_snapshot!(text(&app(140, 40)));
+}
+
+#[test]
+fn snapshot_calendar_hour() {
+    let mut a = app(100, 32);
+    select_job(&mut a, "fct_pageviews_hourly");
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_calendar_month() {
+    let mut a = app(100, 30);
+    select_job(&mut a, "agg_revenue_monthly");
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_calendar_rows_view() {
+    let mut a = app(100, 30);
+    keys(&mut a, "n");
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_confirm_dialog() {
+    let mut a = app(110, 34);
+    keys(&mut a, "fr");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_help_overlay() {
+    let mut a = app(110, 40);
+    keys(&mut a, "?");
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_too_small() {
+    let a = app(50, 12);
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
+fn snapshot_mono_theme() {
+    let a = app_with(Theme::builtin("mono").unwrap(), 80, 24);
+    insta::assert_snapshot!(format!("{}\n{}", text(&a), style_map(&a)));
+}
+
+#[test]
+fn snapshot_error_groups() {
+    let mut a = app(100, 30);
+    keys(&mut a, "e");
+    insta::assert_snapshot!(text(&a));
+}
+
+/// Starts a run of the three failed days and feeds it engine events.
+fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
+    let mut a = app(w, h);
+    let failed = failed_days(&a);
+    keys(&mut a, "fr");
+    let effects = keys(&mut a, "\n");
+    let Some(Effect::StartRun(req)) = effects.into_iter().next() else {
+        panic!("no run started");
+    };
+    let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
+    assert_eq!(names, failed);
+    let run = req.run;
+    let ev = |event: Event| Msg::Engine { run, event };
+    a.update(ev(Event::RunStarted {
+        run_id: "r1".into(),
+        job: "fct_orders".into(),
+        strategy: idem::config::Strategy::ReplacePartition,
+        partitions: names.clone(),
+        concurrency: 4,
+        reason: None,
+    }));
+    for p in &names[..2] {
+        a.update(ev(Event::PartitionStarted {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: p.clone(),
+            attempt: 2,
+        }));
+    }
+    for line in [
+        "BEGIN IMMEDIATE",
+        "DELETE 0 rows",
+        "INSERT 10412 rows",
+        "COMMIT",
+    ] {
+        a.update(ev(Event::PartitionLog {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: names[0].clone(),
+            line: line.into(),
+        }));
+    }
+    a.update(ev(Event::PartitionSucceeded {
+        run_id: "r1".into(),
+        job: "fct_orders".into(),
+        partition: names[0].clone(),
+        attempt: 2,
+        rows_deleted: 0,
+        rows_inserted: 10412,
+        rows_updated: 0,
+        rows_after: 10412,
+        duration_ms: 1250,
+        fingerprint: "10412:0123456789abcdef".into(),
+        content_changed: true,
+    }));
+    a.update(Msg::Tick(now() + Duration::seconds(2)));
+    (a, run, names)
+}
+
+#[test]
+fn snapshot_run_in_progress() {
+    let (a, _, _) = run_in_progress(120, 40);
+    insta::assert_snapshot!(text(&a));
+}
+
+// ---- update logic ----------------------------------------------------------
+
+#[test]
+fn range_selection_extends_with_movement_and_clears() {
+    let mut a = app(100, 30);
+    keys(&mut a, ":goto 2026-05-04\n");
+    let start = partition(&a, "2026-05-04");
+    assert_eq!(a.job().unwrap().cursor, start);
+    keys(&mut a, "vll");
+    let sel: Vec<usize> = a.job().unwrap().selected.iter().copied().collect();
+    assert_eq!(sel, vec![start, start + 1, start + 2]);
+    keys(&mut a, "j");
+    assert_eq!(
+        a.job().unwrap().selected.len(),
+        10,
+        "a week down extends by 7"
+    );
+    keys(&mut a, "hh");
+    assert_eq!(a.job().unwrap().selected.len(), 8);
+    // v again ends range mode: movement no longer changes the selection.
+    keys(&mut a, "vl");
+    assert_eq!(a.job().unwrap().selected.len(), 8);
+    keys(&mut a, "\x1b");
+    assert!(a.job().unwrap().selected.is_empty());
+}
+
+#[test]
+fn f_m_s_select_by_state() {
+    let mut a = app(100, 30);
+    keys(&mut a, "f");
+    assert_eq!(a.job().unwrap().selected.len(), 3);
+    keys(&mut a, "m");
+    let j = a.job().unwrap();
+    assert!(!j.selected.is_empty());
+    assert!(
+        j.selected
+            .iter()
+            .all(|i| j.state_at(*i) == Some(LoadState::Missing))
+    );
+    select_job(&mut a, "dim_customers");
+    keys(&mut a, "s");
+    let j = a.job().unwrap();
+    assert!(j.selected.len() > 10);
+    assert!(
+        j.selected
+            .iter()
+            .all(|i| j.state_at(*i) == Some(LoadState::Stale))
+    );
+}
+
+#[test]
+fn confirm_dialog_filters_and_equivalent_command() {
+    let mut a = app(100, 30);
+    let failed = failed_days(&a);
+    // A range from two days before the first failure to the last one.
+    let first = partition(&a, &failed[0]);
+    let goto = format!(":goto {}\n", a.job().unwrap().partitions[first - 2].name());
+    keys(&mut a, &goto);
+    keys(&mut a, "vllll");
+    keys(&mut a, "r");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no confirm dialog");
+    };
+    assert_eq!(a.confirm_partitions(c).len(), 5);
+    let from = a.job().unwrap().partitions[first - 2].name();
+    assert_eq!(
+        a.equivalent_command(c),
+        format!("idem run fct_orders --from {from} --to {}", failed[2])
+    );
+    keys(&mut a, "f");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("dialog closed");
+    };
+    assert_eq!(a.confirm_partitions(c).len(), 3);
+    assert_eq!(
+        a.equivalent_command(c),
+        format!(
+            "idem run fct_orders --from {} --to {} --only failed",
+            failed[0], failed[2]
+        )
+    );
+    keys(&mut a, "m");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("dialog closed");
+    };
+    assert!(a.confirm_partitions(c).is_empty());
+    // Nothing matches: Enter runs nothing and says so.
+    let effects = keys(&mut a, "\n");
+    assert!(effects.is_empty());
+    assert!(matches!(a.modal, Modal::None));
+    assert!(a.message.as_ref().unwrap().1.contains("nothing ran"));
+}
+
+#[test]
+fn confirm_with_reason_starts_the_run_and_esc_backs_out() {
+    let mut a = app(100, 30);
+    keys(&mut a, "fr\x1b");
+    assert!(matches!(a.modal, Modal::None));
+    assert_eq!(
+        a.job().unwrap().selected.len(),
+        3,
+        "Esc keeps the selection"
+    );
+    keys(&mut a, "r\tfixed refunds\n");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+    assert_eq!(req.partitions.len(), 3);
+    assert_eq!(a.runs.len(), 1);
+    assert!(a.job().unwrap().selected.is_empty());
+}
+
+#[test]
+fn live_events_turn_cells_running_then_loaded() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let j = a.job().unwrap();
+    let i0 = partition(&a, &names[0]);
+    let i1 = partition(&a, &names[1]);
+    let i2 = partition(&a, &names[2]);
+    assert_eq!(j.state_at(i0), Some(LoadState::Loaded));
+    assert_eq!(j.state_at(i1), Some(LoadState::Running));
+    assert_eq!(j.state_at(i2), Some(LoadState::Failed));
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: names[1].clone(),
+            attempt: 2,
+            error: "CHECK constraint failed: amount_usd >= 0".into(),
+            will_retry: false,
+            duration_ms: 10,
+        },
+    });
+    assert_eq!(a.job().unwrap().state_at(i1), Some(LoadState::Failed));
+    let effects = a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 1,
+            not_started: 1,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    assert!(
+        matches!(effects.as_slice(), [Effect::Refresh(n)] if n == &vec!["fct_orders".to_string()])
+    );
+    assert_eq!(a.active_runs(), 0);
+    assert!(a.job().unwrap().in_flight.is_empty());
+}
+
+#[test]
+fn cancel_asks_first_then_cancels() {
+    let (mut a, run, _) = run_in_progress(120, 40);
+    keys(&mut a, "c");
+    assert!(matches!(a.modal, Modal::Question(Question::CancelRun(r)) if r == run));
+    assert!(keys(&mut a, "n").is_empty());
+    assert!(matches!(a.modal, Modal::None));
+    keys(&mut a, "c");
+    let effects = keys(&mut a, "y");
+    assert!(matches!(effects.as_slice(), [Effect::Cancel(r)] if *r == run));
+    assert!(a.runs[0].cancel_requested);
+    assert!(!a.quit);
+}
+
+#[test]
+fn quitting_asks_while_a_run_is_in_flight() {
+    let (mut a, run, _) = run_in_progress(120, 40);
+    keys(&mut a, "q");
+    assert!(matches!(a.modal, Modal::Question(Question::Quit)));
+    keys(&mut a, "n");
+    assert!(!a.quit);
+    a.update(ctrl_c());
+    assert!(matches!(a.modal, Modal::Question(Question::Quit)));
+    let effects = a.update(ctrl_c());
+    assert!(a.quit);
+    assert!(matches!(effects.as_slice(), [Effect::Cancel(r), Effect::Quit] if *r == run));
+
+    let mut idle = app(80, 24);
+    let effects = keys(&mut idle, "q");
+    assert!(idle.quit);
+    assert!(matches!(effects.as_slice(), [Effect::Quit]));
+    let mut idle = app(80, 24);
+    keys(&mut idle, ":");
+    assert!(matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit]));
+}
+
+#[test]
+fn error_groups_select_a_whole_group() {
+    let mut a = app(100, 30);
+    let groups = a.error_groups();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].partitions.len(), 3);
+    keys(&mut a, "e\n");
+    assert_eq!(a.job().unwrap().selected.len(), 3);
+    assert!(matches!(a.modal, Modal::None));
+}
+
+#[test]
+fn command_line() {
+    let mut a = app(100, 30);
+    keys(&mut a, ":job fct_page\n");
+    assert_eq!(a.job().unwrap().job.name, "fct_pageviews_hourly");
+    keys(&mut a, ":goto 2026-06-10T09\n");
+    let i = a.job().unwrap().cursor;
+    assert_eq!(a.job().unwrap().partitions[i].name(), "2026-06-10T09");
+    keys(&mut a, ":theme mono\n");
+    assert_eq!(a.theme.name, "mono");
+    keys(&mut a, ":theme nosuch\n");
+    assert!(a.message.as_ref().unwrap().0);
+    assert_eq!(a.theme.name, "mono");
+    keys(
+        &mut a,
+        ":job fct_orders\n:run 2026-05-01..2026-05-31 --only failed,missing\n",
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no confirm dialog");
+    };
+    assert_eq!(c.candidates.len(), 31);
+    assert_eq!(c.only, vec![LoadState::Failed, LoadState::Missing]);
+    keys(&mut a, "\x1b:bogus\n");
+    assert!(a.message.as_ref().unwrap().1.contains("unknown command"));
+    keys(&mut a, ":q\n");
+    assert!(a.quit);
+}
+
+#[test]
+fn navigation_keys() {
+    let mut a = app(100, 30);
+    keys(&mut a, ":goto 2026-04-15\n");
+    let i = a.job().unwrap().cursor;
+    keys(&mut a, "]");
+    assert_eq!(
+        a.job().unwrap().partitions[a.job().unwrap().cursor].name(),
+        "2026-05-15"
+    );
+    keys(&mut a, "[[");
+    assert_eq!(
+        a.job().unwrap().partitions[a.job().unwrap().cursor].name(),
+        "2026-03-15"
+    );
+    keys(&mut a, "g");
+    assert_eq!(a.job().unwrap().cursor, 0);
+    keys(&mut a, "G");
+    assert_eq!(
+        a.job().unwrap().partitions[a.job().unwrap().cursor].name(),
+        "2026-06-14",
+        "G goes to the last complete partition"
+    );
+    assert!(i > 0);
+    keys(&mut a, "\t");
+    assert_eq!(a.focus, Focus::Jobs);
+    keys(&mut a, "j");
+    assert_eq!(a.job().unwrap().job.name, "dim_customers");
+    keys(&mut a, "/hour");
+    assert_eq!(a.job().unwrap().job.name, "fct_pageviews_hourly");
+    assert_eq!(a.visible_jobs().len(), 1);
+    keys(&mut a, "\x1b");
+    assert_eq!(a.visible_jobs().len(), 4);
+}
+
+#[test]
+fn mouse_click_and_drag_select() {
+    let mut a = app(100, 30);
+    let s = view::screen(
+        ratatui::layout::Rect::new(0, 0, 100, 30),
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        false,
+    );
+    // Find two cells by probing the calendar.
+    let mut hits = Vec::new();
+    for y in s.calendar.y..s.calendar.bottom() {
+        for x in s.calendar.x..s.calendar.right() {
+            if let Some(view::Hit::Cell(i)) =
+                view::hit_test(&a, ratatui::layout::Rect::new(0, 0, 100, 30), x, y)
+            {
+                hits.push((x, y, i));
+            }
+        }
+    }
+    assert!(hits.len() > 20);
+    let (x0, y0, i0) = hits[3];
+    let (x1, y1, i1) = hits[hits.len() / 2];
+    let mouse = |kind, x, y| {
+        Msg::Mouse(MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    a.update(mouse(MouseEventKind::Down(MouseButton::Left), x0, y0));
+    assert_eq!(a.job().unwrap().cursor, i0);
+    a.update(mouse(MouseEventKind::Drag(MouseButton::Left), x1, y1));
+    a.update(mouse(MouseEventKind::Up(MouseButton::Left), x1, y1));
+    let j = a.job().unwrap();
+    assert_eq!(j.cursor, i1);
+    assert_eq!(j.selected.len(), i1.abs_diff(i0) + 1);
+}
+
+#[test]
+fn lost_connection_shows_and_keeps_the_data() {
+    let mut a = app(100, 30);
+    let before = a.job().unwrap().statuses.len();
+    keys(&mut a, "R");
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Err("database is locked".into()),
+    });
+    assert_eq!(a.job().unwrap().statuses.len(), before);
+    assert!(text(&a).contains("✗ database: database is locked"));
+}
+
+// ---- fuzz ----------------------------------------------------------------------
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[test]
+fn random_keys_and_resizes_never_panic() {
+    let mut rng = Rng(0x1d3e_5eed_0001);
+    let chars: Vec<char> = "hjklHJKL[]gGvfmsecnrR?/:qyna0123456789-. \t"
+        .chars()
+        .collect();
+    let specials = [
+        KeyCode::Enter,
+        KeyCode::Esc,
+        KeyCode::Tab,
+        KeyCode::BackTab,
+        KeyCode::Backspace,
+        KeyCode::Left,
+        KeyCode::Right,
+        KeyCode::Up,
+        KeyCode::Down,
+        KeyCode::PageUp,
+        KeyCode::PageDown,
+        KeyCode::Home,
+        KeyCode::End,
+        KeyCode::F(1),
+    ];
+    let mut a = app(100, 30);
+    let mut events = 0;
+    for step in 0..6000 {
+        let msg = match rng.below(20) {
+            0 => Msg::Resize(rng.below(200) as u16 + 1, rng.below(70) as u16 + 1),
+            1..=3 => code(specials[rng.below(specials.len() as u64) as usize]),
+            4 => Msg::Mouse(MouseEvent {
+                kind: match rng.below(4) {
+                    0 => MouseEventKind::Down(MouseButton::Left),
+                    1 => MouseEventKind::Drag(MouseButton::Left),
+                    2 => MouseEventKind::ScrollDown,
+                    _ => MouseEventKind::Up(MouseButton::Left),
+                },
+                column: rng.below(220) as u16,
+                row: rng.below(80) as u16,
+                modifiers: KeyModifiers::NONE,
+            }),
+            5 => Msg::Tick(now() + Duration::seconds(step)),
+            _ => key(chars[rng.below(chars.len() as u64) as usize]),
+        };
+        let effects = a.update(msg);
+        // Runs started by random keys get a few engine events back.
+        for e in effects {
+            if let Effect::StartRun(req) = e {
+                let p = req.partitions[0].name();
+                a.update(Msg::Engine {
+                    run: req.run,
+                    event: Event::PartitionStarted {
+                        run_id: "f".into(),
+                        job: req.job.name.clone(),
+                        partition: p.clone(),
+                        attempt: 1,
+                    },
+                });
+                if rng.below(2) == 0 {
+                    a.update(Msg::Engine {
+                        run: req.run,
+                        event: Event::RunFinished {
+                            run_id: "f".into(),
+                            job: req.job.name.clone(),
+                            succeeded: 0,
+                            failed: 0,
+                            not_started: 1,
+                            cancelled: true,
+                            duration_ms: 5,
+                        },
+                    });
+                }
+            }
+        }
+        if a.quit {
+            a = app(100, 30);
+        }
+        render(&a);
+        events += 1;
+    }
+    assert_eq!(events, 6000);
+}
+
+// ---- README ----------------------------------------------------------------------
+
+#[test]
+fn readme_keys_table_matches_the_registry() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = keys::markdown_table();
+    assert!(
+        readme.contains(&table),
+        "README.md's keys table differs from the key registry; paste this:\n\n{table}"
+    );
+}
+
+#[test]
+fn svg_picture_renders_the_screen() {
+    let a = app(120, 36);
+    let t = render(&a);
+    let svg = idem::tui::svg::buffer_to_svg(t.backend().buffer());
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains("fct_orders"));
+    assert!(svg.contains("✗"));
+}
+
+/// Writes the README's picture: `cargo test --test console -- --ignored`.
+#[test]
+#[ignore]
+fn write_readme_picture() {
+    let mut a = app(120, 36);
+    keys(&mut a, "f");
+    let t = render(&a);
+    let svg = idem::tui::svg::buffer_to_svg(t.backend().buffer());
+    std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/assets")).unwrap();
+    std::fs::write(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/assets/console.svg"),
+        svg,
+    )
+    .unwrap();
+}
