@@ -435,14 +435,7 @@ async fn replace(
 
     let after = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
     let content_changed = before != after;
-    log(format!(
-        "fingerprint {after} ({})",
-        if content_changed {
-            "content changed"
-        } else {
-            "content unchanged"
-        }
-    ));
+    log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
         rows_deleted,
         rows_inserted,
@@ -569,14 +562,7 @@ async fn merge(
         None => source_rows,
     };
     let content_changed = before != after;
-    log(format!(
-        "fingerprint {after} ({})",
-        if content_changed {
-            "content changed"
-        } else {
-            "content unchanged"
-        }
-    ));
+    log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
         rows_deleted: 0,
         rows_inserted,
@@ -585,6 +571,15 @@ async fn merge(
         fingerprint: after,
         content_changed,
     })
+}
+
+fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
+    let what = if changed {
+        "content changed"
+    } else {
+        "content unchanged"
+    };
+    log(format!("fingerprint {after} ({what})"));
 }
 
 async fn run(conn: &mut AnyConnection, statement: String) -> Result<(), WarehouseError> {
