@@ -231,7 +231,6 @@ impl Background {
 async fn event_loop(app: &mut App) -> std::io::Result<()> {
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
-    terminal.clear()?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Incoming>();
     let mut bg = Background {
         tx,

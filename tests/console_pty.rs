@@ -1,0 +1,374 @@
+//! The real binary in a pseudo-terminal (portable-pty + vt100): start the
+//! console on a fresh demo, press keys, wait for the screen, and check what is
+//! on it, what the terminal received and what is in the warehouse.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use idem::config::Job;
+use idem::partition::now_utc;
+use idem::state::LoadState;
+use idem::warehouse::Warehouse;
+use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+
+const ROWS: u16 = 40;
+const COLS: u16 = 140;
+const WAIT: Duration = Duration::from_secs(180);
+
+fn nz(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).unwrap()
+}
+
+struct Console {
+    screen: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    child: Box<dyn Child + Send + Sync>,
+    master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Console {
+    fn start(dir: &Path, args: &[&str]) -> Console {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("openpty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+        cmd.args(args);
+        cmd.cwd(dir);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("IDEM_OPERATOR", "pty-test");
+        cmd.env_remove("NO_COLOR");
+        cmd.env_remove("IDEM_THEME");
+        cmd.env_remove("IDEM_CONFIG");
+        let child = pty.slave.spawn_command(cmd).expect("spawn idem");
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("reader");
+        let writer = Arc::new(Mutex::new(pty.master.take_writer().expect("writer")));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(nz(ROWS), nz(COLS), 0)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let (s, r, w) = (screen.clone(), raw.clone(), writer.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut screen = s.lock().unwrap();
+                        screen.process(&buf[..n]);
+                        // Answer cursor position queries as a terminal would.
+                        if buf[..n].windows(4).any(|q| q == b"\x1b[6n") {
+                            let (row, col) = screen.screen().cursor_position();
+                            let answer = format!("\x1b[{};{}R", row + 1, col + 1);
+                            let mut w = w.lock().unwrap();
+                            let _ = w.write_all(answer.as_bytes());
+                            let _ = w.flush();
+                        }
+                        r.lock().unwrap().extend_from_slice(&buf[..n]);
+                    }
+                }
+            }
+        });
+        Console {
+            screen,
+            raw,
+            writer,
+            child,
+            master: pty.master,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until every text is on the screen at once.
+    fn wait_for(&mut self, texts: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.contents();
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("idem exited ({status:?}) before showing {texts:?}; screen:\n{screen}");
+            }
+            if start.elapsed() > WAIT {
+                panic!("timed out waiting for {texts:?}; screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn send(&mut self, keys: &str) {
+        let mut w = self.writer.lock().unwrap();
+        w.write_all(keys.as_bytes()).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        // Let the console take each batch of keys in.
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                // Let the reader take in the last bytes.
+                std::thread::sleep(Duration::from_millis(300));
+                return status;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                panic!("idem did not exit; screen:\n{}", self.contents());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+fn demo_console(dir: &tempfile::TempDir) -> (Console, PathBuf) {
+    let demo = dir.path().join("demo");
+    let mut c = Console::start(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    // The jobs pane with its health summaries, and the calendar, once the
+    // states are read.
+    c.wait_for(&[
+        "fct_orders",
+        "dim_customers",
+        "repl·day ✗3",
+        "Mo Tu We Th Fr Sa Su",
+    ]);
+    (c, demo.join("idem.toml"))
+}
+
+#[test]
+fn demo_opens_on_jobs_and_calendar_and_q_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, _) = demo_console(&dir);
+    let screen = c.contents();
+    assert!(screen.contains("fct_pageviews_hourly"), "{screen}");
+    assert!(screen.contains("agg_revenue_monthly"), "{screen}");
+    assert!(screen.contains('■') && screen.contains('✗'), "{screen}");
+    assert!(screen.contains("? help"), "footer: {screen}");
+    c.send("?");
+    c.wait_for(&["Help · keys", "Confirm dialog"]);
+    c.send("\x1b");
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+    let raw = c.raw.lock().unwrap().clone();
+    let find_last = |needle: &[u8]| raw.windows(needle.len()).rposition(|w| w == needle);
+    let entered = find_last(b"\x1b[?1049h").expect("entered the alternate screen");
+    let left = find_last(b"\x1b[?1049l").expect("left the alternate screen");
+    assert!(left > entered, "alternate screen left after it was entered");
+    let hidden = find_last(b"\x1b[?25l").expect("hid the cursor");
+    let shown = find_last(b"\x1b[?25h").expect("showed the cursor");
+    assert!(shown > hidden, "cursor shown again at the end");
+    let parser = c.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+    assert!(!parser.screen().hide_cursor());
+}
+
+async fn snapshot(wh: &Warehouse, job: &Job) -> (HashMap<String, i64>, HashMap<String, usize>) {
+    let parts = job.partitions(now_utc());
+    let counts = wh
+        .partition_counts(job, parts[0], *parts.last().unwrap())
+        .await
+        .unwrap();
+    let mut attempts: HashMap<String, usize> = HashMap::new();
+    for a in wh.attempts(&job.name, None).await.unwrap() {
+        *attempts.entry(a.partition).or_default() += 1;
+    }
+    (counts, attempts)
+}
+
+#[test]
+fn rerun_a_failed_range_from_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let config = idem::config::load(&config_path).unwrap();
+    let job = config
+        .jobs
+        .iter()
+        .find(|j| j.name == "fct_orders")
+        .unwrap()
+        .clone();
+    let (failed, before, others_before) = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
+            .await
+            .unwrap();
+        let failed: Vec<_> = statuses
+            .iter()
+            .filter(|s| s.state == LoadState::Failed)
+            .map(|s| s.partition)
+            .collect();
+        let before = snapshot(&wh, &job).await;
+        let mut others = Vec::new();
+        for j in config.jobs.iter().filter(|j| j.name != job.name) {
+            others.push(snapshot(&wh, j).await);
+        }
+        wh.close().await;
+        (failed, before, others)
+    });
+    assert_eq!(failed.len(), 3, "the demo has three failed days");
+    assert_eq!(
+        idem::partition::range(failed[0], failed[2]),
+        failed,
+        "contiguous"
+    );
+    let first = failed[0].name();
+    let last = failed[2].name();
+
+    // Move to the first failed day, select the range, confirm.
+    c.send(&format!(":goto {first}\r"));
+    c.wait_for(&[&format!(" {first} ")]);
+    c.send("v");
+    c.send("l");
+    c.send("l");
+    c.wait_for(&["3 selected (range)"]);
+    c.send("r");
+    c.wait_for(&[
+        "Run fct_orders?",
+        &format!("{first} .. {last}"),
+        "✗ failed 3",
+    ]);
+    c.wait_for(&[&format!("idem run fct_orders --from {first} --to {last}")]);
+    c.send("\r");
+    c.wait_for(&["finished 3/3", "0 failed"]);
+    // The calendar and the health summary follow: no failed day is left.
+    c.wait_for(&["run of fct_orders finished: 3 succeeded"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
+            .await
+            .unwrap();
+        let (counts, attempts) = snapshot(&wh, &job).await;
+        let rerun: HashSet<String> = failed.iter().map(|p| p.name()).collect();
+        for s in &statuses {
+            let name = s.partition.name();
+            if rerun.contains(&name) {
+                assert_eq!(s.state, LoadState::Loaded, "{name} loaded now");
+                assert!(
+                    counts.get(&name).copied().unwrap_or(0) > 0,
+                    "{name} has rows"
+                );
+                assert_eq!(attempts.get(&name), Some(&(before.1[&name] + 1)));
+                let last = s.last_attempt.as_ref().unwrap();
+                assert_eq!(last.operator, "pty-test");
+            } else {
+                assert_eq!(counts.get(&name), before.0.get(&name), "{name} untouched");
+                assert_eq!(
+                    attempts.get(&name),
+                    before.1.get(&name),
+                    "{name}: no attempt"
+                );
+            }
+        }
+        let mut i = 0;
+        for j in config.jobs.iter().filter(|j| j.name != job.name) {
+            assert_eq!(
+                snapshot(&wh, j).await,
+                others_before[i],
+                "{} untouched",
+                j.name
+            );
+            i += 1;
+        }
+        wh.close().await;
+    });
+}
+
+#[test]
+fn cancel_asks_then_ctrl_c_quits_and_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, _) = demo_console(&dir);
+    // Nothing in flight: c says so.
+    c.send("c");
+    c.wait_for(&["no run in flight"]);
+    // A resize to a tiny terminal says so, and back again redraws.
+    let size = |rows, cols| PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
+    };
+    c.master.resize(size(12, 50)).unwrap();
+    c.screen.lock().unwrap().set_size(nz(12), nz(50));
+    c.wait_for(&["terminal too small"]);
+    c.master.resize(size(ROWS, COLS)).unwrap();
+    c.screen.lock().unwrap().set_size(nz(ROWS), nz(COLS));
+    c.wait_for(&["Mo Tu We Th Fr Sa Su", "fct_orders"]);
+    c.send("\x03");
+    let status = c.wait_exit();
+    assert!(status.success(), "{status:?}");
+    let parser = c.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+    assert!(!parser.screen().hide_cursor());
+}
+
+fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("IDEM_CONFIG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn without_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    // A missing config: the same error as the headless commands, exit 2.
+    let out = idem(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("idem.toml") && err.contains("cannot read config"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing drawn");
+    // A broken one: positioned error, exit 2.
+    std::fs::write(dir.path().join("idem.toml"), "[warehouse]\nurl = 5\n").unwrap();
+    let out = idem(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("idem.toml:2"), "{err}");
+    // The demo without a terminal: creates it and says how to open it.
+    let demo = dir.path().join("demo");
+    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("demo warehouse ready"), "{text}");
+    assert!(text.contains("# the console"), "{text}");
+    // A valid config, no terminal: the console says it needs one.
+    let config = demo.join("idem.toml");
+    let out = idem(dir.path(), &["--config", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a terminal"), "{err}");
+}
