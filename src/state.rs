@@ -116,7 +116,13 @@ pub async fn job_status(
     };
     let counts = warehouse.partition_counts(job, *first, *last).await?;
     let attempts = warehouse.attempts(&job.name, None).await?;
-    Ok(derive(job, &partitions, &counts, &attempts, now, running))
+    let mut running = running.clone();
+    running.extend(
+        warehouse
+            .partitions_locked_elsewhere(job, &partitions)
+            .await?,
+    );
+    Ok(derive(job, &partitions, &counts, &attempts, now, &running))
 }
 
 /// The state of each partition from counts and attempts (oldest first).

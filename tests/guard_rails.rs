@@ -184,7 +184,65 @@ async fn changed_sql_turns_loaded_partitions_stale_until_rerun(kind: Kind) {
     assert!(states(after).iter().all(|s| *s == LoadState::Loaded));
 }
 
+async fn a_partition_in_flight_elsewhere_shows_running(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    let mut slow = job(&config, "fct").clone();
+    let pause = match kind {
+        Kind::Postgres => "(select pg_sleep(2)) pause",
+        Kind::MySql => "(select sleep(2)) pause",
+        // SQLite has no sleep, and no per-partition lock to see from outside:
+        // its writers hold the whole database.
+        Kind::Sqlite => "(select 1) pause",
+    };
+    slow.sql = format!("select id, amount, dt from src, {pause} where dt >= :start and dt < :end");
+    let now = chrono::NaiveDate::from_ymd_opt(2026, 2, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap();
+    let first_day = Selection {
+        from: Some(day("2026-01-01")),
+        to: Some(day("2026-01-01")),
+        only: vec![],
+    };
+    let plan = Backfill::plan(&wh, &slow, &first_day, 1, 0).await.unwrap();
+    // Another process's view: a second pool on the same warehouse.
+    let observer = Warehouse::connect(&config.warehouse, 1).await.unwrap();
+    let runner = wh.clone();
+    let run = tokio::spawn(async move {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        engine::run(&runner, &plan, &tx, &Default::default()).await
+    });
+    let mut seen = false;
+    for _ in 0..30 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let statuses = state::job_status(&observer, &slow, now, &Default::default())
+            .await
+            .unwrap();
+        if statuses[0].state == LoadState::Running {
+            seen = true;
+            break;
+        }
+        if run.is_finished() {
+            break;
+        }
+    }
+    let summary = run.await.unwrap();
+    assert_eq!(summary.succeeded, 1);
+    assert_eq!(
+        seen,
+        kind != Kind::Sqlite,
+        "running elsewhere is visible where the engine has partition locks"
+    );
+    let after = state::job_status(&observer, &slow, now, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(after[0].state, LoadState::Loaded);
+}
+
 on_every_engine!(
+    a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
     changed_sql_turns_loaded_partitions_stale_until_rerun,
 );

@@ -102,7 +102,7 @@ impl Warehouse {
         let target_columns = self.target_columns(&job.target).await?;
         let columns = select_columns(self, job, partition, &target_columns).await?;
         let mut conn = self.pool().acquire().await?;
-        let lock_key = format!("{}:{}", job.target, partition.name());
+        let lock_key = super::partition_lock_key(job, partition);
         let timeout = self.config().lock_timeout;
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);

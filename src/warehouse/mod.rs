@@ -282,6 +282,25 @@ impl Warehouse {
         Ok(names)
     }
 
+    /// The partitions of a job whose lock another session holds right now:
+    /// an attempt in flight in another console or process. Engines without
+    /// per-partition locks (SQLite) cannot tell and report none.
+    pub async fn partitions_locked_elsewhere(
+        &self,
+        job: &Job,
+        partitions: &[Partition],
+    ) -> Result<std::collections::HashSet<String>, WarehouseError> {
+        let keys: Vec<(String, String)> = partitions
+            .iter()
+            .map(|p| (p.name(), partition_lock_key(job, p)))
+            .collect();
+        Ok(match self.dialect.engine() {
+            Engine::Sqlite => Default::default(),
+            Engine::Postgres => postgres::held(&self.pool, &keys).await?,
+            Engine::MySql => mysql::held(&self.pool, &keys).await?,
+        })
+    }
+
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {
         let mut sql = self.sql();
         self.dialect.columns_query(&mut sql, table);
@@ -402,6 +421,12 @@ impl Warehouse {
             .filter(|cols| !cols.is_empty())
             .collect())
     }
+}
+
+/// The name of a partition's lock: the target and the window, so that two
+/// jobs writing one table's partition exclude each other too.
+pub(crate) fn partition_lock_key(job: &Job, partition: &Partition) -> String {
+    format!("{}:{}", job.target, partition.name())
 }
 
 /// A 64-bit lock key for a partition's lock name, the same in every process.

@@ -8,15 +8,28 @@ use sqlx::mysql::MySqlDatabaseError;
 
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan, lock_key_i64};
+use super::{Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
 pub struct MySql;
 
-/// GET_LOCK names are at most 64 characters.
-fn lock_name(key: &str) -> String {
-    format!("idem:{:016x}", lock_key_i64(key))
+/// Where a lock's key comes from: bound, or a column of the query.
+enum Key<'a> {
+    Bound(&'a str),
+    Column(&'a str),
+}
+
+/// The lock name for a key. Named locks are server-wide, so the name
+/// includes the database; GET_LOCK names are at most 64 characters, so it is
+/// hashed.
+fn push_lock_name(sql: &mut Sql, key: Key<'_>) {
+    sql.push("CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', ");
+    match key {
+        Key::Bound(k) => sql.bind(k),
+        Key::Column(c) => sql.push(c),
+    };
+    sql.push("), 256), 40))");
 }
 
 impl Dialect for MySql {
@@ -64,9 +77,9 @@ impl Dialect for MySql {
 
     fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT GET_LOCK(")
-            .bind(lock_name(key))
-            .push(", ")
+        sql.push("SELECT GET_LOCK(");
+        push_lock_name(&mut sql, Key::Bound(key));
+        sql.push(", ")
             .bind(timeout.as_secs().max(1) as i64)
             .push(")");
         vec![sql]
@@ -74,9 +87,9 @@ impl Dialect for MySql {
 
     fn unlock(&self, key: &str) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT RELEASE_LOCK(")
-            .bind(lock_name(key))
-            .push(")");
+        sql.push("SELECT RELEASE_LOCK(");
+        push_lock_name(&mut sql, Key::Bound(key));
+        sql.push(")");
         vec![sql]
     }
 
@@ -192,4 +205,34 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
         .collect();
     let _ = conn.close().await;
     Ok(names)
+}
+
+/// Which of the named locks some session holds, asked in one query.
+pub(super) async fn held(
+    pool: &sqlx::AnyPool,
+    keys: &[(String, String)],
+) -> Result<std::collections::HashSet<String>, sqlx::Error> {
+    use sqlx::Row;
+    let mut out = std::collections::HashSet::new();
+    for chunk in keys.chunks(500) {
+        let mut sql = Sql::new(&MySql);
+        sql.push("SELECT p FROM (");
+        for (i, (name, key)) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push(" UNION ALL ");
+            }
+            sql.push("SELECT ")
+                .bind(name.as_str())
+                .push(" AS p, ")
+                .bind(key.as_str())
+                .push(" AS k");
+        }
+        sql.push(") t WHERE IS_USED_LOCK(");
+        push_lock_name(&mut sql, Key::Column("t.k"));
+        sql.push(") IS NOT NULL");
+        for row in sql.query().fetch_all(pool).await? {
+            out.insert(row.try_get::<String, _>(0)?);
+        }
+    }
+    Ok(out)
 }

@@ -194,3 +194,26 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
     let _ = conn.close().await;
     Ok(names)
 }
+
+/// Which of the named locks some session holds: granted advisory locks whose
+/// 64-bit key (classid high, objid low) is one of ours.
+pub(super) async fn held(
+    pool: &sqlx::AnyPool,
+    keys: &[(String, String)],
+) -> Result<std::collections::HashSet<String>, sqlx::Error> {
+    use sqlx::Row;
+    let rows = sqlx::query(
+        "SELECT CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint) FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_all(pool)
+    .await?;
+    let held: std::collections::HashSet<i64> =
+        rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
+    Ok(keys
+        .iter()
+        .filter(|(_, key)| held.contains(&lock_key_i64(key)))
+        .map(|(name, _)| name.clone())
+        .collect())
+}
