@@ -350,15 +350,11 @@ impl RunView {
         self.finished.is_none() && self.error.is_none()
     }
 
+    /// Partitions that ran to an end, succeeded or failed.
     pub fn done(&self) -> usize {
         self.partitions
             .iter()
-            .filter(|p| {
-                matches!(
-                    p.state,
-                    RunPartState::Succeeded | RunPartState::Failed | RunPartState::Cancelled
-                )
-            })
+            .filter(|p| matches!(p.state, RunPartState::Succeeded | RunPartState::Failed))
             .count()
     }
 
@@ -1206,6 +1202,26 @@ impl App {
             retries: self.config.defaults.retries,
             reason,
         }))]
+    }
+
+    /// For merge jobs: loaded windows after the last one chosen. Re-running
+    /// older windows alone would set their keys back to older values.
+    pub fn later_merged_windows(&self, c: &ConfirmState) -> usize {
+        let Some(j) = self.jobs.get(c.job) else {
+            return 0;
+        };
+        let chosen = self.confirm_partitions(c);
+        match (j.job.strategy, chosen.last()) {
+            (Strategy::MergeKey, Some(last)) => (last + 1..j.partitions.len())
+                .filter(|i| {
+                    matches!(
+                        j.state_at(*i),
+                        Some(LoadState::Loaded | LoadState::Stale | LoadState::Empty)
+                    )
+                })
+                .count(),
+            _ => 0,
+        }
     }
 
     /// The equivalent headless command of a confirm dialog.

@@ -1227,11 +1227,6 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         return;
     };
     let chosen = app.confirm_partitions(c);
-    let r = centered(area, 92, 20);
-    frame.render_widget(Clear, r);
-    let b = block(app, format!(" Run {}? ", j.job.name), true);
-    let inner_r = b.inner(r);
-    frame.render_widget(b, r);
     let label = |s: &str| Span::styled(format!("{s:<10}"), t.style("muted"));
     let text = t.style("text");
     let mut lines = Vec::new();
@@ -1323,6 +1318,18 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         label("parallel"),
         Span::styled(conc, text),
     ]));
+    let later = app.later_merged_windows(c);
+    if later > 0 {
+        lines.push(Line::from(vec![
+            label("warning"),
+            Span::styled(
+                format!(
+                    "{later} later windows are loaded: re-running older windows alone sets their keys back to older values; include them (idem run --through-latest)"
+                ),
+                t.style("warning"),
+            ),
+        ]));
+    }
     if j.lint.is_empty() {
         lines.push(Line::from(vec![
             label("lint"),
@@ -1378,6 +1385,22 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         Span::styled("Tab", t.style("highlight")),
         Span::styled(" reason", t.style("muted")),
     ]));
+    let width = area.width.saturating_sub(2).min(92);
+    let inner_w = width.saturating_sub(2).max(1) as usize;
+    let height: usize = lines
+        .iter()
+        .map(|l| match l.width() {
+            w if w <= inner_w => 1,
+            // Word wrapping may need a line more than the characters do.
+            w => w.div_ceil(inner_w) + 1,
+        })
+        .sum::<usize>()
+        + 2;
+    let r = centered(area, width, height.min(u16::MAX as usize) as u16);
+    frame.render_widget(Clear, r);
+    let b = block(app, format!(" Run {}? ", j.job.name), true);
+    let inner_r = b.inner(r);
+    frame.render_widget(b, r);
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner_r);
 }
 
