@@ -283,15 +283,9 @@ fn rerun_a_failed_range_from_the_console() {
                 );
             }
         }
-        let mut i = 0;
-        for j in config.jobs.iter().filter(|j| j.name != job.name) {
-            assert_eq!(
-                snapshot(&wh, j).await,
-                others_before[i],
-                "{} untouched",
-                j.name
-            );
-            i += 1;
+        let others = config.jobs.iter().filter(|j| j.name != job.name);
+        for (j, before) in others.zip(&others_before) {
+            assert_eq!(&snapshot(&wh, j).await, before, "{} untouched", j.name);
         }
         wh.close().await;
     });
@@ -323,6 +317,41 @@ fn cancel_asks_then_ctrl_c_quits_and_restores() {
     let parser = c.screen.lock().unwrap();
     assert!(!parser.screen().alternate_screen());
     assert!(!parser.screen().hide_cursor());
+}
+
+#[test]
+fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let config = idem::config::load(&config_path).unwrap();
+    let job = &config.jobs[0];
+    let first = job.start.name();
+    let last = job.last_partition(now_utc()).name();
+    // The whole history: long enough to still be in flight below.
+    c.send(&format!(":run {first}..{last}\r"));
+    c.wait_for(&["Run fct_orders?"]);
+    c.send("\r\x03");
+    c.wait_for(&["Quit and cancel them?"]);
+    c.send("n");
+    c.wait_for(&["▶ 1 running"]);
+    // SIGTERM does not ask: the run is cancelled and the terminal restored.
+    let pid = c.child.process_id().expect("pid");
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    c.wait_exit();
+    let parser = c.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+    assert!(!parser.screen().hide_cursor());
+    drop(parser);
+    let raw = c.raw.lock().unwrap().clone();
+    let tail = &raw[raw.len().saturating_sub(400)..];
+    assert!(
+        tail.windows(8).any(|w| w == b"\x1b[?1049l"),
+        "left the alternate screen at the end"
+    );
 }
 
 fn idem(dir: &Path, args: &[&str]) -> std::process::Output {

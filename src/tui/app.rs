@@ -1296,7 +1296,7 @@ impl App {
                 }),
             }
         }
-        groups.sort_by(|a, b| b.partitions.len().cmp(&a.partitions.len()));
+        groups.sort_by_key(|g| std::cmp::Reverse(g.partitions.len()));
         groups
     }
 
