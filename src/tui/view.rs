@@ -855,6 +855,21 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
             muted,
         )));
     }
+    // The job's failures by error signature, when there is room for them.
+    let groups = app.error_groups();
+    if !groups.is_empty() && area.height >= 12 {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            format!("failures of {} by error (e selects a group):", job.job.name),
+            muted,
+        )));
+        for g in groups.iter().take(3) {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  ×{:<4}", g.partitions.len()), t.style("error")),
+                Span::styled(g.signature.clone(), text_style),
+            ]));
+        }
+    }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
     // A legend, so that no state is told by colour alone.
     if area.height >= 7 {
