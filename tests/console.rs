@@ -641,6 +641,46 @@ fn lost_connection_shows_and_keeps_the_data() {
     assert!(text(&a).contains("✗ database: database is locked"));
 }
 
+#[test]
+fn a_broken_theme_is_reported_and_falls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
+    std::fs::write(
+        &path,
+        "[styles]\nloaded = \"green\"\nfailed = \"not-a-colour\"\n",
+    )
+    .unwrap();
+    let options = idem::tui::Options {
+        theme: Some(path.display().to_string()),
+        no_mouse: true,
+    };
+    let a = idem::tui::new_app(fixture().config.clone(), &options, now());
+    let fallback = if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        "mono"
+    } else {
+        "default"
+    };
+    assert_eq!(a.theme.name, fallback);
+    assert!(!a.mouse);
+    let (error, message) = a.message.clone().unwrap();
+    assert!(error);
+    assert!(
+        message.contains("styles.failed") && message.contains("not-a-colour"),
+        "{message}"
+    );
+    std::fs::write(
+        &path,
+        "extends = \"light\"\n[styles]\nfailed = \"red bold\"\n",
+    )
+    .unwrap();
+    let a = idem::tui::new_app(fixture().config.clone(), &options, now());
+    assert!(a.message.is_none());
+    assert_eq!(
+        a.theme.style("loaded"),
+        Theme::builtin("light").unwrap().style("loaded")
+    );
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);

@@ -115,6 +115,7 @@ pub async fn console_needs_terminal(config_path: &Path, ui: crate::tui::Options)
 /// `idem demo`: creates the demo warehouse and opens the console on it; without
 /// a terminal it tells where the demo is and how to open it.
 pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
+    eprintln!("creating the demo warehouse in {} …", path.display());
     let demo = match crate::demo::create(path).await {
         Ok(demo) => demo,
         Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),

@@ -104,7 +104,7 @@ impl JobView {
     /// The state shown for partition `i`: running while in flight here.
     pub fn state_at(&self, i: usize) -> Option<LoadState> {
         let p = self.partitions.get(i)?;
-        if self.in_flight.contains(&p.name()) {
+        if !self.in_flight.is_empty() && self.in_flight.contains(&p.name()) {
             return Some(LoadState::Running);
         }
         self.statuses.get(i).map(|s| s.state)
