@@ -155,6 +155,23 @@ fn identifiers_must_be_plain() {
 }
 
 #[test]
+fn missing_required_keys_are_named() {
+    let e = error("[defaults]\nretries = 1\n");
+    assert!(
+        e.message.contains("missing required key `warehouse`"),
+        "{e}"
+    );
+    let text = with_warehouse(&GOOD_JOB.replace("target = \"analytics.fct_orders\"\n", ""));
+    let e = error(&text);
+    assert!(e.message.contains("missing required key `target`"), "{e}");
+    assert_eq!(
+        e.line,
+        line_of(&text, "[[jobs]]"),
+        "points at the job missing it"
+    );
+}
+
+#[test]
 fn unset_environment_variables_are_named() {
     let text = "[warehouse]\nurl = \"${NOT_SET_ANYWHERE}\"\n";
     let e = error(text);

@@ -201,9 +201,17 @@ pub fn parse(
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let message = e.message().trim().to_string();
-        let message = match message.strip_prefix("unknown field ") {
-            Some(rest) => format!("unknown key {rest}"),
-            None => message,
+        let message = if let Some(rest) = message.strip_prefix("unknown field ") {
+            format!("unknown key {rest}")
+        } else if let Some(rest) = message.strip_prefix("missing field ") {
+            let example = match rest.trim_matches('`') {
+                "warehouse" => " (add [warehouse] with url = \"sqlite://warehouse.db\")",
+                "url" => " (e.g. url = \"${DATABASE_URL}\")",
+                _ => "",
+            };
+            format!("missing required key {rest}{example}")
+        } else {
+            message
         };
         cx.error(span, "", message)
     })?;
