@@ -681,6 +681,28 @@ fn a_broken_theme_is_reported_and_falls_back() {
     );
 }
 
+#[test]
+fn an_unreachable_warehouse_shows_and_is_retried() {
+    let f = fixture();
+    let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(100, 30));
+    assert!(matches!(a.start().as_slice(), [Effect::Connect]));
+    a.update(Msg::Connected(Err(
+        "cannot connect to sqlite://x: refused".into()
+    )));
+    let screen = text(&a);
+    assert!(screen.contains("✗ database: cannot connect"), "{screen}");
+    assert!(screen.contains("not connected"), "{screen}");
+    // Keys still work without states.
+    assert!(keys(&mut a, "jjkvr?\x1b").is_empty());
+    assert!(a.update(Msg::Tick(now() + Duration::seconds(5))).is_empty());
+    assert!(matches!(
+        a.update(Msg::Tick(now() + Duration::seconds(16)))
+            .as_slice(),
+        [Effect::Connect]
+    ));
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);

@@ -588,9 +588,15 @@ fn render_calendar(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
     frame.render_widget(b, r);
     let buf = frame.buffer_mut();
     if !job.loaded {
-        let text = match &job.error {
-            Some(e) => format!("cannot read states: {e}"),
-            None => "loading states…".to_string(),
+        let text = match (&job.error, &app.db_error) {
+            (Some(e), _) => format!("cannot read states: {e}"),
+            (None, Some(e)) if !app.connected => {
+                format!(
+                    "not connected ({e}); retrying every {} s",
+                    super::app::REFRESH_SECS
+                )
+            }
+            _ => "loading states…".to_string(),
         };
         put(buf, area, area.x + 1, area.y, &text, t.style("muted"));
         return;
@@ -1078,7 +1084,16 @@ fn render_runs(frame: &mut Frame, app: &App, r: Rect) {
                 .skip(p.log.len().saturating_sub(n))
                 .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
                 .collect();
-            frame.render_widget(Paragraph::new(lines), inner_log);
+            // Long lines wrap; the newest stay in view.
+            let w = inner_log.width.max(1) as usize;
+            let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+            let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
+            frame.render_widget(
+                Paragraph::new(lines)
+                    .wrap(Wrap { trim: false })
+                    .scroll((scroll, 0)),
+                inner_log,
+            );
         }
     }
 }
