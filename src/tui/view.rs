@@ -546,11 +546,13 @@ fn cell_text(app: &App, job: &JobView, i: usize, width: u16, max_rows: i64) -> (
     let anomaly = status.is_some_and(|s| s.anomaly);
     let (glyph, style) = if app.rows_mode && state != LoadState::Running {
         match status.and_then(|s| s.rows()) {
-            Some(n) if max_rows > 0 => {
+            Some(n) if n > 0 && max_rows > 0 => {
+                // Typical volumes are ▓, quieter ones lighter, spikes █.
                 const LEVELS: [char; 5] = ['▁', '░', '▒', '▓', '█'];
-                let k = ((n as f64 / max_rows as f64) * 4.0).round() as usize;
+                let k = ((n as f64 / max_rows as f64) * 3.0).round() as usize;
                 (LEVELS[k.min(4)], t.style("volume"))
             }
+            Some(0) => ('0', t.style("muted")),
             _ => (state.glyph(), t.style("muted")),
         }
     } else {
@@ -605,11 +607,19 @@ fn render_calendar(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
     for (x, y, text) in &layout.labels {
         put(buf, area, *x, *y, text, t.style("muted"));
     }
-    let max_rows = job
+    // The scale of the rows view: the 90th percentile, so that one spike
+    // does not flatten every other day.
+    let mut volumes: Vec<i64> = job
         .statuses
         .iter()
         .filter_map(|s| s.rows())
-        .max()
+        .filter(|n| *n > 0)
+        .collect();
+    volumes.sort_unstable();
+    let max_rows = volumes
+        .get(volumes.len() * 9 / 10)
+        .or(volumes.last())
+        .copied()
         .unwrap_or(0);
     for (x, y, i) in &layout.cells {
         let (text, mut style) = cell_text(app, job, *i, layout.cell_w, max_rows);
