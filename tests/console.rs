@@ -629,6 +629,37 @@ fn mouse_click_and_drag_select() {
 }
 
 #[test]
+fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
+    let (mut a, _, names) = run_in_progress(120, 40);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let s = view::screen(
+        area,
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        true,
+    );
+    let click = |x, y| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    assert_eq!(
+        view::hit_test(&a, area, s.runs.x + 3, s.runs.y + 1),
+        Some(view::Hit::Run(0))
+    );
+    a.update(click(s.runs.x + 3, s.runs.y + 1));
+    assert_eq!(a.focus, Focus::Runs);
+    a.update(click(s.runs.x + 5, s.runs.y + 4));
+    assert_eq!(a.runs[0].selected, 1);
+    assert!(text(&a).contains(&format!(" log {} ", names[1])));
+    keys(&mut a, "j");
+    assert_eq!(a.runs[0].selected, 2);
+}
+
+#[test]
 fn lost_connection_shows_and_keeps_the_data() {
     let mut a = app(100, 30);
     let before = a.job().unwrap().statuses.len();

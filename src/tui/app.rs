@@ -1501,6 +1501,10 @@ impl App {
                     self.focus = Focus::Jobs;
                     self.current = i;
                 }
+                Some(view::Hit::Run(k)) => {
+                    self.focus = Focus::Runs;
+                    self.selected_run = k.min(self.runs.len().saturating_sub(1));
+                }
                 Some(view::Hit::RunRow(i)) => {
                     self.focus = Focus::Runs;
                     if let Some(r) = self.runs.get_mut(self.selected_run) {

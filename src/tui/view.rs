@@ -246,6 +246,7 @@ fn weekday(w: Weekday) -> &'static str {
 pub enum Hit {
     Cell(usize),
     Job(usize),
+    Run(usize),
     RunRow(usize),
 }
 
@@ -268,6 +269,17 @@ pub fn hit_test(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
         return app.visible_jobs().get(row).map(|i| Hit::Job(*i));
     }
     let runs = inner(s.runs);
+    if runs.contains(pos) && y == runs.y {
+        let mut left = runs.x;
+        for (k, label) in run_labels(app).iter().enumerate() {
+            let w = label.chars().count() as u16;
+            if x >= left && x < left + w {
+                return Some(Hit::Run(k));
+            }
+            left += w;
+        }
+        return None;
+    }
     if runs.contains(pos) && y >= runs.y + 2 {
         let run = app.runs.get(app.selected_run)?;
         let rows = runs.height.saturating_sub(2) as usize;
@@ -915,6 +927,29 @@ fn signed(n: i64) -> String {
     }
 }
 
+/// The label of each run in the run pane's list.
+fn run_labels(app: &App) -> Vec<String> {
+    app.runs
+        .iter()
+        .map(|run| {
+            let glyph = match &run.finished {
+                Some(f) if f.cancelled => '⊘',
+                Some(f) if f.failed > 0 => '✗',
+                Some(_) => '✓',
+                None if run.error.is_some() => '✗',
+                None => '▶',
+            };
+            format!(
+                " {glyph} #{} {} {}/{} ",
+                run.id,
+                run.job,
+                run.done(),
+                run.partitions.len()
+            )
+        })
+        .collect()
+}
+
 fn run_summary(run: &RunView, now: NaiveDateTime) -> String {
     let total = run.partitions.len();
     let failed = run.count(RunPartState::Failed);
@@ -967,21 +1002,7 @@ fn render_runs(frame: &mut Frame, app: &App, r: Rect) {
     }
     // The list of runs, the selected one marked.
     let mut spans = Vec::new();
-    for (k, run) in app.runs.iter().enumerate() {
-        let glyph = match &run.finished {
-            Some(f) if f.cancelled => '⊘',
-            Some(f) if f.failed > 0 => '✗',
-            Some(_) => '✓',
-            None if run.error.is_some() => '✗',
-            None => '▶',
-        };
-        let text = format!(
-            " {glyph} #{} {} {}/{} ",
-            run.id,
-            run.job,
-            run.done(),
-            run.partitions.len()
-        );
+    for (k, text) in run_labels(app).into_iter().enumerate() {
         let style = if k == app.selected_run {
             t.style("highlight").add_modifier(Modifier::REVERSED)
         } else {
