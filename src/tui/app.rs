@@ -562,7 +562,9 @@ impl App {
             Modal::Confirm(_) => Scope::Confirm,
             Modal::Question(_) => Scope::Question,
             Modal::Errors { .. } => Scope::List,
-            _ => Scope::Main,
+            Modal::Help { .. } => Scope::Help,
+            Modal::Filter | Modal::Command(_) => Scope::Input,
+            Modal::None => Scope::Main,
         }
     }
 
@@ -724,13 +726,13 @@ impl App {
         match modal {
             Modal::None => self.main_key(key),
             Modal::Help { scroll } => {
-                match key.code {
-                    KeyCode::Char('j') | KeyCode::Down => {
+                match action_for(Scope::Help, &key) {
+                    Some(Action::Down) => {
                         self.modal = Modal::Help {
                             scroll: scroll.saturating_add(1),
                         }
                     }
-                    KeyCode::Char('k') | KeyCode::Up => {
+                    Some(Action::Up) => {
                         self.modal = Modal::Help {
                             scroll: scroll.saturating_sub(1),
                         }
@@ -740,9 +742,9 @@ impl App {
                 Vec::new()
             }
             Modal::Filter => {
-                match key.code {
-                    KeyCode::Enter => {}
-                    KeyCode::Esc => {
+                match action_for(Scope::Input, &key) {
+                    Some(Action::Confirm) => {}
+                    Some(Action::Close) => {
                         self.filter.reset();
                         self.ensure_visible_job();
                     }
@@ -756,9 +758,9 @@ impl App {
                 }
                 Vec::new()
             }
-            Modal::Command(mut input) => match key.code {
-                KeyCode::Enter => self.command(input.value().trim()),
-                KeyCode::Esc => Vec::new(),
+            Modal::Command(mut input) => match action_for(Scope::Input, &key) {
+                Some(Action::Confirm) => self.command(input.value().trim()),
+                Some(Action::Close) => Vec::new(),
                 _ => {
                     if let Some(req) = to_input_request(&TermEvent::Key(key)) {
                         input.handle(req);

@@ -54,6 +54,8 @@ pub enum Scope {
     Confirm,
     Question,
     List,
+    Help,
+    Input,
 }
 
 impl Scope {
@@ -63,6 +65,10 @@ impl Scope {
             Scope::Confirm => "Confirm dialog",
             Scope::Question => "Questions (cancel, quit)",
             Scope::List => "Error groups list",
+            Scope::Help => "Help",
+            Scope::Input => {
+                "Filter and command line (text editing as in a shell: ← → Home End, Ctrl-W, Ctrl-U)"
+            }
         }
     }
 }
@@ -432,6 +438,46 @@ pub static BINDINGS: &[Binding] = &[
         Close,
         "close",
         Some("close")
+    ),
+    bind!(
+        Help,
+        [k('j'), code(KeyCode::Down)],
+        "j ↓",
+        Down,
+        "scroll down",
+        Some("scroll")
+    ),
+    bind!(
+        Help,
+        [k('k'), code(KeyCode::Up)],
+        "k ↑",
+        Up,
+        "scroll up",
+        None
+    ),
+    bind!(
+        Help,
+        [code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::F(1))],
+        "Esc q",
+        Close,
+        "close the help (so does any other key)",
+        Some("close")
+    ),
+    bind!(
+        Input,
+        [code(KeyCode::Enter)],
+        "Enter",
+        Confirm,
+        "run the command / keep the filter",
+        Some("done")
+    ),
+    bind!(
+        Input,
+        [code(KeyCode::Esc)],
+        "Esc",
+        Close,
+        "cancel the command / clear the filter",
+        Some("cancel")
     ),
 ];
 

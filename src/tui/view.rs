@@ -1168,31 +1168,13 @@ fn render_footer(frame: &mut Frame, app: &App, r: Rect) {
         put(buf, r, r.x + 1, r.y, text, style);
         return;
     }
-    let scope = match app.modal {
-        Modal::Help { .. } => None,
-        _ => Some(app.scope()),
-    };
     let mut x = r.x + 1;
-    match scope {
-        Some(scope) => {
-            for (key, word) in footer(scope) {
-                if x + (key.chars().count() + word.len() + 3) as u16 > r.right() {
-                    break;
-                }
-                x = put(buf, r, x, r.y, key, t.style("highlight"));
-                x = put(buf, r, x, r.y, &format!(" {word}  "), t.style("muted"));
-            }
+    for (key, word) in footer(app.scope()) {
+        if x + (key.chars().count() + word.len() + 3) as u16 > r.right() {
+            break;
         }
-        None => {
-            put(
-                buf,
-                r,
-                x,
-                r.y,
-                "j/k scroll · any other key closes help",
-                t.style("muted"),
-            );
-        }
+        x = put(buf, r, x, r.y, key, t.style("highlight"));
+        x = put(buf, r, x, r.y, &format!(" {word}  "), t.style("muted"));
     }
 }
 
