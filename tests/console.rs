@@ -317,6 +317,14 @@ fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
 }
 
 #[test]
+fn snapshot_run_in_progress_80x24() {
+    let (mut a, _, _) = run_in_progress(80, 24);
+    keys(&mut a, "\tj");
+    assert_eq!(a.focus, Focus::Runs);
+    insta::assert_snapshot!(text(&a));
+}
+
+#[test]
 fn snapshot_run_in_progress() {
     let (a, _, _) = run_in_progress(120, 40);
     insta::assert_snapshot!(text(&a));

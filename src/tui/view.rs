@@ -282,9 +282,14 @@ pub fn hit_test(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
     }
     if runs.contains(pos) && y >= runs.y + 2 {
         let run = app.runs.get(app.selected_run)?;
-        let rows = runs.height.saturating_sub(2) as usize;
+        let body = Rect::new(runs.x, runs.y + 2, runs.width, runs.height - 2);
+        let (table, _) = run_split(body);
+        if !table.contains(pos) {
+            return None;
+        }
+        let rows = table.height as usize;
         let first = run.selected.saturating_sub(rows.saturating_sub(1));
-        return Some(Hit::RunRow(first + (y - runs.y - 2) as usize));
+        return Some(Hit::RunRow(first + (y - table.y) as usize));
     }
     None
 }
@@ -927,6 +932,31 @@ fn signed(n: i64) -> String {
     }
 }
 
+/// The run pane's per-partition table and, where there is room, the log
+/// beside it (wide terminals) or below it.
+fn run_split(body: Rect) -> (Rect, Option<Rect>) {
+    if body.width >= 100 {
+        let tw = body.width * 11 / 20;
+        (
+            Rect::new(body.x, body.y, tw, body.height),
+            Some(Rect::new(
+                body.x + tw + 1,
+                body.y,
+                body.width - tw - 1,
+                body.height,
+            )),
+        )
+    } else if body.height >= 6 {
+        let th = body.height / 2;
+        (
+            Rect::new(body.x, body.y, body.width, th),
+            Some(Rect::new(body.x, body.y + th, body.width, body.height - th)),
+        )
+    } else {
+        (body, None)
+    }
+}
+
 /// The label of each run in the run pane's list.
 fn run_labels(app: &App) -> Vec<String> {
     app.runs
@@ -1030,12 +1060,7 @@ fn render_runs(frame: &mut Frame, app: &App, r: Rect) {
         return;
     }
     let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
-    let table_w = if body.width >= 100 {
-        body.width * 11 / 20
-    } else {
-        body.width
-    };
-    let table = Rect::new(body.x, body.y, table_w, body.height);
+    let (table, log_area) = run_split(body);
     let buf = frame.buffer_mut();
     let rows = table.height as usize;
     let first = run.selected.saturating_sub(rows.saturating_sub(1));
@@ -1095,13 +1120,7 @@ fn render_runs(frame: &mut Frame, app: &App, r: Rect) {
         };
         put(buf, table, x, y, &rows_text, t.style("text"));
     }
-    if table_w < body.width {
-        let log_area = Rect::new(
-            body.x + table_w + 1,
-            body.y,
-            body.width - table_w - 1,
-            body.height,
-        );
+    if let Some(log_area) = log_area {
         let p = run.partitions.get(run.selected);
         let title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
         let b = block(app, title, false);
