@@ -742,6 +742,37 @@ fn an_unreachable_warehouse_shows_and_is_retried() {
     ));
 }
 
+#[test]
+fn a_job_without_partitions_yet_breaks_nothing() {
+    let toml = r#"
+[warehouse]
+url = "sqlite:///nonexistent/w.db"
+
+[[jobs]]
+name = "later"
+target = "t"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "hour"
+start = "2030-01-01"
+sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
+"#;
+    let config = idem::config::parse(std::path::Path::new("idem.toml"), toml, &|_| None).unwrap();
+    let mut a = App::new(config, Theme::default_theme(), now());
+    for (w, h) in [(80, 24), (140, 40), (60, 15)] {
+        a.update(Msg::Resize(w, h));
+        keys(&mut a, "hjkl[]gGvfmsenr?\x1b:goto 2030-01-01\n");
+        render(&a);
+    }
+    a.update(Msg::Connected(Ok("sqlite:///w.db".into())));
+    a.update(Msg::Status {
+        job: "later".into(),
+        result: Ok(Vec::new()),
+    });
+    keys(&mut a, "hjkl[]gGvfmsenr\x1b");
+    assert!(text(&a).contains("later"));
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);

@@ -188,8 +188,11 @@ impl JobView {
     }
 
     fn step(&mut self, delta: i64) {
+        if self.partitions.is_empty() {
+            return;
+        }
         let i = (self.cursor as i64 + delta).clamp(0, self.partitions.len() as i64 - 1);
-        self.set_cursor(i.max(0) as usize);
+        self.set_cursor(i as usize);
     }
 
     fn select_state(&mut self, state: LoadState) -> usize {
