@@ -773,6 +773,71 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
     assert!(text(&a).contains("later"));
 }
 
+#[test]
+fn lint_findings_show_as_badges_and_in_the_confirm_dialog() {
+    let toml = r#"
+[warehouse]
+url = "sqlite:///nonexistent/w.db"
+
+[[jobs]]
+name = "unwindowed"
+target = "t"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "month"
+start = "2026-01"
+sql = "select 1 as x, dt from s"
+
+[[jobs]]
+name = "merge_all"
+target = "m"
+strategy = "merge_key"
+unique_key = ["x"]
+grain = "month"
+start = "2026-01"
+sql = "select 1 as x from s"
+"#;
+    let config = idem::config::parse(std::path::Path::new("idem.toml"), toml, &|_| None).unwrap();
+    let mut a = App::new(config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(100, 30));
+    a.update(Msg::Connected(Ok("sqlite:///w.db".into())));
+    for job in &config.jobs {
+        let statuses = job
+            .partitions(now())
+            .into_iter()
+            .map(|p| PartitionStatus {
+                partition: p,
+                state: if p.is_future(now()) {
+                    LoadState::Future
+                } else {
+                    LoadState::Loaded
+                },
+                rows_now: Some(10),
+                rows_at_load: Some(10),
+                attempts: 1,
+                last_attempt: None,
+                last_success: None,
+                anomaly: false,
+                drift: false,
+            })
+            .collect();
+        a.update(Msg::Status {
+            job: job.name.clone(),
+            result: Ok(statuses),
+        });
+    }
+    let screen = text(&a);
+    assert!(
+        screen.contains("unwindowed ✗1") || screen.contains("✗1"),
+        "{screen}"
+    );
+    assert!(screen.contains("⚠1"), "{screen}");
+    keys(&mut a, "r");
+    let screen = text(&a);
+    assert!(matches!(a.modal, Modal::Confirm(_)), "{screen}");
+    assert!(screen.contains("never uses :start or :end"), "{screen}");
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);
