@@ -10,7 +10,8 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
-        let Some(partition) = parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)? else {
+        let Some(partition) = parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)?
+        else {
             return Err(Stop::usage("PARTITION is required"));
         };
         let warehouse = connect(&config, 2).await?;
@@ -21,12 +22,15 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 
         warehouse.close().await;
         let Some(d) = &v.difference else {
             println!(
-                "idempotent: {} {} gives the same rows on every run ({}); everything was rolled back",
-                v.job, v.partition, v.fingerprints[0]
+                "idempotent: {} {} gives the same {} rows on every run; everything was rolled back",
+                v.job, v.partition, v.rows[0]
             );
             return Ok(EXIT_OK);
         };
-        println!("NOT idempotent: {} {}: {} and {} differ", v.job, v.partition, d.first, d.second);
+        println!(
+            "NOT idempotent: {} {}: {} and {} differ",
+            v.job, v.partition, d.first, d.second
+        );
         println!("  {} rows only in {}:", d.only_in_first, d.first);
         for r in &d.sample_first {
             println!("    {r}");
@@ -35,7 +39,10 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 
         for r in &d.sample_second {
             println!("    {r}");
         }
-        println!("everything was rolled back; `idem lint {}` may name the cause", v.job);
+        println!(
+            "everything was rolled back; `idem lint {}` may name the cause",
+            v.job
+        );
         Ok(EXIT_FAILED)
     }
     .await;

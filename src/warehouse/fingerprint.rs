@@ -55,19 +55,56 @@ impl fmt::Display for Fingerprint {
     }
 }
 
+/// The columns, quoted and prefixed by `alias`, in name order.
+fn sorted_columns(dialect: &dyn super::Dialect, columns: &[Ident], alias: &str) -> Vec<String> {
+    let mut sorted: Vec<&Ident> = columns.iter().collect();
+    sorted.sort();
+    sorted
+        .iter()
+        .map(|c| format!("{alias}{}", dialect.quote(c.as_str())))
+        .collect()
+}
+
 /// `SELECT <each column as text>` in a fixed column order.
 pub(super) fn select_as_text(sql: &mut Sql, columns: &[Ident], alias: &str) {
     let dialect = sql.dialect();
-    let mut sorted: Vec<&Ident> = columns.iter().collect();
-    sorted.sort();
-    sql.push("SELECT ");
-    for (i, c) in sorted.iter().enumerate() {
-        if i > 0 {
-            sql.push(", ");
-        }
-        let col = format!("{alias}{}", dialect.quote(c.as_str()));
-        sql.push(&dialect.text_expr(&col));
-    }
+    let texts: Vec<String> = sorted_columns(dialect, columns, alias)
+        .iter()
+        .map(|c| dialect.text_expr(c))
+        .collect();
+    sql.push("SELECT ").push(&texts.join(", "));
+}
+
+/// The fingerprint of the rows that `from` selects (it appends ` FROM …`).
+/// Engines that can hash a row sum the hashes themselves and send one row;
+/// the others send every row as text to be hashed here. The two ways give
+/// different values, each deterministic on its engine.
+pub(super) async fn of(
+    conn: &mut sqlx::AnyConnection,
+    dialect: &'static dyn super::Dialect,
+    columns: &[Ident],
+    alias: &str,
+    from: impl FnOnce(&mut Sql),
+) -> Result<Fingerprint, WarehouseError> {
+    let mut sql = Sql::new(dialect);
+    let Some(hash) = dialect.row_hash(&sorted_columns(dialect, columns, alias)) else {
+        select_as_text(&mut sql, columns, alias);
+        from(&mut sql);
+        return compute(sql.query().fetch(&mut *conn)).await;
+    };
+    let sum = dialect.text_expr(&format!("COALESCE(SUM({hash}), 0)"));
+    sql.push("SELECT COUNT(*), ").push(&sum);
+    from(&mut sql);
+    let row = sql.query().fetch_one(&mut *conn).await?;
+    let rows: i64 = sqlx::Row::try_get(&row, 0)?;
+    let sum: String = sqlx::Row::try_get(&row, 1)?;
+    let sum = sum.split('.').next().unwrap_or_default();
+    Ok(Fingerprint {
+        rows,
+        sum: sum
+            .parse()
+            .map_err(|_| WarehouseError::Job(format!("unreadable fingerprint sum {sum}")))?,
+    })
 }
 
 pub(super) async fn compute<'a>(

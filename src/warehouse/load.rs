@@ -535,10 +535,10 @@ async fn merge(
     let before = if existing == 0 {
         Fingerprint::default()
     } else {
-        let mut sql = Sql::new(dialect);
-        fingerprint::select_as_text(&mut sql, target_columns, "t.");
-        touched_rows(dialect, &mut sql, job);
-        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
+        fingerprint::of(tx, dialect, target_columns, "t.", |sql| {
+            touched_rows(dialect, sql, job)
+        })
+        .await?
     };
 
     run(tx, dialect.upsert(&job.target, STAGE, columns, keys)).await?;
@@ -552,10 +552,10 @@ async fn merge(
     ));
 
     let after = {
-        let mut sql = Sql::new(dialect);
-        fingerprint::select_as_text(&mut sql, target_columns, "t.");
-        touched_rows(dialect, &mut sql, job);
-        fingerprint::compute(sql.query().fetch(&mut *tx)).await?
+        fingerprint::of(tx, dialect, target_columns, "t.", |sql| {
+            touched_rows(dialect, sql, job)
+        })
+        .await?
     };
     let rows_after = match &job.partition_column {
         Some(pcol) => count_window(dialect, tx, job, pcol, partition).await?,
@@ -617,9 +617,9 @@ pub(super) async fn fingerprint_window(
     partition: &Partition,
 ) -> Result<Fingerprint, WarehouseError> {
     let pcol = partition_column(job)?;
-    let mut sql = Sql::new(dialect);
-    fingerprint::select_as_text(&mut sql, target_columns, "");
-    sql.push(" FROM ").table(&job.target).push(" WHERE ");
-    sql.window_filter("", pcol, partition);
-    fingerprint::compute(sql.query().fetch(&mut *conn)).await
+    fingerprint::of(conn, dialect, target_columns, "", |sql| {
+        sql.push(" FROM ").table(&job.target).push(" WHERE ");
+        sql.window_filter("", pcol, partition);
+    })
+    .await
 }

@@ -97,6 +97,12 @@ pub trait Dialect: Send + Sync {
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
+    /// A non-negative integer hash (below 2^60) of a row of these columns,
+    /// where the engine can compute one; its sum fingerprints a set of rows
+    /// without sending them.
+    fn row_hash(&self, _columns: &[String]) -> Option<String> {
+        None
+    }
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
     /// Creates the staging table of a merge from a SELECT.
@@ -371,11 +377,11 @@ impl Warehouse {
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
         let columns = self.target_columns(table).await?;
-        let mut sql = self.sql();
-        fingerprint::select_as_text(&mut sql, &columns, "");
-        sql.push(" FROM ").table(table);
         let mut conn = self.pool.acquire().await?;
-        fingerprint::compute(sql.query().fetch(&mut *conn)).await
+        fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
+            sql.push(" FROM ").table(table);
+        })
+        .await
     }
 
     pub async fn close(&self) {

@@ -96,6 +96,15 @@ impl Dialect for Postgres {
         format!("CAST({column} AS text)")
     }
 
+    /// The first 60 bits of the MD5 of the row's text form, which quotes
+    /// values and tells NULL from an empty string.
+    fn row_hash(&self, columns: &[String]) -> Option<String> {
+        Some(format!(
+            "CAST(CAST('x' || LEFT(md5(CAST(ROW({}) AS text)), 15) AS bit(60)) AS bigint)",
+            columns.join(", ")
+        ))
+    }
+
     fn differs(&self, a: &str, b: &str) -> String {
         format!("{a} IS DISTINCT FROM {b}")
     }

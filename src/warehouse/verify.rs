@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use super::fingerprint::Fingerprint;
 use super::{Warehouse, WarehouseError};
 use crate::config::Job;
 use crate::partition::Partition;
@@ -15,9 +14,9 @@ type Rows = Vec<Vec<Option<String>>>;
 pub struct Verification {
     pub job: String,
     pub partition: String,
-    /// Fingerprints after run 1, run 2 (on top of run 1) and run 3 (a later
+    /// Rows after run 1, run 2 (on top of run 1) and run 3 (a later
     /// transaction, where now() and friends move on).
-    pub fingerprints: Vec<String>,
+    pub rows: Vec<usize>,
     pub difference: Option<Difference>,
 }
 
@@ -48,24 +47,16 @@ impl Warehouse {
     ) -> Result<Verification, WarehouseError> {
         let mut runs = self.rows_after_runs(job, partition, 2).await?;
         runs.extend(self.rows_after_runs(job, partition, 1).await?);
-        let fingerprints = runs.iter().map(|r| fingerprint(r).to_string()).collect();
+        let rows = runs.iter().map(Vec::len).collect();
         let difference = compare(&runs[0], &runs[1], "run 1", "run 2 (on top of run 1)")
             .or_else(|| compare(&runs[0], &runs[2], "run 1", "run 3 (a later transaction)"));
         Ok(Verification {
             job: job.name.clone(),
             partition: partition.name(),
-            fingerprints,
+            rows,
             difference,
         })
     }
-}
-
-fn fingerprint(rows: &Rows) -> Fingerprint {
-    let mut fp = Fingerprint::default();
-    for r in rows {
-        fp.add_row(r);
-    }
-    fp
 }
 
 fn compare(a: &Rows, b: &Rows, first: &'static str, second: &'static str) -> Option<Difference> {
