@@ -16,51 +16,23 @@ use tokio_util::sync::CancellationToken;
 
 const DAYS: i64 = 10;
 
-const JOBS: &str = r#"
-[[jobs]]
-name = "fct"
-target = "fct"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-10"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
+const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
 
-[[jobs]]
-name = "fct_clean"
-target = "fct_clean"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-10"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
-
-[[jobs]]
-name = "leaky"
-target = "fct"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-10"
-sql = "select id, amount, dt from src where dt >= :start"
-
-[[jobs]]
-name = "dim"
-target = "dim"
-strategy = "merge_key"
-unique_key = ["id"]
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-10"
-sql = """
-select id, amount, dt
-from src -- :ignored in a comment
-where dt >= :start and dt < :end
-"""
-"#;
+fn jobs() -> String {
+    [
+        common::replace_job("fct", "fct", "2026-01-10", SELECT),
+        common::replace_job("fct_clean", "fct_clean", "2026-01-10", SELECT),
+        // No upper bound: rows of later days land outside the partition.
+        common::replace_job("leaky", "fct", "2026-01-10", "select id, amount, dt from src where dt >= :start"),
+        common::merge_job(
+            "dim",
+            "dim",
+            "2026-01-10",
+            "select id, amount, dt\nfrom src -- :ignored in a comment\nwhere dt >= :start and dt < :end",
+        ),
+    ]
+    .concat()
+}
 
 pub struct Fixture {
     pub db: TestDb,
@@ -70,7 +42,7 @@ pub struct Fixture {
 
 pub async fn fixture(kind: Kind) -> Option<Fixture> {
     let db = TestDb::new(kind).await?;
-    let (_, config) = db.config(JOBS);
+    let (_, config) = db.config(&jobs());
     let wh = db.warehouse(&config).await;
     let mut ddl = vec![
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),

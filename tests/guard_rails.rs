@@ -11,31 +11,16 @@ use idem::state::{self, LoadState};
 use idem::warehouse::Warehouse;
 use sqlx::Row;
 
-const JOBS: &str = r#"
-[[jobs]]
-name = "dim"
-target = "dim"
-strategy = "merge_key"
-unique_key = ["id"]
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-05"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
-
-[[jobs]]
-name = "fct"
-target = "fct"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-05"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
-"#;
+const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
 
 async fn setup(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
     let db = TestDb::new(kind).await?;
-    let (_, config) = db.config(JOBS);
+    let jobs = [
+        common::merge_job("dim", "dim", "2026-01-05", SELECT),
+        common::replace_job("fct", "fct", "2026-01-05", SELECT),
+    ]
+    .concat();
+    let (_, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     // Customer 1 changes every day; customer 2 only on the first.
     let mut values = vec!["(2, 200, '2026-01-01')".to_string()];

@@ -15,27 +15,7 @@ use idem::warehouse::{Fingerprint, Warehouse};
 const DAYS: i64 = 24;
 const ROWS_PER_DAY: i64 = 3000;
 
-const JOBS: &str = r#"
-[[jobs]]
-name = "fct"
-target = "fct"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-24"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
-
-[[jobs]]
-name = "fct_clean"
-target = "fct_clean"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-24"
-sql = "select id, amount, dt from src where dt >= :start and dt < :end"
-"#;
+const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
 
 struct Setup {
     db: TestDb,
@@ -46,7 +26,12 @@ struct Setup {
 
 async fn setup(kind: Kind) -> Option<Setup> {
     let db = TestDb::new(kind).await?;
-    let (config_path, config) = db.config(JOBS);
+    let jobs = [
+        common::replace_job("fct", "fct", "2026-01-24", SELECT),
+        common::replace_job("fct_clean", "fct_clean", "2026-01-24", SELECT),
+    ]
+    .concat();
+    let (config_path, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     let n = DAYS * ROWS_PER_DAY - 1;
     let fill = match kind {

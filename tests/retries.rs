@@ -9,23 +9,17 @@ use common::{Kind, TestDb};
 use idem::engine::{self, Backfill, Event, Selection};
 use sqlx::{AssertSqlSafe, Connection, Executor};
 
-const JOB: &str = r#"
-[[jobs]]
-name = "fct"
-target = "fct"
-strategy = "replace_partition"
-partition_column = "dt"
-grain = "day"
-start = "2026-01-01"
-end = "2026-01-01"
-sql = "select id, dt from src where dt >= :start and dt < :end"
-"#;
-
 async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
     let Some(db) = TestDb::new(kind).await else {
         return;
     };
-    let (_, config) = db.config_with_lock_timeout("1s", JOB);
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config_with_lock_timeout("1s", &job);
     let wh = db.warehouse(&config).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",

@@ -216,3 +216,27 @@ macro_rules! on_every_engine {
         }
     };
 }
+
+/// A `[[jobs]]` entry of a day-grained replace_partition job on column `dt`.
+pub fn replace_job(name: &str, target: &str, end: &str, sql: &str) -> String {
+    job_toml(
+        name,
+        target,
+        "replace_partition",
+        "partition_column = \"dt\"",
+        end,
+        sql,
+    )
+}
+
+/// A `[[jobs]]` entry of a day-grained merge_key job on key `id`.
+pub fn merge_job(name: &str, target: &str, end: &str, sql: &str) -> String {
+    job_toml(name, target, "merge_key", "unique_key = [\"id\"]", end, sql)
+}
+
+fn job_toml(name: &str, target: &str, strategy: &str, key: &str, end: &str, sql: &str) -> String {
+    format!(
+        "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"{strategy}\"\n{key}\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"{end}\"\nsql = \"\"\"\n{sql}\n\"\"\"\n\n"
+    )
+}
