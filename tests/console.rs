@@ -454,6 +454,27 @@ fn live_events_turn_cells_running_then_loaded() {
     assert_eq!(j.state_at(i0), Some(LoadState::Loaded));
     assert_eq!(j.state_at(i1), Some(LoadState::Running));
     assert_eq!(j.state_at(i2), Some(LoadState::Failed));
+    // The cursor's partition tells of the attempt that just ended, until the
+    // ledger read shows it; an older read keeps it.
+    assert_eq!(j.cursor, i0);
+    assert!(text(&a).contains("last attempt #2 succeeded · in this console's run · 1.2 s"));
+    let f = fixture();
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(f.statuses[0].1.clone()),
+    });
+    assert!(a.job().unwrap().live.contains_key(&names[0]));
+    let mut newer = f.statuses[0].1.clone();
+    for st in &mut newer {
+        if let Some(at) = &mut st.last_attempt {
+            at.attempt = 2;
+        }
+    }
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(newer),
+    });
+    assert!(!a.job().unwrap().live.contains_key(&names[0]));
     a.update(Msg::Engine {
         run,
         event: Event::PartitionFailed {
@@ -958,6 +979,16 @@ fn svg_picture_renders_the_screen() {
     assert!(svg.starts_with("<svg"));
     assert!(svg.contains("fct_orders"));
     assert!(svg.contains("✗"));
+}
+
+/// A picture of a run in progress, for looking at: `-- --ignored picture_of_a_run`.
+#[test]
+#[ignore]
+fn picture_of_a_run() {
+    let (a, _, _) = run_in_progress(120, 40);
+    let t = render(&a);
+    let svg = idem::tui::svg::buffer_to_svg(t.backend().buffer());
+    std::fs::write(std::env::temp_dir().join("idem-run.svg"), svg).unwrap();
 }
 
 /// Writes the README's picture: `cargo test --test console -- --ignored`.

@@ -70,6 +70,17 @@ pub struct JobView {
     pub lint: Vec<LintNote>,
     /// Partitions in flight in this console's runs.
     pub in_flight: HashSet<String>,
+    /// Attempts this console saw end, until the ledger read shows them.
+    pub live: HashMap<String, LiveAttempt>,
+}
+
+/// An attempt that ended in this console's run.
+#[derive(Debug, Clone)]
+pub struct LiveAttempt {
+    pub attempt: i64,
+    pub succeeded: bool,
+    pub duration_ms: u64,
+    pub error: Option<String>,
 }
 
 impl JobView {
@@ -94,6 +105,7 @@ impl JobView {
             scroll: 0,
             lint,
             in_flight: HashSet::new(),
+            live: HashMap::new(),
         }
     }
 
@@ -208,6 +220,18 @@ impl JobView {
 
     /// Applies fresh states, keeping cursor and selection.
     fn apply_statuses(&mut self, statuses: Vec<PartitionStatus>) {
+        if !self.live.is_empty() {
+            let seen: HashMap<String, i64> = statuses
+                .iter()
+                .filter_map(|s| {
+                    let name = s.partition.name();
+                    let attempt = s.last_attempt.as_ref()?.attempt;
+                    self.live.contains_key(&name).then_some((name, attempt))
+                })
+                .collect();
+            self.live
+                .retain(|name, l| seen.get(name).is_none_or(|a| *a < l.attempt));
+        }
         self.partitions = statuses.iter().map(|s| s.partition).collect();
         self.statuses = statuses;
         self.loaded = true;
@@ -1352,6 +1376,7 @@ impl App {
             }
             Event::PartitionSucceeded {
                 partition,
+                attempt,
                 rows_deleted,
                 rows_inserted,
                 rows_updated,
@@ -1383,6 +1408,15 @@ impl App {
                     ));
                 }
                 j.in_flight.remove(&partition);
+                j.live.insert(
+                    partition.clone(),
+                    LiveAttempt {
+                        attempt,
+                        succeeded: true,
+                        duration_ms,
+                        error: None,
+                    },
+                );
                 if let Some(s) = j
                     .statuses
                     .iter_mut()
@@ -1403,6 +1437,7 @@ impl App {
             }
             Event::PartitionFailed {
                 partition,
+                attempt,
                 error,
                 will_retry,
                 duration_ms,
@@ -1430,6 +1465,17 @@ impl App {
                 }
                 if !will_retry {
                     j.in_flight.remove(&partition);
+                    if !cancelled {
+                        j.live.insert(
+                            partition.clone(),
+                            LiveAttempt {
+                                attempt,
+                                succeeded: false,
+                                duration_ms,
+                                error: Some(error.clone()),
+                            },
+                        );
+                    }
                     if !cancelled
                         && let Some(s) = j
                             .statuses

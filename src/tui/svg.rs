@@ -72,9 +72,12 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
             let (mut fg, mut bg) = (hex(cell.fg, FG), hex(cell.bg, BG));
             if reversed {
                 std::mem::swap(&mut fg, &mut bg);
-                if fg == BG && cell.bg == Color::Reset {
-                    fg = BG.to_string();
+                // Default colours reversed: light on dark becomes dark on light.
+                if cell.fg == Color::Reset {
                     bg = FG.to_string();
+                }
+                if cell.bg == Color::Reset {
+                    fg = BG.to_string();
                 }
             }
             if bg != BG {

@@ -833,50 +833,75 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
     }
     lines.push(Line::from(Span::styled(parts.join(" · "), text_style)));
 
-    match &s.last_attempt {
-        Some(a) => {
-            let dur = attempt_duration(&a.started_at, &a.finished_at)
-                .map(duration_text)
-                .unwrap_or_default();
-            let status_style = if a.error.is_some() {
-                t.style("error")
-            } else {
-                t.style("ok")
-            };
-            lines.push(Line::from(vec![
-                Span::styled(format!("last attempt #{} ", a.attempt), muted),
-                Span::styled(a.status.as_str().to_string(), status_style),
-                Span::styled(
-                    format!(
-                        " · {} · {dur} · by {}{}",
-                        attempt_time(&a.finished_at),
-                        a.operator,
-                        a.reason
-                            .as_ref()
-                            .map(|r| format!(" · “{r}”"))
-                            .unwrap_or_default()
-                    ),
-                    muted,
+    if let Some(l) = job.live.get(&name) {
+        let (word, style) = if l.succeeded {
+            ("succeeded", t.style("ok"))
+        } else {
+            ("failed", t.style("error"))
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("last attempt #{} ", l.attempt), muted),
+            Span::styled(word, style),
+            Span::styled(
+                format!(
+                    " · in this console's run · {}",
+                    duration_text(l.duration_ms)
                 ),
-            ]));
-            if let Some(e) = &a.error {
-                let same = app
-                    .error_groups()
-                    .into_iter()
-                    .find(|g| g.partitions.contains(&i))
-                    .map(|g| g.partitions.len())
-                    .unwrap_or(1);
-                let mut spans = vec![Span::styled(
-                    format!("error: {}", e.lines().next().unwrap_or("")),
-                    t.style("error"),
-                )];
-                if same > 1 {
-                    spans.push(Span::styled(format!(" (×{same}, e groups)"), muted));
-                }
-                lines.push(Line::from(spans));
-            }
+                muted,
+            ),
+        ]));
+        if let Some(e) = &l.error {
+            lines.push(Line::from(Span::styled(
+                format!("error: {}", e.lines().next().unwrap_or("")),
+                t.style("error"),
+            )));
         }
-        None => lines.push(Line::from(Span::styled("no attempt recorded", muted))),
+    } else {
+        match &s.last_attempt {
+            Some(a) => {
+                let dur = attempt_duration(&a.started_at, &a.finished_at)
+                    .map(duration_text)
+                    .unwrap_or_default();
+                let status_style = if a.error.is_some() {
+                    t.style("error")
+                } else {
+                    t.style("ok")
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(format!("last attempt #{} ", a.attempt), muted),
+                    Span::styled(a.status.as_str().to_string(), status_style),
+                    Span::styled(
+                        format!(
+                            " · {} · {dur} · by {}{}",
+                            attempt_time(&a.finished_at),
+                            a.operator,
+                            a.reason
+                                .as_ref()
+                                .map(|r| format!(" · “{r}”"))
+                                .unwrap_or_default()
+                        ),
+                        muted,
+                    ),
+                ]));
+                if let Some(e) = &a.error {
+                    let same = app
+                        .error_groups()
+                        .into_iter()
+                        .find(|g| g.partitions.contains(&i))
+                        .map(|g| g.partitions.len())
+                        .unwrap_or(1);
+                    let mut spans = vec![Span::styled(
+                        format!("error: {}", e.lines().next().unwrap_or("")),
+                        t.style("error"),
+                    )];
+                    if same > 1 {
+                        spans.push(Span::styled(format!(" (×{same}, e groups)"), muted));
+                    }
+                    lines.push(Line::from(spans));
+                }
+            }
+            None => lines.push(Line::from(Span::styled("no attempt recorded", muted))),
+        }
     }
     if let Some(fp) = s
         .last_success
