@@ -80,7 +80,11 @@ impl TerminalGuard {
     fn enter(mouse: bool) -> std::io::Result<TerminalGuard> {
         let hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
+            // The console runs on the main thread; a panic in a background
+            // task ends that task only, and the console goes on drawing.
+            if std::thread::current().name() == Some("main") {
+                restore_terminal();
+            }
             hook(info);
         }));
         enable_raw_mode()?;
