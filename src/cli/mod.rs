@@ -140,7 +140,15 @@ pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
         return EXIT_OK;
     }
     match load_config(&demo.config) {
-        Ok(config) => crate::tui::run(config, ui).await,
+        Ok(config) => {
+            let code = crate::tui::run(config, ui).await;
+            println!(
+                "the demo stays in {}; open it again with: idem --config {}",
+                demo.dir.display(),
+                demo.config.display()
+            );
+            code
+        }
         Err(stop) => stop.report(),
     }
 }
