@@ -32,6 +32,10 @@ struct Console {
 
 impl Console {
     fn start(dir: &Path, args: &[&str]) -> Console {
+        Console::start_with(dir, args, &[])
+    }
+
+    fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Console {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -48,6 +52,9 @@ impl Console {
         cmd.env_remove("NO_COLOR");
         cmd.env_remove("IDEM_THEME");
         cmd.env_remove("IDEM_CONFIG");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let child = pty.slave.spawn_command(cmd).expect("spawn idem");
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("reader");
@@ -352,6 +359,30 @@ fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
         tail.windows(8).any(|w| w == b"\x1b[?1049l"),
         "left the alternate screen at the end"
     );
+}
+
+#[test]
+fn no_color_draws_in_mono() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    assert!(out.status.success());
+    let config = demo.join("idem.toml");
+    let mut c = Console::start_with(
+        dir.path(),
+        &["--config", config.to_str().unwrap()],
+        &[("NO_COLOR", "1")],
+    );
+    c.wait_for(&["fct_orders", "repl·day ✗3", "Mo Tu We Th Fr Sa Su"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let raw = c.raw.lock().unwrap().clone();
+    let text = String::from_utf8_lossy(&raw);
+    for colour in ["\x1b[38;2;", "\x1b[48;2;", "\x1b[38;5;", "\x1b[48;5;"] {
+        assert!(!text.contains(colour), "a colour was drawn under NO_COLOR");
+    }
+    // The cursor and the title still stand out, by modifiers.
+    assert!(text.contains("\x1b[7m"), "reversed cursor and title");
 }
 
 fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
