@@ -31,6 +31,7 @@ if psql "$pg" -qc "select 1" > /dev/null 2>&1; then
   psql "$url" -q > /dev/null <<'SQL'
 create table src (id bigint not null, amount int not null, dt date not null);
 insert into src select i, i % 1000, date '2026-01-01' + (i / 100000)::int from generate_series(0, 2999999) i;
+create index on src (dt);
 create table fct (id bigint not null, amount int not null, dt date not null);
 create index on fct (dt);
 SQL
