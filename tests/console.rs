@@ -508,6 +508,26 @@ fn live_events_turn_cells_running_then_loaded() {
 }
 
 #[test]
+fn several_runs_at_once_are_each_listed() {
+    let mut a = app(120, 40);
+    let first = keys(&mut a, "fr\n");
+    select_job(&mut a, "fct_pageviews_hourly");
+    let second = keys(&mut a, "fr\n");
+    let (Some(Effect::StartRun(r1)), Some(Effect::StartRun(r2))) = (first.first(), second.first())
+    else {
+        panic!("two runs expected: {first:?} {second:?}");
+    };
+    assert_ne!(r1.run, r2.run);
+    assert_eq!(r2.job.name, "fct_pageviews_hourly");
+    assert_eq!(a.active_runs(), 2);
+    assert_eq!(a.selected_run, 1);
+    let screen = text(&a);
+    assert!(screen.contains("#1 fct_orders 0/3"), "{screen}");
+    assert!(screen.contains("#2 fct_pageviews_hourly 0/1"), "{screen}");
+    assert!(screen.contains("▶ 2 running"), "{screen}");
+}
+
+#[test]
 fn cancel_asks_first_then_cancels() {
     let (mut a, run, _) = run_in_progress(120, 40);
     keys(&mut a, "c");
