@@ -706,6 +706,12 @@ fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
     assert!(text(&a).contains(&format!(" log {} ", names[1])));
     keys(&mut a, "j");
     assert_eq!(a.runs[0].selected, 2);
+    // Enter shows that partition in the calendar, from any job.
+    select_job(&mut a, "dim_customers");
+    keys(&mut a, "\t\t\t\n");
+    assert_eq!(a.focus, Focus::Calendar);
+    assert_eq!(a.job().unwrap().job.name, "fct_orders");
+    assert_eq!(a.job().unwrap().cursor, partition(&a, &names[2]));
 }
 
 #[test]

@@ -958,7 +958,7 @@ impl App {
             Action::Activate => match self.focus {
                 Focus::Jobs => self.focus = Focus::Calendar,
                 Focus::Calendar => return self.open_confirm(None),
-                Focus::Runs => {}
+                Focus::Runs => self.show_run_partition(),
             },
             Action::RangeSelect => {
                 if let Some(j) = self.job_mut() {
@@ -1084,6 +1084,27 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Moves the calendar to the partition selected in the run pane.
+    fn show_run_partition(&mut self) {
+        let Some(run) = self.runs.get(self.selected_run) else {
+            return;
+        };
+        let Some(name) = run.partitions.get(run.selected).map(|p| p.name.clone()) else {
+            return;
+        };
+        let Some(i) = self.jobs.iter().position(|j| j.job.name == run.job) else {
+            return;
+        };
+        self.filter.reset();
+        self.current = i;
+        let j = &mut self.jobs[i];
+        if let Some(p) = Partition::parse(j.grain(), &name, RangeEnd::From) {
+            j.anchor = None;
+            j.move_to(|_| Some(p));
+        }
+        self.focus = Focus::Calendar;
     }
 
     fn step_job(&mut self, forward: bool) {

@@ -212,7 +212,7 @@ pub static BINDINGS: &[Binding] = &[
         [code(KeyCode::Enter)],
         "Enter",
         Activate,
-        "open the job (jobs pane); run the selection (calendar)",
+        "open the job (jobs pane); run the selection (calendar); show the run's partition in the calendar (runs pane)",
         None
     ),
     bind!(
