@@ -1234,7 +1234,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 /// The help overlay, from the key registry.
-pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+pub fn help_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let t = &app.theme;
     let mut lines = Vec::new();
     let mut scope: Option<Scope> = None;
@@ -1249,13 +1249,18 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
             )));
             scope = Some(b.scope);
         }
-        lines.push(Line::from(vec![
-            Span::styled(
-                format!("  {:<10}", b.label),
-                t.style("text").add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(b.description.to_string(), t.style("text")),
-        ]));
+        // Long descriptions wrap under themselves, not under the keys.
+        let room = (width as usize).saturating_sub(13).max(20);
+        for (k, part) in wrap_words(b.description, room).into_iter().enumerate() {
+            let keys = if k == 0 { b.label } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {keys:<10} "),
+                    t.style("text").add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(part, t.style("text")),
+            ]));
+        }
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("States", t.style("highlight"))));
@@ -1272,13 +1277,30 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     lines
 }
 
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let last = out.last_mut().map(|l| l.chars().count()).unwrap_or(0);
+        if last > 0 && last + 1 + word.chars().count() > width {
+            out.push(String::new());
+        }
+        if let Some(line) = out.last_mut() {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    out
+}
+
 fn render_help(frame: &mut Frame, app: &App, area: Rect, scroll: u16) {
     let r = centered(area, 96, area.height.saturating_sub(2));
     frame.render_widget(Clear, r);
     let b = block(app, " Help · keys ", true);
     let inner_r = b.inner(r);
     frame.render_widget(b, r);
-    let lines = help_lines(app);
+    let lines = help_lines(app, inner_r.width);
     let max_scroll = (lines.len() as u16).saturating_sub(inner_r.height);
     frame.render_widget(
         Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
