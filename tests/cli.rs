@@ -182,3 +182,28 @@ async fn failures_exit_1_and_a_missing_target_is_named() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
 }
+
+#[test]
+fn an_unreachable_warehouse_is_named_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        "[warehouse]\nurl = \"postgres://idem:secret@127.0.0.1:1/none\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = idem(&config, &["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot connect to postgres://idem:***@127.0.0.1:1/none"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert!(!stderr.contains("secret"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "no waiting on a pool"
+    );
+}

@@ -19,7 +19,7 @@ async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
         "2026-01-01",
         "select id, dt from src where dt >= :start and dt < :end",
     );
-    let (_, config) = db.config_with_lock_timeout("1s", &job);
+    let (_, config) = db.config_with("lock_timeout = \"1s\"", &job);
     let wh = db.warehouse(&config).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
@@ -101,4 +101,61 @@ enum Blocker {
     MySql(sqlx::MySqlConnection),
 }
 
-on_every_engine!(a_held_lock_fails_once_then_the_retry_loads);
+async fn statement_timeout_stops_a_slow_partition_without_retrying(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let pause = match kind {
+        Kind::Postgres => "(select pg_sleep(3)) pause",
+        Kind::MySql => "(select sleep(3)) pause",
+        // SQLite has neither a sleep nor a statement timeout.
+        Kind::Sqlite => "(select 1) pause",
+    };
+    let sql = format!("select id, dt from src, {pause} where dt >= :start and dt < :end");
+    let job = common::replace_job("fct", "fct", "2026-01-01", &sql);
+    let (_, config) = db.config_with("statement_timeout = \"500ms\"", &job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 2)
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let started = std::time::Instant::now();
+    let summary = engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    drop(tx);
+    let mut errors = Vec::new();
+    while let Some(e) = rx.recv().await {
+        if let Event::PartitionFailed {
+            error, will_retry, ..
+        } = e
+        {
+            assert!(!will_retry, "a statement timeout is not retried");
+            errors.push(error);
+        }
+    }
+    if kind == Kind::Sqlite {
+        assert_eq!(summary.succeeded, 1);
+        return;
+    }
+    assert_eq!((summary.succeeded, summary.failed), (0, 1), "{errors:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "stopped by the timeout, not the sleep"
+    );
+    let error = errors.join(" ").to_lowercase();
+    assert!(
+        error.contains("timeout") || error.contains("max_statement_time"),
+        "{error}"
+    );
+}
+
+on_every_engine!(
+    a_held_lock_fails_once_then_the_retry_loads,
+    statement_timeout_stops_a_slow_partition_without_retrying,
+);

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
+use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
 pub use fingerprint::Fingerprint;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
@@ -67,9 +67,10 @@ pub trait Dialect: Send + Sync {
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
     /// Statements run on every new connection.
     fn session_setup(&self) -> &'static [&'static str];
-    /// Statements bounding every lock wait of a session by `lock_timeout`,
-    /// where the engine needs them per session.
-    fn session_lock_timeout(&self, _timeout: Duration) -> Vec<Sql> {
+    /// Statements bounding a session's lock waits by `lock_timeout` (where
+    /// the engine needs them per session) and its statements by
+    /// `statement_timeout`.
+    fn session_timeouts(&self, _lock: Duration, _statement: Option<Duration>) -> Vec<Sql> {
         Vec::new()
     }
     /// A custom BEGIN statement, when the default is not enough.
@@ -179,34 +180,29 @@ impl Warehouse {
         } else {
             url
         };
-        let lock_timeout = config.lock_timeout;
-        let lock_ms = lock_timeout.as_millis() as i64;
+        let timeouts = (config.lock_timeout, config.statement_timeout);
+        let connect_error = |source| WarehouseError::Connect {
+            url: redact(&config.url),
+            source,
+        };
+        // One connection first, so that a wrong URL, a server that is down or
+        // a failing session setup says so at once, in the driver's words,
+        // rather than as a pool timing out.
+        let mut first = tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(&url))
+            .await
+            .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
+            .map_err(connect_error)?;
+        prepare_session(dialect, &mut first, timeouts)
+            .await
+            .map_err(connect_error)?;
+        let _ = first.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(30))
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    for stmt in dialect.session_setup() {
-                        conn.execute(*stmt).await?;
-                    }
-                    for stmt in dialect.session_lock_timeout(lock_timeout) {
-                        stmt.query().execute(&mut *conn).await?;
-                    }
-                    if dialect.engine() == Engine::Sqlite {
-                        let mut sql = Sql::new(dialect);
-                        // SQLite only takes a literal here; the number is ours, not input.
-                        sql.push(&format!("PRAGMA busy_timeout = {lock_ms}"));
-                        conn.execute(sql.query()).await?;
-                    }
-                    Ok(())
-                })
-            })
+            .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
             .connect(&url)
             .await
-            .map_err(|source| WarehouseError::Connect {
-                url: redact(&config.url),
-                source,
-            })?;
+            .map_err(connect_error)?;
         let warehouse = Warehouse {
             pool,
             dialect,
@@ -427,6 +423,26 @@ impl Warehouse {
             .filter(|cols| !cols.is_empty())
             .collect())
     }
+}
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Session settings every connection gets: UTC, isolation, timeouts.
+async fn prepare_session(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+    (lock, statement): (Duration, Option<Duration>),
+) -> Result<(), sqlx::Error> {
+    for stmt in dialect.session_setup() {
+        conn.execute(*stmt).await?;
+    }
+    for stmt in dialect.session_timeouts(lock, statement) {
+        stmt.query().execute(&mut *conn).await?;
+    }
+    if let (Engine::MySql, Some(t)) = (dialect.engine(), statement) {
+        mysql::set_statement_timeout(conn, t).await?;
+    }
+    Ok(())
 }
 
 /// The name of a partition's lock: the target and the window, so that two

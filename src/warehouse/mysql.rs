@@ -61,8 +61,8 @@ impl Dialect for MySql {
         ]
     }
 
-    fn session_lock_timeout(&self, timeout: Duration) -> Vec<Sql> {
-        let seconds = timeout.as_secs().max(1) as i64;
+    fn session_timeouts(&self, lock: Duration, _statement: Option<Duration>) -> Vec<Sql> {
+        let seconds = lock.as_secs().max(1) as i64;
         let mut sql = Sql::new(&MySql);
         sql.push("SET SESSION innodb_lock_wait_timeout = ")
             .bind(seconds)
@@ -248,4 +248,28 @@ pub(super) async fn held(
         }
     }
     Ok(out)
+}
+
+/// Bounds every statement of a session: MariaDB's `max_statement_time`
+/// (seconds), or MySQL's `max_execution_time` (milliseconds, SELECTs only).
+pub(super) async fn set_statement_timeout(
+    conn: &mut sqlx::AnyConnection,
+    timeout: Duration,
+) -> Result<(), sqlx::Error> {
+    use sqlx::Row;
+    let version: String = sqlx::query("SELECT CAST(VERSION() AS CHAR)")
+        .fetch_one(&mut *conn)
+        .await?
+        .try_get(0)?;
+    let mut sql = Sql::new(&MySql);
+    if version.contains("MariaDB") {
+        sql.push("SET SESSION max_statement_time = ")
+            .bind(timeout.as_millis() as i64)
+            .push(" / 1000");
+    } else {
+        sql.push("SET SESSION max_execution_time = ")
+            .bind(timeout.as_millis() as i64);
+    }
+    sql.query().execute(&mut *conn).await?;
+    Ok(())
 }

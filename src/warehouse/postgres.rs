@@ -39,6 +39,17 @@ impl Dialect for Postgres {
         &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
     }
 
+    fn session_timeouts(&self, _lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
+        let Some(t) = statement else {
+            return Vec::new();
+        };
+        let mut sql = Sql::new(&Postgres);
+        sql.push("SELECT 1 FROM (SELECT set_config('statement_timeout', ")
+            .bind(format!("{}ms", t.as_millis()))
+            .push(", false)) t");
+        vec![sql]
+    }
+
     fn lock_plan(&self) -> LockPlan {
         LockPlan::InTransaction
     }

@@ -43,6 +43,19 @@ impl Dialect for Sqlite {
         &["PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON"]
     }
 
+    /// A writer waits up to `lock_timeout` for the database's write lock.
+    /// SQLite has no statement timeout.
+    fn session_timeouts(
+        &self,
+        lock: std::time::Duration,
+        _statement: Option<std::time::Duration>,
+    ) -> Vec<Sql> {
+        let mut sql = Sql::new(&Sqlite);
+        // PRAGMA takes no parameters; the number is idem's own, never input.
+        sql.push(&format!("PRAGMA busy_timeout = {}", lock.as_millis()));
+        vec![sql]
+    }
+
     fn begin_statement(&self) -> Option<&'static str> {
         Some("BEGIN IMMEDIATE")
     }

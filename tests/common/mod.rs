@@ -123,16 +123,13 @@ impl TestDb {
 
     /// Writes an idem.toml for this warehouse with the given jobs and parses it.
     pub fn config(&self, jobs_toml: &str) -> (PathBuf, Config) {
-        self.config_with_lock_timeout("20s", jobs_toml)
+        self.config_with("lock_timeout = \"20s\"", jobs_toml)
     }
 
-    pub fn config_with_lock_timeout(
-        &self,
-        lock_timeout: &str,
-        jobs_toml: &str,
-    ) -> (PathBuf, Config) {
+    /// A config whose `[warehouse]` table also has these lines.
+    pub fn config_with(&self, warehouse_lines: &str, jobs_toml: &str) -> (PathBuf, Config) {
         let text = format!(
-            "[warehouse]\nurl = \"{}\"\nlock_timeout = \"{lock_timeout}\"\n\n[defaults]\nconcurrency = 3\nretries = 1\n\n{jobs_toml}",
+            "[warehouse]\nurl = \"{}\"\n{warehouse_lines}\n\n[defaults]\nconcurrency = 3\nretries = 1\n\n{jobs_toml}",
             self.url
         );
         let path = self.dir.path().join("idem.toml");
