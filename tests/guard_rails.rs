@@ -226,7 +226,48 @@ async fn a_partition_in_flight_elsewhere_shows_running(kind: Kind) {
     assert_eq!(after[0].state, LoadState::Loaded);
 }
 
+async fn a_failed_merge_window_stops_the_later_ones(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    // Two rows for one key in the second window: a merge needs one per key.
+    wh.execute_script(&["INSERT INTO src (id, amount, dt) VALUES (1, 99, '2026-01-02')"])
+        .await
+        .unwrap();
+    let dim = job(&config, "dim");
+    let plan = Backfill::plan(&wh, dim, &Selection::default(), 4, 0)
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = engine::run(&wh, &plan, &tx, &Default::default()).await;
+    drop(tx);
+    assert_eq!(
+        (summary.succeeded, summary.failed, summary.not_started),
+        (1, 1, 3)
+    );
+    assert_eq!(summary.exit_code(), 1);
+    let mut error = String::new();
+    while let Some(e) = rx.recv().await {
+        if let engine::Event::PartitionFailed {
+            partition,
+            error: e,
+            ..
+        } = e
+        {
+            assert_eq!(partition, "2026-01-02");
+            error = e;
+        }
+    }
+    assert!(
+        error.contains("unique_key values more than once"),
+        "{error}"
+    );
+    // Nothing of the failed window landed: customer 1 still has day 1's value.
+    assert_eq!(amount_of(&wh, 1).await, 10);
+}
+
 on_every_engine!(
+    a_failed_merge_window_stops_the_later_ones,
     a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
     changed_sql_turns_loaded_partitions_stale_until_rerun,
