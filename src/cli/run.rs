@@ -224,7 +224,8 @@ async fn print_dry_run(
 /// How run events are shown.
 enum Progress {
     Json,
-    Bar(ProgressBar),
+    /// The bar, and how many partitions failed so far.
+    Bar(ProgressBar, usize),
     Lines,
 }
 
@@ -234,13 +235,13 @@ impl Progress {
             Progress::Json
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
-            if let Ok(style) =
-                ProgressStyle::with_template("{bar:30} {pos}/{len} · {per_sec} · ETA {eta} · {msg}")
-            {
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}",
+            ) {
                 bar.set_style(style);
             }
             bar.enable_steady_tick(Duration::from_millis(200));
-            Progress::Bar(bar)
+            Progress::Bar(bar, 0)
         } else {
             Progress::Lines
         }
@@ -253,12 +254,19 @@ impl Progress {
                     println!("{line}");
                 }
             }
-            Progress::Bar(bar) => match event {
-                Event::PartitionStarted { partition, .. } => bar.set_message(partition.clone()),
+            Progress::Bar(bar, failed) => match event {
+                Event::PartitionStarted { partition, .. } => {
+                    let failures = match *failed {
+                        0 => String::new(),
+                        n => format!("{n} failed · "),
+                    };
+                    bar.set_message(format!("{failures}{partition}"));
+                }
                 Event::PartitionSucceeded { .. } => bar.inc(1),
                 Event::PartitionFailed {
                     will_retry: false, ..
                 } => {
+                    *failed += 1;
                     bar.println(describe(event).unwrap_or_default());
                     bar.inc(1);
                 }
@@ -274,7 +282,7 @@ impl Progress {
     }
 
     fn finish(self) {
-        if let Progress::Bar(bar) = self {
+        if let Progress::Bar(bar, _) = self {
             bar.finish_and_clear();
         }
     }
