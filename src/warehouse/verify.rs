@@ -8,7 +8,8 @@ use super::{Warehouse, WarehouseError};
 use crate::config::Job;
 use crate::partition::Partition;
 
-type Rows = Vec<Vec<Option<String>>>;
+type Row = Vec<Option<String>>;
+type Rows = Vec<Row>;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verification {
@@ -64,7 +65,7 @@ fn compare(a: &Rows, b: &Rows, first: &'static str, second: &'static str) -> Opt
     if only_a.is_empty() && only_b.is_empty() {
         return None;
     }
-    let show = |rows: &[&Vec<Option<String>>]| -> Vec<String> {
+    let show = |rows: &[&Row]| -> Vec<String> {
         rows.iter()
             .take(SAMPLE)
             .map(|r| {
@@ -86,10 +87,7 @@ fn compare(a: &Rows, b: &Rows, first: &'static str, second: &'static str) -> Opt
 }
 
 /// Rows of `a` not matched in `b` and the other way round, counting duplicates.
-fn multiset_difference<'a>(
-    a: &'a Rows,
-    b: &'a Rows,
-) -> (Vec<&'a Vec<Option<String>>>, Vec<&'a Vec<Option<String>>>) {
+fn multiset_difference<'a>(a: &'a Rows, b: &'a Rows) -> (Vec<&'a Row>, Vec<&'a Row>) {
     let mut a: Vec<_> = a.iter().collect();
     let mut b: Vec<_> = b.iter().collect();
     a.sort();
