@@ -141,20 +141,31 @@ impl Backfill {
         &self,
         warehouse: &Warehouse,
     ) -> Result<Option<MergeOrderRisk>, WarehouseError> {
+        if self.job.strategy != Strategy::MergeKey || self.partitions.is_empty() {
+            return Ok(None);
+        }
+        let statuses = state::job_status(warehouse, &self.job, now_utc(), &HashSet::new()).await?;
+        Ok(self.merge_order_risk_in(&statuses))
+    }
+
+    /// [`Backfill::merge_order_risk`] from states already read.
+    pub fn merge_order_risk_in(
+        &self,
+        statuses: &[state::PartitionStatus],
+    ) -> Option<MergeOrderRisk> {
         let (Strategy::MergeKey, Some(&last_planned)) = (self.job.strategy, self.partitions.last())
         else {
-            return Ok(None);
+            return None;
         };
-        let statuses = state::job_status(warehouse, &self.job, now_utc(), &HashSet::new()).await?;
         let later_loaded: Vec<Partition> = statuses
             .iter()
             .filter(|s| s.partition > last_planned && s.last_success.is_some())
             .map(|s| s.partition)
             .collect();
-        Ok((!later_loaded.is_empty()).then_some(MergeOrderRisk {
+        (!later_loaded.is_empty()).then_some(MergeOrderRisk {
             last_planned,
             later_loaded,
-        }))
+        })
     }
 
     /// Extends a merge backfill through its latest loaded window, so that
