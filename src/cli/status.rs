@@ -196,8 +196,8 @@ pub async fn jobs(config_path: &Path) -> i32 {
         let config = load_config(config_path)?;
         let warehouse = connect(&config, 2).await?;
         println!(
-            "{:<22} {:<18} {:<6} {:<28} health",
-            "JOB", "STRATEGY", "GRAIN", "TARGET"
+            "{:<22} {:<18} {:<6} {:<28} {:<10} health",
+            "JOB", "STRATEGY", "GRAIN", "TARGET", "LINT"
         );
         for job in &config.jobs {
             let health = match read_status(&warehouse, job).await {
@@ -209,11 +209,12 @@ pub async fn jobs(config_path: &Path) -> i32 {
                 Err(e) => format!("unreadable: {}", e.message),
             };
             println!(
-                "{:<22} {:<18} {:<6} {:<28} {health}",
+                "{:<22} {:<18} {:<6} {:<28} {:<10} {health}",
                 job.name,
                 job.strategy.as_str(),
                 job.grain.as_str(),
-                job.target.to_string()
+                job.target.to_string(),
+                lint_badge(job)
             );
         }
         warehouse.close().await;
@@ -221,6 +222,22 @@ pub async fn jobs(config_path: &Path) -> i32 {
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// The static lint findings of a job in a word: `ok`, `2 errors`, `1 warning`.
+fn lint_badge(job: &Job) -> String {
+    let findings = crate::lint::static_findings(job);
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == crate::lint::Severity::Error)
+        .count();
+    let warnings = findings.len() - errors;
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match (errors, warnings) {
+        (0, 0) => "ok".into(),
+        (0, w) => plural(w, "warning"),
+        (e, _) => plural(e, "error"),
+    }
 }
 
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
