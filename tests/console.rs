@@ -11,8 +11,9 @@ use idem::config::Config;
 use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus};
-use idem::tui::app::{Effect, Focus, Modal, Question};
+use idem::tui::app::{Effect, Focus, Modal, Question, VerifyRequest};
 use idem::tui::{App, Msg, Theme, keys, view};
+use idem::warehouse::{Difference, Verification, Warehouse};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Modifier;
@@ -883,6 +884,148 @@ sql = "select 1 as x from s"
     let screen = text(&a);
     assert!(matches!(a.modal, Modal::Confirm(_)), "{screen}");
     assert!(screen.contains("never uses :start or :end"), "{screen}");
+}
+
+// ---- verify, merge order, definition diff ---------------------------------------
+
+/// Runs background work for real against the demo warehouse, as the event
+/// loop would, and hands back what it answers.
+fn against_demo<T>(work: impl AsyncFnOnce(&Warehouse) -> T) -> T {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let wh = Warehouse::connect(&fixture().config.warehouse, 2)
+            .await
+            .unwrap();
+        let out = work(&wh).await;
+        wh.close().await;
+        out
+    })
+}
+
+fn verify_request(effects: Vec<Effect>) -> VerifyRequest {
+    match effects.as_slice() {
+        [Effect::Verify(req)] => (**req).clone(),
+        other => panic!("expected one verify request, got {other:?}"),
+    }
+}
+
+#[test]
+fn v_verifies_the_cursor_partition_and_shows_the_result() {
+    let mut a = app(160, 40);
+    keys(&mut a, ":goto 2026-06-01\n");
+    let req = verify_request(keys(&mut a, "V"));
+    assert_eq!(req.job.name, "fct_orders");
+    assert_eq!(req.partition.name(), "2026-06-01");
+    assert!(text(&a).contains("verifying…"), "{}", text(&a));
+    a.update(Msg::Verified {
+        id: req.id,
+        result: Ok(Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-01".into(),
+            rows: vec![10412, 10412, 10412],
+            difference: None,
+        }),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains("idempotent: same 10,412 rows on every run; rolled back"),
+        "{screen}"
+    );
+    assert!(!screen.contains("NOT idempotent"), "{screen}");
+    // Another verify replaces it; the older answer arriving late is dropped.
+    let again = verify_request(keys(&mut a, "V"));
+    assert_ne!(again.id, req.id);
+    assert!(text(&a).contains("verifying…"));
+    a.update(Msg::Verified {
+        id: req.id,
+        result: Ok(Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-01".into(),
+            rows: vec![1, 1, 1],
+            difference: None,
+        }),
+    });
+    assert!(text(&a).contains("verifying…"), "a stale answer was shown");
+    a.update(Msg::Verified {
+        id: again.id,
+        result: Ok(Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-01".into(),
+            rows: vec![10, 12, 12],
+            difference: Some(Difference {
+                first: "run 1",
+                second: "run 2 (on top of run 1)",
+                only_in_first: 3,
+                only_in_second: 5,
+                sample_first: vec!["7 | 2026-06-01 | 10.50".into()],
+                sample_second: vec!["7 | 2026-06-01 | 21.00".into()],
+            }),
+        }),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains(
+            "NOT idempotent: run 1 and run 2 (on top of run 1) differ: 3 rows only in run 1, 5 only in run 2"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("only in run 2: 7 | 2026-06-01 | 21.00"),
+        "{screen}"
+    );
+    assert!(a.message.as_ref().unwrap().0, "NOT idempotent is an error");
+    // The result belongs to its partition: elsewhere it is not shown.
+    keys(&mut a, "l");
+    assert!(!text(&a).contains("idempotent"));
+    keys(&mut a, "h");
+    assert!(text(&a).contains("NOT idempotent"));
+    // The future cannot be verified.
+    keys(&mut a, ":goto 2026-06-20\n");
+    assert!(keys(&mut a, "V").is_empty());
+    assert!(a.message.as_ref().unwrap().1.contains("future"));
+}
+
+#[test]
+fn verify_runs_for_real_on_the_demo() {
+    let mut a = app(110, 30);
+    keys(&mut a, ":goto 2026-06-01\n");
+    let req = verify_request(keys(&mut a, "V"));
+    let msg = against_demo(async |wh| idem::tui::verify(wh, &req).await);
+    let Msg::Verified {
+        result: Ok(ref r), ..
+    } = msg
+    else {
+        panic!("verify failed: {msg:?}");
+    };
+    assert!(r.is_idempotent());
+    let rows = r.rows[0];
+    assert!(rows > 0);
+    a.update(msg);
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!(
+            "idempotent: same {} rows on every run; rolled back",
+            view::thousands(rows as i64)
+        )),
+        "{screen}"
+    );
+    insta::assert_snapshot!("verify_result", screen);
+
+    // A job whose SQL reads a table that is not there: an error line.
+    let mut broken = req.clone();
+    broken.id = 0;
+    let again = verify_request(keys(&mut a, "V"));
+    broken.id = again.id;
+    broken.job.sql = "select * from no_such_table where dt >= :start and dt < :end".into();
+    let msg = against_demo(async |wh| idem::tui::verify(wh, &broken).await);
+    assert!(
+        matches!(msg, Msg::Verified { result: Err(_), .. }),
+        "{msg:?}"
+    );
+    a.update(msg);
+    let screen = text(&a);
+    assert!(screen.contains("verify error: "), "{screen}");
+    assert!(screen.contains("no_such_table"), "{screen}");
 }
 
 // ---- fuzz ----------------------------------------------------------------------

@@ -17,9 +17,10 @@ use super::keys::{Action, Scope, action_for};
 use super::theme::Theme;
 use super::view;
 use crate::config::{Config, Job, Strategy};
-use crate::engine::Event;
+use crate::engine::{Backfill, Event, MergeOrderRisk};
 use crate::partition::{Grain, Partition, RangeEnd};
 use crate::state::{LoadState, PartitionStatus};
+use crate::warehouse::Verification;
 
 /// Log lines kept per partition of a run.
 pub const LOG_LINES: usize = 200;
@@ -449,6 +450,11 @@ pub enum Msg {
         run: usize,
         error: String,
     },
+    /// A verification the console asked for ended.
+    Verified {
+        id: usize,
+        result: Result<Verification, String>,
+    },
 }
 
 impl Msg {
@@ -475,12 +481,31 @@ pub struct RunRequest {
     pub reason: Option<String>,
 }
 
+/// Prove a partition idempotent: load it twice, compare, roll back.
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    pub id: usize,
+    pub job: Job,
+    pub partition: Partition,
+}
+
+/// The latest verification: of one job's partition, running or ended.
+#[derive(Debug, Clone)]
+pub struct VerifyView {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+    /// `None` while verifying.
+    pub result: Option<Result<Verification, String>>,
+}
+
 /// Work `update` asks the event loop to do in the background.
 #[derive(Debug)]
 pub enum Effect {
     Connect,
     Refresh(Vec<String>),
     StartRun(Box<RunRequest>),
+    Verify(Box<VerifyRequest>),
     Cancel(usize),
     Quit,
 }
@@ -505,6 +530,8 @@ pub struct App {
     pub rows_mode: bool,
     pub runs: Vec<RunView>,
     pub selected_run: usize,
+    /// The latest verification; another one replaces it.
+    pub verification: Option<VerifyView>,
     pub quit: bool,
     /// Something changed since the last draw.
     pub dirty: bool,
@@ -512,6 +539,7 @@ pub struct App {
     last_connect: Option<NaiveDateTime>,
     drag_from: Option<usize>,
     next_run: usize,
+    next_request: usize,
 }
 
 impl App {
@@ -541,12 +569,14 @@ impl App {
             rows_mode: false,
             runs: Vec::new(),
             selected_run: 0,
+            verification: None,
             quit: false,
             dirty: true,
             last_refresh: None,
             last_connect: None,
             drag_from: None,
             next_run: 1,
+            next_request: 1,
         };
         app.fix_scroll_all();
         app
@@ -616,6 +646,10 @@ impl App {
                             r.error = Some(error.clone());
                         }
                         self.message = Some((true, format!("run not started: {error}")));
+                        Vec::new()
+                    }
+                    Msg::Verified { id, result } => {
+                        self.verified(id, result);
                         Vec::new()
                     }
                     Msg::Tick(_) => Vec::new(),
@@ -1005,6 +1039,7 @@ impl App {
                 }
             }
             Action::Run => return self.open_confirm(None),
+            Action::Verify => return self.verify(),
             Action::Cancel => {
                 let run = self
                     .runs
@@ -1252,6 +1287,74 @@ impl App {
             retries: self.config.defaults.retries,
             reason,
         }))]
+    }
+
+    // ---- verification ------------------------------------------------------
+
+    /// Starts proving the cursor's partition idempotent, in the background.
+    fn verify(&mut self) -> Vec<Effect> {
+        let connected = self.connected;
+        let Some(j) = self.job() else {
+            return Vec::new();
+        };
+        let Some(partition) = j.partitions.get(j.cursor).copied() else {
+            return Vec::new();
+        };
+        let refuse = match j.state_at(j.cursor) {
+            Some(LoadState::Future) => Some("is in the future"),
+            Some(LoadState::Running) => Some("is running; verify it when the run ends"),
+            _ if !connected => Some("cannot be verified: not connected to the warehouse"),
+            _ => None,
+        };
+        if let Some(why) = refuse {
+            self.message = Some((true, format!("{} {why}", partition.name())));
+            return Vec::new();
+        }
+        let job = j.job.clone();
+        let id = self.next_request;
+        self.next_request += 1;
+        self.verification = Some(VerifyView {
+            id,
+            job: job.name.clone(),
+            partition,
+            result: None,
+        });
+        self.message = Some((
+            false,
+            format!(
+                "verifying {} {}: loading it twice, then rolling back…",
+                job.name,
+                partition.name()
+            ),
+        ));
+        vec![Effect::Verify(Box::new(VerifyRequest {
+            id,
+            job,
+            partition,
+        }))]
+    }
+
+    fn verified(&mut self, id: usize, result: Result<Verification, String>) {
+        // A result of a verification since replaced is dropped.
+        let Some(v) = self.verification.as_mut().filter(|v| v.id == id) else {
+            return;
+        };
+        let what = format!("{} {}", v.job, v.partition.name());
+        self.message = Some(match &result {
+            Ok(r) if r.is_idempotent() => (false, format!("{what}: idempotent; rolled back")),
+            Ok(_) => (true, format!("{what}: NOT idempotent; rolled back")),
+            Err(e) => (true, format!("{what}: verify failed: {e}")),
+        });
+        v.result = Some(result);
+    }
+
+    /// The verification of the cursor's partition, if it is the latest one.
+    pub fn cursor_verification(&self) -> Option<&VerifyView> {
+        let j = self.job()?;
+        let p = j.partitions.get(j.cursor)?;
+        self.verification
+            .as_ref()
+            .filter(|v| v.job == j.job.name && v.partition == *p)
     }
 
     /// For merge jobs: loaded windows after the last one chosen. Re-running

@@ -26,6 +26,7 @@ pub enum Action {
     ClearSelection,
     ErrorGroups,
     Run,
+    Verify,
     Cancel,
     ToggleRows,
     Filter,
@@ -270,6 +271,14 @@ pub static BINDINGS: &[Binding] = &[
         Run,
         "re-run the selection (or the cursor's partition), after a confirm",
         Some("run")
+    ),
+    bind!(
+        Main,
+        [k('V')],
+        "V",
+        Verify,
+        "prove the cursor's partition idempotent (loads it twice, rolls back)",
+        None
     ),
     bind!(
         Main,

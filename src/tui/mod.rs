@@ -23,7 +23,7 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use app::{App, Effect, Msg};
+pub use app::{App, Effect, Msg, VerifyRequest};
 pub use theme::Theme;
 
 use crate::config::Config;
@@ -222,6 +222,19 @@ impl Background {
                     }
                 });
             }
+            Effect::Verify(req) => {
+                let tx = self.tx.clone();
+                let Some(wh) = self.warehouse.clone() else {
+                    let _ = tx.send(Incoming::Msg(Msg::Verified {
+                        id: req.id,
+                        result: Err("not connected to the warehouse".into()),
+                    }));
+                    return;
+                };
+                tokio::spawn(async move {
+                    let _ = tx.send(Incoming::Msg(verify(&wh, &req).await));
+                });
+            }
             Effect::Cancel(run) => {
                 if let Some(t) = self.tokens.get(&run) {
                     t.cancel();
@@ -229,6 +242,18 @@ impl Background {
             }
             Effect::Quit => {}
         }
+    }
+}
+
+/// Proves a partition idempotent (everything rolls back) and answers with
+/// the message for the console.
+pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
+    Msg::Verified {
+        id: req.id,
+        result: warehouse
+            .verify_partition(&req.job, &req.partition)
+            .await
+            .map_err(|e| e.to_string()),
     }
 }
 

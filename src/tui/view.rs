@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Gauge, Paragraph, Wrap};
 
 use super::app::{
-    App, ConfirmState, Focus, JobView, Modal, Question, RunPartState, RunView, short,
+    App, ConfirmState, Focus, JobView, Modal, Question, RunPartState, RunView, VerifyView, short,
 };
 use super::keys::{BINDINGS, Scope, footer};
 use crate::config::Strategy;
@@ -795,6 +795,9 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
         first.push(Span::styled(" · drift since last load", t.style("warning")));
     }
     let mut lines = vec![Line::from(first)];
+    if let Some(v) = app.cursor_verification() {
+        lines.extend(verification_lines(app, v));
+    }
 
     let rows = s.rows().filter(|n| *n > 0);
     let mut parts = vec![format!(
@@ -946,6 +949,74 @@ fn render_detail(frame: &mut Frame, app: &App, job: &JobView, r: Rect) {
             Paragraph::new(Line::from(spans)),
             Rect::new(area.x, y, area.width, 1),
         );
+    }
+}
+
+/// The short name of a run in a verification ("run 2 (on top of run 1)"
+/// reads "run 2").
+fn run_name(label: &str) -> &str {
+    label.split(" (").next().unwrap_or(label)
+}
+
+/// What the latest verification of the cursor's partition found.
+fn verification_lines(app: &App, v: &VerifyView) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let muted = t.style("muted");
+    let label = Span::styled("verify ", muted);
+    match &v.result {
+        None => vec![Line::from(vec![
+            label,
+            Span::styled(
+                "verifying… (loads it twice, then rolls back)",
+                t.style("running"),
+            ),
+        ])],
+        Some(Err(e)) => vec![Line::from(vec![
+            label,
+            Span::styled(
+                format!("error: {}", e.lines().next().unwrap_or("")),
+                t.style("error"),
+            ),
+        ])],
+        Some(Ok(r)) => match &r.difference {
+            None => vec![Line::from(vec![
+                label,
+                Span::styled("idempotent", t.style("ok")),
+                Span::styled(
+                    format!(
+                        ": same {} rows on every run; rolled back",
+                        thousands(r.rows.first().copied().unwrap_or(0) as i64)
+                    ),
+                    t.style("text"),
+                ),
+            ])],
+            Some(d) => {
+                let (a, b) = (run_name(d.first), run_name(d.second));
+                let mut lines = vec![Line::from(vec![
+                    label,
+                    Span::styled("NOT idempotent", t.style("error")),
+                    Span::styled(
+                        format!(
+                            ": {} and {} differ: {} rows only in {a}, {} only in {b}; rolled back",
+                            d.first,
+                            d.second,
+                            thousands(d.only_in_first as i64),
+                            thousands(d.only_in_second as i64)
+                        ),
+                        t.style("text"),
+                    ),
+                ])];
+                for (name, sample) in [(a, &d.sample_first), (b, &d.sample_second)] {
+                    for row in sample.iter().take(2) {
+                        lines.push(Line::from(vec![
+                            Span::styled(format!("  only in {name}: "), muted),
+                            Span::styled(row.clone(), t.style("text")),
+                        ]));
+                    }
+                }
+                lines
+            }
+        },
     }
 }
 
