@@ -94,7 +94,7 @@ fn main() {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console_needs_terminal(&cli.config, ui).await,
+            None => cli::console(&cli.config, ui).await,
             Some(Command::Demo { path }) => cli::demo(&path, ui).await,
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {

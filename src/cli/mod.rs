@@ -101,7 +101,7 @@ pub fn parse_bound(
 
 /// `idem` without a command opens the console on the config, which must be
 /// valid (checked before the terminal is touched) and needs a terminal.
-pub async fn console_needs_terminal(config_path: &Path, ui: crate::tui::Options) -> i32 {
+pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
     let config = match load_config(config_path) {
         Ok(c) => c,
         Err(stop) => return stop.report(),
