@@ -1028,6 +1028,120 @@ fn verify_runs_for_real_on_the_demo() {
     assert!(screen.contains("no_such_table"), "{screen}");
 }
 
+#[test]
+fn x_extends_a_merge_run_through_the_latest_loaded_window() {
+    let mut a = app(130, 40);
+    select_job(&mut a, "dim_customers");
+    let j = a.job().unwrap();
+    let latest = j
+        .statuses
+        .iter()
+        .filter(|s| s.last_success.is_some())
+        .map(|s| s.partition)
+        .max()
+        .unwrap();
+    let from = j
+        .statuses
+        .iter()
+        .find(|s| s.state == LoadState::Stale)
+        .unwrap()
+        .partition;
+    keys(&mut a, &format!(":goto {}\n", from.name()));
+    keys(&mut a, "vllr");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no confirm dialog");
+    };
+    let chosen: Vec<String> = a
+        .confirm_partitions(c)
+        .iter()
+        .map(|i| a.job().unwrap().partitions[*i].name())
+        .collect();
+    assert_eq!(chosen.len(), 3);
+    let to = chosen[2].clone();
+    let risk = a.merge_order_risk(c).expect("later windows are loaded");
+    assert_eq!(risk.latest(), latest);
+    assert_eq!(
+        a.equivalent_command(c),
+        format!("idem run dim_customers --from {} --to {to}", from.name())
+    );
+    let screen = text(&a);
+    assert!(screen.contains("already loaded"), "{screen}");
+    assert!(screen.contains("(x)"), "{screen}");
+
+    keys(&mut a, "x");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("x closed the dialog");
+    };
+    let expected: Vec<String> = idem::partition::range(from, latest)
+        .iter()
+        .map(|p| p.name())
+        .collect();
+    assert!(expected.len() > 3);
+    let extended: Vec<String> = a
+        .confirm_partitions(c)
+        .iter()
+        .map(|i| a.job().unwrap().partitions[*i].name())
+        .collect();
+    assert_eq!(extended, expected);
+    assert_eq!(
+        a.equivalent_command(c),
+        format!(
+            "idem run dim_customers --from {} --to {to} --through-latest",
+            from.name()
+        )
+    );
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!(
+            "through {}, the latest loaded window",
+            latest.name()
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!(
+            "({} partitions: 3 of 3 selected + {} later windows)",
+            expected.len(),
+            expected.len() - 3
+        )),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!("these {} windows merged", expected.len())),
+        "{screen}"
+    );
+    assert!(!screen.contains("already loaded"), "{screen}");
+    insta::assert_snapshot!("confirm_through_latest", screen);
+    // x again undoes it.
+    keys(&mut a, "x");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("x closed the dialog");
+    };
+    assert_eq!(a.confirm_partitions(c).len(), 3);
+    // The run takes the extended list, oldest first.
+    keys(&mut a, "x");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
+    assert_eq!(names, expected);
+    assert_eq!(a.runs[0].partitions.len(), expected.len());
+}
+
+#[test]
+fn x_does_nothing_without_later_merged_windows() {
+    let mut a = app(110, 34);
+    keys(&mut a, "fr");
+    keys(&mut a, "x");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("x closed the dialog");
+    };
+    assert!(!c.through_latest);
+    assert_eq!(a.confirm_partitions(c).len(), 3);
+    assert!(!a.equivalent_command(c).contains("--through-latest"));
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);

@@ -417,6 +417,9 @@ pub struct ConfirmState {
     pub only: Vec<LoadState>,
     pub reason: Input,
     pub editing_reason: bool,
+    /// Merge jobs: also run every window after the chosen ones through the
+    /// latest loaded one (`--through-latest`).
+    pub through_latest: bool,
 }
 
 pub enum Modal {
@@ -851,6 +854,17 @@ impl App {
                     Some(Action::OnlyMissing) => c.only = vec![LoadState::Missing],
                     Some(Action::OnlyStale) => c.only = vec![LoadState::Stale],
                     Some(Action::EditReason) => c.editing_reason = true,
+                    Some(Action::ThroughLatest) => {
+                        if c.through_latest || self.merge_order_risk(&c).is_some() {
+                            c.through_latest = !c.through_latest;
+                            self.message = None;
+                        } else {
+                            self.message = Some((
+                                false,
+                                "no later window is loaded: nothing to extend".into(),
+                            ));
+                        }
+                    }
                     _ => {}
                 }
                 self.modal = Modal::Confirm(c);
@@ -1204,12 +1218,14 @@ impl App {
             only,
             reason: Input::default(),
             editing_reason: false,
+            through_latest: false,
         });
         Vec::new()
     }
 
-    /// The partitions the confirm dialog will run, after its state filter.
-    pub fn confirm_partitions(&self, c: &ConfirmState) -> Vec<usize> {
+    /// The partitions chosen in the confirm dialog, after its state filter
+    /// and before any extension through the latest loaded window.
+    pub fn confirm_filtered(&self, c: &ConfirmState) -> Vec<usize> {
         let Some(j) = self.jobs.get(c.job) else {
             return Vec::new();
         };
@@ -1217,6 +1233,52 @@ impl App {
             .iter()
             .copied()
             .filter(|i| c.only.is_empty() || j.state_at(*i).is_some_and(|s| c.only.contains(&s)))
+            .collect()
+    }
+
+    /// The confirm dialog's choice as the engine's backfill, and the job.
+    fn confirm_backfill(&self, c: &ConfirmState) -> Option<(&JobView, Backfill)> {
+        let j = self.jobs.get(c.job)?;
+        let partitions = self
+            .confirm_filtered(c)
+            .into_iter()
+            .filter_map(|i| j.partitions.get(i).copied())
+            .collect();
+        let backfill = Backfill {
+            job: j.job.clone(),
+            partitions,
+            concurrency: self.config.defaults.concurrency,
+            retries: self.config.defaults.retries,
+            reason: None,
+            prior_attempts: HashMap::new(),
+        };
+        Some((j, backfill))
+    }
+
+    /// For merge jobs: windows loaded after the chosen ones, which re-running
+    /// the older ones alone would set back to older values (the engine's
+    /// rule, from the states the console holds).
+    pub fn merge_order_risk(&self, c: &ConfirmState) -> Option<MergeOrderRisk> {
+        let (j, backfill) = self.confirm_backfill(c)?;
+        backfill.merge_order_risk_in(&j.statuses)
+    }
+
+    /// The partitions the confirm dialog will run, in ascending order: the
+    /// filtered choice, extended through the latest loaded window when asked.
+    pub fn confirm_partitions(&self, c: &ConfirmState) -> Vec<usize> {
+        if !c.through_latest {
+            return self.confirm_filtered(c);
+        }
+        let Some((j, mut backfill)) = self.confirm_backfill(c) else {
+            return Vec::new();
+        };
+        if let Some(risk) = backfill.merge_order_risk_in(&j.statuses) {
+            backfill.extend_through_latest(&risk);
+        }
+        backfill
+            .partitions
+            .iter()
+            .filter_map(|p| j.index_of(*p))
             .collect()
     }
 
@@ -1357,29 +1419,9 @@ impl App {
             .filter(|v| v.job == j.job.name && v.partition == *p)
     }
 
-    /// For merge jobs: loaded windows after the last one chosen. Re-running
-    /// older windows alone would set their keys back to older values.
-    pub fn later_merged_windows(&self, c: &ConfirmState) -> usize {
-        let Some(j) = self.jobs.get(c.job) else {
-            return 0;
-        };
-        let chosen = self.confirm_partitions(c);
-        match (j.job.strategy, chosen.last()) {
-            (Strategy::MergeKey, Some(last)) => (last + 1..j.partitions.len())
-                .filter(|i| {
-                    matches!(
-                        j.state_at(*i),
-                        Some(LoadState::Loaded | LoadState::Stale | LoadState::Empty)
-                    )
-                })
-                .count(),
-            _ => 0,
-        }
-    }
-
     /// The equivalent headless command of a confirm dialog.
     pub fn equivalent_command(&self, c: &ConfirmState) -> String {
-        let chosen = self.confirm_partitions(c);
+        let chosen = self.confirm_filtered(c);
         let Some(j) = self.jobs.get(c.job) else {
             return String::new();
         };
@@ -1403,6 +1445,7 @@ impl App {
         } else {
             Vec::new()
         };
+        let mut note = String::new();
         if !only.is_empty() {
             let covered = span
                 .iter()
@@ -1411,17 +1454,21 @@ impl App {
             let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
             cmd.push_str(&format!(" --only {}", names.join(",")));
             if covered > chosen.len() {
-                cmd.push_str(&format!(
+                note = format!(
                     "   # also takes {} more {} in between",
                     covered - chosen.len(),
                     names.join("/")
-                ));
+                );
             }
+        }
+        if c.through_latest && self.merge_order_risk(c).is_some() {
+            cmd.push_str(" --through-latest");
         }
         let reason = c.reason.value().trim();
         if !reason.is_empty() {
             cmd.push_str(&format!(" --reason '{}'", reason.replace('\'', "'\\''")));
         }
+        cmd.push_str(&note);
         cmd
     }
 

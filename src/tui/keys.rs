@@ -43,6 +43,7 @@ pub enum Action {
     OnlyMissing,
     OnlyStale,
     EditReason,
+    ThroughLatest,
     // Questions (cancel a run? quit?).
     Yes,
     No,
@@ -399,6 +400,14 @@ pub static BINDINGS: &[Binding] = &[
         EditReason,
         "type a reason (Enter or Tab to finish)",
         Some("reason")
+    ),
+    bind!(
+        Confirm,
+        [k('x')],
+        "x",
+        ThroughLatest,
+        "merge jobs: extend the run through the latest loaded window (again: undo)",
+        None
     ),
     bind!(
         Question,

@@ -1407,10 +1407,21 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         return;
     };
     let chosen = app.confirm_partitions(c);
+    let filtered = app.confirm_filtered(c).len();
+    let risk = app.merge_order_risk(c);
     let label = |s: &str| Span::styled(format!("{s:<10}"), t.style("muted"));
     let text = t.style("text");
     let mut lines = Vec::new();
     let range = match (chosen.first(), chosen.last()) {
+        (Some(a), Some(z)) if chosen.len() > filtered => format!(
+            "{} .. {}  ({} partitions: {} of {} selected + {} later windows)",
+            j.partitions[*a].name(),
+            j.partitions[*z].name(),
+            chosen.len(),
+            filtered,
+            c.candidates.len(),
+            chosen.len() - filtered
+        ),
         (Some(a), Some(z)) => format!(
             "{} .. {}  ({} of {} selected partitions)",
             j.partitions[*a].name(),
@@ -1476,7 +1487,15 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
             j.job.target
         ),
         Strategy::MergeKey => {
-            "no rows are deleted; rows whose values differ are updated".to_string()
+            let merged: i64 = chosen
+                .iter()
+                .filter_map(|i| j.status_at(*i).and_then(|s| s.rows()))
+                .sum();
+            format!(
+                "no rows are deleted; of the {} rows these {} windows merged at their last loads, those whose values differ are updated",
+                thousands(merged),
+                chosen.len()
+            )
         }
     };
     lines.push(Line::from(vec![
@@ -1498,17 +1517,25 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         label("parallel"),
         Span::styled(conc, text),
     ]));
-    let later = app.later_merged_windows(c);
-    if later > 0 {
-        lines.push(Line::from(vec![
-            label("warning"),
-            Span::styled(
-                format!(
-                    "{later} later windows are loaded: re-running older windows alone sets their keys back to older values; include them (idem run --through-latest)"
+    if let Some(risk) = &risk {
+        if c.through_latest {
+            lines.push(Line::from(vec![
+                label("extended"),
+                Span::styled(
+                    format!(
+                        "through {}, the latest loaded window, so that the newest values win; x undoes",
+                        risk.latest().name()
+                    ),
+                    t.style("ok"),
                 ),
-                t.style("warning"),
-            ),
-        ]));
+            ]));
+        } else {
+            lines.push(Line::from(vec![
+                label("warning"),
+                Span::styled(risk.warning(), t.style("warning")),
+                Span::styled(" (x)", t.style("highlight")),
+            ]));
+        }
     }
     if j.lint.is_empty() {
         lines.push(Line::from(vec![
@@ -1555,7 +1582,7 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         t.style("highlight"),
     )));
     lines.push(Line::from(""));
-    lines.push(Line::from(vec![
+    let mut hints = vec![
         Span::styled("Enter", t.style("highlight")),
         Span::styled(" run  ", t.style("muted")),
         Span::styled("Esc", t.style("highlight")),
@@ -1564,7 +1591,12 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
         Span::styled(" filter  ", t.style("muted")),
         Span::styled("Tab", t.style("highlight")),
         Span::styled(" reason", t.style("muted")),
-    ]));
+    ];
+    if risk.is_some() {
+        hints.push(Span::styled("  x", t.style("highlight")));
+        hints.push(Span::styled(" through latest", t.style("muted")));
+    }
+    lines.push(Line::from(hints));
     let width = area.width.saturating_sub(2).min(92);
     let inner_w = width.saturating_sub(2).max(1) as usize;
     let height: usize = lines
