@@ -11,7 +11,7 @@ use idem::config::Config;
 use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus};
-use idem::tui::app::{Effect, Focus, Modal, Question, VerifyRequest};
+use idem::tui::app::{DiffRequest, Effect, Focus, Modal, Question, VerifyRequest};
 use idem::tui::{App, Msg, Theme, keys, view};
 use idem::warehouse::{Difference, Verification, Warehouse};
 use ratatui::Terminal;
@@ -1142,6 +1142,123 @@ fn x_does_nothing_without_later_merged_windows() {
     assert!(!a.equivalent_command(c).contains("--through-latest"));
 }
 
+fn diff_request(effects: Vec<Effect>) -> DiffRequest {
+    match effects.as_slice() {
+        [Effect::DefinitionDiff(req)] => (**req).clone(),
+        other => panic!("expected one definition read, got {other:?}"),
+    }
+}
+
+/// The first stale partition of dim_customers, with the cursor on it.
+fn on_a_stale_customer_window(a: &mut App) -> (String, String) {
+    select_job(a, "dim_customers");
+    let s = a
+        .job()
+        .unwrap()
+        .statuses
+        .iter()
+        .find(|s| s.state == LoadState::Stale)
+        .unwrap()
+        .clone();
+    keys(a, &format!(":goto {}\n", s.partition.name()));
+    (
+        s.partition.name(),
+        s.last_success.unwrap().definition_hash.clone(),
+    )
+}
+
+#[test]
+fn d_on_a_stale_partition_asks_for_its_definition_and_shows_the_diff() {
+    let mut a = app(120, 36);
+    // Not stale: says so, reads nothing.
+    keys(&mut a, ":goto 2026-06-01\n");
+    assert!(keys(&mut a, "d").is_empty());
+    assert!(matches!(a.modal, Modal::None));
+    assert!(a.message.as_ref().unwrap().1.contains("not stale"));
+    keys(&mut a, ":goto 2026-06-14\n");
+    assert!(keys(&mut a, "d").is_empty());
+    assert!(
+        a.message
+            .as_ref()
+            .unwrap()
+            .1
+            .contains("not stale (missing)")
+    );
+
+    let (name, hash) = on_a_stale_customer_window(&mut a);
+    let req = diff_request(keys(&mut a, "d"));
+    assert_eq!(req.hash, hash);
+    assert_eq!(req.job.name, "dim_customers");
+    assert!(matches!(a.modal, Modal::Diff { .. }));
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!("What changed · dim_customers {name}")),
+        "{screen}"
+    );
+    assert!(screen.contains("reading the definition"), "{screen}");
+    a.update(Msg::DefinitionDiff {
+        id: req.id,
+        result: Ok(Some(
+            "--- loaded under\n+++ now\n@@ -1 +1 @@\n-select email\n+select lower(email)\n".into(),
+        )),
+    });
+    let screen = text(&a);
+    assert!(screen.contains("+select lower(email)"), "{screen}");
+    assert!(screen.contains("-select email"), "{screen}");
+    // + and - lines in the theme's ok and error colours.
+    let t = render(&a);
+    let buf = t.backend().buffer();
+    let find = |needle: &str| {
+        (0..buf.area.height)
+            .find_map(|y| {
+                let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+                line.find(needle).map(|i| {
+                    let x = line[..i].chars().count() as u16;
+                    buf[(x, y)].fg
+                })
+            })
+            .unwrap()
+    };
+    assert_eq!(Some(find("+select")), a.theme.style("ok").fg);
+    assert_eq!(Some(find("-select")), a.theme.style("error").fg);
+    // j scrolls, d closes.
+    keys(&mut a, "j");
+    assert!(matches!(a.modal, Modal::Diff { scroll: 1 }));
+    keys(&mut a, "d");
+    assert!(matches!(a.modal, Modal::None));
+    // An error reading the ledger shows as an error line.
+    let again = diff_request(keys(&mut a, "d"));
+    a.update(Msg::DefinitionDiff {
+        id: again.id,
+        result: Err("no such table: _idem_definitions".into()),
+    });
+    assert!(text(&a).contains("error: no such table: _idem_definitions"));
+}
+
+#[test]
+fn the_definition_diff_is_read_for_real_on_the_demo() {
+    let mut a = app(120, 36);
+    on_a_stale_customer_window(&mut a);
+    let req = diff_request(keys(&mut a, "d"));
+    let msg = against_demo(async |wh| idem::tui::definition_diff(wh, &req).await);
+    let Msg::DefinitionDiff {
+        result: Ok(Some(ref diff)),
+        ..
+    } = msg
+    else {
+        panic!("no diff: {msg:?}");
+    };
+    assert!(
+        diff.lines()
+            .any(|l| l.starts_with('+') && l.contains("lower(email)")),
+        "{diff}"
+    );
+    a.update(msg);
+    let screen = text(&a);
+    assert!(screen.contains("lower(email)"), "{screen}");
+    insta::assert_snapshot!("definition_diff", screen);
+}
+
 // ---- fuzz ----------------------------------------------------------------------
 
 struct Rng(u64);
@@ -1163,7 +1280,7 @@ impl Rng {
 #[test]
 fn random_keys_and_resizes_never_panic() {
     let mut rng = Rng(0x1d3e_5eed_0001);
-    let chars: Vec<char> = "hjklHJKL[]gGvfmsecnrR?/:qyna0123456789-. \t"
+    let chars: Vec<char> = "hjklHJKL[]gGvfmsecnrR?/:qynaVxd0123456789-. \t"
         .chars()
         .collect();
     let specials = [
@@ -1205,6 +1322,31 @@ fn random_keys_and_resizes_never_panic() {
         let effects = a.update(msg);
         // Runs started by random keys get a few engine events back.
         for e in effects {
+            // Verify and definition reads answer, now and then with an error.
+            match &e {
+                Effect::Verify(req) => {
+                    a.update(Msg::Verified {
+                        id: req.id,
+                        result: if rng.below(2) == 0 {
+                            Err("no such table: t".into())
+                        } else {
+                            Ok(Verification {
+                                job: req.job.name.clone(),
+                                partition: req.partition.name(),
+                                rows: vec![1, 1, 1],
+                                difference: None,
+                            })
+                        },
+                    });
+                }
+                Effect::DefinitionDiff(req) => {
+                    a.update(Msg::DefinitionDiff {
+                        id: req.id,
+                        result: Ok(Some("--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n".into())),
+                    });
+                }
+                _ => {}
+            }
             if let Effect::StartRun(req) = e {
                 let p = req.partitions[0].name();
                 a.update(Msg::Engine {

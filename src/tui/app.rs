@@ -424,12 +424,20 @@ pub struct ConfirmState {
 
 pub enum Modal {
     None,
-    Help { scroll: u16 },
+    Help {
+        scroll: u16,
+    },
     Filter,
     Command(Input),
     Confirm(ConfirmState),
     Question(Question),
-    Errors { selected: usize },
+    Errors {
+        selected: usize,
+    },
+    /// What changed since a stale partition was loaded ([`App::definition_diff`]).
+    Diff {
+        scroll: u16,
+    },
 }
 
 /// Everything that can happen to the console.
@@ -457,6 +465,12 @@ pub enum Msg {
     Verified {
         id: usize,
         result: Result<Verification, String>,
+    },
+    /// The diff from the definition a partition was loaded under to the
+    /// job's current one; `None` when the ledger does not hold the old one.
+    DefinitionDiff {
+        id: usize,
+        result: Result<Option<String>, String>,
     },
 }
 
@@ -502,6 +516,29 @@ pub struct VerifyView {
     pub result: Option<Result<Verification, String>>,
 }
 
+/// Read the definition a partition was loaded under and diff it against the
+/// job's current one.
+#[derive(Debug, Clone)]
+pub struct DiffRequest {
+    pub id: usize,
+    pub job: Job,
+    pub hash: String,
+}
+
+/// What changed in a job's definition since a stale partition was loaded.
+#[derive(Debug, Clone)]
+pub struct DiffView {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+    /// The definition the partition was loaded under, and the job's now.
+    pub loaded_under: String,
+    pub current: String,
+    /// `None` while reading; then the unified diff, or `None` inside when
+    /// the ledger does not hold the old definition.
+    pub result: Option<Result<Option<String>, String>>,
+}
+
 /// Work `update` asks the event loop to do in the background.
 #[derive(Debug)]
 pub enum Effect {
@@ -509,6 +546,7 @@ pub enum Effect {
     Refresh(Vec<String>),
     StartRun(Box<RunRequest>),
     Verify(Box<VerifyRequest>),
+    DefinitionDiff(Box<DiffRequest>),
     Cancel(usize),
     Quit,
 }
@@ -535,6 +573,8 @@ pub struct App {
     pub selected_run: usize,
     /// The latest verification; another one replaces it.
     pub verification: Option<VerifyView>,
+    /// The latest "what changed" of a stale partition.
+    pub definition_diff: Option<DiffView>,
     pub quit: bool,
     /// Something changed since the last draw.
     pub dirty: bool,
@@ -573,6 +613,7 @@ impl App {
             runs: Vec::new(),
             selected_run: 0,
             verification: None,
+            definition_diff: None,
             quit: false,
             dirty: true,
             last_refresh: None,
@@ -623,6 +664,7 @@ impl App {
             Modal::Question(_) => Scope::Question,
             Modal::Errors { .. } => Scope::List,
             Modal::Help { .. } => Scope::Help,
+            Modal::Diff { .. } => Scope::Diff,
             Modal::Filter | Modal::Command(_) => Scope::Input,
             Modal::None => Scope::Main,
         }
@@ -653,6 +695,12 @@ impl App {
                     }
                     Msg::Verified { id, result } => {
                         self.verified(id, result);
+                        Vec::new()
+                    }
+                    Msg::DefinitionDiff { id, result } => {
+                        if let Some(d) = self.definition_diff.as_mut().filter(|d| d.id == id) {
+                            d.result = Some(result);
+                        }
                         Vec::new()
                     }
                     Msg::Tick(_) => Vec::new(),
@@ -802,6 +850,23 @@ impl App {
                         }
                     }
                     _ => {}
+                }
+                Vec::new()
+            }
+            Modal::Diff { scroll } => {
+                match action_for(Scope::Diff, &key) {
+                    Some(Action::Down) => {
+                        self.modal = Modal::Diff {
+                            scroll: scroll.saturating_add(1),
+                        }
+                    }
+                    Some(Action::Up) => {
+                        self.modal = Modal::Diff {
+                            scroll: scroll.saturating_sub(1),
+                        }
+                    }
+                    Some(Action::Close) => {}
+                    _ => self.modal = Modal::Diff { scroll },
                 }
                 Vec::new()
             }
@@ -1054,6 +1119,7 @@ impl App {
             }
             Action::Run => return self.open_confirm(None),
             Action::Verify => return self.verify(),
+            Action::WhatChanged => return self.what_changed(),
             Action::Cancel => {
                 let run = self
                     .runs
@@ -1408,6 +1474,58 @@ impl App {
             Err(e) => (true, format!("{what}: verify failed: {e}")),
         });
         v.result = Some(result);
+    }
+
+    /// Opens what changed since the cursor's stale partition was loaded; the
+    /// old definition is read in the background.
+    fn what_changed(&mut self) -> Vec<Effect> {
+        let connected = self.connected;
+        let Some(j) = self.job() else {
+            return Vec::new();
+        };
+        let Some(partition) = j.partitions.get(j.cursor).copied() else {
+            return Vec::new();
+        };
+        let name = partition.name();
+        let success = j.status_at(j.cursor).and_then(|s| s.last_success.clone());
+        let refuse = match (j.state_at(j.cursor), &success) {
+            (None, _) => Some("states are still loading; try again in a moment".to_string()),
+            (Some(LoadState::Stale), Some(_)) if !connected => {
+                Some("not connected to the warehouse".to_string())
+            }
+            (Some(LoadState::Stale), Some(_)) => None,
+            (Some(LoadState::Loaded | LoadState::Empty), _) => Some(format!(
+                "{name} is not stale: it was loaded under the job's current definition"
+            )),
+            (Some(state), _) => Some(format!(
+                "{name} is not stale ({}): d shows what changed since a stale partition was loaded",
+                state.name()
+            )),
+        };
+        if let Some(why) = refuse {
+            self.message = Some((false, why));
+            return Vec::new();
+        }
+        let Some(success) = success else {
+            return Vec::new();
+        };
+        let job = j.job.clone();
+        let id = self.next_request;
+        self.next_request += 1;
+        self.definition_diff = Some(DiffView {
+            id,
+            job: job.name.clone(),
+            partition,
+            loaded_under: success.definition_hash.clone(),
+            current: job.definition_hash(),
+            result: None,
+        });
+        self.modal = Modal::Diff { scroll: 0 };
+        vec![Effect::DefinitionDiff(Box::new(DiffRequest {
+            id,
+            job,
+            hash: success.definition_hash,
+        }))]
     }
 
     /// The verification of the cursor's partition, if it is the latest one.

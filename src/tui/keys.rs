@@ -27,6 +27,7 @@ pub enum Action {
     ErrorGroups,
     Run,
     Verify,
+    WhatChanged,
     Cancel,
     ToggleRows,
     Filter,
@@ -58,6 +59,7 @@ pub enum Scope {
     List,
     Help,
     Input,
+    Diff,
 }
 
 impl Scope {
@@ -68,6 +70,7 @@ impl Scope {
             Scope::Question => "Questions (cancel, quit)",
             Scope::List => "Error groups list",
             Scope::Help => "Help",
+            Scope::Diff => "What changed (definition diff)",
             Scope::Input => {
                 "Filter and command line (text editing as in a shell: ← → Home End, Ctrl-W, Ctrl-U)"
             }
@@ -283,6 +286,14 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         Main,
+        [k('d')],
+        "d",
+        WhatChanged,
+        "what changed since a stale partition was loaded (definition diff)",
+        None
+    ),
+    bind!(
+        Main,
         [k('c')],
         "c",
         Cancel,
@@ -479,6 +490,30 @@ pub static BINDINGS: &[Binding] = &[
         "Esc q",
         Close,
         "close the help (so does any other key)",
+        Some("close")
+    ),
+    bind!(
+        Diff,
+        [k('j'), code(KeyCode::Down)],
+        "j ↓",
+        Down,
+        "scroll down",
+        Some("scroll")
+    ),
+    bind!(
+        Diff,
+        [k('k'), code(KeyCode::Up)],
+        "k ↑",
+        Up,
+        "scroll up",
+        None
+    ),
+    bind!(
+        Diff,
+        [code(KeyCode::Esc), k('q'), k('d')],
+        "Esc q d",
+        Close,
+        "close",
         Some("close")
     ),
     bind!(

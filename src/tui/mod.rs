@@ -23,7 +23,7 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use app::{App, Effect, Msg, VerifyRequest};
+pub use app::{App, DiffRequest, Effect, Msg, VerifyRequest};
 pub use theme::Theme;
 
 use crate::config::Config;
@@ -235,6 +235,19 @@ impl Background {
                     let _ = tx.send(Incoming::Msg(verify(&wh, &req).await));
                 });
             }
+            Effect::DefinitionDiff(req) => {
+                let tx = self.tx.clone();
+                let Some(wh) = self.warehouse.clone() else {
+                    let _ = tx.send(Incoming::Msg(Msg::DefinitionDiff {
+                        id: req.id,
+                        result: Err("not connected to the warehouse".into()),
+                    }));
+                    return;
+                };
+                tokio::spawn(async move {
+                    let _ = tx.send(Incoming::Msg(definition_diff(&wh, &req).await));
+                });
+            }
             Effect::Cancel(run) => {
                 if let Some(t) = self.tokens.get(&run) {
                     t.cancel();
@@ -255,6 +268,24 @@ pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
             .await
             .map_err(|e| e.to_string()),
     }
+}
+
+/// Reads the definition a partition was loaded under from the ledger and
+/// answers with its unified diff against the job's current definition.
+pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
+    let result = warehouse
+        .definition(&req.hash)
+        .await
+        .map(|old| {
+            old.map(|old| {
+                similar::TextDiff::from_lines(&old, &req.job.definition_text())
+                    .unified_diff()
+                    .header("loaded under", "now")
+                    .to_string()
+            })
+        })
+        .map_err(|e| e.to_string());
+    Msg::DefinitionDiff { id: req.id, result }
 }
 
 async fn event_loop(app: &mut App) -> std::io::Result<()> {

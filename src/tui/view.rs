@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Gauge, Paragraph, Wrap};
 
 use super::app::{
-    App, ConfirmState, Focus, JobView, Modal, Question, RunPartState, RunView, VerifyView, short,
+    App, ConfirmState, DiffView, Focus, JobView, Modal, Question, RunPartState, RunView,
+    VerifyView, short,
 };
 use super::keys::{BINDINGS, Scope, footer};
 use crate::config::Strategy;
@@ -383,6 +384,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         Modal::Confirm(c) => render_confirm(frame, app, c, area),
         Modal::Question(q) => render_question(frame, app, q, area),
         Modal::Errors { selected } => render_errors(frame, app, *selected, area),
+        Modal::Diff { scroll } => render_diff(frame, app, area, *scroll),
         _ => {}
     }
 }
@@ -1695,4 +1697,108 @@ fn render_errors(frame: &mut Frame, app: &App, selected: usize, area: Rect) {
         t.style("muted"),
     )));
     frame.render_widget(Paragraph::new(lines), inner_r);
+}
+
+/// The lines of the "what changed" overlay: a line on the two definitions,
+/// then the unified diff with `+` and `-` lines coloured.
+pub fn diff_lines(app: &App, d: &DiffView) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let muted = t.style("muted");
+    let mut lines = vec![
+        Line::from(Span::styled(
+            format!(
+                "{} was loaded under definition {}; {} is now {}",
+                d.partition.name(),
+                d.loaded_under,
+                d.job,
+                d.current
+            ),
+            t.style("text"),
+        )),
+        Line::from(""),
+    ];
+    match &d.result {
+        None => lines.push(Line::from(Span::styled(
+            "reading the definition it was loaded under…",
+            t.style("running"),
+        ))),
+        Some(Err(e)) => lines.push(Line::from(Span::styled(
+            format!("error: {}", e.lines().next().unwrap_or("")),
+            t.style("error"),
+        ))),
+        Some(Ok(None)) => lines.push(Line::from(Span::styled(
+            format!(
+                "the ledger does not hold definition {}, so there is nothing to compare with",
+                d.loaded_under
+            ),
+            muted,
+        ))),
+        Some(Ok(Some(diff))) if diff.trim().is_empty() => lines.push(Line::from(Span::styled(
+            "the two definitions read the same",
+            muted,
+        ))),
+        Some(Ok(Some(diff))) => {
+            for l in diff.lines() {
+                let style = if l.starts_with("+++") || l.starts_with("---") {
+                    muted.add_modifier(Modifier::BOLD)
+                } else if l.starts_with("@@") {
+                    t.style("highlight")
+                } else if l.starts_with('+') {
+                    t.style("ok")
+                } else if l.starts_with('-') {
+                    t.style("error")
+                } else {
+                    t.style("text")
+                };
+                lines.push(Line::from(Span::styled(l.to_string(), style)));
+            }
+        }
+    }
+    lines
+}
+
+fn render_diff(frame: &mut Frame, app: &App, area: Rect, scroll: u16) {
+    let Some(d) = &app.definition_diff else {
+        return;
+    };
+    let lines = diff_lines(app, d);
+    let r = centered(
+        area,
+        100,
+        (lines.len() as u16).saturating_add(4).min(area.height),
+    );
+    frame.render_widget(Clear, r);
+    let b = block(
+        app,
+        format!(" What changed · {} {} ", d.job, d.partition.name()),
+        true,
+    );
+    let inner_r = b.inner(r);
+    frame.render_widget(b, r);
+    let body = Rect::new(
+        inner_r.x,
+        inner_r.y,
+        inner_r.width,
+        inner_r.height.saturating_sub(1),
+    );
+    let max_scroll = (lines.len() as u16).saturating_sub(body.height);
+    frame.render_widget(
+        Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
+        body,
+    );
+    if inner_r.height > 1 {
+        let y = inner_r.bottom() - 1;
+        let mut spans = vec![
+            Span::styled("Esc", app.theme.style("highlight")),
+            Span::styled(" close", app.theme.style("muted")),
+        ];
+        if max_scroll > 0 {
+            spans.push(Span::styled("  j k", app.theme.style("highlight")));
+            spans.push(Span::styled(" scroll", app.theme.style("muted")));
+        }
+        frame.render_widget(
+            Paragraph::new(Line::from(spans)),
+            Rect::new(inner_r.x, y, inner_r.width, 1),
+        );
+    }
 }
