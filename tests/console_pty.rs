@@ -385,6 +385,45 @@ fn no_color_draws_in_mono() {
     assert!(text.contains("\x1b[7m"), "reversed cursor and title");
 }
 
+#[test]
+fn verify_and_what_changed_from_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let config = idem::config::load(&config_path).unwrap();
+    let job = config
+        .jobs
+        .iter()
+        .find(|j| j.name == "dim_customers")
+        .unwrap()
+        .clone();
+    let read = || {
+        rt.block_on(async {
+            let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+            let s = snapshot(&wh, &job).await;
+            wh.close().await;
+            s
+        })
+    };
+    let before = read();
+    // The first window of the dimension is stale: loaded before lower(email).
+    c.send(":job dim_customers\r");
+    c.send("g");
+    c.wait_for(&["~ stale"]);
+    c.send("V");
+    c.wait_for(&["idempotent: same 150 rows on every run; rolled back"]);
+    assert_eq!(read(), before, "verify left rows or attempts behind");
+    c.send("d");
+    let screen = c.wait_for(&["What changed · dim_customers", "lower(email)"]);
+    assert!(
+        screen.contains("+select customer_id, lower(email) as email"),
+        "{screen}"
+    );
+    c.send("\x1b");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}
+
 fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(args)

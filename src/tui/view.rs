@@ -1493,10 +1493,13 @@ fn render_confirm(frame: &mut Frame, app: &App, c: &ConfirmState, area: Rect) {
                 .iter()
                 .filter_map(|i| j.status_at(*i).and_then(|s| s.rows()))
                 .sum();
+            let windows = match chosen.len() {
+                1 => "this window".to_string(),
+                n => format!("these {n} windows"),
+            };
             format!(
-                "no rows are deleted; of the {} rows these {} windows merged at their last loads, those whose values differ are updated",
-                thousands(merged),
-                chosen.len()
+                "no rows are deleted; of the {} rows {windows} merged at their last loads, those whose values differ are updated",
+                thousands(merged)
             )
         }
     };
