@@ -273,12 +273,13 @@ pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
 /// Reads the definition a partition was loaded under from the ledger and
 /// answers with its unified diff against the job's current definition.
 pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
+    let current = req.job.definition_text();
     let result = warehouse
         .definition(&req.hash)
         .await
         .map(|old| {
             old.map(|old| {
-                similar::TextDiff::from_lines(&old, &req.job.definition_text())
+                similar::TextDiff::from_lines(&old, &current)
                     .unified_diff()
                     .header("loaded under", "now")
                     .to_string()
