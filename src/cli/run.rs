@@ -305,11 +305,17 @@ fn describe(event: &Event) -> Option<String> {
             rows_deleted,
             rows_inserted,
             rows_updated,
+            rows_after,
             duration_ms,
             content_changed,
             ..
         } => format!(
-            "{partition} ■ loaded · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
+            "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
+            if *rows_after > 0 {
+                "■ loaded"
+            } else {
+                "○ empty"
+            },
             if *rows_updated > 0 {
                 format!(", updated {rows_updated}")
             } else {

@@ -381,15 +381,13 @@ impl PartitionRun<'_> {
                         "cancelled by operator",
                     )
                     .await;
-                    let _ = self.events.send(Event::PartitionFailed {
-                        run_id: self.run_id.to_string(),
-                        job: job.name.clone(),
-                        partition: name.clone(),
+                    self.failed(
+                        &name,
                         attempt,
-                        error: "cancelled; rolled back".into(),
-                        will_retry: false,
+                        "cancelled; rolled back".into(),
+                        false,
                         duration_ms,
-                    });
+                    );
                     return PartitionResult::Cancelled;
                 }
                 Some(r) => r,
@@ -419,15 +417,7 @@ impl PartitionRun<'_> {
                     log(format!("ROLLBACK: {message}"));
                     self.record_failure(&partition, &meta, AttemptStatus::Failed, &message)
                         .await;
-                    let _ = self.events.send(Event::PartitionFailed {
-                        run_id: self.run_id.to_string(),
-                        job: job.name.clone(),
-                        partition: name.clone(),
-                        attempt,
-                        error: message,
-                        will_retry,
-                        duration_ms,
-                    });
+                    self.failed(&name, attempt, message, will_retry, duration_ms);
                     if !will_retry {
                         if job.strategy == Strategy::MergeKey {
                             self.halted.cancel();
@@ -444,6 +434,25 @@ impl PartitionRun<'_> {
                 }
             }
         }
+    }
+
+    fn failed(
+        &self,
+        partition: &str,
+        attempt: i64,
+        error: String,
+        will_retry: bool,
+        duration_ms: u64,
+    ) {
+        let _ = self.events.send(Event::PartitionFailed {
+            run_id: self.run_id.to_string(),
+            job: self.backfill.job.name.clone(),
+            partition: partition.to_string(),
+            attempt,
+            error,
+            will_retry,
+            duration_ms,
+        });
     }
 
     async fn record_failure(

@@ -131,6 +131,7 @@ impl Warehouse {
 }
 
 /// The partition being written and the columns involved.
+#[derive(Clone, Copy)]
 struct Target<'a> {
     job: &'a Job,
     partition: &'a Partition,
@@ -257,30 +258,8 @@ async fn write(
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
     match t.job.strategy {
-        Strategy::ReplacePartition => {
-            replace(
-                dialect,
-                tx,
-                t.job,
-                t.partition,
-                t.columns,
-                t.target_columns,
-                log,
-            )
-            .await
-        }
-        Strategy::MergeKey => {
-            merge(
-                dialect,
-                tx,
-                t.job,
-                t.partition,
-                t.columns,
-                t.target_columns,
-                log,
-            )
-            .await
-        }
+        Strategy::ReplacePartition => replace(dialect, tx, *t, log).await,
+        Strategy::MergeKey => merge(dialect, tx, *t, log).await,
     }
 }
 
@@ -371,12 +350,15 @@ async fn select_columns(
 async fn replace(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
-    job: &Job,
-    partition: &Partition,
-    columns: &[Ident],
-    target_columns: &[Ident],
+    t: Target<'_>,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        columns,
+        target_columns,
+    } = t;
     let pcol = partition_column(job)?;
     // Reading a partition costs; an empty one has the empty fingerprint.
     let before = if count_window(dialect, tx, job, pcol, partition).await? == 0 {
@@ -449,12 +431,15 @@ async fn replace(
 async fn merge(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
-    job: &Job,
-    partition: &Partition,
-    columns: &[Ident],
-    target_columns: &[Ident],
+    t: Target<'_>,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        columns,
+        target_columns,
+    } = t;
     let stage = dialect.quote(STAGE);
     run(tx, dialect.drop_stage(STAGE)).await?;
     let mut create = Sql::new(dialect);
