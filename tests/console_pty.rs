@@ -299,6 +299,44 @@ fn rerun_a_failed_range_from_the_console() {
 }
 
 #[test]
+fn a_panic_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let url = format!("sqlite://{}", dir.path().join("w.db").display());
+    std::fs::write(&config, format!("[warehouse]\nurl = \"{url}\"\n")).unwrap();
+    let mut c = Console::start_with(
+        dir.path(),
+        &["--config", config.to_str().unwrap()],
+        &[("IDEM_TEST_PANIC", "1"), ("RUST_BACKTRACE", "0")],
+    );
+    let status = c.wait_exit();
+    assert!(!status.success(), "a panic is a failure: {status:?}");
+    let raw = c.raw.lock().unwrap().clone();
+    let find_last = |needle: &[u8]| raw.windows(needle.len()).rposition(|w| w == needle);
+    let entered = find_last(b"\x1b[?1049h").expect("entered the alternate screen");
+    let left = find_last(b"\x1b[?1049l").expect("left the alternate screen");
+    assert!(left > entered);
+    let parser = c.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+    assert!(!parser.screen().hide_cursor());
+    // The panic message is printed after the restore, where it can be read.
+    let message = raw
+        .windows(b"IDEM_TEST_PANIC is set".len())
+        .rposition(|w| w == b"IDEM_TEST_PANIC is set")
+        .expect("the panic message reached the terminal");
+    // The hook restores before the message; unwinding restores once more.
+    let first_left = entered
+        + raw[entered..]
+            .windows(8)
+            .position(|w| w == b"\x1b[?1049l")
+            .expect("left the alternate screen");
+    assert!(
+        message > first_left,
+        "the alternate screen is left before the message is printed"
+    );
+}
+
+#[test]
 fn cancel_asks_then_ctrl_c_quits_and_restores() {
     let dir = tempfile::tempdir().unwrap();
     let (mut c, _) = demo_console(&dir);

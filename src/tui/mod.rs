@@ -312,11 +312,18 @@ async fn event_loop(app: &mut App) -> std::io::Result<()> {
     #[cfg(unix)]
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut last_draw = Instant::now() - FRAME;
+    // The test of the panic hook needs a panic with the console on screen.
+    let panic_after_draw = std::env::var_os("IDEM_TEST_PANIC").is_some();
     loop {
         if app.dirty && last_draw.elapsed() >= FRAME {
             terminal.draw(|f| view::render(f, app))?;
             app.dirty = false;
             last_draw = Instant::now();
+            if panic_after_draw {
+                panic!(
+                    "IDEM_TEST_PANIC is set: a deliberate panic, to test that the terminal is restored"
+                );
+            }
         }
         if app.quit {
             break;
