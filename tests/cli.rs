@@ -131,6 +131,17 @@ fn demo_shows_every_state_and_reruns_its_failures() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no job named \"nope\""));
     let bad_range = idem(&config, &["run", "fct_orders", "--from", "June"]);
     assert_eq!(bad_range.status.code(), Some(2));
+
+    // `idem demo` again resets the warehouse: the failures are back.
+    let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["demo", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let reset = idem(&config, &["status", "fct_orders", "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&reset.stdout).unwrap();
+    assert_eq!(rows.iter().filter(|r| r["state"] == "failed").count(), 3);
 }
 
 fn failed_partition(rows: &[Value]) -> String {
