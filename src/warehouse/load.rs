@@ -289,17 +289,20 @@ async fn rows_of(
         .collect::<Result<_, _>>()?)
 }
 
-/// ` FROM target t WHERE` its key is among the staged rows' keys.
-fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
-    let key_match = job
-        .unique_key
-        .iter()
+/// `s.k1 = t.k1 AND …`: a staged row `s` and a target row `t` share their key.
+fn key_match(dialect: &dyn Dialect, keys: &[Ident]) -> String {
+    keys.iter()
         .map(|k| {
             let k = dialect.quote(k.as_str());
             format!("s.{k} = t.{k}")
         })
         .collect::<Vec<_>>()
-        .join(" AND ");
+        .join(" AND ")
+}
+
+/// ` FROM target t WHERE` its key is among the staged rows' keys.
+fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
+    let key_match = key_match(dialect, &job.unique_key);
     sql.push(" FROM ")
         .table(&job.target)
         .push(" t WHERE EXISTS (SELECT 1 FROM ")
@@ -482,14 +485,7 @@ async fn merge(
         )));
     }
 
-    let key_match = keys
-        .iter()
-        .map(|k| {
-            let k = dialect.quote(k.as_str());
-            format!("s.{k} = t.{k}")
-        })
-        .collect::<Vec<_>>()
-        .join(" AND ");
+    let key_match = key_match(dialect, keys);
     let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
     let changed_test = if values.is_empty() {
         "1 = 0".to_string()
