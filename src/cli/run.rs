@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
-use crate::engine::{self, Backfill, Event, PlanError, Selection};
+use crate::engine::{self, Backfill, Event, Selection};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
 
@@ -80,24 +80,21 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         only,
     };
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
-    let mut backfill = Backfill::plan(
-        &warehouse,
+    let now = now_utc();
+    let statuses = state::job_status(&warehouse, job, now, &HashSet::new())
+        .await
+        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
+    let mut backfill = Backfill::plan_from(
         job,
         &selection,
+        &statuses,
+        now,
         concurrency,
         config.defaults.retries,
     )
-    .await
-    .map_err(|e| match e {
-        PlanError::EmptyRange { .. } => Stop::usage(e.to_string()),
-        PlanError::Warehouse(_) => Stop::failed(format!("{}: {e}", job.name)),
-    })?;
+    .map_err(|e| Stop::usage(e.to_string()))?;
     backfill.reason = args.reason.clone();
-    let risk = backfill
-        .merge_order_risk(&warehouse)
-        .await
-        .map_err(|e| Stop::failed(e.to_string()))?;
-    if let Some(risk) = risk {
+    if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
             backfill.extend_through_latest(&risk);
         } else {
@@ -106,7 +103,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     }
 
     if args.dry_run {
-        print_dry_run(&warehouse, &backfill).await?;
+        print_dry_run(&backfill, &statuses);
         return Ok(EXIT_OK);
     }
 
@@ -173,14 +170,8 @@ fn range_flags(args: &RunArgs) -> String {
     s
 }
 
-async fn print_dry_run(
-    warehouse: &crate::warehouse::Warehouse,
-    backfill: &Backfill,
-) -> Result<(), Stop> {
+fn print_dry_run(backfill: &Backfill, statuses: &[state::PartitionStatus]) {
     let job = &backfill.job;
-    let statuses = state::job_status(warehouse, job, now_utc(), &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(e.to_string()))?;
     let planned: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
     let mut replaced = 0i64;
     println!(
@@ -218,7 +209,6 @@ async fn print_dry_run(
                 .join(", ")
         ),
     }
-    Ok(())
 }
 
 /// How run events are shown.

@@ -100,6 +100,19 @@ impl Backfill {
         retries: u32,
     ) -> Result<Backfill, PlanError> {
         let now = now_utc();
+        let statuses = state::job_status(warehouse, job, now, &HashSet::new()).await?;
+        Backfill::plan_from(job, selection, &statuses, now, concurrency, retries)
+    }
+
+    /// [`Backfill::plan`] from states already read.
+    pub fn plan_from(
+        job: &Job,
+        selection: &Selection,
+        statuses: &[state::PartitionStatus],
+        now: chrono::NaiveDateTime,
+        concurrency: usize,
+        retries: u32,
+    ) -> Result<Backfill, PlanError> {
         let from = selection.from.unwrap_or(job.start);
         let to = selection.to.unwrap_or_else(|| job.last_partition(now));
         if from > to {
@@ -108,7 +121,6 @@ impl Backfill {
                 to: to.name(),
             });
         }
-        let statuses = state::job_status(warehouse, job, now, &HashSet::new()).await?;
         let by_name: HashMap<String, &state::PartitionStatus> =
             statuses.iter().map(|s| (s.partition.name(), s)).collect();
         let partitions: Vec<Partition> = crate::partition::range(from, to)
