@@ -162,6 +162,13 @@ fn demo_console(dir: &tempfile::TempDir) -> (Console, PathBuf) {
     (c, demo.join("idem.toml"))
 }
 
+/// The demo's config and one of its jobs.
+fn demo_job(config_path: &Path, name: &str) -> (idem::config::Config, Job) {
+    let config = idem::config::load(config_path).unwrap();
+    let job = config.jobs.iter().find(|j| j.name == name).unwrap().clone();
+    (config, job)
+}
+
 #[test]
 fn demo_opens_on_jobs_and_calendar_and_q_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -208,13 +215,7 @@ fn rerun_a_failed_range_from_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let (mut c, config_path) = demo_console(&dir);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let config = idem::config::load(&config_path).unwrap();
-    let job = config
-        .jobs
-        .iter()
-        .find(|j| j.name == "fct_orders")
-        .unwrap()
-        .clone();
+    let (config, job) = demo_job(&config_path, "fct_orders");
     let (failed, before, others_before) = rt.block_on(async {
         let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
         let statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
@@ -428,13 +429,7 @@ fn verify_and_what_changed_from_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let (mut c, config_path) = demo_console(&dir);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let config = idem::config::load(&config_path).unwrap();
-    let job = config
-        .jobs
-        .iter()
-        .find(|j| j.name == "dim_customers")
-        .unwrap()
-        .clone();
+    let (config, job) = demo_job(&config_path, "dim_customers");
     let read = || {
         rt.block_on(async {
             let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
