@@ -45,6 +45,14 @@ pub struct RunArgs {
     /// the latest loaded one, so that the newest values win.
     #[arg(long)]
     pub through_latest: bool,
+    /// Let a replace leave a partition with far fewer rows than it has (or
+    /// none): the shrink guard otherwise refuses, taking it for a late source.
+    #[arg(long)]
+    pub allow_shrink: bool,
+    /// Also load windows that have not ended yet (UTC); such a load is never
+    /// taken as final, so the window stays due for a run after it ends.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
@@ -78,6 +86,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
         to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
         only,
+        allow_incomplete: args.allow_incomplete,
     };
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
@@ -94,6 +103,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     )
     .map_err(|e| Stop::usage(e.to_string()))?;
     backfill.reason = args.reason.clone();
+    backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
             backfill.extend_through_latest(&risk);

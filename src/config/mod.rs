@@ -34,6 +34,8 @@ pub struct WarehouseConfig {
 pub struct Defaults {
     pub concurrency: usize,
     pub retries: u32,
+    /// The jobs' [`Job::shrink_guard`] unless a job sets its own.
+    pub shrink_guard: f64,
 }
 
 impl Default for Defaults {
@@ -41,6 +43,7 @@ impl Default for Defaults {
         Defaults {
             concurrency: 4,
             retries: 2,
+            shrink_guard: 0.5,
         }
     }
 }
@@ -73,6 +76,10 @@ pub struct Job {
     pub start: Partition,
     pub end: Option<Partition>,
     pub sql: String,
+    /// A replace that would leave a loaded partition with fewer than this
+    /// fraction of its rows (or with none) is refused: the source looks
+    /// incomplete. 0 refuses only a replace with no rows.
+    pub shrink_guard: f64,
     /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
     pub sql_line: usize,
 }
@@ -159,6 +166,15 @@ struct RawWarehouse {
 struct RawDefaults {
     concurrency: Option<Spanned<i64>>,
     retries: Option<Spanned<i64>>,
+    shrink_guard: Option<Spanned<Fraction>>,
+}
+
+/// A number in TOML, written with or without a decimal point.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Fraction {
+    Int(i64),
+    Float(f64),
 }
 
 #[derive(Deserialize)]
@@ -174,6 +190,23 @@ struct RawJob {
     start: Spanned<String>,
     end: Option<Spanned<String>>,
     sql: Spanned<String>,
+    shrink_guard: Option<Spanned<Fraction>>,
+}
+
+/// A `shrink_guard` value: a fraction from 0 to 1 (exclusive).
+fn shrink_guard(cx: &Positions, v: &Spanned<Fraction>, field: &str) -> Result<f64, ConfigError> {
+    let x = match *v.get_ref() {
+        Fraction::Int(n) => n as f64,
+        Fraction::Float(x) => x,
+    };
+    if !(0.0..1.0).contains(&x) {
+        return Err(cx.error(
+            v.span(),
+            field,
+            format!("{x} is out of range; expected a fraction from 0 (refuse only a replace with no rows) to below 1, e.g. 0.5"),
+        ));
+    }
+    Ok(x)
 }
 
 /// Reads and validates a config file.
@@ -269,11 +302,14 @@ pub fn parse(
             }
             defaults.retries = *r.get_ref() as u32;
         }
+        if let Some(g) = &d.shrink_guard {
+            defaults.shrink_guard = shrink_guard(&cx, g, "defaults.shrink_guard")?;
+        }
     }
 
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
-        let job = validate_job(&cx, i, raw_job.get_ref())?;
+        let job = validate_job(&cx, i, raw_job.get_ref(), &defaults)?;
         if jobs.iter().any(|j| j.name == job.name) {
             let name = &raw_job.get_ref().name;
             return Err(cx.error(
@@ -295,7 +331,12 @@ pub fn parse(
     })
 }
 
-fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigError> {
+fn validate_job(
+    cx: &Positions,
+    i: usize,
+    raw: &RawJob,
+    defaults: &Defaults,
+) -> Result<Job, ConfigError> {
     let field = |f: &str| format!("jobs[{i}].{f}");
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty()
@@ -415,6 +456,10 @@ fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigErr
     } else {
         sql_line
     };
+    let shrink_guard = match &raw.shrink_guard {
+        Some(g) => shrink_guard(cx, g, &field("shrink_guard"))?,
+        None => defaults.shrink_guard,
+    };
     Ok(Job {
         name,
         description: raw.description.clone(),
@@ -426,6 +471,7 @@ fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigErr
         start,
         end,
         sql,
+        shrink_guard,
         sql_line,
     })
 }

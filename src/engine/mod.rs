@@ -30,6 +30,8 @@ pub struct Backfill {
     pub reason: Option<String>,
     /// Attempts already made per partition, so attempt numbers continue.
     pub prior_attempts: HashMap<String, i64>,
+    /// Let replaces shrink partitions past the job's shrink guard.
+    pub allow_shrink: bool,
 }
 
 /// Loaded merge windows after the last planned one.
@@ -78,6 +80,21 @@ pub enum PlanError {
     Warehouse(#[from] WarehouseError),
     #[error("--from {from} is after --to {to}")]
     EmptyRange { from: String, to: String },
+    #[error("{partition} is outside {job}'s partitions ({first} to {last}); choose a range inside them")]
+    OutOfRange {
+        job: String,
+        partition: String,
+        first: String,
+        last: String,
+    },
+    #[error(
+        "{partition} has not ended yet (it ends {end} UTC): loading it now would record a window its source is still filling. Choose --to {last_complete} or earlier, or pass --allow-incomplete to load it anyway (it then stays pending, never final)"
+    )]
+    Incomplete {
+        partition: String,
+        end: String,
+        last_complete: String,
+    },
 }
 
 /// Which partitions of a range a backfill loads.
@@ -87,6 +104,9 @@ pub struct Selection {
     pub to: Option<Partition>,
     /// Only partitions in these states; empty means all.
     pub only: Vec<LoadState>,
+    /// Also load windows that have not ended yet (their loads are never
+    /// taken as final).
+    pub allow_incomplete: bool,
 }
 
 impl Backfill {
@@ -121,6 +141,28 @@ impl Backfill {
                 to: to.name(),
             });
         }
+        let out_of_range = |p: Partition| PlanError::OutOfRange {
+            job: job.name.clone(),
+            partition: p.name(),
+            first: job.start.name(),
+            last: job.end.map_or_else(|| "now".into(), |e| e.name()),
+        };
+        if from < job.start {
+            return Err(out_of_range(from));
+        }
+        if let Some(end) = job.end
+            && to > end
+        {
+            return Err(out_of_range(to));
+        }
+        if to.is_future(now) && !selection.allow_incomplete {
+            let first_open = Partition::containing(job.grain, now).max(from);
+            return Err(PlanError::Incomplete {
+                partition: first_open.name(),
+                end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
+                last_complete: first_open.prev().name(),
+            });
+        }
         let by_name: HashMap<String, &state::PartitionStatus> =
             statuses.iter().map(|s| (s.partition.name(), s)).collect();
         let partitions: Vec<Partition> = crate::partition::range(from, to)
@@ -144,6 +186,7 @@ impl Backfill {
             retries,
             reason: None,
             prior_attempts,
+            allow_shrink: false,
         })
     }
 
@@ -211,6 +254,8 @@ pub struct RunSummary {
     pub run_id: String,
     pub succeeded: usize,
     pub failed: usize,
+    /// Of the failed, those the shrink guard refused (they kept their rows).
+    pub refused: usize,
     /// Partitions never started (after cancellation, or after a merge window failed).
     pub not_started: usize,
     pub cancelled: bool,
@@ -232,6 +277,7 @@ impl RunSummary {
 enum PartitionResult {
     Succeeded,
     Failed,
+    Refused,
     Cancelled,
     NotStarted,
 }
@@ -309,6 +355,10 @@ pub async fn run(
         match r {
             PartitionResult::Succeeded => summary.succeeded += 1,
             PartitionResult::Failed => summary.failed += 1,
+            PartitionResult::Refused => {
+                summary.failed += 1;
+                summary.refused += 1;
+            }
             PartitionResult::Cancelled | PartitionResult::NotStarted => summary.not_started += 1,
         }
     }
@@ -366,6 +416,7 @@ impl PartitionRun<'_> {
                 operator: self.operator.to_string(),
                 host: self.host.to_string(),
                 reason: self.backfill.reason.clone(),
+                allow_shrink: self.backfill.allow_shrink,
             };
             let events = self.events.clone();
             let (run_id, job_name, part) =
@@ -420,6 +471,14 @@ impl PartitionRun<'_> {
                         content_changed: o.content_changed,
                     });
                     return PartitionResult::Succeeded;
+                }
+                Err(e @ WarehouseError::SourceShrank { .. }) => {
+                    let message = e.to_string();
+                    log(format!("ROLLBACK: {message}"));
+                    self.record_failure(&partition, &meta, AttemptStatus::Refused, &message)
+                        .await;
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Refused;
                 }
                 Err(e) => {
                     let transient = e.is_transient(self.warehouse.dialect());

@@ -78,14 +78,15 @@ pub trait Dialect: Send + Sync {
         None
     }
     fn lock_plan(&self) -> LockPlan;
-    /// Statements taking the lock named `key`, for [`LockPlan::InTransaction`]
-    /// and [`LockPlan::Session`]; each returns one row whose first column is
-    /// 1 when the lock was granted (or no row at all when it cannot fail).
-    fn lock(&self, _key: &str, _timeout: Duration) -> Vec<Sql> {
+    /// Statements taking every lock named in `keys`, in order, for
+    /// [`LockPlan::InTransaction`] and [`LockPlan::Session`]; each returns
+    /// one row whose first column is 1 when all were granted (or no row at
+    /// all when it cannot fail).
+    fn lock(&self, _keys: &[String], _timeout: Duration) -> Vec<Sql> {
         Vec::new()
     }
-    /// Releases a [`LockPlan::Session`] lock.
-    fn unlock(&self, _key: &str) -> Vec<Sql> {
+    /// Releases the [`LockPlan::Session`] locks a session holds.
+    fn unlock(&self) -> Vec<Sql> {
         Vec::new()
     }
     /// Column types of the ledger.
@@ -144,6 +145,19 @@ pub enum WarehouseError {
         "could not take the lock on partition {0} within the lock timeout: another run is writing it"
     )]
     LockTimeout(String),
+    /// The shrink guard refused a replace: the source looks incomplete.
+    #[error(
+        "source looks incomplete: would replace {} rows with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
+        crate::numbers::thousands(*.before),
+        crate::numbers::thousands(*.after),
+        (.floor * 100.0).round()
+    )]
+    SourceShrank {
+        partition: String,
+        before: i64,
+        after: i64,
+        floor: f64,
+    },
 }
 
 impl WarehouseError {
@@ -294,7 +308,7 @@ impl Warehouse {
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
         let keys: Vec<(String, String)> = partitions
             .iter()
-            .map(|p| (p.name(), partition_lock_key(job, p)))
+            .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
             .collect();
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
@@ -445,10 +459,38 @@ async fn prepare_session(
     Ok(())
 }
 
-/// The name of a partition's lock: the target and the window, so that two
-/// jobs writing one table's partition exclude each other too.
-pub(crate) fn partition_lock_key(job: &Job, partition: &Partition) -> String {
-    format!("{}:{}", job.target, partition.name())
+/// The locks a partition's load holds: one per hour of its window on its
+/// target table. Two loads whose windows overlap on one table share an hour,
+/// whatever their jobs and grains (an hourly and a daily job writing the same
+/// table), so they exclude each other; loads of disjoint windows never do.
+/// Hours are the finest grain, so every overlap shares at least one.
+pub(crate) struct PartitionLock {
+    /// What the log calls it: `target [start, end)`.
+    pub label: String,
+    /// Lock names, oldest hour first: every process takes them in the same
+    /// order, so two overlapping loads cannot deadlock.
+    pub keys: Vec<String>,
+}
+
+impl PartitionLock {
+    pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
+        let mut keys = Vec::new();
+        let mut hour = Partition::containing(Grain::Hour, partition.start);
+        while hour.start < partition.end() {
+            keys.push(format!("{}:{}", job.target, hour.name()));
+            hour = hour.next();
+        }
+        PartitionLock {
+            label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
+            keys,
+        }
+    }
+
+    /// The key whose holder is taken to be loading the partition, for
+    /// showing it as running elsewhere: every load of the window holds it.
+    pub fn probe(&self) -> &str {
+        self.keys.first().map_or("", String::as_str)
+    }
 }
 
 /// A 64-bit lock key for a partition's lock name, the same in every process.

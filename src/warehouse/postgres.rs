@@ -54,16 +54,25 @@ impl Dialect for Postgres {
         LockPlan::InTransaction
     }
 
-    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+    fn lock(&self, keys: &[String], timeout: Duration) -> Vec<Sql> {
         let mut timeout_sql = Sql::new(&Postgres);
         timeout_sql
             .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
             .bind(format!("{}ms", timeout.as_millis()))
             .push(", true)) t");
+        // One statement, one round trip; the target list is evaluated in
+        // order, so the keys are taken oldest first.
         let mut lock = Sql::new(&Postgres);
-        lock.push("SELECT 1 FROM (SELECT pg_advisory_xact_lock(")
-            .bind(lock_key_i64(key))
-            .push(")) l");
+        lock.push("SELECT 1 FROM (SELECT ");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                lock.push(", ");
+            }
+            lock.push("pg_advisory_xact_lock(")
+                .bind(lock_key_i64(key))
+                .push(")");
+        }
+        lock.push(") l");
         vec![timeout_sql, lock]
     }
 
