@@ -128,7 +128,8 @@ pub async fn job_status(
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
 /// it read a source still filling.
 pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
-    attempt.started_at.as_str() < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
+    attempt.started_at.as_str()
+        < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
 }
 
 /// The state of each partition from counts and attempts (oldest first).

@@ -80,7 +80,9 @@ pub enum PlanError {
     Warehouse(#[from] WarehouseError),
     #[error("--from {from} is after --to {to}")]
     EmptyRange { from: String, to: String },
-    #[error("{partition} is outside {job}'s partitions ({first} to {last}); choose a range inside them")]
+    #[error(
+        "{partition} is outside {job}'s partitions ({first} to {last}); choose a range inside them"
+    )]
     OutOfRange {
         job: String,
         partition: String,

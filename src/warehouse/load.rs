@@ -184,7 +184,10 @@ async fn transact(
         None => conn.begin().await?,
     };
     match dialect.lock_plan() {
-        LockPlan::Begin => log(format!("BEGIN IMMEDIATE (write lock covering {})", lock.label)),
+        LockPlan::Begin => log(format!(
+            "BEGIN IMMEDIATE (write lock covering {})",
+            lock.label
+        )),
         LockPlan::InTransaction => {
             log("BEGIN".into());
             take_lock(
@@ -499,7 +502,10 @@ async fn merge(
     // A NULL key matches no row, not even the NULL-keyed row the last run
     // inserted: every re-run would add it again.
     let mut null_keys = Sql::new(dialect);
-    null_keys.push("SELECT COUNT(*) FROM ").push(&stage).push(" WHERE ");
+    null_keys
+        .push("SELECT COUNT(*) FROM ")
+        .push(&stage)
+        .push(" WHERE ");
     for (i, k) in keys.iter().enumerate() {
         if i > 0 {
             null_keys.push(" OR ");
@@ -511,7 +517,10 @@ async fn merge(
         return Err(WarehouseError::Job(format!(
             "job emitted {null_rows} row{} with a NULL unique_key ({}) in window {}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
             if null_rows == 1 { "" } else { "s" },
-            keys.iter().map(Ident::as_str).collect::<Vec<_>>().join(", "),
+            keys.iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
             partition.name(),
             if null_rows == 1 { "it" } else { "them" },
         )));

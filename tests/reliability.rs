@@ -1,0 +1,380 @@
+//! The holes found by attacking idem, each closed and tried again the way the
+//! world tries it: two grains racing on one table, NULL merge keys, windows
+//! that have not ended, a late source, on every engine.
+
+mod common;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, Job};
+use idem::engine::{self, Backfill, Event, PlanError, RunSummary, Selection};
+use idem::partition::{Grain, Partition, RangeEnd, now_utc};
+use idem::state::{self, LoadState};
+use idem::warehouse::Warehouse;
+use idem::warehouse::ledger::AttemptStatus;
+use sqlx::Row;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
+    config
+        .jobs
+        .iter()
+        .find(|j| j.name == name)
+        .expect("job in config")
+}
+
+fn day(d: &str) -> Partition {
+    Partition::parse(Grain::Day, d, RangeEnd::From).expect("day")
+}
+
+async fn run(wh: &Warehouse, backfill: &Backfill) -> (RunSummary, Vec<Event>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let summary = engine::run(wh, backfill, &tx, &CancellationToken::new()).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (summary, events)
+}
+
+async fn plan(wh: &Warehouse, job: &Job, from: &str, to: &str) -> Backfill {
+    let selection = Selection {
+        from: Some(day(from)),
+        to: Some(day(to)),
+        ..Selection::default()
+    };
+    Backfill::plan(wh, job, &selection, 2, 0)
+        .await
+        .expect("plan")
+}
+
+async fn scalar(wh: &Warehouse, sql: &str) -> i64 {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(wh.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .try_get::<i64, _>(0)
+        .expect("an integer")
+}
+
+fn errors(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PartitionFailed { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+// 1. An hourly and a daily job writing one table: overlapping windows of
+// different grains must exclude each other.
+
+const HOURS: i64 = 24;
+const ROWS_PER_HOUR: i64 = 40;
+
+async fn two_grains_on_one_target_never_duplicate(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, ts from src where ts >= :start and ts < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"ev_hourly\"\ntarget = \"ev\"\nstrategy = \"replace_partition\"\npartition_column = \"ts\"\n\
+         grain = \"hour\"\nstart = \"2026-01-01T00\"\nend = \"2026-01-01T23\"\nsql = \"{select}\"\n\n\
+         [[jobs]]\nname = \"ev_daily\"\ntarget = \"ev\"\nstrategy = \"replace_partition\"\npartition_column = \"ts\"\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = Warehouse::connect(&config.warehouse, 8)
+        .await
+        .expect("connect");
+    let ts = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let mut values = Vec::new();
+    for h in 0..HOURS {
+        for k in 0..ROWS_PER_HOUR {
+            values.push(format!(
+                "({}, '2026-01-01 {h:02}:{:02}:00')",
+                h * ROWS_PER_HOUR + k,
+                k % 60
+            ));
+        }
+    }
+    let mut ddl = vec![
+        format!("CREATE TABLE src (id INTEGER NOT NULL, ts {ts} NOT NULL)"),
+        format!("CREATE TABLE ev (id INTEGER NOT NULL, ts {ts} NOT NULL)"),
+        format!("INSERT INTO src (id, ts) VALUES {}", values.join(", ")),
+    ];
+    if kind == Kind::Postgres {
+        // Commits that take a while: the window in which two writers of one
+        // hour would both have deleted before either inserted.
+        ddl.push(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$"
+                .into(),
+        );
+        ddl.push(format!(
+            "CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ev DEFERRABLE INITIALLY DEFERRED \
+             FOR EACH ROW WHEN (NEW.id % {ROWS_PER_HOUR} = 0) EXECUTE FUNCTION slow_commit()"
+        ));
+    }
+    let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
+    wh.execute_script(&refs).await.expect("setup");
+
+    let hourly = Backfill::plan(&wh, job(&config, "ev_hourly"), &Selection::default(), 3, 0)
+        .await
+        .expect("plan hourly");
+    let daily = Backfill::plan(&wh, job(&config, "ev_daily"), &Selection::default(), 1, 0)
+        .await
+        .expect("plan daily");
+    assert_eq!((hourly.partitions.len(), daily.partitions.len()), (24, 1));
+    let total = HOURS * ROWS_PER_HOUR;
+    for round in 0..20 {
+        let ((h, h_events), (d, d_events)) = tokio::join!(run(&wh, &hourly), run(&wh, &daily));
+        let rows = scalar(&wh, "SELECT COUNT(*) FROM ev").await;
+        let ids = scalar(&wh, "SELECT COUNT(DISTINCT id) FROM ev").await;
+        assert_eq!(
+            (rows, ids),
+            (total, total),
+            "round {round}: {rows} rows for {ids} ids; hourly {h:?} {:?}, daily {d:?} {:?}",
+            errors(&h_events),
+            errors(&d_events)
+        );
+        assert_eq!(
+            (h.failed, d.failed),
+            (0, 0),
+            "round {round}: hourly {:?}, daily {:?}",
+            errors(&h_events),
+            errors(&d_events)
+        );
+    }
+}
+
+// 2. A NULL in a merge key matches nothing, so each re-run would add it again.
+
+async fn null_merge_key_fails_the_window_before_writing(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select customer_id, name, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"dim\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\nunique_key = [\"customer_id\"]\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (customer_id INTEGER, name VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (customer_id INTEGER UNIQUE, name VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 'ann', '2026-01-01'), (NULL, 'ghost', '2026-01-01'), \
+         (2, 'bob', '2026-01-02'), (NULL, 'ghost', '2026-01-02'), \
+         (3, 'cy', '2026-01-03'), (NULL, 'ghost', '2026-01-03')",
+    ])
+    .await
+    .expect("setup");
+    let dim = job(&config, "dim");
+    for _ in 0..2 {
+        let backfill = plan(&wh, dim, "2026-01-01", "2026-01-03").await;
+        let (summary, events) = run(&wh, &backfill).await;
+        // The first window fails; a failed merge window stops the later ones.
+        assert_eq!(summary.failed, 1, "{:?}", errors(&events));
+        let error = &errors(&events)[0];
+        assert!(
+            error.contains("NULL unique_key (customer_id)") && error.contains("2026-01-01"),
+            "{error}"
+        );
+        assert_eq!(
+            scalar(&wh, "SELECT COUNT(*) FROM dim").await,
+            0,
+            "nothing written"
+        );
+    }
+    // verify cannot call it idempotent.
+    let verdict = wh.verify_partition(dim, &day("2026-01-02")).await;
+    match verdict {
+        Ok(v) => panic!("verify called a NULL-keyed merge {v:?}"),
+        Err(e) => assert!(e.to_string().contains("NULL unique_key"), "{e}"),
+    }
+    // Without the NULL rows, the windows load and re-run to the same rows.
+    wh.execute_script(&["DELETE FROM src WHERE customer_id IS NULL"])
+        .await
+        .expect("clean source");
+    for _ in 0..2 {
+        let backfill = plan(&wh, dim, "2026-01-01", "2026-01-03").await;
+        let (summary, events) = run(&wh, &backfill).await;
+        assert_eq!(summary.failed, 0, "{:?}", errors(&events));
+        assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM dim").await, 3);
+    }
+}
+
+// 3. Windows that have not ended, and windows outside the job.
+
+async fn open_and_out_of_range_windows_are_refused(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let now = now_utc();
+    let today = Partition::containing(Grain::Day, now);
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"live\"\ntarget = \"live\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"day\"\nstart = \"{}\"\nsql = \"{select}\"\n",
+        today.prev().prev().name()
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE live (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let live = job(&config, "live");
+    let through = |to: Partition, allow_incomplete: bool| Selection {
+        from: Some(live.start),
+        to: Some(to),
+        allow_incomplete,
+        ..Selection::default()
+    };
+
+    // Today and the days after it have not ended.
+    for to in [today, today.next().next()] {
+        match Backfill::plan(&wh, live, &through(to, false), 2, 0).await {
+            Err(PlanError::Incomplete {
+                partition,
+                last_complete,
+                ..
+            }) => {
+                assert_eq!(partition, today.name());
+                assert_eq!(last_complete, today.prev().name());
+            }
+            other => panic!("planned an open window: {other:?}"),
+        }
+    }
+    // Before the job's start.
+    let early = Selection {
+        from: Some(live.start.prev()),
+        ..Selection::default()
+    };
+    assert!(matches!(
+        Backfill::plan(&wh, live, &early, 2, 0).await,
+        Err(PlanError::OutOfRange { .. })
+    ));
+
+    // Allowed explicitly, today loads but is never final: while open it is
+    // future, and once it has ended it is due again (missing), not empty.
+    let backfill = Backfill::plan(&wh, live, &through(today, true), 2, 0)
+        .await
+        .expect("plan with --allow-incomplete");
+    assert_eq!(backfill.partitions.len(), 3);
+    let (summary, _) = run(&wh, &backfill).await;
+    assert_eq!(summary.failed, 0);
+    let statuses = state::job_status(&wh, live, now_utc(), &Default::default())
+        .await
+        .expect("status");
+    let state_of = |statuses: &[state::PartitionStatus], p: Partition| {
+        statuses.iter().find(|s| s.partition == p).map(|s| s.state)
+    };
+    assert_eq!(state_of(&statuses, today.prev()), Some(LoadState::Empty));
+    assert_eq!(state_of(&statuses, today), Some(LoadState::Future));
+    let tomorrow = today.end() + chrono::Duration::hours(1);
+    let later = state::job_status(&wh, live, tomorrow, &Default::default())
+        .await
+        .expect("status later");
+    assert_eq!(state_of(&later, today), Some(LoadState::Missing));
+    let due = Selection {
+        only: vec![LoadState::Missing],
+        ..Selection::default()
+    };
+    let statuses_later = later.clone();
+    let rerun = Backfill::plan_from(live, &due, &statuses_later, tomorrow, 2, 0).expect("plan");
+    assert_eq!(rerun.partitions, vec![today]);
+}
+
+// 4. A late source: the day's rows have not landed, and a re-run would wipe
+// what was loaded.
+
+async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = common::replace_job("fct", "fct", "2026-01-02", select);
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let mut values = Vec::new();
+    for d in 1..=2 {
+        for k in 0..2000 {
+            values.push(format!("({}, '2026-01-0{d}')", d * 10_000 + k));
+        }
+    }
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+    ])
+    .await
+    .expect("setup");
+    let fct = job(&config, "fct");
+    let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
+    assert_eq!(summary.failed, 0);
+
+    // Day 1's source is empty again (its upstream load is being redone);
+    // day 2's lost most of its rows.
+    wh.execute_script(&[
+        "DELETE FROM src WHERE dt = '2026-01-01'",
+        "DELETE FROM src WHERE dt = '2026-01-02' AND id >= 20100",
+    ])
+    .await
+    .expect("late source");
+    let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
+    assert_eq!((summary.failed, summary.refused), (2, 2));
+    assert_eq!(summary.exit_code(), 1);
+    let errors = errors(&events);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("source looks incomplete: would replace 2,000 rows with 0")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("2,000 rows with 100")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct").await,
+        4000,
+        "both days kept"
+    );
+    // Recorded as refused, and the partitions still read as loaded.
+    let attempts = wh.attempts("fct", None).await.expect("ledger");
+    assert_eq!(
+        attempts
+            .iter()
+            .filter(|a| a.status == AttemptStatus::Refused)
+            .count(),
+        2
+    );
+    let statuses = state::job_status(&wh, fct, now_utc(), &Default::default())
+        .await
+        .expect("status");
+    assert!(statuses.iter().all(|s| s.state == LoadState::Loaded));
+
+    // The operator says the source really shrank.
+    let mut allowed = plan(&wh, fct, "2026-01-01", "2026-01-02").await;
+    allowed.allow_shrink = true;
+    let (summary, _) = run(&wh, &allowed).await;
+    assert_eq!(summary.failed, 0);
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 100);
+}
+
+on_every_engine!(
+    two_grains_on_one_target_never_duplicate,
+    null_merge_key_fails_the_window_before_writing,
+    open_and_out_of_range_windows_are_refused,
+    late_source_does_not_wipe_a_loaded_partition,
+);
