@@ -378,3 +378,92 @@ on_every_engine!(
     open_and_out_of_range_windows_are_refused,
     late_source_does_not_wipe_a_loaded_partition,
 );
+
+// 7. SQLite rolls a transaction back by itself on a full disk; the driver
+// still counts it open. The connection must not serve the next partition.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_self_rollback_does_not_poison_later_partitions() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
+    let wh = db.warehouse(&config).await;
+    let values: Vec<String> = (1..=10)
+        .map(|d| format!("({d}, '2026-01-{d:02}')"))
+        .collect();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+        // What SQLITE_FULL does: the statement fails and SQLite rolls the
+        // whole transaction back on its own.
+        "CREATE TRIGGER disk_full BEFORE INSERT ON fct WHEN NEW.dt = '2026-01-03' \
+         BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END",
+    ])
+    .await
+    .expect("setup");
+    let fct = job(&config, "fct");
+    let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-10").await).await;
+    let errors = errors(&events);
+    assert_eq!(summary.failed, 1, "only the full day fails: {errors:?}");
+    assert!(errors[0].contains("database or disk is full"), "{errors:?}");
+    assert_eq!(summary.succeeded, 9);
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writes_one_partition_at_a_time() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let mut backfill = plan(&wh, job(&config, "fct"), "2026-01-01", "2026-01-10").await;
+    backfill.concurrency = 4;
+    let (summary, events) = run(&wh, &backfill).await;
+    assert_eq!(summary.succeeded, 10);
+    let Some(Event::RunStarted { concurrency, .. }) = events.first() else {
+        panic!("no RunStarted: {events:?}");
+    };
+    assert_eq!(*concurrency, 1, "SQLite has one writer");
+    // Never two partitions in flight: each starts after the last one ended.
+    let mut in_flight = 0;
+    for e in &events {
+        match e {
+            Event::PartitionStarted { .. } => {
+                in_flight += 1;
+                assert_eq!(in_flight, 1, "two SQLite partitions in flight");
+            }
+            Event::PartitionSucceeded { .. } | Event::PartitionFailed { .. } => in_flight -= 1,
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_sqlite_warehouse_says_so() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    // An empty database file that cannot be written (as root, file modes do
+    // not stop writes; SQLite's read-only mode does the same thing).
+    let path = db.path().join("warehouse.db");
+    std::fs::write(&path, b"").expect("create file");
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let config = idem::config::WarehouseConfig {
+        url,
+        statement_timeout: None,
+        lock_timeout: std::time::Duration::from_secs(1),
+    };
+    let error = match Warehouse::connect(&config, 1).await {
+        Ok(_) => panic!("a read-only warehouse connected for writing"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("is read-only") && error.contains("writable"),
+        "{error}"
+    );
+}

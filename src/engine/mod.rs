@@ -318,12 +318,15 @@ pub async fn run(
     let run_id = new_run_id();
     let started = Instant::now();
     let job = &backfill.job;
+    let concurrency = backfill
+        .effective_concurrency()
+        .min(warehouse.dialect().max_writers());
     let _ = events.send(Event::RunStarted {
         run_id: run_id.clone(),
         job: job.name.clone(),
         strategy: job.strategy,
         partitions: backfill.partitions.iter().map(Partition::name).collect(),
-        concurrency: backfill.effective_concurrency(),
+        concurrency,
         reason: backfill.reason.clone(),
     });
     let operator = operator();
@@ -345,7 +348,7 @@ pub async fn run(
             };
             async move { ctx.run(partition).await }
         })
-        .buffer_unordered(backfill.effective_concurrency())
+        .buffer_unordered(concurrency)
         .collect()
         .await;
     let mut summary = RunSummary {

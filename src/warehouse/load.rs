@@ -104,7 +104,11 @@ impl Warehouse {
         let dialect = self.dialect();
         let target_columns = self.target_columns(&job.target).await?;
         let columns = select_columns(self, job, partition, &target_columns).await?;
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = WriteConnection {
+            conn: self.pool().acquire().await?,
+            clean: false,
+        };
+        let conn = &mut conn;
         let lock = super::PartitionLock::of(job, partition);
         let timeout = self.config().lock_timeout;
 
@@ -112,8 +116,8 @@ impl Warehouse {
         if session_lock {
             // If this future is dropped (cancellation), closing the connection
             // is what releases a session lock.
-            conn.close_on_drop();
-            take_lock(dialect, &mut conn, &lock, timeout, partition).await?;
+            conn.conn.close_on_drop();
+            take_lock(dialect, &mut conn.conn, &lock, timeout, partition).await?;
             log(format!("lock on {} taken", lock.label));
         }
         let shrink_guard = match &work {
@@ -128,14 +132,34 @@ impl Warehouse {
             target_columns: &target_columns,
             shrink_guard,
         };
-        let result = transact(self, &mut conn, &target, work, &lock, log).await;
+        let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
+        conn.clean = result.is_ok();
         if session_lock {
             for unlock in dialect.unlock() {
                 // The lock also ends with the connection; a failed release is harmless.
-                let _ = unlock.query().execute(&mut *conn).await;
+                let _ = unlock.query().execute(&mut *conn.conn).await;
             }
         }
         result
+    }
+}
+
+/// A pooled connection that goes back to the pool only after its load ended
+/// as idem meant it to (committed, or a verification rolled back). After an
+/// error, or when the load is dropped mid-way (cancelled), the transaction's
+/// state is unknown: SQLite, for one, rolls back by itself on a full disk
+/// while the driver still counts a transaction open. Such a connection is
+/// closed, never handed to the next partition.
+struct WriteConnection {
+    conn: PoolConnection<Any>,
+    clean: bool,
+}
+
+impl Drop for WriteConnection {
+    fn drop(&mut self) {
+        if !self.clean {
+            self.conn.close_on_drop();
+        }
     }
 }
 

@@ -78,6 +78,11 @@ pub trait Dialect: Send + Sync {
         None
     }
     fn lock_plan(&self) -> LockPlan;
+    /// How many partitions can usefully write at once: SQLite has one
+    /// writer per database, so more would only queue on its lock.
+    fn max_writers(&self) -> usize {
+        usize::MAX
+    }
     /// Statements taking every lock named in `keys`, in order, for
     /// [`LockPlan::InTransaction`] and [`LockPlan::Session`]; each returns
     /// one row whose first column is 1 when all were granted (or no row at
@@ -137,6 +142,10 @@ pub enum WarehouseError {
     Connect { url: String, source: sqlx::Error },
     #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
+    #[error(
+        "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
+    )]
+    ReadOnly { url: String, message: String },
     #[error("target table {0} does not exist or has no columns")]
     NoTarget(String),
     #[error("{0}")]
@@ -195,9 +204,20 @@ impl Warehouse {
             url
         };
         let timeouts = (config.lock_timeout, config.statement_timeout);
-        let connect_error = |source| WarehouseError::Connect {
-            url: redact(&config.url),
-            source,
+        let read_only = |e: &sqlx::Error| {
+            let message = sql_message(e);
+            (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(
+                || WarehouseError::ReadOnly {
+                    url: redact(&config.url),
+                    message,
+                },
+            )
+        };
+        let connect_error = |source: sqlx::Error| {
+            read_only(&source).unwrap_or_else(|| WarehouseError::Connect {
+                url: redact(&config.url),
+                source,
+            })
         };
         // One connection first, so that a wrong URL, a server that is down or
         // a failing session setup says so at once, in the driver's words,
@@ -223,7 +243,10 @@ impl Warehouse {
             config: config.clone(),
             described: Arc::default(),
         };
-        warehouse.ensure_ledger().await?;
+        warehouse.ensure_ledger().await.map_err(|e| match &e {
+            WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
+            _ => e,
+        })?;
         Ok(warehouse)
     }
 

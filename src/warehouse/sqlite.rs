@@ -64,6 +64,10 @@ impl Dialect for Sqlite {
         LockPlan::Begin
     }
 
+    fn max_writers(&self) -> usize {
+        1
+    }
+
     fn ledger_types(&self) -> ColumnTypes {
         ColumnTypes {
             id: "INTEGER PRIMARY KEY AUTOINCREMENT",
