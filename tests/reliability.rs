@@ -457,6 +457,7 @@ async fn a_read_only_sqlite_warehouse_says_so() {
         url,
         statement_timeout: None,
         lock_timeout: std::time::Duration::from_secs(1),
+        connect_timeout: std::time::Duration::from_secs(5),
     };
     let error = match Warehouse::connect(&config, 1).await {
         Ok(_) => panic!("a read-only warehouse connected for writing"),
@@ -465,5 +466,155 @@ async fn a_read_only_sqlite_warehouse_says_so() {
     assert!(
         error.contains("is read-only") && error.contains("writable"),
         "{error}"
+    );
+}
+
+// 5. A warehouse that goes away mid-run and stays away: idem stops starting
+// partitions within the connect timeout, says nothing changed, and prints a
+// command that selects what is left.
+
+/// A TCP proxy in front of the server; `cut` drops every connection and
+/// refuses new ones, as a server that died would.
+struct Proxy {
+    port: u16,
+    cut: CancellationToken,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        use tokio::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = CancellationToken::new();
+        let stop = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut inbound, _) = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(_) => break,
+                    },
+                };
+                let (upstream, stop) = (upstream.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = stop.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Proxy { port, cut }
+    }
+}
+
+/// `scheme://user@host:port/db` → (`host:port`, the URL with `other` there).
+fn swap_host(url: &str, other: &str) -> (String, String) {
+    let at = url
+        .find('@')
+        .map_or(url.find("://").expect("url") + 3, |i| i + 1);
+    let end = url[at..].find('/').map_or(url.len(), |i| at + i);
+    let host = url[at..end].to_string();
+    (host, format!("{}{other}{}", &url[..at], &url[end..]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    const DAYS: u32 = 20;
+    const ROWS: u32 = 50;
+    // Each partition takes a moment, so that the warehouse dies mid-run.
+    let select = "select src.id, src.dt from src cross join (select pg_sleep(0.25)) pause \
+                  where src.dt >= :start and src.dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-20", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!(
+            "INSERT INTO src SELECT i, date '2026-01-01' + (i / {ROWS}) FROM generate_series(0, {}) i",
+            DAYS * ROWS - 1
+        ),
+    ])
+    .await
+    .expect("setup");
+
+    let (upstream, _) = swap_host(&db.url, "");
+    let proxy = Proxy::start(upstream).await;
+    let (_, proxied) = swap_host(&db.url, &format!("127.0.0.1:{}", proxy.port));
+    let config_text = |url: &str| {
+        format!(
+            "[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"2s\"\n\n[defaults]\nconcurrency = 2\nretries = 2\n\n{}",
+            common::replace_job("fct", "fct", "2026-01-20", select)
+        )
+    };
+    let path = db.path().join("outage.toml");
+    std::fs::write(&path, config_text(&proxied)).expect("config");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", path.to_str().expect("path"), "run", "fct"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("idem: {e}"),
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let cut_at = std::time::Instant::now();
+    proxy.cut.cancel();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("idem ran");
+    let stopped_after = cut_at.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stopped_after < std::time::Duration::from_secs(15),
+        "took {stopped_after:?} after the warehouse went away: {stderr}"
+    );
+    assert!(
+        stderr.contains("the warehouse cannot be reached")
+            && stderr.contains("left exactly as they were"),
+        "{stderr}"
+    );
+    // Every day is whole or untouched.
+    let rows = sqlx::query("SELECT CAST(COUNT(*) AS BIGINT) FROM fct GROUP BY dt")
+        .fetch_all(wh.pool())
+        .await
+        .expect("counts");
+    for r in &rows {
+        assert_eq!(r.try_get::<i64, _>(0).expect("count"), i64::from(ROWS));
+    }
+    assert!((rows.len() as u32) < DAYS, "the run was cut short");
+
+    // The printed command, run against the warehouse once it is back,
+    // finishes the job.
+    let repeat = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("idem: to finish, repeat: idem "))
+        .unwrap_or_else(|| panic!("no command to repeat: {stderr}"));
+    std::fs::write(&path, config_text(&db.url)).expect("config");
+    let mut args: Vec<&str> = vec!["--config", path.to_str().expect("path")];
+    args.extend(repeat.split_whitespace());
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(&args)
+        .output()
+        .expect("repeat ran");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT CAST(COUNT(*) AS BIGINT) FROM fct").await,
+        i64::from(DAYS * ROWS)
     );
 }

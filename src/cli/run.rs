@@ -158,26 +158,36 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         }
         line.push_str(&format!(" · run {}", summary.run_id));
         println!("{line}");
-        if summary.failed > 0 {
-            println!(
-                "re-run the failures: idem run {} --only failed{}",
-                job.name,
-                range_flags(&args)
-            );
-        }
+    }
+    if let Some(why) = &summary.unreachable {
+        eprintln!(
+            "idem: stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
+            summary.unfinished.len(),
+            if summary.unfinished.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
+    if let Some(repeat) = repeat_command(&job.name, &summary) {
+        eprintln!("idem: to finish, repeat: {repeat}");
     }
     Ok(summary.exit_code())
 }
 
-fn range_flags(args: &RunArgs) -> String {
-    let mut s = String::new();
-    if let Some(f) = &args.from {
-        s.push_str(&format!(" --from {f}"));
-    }
-    if let Some(t) = &args.to {
-        s.push_str(&format!(" --to {t}"));
-    }
-    s
+/// The command that runs again exactly what this run left undone, or more
+/// (re-running a partition that succeeded is safe), never less: `--only
+/// failed` only when every unfinished partition failed and is in the ledger.
+fn repeat_command(job: &str, summary: &engine::RunSummary) -> Option<String> {
+    let (first, last) = (summary.unfinished.first()?, summary.unfinished.last()?);
+    let only_failed = summary.unrecorded == 0 && summary.not_started == 0 && summary.refused == 0;
+    Some(format!(
+        "idem run {job}{} --from {} --to {}",
+        if only_failed { " --only failed" } else { "" },
+        first.name(),
+        last.name()
+    ))
 }
 
 fn print_dry_run(backfill: &Backfill, statuses: &[state::PartitionStatus]) {

@@ -28,6 +28,9 @@ pub struct WarehouseConfig {
     pub url: String,
     pub statement_timeout: Option<Duration>,
     pub lock_timeout: Duration,
+    /// How long to wait for a connection before taking the warehouse for
+    /// unreachable.
+    pub connect_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +162,7 @@ struct RawWarehouse {
     url: Spanned<String>,
     statement_timeout: Option<Spanned<String>>,
     lock_timeout: Option<Spanned<String>>,
+    connect_timeout: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -277,6 +281,8 @@ pub fn parse(
         url,
         statement_timeout: duration(&wh.statement_timeout, "warehouse.statement_timeout")?,
         lock_timeout: duration(&wh.lock_timeout, "warehouse.lock_timeout")?
+            .unwrap_or(Duration::from_secs(10)),
+        connect_timeout: duration(&wh.connect_timeout, "warehouse.connect_timeout")?
             .unwrap_or(Duration::from_secs(10)),
     };
 

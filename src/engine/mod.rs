@@ -258,9 +258,19 @@ pub struct RunSummary {
     pub failed: usize,
     /// Of the failed, those the shrink guard refused (they kept their rows).
     pub refused: usize,
-    /// Partitions never started (after cancellation, or after a merge window failed).
+    /// Partitions never started (after cancellation, after a merge window
+    /// failed, or once the warehouse stopped answering).
     pub not_started: usize,
     pub cancelled: bool,
+    /// Every partition that did not succeed (failed, refused or never
+    /// started), oldest first: what a repeat of the run must cover.
+    pub unfinished: Vec<Partition>,
+    /// Failures the ledger could not record (the warehouse was gone), so
+    /// `--only failed` would not select them.
+    pub unrecorded: usize,
+    /// Why the run stopped starting partitions early: the warehouse could
+    /// not be reached.
+    pub unreachable: Option<String>,
 }
 
 impl RunSummary {
@@ -278,7 +288,7 @@ impl RunSummary {
 
 enum PartitionResult {
     Succeeded,
-    Failed,
+    Failed { recorded: bool },
     Refused,
     Cancelled,
     NotStarted,
@@ -334,39 +344,51 @@ pub async fn run(
     // A failed merge window stops the windows after it, which would otherwise
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
-    let results: Vec<PartitionResult> = futures::stream::iter(backfill.partitions.iter().copied())
-        .map(|partition| {
-            let ctx = PartitionRun {
-                warehouse,
-                backfill,
-                run_id: &run_id,
-                operator: &operator,
-                host: &host,
-                events,
-                cancel,
-                halted: &halted,
-            };
-            async move { ctx.run(partition).await }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await;
+    let unreachable = std::sync::Mutex::new(None);
+    let results: Vec<(Partition, PartitionResult)> =
+        futures::stream::iter(backfill.partitions.iter().copied())
+            .map(|partition| {
+                let ctx = PartitionRun {
+                    warehouse,
+                    backfill,
+                    run_id: &run_id,
+                    operator: &operator,
+                    host: &host,
+                    events,
+                    cancel,
+                    halted: &halted,
+                    unreachable: &unreachable,
+                };
+                async move { (partition, ctx.run(partition).await) }
+            })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
     let mut summary = RunSummary {
         run_id: run_id.clone(),
         cancelled: cancel.is_cancelled(),
         ..RunSummary::default()
     };
-    for r in results {
+    for (partition, r) in results {
         match r {
-            PartitionResult::Succeeded => summary.succeeded += 1,
-            PartitionResult::Failed => summary.failed += 1,
+            PartitionResult::Succeeded => {
+                summary.succeeded += 1;
+                continue;
+            }
+            PartitionResult::Failed { recorded } => {
+                summary.failed += 1;
+                summary.unrecorded += usize::from(!recorded);
+            }
             PartitionResult::Refused => {
                 summary.failed += 1;
                 summary.refused += 1;
             }
             PartitionResult::Cancelled | PartitionResult::NotStarted => summary.not_started += 1,
         }
+        summary.unfinished.push(partition);
     }
+    summary.unfinished.sort();
+    summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     let _ = events.send(Event::RunFinished {
         run_id,
         job: job.name.clone(),
@@ -388,6 +410,8 @@ struct PartitionRun<'a> {
     events: &'a UnboundedSender<Event>,
     cancel: &'a CancellationToken,
     halted: &'a CancellationToken,
+    /// Set by the first partition that finds the warehouse unreachable.
+    unreachable: &'a std::sync::Mutex<Option<String>>,
 }
 
 impl PartitionRun<'_> {
@@ -485,20 +509,36 @@ impl PartitionRun<'_> {
                     self.failed(&name, attempt, message, false, duration_ms);
                     return PartitionResult::Refused;
                 }
+                Err(e) if e.is_unreachable() => {
+                    // No connection could be had: nothing was sent, nothing
+                    // changed, and the ledger cannot be written either.
+                    // Starting more partitions would only wait as long again.
+                    let message = e.to_string();
+                    log(format!("not started: {message}"));
+                    if let Ok(mut first) = self.unreachable.lock() {
+                        first.get_or_insert(message.clone());
+                    }
+                    self.halted.cancel();
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Failed { recorded: false };
+                }
                 Err(e) => {
                     let transient = e.is_transient(self.warehouse.dialect());
-                    let will_retry =
-                        transient && retry < self.backfill.retries && !self.cancel.is_cancelled();
+                    let will_retry = transient
+                        && retry < self.backfill.retries
+                        && !self.cancel.is_cancelled()
+                        && !self.halted.is_cancelled();
                     let message = e.to_string();
                     log(format!("ROLLBACK: {message}"));
-                    self.record_failure(&partition, &meta, AttemptStatus::Failed, &message)
+                    let recorded = self
+                        .record_failure(&partition, &meta, AttemptStatus::Failed, &message)
                         .await;
                     self.failed(&name, attempt, message, will_retry, duration_ms);
                     if !will_retry {
                         if job.strategy == Strategy::MergeKey {
                             self.halted.cancel();
                         }
-                        return PartitionResult::Failed;
+                        return PartitionResult::Failed { recorded };
                     }
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
@@ -537,7 +577,7 @@ impl PartitionRun<'_> {
         meta: &AttemptMeta,
         status: AttemptStatus,
         error: &str,
-    ) {
+    ) -> bool {
         let job = &self.backfill.job;
         let attempt = Attempt {
             run_id: meta.run_id.clone(),
@@ -560,13 +600,17 @@ impl PartitionRun<'_> {
             host: meta.host.clone(),
             reason: meta.reason.clone(),
         };
-        if let Err(e) = self.warehouse.record_attempt(&attempt).await {
-            let _ = self.events.send(Event::PartitionLog {
-                run_id: self.run_id.to_string(),
-                job: job.name.clone(),
-                partition: partition.name(),
-                line: format!("could not record the failure in the ledger: {e}"),
-            });
+        match self.warehouse.record_attempt(&attempt).await {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = self.events.send(Event::PartitionLog {
+                    run_id: self.run_id.to_string(),
+                    job: job.name.clone(),
+                    partition: partition.name(),
+                    line: format!("could not record the failure in the ledger: {e}"),
+                });
+                false
+            }
         }
     }
 }

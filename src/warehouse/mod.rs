@@ -179,6 +179,15 @@ impl WarehouseError {
             _ => false,
         }
     }
+
+    /// No connection to the warehouse could be had within the connect
+    /// timeout: nothing reached it.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            WarehouseError::Sql(sqlx::Error::PoolTimedOut) | WarehouseError::Connect { .. }
+        )
+    }
 }
 
 /// Row counts per partition name, read from the target table.
@@ -222,17 +231,18 @@ impl Warehouse {
         // One connection first, so that a wrong URL, a server that is down or
         // a failing session setup says so at once, in the driver's words,
         // rather than as a pool timing out.
-        let mut first = tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(&url))
-            .await
-            .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
-            .map_err(connect_error)?;
+        let mut first =
+            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
+                .map_err(connect_error)?;
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
         let _ = first.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(config.connect_timeout)
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
             .connect(&url)
             .await
@@ -462,8 +472,6 @@ impl Warehouse {
     }
 }
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-
 /// Session settings every connection gets: UTC, isolation, timeouts.
 async fn prepare_session(
     dialect: &'static dyn Dialect,
@@ -535,6 +543,9 @@ pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Er
 fn sql_message(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => db.message().to_string(),
+        sqlx::Error::PoolTimedOut => {
+            "the warehouse did not answer within the connect timeout".to_string()
+        }
         other => other.to_string(),
     }
 }
