@@ -618,3 +618,96 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
         i64::from(DAYS * ROWS)
     );
 }
+
+// 6. A lock held on the target (an ALTER TABLE, a LOCK TABLE): reading the
+// states waits at most lock_timeout, says what it waits on, and fails with
+// the reason instead of hanging.
+
+async fn a_locked_target_bounds_status_and_run(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config_with(
+        "lock_timeout = \"3s\"",
+        &common::replace_job("fct", "fct", "2026-01-05", select),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let mut holder = wh.pool().acquire().await.expect("connection");
+    let lock = match kind {
+        Kind::Postgres => vec!["BEGIN", "LOCK TABLE fct IN ACCESS EXCLUSIVE MODE"],
+        _ => vec!["LOCK TABLES fct WRITE"],
+    };
+    for stmt in lock {
+        sqlx::query(stmt)
+            .execute(&mut *holder)
+            .await
+            .expect("take the lock");
+    }
+    for command in [vec!["status", "fct"], vec!["run", "fct", "--dry-run"]] {
+        let started = std::time::Instant::now();
+        let mut args = vec!["--config", path.to_str().expect("path")];
+        args.extend(&command);
+        let output = tokio::task::spawn_blocking({
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+                    .args(&args)
+                    .output()
+            }
+        })
+        .await
+        .expect("join")
+        .expect("idem ran");
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{command:?} took {took:?}"
+        );
+        assert!(
+            stderr.contains("still reading fct from fct") && stderr.contains("lock_timeout"),
+            "{command:?} did not say what it waits on: {stderr}"
+        );
+        assert!(
+            stderr.contains("another session held a lock"),
+            "{command:?}: {stderr}"
+        );
+    }
+    let release = match kind {
+        Kind::Postgres => "ROLLBACK",
+        _ => "UNLOCK TABLES",
+    };
+    sqlx::query(release)
+        .execute(&mut *holder)
+        .await
+        .expect("release");
+    drop(holder);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", path.to_str().expect("path"), "status", "fct"])
+        .output()
+        .expect("idem ran");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_target_bounds_status_and_run_postgres() {
+    a_locked_target_bounds_status_and_run(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_target_bounds_status_and_run_mysql() {
+    a_locked_target_bounds_status_and_run(Kind::MySql).await;
+}

@@ -1,7 +1,6 @@
 //! `idem diff JOB [PARTITION]`: what changed in a job's definition since a
 //! stale partition was loaded.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use similar::TextDiff;
@@ -19,9 +18,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             None => None,
         };
         let warehouse = connect(&config, 2).await?;
-        let statuses = state::job_status(&warehouse, job, now_utc(), &HashSet::new())
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
+        let statuses = super::read_states(&warehouse, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {
             Some(p) => statuses.iter().find(|s| s.partition == p),

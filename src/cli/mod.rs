@@ -64,6 +64,33 @@ pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse,
         .map_err(|e| Stop::failed(e.to_string()))
 }
 
+/// A job's partition states, read as every command reads them. Reading can
+/// wait on locks other sessions hold on the target (up to `lock_timeout`);
+/// after a moment the operator is told what idem is waiting on.
+pub async fn read_states(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    let nothing_running = Default::default();
+    let read = crate::state::job_status(warehouse, job, now, &nothing_running);
+    tokio::pin!(read);
+    let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
+    tokio::pin!(notice);
+    let result = loop {
+        tokio::select! {
+            r = &mut read => break r,
+            _ = &mut notice, if !notice.is_elapsed() => eprintln!(
+                "idem: still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {:?}, then gives up)",
+                job.name,
+                job.target,
+                warehouse.config().lock_timeout
+            ),
+        }
+    };
+    result.map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
+}
+
 pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
     config.jobs.iter().find(|j| j.name == name).ok_or_else(|| {
         let names: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();

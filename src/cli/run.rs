@@ -90,9 +90,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     };
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = state::job_status(&warehouse, job, now, &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
+    let statuses = super::read_states(&warehouse, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,

@@ -1,7 +1,6 @@
 //! `idem status`, `idem jobs` and `idem log`: what the warehouse and the
 //! ledger say, as a table, JSON or CSV.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use clap::ValueEnum;
@@ -10,7 +9,7 @@ use serde::Serialize;
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState, PartitionStatus};
+use crate::state::{LoadState, PartitionStatus};
 use crate::warehouse::Warehouse;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -161,9 +160,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
 }
 
 async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
-    state::job_status(warehouse, job, now_utc(), &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
+    super::read_states(warehouse, job, now_utc()).await
 }
 
 fn opt(n: Option<i64>) -> String {

@@ -542,7 +542,16 @@ pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Er
 /// The database's own words for an error, without the driver's wrapping.
 fn sql_message(e: &sqlx::Error) -> String {
     match e {
-        sqlx::Error::Database(db) => db.message().to_string(),
+        sqlx::Error::Database(db) => {
+            let message = db.message();
+            if message.contains("lock timeout") || message.contains("Lock wait timeout") {
+                format!(
+                    "{message}: another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)"
+                )
+            } else {
+                message.to_string()
+            }
+        }
         sqlx::Error::PoolTimedOut => {
             "the warehouse did not answer within the connect timeout".to_string()
         }

@@ -39,15 +39,22 @@ impl Dialect for Postgres {
         &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
     }
 
-    fn session_timeouts(&self, _lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
-        let Some(t) = statement else {
-            return Vec::new();
+    /// Every statement of the session, not only the partition lock, waits
+    /// at most `lock_timeout` for a lock another session holds (a reader of
+    /// the target behind an `ALTER TABLE` must not hang).
+    fn session_timeouts(&self, lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
+        let setting = |name: &str, t: Duration| {
+            let mut sql = Sql::new(&Postgres);
+            sql.push("SELECT 1 FROM (SELECT set_config(")
+                .bind(name)
+                .push(", ")
+                .bind(format!("{}ms", t.as_millis()))
+                .push(", false)) t");
+            sql
         };
-        let mut sql = Sql::new(&Postgres);
-        sql.push("SELECT 1 FROM (SELECT set_config('statement_timeout', ")
-            .bind(format!("{}ms", t.as_millis()))
-            .push(", false)) t");
-        vec![sql]
+        let mut out = vec![setting("lock_timeout", lock)];
+        out.extend(statement.map(|t| setting("statement_timeout", t)));
+        out
     }
 
     fn lock_plan(&self) -> LockPlan {
