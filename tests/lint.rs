@@ -593,7 +593,7 @@ async fn warehouse_checks(kind: Kind) {
         "CREATE TABLE src_undated (id INTEGER NOT NULL, v INTEGER NOT NULL, day_of DATE NOT NULL)",
         "CREATE TABLE dim_plain (id INTEGER NOT NULL, v INTEGER)",
         "CREATE INDEX dim_plain_id ON dim_plain (id)",
-        "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER)",
+        "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)",
         "CREATE TABLE dim_pair (a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER)",
         "CREATE UNIQUE INDEX dim_pair_ab ON dim_pair (a, b)",
         "CREATE TABLE dim_uq (a INTEGER NOT NULL, b INTEGER, UNIQUE (a))",

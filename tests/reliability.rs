@@ -193,6 +193,16 @@ async fn null_merge_key_fails_the_window_before_writing(kind: Kind) {
             "nothing written"
         );
     }
+    // lint warns of the nullable key column, and only of it.
+    let findings = idem::lint::warehouse_findings(&wh, dim)
+        .await
+        .expect("lint");
+    let nullable: Vec<_> = findings
+        .iter()
+        .filter(|f| f.message.contains("accepts NULL"))
+        .collect();
+    assert_eq!(nullable.len(), 1, "{findings:?}");
+    assert!(nullable[0].message.contains("customer_id"), "{findings:?}");
     // verify cannot call it idempotent.
     let verdict = wh.verify_partition(dim, &day("2026-01-02")).await;
     match verdict {

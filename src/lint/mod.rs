@@ -395,6 +395,30 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .iter()
             .map(|k| k.as_str().to_lowercase())
             .collect();
+        let nullable = wh.nullable_columns(&job.target).await?;
+        let nullable_keys: Vec<&str> = wanted
+            .iter()
+            .filter(|k| nullable.contains(k))
+            .map(String::as_str)
+            .collect();
+        if !nullable_keys.is_empty() {
+            out.push(Finding::new(
+                Severity::Warning,
+                first,
+                format!(
+                    "unique_key column{} {} of {} accept{} NULL: a NULL key matches no row, so a merge could only insert it again on every re-run (idem fails such a window)",
+                    if nullable_keys.len() == 1 { "" } else { "s" },
+                    nullable_keys.join(", "),
+                    job.target,
+                    if nullable_keys.len() == 1 { "s" } else { "" },
+                ),
+                format!(
+                    "declare {} NOT NULL in {}, and filter or coalesce NULL keys in the job's SQL",
+                    nullable_keys.join(", "),
+                    job.target
+                ),
+            ));
+        }
         let sets = wh.unique_key_sets(&job.target).await?;
         let matched = sets
             .iter()

@@ -100,6 +100,8 @@ pub trait Dialect: Send + Sync {
     fn ledger_table(&self) -> TableName;
     /// A query returning the target's column names, one per row.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// A query returning the names of the target's columns that accept NULL.
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression rendering a column's value as text, for fingerprints.
@@ -348,6 +350,16 @@ impl Warehouse {
             Engine::Postgres => postgres::held(&self.pool, &keys).await?,
             Engine::MySql => mysql::held(&self.pool, &keys).await?,
         })
+    }
+
+    /// The target's columns that accept NULL, lower-cased.
+    pub async fn nullable_columns(&self, table: &TableName) -> Result<Vec<String>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect.nullable_columns_query(&mut sql, table);
+        let rows = sql.query().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get::<String, _>(0)?.to_lowercase()))
+            .collect()
     }
 
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {

@@ -125,6 +125,15 @@ impl Dialect for MySql {
             .push(" ORDER BY ordinal_position");
     }
 
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
+    }
+
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
         let format = match grain {
             Grain::Hour => "%Y-%m-%dT%H",
