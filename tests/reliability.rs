@@ -154,6 +154,39 @@ async fn two_grains_on_one_target_never_duplicate(kind: Kind) {
     }
 }
 
+/// A month's load locks its ~744 hours in one statement, on every engine,
+/// three months at once.
+async fn month_partitions_take_their_hour_locks(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"monthly\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE m (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')",
+    ])
+    .await
+    .expect("setup");
+    let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = run(&wh, &monthly).await;
+    assert_eq!(summary.succeeded, 3, "{:?}", errors(&events));
+    let logged = events.iter().any(|e| {
+        matches!(e, Event::PartitionLog { line, .. }
+            if line.contains("m [2026-03-01 00:00:00, 2026-04-01 00:00:00)"))
+    });
+    assert!(logged, "the lock names the window it covers");
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM m").await, 3);
+}
+
 // 2. A NULL in a merge key matches nothing, so each re-run would add it again.
 
 async fn null_merge_key_fails_the_window_before_writing(kind: Kind) {
@@ -384,6 +417,7 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
 
 on_every_engine!(
     two_grains_on_one_target_never_duplicate,
+    month_partitions_take_their_hour_locks,
     null_merge_key_fails_the_window_before_writing,
     open_and_out_of_range_windows_are_refused,
     late_source_does_not_wipe_a_loaded_partition,
