@@ -3,6 +3,7 @@
 
 mod diff;
 mod lint;
+mod output;
 mod run;
 mod status;
 mod verify;
@@ -19,6 +20,7 @@ pub use verify::verify;
 use crate::config::{self, Config, Job};
 use crate::partition::{Partition, RangeEnd};
 use crate::warehouse::Warehouse;
+use output::{noteln, outln};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
@@ -49,7 +51,7 @@ impl Stop {
 
     /// Prints the message and gives the exit code.
     pub fn report(self) -> i32 {
-        eprintln!("idem: {}", self.message);
+        noteln!("idem: {}", self.message);
         self.code
     }
 }
@@ -115,29 +117,13 @@ pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
 /// `idem demo`: creates the demo warehouse and opens the console on it; without
 /// a terminal it tells where the demo is and how to open it.
 pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
-    eprintln!("creating the demo warehouse in {} …", path.display());
+    noteln!("creating the demo warehouse in {} …", path.display());
     let demo = match crate::demo::create(path).await {
         Ok(demo) => demo,
         Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),
     };
     if !std::io::stdout().is_terminal() {
-        println!("demo warehouse ready: {}", demo.database.display());
-        println!("config: {}", demo.config.display());
-        println!();
-        println!(
-            "  idem --config {}            # the console",
-            demo.config.display()
-        );
-        println!("  idem --config {} jobs", demo.config.display());
-        println!(
-            "  idem --config {} status fct_orders",
-            demo.config.display()
-        );
-        println!(
-            "  idem --config {} run fct_orders --only failed,missing",
-            demo.config.display()
-        );
-        return EXIT_OK;
+        return print_demo_commands(&demo).unwrap_or_else(Stop::report);
     }
     match load_config(&demo.config) {
         Ok(config) => {
@@ -151,4 +137,17 @@ pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
         }
         Err(stop) => stop.report(),
     }
+}
+
+/// Where the demo is and the commands to try on it.
+fn print_demo_commands(demo: &crate::demo::Demo) -> Result<i32, Stop> {
+    let config = demo.config.display();
+    outln!("demo warehouse ready: {}", demo.database.display());
+    outln!("config: {config}");
+    outln!("");
+    outln!("  idem --config {config}            # the console");
+    outln!("  idem --config {config} jobs");
+    outln!("  idem --config {config} status fct_orders");
+    outln!("  idem --config {config} run fct_orders --only failed,missing");
+    Ok(EXIT_OK)
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use clap::ValueEnum;
 use serde::Serialize;
 
+use super::output::outln;
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
@@ -101,14 +102,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
         StatusFormat::Json => {
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            println!("{text}");
+            outln!("{text}");
         }
         StatusFormat::Csv => {
-            println!(
+            outln!(
                 "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error"
             );
             for r in &rows {
-                println!(
+                outln!(
                     "{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
@@ -124,9 +125,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             }
         }
         StatusFormat::Table => {
-            println!(
+            outln!(
                 "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error",
-                "JOB", "PARTITION", "STATE", "ROWS", "AT LOAD", "FLAGS"
+                "JOB",
+                "PARTITION",
+                "STATE",
+                "ROWS",
+                "AT LOAD",
+                "FLAGS"
             );
             for (job, statuses) in &all {
                 for s in statuses {
@@ -142,7 +148,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
                         .unwrap_or("");
-                    println!(
+                    outln!(
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
                         job.name,
                         s.partition.name(),
@@ -195,9 +201,13 @@ pub async fn jobs(config_path: &Path) -> i32 {
     let result = async {
         let config = load_config(config_path)?;
         let warehouse = connect(&config, 2).await?;
-        println!(
+        outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
-            "JOB", "STRATEGY", "GRAIN", "TARGET", "LINT"
+            "JOB",
+            "STRATEGY",
+            "GRAIN",
+            "TARGET",
+            "LINT"
         );
         for job in &config.jobs {
             let health = match read_status(&warehouse, job).await {
@@ -208,7 +218,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
                     .join("  "),
                 Err(e) => format!("unreadable: {}", e.message),
             };
-            println!(
+            outln!(
                 "{:<22} {:<18} {:<6} {:<28} {:<10} {health}",
                 job.name,
                 job.strategy.as_str(),
@@ -255,7 +265,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
         if attempts.is_empty() {
-            println!(
+            outln!(
                 "no attempts recorded for {}{}",
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
@@ -266,7 +276,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 "-{} +{} ~{} = {}",
                 a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
             );
-            println!(
+            outln!(
                 "{} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
