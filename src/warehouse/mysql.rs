@@ -80,7 +80,8 @@ impl Dialect for MySql {
         sql.push("SELECT GET_LOCK(");
         push_lock_name(&mut sql, Key::Bound(key));
         sql.push(", ")
-            .bind(timeout.as_secs().max(1) as i64)
+            // Whole seconds, rounded up; 0 does not wait, as everywhere.
+            .bind(timeout.as_millis().div_ceil(1000) as i64)
             .push(")");
         vec![sql]
     }

@@ -55,10 +55,11 @@ impl Dialect for Postgres {
     }
 
     fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+        // PostgreSQL reads 0 as "wait forever"; idem's 0 is "do not wait".
         let mut timeout_sql = Sql::new(&Postgres);
         timeout_sql
             .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
-            .bind(format!("{}ms", timeout.as_millis()))
+            .bind(format!("{}ms", timeout.as_millis().max(1)))
             .push(", true)) t");
         let mut lock = Sql::new(&Postgres);
         lock.push("SELECT 1 FROM (SELECT pg_advisory_xact_lock(")
