@@ -246,5 +246,33 @@ fn the_cli_exits_2_with_the_message() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("no config at /nonexistent/idem.toml; run `idem demo`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_config_says_how_to_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["jobs"][..], &["status"], &["run", "x"], &[]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(dir.path())
+            .env_remove("IDEM_CONFIG")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("idem: no idem.toml here; run `idem demo`"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("`idem demo`") && stderr.contains("--config"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(":0:0"), "{stderr}");
+    }
 }

@@ -57,6 +57,16 @@ impl Stop {
 }
 
 pub fn load_config(path: &Path) -> Result<Config, Stop> {
+    if !path.exists() {
+        let place = if path.parent().is_none_or(|p| p.as_os_str().is_empty()) {
+            format!("no {} here", path.display())
+        } else {
+            format!("no config at {}", path.display())
+        };
+        return Err(Stop::usage(format!(
+            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+        )));
+    }
     config::load(path).map_err(|e| Stop::usage(e.to_string()))
 }
 
