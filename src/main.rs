@@ -48,6 +48,9 @@ enum Command {
         /// Only partitions flagged as anomalies.
         #[arg(long)]
         anomalies: bool,
+        /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
+        #[arg(long, value_delimiter = ',')]
+        state: Vec<String>,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -103,6 +106,7 @@ fn main() {
                 to,
                 format,
                 anomalies,
+                state,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -110,6 +114,7 @@ fn main() {
                     to,
                     format,
                     anomalies_only: anomalies,
+                    states: state,
                 };
                 cli::status(&cli.config, args).await
             }

@@ -19,6 +19,7 @@ pub use verify::verify;
 
 use crate::config::{self, Config, Job};
 use crate::partition::{Partition, RangeEnd};
+use crate::state::LoadState;
 use crate::warehouse::Warehouse;
 use output::{noteln, outln};
 
@@ -89,6 +90,29 @@ pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
             }
         ))
     })
+}
+
+/// Parses a list of state names (`--only`, `--state`); each must be one of
+/// `allowed`, and the message lists them all.
+pub fn parse_states(
+    flag: &str,
+    names: &[String],
+    allowed: &[LoadState],
+) -> Result<Vec<LoadState>, Stop> {
+    names
+        .iter()
+        .map(|name| {
+            LoadState::parse(name.trim())
+                .filter(|st| allowed.contains(st))
+                .ok_or_else(|| {
+                    let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
+                    Stop::usage(format!(
+                        "{flag} \"{name}\" is not a state; expected one or more of {}",
+                        valid.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Parses `--from` / `--to` for a job's grain.

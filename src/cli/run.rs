@@ -13,11 +13,25 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::output::{self, noteln, outln};
-use super::{EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{
+    EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states,
+};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
+
+/// The states `--only` takes: a partition running elsewhere or not complete
+/// yet is never run.
+const RUNNABLE: [LoadState; 7] = [
+    LoadState::Failed,
+    LoadState::Missing,
+    LoadState::Stale,
+    LoadState::Vanished,
+    LoadState::Unmanaged,
+    LoadState::Loaded,
+    LoadState::Empty,
+];
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -60,17 +74,7 @@ pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let mut only = Vec::new();
-    for s in &args.only {
-        match LoadState::parse(s.trim()) {
-            Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
-            _ => {
-                return Err(Stop::usage(format!(
-                    "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
-                )));
-            }
-        }
-    }
+    let only = parse_states("--only", &args.only, &RUNNABLE)?;
     let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
     if concurrency == 0 || concurrency > 64 {
         return Err(Stop::usage(format!(

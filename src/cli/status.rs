@@ -8,11 +8,12 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState, PartitionStatus};
 use crate::warehouse::Warehouse;
+use crate::warehouse::ledger::AttemptStatus;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -27,6 +28,8 @@ pub struct StatusArgs {
     pub to: Option<String>,
     pub format: StatusFormat,
     pub anomalies_only: bool,
+    /// `--state`: only partitions in these states (all when empty).
+    pub states: Vec<String>,
 }
 
 /// One partition's line of `idem status`.
@@ -70,6 +73,7 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> i32 {
 
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop> {
     let config = load_config(config_path)?;
+    let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
@@ -90,6 +94,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                 from.is_none_or(|f| s.partition >= f) && to.is_none_or(|t| s.partition <= t)
             })
             .filter(|s| !args.anomalies_only || s.anomaly)
+            .filter(|s| states.is_empty() || states.contains(&s.state))
             .collect();
         all.push((*job, kept));
     }
@@ -270,14 +275,29 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
             );
+            return Ok(EXIT_OK);
         }
+        outln!(
+            "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "FINISHED (UTC)",
+            "PARTITION",
+            "TRY",
+            "STATUS",
+            "ROWS -DEL +INS ~UPD = NOW"
+        );
         for a in &attempts {
-            let rows = format!(
-                "-{} +{} ~{} = {}",
-                a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
-            );
+            // A failed or cancelled attempt rolled back: it changed no rows,
+            // and its zeros say nothing about what the target holds.
+            let rows = if a.status == AttemptStatus::Succeeded {
+                format!(
+                    "-{} +{} ~{} = {}",
+                    a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
+                )
+            } else {
+                "(rolled back)".to_string()
+            };
             outln!(
-                "{} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+                "{:<23} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,
