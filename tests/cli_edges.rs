@@ -125,3 +125,30 @@ fn the_demo_through_the_headless_edges() {
             .any(|l| l.contains(" succeeded ") && l.contains(" = "))
     );
 }
+
+fn help(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}");
+    text(&out.stdout)
+}
+
+#[test]
+fn console_flags_belong_to_the_console() {
+    for console in [&[][..], &["demo"]] {
+        let h = help(console);
+        assert!(
+            h.contains("--theme") && h.contains("--no-mouse"),
+            "{console:?}: {h}"
+        );
+    }
+    for headless in ["run", "status", "jobs", "log", "verify", "diff", "lint"] {
+        let h = help(&[headless]);
+        assert!(!h.contains("--theme"), "idem {headless} --help: {h}");
+        assert!(!h.contains("--no-mouse"), "idem {headless} --help: {h}");
+        assert!(h.contains("--config"), "idem {headless} --help: {h}");
+    }
+}
