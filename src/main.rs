@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::lint::LintFormat;
@@ -95,6 +95,13 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
+    Man {
+        /// A command: run, status, jobs…
+        command: Option<String>,
+    },
 }
 
 fn main() {
@@ -147,6 +154,8 @@ fn main() {
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
+            Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }
     });
     std::process::exit(code);

@@ -2,6 +2,7 @@
 //! partitions failed, 2 usage or config error, 130 cancelled).
 
 mod diff;
+mod docs;
 mod lint;
 mod output;
 mod run;
@@ -12,6 +13,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 pub use diff::diff;
+pub use docs::{completions, man};
 pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
