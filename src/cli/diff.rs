@@ -5,6 +5,7 @@ use std::path::Path;
 
 use similar::TextDiff;
 
+use super::output::outln;
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
@@ -33,7 +34,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 }),
         };
         let Some(success) = status.and_then(|s| s.last_success.as_ref()) else {
-            println!(
+            outln!(
                 "{}: {}",
                 job.name,
                 match wanted {
@@ -45,9 +46,10 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         };
         let current = job.definition_text();
         if success.definition_hash == job.definition_hash() {
-            println!(
+            outln!(
                 "{} {}: loaded under the current definition",
-                job.name, success.partition
+                job.name,
+                success.partition
             );
             return Ok(EXIT_OK);
         }
@@ -57,9 +59,11 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
         let Some(old) = old else {
-            println!(
+            outln!(
                 "{} {}: loaded under definition {} which the ledger does not hold",
-                job.name, success.partition, success.definition_hash
+                job.name,
+                success.partition,
+                success.definition_hash
             );
             return Ok(EXIT_OK);
         };
@@ -67,7 +71,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             .iter()
             .filter(|s| s.state == LoadState::Stale)
             .count();
-        println!(
+        outln!(
             "{} {} was loaded under definition {}; the job is now {} ({stale} stale partitions)",
             job.name,
             success.partition,
@@ -81,7 +85,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 &format!("now ({})", job.definition_hash()),
             )
             .to_string();
-        print!("{text}");
+        outln!("{}", text.trim_end_matches('\n'));
         Ok(EXIT_OK)
     }
     .await;

@@ -8,13 +8,30 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::output::{self, noteln, outln};
+use super::{
+    EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states,
+};
+use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
+
+/// The states `--only` takes: a partition running elsewhere or not complete
+/// yet is never run.
+const RUNNABLE: [LoadState; 7] = [
+    LoadState::Failed,
+    LoadState::Missing,
+    LoadState::Stale,
+    LoadState::Vanished,
+    LoadState::Unmanaged,
+    LoadState::Loaded,
+    LoadState::Empty,
+];
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -65,17 +82,7 @@ pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let mut only = Vec::new();
-    for s in &args.only {
-        match LoadState::parse(s.trim()) {
-            Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
-            _ => {
-                return Err(Stop::usage(format!(
-                    "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
-                )));
-            }
-        }
-    }
+    let only = parse_states("--only", &args.only, &RUNNABLE)?;
     let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
     if concurrency == 0 || concurrency > 64 {
         return Err(Stop::usage(format!(
@@ -106,12 +113,17 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         if args.through_latest {
             backfill.extend_through_latest(&risk);
         } else {
-            eprintln!("idem: warning: {}: add --through-latest", risk.warning());
+            noteln!("idem: warning: {}: add --through-latest", risk.warning());
         }
     }
 
     if args.dry_run {
-        print_dry_run(&backfill, &statuses);
+        let plan = DryRun::new(&backfill, &statuses);
+        if args.json {
+            plan.print_json()?;
+        } else {
+            plan.print()?;
+        }
         return Ok(EXIT_OK);
     }
 
@@ -119,7 +131,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
+            noteln!(
                 "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
             );
             on_interrupt.cancel();
@@ -137,28 +149,33 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         while let Some(event) = rx.recv().await {
             progress.show(&event);
         }
-        progress.finish();
+        progress.finish()
     });
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
-    let _ = printer.await;
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    if !json {
-        let mut line = format!(
-            "{}: {} succeeded, {} failed",
-            job.name, summary.succeeded, summary.failed
-        );
-        if summary.not_started > 0 {
-            line.push_str(&format!(", {} not started", summary.not_started));
-        }
-        if summary.cancelled {
-            line.push_str(" (cancelled)");
-        }
-        line.push_str(&format!(" · run {}", summary.run_id));
-        println!("{line}");
+    let mut outcome = format!(
+        "{}: {} succeeded, {} failed",
+        job.name, summary.succeeded, summary.failed
+    );
+    if summary.not_started > 0 {
+        outcome.push_str(&format!(", {} not started", summary.not_started));
     }
+    if summary.cancelled {
+        outcome.push_str(" (cancelled)");
+    }
+    outcome.push_str(&format!(" · run {}", summary.run_id));
+    let printed = events_written.and_then(|()| {
+        if !json {
+            print_outcome(&outcome)?;
+        }
+        Ok(())
+    });
     if let Some(why) = &summary.unreachable {
-        eprintln!(
+        noteln!(
             "idem: stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
             summary.unfinished.len(),
             if summary.unfinished.len() == 1 {
@@ -169,9 +186,22 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         );
     }
     if let Some(repeat) = repeat_command(&job.name, &summary) {
-        eprintln!("idem: to finish, repeat: {repeat}");
+        noteln!("idem: to finish, repeat: {repeat}");
     }
-    Ok(summary.exit_code())
+    match printed {
+        Ok(()) => Ok(summary.exit_code()),
+        // What was committed stays committed; the outcome goes where it can
+        // still be read, and the exit code says the output is incomplete.
+        Err(stop) => {
+            noteln!("idem: {}; the run itself: {outcome}", stop.message);
+            Ok(summary.exit_code().max(EXIT_FAILED))
+        }
+    }
+}
+
+fn print_outcome(outcome: &str) -> Result<(), Stop> {
+    outln!("{outcome}");
+    Ok(())
 }
 
 /// The command that runs again exactly what this run left undone, or more
@@ -188,50 +218,127 @@ fn repeat_command(job: &str, summary: &engine::RunSummary) -> Option<String> {
     ))
 }
 
-fn print_dry_run(backfill: &Backfill, statuses: &[state::PartitionStatus]) {
-    let job = &backfill.job;
-    let planned: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
-    let mut replaced = 0i64;
-    println!(
-        "dry run: {} · {} · {} partitions · concurrency {}",
-        job.name,
-        job.strategy.as_str(),
-        backfill.partitions.len(),
-        backfill.effective_concurrency()
-    );
-    for s in statuses
-        .iter()
-        .filter(|s| planned.contains(&s.partition.name()))
-    {
-        let rows = s.rows().map_or("-".to_string(), |n| n.to_string());
-        replaced += s.rows_now.unwrap_or(0);
-        println!(
-            "  {} {} {:<9} rows now {rows}",
-            s.partition.name(),
-            s.state.glyph(),
-            s.state.name()
-        );
+/// What a dry run shows: the partitions it would run, as they are now.
+struct DryRun<'a> {
+    backfill: &'a Backfill,
+    planned: Vec<&'a state::PartitionStatus>,
+}
+
+/// `idem run --dry-run --json`: one line, shaped like a run's events.
+#[derive(Serialize)]
+struct DryRunEvent<'a> {
+    event: &'static str,
+    job: &'a str,
+    strategy: Strategy,
+    target: String,
+    concurrency: usize,
+    partitions: Vec<DryRunPartition>,
+    /// Rows the run would delete before inserting (replace jobs only).
+    rows_replaced: Option<i64>,
+    plan: String,
+}
+
+/// One partition of `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunPartition {
+    partition: String,
+    state: &'static str,
+    rows_now: Option<i64>,
+}
+
+impl<'a> DryRun<'a> {
+    fn new(backfill: &'a Backfill, statuses: &'a [state::PartitionStatus]) -> DryRun<'a> {
+        let names: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
+        let planned = statuses
+            .iter()
+            .filter(|s| names.contains(&s.partition.name()))
+            .collect();
+        DryRun { backfill, planned }
     }
-    match job.strategy {
-        crate::config::Strategy::ReplacePartition => println!(
-            "would replace {replaced} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
-            job.target
-        ),
-        crate::config::Strategy::MergeKey => println!(
-            "would merge each window's rows into {} by ({}), one window at a time, oldest first",
-            job.target,
-            job.unique_key
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+
+    fn partitions(&self) -> Vec<DryRunPartition> {
+        self.planned
+            .iter()
+            .map(|s| DryRunPartition {
+                partition: s.partition.name(),
+                state: s.state.name(),
+                rows_now: s.rows_now,
+            })
+            .collect()
+    }
+
+    /// Rows the run would delete before inserting, for replace jobs.
+    fn rows_replaced(&self) -> i64 {
+        self.planned.iter().map(|s| s.rows_now.unwrap_or(0)).sum()
+    }
+
+    /// The strategy in one line of plain words.
+    fn plan_line(&self) -> String {
+        let job = &self.backfill.job;
+        match job.strategy {
+            Strategy::ReplacePartition => format!(
+                "would replace {} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+                self.rows_replaced(),
+                job.target
+            ),
+            Strategy::MergeKey => format!(
+                "would merge each window's rows into {} by ({}), one window at a time, oldest first",
+                job.target,
+                job.unique_key
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    fn print(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        outln!(
+            "dry run: {} · {} · {} partitions · concurrency {}",
+            job.name,
+            job.strategy.as_str(),
+            self.backfill.partitions.len(),
+            self.backfill.effective_concurrency()
+        );
+        for (p, s) in self.partitions().iter().zip(&self.planned) {
+            outln!(
+                "  {} {} {:<9} rows now {}",
+                p.partition,
+                s.state.glyph(),
+                p.state,
+                s.rows().map_or("-".to_string(), |n| n.to_string())
+            );
+        }
+        outln!("{}", self.plan_line());
+        Ok(())
+    }
+
+    /// One JSON object on one line, like the events of a real run.
+    fn print_json(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        let event = DryRunEvent {
+            event: "dry_run",
+            job: &job.name,
+            strategy: job.strategy,
+            target: job.target.to_string(),
+            concurrency: self.backfill.effective_concurrency(),
+            partitions: self.partitions(),
+            rows_replaced: (job.strategy == Strategy::ReplacePartition)
+                .then(|| self.rows_replaced()),
+            plan: self.plan_line(),
+        };
+        let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
+        outln!("{line}");
+        Ok(())
     }
 }
 
 /// How run events are shown.
 enum Progress {
-    Json,
+    /// JSON lines on stdout, until a write fails.
+    Json(Result<(), Stop>),
     /// The bar, and how many partitions failed so far.
     Bar(ProgressBar, usize),
     Lines,
@@ -240,7 +347,7 @@ enum Progress {
 impl Progress {
     fn new(json: bool, total: u64) -> Progress {
         if json {
-            Progress::Json
+            Progress::Json(Ok(()))
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
@@ -257,9 +364,11 @@ impl Progress {
 
     fn show(&mut self, event: &Event) {
         match self {
-            Progress::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    println!("{line}");
+            Progress::Json(written) => {
+                if written.is_ok()
+                    && let Ok(line) = serde_json::to_string(event)
+                {
+                    *written = output::line(format_args!("{line}"));
                 }
             }
             Progress::Bar(bar, failed) => match event {
@@ -283,15 +392,21 @@ impl Progress {
             },
             Progress::Lines => {
                 if let Some(line) = describe(event) {
-                    eprintln!("{line}");
+                    noteln!("{line}");
                 }
             }
         }
     }
 
-    fn finish(self) {
-        if let Progress::Bar(bar, _) = self {
-            bar.finish_and_clear();
+    /// Ends the display; an error if JSON events could not be written.
+    fn finish(self) -> Result<(), Stop> {
+        match self {
+            Progress::Json(written) => written,
+            Progress::Bar(bar, _) => {
+                bar.finish_and_clear();
+                Ok(())
+            }
+            Progress::Lines => Ok(()),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod columns;
 mod fingerprint;
 pub mod ledger;
 mod load;
@@ -19,6 +20,7 @@ use futures::TryStreamExt;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
+pub use columns::Column;
 pub use fingerprint::Fingerprint;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
 pub use verify::{Difference, Verification};
@@ -99,6 +101,7 @@ pub trait Dialect: Send + Sync {
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
     /// A query returning the target's column names, one per row.
+    /// `(column name, declared type)` rows of a table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
     /// A query returning the names of the target's columns that accept NULL.
     fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);

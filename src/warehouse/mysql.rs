@@ -85,7 +85,8 @@ impl Dialect for MySql {
             sql.push(", GET_LOCK(");
             push_lock_name(&mut sql, Key::Bound(key));
             sql.push(", ")
-                .bind(timeout.as_secs().max(1) as i64)
+                // Whole seconds, rounded up; 0 does not wait, as everywhere.
+                .bind(timeout.as_millis().div_ceil(1000) as i64)
                 .push(")");
         }
         sql.push(") AS SIGNED)");
@@ -115,7 +116,7 @@ impl Dialect for MySql {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("DATABASE()"),

@@ -43,12 +43,13 @@ impl Dialect for Postgres {
     /// at most `lock_timeout` for a lock another session holds (a reader of
     /// the target behind an `ALTER TABLE` must not hang).
     fn session_timeouts(&self, lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
+        // PostgreSQL reads 0 as "wait forever"; idem's 0 is "do not wait".
         let setting = |name: &str, t: Duration| {
             let mut sql = Sql::new(&Postgres);
             sql.push("SELECT 1 FROM (SELECT set_config(")
                 .bind(name)
                 .push(", ")
-                .bind(format!("{}ms", t.as_millis()))
+                .bind(format!("{}ms", t.as_millis().max(1)))
                 .push(", false)) t");
             sql
         };
@@ -65,7 +66,7 @@ impl Dialect for Postgres {
         let mut timeout_sql = Sql::new(&Postgres);
         timeout_sql
             .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
-            .bind(format!("{}ms", timeout.as_millis()))
+            .bind(format!("{}ms", timeout.as_millis().max(1)))
             .push(", true)) t");
         // One statement, one round trip; the target list is evaluated in
         // order, so the keys are taken oldest first.
@@ -100,7 +101,7 @@ impl Dialect for Postgres {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("current_schema()"),

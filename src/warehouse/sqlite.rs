@@ -85,7 +85,7 @@ impl Dialect for Sqlite {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name FROM pragma_table_info(")
+        sql.push("SELECT name, type FROM pragma_table_info(")
             .bind(table.name.as_str());
         if let Some(schema) = &table.schema {
             sql.push(", ").bind(schema.as_str());
