@@ -566,6 +566,10 @@ fn swap_host(url: &str, other: &str) -> (String, String) {
     (host, format!("{}{other}{}", &url[..at], &url[end..]))
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
@@ -746,11 +750,19 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
     );
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_target_bounds_status_and_run_postgres() {
     a_locked_target_bounds_status_and_run(Kind::Postgres).await;
 }
 
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_target_bounds_status_and_run_mysql() {
     a_locked_target_bounds_status_and_run(Kind::MySql).await;
