@@ -89,6 +89,10 @@ pub struct PartitionStatus {
     pub anomaly: bool,
     /// Row count differs from the count at its last load.
     pub drift: bool,
+    /// Upstream partitions (`"job partition"`) whose content changed after
+    /// this partition was last loaded: it read data that is gone. Such a
+    /// partition is stale, with this as its cause.
+    pub stale_upstream: Vec<String>,
 }
 
 fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
@@ -130,6 +134,28 @@ pub async fn job_status(
 pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
     attempt.started_at.as_str()
         < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
+}
+
+/// [`job_status`], with the partitions that read changed upstream data
+/// marked stale (upstream) from the upstream jobs' ledgers.
+pub async fn job_status_in(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let mut statuses = job_status(warehouse, job, now, running).await?;
+    let mut upstream = Vec::new();
+    for (name, _) in lineage.upstream(&job.name) {
+        if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {
+            let attempts = warehouse.attempts(&up.name, None).await?;
+            upstream.push((up, content_changes(&attempts)));
+        }
+    }
+    mark_upstream_stale(&mut statuses, &upstream);
+    Ok(statuses)
 }
 
 /// The state of each partition from counts and attempts (oldest first).
@@ -218,6 +244,7 @@ pub fn derive(
                 last_success: success.cloned(),
                 anomaly: false,
                 drift,
+                stale_upstream: Vec::new(),
             }
         })
         .collect();
@@ -237,6 +264,50 @@ pub fn derive(
         out[i].anomaly = flag;
     }
     out
+}
+
+/// When each partition of an upstream job last had its content changed by
+/// a load: the finish of its latest success that changed content.
+pub fn content_changes(attempts: &[Attempt]) -> HashMap<String, String> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    for a in attempts {
+        if a.status == AttemptStatus::Succeeded && a.content_changed != Some(false) {
+            let latest = out.entry(a.partition.clone()).or_default();
+            if a.finished_at > *latest {
+                *latest = a.finished_at.clone();
+            }
+        }
+    }
+    out
+}
+
+/// Marks the partitions of a job that read upstream partitions whose content
+/// changed after they were loaded: stale (upstream), naming those partitions.
+/// `upstream` is each upstream job with its [`content_changes`]. A partition
+/// already failed, running or stale for its own reasons keeps that state,
+/// and still lists its upstream cause.
+pub fn mark_upstream_stale(
+    statuses: &mut [PartitionStatus],
+    upstream: &[(&Job, HashMap<String, String>)],
+) {
+    for status in statuses.iter_mut() {
+        let Some(loaded) = status.last_success.as_ref().map(|s| s.finished_at.clone()) else {
+            continue;
+        };
+        let mut causes = Vec::new();
+        for (job, changed) in upstream {
+            for p in crate::lineage::read_by(&status.partition, job.grain) {
+                let name = p.name();
+                if changed.get(&name).is_some_and(|at| *at > loaded) {
+                    causes.push(format!("{} {name}", job.name));
+                }
+            }
+        }
+        if !causes.is_empty() && matches!(status.state, LoadState::Loaded | LoadState::Empty) {
+            status.state = LoadState::Stale;
+        }
+        status.stale_upstream = causes;
+    }
 }
 
 /// Which neighbours a partition's count is compared with: the same weekday

@@ -19,7 +19,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             None => None,
         };
         let warehouse = connect(&config, 2).await?;
-        let statuses = super::read_states(&warehouse, job, now_utc()).await?;
+        let statuses = super::read_states(&warehouse, &config, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {
             Some(p) => statuses.iter().find(|s| s.partition == p),

@@ -70,7 +70,14 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
             "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
         )));
     }
-    config::load(path).map_err(|e| Stop::usage(e.to_string()))
+    let config = config::load(path).map_err(|e| Stop::usage(e.to_string()))?;
+    lineage(&config)?;
+    Ok(config)
+}
+
+/// The config's job graph; a cycle is a config error.
+pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
+    crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
 }
 
 pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
@@ -84,11 +91,13 @@ pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse,
 /// after a moment the operator is told what idem is waiting on.
 pub async fn read_states(
     warehouse: &Warehouse,
+    config: &Config,
     job: &Job,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    let lineage = lineage(config)?;
     let nothing_running = Default::default();
-    let read = crate::state::job_status(warehouse, job, now, &nothing_running);
+    let read = crate::state::job_status_in(warehouse, config, &lineage, job, now, &nothing_running);
     tokio::pin!(read);
     let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
     tokio::pin!(notice);

@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// taken as final, so the window stays due for a run after it ends.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Also run every downstream partition this run makes stale (jobs that
+    /// read this one, transitively), each after the upstream partitions it
+    /// reads have committed.
+    #[arg(long)]
+    pub cascade: bool,
 }
 
 pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
@@ -97,7 +102,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     };
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = super::read_states(&warehouse, job, now).await?;
+    let statuses = super::read_states(&warehouse, &config, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -117,30 +122,32 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         }
     }
 
+    let mut steps = vec![(backfill, statuses)];
+    if args.cascade {
+        steps.extend(plan_cascade(&warehouse, &config, &steps[0].0, now).await?);
+    }
+
     if args.dry_run {
-        let plan = DryRun::new(&backfill, &statuses);
-        if args.json {
-            plan.print_json()?;
-        } else {
-            plan.print()?;
+        for (i, (backfill, statuses)) in steps.iter().enumerate() {
+            let plan = DryRun::new(backfill, statuses);
+            if args.json {
+                plan.print_json()?;
+            } else {
+                if i > 0 {
+                    outln!("then, downstream (reads what the run above rewrites):");
+                }
+                plan.print()?;
+            }
         }
         return Ok(EXIT_OK);
     }
+    if args.cascade {
+        let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
+        return run_cascade(&warehouse, &config, &steps, args.json).await;
+    }
+    let backfill = steps.remove(0).0;
 
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            noteln!(
-                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
-            );
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(super::EXIT_CANCELLED);
-            }
-        }
-    });
-
+    let cancel = cancel_on_ctrl_c();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
@@ -197,6 +204,143 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
             Ok(summary.exit_code().max(EXIT_FAILED))
         }
     }
+}
+
+/// The downstream steps of a cascade: for each job that reads the root
+/// (transitively), the partitions the root's run makes stale, planned from
+/// that job's own states so that attempt numbers continue.
+async fn plan_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
+    let lineage = super::lineage(config)?;
+    let mut steps = Vec::new();
+    for (job, partitions) in engine::cascade::downstream_partitions(config, &lineage, root, now) {
+        let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
+            continue;
+        };
+        let statuses = super::read_states(warehouse, config, job, now).await?;
+        let selection = Selection {
+            from: Some(from),
+            to: Some(to),
+            ..Selection::default()
+        };
+        let mut step = Backfill::plan_from(
+            job,
+            &selection,
+            &statuses,
+            now,
+            root.concurrency,
+            root.retries,
+        )
+        .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
+        step.partitions.retain(|p| partitions.contains(p));
+        step.reason = root.reason.clone();
+        step.allow_shrink = root.allow_shrink;
+        steps.push((step, statuses));
+    }
+    Ok(steps)
+}
+
+/// Runs a cascade's steps in dependency order and reports each.
+async fn run_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    steps: &[Backfill],
+    json: bool,
+) -> Result<i32, Stop> {
+    let lineage = super::lineage(config)?;
+    let cancel = cancel_on_ctrl_c();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
+    let printer = tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        while let Some(event) = rx.recv().await {
+            progress.show(&event);
+        }
+        progress.finish()
+    });
+    let outcomes = engine::cascade::run(warehouse, &lineage, steps, &tx, &cancel).await;
+    drop(tx);
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
+    warehouse.close().await;
+    let mut code = EXIT_OK;
+    let mut lines = Vec::new();
+    for outcome in &outcomes {
+        let mut line = match &outcome.summary {
+            Some(s) => {
+                code = code.max(s.exit_code());
+                format!(
+                    "{}: {} succeeded, {} failed{}",
+                    outcome.job,
+                    s.succeeded,
+                    s.failed,
+                    if s.not_started > 0 {
+                        format!(", {} not started", s.not_started)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => format!("{}: nothing run", outcome.job),
+        };
+        if !outcome.skipped.is_empty() {
+            code = code.max(EXIT_FAILED);
+            line.push_str(&format!(
+                ", {} skipped (an upstream partition they read did not load)",
+                outcome.skipped.len()
+            ));
+        }
+        if let Some(s) = &outcome.summary {
+            line.push_str(&format!(" · run {}", s.run_id));
+            if let Some(repeat) = repeat_command(&outcome.job, s) {
+                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            }
+        }
+        lines.push(line);
+    }
+    let printed = events_written.and_then(|()| {
+        if !json {
+            for line in &lines {
+                print_outcome(line)?;
+            }
+        }
+        Ok(())
+    });
+    match printed {
+        Ok(()) => Ok(code),
+        Err(stop) => {
+            noteln!(
+                "idem: {}; the run itself: {}",
+                stop.message,
+                lines.join("; ")
+            );
+            Ok(code.max(EXIT_FAILED))
+        }
+    }
+}
+
+/// A token Ctrl-C cancels: no new partitions start, in-flight ones roll
+/// back; a second Ctrl-C quits at once.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            noteln!(
+                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
+            );
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(super::EXIT_CANCELLED);
+            }
+        }
+    });
+    cancel
 }
 
 fn print_outcome(outcome: &str) -> Result<(), Stop> {
@@ -461,6 +605,11 @@ fn describe(event: &Event) -> Option<String> {
             "{partition} ✗ failed (attempt {attempt}{}) · {error}",
             if *will_retry { ", will retry" } else { "" }
         ),
+        Event::PartitionSkipped {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} skipped · {because}"),
         _ => return None,
     })
 }

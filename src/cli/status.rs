@@ -44,6 +44,8 @@ struct StatusRow<'a> {
     attempts: usize,
     last_finished: Option<&'a str>,
     last_error: Option<&'a str>,
+    /// Upstream partitions changed since this one was loaded.
+    stale_upstream: &'a [String],
 }
 
 impl<'a> StatusRow<'a> {
@@ -59,6 +61,7 @@ impl<'a> StatusRow<'a> {
             attempts: s.attempts,
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
+            stale_upstream: &s.stale_upstream,
         }
     }
 }
@@ -86,7 +89,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
     let warehouse = connect(&config, 2).await?;
     let mut all = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
-        let statuses = read_status(&warehouse, job).await?;
+        let statuses = read_status(&warehouse, &config, job).await?;
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
             .filter(|s| {
@@ -110,11 +113,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
         }
         StatusFormat::Csv => {
             outln!(
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream"
             );
             for r in &rows {
                 outln!(
-                    "{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
                     r.state,
@@ -124,13 +127,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                     r.drift,
                     r.attempts,
                     r.last_finished.unwrap_or(""),
-                    csv(r.last_error.unwrap_or(""))
+                    csv(r.last_error.unwrap_or("")),
+                    csv(&r.stale_upstream.join("; "))
                 );
             }
         }
         StatusFormat::Table => {
             outln!(
-                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error",
+                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error or cause",
                 "JOB",
                 "PARTITION",
                 "STATE",
@@ -147,11 +151,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                     if s.drift {
                         flags.push_str("drift");
                     }
+                    let upstream = upstream_cause(&s.stale_upstream);
                     let error = s
                         .last_attempt
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
-                        .unwrap_or("");
+                        .unwrap_or(&upstream);
                     outln!(
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
                         job.name,
@@ -170,8 +175,30 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
     Ok(EXIT_OK)
 }
 
-async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
-    super::read_states(warehouse, job, now_utc()).await
+async fn read_status(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    job: &Job,
+) -> Result<Vec<PartitionStatus>, Stop> {
+    super::read_states(warehouse, config, job, now_utc()).await
+}
+
+/// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
+pub fn upstream_cause(stale_upstream: &[String]) -> String {
+    if stale_upstream.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<&str> = stale_upstream.iter().take(3).map(String::as_str).collect();
+    let more = stale_upstream.len().saturating_sub(shown.len());
+    format!(
+        "stale (upstream): {} changed since{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn opt(n: Option<i64>) -> String {
@@ -202,6 +229,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
 pub async fn jobs(config_path: &Path) -> i32 {
     let result = async {
         let config = load_config(config_path)?;
+        let lineage = super::lineage(&config)?;
         let warehouse = connect(&config, 2).await?;
         outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
@@ -212,7 +240,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
             "LINT"
         );
         for job in &config.jobs {
-            let health = match read_status(&warehouse, job).await {
+            let health = match read_status(&warehouse, &config, job).await {
                 Ok(statuses) => state_counts(&statuses)
                     .into_iter()
                     .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
@@ -228,12 +256,39 @@ pub async fn jobs(config_path: &Path) -> i32 {
                 job.target.to_string(),
                 lint_badge(job)
             );
+            for line in lineage_lines(&lineage, &job.name) {
+                outln!("  {line}");
+            }
         }
         warehouse.close().await;
         Ok::<_, Stop>(EXIT_OK)
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// A job's upstream and downstream jobs, for `idem jobs`:
+/// `← reads fct_orders (its SQL reads analytics.fct_orders)`,
+/// `→ read by agg_revenue_monthly`.
+fn lineage_lines(lineage: &crate::lineage::Lineage, job: &str) -> Vec<String> {
+    use crate::lineage::Because;
+    let mut out = Vec::new();
+    let ups: Vec<String> = lineage
+        .upstream(job)
+        .iter()
+        .map(|(up, why)| match why {
+            Because::Declared => format!("{up} (depends_on)"),
+            Because::ReadsTarget(table) => format!("{up} (its SQL reads {table})"),
+        })
+        .collect();
+    if !ups.is_empty() {
+        out.push(format!("← reads {}", ups.join(", ")));
+    }
+    let downs = lineage.downstream(job);
+    if !downs.is_empty() {
+        out.push(format!("→ read by {}", downs.join(", ")));
+    }
+    out
 }
 
 /// The static lint findings of a job in a word: `ok`, `2 errors`, `1 warning`.

@@ -50,6 +50,13 @@ pub enum Event {
         will_retry: bool,
         duration_ms: u64,
     },
+    /// A cascade did not run this downstream partition: an upstream
+    /// partition it reads did not load.
+    PartitionSkipped {
+        job: String,
+        partition: String,
+        because: String,
+    },
     RunFinished {
         run_id: String,
         job: String,
@@ -59,17 +66,4 @@ pub enum Event {
         cancelled: bool,
         duration_ms: u64,
     },
-}
-
-impl Event {
-    pub fn run_id(&self) -> &str {
-        match self {
-            Event::RunStarted { run_id, .. }
-            | Event::PartitionStarted { run_id, .. }
-            | Event::PartitionLog { run_id, .. }
-            | Event::PartitionSucceeded { run_id, .. }
-            | Event::PartitionFailed { run_id, .. }
-            | Event::RunFinished { run_id, .. } => run_id,
-        }
-    }
 }

@@ -2,6 +2,7 @@
 //! concurrency, retries and cancellation, and reports every step as an
 //! [`Event`] on a channel. It knows nothing of who listens.
 
+pub mod cascade;
 mod events;
 
 use std::collections::{HashMap, HashSet};

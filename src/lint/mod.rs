@@ -74,6 +74,12 @@ fn file_line(job: &Job, n: usize) -> usize {
 }
 
 /// Findings from the job's definition and SQL alone: no IO.
+/// The tables a job's SQL reads (lower-cased, qualified as written), for
+/// lineage; empty when no SQL dialect parses it.
+pub fn tables_read(sql: &str) -> std::collections::BTreeSet<String> {
+    sql::read(sql).tables
+}
+
 pub fn static_findings(job: &Job) -> Vec<Finding> {
     let reading = sql::read(&job.sql);
     let mut out = Vec::new();

@@ -1777,6 +1777,8 @@ impl App {
                     }
                 }
             }
+            // Cascades run from the CLI; the console's runs have none.
+            Event::PartitionSkipped { .. } => {}
             Event::RunFinished {
                 succeeded,
                 failed,
