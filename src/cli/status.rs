@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState, PartitionStatus};
+use crate::state::{self, LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -82,12 +82,17 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
     let warehouse = connect(&config, 2).await?;
     let mut all = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
-        let statuses = read_status(&warehouse, job).await?;
+        let scope = StatusScope {
+            from,
+            to,
+            cache: None,
+        };
+        let statuses =
+            state::job_status_scoped(&warehouse, job, now_utc(), &HashSet::new(), &scope)
+                .await
+                .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
-            .filter(|s| {
-                from.is_none_or(|f| s.partition >= f) && to.is_none_or(|t| s.partition <= t)
-            })
             .filter(|s| !args.anomalies_only || s.anomaly)
             .collect();
         all.push((*job, kept));

@@ -2,6 +2,7 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod counts;
 mod fingerprint;
 pub mod ledger;
 mod load;
@@ -15,10 +16,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
+pub use counts::{CountCache, CountSource, Counts};
 pub use fingerprint::Fingerprint;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
 pub use verify::{Difference, Verification};
@@ -32,6 +33,36 @@ pub enum Engine {
     Sqlite,
     Postgres,
     MySql,
+}
+
+/// What a partition column holds, as far as comparing it with a window's
+/// boundaries and grouping it by partition care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Date,
+    Timestamp,
+    /// A timestamp with time zone (compared in the session's UTC).
+    TimestampTz,
+    /// Anything else (text dates, or a type idem does not know).
+    Other,
+}
+
+impl ColumnKind {
+    /// The kind of a column from its type name as the catalogue spells it
+    /// (`date`, `timestamp without time zone`, `datetime`, SQLite's declared
+    /// `DATE`, …).
+    pub fn of_type_name(type_name: &str) -> ColumnKind {
+        let t = type_name.trim().to_ascii_lowercase();
+        if t.contains("with time zone") && !t.contains("without") || t == "timestamptz" {
+            ColumnKind::TimestampTz
+        } else if t == "date" {
+            ColumnKind::Date
+        } else if t.starts_with("timestamp") || t.starts_with("datetime") {
+            ColumnKind::Timestamp
+        } else {
+            ColumnKind::Other
+        }
+    }
 }
 
 /// How an engine serialises writers of one partition.
@@ -61,8 +92,10 @@ pub trait Dialect: Send + Sync {
     }
     /// Placeholder for the n-th bound value (1-based).
     fn placeholder(&self, n: usize) -> String;
-    /// Wraps a placeholder bound with [`Dialect::instant_value`] text.
-    fn instant_param(&self, placeholder: &str) -> String;
+    /// Wraps a placeholder bound with [`Dialect::instant_value`] text so that
+    /// it has the type of the column it is compared with (an index on the
+    /// column stays usable).
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String;
     /// The text a window boundary is bound as.
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
     /// Statements run on every new connection.
@@ -92,10 +125,24 @@ pub trait Dialect: Send + Sync {
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// A query returning the target's column names, one per row.
+    /// A query returning the target's column names and type names, one
+    /// column per row.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
+    /// An expression a count groups by: the start of the partition (of
+    /// `grain`) a column's value lies in, as a value of the column's own type
+    /// (the column itself where it can be), so that grouping costs no more
+    /// per row than the engine's plain `GROUP BY column`. Named afterwards
+    /// by [`Dialect::partition_name_expr`].
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String;
+    /// A query whose one row tells whether a table may have changed: an
+    /// opaque token (equal tokens: no committed change between the two
+    /// reads), the table's cumulative inserted / updated / deleted row
+    /// counters where the engine keeps them (else NULL), and 1 when the
+    /// token is settled (a change in the same clock tick could still leave
+    /// it as it is: 0).
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
     /// A non-negative integer hash (below 2^60) of a row of these columns,
@@ -157,9 +204,6 @@ impl WarehouseError {
         }
     }
 }
-
-/// Row counts per partition name, read from the target table.
-pub type Counts = HashMap<String, i64>;
 
 impl Warehouse {
     pub async fn connect(
@@ -318,42 +362,6 @@ impl Warehouse {
             return Err(WarehouseError::NoTarget(table.to_string()));
         }
         Ok(cols)
-    }
-
-    /// Row counts per partition of a job's target, for its whole history, in
-    /// one query. Jobs without a partition column have none.
-    pub async fn partition_counts(
-        &self,
-        job: &Job,
-        first: Partition,
-        last: Partition,
-    ) -> Result<Counts, WarehouseError> {
-        let Some(col) = &job.partition_column else {
-            return Ok(Counts::new());
-        };
-        let quoted = self.dialect.quote(col.as_str());
-        let bucket = self.dialect.partition_name_expr(&quoted, job.grain);
-        let mut sql = self.sql();
-        sql.push("SELECT ")
-            .push(&bucket)
-            .push(" AS p, COUNT(*) AS n FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        sql.ident(col).push(" >= ");
-        sql.bind_instant(first.start, &first);
-        sql.push(" AND ").ident(col).push(" < ");
-        sql.bind_instant(last.end(), &last);
-        sql.push(" GROUP BY ").push(&bucket);
-        let mut counts = Counts::new();
-        let mut rows = sql.query().fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            let name: Option<String> = row.try_get(0)?;
-            let n: i64 = row.try_get(1)?;
-            if let Some(name) = name {
-                counts.insert(name, n);
-            }
-        }
-        Ok(counts)
     }
 
     /// Count and fingerprint of a replace job's partition as it is now.

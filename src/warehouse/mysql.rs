@@ -8,7 +8,7 @@ use sqlx::mysql::MySqlDatabaseError;
 
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan};
+use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -45,8 +45,12 @@ impl Dialect for MySql {
         "?".into()
     }
 
-    fn instant_param(&self, placeholder: &str) -> String {
-        format!("CAST({placeholder} AS DATETIME)")
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String {
+        let ty = match kind {
+            ColumnKind::Date => "DATE",
+            _ => "DATETIME",
+        };
+        format!("CAST({placeholder} AS {ty})")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
@@ -110,7 +114,7 @@ impl Dialect for MySql {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("DATABASE()"),
@@ -127,6 +131,35 @@ impl Dialect for MySql {
             Grain::Month => "%Y-%m",
         };
         format!("CAST(DATE_FORMAT({column}, '{format}') AS CHAR)")
+    }
+
+    /// Cheap arithmetic per row rather than formatting text: the day, the
+    /// day plus its hour, or the month's last day (a date of that month).
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        match (grain, kind) {
+            (Grain::Day, ColumnKind::Date) => column.to_string(),
+            (Grain::Day, _) => format!("DATE({column})"),
+            (Grain::Hour, _) => format!("DATE({column}) + INTERVAL HOUR({column}) HOUR"),
+            (Grain::Month, _) => format!("LAST_DAY({column})"),
+        }
+    }
+
+    /// InnoDB's in-memory UPDATE_TIME, set at each commit to the table, in
+    /// whole seconds: settled once the clock has moved a second past it,
+    /// since a later commit in the same second would leave it as it is.
+    /// CREATE_TIME moves when TRUNCATE rebuilds the table.
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push(
+            "SELECT CONCAT_WS('|', COALESCE(CAST(UPDATE_TIME AS CHAR), '-'), COALESCE(CAST(CREATE_TIME AS CHAR), '-')), \
+             CAST(NULL AS SIGNED), CAST(NULL AS SIGNED), CAST(NULL AS SIGNED), \
+             CAST(COALESCE(UPDATE_TIME < NOW() - INTERVAL 1 SECOND, 1) AS SIGNED) \
+             FROM information_schema.tables WHERE table_schema = ",
+        );
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn text_expr(&self, column: &str) -> String {

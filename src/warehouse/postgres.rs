@@ -7,7 +7,7 @@ use chrono::NaiveDateTime;
 
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan, lock_key_i64};
+use super::{ColumnKind, Dialect, Engine, LockPlan, lock_key_i64};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -26,8 +26,13 @@ impl Dialect for Postgres {
         format!("${n}")
     }
 
-    fn instant_param(&self, placeholder: &str) -> String {
-        format!("CAST({placeholder} AS timestamp)")
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String {
+        let ty = match kind {
+            ColumnKind::Date => "date",
+            ColumnKind::TimestampTz => "timestamptz",
+            ColumnKind::Timestamp | ColumnKind::Other => "timestamp",
+        };
+        format!("CAST({placeholder} AS {ty})")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
@@ -84,7 +89,7 @@ impl Dialect for Postgres {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("current_schema()"),
@@ -101,6 +106,34 @@ impl Dialect for Postgres {
             Grain::Month => "YYYY-MM",
         };
         format!("to_char({column}, '{format}')")
+    }
+
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        match (grain, kind) {
+            (Grain::Day, ColumnKind::Date) => column.to_string(),
+            (Grain::Hour, _) => format!("date_trunc('hour', {column})"),
+            (Grain::Day, _) => format!("date_trunc('day', {column})"),
+            (Grain::Month, _) => format!("date_trunc('month', {column})"),
+        }
+    }
+
+    /// The relations holding the table's rows (itself, or the leaf
+    /// partitions of a partitioned table): their file nodes, which TRUNCATE
+    /// replaces transactionally, and the statistics collector's tuple
+    /// counters, which every committed (or rolled back) write moves but
+    /// which a backend publishes up to a second or so after it commits.
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push(
+            "SELECT string_agg(CAST(c.oid AS text) || ':' || CAST(c.relfilenode AS text), ',' ORDER BY c.oid), \
+             CAST(SUM(s.n_tup_ins) AS bigint), CAST(SUM(s.n_tup_upd) AS bigint), \
+             CAST(SUM(s.n_tup_del) AS bigint), CAST(1 AS bigint) \
+             FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid \
+             WHERE c.relkind <> 'p' AND c.oid IN (SELECT CAST(",
+        )
+        .bind(self.quote_table(table))
+        .push(" AS regclass) UNION ALL SELECT relid FROM pg_partition_tree(CAST(")
+        .bind(self.quote_table(table))
+        .push(" AS regclass)))");
     }
 
     fn text_expr(&self, column: &str) -> String {
