@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod lint;
+pub mod numbers;
 pub mod partition;
 pub mod state;
 pub mod tui;

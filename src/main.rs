@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::lint::LintFormat;
@@ -15,14 +15,30 @@ struct Cli {
     /// The config file.
     #[arg(long, global = true, env = "IDEM_CONFIG", default_value = "idem.toml")]
     config: PathBuf,
-    /// The console's theme: default, light, colorblind, mono, or a theme file.
-    #[arg(long, global = true, env = "IDEM_THEME")]
-    theme: Option<String>,
-    /// Do not capture the mouse in the console.
-    #[arg(long, global = true)]
-    no_mouse: bool,
+    #[command(flatten)]
+    console: ConsoleArgs,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// How the console looks and listens: for `idem` and `idem demo` alone.
+#[derive(Args)]
+struct ConsoleArgs {
+    /// The console's theme: default, light, colorblind, mono, or a theme file.
+    #[arg(long, env = "IDEM_THEME")]
+    theme: Option<String>,
+    /// Do not capture the mouse in the console.
+    #[arg(long)]
+    no_mouse: bool,
+}
+
+impl ConsoleArgs {
+    fn options(self) -> idem::tui::Options {
+        idem::tui::Options {
+            theme: self.theme,
+            no_mouse: self.no_mouse,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -32,6 +48,8 @@ enum Command {
         /// Folder for the demo's warehouse and idem.toml.
         #[arg(long, default_value = "idem-demo")]
         path: PathBuf,
+        #[command(flatten)]
+        console: ConsoleArgs,
     },
     /// Backfill a job's partitions, headless.
     Run(RunArgs),
@@ -48,6 +66,9 @@ enum Command {
         /// Only partitions flagged as anomalies.
         #[arg(long)]
         anomalies: bool,
+        /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
+        #[arg(long, value_delimiter = ',')]
+        state: Vec<String>,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -74,6 +95,13 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
+    Man {
+        /// A command: run, status, jobs…
+        command: Option<String>,
+    },
 }
 
 fn main() {
@@ -88,14 +116,10 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let ui = idem::tui::Options {
-        theme: cli.theme.clone(),
-        no_mouse: cli.no_mouse,
-    };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console(&cli.config, ui).await,
-            Some(Command::Demo { path }) => cli::demo(&path, ui).await,
+            None => cli::console(&cli.config, cli.console.options()).await,
+            Some(Command::Demo { path, console }) => cli::demo(&path, console.options()).await,
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,
@@ -103,6 +127,7 @@ fn main() {
                 to,
                 format,
                 anomalies,
+                state,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -110,6 +135,7 @@ fn main() {
                     to,
                     format,
                     anomalies_only: anomalies,
+                    states: state,
                 };
                 cli::status(&cli.config, args).await
             }
@@ -128,6 +154,8 @@ fn main() {
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
+            Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }
     });
     std::process::exit(code);

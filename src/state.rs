@@ -171,6 +171,13 @@ pub async fn job_status_scoped(
     Ok(statuses)
 }
 
+/// Whether an attempt started before its window ended (`--allow-incomplete`):
+/// it read a source still filling.
+pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
+    attempt.started_at.as_str()
+        < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
+}
+
 /// The state of each partition from counts and attempts (oldest first).
 pub fn derive(
     job: &Job,
@@ -193,8 +200,8 @@ pub fn derive(
             count: 0,
         });
         h.count += 1;
-        // A cancelled attempt rolled back and changed nothing.
-        if a.status != AttemptStatus::Cancelled {
+        // A cancelled or refused attempt rolled back and changed nothing.
+        if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
             h.latest = Some(a);
         }
         if a.status == AttemptStatus::Succeeded {
@@ -216,6 +223,17 @@ pub fn derive(
                 LoadState::Running
             } else if latest.is_some_and(|a| a.status == AttemptStatus::Failed) {
                 LoadState::Failed
+            } else if let Some(s) = success
+                && loaded_before_window_ended(s, p)
+            {
+                // A load of a window still filling is never final.
+                if p.is_future(now) {
+                    LoadState::Future
+                } else if rows_now.unwrap_or(s.rows_after) > 0 {
+                    LoadState::Stale
+                } else {
+                    LoadState::Missing
+                }
             } else if let Some(s) = success {
                 if s.definition_hash != hash {
                     LoadState::Stale

@@ -2,7 +2,9 @@
 //! partitions failed, 2 usage or config error, 130 cancelled).
 
 mod diff;
+mod docs;
 mod lint;
+mod output;
 mod run;
 mod status;
 mod verify;
@@ -11,6 +13,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 pub use diff::diff;
+pub use docs::{completions, man};
 pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
@@ -18,7 +21,9 @@ pub use verify::verify;
 
 use crate::config::{self, Config, Job};
 use crate::partition::{Partition, RangeEnd};
+use crate::state::LoadState;
 use crate::warehouse::Warehouse;
+use output::{noteln, outln};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
@@ -49,12 +54,22 @@ impl Stop {
 
     /// Prints the message and gives the exit code.
     pub fn report(self) -> i32 {
-        eprintln!("idem: {}", self.message);
+        noteln!("idem: {}", self.message);
         self.code
     }
 }
 
 pub fn load_config(path: &Path) -> Result<Config, Stop> {
+    if !path.exists() {
+        let place = if path.parent().is_none_or(|p| p.as_os_str().is_empty()) {
+            format!("no {} here", path.display())
+        } else {
+            format!("no config at {}", path.display())
+        };
+        return Err(Stop::usage(format!(
+            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+        )));
+    }
     config::load(path).map_err(|e| Stop::usage(e.to_string()))
 }
 
@@ -62,6 +77,43 @@ pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse,
     Warehouse::connect(&config.warehouse, max_connections)
         .await
         .map_err(|e| Stop::failed(e.to_string()))
+}
+
+/// A job's partition states, read as every command reads them. Reading can
+/// wait on locks other sessions hold on the target (up to `lock_timeout`);
+/// after a moment the operator is told what idem is waiting on.
+pub async fn read_states(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    read_states_scoped(warehouse, job, now, &Default::default()).await
+}
+
+/// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
+pub async fn read_states_scoped(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+    scope: &crate::state::StatusScope,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    let nothing_running = Default::default();
+    let read = crate::state::job_status_scoped(warehouse, job, now, &nothing_running, scope);
+    tokio::pin!(read);
+    let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
+    tokio::pin!(notice);
+    let result = loop {
+        tokio::select! {
+            r = &mut read => break r,
+            _ = &mut notice, if !notice.is_elapsed() => noteln!(
+                "idem: still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {:?}, then gives up)",
+                job.name,
+                job.target,
+                warehouse.config().lock_timeout
+            ),
+        }
+    };
+    result.map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
 }
 
 pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
@@ -77,6 +129,29 @@ pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
             }
         ))
     })
+}
+
+/// Parses a list of state names (`--only`, `--state`); each must be one of
+/// `allowed`, and the message lists them all.
+pub fn parse_states(
+    flag: &str,
+    names: &[String],
+    allowed: &[LoadState],
+) -> Result<Vec<LoadState>, Stop> {
+    names
+        .iter()
+        .map(|name| {
+            LoadState::parse(name.trim())
+                .filter(|st| allowed.contains(st))
+                .ok_or_else(|| {
+                    let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
+                    Stop::usage(format!(
+                        "{flag} \"{name}\" is not a state; expected one or more of {}",
+                        valid.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Parses `--from` / `--to` for a job's grain.
@@ -115,29 +190,13 @@ pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
 /// `idem demo`: creates the demo warehouse and opens the console on it; without
 /// a terminal it tells where the demo is and how to open it.
 pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
-    eprintln!("creating the demo warehouse in {} …", path.display());
+    noteln!("creating the demo warehouse in {} …", path.display());
     let demo = match crate::demo::create(path).await {
         Ok(demo) => demo,
         Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),
     };
     if !std::io::stdout().is_terminal() {
-        println!("demo warehouse ready: {}", demo.database.display());
-        println!("config: {}", demo.config.display());
-        println!();
-        println!(
-            "  idem --config {}            # the console",
-            demo.config.display()
-        );
-        println!("  idem --config {} jobs", demo.config.display());
-        println!(
-            "  idem --config {} status fct_orders",
-            demo.config.display()
-        );
-        println!(
-            "  idem --config {} run fct_orders --only failed,missing",
-            demo.config.display()
-        );
-        return EXIT_OK;
+        return print_demo_commands(&demo).unwrap_or_else(Stop::report);
     }
     match load_config(&demo.config) {
         Ok(config) => {
@@ -151,4 +210,17 @@ pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
         }
         Err(stop) => stop.report(),
     }
+}
+
+/// Where the demo is and the commands to try on it.
+fn print_demo_commands(demo: &crate::demo::Demo) -> Result<i32, Stop> {
+    let config = demo.config.display();
+    outln!("demo warehouse ready: {}", demo.database.display());
+    outln!("config: {config}");
+    outln!("");
+    outln!("  idem --config {config}            # the console");
+    outln!("  idem --config {config} jobs");
+    outln!("  idem --config {config} status fct_orders");
+    outln!("  idem --config {config} run fct_orders --only failed,missing");
+    Ok(EXIT_OK)
 }

@@ -8,13 +8,30 @@ use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::output::{self, noteln, outln};
+use super::{
+    EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states,
+};
+use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
+
+/// The states `--only` takes: a partition running elsewhere or not complete
+/// yet is never run.
+const RUNNABLE: [LoadState; 7] = [
+    LoadState::Failed,
+    LoadState::Missing,
+    LoadState::Stale,
+    LoadState::Vanished,
+    LoadState::Unmanaged,
+    LoadState::Loaded,
+    LoadState::Empty,
+];
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -45,6 +62,14 @@ pub struct RunArgs {
     /// the latest loaded one, so that the newest values win.
     #[arg(long)]
     pub through_latest: bool,
+    /// Let a replace leave a partition with far fewer rows than it has (or
+    /// none): the shrink guard otherwise refuses, taking it for a late source.
+    #[arg(long)]
+    pub allow_shrink: bool,
+    /// Also load windows that have not ended yet (UTC); such a load is never
+    /// taken as final, so the window stays due for a run after it ends.
+    #[arg(long)]
+    pub allow_incomplete: bool,
 }
 
 pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
@@ -57,17 +82,7 @@ pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let mut only = Vec::new();
-    for s in &args.only {
-        match LoadState::parse(s.trim()) {
-            Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
-            _ => {
-                return Err(Stop::usage(format!(
-                    "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
-                )));
-            }
-        }
-    }
+    let only = parse_states("--only", &args.only, &RUNNABLE)?;
     let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
     if concurrency == 0 || concurrency > 64 {
         return Err(Stop::usage(format!(
@@ -78,12 +93,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
         to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
         only,
+        allow_incomplete: args.allow_incomplete,
     };
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = state::job_status(&warehouse, job, now, &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
+    let statuses = super::read_states(&warehouse, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -94,16 +108,22 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     )
     .map_err(|e| Stop::usage(e.to_string()))?;
     backfill.reason = args.reason.clone();
+    backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
             backfill.extend_through_latest(&risk);
         } else {
-            eprintln!("idem: warning: {}: add --through-latest", risk.warning());
+            noteln!("idem: warning: {}: add --through-latest", risk.warning());
         }
     }
 
     if args.dry_run {
-        print_dry_run(&backfill, &statuses);
+        let plan = DryRun::new(&backfill, &statuses);
+        if args.json {
+            plan.print_json()?;
+        } else {
+            plan.print()?;
+        }
         return Ok(EXIT_OK);
     }
 
@@ -111,7 +131,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
+            noteln!(
                 "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
             );
             on_interrupt.cancel();
@@ -129,91 +149,196 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         while let Some(event) = rx.recv().await {
             progress.show(&event);
         }
-        progress.finish();
+        progress.finish()
     });
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
-    let _ = printer.await;
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    if !json {
-        let mut line = format!(
-            "{}: {} succeeded, {} failed",
-            job.name, summary.succeeded, summary.failed
+    let mut outcome = format!(
+        "{}: {} succeeded, {} failed",
+        job.name, summary.succeeded, summary.failed
+    );
+    if summary.not_started > 0 {
+        outcome.push_str(&format!(", {} not started", summary.not_started));
+    }
+    if summary.cancelled {
+        outcome.push_str(" (cancelled)");
+    }
+    outcome.push_str(&format!(" · run {}", summary.run_id));
+    let printed = events_written.and_then(|()| {
+        if !json {
+            print_outcome(&outcome)?;
+        }
+        Ok(())
+    });
+    if let Some(why) = &summary.unreachable {
+        noteln!(
+            "idem: stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
+            summary.unfinished.len(),
+            if summary.unfinished.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
         );
-        if summary.not_started > 0 {
-            line.push_str(&format!(", {} not started", summary.not_started));
+    }
+    if let Some(repeat) = repeat_command(&job.name, &summary) {
+        noteln!("idem: to finish, repeat: {repeat}");
+    }
+    match printed {
+        Ok(()) => Ok(summary.exit_code()),
+        // What was committed stays committed; the outcome goes where it can
+        // still be read, and the exit code says the output is incomplete.
+        Err(stop) => {
+            noteln!("idem: {}; the run itself: {outcome}", stop.message);
+            Ok(summary.exit_code().max(EXIT_FAILED))
         }
-        if summary.cancelled {
-            line.push_str(" (cancelled)");
+    }
+}
+
+fn print_outcome(outcome: &str) -> Result<(), Stop> {
+    outln!("{outcome}");
+    Ok(())
+}
+
+/// The command that runs again exactly what this run left undone, or more
+/// (re-running a partition that succeeded is safe), never less: `--only
+/// failed` only when every unfinished partition failed and is in the ledger.
+fn repeat_command(job: &str, summary: &engine::RunSummary) -> Option<String> {
+    let (first, last) = (summary.unfinished.first()?, summary.unfinished.last()?);
+    let only_failed = summary.unrecorded == 0 && summary.not_started == 0 && summary.refused == 0;
+    Some(format!(
+        "idem run {job}{} --from {} --to {}",
+        if only_failed { " --only failed" } else { "" },
+        first.name(),
+        last.name()
+    ))
+}
+
+/// What a dry run shows: the partitions it would run, as they are now.
+struct DryRun<'a> {
+    backfill: &'a Backfill,
+    planned: Vec<&'a state::PartitionStatus>,
+}
+
+/// `idem run --dry-run --json`: one line, shaped like a run's events.
+#[derive(Serialize)]
+struct DryRunEvent<'a> {
+    event: &'static str,
+    job: &'a str,
+    strategy: Strategy,
+    target: String,
+    concurrency: usize,
+    partitions: Vec<DryRunPartition>,
+    /// Rows the run would delete before inserting (replace jobs only).
+    rows_replaced: Option<i64>,
+    plan: String,
+}
+
+/// One partition of `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunPartition {
+    partition: String,
+    state: &'static str,
+    rows_now: Option<i64>,
+}
+
+impl<'a> DryRun<'a> {
+    fn new(backfill: &'a Backfill, statuses: &'a [state::PartitionStatus]) -> DryRun<'a> {
+        let names: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
+        let planned = statuses
+            .iter()
+            .filter(|s| names.contains(&s.partition.name()))
+            .collect();
+        DryRun { backfill, planned }
+    }
+
+    fn partitions(&self) -> Vec<DryRunPartition> {
+        self.planned
+            .iter()
+            .map(|s| DryRunPartition {
+                partition: s.partition.name(),
+                state: s.state.name(),
+                rows_now: s.rows_now,
+            })
+            .collect()
+    }
+
+    /// Rows the run would delete before inserting, for replace jobs.
+    fn rows_replaced(&self) -> i64 {
+        self.planned.iter().map(|s| s.rows_now.unwrap_or(0)).sum()
+    }
+
+    /// The strategy in one line of plain words.
+    fn plan_line(&self) -> String {
+        let job = &self.backfill.job;
+        match job.strategy {
+            Strategy::ReplacePartition => format!(
+                "would replace {} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+                self.rows_replaced(),
+                job.target
+            ),
+            Strategy::MergeKey => format!(
+                "would merge each window's rows into {} by ({}), one window at a time, oldest first",
+                job.target,
+                job.unique_key
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
-        line.push_str(&format!(" · run {}", summary.run_id));
-        println!("{line}");
-        if summary.failed > 0 {
-            println!(
-                "re-run the failures: idem run {} --only failed{}",
-                job.name,
-                range_flags(&args)
+    }
+
+    fn print(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        outln!(
+            "dry run: {} · {} · {} partitions · concurrency {}",
+            job.name,
+            job.strategy.as_str(),
+            self.backfill.partitions.len(),
+            self.backfill.effective_concurrency()
+        );
+        for (p, s) in self.partitions().iter().zip(&self.planned) {
+            outln!(
+                "  {} {} {:<9} rows now {}",
+                p.partition,
+                s.state.glyph(),
+                p.state,
+                s.rows().map_or("-".to_string(), |n| n.to_string())
             );
         }
+        outln!("{}", self.plan_line());
+        Ok(())
     }
-    Ok(summary.exit_code())
-}
 
-fn range_flags(args: &RunArgs) -> String {
-    let mut s = String::new();
-    if let Some(f) = &args.from {
-        s.push_str(&format!(" --from {f}"));
-    }
-    if let Some(t) = &args.to {
-        s.push_str(&format!(" --to {t}"));
-    }
-    s
-}
-
-fn print_dry_run(backfill: &Backfill, statuses: &[state::PartitionStatus]) {
-    let job = &backfill.job;
-    let planned: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
-    let mut replaced = 0i64;
-    println!(
-        "dry run: {} · {} · {} partitions · concurrency {}",
-        job.name,
-        job.strategy.as_str(),
-        backfill.partitions.len(),
-        backfill.effective_concurrency()
-    );
-    for s in statuses
-        .iter()
-        .filter(|s| planned.contains(&s.partition.name()))
-    {
-        let rows = s.rows().map_or("-".to_string(), |n| n.to_string());
-        replaced += s.rows_now.unwrap_or(0);
-        println!(
-            "  {} {} {:<9} rows now {rows}",
-            s.partition.name(),
-            s.state.glyph(),
-            s.state.name()
-        );
-    }
-    match job.strategy {
-        crate::config::Strategy::ReplacePartition => println!(
-            "would replace {replaced} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
-            job.target
-        ),
-        crate::config::Strategy::MergeKey => println!(
-            "would merge each window's rows into {} by ({}), one window at a time, oldest first",
-            job.target,
-            job.unique_key
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    /// One JSON object on one line, like the events of a real run.
+    fn print_json(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        let event = DryRunEvent {
+            event: "dry_run",
+            job: &job.name,
+            strategy: job.strategy,
+            target: job.target.to_string(),
+            concurrency: self.backfill.effective_concurrency(),
+            partitions: self.partitions(),
+            rows_replaced: (job.strategy == Strategy::ReplacePartition)
+                .then(|| self.rows_replaced()),
+            plan: self.plan_line(),
+        };
+        let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
+        outln!("{line}");
+        Ok(())
     }
 }
 
 /// How run events are shown.
 enum Progress {
-    Json,
+    /// JSON lines on stdout, until a write fails.
+    Json(Result<(), Stop>),
     /// The bar, and how many partitions failed so far.
     Bar(ProgressBar, usize),
     Lines,
@@ -222,7 +347,7 @@ enum Progress {
 impl Progress {
     fn new(json: bool, total: u64) -> Progress {
         if json {
-            Progress::Json
+            Progress::Json(Ok(()))
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
@@ -239,9 +364,11 @@ impl Progress {
 
     fn show(&mut self, event: &Event) {
         match self {
-            Progress::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    println!("{line}");
+            Progress::Json(written) => {
+                if written.is_ok()
+                    && let Ok(line) = serde_json::to_string(event)
+                {
+                    *written = output::line(format_args!("{line}"));
                 }
             }
             Progress::Bar(bar, failed) => match event {
@@ -265,15 +392,21 @@ impl Progress {
             },
             Progress::Lines => {
                 if let Some(line) = describe(event) {
-                    eprintln!("{line}");
+                    noteln!("{line}");
                 }
             }
         }
     }
 
-    fn finish(self) {
-        if let Progress::Bar(bar, _) = self {
-            bar.finish_and_clear();
+    /// Ends the display; an error if JSON events could not be written.
+    fn finish(self) -> Result<(), Stop> {
+        match self {
+            Progress::Json(written) => written,
+            Progress::Bar(bar, _) => {
+                bar.finish_and_clear();
+                Ok(())
+            }
+            Progress::Lines => Ok(()),
         }
     }
 }

@@ -1,17 +1,18 @@
 //! `idem status`, `idem jobs` and `idem log`: what the warehouse and the
 //! ledger say, as a table, JSON or CSV.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::output::outln;
+use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState, PartitionStatus, StatusScope};
+use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
+use crate::warehouse::ledger::AttemptStatus;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -26,6 +27,8 @@ pub struct StatusArgs {
     pub to: Option<String>,
     pub format: StatusFormat,
     pub anomalies_only: bool,
+    /// `--state`: only partitions in these states (all when empty).
+    pub states: Vec<String>,
 }
 
 /// One partition's line of `idem status`.
@@ -69,6 +72,7 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> i32 {
 
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop> {
     let config = load_config(config_path)?;
+    let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
@@ -87,13 +91,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             to,
             cache: None,
         };
-        let statuses =
-            state::job_status_scoped(&warehouse, job, now_utc(), &HashSet::new(), &scope)
-                .await
-                .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
+        let statuses = super::read_states_scoped(&warehouse, job, now_utc(), &scope).await?;
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
             .filter(|s| !args.anomalies_only || s.anomaly)
+            .filter(|s| states.is_empty() || states.contains(&s.state))
             .collect();
         all.push((*job, kept));
     }
@@ -106,14 +108,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
         StatusFormat::Json => {
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            println!("{text}");
+            outln!("{text}");
         }
         StatusFormat::Csv => {
-            println!(
+            outln!(
                 "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error"
             );
             for r in &rows {
-                println!(
+                outln!(
                     "{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
@@ -129,9 +131,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             }
         }
         StatusFormat::Table => {
-            println!(
+            outln!(
                 "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error",
-                "JOB", "PARTITION", "STATE", "ROWS", "AT LOAD", "FLAGS"
+                "JOB",
+                "PARTITION",
+                "STATE",
+                "ROWS",
+                "AT LOAD",
+                "FLAGS"
             );
             for (job, statuses) in &all {
                 for s in statuses {
@@ -147,7 +154,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
                         .unwrap_or("");
-                    println!(
+                    outln!(
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
                         job.name,
                         s.partition.name(),
@@ -166,9 +173,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
 }
 
 async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
-    state::job_status(warehouse, job, now_utc(), &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
+    super::read_states(warehouse, job, now_utc()).await
 }
 
 fn opt(n: Option<i64>) -> String {
@@ -200,9 +205,13 @@ pub async fn jobs(config_path: &Path) -> i32 {
     let result = async {
         let config = load_config(config_path)?;
         let warehouse = connect(&config, 2).await?;
-        println!(
+        outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
-            "JOB", "STRATEGY", "GRAIN", "TARGET", "LINT"
+            "JOB",
+            "STRATEGY",
+            "GRAIN",
+            "TARGET",
+            "LINT"
         );
         for job in &config.jobs {
             let health = match read_status(&warehouse, job).await {
@@ -213,7 +222,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
                     .join("  "),
                 Err(e) => format!("unreadable: {}", e.message),
             };
-            println!(
+            outln!(
                 "{:<22} {:<18} {:<6} {:<28} {:<10} {health}",
                 job.name,
                 job.strategy.as_str(),
@@ -260,19 +269,34 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
         if attempts.is_empty() {
-            println!(
+            outln!(
                 "no attempts recorded for {}{}",
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
             );
+            return Ok(EXIT_OK);
         }
+        outln!(
+            "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "FINISHED (UTC)",
+            "PARTITION",
+            "TRY",
+            "STATUS",
+            "ROWS -DEL +INS ~UPD = NOW"
+        );
         for a in &attempts {
-            let rows = format!(
-                "-{} +{} ~{} = {}",
-                a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
-            );
-            println!(
-                "{} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+            // A failed or cancelled attempt rolled back: it changed no rows,
+            // and its zeros say nothing about what the target holds.
+            let rows = if a.status == AttemptStatus::Succeeded {
+                format!(
+                    "-{} +{} ~{} = {}",
+                    a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
+                )
+            } else {
+                "(rolled back)".to_string()
+            };
+            outln!(
+                "{:<23} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,

@@ -1317,6 +1317,7 @@ impl App {
             retries: self.config.defaults.retries,
             reason: None,
             prior_attempts: HashMap::new(),
+            allow_shrink: false,
         };
         Some((j, backfill))
     }

@@ -196,6 +196,7 @@ impl Background {
                         from: req.partitions.first().copied(),
                         to: req.partitions.last().copied(),
                         only: Vec::new(),
+                        allow_incomplete: false,
                     };
                     match Backfill::plan(&wh, &req.job, &selection, req.concurrency, req.retries)
                         .await

@@ -304,17 +304,7 @@ fn put(buf: &mut Buffer, clip: Rect, x: u16, y: u16, text: &str, style: Style) -
     end
 }
 
-pub fn thousands(n: i64) -> String {
-    let s = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
+pub use crate::numbers::thousands;
 
 fn duration_text(ms: u64) -> String {
     if ms < 1000 {

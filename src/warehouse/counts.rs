@@ -82,22 +82,16 @@ impl Warehouse {
         table: &TableName,
         column: &Ident,
     ) -> Result<ColumnKind, WarehouseError> {
-        let mut sql = self.sql();
-        self.dialect().columns_query(&mut sql, table);
-        let rows = sql.query().fetch_all(self.pool()).await?;
-        if rows.is_empty() {
-            return Err(WarehouseError::NoTarget(table.to_string()));
-        }
-        for row in rows {
-            let name: String = row.try_get(0)?;
-            if name.eq_ignore_ascii_case(column.as_str()) {
-                let type_name: Option<String> = row.try_get(1)?;
-                return Ok(ColumnKind::of_type_name(&type_name.unwrap_or_default()));
-            }
-        }
-        Err(WarehouseError::Job(format!(
-            "partition_column \"{column}\" is not a column of {table}"
-        )))
+        self.columns(table)
+            .await?
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(column.as_str()))
+            .map(|c| c.kind())
+            .ok_or_else(|| {
+                WarehouseError::Job(format!(
+                    "partition_column \"{column}\" is not a column of {table}"
+                ))
+            })
     }
 
     /// Row counts per partition of a job's target from `first` through

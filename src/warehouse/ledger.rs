@@ -23,6 +23,9 @@ pub enum AttemptStatus {
     Succeeded,
     Failed,
     Cancelled,
+    /// Refused before writing (the shrink guard): the data was not at fault
+    /// and the partition kept its rows.
+    Refused,
 }
 
 impl AttemptStatus {
@@ -31,6 +34,7 @@ impl AttemptStatus {
             AttemptStatus::Succeeded => "succeeded",
             AttemptStatus::Failed => "failed",
             AttemptStatus::Cancelled => "cancelled",
+            AttemptStatus::Refused => "refused",
         }
     }
 
@@ -38,6 +42,7 @@ impl AttemptStatus {
         match s {
             "succeeded" => AttemptStatus::Succeeded,
             "cancelled" => AttemptStatus::Cancelled,
+            "refused" => AttemptStatus::Refused,
             _ => AttemptStatus::Failed,
         }
     }

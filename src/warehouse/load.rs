@@ -11,7 +11,7 @@ use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
 use super::fingerprint::{self, Fingerprint};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
-use super::{Dialect, LockPlan, Warehouse, WarehouseError};
+use super::{Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy};
 use crate::partition::Partition;
 
@@ -26,6 +26,9 @@ pub struct AttemptMeta {
     pub operator: String,
     pub host: String,
     pub reason: Option<String>,
+    /// The operator allows a replace to shrink a partition past the job's
+    /// shrink guard.
+    pub allow_shrink: bool,
 }
 
 /// What a committed partition load did.
@@ -101,32 +104,62 @@ impl Warehouse {
         let dialect = self.dialect();
         let target_columns = self.target_columns(&job.target).await?;
         let columns = select_columns(self, job, partition, &target_columns).await?;
-        let mut conn = self.pool().acquire().await?;
-        let lock_key = super::partition_lock_key(job, partition);
+        let mut conn = WriteConnection {
+            conn: self.pool().acquire().await?,
+            clean: false,
+        };
+        let conn = &mut conn;
+        let lock = super::PartitionLock::of(job, partition);
         let timeout = self.config().lock_timeout;
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);
         if session_lock {
             // If this future is dropped (cancellation), closing the connection
             // is what releases a session lock.
-            conn.close_on_drop();
-            take_lock(dialect, &mut conn, &lock_key, timeout, partition).await?;
-            log(format!("lock {lock_key} taken"));
+            conn.conn.close_on_drop();
+            take_lock(dialect, &mut conn.conn, &lock, timeout, partition).await?;
+            log(format!("lock on {} taken", lock.label));
         }
+        let shrink_guard = match &work {
+            Work::Load(meta) if !meta.allow_shrink => Some(job.shrink_guard),
+            // A verification rolls back: it may shrink what it likes.
+            _ => None,
+        };
         let target = Target {
             job,
             partition,
             columns: &columns,
             target_columns: &target_columns,
+            shrink_guard,
         };
-        let result = transact(self, &mut conn, &target, work, &lock_key, log).await;
+        let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
+        conn.clean = result.is_ok();
         if session_lock {
-            for unlock in dialect.unlock(&lock_key) {
+            for unlock in dialect.unlock() {
                 // The lock also ends with the connection; a failed release is harmless.
-                let _ = unlock.query().execute(&mut *conn).await;
+                let _ = unlock.query().execute(&mut *conn.conn).await;
             }
         }
         result
+    }
+}
+
+/// A pooled connection that goes back to the pool only after its load ended
+/// as idem meant it to (committed, or a verification rolled back). After an
+/// error, or when the load is dropped mid-way (cancelled), the transaction's
+/// state is unknown: SQLite, for one, rolls back by itself on a full disk
+/// while the driver still counts a transaction open. Such a connection is
+/// closed, never handed to the next partition.
+struct WriteConnection {
+    conn: PoolConnection<Any>,
+    clean: bool,
+}
+
+impl Drop for WriteConnection {
+    fn drop(&mut self) {
+        if !self.clean {
+            self.conn.close_on_drop();
+        }
     }
 }
 
@@ -137,16 +170,18 @@ struct Target<'a> {
     partition: &'a Partition,
     columns: &'a [Ident],
     target_columns: &'a [Ident],
+    /// Refuse a replace leaving fewer than this fraction of the rows.
+    shrink_guard: Option<f64>,
 }
 
 async fn take_lock(
     dialect: &dyn Dialect,
     conn: &mut AnyConnection,
-    key: &str,
+    lock: &PartitionLock,
     timeout: Duration,
     partition: &Partition,
 ) -> Result<(), WarehouseError> {
-    for stmt in dialect.lock(key, timeout) {
+    for stmt in dialect.lock(&lock.keys, timeout) {
         let row = stmt.query().fetch_optional(&mut *conn).await?;
         if let Some(row) = row {
             let granted: Option<i64> = row.try_get(0)?;
@@ -163,7 +198,7 @@ async fn transact(
     conn: &mut PoolConnection<Any>,
     t: &Target<'_>,
     work: Work<'_>,
-    lock_key: &str,
+    lock: &PartitionLock,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
@@ -173,18 +208,21 @@ async fn transact(
         None => conn.begin().await?,
     };
     match dialect.lock_plan() {
-        LockPlan::Begin => log(format!("BEGIN IMMEDIATE (write lock on {lock_key})")),
+        LockPlan::Begin => log(format!(
+            "BEGIN IMMEDIATE (write lock covering {})",
+            lock.label
+        )),
         LockPlan::InTransaction => {
             log("BEGIN".into());
             take_lock(
                 dialect,
                 &mut tx,
-                lock_key,
+                lock,
                 warehouse.config().lock_timeout,
                 partition,
             )
             .await?;
-            log(format!("lock {lock_key} taken"));
+            log(format!("lock on {} taken", lock.label));
         }
         LockPlan::Session => log("BEGIN".into()),
     }
@@ -361,10 +399,12 @@ async fn replace(
         partition,
         columns,
         target_columns,
+        shrink_guard,
     } = t;
     let pcol = partition_column(job)?;
+    let rows_before = count_window(dialect, tx, job, pcol, partition).await?;
     // Reading a partition costs; an empty one has the empty fingerprint.
-    let before = if count_window(dialect, tx, job, pcol, partition).await? == 0 {
+    let before = if rows_before == 0 {
         Fingerprint::default()
     } else {
         fingerprint_window(dialect, tx, job, target_columns, partition).await?
@@ -399,6 +439,19 @@ async fn replace(
     insert.push(") src");
     let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
     log(format!("INSERT {rows_inserted} rows"));
+    if let Some(floor) = shrink_guard
+        && shrinks_too_far(rows_before, rows_inserted, floor)
+    {
+        log(format!(
+            "shrink guard: {rows_before} rows would become {rows_inserted}; refused"
+        ));
+        return Err(WarehouseError::SourceShrank {
+            partition: partition.name(),
+            before: rows_before,
+            after: rows_inserted,
+            floor,
+        });
+    }
 
     let in_window = count_window(dialect, tx, job, pcol, partition).await?;
     if in_window != rows_inserted {
@@ -442,6 +495,7 @@ async fn merge(
         partition,
         columns,
         target_columns,
+        ..
     } = t;
     let stage = dialect.quote(STAGE);
     run(tx, dialect.drop_stage(STAGE)).await?;
@@ -469,6 +523,32 @@ async fn merge(
     log(format!("staged {source_rows} source rows"));
 
     let keys = &job.unique_key;
+    // A NULL key matches no row, not even the NULL-keyed row the last run
+    // inserted: every re-run would add it again.
+    let mut null_keys = Sql::new(dialect);
+    null_keys
+        .push("SELECT COUNT(*) FROM ")
+        .push(&stage)
+        .push(" WHERE ");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            null_keys.push(" OR ");
+        }
+        null_keys.ident(k).push(" IS NULL");
+    }
+    let null_rows: i64 = null_keys.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if null_rows > 0 {
+        return Err(WarehouseError::Job(format!(
+            "job emitted {null_rows} row{} with a NULL unique_key ({}) in window {}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
+            if null_rows == 1 { "" } else { "s" },
+            keys.iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            partition.name(),
+            if null_rows == 1 { "it" } else { "them" },
+        )));
+    }
     let mut dups = Sql::new(dialect);
     dups.push("SELECT COUNT(*) FROM (SELECT ")
         .ident_list("", keys)
@@ -554,6 +634,12 @@ async fn merge(
     })
 }
 
+/// The shrink guard's rule: a partition that has rows keeps at least
+/// `floor` of them, and is never replaced by none.
+fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
+    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
+}
+
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
     let what = if changed {
         "content changed"
@@ -603,4 +689,22 @@ pub(super) async fn fingerprint_window(
         sql.window_filter("", pcol, partition);
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shrinks_too_far;
+
+    #[test]
+    fn the_shrink_guard_refuses_none_and_far_fewer() {
+        assert!(shrinks_too_far(2000, 0, 0.5));
+        assert!(shrinks_too_far(2000, 999, 0.5));
+        assert!(!shrinks_too_far(2000, 1000, 0.5));
+        assert!(!shrinks_too_far(2000, 3000, 0.5));
+        // A partition that was empty can receive anything, or nothing.
+        assert!(!shrinks_too_far(0, 0, 0.5));
+        // 0 refuses only a replace with no rows.
+        assert!(shrinks_too_far(10, 0, 0.0));
+        assert!(!shrinks_too_far(10, 1, 0.0));
+    }
 }

@@ -2,6 +2,7 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod columns;
 mod counts;
 mod fingerprint;
 pub mod ledger;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
+pub use columns::{Column, ColumnKind};
 pub use counts::{CountCache, CountSource, Counts};
 pub use fingerprint::Fingerprint;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
@@ -33,36 +35,6 @@ pub enum Engine {
     Sqlite,
     Postgres,
     MySql,
-}
-
-/// What a partition column holds, as far as comparing it with a window's
-/// boundaries and grouping it by partition care.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnKind {
-    Date,
-    Timestamp,
-    /// A timestamp with time zone (compared in the session's UTC).
-    TimestampTz,
-    /// Anything else (text dates, or a type idem does not know).
-    Other,
-}
-
-impl ColumnKind {
-    /// The kind of a column from its type name as the catalogue spells it
-    /// (`date`, `timestamp without time zone`, `datetime`, SQLite's declared
-    /// `DATE`, …).
-    pub fn of_type_name(type_name: &str) -> ColumnKind {
-        let t = type_name.trim().to_ascii_lowercase();
-        if t.contains("with time zone") && !t.contains("without") || t == "timestamptz" {
-            ColumnKind::TimestampTz
-        } else if t == "date" {
-            ColumnKind::Date
-        } else if t.starts_with("timestamp") || t.starts_with("datetime") {
-            ColumnKind::Timestamp
-        } else {
-            ColumnKind::Other
-        }
-    }
 }
 
 /// How an engine serialises writers of one partition.
@@ -111,23 +83,30 @@ pub trait Dialect: Send + Sync {
         None
     }
     fn lock_plan(&self) -> LockPlan;
-    /// Statements taking the lock named `key`, for [`LockPlan::InTransaction`]
-    /// and [`LockPlan::Session`]; each returns one row whose first column is
-    /// 1 when the lock was granted (or no row at all when it cannot fail).
-    fn lock(&self, _key: &str, _timeout: Duration) -> Vec<Sql> {
+    /// How many partitions can usefully write at once: SQLite has one
+    /// writer per database, so more would only queue on its lock.
+    fn max_writers(&self) -> usize {
+        usize::MAX
+    }
+    /// Statements taking every lock named in `keys`, in order, for
+    /// [`LockPlan::InTransaction`] and [`LockPlan::Session`]; each returns
+    /// one row whose first column is 1 when all were granted (or no row at
+    /// all when it cannot fail).
+    fn lock(&self, _keys: &[String], _timeout: Duration) -> Vec<Sql> {
         Vec::new()
     }
-    /// Releases a [`LockPlan::Session`] lock.
-    fn unlock(&self, _key: &str) -> Vec<Sql> {
+    /// Releases the [`LockPlan::Session`] locks a session holds.
+    fn unlock(&self) -> Vec<Sql> {
         Vec::new()
     }
     /// Column types of the ledger.
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// A query returning the target's column names and type names, one
-    /// column per row.
+    /// `(column name, declared type)` rows of a table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// A query returning the names of the target's columns that accept NULL.
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression a count groups by: the start of the partition (of
@@ -183,6 +162,10 @@ pub enum WarehouseError {
     Connect { url: String, source: sqlx::Error },
     #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
+    #[error(
+        "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
+    )]
+    ReadOnly { url: String, message: String },
     #[error("target table {0} does not exist or has no columns")]
     NoTarget(String),
     #[error("{0}")]
@@ -191,6 +174,19 @@ pub enum WarehouseError {
         "could not take the lock on partition {0} within the lock timeout: another run is writing it"
     )]
     LockTimeout(String),
+    /// The shrink guard refused a replace: the source looks incomplete.
+    #[error(
+        "source looks incomplete: would replace {} rows with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
+        crate::numbers::thousands(*.before),
+        crate::numbers::thousands(*.after),
+        (.floor * 100.0).round()
+    )]
+    SourceShrank {
+        partition: String,
+        before: i64,
+        after: i64,
+        floor: f64,
+    },
 }
 
 impl WarehouseError {
@@ -202,6 +198,15 @@ impl WarehouseError {
             WarehouseError::LockTimeout(_) => true,
             _ => false,
         }
+    }
+
+    /// No connection to the warehouse could be had within the connect
+    /// timeout: nothing reached it.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            WarehouseError::Sql(sqlx::Error::PoolTimedOut) | WarehouseError::Connect { .. }
+        )
     }
 }
 
@@ -225,24 +230,36 @@ impl Warehouse {
             url
         };
         let timeouts = (config.lock_timeout, config.statement_timeout);
-        let connect_error = |source| WarehouseError::Connect {
-            url: redact(&config.url),
-            source,
+        let read_only = |e: &sqlx::Error| {
+            let message = sql_message(e);
+            (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(
+                || WarehouseError::ReadOnly {
+                    url: redact(&config.url),
+                    message,
+                },
+            )
+        };
+        let connect_error = |source: sqlx::Error| {
+            read_only(&source).unwrap_or_else(|| WarehouseError::Connect {
+                url: redact(&config.url),
+                source,
+            })
         };
         // One connection first, so that a wrong URL, a server that is down or
         // a failing session setup says so at once, in the driver's words,
         // rather than as a pool timing out.
-        let mut first = tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(&url))
-            .await
-            .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
-            .map_err(connect_error)?;
+        let mut first =
+            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
+                .map_err(connect_error)?;
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
         let _ = first.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(config.connect_timeout)
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
             .connect(&url)
             .await
@@ -253,7 +270,10 @@ impl Warehouse {
             config: config.clone(),
             described: Arc::default(),
         };
-        warehouse.ensure_ledger().await?;
+        warehouse.ensure_ledger().await.map_err(|e| match &e {
+            WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
+            _ => e,
+        })?;
         Ok(warehouse)
     }
 
@@ -338,13 +358,23 @@ impl Warehouse {
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
         let keys: Vec<(String, String)> = partitions
             .iter()
-            .map(|p| (p.name(), partition_lock_key(job, p)))
+            .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
             .collect();
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
             Engine::Postgres => postgres::held(&self.pool, &keys).await?,
             Engine::MySql => mysql::held(&self.pool, &keys).await?,
         })
+    }
+
+    /// The target's columns that accept NULL, lower-cased.
+    pub async fn nullable_columns(&self, table: &TableName) -> Result<Vec<String>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect.nullable_columns_query(&mut sql, table);
+        let rows = sql.query().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get::<String, _>(0)?.to_lowercase()))
+            .collect()
     }
 
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {
@@ -433,8 +463,6 @@ impl Warehouse {
     }
 }
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-
 /// Session settings every connection gets: UTC, isolation, timeouts.
 async fn prepare_session(
     dialect: &'static dyn Dialect,
@@ -453,10 +481,38 @@ async fn prepare_session(
     Ok(())
 }
 
-/// The name of a partition's lock: the target and the window, so that two
-/// jobs writing one table's partition exclude each other too.
-pub(crate) fn partition_lock_key(job: &Job, partition: &Partition) -> String {
-    format!("{}:{}", job.target, partition.name())
+/// The locks a partition's load holds: one per hour of its window on its
+/// target table. Two loads whose windows overlap on one table share an hour,
+/// whatever their jobs and grains (an hourly and a daily job writing the same
+/// table), so they exclude each other; loads of disjoint windows never do.
+/// Hours are the finest grain, so every overlap shares at least one.
+pub(crate) struct PartitionLock {
+    /// What the log calls it: `target [start, end)`.
+    pub label: String,
+    /// Lock names, oldest hour first: every process takes them in the same
+    /// order, so two overlapping loads cannot deadlock.
+    pub keys: Vec<String>,
+}
+
+impl PartitionLock {
+    pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
+        let mut keys = Vec::new();
+        let mut hour = Partition::containing(Grain::Hour, partition.start);
+        while hour.start < partition.end() {
+            keys.push(format!("{}:{}", job.target, hour.name()));
+            hour = hour.next();
+        }
+        PartitionLock {
+            label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
+            keys,
+        }
+    }
+
+    /// The key whose holder is taken to be loading the partition, for
+    /// showing it as running elsewhere: every load of the window holds it.
+    pub fn probe(&self) -> &str {
+        self.keys.first().map_or("", String::as_str)
+    }
 }
 
 /// A 64-bit lock key for a partition's lock name, the same in every process.
@@ -477,7 +533,19 @@ pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Er
 /// The database's own words for an error, without the driver's wrapping.
 fn sql_message(e: &sqlx::Error) -> String {
     match e {
-        sqlx::Error::Database(db) => db.message().to_string(),
+        sqlx::Error::Database(db) => {
+            let message = db.message();
+            if message.contains("lock timeout") || message.contains("Lock wait timeout") {
+                format!(
+                    "{message}: another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)"
+                )
+            } else {
+                message.to_string()
+            }
+        }
+        sqlx::Error::PoolTimedOut => {
+            "the warehouse did not answer within the connect timeout".to_string()
+        }
         other => other.to_string(),
     }
 }

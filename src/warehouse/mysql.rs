@@ -79,21 +79,27 @@ impl Dialect for MySql {
         LockPlan::Session
     }
 
-    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+    /// `LEAST` of the grants is 1 only when every lock was granted; its
+    /// arguments are evaluated in order, so the keys are taken oldest first.
+    /// A session holding some when another times out closes its connection.
+    fn lock(&self, keys: &[String], timeout: Duration) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT GET_LOCK(");
-        push_lock_name(&mut sql, Key::Bound(key));
-        sql.push(", ")
-            .bind(timeout.as_secs().max(1) as i64)
-            .push(")");
+        sql.push("SELECT CAST(LEAST(1");
+        for key in keys {
+            sql.push(", GET_LOCK(");
+            push_lock_name(&mut sql, Key::Bound(key));
+            sql.push(", ")
+                // Whole seconds, rounded up; 0 does not wait, as everywhere.
+                .bind(timeout.as_millis().div_ceil(1000) as i64)
+                .push(")");
+        }
+        sql.push(") AS SIGNED)");
         vec![sql]
     }
 
-    fn unlock(&self, key: &str) -> Vec<Sql> {
+    fn unlock(&self) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT RELEASE_LOCK(");
-        push_lock_name(&mut sql, Key::Bound(key));
-        sql.push(")");
+        sql.push("SELECT RELEASE_ALL_LOCKS()");
         vec![sql]
     }
 
@@ -122,6 +128,15 @@ impl Dialect for MySql {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
+    }
+
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {

@@ -44,31 +44,48 @@ impl Dialect for Postgres {
         &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
     }
 
-    fn session_timeouts(&self, _lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
-        let Some(t) = statement else {
-            return Vec::new();
+    /// Every statement of the session, not only the partition lock, waits
+    /// at most `lock_timeout` for a lock another session holds (a reader of
+    /// the target behind an `ALTER TABLE` must not hang).
+    fn session_timeouts(&self, lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
+        // PostgreSQL reads 0 as "wait forever"; idem's 0 is "do not wait".
+        let setting = |name: &str, t: Duration| {
+            let mut sql = Sql::new(&Postgres);
+            sql.push("SELECT 1 FROM (SELECT set_config(")
+                .bind(name)
+                .push(", ")
+                .bind(format!("{}ms", t.as_millis().max(1)))
+                .push(", false)) t");
+            sql
         };
-        let mut sql = Sql::new(&Postgres);
-        sql.push("SELECT 1 FROM (SELECT set_config('statement_timeout', ")
-            .bind(format!("{}ms", t.as_millis()))
-            .push(", false)) t");
-        vec![sql]
+        let mut out = vec![setting("lock_timeout", lock)];
+        out.extend(statement.map(|t| setting("statement_timeout", t)));
+        out
     }
 
     fn lock_plan(&self) -> LockPlan {
         LockPlan::InTransaction
     }
 
-    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+    fn lock(&self, keys: &[String], timeout: Duration) -> Vec<Sql> {
         let mut timeout_sql = Sql::new(&Postgres);
         timeout_sql
             .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
-            .bind(format!("{}ms", timeout.as_millis()))
+            .bind(format!("{}ms", timeout.as_millis().max(1)))
             .push(", true)) t");
+        // One statement, one round trip; the target list is evaluated in
+        // order, so the keys are taken oldest first.
         let mut lock = Sql::new(&Postgres);
-        lock.push("SELECT 1 FROM (SELECT pg_advisory_xact_lock(")
-            .bind(lock_key_i64(key))
-            .push(")) l");
+        lock.push("SELECT 1 FROM (SELECT ");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                lock.push(", ");
+            }
+            lock.push("pg_advisory_xact_lock(")
+                .bind(lock_key_i64(key))
+                .push(")");
+        }
+        lock.push(") l");
         vec![timeout_sql, lock]
     }
 
@@ -97,6 +114,15 @@ impl Dialect for Postgres {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
+    }
+
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("current_schema()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {

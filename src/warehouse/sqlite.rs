@@ -64,6 +64,10 @@ impl Dialect for Sqlite {
         LockPlan::Begin
     }
 
+    fn max_writers(&self) -> usize {
+        1
+    }
+
     fn ledger_types(&self) -> ColumnTypes {
         ColumnTypes {
             id: "INTEGER PRIMARY KEY AUTOINCREMENT",
@@ -87,6 +91,17 @@ impl Dialect for Sqlite {
             sql.push(", ").bind(schema.as_str());
         }
         sql.push(") ORDER BY cid");
+    }
+
+    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
+    /// column without NOT NULL accepts NULL, primary key or not.
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT name FROM pragma_table_info(")
+            .bind(table.name.as_str());
+        if let Some(schema) = &table.schema {
+            sql.push(", ").bind(schema.as_str());
+        }
+        sql.push(") WHERE \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER')");
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
