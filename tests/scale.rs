@@ -312,7 +312,7 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     let selection = Selection {
         from: Some(day),
         to: Some(day),
-        only: vec![],
+        ..Selection::default()
     };
     let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
         .await
