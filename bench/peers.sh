@@ -130,7 +130,7 @@ create_source() { # ENGINE DB ROWS_PER_DAY TOTAL
 create table orders (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, created_at timestamp not null);
 insert into orders select i, i % 10007, (i * 37) % 100000,
   timestamp '2026-01-01' + (i / $r) * interval '1 day' + ((i % $r) * 86399 / $r) * interval '1 second'
-  from generate_series(0, $n - 1) i;
+  from generate_series(0, $n - 1::bigint) i;
 create index on orders (created_at);
 vacuum analyze orders;
 SQL

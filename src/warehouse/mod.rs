@@ -23,6 +23,7 @@ use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 pub use columns::{Column, ColumnKind};
 pub use counts::{CountCache, CountSource, Counts};
 pub use fingerprint::Fingerprint;
+use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
 pub use verify::{Difference, Verification};
 
@@ -124,11 +125,14 @@ pub trait Dialect: Send + Sync {
     fn change_signal_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
-    /// A non-negative integer hash (below 2^60) of a row of these columns,
-    /// where the engine can compute one; its sum fingerprints a set of rows
-    /// without sending them.
-    fn row_hash(&self, _columns: &[String]) -> Option<String> {
-        None
+    /// How the engine hashes a row of these `(column expression, declared
+    /// type)` pairs for fingerprints (see [`fingerprint`]).
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash;
+    /// Whether a statement can aggregate the rows a DELETE or INSERT returns
+    /// (`WITH w AS (DELETE … RETURNING …) SELECT COUNT(*) … FROM w`), so
+    /// that only one row travels back.
+    fn aggregates_returned_rows(&self) -> bool {
+        false
     }
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
@@ -154,6 +158,11 @@ pub struct Warehouse {
     config: WarehouseConfig,
     /// Output column names per SELECT text, described once per process.
     described: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// Per job, its target's shape as the latest run read it (run id, shape):
+    /// the catalogue is read once per run, not once per partition.
+    shapes: Arc<Mutex<HashMap<String, load::RunShape>>>,
+    /// Definition hashes known to be recorded (committed) in the ledger.
+    recorded_definitions: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -269,6 +278,8 @@ impl Warehouse {
             dialect,
             config: config.clone(),
             described: Arc::default(),
+            shapes: Arc::default(),
+            recorded_definitions: Arc::default(),
         };
         warehouse.ensure_ledger().await.map_err(|e| match &e {
             WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
@@ -394,14 +405,27 @@ impl Warehouse {
         Ok(cols)
     }
 
+    /// The columns of a table that fingerprints cover: those idem can name.
+    pub(crate) async fn hashed_columns(
+        &self,
+        table: &TableName,
+    ) -> Result<Vec<Column>, WarehouseError> {
+        Ok(self
+            .columns(table)
+            .await?
+            .into_iter()
+            .filter(|c| Ident::parse(&c.name).is_ok())
+            .collect())
+    }
+
     /// Count and fingerprint of a replace job's partition as it is now.
     pub async fn partition_fingerprint(
         &self,
         job: &Job,
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
+        let columns = self.hashed_columns(&job.target).await?;
         let mut conn = self.pool.acquire().await?;
-        let columns = self.target_columns(&job.target).await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
 
@@ -410,7 +434,7 @@ impl Warehouse {
         &self,
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.target_columns(table).await?;
+        let columns = self.hashed_columns(table).await?;
         let mut conn = self.pool.acquire().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);

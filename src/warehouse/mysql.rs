@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use sqlx::mysql::MySqlDatabaseError;
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
 use super::{ColumnKind, Dialect, Engine, LockPlan};
@@ -183,13 +184,13 @@ impl Dialect for MySql {
 
     /// The first 60 bits of the MD5 of the row's values, each prefixed by
     /// its length (NULL as `~`) so that no two rows read alike.
-    fn row_hash(&self, columns: &[String]) -> Option<String> {
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
         let values: Vec<String> = columns
             .iter()
-            .map(|c| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
+            .map(|(c, _)| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
             .collect();
-        Some(format!(
-            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS UNSIGNED)",
+        RowHash::Sql(format!(
+            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
             values.join(", ")
         ))
     }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
 use super::{ColumnKind, Dialect, Engine, LockPlan, lock_key_i64};
@@ -12,6 +13,31 @@ use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
 pub struct Postgres;
+
+/// Column types (as `information_schema.columns.data_type` names them) with
+/// a default hash operator class, which `hash_record_extended` needs.
+const HASHABLE: &[&str] = &[
+    "smallint",
+    "integer",
+    "bigint",
+    "numeric",
+    "real",
+    "double precision",
+    "text",
+    "character varying",
+    "character",
+    "name",
+    "date",
+    "timestamp without time zone",
+    "timestamp with time zone",
+    "time without time zone",
+    "interval",
+    "boolean",
+    "uuid",
+    "bytea",
+    "jsonb",
+    "inet",
+];
 
 impl Dialect for Postgres {
     fn engine(&self) -> Engine {
@@ -67,12 +93,9 @@ impl Dialect for Postgres {
         LockPlan::InTransaction
     }
 
-    fn lock(&self, keys: &[String], timeout: Duration) -> Vec<Sql> {
-        let mut timeout_sql = Sql::new(&Postgres);
-        timeout_sql
-            .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
-            .bind(format!("{}ms", timeout.as_millis().max(1)))
-            .push(", true)) t");
+    /// The session's own `lock_timeout` (set at connect, see
+    /// [`Dialect::session_timeouts`]) bounds the wait: no statement of its own.
+    fn lock(&self, keys: &[String], _timeout: Duration) -> Vec<Sql> {
         // One statement, one round trip; the target list is evaluated in
         // order, so the keys are taken oldest first.
         let mut lock = Sql::new(&Postgres);
@@ -86,7 +109,7 @@ impl Dialect for Postgres {
                 .push(")");
         }
         lock.push(") l");
-        vec![timeout_sql, lock]
+        vec![lock]
     }
 
     fn ledger_types(&self) -> ColumnTypes {
@@ -166,13 +189,28 @@ impl Dialect for Postgres {
         format!("CAST({column} AS text)")
     }
 
-    /// The first 60 bits of the MD5 of the row's text form, which quotes
-    /// values and tells NULL from an empty string.
-    fn row_hash(&self, columns: &[String]) -> Option<String> {
-        Some(format!(
-            "CAST(CAST('x' || LEFT(md5(CAST(ROW({}) AS text)), 15) AS bit(60)) AS bigint)",
-            columns.join(", ")
-        ))
+    /// The row's values hashed by their types' own hash functions (no text
+    /// is made), kept to 60 bits. A row with a column of a type without
+    /// one falls back to the first 60 bits of the MD5 of the row's text.
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
+        let values = columns
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if columns.iter().all(|(_, t)| HASHABLE.contains(&t.as_str())) {
+            RowHash::Sql(format!(
+                "(hash_record_extended(ROW({values}), 0) & 1152921504606846975)"
+            ))
+        } else {
+            RowHash::Sql(format!(
+                "CAST(CAST('x' || LEFT(md5(CAST(ROW({values}) AS text)), 15) AS bit(60)) AS bigint)"
+            ))
+        }
+    }
+
+    fn aggregates_returned_rows(&self) -> bool {
+        true
     }
 
     fn differs(&self, a: &str, b: &str) -> String {

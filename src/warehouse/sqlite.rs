@@ -3,6 +3,7 @@
 
 use chrono::{NaiveDateTime, Timelike};
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
 use super::{ColumnKind, Dialect, Engine, LockPlan};
@@ -138,6 +139,19 @@ impl Dialect for Sqlite {
 
     fn text_expr(&self, column: &str) -> String {
         format!("CAST({column} AS TEXT)")
+    }
+
+    /// SQLite has no hash function: the row travels as one text, each
+    /// value `quote()`d (strings quoted and escaped, NULL bare, blobs in
+    /// hex), and idem hashes it.
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
+        RowHash::Text(
+            columns
+                .iter()
+                .map(|(c, _)| format!("quote({c})"))
+                .collect::<Vec<_>>()
+                .join(" || ',' || "),
+        )
     }
 
     fn differs(&self, a: &str, b: &str) -> String {
