@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::{Job, Strategy};
 use crate::partition::{Grain, Partition};
 use crate::warehouse::ledger::{Attempt, AttemptStatus};
-use crate::warehouse::{Counts, Warehouse, WarehouseError};
+use crate::warehouse::{CountCache, Counts, Warehouse, WarehouseError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -114,19 +114,65 @@ pub async fn job_status(
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    let partitions = job.partitions(now);
+    job_status_scoped(warehouse, job, now, running, &StatusScope::default()).await
+}
+
+/// Which partitions a status read covers and how it counts their rows.
+#[derive(Clone, Default)]
+pub struct StatusScope {
+    /// First and last partition to report (both ends included); `None`:
+    /// the job's first, or its latest complete one.
+    pub from: Option<Partition>,
+    pub to: Option<Partition>,
+    /// Counts remembered from the previous read: an unchanged target is not
+    /// read again (see [`Warehouse::partition_counts_cached`]).
+    pub cache: Option<CountCache>,
+}
+
+/// [`job_status`] of a range of partitions, counting only the target rows
+/// of that range (and of the neighbours its anomaly flags compare with),
+/// optionally through a cache of counts.
+pub async fn job_status_scoped(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+    scope: &StatusScope,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let season = Seasonality::of(job.grain);
+    let margin = season.stride * season.side;
+    let all = job.partitions(now);
+    let lo = scope.from.map_or(0, |f| {
+        all.partition_point(|p| *p < f).saturating_sub(margin)
+    });
+    let hi = scope.to.map_or(all.len(), |t| {
+        (all.partition_point(|p| *p <= t) + margin).min(all.len())
+    });
+    let partitions = all.get(lo..hi).unwrap_or_default();
     let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
         return Ok(Vec::new());
     };
-    let counts = warehouse.partition_counts(job, *first, *last).await?;
+    let counts = match &scope.cache {
+        Some(cache) => {
+            warehouse
+                .partition_counts_cached(cache, job, *first, *last)
+                .await?
+                .0
+        }
+        None => warehouse.partition_counts(job, *first, *last).await?,
+    };
     let attempts = warehouse.attempts(&job.name, None).await?;
     let mut running = running.clone();
     running.extend(
         warehouse
-            .partitions_locked_elsewhere(job, &partitions)
+            .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    Ok(derive(job, &partitions, &counts, &attempts, now, &running))
+    let mut statuses = derive(job, partitions, &counts, &attempts, now, &running);
+    statuses.retain(|s| {
+        scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
+    });
+    Ok(statuses)
 }
 
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
@@ -136,7 +182,7 @@ pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> b
         < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
 }
 
-/// [`job_status`], with the partitions that read changed upstream data
+/// [`job_status_scoped`], with the partitions that read changed upstream data
 /// marked stale (upstream) from the upstream jobs' ledgers.
 pub async fn job_status_in(
     warehouse: &Warehouse,
@@ -145,8 +191,9 @@ pub async fn job_status_in(
     job: &Job,
     now: NaiveDateTime,
     running: &HashSet<String>,
+    scope: &StatusScope,
 ) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    let mut statuses = job_status(warehouse, job, now, running).await?;
+    let mut statuses = job_status_scoped(warehouse, job, now, running, scope).await?;
     let mut upstream = Vec::new();
     for (name, _) in lineage.upstream(&job.name) {
         if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {

@@ -95,9 +95,28 @@ pub async fn read_states(
     job: &Job,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    read_states_scoped(warehouse, config, job, now, &Default::default()).await
+}
+
+/// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
+pub async fn read_states_scoped(
+    warehouse: &Warehouse,
+    config: &Config,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+    scope: &crate::state::StatusScope,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
     let lineage = lineage(config)?;
     let nothing_running = Default::default();
-    let read = crate::state::job_status_in(warehouse, config, &lineage, job, now, &nothing_running);
+    let read = crate::state::job_status_in(
+        warehouse,
+        config,
+        &lineage,
+        job,
+        now,
+        &nothing_running,
+        scope,
+    );
     tokio::pin!(read);
     let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
     tokio::pin!(notice);

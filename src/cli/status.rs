@@ -10,7 +10,7 @@ use super::output::outln;
 use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{LoadState, PartitionStatus};
+use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
 use crate::warehouse::ledger::AttemptStatus;
 
@@ -89,12 +89,15 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
     let warehouse = connect(&config, 2).await?;
     let mut all = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
-        let statuses = read_status(&warehouse, &config, job).await?;
+        let scope = StatusScope {
+            from,
+            to,
+            cache: None,
+        };
+        let statuses =
+            super::read_states_scoped(&warehouse, &config, job, now_utc(), &scope).await?;
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
-            .filter(|s| {
-                from.is_none_or(|f| s.partition >= f) && to.is_none_or(|t| s.partition <= t)
-            })
             .filter(|s| !args.anomalies_only || s.anomaly)
             .filter(|s| states.is_empty() || states.contains(&s.state))
             .collect();

@@ -21,6 +21,10 @@ impl Column {
     /// has no date type: dates live there as ISO text (`TEXT`, `DATE`,
     /// `DATETIME`, `TIMESTAMP` or no declared type); numbers never compare
     /// with them.
+    pub fn kind(&self) -> ColumnKind {
+        ColumnKind::of_type_name(&self.type_name)
+    }
+
     pub fn holds_instants(&self, engine: Engine) -> bool {
         let t = self.type_name.trim().to_ascii_lowercase();
         match engine {
@@ -31,6 +35,36 @@ impl Column {
                         .any(|word| t.contains(word))
             }
             Engine::Postgres | Engine::MySql => t.starts_with("date") || t.starts_with("timestamp"),
+        }
+    }
+}
+
+/// What a partition column holds, as far as comparing it with a window's
+/// boundaries and grouping it by partition care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Date,
+    Timestamp,
+    /// A timestamp with time zone (compared in the session's UTC).
+    TimestampTz,
+    /// Anything else (text dates, or a type idem does not know).
+    Other,
+}
+
+impl ColumnKind {
+    /// The kind of a column from its type name as the catalogue spells it
+    /// (`date`, `timestamp without time zone`, `datetime`, SQLite's declared
+    /// `DATE`, …).
+    pub fn of_type_name(type_name: &str) -> ColumnKind {
+        let t = type_name.trim().to_ascii_lowercase();
+        if t.contains("with time zone") && !t.contains("without") || t == "timestamptz" {
+            ColumnKind::TimestampTz
+        } else if t == "date" {
+            ColumnKind::Date
+        } else if t.starts_with("timestamp") || t.starts_with("datetime") {
+            ColumnKind::Timestamp
+        } else {
+            ColumnKind::Other
         }
     }
 }

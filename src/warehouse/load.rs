@@ -1,6 +1,7 @@
 //! One partition, one transaction: lock, write by the job's strategy, check,
 //! record the ledger row, commit. Any error rolls the whole partition back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -8,10 +9,10 @@ use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
 
-use super::fingerprint::{self, Fingerprint};
+use super::fingerprint::{self, Fingerprint, RowHash};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
-use super::{Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
+use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy};
 use crate::partition::Partition;
 
@@ -102,8 +103,11 @@ impl Warehouse {
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<Done, WarehouseError> {
         let dialect = self.dialect();
-        let target_columns = self.target_columns(&job.target).await?;
-        let columns = select_columns(self, job, partition, &target_columns).await?;
+        let run_id = match &work {
+            Work::Load(meta) => Some(meta.run_id.as_str()),
+            Work::Verify { .. } => None,
+        };
+        let shape = self.target_shape(job, partition, run_id).await?;
         let mut conn = WriteConnection {
             conn: self.pool().acquire().await?,
             clean: false,
@@ -128,8 +132,7 @@ impl Warehouse {
         let target = Target {
             job,
             partition,
-            columns: &columns,
-            target_columns: &target_columns,
+            shape: &shape,
             shrink_guard,
         };
         let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
@@ -141,6 +144,68 @@ impl Warehouse {
             }
         }
         result
+    }
+}
+
+/// What a load needs to know of its target, read from the catalogue once
+/// per run rather than once per partition.
+pub(super) struct TargetShape {
+    /// The target's columns, which fingerprints cover.
+    columns: Vec<Column>,
+    /// The job's SELECT columns, as the target columns they fill.
+    insert: Vec<Ident>,
+    /// What the partition column holds: window bounds are bound as its type.
+    partition_kind: ColumnKind,
+}
+
+/// A target's shape as one run read it: (run id, shape).
+pub(super) type RunShape = (String, Arc<TargetShape>);
+
+impl Warehouse {
+    /// The target's shape for a run (read again for another run, so that a
+    /// table altered between runs is seen), or read afresh (`run_id` None).
+    async fn target_shape(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        run_id: Option<&str>,
+    ) -> Result<Arc<TargetShape>, WarehouseError> {
+        if let Some(run) = run_id
+            && let Ok(shapes) = self.shapes.lock()
+            && let Some((cached_run, shape)) = shapes.get(&job.name)
+            && cached_run == run
+        {
+            return Ok(shape.clone());
+        }
+        let columns = self.hashed_columns(&job.target).await?;
+        if columns.is_empty() {
+            return Err(WarehouseError::NoTarget(job.target.to_string()));
+        }
+        let names: Vec<Ident> = columns
+            .iter()
+            .filter_map(|c| Ident::parse(&c.name).ok())
+            .collect();
+        let insert = select_columns(self, job, partition, &names).await?;
+        let partition_kind = job
+            .partition_column
+            .as_ref()
+            .and_then(|p| {
+                columns
+                    .iter()
+                    .find(|c| c.name.eq_ignore_ascii_case(p.as_str()))
+            })
+            .map_or(ColumnKind::Other, Column::kind);
+        let shape = Arc::new(TargetShape {
+            columns,
+            insert,
+            partition_kind,
+        });
+        if let Some(run) = run_id
+            && let Ok(mut shapes) = self.shapes.lock()
+        {
+            shapes.insert(job.name.clone(), (run.to_string(), shape.clone()));
+        }
+        Ok(shape)
     }
 }
 
@@ -168,8 +233,7 @@ impl Drop for WriteConnection {
 struct Target<'a> {
     job: &'a Job,
     partition: &'a Partition,
-    columns: &'a [Ident],
-    target_columns: &'a [Ident],
+    shape: &'a TargetShape,
     /// Refuse a replace leaving fewer than this fraction of the rows.
     shrink_guard: Option<f64>,
 }
@@ -268,10 +332,23 @@ async fn transact(
     let mut sql = Sql::new(dialect);
     ledger::insert(&mut sql, &attempt);
     sql.query().execute(&mut *tx).await?;
-    let mut sql = Sql::new(dialect);
-    ledger::record_definition(&mut sql, job);
-    sql.query().execute(&mut *tx).await?;
+    // Once committed, a definition stays recorded: later loads skip it.
+    let hash = &attempt.definition_hash;
+    let recorded = |w: &Warehouse| {
+        w.recorded_definitions
+            .lock()
+            .is_ok_and(|known| known.contains(hash))
+    };
+    let recording = !recorded(warehouse);
+    if recording {
+        let mut sql = Sql::new(dialect);
+        ledger::record_definition(&mut sql, job);
+        sql.query().execute(&mut *tx).await?;
+    }
     tx.commit().await?;
+    if recording && let Ok(mut known) = warehouse.recorded_definitions.lock() {
+        known.insert(hash.clone());
+    }
     log("COMMIT".into());
     Ok(Done::Loaded(outcome))
 }
@@ -311,12 +388,17 @@ async fn rows_of(
     let mut sql = Sql::new(dialect);
     match t.job.strategy {
         Strategy::ReplacePartition => {
-            fingerprint::select_as_text(&mut sql, t.target_columns, "");
+            fingerprint::select_as_text(&mut sql, &t.shape.columns, "");
             sql.push(" FROM ").table(&t.job.target).push(" WHERE ");
-            sql.window_filter("", partition_column(t.job)?, t.partition);
+            sql.window_filter_as(
+                "",
+                partition_column(t.job)?,
+                t.partition,
+                t.shape.partition_kind,
+            );
         }
         Strategy::MergeKey => {
-            fingerprint::select_as_text(&mut sql, t.target_columns, "t.");
+            fingerprint::select_as_text(&mut sql, &t.shape.columns, "t.");
             touched_rows(dialect, &mut sql, t.job);
         }
     }
@@ -388,6 +470,10 @@ async fn select_columns(
     Ok(columns)
 }
 
+/// Replaces the window's rows in two statements, each of which also returns
+/// what the checks need: the DELETE the old rows' count and fingerprint,
+/// the INSERT the new rows' count, fingerprint and how many lie inside the
+/// window. Nothing reads the window again.
 async fn replace(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
@@ -397,63 +483,63 @@ async fn replace(
     let Target {
         job,
         partition,
-        columns,
-        target_columns,
+        shape,
         shrink_guard,
     } = t;
     let pcol = partition_column(job)?;
-    let rows_before = count_window(dialect, tx, job, pcol, partition).await?;
-    // Reading a partition costs; an empty one has the empty fingerprint.
-    let before = if rows_before == 0 {
-        Fingerprint::default()
-    } else {
-        fingerprint_window(dialect, tx, job, target_columns, partition).await?
-    };
+    let kind = shape.partition_kind;
+    let hash = fingerprint::row_hash(dialect, &shape.columns, "");
 
-    let mut delete = Sql::new(dialect);
-    delete
-        .push("DELETE FROM ")
-        .table(&job.target)
-        .push(" WHERE ");
-    delete.window_filter("", pcol, partition);
-    let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
+    let (before, _) = returning(dialect, tx, &hash, None, |delete| {
+        delete
+            .push("DELETE FROM ")
+            .table(&job.target)
+            .push(" WHERE ");
+        delete.window_filter_as("", pcol, partition, kind);
+        Ok(())
+    })
+    .await?;
+    let rows_deleted = before.rows;
     log(format!(
         "DELETE {rows_deleted} rows in [{}, {})",
         partition.start,
         partition.end()
     ));
 
-    let mut insert = Sql::new(dialect);
-    insert
-        .push("INSERT INTO ")
-        .table(&job.target)
-        .push(" (")
-        .ident_list("", columns);
-    insert
-        .push(") SELECT ")
-        .ident_list("src.", columns)
-        .push(" FROM (");
-    insert
-        .job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
-    insert.push(") src");
-    let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
+    let window = Some((pcol, partition, kind));
+    let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
+        insert
+            .push("INSERT INTO ")
+            .table(&job.target)
+            .push(" (")
+            .ident_list("", &shape.insert);
+        insert
+            .push(") SELECT ")
+            .ident_list("src.", &shape.insert)
+            .push(" FROM (");
+        insert
+            .job_sql(&job.sql, partition)
+            .map_err(|e| WarehouseError::Job(e.to_string()))?;
+        insert.push(") src");
+        Ok(())
+    })
+    .await?;
+    let rows_inserted = after.rows;
     log(format!("INSERT {rows_inserted} rows"));
     if let Some(floor) = shrink_guard
-        && shrinks_too_far(rows_before, rows_inserted, floor)
+        && shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
         log(format!(
-            "shrink guard: {rows_before} rows would become {rows_inserted}; refused"
+            "shrink guard: {rows_deleted} rows would become {rows_inserted}; refused"
         ));
         return Err(WarehouseError::SourceShrank {
             partition: partition.name(),
-            before: rows_before,
+            before: rows_deleted,
             after: rows_inserted,
             floor,
         });
     }
 
-    let in_window = count_window(dialect, tx, job, pcol, partition).await?;
     if in_window != rows_inserted {
         let outside = rows_inserted - in_window;
         log(format!(
@@ -471,7 +557,8 @@ async fn replace(
         "window check: all {rows_inserted} rows inside the partition"
     ));
 
-    let after = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
+    // The window held nothing but the inserted rows: their fingerprint is
+    // the window's.
     let content_changed = before != after;
     log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
@@ -484,6 +571,72 @@ async fn replace(
     })
 }
 
+/// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
+/// clause giving each written row's hash and, given a window, whether the
+/// row lies inside it. Returns the written rows' fingerprint and how many
+/// lie inside the window. Where the engine can, the returned rows are
+/// aggregated in the same statement; elsewhere they stream back to idem.
+async fn returning(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    hash: &RowHash,
+    window: Option<(&Ident, &Partition, ColumnKind)>,
+    statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
+) -> Result<(Fingerprint, i64), WarehouseError> {
+    let (expr, in_sql) = match hash {
+        RowHash::Sql(e) => (e, true),
+        RowHash::Text(e) => (e, false),
+    };
+    let aggregate = in_sql && dialect.aggregates_returned_rows();
+    let mut sql = Sql::new(dialect);
+    if aggregate {
+        sql.push("WITH w AS (");
+    }
+    statement(&mut sql)?;
+    sql.push(" RETURNING ").push(expr).push(" AS h");
+    if let Some((pcol, partition, kind)) = window {
+        sql.push(", CASE WHEN ");
+        sql.window_filter_as("", pcol, partition, kind);
+        sql.push(" THEN 1 ELSE 0 END AS inside");
+    }
+    if aggregate {
+        sql.push(") SELECT COUNT(*), ")
+            .push(&dialect.text_expr("COALESCE(SUM(h), 0)"));
+        if window.is_some() {
+            sql.push(", COUNT(CASE WHEN inside = 1 THEN 1 END)");
+        }
+        sql.push(" FROM w");
+        let row = sql.query().fetch_one(&mut *tx).await?;
+        let fp = Fingerprint {
+            rows: row.try_get(0)?,
+            sum: fingerprint::parse_sum(&row.try_get::<String, _>(1)?)?,
+        };
+        let inside = if window.is_some() {
+            row.try_get(2)?
+        } else {
+            fp.rows
+        };
+        return Ok((fp, inside));
+    }
+    let mut fp = Fingerprint::default();
+    let mut inside = 0i64;
+    let mut rows = sql.query().fetch(&mut *tx);
+    while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
+        if in_sql {
+            let h: i64 = row.try_get(0)?;
+            fp.add_hash(h as u64);
+        } else {
+            fp.add_text(&row.try_get::<String, _>(0)?);
+        }
+        inside += if window.is_some() {
+            row.try_get::<i64, _>(1)?
+        } else {
+            1
+        };
+    }
+    Ok((fp, inside))
+}
+
 async fn merge(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
@@ -493,10 +646,11 @@ async fn merge(
     let Target {
         job,
         partition,
-        columns,
-        target_columns,
+        shape,
         ..
     } = t;
+    let columns = &shape.insert;
+    let target_columns = &shape.columns;
     let stage = dialect.quote(STAGE);
     run(tx, dialect.drop_stage(STAGE)).await?;
     let mut create = Sql::new(dialect);
@@ -619,7 +773,7 @@ async fn merge(
         .await?
     };
     let rows_after = match &job.partition_column {
-        Some(pcol) => count_window(dialect, tx, job, pcol, partition).await?,
+        Some(pcol) => count_window(dialect, tx, job, pcol, partition, shape.partition_kind).await?,
         None => source_rows,
     };
     let content_changed = before != after;
@@ -666,12 +820,13 @@ async fn count_window(
     job: &Job,
     pcol: &Ident,
     partition: &Partition,
+    kind: ColumnKind,
 ) -> Result<i64, WarehouseError> {
     let mut sql = Sql::new(dialect);
     sql.push("SELECT COUNT(*) FROM ")
         .table(&job.target)
         .push(" WHERE ");
-    sql.window_filter("", pcol, partition);
+    sql.window_filter_as("", pcol, partition, kind);
     Ok(sql.query().fetch_one(&mut *conn).await?.try_get(0)?)
 }
 
@@ -680,7 +835,7 @@ pub(super) async fn fingerprint_window(
     dialect: &'static dyn Dialect,
     conn: &mut AnyConnection,
     job: &Job,
-    target_columns: &[Ident],
+    target_columns: &[Column],
     partition: &Partition,
 ) -> Result<Fingerprint, WarehouseError> {
     let pcol = partition_column(job)?;

@@ -3,6 +3,7 @@
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
 mod columns;
+mod counts;
 mod fingerprint;
 pub mod ledger;
 mod load;
@@ -16,12 +17,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
-pub use columns::Column;
+pub use columns::{Column, ColumnKind};
+pub use counts::{CountCache, CountSource, Counts};
 pub use fingerprint::Fingerprint;
+use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
 pub use verify::{Difference, Verification};
 
@@ -63,8 +65,10 @@ pub trait Dialect: Send + Sync {
     }
     /// Placeholder for the n-th bound value (1-based).
     fn placeholder(&self, n: usize) -> String;
-    /// Wraps a placeholder bound with [`Dialect::instant_value`] text.
-    fn instant_param(&self, placeholder: &str) -> String;
+    /// Wraps a placeholder bound with [`Dialect::instant_value`] text so that
+    /// it has the type of the column it is compared with (an index on the
+    /// column stays usable).
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String;
     /// The text a window boundary is bound as.
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
     /// Statements run on every new connection.
@@ -100,20 +104,35 @@ pub trait Dialect: Send + Sync {
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// A query returning the target's column names, one per row.
     /// `(column name, declared type)` rows of a table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
     /// A query returning the names of the target's columns that accept NULL.
     fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
+    /// An expression a count groups by: the start of the partition (of
+    /// `grain`) a column's value lies in, as a value of the column's own type
+    /// (the column itself where it can be), so that grouping costs no more
+    /// per row than the engine's plain `GROUP BY column`. Named afterwards
+    /// by [`Dialect::partition_name_expr`].
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String;
+    /// A query whose one row tells whether a table may have changed: an
+    /// opaque token (equal tokens: no committed change between the two
+    /// reads), the table's cumulative inserted / updated / deleted row
+    /// counters where the engine keeps them (else NULL), and 1 when the
+    /// token is settled (a change in the same clock tick could still leave
+    /// it as it is: 0).
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
-    /// A non-negative integer hash (below 2^60) of a row of these columns,
-    /// where the engine can compute one; its sum fingerprints a set of rows
-    /// without sending them.
-    fn row_hash(&self, _columns: &[String]) -> Option<String> {
-        None
+    /// How the engine hashes a row of these `(column expression, declared
+    /// type)` pairs for fingerprints (see [`fingerprint`]).
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash;
+    /// Whether a statement can aggregate the rows a DELETE or INSERT returns
+    /// (`WITH w AS (DELETE … RETURNING …) SELECT COUNT(*) … FROM w`), so
+    /// that only one row travels back.
+    fn aggregates_returned_rows(&self) -> bool {
+        false
     }
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
@@ -139,6 +158,11 @@ pub struct Warehouse {
     config: WarehouseConfig,
     /// Output column names per SELECT text, described once per process.
     described: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// Per job, its target's shape as the latest run read it (run id, shape):
+    /// the catalogue is read once per run, not once per partition.
+    shapes: Arc<Mutex<HashMap<String, load::RunShape>>>,
+    /// Definition hashes known to be recorded (committed) in the ledger.
+    recorded_definitions: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -194,9 +218,6 @@ impl WarehouseError {
         )
     }
 }
-
-/// Row counts per partition name, read from the target table.
-pub type Counts = HashMap<String, i64>;
 
 impl Warehouse {
     pub async fn connect(
@@ -257,6 +278,8 @@ impl Warehouse {
             dialect,
             config: config.clone(),
             described: Arc::default(),
+            shapes: Arc::default(),
+            recorded_definitions: Arc::default(),
         };
         warehouse.ensure_ledger().await.map_err(|e| match &e {
             WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
@@ -382,40 +405,17 @@ impl Warehouse {
         Ok(cols)
     }
 
-    /// Row counts per partition of a job's target, for its whole history, in
-    /// one query. Jobs without a partition column have none.
-    pub async fn partition_counts(
+    /// The columns of a table that fingerprints cover: those idem can name.
+    pub(crate) async fn hashed_columns(
         &self,
-        job: &Job,
-        first: Partition,
-        last: Partition,
-    ) -> Result<Counts, WarehouseError> {
-        let Some(col) = &job.partition_column else {
-            return Ok(Counts::new());
-        };
-        let quoted = self.dialect.quote(col.as_str());
-        let bucket = self.dialect.partition_name_expr(&quoted, job.grain);
-        let mut sql = self.sql();
-        sql.push("SELECT ")
-            .push(&bucket)
-            .push(" AS p, COUNT(*) AS n FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        sql.ident(col).push(" >= ");
-        sql.bind_instant(first.start, &first);
-        sql.push(" AND ").ident(col).push(" < ");
-        sql.bind_instant(last.end(), &last);
-        sql.push(" GROUP BY ").push(&bucket);
-        let mut counts = Counts::new();
-        let mut rows = sql.query().fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            let name: Option<String> = row.try_get(0)?;
-            let n: i64 = row.try_get(1)?;
-            if let Some(name) = name {
-                counts.insert(name, n);
-            }
-        }
-        Ok(counts)
+        table: &TableName,
+    ) -> Result<Vec<Column>, WarehouseError> {
+        Ok(self
+            .columns(table)
+            .await?
+            .into_iter()
+            .filter(|c| Ident::parse(&c.name).is_ok())
+            .collect())
     }
 
     /// Count and fingerprint of a replace job's partition as it is now.
@@ -424,8 +424,8 @@ impl Warehouse {
         job: &Job,
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
+        let columns = self.hashed_columns(&job.target).await?;
         let mut conn = self.pool.acquire().await?;
-        let columns = self.target_columns(&job.target).await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
 
@@ -434,7 +434,7 @@ impl Warehouse {
         &self,
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.target_columns(table).await?;
+        let columns = self.hashed_columns(table).await?;
         let mut conn = self.pool.acquire().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);
