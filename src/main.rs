@@ -69,6 +69,11 @@ enum Command {
         /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
         #[arg(long, value_delimiter = ',')]
         state: Vec<String>,
+        /// Count the rows each partition's SQL would write now (one read-only
+        /// query per job) and flag partitions whose source gained or lost rows
+        /// since they were loaded: out of date.
+        #[arg(long)]
+        reconcile: bool,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -128,6 +133,7 @@ fn main() {
                 format,
                 anomalies,
                 state,
+                reconcile,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -136,6 +142,7 @@ fn main() {
                     format,
                     anomalies_only: anomalies,
                     states: state,
+                    reconcile,
                 };
                 cli::status(&cli.config, args).await
             }

@@ -2038,8 +2038,8 @@ impl App {
     }
 }
 
-pub fn short(fingerprint: &str) -> &str {
-    fingerprint.get(..12).unwrap_or(fingerprint)
+pub fn short(fingerprint: &str) -> String {
+    crate::warehouse::Fingerprint::short(fingerprint)
 }
 
 #[cfg(test)]
