@@ -75,7 +75,15 @@ pub struct RunArgs {
     /// reads have committed.
     #[arg(long)]
     pub cascade: bool,
+    /// Run without asking: on a terminal idem shows the plan and asks first,
+    /// and elsewhere refuses runs of more than 100 partitions without it.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
+
+/// Partitions a run may load without a terminal before it needs `--yes`:
+/// a mistyped range must not rewrite a job's whole history unasked.
+pub const CONFIRM_ABOVE: usize = 100;
 
 pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
     match run_inner(config_path, args).await {
@@ -141,6 +149,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         }
         return Ok(EXIT_OK);
     }
+    if !args.yes {
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        if !confirmed(&steps, interactive)? {
+            noteln!("idem: nothing run");
+            return Ok(super::EXIT_CANCELLED);
+        }
+    }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
         return run_cascade(&warehouse, &config, &steps, args.json).await;
@@ -204,6 +219,50 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
             Ok(summary.exit_code().max(EXIT_FAILED))
         }
     }
+}
+
+/// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
+/// the operator answers; elsewhere a run of more than [`CONFIRM_ABOVE`]
+/// partitions is refused.
+fn confirmed(
+    steps: &[(Backfill, Vec<state::PartitionStatus>)],
+    interactive: bool,
+) -> Result<bool, Stop> {
+    let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
+    if total == 0 {
+        return Ok(true);
+    }
+    let (root, _) = &steps[0];
+    let range = match (root.partitions.first(), root.partitions.last()) {
+        (Some(a), Some(b)) => format!("{} to {}", a.name(), b.name()),
+        _ => "no partitions of its own".into(),
+    };
+    if !interactive {
+        if total > CONFIRM_ABOVE {
+            return Err(Stop::usage(format!(
+                "this run would load {total} partitions ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
+                root.job.name,
+                if steps.len() > 1 {
+                    ", with its cascade"
+                } else {
+                    ""
+                }
+            )));
+        }
+        return Ok(true);
+    }
+    for (backfill, statuses) in steps {
+        DryRun::new(backfill, statuses).print()?;
+    }
+    noteln!(
+        "run {total} partition{}? [y/N] ",
+        if total == 1 { "" } else { "s" }
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Stop::failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// The downstream steps of a cascade: for each job that reads the root
