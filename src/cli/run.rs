@@ -430,6 +430,7 @@ struct DryRun<'a> {
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
 #[derive(Serialize)]
 struct DryRunEvent<'a> {
+    schema_version: u32,
     event: &'static str,
     job: &'a str,
     strategy: Strategy,
@@ -522,6 +523,7 @@ impl<'a> DryRun<'a> {
     fn print_json(&self) -> Result<(), Stop> {
         let job = &self.backfill.job;
         let event = DryRunEvent {
+            schema_version: engine::SCHEMA_VERSION,
             event: "dry_run",
             job: &job.name,
             strategy: job.strategy,
@@ -569,7 +571,7 @@ impl Progress {
         match self {
             Progress::Json(written) => {
                 if written.is_ok()
-                    && let Ok(line) = serde_json::to_string(event)
+                    && let Ok(line) = event.to_json_line()
                 {
                     *written = output::line(format_args!("{line}"));
                 }
