@@ -88,6 +88,10 @@ enum Command {
     Log {
         job: String,
         partition: Option<String>,
+        /// The partition's run log instead: its last N lines (default 50), as
+        /// runs on this machine wrote them under the state directory.
+        #[arg(long, num_args = 0..=1, default_missing_value = "50", requires = "partition")]
+        lines: Option<usize>,
     },
     /// Static checks for what breaks idempotency (exit 1 on errors).
     Lint {
@@ -153,9 +157,14 @@ fn main() {
                 cli::diff(&cli.config, &job, partition.as_deref()).await
             }
             Some(Command::Jobs) => cli::jobs(&cli.config).await,
-            Some(Command::Log { job, partition }) => {
-                cli::log(&cli.config, &job, partition.as_deref()).await
-            }
+            Some(Command::Log {
+                job,
+                partition,
+                lines,
+            }) => match lines {
+                Some(n) => cli::run_log(&cli.config, &job, partition.as_deref(), n),
+                None => cli::log(&cli.config, &job, partition.as_deref()).await,
+            },
             Some(Command::Lint {
                 job,
                 format,

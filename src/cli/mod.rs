@@ -16,7 +16,7 @@ pub use diff::diff;
 pub use docs::{completions, man};
 pub use lint::lint;
 pub use run::{RunArgs, run};
-pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};

@@ -168,7 +168,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
     let json = args.json;
     let printer = tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
             progress.show(&event);
         }
         progress.finish()
@@ -316,7 +320,11 @@ async fn run_cascade(
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
             progress.show(&event);
         }
         progress.finish()

@@ -364,6 +364,35 @@ fn lint_badge(job: &Job) -> String {
     }
 }
 
+/// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
+pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> i32 {
+    let result = (|| {
+        let config = load_config(config_path)?;
+        let job = find_job(&config, job_name)?;
+        let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?
+            .ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?
+            .name();
+        let Some(dir) = crate::runlog::dir() else {
+            return Err(Stop::failed(
+                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
+            ));
+        };
+        let lines = crate::runlog::tail(&dir, &job.name, &partition, n);
+        if lines.is_empty() {
+            outln!(
+                "no run log for {} {partition} in {} (runs of this user on this machine write them)",
+                job.name,
+                dir.display()
+            );
+        }
+        for line in lines {
+            outln!("{line}");
+        }
+        Ok(EXIT_OK)
+    })();
+    result.unwrap_or_else(Stop::report)
+}
+
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
     let result = async {
         let config = load_config(config_path)?;
