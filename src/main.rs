@@ -1,4 +1,6 @@
 #![forbid(unsafe_code)]
+// Errors are handled, not unwrapped, outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::path::PathBuf;
 
