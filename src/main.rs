@@ -95,6 +95,15 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Write a starter idem.toml (at --config) for a warehouse, with its
+    /// dated tables as candidate jobs.
+    Init {
+        /// The warehouse: sqlite://PATH, postgres://… or mysql://…
+        url: String,
+        /// Overwrite the config if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
     Completions { shell: clap_complete::Shell },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
@@ -154,6 +163,7 @@ fn main() {
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Init { url, force }) => cli::init(&cli.config, &url, force).await,
             Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }

@@ -3,6 +3,7 @@
 
 mod diff;
 mod docs;
+mod init;
 mod lint;
 mod output;
 mod run;
@@ -14,6 +15,7 @@ use std::path::Path;
 
 pub use diff::diff;
 pub use docs::{completions, man};
+pub use init::init;
 pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
@@ -67,7 +69,7 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
             format!("no config at {}", path.display())
         };
         return Err(Stop::usage(format!(
-            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+            "{place}; run `idem init URL` to write one for your warehouse, `idem demo` to try idem on demo data, or pass --config PATH"
         )));
     }
     config::load(path).map_err(|e| Stop::usage(e.to_string()))

@@ -97,6 +97,9 @@ pub trait Dialect: Send + Sync {
     /// A query returning the target's column names, one per row.
     /// `(column name, declared type)` rows of a table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// `(schema, table)` rows of the tables a job could write, the schema
+    /// NULL where it is the connection's own; idem's ledger schema left out.
+    fn tables_query(&self, sql: &mut Sql);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression rendering a column's value as text, for fingerprints.
