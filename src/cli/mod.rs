@@ -3,6 +3,7 @@
 
 mod diff;
 mod docs;
+mod import_dbt;
 mod init;
 mod lint;
 mod output;
@@ -15,6 +16,7 @@ use std::path::Path;
 
 pub use diff::diff;
 pub use docs::{completions, man};
+pub use import_dbt::import_dbt;
 pub use init::init;
 pub use lint::lint;
 pub use run::{RunArgs, run};
