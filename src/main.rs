@@ -106,6 +106,22 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Write a starter idem.toml (at --config) for a warehouse, with its
+    /// dated tables as candidate jobs.
+    Init {
+        /// The warehouse: sqlite://PATH, postgres://… or mysql://…
+        url: String,
+        /// Overwrite the config if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print idem jobs for dbt's incremental models (delete+insert, merge,
+    /// microbatch) from a compiled target/manifest.json, e.g.
+    /// `idem import-dbt target/manifest.json >> idem.toml`.
+    ImportDbt {
+        /// dbt's manifest.json, after `dbt compile`.
+        manifest: PathBuf,
+    },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
     Completions { shell: clap_complete::Shell },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
@@ -172,6 +188,8 @@ fn main() {
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Init { url, force }) => cli::init(&cli.config, &url, force).await,
+            Some(Command::ImportDbt { manifest }) => cli::import_dbt(&manifest),
             Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }

@@ -474,10 +474,7 @@ fn without_a_terminal() {
     let out = idem(dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("no idem.toml here") && err.contains("idem demo"),
-        "{err}"
-    );
+    assert!(err.contains("no idem.toml here"), "{err}");
     assert!(out.stdout.is_empty(), "nothing drawn");
     // A broken one: positioned error, exit 2.
     std::fs::write(dir.path().join("idem.toml"), "[warehouse]\nurl = 5\n").unwrap();

@@ -3,6 +3,8 @@
 
 mod diff;
 mod docs;
+mod import_dbt;
+mod init;
 mod lint;
 mod output;
 mod run;
@@ -14,6 +16,8 @@ use std::path::Path;
 
 pub use diff::diff;
 pub use docs::{completions, man};
+pub use import_dbt::import_dbt;
+pub use init::init;
 pub use lint::lint;
 pub use run::{RunArgs, run};
 pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
@@ -67,7 +71,7 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
             format!("no config at {}", path.display())
         };
         return Err(Stop::usage(format!(
-            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+            "{place}; run `idem init URL` to write one for your warehouse, `idem demo` to try idem on demo data, or pass --config PATH"
         )));
     }
     let config = config::load(path).map_err(|e| Stop::usage(e.to_string()))?;

@@ -109,6 +109,9 @@ pub trait Dialect: Send + Sync {
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
     /// A query returning the names of the target's columns that accept NULL.
     fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// `(schema, table)` rows of the tables a job could write, the schema
+    /// NULL where it is the connection's own; idem's ledger schema left out.
+    fn tables_query(&self, sql: &mut Sql);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression a count groups by: the start of the partition (of

@@ -120,6 +120,13 @@ impl Dialect for MySql {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CAST(NULL AS CHAR), CAST(table_name AS CHAR) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' ORDER BY table_name",
+        );
+    }
+
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {

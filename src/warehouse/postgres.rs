@@ -128,6 +128,16 @@ impl Dialect for Postgres {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CASE WHEN table_schema = current_schema() THEN NULL ELSE CAST(table_schema AS text) END, \
+             CAST(table_name AS text) FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' \
+             AND table_schema NOT IN ('pg_catalog', 'information_schema', 'idem') \
+             ORDER BY table_schema <> current_schema(), table_schema, table_name",
+        );
+    }
+
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {

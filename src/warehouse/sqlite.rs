@@ -85,6 +85,13 @@ impl Dialect for Sqlite {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CAST(NULL AS TEXT), name FROM sqlite_master \
+             WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        );
+    }
+
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT name, type FROM pragma_table_info(")
             .bind(table.name.as_str());
