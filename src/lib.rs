@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod exit;
 pub mod lint;
 pub mod partition;
 pub mod state;

@@ -1,10 +1,12 @@
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
+use idem::exit::Exit;
 use idem::lint::LintFormat;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
@@ -76,7 +78,7 @@ enum Command {
     },
 }
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -85,7 +87,7 @@ fn main() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("idem: cannot start the runtime: {e}");
-            std::process::exit(1);
+            return Exit::Failed.into();
         }
     };
     let ui = idem::tui::Options {
@@ -130,5 +132,5 @@ fn main() {
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
         }
     });
-    std::process::exit(code);
+    code.into()
 }

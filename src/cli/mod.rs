@@ -1,5 +1,5 @@
-//! Headless commands: each returns the process exit code (0 success, 1 some
-//! partitions failed, 2 usage or config error, 130 cancelled).
+//! Headless commands: each returns how the process ends ([`Exit`]: success,
+//! some partitions failed, usage or config error, cancelled).
 
 mod diff;
 mod lint;
@@ -17,38 +17,34 @@ pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};
+use crate::exit::Exit;
 use crate::partition::{Partition, RangeEnd};
 use crate::warehouse::Warehouse;
-
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_CANCELLED: i32 = 130;
 
 /// A command that could not go on, with the exit code it ends with.
 #[derive(Debug)]
 pub struct Stop {
-    pub code: i32,
+    pub code: Exit,
     pub message: String,
 }
 
 impl Stop {
     pub fn usage(message: impl Into<String>) -> Stop {
         Stop {
-            code: EXIT_USAGE,
+            code: Exit::Usage,
             message: message.into(),
         }
     }
 
     pub fn failed(message: impl Into<String>) -> Stop {
         Stop {
-            code: EXIT_FAILED,
+            code: Exit::Failed,
             message: message.into(),
         }
     }
 
     /// Prints the message and gives the exit code.
-    pub fn report(self) -> i32 {
+    pub fn report(self) -> Exit {
         eprintln!("idem: {}", self.message);
         self.code
     }
@@ -101,7 +97,7 @@ pub fn parse_bound(
 
 /// `idem` without a command opens the console on the config, which must be
 /// valid (checked before the terminal is touched) and needs a terminal.
-pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
+pub async fn console(config_path: &Path, ui: crate::tui::Options) -> Exit {
     let config = match load_config(config_path) {
         Ok(c) => c,
         Err(stop) => return stop.report(),
@@ -109,12 +105,25 @@ pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
     if !std::io::stdout().is_terminal() {
         return Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
     }
-    crate::tui::run(config, ui).await
+    console_exit(crate::tui::run(config, ui).await)
+}
+
+/// How the process ends after a console session.
+fn console_exit(outcome: crate::tui::Outcome) -> Exit {
+    match outcome {
+        crate::tui::Outcome::Quit => Exit::Ok,
+        crate::tui::Outcome::NoTerminal(e) => {
+            Stop::failed(format!("cannot open the terminal: {e}")).report()
+        }
+        crate::tui::Outcome::Broken(e) => {
+            Stop::failed(format!("the console stopped: {e}")).report()
+        }
+    }
 }
 
 /// `idem demo`: creates the demo warehouse and opens the console on it; without
 /// a terminal it tells where the demo is and how to open it.
-pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
+pub async fn demo(path: &Path, ui: crate::tui::Options) -> Exit {
     eprintln!("creating the demo warehouse in {} …", path.display());
     let demo = match crate::demo::create(path).await {
         Ok(demo) => demo,
@@ -137,11 +146,11 @@ pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
             "  idem --config {} run fct_orders --only failed,missing",
             demo.config.display()
         );
-        return EXIT_OK;
+        return Exit::Ok;
     }
     match load_config(&demo.config) {
         Ok(config) => {
-            let code = crate::tui::run(config, ui).await;
+            let code = console_exit(crate::tui::run(config, ui).await);
             println!(
                 "the demo stays in {}; open it again with: idem --config {}",
                 demo.dir.display(),

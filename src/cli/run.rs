@@ -11,8 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::engine::{self, Backfill, Event, Selection};
+use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
 
@@ -47,14 +48,14 @@ pub struct RunArgs {
     pub through_latest: bool,
 }
 
-pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
+pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
+async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
     let mut only = Vec::new();
@@ -104,7 +105,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
 
     if args.dry_run {
         print_dry_run(&backfill, &statuses);
-        return Ok(EXIT_OK);
+        return Ok(Exit::Ok);
     }
 
     let cancel = CancellationToken::new();
@@ -116,7 +117,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
             );
             on_interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(super::EXIT_CANCELLED);
+                std::process::exit(Exit::Cancelled.code().into());
             }
         }
     });

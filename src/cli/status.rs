@@ -7,8 +7,9 @@ use std::path::Path;
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::config::Job;
+use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState, PartitionStatus};
 use crate::warehouse::Warehouse;
@@ -60,14 +61,14 @@ impl<'a> StatusRow<'a> {
     }
 }
 
-pub async fn status(config_path: &Path, args: StatusArgs) -> i32 {
+pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
     match status_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop> {
+async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
@@ -157,7 +158,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             }
         }
     }
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }
 
 async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
@@ -191,7 +192,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
         .collect()
 }
 
-pub async fn jobs(config_path: &Path) -> i32 {
+pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let warehouse = connect(&config, 2).await?;
@@ -218,7 +219,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
             );
         }
         warehouse.close().await;
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)
@@ -240,7 +241,7 @@ fn lint_badge(job: &Job) -> String {
     }
 }
 
-pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
+pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -286,7 +287,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                     .unwrap_or_default(),
             );
         }
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)

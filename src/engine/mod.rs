@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 pub use events::Event;
 
 use crate::config::{Job, Strategy};
+use crate::exit::Exit;
 use crate::partition::{Partition, now_utc};
 use crate::state::{self, LoadState};
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
@@ -217,14 +218,14 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// The process exit code for this outcome: 0, 1, or 130 when cancelled.
-    pub fn exit_code(&self) -> i32 {
+    /// How the process ends after this run.
+    pub fn exit_code(&self) -> Exit {
         if self.cancelled {
-            130
+            Exit::Cancelled
         } else if self.failed > 0 || self.not_started > 0 {
-            1
+            Exit::Failed
         } else {
-            0
+            Exit::Ok
         }
     }
 }

@@ -104,25 +104,32 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Runs the console until the operator quits; returns the exit code.
-pub async fn run(config: Config, options: Options) -> i32 {
+/// How a console session ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The operator quit (or the process was asked to stop).
+    Quit,
+    /// The terminal could not be put into the console's mode.
+    NoTerminal(std::io::Error),
+    /// Reading the terminal or drawing on it failed mid-session.
+    Broken(std::io::Error),
+}
+
+/// Runs the console until the operator quits.
+pub async fn run(config: Config, options: Options) -> Outcome {
     let mut app = new_app(config, &options, now_utc());
     let guard = match TerminalGuard::enter(app.mouse) {
         Ok(g) => g,
         Err(e) => {
             restore_terminal();
-            eprintln!("idem: cannot open the terminal: {e}");
-            return crate::cli::EXIT_FAILED;
+            return Outcome::NoTerminal(e);
         }
     };
     let result = event_loop(&mut app).await;
     drop(guard);
     match result {
-        Ok(()) => crate::cli::EXIT_OK,
-        Err(e) => {
-            eprintln!("idem: the console stopped: {e}");
-            crate::cli::EXIT_FAILED
-        }
+        Ok(()) => Outcome::Quit,
+        Err(e) => Outcome::Broken(e),
     }
 }
 
