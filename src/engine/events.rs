@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::config::Strategy;
+use crate::state::AttemptEnd;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -72,4 +73,38 @@ impl Event {
             | Event::RunFinished { run_id, .. } => run_id,
         }
     }
+
+    /// The partition and how its attempt ended, for the events that end one
+    /// for good (a failure that will be retried does not).
+    pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {
+        match self {
+            Event::PartitionSucceeded {
+                partition,
+                rows_after,
+                ..
+            } => Some((
+                partition,
+                AttemptEnd::Succeeded {
+                    rows_after: *rows_after,
+                },
+            )),
+            Event::PartitionFailed {
+                partition,
+                error,
+                will_retry: false,
+                ..
+            } => Some((
+                partition,
+                if error.starts_with(CANCELLED) {
+                    AttemptEnd::RolledBack
+                } else {
+                    AttemptEnd::Failed
+                },
+            )),
+            _ => None,
+        }
+    }
 }
+
+/// How the error of a cancelled attempt begins.
+pub(crate) const CANCELLED: &str = "cancelled";

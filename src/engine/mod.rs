@@ -397,7 +397,7 @@ impl PartitionRun<'_> {
                     self.failed(
                         &name,
                         attempt,
-                        "cancelled; rolled back".into(),
+                        format!("{}; rolled back", events::CANCELLED),
                         false,
                         duration_ms,
                     );

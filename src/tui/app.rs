@@ -1628,7 +1628,9 @@ impl App {
         let Some(j) = self.jobs.iter_mut().find(|j| j.job.name == job_name) else {
             return Vec::new();
         };
-        let counted = j.job.partition_column.is_some();
+        if let Some((partition, end)) = event.attempt_end() {
+            crate::state::apply_attempt(&j.job, &mut j.statuses, partition, end);
+        }
         match event {
             Event::RunStarted {
                 run_id,
@@ -1669,7 +1671,6 @@ impl App {
                 rows_deleted,
                 rows_inserted,
                 rows_updated,
-                rows_after,
                 duration_ms,
                 fingerprint,
                 content_changed,
@@ -1706,23 +1707,6 @@ impl App {
                         error: None,
                     },
                 );
-                if let Some(s) = j
-                    .statuses
-                    .iter_mut()
-                    .find(|s| s.partition.name() == partition)
-                {
-                    s.state = if rows_after > 0 {
-                        LoadState::Loaded
-                    } else {
-                        LoadState::Empty
-                    };
-                    if counted {
-                        s.rows_now = Some(rows_after);
-                    }
-                    s.rows_at_load = Some(rows_after);
-                    s.attempts += 1;
-                    s.drift = false;
-                }
             }
             Event::PartitionFailed {
                 partition,
@@ -1764,15 +1748,6 @@ impl App {
                                 error: Some(error.clone()),
                             },
                         );
-                    }
-                    if !cancelled
-                        && let Some(s) = j
-                            .statuses
-                            .iter_mut()
-                            .find(|s| s.partition.name() == partition)
-                    {
-                        s.state = LoadState::Failed;
-                        s.attempts += 1;
                     }
                 }
             }
