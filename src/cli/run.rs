@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Stop, connect, find_job, load_config, parse_bound};
+use crate::config::Job;
 use crate::engine::{self, Backfill, Event, Selection};
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
@@ -48,6 +49,89 @@ pub struct RunArgs {
     pub through_latest: bool,
 }
 
+impl RunArgs {
+    /// The partitions these arguments select of `job`: the range and the
+    /// `--only` states, checked as `idem run` checks them.
+    pub fn selection(&self, job: &Job) -> Result<Selection, Stop> {
+        let mut only = Vec::new();
+        for s in &self.only {
+            match LoadState::parse(s.trim()) {
+                Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
+                _ => {
+                    return Err(Stop::usage(format!(
+                        "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
+                    )));
+                }
+            }
+        }
+        Ok(Selection {
+            from: parse_bound(job, "--from", self.from.as_deref(), RangeEnd::From)?,
+            to: parse_bound(job, "--to", self.to.as_deref(), RangeEnd::To)?,
+            only,
+        })
+    }
+
+    /// `--concurrency`, or the config's default, checked.
+    pub fn concurrency_or(&self, default: usize) -> Result<usize, Stop> {
+        let concurrency = self.concurrency.unwrap_or(default);
+        if concurrency == 0 || concurrency > 64 {
+            return Err(Stop::usage(format!(
+                "--concurrency {concurrency} is out of range; expected 1 to 64"
+            )));
+        }
+        Ok(concurrency)
+    }
+
+    /// The `idem run` command line that gives these arguments, words quoted
+    /// for a POSIX shell. A new flag gets its line here too.
+    pub fn command_line(&self) -> String {
+        let mut words = vec!["idem".to_string(), "run".to_string(), shell_word(&self.job)];
+        let mut flag = |name: &str, value: Option<String>| {
+            words.push(name.to_string());
+            words.extend(value.map(|v| shell_word(&v)));
+        };
+        if let Some(from) = &self.from {
+            flag("--from", Some(from.clone()));
+        }
+        if let Some(to) = &self.to {
+            flag("--to", Some(to.clone()));
+        }
+        if !self.only.is_empty() {
+            flag("--only", Some(self.only.join(",")));
+        }
+        if let Some(n) = self.concurrency {
+            flag("--concurrency", Some(n.to_string()));
+        }
+        if self.through_latest {
+            flag("--through-latest", None);
+        }
+        if let Some(reason) = &self.reason {
+            flag("--reason", Some(reason.clone()));
+        }
+        if self.dry_run {
+            flag("--dry-run", None);
+        }
+        if self.json {
+            flag("--json", None);
+        }
+        words.join(" ")
+    }
+}
+
+/// A word as a POSIX shell reads it back: bare when it is plain, else in
+/// single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.,:/=@+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
         Ok(code) => code,
@@ -58,28 +142,8 @@ pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let mut only = Vec::new();
-    for s in &args.only {
-        match LoadState::parse(s.trim()) {
-            Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
-            _ => {
-                return Err(Stop::usage(format!(
-                    "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
-                )));
-            }
-        }
-    }
-    let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
-    if concurrency == 0 || concurrency > 64 {
-        return Err(Stop::usage(format!(
-            "--concurrency {concurrency} is out of range; expected 1 to 64"
-        )));
-    }
-    let selection = Selection {
-        from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
-        to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
-        only,
-    };
+    let selection = args.selection(job)?;
+    let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
     let statuses = state::job_status(&warehouse, job, now, &HashSet::new())
@@ -331,4 +395,98 @@ fn describe(event: &Event) -> Option<String> {
         ),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    #[command(no_binary_name = true)]
+    struct Line {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Run(RunArgs),
+    }
+
+    /// Splits a command line as a POSIX shell does, for the words
+    /// [`shell_word`] writes: bare, or in single quotes with `'\''`.
+    fn shell_split(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut quoted = false;
+        let mut any = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' => {
+                    quoted = !quoted;
+                    any = true;
+                }
+                '\\' if !quoted => word.extend(chars.next()),
+                ' ' if !quoted => {
+                    if any || !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    any = false;
+                }
+                c => word.push(c),
+            }
+        }
+        if any || !word.is_empty() {
+            words.push(word);
+        }
+        words
+    }
+
+    fn parse(words: &[String]) -> RunArgs {
+        let Command::Run(args) = Line::try_parse_from(words).expect("parses").command;
+        args
+    }
+
+    #[test]
+    fn the_command_line_reads_back_as_the_same_arguments() {
+        let words: Vec<String> = [
+            "run",
+            "fct_orders",
+            "--from",
+            "2026-06-01",
+            "--to",
+            "2026-06-30",
+            "--only",
+            "failed,missing",
+            "--concurrency",
+            "3",
+            "--through-latest",
+            "--reason",
+            "it's the refunds; re-run",
+            "--dry-run",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut all = vec!["idem".to_string()];
+        all.extend(words);
+        let args = parse(&all[1..]);
+        let line = args.command_line();
+        assert_eq!(
+            line,
+            "idem run fct_orders --from 2026-06-01 --to 2026-06-30 --only failed,missing \
+             --concurrency 3 --through-latest --reason 'it'\\''s the refunds; re-run' --dry-run --json"
+        );
+        let again = parse(&shell_split(&line)[1..]);
+        assert_eq!(format!("{again:?}"), format!("{args:?}"));
+    }
+
+    #[test]
+    fn a_bare_run_prints_only_the_job() {
+        let args = parse(&["run".to_string(), "dim_customers".to_string()]);
+        assert_eq!(args.command_line(), "idem run dim_customers");
+    }
 }
