@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -8,6 +9,7 @@ use clap::{Parser, Subcommand};
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::exit::Exit;
 use idem::lint::LintFormat;
+use idem::tui;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
 /// stale, and re-run them idempotently.
@@ -96,8 +98,8 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console(&cli.config, ui).await,
-            Some(Command::Demo { path }) => cli::demo(&path, ui).await,
+            None => console(&cli.config, ui).await,
+            Some(Command::Demo { path }) => demo(&path, ui).await,
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,
@@ -133,4 +135,69 @@ fn main() -> ExitCode {
         }
     });
     code.into()
+}
+
+/// `idem` without a command opens the console on the config, which must be
+/// valid (checked before the terminal is touched) and needs a terminal.
+async fn console(config_path: &Path, ui: tui::Options) -> Exit {
+    let config = match cli::load_config(config_path) {
+        Ok(c) => c,
+        Err(stop) => return stop.report(),
+    };
+    if !std::io::stdout().is_terminal() {
+        return cli::Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
+    }
+    console_exit(tui::run(config, ui).await)
+}
+
+/// How the process ends after a console session.
+fn console_exit(outcome: tui::Outcome) -> Exit {
+    match outcome {
+        tui::Outcome::Quit => Exit::Ok,
+        tui::Outcome::NoTerminal(e) => {
+            cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
+        }
+        tui::Outcome::Broken(e) => cli::Stop::failed(format!("the console stopped: {e}")).report(),
+    }
+}
+
+/// `idem demo`: creates the demo warehouse and opens the console on it; without
+/// a terminal it tells where the demo is and how to open it.
+async fn demo(path: &Path, ui: tui::Options) -> Exit {
+    eprintln!("creating the demo warehouse in {} …", path.display());
+    let demo = match idem::demo::create(path).await {
+        Ok(demo) => demo,
+        Err(e) => return cli::Stop::failed(format!("could not create the demo: {e:#}")).report(),
+    };
+    if !std::io::stdout().is_terminal() {
+        println!("demo warehouse ready: {}", demo.database.display());
+        println!("config: {}", demo.config.display());
+        println!();
+        println!(
+            "  idem --config {}            # the console",
+            demo.config.display()
+        );
+        println!("  idem --config {} jobs", demo.config.display());
+        println!(
+            "  idem --config {} status fct_orders",
+            demo.config.display()
+        );
+        println!(
+            "  idem --config {} run fct_orders --only failed,missing",
+            demo.config.display()
+        );
+        return Exit::Ok;
+    }
+    match cli::load_config(&demo.config) {
+        Ok(config) => {
+            let code = console_exit(tui::run(config, ui).await);
+            println!(
+                "the demo stays in {}; open it again with: idem --config {}",
+                demo.dir.display(),
+                demo.config.display()
+            );
+            code
+        }
+        Err(stop) => stop.report(),
+    }
 }

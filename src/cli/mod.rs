@@ -7,7 +7,6 @@ mod run;
 mod status;
 mod verify;
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 pub use diff::diff;
@@ -93,71 +92,4 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
-}
-
-/// `idem` without a command opens the console on the config, which must be
-/// valid (checked before the terminal is touched) and needs a terminal.
-pub async fn console(config_path: &Path, ui: crate::tui::Options) -> Exit {
-    let config = match load_config(config_path) {
-        Ok(c) => c,
-        Err(stop) => return stop.report(),
-    };
-    if !std::io::stdout().is_terminal() {
-        return Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
-    }
-    console_exit(crate::tui::run(config, ui).await)
-}
-
-/// How the process ends after a console session.
-fn console_exit(outcome: crate::tui::Outcome) -> Exit {
-    match outcome {
-        crate::tui::Outcome::Quit => Exit::Ok,
-        crate::tui::Outcome::NoTerminal(e) => {
-            Stop::failed(format!("cannot open the terminal: {e}")).report()
-        }
-        crate::tui::Outcome::Broken(e) => {
-            Stop::failed(format!("the console stopped: {e}")).report()
-        }
-    }
-}
-
-/// `idem demo`: creates the demo warehouse and opens the console on it; without
-/// a terminal it tells where the demo is and how to open it.
-pub async fn demo(path: &Path, ui: crate::tui::Options) -> Exit {
-    eprintln!("creating the demo warehouse in {} …", path.display());
-    let demo = match crate::demo::create(path).await {
-        Ok(demo) => demo,
-        Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),
-    };
-    if !std::io::stdout().is_terminal() {
-        println!("demo warehouse ready: {}", demo.database.display());
-        println!("config: {}", demo.config.display());
-        println!();
-        println!(
-            "  idem --config {}            # the console",
-            demo.config.display()
-        );
-        println!("  idem --config {} jobs", demo.config.display());
-        println!(
-            "  idem --config {} status fct_orders",
-            demo.config.display()
-        );
-        println!(
-            "  idem --config {} run fct_orders --only failed,missing",
-            demo.config.display()
-        );
-        return Exit::Ok;
-    }
-    match load_config(&demo.config) {
-        Ok(config) => {
-            let code = console_exit(crate::tui::run(config, ui).await);
-            println!(
-                "the demo stays in {}; open it again with: idem --config {}",
-                demo.dir.display(),
-                demo.config.display()
-            );
-            code
-        }
-        Err(stop) => stop.report(),
-    }
 }
