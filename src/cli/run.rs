@@ -18,7 +18,7 @@ use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct RunArgs {
     /// The job to backfill.
     pub job: String,
