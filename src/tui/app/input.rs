@@ -21,13 +21,15 @@ impl App {
     pub(super) fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
         // Ctrl-C quits from anywhere, asking first while a run is in flight.
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
-            if matches!(self.modal, Modal::Question(Question::Quit)) || self.active_runs() == 0 {
+            if matches!(self.shared.modal, Modal::Question(Question::Quit))
+                || self.active_runs() == 0
+            {
                 return self.quit_now();
             }
-            self.modal = Modal::Question(Question::Quit);
+            self.shared.modal = Modal::Question(Question::Quit);
             return Vec::new();
         }
-        let modal = std::mem::replace(&mut self.modal, Modal::None);
+        let modal = std::mem::replace(&mut self.shared.modal, Modal::None);
         match modal {
             Modal::None => {
                 if let Some(action) = action_for(Scope::Main, &key) {
@@ -36,35 +38,35 @@ impl App {
             }
             Modal::Help { scroll } => {
                 if let Some(scroll) = help::key(scroll, &key) {
-                    self.modal = Modal::Help { scroll };
+                    self.shared.modal = Modal::Help { scroll };
                 }
             }
             Modal::Diff { scroll } => {
                 if let Some(scroll) = diff::key(scroll, &key) {
-                    self.modal = Modal::Diff { scroll };
+                    self.shared.modal = Modal::Diff { scroll };
                 }
             }
             Modal::Filter => {
-                if self.jobs.filter_key(&key) == FilterStep::Editing {
-                    self.modal = Modal::Filter;
+                if self.shared.jobs.filter_key(&key) == FilterStep::Editing {
+                    self.shared.modal = Modal::Filter;
                 }
             }
             Modal::Command(mut line) => match line.key(&key) {
                 CommandStep::Submitted(text) => return self.command(&text),
                 CommandStep::Cancelled => {}
-                CommandStep::Editing => self.modal = Modal::Command(line),
+                CommandStep::Editing => self.shared.modal = Modal::Command(line),
             },
             Modal::Confirm(mut c) => {
-                let Some(job) = self.jobs.get(c.job) else {
+                let Some(job) = self.shared.jobs.get(c.job) else {
                     return Vec::new();
                 };
-                match c.key(&key, job, &self.config.defaults, self.now) {
-                    ConfirmStep::Run => return self.start_run(c),
+                match c.key(&key, job, &self.config.defaults, self.shared.now) {
+                    ConfirmStep::Run => return self.start_run(*c),
                     ConfirmStep::Close => {}
-                    ConfirmStep::Stay => self.modal = Modal::Confirm(c),
+                    ConfirmStep::Stay => self.shared.modal = Modal::Confirm(c),
                     ConfirmStep::Say(note) => {
-                        self.message = note.map(|n| (false, n));
-                        self.modal = Modal::Confirm(c);
+                        self.shared.message = note.map(|n| (false, n));
+                        self.shared.modal = Modal::Confirm(c);
                     }
                 }
             }
@@ -72,19 +74,19 @@ impl App {
                 Some(Action::Yes) => match q {
                     Question::Quit => return self.quit_now(),
                     Question::CancelRun(id) => {
-                        if let Some(r) = self.runs.iter_mut().find(|r| r.id == id) {
+                        if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == id) {
                             r.cancel_requested = true;
                         }
                         return vec![Effect::Cancel(id)];
                     }
                 },
                 Some(Action::No) => {}
-                _ => self.modal = Modal::Question(q),
+                _ => self.shared.modal = Modal::Question(q),
             },
             Modal::Errors(mut list) => {
                 let groups = self.error_groups().len();
                 match list.key(&key, groups) {
-                    ErrorListStep::Open => self.modal = Modal::Errors(list),
+                    ErrorListStep::Open => self.shared.modal = Modal::Errors(list),
                     ErrorListStep::Closed => {}
                     ErrorListStep::Chosen(k) => self.select_error_group(k),
                 }
@@ -94,15 +96,15 @@ impl App {
     }
 
     fn select_error_group(&mut self, k: usize) {
-        let Some(j) = self.jobs.current_mut() else {
+        let Some(j) = self.shared.jobs.current_mut() else {
             return;
         };
         let Some(g) = j.error_groups().get(k).cloned() else {
             return;
         };
         j.select(g.partitions.iter().copied());
-        self.focus = Focus::Calendar;
-        self.message = Some((
+        self.shared.focus = Focus::Calendar;
+        self.shared.message = Some((
             false,
             format!(
                 "selected {} partitions failing with: {}; r re-runs them",
@@ -113,8 +115,9 @@ impl App {
     }
 
     pub(super) fn quit_now(&mut self) -> Vec<Effect> {
-        self.quit = true;
+        self.shared.quit = true;
         let mut effects: Vec<Effect> = self
+            .shared
             .runs
             .iter()
             .filter(|r| r.active())
@@ -126,7 +129,7 @@ impl App {
 
     /// Does what a main-screen action asks.
     fn action(&mut self, action: Action) -> Vec<Effect> {
-        self.message = None;
+        self.shared.message = None;
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
             Action::PrevMonth
@@ -140,34 +143,37 @@ impl App {
             | Action::SelectMissing
             | Action::SelectStale => {
                 self.calendar_action(action);
-                self.focus = Focus::Calendar;
+                self.shared.focus = Focus::Calendar;
             }
-            Action::NextJob | Action::PrevJob => self.jobs.step(action == Action::NextJob),
+            Action::NextJob | Action::PrevJob => self.shared.jobs.step(action == Action::NextJob),
             Action::FocusNext | Action::FocusPrev => {
-                let order: &[Focus] = if self.runs.is_empty() {
+                let order: &[Focus] = if self.shared.runs.is_empty() {
                     &[Focus::Jobs, Focus::Calendar]
                 } else {
                     &[Focus::Jobs, Focus::Calendar, Focus::Runs]
                 };
-                let i = order.iter().position(|f| *f == self.focus).unwrap_or(0);
+                let i = order
+                    .iter()
+                    .position(|f| *f == self.shared.focus)
+                    .unwrap_or(0);
                 let n = order.len();
                 let next = if action == Action::FocusNext {
                     (i + 1) % n
                 } else {
                     (i + n - 1) % n
                 };
-                self.focus = order[next];
+                self.shared.focus = order[next];
             }
-            Action::Activate => match self.focus {
-                Focus::Jobs => self.focus = Focus::Calendar,
+            Action::Activate => match self.shared.focus {
+                Focus::Jobs => self.shared.focus = Focus::Calendar,
                 Focus::Calendar => return self.open_confirm(None, None),
                 Focus::Runs => self.show_run_partition(),
             },
             Action::ErrorGroups => {
                 if self.error_groups().is_empty() {
-                    self.message = Some((false, "no failed partitions in this job".into()));
+                    self.shared.message = Some((false, "no failed partitions in this job".into()));
                 } else {
-                    self.modal = Modal::Errors(ErrorList::default());
+                    self.shared.modal = Modal::Errors(ErrorList::default());
                 }
             }
             Action::Run => return self.open_confirm(None, None),
@@ -175,31 +181,32 @@ impl App {
             Action::WhatChanged => return self.what_changed(),
             Action::Cancel => {
                 let run = self
+                    .shared
                     .runs
-                    .get(self.selected_run)
+                    .get(self.shared.selected_run)
                     .filter(|r| r.active())
-                    .or_else(|| self.runs.iter().rev().find(|r| r.active()));
+                    .or_else(|| self.shared.runs.iter().rev().find(|r| r.active()));
                 match run {
                     Some(r) if r.cancel_requested => {
-                        self.message = Some((false, "cancelling…".into()));
+                        self.shared.message = Some((false, "cancelling…".into()));
                     }
-                    Some(r) => self.modal = Modal::Question(Question::CancelRun(r.id)),
-                    None => self.message = Some((false, "no run in flight".into())),
+                    Some(r) => self.shared.modal = Modal::Question(Question::CancelRun(r.id)),
+                    None => self.shared.message = Some((false, "no run in flight".into())),
                 }
             }
             Action::Filter => {
-                self.modal = Modal::Filter;
-                self.focus = Focus::Jobs;
+                self.shared.modal = Modal::Filter;
+                self.shared.focus = Focus::Jobs;
             }
-            Action::Command => self.modal = Modal::Command(CommandLine::default()),
+            Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
             Action::Refresh => {
-                self.message = Some((false, "refreshing…".into()));
+                self.shared.message = Some((false, "refreshing…".into()));
                 return self.refresh_all();
             }
-            Action::Help => self.modal = Modal::Help { scroll: 0 },
+            Action::Help => self.shared.modal = Modal::Help { scroll: 0 },
             Action::Quit | Action::Interrupt => {
                 if self.active_runs() > 0 {
-                    self.modal = Modal::Question(Question::Quit);
+                    self.shared.modal = Modal::Question(Question::Quit);
                 } else {
                     return self.quit_now();
                 }
@@ -210,45 +217,47 @@ impl App {
     }
 
     fn calendar_action(&mut self, action: Action) {
-        if let Some(j) = self.jobs.current_mut()
-            && let Some(note) = self.calendar.act(j, action, self.now)
+        if let Some(j) = self.shared.jobs.current_mut()
+            && let Some(note) = self.shared.calendar.act(j, action, self.shared.now)
         {
-            self.message = Some((false, note));
+            self.shared.message = Some((false, note));
         }
     }
 
     fn direction(&mut self, action: Action) {
-        match self.focus {
+        match self.shared.focus {
             Focus::Jobs => match action {
-                Action::Down => self.jobs.step(true),
-                Action::Up => self.jobs.step(false),
-                Action::Right => self.focus = Focus::Calendar,
+                Action::Down => self.shared.jobs.step(true),
+                Action::Up => self.shared.jobs.step(false),
+                Action::Right => self.shared.focus = Focus::Calendar,
                 _ => {}
             },
-            Focus::Runs => runs::direction(&mut self.runs, &mut self.selected_run, action),
+            Focus::Runs => {
+                runs::direction(&mut self.shared.runs, &mut self.shared.selected_run, action)
+            }
             Focus::Calendar => self.calendar_action(action),
         }
     }
 
     /// Moves the calendar to the partition selected in the run pane.
     fn show_run_partition(&mut self) {
-        let Some(run) = self.runs.get(self.selected_run) else {
+        let Some(run) = self.shared.runs.get(self.shared.selected_run) else {
             return;
         };
         let Some(name) = run.partitions.get(run.selected).map(|p| p.name.clone()) else {
             return;
         };
-        let Ok(i) = self.jobs.find(&run.job) else {
+        let Ok(i) = self.shared.jobs.find(&run.job) else {
             return;
         };
-        self.jobs.show(i);
-        if let Some(j) = self.jobs.current_mut()
+        self.shared.jobs.show(i);
+        if let Some(j) = self.shared.jobs.current_mut()
             && let Some(p) = Partition::parse(j.grain(), &name, RangeEnd::From)
         {
             j.clear_selection();
             j.move_to(|_| Some(p));
         }
-        self.focus = Focus::Calendar;
+        self.shared.focus = Focus::Calendar;
     }
 
     /// Opens the confirm dialog on `candidates` (else the selection, else
@@ -258,8 +267,8 @@ impl App {
         candidates: Option<Vec<usize>>,
         args: Option<RunArgs>,
     ) -> Vec<Effect> {
-        let index = self.jobs.current_index();
-        let Some(j) = self.jobs.current() else {
+        let index = self.shared.jobs.current_index();
+        let Some(j) = self.shared.jobs.current() else {
             return Vec::new();
         };
         let candidates = candidates.unwrap_or_else(|| j.chosen());
@@ -267,42 +276,57 @@ impl App {
             job: j.job.name.clone(),
             ..RunArgs::default()
         });
-        match ConfirmDialog::open(index, j, candidates, args, &self.config.defaults, self.now) {
-            Ok(c) => self.modal = Modal::Confirm(c),
-            Err(e) => self.message = Some((true, e)),
+        match ConfirmDialog::open(
+            index,
+            j,
+            candidates,
+            args,
+            &self.config.defaults,
+            self.shared.now,
+        ) {
+            Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
+            Err(e) => self.shared.message = Some((true, e)),
         }
         Vec::new()
     }
 
     fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
         let Some(backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
-            self.message = Some((true, "no partition matches the filter; nothing ran".into()));
+            self.shared.message =
+                Some((true, "no partition matches the filter; nothing ran".into()));
             return Vec::new();
         };
-        if !self.connected {
-            self.message = Some((true, "not connected to the warehouse; nothing ran".into()));
+        if !self.shared.connected {
+            self.shared.message =
+                Some((true, "not connected to the warehouse; nothing ran".into()));
             return Vec::new();
         }
-        if let Some(j) = self.jobs.get_mut(c.job) {
+        if let Some(j) = self.shared.jobs.get_mut(c.job) {
             j.clear_selection();
         }
         let run = self.next_run;
         self.next_run += 1;
-        self.runs.push(RunView::new(run, &backfill, self.now));
-        self.selected_run = self.runs.len() - 1;
+        self.shared
+            .runs
+            .push(RunView::new(run, &backfill, self.shared.now));
+        self.shared.selected_run = self.shared.runs.len() - 1;
         vec![Effect::StartRun(Box::new(RunRequest { run, backfill }))]
     }
 
     /// Starts proving the cursor's partition idempotent, in the background.
     fn verify(&mut self) -> Vec<Effect> {
-        let Some(j) = self.jobs.current() else {
+        let Some(j) = self.shared.jobs.current() else {
             return Vec::new();
         };
-        match self.detail.verify(j, self.connected, self.next_request) {
+        match self
+            .shared
+            .detail
+            .verify(j, self.shared.connected, self.next_request)
+        {
             Ok(effect) => {
                 self.next_request += 1;
                 let partition = j.partitions.get(j.cursor).map(Partition::name);
-                self.message = Some((
+                self.shared.message = Some((
                     false,
                     format!(
                         "verifying {} {}: loading it twice, then rolling back…",
@@ -313,7 +337,7 @@ impl App {
                 vec![effect]
             }
             Err(why) => {
-                self.message = Some((true, why));
+                self.shared.message = Some((true, why));
                 Vec::new()
             }
         }
@@ -322,48 +346,48 @@ impl App {
     /// Opens what changed since the cursor's stale partition was loaded; the
     /// old definition is read in the background.
     fn what_changed(&mut self) -> Vec<Effect> {
-        let Some(j) = self.jobs.current() else {
+        let Some(j) = self.shared.jobs.current() else {
             return Vec::new();
         };
-        match DiffView::open(j, self.connected, self.next_request) {
+        match DiffView::open(j, self.shared.connected, self.next_request) {
             Ok((view, effect)) => {
                 self.next_request += 1;
-                self.definition_diff = Some(view);
-                self.modal = Modal::Diff { scroll: 0 };
+                self.shared.definition_diff = Some(view);
+                self.shared.modal = Modal::Diff { scroll: 0 };
                 vec![effect]
             }
             Err(why) => {
-                self.message = Some((false, why));
+                self.shared.message = Some((false, why));
                 Vec::new()
             }
         }
     }
 
     pub(super) fn mouse_event(&mut self, m: MouseEvent) -> Vec<Effect> {
-        if !self.mouse || !matches!(self.modal, Modal::None) {
+        if !self.shared.mouse || !matches!(self.shared.modal, Modal::None) {
             return Vec::new();
         }
-        let area = Rect::new(0, 0, self.size.0, self.size.1);
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
         let hit = self.hit_test(area, m.column, m.row);
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => match hit {
                 Some(Hit::Cell(i)) => {
-                    self.focus = Focus::Calendar;
-                    if let Some(j) = self.jobs.current_mut() {
-                        self.calendar.press(j, i);
+                    self.shared.focus = Focus::Calendar;
+                    if let Some(j) = self.shared.jobs.current_mut() {
+                        self.shared.calendar.press(j, i);
                     }
                 }
                 Some(Hit::Job(i)) => {
-                    self.focus = Focus::Jobs;
-                    self.jobs.show(i);
+                    self.shared.focus = Focus::Jobs;
+                    self.shared.jobs.show(i);
                 }
                 Some(Hit::Run(k)) => {
-                    self.focus = Focus::Runs;
-                    self.selected_run = k.min(self.runs.len().saturating_sub(1));
+                    self.shared.focus = Focus::Runs;
+                    self.shared.selected_run = k.min(self.shared.runs.len().saturating_sub(1));
                 }
                 Some(Hit::RunRow(i)) => {
-                    self.focus = Focus::Runs;
-                    if let Some(r) = self.runs.get_mut(self.selected_run) {
+                    self.shared.focus = Focus::Runs;
+                    if let Some(r) = self.shared.runs.get_mut(self.shared.selected_run) {
                         r.selected = i.min(r.partitions.len().saturating_sub(1));
                     }
                 }
@@ -371,12 +395,12 @@ impl App {
             },
             MouseEventKind::Drag(MouseButton::Left) => {
                 if let Some(Hit::Cell(i)) = hit
-                    && let Some(j) = self.jobs.current_mut()
+                    && let Some(j) = self.shared.jobs.current_mut()
                 {
-                    self.calendar.drag(j, i);
+                    self.shared.calendar.drag(j, i);
                 }
             }
-            MouseEventKind::Up(MouseButton::Left) => self.calendar.release(),
+            MouseEventKind::Up(MouseButton::Left) => self.shared.calendar.release(),
             MouseEventKind::ScrollDown => self.direction(Action::Down),
             MouseEventKind::ScrollUp => self.direction(Action::Up),
             _ => {}
@@ -385,48 +409,48 @@ impl App {
     }
 
     fn command(&mut self, text: &str) -> Vec<Effect> {
-        let job = self.jobs.current().map(|j| j.job.name.clone());
+        let job = self.shared.jobs.current().map(|j| j.job.name.clone());
         let command = match command::parse(text, job.as_deref()) {
             Ok(Some(command)) => command,
             Ok(None) => return Vec::new(),
             Err(e) => {
-                self.message = Some((true, e));
+                self.shared.message = Some((true, e));
                 return Vec::new();
             }
         };
         match command {
             Command::Quit => return self.action(Action::Quit),
             Command::Goto(word) => {
-                let Some(j) = self.jobs.current_mut() else {
+                let Some(j) = self.shared.jobs.current_mut() else {
                     return Vec::new();
                 };
                 let grain = j.grain();
                 match Partition::parse(grain, &word, RangeEnd::From) {
                     Some(p) => {
                         j.move_to(|_| Some(p));
-                        self.focus = Focus::Calendar;
+                        self.shared.focus = Focus::Calendar;
                     }
                     None => {
-                        self.message = Some((
+                        self.shared.message = Some((
                             true,
                             format!(":goto needs a partition like {}", grain.name_format()),
                         ))
                     }
                 }
             }
-            Command::Job(name) => match self.jobs.find(&name) {
-                Ok(i) => self.jobs.show(i),
-                Err(e) => self.message = Some((true, e)),
+            Command::Job(name) => match self.shared.jobs.find(&name) {
+                Ok(i) => self.shared.jobs.show(i),
+                Err(e) => self.shared.message = Some((true, e)),
             },
             Command::Theme(name) => return self.theme_command(&name),
             Command::Run(args) => {
-                let Some(j) = self.jobs.current() else {
+                let Some(j) = self.shared.jobs.current() else {
                     return Vec::new();
                 };
-                match command::run_range(&args, j, self.now) {
-                    Err(e) => self.message = Some((true, e)),
+                match command::run_range(&args, j, self.shared.now) {
+                    Err(e) => self.shared.message = Some((true, e)),
                     Ok(Some(range)) if range.is_empty() => {
-                        self.message =
+                        self.shared.message =
                             Some((true, "that range has no partitions of this job".into()));
                     }
                     Ok(range) => return self.open_confirm(range, Some(*args)),

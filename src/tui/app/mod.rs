@@ -6,6 +6,7 @@
 
 mod input;
 
+use std::ops::Deref;
 use std::path::PathBuf;
 
 use chrono::NaiveDateTime;
@@ -54,7 +55,7 @@ pub enum Modal {
     /// The jobs pane's `/` filter is being typed.
     Filter,
     Command(CommandLine),
-    Confirm(ConfirmDialog),
+    Confirm(Box<ConfirmDialog>),
     Question(Question),
     Errors(ErrorList),
     /// What changed since a stale partition was loaded.
@@ -73,9 +74,10 @@ pub struct Start {
     pub theme_files: Vec<(String, PathBuf)>,
 }
 
-/// The console. The fields below are public to read (views, tests); only
-/// `update` writes them.
-pub struct App {
+/// The state that spans panes and what the panes own. Anyone may read it
+/// through [`App`] (which dereferences to it); nothing can write it but
+/// `update`, since `App` never hands it out mutably.
+pub struct Shared {
     pub focus: Focus,
     pub modal: Modal,
     pub theme: Theme,
@@ -86,17 +88,22 @@ pub struct App {
     pub runs: Vec<RunView>,
     pub selected_run: usize,
     pub quit: bool,
-    pub(super) config: Config,
-    pub(super) jobs: JobsPane,
-    pub(super) calendar: Calendar,
-    pub(super) detail: Detail,
+    pub jobs: JobsPane,
+    pub calendar: Calendar,
+    pub detail: Detail,
     /// The latest "what changed" of a stale partition.
-    pub(super) definition_diff: Option<DiffView>,
-    pub(super) now: NaiveDateTime,
-    pub(super) url: String,
-    pub(super) connected: bool,
-    pub(super) connecting: bool,
-    pub(super) db_error: Option<String>,
+    pub definition_diff: Option<DiffView>,
+    pub now: NaiveDateTime,
+    pub url: String,
+    pub connected: bool,
+    pub connecting: bool,
+    pub db_error: Option<String>,
+}
+
+/// The console: its state, and `update`, the one place that changes it.
+pub struct App {
+    shared: Shared,
+    config: Config,
     theme_files: Vec<(String, PathBuf)>,
     /// Something changed since the last draw.
     dirty: bool,
@@ -104,6 +111,15 @@ pub struct App {
     last_connect: Option<NaiveDateTime>,
     next_run: usize,
     next_request: usize,
+}
+
+/// Read access to the state, for views and tests.
+impl Deref for App {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 impl App {
@@ -124,25 +140,27 @@ impl App {
         let jobs = JobsPane::new(&config.jobs, now);
         let url = crate::warehouse::redact(&config.warehouse.url);
         let mut app = App {
-            focus: Focus::Calendar,
-            modal: Modal::None,
-            theme: start.theme,
-            mouse: start.mouse,
-            size: (80, 24),
-            message: start.note.map(|n| (true, n)),
-            runs: Vec::new(),
-            selected_run: 0,
-            quit: false,
+            shared: Shared {
+                focus: Focus::Calendar,
+                modal: Modal::None,
+                theme: start.theme,
+                mouse: start.mouse,
+                size: (80, 24),
+                message: start.note.map(|n| (true, n)),
+                runs: Vec::new(),
+                selected_run: 0,
+                quit: false,
+                jobs,
+                calendar: Calendar::default(),
+                detail: Detail::default(),
+                definition_diff: None,
+                now,
+                url,
+                connected: false,
+                connecting: false,
+                db_error: None,
+            },
             config,
-            jobs,
-            calendar: Calendar::default(),
-            detail: Detail::default(),
-            definition_diff: None,
-            now,
-            url,
-            connected: false,
-            connecting: false,
-            db_error: None,
             theme_files: start.theme_files,
             dirty: true,
             last_refresh: None,
@@ -156,8 +174,8 @@ impl App {
 
     /// The first effects: connect to the warehouse.
     pub fn start(&mut self) -> Vec<Effect> {
-        self.connecting = true;
-        self.last_connect = Some(self.now);
+        self.shared.connecting = true;
+        self.last_connect = Some(self.shared.now);
         vec![Effect::Connect]
     }
 
@@ -172,17 +190,18 @@ impl App {
 
     /// The job on screen.
     pub fn job(&self) -> Option<&JobView> {
-        self.jobs.current()
+        self.shared.jobs.current()
     }
 
     /// Jobs whose names match the `/` filter.
     pub fn visible_jobs(&self) -> Vec<usize> {
-        self.jobs.visible()
+        self.shared.jobs.visible()
     }
 
     /// The jobs named in a refresh.
     pub fn jobs_named(&self, names: &[String]) -> Vec<crate::config::Job> {
-        self.jobs
+        self.shared
+            .jobs
             .iter()
             .filter(|j| names.contains(&j.job.name))
             .map(|j| j.job.clone())
@@ -190,11 +209,11 @@ impl App {
     }
 
     pub fn active_runs(&self) -> usize {
-        self.runs.iter().filter(|r| r.active()).count()
+        self.shared.runs.iter().filter(|r| r.active()).count()
     }
 
     pub fn loading(&self) -> bool {
-        self.connecting || self.jobs.iter().any(|j| j.loading)
+        self.shared.connecting || self.shared.jobs.iter().any(|j| j.loading)
     }
 
     /// The failures of the job on screen by error signature.
@@ -219,7 +238,7 @@ impl App {
 
     /// The key scope in force.
     pub fn scope(&self) -> Scope {
-        match &self.modal {
+        match &self.shared.modal {
             Modal::Confirm(_) => Scope::Confirm,
             Modal::Question(_) => Scope::Question,
             Modal::Errors(_) => Scope::List,
@@ -233,15 +252,20 @@ impl App {
     /// What a position on a screen of `area` points at.
     pub fn hit_test(&self, area: Rect, x: u16, y: u16) -> Option<Hit> {
         let job = self.job()?;
-        let s = screen(area, job.grain(), job.unit_count(), !self.runs.is_empty());
+        let s = screen(
+            area,
+            job.grain(),
+            job.unit_count(),
+            !self.shared.runs.is_empty(),
+        );
         let cal = inner(s.calendar);
         if cal.contains(Position::new(x, y)) && job.loaded {
             return calendar::hit(job, cal, x, y).map(Hit::Cell);
         }
-        if let Some(i) = self.jobs.hit(s.jobs, x, y) {
+        if let Some(i) = self.shared.jobs.hit(s.jobs, x, y) {
             return Some(Hit::Job(i));
         }
-        runs::hit(&self.runs, self.selected_run, s.runs, x, y)
+        runs::hit(&self.shared.runs, self.shared.selected_run, s.runs, x, y)
     }
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
@@ -257,7 +281,7 @@ impl App {
             Msg::Key(k) => self.key(k),
             Msg::Mouse(m) => self.mouse_event(m),
             Msg::Resize(w, h) => {
-                self.size = (w, h);
+                self.shared.size = (w, h);
                 Vec::new()
             }
             Msg::Terminate => self.quit_now(),
@@ -273,20 +297,20 @@ impl App {
                 effects
             }
             Msg::RunRejected { run, error } => {
-                if let Some(r) = self.runs.iter_mut().find(|r| r.id == run) {
+                if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) {
                     r.error = Some(error.clone());
                 }
-                self.message = Some((true, format!("run not started: {error}")));
+                self.shared.message = Some((true, format!("run not started: {error}")));
                 Vec::new()
             }
             Msg::Verified { id, result } => {
-                if let Some(note) = self.detail.verified(id, result) {
-                    self.message = Some(note);
+                if let Some(note) = self.shared.detail.verified(id, result) {
+                    self.shared.message = Some(note);
                 }
                 Vec::new()
             }
             Msg::DefinitionDiff { id, result } => {
-                if let Some(d) = self.definition_diff.as_mut().filter(|d| d.id == id) {
+                if let Some(d) = self.shared.definition_diff.as_mut().filter(|d| d.id == id) {
                     d.result = Some(result);
                 }
                 Vec::new()
@@ -296,7 +320,7 @@ impl App {
                 Vec::new()
             }
             Msg::ThemeLoaded(Err(e)) => {
-                self.message = Some((true, e));
+                self.shared.message = Some((true, e));
                 Vec::new()
             }
             Msg::Tick(_) | Msg::Drawn => Vec::new(),
@@ -306,8 +330,8 @@ impl App {
     }
 
     fn set_theme(&mut self, theme: Theme) {
-        self.message = Some((false, format!("theme {}", theme.name)));
-        self.theme = theme;
+        self.shared.message = Some((false, format!("theme {}", theme.name)));
+        self.shared.theme = theme;
     }
 
     /// `:theme NAME`: a built-in one at once, a file in the background.
@@ -319,7 +343,7 @@ impl App {
         match Theme::file_for(name, &self.theme_files) {
             Some(path) => vec![Effect::LoadTheme(path)],
             None => {
-                self.message = Some((true, Theme::unknown(name)));
+                self.shared.message = Some((true, Theme::unknown(name)));
                 Vec::new()
             }
         }
@@ -327,20 +351,20 @@ impl App {
 
     fn tick(&mut self, now: NaiveDateTime) -> Vec<Effect> {
         let minute_changed =
-            now.format("%H:%M").to_string() != self.now.format("%H:%M").to_string();
-        self.now = now;
+            now.format("%H:%M").to_string() != self.shared.now.format("%H:%M").to_string();
+        self.shared.now = now;
         if minute_changed || self.active_runs() > 0 {
             self.dirty = true;
         }
         let due = |last: Option<NaiveDateTime>| {
             last.is_none_or(|t| (now - t).num_seconds() >= REFRESH_SECS)
         };
-        if self.connected {
+        if self.shared.connected {
             if due(self.last_refresh) {
                 return self.refresh_all();
             }
-        } else if !self.connecting && due(self.last_connect) {
-            self.connecting = true;
+        } else if !self.shared.connecting && due(self.last_connect) {
+            self.shared.connecting = true;
             self.last_connect = Some(now);
             self.dirty = true;
             return vec![Effect::Connect];
@@ -349,16 +373,17 @@ impl App {
     }
 
     fn refresh_all(&mut self) -> Vec<Effect> {
-        self.last_refresh = Some(self.now);
-        if !self.connected {
-            if self.connecting {
+        self.last_refresh = Some(self.shared.now);
+        if !self.shared.connected {
+            if self.shared.connecting {
                 return Vec::new();
             }
-            self.connecting = true;
-            self.last_connect = Some(self.now);
+            self.shared.connecting = true;
+            self.last_connect = Some(self.shared.now);
             return vec![Effect::Connect];
         }
         let names: Vec<String> = self
+            .shared
             .jobs
             .iter_mut()
             .filter_map(|j| {
@@ -380,10 +405,10 @@ impl App {
     }
 
     fn refresh_job(&mut self, name: &str) -> Vec<Effect> {
-        if !self.connected {
+        if !self.shared.connected {
             return Vec::new();
         }
-        let Some(j) = self.jobs.by_name_mut(name) else {
+        let Some(j) = self.shared.jobs.by_name_mut(name) else {
             return Vec::new();
         };
         if j.loading {
@@ -395,17 +420,17 @@ impl App {
     }
 
     fn connected_msg(&mut self, result: Result<String, String>) -> Vec<Effect> {
-        self.connecting = false;
+        self.shared.connecting = false;
         match result {
             Ok(url) => {
-                self.url = url;
-                self.connected = true;
-                self.db_error = None;
+                self.shared.url = url;
+                self.shared.connected = true;
+                self.shared.db_error = None;
                 self.refresh_all()
             }
             Err(e) => {
-                self.connected = false;
-                self.db_error = Some(e);
+                self.shared.connected = false;
+                self.shared.db_error = Some(e);
                 Vec::new()
             }
         }
@@ -416,18 +441,18 @@ impl App {
         name: &str,
         result: Result<Vec<PartitionStatus>, String>,
     ) -> Vec<Effect> {
-        let Some(j) = self.jobs.by_name_mut(name) else {
+        let Some(j) = self.shared.jobs.by_name_mut(name) else {
             return Vec::new();
         };
         j.loading = false;
         match result {
             Ok(statuses) => {
                 j.apply_statuses(statuses);
-                self.db_error = None;
+                self.shared.db_error = None;
             }
             Err(e) => {
                 j.error = Some(e.clone());
-                self.db_error = Some(e);
+                self.shared.db_error = Some(e);
             }
         }
         if std::mem::take(&mut j.refresh_again) {
@@ -439,11 +464,11 @@ impl App {
     /// Shows an engine event in its run and in its job; a finished run
     /// refreshes the job from the warehouse.
     fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
-        let Some(r) = self.runs.iter_mut().find(|r| r.id == run) else {
+        let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
             return Vec::new();
         };
         r.apply(&event);
-        let Some(j) = self.jobs.by_name_mut(&r.job) else {
+        let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
             return Vec::new();
         };
         j.apply_event(&event);
@@ -451,24 +476,24 @@ impl App {
             return Vec::new();
         }
         j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
-        self.message = r.ending();
+        self.shared.message = r.ending();
         let name = r.job.clone();
         self.refresh_job(&name)
     }
 
     /// A confirm dialog shows the states as they are now.
     fn replan_confirm(&mut self) {
-        if let Modal::Confirm(c) = &mut self.modal
-            && let Some(j) = self.jobs.get(c.job)
+        if let Modal::Confirm(c) = &mut self.shared.modal
+            && let Some(j) = self.shared.jobs.get(c.job)
         {
-            c.replan(j, &self.config.defaults, self.now);
+            c.replan(j, &self.config.defaults, self.shared.now);
         }
     }
 
     fn fix_scroll_all(&mut self) {
-        let area = Rect::new(0, 0, self.size.0, self.size.1);
-        let has_runs = !self.runs.is_empty();
-        for j in self.jobs.iter_mut() {
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let has_runs = !self.shared.runs.is_empty();
+        for j in self.shared.jobs.iter_mut() {
             j.fix_scroll(calendar_capacity(area, j.grain(), j.unit_count(), has_runs));
         }
     }
