@@ -372,3 +372,76 @@ pub fn hit(job: &JobView, inner: Rect, x: u16, y: u16) -> Option<usize> {
         .find(|(cx, cy, _)| *cy == y && x >= *cx && x < *cx + layout.cell_w)
         .map(|(_, _, i)| *i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{draw, job_view, now};
+
+    #[test]
+    fn keys_move_by_days_and_weeks_and_a_range_follows() {
+        let mut cal = Calendar::default();
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        cal.act(&mut job, Action::First, now());
+        cal.act(&mut job, Action::Down, now());
+        assert_eq!(job.cursor, 7, "a row is a week");
+        cal.act(&mut job, Action::RangeSelect, now());
+        cal.act(&mut job, Action::Right, now());
+        cal.act(&mut job, Action::Right, now());
+        assert_eq!(
+            job.selected.iter().copied().collect::<Vec<_>>(),
+            vec![7, 8, 9]
+        );
+        cal.act(&mut job, Action::Right, now());
+        assert_eq!(job.cursor, 9, "the history ends there");
+        cal.act(&mut job, Action::ClearSelection, now());
+        assert!(job.selected.is_empty());
+    }
+
+    #[test]
+    fn selecting_by_state_takes_every_such_partition_and_says_so() {
+        let mut cal = Calendar::default();
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        let note = cal.act(&mut job, Action::SelectFailed, now());
+        assert_eq!(job.selected.iter().copied().collect::<Vec<_>>(), vec![2, 7]);
+        assert_eq!(job.cursor, 2);
+        assert_eq!(note.as_deref(), Some("selected 2 failed partitions of j"));
+        let none = cal.act(&mut job, Action::SelectStale, now());
+        assert_eq!(none.as_deref(), Some("no stale partitions in j"));
+    }
+
+    #[test]
+    fn a_drag_selects_between_press_and_release() {
+        let mut cal = Calendar::default();
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        cal.press(&mut job, 6);
+        cal.drag(&mut job, 3);
+        cal.release();
+        assert_eq!(job.cursor, 3);
+        assert_eq!(job.selected.len(), 4);
+        cal.drag(&mut job, 9);
+        assert_eq!(job.cursor, 3, "no drag without a press");
+    }
+
+    #[test]
+    fn cells_are_drawn_where_hits_find_them() {
+        let job = job_view("j", false, "■■✗■·■■✗■■");
+        let area = Rect::new(0, 0, 60, 10);
+        let inner = Rect::new(1, 1, 58, 8);
+        let layout = cells(&job, inner);
+        assert_eq!(layout.cells.len(), 10);
+        for (x, y, i) in &layout.cells {
+            assert_eq!(hit(&job, inner, *x + 1, *y), Some(*i));
+        }
+        let screen = draw(60, 10, |f| {
+            Calendar::default().render(f, area, &Theme::default_theme(), &job, true, None)
+        });
+        assert!(screen.contains("June 2026"), "{screen}");
+        assert!(screen.contains(" ■  ■  ✗  ■  ·  ■  ■"), "{screen}");
+        let waiting = draw(60, 10, |f| {
+            let w = Some(Waiting::Unreadable("no such table"));
+            Calendar::default().render(f, area, &Theme::default_theme(), &job, true, w)
+        });
+        assert!(waiting.contains("cannot read states: no such table"));
+    }
+}

@@ -451,3 +451,78 @@ pub fn render_chart(frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView, ca
         put(buf, r, nx, r.y + 1, &note, t.style("muted"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{draw, job_view};
+
+    fn verification(rows: usize) -> Verification {
+        Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-10".into(),
+            rows: vec![rows, rows, rows],
+            difference: None,
+        }
+    }
+
+    #[test]
+    fn a_verification_is_asked_shown_and_replaced() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut detail = Detail::default();
+        let refused = detail.verify(&job, false, 1);
+        assert!(refused.is_err_and(|e| e.contains("not connected")));
+        let Ok(Effect::Verify(req)) = detail.verify(&job, true, 1) else {
+            panic!("no verify effect");
+        };
+        assert_eq!(req.partition.name(), "2026-06-10");
+        assert!(detail.for_cursor(&job).is_some_and(|v| v.result.is_none()));
+        assert!(detail.verify(&job, true, 2).is_ok());
+        assert_eq!(detail.verified(1, Ok(verification(5))), None, "replaced");
+        let note = detail.verified(2, Ok(verification(100)));
+        assert_eq!(
+            note,
+            Some((
+                false,
+                "fct_orders 2026-06-10: idempotent; rolled back".into()
+            ))
+        );
+        let screen = draw(100, 14, |f| {
+            detail.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(
+            screen.contains("idempotent: same 100 rows on every run"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn the_detail_tells_state_rows_attempt_and_error_group() {
+        let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        job.cursor = 2;
+        let screen = draw(100, 14, |f| {
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(screen.contains("✗ failed · 1 attempts"), "{screen}");
+        assert!(screen.contains("rows now 0 · at last load —"), "{screen}");
+        assert!(screen.contains("last attempt #1 failed"), "{screen}");
+        assert!(screen.contains("(×2, e groups)"), "{screen}");
+        assert!(
+            screen.contains("failures of fct_orders by error"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn the_chart_marks_the_cursor() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let screen = draw(60, 2, |f| {
+            render_chart(f, f.area(), &Theme::default_theme(), &job, 1)
+        });
+        assert!(screen.starts_with(" rows/day  ██_█_██_██"), "{screen}");
+        assert!(
+            screen.contains("▲ 2026-06-10: 100 rows · max 100"),
+            "{screen}"
+        );
+    }
+}

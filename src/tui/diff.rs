@@ -186,3 +186,45 @@ pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
         _ => Some(scroll),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{self, code, draw, job_view};
+
+    #[test]
+    fn only_a_stale_partition_has_something_to_show() {
+        let mut job = job_view("dim_customers", true, "■~~■■·■■··");
+        let refused = DiffView::open(&job, true, 1);
+        assert!(refused.is_err_and(|e| e.contains("is not stale (missing)")));
+        job.cursor = 1;
+        assert!(DiffView::open(&job, false, 1).is_err_and(|e| e.contains("not connected")));
+        let Ok((mut view, Effect::DefinitionDiff(req))) = DiffView::open(&job, true, 7) else {
+            panic!("no diff");
+        };
+        assert_eq!((req.id, req.hash.as_str()), (7, "old-definition"));
+        view.result = Some(Ok(Some("--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n".into())));
+        let t = Theme::default_theme();
+        let lines = view.lines(&t);
+        let new = lines.iter().find(|l| l.to_string() == "+new").unwrap();
+        assert_eq!(new.spans[0].style, t.style("ok"));
+        let screen = draw(100, 14, |f| view.render(f, f.area(), &t, 0));
+        assert!(
+            screen.contains("What changed · dim_customers 2026-06-02"),
+            "{screen}"
+        );
+        assert!(screen.contains("-old"), "{screen}");
+    }
+
+    #[test]
+    fn keys_scroll_and_close() {
+        assert_eq!(key(3, &fixture::key('j')), Some(4));
+        assert_eq!(key(3, &fixture::key('k')), Some(2));
+        assert_eq!(
+            key(3, &fixture::key('z')),
+            Some(3),
+            "other keys keep it open"
+        );
+        assert_eq!(key(0, &code(crossterm::event::KeyCode::Esc)), None);
+    }
+}

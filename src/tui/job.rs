@@ -313,3 +313,71 @@ impl JobView {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::job_view;
+
+    fn started(partition: &str) -> Event {
+        Event::PartitionStarted {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: partition.into(),
+            attempt: 2,
+        }
+    }
+
+    #[test]
+    fn a_run_shows_running_then_its_results_until_the_next_read() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.apply_event(&started("2026-06-03"));
+        assert_eq!(job.state_at(2), Some(LoadState::Running));
+        assert_eq!(job.count(LoadState::Failed), 1);
+        job.apply_event(&Event::PartitionSucceeded {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-03".into(),
+            attempt: 2,
+            rows_deleted: 0,
+            rows_inserted: 7,
+            rows_updated: 0,
+            rows_after: 7,
+            duration_ms: 5,
+            fingerprint: "7:abc".into(),
+            content_changed: true,
+        });
+        assert_eq!(job.state_at(2), Some(LoadState::Loaded));
+        assert_eq!(job.status_at(2).and_then(|s| s.rows_now), Some(7));
+        assert!(job.live["2026-06-03"].succeeded);
+        assert_eq!(job.error_groups()[0].partitions, vec![7], "regrouped");
+        job.apply_event(&started("2026-06-05"));
+        job.run_ended(["2026-06-05"]);
+        assert!(job.in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_attempt_leaves_the_state_as_it_was() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.apply_event(&started("2026-06-05"));
+        job.apply_event(&Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-05".into(),
+            attempt: 2,
+            error: "cancelled; rolled back".into(),
+            will_retry: false,
+            duration_ms: 5,
+        });
+        assert_eq!(job.state_at(4), Some(LoadState::Missing));
+        assert!(job.live.is_empty());
+    }
+
+    #[test]
+    fn the_scroll_keeps_the_cursor_in_view() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.scroll = 3;
+        job.fix_scroll(1);
+        assert_eq!(job.scroll, 0, "one month of history, and the cursor in it");
+    }
+}

@@ -277,3 +277,77 @@ impl JobsPane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{code, draw, job, job_view, key, now};
+
+    fn pane() -> JobsPane {
+        let mut pane = JobsPane::new(
+            &[
+                job("fct_orders", false),
+                job("dim_customers", true),
+                job("fct_pages", false),
+            ],
+            now(),
+        );
+        for (i, glyphs) in ["■■✗■·■■✗■■", "~~~■■■■■■■", "■■■■■■■■■■"]
+            .iter()
+            .enumerate()
+        {
+            let statuses = job_view("x", false, glyphs).statuses;
+            if let Some(j) = pane.get_mut(i) {
+                j.apply_statuses(statuses);
+            }
+        }
+        pane
+    }
+
+    #[test]
+    fn job_names_match_exactly_then_by_start_then_anywhere() {
+        let pane = pane();
+        assert_eq!(pane.find("fct_pages"), Ok(2));
+        assert_eq!(pane.find("dim"), Ok(1));
+        assert_eq!(pane.find("pages"), Ok(2));
+        assert!(
+            pane.find("nosuch")
+                .unwrap_err()
+                .contains("jobs: fct_orders, dim_customers")
+        );
+        assert!(pane.find("").is_err());
+    }
+
+    #[test]
+    fn the_filter_hides_jobs_and_keeps_a_visible_one_current() {
+        let mut pane = pane();
+        for c in "pag".chars() {
+            assert_eq!(pane.filter_key(&key(c)), FilterStep::Editing);
+        }
+        assert_eq!(pane.visible(), vec![2]);
+        assert_eq!(pane.current_index(), 2);
+        assert_eq!(
+            pane.filter_key(&code(crossterm::event::KeyCode::Esc)),
+            FilterStep::Done
+        );
+        assert_eq!(pane.visible().len(), 3);
+        pane.step(false);
+        assert_eq!(pane.current_index(), 1);
+    }
+
+    #[test]
+    fn each_job_shows_its_health_and_rows_are_hit_by_two_lines() {
+        let pane = pane();
+        let area = Rect::new(0, 0, 24, 10);
+        let screen = draw(24, 10, |f| {
+            pane.render(f, area, &Theme::default_theme(), true, false)
+        });
+        assert!(screen.contains("▶fct_orders"), "{screen}");
+        assert!(screen.contains("repl·day ✗2 ·1"), "{screen}");
+        assert!(screen.contains("merge·day ~3"), "{screen}");
+        assert!(screen.contains("■ ok"), "{screen}");
+        assert_eq!(pane.hit(area, 3, 1), Some(0));
+        assert_eq!(pane.hit(area, 3, 4), Some(1));
+        assert_eq!(pane.hit(area, 3, 8), None);
+    }
+}

@@ -14,6 +14,8 @@ mod confirm;
 mod detail;
 mod diff;
 mod errors;
+#[cfg(test)]
+mod fixture;
 mod help;
 mod job;
 mod jobs;
