@@ -141,6 +141,8 @@ pub fn run_range(
     now: NaiveDateTime,
 ) -> Result<Option<Vec<usize>>, String> {
     let selection = args.selection(&job.job).map_err(|stop| stop.message)?;
+    // An explicit --concurrency is checked as idem run checks it; the
+    // default here is never used.
     args.concurrency_or(1).map_err(|stop| stop.message)?;
     if selection.from.is_none() && selection.to.is_none() {
         return Ok(None);

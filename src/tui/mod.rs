@@ -20,7 +20,7 @@ mod help;
 mod job;
 mod jobs;
 pub mod keys;
-pub mod layout;
+mod layout;
 mod msg;
 mod question;
 mod runs;

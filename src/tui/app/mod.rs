@@ -565,12 +565,15 @@ mod tests {
         assert_eq!(names, ["2026-06-03", "2026-06-05", "2026-06-08"]);
         assert_eq!(req.prior_attempts.get("2026-06-08"), Some(&1));
         assert_eq!(a.runs[0].concurrency, 4);
-        type_line(&mut a, "run --only running");
-        assert!(
-            a.message
-                .as_ref()
-                .is_some_and(|m| m.1.contains("is not a state"))
-        );
+        for (line, says) in [
+            ("run --only running", "is not a state"),
+            ("run --concurrency 0", "out of range"),
+            ("run 2026-07-01..2026-07-09", "no partitions"),
+        ] {
+            type_line(&mut a, line);
+            let note = a.message.clone().unwrap_or_default().1;
+            assert!(note.contains(says), "{line}: {note}");
+        }
     }
 
     #[test]
