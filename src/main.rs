@@ -1,3 +1,6 @@
+//! The binary: parses the command line, then runs a headless command
+//! (`cli`) or opens the console (`tui`) and maps how it ended to the exit
+//! code. The two front ends never call each other.
 #![forbid(unsafe_code)]
 
 use std::io::IsTerminal;
