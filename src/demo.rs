@@ -252,6 +252,7 @@ async fn load(wh: &Warehouse, job: &Job, partitions: Vec<Partition>, reason: &st
         retries: 0,
         reason: Some(reason.to_string()),
         prior_attempts: Default::default(),
+        allow_shrink: false,
     };
     let (tx, _rx) = mpsc::unbounded_channel();
     engine::run(wh, &backfill, &tx, &CancellationToken::new()).await;

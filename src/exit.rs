@@ -26,6 +26,20 @@ impl Exit {
     }
 }
 
+/// Endings order by how much they say went wrong (their codes), so that
+/// `max` of several keeps the worst.
+impl Ord for Exit {
+    fn cmp(&self, other: &Exit) -> std::cmp::Ordering {
+        self.code().cmp(&other.code())
+    }
+}
+
+impl PartialOrd for Exit {
+    fn partial_cmp(&self, other: &Exit) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl From<Exit> for std::process::ExitCode {
     fn from(exit: Exit) -> std::process::ExitCode {
         std::process::ExitCode::from(exit.code())
@@ -43,5 +57,12 @@ mod tests {
             .map(Exit::code)
             .collect();
         assert_eq!(codes, vec![0, 1, 2, 130]);
+    }
+
+    #[test]
+    fn the_worst_ending_wins() {
+        assert_eq!(Exit::Ok.max(Exit::Failed), Exit::Failed);
+        assert_eq!(Exit::Cancelled.max(Exit::Failed), Exit::Cancelled);
+        assert_eq!(Exit::Usage.max(Exit::Ok), Exit::Usage);
     }
 }

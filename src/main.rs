@@ -3,11 +3,10 @@
 //! code. The two front ends never call each other.
 #![forbid(unsafe_code)]
 
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::exit::Exit;
@@ -22,14 +21,30 @@ struct Cli {
     /// The config file.
     #[arg(long, global = true, env = "IDEM_CONFIG", default_value = "idem.toml")]
     config: PathBuf,
-    /// The console's theme: default, light, colorblind, mono, or a theme file.
-    #[arg(long, global = true, env = "IDEM_THEME")]
-    theme: Option<String>,
-    /// Do not capture the mouse in the console.
-    #[arg(long, global = true)]
-    no_mouse: bool,
+    #[command(flatten)]
+    console: ConsoleArgs,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// How the console looks and listens: for `idem` and `idem demo` alone.
+#[derive(Args)]
+struct ConsoleArgs {
+    /// The console's theme: default, light, colorblind, mono, or a theme file.
+    #[arg(long, env = "IDEM_THEME")]
+    theme: Option<String>,
+    /// Do not capture the mouse in the console.
+    #[arg(long)]
+    no_mouse: bool,
+}
+
+impl ConsoleArgs {
+    fn options(self) -> idem::tui::Options {
+        idem::tui::Options {
+            theme: self.theme,
+            no_mouse: self.no_mouse,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -39,6 +54,8 @@ enum Command {
         /// Folder for the demo's warehouse and idem.toml.
         #[arg(long, default_value = "idem-demo")]
         path: PathBuf,
+        #[command(flatten)]
+        console: ConsoleArgs,
     },
     /// Backfill a job's partitions, headless.
     Run(RunArgs),
@@ -55,6 +72,9 @@ enum Command {
         /// Only partitions flagged as anomalies.
         #[arg(long)]
         anomalies: bool,
+        /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
+        #[arg(long, value_delimiter = ',')]
+        state: Vec<String>,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -81,6 +101,13 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
+    Man {
+        /// A command: run, status, jobs…
+        command: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -95,14 +122,21 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    let ui = idem::tui::Options {
-        theme: cli.theme.clone(),
-        no_mouse: cli.no_mouse,
-    };
     let code = runtime.block_on(async {
         match cli.command {
-            None => console(&cli.config, ui).await,
-            Some(Command::Demo { path }) => demo(&path, ui).await,
+            None => match cli::console_config(&cli.config) {
+                Ok(config) => console_exit(tui::run(config, cli.console.options()).await),
+                Err(stop) => stop.report(),
+            },
+            Some(Command::Demo { path, console }) => match cli::demo(&path).await {
+                Ok(Some((demo, config))) => {
+                    let code = console_exit(tui::run(config, console.options()).await);
+                    cli::demo_closed(&demo);
+                    code
+                }
+                Ok(None) => Exit::Ok,
+                Err(stop) => stop.report(),
+            },
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,
@@ -110,6 +144,7 @@ fn main() -> ExitCode {
                 to,
                 format,
                 anomalies,
+                state,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -117,6 +152,7 @@ fn main() -> ExitCode {
                     to,
                     format,
                     anomalies_only: anomalies,
+                    states: state,
                 };
                 cli::status(&cli.config, args).await
             }
@@ -135,22 +171,11 @@ fn main() -> ExitCode {
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
+            Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }
     });
     code.into()
-}
-
-/// `idem` without a command opens the console on the config, which must be
-/// valid (checked before the terminal is touched) and needs a terminal.
-async fn console(config_path: &Path, ui: tui::Options) -> Exit {
-    let config = match cli::load_config(config_path) {
-        Ok(c) => c,
-        Err(stop) => return stop.report(),
-    };
-    if !std::io::stdout().is_terminal() {
-        return cli::Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
-    }
-    console_exit(tui::run(config, ui).await)
 }
 
 /// How the process ends after a console session.
@@ -161,46 +186,5 @@ fn console_exit(outcome: tui::Outcome) -> Exit {
             cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
         }
         tui::Outcome::Broken(e) => cli::Stop::failed(format!("the console stopped: {e}")).report(),
-    }
-}
-
-/// `idem demo`: creates the demo warehouse and opens the console on it; without
-/// a terminal it tells where the demo is and how to open it.
-async fn demo(path: &Path, ui: tui::Options) -> Exit {
-    eprintln!("creating the demo warehouse in {} …", path.display());
-    let demo = match idem::demo::create(path).await {
-        Ok(demo) => demo,
-        Err(e) => return cli::Stop::failed(format!("could not create the demo: {e:#}")).report(),
-    };
-    if !std::io::stdout().is_terminal() {
-        println!("demo warehouse ready: {}", demo.database.display());
-        println!("config: {}", demo.config.display());
-        println!();
-        println!(
-            "  idem --config {}            # the console",
-            demo.config.display()
-        );
-        println!("  idem --config {} jobs", demo.config.display());
-        println!(
-            "  idem --config {} status fct_orders",
-            demo.config.display()
-        );
-        println!(
-            "  idem --config {} run fct_orders --only failed,missing",
-            demo.config.display()
-        );
-        return Exit::Ok;
-    }
-    match cli::load_config(&demo.config) {
-        Ok(config) => {
-            let code = console_exit(tui::run(config, ui).await);
-            println!(
-                "the demo stays in {}; open it again with: idem --config {}",
-                demo.dir.display(),
-                demo.config.display()
-            );
-            code
-        }
-        Err(stop) => stop.report(),
     }
 }

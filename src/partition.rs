@@ -190,20 +190,39 @@ impl fmt::Display for Partition {
 /// the text was written at.
 pub fn parse_any(text: &str) -> Option<(NaiveDateTime, Grain)> {
     if let Some((day, hour)) = text.split_once(['T', ' ']) {
+        if !shaped(day, "0000-00-00")
+            || !["00", "00:00", "00:00:00"].iter().any(|f| shaped(hour, f))
+        {
+            return None;
+        }
         let d = NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
         let hour = hour.split(':').next()?;
         let h: u32 = hour.parse().ok()?;
         return Some((d.and_hms_opt(h, 0, 0)?, Grain::Hour));
     }
-    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+    if shaped(text, "0000-00-00") {
+        let d = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
         return Some((d.and_time(NaiveTime::MIN), Grain::Day));
     }
-    let (y, m) = text.split_once('-')?;
-    if y.len() != 4 || m.len() != 2 {
+    if !shaped(text, "0000-00") {
         return None;
     }
+    let (y, m) = text.split_once('-')?;
     let d = NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, 1)?;
     Some((d.and_time(NaiveTime::MIN), Grain::Month))
+}
+
+/// Whether `text` has the shape of `pattern`, where `0` stands for a digit:
+/// names are written one way only (`2026-09-01`, never `2026-9-1`).
+fn shaped(text: &str, pattern: &str) -> bool {
+    text.len() == pattern.len()
+        && text.bytes().zip(pattern.bytes()).all(|(t, p)| {
+            if p == b'0' {
+                t.is_ascii_digit()
+            } else {
+                t == p
+            }
+        })
 }
 
 /// Every partition from `first` to `last`, both included.
@@ -254,6 +273,33 @@ mod tests {
         assert_eq!(p(Grain::Month, "2026-02-13", RangeEnd::To), "2026-02");
         assert_eq!(p(Grain::Day, "2026-06-04T13", RangeEnd::From), "");
         assert_eq!(p(Grain::Day, "June", RangeEnd::From), "");
+    }
+
+    #[test]
+    fn names_are_written_one_way_only() {
+        for loose in [
+            "2026-9-1",
+            "2026-09-1",
+            "2026-9-01",
+            "26-09-01",
+            "2026-9",
+            "2026-09-01T1",
+            "2026-09-01T1:00",
+            "+2026-09-01",
+            "2026-09-01T13x",
+        ] {
+            for g in [Grain::Hour, Grain::Day, Grain::Month] {
+                assert_eq!(p(g, loose, RangeEnd::From), "", "{loose} at {g:?}");
+            }
+        }
+        assert_eq!(
+            p(Grain::Hour, "2026-09-01T13:00", RangeEnd::From),
+            "2026-09-01T13"
+        );
+        assert_eq!(
+            p(Grain::Hour, "2026-09-01 13:00:00", RangeEnd::From),
+            "2026-09-01T13"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::{Job, Strategy};
 use crate::partition::{Grain, Partition};
 use crate::warehouse::ledger::{Attempt, AttemptStatus};
-use crate::warehouse::{Counts, Warehouse, WarehouseError};
+use crate::warehouse::{CountCache, Counts, Warehouse, WarehouseError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -89,6 +89,10 @@ pub struct PartitionStatus {
     pub anomaly: bool,
     /// Row count differs from the count at its last load.
     pub drift: bool,
+    /// Upstream partitions (`"job partition"`) whose content changed after
+    /// this partition was last loaded: it read data that is gone. Such a
+    /// partition is stale, with this as its cause.
+    pub stale_upstream: Vec<String>,
 }
 
 fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
@@ -110,19 +114,95 @@ pub async fn job_status(
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    let partitions = job.partitions(now);
+    job_status_scoped(warehouse, job, now, running, &StatusScope::default()).await
+}
+
+/// Which partitions a status read covers and how it counts their rows.
+#[derive(Clone, Default)]
+pub struct StatusScope {
+    /// First and last partition to report (both ends included); `None`:
+    /// the job's first, or its latest complete one.
+    pub from: Option<Partition>,
+    pub to: Option<Partition>,
+    /// Counts remembered from the previous read: an unchanged target is not
+    /// read again (see [`Warehouse::partition_counts_cached`]).
+    pub cache: Option<CountCache>,
+}
+
+/// [`job_status`] of a range of partitions, counting only the target rows
+/// of that range (and of the neighbours its anomaly flags compare with),
+/// optionally through a cache of counts.
+pub async fn job_status_scoped(
+    warehouse: &Warehouse,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+    scope: &StatusScope,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let season = Seasonality::of(job.grain);
+    let margin = season.stride * season.side;
+    let all = job.partitions(now);
+    let lo = scope.from.map_or(0, |f| {
+        all.partition_point(|p| *p < f).saturating_sub(margin)
+    });
+    let hi = scope.to.map_or(all.len(), |t| {
+        (all.partition_point(|p| *p <= t) + margin).min(all.len())
+    });
+    let partitions = all.get(lo..hi).unwrap_or_default();
     let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
         return Ok(Vec::new());
     };
-    let counts = warehouse.partition_counts(job, *first, *last).await?;
+    let counts = match &scope.cache {
+        Some(cache) => {
+            warehouse
+                .partition_counts_cached(cache, job, *first, *last)
+                .await?
+                .0
+        }
+        None => warehouse.partition_counts(job, *first, *last).await?,
+    };
     let attempts = warehouse.attempts(&job.name, None).await?;
     let mut running = running.clone();
     running.extend(
         warehouse
-            .partitions_locked_elsewhere(job, &partitions)
+            .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    Ok(derive(job, &partitions, &counts, &attempts, now, &running))
+    let mut statuses = derive(job, partitions, &counts, &attempts, now, &running);
+    statuses.retain(|s| {
+        scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
+    });
+    Ok(statuses)
+}
+
+/// Whether an attempt started before its window ended (`--allow-incomplete`):
+/// it read a source still filling.
+pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
+    attempt.started_at.as_str()
+        < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
+}
+
+/// [`job_status_scoped`], with the partitions that read changed upstream data
+/// marked stale (upstream) from the upstream jobs' ledgers.
+pub async fn job_status_in(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+    scope: &StatusScope,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let mut statuses = job_status_scoped(warehouse, job, now, running, scope).await?;
+    let mut upstream = Vec::new();
+    for (name, _) in lineage.upstream(&job.name) {
+        if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {
+            let attempts = warehouse.attempts(&up.name, None).await?;
+            upstream.push((up, content_changes(&attempts)));
+        }
+    }
+    mark_upstream_stale(&mut statuses, &upstream);
+    Ok(statuses)
 }
 
 /// The state of each partition from counts and attempts (oldest first).
@@ -147,8 +227,8 @@ pub fn derive(
             count: 0,
         });
         h.count += 1;
-        // A cancelled attempt rolled back and changed nothing.
-        if a.status != AttemptStatus::Cancelled {
+        // A cancelled or refused attempt rolled back and changed nothing.
+        if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
             h.latest = Some(a);
         }
         if a.status == AttemptStatus::Succeeded {
@@ -170,6 +250,17 @@ pub fn derive(
                 LoadState::Running
             } else if latest.is_some_and(|a| a.status == AttemptStatus::Failed) {
                 LoadState::Failed
+            } else if let Some(s) = success
+                && loaded_before_window_ended(s, p)
+            {
+                // A load of a window still filling is never final.
+                if p.is_future(now) {
+                    LoadState::Future
+                } else if rows_now.unwrap_or(s.rows_after) > 0 {
+                    LoadState::Stale
+                } else {
+                    LoadState::Missing
+                }
             } else if let Some(s) = success {
                 if s.definition_hash != hash {
                     LoadState::Stale
@@ -196,6 +287,7 @@ pub fn derive(
                 last_success: success.cloned(),
                 anomaly: false,
                 drift,
+                stale_upstream: Vec::new(),
             }
         })
         .collect();
@@ -215,6 +307,50 @@ pub fn derive(
         out[i].anomaly = flag;
     }
     out
+}
+
+/// When each partition of an upstream job last had its content changed by
+/// a load: the finish of its latest success that changed content.
+pub fn content_changes(attempts: &[Attempt]) -> HashMap<String, String> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    for a in attempts {
+        if a.status == AttemptStatus::Succeeded && a.content_changed != Some(false) {
+            let latest = out.entry(a.partition.clone()).or_default();
+            if a.finished_at > *latest {
+                *latest = a.finished_at.clone();
+            }
+        }
+    }
+    out
+}
+
+/// Marks the partitions of a job that read upstream partitions whose content
+/// changed after they were loaded: stale (upstream), naming those partitions.
+/// `upstream` is each upstream job with its [`content_changes`]. A partition
+/// already failed, running or stale for its own reasons keeps that state,
+/// and still lists its upstream cause.
+pub fn mark_upstream_stale(
+    statuses: &mut [PartitionStatus],
+    upstream: &[(&Job, HashMap<String, String>)],
+) {
+    for status in statuses.iter_mut() {
+        let Some(loaded) = status.last_success.as_ref().map(|s| s.finished_at.clone()) else {
+            continue;
+        };
+        let mut causes = Vec::new();
+        for (job, changed) in upstream {
+            for p in crate::lineage::read_by(&status.partition, job.grain) {
+                let name = p.name();
+                if changed.get(&name).is_some_and(|at| *at > loaded) {
+                    causes.push(format!("{} {name}", job.name));
+                }
+            }
+        }
+        if !causes.is_empty() && matches!(status.state, LoadState::Loaded | LoadState::Empty) {
+            status.state = LoadState::Stale;
+        }
+        status.stale_upstream = causes;
+    }
 }
 
 /// Which neighbours a partition's count is compared with: the same weekday

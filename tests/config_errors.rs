@@ -196,6 +196,28 @@ fn wrong_types_and_ranges_are_positioned() {
 }
 
 #[test]
+fn out_of_range_timeouts_are_config_errors() {
+    for (field, value) in [
+        ("lock_timeout", "18446744073709551615h"),
+        ("lock_timeout", "1152921504606846976h"),
+        ("lock_timeout", "600h"),
+        ("statement_timeout", "2147483648ms"),
+    ] {
+        let text = with_warehouse(&format!("{field} = \"{value}\"\n"));
+        let e = error(&text);
+        assert_eq!(e.field, format!("warehouse.{field}"), "{e}");
+        assert_eq!((e.line, e.column), (3, field.len() + 4), "{e}");
+        assert!(e.message.contains("out of range"), "{e}");
+        assert!(e.message.contains("at most 596h"), "{e}");
+    }
+    // The longest that every engine takes, and zero, are fine.
+    for value in ["596h", "0s"] {
+        let c = parse(&with_warehouse(&format!("lock_timeout = \"{value}\"\n"))).unwrap();
+        assert!(c.warehouse.lock_timeout <= config::MAX_TIMEOUT);
+    }
+}
+
+#[test]
 fn the_cli_exits_2_with_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idem.toml");
@@ -224,5 +246,33 @@ fn the_cli_exits_2_with_the_message() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read config"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("no config at /nonexistent/idem.toml; run `idem demo`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_config_says_how_to_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["jobs"][..], &["status"], &["run", "x"], &[]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(dir.path())
+            .env_remove("IDEM_CONFIG")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("idem: no idem.toml here; run `idem demo`"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("`idem demo`") && stderr.contains("--config"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(":0:0"), "{stderr}");
+    }
 }

@@ -867,6 +867,7 @@ sql = "select 1 as x from s"
                 last_success: None,
                 anomaly: false,
                 drift: false,
+                stale_upstream: Vec::new(),
             })
             .collect();
         a.update(Msg::Status {

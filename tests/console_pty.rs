@@ -475,7 +475,7 @@ fn without_a_terminal() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("idem.toml") && err.contains("cannot read config"),
+        err.contains("no idem.toml here") && err.contains("idem demo"),
         "{err}"
     );
     assert!(out.stdout.is_empty(), "nothing drawn");

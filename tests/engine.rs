@@ -211,7 +211,7 @@ async fn naive_insert_doubles_but_replace_does_not(kind: Kind) {
     let first_day = Selection {
         from: Some(day("2026-01-01")),
         to: Some(day("2026-01-01")),
-        only: vec![],
+        ..Selection::default()
     };
     f.run("fct", first_day.clone()).await;
     f.run("fct", first_day.clone()).await;
@@ -295,7 +295,7 @@ async fn late_arriving_row_changes_only_its_day(kind: Kind) {
             Selection {
                 from: Some(day("2026-01-03")),
                 to: Some(day("2026-01-03")),
-                only: vec![],
+                ..Selection::default()
             },
         )
         .await;
@@ -321,7 +321,7 @@ async fn rows_outside_the_window_roll_back(kind: Kind) {
             Selection {
                 from: Some(day("2026-01-03")),
                 to: Some(day("2026-01-03")),
-                only: vec![],
+                ..Selection::default()
             },
         )
         .await;
@@ -345,7 +345,7 @@ async fn statuses_follow_the_warehouse(kind: Kind) {
     let range = Selection {
         from: Some(day("2026-01-01")),
         to: Some(day("2026-01-05")),
-        only: vec![],
+        ..Selection::default()
     };
     f.run("fct", range).await;
     f.exec("DELETE FROM fct WHERE dt = '2026-01-02'").await;

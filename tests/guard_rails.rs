@@ -82,7 +82,7 @@ async fn old_merge_window_alone_warns_and_extending_restores(kind: Kind) {
     let second_day = Selection {
         from: Some(day("2026-01-02")),
         to: Some(day("2026-01-02")),
-        only: vec![],
+        ..Selection::default()
     };
     let alone = Backfill::plan(&wh, dim, &second_day, 4, 0).await.unwrap();
     let risk = alone
@@ -189,7 +189,7 @@ async fn a_partition_in_flight_elsewhere_shows_running(kind: Kind) {
     let first_day = Selection {
         from: Some(day("2026-01-01")),
         to: Some(day("2026-01-01")),
-        only: vec![],
+        ..Selection::default()
     };
     let plan = Backfill::plan(&wh, &slow, &first_day, 1, 0).await.unwrap();
     // Another process's view: a second pool on the same warehouse.

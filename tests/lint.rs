@@ -593,7 +593,7 @@ async fn warehouse_checks(kind: Kind) {
         "CREATE TABLE src_undated (id INTEGER NOT NULL, v INTEGER NOT NULL, day_of DATE NOT NULL)",
         "CREATE TABLE dim_plain (id INTEGER NOT NULL, v INTEGER)",
         "CREATE INDEX dim_plain_id ON dim_plain (id)",
-        "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER)",
+        "CREATE TABLE dim_pk (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)",
         "CREATE TABLE dim_pair (a INTEGER NOT NULL, b INTEGER NOT NULL, c INTEGER)",
         "CREATE UNIQUE INDEX dim_pair_ab ON dim_pair (a, b)",
         "CREATE TABLE dim_uq (a INTEGER NOT NULL, b INTEGER, UNIQUE (a))",
@@ -671,7 +671,109 @@ async fn warehouse_checks(kind: Kind) {
     wh.close().await;
 }
 
-on_every_engine!(warehouse_checks);
+const TYPED_JOBS: &str = r#"
+[[jobs]]
+name = "int_partition"
+target = "fct_int"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, dt from fct_int where id >= :start and id < :end"
+
+[[jobs]]
+name = "text_partition"
+target = "fct_text"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, dt from fct_text where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "timestamp_partition"
+target = "fct_ts"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "hour"
+start = "2026-01-01T00"
+sql = "select id, dt from fct_ts where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "merge_int_partition"
+target = "dim_int"
+strategy = "merge_key"
+unique_key = ["id"]
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, dt from dim_int where id >= :start and id < :end"
+"#;
+
+/// A partition column the window cannot be compared with is a lint error
+/// naming its type, not a run-time "operator does not exist".
+async fn partition_column_types(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config(TYPED_JOBS);
+    let wh = db.warehouse(&config).await;
+    let timestamp = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    wh.execute_script(&[
+        "CREATE TABLE fct_int (id INTEGER NOT NULL, dt INTEGER NOT NULL)",
+        "CREATE TABLE fct_text (id INTEGER NOT NULL, dt VARCHAR(10) NOT NULL)",
+        &format!("CREATE TABLE fct_ts (id INTEGER NOT NULL, dt {timestamp} NOT NULL)"),
+        "CREATE TABLE dim_int (id INTEGER PRIMARY KEY, dt BIGINT)",
+    ])
+    .await
+    .expect("fixture");
+    let mut by_job = std::collections::HashMap::new();
+    for job in &config.jobs {
+        let found = lint::warehouse_findings(&wh, job)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", job.name));
+        by_job.insert(job.name.as_str(), found);
+    }
+    let type_error = |name: &str, type_word: &str| {
+        let found = &by_job[name];
+        let f = found
+            .iter()
+            .find(|f| f.message.contains("not a date or timestamp"))
+            .unwrap_or_else(|| panic!("{kind:?} {name}: {found:#?}"));
+        assert_eq!(f.severity, Severity::Error, "{kind:?} {name}");
+        assert!(
+            f.message.to_lowercase().contains(type_word),
+            "{kind:?} {name} names the type: {}",
+            f.message
+        );
+        assert!(
+            f.message.contains("partition column dt of"),
+            "{}",
+            f.message
+        );
+    };
+    type_error("int_partition", "int");
+    type_error("merge_int_partition", "bigint");
+    if kind == Kind::Sqlite {
+        // SQLite has no date type: ISO text is how it stores dates.
+        assert_eq!(by_job["text_partition"], vec![], "{kind:?}");
+    } else {
+        type_error("text_partition", "char");
+    }
+    assert_eq!(by_job["timestamp_partition"], vec![], "{kind:?}");
+
+    // And the binary says so, with exit 1.
+    let (code, stdout, _) = idem(&db.path().join("idem.toml"), &["int_partition"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("not a date or timestamp"), "{stdout}");
+    wh.close().await;
+}
+
+on_every_engine!(warehouse_checks, partition_column_types);
 
 // ---- the binary ----
 

@@ -155,7 +155,83 @@ async fn statement_timeout_stops_a_slow_partition_without_retrying(kind: Kind) {
     );
 }
 
+/// `lock_timeout = "0s"` means "do not wait" on every engine (PostgreSQL
+/// alone would read 0 as "wait forever").
+async fn a_zero_lock_timeout_fails_at_once(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let pause = match kind {
+        Kind::Postgres => "(select pg_sleep(5)) pause",
+        Kind::MySql => "(select sleep(5)) pause",
+        Kind::Sqlite => "(select 1) pause",
+    };
+    let slow = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        &format!("select id, dt from src, {pause} where dt >= :start and dt < :end"),
+    );
+    let (_, slow_config) = db.config_with("lock_timeout = \"20s\"", &slow);
+    let (_, config) = db.config_with("lock_timeout = \"0s\"", &slow);
+    let holder = db.warehouse(&slow_config).await;
+    holder
+        .execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "INSERT INTO src (id, dt) VALUES (1, '2026-01-01')",
+        ])
+        .await
+        .unwrap();
+    let wh = db.warehouse(&config).await;
+    let plan = |wh: idem::warehouse::Warehouse, job: idem::config::Job| async move {
+        Backfill::plan(&wh, &job, &Selection::default(), 1, 0)
+            .await
+            .unwrap()
+    };
+    let held = plan(holder.clone(), slow_config.jobs[0].clone()).await;
+    let backfill = plan(wh.clone(), config.jobs[0].clone()).await;
+    let _ = wh.target_columns(&config.jobs[0].target).await;
+
+    // The partition's lock is held for seconds: by a slow load of the same
+    // partition on the servers, by another writer on SQLite.
+    let holding = match kind {
+        Kind::Sqlite => {
+            let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+            c.execute("BEGIN IMMEDIATE").await.unwrap();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                c.execute("ROLLBACK").await.map(|_| ()).unwrap();
+            })
+        }
+        Kind::Postgres | Kind::MySql => tokio::spawn(async move {
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let summary = engine::run(&holder, &held, &tx, &Default::default()).await;
+            assert_eq!(summary.succeeded, 1);
+        }),
+    };
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let started = std::time::Instant::now();
+    let summary = engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    let waited = started.elapsed();
+    drop(tx);
+    let mut errors = Vec::new();
+    while let Some(e) = rx.recv().await {
+        if let Event::PartitionFailed { error, .. } = e {
+            errors.push(error);
+        }
+    }
+    assert!(!holding.is_finished(), "the lock was still held");
+    assert_eq!((summary.succeeded, summary.failed), (0, 1), "{errors:?}");
+    assert!(waited < Duration::from_millis(900), "waited {waited:?}");
+    let error = errors.join(" ").to_lowercase();
+    assert!(error.contains("lock"), "{error}");
+    holding.await.unwrap();
+}
+
 on_every_engine!(
     a_held_lock_fails_once_then_the_retry_loads,
     statement_timeout_stops_a_slow_partition_without_retrying,
+    a_zero_lock_timeout_fails_at_once,
 );

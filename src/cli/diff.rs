@@ -1,11 +1,11 @@
 //! `idem diff JOB [PARTITION]`: what changed in a job's definition since a
 //! stale partition was loaded.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use similar::TextDiff;
 
+use super::output::outln;
 use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
@@ -20,9 +20,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             None => None,
         };
         let warehouse = connect(&config, 2).await?;
-        let statuses = state::job_status(&warehouse, job, now_utc(), &HashSet::new())
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
+        let statuses = super::read_states(&warehouse, &config, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {
             Some(p) => statuses.iter().find(|s| s.partition == p),
@@ -37,7 +35,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 }),
         };
         let Some(success) = status.and_then(|s| s.last_success.as_ref()) else {
-            println!(
+            outln!(
                 "{}: {}",
                 job.name,
                 match wanted {
@@ -49,9 +47,10 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         };
         let current = job.definition_text();
         if success.definition_hash == job.definition_hash() {
-            println!(
+            outln!(
                 "{} {}: loaded under the current definition",
-                job.name, success.partition
+                job.name,
+                success.partition
             );
             return Ok(Exit::Ok);
         }
@@ -61,9 +60,11 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
         let Some(old) = old else {
-            println!(
+            outln!(
                 "{} {}: loaded under definition {} which the ledger does not hold",
-                job.name, success.partition, success.definition_hash
+                job.name,
+                success.partition,
+                success.definition_hash
             );
             return Ok(Exit::Ok);
         };
@@ -71,7 +72,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             .iter()
             .filter(|s| s.state == LoadState::Stale)
             .count();
-        println!(
+        outln!(
             "{} {} was loaded under definition {}; the job is now {} ({stale} stale partitions)",
             job.name,
             success.partition,
@@ -85,7 +86,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 &format!("now ({})", job.definition_hash()),
             )
             .to_string();
-        print!("{text}");
+        outln!("{}", text.trim_end_matches('\n'));
         Ok(Exit::Ok)
     }
     .await;

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::output::{noteln, outln};
 use super::{Stop, connect, find_job, load_config};
 use crate::config::Job;
 use crate::exit::Exit;
@@ -59,7 +60,7 @@ async fn lint_inner(
                         }
                         Err(e) => {
                             incomplete = true;
-                            eprintln!("idem: job {}: warehouse checks failed: {e}", job.name);
+                            noteln!("idem: job {}: warehouse checks failed: {e}", job.name);
                         }
                     }
                 }
@@ -67,7 +68,7 @@ async fn lint_inner(
             }
             Err(stop) => {
                 incomplete = true;
-                eprintln!(
+                noteln!(
                     "idem: warehouse checks skipped: {} (use --offline for the SQL checks alone)",
                     stop.message
                 );
@@ -90,14 +91,18 @@ async fn lint_inner(
                 .collect();
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            println!("{text}");
+            outln!("{text}");
         }
         LintFormat::Table => {
             for (job, found) in &findings {
                 for f in found {
-                    println!(
+                    outln!(
                         "{file}:{}: job {}: {}: {} — fix: {}",
-                        f.line, job.name, f.severity, f.message, f.fix
+                        f.line,
+                        job.name,
+                        f.severity,
+                        f.message,
+                        f.fix
                     );
                 }
             }
@@ -111,7 +116,7 @@ async fn lint_inner(
             .count()
     };
     let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
-    eprintln!(
+    noteln!(
         "{errors} error{}, {warnings} warning{} in {} job{}",
         if errors == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },

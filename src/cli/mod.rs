@@ -2,23 +2,31 @@
 //! some partitions failed, usage or config error, cancelled).
 
 mod diff;
+mod docs;
 mod lint;
+mod output;
 mod run;
+mod run_args;
 mod status;
 mod verify;
 
+use std::io::IsTerminal;
 use std::path::Path;
 
 pub use diff::diff;
+pub use docs::{completions, man};
 pub use lint::lint;
-pub use run::{RunArgs, run};
+pub use run::run;
+pub use run_args::RunArgs;
 pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};
 use crate::exit::Exit;
 use crate::partition::{Partition, RangeEnd};
+use crate::state::LoadState;
 use crate::warehouse::Warehouse;
+use output::{noteln, outln};
 
 /// A command that could not go on, with the exit code it ends with.
 #[derive(Debug)]
@@ -44,19 +52,84 @@ impl Stop {
 
     /// Prints the message and gives the exit code.
     pub fn report(self) -> Exit {
-        eprintln!("idem: {}", self.message);
+        noteln!("idem: {}", self.message);
         self.code
     }
 }
 
 pub fn load_config(path: &Path) -> Result<Config, Stop> {
-    config::load(path).map_err(|e| Stop::usage(e.to_string()))
+    if !path.exists() {
+        let place = if path.parent().is_none_or(|p| p.as_os_str().is_empty()) {
+            format!("no {} here", path.display())
+        } else {
+            format!("no config at {}", path.display())
+        };
+        return Err(Stop::usage(format!(
+            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+        )));
+    }
+    let config = config::load(path).map_err(|e| Stop::usage(e.to_string()))?;
+    lineage(&config)?;
+    Ok(config)
+}
+
+/// The config's job graph; a cycle is a config error.
+pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
+    crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
 }
 
 pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect(&config.warehouse, max_connections)
         .await
         .map_err(|e| Stop::failed(e.to_string()))
+}
+
+/// A job's partition states, read as every command reads them. Reading can
+/// wait on locks other sessions hold on the target (up to `lock_timeout`);
+/// after a moment the operator is told what idem is waiting on.
+pub async fn read_states(
+    warehouse: &Warehouse,
+    config: &Config,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    read_states_scoped(warehouse, config, job, now, &Default::default()).await
+}
+
+/// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
+pub async fn read_states_scoped(
+    warehouse: &Warehouse,
+    config: &Config,
+    job: &Job,
+    now: chrono::NaiveDateTime,
+    scope: &crate::state::StatusScope,
+) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    let lineage = lineage(config)?;
+    let nothing_running = Default::default();
+    let read = crate::state::job_status_in(
+        warehouse,
+        config,
+        &lineage,
+        job,
+        now,
+        &nothing_running,
+        scope,
+    );
+    tokio::pin!(read);
+    let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
+    tokio::pin!(notice);
+    let result = loop {
+        tokio::select! {
+            r = &mut read => break r,
+            _ = &mut notice, if !notice.is_elapsed() => noteln!(
+                "idem: still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {:?}, then gives up)",
+                job.name,
+                job.target,
+                warehouse.config().lock_timeout
+            ),
+        }
+    };
+    result.map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
 }
 
 pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
@@ -72,6 +145,29 @@ pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
             }
         ))
     })
+}
+
+/// Parses a list of state names (`--only`, `--state`); each must be one of
+/// `allowed`, and the message lists them all.
+pub fn parse_states(
+    flag: &str,
+    names: &[String],
+    allowed: &[LoadState],
+) -> Result<Vec<LoadState>, Stop> {
+    names
+        .iter()
+        .map(|name| {
+            LoadState::parse(name.trim())
+                .filter(|st| allowed.contains(st))
+                .ok_or_else(|| {
+                    let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
+                    Stop::usage(format!(
+                        "{flag} \"{name}\" is not a state; expected one or more of {}",
+                        valid.join(", ")
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Parses `--from` / `--to` for a job's grain.
@@ -92,4 +188,54 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
+}
+
+/// `idem` without a command: the config the console opens on, which must be
+/// valid (checked before the terminal is touched), and a terminal.
+pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
+    let config = load_config(config_path)?;
+    if !std::io::stdout().is_terminal() {
+        return Err(Stop::usage(
+            "the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`",
+        ));
+    }
+    Ok(config)
+}
+
+/// `idem demo`: creates the demo warehouse. With a terminal it answers the
+/// demo and the config for the console to open on; without one it tells
+/// where the demo is and how to open it, and answers `None`.
+pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, Stop> {
+    noteln!("creating the demo warehouse in {} …", path.display());
+    let demo = crate::demo::create(path)
+        .await
+        .map_err(|e| Stop::failed(format!("could not create the demo: {e:#}")))?;
+    if !std::io::stdout().is_terminal() {
+        print_demo_commands(&demo)?;
+        return Ok(None);
+    }
+    let config = load_config(&demo.config)?;
+    Ok(Some((demo, config)))
+}
+
+/// After the console closed on the demo: where it stays.
+pub fn demo_closed(demo: &crate::demo::Demo) {
+    println!(
+        "the demo stays in {}; open it again with: idem --config {}",
+        demo.dir.display(),
+        demo.config.display()
+    );
+}
+
+/// Where the demo is and the commands to try on it.
+fn print_demo_commands(demo: &crate::demo::Demo) -> Result<(), Stop> {
+    let config = demo.config.display();
+    outln!("demo warehouse ready: {}", demo.database.display());
+    outln!("config: {config}");
+    outln!("");
+    outln!("  idem --config {config}            # the console");
+    outln!("  idem --config {config} jobs");
+    outln!("  idem --config {config} status fct_orders");
+    outln!("  idem --config {config} run fct_orders --only failed,missing");
+    Ok(())
 }

@@ -6,131 +6,19 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Stop, connect, find_job, load_config, parse_bound};
-use crate::config::Job;
+use super::RunArgs;
+use super::output::{self, noteln, outln};
+use super::{Stop, connect, find_job, load_config};
+use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
 use crate::exit::Exit;
-use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState};
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct RunArgs {
-    /// The job to backfill.
-    pub job: String,
-    /// First partition (default: the job's start).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Last partition, included (default: the last complete one).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Partitions in flight at once (default from [defaults]).
-    #[arg(long)]
-    pub concurrency: Option<usize>,
-    /// Show what would run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One JSON event per line on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Why this run happens, recorded in the ledger.
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// For merge_key jobs: also re-merge every window after the range up to
-    /// the latest loaded one, so that the newest values win.
-    #[arg(long)]
-    pub through_latest: bool,
-}
-
-impl RunArgs {
-    /// The partitions these arguments select of `job`: the range and the
-    /// `--only` states, checked as `idem run` checks them.
-    pub fn selection(&self, job: &Job) -> Result<Selection, Stop> {
-        let mut only = Vec::new();
-        for s in &self.only {
-            match LoadState::parse(s.trim()) {
-                Some(st) if st != LoadState::Running && st != LoadState::Future => only.push(st),
-                _ => {
-                    return Err(Stop::usage(format!(
-                        "--only \"{s}\" is not a state; expected failed, missing, stale, vanished, unmanaged, loaded or empty"
-                    )));
-                }
-            }
-        }
-        Ok(Selection {
-            from: parse_bound(job, "--from", self.from.as_deref(), RangeEnd::From)?,
-            to: parse_bound(job, "--to", self.to.as_deref(), RangeEnd::To)?,
-            only,
-        })
-    }
-
-    /// `--concurrency`, or the config's default, checked.
-    pub fn concurrency_or(&self, default: usize) -> Result<usize, Stop> {
-        let concurrency = self.concurrency.unwrap_or(default);
-        if concurrency == 0 || concurrency > 64 {
-            return Err(Stop::usage(format!(
-                "--concurrency {concurrency} is out of range; expected 1 to 64"
-            )));
-        }
-        Ok(concurrency)
-    }
-
-    /// The `idem run` command line that gives these arguments, words quoted
-    /// for a POSIX shell. A new flag gets its line here too.
-    pub fn command_line(&self) -> String {
-        let mut words = vec!["idem".to_string(), "run".to_string(), shell_word(&self.job)];
-        let mut flag = |name: &str, value: Option<String>| {
-            words.push(name.to_string());
-            words.extend(value.map(|v| shell_word(&v)));
-        };
-        if let Some(from) = &self.from {
-            flag("--from", Some(from.clone()));
-        }
-        if let Some(to) = &self.to {
-            flag("--to", Some(to.clone()));
-        }
-        if !self.only.is_empty() {
-            flag("--only", Some(self.only.join(",")));
-        }
-        if let Some(n) = self.concurrency {
-            flag("--concurrency", Some(n.to_string()));
-        }
-        if self.through_latest {
-            flag("--through-latest", None);
-        }
-        if let Some(reason) = &self.reason {
-            flag("--reason", Some(reason.clone()));
-        }
-        if self.dry_run {
-            flag("--dry-run", None);
-        }
-        if self.json {
-            flag("--json", None);
-        }
-        words.join(" ")
-    }
-}
-
-/// A word as a POSIX shell reads it back: bare when it is plain, else in
-/// single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-.,:/=@+".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
+use crate::partition::now_utc;
+use crate::state;
 
 pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
@@ -146,9 +34,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = state::job_status(&warehouse, job, now, &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))?;
+    let statuses = super::read_states(&warehouse, &config, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -159,33 +45,41 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     )
     .map_err(|e| Stop::usage(e.to_string()))?;
     backfill.reason = args.reason.clone();
+    backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
             backfill.extend_through_latest(&risk);
         } else {
-            eprintln!("idem: warning: {}: add --through-latest", risk.warning());
+            noteln!("idem: warning: {}: add --through-latest", risk.warning());
         }
+    }
+
+    let mut steps = vec![(backfill, statuses)];
+    if args.cascade {
+        steps.extend(plan_cascade(&warehouse, &config, &steps[0].0, now).await?);
     }
 
     if args.dry_run {
-        print_dry_run(&backfill, &statuses);
-        return Ok(Exit::Ok);
-    }
-
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
-            );
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(Exit::Cancelled.code().into());
+        for (i, (backfill, statuses)) in steps.iter().enumerate() {
+            let plan = DryRun::new(backfill, statuses);
+            if args.json {
+                plan.print_json()?;
+            } else {
+                if i > 0 {
+                    outln!("then, downstream (reads what the run above rewrites):");
+                }
+                plan.print()?;
             }
         }
-    });
+        return Ok(Exit::Ok);
+    }
+    if args.cascade {
+        let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
+        return run_cascade(&warehouse, &config, &steps, args.json).await;
+    }
+    let backfill = steps.remove(0).0;
 
+    let cancel = cancel_on_ctrl_c();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
@@ -194,91 +88,333 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         while let Some(event) = rx.recv().await {
             progress.show(&event);
         }
-        progress.finish();
+        progress.finish()
     });
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
-    let _ = printer.await;
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    if !json {
-        let mut line = format!(
-            "{}: {} succeeded, {} failed",
-            job.name, summary.succeeded, summary.failed
+    let mut outcome = format!(
+        "{}: {} succeeded, {} failed",
+        job.name, summary.succeeded, summary.failed
+    );
+    if summary.not_started > 0 {
+        outcome.push_str(&format!(", {} not started", summary.not_started));
+    }
+    if summary.cancelled {
+        outcome.push_str(" (cancelled)");
+    }
+    outcome.push_str(&format!(" · run {}", summary.run_id));
+    let printed = events_written.and_then(|()| {
+        if !json {
+            print_outcome(&outcome)?;
+        }
+        Ok(())
+    });
+    if let Some(why) = &summary.unreachable {
+        noteln!(
+            "idem: stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
+            summary.unfinished.len(),
+            if summary.unfinished.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
         );
-        if summary.not_started > 0 {
-            line.push_str(&format!(", {} not started", summary.not_started));
+    }
+    if let Some(repeat) = repeat_command(&job.name, &summary) {
+        noteln!("idem: to finish, repeat: {repeat}");
+    }
+    match printed {
+        Ok(()) => Ok(summary.exit_code()),
+        // What was committed stays committed; the outcome goes where it can
+        // still be read, and the exit code says the output is incomplete.
+        Err(stop) => {
+            noteln!("idem: {}; the run itself: {outcome}", stop.message);
+            Ok(summary.exit_code().max(Exit::Failed))
         }
-        if summary.cancelled {
-            line.push_str(" (cancelled)");
+    }
+}
+
+/// The downstream steps of a cascade: for each job that reads the root
+/// (transitively), the partitions the root's run makes stale, planned from
+/// that job's own states so that attempt numbers continue.
+async fn plan_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
+    let lineage = super::lineage(config)?;
+    let mut steps = Vec::new();
+    for (job, partitions) in engine::cascade::downstream_partitions(config, &lineage, root, now) {
+        let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
+            continue;
+        };
+        let statuses = super::read_states(warehouse, config, job, now).await?;
+        let selection = Selection {
+            from: Some(from),
+            to: Some(to),
+            ..Selection::default()
+        };
+        let mut step = Backfill::plan_from(
+            job,
+            &selection,
+            &statuses,
+            now,
+            root.concurrency,
+            root.retries,
+        )
+        .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
+        step.partitions.retain(|p| partitions.contains(p));
+        step.reason = root.reason.clone();
+        step.allow_shrink = root.allow_shrink;
+        steps.push((step, statuses));
+    }
+    Ok(steps)
+}
+
+/// Runs a cascade's steps in dependency order and reports each.
+async fn run_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    steps: &[Backfill],
+    json: bool,
+) -> Result<Exit, Stop> {
+    let lineage = super::lineage(config)?;
+    let cancel = cancel_on_ctrl_c();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
+    let printer = tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        while let Some(event) = rx.recv().await {
+            progress.show(&event);
         }
-        line.push_str(&format!(" · run {}", summary.run_id));
-        println!("{line}");
-        if summary.failed > 0 {
-            println!(
-                "re-run the failures: idem run {} --only failed{}",
-                job.name,
-                range_flags(&args)
+        progress.finish()
+    });
+    let outcomes = engine::cascade::run(warehouse, &lineage, steps, &tx, &cancel).await;
+    drop(tx);
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
+    warehouse.close().await;
+    let mut code = Exit::Ok;
+    let mut lines = Vec::new();
+    for outcome in &outcomes {
+        let mut line = match &outcome.summary {
+            Some(s) => {
+                code = code.max(s.exit_code());
+                format!(
+                    "{}: {} succeeded, {} failed{}",
+                    outcome.job,
+                    s.succeeded,
+                    s.failed,
+                    if s.not_started > 0 {
+                        format!(", {} not started", s.not_started)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => format!("{}: nothing run", outcome.job),
+        };
+        if !outcome.skipped.is_empty() {
+            code = code.max(Exit::Failed);
+            line.push_str(&format!(
+                ", {} skipped (an upstream partition they read did not load)",
+                outcome.skipped.len()
+            ));
+        }
+        if let Some(s) = &outcome.summary {
+            line.push_str(&format!(" · run {}", s.run_id));
+            if let Some(repeat) = repeat_command(&outcome.job, s) {
+                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            }
+        }
+        lines.push(line);
+    }
+    let printed = events_written.and_then(|()| {
+        if !json {
+            for line in &lines {
+                print_outcome(line)?;
+            }
+        }
+        Ok(())
+    });
+    match printed {
+        Ok(()) => Ok(code),
+        Err(stop) => {
+            noteln!(
+                "idem: {}; the run itself: {}",
+                stop.message,
+                lines.join("; ")
+            );
+            Ok(code.max(Exit::Failed))
+        }
+    }
+}
+
+/// A token Ctrl-C cancels: no new partitions start, in-flight ones roll
+/// back; a second Ctrl-C quits at once.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            noteln!(
+                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
+            );
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(Exit::Cancelled.code().into());
+            }
+        }
+    });
+    cancel
+}
+
+fn print_outcome(outcome: &str) -> Result<(), Stop> {
+    outln!("{outcome}");
+    Ok(())
+}
+
+/// The command that runs again exactly what this run left undone, or more
+/// (re-running a partition that succeeded is safe), never less: `--only
+/// failed` only when every unfinished partition failed and is in the ledger.
+fn repeat_command(job: &str, summary: &engine::RunSummary) -> Option<String> {
+    let (first, last) = (summary.unfinished.first()?, summary.unfinished.last()?);
+    let only_failed = summary.unrecorded == 0 && summary.not_started == 0 && summary.refused == 0;
+    Some(format!(
+        "idem run {job}{} --from {} --to {}",
+        if only_failed { " --only failed" } else { "" },
+        first.name(),
+        last.name()
+    ))
+}
+
+/// What a dry run shows: the partitions it would run, as they are now.
+struct DryRun<'a> {
+    backfill: &'a Backfill,
+    planned: Vec<&'a state::PartitionStatus>,
+}
+
+/// `idem run --dry-run --json`: one line, shaped like a run's events.
+#[derive(Serialize)]
+struct DryRunEvent<'a> {
+    event: &'static str,
+    job: &'a str,
+    strategy: Strategy,
+    target: String,
+    concurrency: usize,
+    partitions: Vec<DryRunPartition>,
+    /// Rows the run would delete before inserting (replace jobs only).
+    rows_replaced: Option<i64>,
+    plan: String,
+}
+
+/// One partition of `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunPartition {
+    partition: String,
+    state: &'static str,
+    rows_now: Option<i64>,
+}
+
+impl<'a> DryRun<'a> {
+    fn new(backfill: &'a Backfill, statuses: &'a [state::PartitionStatus]) -> DryRun<'a> {
+        let names: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
+        let planned = statuses
+            .iter()
+            .filter(|s| names.contains(&s.partition.name()))
+            .collect();
+        DryRun { backfill, planned }
+    }
+
+    fn partitions(&self) -> Vec<DryRunPartition> {
+        self.planned
+            .iter()
+            .map(|s| DryRunPartition {
+                partition: s.partition.name(),
+                state: s.state.name(),
+                rows_now: s.rows_now,
+            })
+            .collect()
+    }
+
+    /// Rows the run would delete before inserting, for replace jobs.
+    fn rows_replaced(&self) -> i64 {
+        self.planned.iter().map(|s| s.rows_now.unwrap_or(0)).sum()
+    }
+
+    /// The strategy in one line of plain words.
+    fn plan_line(&self) -> String {
+        let job = &self.backfill.job;
+        match job.strategy {
+            Strategy::ReplacePartition => format!(
+                "would replace {} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+                self.rows_replaced(),
+                job.target
+            ),
+            Strategy::MergeKey => format!(
+                "would merge each window's rows into {} by ({}), one window at a time, oldest first",
+                job.target,
+                job.unique_key
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    fn print(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        outln!(
+            "dry run: {} · {} · {} partitions · concurrency {}",
+            job.name,
+            job.strategy.as_str(),
+            self.backfill.partitions.len(),
+            self.backfill.effective_concurrency()
+        );
+        for (p, s) in self.partitions().iter().zip(&self.planned) {
+            outln!(
+                "  {} {} {:<9} rows now {}",
+                p.partition,
+                s.state.glyph(),
+                p.state,
+                s.rows().map_or("-".to_string(), |n| n.to_string())
             );
         }
+        outln!("{}", self.plan_line());
+        Ok(())
     }
-    Ok(summary.exit_code())
-}
 
-fn range_flags(args: &RunArgs) -> String {
-    let mut s = String::new();
-    if let Some(f) = &args.from {
-        s.push_str(&format!(" --from {f}"));
-    }
-    if let Some(t) = &args.to {
-        s.push_str(&format!(" --to {t}"));
-    }
-    s
-}
-
-fn print_dry_run(backfill: &Backfill, statuses: &[state::PartitionStatus]) {
-    let job = &backfill.job;
-    let planned: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
-    let mut replaced = 0i64;
-    println!(
-        "dry run: {} · {} · {} partitions · concurrency {}",
-        job.name,
-        job.strategy.as_str(),
-        backfill.partitions.len(),
-        backfill.effective_concurrency()
-    );
-    for s in statuses
-        .iter()
-        .filter(|s| planned.contains(&s.partition.name()))
-    {
-        let rows = s.rows().map_or("-".to_string(), |n| n.to_string());
-        replaced += s.rows_now.unwrap_or(0);
-        println!(
-            "  {} {} {:<9} rows now {rows}",
-            s.partition.name(),
-            s.state.glyph(),
-            s.state.name()
-        );
-    }
-    match job.strategy {
-        crate::config::Strategy::ReplacePartition => println!(
-            "would replace {replaced} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
-            job.target
-        ),
-        crate::config::Strategy::MergeKey => println!(
-            "would merge each window's rows into {} by ({}), one window at a time, oldest first",
-            job.target,
-            job.unique_key
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    /// One JSON object on one line, like the events of a real run.
+    fn print_json(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        let event = DryRunEvent {
+            event: "dry_run",
+            job: &job.name,
+            strategy: job.strategy,
+            target: job.target.to_string(),
+            concurrency: self.backfill.effective_concurrency(),
+            partitions: self.partitions(),
+            rows_replaced: (job.strategy == Strategy::ReplacePartition)
+                .then(|| self.rows_replaced()),
+            plan: self.plan_line(),
+        };
+        let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
+        outln!("{line}");
+        Ok(())
     }
 }
 
 /// How run events are shown.
 enum Progress {
-    Json,
+    /// JSON lines on stdout, until a write fails.
+    Json(Result<(), Stop>),
     /// The bar, and how many partitions failed so far.
     Bar(ProgressBar, usize),
     Lines,
@@ -287,7 +423,7 @@ enum Progress {
 impl Progress {
     fn new(json: bool, total: u64) -> Progress {
         if json {
-            Progress::Json
+            Progress::Json(Ok(()))
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
             if let Ok(style) = ProgressStyle::with_template(
@@ -304,9 +440,11 @@ impl Progress {
 
     fn show(&mut self, event: &Event) {
         match self {
-            Progress::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    println!("{line}");
+            Progress::Json(written) => {
+                if written.is_ok()
+                    && let Ok(line) = serde_json::to_string(event)
+                {
+                    *written = output::line(format_args!("{line}"));
                 }
             }
             Progress::Bar(bar, failed) => match event {
@@ -330,15 +468,21 @@ impl Progress {
             },
             Progress::Lines => {
                 if let Some(line) = describe(event) {
-                    eprintln!("{line}");
+                    noteln!("{line}");
                 }
             }
         }
     }
 
-    fn finish(self) {
-        if let Progress::Bar(bar, _) = self {
-            bar.finish_and_clear();
+    /// Ends the display; an error if JSON events could not be written.
+    fn finish(self) -> Result<(), Stop> {
+        match self {
+            Progress::Json(written) => written,
+            Progress::Bar(bar, _) => {
+                bar.finish_and_clear();
+                Ok(())
+            }
+            Progress::Lines => Ok(()),
         }
     }
 }
@@ -393,100 +537,11 @@ fn describe(event: &Event) -> Option<String> {
             "{partition} ✗ failed (attempt {attempt}{}) · {error}",
             if *will_retry { ", will retry" } else { "" }
         ),
+        Event::PartitionSkipped {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} skipped · {because}"),
         _ => return None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::*;
-
-    #[derive(Parser)]
-    #[command(no_binary_name = true)]
-    struct Line {
-        #[command(subcommand)]
-        command: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Run(RunArgs),
-    }
-
-    /// Splits a command line as a POSIX shell does, for the words
-    /// [`shell_word`] writes: bare, or in single quotes with `'\''`.
-    fn shell_split(line: &str) -> Vec<String> {
-        let mut words = Vec::new();
-        let mut word = String::new();
-        let mut quoted = false;
-        let mut any = false;
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '\'' => {
-                    quoted = !quoted;
-                    any = true;
-                }
-                '\\' if !quoted => word.extend(chars.next()),
-                ' ' if !quoted => {
-                    if any || !word.is_empty() {
-                        words.push(std::mem::take(&mut word));
-                    }
-                    any = false;
-                }
-                c => word.push(c),
-            }
-        }
-        if any || !word.is_empty() {
-            words.push(word);
-        }
-        words
-    }
-
-    fn parse(words: &[String]) -> RunArgs {
-        let Command::Run(args) = Line::try_parse_from(words).expect("parses").command;
-        args
-    }
-
-    #[test]
-    fn the_command_line_reads_back_as_the_same_arguments() {
-        let words: Vec<String> = [
-            "run",
-            "fct_orders",
-            "--from",
-            "2026-06-01",
-            "--to",
-            "2026-06-30",
-            "--only",
-            "failed,missing",
-            "--concurrency",
-            "3",
-            "--through-latest",
-            "--reason",
-            "it's the refunds; re-run",
-            "--dry-run",
-            "--json",
-        ]
-        .map(String::from)
-        .to_vec();
-        let mut all = vec!["idem".to_string()];
-        all.extend(words);
-        let args = parse(&all[1..]);
-        let line = args.command_line();
-        assert_eq!(
-            line,
-            "idem run fct_orders --from 2026-06-01 --to 2026-06-30 --only failed,missing \
-             --concurrency 3 --through-latest --reason 'it'\\''s the refunds; re-run' --dry-run --json"
-        );
-        let again = parse(&shell_split(&line)[1..]);
-        assert_eq!(format!("{again:?}"), format!("{args:?}"));
-    }
-
-    #[test]
-    fn a_bare_run_prints_only_the_job() {
-        let args = parse(&["run".to_string(), "dim_customers".to_string()]);
-        assert_eq!(args.command_line(), "idem run dim_customers");
-    }
 }

@@ -1,18 +1,19 @@
 //! `idem status`, `idem jobs` and `idem log`: what the warehouse and the
 //! ledger say, as a table, JSON or CSV.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use clap::ValueEnum;
 use serde::Serialize;
 
-use super::{Stop, connect, find_job, load_config, parse_bound};
+use super::output::outln;
+use super::{Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState, PartitionStatus};
+use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
+use crate::warehouse::ledger::AttemptStatus;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -27,6 +28,8 @@ pub struct StatusArgs {
     pub to: Option<String>,
     pub format: StatusFormat,
     pub anomalies_only: bool,
+    /// `--state`: only partitions in these states (all when empty).
+    pub states: Vec<String>,
 }
 
 /// One partition's line of `idem status`.
@@ -42,6 +45,8 @@ struct StatusRow<'a> {
     attempts: usize,
     last_finished: Option<&'a str>,
     last_error: Option<&'a str>,
+    /// Upstream partitions changed since this one was loaded.
+    stale_upstream: &'a [String],
 }
 
 impl<'a> StatusRow<'a> {
@@ -57,6 +62,7 @@ impl<'a> StatusRow<'a> {
             attempts: s.attempts,
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
+            stale_upstream: &s.stale_upstream,
         }
     }
 }
@@ -70,6 +76,7 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
 
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
+    let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
@@ -83,13 +90,17 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     let warehouse = connect(&config, 2).await?;
     let mut all = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
-        let statuses = read_status(&warehouse, job).await?;
+        let scope = StatusScope {
+            from,
+            to,
+            cache: None,
+        };
+        let statuses =
+            super::read_states_scoped(&warehouse, &config, job, now_utc(), &scope).await?;
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
-            .filter(|s| {
-                from.is_none_or(|f| s.partition >= f) && to.is_none_or(|t| s.partition <= t)
-            })
             .filter(|s| !args.anomalies_only || s.anomaly)
+            .filter(|s| states.is_empty() || states.contains(&s.state))
             .collect();
         all.push((*job, kept));
     }
@@ -102,15 +113,15 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         StatusFormat::Json => {
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            println!("{text}");
+            outln!("{text}");
         }
         StatusFormat::Csv => {
-            println!(
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error"
+            outln!(
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream"
             );
             for r in &rows {
-                println!(
-                    "{},{},{},{},{},{},{},{},{},{}",
+                outln!(
+                    "{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
                     r.state,
@@ -120,14 +131,20 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     r.drift,
                     r.attempts,
                     r.last_finished.unwrap_or(""),
-                    csv(r.last_error.unwrap_or(""))
+                    csv(r.last_error.unwrap_or("")),
+                    csv(&r.stale_upstream.join("; "))
                 );
             }
         }
         StatusFormat::Table => {
-            println!(
-                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error",
-                "JOB", "PARTITION", "STATE", "ROWS", "AT LOAD", "FLAGS"
+            outln!(
+                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error or cause",
+                "JOB",
+                "PARTITION",
+                "STATE",
+                "ROWS",
+                "AT LOAD",
+                "FLAGS"
             );
             for (job, statuses) in &all {
                 for s in statuses {
@@ -138,12 +155,13 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     if s.drift {
                         flags.push_str("drift");
                     }
+                    let upstream = upstream_cause(&s.stale_upstream);
                     let error = s
                         .last_attempt
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
-                        .unwrap_or("");
-                    println!(
+                        .unwrap_or(&upstream);
+                    outln!(
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
                         job.name,
                         s.partition.name(),
@@ -161,10 +179,30 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     Ok(Exit::Ok)
 }
 
-async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
-    state::job_status(warehouse, job, now_utc(), &HashSet::new())
-        .await
-        .map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
+async fn read_status(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    job: &Job,
+) -> Result<Vec<PartitionStatus>, Stop> {
+    super::read_states(warehouse, config, job, now_utc()).await
+}
+
+/// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
+pub fn upstream_cause(stale_upstream: &[String]) -> String {
+    if stale_upstream.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<&str> = stale_upstream.iter().take(3).map(String::as_str).collect();
+    let more = stale_upstream.len().saturating_sub(shown.len());
+    format!(
+        "stale (upstream): {} changed since{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn opt(n: Option<i64>) -> String {
@@ -195,13 +233,18 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
 pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
+        let lineage = super::lineage(&config)?;
         let warehouse = connect(&config, 2).await?;
-        println!(
+        outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
-            "JOB", "STRATEGY", "GRAIN", "TARGET", "LINT"
+            "JOB",
+            "STRATEGY",
+            "GRAIN",
+            "TARGET",
+            "LINT"
         );
         for job in &config.jobs {
-            let health = match read_status(&warehouse, job).await {
+            let health = match read_status(&warehouse, &config, job).await {
                 Ok(statuses) => state_counts(&statuses)
                     .into_iter()
                     .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
@@ -209,7 +252,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
                     .join("  "),
                 Err(e) => format!("unreadable: {}", e.message),
             };
-            println!(
+            outln!(
                 "{:<22} {:<18} {:<6} {:<28} {:<10} {health}",
                 job.name,
                 job.strategy.as_str(),
@@ -217,12 +260,39 @@ pub async fn jobs(config_path: &Path) -> Exit {
                 job.target.to_string(),
                 lint_badge(job)
             );
+            for line in lineage_lines(&lineage, &job.name) {
+                outln!("  {line}");
+            }
         }
         warehouse.close().await;
         Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// A job's upstream and downstream jobs, for `idem jobs`:
+/// `← reads fct_orders (its SQL reads analytics.fct_orders)`,
+/// `→ read by agg_revenue_monthly`.
+fn lineage_lines(lineage: &crate::lineage::Lineage, job: &str) -> Vec<String> {
+    use crate::lineage::Because;
+    let mut out = Vec::new();
+    let ups: Vec<String> = lineage
+        .upstream(job)
+        .iter()
+        .map(|(up, why)| match why {
+            Because::Declared => format!("{up} (depends_on)"),
+            Because::ReadsTarget(table) => format!("{up} (its SQL reads {table})"),
+        })
+        .collect();
+    if !ups.is_empty() {
+        out.push(format!("← reads {}", ups.join(", ")));
+    }
+    let downs = lineage.downstream(job);
+    if !downs.is_empty() {
+        out.push(format!("→ read by {}", downs.join(", ")));
+    }
+    out
 }
 
 /// The static lint findings of a job in a word: `ok`, `2 errors`, `1 warning`.
@@ -256,19 +326,34 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
         if attempts.is_empty() {
-            println!(
+            outln!(
                 "no attempts recorded for {}{}",
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
             );
+            return Ok(Exit::Ok);
         }
+        outln!(
+            "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "FINISHED (UTC)",
+            "PARTITION",
+            "TRY",
+            "STATUS",
+            "ROWS -DEL +INS ~UPD = NOW"
+        );
         for a in &attempts {
-            let rows = format!(
-                "-{} +{} ~{} = {}",
-                a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
-            );
-            println!(
-                "{} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+            // A failed or cancelled attempt rolled back: it changed no rows,
+            // and its zeros say nothing about what the target holds.
+            let rows = if a.status == AttemptStatus::Succeeded {
+                format!(
+                    "-{} +{} ~{} = {}",
+                    a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
+                )
+            } else {
+                "(rolled back)".to_string()
+            };
+            outln!(
+                "{:<23} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::output::outln;
 use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::partition::RangeEnd;
@@ -22,25 +23,30 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             .map_err(|e| Stop::failed(format!("{} {}: {e}", job.name, partition.name())))?;
         warehouse.close().await;
         let Some(d) = &v.difference else {
-            println!(
+            outln!(
                 "idempotent: {} {} gives the same {} rows on every run; everything was rolled back",
-                v.job, v.partition, v.rows[0]
+                v.job,
+                v.partition,
+                v.rows[0]
             );
             return Ok(Exit::Ok);
         };
-        println!(
+        outln!(
             "NOT idempotent: {} {}: {} and {} differ",
-            v.job, v.partition, d.first, d.second
+            v.job,
+            v.partition,
+            d.first,
+            d.second
         );
-        println!("  {} rows only in {}:", d.only_in_first, d.first);
+        outln!("  {} rows only in {}:", d.only_in_first, d.first);
         for r in &d.sample_first {
-            println!("    {r}");
+            outln!("    {r}");
         }
-        println!("  {} rows only in {}:", d.only_in_second, d.second);
+        outln!("  {} rows only in {}:", d.only_in_second, d.second);
         for r in &d.sample_second {
-            println!("    {r}");
+            outln!("    {r}");
         }
-        println!(
+        outln!(
             "everything was rolled back; `idem lint {}` may name the cause",
             v.job
         );

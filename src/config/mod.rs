@@ -28,12 +28,17 @@ pub struct WarehouseConfig {
     pub url: String,
     pub statement_timeout: Option<Duration>,
     pub lock_timeout: Duration,
+    /// How long to wait for a connection before taking the warehouse for
+    /// unreachable.
+    pub connect_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct Defaults {
     pub concurrency: usize,
     pub retries: u32,
+    /// The jobs' [`Job::shrink_guard`] unless a job sets its own.
+    pub shrink_guard: f64,
 }
 
 impl Default for Defaults {
@@ -41,6 +46,7 @@ impl Default for Defaults {
         Defaults {
             concurrency: 4,
             retries: 2,
+            shrink_guard: 0.5,
         }
     }
 }
@@ -73,6 +79,13 @@ pub struct Job {
     pub start: Partition,
     pub end: Option<Partition>,
     pub sql: String,
+    /// A replace that would leave a loaded partition with fewer than this
+    /// fraction of its rows (or with none) is refused: the source looks
+    /// incomplete. 0 refuses only a replace with no rows.
+    pub shrink_guard: f64,
+    /// Jobs named in `depends_on` (reading another job's target in `sql`
+    /// implies more; see [`crate::lineage`]).
+    pub depends_on: Vec<Dependency>,
     /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
     pub sql_line: usize,
 }
@@ -121,6 +134,14 @@ impl Job {
     }
 }
 
+/// A job named in another's `depends_on`, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    pub name: String,
+    pub line: usize,
+    pub column: usize,
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -152,6 +173,7 @@ struct RawWarehouse {
     url: Spanned<String>,
     statement_timeout: Option<Spanned<String>>,
     lock_timeout: Option<Spanned<String>>,
+    connect_timeout: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -159,6 +181,15 @@ struct RawWarehouse {
 struct RawDefaults {
     concurrency: Option<Spanned<i64>>,
     retries: Option<Spanned<i64>>,
+    shrink_guard: Option<Spanned<Fraction>>,
+}
+
+/// A number in TOML, written with or without a decimal point.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Fraction {
+    Int(i64),
+    Float(f64),
 }
 
 #[derive(Deserialize)]
@@ -174,6 +205,24 @@ struct RawJob {
     start: Spanned<String>,
     end: Option<Spanned<String>>,
     sql: Spanned<String>,
+    shrink_guard: Option<Spanned<Fraction>>,
+    depends_on: Option<Vec<Spanned<String>>>,
+}
+
+/// A `shrink_guard` value: a fraction from 0 to 1 (exclusive).
+fn shrink_guard(cx: &Positions, v: &Spanned<Fraction>, field: &str) -> Result<f64, ConfigError> {
+    let x = match *v.get_ref() {
+        Fraction::Int(n) => n as f64,
+        Fraction::Float(x) => x,
+    };
+    if !(0.0..1.0).contains(&x) {
+        return Err(cx.error(
+            v.span(),
+            field,
+            format!("{x} is out of range; expected a fraction from 0 (refuse only a replace with no rows) to below 1, e.g. 0.5"),
+        ));
+    }
+    Ok(x)
 }
 
 /// Reads and validates a config file.
@@ -226,25 +275,41 @@ pub fn parse(
             format!("\"{url}\" is not a warehouse URL; expected sqlite://PATH, postgres://… or mysql://…"),
         ));
     }
-    let duration = |v: &Option<Spanned<String>>,
-                    field: &str|
+    let duration =
+        |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, ConfigError> {
+            match v {
+                None => Ok(None),
+                Some(s) => parse_duration(s.get_ref())
+                    .map(Some)
+                    .map_err(|m| cx.error(s.span(), field, m)),
+            }
+        };
+    // A timeout of 0 on these would stop every statement or connection.
+    let positive = |v: &Option<Spanned<String>>,
+                    field: &str,
+                    zero: &str|
      -> Result<Option<Duration>, ConfigError> {
-        match v {
-            None => Ok(None),
-            Some(s) => parse_duration(s.get_ref()).map(Some).ok_or_else(|| {
-                cx.error(
-                    s.span(),
-                    field,
-                    format!("\"{}\" is not a duration; expected e.g. \"500ms\", \"10s\", \"30m\", \"1h\"", s.get_ref()),
-                )
-            }),
+        let d = duration(v, field)?;
+        match (d, v) {
+            (Some(d), Some(s)) if d.is_zero() => Err(cx.error(s.span(), field, zero.into())),
+            _ => Ok(d),
         }
     };
     let warehouse = WarehouseConfig {
         url,
-        statement_timeout: duration(&wh.statement_timeout, "warehouse.statement_timeout")?,
+        statement_timeout: positive(
+            &wh.statement_timeout,
+            "warehouse.statement_timeout",
+            "0 would stop every statement at once; leave statement_timeout out for no limit",
+        )?,
         lock_timeout: duration(&wh.lock_timeout, "warehouse.lock_timeout")?
             .unwrap_or(Duration::from_secs(10)),
+        connect_timeout: positive(
+            &wh.connect_timeout,
+            "warehouse.connect_timeout",
+            "0 would never wait for a connection; expected e.g. \"10s\"",
+        )?
+        .unwrap_or(Duration::from_secs(10)),
     };
 
     let mut defaults = Defaults::default();
@@ -269,11 +334,14 @@ pub fn parse(
             }
             defaults.retries = *r.get_ref() as u32;
         }
+        if let Some(g) = &d.shrink_guard {
+            defaults.shrink_guard = shrink_guard(&cx, g, "defaults.shrink_guard")?;
+        }
     }
 
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
-        let job = validate_job(&cx, i, raw_job.get_ref())?;
+        let job = validate_job(&cx, i, raw_job.get_ref(), &defaults)?;
         if jobs.iter().any(|j| j.name == job.name) {
             let name = &raw_job.get_ref().name;
             return Err(cx.error(
@@ -287,6 +355,31 @@ pub fn parse(
         }
         jobs.push(job);
     }
+    let names: Vec<String> = jobs.iter().map(|j| j.name.clone()).collect();
+    for (i, raw_job) in raw.jobs.iter().enumerate() {
+        for dep in raw_job.get_ref().depends_on.iter().flatten() {
+            let name = dep.get_ref();
+            let problem = if *name == jobs[i].name {
+                Some("a job cannot depend on itself".to_string())
+            } else if !names.contains(name) {
+                Some(format!(
+                    "no job named \"{name}\"; jobs: {}",
+                    names.join(", ")
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = problem {
+                return Err(cx.error(dep.span(), &format!("jobs[{i}].depends_on"), message));
+            }
+            let (line, column) = cx.line_col(dep.span().start);
+            jobs[i].depends_on.push(Dependency {
+                name: name.clone(),
+                line,
+                column,
+            });
+        }
+    }
     Ok(Config {
         path: path.to_path_buf(),
         warehouse,
@@ -295,7 +388,12 @@ pub fn parse(
     })
 }
 
-fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigError> {
+fn validate_job(
+    cx: &Positions,
+    i: usize,
+    raw: &RawJob,
+    defaults: &Defaults,
+) -> Result<Job, ConfigError> {
     let field = |f: &str| format!("jobs[{i}].{f}");
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty()
@@ -415,6 +513,10 @@ fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigErr
     } else {
         sql_line
     };
+    let shrink_guard = match &raw.shrink_guard {
+        Some(g) => shrink_guard(cx, g, &field("shrink_guard"))?,
+        None => defaults.shrink_guard,
+    };
     Ok(Job {
         name,
         description: raw.description.clone(),
@@ -426,6 +528,8 @@ fn validate_job(cx: &Positions, i: usize, raw: &RawJob) -> Result<Job, ConfigErr
         start,
         end,
         sql,
+        shrink_guard,
+        depends_on: Vec::new(),
         sql_line,
     })
 }
@@ -476,18 +580,45 @@ fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = text.split_at(split);
-    let n: u64 = n.parse().ok()?;
-    Some(match unit.trim() {
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => return None,
-    })
+/// The longest timeout every engine takes: PostgreSQL and SQLite hold one
+/// as a 32-bit count of milliseconds (about 24.8 days).
+pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
+/// A timeout such as `500ms`, `10s`, `30m` or `1h`, at most [`MAX_TIMEOUT`].
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let not_a_duration = || {
+        format!("\"{text}\" is not a duration; expected e.g. \"500ms\", \"10s\", \"30m\", \"1h\"")
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(not_a_duration)?;
+    let (n, unit) = trimmed.split_at(split);
+    let millis_per_unit: u64 = match unit.trim() {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(not_a_duration()),
+    };
+    let too_long = || {
+        format!(
+            "\"{text}\" is out of range; expected at most {}h (about 24 days)",
+            MAX_TIMEOUT.as_secs() / 3600
+        )
+    };
+    // Digits too many for u64 are a number all the same, only too large.
+    let n: u64 = match n.parse() {
+        Ok(n) => n,
+        Err(_) if !n.is_empty() => return Err(too_long()),
+        Err(_) => return Err(not_a_duration()),
+    };
+    let millis = n.checked_mul(millis_per_unit).ok_or_else(too_long)?;
+    let duration = Duration::from_millis(millis);
+    if duration > MAX_TIMEOUT {
+        return Err(too_long());
+    }
+    Ok(duration)
 }
 
 #[cfg(test)]
@@ -496,11 +627,37 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_duration("30m"), Some(Duration::from_secs(1800)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("soon"), None);
-        assert_eq!(parse_duration("10 fortnights"), None);
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("596h"), Ok(Duration::from_secs(596 * 3600)));
+        assert_eq!(parse_duration("2147483647ms"), Ok(MAX_TIMEOUT));
+        assert!(
+            parse_duration("soon")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(
+            parse_duration("10 fortnights")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(parse_duration("h").unwrap_err().contains("not a duration"));
+        for too_long in [
+            "597h",
+            "2147483648ms",
+            "1152921504606846976h",
+            "18446744073709551615h",
+            "99999999999999999999999s",
+        ] {
+            assert!(
+                parse_duration(too_long)
+                    .unwrap_err()
+                    .contains("out of range"),
+                "{too_long}"
+            );
+        }
     }
 
     #[test]

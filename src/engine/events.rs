@@ -51,6 +51,13 @@ pub enum Event {
         will_retry: bool,
         duration_ms: u64,
     },
+    /// A cascade did not run this downstream partition: an upstream
+    /// partition it reads did not load.
+    PartitionSkipped {
+        job: String,
+        partition: String,
+        because: String,
+    },
     RunFinished {
         run_id: String,
         job: String,
@@ -63,17 +70,6 @@ pub enum Event {
 }
 
 impl Event {
-    pub fn run_id(&self) -> &str {
-        match self {
-            Event::RunStarted { run_id, .. }
-            | Event::PartitionStarted { run_id, .. }
-            | Event::PartitionLog { run_id, .. }
-            | Event::PartitionSucceeded { run_id, .. }
-            | Event::PartitionFailed { run_id, .. }
-            | Event::RunFinished { run_id, .. } => run_id,
-        }
-    }
-
     /// The partition and how its attempt ended, for the events that end one
     /// for good (a failure that will be retried does not).
     pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {

@@ -2,6 +2,7 @@
 //! concurrency, retries and cancellation, and reports every step as an
 //! [`Event`] on a channel. It knows nothing of who listens.
 
+pub mod cascade;
 mod events;
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +32,8 @@ pub struct Backfill {
     pub reason: Option<String>,
     /// Attempts already made per partition, so attempt numbers continue.
     pub prior_attempts: HashMap<String, i64>,
+    /// Let replaces shrink partitions past the job's shrink guard.
+    pub allow_shrink: bool,
 }
 
 /// Loaded merge windows after the last planned one.
@@ -79,6 +82,23 @@ pub enum PlanError {
     Warehouse(#[from] WarehouseError),
     #[error("--from {from} is after --to {to}")]
     EmptyRange { from: String, to: String },
+    #[error(
+        "{partition} is outside {job}'s partitions ({first} to {last}); choose a range inside them"
+    )]
+    OutOfRange {
+        job: String,
+        partition: String,
+        first: String,
+        last: String,
+    },
+    #[error(
+        "{partition} has not ended yet (it ends {end} UTC): loading it now would record a window its source is still filling. Choose --to {last_complete} or earlier, or pass --allow-incomplete to load it anyway (it then stays pending, never final)"
+    )]
+    Incomplete {
+        partition: String,
+        end: String,
+        last_complete: String,
+    },
 }
 
 /// Which partitions of a range a backfill loads.
@@ -88,6 +108,9 @@ pub struct Selection {
     pub to: Option<Partition>,
     /// Only partitions in these states; empty means all.
     pub only: Vec<LoadState>,
+    /// Also load windows that have not ended yet (their loads are never
+    /// taken as final).
+    pub allow_incomplete: bool,
 }
 
 impl Backfill {
@@ -122,6 +145,28 @@ impl Backfill {
                 to: to.name(),
             });
         }
+        let out_of_range = |p: Partition| PlanError::OutOfRange {
+            job: job.name.clone(),
+            partition: p.name(),
+            first: job.start.name(),
+            last: job.end.map_or_else(|| "now".into(), |e| e.name()),
+        };
+        if from < job.start {
+            return Err(out_of_range(from));
+        }
+        if let Some(end) = job.end
+            && to > end
+        {
+            return Err(out_of_range(to));
+        }
+        if to.is_future(now) && !selection.allow_incomplete {
+            let first_open = Partition::containing(job.grain, now).max(from);
+            return Err(PlanError::Incomplete {
+                partition: first_open.name(),
+                end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
+                last_complete: first_open.prev().name(),
+            });
+        }
         let by_name: HashMap<String, &state::PartitionStatus> =
             statuses.iter().map(|s| (s.partition.name(), s)).collect();
         let partitions: Vec<Partition> = crate::partition::range(from, to)
@@ -145,6 +190,7 @@ impl Backfill {
             retries,
             reason: None,
             prior_attempts,
+            allow_shrink: false,
         })
     }
 
@@ -212,9 +258,21 @@ pub struct RunSummary {
     pub run_id: String,
     pub succeeded: usize,
     pub failed: usize,
-    /// Partitions never started (after cancellation, or after a merge window failed).
+    /// Of the failed, those the shrink guard refused (they kept their rows).
+    pub refused: usize,
+    /// Partitions never started (after cancellation, after a merge window
+    /// failed, or once the warehouse stopped answering).
     pub not_started: usize,
     pub cancelled: bool,
+    /// Every partition that did not succeed (failed, refused or never
+    /// started), oldest first: what a repeat of the run must cover.
+    pub unfinished: Vec<Partition>,
+    /// Failures the ledger could not record (the warehouse was gone), so
+    /// `--only failed` would not select them.
+    pub unrecorded: usize,
+    /// Why the run stopped starting partitions early: the warehouse could
+    /// not be reached.
+    pub unreachable: Option<String>,
 }
 
 impl RunSummary {
@@ -232,7 +290,8 @@ impl RunSummary {
 
 enum PartitionResult {
     Succeeded,
-    Failed,
+    Failed { recorded: bool },
+    Refused,
     Cancelled,
     NotStarted,
 }
@@ -271,12 +330,15 @@ pub async fn run(
     let run_id = new_run_id();
     let started = Instant::now();
     let job = &backfill.job;
+    let concurrency = backfill
+        .effective_concurrency()
+        .min(warehouse.dialect().max_writers());
     let _ = events.send(Event::RunStarted {
         run_id: run_id.clone(),
         job: job.name.clone(),
         strategy: job.strategy,
         partitions: backfill.partitions.iter().map(Partition::name).collect(),
-        concurrency: backfill.effective_concurrency(),
+        concurrency,
         reason: backfill.reason.clone(),
     });
     let operator = operator();
@@ -284,35 +346,51 @@ pub async fn run(
     // A failed merge window stops the windows after it, which would otherwise
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
-    let results: Vec<PartitionResult> = futures::stream::iter(backfill.partitions.iter().copied())
-        .map(|partition| {
-            let ctx = PartitionRun {
-                warehouse,
-                backfill,
-                run_id: &run_id,
-                operator: &operator,
-                host: &host,
-                events,
-                cancel,
-                halted: &halted,
-            };
-            async move { ctx.run(partition).await }
-        })
-        .buffer_unordered(backfill.effective_concurrency())
-        .collect()
-        .await;
+    let unreachable = std::sync::Mutex::new(None);
+    let results: Vec<(Partition, PartitionResult)> =
+        futures::stream::iter(backfill.partitions.iter().copied())
+            .map(|partition| {
+                let ctx = PartitionRun {
+                    warehouse,
+                    backfill,
+                    run_id: &run_id,
+                    operator: &operator,
+                    host: &host,
+                    events,
+                    cancel,
+                    halted: &halted,
+                    unreachable: &unreachable,
+                };
+                async move { (partition, ctx.run(partition).await) }
+            })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
     let mut summary = RunSummary {
         run_id: run_id.clone(),
         cancelled: cancel.is_cancelled(),
         ..RunSummary::default()
     };
-    for r in results {
+    for (partition, r) in results {
         match r {
-            PartitionResult::Succeeded => summary.succeeded += 1,
-            PartitionResult::Failed => summary.failed += 1,
+            PartitionResult::Succeeded => {
+                summary.succeeded += 1;
+                continue;
+            }
+            PartitionResult::Failed { recorded } => {
+                summary.failed += 1;
+                summary.unrecorded += usize::from(!recorded);
+            }
+            PartitionResult::Refused => {
+                summary.failed += 1;
+                summary.refused += 1;
+            }
             PartitionResult::Cancelled | PartitionResult::NotStarted => summary.not_started += 1,
         }
+        summary.unfinished.push(partition);
     }
+    summary.unfinished.sort();
+    summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     let _ = events.send(Event::RunFinished {
         run_id,
         job: job.name.clone(),
@@ -334,6 +412,8 @@ struct PartitionRun<'a> {
     events: &'a UnboundedSender<Event>,
     cancel: &'a CancellationToken,
     halted: &'a CancellationToken,
+    /// Set by the first partition that finds the warehouse unreachable.
+    unreachable: &'a std::sync::Mutex<Option<String>>,
 }
 
 impl PartitionRun<'_> {
@@ -367,6 +447,7 @@ impl PartitionRun<'_> {
                 operator: self.operator.to_string(),
                 host: self.host.to_string(),
                 reason: self.backfill.reason.clone(),
+                allow_shrink: self.backfill.allow_shrink,
             };
             let events = self.events.clone();
             let (run_id, job_name, part) =
@@ -422,20 +503,44 @@ impl PartitionRun<'_> {
                     });
                     return PartitionResult::Succeeded;
                 }
-                Err(e) => {
-                    let transient = e.is_transient(self.warehouse.dialect());
-                    let will_retry =
-                        transient && retry < self.backfill.retries && !self.cancel.is_cancelled();
+                Err(e @ WarehouseError::SourceShrank { .. }) => {
                     let message = e.to_string();
                     log(format!("ROLLBACK: {message}"));
-                    self.record_failure(&partition, &meta, AttemptStatus::Failed, &message)
+                    self.record_failure(&partition, &meta, AttemptStatus::Refused, &message)
+                        .await;
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Refused;
+                }
+                Err(e) if e.is_unreachable() => {
+                    // No connection could be had: nothing was sent, nothing
+                    // changed, and the ledger cannot be written either.
+                    // Starting more partitions would only wait as long again.
+                    let message = e.to_string();
+                    log(format!("not started: {message}"));
+                    if let Ok(mut first) = self.unreachable.lock() {
+                        first.get_or_insert(message.clone());
+                    }
+                    self.halted.cancel();
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Failed { recorded: false };
+                }
+                Err(e) => {
+                    let transient = e.is_transient(self.warehouse.dialect());
+                    let will_retry = transient
+                        && retry < self.backfill.retries
+                        && !self.cancel.is_cancelled()
+                        && !self.halted.is_cancelled();
+                    let message = e.to_string();
+                    log(format!("ROLLBACK: {message}"));
+                    let recorded = self
+                        .record_failure(&partition, &meta, AttemptStatus::Failed, &message)
                         .await;
                     self.failed(&name, attempt, message, will_retry, duration_ms);
                     if !will_retry {
                         if job.strategy == Strategy::MergeKey {
                             self.halted.cancel();
                         }
-                        return PartitionResult::Failed;
+                        return PartitionResult::Failed { recorded };
                     }
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
@@ -474,7 +579,7 @@ impl PartitionRun<'_> {
         meta: &AttemptMeta,
         status: AttemptStatus,
         error: &str,
-    ) {
+    ) -> bool {
         let job = &self.backfill.job;
         let attempt = Attempt {
             run_id: meta.run_id.clone(),
@@ -497,13 +602,17 @@ impl PartitionRun<'_> {
             host: meta.host.clone(),
             reason: meta.reason.clone(),
         };
-        if let Err(e) = self.warehouse.record_attempt(&attempt).await {
-            let _ = self.events.send(Event::PartitionLog {
-                run_id: self.run_id.to_string(),
-                job: job.name.clone(),
-                partition: partition.name(),
-                line: format!("could not record the failure in the ledger: {e}"),
-            });
+        match self.warehouse.record_attempt(&attempt).await {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = self.events.send(Event::PartitionLog {
+                    run_id: self.run_id.to_string(),
+                    job: job.name.clone(),
+                    partition: partition.name(),
+                    line: format!("could not record the failure in the ledger: {e}"),
+                });
+                false
+            }
         }
     }
 }

@@ -74,6 +74,12 @@ fn file_line(job: &Job, n: usize) -> usize {
 }
 
 /// Findings from the job's definition and SQL alone: no IO.
+/// The tables a job's SQL reads (lower-cased, qualified as written), for
+/// lineage; empty when no SQL dialect parses it.
+pub fn tables_read(sql: &str) -> std::collections::BTreeSet<String> {
+    sql::read(sql).tables
+}
+
 pub fn static_findings(job: &Job) -> Vec<Finding> {
     let reading = sql::read(&job.sql);
     let mut out = Vec::new();
@@ -326,6 +332,44 @@ fn watermark(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
     ));
 }
 
+/// The window's bounds compare with the partition column as instants: an
+/// integer or text column (on the servers) makes every partition's query
+/// fail, or match the wrong rows.
+async fn partition_column_type(
+    wh: &Warehouse,
+    job: &Job,
+    pcol: &crate::config::Ident,
+    out: &mut Vec<Finding>,
+) -> Result<(), WarehouseError> {
+    let engine = wh.dialect().engine();
+    let columns = wh.columns(&job.target).await?;
+    let Some(column) = columns
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(pcol.as_str()))
+    else {
+        return Ok(());
+    };
+    if !column.holds_instants(engine) {
+        out.push(Finding::new(
+            Severity::Error,
+            job.sql_line,
+            format!(
+                "partition column {pcol} of {} is {}, not a date or timestamp: the window's bounds cannot be compared with it",
+                job.target, column.type_name
+            ),
+            format!(
+                "partition on a date or timestamp column, or change {pcol} to one ({})",
+                if engine == crate::warehouse::Engine::Sqlite {
+                    "DATE or TEXT holding ISO dates"
+                } else {
+                    "date, or timestamp for hourly jobs"
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Findings only the warehouse can give: the target's columns, keys and
 /// partition values, and the output columns of a SELECT with `*`. Together
 /// with [`static_findings`] they are the job's whole lint; none repeats.
@@ -367,7 +411,10 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     job.target
                 ),
             ));
-        } else if job.strategy == Strategy::ReplacePartition {
+        } else {
+            partition_column_type(wh, job, pcol, &mut out).await?;
+        }
+        if has_column(pcol.as_str()) && job.strategy == Strategy::ReplacePartition {
             let mut sql = wh.sql();
             sql.push("SELECT COUNT(*) FROM ")
                 .table(&job.target)
@@ -395,6 +442,30 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .iter()
             .map(|k| k.as_str().to_lowercase())
             .collect();
+        let nullable = wh.nullable_columns(&job.target).await?;
+        let nullable_keys: Vec<&str> = wanted
+            .iter()
+            .filter(|k| nullable.contains(k))
+            .map(String::as_str)
+            .collect();
+        if !nullable_keys.is_empty() {
+            out.push(Finding::new(
+                Severity::Warning,
+                first,
+                format!(
+                    "unique_key column{} {} of {} accept{} NULL: a NULL key matches no row, so a merge could only insert it again on every re-run (idem fails such a window)",
+                    if nullable_keys.len() == 1 { "" } else { "s" },
+                    nullable_keys.join(", "),
+                    job.target,
+                    if nullable_keys.len() == 1 { "s" } else { "" },
+                ),
+                format!(
+                    "declare {} NOT NULL in {}, and filter or coalesce NULL keys in the job's SQL",
+                    nullable_keys.join(", "),
+                    job.target
+                ),
+            ));
+        }
         let sets = wh.unique_key_sets(&job.target).await?;
         let matched = sets
             .iter()

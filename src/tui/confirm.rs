@@ -159,6 +159,7 @@ impl ConfirmDialog {
             from: keep.iter().min().copied(),
             to: keep.iter().max().copied(),
             only: self.only.clone(),
+            allow_incomplete: self.args.allow_incomplete,
         };
         let concurrency = self.args.concurrency.unwrap_or(defaults.concurrency);
         let planned = (!keep.is_empty())
@@ -177,6 +178,7 @@ impl ConfirmDialog {
         let mut risk = None;
         let backfill = planned.map(|mut b| {
             b.partitions.retain(|p| keep.contains(p));
+            b.allow_shrink = self.args.allow_shrink;
             risk = b.merge_order_risk_in(&job.statuses);
             if self.through_latest
                 && let Some(r) = &risk

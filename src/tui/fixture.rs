@@ -117,6 +117,7 @@ pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
                 last_success: success,
                 anomaly: false,
                 drift: false,
+                stale_upstream: Vec::new(),
             }
         })
         .collect();

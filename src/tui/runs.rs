@@ -243,6 +243,8 @@ impl RunView {
                     ));
                 }
             }
+            // Cascades run from the CLI; the console's runs have none.
+            Event::PartitionSkipped { .. } => {}
             Event::RunFinished {
                 succeeded,
                 failed,

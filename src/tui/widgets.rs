@@ -57,17 +57,7 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-pub fn thousands(n: i64) -> String {
-    let s = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
+pub use crate::numbers::thousands;
 
 pub fn signed(n: i64) -> String {
     if n >= 0 {
@@ -107,9 +97,22 @@ pub fn abbreviate(s: &str, max: usize) -> String {
     }
 }
 
-/// A fingerprint's first characters, enough to tell two apart.
-pub fn short(fingerprint: &str) -> &str {
-    fingerprint.get(..12).unwrap_or(fingerprint)
+/// A fingerprint as a person compares two: its row count and the first
+/// digits of its sum. From version 2 on the written form (`vN:ROWS:SUM`)
+/// pads the sum with zeros, which say nothing and are left out.
+pub fn short(fingerprint: &str) -> String {
+    if let Some((_, rest)) = fingerprint
+        .strip_prefix('v')
+        .and_then(|v| v.split_once(':'))
+        && let Some((rows, sum)) = rest.split_once(':')
+    {
+        let sum = match sum.trim_start_matches('0') {
+            "" => "0",
+            digits => digits,
+        };
+        return format!("{rows}:{}", sum.get(..6).unwrap_or(sum));
+    }
+    fingerprint.chars().take(12).collect()
 }
 
 /// The first line of a message.
@@ -129,5 +132,17 @@ mod tests {
         assert_eq!(pct(5, 0.0), "");
         assert_eq!(duration_text(61_500), "1m01s");
         assert_eq!(abbreviate("fct_orders", 5), "fct_…");
+    }
+
+    #[test]
+    fn fingerprints_read_as_rows_and_sum_whatever_their_version() {
+        assert_eq!(
+            short("v2:10722:00000000000000000001fc4ec9d2a1b3c4d5"),
+            "10722:1fc4ec"
+        );
+        assert_eq!(short("10722:1fc4ec9d2a1b3c4d5e6f"), "10722:1fc4ec");
+        assert_eq!(short("v2:0:00000000000000000000000000000000"), "0:0");
+        assert_eq!(short("10412:0123456789abcdef"), "10412:012345");
+        assert_eq!(short("not a fingerprint at all"), "not a finger");
     }
 }

@@ -23,6 +23,9 @@ pub enum AttemptStatus {
     Succeeded,
     Failed,
     Cancelled,
+    /// Refused before writing (the shrink guard): the data was not at fault
+    /// and the partition kept its rows.
+    Refused,
 }
 
 impl AttemptStatus {
@@ -31,6 +34,7 @@ impl AttemptStatus {
             AttemptStatus::Succeeded => "succeeded",
             AttemptStatus::Failed => "failed",
             AttemptStatus::Cancelled => "cancelled",
+            AttemptStatus::Refused => "refused",
         }
     }
 
@@ -38,6 +42,7 @@ impl AttemptStatus {
         match s {
             "succeeded" => AttemptStatus::Succeeded,
             "cancelled" => AttemptStatus::Cancelled,
+            "refused" => AttemptStatus::Refused,
             _ => AttemptStatus::Failed,
         }
     }
@@ -222,6 +227,35 @@ impl Warehouse {
         job: &str,
         partition: Option<&str>,
     ) -> Result<Vec<Attempt>, WarehouseError> {
+        self.read_attempts(job, partition, None).await
+    }
+
+    /// The attempts of a job recorded after the ledger row `mark`.
+    pub(super) async fn attempts_after(
+        &self,
+        job: &str,
+        mark: i64,
+    ) -> Result<Vec<Attempt>, WarehouseError> {
+        self.read_attempts(job, None, Some(mark)).await
+    }
+
+    /// The id of a job's latest ledger row (0 for none): attempts recorded
+    /// later have higher ids.
+    pub(super) async fn ledger_mark(&self, job: &str) -> Result<i64, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT COALESCE(MAX(id), 0) FROM ")
+            .table(&self.dialect().ledger_table())
+            .push(" WHERE job = ")
+            .bind(job);
+        Ok(sql.query().fetch_one(self.pool()).await?.try_get(0)?)
+    }
+
+    async fn read_attempts(
+        &self,
+        job: &str,
+        partition: Option<&str>,
+        after: Option<i64>,
+    ) -> Result<Vec<Attempt>, WarehouseError> {
         let dialect = self.dialect();
         let mut sql = self.sql();
         sql.push("SELECT ");
@@ -237,6 +271,9 @@ impl Warehouse {
             .bind(job);
         if let Some(p) = partition {
             sql.push(" AND partition_key = ").bind(p);
+        }
+        if let Some(mark) = after {
+            sql.push(" AND id > ").bind(mark);
         }
         sql.push(" ORDER BY id");
         let mut rows = sql.query().fetch(self.pool());

@@ -1,6 +1,7 @@
 //! One partition, one transaction: lock, write by the job's strategy, check,
 //! record the ledger row, commit. Any error rolls the whole partition back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -8,10 +9,10 @@ use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
 
-use super::fingerprint::{self, Fingerprint};
+use super::fingerprint::{self, Fingerprint, RowHash};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
-use super::{Dialect, LockPlan, Warehouse, WarehouseError};
+use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy};
 use crate::partition::Partition;
 
@@ -26,6 +27,9 @@ pub struct AttemptMeta {
     pub operator: String,
     pub host: String,
     pub reason: Option<String>,
+    /// The operator allows a replace to shrink a partition past the job's
+    /// shrink guard.
+    pub allow_shrink: bool,
 }
 
 /// What a committed partition load did.
@@ -99,34 +103,128 @@ impl Warehouse {
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<Done, WarehouseError> {
         let dialect = self.dialect();
-        let target_columns = self.target_columns(&job.target).await?;
-        let columns = select_columns(self, job, partition, &target_columns).await?;
-        let mut conn = self.pool().acquire().await?;
-        let lock_key = super::partition_lock_key(job, partition);
+        let run_id = match &work {
+            Work::Load(meta) => Some(meta.run_id.as_str()),
+            Work::Verify { .. } => None,
+        };
+        let shape = self.target_shape(job, partition, run_id).await?;
+        let mut conn = WriteConnection {
+            conn: self.pool().acquire().await?,
+            clean: false,
+        };
+        let conn = &mut conn;
+        let lock = super::PartitionLock::of(job, partition);
         let timeout = self.config().lock_timeout;
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);
         if session_lock {
             // If this future is dropped (cancellation), closing the connection
             // is what releases a session lock.
-            conn.close_on_drop();
-            take_lock(dialect, &mut conn, &lock_key, timeout, partition).await?;
-            log(format!("lock {lock_key} taken"));
+            conn.conn.close_on_drop();
+            take_lock(dialect, &mut conn.conn, &lock, timeout, partition).await?;
+            log(format!("lock on {} taken", lock.label));
         }
+        let shrink_guard = match &work {
+            Work::Load(meta) if !meta.allow_shrink => Some(job.shrink_guard),
+            // A verification rolls back: it may shrink what it likes.
+            _ => None,
+        };
         let target = Target {
             job,
             partition,
-            columns: &columns,
-            target_columns: &target_columns,
+            shape: &shape,
+            shrink_guard,
         };
-        let result = transact(self, &mut conn, &target, work, &lock_key, log).await;
+        let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
+        conn.clean = result.is_ok();
         if session_lock {
-            for unlock in dialect.unlock(&lock_key) {
+            for unlock in dialect.unlock() {
                 // The lock also ends with the connection; a failed release is harmless.
-                let _ = unlock.query().execute(&mut *conn).await;
+                let _ = unlock.query().execute(&mut *conn.conn).await;
             }
         }
         result
+    }
+}
+
+/// What a load needs to know of its target, read from the catalogue once
+/// per run rather than once per partition.
+pub(super) struct TargetShape {
+    /// The target's columns, which fingerprints cover.
+    columns: Vec<Column>,
+    /// The job's SELECT columns, as the target columns they fill.
+    insert: Vec<Ident>,
+    /// What the partition column holds: window bounds are bound as its type.
+    partition_kind: ColumnKind,
+}
+
+/// A target's shape as one run read it: (run id, shape).
+pub(super) type RunShape = (String, Arc<TargetShape>);
+
+impl Warehouse {
+    /// The target's shape for a run (read again for another run, so that a
+    /// table altered between runs is seen), or read afresh (`run_id` None).
+    async fn target_shape(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        run_id: Option<&str>,
+    ) -> Result<Arc<TargetShape>, WarehouseError> {
+        if let Some(run) = run_id
+            && let Ok(shapes) = self.shapes.lock()
+            && let Some((cached_run, shape)) = shapes.get(&job.name)
+            && cached_run == run
+        {
+            return Ok(shape.clone());
+        }
+        let columns = self.hashed_columns(&job.target).await?;
+        if columns.is_empty() {
+            return Err(WarehouseError::NoTarget(job.target.to_string()));
+        }
+        let names: Vec<Ident> = columns
+            .iter()
+            .filter_map(|c| Ident::parse(&c.name).ok())
+            .collect();
+        let insert = select_columns(self, job, partition, &names).await?;
+        let partition_kind = job
+            .partition_column
+            .as_ref()
+            .and_then(|p| {
+                columns
+                    .iter()
+                    .find(|c| c.name.eq_ignore_ascii_case(p.as_str()))
+            })
+            .map_or(ColumnKind::Other, Column::kind);
+        let shape = Arc::new(TargetShape {
+            columns,
+            insert,
+            partition_kind,
+        });
+        if let Some(run) = run_id
+            && let Ok(mut shapes) = self.shapes.lock()
+        {
+            shapes.insert(job.name.clone(), (run.to_string(), shape.clone()));
+        }
+        Ok(shape)
+    }
+}
+
+/// A pooled connection that goes back to the pool only after its load ended
+/// as idem meant it to (committed, or a verification rolled back). After an
+/// error, or when the load is dropped mid-way (cancelled), the transaction's
+/// state is unknown: SQLite, for one, rolls back by itself on a full disk
+/// while the driver still counts a transaction open. Such a connection is
+/// closed, never handed to the next partition.
+struct WriteConnection {
+    conn: PoolConnection<Any>,
+    clean: bool,
+}
+
+impl Drop for WriteConnection {
+    fn drop(&mut self) {
+        if !self.clean {
+            self.conn.close_on_drop();
+        }
     }
 }
 
@@ -135,18 +233,19 @@ impl Warehouse {
 struct Target<'a> {
     job: &'a Job,
     partition: &'a Partition,
-    columns: &'a [Ident],
-    target_columns: &'a [Ident],
+    shape: &'a TargetShape,
+    /// Refuse a replace leaving fewer than this fraction of the rows.
+    shrink_guard: Option<f64>,
 }
 
 async fn take_lock(
     dialect: &dyn Dialect,
     conn: &mut AnyConnection,
-    key: &str,
+    lock: &PartitionLock,
     timeout: Duration,
     partition: &Partition,
 ) -> Result<(), WarehouseError> {
-    for stmt in dialect.lock(key, timeout) {
+    for stmt in dialect.lock(&lock.keys, timeout) {
         let row = stmt.query().fetch_optional(&mut *conn).await?;
         if let Some(row) = row {
             let granted: Option<i64> = row.try_get(0)?;
@@ -163,7 +262,7 @@ async fn transact(
     conn: &mut PoolConnection<Any>,
     t: &Target<'_>,
     work: Work<'_>,
-    lock_key: &str,
+    lock: &PartitionLock,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
@@ -173,18 +272,21 @@ async fn transact(
         None => conn.begin().await?,
     };
     match dialect.lock_plan() {
-        LockPlan::Begin => log(format!("BEGIN IMMEDIATE (write lock on {lock_key})")),
+        LockPlan::Begin => log(format!(
+            "BEGIN IMMEDIATE (write lock covering {})",
+            lock.label
+        )),
         LockPlan::InTransaction => {
             log("BEGIN".into());
             take_lock(
                 dialect,
                 &mut tx,
-                lock_key,
+                lock,
                 warehouse.config().lock_timeout,
                 partition,
             )
             .await?;
-            log(format!("lock {lock_key} taken"));
+            log(format!("lock on {} taken", lock.label));
         }
         LockPlan::Session => log("BEGIN".into()),
     }
@@ -230,10 +332,23 @@ async fn transact(
     let mut sql = Sql::new(dialect);
     ledger::insert(&mut sql, &attempt);
     sql.query().execute(&mut *tx).await?;
-    let mut sql = Sql::new(dialect);
-    ledger::record_definition(&mut sql, job);
-    sql.query().execute(&mut *tx).await?;
+    // Once committed, a definition stays recorded: later loads skip it.
+    let hash = &attempt.definition_hash;
+    let recorded = |w: &Warehouse| {
+        w.recorded_definitions
+            .lock()
+            .is_ok_and(|known| known.contains(hash))
+    };
+    let recording = !recorded(warehouse);
+    if recording {
+        let mut sql = Sql::new(dialect);
+        ledger::record_definition(&mut sql, job);
+        sql.query().execute(&mut *tx).await?;
+    }
     tx.commit().await?;
+    if recording && let Ok(mut known) = warehouse.recorded_definitions.lock() {
+        known.insert(hash.clone());
+    }
     log("COMMIT".into());
     Ok(Done::Loaded(outcome))
 }
@@ -273,12 +388,17 @@ async fn rows_of(
     let mut sql = Sql::new(dialect);
     match t.job.strategy {
         Strategy::ReplacePartition => {
-            fingerprint::select_as_text(&mut sql, t.target_columns, "");
+            fingerprint::select_as_text(&mut sql, &t.shape.columns, "");
             sql.push(" FROM ").table(&t.job.target).push(" WHERE ");
-            sql.window_filter("", partition_column(t.job)?, t.partition);
+            sql.window_filter_as(
+                "",
+                partition_column(t.job)?,
+                t.partition,
+                t.shape.partition_kind,
+            );
         }
         Strategy::MergeKey => {
-            fingerprint::select_as_text(&mut sql, t.target_columns, "t.");
+            fingerprint::select_as_text(&mut sql, &t.shape.columns, "t.");
             touched_rows(dialect, &mut sql, t.job);
         }
     }
@@ -350,6 +470,10 @@ async fn select_columns(
     Ok(columns)
 }
 
+/// Replaces the window's rows in two statements, each of which also returns
+/// what the checks need: the DELETE the old rows' count and fingerprint,
+/// the INSERT the new rows' count, fingerprint and how many lie inside the
+/// window. Nothing reads the window again.
 async fn replace(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
@@ -359,48 +483,63 @@ async fn replace(
     let Target {
         job,
         partition,
-        columns,
-        target_columns,
+        shape,
+        shrink_guard,
     } = t;
     let pcol = partition_column(job)?;
-    // Reading a partition costs; an empty one has the empty fingerprint.
-    let before = if count_window(dialect, tx, job, pcol, partition).await? == 0 {
-        Fingerprint::default()
-    } else {
-        fingerprint_window(dialect, tx, job, target_columns, partition).await?
-    };
+    let kind = shape.partition_kind;
+    let hash = fingerprint::row_hash(dialect, &shape.columns, "");
 
-    let mut delete = Sql::new(dialect);
-    delete
-        .push("DELETE FROM ")
-        .table(&job.target)
-        .push(" WHERE ");
-    delete.window_filter("", pcol, partition);
-    let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
+    let (before, _) = returning(dialect, tx, &hash, None, |delete| {
+        delete
+            .push("DELETE FROM ")
+            .table(&job.target)
+            .push(" WHERE ");
+        delete.window_filter_as("", pcol, partition, kind);
+        Ok(())
+    })
+    .await?;
+    let rows_deleted = before.rows;
     log(format!(
         "DELETE {rows_deleted} rows in [{}, {})",
         partition.start,
         partition.end()
     ));
 
-    let mut insert = Sql::new(dialect);
-    insert
-        .push("INSERT INTO ")
-        .table(&job.target)
-        .push(" (")
-        .ident_list("", columns);
-    insert
-        .push(") SELECT ")
-        .ident_list("src.", columns)
-        .push(" FROM (");
-    insert
-        .job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
-    insert.push(") src");
-    let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
+    let window = Some((pcol, partition, kind));
+    let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
+        insert
+            .push("INSERT INTO ")
+            .table(&job.target)
+            .push(" (")
+            .ident_list("", &shape.insert);
+        insert
+            .push(") SELECT ")
+            .ident_list("src.", &shape.insert)
+            .push(" FROM (");
+        insert
+            .job_sql(&job.sql, partition)
+            .map_err(|e| WarehouseError::Job(e.to_string()))?;
+        insert.push(") src");
+        Ok(())
+    })
+    .await?;
+    let rows_inserted = after.rows;
     log(format!("INSERT {rows_inserted} rows"));
+    if let Some(floor) = shrink_guard
+        && shrinks_too_far(rows_deleted, rows_inserted, floor)
+    {
+        log(format!(
+            "shrink guard: {rows_deleted} rows would become {rows_inserted}; refused"
+        ));
+        return Err(WarehouseError::SourceShrank {
+            partition: partition.name(),
+            before: rows_deleted,
+            after: rows_inserted,
+            floor,
+        });
+    }
 
-    let in_window = count_window(dialect, tx, job, pcol, partition).await?;
     if in_window != rows_inserted {
         let outside = rows_inserted - in_window;
         log(format!(
@@ -418,7 +557,8 @@ async fn replace(
         "window check: all {rows_inserted} rows inside the partition"
     ));
 
-    let after = fingerprint_window(dialect, tx, job, target_columns, partition).await?;
+    // The window held nothing but the inserted rows: their fingerprint is
+    // the window's.
     let content_changed = before != after;
     log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
@@ -431,6 +571,72 @@ async fn replace(
     })
 }
 
+/// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
+/// clause giving each written row's hash and, given a window, whether the
+/// row lies inside it. Returns the written rows' fingerprint and how many
+/// lie inside the window. Where the engine can, the returned rows are
+/// aggregated in the same statement; elsewhere they stream back to idem.
+async fn returning(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    hash: &RowHash,
+    window: Option<(&Ident, &Partition, ColumnKind)>,
+    statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
+) -> Result<(Fingerprint, i64), WarehouseError> {
+    let (expr, in_sql) = match hash {
+        RowHash::Sql(e) => (e, true),
+        RowHash::Text(e) => (e, false),
+    };
+    let aggregate = in_sql && dialect.aggregates_returned_rows();
+    let mut sql = Sql::new(dialect);
+    if aggregate {
+        sql.push("WITH w AS (");
+    }
+    statement(&mut sql)?;
+    sql.push(" RETURNING ").push(expr).push(" AS h");
+    if let Some((pcol, partition, kind)) = window {
+        sql.push(", CASE WHEN ");
+        sql.window_filter_as("", pcol, partition, kind);
+        sql.push(" THEN 1 ELSE 0 END AS inside");
+    }
+    if aggregate {
+        sql.push(") SELECT COUNT(*), ")
+            .push(&dialect.text_expr("COALESCE(SUM(h), 0)"));
+        if window.is_some() {
+            sql.push(", COUNT(CASE WHEN inside = 1 THEN 1 END)");
+        }
+        sql.push(" FROM w");
+        let row = sql.query().fetch_one(&mut *tx).await?;
+        let fp = Fingerprint {
+            rows: row.try_get(0)?,
+            sum: fingerprint::parse_sum(&row.try_get::<String, _>(1)?)?,
+        };
+        let inside = if window.is_some() {
+            row.try_get(2)?
+        } else {
+            fp.rows
+        };
+        return Ok((fp, inside));
+    }
+    let mut fp = Fingerprint::default();
+    let mut inside = 0i64;
+    let mut rows = sql.query().fetch(&mut *tx);
+    while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
+        if in_sql {
+            let h: i64 = row.try_get(0)?;
+            fp.add_hash(h as u64);
+        } else {
+            fp.add_text(&row.try_get::<String, _>(0)?);
+        }
+        inside += if window.is_some() {
+            row.try_get::<i64, _>(1)?
+        } else {
+            1
+        };
+    }
+    Ok((fp, inside))
+}
+
 async fn merge(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
@@ -440,9 +646,11 @@ async fn merge(
     let Target {
         job,
         partition,
-        columns,
-        target_columns,
+        shape,
+        ..
     } = t;
+    let columns = &shape.insert;
+    let target_columns = &shape.columns;
     let stage = dialect.quote(STAGE);
     run(tx, dialect.drop_stage(STAGE)).await?;
     let mut create = Sql::new(dialect);
@@ -469,6 +677,32 @@ async fn merge(
     log(format!("staged {source_rows} source rows"));
 
     let keys = &job.unique_key;
+    // A NULL key matches no row, not even the NULL-keyed row the last run
+    // inserted: every re-run would add it again.
+    let mut null_keys = Sql::new(dialect);
+    null_keys
+        .push("SELECT COUNT(*) FROM ")
+        .push(&stage)
+        .push(" WHERE ");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            null_keys.push(" OR ");
+        }
+        null_keys.ident(k).push(" IS NULL");
+    }
+    let null_rows: i64 = null_keys.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if null_rows > 0 {
+        return Err(WarehouseError::Job(format!(
+            "job emitted {null_rows} row{} with a NULL unique_key ({}) in window {}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
+            if null_rows == 1 { "" } else { "s" },
+            keys.iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            partition.name(),
+            if null_rows == 1 { "it" } else { "them" },
+        )));
+    }
     let mut dups = Sql::new(dialect);
     dups.push("SELECT COUNT(*) FROM (SELECT ")
         .ident_list("", keys)
@@ -539,7 +773,7 @@ async fn merge(
         .await?
     };
     let rows_after = match &job.partition_column {
-        Some(pcol) => count_window(dialect, tx, job, pcol, partition).await?,
+        Some(pcol) => count_window(dialect, tx, job, pcol, partition, shape.partition_kind).await?,
         None => source_rows,
     };
     let content_changed = before != after;
@@ -552,6 +786,12 @@ async fn merge(
         fingerprint: after,
         content_changed,
     })
+}
+
+/// The shrink guard's rule: a partition that has rows keeps at least
+/// `floor` of them, and is never replaced by none.
+fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
+    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
 }
 
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
@@ -580,12 +820,13 @@ async fn count_window(
     job: &Job,
     pcol: &Ident,
     partition: &Partition,
+    kind: ColumnKind,
 ) -> Result<i64, WarehouseError> {
     let mut sql = Sql::new(dialect);
     sql.push("SELECT COUNT(*) FROM ")
         .table(&job.target)
         .push(" WHERE ");
-    sql.window_filter("", pcol, partition);
+    sql.window_filter_as("", pcol, partition, kind);
     Ok(sql.query().fetch_one(&mut *conn).await?.try_get(0)?)
 }
 
@@ -594,7 +835,7 @@ pub(super) async fn fingerprint_window(
     dialect: &'static dyn Dialect,
     conn: &mut AnyConnection,
     job: &Job,
-    target_columns: &[Ident],
+    target_columns: &[Column],
     partition: &Partition,
 ) -> Result<Fingerprint, WarehouseError> {
     let pcol = partition_column(job)?;
@@ -603,4 +844,22 @@ pub(super) async fn fingerprint_window(
         sql.window_filter("", pcol, partition);
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shrinks_too_far;
+
+    #[test]
+    fn the_shrink_guard_refuses_none_and_far_fewer() {
+        assert!(shrinks_too_far(2000, 0, 0.5));
+        assert!(shrinks_too_far(2000, 999, 0.5));
+        assert!(!shrinks_too_far(2000, 1000, 0.5));
+        assert!(!shrinks_too_far(2000, 3000, 0.5));
+        // A partition that was empty can receive anything, or nothing.
+        assert!(!shrinks_too_far(0, 0, 0.5));
+        // 0 refuses only a replace with no rows.
+        assert!(shrinks_too_far(10, 0, 0.0));
+        assert!(!shrinks_too_far(10, 1, 0.0));
+    }
 }

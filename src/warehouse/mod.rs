@@ -2,6 +2,8 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod columns;
+mod counts;
 mod fingerprint;
 pub mod ledger;
 mod load;
@@ -15,11 +17,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
+pub use columns::{Column, ColumnKind};
+pub use counts::{CountCache, CountSource, Counts};
 pub use fingerprint::Fingerprint;
+use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
 pub use verify::{Difference, Verification};
 
@@ -61,8 +65,10 @@ pub trait Dialect: Send + Sync {
     }
     /// Placeholder for the n-th bound value (1-based).
     fn placeholder(&self, n: usize) -> String;
-    /// Wraps a placeholder bound with [`Dialect::instant_value`] text.
-    fn instant_param(&self, placeholder: &str) -> String;
+    /// Wraps a placeholder bound with [`Dialect::instant_value`] text so that
+    /// it has the type of the column it is compared with (an index on the
+    /// column stays usable).
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String;
     /// The text a window boundary is bound as.
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
     /// Statements run on every new connection.
@@ -78,31 +84,55 @@ pub trait Dialect: Send + Sync {
         None
     }
     fn lock_plan(&self) -> LockPlan;
-    /// Statements taking the lock named `key`, for [`LockPlan::InTransaction`]
-    /// and [`LockPlan::Session`]; each returns one row whose first column is
-    /// 1 when the lock was granted (or no row at all when it cannot fail).
-    fn lock(&self, _key: &str, _timeout: Duration) -> Vec<Sql> {
+    /// How many partitions can usefully write at once: SQLite has one
+    /// writer per database, so more would only queue on its lock.
+    fn max_writers(&self) -> usize {
+        usize::MAX
+    }
+    /// Statements taking every lock named in `keys`, in order, for
+    /// [`LockPlan::InTransaction`] and [`LockPlan::Session`]; each returns
+    /// one row whose first column is 1 when all were granted (or no row at
+    /// all when it cannot fail).
+    fn lock(&self, _keys: &[String], _timeout: Duration) -> Vec<Sql> {
         Vec::new()
     }
-    /// Releases a [`LockPlan::Session`] lock.
-    fn unlock(&self, _key: &str) -> Vec<Sql> {
+    /// Releases the [`LockPlan::Session`] locks a session holds.
+    fn unlock(&self) -> Vec<Sql> {
         Vec::new()
     }
     /// Column types of the ledger.
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// A query returning the target's column names, one per row.
+    /// `(column name, declared type)` rows of a table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// A query returning the names of the target's columns that accept NULL.
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
+    /// An expression a count groups by: the start of the partition (of
+    /// `grain`) a column's value lies in, as a value of the column's own type
+    /// (the column itself where it can be), so that grouping costs no more
+    /// per row than the engine's plain `GROUP BY column`. Named afterwards
+    /// by [`Dialect::partition_name_expr`].
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String;
+    /// A query whose one row tells whether a table may have changed: an
+    /// opaque token (equal tokens: no committed change between the two
+    /// reads), the table's cumulative inserted / updated / deleted row
+    /// counters where the engine keeps them (else NULL), and 1 when the
+    /// token is settled (a change in the same clock tick could still leave
+    /// it as it is: 0).
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
-    /// A non-negative integer hash (below 2^60) of a row of these columns,
-    /// where the engine can compute one; its sum fingerprints a set of rows
-    /// without sending them.
-    fn row_hash(&self, _columns: &[String]) -> Option<String> {
-        None
+    /// How the engine hashes a row of these `(column expression, declared
+    /// type)` pairs for fingerprints (see [`fingerprint`]).
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash;
+    /// Whether a statement can aggregate the rows a DELETE or INSERT returns
+    /// (`WITH w AS (DELETE … RETURNING …) SELECT COUNT(*) … FROM w`), so
+    /// that only one row travels back.
+    fn aggregates_returned_rows(&self) -> bool {
+        false
     }
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
@@ -128,6 +158,11 @@ pub struct Warehouse {
     config: WarehouseConfig,
     /// Output column names per SELECT text, described once per process.
     described: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// Per job, its target's shape as the latest run read it (run id, shape):
+    /// the catalogue is read once per run, not once per partition.
+    shapes: Arc<Mutex<HashMap<String, load::RunShape>>>,
+    /// Definition hashes known to be recorded (committed) in the ledger.
+    recorded_definitions: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +171,10 @@ pub enum WarehouseError {
     Connect { url: String, source: sqlx::Error },
     #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
+    #[error(
+        "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
+    )]
+    ReadOnly { url: String, message: String },
     #[error("target table {0} does not exist or has no columns")]
     NoTarget(String),
     #[error("{0}")]
@@ -144,6 +183,19 @@ pub enum WarehouseError {
         "could not take the lock on partition {0} within the lock timeout: another run is writing it"
     )]
     LockTimeout(String),
+    /// The shrink guard refused a replace: the source looks incomplete.
+    #[error(
+        "source looks incomplete: would replace {} rows with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
+        crate::numbers::thousands(*.before),
+        crate::numbers::thousands(*.after),
+        (.floor * 100.0).round()
+    )]
+    SourceShrank {
+        partition: String,
+        before: i64,
+        after: i64,
+        floor: f64,
+    },
 }
 
 impl WarehouseError {
@@ -156,10 +208,16 @@ impl WarehouseError {
             _ => false,
         }
     }
-}
 
-/// Row counts per partition name, read from the target table.
-pub type Counts = HashMap<String, i64>;
+    /// No connection to the warehouse could be had within the connect
+    /// timeout: nothing reached it.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            WarehouseError::Sql(sqlx::Error::PoolTimedOut) | WarehouseError::Connect { .. }
+        )
+    }
+}
 
 impl Warehouse {
     pub async fn connect(
@@ -181,24 +239,36 @@ impl Warehouse {
             url
         };
         let timeouts = (config.lock_timeout, config.statement_timeout);
-        let connect_error = |source| WarehouseError::Connect {
-            url: redact(&config.url),
-            source,
+        let read_only = |e: &sqlx::Error| {
+            let message = sql_message(e);
+            (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(
+                || WarehouseError::ReadOnly {
+                    url: redact(&config.url),
+                    message,
+                },
+            )
+        };
+        let connect_error = |source: sqlx::Error| {
+            read_only(&source).unwrap_or_else(|| WarehouseError::Connect {
+                url: redact(&config.url),
+                source,
+            })
         };
         // One connection first, so that a wrong URL, a server that is down or
         // a failing session setup says so at once, in the driver's words,
         // rather than as a pool timing out.
-        let mut first = tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(&url))
-            .await
-            .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
-            .map_err(connect_error)?;
+        let mut first =
+            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
+                .map_err(connect_error)?;
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
         let _ = first.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(config.connect_timeout)
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
             .connect(&url)
             .await
@@ -208,8 +278,13 @@ impl Warehouse {
             dialect,
             config: config.clone(),
             described: Arc::default(),
+            shapes: Arc::default(),
+            recorded_definitions: Arc::default(),
         };
-        warehouse.ensure_ledger().await?;
+        warehouse.ensure_ledger().await.map_err(|e| match &e {
+            WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
+            _ => e,
+        })?;
         Ok(warehouse)
     }
 
@@ -294,13 +369,23 @@ impl Warehouse {
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
         let keys: Vec<(String, String)> = partitions
             .iter()
-            .map(|p| (p.name(), partition_lock_key(job, p)))
+            .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
             .collect();
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
             Engine::Postgres => postgres::held(&self.pool, &keys).await?,
             Engine::MySql => mysql::held(&self.pool, &keys).await?,
         })
+    }
+
+    /// The target's columns that accept NULL, lower-cased.
+    pub async fn nullable_columns(&self, table: &TableName) -> Result<Vec<String>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect.nullable_columns_query(&mut sql, table);
+        let rows = sql.query().fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| Ok(row.try_get::<String, _>(0)?.to_lowercase()))
+            .collect()
     }
 
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {
@@ -320,40 +405,17 @@ impl Warehouse {
         Ok(cols)
     }
 
-    /// Row counts per partition of a job's target, for its whole history, in
-    /// one query. Jobs without a partition column have none.
-    pub async fn partition_counts(
+    /// The columns of a table that fingerprints cover: those idem can name.
+    pub(crate) async fn hashed_columns(
         &self,
-        job: &Job,
-        first: Partition,
-        last: Partition,
-    ) -> Result<Counts, WarehouseError> {
-        let Some(col) = &job.partition_column else {
-            return Ok(Counts::new());
-        };
-        let quoted = self.dialect.quote(col.as_str());
-        let bucket = self.dialect.partition_name_expr(&quoted, job.grain);
-        let mut sql = self.sql();
-        sql.push("SELECT ")
-            .push(&bucket)
-            .push(" AS p, COUNT(*) AS n FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        sql.ident(col).push(" >= ");
-        sql.bind_instant(first.start, &first);
-        sql.push(" AND ").ident(col).push(" < ");
-        sql.bind_instant(last.end(), &last);
-        sql.push(" GROUP BY ").push(&bucket);
-        let mut counts = Counts::new();
-        let mut rows = sql.query().fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            let name: Option<String> = row.try_get(0)?;
-            let n: i64 = row.try_get(1)?;
-            if let Some(name) = name {
-                counts.insert(name, n);
-            }
-        }
-        Ok(counts)
+        table: &TableName,
+    ) -> Result<Vec<Column>, WarehouseError> {
+        Ok(self
+            .columns(table)
+            .await?
+            .into_iter()
+            .filter(|c| Ident::parse(&c.name).is_ok())
+            .collect())
     }
 
     /// Count and fingerprint of a replace job's partition as it is now.
@@ -362,8 +424,8 @@ impl Warehouse {
         job: &Job,
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
+        let columns = self.hashed_columns(&job.target).await?;
         let mut conn = self.pool.acquire().await?;
-        let columns = self.target_columns(&job.target).await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
 
@@ -372,7 +434,7 @@ impl Warehouse {
         &self,
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.target_columns(table).await?;
+        let columns = self.hashed_columns(table).await?;
         let mut conn = self.pool.acquire().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);
@@ -425,8 +487,6 @@ impl Warehouse {
     }
 }
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-
 /// Session settings every connection gets: UTC, isolation, timeouts.
 async fn prepare_session(
     dialect: &'static dyn Dialect,
@@ -445,10 +505,38 @@ async fn prepare_session(
     Ok(())
 }
 
-/// The name of a partition's lock: the target and the window, so that two
-/// jobs writing one table's partition exclude each other too.
-pub(crate) fn partition_lock_key(job: &Job, partition: &Partition) -> String {
-    format!("{}:{}", job.target, partition.name())
+/// The locks a partition's load holds: one per hour of its window on its
+/// target table. Two loads whose windows overlap on one table share an hour,
+/// whatever their jobs and grains (an hourly and a daily job writing the same
+/// table), so they exclude each other; loads of disjoint windows never do.
+/// Hours are the finest grain, so every overlap shares at least one.
+pub(crate) struct PartitionLock {
+    /// What the log calls it: `target [start, end)`.
+    pub label: String,
+    /// Lock names, oldest hour first: every process takes them in the same
+    /// order, so two overlapping loads cannot deadlock.
+    pub keys: Vec<String>,
+}
+
+impl PartitionLock {
+    pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
+        let mut keys = Vec::new();
+        let mut hour = Partition::containing(Grain::Hour, partition.start);
+        while hour.start < partition.end() {
+            keys.push(format!("{}:{}", job.target, hour.name()));
+            hour = hour.next();
+        }
+        PartitionLock {
+            label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
+            keys,
+        }
+    }
+
+    /// The key whose holder is taken to be loading the partition, for
+    /// showing it as running elsewhere: every load of the window holds it.
+    pub fn probe(&self) -> &str {
+        self.keys.first().map_or("", String::as_str)
+    }
 }
 
 /// A 64-bit lock key for a partition's lock name, the same in every process.
@@ -469,7 +557,19 @@ pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Er
 /// The database's own words for an error, without the driver's wrapping.
 fn sql_message(e: &sqlx::Error) -> String {
     match e {
-        sqlx::Error::Database(db) => db.message().to_string(),
+        sqlx::Error::Database(db) => {
+            let message = db.message();
+            if message.contains("lock timeout") || message.contains("Lock wait timeout") {
+                format!(
+                    "{message}: another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)"
+                )
+            } else {
+                message.to_string()
+            }
+        }
+        sqlx::Error::PoolTimedOut => {
+            "the warehouse did not answer within the connect timeout".to_string()
+        }
         other => other.to_string(),
     }
 }

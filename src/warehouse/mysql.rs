@@ -6,9 +6,10 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use sqlx::mysql::MySqlDatabaseError;
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan};
+use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -45,8 +46,12 @@ impl Dialect for MySql {
         "?".into()
     }
 
-    fn instant_param(&self, placeholder: &str) -> String {
-        format!("CAST({placeholder} AS DATETIME)")
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String {
+        let ty = match kind {
+            ColumnKind::Date => "DATE",
+            _ => "DATETIME",
+        };
+        format!("CAST({placeholder} AS {ty})")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
@@ -75,21 +80,27 @@ impl Dialect for MySql {
         LockPlan::Session
     }
 
-    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
+    /// `LEAST` of the grants is 1 only when every lock was granted; its
+    /// arguments are evaluated in order, so the keys are taken oldest first.
+    /// A session holding some when another times out closes its connection.
+    fn lock(&self, keys: &[String], timeout: Duration) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT GET_LOCK(");
-        push_lock_name(&mut sql, Key::Bound(key));
-        sql.push(", ")
-            .bind(timeout.as_secs().max(1) as i64)
-            .push(")");
+        sql.push("SELECT CAST(LEAST(1");
+        for key in keys {
+            sql.push(", GET_LOCK(");
+            push_lock_name(&mut sql, Key::Bound(key));
+            sql.push(", ")
+                // Whole seconds, rounded up; 0 does not wait, as everywhere.
+                .bind(timeout.as_millis().div_ceil(1000) as i64)
+                .push(")");
+        }
+        sql.push(") AS SIGNED)");
         vec![sql]
     }
 
-    fn unlock(&self, key: &str) -> Vec<Sql> {
+    fn unlock(&self) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
-        sql.push("SELECT RELEASE_LOCK(");
-        push_lock_name(&mut sql, Key::Bound(key));
-        sql.push(")");
+        sql.push("SELECT RELEASE_ALL_LOCKS()");
         vec![sql]
     }
 
@@ -110,7 +121,7 @@ impl Dialect for MySql {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("DATABASE()"),
@@ -118,6 +129,15 @@ impl Dialect for MySql {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
+    }
+
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -129,19 +149,48 @@ impl Dialect for MySql {
         format!("CAST(DATE_FORMAT({column}, '{format}') AS CHAR)")
     }
 
+    /// Cheap arithmetic per row rather than formatting text: the day, the
+    /// day plus its hour, or the month's last day (a date of that month).
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        match (grain, kind) {
+            (Grain::Day, ColumnKind::Date) => column.to_string(),
+            (Grain::Day, _) => format!("DATE({column})"),
+            (Grain::Hour, _) => format!("DATE({column}) + INTERVAL HOUR({column}) HOUR"),
+            (Grain::Month, _) => format!("LAST_DAY({column})"),
+        }
+    }
+
+    /// InnoDB's in-memory UPDATE_TIME, set at each commit to the table, in
+    /// whole seconds: settled once the clock has moved a second past it,
+    /// since a later commit in the same second would leave it as it is.
+    /// CREATE_TIME moves when TRUNCATE rebuilds the table.
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push(
+            "SELECT CONCAT_WS('|', COALESCE(CAST(UPDATE_TIME AS CHAR), '-'), COALESCE(CAST(CREATE_TIME AS CHAR), '-')), \
+             CAST(NULL AS SIGNED), CAST(NULL AS SIGNED), CAST(NULL AS SIGNED), \
+             CAST(COALESCE(UPDATE_TIME < NOW() - INTERVAL 1 SECOND, 1) AS SIGNED) \
+             FROM information_schema.tables WHERE table_schema = ",
+        );
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
+    }
+
     fn text_expr(&self, column: &str) -> String {
         format!("CAST({column} AS CHAR)")
     }
 
     /// The first 60 bits of the MD5 of the row's values, each prefixed by
     /// its length (NULL as `~`) so that no two rows read alike.
-    fn row_hash(&self, columns: &[String]) -> Option<String> {
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
         let values: Vec<String> = columns
             .iter()
-            .map(|c| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
+            .map(|(c, _)| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
             .collect();
-        Some(format!(
-            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS UNSIGNED)",
+        RowHash::Sql(format!(
+            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
             values.join(", ")
         ))
     }

@@ -5,13 +5,39 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan, lock_key_i64};
+use super::{ColumnKind, Dialect, Engine, LockPlan, lock_key_i64};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
 pub struct Postgres;
+
+/// Column types (as `information_schema.columns.data_type` names them) with
+/// a default hash operator class, which `hash_record_extended` needs.
+const HASHABLE: &[&str] = &[
+    "smallint",
+    "integer",
+    "bigint",
+    "numeric",
+    "real",
+    "double precision",
+    "text",
+    "character varying",
+    "character",
+    "name",
+    "date",
+    "timestamp without time zone",
+    "timestamp with time zone",
+    "time without time zone",
+    "interval",
+    "boolean",
+    "uuid",
+    "bytea",
+    "jsonb",
+    "inet",
+];
 
 impl Dialect for Postgres {
     fn engine(&self) -> Engine {
@@ -26,8 +52,13 @@ impl Dialect for Postgres {
         format!("${n}")
     }
 
-    fn instant_param(&self, placeholder: &str) -> String {
-        format!("CAST({placeholder} AS timestamp)")
+    fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String {
+        let ty = match kind {
+            ColumnKind::Date => "date",
+            ColumnKind::TimestampTz => "timestamptz",
+            ColumnKind::Timestamp | ColumnKind::Other => "timestamp",
+        };
+        format!("CAST({placeholder} AS {ty})")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
@@ -39,32 +70,46 @@ impl Dialect for Postgres {
         &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
     }
 
-    fn session_timeouts(&self, _lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
-        let Some(t) = statement else {
-            return Vec::new();
+    /// Every statement of the session, not only the partition lock, waits
+    /// at most `lock_timeout` for a lock another session holds (a reader of
+    /// the target behind an `ALTER TABLE` must not hang).
+    fn session_timeouts(&self, lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
+        // PostgreSQL reads 0 as "wait forever"; idem's 0 is "do not wait".
+        let setting = |name: &str, t: Duration| {
+            let mut sql = Sql::new(&Postgres);
+            sql.push("SELECT 1 FROM (SELECT set_config(")
+                .bind(name)
+                .push(", ")
+                .bind(format!("{}ms", t.as_millis().max(1)))
+                .push(", false)) t");
+            sql
         };
-        let mut sql = Sql::new(&Postgres);
-        sql.push("SELECT 1 FROM (SELECT set_config('statement_timeout', ")
-            .bind(format!("{}ms", t.as_millis()))
-            .push(", false)) t");
-        vec![sql]
+        let mut out = vec![setting("lock_timeout", lock)];
+        out.extend(statement.map(|t| setting("statement_timeout", t)));
+        out
     }
 
     fn lock_plan(&self) -> LockPlan {
         LockPlan::InTransaction
     }
 
-    fn lock(&self, key: &str, timeout: Duration) -> Vec<Sql> {
-        let mut timeout_sql = Sql::new(&Postgres);
-        timeout_sql
-            .push("SELECT 1 FROM (SELECT set_config('lock_timeout', ")
-            .bind(format!("{}ms", timeout.as_millis()))
-            .push(", true)) t");
+    /// The session's own `lock_timeout` (set at connect, see
+    /// [`Dialect::session_timeouts`]) bounds the wait: no statement of its own.
+    fn lock(&self, keys: &[String], _timeout: Duration) -> Vec<Sql> {
+        // One statement, one round trip; the target list is evaluated in
+        // order, so the keys are taken oldest first.
         let mut lock = Sql::new(&Postgres);
-        lock.push("SELECT 1 FROM (SELECT pg_advisory_xact_lock(")
-            .bind(lock_key_i64(key))
-            .push(")) l");
-        vec![timeout_sql, lock]
+        lock.push("SELECT 1 FROM (SELECT ");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                lock.push(", ");
+            }
+            lock.push("pg_advisory_xact_lock(")
+                .bind(lock_key_i64(key))
+                .push(")");
+        }
+        lock.push(") l");
+        vec![lock]
     }
 
     fn ledger_types(&self) -> ColumnTypes {
@@ -84,7 +129,7 @@ impl Dialect for Postgres {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("current_schema()"),
@@ -92,6 +137,15 @@ impl Dialect for Postgres {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
+    }
+
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("current_schema()"),
+        };
+        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -103,17 +157,60 @@ impl Dialect for Postgres {
         format!("to_char({column}, '{format}')")
     }
 
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        match (grain, kind) {
+            (Grain::Day, ColumnKind::Date) => column.to_string(),
+            (Grain::Hour, _) => format!("date_trunc('hour', {column})"),
+            (Grain::Day, _) => format!("date_trunc('day', {column})"),
+            (Grain::Month, _) => format!("date_trunc('month', {column})"),
+        }
+    }
+
+    /// The relations holding the table's rows (itself, or the leaf
+    /// partitions of a partitioned table): their file nodes, which TRUNCATE
+    /// replaces transactionally, and the statistics collector's tuple
+    /// counters, which every committed (or rolled back) write moves but
+    /// which a backend publishes up to a second or so after it commits.
+    fn change_signal_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push(
+            "SELECT string_agg(CAST(c.oid AS text) || ':' || CAST(c.relfilenode AS text), ',' ORDER BY c.oid), \
+             CAST(SUM(s.n_tup_ins) AS bigint), CAST(SUM(s.n_tup_upd) AS bigint), \
+             CAST(SUM(s.n_tup_del) AS bigint), CAST(1 AS bigint) \
+             FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid \
+             WHERE c.relkind <> 'p' AND c.oid IN (SELECT CAST(",
+        )
+        .bind(self.quote_table(table))
+        .push(" AS regclass) UNION ALL SELECT relid FROM pg_partition_tree(CAST(")
+        .bind(self.quote_table(table))
+        .push(" AS regclass)))");
+    }
+
     fn text_expr(&self, column: &str) -> String {
         format!("CAST({column} AS text)")
     }
 
-    /// The first 60 bits of the MD5 of the row's text form, which quotes
-    /// values and tells NULL from an empty string.
-    fn row_hash(&self, columns: &[String]) -> Option<String> {
-        Some(format!(
-            "CAST(CAST('x' || LEFT(md5(CAST(ROW({}) AS text)), 15) AS bit(60)) AS bigint)",
-            columns.join(", ")
-        ))
+    /// The row's values hashed by their types' own hash functions (no text
+    /// is made), kept to 60 bits. A row with a column of a type without
+    /// one falls back to the first 60 bits of the MD5 of the row's text.
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
+        let values = columns
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if columns.iter().all(|(_, t)| HASHABLE.contains(&t.as_str())) {
+            RowHash::Sql(format!(
+                "(hash_record_extended(ROW({values}), 0) & 1152921504606846975)"
+            ))
+        } else {
+            RowHash::Sql(format!(
+                "CAST(CAST('x' || LEFT(md5(CAST(ROW({values}) AS text)), 15) AS bit(60)) AS bigint)"
+            ))
+        }
+    }
+
+    fn aggregates_returned_rows(&self) -> bool {
+        true
     }
 
     fn differs(&self, a: &str, b: &str) -> String {

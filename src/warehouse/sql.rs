@@ -5,9 +5,9 @@ use chrono::NaiveDateTime;
 use sqlx::any::AnyArguments;
 use sqlx::{Arguments, AssertSqlSafe};
 
-use super::Dialect;
+use super::{ColumnKind, Dialect};
 use crate::config::{Ident, TableName};
-use crate::partition::Partition;
+use crate::partition::{Grain, Partition};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
@@ -105,12 +105,31 @@ impl Sql {
     }
 
     /// Binds a window boundary so that it compares correctly with the
-    /// engine's date and timestamp columns.
+    /// engine's date and timestamp columns (as a timestamp where the engine
+    /// has the type).
     pub fn bind_instant(&mut self, t: NaiveDateTime, partition: &Partition) -> &mut Self {
+        self.bind_instant_as(t, partition, ColumnKind::Other)
+    }
+
+    /// Binds a window boundary as a value of the column's own type, so that
+    /// comparing it costs no cast per row and an index on the column serves.
+    pub fn bind_instant_as(
+        &mut self,
+        t: NaiveDateTime,
+        partition: &Partition,
+        kind: ColumnKind,
+    ) -> &mut Self {
+        // An hour's boundary is no date: compared as a timestamp, the date
+        // column's values still fall in the right window.
+        let kind = if kind == ColumnKind::Date && partition.grain == Grain::Hour {
+            ColumnKind::Timestamp
+        } else {
+            kind
+        };
         self.binds
             .push(Value::Text(self.dialect.instant_value(t, partition.grain)));
         let p = self.dialect.placeholder(self.binds.len());
-        let expr = self.dialect.instant_param(&p);
+        let expr = self.dialect.instant_param(&p, kind);
         self.text.push_str(&expr);
         self
     }
@@ -122,10 +141,21 @@ impl Sql {
         column: &Ident,
         partition: &Partition,
     ) -> &mut Self {
+        self.window_filter_as(alias, column, partition, ColumnKind::Other)
+    }
+
+    /// [`Sql::window_filter`] with boundaries of the column's own type.
+    pub fn window_filter_as(
+        &mut self,
+        alias: &str,
+        column: &Ident,
+        partition: &Partition,
+        kind: ColumnKind,
+    ) -> &mut Self {
         self.push(alias).ident(column).push(" >= ");
-        self.bind_instant(partition.start, partition);
+        self.bind_instant_as(partition.start, partition, kind);
         self.push(" AND ").push(alias).ident(column).push(" < ");
-        self.bind_instant(partition.end(), partition);
+        self.bind_instant_as(partition.end(), partition, kind);
         self
     }
 

@@ -3,9 +3,10 @@
 
 use chrono::{NaiveDateTime, Timelike};
 
+use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::Sql;
-use super::{Dialect, Engine, LockPlan};
+use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -24,7 +25,7 @@ impl Dialect for Sqlite {
         "?".into()
     }
 
-    fn instant_param(&self, placeholder: &str) -> String {
+    fn instant_param(&self, placeholder: &str, _kind: ColumnKind) -> String {
         placeholder.into()
     }
 
@@ -64,6 +65,10 @@ impl Dialect for Sqlite {
         LockPlan::Begin
     }
 
+    fn max_writers(&self) -> usize {
+        1
+    }
+
     fn ledger_types(&self) -> ColumnTypes {
         ColumnTypes {
             id: "INTEGER PRIMARY KEY AUTOINCREMENT",
@@ -81,12 +86,23 @@ impl Dialect for Sqlite {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name FROM pragma_table_info(")
+        sql.push("SELECT name, type FROM pragma_table_info(")
             .bind(table.name.as_str());
         if let Some(schema) = &table.schema {
             sql.push(", ").bind(schema.as_str());
         }
         sql.push(") ORDER BY cid");
+    }
+
+    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
+    /// column without NOT NULL accepts NULL, primary key or not.
+    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
+        sql.push("SELECT name FROM pragma_table_info(")
+            .bind(table.name.as_str());
+        if let Some(schema) = &table.schema {
+            sql.push(", ").bind(schema.as_str());
+        }
+        sql.push(") WHERE \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER')");
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -98,8 +114,44 @@ impl Dialect for Sqlite {
         format!("strftime('{format}', {column})")
     }
 
+    /// Dates and timestamps are ISO text: a date column groups by itself,
+    /// a timestamp by its leading characters (completed to a value that
+    /// `strftime` reads when the name is made).
+    fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        match (grain, kind) {
+            (Grain::Day, ColumnKind::Date) => column.to_string(),
+            (Grain::Day, _) => format!("substr({column}, 1, 10)"),
+            // A bare date in an hourly column is its first hour.
+            (Grain::Hour, _) => format!("strftime('%Y-%m-%d %H:00', {column})"),
+            (Grain::Month, _) => format!("substr({column}, 1, 7) || '-01'"),
+        }
+    }
+
+    /// `data_version` of the database (not of one table): it moves when
+    /// another connection commits, so it is read on a connection that never
+    /// writes.
+    fn change_signal_query(&self, sql: &mut Sql, _table: &TableName) {
+        sql.push(
+            "SELECT CAST(data_version AS TEXT), CAST(NULL AS INTEGER), CAST(NULL AS INTEGER), \
+             CAST(NULL AS INTEGER), 1 FROM pragma_data_version",
+        );
+    }
+
     fn text_expr(&self, column: &str) -> String {
         format!("CAST({column} AS TEXT)")
+    }
+
+    /// SQLite has no hash function: the row travels as one text, each
+    /// value `quote()`d (strings quoted and escaped, NULL bare, blobs in
+    /// hex), and idem hashes it.
+    fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
+        RowHash::Text(
+            columns
+                .iter()
+                .map(|(c, _)| format!("quote({c})"))
+                .collect::<Vec<_>>()
+                .join(" || ',' || "),
+        )
     }
 
     fn differs(&self, a: &str, b: &str) -> String {

@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# idem against each engine's own shell, side by side in one run.
+#
+#   bench/peers.sh                  # everything below, default sizes
+#   PARTS=loads SIZES=2000 ENGINES=sqlite bench/peers.sh
+#
+# loads:  one database per (engine, rows per day): a source table `orders`
+#         (DAYS days × SIZE rows, indexed on created_at) and, per runner, a
+#         fresh target of the same shape (indexed on dt). Runners: the
+#         engine's shell (psql, mariadb, sqlite3: one session running
+#         `BEGIN; DELETE …; INSERT … SELECT …; COMMIT;` per day, the floor),
+#         then `idem run` at each of CONCURRENCY. Each runner's first load
+#         and re-run are timed, and after each the target's contents are
+#         checked equal to the source's rows (count and column sums).
+# scan:   `idem status` of a daily job over 3,650 days against the raw
+#         `select dt, count(*) from t group by dt`, at each of SCAN_ROWS.
+# memory: peak RSS of a headless backfill of 365 and of 3,650 partitions.
+#
+# Needs: a release build (made here), psql, mariadb, sqlite3 (Debian:
+# `apt-get install sqlite3`), GNU time (`apt-get install time`).
+# Servers: IDEM_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+# MariaDB through MARIADB_ARGS (default -h127.0.0.1 -P3306 -uroot).
+# Prints markdown tables; also writes them to $OUT (bench/peers-latest.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PARTS=${PARTS:-"loads scan memory"}
+ENGINES=${ENGINES:-"postgres mariadb sqlite"}
+SIZES=${SIZES:-"2000 100000"}
+DAYS=${DAYS:-45}
+CONCURRENCY=${CONCURRENCY:-"1 4"}
+SCAN_ROWS=${SCAN_ROWS:-10000000}
+SCAN_ENGINES=${SCAN_ENGINES:-$ENGINES}
+PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
+MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
+
+for tool in psql mariadb sqlite3 /usr/bin/time; do
+  command -v "$tool" > /dev/null || {
+    echo "missing $tool (Debian: apt-get install postgresql-client mariadb-client sqlite3 time)" >&2
+    exit 2
+  }
+done
+
+# IDEM_BIN: another build to measure (e.g. of an older commit).
+if [ -n "${IDEM_BIN:-}" ]; then
+  bin=$IDEM_BIN
+else
+  cargo build --release --quiet
+  bin="$PWD/target/release/idem"
+fi
+work=$(mktemp -d)
+dbs=()
+cleanup() {
+  for d in "${dbs[@]}"; do
+    case $d in
+      pg:*) psql -X -q "$PG" -c "drop database if exists ${d#pg:} with (force)" > /dev/null 2>&1 || true ;;
+      my:*) mariadb "${MY[@]}" -e "drop database if exists ${d#my:}" > /dev/null 2>&1 || true ;;
+    esac
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+out=${OUT:-bench/peers-latest.md}
+: > "$out"
+say() { printf '%s\n' "$*" | tee -a "$out"; }
+
+now() { date +%s.%N; }
+elapsed() { printf '%.2f' "$(echo "$(now) - $1" | bc -l)"; }
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
+day_after() { date -u -d "$1 + $2 days" +%F; }
+
+# --- per-engine plumbing -------------------------------------------------
+
+# new_db ENGINE NAME: creates a fresh database, prints its idem URL.
+new_db() {
+  case $1 in
+    postgres)
+      psql -X -q "$PG" -c "create database $2" > /dev/null
+      dbs+=("pg:$2")
+      echo "${PG%/*}/$2" ;;
+    mariadb)
+      mariadb "${MY[@]}" -e "create database $2"
+      dbs+=("my:$2")
+      echo "$MY_URL/$2" ;;
+    sqlite)
+      echo "sqlite://$work/$2.db" ;;
+  esac
+}
+
+# run_sql ENGINE NAME: runs the SQL on stdin in one session of the shell.
+run_sql() {
+  case $1 in
+    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$2" > /dev/null ;;
+    mariadb) mariadb "${MY[@]}" "$2" > /dev/null ;;
+    sqlite) sqlite3 -bail "$work/$2.db" > /dev/null ;;
+  esac
+}
+
+# query ENGINE NAME SQL: prints the result, one line, fields separated by |.
+query() {
+  case $1 in
+    postgres) psql -X -qAt "${PG%/*}/$2" -c "$3" ;;
+    mariadb) mariadb "${MY[@]}" -N -B "$2" -e "$3" | tr '\t' '|' ;;
+    sqlite) sqlite3 "$work/$2.db" "$3" ;;
+  esac
+}
+
+# The partition column of a created_at value, in the engine's SQL.
+dt_of() {
+  case $1 in
+    sqlite) echo "date($2)" ;;
+    *) echo "cast($2 as date)" ;;
+  esac
+}
+
+# Days since 2026-01-01 of a date expression, for the content check.
+days_of() {
+  case $1 in
+    postgres) echo "($2 - date '2026-01-01')" ;;
+    mariadb) echo "datediff($2, '2026-01-01')" ;;
+    sqlite) echo "cast(julianday($2) - julianday('2026-01-01') as integer)" ;;
+  esac
+}
+
+create_source() { # ENGINE DB ROWS_PER_DAY TOTAL
+  local e=$1 db=$2 r=$3 n=$4
+  case $e in
+    postgres) run_sql "$e" "$db" <<SQL
+create table orders (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, created_at timestamp not null);
+insert into orders select i, i % 10007, (i * 37) % 100000,
+  timestamp '2026-01-01' + (i / $r) * interval '1 day' + ((i % $r) * 86399 / $r) * interval '1 second'
+  from generate_series(0, $n - 1::bigint) i;
+create index on orders (created_at);
+vacuum analyze orders;
+SQL
+    ;;
+    mariadb) run_sql "$e" "$db" <<SQL
+create table orders (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, created_at datetime not null, key (created_at));
+insert into orders select seq, seq % 10007, (seq * 37) % 100000,
+  timestamp('2026-01-01') + interval (seq div $r) day + interval ((seq % $r) * 86399 div $r) second
+  from seq_0_to_$((n - 1));
+analyze table orders;
+SQL
+    ;;
+    sqlite) run_sql "$e" "$db" <<SQL
+pragma journal_mode = wal;
+create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
+insert into orders select value, value % 10007, (value * 37) % 100000,
+  datetime('2026-01-01', '+' || (value / $r) || ' days', '+' || ((value % $r) * 86399 / $r) || ' seconds')
+  from generate_series(0, $n - 1);
+create index orders_created on orders (created_at);
+analyze;
+SQL
+    ;;
+  esac
+}
+
+create_target() { # ENGINE DB TABLE
+  local ty=bigint
+  [ "$1" = sqlite ] && ty=integer
+  run_sql "$1" "$2" <<SQL
+create table $3 (order_id $ty not null, customer_id $ty not null, amount_cents $ty not null, dt date not null);
+create index ${3}_dt on $3 (dt);
+SQL
+}
+
+# The day-by-day script a person would run in the engine's shell.
+shell_script() { # ENGINE TABLE
+  local e=$1 t=$2 begin="begin;" d next
+  [ "$e" = sqlite ] && begin="begin immediate;"
+  [ "$e" = mariadb ] && begin="start transaction;"
+  for ((i = 0; i < DAYS; i++)); do
+    d=$(day_after 2026-01-01 "$i")
+    next=$(day_after 2026-01-01 $((i + 1)))
+    echo "$begin"
+    echo "delete from $t where dt >= '$d' and dt < '$next';"
+    echo "insert into $t (order_id, customer_id, amount_cents, dt) select order_id, customer_id, amount_cents, $(dt_of "$e" created_at) from orders where created_at >= '$d' and created_at < '$next';"
+    echo "commit;"
+  done
+}
+
+write_config() { # URL ENGINE TABLE FILE
+  cat > "$4" <<TOML
+[warehouse]
+url = "$1"
+lock_timeout = "60s"
+
+[[jobs]]
+name = "fct"
+target = "$3"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "$(day_after 2026-01-01 $((DAYS - 1)))"
+sql = "select order_id, customer_id, amount_cents, $(dt_of "$2" created_at) as dt from orders where created_at >= :start and created_at < :end"
+TOML
+}
+
+digest() { # ENGINE DB TABLE
+  query "$1" "$2" "select count(*), sum(order_id), sum(customer_id), sum(amount_cents), sum($(days_of "$1" dt)) from $3"
+}
+
+expected_digest() { # ENGINE DB
+  local end
+  end=$(day_after 2026-01-01 "$DAYS")
+  query "$1" "$2" "select count(*), sum(order_id), sum(customer_id), sum(amount_cents), sum($(days_of "$1" "$(dt_of "$1" created_at)")) from orders where created_at >= '2026-01-01' and created_at < '$end'"
+}
+
+check() { # ENGINE DB TABLE EXPECTED
+  local got
+  got=$(digest "$1" "$2" "$3")
+  if [ "$got" != "$4" ]; then
+    echo "CONTENTS DIFFER in $1 $3: $got, expected $4" >&2
+    exit 1
+  fi
+}
+
+# --- loads -------------------------------------------------------------
+
+loads() {
+  say ""
+  say "## Loads: $DAYS daily partitions, replace_partition, idem vs the engine's shell"
+  say ""
+  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | contents |"
+  say "|---|---|---|---|---|---|---|---|"
+  for e in $ENGINES; do
+    for size in $SIZES; do
+      local db="idem_peer_${e}_${size}_$$"
+      local url
+      url=$(new_db "$e" "$db")
+      create_source "$e" "$db" "$size" $((size * DAYS))
+      local want
+      want=$(expected_digest "$e" "$db")
+      local shell_first shell_rerun
+      for runner in shell $(for c in $CONCURRENCY; do echo "idem$c"; done); do
+        local table="fct_$runner" first rerun t
+        create_target "$e" "$db" "$table"
+        if [ "$runner" = shell ]; then
+          shell_script "$e" "$table" > "$work/day.sql"
+          t=$(now); run_sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
+          check "$e" "$db" "$table" "$want"
+          t=$(now); run_sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
+          check "$e" "$db" "$table" "$want"
+          shell_first=$first shell_rerun=$rerun
+          say "| $e | $size | $(shell_name "$e") session | ${first} s | 1.00 | ${rerun} s | 1.00 | equal |"
+        else
+          local c=${runner#idem}
+          write_config "$url" "$e" "$table" "$work/$runner.toml"
+          t=$(now); "$bin" --config "$work/$runner.toml" run fct --concurrency "$c" > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
+          first=$(elapsed "$t")
+          check "$e" "$db" "$table" "$want"
+          t=$(now); "$bin" --config "$work/$runner.toml" run fct --concurrency "$c" > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
+          rerun=$(elapsed "$t")
+          check "$e" "$db" "$table" "$want"
+          say "| $e | $size | idem run --concurrency $c | ${first} s | $(ratio "$first" "$shell_first") | ${rerun} s | $(ratio "$rerun" "$shell_rerun") | equal |"
+        fi
+      done
+    done
+  done
+}
+
+shell_name() {
+  case $1 in
+    postgres) echo psql ;;
+    mariadb) echo mariadb ;;
+    sqlite) echo sqlite3 ;;
+  esac
+}
+
+# --- state scan ----------------------------------------------------------
+
+scan_table() { # ENGINE DB ROWS
+  local e=$1 db=$2 n=$3
+  case $e in
+    postgres) run_sql "$e" "$db" <<SQL
+create table t (id bigint not null, amount int not null, dt date not null);
+insert into t select i, i % 1000, date '2016-01-01' + (i % 3650) from generate_series(0, $n - 1) i;
+create index on t (dt);
+vacuum analyze t;
+SQL
+    ;;
+    mariadb) run_sql "$e" "$db" <<SQL
+create table t (id bigint not null, amount int not null, dt date not null, key (dt));
+insert into t select seq, seq % 1000, date('2016-01-01') + interval (seq % 3650) day from seq_0_to_$((n - 1));
+analyze table t;
+SQL
+    ;;
+    sqlite) run_sql "$e" "$db" <<SQL
+pragma journal_mode = wal;
+create table t (id integer not null, amount integer not null, dt date not null);
+insert into t select value, value % 1000, date('2016-01-01', '+' || (value % 3650) || ' days') from generate_series(0, $n - 1);
+create index t_dt on t (dt);
+analyze;
+SQL
+    ;;
+  esac
+}
+
+# Best wall time of three runs of a command.
+best_of_3() {
+  local best="" t s
+  for _ in 1 2 3; do
+    t=$(now); "$@" > /dev/null; s=$(elapsed "$t")
+    if [ -z "$best" ] || [ "$(echo "$s < $best" | bc -l)" = 1 ]; then best=$s; fi
+  done
+  echo "$best"
+}
+
+scan() {
+  say ""
+  say "## State scan: one daily job, 3,650 partitions (best of 3, wall time of the whole command)"
+  say ""
+  say "| engine | rows | raw \`select dt, count(*) from t group by dt\` | \`idem status\` | × raw |"
+  say "|---|---|---|---|---|"
+  for e in $SCAN_ENGINES; do
+    for n in $SCAN_ROWS; do
+      local db="idem_scan_${e}_${n}_$$"
+      local url
+      url=$(new_db "$e" "$db")
+      scan_table "$e" "$db" "$n"
+      cat > "$work/scan.toml" <<TOML
+[warehouse]
+url = "$url"
+statement_timeout = "1h"
+
+[[jobs]]
+name = "t"
+target = "t"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2016-01-01"
+end = "$(day_after 2016-01-01 3649)"
+sql = "select id, amount, dt from t where dt >= :start and dt < :end"
+TOML
+      local raw status
+      raw=$(best_of_3 query "$e" "$db" "select dt, count(*) from t group by dt")
+      status=$(best_of_3 "$bin" --config "$work/scan.toml" status t --format csv)
+      local partitions
+      partitions=$("$bin" --config "$work/scan.toml" status t --format csv | tail -n +2 | grep -c ',unmanaged,')
+      [ "$partitions" = 3650 ] || { echo "idem status saw $partitions partitions with rows, not 3650" >&2; exit 1; }
+      say "| $e | $n | ${raw} s | ${status} s | $(ratio "$status" "$raw") |"
+      case $e in
+        postgres) psql -X -q "$PG" -c "drop database $db with (force)" > /dev/null ;;
+        mariadb) mariadb "${MY[@]}" -e "drop database $db" ;;
+        sqlite) rm -f "$work/$db.db"* ;;
+      esac
+    done
+  done
+}
+
+# --- memory --------------------------------------------------------------
+
+memory() {
+  say ""
+  say "## Memory: peak RSS of a headless backfill (SQLite, 10 rows per day, concurrency 4)"
+  say ""
+  say "| partitions | wall time | max RSS |"
+  say "|---|---|---|"
+  for days in 365 3650; do
+    local db="idem_mem_$days"
+    local url
+    url=$(new_db sqlite "$db")
+    run_sql sqlite "$db" <<SQL
+pragma journal_mode = wal;
+create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
+insert into orders select value, value % 10007, value % 1000,
+  datetime('2016-01-01', '+' || (value / 10) || ' days', '+' || (value % 10) || ' hours')
+  from generate_series(0, $((days * 10)) - 1);
+create index orders_created on orders (created_at);
+SQL
+    create_target sqlite "$db" fct
+    local saved=$DAYS
+    DAYS=$days
+    write_config "$url" sqlite fct "$work/mem.toml"
+    DAYS=$saved
+    sed -i 's/2026-01-01/2016-01-01/; s/^end = .*/end = "'"$(day_after 2016-01-01 $((days - 1)))"'"/' "$work/mem.toml"
+    /usr/bin/time -f "%e %M" -o "$work/mem.time" "$bin" --config "$work/mem.toml" run fct --concurrency 4 > /dev/null 2>&1
+    read -r secs kib < "$work/mem.time"
+    local loaded
+    loaded=$(query sqlite "$db" "select count(*) from fct")
+    [ "$loaded" = $((days * 10)) ] || { echo "memory run loaded $loaded rows, not $((days * 10))" >&2; exit 1; }
+    say "| $days | ${secs} s | $((kib / 1024)) MiB ($kib KiB) |"
+  done
+}
+
+say "# Peer benchmark, $(date -u '+%F %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+say ""
+say "Binary: $bin"
+say "Command: \`PARTS=\"$PARTS\" ENGINES=\"$ENGINES\" SIZES=\"$SIZES\" DAYS=$DAYS CONCURRENCY=\"$CONCURRENCY\" SCAN_ROWS=\"$SCAN_ROWS\" bench/peers.sh\`"
+for part in $PARTS; do
+  "$part"
+done
+say ""
+say "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

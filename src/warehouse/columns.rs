@@ -1,0 +1,132 @@
+//! A table's columns with their declared types, and which of them can hold a
+//! partition's window: the bounds `:start`/`:end` compare with them as dates
+//! or timestamps.
+
+use sqlx::Row;
+
+use super::{Engine, Warehouse, WarehouseError};
+use crate::config::TableName;
+
+/// One column of a table as the warehouse declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    /// The declared type, as the engine spells it (`date`, `timestamp
+    /// without time zone`, `datetime`, `TEXT`, `integer`…).
+    pub type_name: String,
+}
+
+impl Column {
+    /// Whether window bounds compare with this column as instants. SQLite
+    /// has no date type: dates live there as ISO text (`TEXT`, `DATE`,
+    /// `DATETIME`, `TIMESTAMP` or no declared type); numbers never compare
+    /// with them.
+    pub fn kind(&self) -> ColumnKind {
+        ColumnKind::of_type_name(&self.type_name)
+    }
+
+    pub fn holds_instants(&self, engine: Engine) -> bool {
+        let t = self.type_name.trim().to_ascii_lowercase();
+        match engine {
+            Engine::Sqlite => {
+                t.is_empty()
+                    || ["date", "time", "text", "char", "clob"]
+                        .iter()
+                        .any(|word| t.contains(word))
+            }
+            Engine::Postgres | Engine::MySql => t.starts_with("date") || t.starts_with("timestamp"),
+        }
+    }
+}
+
+/// What a partition column holds, as far as comparing it with a window's
+/// boundaries and grouping it by partition care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Date,
+    Timestamp,
+    /// A timestamp with time zone (compared in the session's UTC).
+    TimestampTz,
+    /// Anything else (text dates, or a type idem does not know).
+    Other,
+}
+
+impl ColumnKind {
+    /// The kind of a column from its type name as the catalogue spells it
+    /// (`date`, `timestamp without time zone`, `datetime`, SQLite's declared
+    /// `DATE`, …).
+    pub fn of_type_name(type_name: &str) -> ColumnKind {
+        let t = type_name.trim().to_ascii_lowercase();
+        if t.contains("with time zone") && !t.contains("without") || t == "timestamptz" {
+            ColumnKind::TimestampTz
+        } else if t == "date" {
+            ColumnKind::Date
+        } else if t.starts_with("timestamp") || t.starts_with("datetime") {
+            ColumnKind::Timestamp
+        } else {
+            ColumnKind::Other
+        }
+    }
+}
+
+impl Warehouse {
+    /// The columns of a table with their declared types, in order.
+    pub async fn columns(&self, table: &TableName) -> Result<Vec<Column>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect.columns_query(&mut sql, table);
+        let mut columns = Vec::new();
+        for row in sql.query().fetch_all(&self.pool).await? {
+            columns.push(Column {
+                name: row.try_get(0)?,
+                type_name: row.try_get::<Option<String>, _>(1)?.unwrap_or_default(),
+            });
+        }
+        if columns.is_empty() {
+            return Err(WarehouseError::NoTarget(table.to_string()));
+        }
+        Ok(columns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(type_name: &str) -> Column {
+        Column {
+            name: "dt".into(),
+            type_name: type_name.into(),
+        }
+    }
+
+    #[test]
+    fn dates_and_timestamps_hold_instants() {
+        for t in [
+            "date",
+            "timestamp without time zone",
+            "timestamp with time zone",
+        ] {
+            assert!(column(t).holds_instants(Engine::Postgres), "{t}");
+        }
+        for t in [
+            "integer",
+            "text",
+            "character varying",
+            "time without time zone",
+        ] {
+            assert!(!column(t).holds_instants(Engine::Postgres), "{t}");
+        }
+        for t in ["date", "datetime", "timestamp"] {
+            assert!(column(t).holds_instants(Engine::MySql), "{t}");
+        }
+        for t in ["int", "bigint", "varchar", "time", "year"] {
+            assert!(!column(t).holds_instants(Engine::MySql), "{t}");
+        }
+        for t in ["DATE", "TEXT", "DATETIME", "TIMESTAMP", "VARCHAR(10)", ""] {
+            assert!(column(t).holds_instants(Engine::Sqlite), "{t}");
+        }
+        for t in ["INTEGER", "INT", "REAL", "NUMERIC", "BLOB"] {
+            assert!(!column(t).holds_instants(Engine::Sqlite), "{t}");
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Row counts per partition, read from the target table, and a cache that
+//! spares a refresh the scan when the table has not changed since its last
+//! count (each engine's change signal says so), or changed only by idem's
+//! own loads (the ledger then says what the counts became).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use sqlx::Row;
+use tokio::sync::Mutex;
+
+use super::{ColumnKind, Engine, Warehouse, WarehouseError};
+use crate::config::{Ident, Job, Strategy, TableName};
+use crate::partition::{Grain, Partition};
+
+/// Row counts per partition name, read from the target table.
+pub type Counts = HashMap<String, i64>;
+
+/// Where a refresh's counts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountSource {
+    /// The target's rows were counted.
+    Scanned,
+    /// The table had not changed since the last count: no row was read.
+    Unchanged,
+    /// Only idem's own loads changed it: their ledger rows gave the counts.
+    Ledger,
+}
+
+/// Counts remembered between refreshes, per job. Cloning shares the cache.
+/// It may outlive a [`Warehouse`]: each refresh passes the one to read.
+#[derive(Clone, Default)]
+pub struct CountCache {
+    inner: Arc<Mutex<CacheState>>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    entries: HashMap<String, Entry>,
+    /// SQLite's `data_version` only moves for commits of *other*
+    /// connections, so one connection that never writes watches the file.
+    watcher: Option<(String, sqlx::AnyConnection)>,
+}
+
+/// The counts of one job's target over a range, and what the table looked
+/// like when they were read.
+struct Entry {
+    job: String,
+    target: TableName,
+    column: Ident,
+    grain: Grain,
+    first: Partition,
+    last: Partition,
+    signal: Signal,
+    counts: Counts,
+    /// The job's highest ledger id when the counts were read.
+    ledger_mark: i64,
+}
+
+/// One reading of an engine's change signal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Signal {
+    token: String,
+    /// Cumulative rows inserted, updated and deleted, where the engine keeps
+    /// such counters for the table (PostgreSQL).
+    counters: Option<[i64; 3]>,
+    settled: bool,
+}
+
+impl Signal {
+    /// True when nothing can have committed to the table in between.
+    fn unchanged_since(&self, before: &Signal) -> bool {
+        before.settled && self == before
+    }
+}
+
+impl Warehouse {
+    /// The kind of a table's column, from the catalogue.
+    pub async fn column_kind(
+        &self,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<ColumnKind, WarehouseError> {
+        self.columns(table)
+            .await?
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(column.as_str()))
+            .map(|c| c.kind())
+            .ok_or_else(|| {
+                WarehouseError::Job(format!(
+                    "partition_column \"{column}\" is not a column of {table}"
+                ))
+            })
+    }
+
+    /// Row counts per partition of a job's target from `first` through
+    /// `last`, in one query. It groups by the partition column itself (or
+    /// its truncation to the grain) and compares it with boundaries of its
+    /// own type, so it costs what the engine's plain `GROUP BY` costs and an
+    /// index on the column can serve a narrow range; partitions are named
+    /// after grouping. Jobs without a partition column have none.
+    pub async fn partition_counts(
+        &self,
+        job: &Job,
+        first: Partition,
+        last: Partition,
+    ) -> Result<Counts, WarehouseError> {
+        let Some(col) = &job.partition_column else {
+            return Ok(Counts::new());
+        };
+        let dialect = self.dialect();
+        let kind = self.column_kind(&job.target, col).await?;
+        let quoted = dialect.quote(col.as_str());
+        let (bucket, name) = match kind {
+            // A column of unknown type is named row by row, as a last resort.
+            ColumnKind::Other => (
+                dialect.partition_name_expr(&quoted, job.grain),
+                "b".to_string(),
+            ),
+            _ => (
+                dialect.partition_bucket(&quoted, job.grain, kind),
+                dialect.partition_name_expr("b", job.grain),
+            ),
+        };
+        let mut sql = self.sql();
+        sql.push("SELECT ")
+            .push(&name)
+            .push(", n FROM (SELECT ")
+            .push(&bucket)
+            .push(" AS b, COUNT(*) AS n FROM ")
+            .table(&job.target)
+            .push(" WHERE ");
+        sql.ident(col).push(" >= ");
+        sql.bind_instant_as(first.start, &first, kind);
+        sql.push(" AND ").ident(col).push(" < ");
+        sql.bind_instant_as(last.end(), &last, kind);
+        sql.push(" GROUP BY ").push(&bucket).push(") g");
+        let mut counts = Counts::new();
+        let mut rows = sql.query().fetch(self.pool());
+        while let Some(row) = rows.try_next().await? {
+            let name: Option<String> = row.try_get(0)?;
+            let n: i64 = row.try_get(1)?;
+            // Several buckets can share a name (a date column holding times).
+            if let Some(name) = name {
+                *counts.entry(name).or_insert(0) += n;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// [`Warehouse::partition_counts`] through a cache: when the engine's
+    /// change signal for the target has not moved since the cached count
+    /// (over a range covering this one), no row is read; when it moved by
+    /// exactly what idem's own replace loads recorded in the ledger since,
+    /// their row counts are applied; otherwise the range is counted again.
+    pub async fn partition_counts_cached(
+        &self,
+        cache: &CountCache,
+        job: &Job,
+        first: Partition,
+        last: Partition,
+    ) -> Result<(Counts, CountSource), WarehouseError> {
+        let Some(col) = &job.partition_column else {
+            return Ok((Counts::new(), CountSource::Unchanged));
+        };
+        let mut state = cache.inner.lock().await;
+        // Read before counting: a change committed while counting moves the
+        // signal past the one stored, so the next refresh counts again.
+        let signal = self.change_signal(&mut state, &job.target).await?;
+        let mark = self.ledger_mark(&job.name).await?;
+        if let Some(entry) = state.entries.get_mut(&job.name)
+            && entry.target == job.target
+            && entry.column == *col
+            && entry.grain == job.grain
+            && entry.first <= first
+            && last <= entry.last
+        {
+            if signal.unchanged_since(&entry.signal) {
+                return Ok((entry.counts.clone(), CountSource::Unchanged));
+            }
+            if job.strategy == Strategy::ReplacePartition
+                && self.apply_own_loads(entry, &signal, mark).await?
+            {
+                return Ok((entry.counts.clone(), CountSource::Ledger));
+            }
+        }
+        let counts = self.partition_counts(job, first, last).await?;
+        state.entries.insert(
+            job.name.clone(),
+            Entry {
+                job: job.name.clone(),
+                target: job.target.clone(),
+                column: col.clone(),
+                grain: job.grain,
+                first,
+                last,
+                signal,
+                counts: counts.clone(),
+                ledger_mark: mark,
+            },
+        );
+        Ok((counts, CountSource::Scanned))
+    }
+
+    /// When the table's counters moved by exactly the rows that the job's
+    /// successful loads since the entry's mark deleted, inserted and
+    /// updated, nothing else wrote it: their `rows_after` are the partitions'
+    /// counts now. Any failed attempt (its rolled-back rows moved the
+    /// counters too), a reset or a truncation makes it count again instead.
+    async fn apply_own_loads(
+        &self,
+        entry: &mut Entry,
+        signal: &Signal,
+        mark: i64,
+    ) -> Result<bool, WarehouseError> {
+        let (Some(before), Some(now)) = (entry.signal.counters, signal.counters) else {
+            return Ok(false);
+        };
+        if !entry.signal.settled || signal.token != entry.signal.token {
+            return Ok(false);
+        }
+        let loads = self.attempts_after(&entry.job, entry.ledger_mark).await?;
+        let mut expected = [0i64; 3];
+        for a in &loads {
+            if a.status != super::ledger::AttemptStatus::Succeeded {
+                return Ok(false);
+            }
+            expected[0] += a.rows_inserted;
+            expected[1] += a.rows_updated;
+            expected[2] += a.rows_deleted;
+        }
+        let moved = [now[0] - before[0], now[1] - before[1], now[2] - before[2]];
+        if moved != expected {
+            return Ok(false);
+        }
+        for a in loads {
+            entry.counts.insert(a.partition, a.rows_after);
+        }
+        entry.signal = signal.clone();
+        entry.ledger_mark = mark;
+        Ok(true)
+    }
+
+    async fn change_signal(
+        &self,
+        state: &mut CacheState,
+        table: &TableName,
+    ) -> Result<Signal, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect().change_signal_query(&mut sql, table);
+        let row = match self.dialect().engine() {
+            Engine::Sqlite => {
+                let url = self.config().url.clone();
+                if state.watcher.as_ref().is_none_or(|(u, _)| *u != url) {
+                    let conn = self.pool().acquire().await?.detach();
+                    state.watcher = Some((url, conn));
+                }
+                let Some((_, conn)) = state.watcher.as_mut() else {
+                    return Err(WarehouseError::Job("no SQLite watch connection".into()));
+                };
+                sql.query().fetch_one(&mut *conn).await?
+            }
+            Engine::MySql => {
+                let mut conn = self.pool().acquire().await?;
+                // MySQL 8 caches table metadata for a day unless told not
+                // to; MariaDB has no such cache (nor the variable).
+                let _ = sqlx::query("SET SESSION information_schema_stats_expiry = 0")
+                    .execute(&mut *conn)
+                    .await;
+                sql.query().fetch_one(&mut *conn).await?
+            }
+            Engine::Postgres => sql.query().fetch_one(self.pool()).await?,
+        };
+        let token: Option<String> = row.try_get(0)?;
+        let ins: Option<i64> = row.try_get(1)?;
+        let upd: Option<i64> = row.try_get(2)?;
+        let del: Option<i64> = row.try_get(3)?;
+        let settled: i64 = row.try_get(4)?;
+        Ok(Signal {
+            token: token.unwrap_or_default(),
+            counters: match (ins, upd, del) {
+                (Some(i), Some(u), Some(d)) => Some([i, u, d]),
+                _ => None,
+            },
+            settled: settled == 1,
+        })
+    }
+}

@@ -1,0 +1,154 @@
+//! The headless commands' edges on the demo warehouse: dates written one way,
+//! state filters that say what they take, a log that reads right.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn idem(config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("run idem")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn demo() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["demo", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = dir.path().join("idem.toml");
+    (dir, config)
+}
+
+#[test]
+fn the_demo_through_the_headless_edges() {
+    let (_dir, config) = demo();
+
+    // Dates are written one way: a loose one is a usage error naming the format.
+    for args in [
+        &["run", "fct_orders", "--from", "2026-9-1", "--dry-run"][..],
+        &["status", "fct_orders", "--to", "2026-09-1"],
+        &[
+            "run",
+            "agg_revenue_monthly",
+            "--from",
+            "2026-9",
+            "--dry-run",
+        ],
+        &["log", "fct_orders", "2026-9-1"],
+    ] {
+        let out = idem(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("is not a partition of"), "{args:?}: {err}");
+        assert!(err.contains("expected YYYY-MM"), "{args:?}: {err}");
+    }
+    let ok = idem(
+        &config,
+        &[
+            "run",
+            "fct_orders",
+            "--from",
+            "2026-09-01",
+            "--to",
+            "2026-09-02",
+            "--dry-run",
+        ],
+    );
+    assert!(ok.status.success(), "{}", text(&ok.stderr));
+
+    // `idem status --state` keeps only those states.
+    let out = idem(
+        &config,
+        &["status", "--state", "failed,vanished", "--format", "json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.iter().any(|r| r["state"] == "failed"));
+    assert!(rows.iter().any(|r| r["state"] == "vanished"));
+    assert!(
+        rows.iter()
+            .all(|r| r["state"] == "failed" || r["state"] == "vanished"),
+        "{rows:#?}"
+    );
+    let everything = idem(&config, &["status", "--format", "json"]);
+    let all: Vec<Value> = serde_json::from_slice(&everything.stdout).unwrap();
+    assert!(all.len() > rows.len());
+
+    for (args, listed) in [
+        (
+            &["status", "--state", "failed,brokn"][..],
+            "running, failed",
+        ),
+        (
+            &["run", "fct_orders", "--only", "future"],
+            "failed, missing, stale",
+        ),
+    ] {
+        let out = idem(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("is not a state"), "{err}");
+        assert!(err.contains(listed), "{err}");
+    }
+
+    // `idem log` has a header, and a failed attempt shows no row counts.
+    let out = idem(&config, &["log", "fct_orders"]);
+    assert!(out.status.success());
+    let log = text(&out.stdout);
+    let mut lines = log.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("FINISHED (UTC)"), "{header}");
+    assert!(
+        header.contains("PARTITION") && header.contains("STATUS"),
+        "{header}"
+    );
+    let failed: Vec<&str> = log.lines().filter(|l| l.contains(" failed ")).collect();
+    assert!(!failed.is_empty(), "{log}");
+    for line in failed {
+        assert!(!line.contains("= 0"), "{line}");
+        assert!(line.contains("(rolled back)"), "{line}");
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" succeeded ") && l.contains(" = "))
+    );
+}
+
+fn help(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}");
+    text(&out.stdout)
+}
+
+#[test]
+fn console_flags_belong_to_the_console() {
+    for console in [&[][..], &["demo"]] {
+        let h = help(console);
+        assert!(
+            h.contains("--theme") && h.contains("--no-mouse"),
+            "{console:?}: {h}"
+        );
+    }
+    for headless in ["run", "status", "jobs", "log", "verify", "diff", "lint"] {
+        let h = help(&[headless]);
+        assert!(!h.contains("--theme"), "idem {headless} --help: {h}");
+        assert!(!h.contains("--no-mouse"), "idem {headless} --help: {h}");
+        assert!(h.contains("--config"), "idem {headless} --help: {h}");
+    }
+}

@@ -1,0 +1,215 @@
+//! Where the output goes wrong: a reader that went away (`| head`) ends the
+//! output quietly, a full disk is an error with exit 1, and neither changes
+//! what a run did or how its outcome is reported.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn demo() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["demo", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let config = dir.path().join("idem.toml");
+    (dir, config)
+}
+
+fn command(config: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.arg("--config").arg(config).args(args);
+    cmd
+}
+
+/// Runs idem with its stdout a pipe whose reading end is already closed.
+fn with_closed_stdout(config: &Path, args: &[&str]) -> Output {
+    let mut child = command(config, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+fn with_full_stdout(config: &Path, args: &[&str]) -> Output {
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    command(config, args)
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn states(config: &Path, job: &str) -> Vec<String> {
+    let out = command(config, &["status", job, "--format", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    rows.iter()
+        .map(|r| r["state"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let (_dir, config) = demo();
+    for args in [
+        &["status"][..],
+        &["status", "--format", "json"],
+        &["jobs"],
+        &["log", "fct_orders"],
+        &["run", "fct_orders", "--dry-run"],
+        &["run", "fct_orders", "--dry-run", "--json"],
+        &["lint"],
+    ] {
+        let out = with_closed_stdout(&config, args);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "idem {args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "idem {args:?}: {err}");
+        let normal = command(&config, args)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            normal.status.code(),
+            "idem {args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_closed_pipe_does_not_stop_a_run_or_change_its_exit_code() {
+    let (_dir, config) = demo();
+    let missing_before = states(&config, "fct_orders")
+        .iter()
+        .filter(|s| *s == "missing")
+        .count();
+    assert!(missing_before > 0);
+    let out = with_closed_stdout(
+        &config,
+        &["run", "fct_orders", "--only", "missing", "--json"],
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !states(&config, "fct_orders").iter().any(|s| s == "missing"),
+        "the run went on to the end"
+    );
+}
+
+#[tokio::test]
+async fn a_closed_pipe_keeps_a_failed_run_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"broken\"\ntarget = \"t\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-02\"\nsql = \"select :start as dt, nope from t\"\n",
+        dir.path().join("w.db").display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
+        .await
+        .unwrap();
+    wh.close().await;
+    for args in [&["run", "broken", "--json"][..], &["run", "broken"]] {
+        let out = with_closed_stdout(&config, args);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(out.status.code(), Some(1), "idem {args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_full_disk_is_an_error_after_a_truthful_run() {
+    let (_dir, config) = demo();
+    for (job, args) in [
+        (
+            "fct_orders",
+            &["run", "fct_orders", "--only", "missing"][..],
+        ),
+        (
+            "agg_revenue_monthly",
+            &["run", "agg_revenue_monthly", "--only", "missing", "--json"],
+        ),
+    ] {
+        let out = with_full_stdout(&config, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "idem {args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+        assert!(err.contains("No space left on device"), "{err}");
+        // The data is committed, and the message says so.
+        assert!(
+            !states(&config, job).iter().any(|s| s == "missing"),
+            "idem {args:?} committed"
+        );
+        assert!(
+            err.contains(&format!("the run itself: {job}: "))
+                && err.contains("succeeded, 0 failed"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_full_disk_fails_the_reading_commands() {
+    let (_dir, config) = demo();
+    for args in [
+        &["status"][..],
+        &["jobs"],
+        &["run", "fct_orders", "--dry-run"],
+    ] {
+        let out = with_full_stdout(&config, args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "idem {args:?}: {err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_dry_run_speaks_json_when_asked() {
+    let (_dir, config) = demo();
+    let out = command(
+        &config,
+        &[
+            "run",
+            "fct_orders",
+            "--only",
+            "failed,missing",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let plan: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(plan["event"], "dry_run");
+    assert_eq!(plan["job"], "fct_orders");
+    let partitions = plan["partitions"].as_array().unwrap();
+    assert_eq!(partitions.len(), 7, "{text}");
+    assert!(partitions.iter().any(|p| p["state"] == "failed"));
+    assert!(partitions.iter().any(|p| p["state"] == "missing"));
+    assert!(plan["rows_replaced"].as_i64().is_some());
+    // And still changes nothing.
+    assert!(states(&config, "fct_orders").iter().any(|s| s == "missing"));
+}

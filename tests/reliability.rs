@@ -1,0 +1,769 @@
+//! The holes found by attacking idem, each closed and tried again the way the
+//! world tries it: two grains racing on one table, NULL merge keys, windows
+//! that have not ended, a late source, on every engine.
+
+mod common;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, Job};
+use idem::engine::{self, Backfill, Event, PlanError, RunSummary, Selection};
+use idem::partition::{Grain, Partition, RangeEnd, now_utc};
+use idem::state::{self, LoadState};
+use idem::warehouse::Warehouse;
+use idem::warehouse::ledger::AttemptStatus;
+use sqlx::Row;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
+    config
+        .jobs
+        .iter()
+        .find(|j| j.name == name)
+        .expect("job in config")
+}
+
+fn day(d: &str) -> Partition {
+    Partition::parse(Grain::Day, d, RangeEnd::From).expect("day")
+}
+
+async fn run(wh: &Warehouse, backfill: &Backfill) -> (RunSummary, Vec<Event>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let summary = engine::run(wh, backfill, &tx, &CancellationToken::new()).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (summary, events)
+}
+
+async fn plan(wh: &Warehouse, job: &Job, from: &str, to: &str) -> Backfill {
+    let selection = Selection {
+        from: Some(day(from)),
+        to: Some(day(to)),
+        ..Selection::default()
+    };
+    Backfill::plan(wh, job, &selection, 2, 0)
+        .await
+        .expect("plan")
+}
+
+async fn scalar(wh: &Warehouse, sql: &str) -> i64 {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(wh.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .try_get::<i64, _>(0)
+        .expect("an integer")
+}
+
+fn errors(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PartitionFailed { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+// 1. An hourly and a daily job writing one table: overlapping windows of
+// different grains must exclude each other.
+
+const HOURS: i64 = 24;
+const ROWS_PER_HOUR: i64 = 40;
+
+async fn two_grains_on_one_target_never_duplicate(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, ts from src where ts >= :start and ts < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"ev_hourly\"\ntarget = \"ev\"\nstrategy = \"replace_partition\"\npartition_column = \"ts\"\n\
+         grain = \"hour\"\nstart = \"2026-01-01T00\"\nend = \"2026-01-01T23\"\nsql = \"{select}\"\n\n\
+         [[jobs]]\nname = \"ev_daily\"\ntarget = \"ev\"\nstrategy = \"replace_partition\"\npartition_column = \"ts\"\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = Warehouse::connect(&config.warehouse, 8)
+        .await
+        .expect("connect");
+    let ts = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let mut values = Vec::new();
+    for h in 0..HOURS {
+        for k in 0..ROWS_PER_HOUR {
+            values.push(format!(
+                "({}, '2026-01-01 {h:02}:{:02}:00')",
+                h * ROWS_PER_HOUR + k,
+                k % 60
+            ));
+        }
+    }
+    let mut ddl = vec![
+        format!("CREATE TABLE src (id INTEGER NOT NULL, ts {ts} NOT NULL)"),
+        format!("CREATE TABLE ev (id INTEGER NOT NULL, ts {ts} NOT NULL)"),
+        format!("INSERT INTO src (id, ts) VALUES {}", values.join(", ")),
+    ];
+    if kind == Kind::Postgres {
+        // Commits that take a while: the window in which two writers of one
+        // hour would both have deleted before either inserted.
+        ddl.push(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(0.01); RETURN NULL; END $$"
+                .into(),
+        );
+        ddl.push(format!(
+            "CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ev DEFERRABLE INITIALLY DEFERRED \
+             FOR EACH ROW WHEN (NEW.id % {ROWS_PER_HOUR} = 0) EXECUTE FUNCTION slow_commit()"
+        ));
+    }
+    let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
+    wh.execute_script(&refs).await.expect("setup");
+
+    let hourly = Backfill::plan(&wh, job(&config, "ev_hourly"), &Selection::default(), 3, 0)
+        .await
+        .expect("plan hourly");
+    let daily = Backfill::plan(&wh, job(&config, "ev_daily"), &Selection::default(), 1, 0)
+        .await
+        .expect("plan daily");
+    assert_eq!((hourly.partitions.len(), daily.partitions.len()), (24, 1));
+    let total = HOURS * ROWS_PER_HOUR;
+    for round in 0..20 {
+        let ((h, h_events), (d, d_events)) = tokio::join!(run(&wh, &hourly), run(&wh, &daily));
+        let rows = scalar(&wh, "SELECT COUNT(*) FROM ev").await;
+        let ids = scalar(&wh, "SELECT COUNT(DISTINCT id) FROM ev").await;
+        assert_eq!(
+            (rows, ids),
+            (total, total),
+            "round {round}: {rows} rows for {ids} ids; hourly {h:?} {:?}, daily {d:?} {:?}",
+            errors(&h_events),
+            errors(&d_events)
+        );
+        assert_eq!(
+            (h.failed, d.failed),
+            (0, 0),
+            "round {round}: hourly {:?}, daily {:?}",
+            errors(&h_events),
+            errors(&d_events)
+        );
+    }
+}
+
+/// A month's load locks its ~744 hours in one statement, on every engine,
+/// three months at once.
+async fn month_partitions_take_their_hour_locks(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"monthly\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE m (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')",
+    ])
+    .await
+    .expect("setup");
+    let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = run(&wh, &monthly).await;
+    assert_eq!(summary.succeeded, 3, "{:?}", errors(&events));
+    let logged = events.iter().any(|e| {
+        matches!(e, Event::PartitionLog { line, .. }
+            if line.contains("m [2026-03-01 00:00:00, 2026-04-01 00:00:00)"))
+    });
+    assert!(logged, "the lock names the window it covers");
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM m").await, 3);
+}
+
+// 2. A NULL in a merge key matches nothing, so each re-run would add it again.
+
+async fn null_merge_key_fails_the_window_before_writing(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select customer_id, name, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"dim\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\nunique_key = [\"customer_id\"]\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (customer_id INTEGER, name VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (customer_id INTEGER UNIQUE, name VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 'ann', '2026-01-01'), (NULL, 'ghost', '2026-01-01'), \
+         (2, 'bob', '2026-01-02'), (NULL, 'ghost', '2026-01-02'), \
+         (3, 'cy', '2026-01-03'), (NULL, 'ghost', '2026-01-03')",
+    ])
+    .await
+    .expect("setup");
+    let dim = job(&config, "dim");
+    for _ in 0..2 {
+        let backfill = plan(&wh, dim, "2026-01-01", "2026-01-03").await;
+        let (summary, events) = run(&wh, &backfill).await;
+        // The first window fails; a failed merge window stops the later ones.
+        assert_eq!(summary.failed, 1, "{:?}", errors(&events));
+        let error = &errors(&events)[0];
+        assert!(
+            error.contains("NULL unique_key (customer_id)") && error.contains("2026-01-01"),
+            "{error}"
+        );
+        assert_eq!(
+            scalar(&wh, "SELECT COUNT(*) FROM dim").await,
+            0,
+            "nothing written"
+        );
+    }
+    // lint warns of the nullable key column, and only of it.
+    let findings = idem::lint::warehouse_findings(&wh, dim)
+        .await
+        .expect("lint");
+    let nullable: Vec<_> = findings
+        .iter()
+        .filter(|f| f.message.contains("accepts NULL"))
+        .collect();
+    assert_eq!(nullable.len(), 1, "{findings:?}");
+    assert!(nullable[0].message.contains("customer_id"), "{findings:?}");
+    // verify cannot call it idempotent.
+    let verdict = wh.verify_partition(dim, &day("2026-01-02")).await;
+    match verdict {
+        Ok(v) => panic!("verify called a NULL-keyed merge {v:?}"),
+        Err(e) => assert!(e.to_string().contains("NULL unique_key"), "{e}"),
+    }
+    // Without the NULL rows, the windows load and re-run to the same rows.
+    wh.execute_script(&["DELETE FROM src WHERE customer_id IS NULL"])
+        .await
+        .expect("clean source");
+    for _ in 0..2 {
+        let backfill = plan(&wh, dim, "2026-01-01", "2026-01-03").await;
+        let (summary, events) = run(&wh, &backfill).await;
+        assert_eq!(summary.failed, 0, "{:?}", errors(&events));
+        assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM dim").await, 3);
+    }
+}
+
+// 3. Windows that have not ended, and windows outside the job.
+
+async fn open_and_out_of_range_windows_are_refused(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let now = now_utc();
+    let today = Partition::containing(Grain::Day, now);
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = format!(
+        "[[jobs]]\nname = \"live\"\ntarget = \"live\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"day\"\nstart = \"{}\"\nsql = \"{select}\"\n",
+        today.prev().prev().name()
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE live (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let live = job(&config, "live");
+    let through = |to: Partition, allow_incomplete: bool| Selection {
+        from: Some(live.start),
+        to: Some(to),
+        allow_incomplete,
+        ..Selection::default()
+    };
+
+    // Today and the days after it have not ended.
+    for to in [today, today.next().next()] {
+        match Backfill::plan(&wh, live, &through(to, false), 2, 0).await {
+            Err(PlanError::Incomplete {
+                partition,
+                last_complete,
+                ..
+            }) => {
+                assert_eq!(partition, today.name());
+                assert_eq!(last_complete, today.prev().name());
+            }
+            other => panic!("planned an open window: {other:?}"),
+        }
+    }
+    // Before the job's start.
+    let early = Selection {
+        from: Some(live.start.prev()),
+        ..Selection::default()
+    };
+    assert!(matches!(
+        Backfill::plan(&wh, live, &early, 2, 0).await,
+        Err(PlanError::OutOfRange { .. })
+    ));
+
+    // Allowed explicitly, today loads but is never final: while open it is
+    // future, and once it has ended it is due again (missing), not empty.
+    let backfill = Backfill::plan(&wh, live, &through(today, true), 2, 0)
+        .await
+        .expect("plan with --allow-incomplete");
+    assert_eq!(backfill.partitions.len(), 3);
+    let (summary, _) = run(&wh, &backfill).await;
+    assert_eq!(summary.failed, 0);
+    let statuses = state::job_status(&wh, live, now_utc(), &Default::default())
+        .await
+        .expect("status");
+    let state_of = |statuses: &[state::PartitionStatus], p: Partition| {
+        statuses.iter().find(|s| s.partition == p).map(|s| s.state)
+    };
+    assert_eq!(state_of(&statuses, today.prev()), Some(LoadState::Empty));
+    assert_eq!(state_of(&statuses, today), Some(LoadState::Future));
+    let tomorrow = today.end() + chrono::Duration::hours(1);
+    let later = state::job_status(&wh, live, tomorrow, &Default::default())
+        .await
+        .expect("status later");
+    assert_eq!(state_of(&later, today), Some(LoadState::Missing));
+    let due = Selection {
+        only: vec![LoadState::Missing],
+        ..Selection::default()
+    };
+    let statuses_later = later.clone();
+    let rerun = Backfill::plan_from(live, &due, &statuses_later, tomorrow, 2, 0).expect("plan");
+    assert_eq!(rerun.partitions, vec![today]);
+}
+
+// 4. A late source: the day's rows have not landed, and a re-run would wipe
+// what was loaded.
+
+async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = common::replace_job("fct", "fct", "2026-01-02", select);
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let mut values = Vec::new();
+    for d in 1..=2 {
+        for k in 0..2000 {
+            values.push(format!("({}, '2026-01-0{d}')", d * 10_000 + k));
+        }
+    }
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+    ])
+    .await
+    .expect("setup");
+    let fct = job(&config, "fct");
+    let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
+    assert_eq!(summary.failed, 0);
+
+    // Day 1's source is empty again (its upstream load is being redone);
+    // day 2's lost most of its rows.
+    wh.execute_script(&[
+        "DELETE FROM src WHERE dt = '2026-01-01'",
+        "DELETE FROM src WHERE dt = '2026-01-02' AND id >= 20100",
+    ])
+    .await
+    .expect("late source");
+    let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
+    assert_eq!((summary.failed, summary.refused), (2, 2));
+    assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);
+    let errors = errors(&events);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("source looks incomplete: would replace 2,000 rows with 0")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("2,000 rows with 100")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct").await,
+        4000,
+        "both days kept"
+    );
+    // Recorded as refused, and the partitions still read as loaded.
+    let attempts = wh.attempts("fct", None).await.expect("ledger");
+    assert_eq!(
+        attempts
+            .iter()
+            .filter(|a| a.status == AttemptStatus::Refused)
+            .count(),
+        2
+    );
+    let statuses = state::job_status(&wh, fct, now_utc(), &Default::default())
+        .await
+        .expect("status");
+    assert!(statuses.iter().all(|s| s.state == LoadState::Loaded));
+
+    // The operator says the source really shrank.
+    let mut allowed = plan(&wh, fct, "2026-01-01", "2026-01-02").await;
+    allowed.allow_shrink = true;
+    let (summary, _) = run(&wh, &allowed).await;
+    assert_eq!(summary.failed, 0);
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 100);
+}
+
+on_every_engine!(
+    two_grains_on_one_target_never_duplicate,
+    month_partitions_take_their_hour_locks,
+    null_merge_key_fails_the_window_before_writing,
+    open_and_out_of_range_windows_are_refused,
+    late_source_does_not_wipe_a_loaded_partition,
+);
+
+// 7. SQLite rolls a transaction back by itself on a full disk; the driver
+// still counts it open. The connection must not serve the next partition.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_self_rollback_does_not_poison_later_partitions() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
+    let wh = db.warehouse(&config).await;
+    let values: Vec<String> = (1..=10)
+        .map(|d| format!("({d}, '2026-01-{d:02}')"))
+        .collect();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+        // What SQLITE_FULL does: the statement fails and SQLite rolls the
+        // whole transaction back on its own.
+        "CREATE TRIGGER disk_full BEFORE INSERT ON fct WHEN NEW.dt = '2026-01-03' \
+         BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END",
+    ])
+    .await
+    .expect("setup");
+    let fct = job(&config, "fct");
+    let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-10").await).await;
+    let errors = errors(&events);
+    assert_eq!(summary.failed, 1, "only the full day fails: {errors:?}");
+    assert!(errors[0].contains("database or disk is full"), "{errors:?}");
+    assert_eq!(summary.succeeded, 9);
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writes_one_partition_at_a_time() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let mut backfill = plan(&wh, job(&config, "fct"), "2026-01-01", "2026-01-10").await;
+    backfill.concurrency = 4;
+    let (summary, events) = run(&wh, &backfill).await;
+    assert_eq!(summary.succeeded, 10);
+    let Some(Event::RunStarted { concurrency, .. }) = events.first() else {
+        panic!("no RunStarted: {events:?}");
+    };
+    assert_eq!(*concurrency, 1, "SQLite has one writer");
+    // Never two partitions in flight: each starts after the last one ended.
+    let mut in_flight = 0;
+    for e in &events {
+        match e {
+            Event::PartitionStarted { .. } => {
+                in_flight += 1;
+                assert_eq!(in_flight, 1, "two SQLite partitions in flight");
+            }
+            Event::PartitionSucceeded { .. } | Event::PartitionFailed { .. } => in_flight -= 1,
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_sqlite_warehouse_says_so() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    // An empty database file that cannot be written (as root, file modes do
+    // not stop writes; SQLite's read-only mode does the same thing).
+    let path = db.path().join("warehouse.db");
+    std::fs::write(&path, b"").expect("create file");
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let config = idem::config::WarehouseConfig {
+        url,
+        statement_timeout: None,
+        lock_timeout: std::time::Duration::from_secs(1),
+        connect_timeout: std::time::Duration::from_secs(5),
+    };
+    let error = match Warehouse::connect(&config, 1).await {
+        Ok(_) => panic!("a read-only warehouse connected for writing"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("is read-only") && error.contains("writable"),
+        "{error}"
+    );
+}
+
+// 5. A warehouse that goes away mid-run and stays away: idem stops starting
+// partitions within the connect timeout, says nothing changed, and prints a
+// command that selects what is left.
+
+/// A TCP proxy in front of the server; `cut` drops every connection and
+/// refuses new ones, as a server that died would.
+struct Proxy {
+    port: u16,
+    cut: CancellationToken,
+}
+
+impl Proxy {
+    async fn start(upstream: String) -> Proxy {
+        use tokio::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = CancellationToken::new();
+        let stop = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut inbound, _) = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(_) => break,
+                    },
+                };
+                let (upstream, stop) = (upstream.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = stop.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Proxy { port, cut }
+    }
+}
+
+/// `scheme://user@host:port/db` → (`host:port`, the URL with `other` there).
+fn swap_host(url: &str, other: &str) -> (String, String) {
+    let at = url
+        .find('@')
+        .map_or(url.find("://").expect("url") + 3, |i| i + 1);
+    let end = url[at..].find('/').map_or(url.len(), |i| at + i);
+    let host = url[at..end].to_string();
+    (host, format!("{}{other}{}", &url[..at], &url[end..]))
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    const DAYS: u32 = 20;
+    const ROWS: u32 = 50;
+    // Each partition takes a moment, so that the warehouse dies mid-run.
+    let select = "select src.id, src.dt from src cross join (select pg_sleep(0.25)) pause \
+                  where src.dt >= :start and src.dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-20", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!(
+            "INSERT INTO src SELECT i, date '2026-01-01' + (i / {ROWS}) FROM generate_series(0, {}) i",
+            DAYS * ROWS - 1
+        ),
+    ])
+    .await
+    .expect("setup");
+
+    let (upstream, _) = swap_host(&db.url, "");
+    let proxy = Proxy::start(upstream).await;
+    let (_, proxied) = swap_host(&db.url, &format!("127.0.0.1:{}", proxy.port));
+    let config_text = |url: &str| {
+        format!(
+            "[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"2s\"\n\n[defaults]\nconcurrency = 2\nretries = 2\n\n{}",
+            common::replace_job("fct", "fct", "2026-01-20", select)
+        )
+    };
+    let path = db.path().join("outage.toml");
+    std::fs::write(&path, config_text(&proxied)).expect("config");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", path.to_str().expect("path"), "run", "fct"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("idem: {e}"),
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let cut_at = std::time::Instant::now();
+    proxy.cut.cancel();
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("join")
+        .expect("idem ran");
+    let stopped_after = cut_at.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stopped_after < std::time::Duration::from_secs(15),
+        "took {stopped_after:?} after the warehouse went away: {stderr}"
+    );
+    assert!(
+        stderr.contains("the warehouse cannot be reached")
+            && stderr.contains("left exactly as they were"),
+        "{stderr}"
+    );
+    // Every day is whole or untouched.
+    let rows = sqlx::query("SELECT CAST(COUNT(*) AS BIGINT) FROM fct GROUP BY dt")
+        .fetch_all(wh.pool())
+        .await
+        .expect("counts");
+    for r in &rows {
+        assert_eq!(r.try_get::<i64, _>(0).expect("count"), i64::from(ROWS));
+    }
+    assert!((rows.len() as u32) < DAYS, "the run was cut short");
+
+    // The printed command, run against the warehouse once it is back,
+    // finishes the job.
+    let repeat = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("idem: to finish, repeat: idem "))
+        .unwrap_or_else(|| panic!("no command to repeat: {stderr}"));
+    std::fs::write(&path, config_text(&db.url)).expect("config");
+    let mut args: Vec<&str> = vec!["--config", path.to_str().expect("path")];
+    args.extend(repeat.split_whitespace());
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(&args)
+        .output()
+        .expect("repeat ran");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT CAST(COUNT(*) AS BIGINT) FROM fct").await,
+        i64::from(DAYS * ROWS)
+    );
+}
+
+// 6. A lock held on the target (an ALTER TABLE, a LOCK TABLE): reading the
+// states waits at most lock_timeout, says what it waits on, and fails with
+// the reason instead of hanging.
+
+async fn a_locked_target_bounds_status_and_run(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config_with(
+        "lock_timeout = \"3s\"",
+        &common::replace_job("fct", "fct", "2026-01-05", select),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let mut holder = wh.pool().acquire().await.expect("connection");
+    let lock = match kind {
+        Kind::Postgres => vec!["BEGIN", "LOCK TABLE fct IN ACCESS EXCLUSIVE MODE"],
+        _ => vec!["LOCK TABLES fct WRITE"],
+    };
+    for stmt in lock {
+        sqlx::query(stmt)
+            .execute(&mut *holder)
+            .await
+            .expect("take the lock");
+    }
+    for command in [vec!["status", "fct"], vec!["run", "fct", "--dry-run"]] {
+        let started = std::time::Instant::now();
+        let mut args = vec!["--config", path.to_str().expect("path")];
+        args.extend(&command);
+        let output = tokio::task::spawn_blocking({
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+                    .args(&args)
+                    .output()
+            }
+        })
+        .await
+        .expect("join")
+        .expect("idem ran");
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            took < std::time::Duration::from_secs(20),
+            "{command:?} took {took:?}"
+        );
+        assert!(
+            stderr.contains("still reading fct from fct") && stderr.contains("lock_timeout"),
+            "{command:?} did not say what it waits on: {stderr}"
+        );
+        assert!(
+            stderr.contains("another session held a lock"),
+            "{command:?}: {stderr}"
+        );
+    }
+    let release = match kind {
+        Kind::Postgres => "ROLLBACK",
+        _ => "UNLOCK TABLES",
+    };
+    sqlx::query(release)
+        .execute(&mut *holder)
+        .await
+        .expect("release");
+    drop(holder);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", path.to_str().expect("path"), "status", "fct"])
+        .output()
+        .expect("idem ran");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_target_bounds_status_and_run_postgres() {
+    a_locked_target_bounds_status_and_run(Kind::Postgres).await;
+}
+
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_target_bounds_status_and_run_mysql() {
+    a_locked_target_bounds_status_and_run(Kind::MySql).await;
+}

@@ -1,0 +1,343 @@
+//! Reading states at scale: counts grouped by the partition column itself
+//! (named after grouping) on every engine and grain, a status read narrowed
+//! to a range, and refreshes that read no rows of an unchanged target but
+//! see every change made behind idem's back.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{Kind, TestDb};
+use idem::config::{Config, Job};
+use idem::engine::{self, Backfill, Selection};
+use idem::partition::{Partition, RangeEnd};
+use idem::state::{self, StatusScope};
+use idem::warehouse::{CountCache, CountSource, Warehouse};
+use sqlx::{Connection, Row};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+fn job_toml(name: &str, column: &str, grain: &str, start: &str, end: &str) -> String {
+    format!(
+        "[[jobs]]\nname = \"{name}\"\ntarget = \"ev\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"{start}\"\nend = \"{end}\"\n\
+         sql = \"select id, ts, d from src where {column} >= :start and {column} < :end\"\n\n"
+    )
+}
+
+async fn events_table(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
+    let db = TestDb::new(kind).await?;
+    let jobs = [
+        job_toml("by_hour", "ts", "hour", "2026-01-01T00", "2026-02-15T12"),
+        job_toml("by_month", "ts", "month", "2026-01", "2026-02"),
+        job_toml("by_day_of_date", "d", "day", "2026-01-01", "2026-02-15"),
+        job_toml("by_month_of_date", "d", "month", "2026-01", "2026-02"),
+    ]
+    .concat();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let timestamp = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let rows = [
+        "(1, '2026-01-01 00:30:00', '2026-01-01')",
+        "(2, '2026-01-01 00:59:59', '2026-01-01')",
+        "(3, '2026-01-01 01:00:00', '2026-01-01')",
+        "(4, '2026-01-31 23:59:59', '2026-01-31')",
+        "(5, '2026-02-01 00:00:00', '2026-02-01')",
+        "(6, '2026-02-15 12:00:00', '2026-02-15')",
+        // Outside every job's range.
+        "(7, '2025-12-31 23:59:59', '2025-12-31')",
+    ];
+    for table in ["src", "ev"] {
+        wh.execute_script(&[
+            &format!("CREATE TABLE {table} (id INTEGER NOT NULL, ts {timestamp} NOT NULL, d DATE NOT NULL)"),
+            &format!("INSERT INTO {table} (id, ts, d) VALUES {}", rows.join(", ")),
+        ])
+        .await
+        .expect("fixture");
+    }
+    Some((db, config, wh))
+}
+
+fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
+    config.jobs.iter().find(|j| j.name == name).expect("job")
+}
+
+fn range(job: &Job) -> (Partition, Partition) {
+    (job.start, job.end.expect("end"))
+}
+
+fn sorted(counts: &idem::warehouse::Counts) -> Vec<(String, i64)> {
+    let mut v: Vec<(String, i64)> = counts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    v.sort();
+    v
+}
+
+fn expect(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+async fn counts_are_named_after_grouping_by_the_column(kind: Kind) {
+    let Some((_db, config, wh)) = events_table(kind).await else {
+        return;
+    };
+    let count = |name: &'static str| {
+        let job = job(&config, name).clone();
+        let wh = wh.clone();
+        async move {
+            let (first, last) = range(&job);
+            sorted(
+                &wh.partition_counts(&job, first, last)
+                    .await
+                    .expect("counts"),
+            )
+        }
+    };
+    assert_eq!(
+        count("by_hour").await,
+        expect(&[
+            ("2026-01-01T00", 2),
+            ("2026-01-01T01", 1),
+            ("2026-01-31T23", 1),
+            ("2026-02-01T00", 1),
+            ("2026-02-15T12", 1),
+        ])
+    );
+    let months = expect(&[("2026-01", 4), ("2026-02", 2)]);
+    assert_eq!(count("by_month").await, months);
+    assert_eq!(count("by_month_of_date").await, months);
+    assert_eq!(
+        count("by_day_of_date").await,
+        expect(&[
+            ("2026-01-01", 3),
+            ("2026-01-31", 1),
+            ("2026-02-01", 1),
+            ("2026-02-15", 1),
+        ])
+    );
+}
+
+async fn status_reads_only_the_range_asked_for(kind: Kind) {
+    let Some((_db, config, wh)) = events_table(kind).await else {
+        return;
+    };
+    let job = job(&config, "by_day_of_date");
+    let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).expect("day");
+    let scope = StatusScope {
+        from: Some(day("2026-01-31")),
+        to: Some(day("2026-02-01")),
+        cache: None,
+    };
+    let now = day("2026-03-01").start;
+    let statuses = state::job_status_scoped(&wh, job, now, &HashSet::new(), &scope)
+        .await
+        .expect("status");
+    let seen: Vec<(String, Option<i64>)> = statuses
+        .iter()
+        .map(|s| (s.partition.name(), s.rows_now))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("2026-01-31".to_string(), Some(1)),
+            ("2026-02-01".to_string(), Some(1))
+        ]
+    );
+}
+
+/// Refreshes through one cache until the engine's change signal has settled
+/// (MariaDB's update time has a one-second tick): the last one read nothing.
+async fn refresh_until_unchanged(db: &TestDb, config: &Config, cache: &CountCache, job: &Job) {
+    for _ in 0..40 {
+        if refresh_alone(db, config, cache, job).await.1 == CountSource::Unchanged {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("the change signal of an untouched table never settled");
+}
+
+async fn refresh_sees_a_row_deleted_behind_idems_back(kind: Kind) {
+    let Some((db, config, wh)) = events_table(kind).await else {
+        return;
+    };
+    wh.close().await;
+    settle(&db).await;
+    let job = job(&config, "by_day_of_date");
+    let cache = CountCache::default();
+    refresh_until_unchanged(&db, &config, &cache, job).await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Unchanged);
+    assert_eq!(counts.get("2026-01-01"), Some(&3));
+
+    // Another session deletes a row and ends (so that PostgreSQL has
+    // published its counters: see `settle`).
+    external(&db, "DELETE FROM ev WHERE id = 2").await;
+    settle(&db).await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Scanned);
+    assert_eq!(counts.get("2026-01-01"), Some(&2));
+}
+
+/// Runs a statement on a connection of its own, outside idem's pool.
+async fn external(db: &TestDb, sql: &str) {
+    use sqlx::Executor;
+    let mut conn = sqlx::AnyConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    conn.execute(sqlx::AssertSqlSafe(sql.to_string()))
+        .await
+        .expect(sql);
+    conn.close().await.expect("close");
+}
+
+/// On PostgreSQL, waits until no other session is connected to the test's
+/// database: a session publishes its statistics as it exits, so every read
+/// and write made so far shows in `pg_stat_user_tables`.
+async fn settle(db: &TestDb) {
+    if db.kind != Kind::Postgres {
+        return;
+    }
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    for _ in 0..100 {
+        let others: i64 = sqlx::query(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .expect("activity")
+        .get(0);
+        if others == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("sessions on the test database never ended");
+}
+
+/// Rows PostgreSQL's statistics say were read from a table by scans and
+/// index fetches.
+async fn rows_read(db: &TestDb, table: &str) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let n: i64 = sqlx::query(
+        "SELECT CAST(COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0) AS bigint) FROM pg_stat_user_tables WHERE relname = $1",
+    )
+    .bind(table)
+    .fetch_one(&mut conn)
+    .await
+    .expect("stats")
+    .get(0);
+    conn.close().await.expect("close");
+    n
+}
+
+/// A refresh through a fresh connection pool, closed afterwards so that its
+/// session's statistics are published before the next look at them.
+async fn refresh_alone(
+    db: &TestDb,
+    config: &Config,
+    cache: &CountCache,
+    job: &Job,
+) -> (idem::warehouse::Counts, CountSource) {
+    let wh = db.warehouse(config).await;
+    let (first, last) = range(job);
+    let out = wh
+        .partition_counts_cached(cache, job, first, last)
+        .await
+        .expect("refresh");
+    wh.close().await;
+    settle(db).await;
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (_, config) = db.config(&job_toml("big", "d", "day", "2026-01-01", "2026-12-31"));
+    let job = job(&config, "big");
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE ev (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL) WITH (autovacuum_enabled = false)",
+        "INSERT INTO ev SELECT i, TIMESTAMP '2026-01-01' + i * INTERVAL '2 minutes', DATE '2026-01-01' + i / 720 FROM generate_series(0, 199999) i",
+    ])
+    .await
+    .expect("fixture");
+    wh.close().await;
+    settle(&db).await;
+
+    let cache = CountCache::default();
+    let before = rows_read(&db, "ev").await;
+    let (first_counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Scanned);
+    assert_eq!(first_counts.values().sum::<i64>(), 200_000);
+    let after_scan = rows_read(&db, "ev").await;
+    // The way this test watches reads does see a scan.
+    assert!(after_scan - before >= 200_000, "{before} → {after_scan}");
+
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Unchanged);
+    assert_eq!(counts, first_counts);
+    assert_eq!(
+        rows_read(&db, "ev").await,
+        after_scan,
+        "the refresh read rows"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan() {
+    let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
+        return;
+    };
+    let job = job(&config, "by_day_of_date");
+    wh.execute_script(&[
+        "INSERT INTO src (id, ts, d) VALUES (8, '2026-01-31 10:00:00', '2026-01-31')",
+    ])
+    .await
+    .expect("source row");
+    wh.close().await;
+    settle(&db).await;
+    let cache = CountCache::default();
+    let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(counts.get("2026-01-31"), Some(&1));
+
+    let wh = db.warehouse(&config).await;
+    let day = Partition::parse(job.grain, "2026-01-31", RangeEnd::From).expect("day");
+    let selection = Selection {
+        from: Some(day),
+        to: Some(day),
+        ..Selection::default()
+    };
+    let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+    assert_eq!(summary.failed, 0);
+    wh.close().await;
+    settle(&db).await;
+
+    let before = rows_read(&db, "ev").await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Ledger);
+    assert_eq!(counts.get("2026-01-31"), Some(&2));
+    assert_eq!(rows_read(&db, "ev").await, before, "the refresh read rows");
+    let wh = db.warehouse(&config).await;
+    let (first, last) = range(job);
+    assert_eq!(
+        sorted(&counts),
+        sorted(&wh.partition_counts(job, first, last).await.expect("counts"))
+    );
+}
+
+on_every_engine!(
+    counts_are_named_after_grouping_by_the_column,
+    status_reads_only_the_range_asked_for,
+    refresh_sees_a_row_deleted_behind_idems_back,
+);
