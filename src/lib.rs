@@ -12,6 +12,7 @@ pub mod lineage;
 pub mod lint;
 pub mod numbers;
 pub mod partition;
+pub mod runlog;
 pub mod state;
 pub mod tui;
 pub mod warehouse;

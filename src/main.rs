@@ -75,6 +75,11 @@ enum Command {
         /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
         #[arg(long, value_delimiter = ',')]
         state: Vec<String>,
+        /// Count the rows each partition's SQL would write now (one read-only
+        /// query per job) and flag partitions whose source gained or lost rows
+        /// since they were loaded: out of date.
+        #[arg(long)]
+        reconcile: bool,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -89,6 +94,10 @@ enum Command {
     Log {
         job: String,
         partition: Option<String>,
+        /// The partition's run log instead: its last N lines (default 50), as
+        /// runs on this machine wrote them under the state directory.
+        #[arg(long, num_args = 0..=1, default_missing_value = "50", requires = "partition")]
+        lines: Option<usize>,
     },
     /// Static checks for what breaks idempotency (exit 1 on errors).
     Lint {
@@ -145,6 +154,7 @@ fn main() -> ExitCode {
                 format,
                 anomalies,
                 state,
+                reconcile,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -153,6 +163,7 @@ fn main() -> ExitCode {
                     format,
                     anomalies_only: anomalies,
                     states: state,
+                    reconcile,
                 };
                 cli::status(&cli.config, args).await
             }
@@ -163,9 +174,14 @@ fn main() -> ExitCode {
                 cli::diff(&cli.config, &job, partition.as_deref()).await
             }
             Some(Command::Jobs) => cli::jobs(&cli.config).await,
-            Some(Command::Log { job, partition }) => {
-                cli::log(&cli.config, &job, partition.as_deref()).await
-            }
+            Some(Command::Log {
+                job,
+                partition,
+                lines,
+            }) => match lines {
+                Some(n) => cli::run_log(&cli.config, &job, partition.as_deref(), n),
+                None => cli::log(&cli.config, &job, partition.as_deref()).await,
+            },
             Some(Command::Lint {
                 job,
                 format,

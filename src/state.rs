@@ -93,6 +93,9 @@ pub struct PartitionStatus {
     /// this partition was last loaded: it read data that is gone. Such a
     /// partition is stale, with this as its cause.
     pub stale_upstream: Vec<String>,
+    /// Rows the job's SQL would write to this partition now, when a
+    /// reconciliation counted them (see [`reconcile`]).
+    pub rows_source: Option<i64>,
 }
 
 fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
@@ -100,6 +103,16 @@ fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S:
 }
 
 impl PartitionStatus {
+    /// Source rows minus loaded rows, for a loaded partition whose source
+    /// has gained (late rows, positive) or lost rows since its load; None
+    /// when they agree or nothing was reconciled.
+    pub fn out_of_date(&self) -> Option<i64> {
+        let source = self.rows_source?;
+        self.last_success.as_ref()?;
+        let loaded = self.rows()?;
+        (source != loaded).then_some(source - loaded)
+    }
+
     /// The row count to chart and compare: the target's, or for unpartitioned
     /// merge jobs the rows merged at the last load.
     pub fn rows(&self) -> Option<i64> {
@@ -288,6 +301,7 @@ pub fn derive(
                 anomaly: false,
                 drift,
                 stale_upstream: Vec::new(),
+                rows_source: None,
             }
         })
         .collect();
@@ -307,6 +321,23 @@ pub fn derive(
         out[i].anomaly = flag;
     }
     out
+}
+
+/// Records a reconciliation's source counts on the statuses it covered
+/// (partitions from `first` through `last`; a partition the source has no
+/// rows for counts 0).
+pub fn reconcile(
+    statuses: &mut [PartitionStatus],
+    counts: &Counts,
+    first: Partition,
+    last: Partition,
+) {
+    for s in statuses
+        .iter_mut()
+        .filter(|s| s.partition >= first && s.partition <= last)
+    {
+        s.rows_source = Some(counts.get(&s.partition.name()).copied().unwrap_or(0));
+    }
 }
 
 /// When each partition of an upstream job last had its content changed by

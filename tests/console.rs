@@ -868,6 +868,7 @@ sql = "select 1 as x from s"
                 anomaly: false,
                 drift: false,
                 stale_upstream: Vec::new(),
+                rows_source: None,
             })
             .collect();
         a.update(Msg::Status {

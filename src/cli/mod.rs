@@ -18,7 +18,7 @@ pub use docs::{completions, man};
 pub use lint::lint;
 pub use run::run;
 pub use run_args::RunArgs;
-pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};

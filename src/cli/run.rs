@@ -20,6 +20,10 @@ use crate::exit::Exit;
 use crate::partition::now_utc;
 use crate::state;
 
+/// Partitions a run may load without a terminal before it needs `--yes`:
+/// a mistyped range must not rewrite a job's whole history unasked.
+pub const CONFIRM_ABOVE: usize = 100;
+
 pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
         Ok(code) => code,
@@ -73,6 +77,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         return Ok(Exit::Ok);
     }
+    if !args.yes {
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        if !confirmed(&steps, interactive)? {
+            noteln!("idem: nothing run");
+            return Ok(Exit::Cancelled);
+        }
+    }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
         return run_cascade(&warehouse, &config, &steps, args.json).await;
@@ -85,7 +96,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let json = args.json;
     let printer = tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
             progress.show(&event);
         }
         progress.finish()
@@ -136,6 +151,50 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             Ok(summary.exit_code().max(Exit::Failed))
         }
     }
+}
+
+/// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
+/// the operator answers; elsewhere a run of more than [`CONFIRM_ABOVE`]
+/// partitions is refused.
+fn confirmed(
+    steps: &[(Backfill, Vec<state::PartitionStatus>)],
+    interactive: bool,
+) -> Result<bool, Stop> {
+    let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
+    if total == 0 {
+        return Ok(true);
+    }
+    let (root, _) = &steps[0];
+    let range = match (root.partitions.first(), root.partitions.last()) {
+        (Some(a), Some(b)) => format!("{} to {}", a.name(), b.name()),
+        _ => "no partitions of its own".into(),
+    };
+    if !interactive {
+        if total > CONFIRM_ABOVE {
+            return Err(Stop::usage(format!(
+                "this run would load {total} partitions ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
+                root.job.name,
+                if steps.len() > 1 {
+                    ", with its cascade"
+                } else {
+                    ""
+                }
+            )));
+        }
+        return Ok(true);
+    }
+    for (backfill, statuses) in steps {
+        DryRun::new(backfill, statuses).print()?;
+    }
+    noteln!(
+        "run {total} partition{}? [y/N] ",
+        if total == 1 { "" } else { "s" }
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Stop::failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// The downstream steps of a cascade: for each job that reads the root
@@ -189,7 +248,11 @@ async fn run_cascade(
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
             progress.show(&event);
         }
         progress.finish()
@@ -303,6 +366,7 @@ struct DryRun<'a> {
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
 #[derive(Serialize)]
 struct DryRunEvent<'a> {
+    schema_version: u32,
     event: &'static str,
     job: &'a str,
     strategy: Strategy,
@@ -395,6 +459,7 @@ impl<'a> DryRun<'a> {
     fn print_json(&self) -> Result<(), Stop> {
         let job = &self.backfill.job;
         let event = DryRunEvent {
+            schema_version: engine::SCHEMA_VERSION,
             event: "dry_run",
             job: &job.name,
             strategy: job.strategy,
@@ -442,7 +507,7 @@ impl Progress {
         match self {
             Progress::Json(written) => {
                 if written.is_ok()
-                    && let Ok(line) = serde_json::to_string(event)
+                    && let Ok(line) = event.to_json_line()
                 {
                     *written = output::line(format_args!("{line}"));
                 }

@@ -64,6 +64,10 @@ pub struct RunArgs {
     /// reads have committed.
     #[arg(long)]
     pub cascade: bool,
+    /// Run without asking: on a terminal idem shows the plan and asks first,
+    /// and elsewhere refuses runs of more than 100 partitions without it.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 impl RunArgs {
@@ -124,6 +128,9 @@ impl RunArgs {
         }
         if self.cascade {
             flag("--cascade", None);
+        }
+        if self.yes {
+            flag("--yes", None);
         }
         if self.dry_run {
             flag("--dry-run", None);
@@ -218,6 +225,10 @@ mod tests {
             "--through-latest",
             "--reason",
             "it's the refunds; re-run",
+            "--allow-shrink",
+            "--allow-incomplete",
+            "--cascade",
+            "--yes",
             "--dry-run",
             "--json",
         ]
@@ -230,7 +241,8 @@ mod tests {
         assert_eq!(
             line,
             "idem run fct_orders --from 2026-06-01 --to 2026-06-30 --only failed,missing \
-             --concurrency 3 --through-latest --reason 'it'\\''s the refunds; re-run' --dry-run --json"
+             --concurrency 3 --through-latest --reason 'it'\\''s the refunds; re-run' \
+             --allow-shrink --allow-incomplete --cascade --yes --dry-run --json"
         );
         let again = parse(&shell_split(&line)[1..]);
         assert_eq!(format!("{again:?}"), format!("{args:?}"));

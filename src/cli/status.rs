@@ -30,6 +30,8 @@ pub struct StatusArgs {
     pub anomalies_only: bool,
     /// `--state`: only partitions in these states (all when empty).
     pub states: Vec<String>,
+    /// `--reconcile`: count what each partition's SQL would write now.
+    pub reconcile: bool,
 }
 
 /// One partition's line of `idem status`.
@@ -47,6 +49,12 @@ struct StatusRow<'a> {
     last_error: Option<&'a str>,
     /// Upstream partitions changed since this one was loaded.
     stale_upstream: &'a [String],
+    /// With `--reconcile`: rows the job's SQL would write now, and whether
+    /// that differs from what is loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows_source: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_date: Option<bool>,
 }
 
 impl<'a> StatusRow<'a> {
@@ -63,6 +71,8 @@ impl<'a> StatusRow<'a> {
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
             stale_upstream: &s.stale_upstream,
+            rows_source: s.rows_source,
+            out_of_date: s.rows_source.map(|_| s.out_of_date().is_some()),
         }
     }
 }
@@ -95,8 +105,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             to,
             cache: None,
         };
-        let statuses =
+        let mut statuses =
             super::read_states_scoped(&warehouse, &config, job, now_utc(), &scope).await?;
+        if args.reconcile {
+            reconcile(&warehouse, job, &mut statuses).await?;
+        }
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
             .filter(|s| !args.anomalies_only || s.anomaly)
@@ -117,11 +130,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         }
         StatusFormat::Csv => {
             outln!(
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date"
             );
             for r in &rows {
                 outln!(
-                    "{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
                     r.state,
@@ -132,7 +145,9 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     r.attempts,
                     r.last_finished.unwrap_or(""),
                     csv(r.last_error.unwrap_or("")),
-                    csv(&r.stale_upstream.join("; "))
+                    csv(&r.stale_upstream.join("; ")),
+                    opt(r.rows_source),
+                    r.out_of_date.map_or(String::new(), |o| o.to_string())
                 );
             }
         }
@@ -155,7 +170,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     if s.drift {
                         flags.push_str("drift");
                     }
-                    let upstream = upstream_cause(&s.stale_upstream);
+                    let upstream =
+                        out_of_date_text(s).unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
                         .as_ref()
@@ -177,6 +193,44 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         }
     }
     Ok(Exit::Ok)
+}
+
+/// Counts the source rows of the statuses' complete partitions, in one
+/// query for the job, and records them on the statuses.
+async fn reconcile(
+    warehouse: &Warehouse,
+    job: &Job,
+    statuses: &mut [PartitionStatus],
+) -> Result<(), Stop> {
+    let complete: Vec<_> = statuses
+        .iter()
+        .filter(|s| s.state != LoadState::Future)
+        .map(|s| s.partition)
+        .collect();
+    let (Some(&first), Some(&last)) = (complete.first(), complete.last()) else {
+        return Ok(());
+    };
+    let counts = warehouse
+        .source_counts(job, first, last)
+        .await
+        .map_err(|e| Stop::failed(format!("{}: reconciling: {e}", job.name)))?;
+    crate::state::reconcile(statuses, &counts, first, last);
+    Ok(())
+}
+
+/// `source 10,512 · loaded 10,480 · +32 late` for an out-of-date partition.
+pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
+    let diff = s.out_of_date()?;
+    Some(format!(
+        "out of date: source {} · loaded {} · {}",
+        crate::numbers::thousands(s.rows_source.unwrap_or(0)),
+        crate::numbers::thousands(s.rows().unwrap_or(0)),
+        if diff > 0 {
+            format!("+{} late", crate::numbers::thousands(diff))
+        } else {
+            format!("{} removed", crate::numbers::thousands(-diff))
+        }
+    ))
 }
 
 async fn read_status(
@@ -309,6 +363,35 @@ fn lint_badge(job: &Job) -> String {
         (0, w) => plural(w, "warning"),
         (e, _) => plural(e, "error"),
     }
+}
+
+/// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
+pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
+    let result = (|| {
+        let config = load_config(config_path)?;
+        let job = find_job(&config, job_name)?;
+        let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?
+            .ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?
+            .name();
+        let Some(dir) = crate::runlog::dir() else {
+            return Err(Stop::failed(
+                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
+            ));
+        };
+        let lines = crate::runlog::tail(&dir, &job.name, &partition, n);
+        if lines.is_empty() {
+            outln!(
+                "no run log for {} {partition} in {} (runs of this user on this machine write them)",
+                job.name,
+                dir.display()
+            );
+        }
+        for line in lines {
+            outln!("{line}");
+        }
+        Ok(Exit::Ok)
+    })();
+    result.unwrap_or_else(Stop::report)
 }
 
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {

@@ -1,5 +1,6 @@
 //! Events of a run, in the order they happen. Serialised as one JSON object
-//! per line by `idem run --json`, for orchestrators.
+//! per line by `idem run --json`, for orchestrators, each with the
+//! [`SCHEMA_VERSION`] it follows.
 
 use serde::Serialize;
 
@@ -104,3 +105,25 @@ impl Event {
 
 /// How the error of a cancelled attempt begins.
 pub(crate) const CANCELLED: &str = "cancelled";
+
+/// The version of the `--json` event lines. It changes only when a field is
+/// removed or changes meaning; new fields and events may appear within one
+/// version, so consumers ignore what they do not know.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Versioned<'a> {
+    schema_version: u32,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+impl Event {
+    /// The event as one line of JSON, with its schema version.
+    pub fn to_json_line(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&Versioned {
+            schema_version: SCHEMA_VERSION,
+            event: self,
+        })
+    }
+}

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub use events::Event;
+pub use events::{Event, SCHEMA_VERSION};
 
 use crate::config::{Job, Strategy};
 use crate::exit::Exit;

@@ -118,6 +118,7 @@ pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
                 anomaly: false,
                 drift: false,
                 stale_upstream: Vec::new(),
+                rows_source: None,
             }
         })
         .collect();

@@ -9,6 +9,7 @@ pub mod ledger;
 mod load;
 mod mysql;
 mod postgres;
+mod reconcile;
 pub mod sql;
 mod sqlite;
 mod verify;
