@@ -2,6 +2,8 @@
 //! transaction, under a lock, by an idempotent strategy; the warehouse itself
 //! says what is loaded.
 #![forbid(unsafe_code)]
+// Errors are handled, not unwrapped, outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
 pub mod config;

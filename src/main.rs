@@ -2,6 +2,8 @@
 //! (`cli`) or opens the console (`tui`) and maps how it ended to the exit
 //! code. The two front ends never call each other.
 #![forbid(unsafe_code)]
+// Errors are handled, not unwrapped, outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

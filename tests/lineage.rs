@@ -80,7 +80,8 @@ fn job(
 }
 
 struct Setup {
-    db: TestDb,
+    /// Kept for its Drop, which removes the test database.
+    _db: TestDb,
     config: std::path::PathBuf,
     wh: Warehouse,
 }
@@ -181,7 +182,11 @@ async fn setup(kind: Kind) -> Option<Setup> {
     }
     let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
     wh.execute_script(&refs).await.expect("setup");
-    Some(Setup { db, config, wh })
+    Some(Setup {
+        _db: db,
+        config,
+        wh,
+    })
 }
 
 /// `job partition` → state, and the stale-upstream causes, from `idem status`.

@@ -51,3 +51,36 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     let none = idem(&["log", "fct", "2026-01-03", "--lines"]);
     assert!(String::from_utf8_lossy(&none.stdout).contains("no run log for fct 2026-01-03"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_user_in_the_environment_the_operator_is_the_login_name() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    // As cron runs it: no USER, LOGNAME or IDEM_OPERATOR.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "fct"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("IDEM_OPERATOR")
+        .output()
+        .expect("idem ran");
+    assert_eq!(out.status.code(), Some(0));
+    let login = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .expect("id -un");
+    let login = String::from_utf8_lossy(&login.stdout).trim().to_string();
+    let attempts = wh.attempts("fct", None).await.expect("ledger");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].operator, login);
+}
