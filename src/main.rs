@@ -1,6 +1,7 @@
 //! The binary: parses the command line, then runs a headless command
 //! (`cli`) or opens the console (`tui`) and maps how it ended to the exit
-//! code. The two front ends never call each other.
+//! code. The headless commands never call into the console (which borrows
+//! only their `RunArgs` grammar).
 #![forbid(unsafe_code)]
 // Errors are handled, not unwrapped, outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
