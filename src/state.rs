@@ -103,13 +103,13 @@ fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S:
 }
 
 impl PartitionStatus {
-    /// Source rows minus loaded rows, for a loaded partition whose source
-    /// has gained (late rows, positive) or lost rows since its load; None
-    /// when they agree or nothing was reconciled.
+    /// Source rows now minus the rows its last load wrote, for a partition
+    /// whose source has gained (late rows, positive) or lost rows since; None
+    /// when they agree, when it was never loaded, or nothing was reconciled.
+    /// (A target that lost rows behind idem's back is drift, not this.)
     pub fn out_of_date(&self) -> Option<i64> {
         let source = self.rows_source?;
-        self.last_success.as_ref()?;
-        let loaded = self.rows()?;
+        let loaded = self.rows_at_load?;
         (source != loaded).then_some(source - loaded)
     }
 

@@ -224,7 +224,7 @@ pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
     Some(format!(
         "out of date: source {} · loaded {} · {}",
         crate::numbers::thousands(s.rows_source.unwrap_or(0)),
-        crate::numbers::thousands(s.rows().unwrap_or(0)),
+        crate::numbers::thousands(s.rows_at_load.unwrap_or(0)),
         if diff > 0 {
             format!("+{} late", crate::numbers::thousands(diff))
         } else {
