@@ -76,14 +76,11 @@ impl Fingerprint {
 
 impl Fingerprint {
     /// A stored fingerprint as a person compares them at a glance: its row
-    /// count and the low 24 bits of its sum (`10722:1fc4ec`); a version 1
-    /// one (or anything else) by its first characters, as it was shown.
+    /// count and the low 24 bits of its sum (`10722:1fc4ec`).
     pub fn short(text: &str) -> String {
         match Fingerprint::parse(text) {
-            Some((version, fp)) if version >= 2 => {
-                format!("{}:{:06x}", fp.rows, fp.sum & 0xff_ffff)
-            }
-            _ => text.chars().take(12).collect(),
+            Some((_, fp)) => format!("{}:{:06x}", fp.rows, fp.sum & 0xff_ffff),
+            None => text.chars().take(12).collect(),
         }
     }
 }
