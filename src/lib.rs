@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod exit;
 pub mod lineage;
 pub mod lint;
 pub mod numbers;

@@ -1,13 +1,20 @@
+//! The binary: parses the command line, then runs a headless command
+//! (`cli`) or opens the console (`tui`) and maps how it ended to the exit
+//! code. The headless commands never call into the console (which borrows
+//! only their `RunArgs` grammar).
 #![forbid(unsafe_code)]
 // Errors are handled, not unwrapped, outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
+use idem::exit::Exit;
 use idem::lint::LintFormat;
+use idem::tui;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
 /// stale, and re-run them idempotently.
@@ -131,7 +138,7 @@ enum Command {
     },
 }
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -140,13 +147,24 @@ fn main() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("idem: cannot start the runtime: {e}");
-            std::process::exit(1);
+            return Exit::Failed.into();
         }
     };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console(&cli.config, cli.console.options()).await,
-            Some(Command::Demo { path, console }) => cli::demo(&path, console.options()).await,
+            None => match cli::console_config(&cli.config) {
+                Ok(config) => console_exit(tui::run(config, cli.console.options()).await),
+                Err(stop) => stop.report(),
+            },
+            Some(Command::Demo { path, console }) => match cli::demo(&path).await {
+                Ok(Some((demo, config))) => {
+                    let code = console_exit(tui::run(config, console.options()).await);
+                    cli::demo_closed(&demo);
+                    code
+                }
+                Ok(None) => Exit::Ok,
+                Err(stop) => stop.report(),
+            },
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,
@@ -194,5 +212,16 @@ fn main() {
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }
     });
-    std::process::exit(code);
+    code.into()
+}
+
+/// How the process ends after a console session.
+fn console_exit(outcome: tui::Outcome) -> Exit {
+    match outcome {
+        tui::Outcome::Quit => Exit::Ok,
+        tui::Outcome::NoTerminal(e) => {
+            cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
+        }
+        tui::Outcome::Broken(e) => cli::Stop::failed(format!("the console stopped: {e}")).report(),
+    }
 }

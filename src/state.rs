@@ -277,12 +277,8 @@ pub fn derive(
             } else if let Some(s) = success {
                 if s.definition_hash != hash {
                     LoadState::Stale
-                } else if s.rows_after > 0 && rows_now == Some(0) {
-                    LoadState::Vanished
-                } else if rows_now.unwrap_or(s.rows_after) > 0 {
-                    LoadState::Loaded
                 } else {
-                    LoadState::Empty
+                    loaded_state(s.rows_after, rows_now)
                 }
             } else if rows_now.unwrap_or(0) > 0 {
                 LoadState::Unmanaged
@@ -456,6 +452,63 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The state of a partition whose latest success, under the job's current
+/// definition, left `rows_at_load` rows; `rows_now` is the target's count
+/// where the target is partitioned by window.
+fn loaded_state(rows_at_load: i64, rows_now: Option<i64>) -> LoadState {
+    if rows_at_load > 0 && rows_now == Some(0) {
+        LoadState::Vanished
+    } else if rows_now.unwrap_or(rows_at_load) > 0 {
+        LoadState::Loaded
+    } else {
+        LoadState::Empty
+    }
+}
+
+/// How an attempt ended, as the engine reports it while a run goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Committed, leaving this many rows in the partition's window.
+    Succeeded { rows_after: i64 },
+    /// Failed for good (no retry follows).
+    Failed,
+    /// Cancelled and rolled back: nothing changed.
+    RolledBack,
+}
+
+/// Brings a partition's status up to an attempt that just ended, as
+/// [`derive`] will read it from the warehouse on the next refresh, so that a
+/// live run shows its results before that read.
+pub fn apply_attempt(
+    job: &Job,
+    statuses: &mut [PartitionStatus],
+    partition: &str,
+    end: AttemptEnd,
+) {
+    let Some(s) = statuses
+        .iter_mut()
+        .find(|s| s.partition.name() == partition)
+    else {
+        return;
+    };
+    match end {
+        AttemptEnd::Succeeded { rows_after } => {
+            if job.partition_column.is_some() {
+                s.rows_now = Some(rows_after);
+            }
+            s.rows_at_load = Some(rows_after);
+            s.state = loaded_state(rows_after, s.rows_now);
+            s.attempts += 1;
+            s.drift = false;
+        }
+        AttemptEnd::Failed => {
+            s.state = LoadState::Failed;
+            s.attempts += 1;
+        }
+        AttemptEnd::RolledBack => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,5 +534,90 @@ mod tests {
                 .iter()
                 .all(|f| !f)
         );
+    }
+    /// A job over 2026-06-01..03 with nothing loaded, of a strategy given
+    /// as its config lines.
+    fn job_and_statuses(strategy: &str) -> (Job, Vec<PartitionStatus>) {
+        let toml = format!(
+            r#"
+[warehouse]
+url = "sqlite://w.db"
+
+[[jobs]]
+name = "j"
+target = "t"
+{strategy}
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-03"
+sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
+"#
+        );
+        let config = crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None)
+            .expect("config");
+        let job = config.jobs[0].clone();
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let partitions = job.partitions(now);
+        let statuses = derive(&job, &partitions, &Counts::new(), &[], now, &HashSet::new());
+        (job, statuses)
+    }
+
+    #[test]
+    fn an_applied_success_reads_as_derive_would() {
+        let (job, mut statuses) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        assert!(statuses.iter().all(|s| s.state == LoadState::Missing));
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-02",
+            AttemptEnd::Succeeded { rows_after: 7 },
+        );
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-03",
+            AttemptEnd::Succeeded { rows_after: 0 },
+        );
+        let s = &statuses[1];
+        assert_eq!(
+            (s.state, s.rows_now, s.rows_at_load, s.attempts),
+            (LoadState::Loaded, Some(7), Some(7), 1)
+        );
+        assert_eq!(statuses[2].state, LoadState::Empty);
+        assert_eq!(
+            statuses[0].state,
+            LoadState::Missing,
+            "other partitions keep theirs"
+        );
+    }
+
+    #[test]
+    fn failures_count_and_rollbacks_change_nothing() {
+        let (job, mut statuses) =
+            job_and_statuses("strategy = \"merge_key\"\nunique_key = [\"x\"]");
+        apply_attempt(&job, &mut statuses, "2026-06-01", AttemptEnd::Failed);
+        apply_attempt(&job, &mut statuses, "2026-06-02", AttemptEnd::RolledBack);
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-03",
+            AttemptEnd::Succeeded { rows_after: 5 },
+        );
+        assert_eq!(
+            (statuses[0].state, statuses[0].attempts),
+            (LoadState::Failed, 1)
+        );
+        assert_eq!(
+            (statuses[1].state, statuses[1].attempts),
+            (LoadState::Missing, 0)
+        );
+        // Without a partition column the target's count is not read: the
+        // rows merged at the load stand for it.
+        assert_eq!(statuses[2].rows_now, None);
+        assert_eq!(statuses[2].rows(), Some(5));
+        assert_eq!(statuses[2].state, LoadState::Loaded);
     }
 }

@@ -376,7 +376,7 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     .expect("late source");
     let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
     assert_eq!((summary.failed, summary.refused), (2, 2));
-    assert_eq!(summary.exit_code(), 1);
+    assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);
     let errors = errors(&events);
     assert!(
         errors

@@ -6,108 +6,36 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::RunArgs;
 use super::output::{self, noteln, outln};
-use super::{
-    EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states,
-};
+use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
-use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState};
-
-/// The states `--only` takes: a partition running elsewhere or not complete
-/// yet is never run.
-const RUNNABLE: [LoadState; 7] = [
-    LoadState::Failed,
-    LoadState::Missing,
-    LoadState::Stale,
-    LoadState::Vanished,
-    LoadState::Unmanaged,
-    LoadState::Loaded,
-    LoadState::Empty,
-];
-
-#[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// The job to backfill.
-    pub job: String,
-    /// First partition (default: the job's start).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Last partition, included (default: the last complete one).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Partitions in flight at once (default from [defaults]).
-    #[arg(long)]
-    pub concurrency: Option<usize>,
-    /// Show what would run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One JSON event per line on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Why this run happens, recorded in the ledger.
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// For merge_key jobs: also re-merge every window after the range up to
-    /// the latest loaded one, so that the newest values win.
-    #[arg(long)]
-    pub through_latest: bool,
-    /// Let a replace leave a partition with far fewer rows than it has (or
-    /// none): the shrink guard otherwise refuses, taking it for a late source.
-    #[arg(long)]
-    pub allow_shrink: bool,
-    /// Also load windows that have not ended yet (UTC); such a load is never
-    /// taken as final, so the window stays due for a run after it ends.
-    #[arg(long)]
-    pub allow_incomplete: bool,
-    /// Also run every downstream partition this run makes stale (jobs that
-    /// read this one, transitively), each after the upstream partitions it
-    /// reads have committed.
-    #[arg(long)]
-    pub cascade: bool,
-    /// Run without asking: on a terminal idem shows the plan and asks first,
-    /// and elsewhere refuses runs of more than 100 partitions without it.
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-}
+use crate::exit::Exit;
+use crate::partition::now_utc;
+use crate::state;
 
 /// Partitions a run may load without a terminal before it needs `--yes`:
 /// a mistyped range must not rewrite a job's whole history unasked.
 pub const CONFIRM_ABOVE: usize = 100;
 
-pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
+pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
+async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let only = parse_states("--only", &args.only, &RUNNABLE)?;
-    let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
-    if concurrency == 0 || concurrency > 64 {
-        return Err(Stop::usage(format!(
-            "--concurrency {concurrency} is out of range; expected 1 to 64"
-        )));
-    }
-    let selection = Selection {
-        from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
-        to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
-        only,
-        allow_incomplete: args.allow_incomplete,
-    };
+    let selection = args.selection(job)?;
+    let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
     let statuses = super::read_states(&warehouse, &config, job, now).await?;
@@ -147,13 +75,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
                 plan.print()?;
             }
         }
-        return Ok(EXIT_OK);
+        return Ok(Exit::Ok);
     }
     if !args.yes {
         let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         if !confirmed(&steps, interactive)? {
             noteln!("idem: nothing run");
-            return Ok(super::EXIT_CANCELLED);
+            return Ok(Exit::Cancelled);
         }
     }
     if args.cascade {
@@ -220,7 +148,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         // still be read, and the exit code says the output is incomplete.
         Err(stop) => {
             noteln!("idem: {}; the run itself: {outcome}", stop.message);
-            Ok(summary.exit_code().max(EXIT_FAILED))
+            Ok(summary.exit_code().max(Exit::Failed))
         }
     }
 }
@@ -313,7 +241,7 @@ async fn run_cascade(
     config: &crate::config::Config,
     steps: &[Backfill],
     json: bool,
-) -> Result<i32, Stop> {
+) -> Result<Exit, Stop> {
     let lineage = super::lineage(config)?;
     let cancel = cancel_on_ctrl_c();
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -335,7 +263,7 @@ async fn run_cascade(
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    let mut code = EXIT_OK;
+    let mut code = Exit::Ok;
     let mut lines = Vec::new();
     for outcome in &outcomes {
         let mut line = match &outcome.summary {
@@ -356,7 +284,7 @@ async fn run_cascade(
             None => format!("{}: nothing run", outcome.job),
         };
         if !outcome.skipped.is_empty() {
-            code = code.max(EXIT_FAILED);
+            code = code.max(Exit::Failed);
             line.push_str(&format!(
                 ", {} skipped (an upstream partition they read did not load)",
                 outcome.skipped.len()
@@ -386,7 +314,7 @@ async fn run_cascade(
                 stop.message,
                 lines.join("; ")
             );
-            Ok(code.max(EXIT_FAILED))
+            Ok(code.max(Exit::Failed))
         }
     }
 }
@@ -403,7 +331,7 @@ fn cancel_on_ctrl_c() -> CancellationToken {
             );
             on_interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(super::EXIT_CANCELLED);
+                std::process::exit(Exit::Cancelled.code().into());
             }
         }
     });

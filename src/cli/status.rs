@@ -7,8 +7,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states};
+use super::{Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
+use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
@@ -76,14 +77,14 @@ impl<'a> StatusRow<'a> {
     }
 }
 
-pub async fn status(config_path: &Path, args: StatusArgs) -> i32 {
+pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
     match status_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop> {
+async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
@@ -191,7 +192,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             }
         }
     }
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }
 
 /// Counts the source rows of the statuses' complete partitions, in one
@@ -283,7 +284,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
         .collect()
 }
 
-pub async fn jobs(config_path: &Path) -> i32 {
+pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let lineage = super::lineage(&config)?;
@@ -318,7 +319,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
             }
         }
         warehouse.close().await;
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)
@@ -365,7 +366,7 @@ fn lint_badge(job: &Job) -> String {
 }
 
 /// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
-pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> i32 {
+pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
     let result = (|| {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -388,12 +389,12 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         for line in lines {
             outln!("{line}");
         }
-        Ok(EXIT_OK)
+        Ok(Exit::Ok)
     })();
     result.unwrap_or_else(Stop::report)
 }
 
-pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
+pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -413,7 +414,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         }
         outln!(
             "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
@@ -454,7 +455,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                     .unwrap_or_default(),
             );
         }
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::config::Strategy;
+use crate::state::AttemptEnd;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -68,6 +69,42 @@ pub enum Event {
         duration_ms: u64,
     },
 }
+
+impl Event {
+    /// The partition and how its attempt ended, for the events that end one
+    /// for good (a failure that will be retried does not).
+    pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {
+        match self {
+            Event::PartitionSucceeded {
+                partition,
+                rows_after,
+                ..
+            } => Some((
+                partition,
+                AttemptEnd::Succeeded {
+                    rows_after: *rows_after,
+                },
+            )),
+            Event::PartitionFailed {
+                partition,
+                error,
+                will_retry: false,
+                ..
+            } => Some((
+                partition,
+                if error.starts_with(CANCELLED) {
+                    AttemptEnd::RolledBack
+                } else {
+                    AttemptEnd::Failed
+                },
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// How the error of a cancelled attempt begins.
+pub(crate) const CANCELLED: &str = "cancelled";
 
 /// The version of the `--json` event lines. It changes only when a field is
 /// removed or changes meaning; new fields and events may appear within one

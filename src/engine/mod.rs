@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub use events::{Event, SCHEMA_VERSION};
 
 use crate::config::{Job, Strategy};
+use crate::exit::Exit;
 use crate::partition::{Partition, now_utc};
 use crate::state::{self, LoadState};
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
@@ -275,14 +276,14 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// The process exit code for this outcome: 0, 1, or 130 when cancelled.
-    pub fn exit_code(&self) -> i32 {
+    /// How the process ends after this run.
+    pub fn exit_code(&self) -> Exit {
         if self.cancelled {
-            130
+            Exit::Cancelled
         } else if self.failed > 0 || self.not_started > 0 {
-            1
+            Exit::Failed
         } else {
-            0
+            Exit::Ok
         }
     }
 }
@@ -501,7 +502,7 @@ impl PartitionRun<'_> {
                     self.failed(
                         &name,
                         attempt,
-                        "cancelled; rolled back".into(),
+                        format!("{}; rolled back", events::CANCELLED),
                         false,
                         duration_ms,
                     );
