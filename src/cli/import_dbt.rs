@@ -10,12 +10,13 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::Stop;
 use super::output::{noteln, outln};
-use super::{EXIT_OK, Stop};
 use crate::config::{Ident, TableName};
+use crate::exit::Exit;
 use crate::partition::{Grain, Partition, RangeEnd};
 
-pub fn import_dbt(manifest_path: &Path) -> i32 {
+pub fn import_dbt(manifest_path: &Path) -> Exit {
     import(manifest_path).unwrap_or_else(Stop::report)
 }
 
@@ -87,7 +88,7 @@ struct Mapped<'a> {
     sql: String,
 }
 
-fn import(manifest_path: &Path) -> Result<i32, Stop> {
+fn import(manifest_path: &Path) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|e| Stop::usage(format!("cannot read {}: {e}", manifest_path.display())))?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
@@ -146,7 +147,7 @@ fn import(manifest_path: &Path) -> Result<i32, Stop> {
         if mapped.len() == 1 { "" } else { "s" },
         left_out.len()
     );
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }
 
 /// The job a model maps to, or why it cannot.

@@ -5,13 +5,14 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::Stop;
 use super::output::outln;
-use super::{EXIT_OK, Stop};
 use crate::config::{self, Ident, TableName};
+use crate::exit::Exit;
 use crate::partition::{Grain, Partition, RangeEnd, now_utc};
 use crate::warehouse::{Column, Engine, Warehouse, redact};
 
-pub async fn init(config_path: &Path, url: &str, force: bool) -> i32 {
+pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
     init_inner(config_path, url, force)
         .await
         .unwrap_or_else(Stop::report)
@@ -28,7 +29,7 @@ struct Candidate {
     first_value: Option<String>,
 }
 
-async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<i32, Stop> {
+async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, Stop> {
     if config_path.exists() && !force {
         return Err(Stop::usage(format!(
             "{} exists; pass --force to overwrite it",
@@ -73,7 +74,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<i32, S
     outln!(
         "next: uncomment a job, point its SQL at its source, then `idem lint` and `idem status`"
     );
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }
 
 async fn candidates(
