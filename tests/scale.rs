@@ -336,7 +336,75 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     );
 }
 
+async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
+    let Some((_db, config, wh)) = events_table(kind).await else {
+        return;
+    };
+    wh.execute_script(&[
+        "CREATE TABLE rev AS SELECT * FROM ev WHERE 1 = 0",
+        "INSERT INTO rev SELECT * FROM ev ORDER BY id DESC",
+        "CREATE TABLE dup AS SELECT * FROM ev WHERE 1 = 0",
+        "INSERT INTO dup SELECT * FROM ev",
+        "INSERT INTO dup SELECT * FROM ev WHERE id = 3",
+    ])
+    .await
+    .expect("copies");
+    let fingerprint = |name: &str| {
+        let wh = wh.clone();
+        let table = idem::config::TableName::parse(name).expect("table");
+        async move { wh.table_fingerprint(&table).await.expect("fingerprint") }
+    };
+    let (ev, rev, dup) = (
+        fingerprint("ev").await,
+        fingerprint("rev").await,
+        fingerprint("dup").await,
+    );
+    assert_eq!(ev, rev, "row order changed the fingerprint");
+    assert_eq!(dup.rows, ev.rows + 1);
+    assert_ne!(dup.sum, ev.sum, "a duplicated row left the sum as it was");
+
+    // A load's fingerprint, computed from the rows its DELETE and INSERT
+    // return, is the window's as a SELECT reads it; the ledger says which
+    // version it is.
+    let job = job(&config, "by_day_of_date");
+    let day = Partition::parse(job.grain, "2026-01-01", RangeEnd::From).expect("day");
+    let load = |wh: Warehouse| async move {
+        let selection = Selection {
+            from: Some(day),
+            to: Some(day),
+            ..Selection::default()
+        };
+        let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
+            .await
+            .expect("plan");
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+        assert_eq!(summary.failed, 0);
+        let attempts = wh
+            .attempts(&job.name, Some("2026-01-01"))
+            .await
+            .expect("ledger");
+        attempts.last().cloned().expect("an attempt")
+    };
+    let first = load(wh.clone()).await;
+    let window = wh.partition_fingerprint(job, &day).await.expect("window");
+    assert_eq!(first.fingerprint, Some(window.to_string()));
+    assert!(window.to_string().starts_with("v2:3:"), "{window}");
+    // The same rows again: unchanged, though they were deleted and inserted.
+    let again = load(wh.clone()).await;
+    assert_eq!(again.content_changed, Some(false));
+    assert_eq!(again.fingerprint, first.fingerprint);
+    // One value of one row differs: changed.
+    wh.execute_script(&["UPDATE src SET ts = '2026-01-01 00:31:00' WHERE id = 1"])
+        .await
+        .expect("source change");
+    let changed = load(wh.clone()).await;
+    assert_eq!(changed.content_changed, Some(true));
+    assert_ne!(changed.fingerprint, first.fingerprint);
+}
+
 on_every_engine!(
+    fingerprints_ignore_order_but_count_duplicates,
     counts_are_named_after_grouping_by_the_column,
     status_reads_only_the_range_asked_for,
     refresh_sees_a_row_deleted_behind_idems_back,
