@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{NaiveDateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
@@ -13,7 +13,7 @@ use super::fingerprint::{self, Fingerprint, RowHash};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
-use crate::config::{Ident, Job, Strategy};
+use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
 const STAGE: &str = "idem_stage";
@@ -156,6 +156,74 @@ pub(super) struct TargetShape {
     insert: Vec<Ident>,
     /// What the partition column holds: window bounds are bound as its type.
     partition_kind: ColumnKind,
+    /// The target's native range partitions on the partition column
+    /// (PostgreSQL): a window that is exactly one of them is emptied by
+    /// TRUNCATE of that table.
+    children: Vec<ChildPartition>,
+}
+
+/// One native partition of a target: its own table and its range.
+struct ChildPartition {
+    table: TableName,
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+}
+
+impl Warehouse {
+    async fn native_partitions(
+        &self,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<Vec<ChildPartition>, WarehouseError> {
+        let mut sql = self.sql();
+        if !self
+            .dialect()
+            .native_partitions_query(&mut sql, table, column.as_str())
+        {
+            return Ok(Vec::new());
+        }
+        let mut children = Vec::new();
+        for row in sql.query().fetch_all(self.pool()).await? {
+            let schema: String = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            let bound: Option<String> = row.try_get(2)?;
+            let (Ok(schema), Ok(name), Some((start, end))) = (
+                Ident::parse(&schema),
+                Ident::parse(&name),
+                bound.as_deref().and_then(range_bound),
+            ) else {
+                continue;
+            };
+            children.push(ChildPartition {
+                table: TableName {
+                    schema: Some(schema),
+                    name,
+                },
+                start,
+                end,
+            });
+        }
+        Ok(children)
+    }
+}
+
+/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
+/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
+/// several columns, zoned values).
+fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    let quoted = |text: &str| -> Option<NaiveDateTime> {
+        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+        NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
+            .ok()
+            .or_else(|| {
+                chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
+                    .ok()
+                    .map(|d| d.and_time(chrono::NaiveTime::MIN))
+            })
+    };
+    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
+    let (from, to) = rest.split_once(" TO ")?;
+    Some((quoted(from.trim())?, quoted(to.trim())?))
 }
 
 /// A target's shape as one run read it: (run id, shape).
@@ -195,10 +263,15 @@ impl Warehouse {
                     .find(|c| c.name.eq_ignore_ascii_case(p.as_str()))
             })
             .map_or(ColumnKind::Other, Column::kind);
+        let children = match &job.partition_column {
+            Some(pcol) => self.native_partitions(&job.target, pcol).await?,
+            None => Vec::new(),
+        };
         let shape = Arc::new(TargetShape {
             columns,
             insert,
             partition_kind,
+            children,
         });
         if let Some(run) = run_id
             && let Ok(mut shapes) = self.shapes.lock()
@@ -490,21 +563,47 @@ async fn replace(
     let kind = shape.partition_kind;
     let hash = fingerprint::row_hash(dialect, &shape.columns, "");
 
-    let (before, _) = returning(dialect, tx, &hash, None, |delete| {
-        delete
-            .push("DELETE FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        delete.window_filter_as("", pcol, partition, kind);
-        Ok(())
-    })
-    .await?;
+    let child = shape
+        .children
+        .iter()
+        .find(|c| c.start == partition.start && c.end == partition.end());
+    let before = match child {
+        // The window is a table of its own: read it once, then empty it
+        // whole (inside the transaction: a rollback brings it back).
+        Some(child) => {
+            let before = fingerprint::of(tx, dialect, &shape.columns, "", |sql| {
+                sql.push(" FROM ").table(&child.table);
+            })
+            .await?;
+            let mut truncate = Sql::new(dialect);
+            truncate.push("TRUNCATE TABLE ").table(&child.table);
+            truncate.query().execute(&mut *tx).await?;
+            log(format!(
+                "TRUNCATE {} ({} rows): the window is this partition of {}",
+                child.table, before.rows, job.target
+            ));
+            before
+        }
+        None => {
+            let (before, _) = returning(dialect, tx, &hash, None, |delete| {
+                delete
+                    .push("DELETE FROM ")
+                    .table(&job.target)
+                    .push(" WHERE ");
+                delete.window_filter_as("", pcol, partition, kind);
+                Ok(())
+            })
+            .await?;
+            log(format!(
+                "DELETE {} rows in [{}, {})",
+                before.rows,
+                partition.start,
+                partition.end()
+            ));
+            before
+        }
+    };
     let rows_deleted = before.rows;
-    log(format!(
-        "DELETE {rows_deleted} rows in [{}, {})",
-        partition.start,
-        partition.end()
-    ));
 
     let window = Some((pcol, partition, kind));
     let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
@@ -848,7 +947,34 @@ pub(super) async fn fingerprint_window(
 
 #[cfg(test)]
 mod tests {
-    use super::shrinks_too_far;
+    use super::{range_bound, shrinks_too_far};
+
+    #[test]
+    fn native_partition_bounds_are_read_from_postgres_text() {
+        let day = |d: &str| {
+            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+        };
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
+            Some((day("2026-06-04"), day("2026-06-05")))
+        );
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
+                .map(|(a, b)| (b - a).num_hours()),
+            Some(1)
+        );
+        for other in [
+            "DEFAULT",
+            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
+            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
+            "FOR VALUES IN ('a')",
+        ] {
+            assert_eq!(range_bound(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn the_shrink_guard_refuses_none_and_far_fewer() {

@@ -213,6 +213,22 @@ impl Dialect for Postgres {
         true
     }
 
+    fn native_partitions_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
+        sql.push(
+            "SELECT CAST(n.nspname AS text), CAST(c.relname AS text), pg_get_expr(c.relpartbound, c.oid) \
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind = 'r' AND i.inhparent = CAST(",
+        )
+        .bind(self.quote_table(table))
+        .push(" AS regclass) AND pg_get_partkeydef(CAST(")
+        .bind(self.quote_table(table))
+        .push(" AS regclass)) = 'RANGE (' || quote_ident(")
+        .bind(column)
+        .push(") || ')'");
+        true
+    }
+
     fn differs(&self, a: &str, b: &str) -> String {
         format!("{a} IS DISTINCT FROM {b}")
     }
