@@ -557,12 +557,15 @@ async fn replace(
         job,
         partition,
         shape,
-        shrink_guard,
+        ..
     } = t;
     let pcol = partition_column(job)?;
     let kind = shape.partition_kind;
     let hash = fingerprint::row_hash(dialect, &shape.columns, "");
 
+    if matches!(hash, RowHash::Text { .. }) {
+        return replace_reading_the_window(dialect, tx, t, log).await;
+    }
     let child = shape
         .children
         .iter()
@@ -603,7 +606,6 @@ async fn replace(
             before
         }
     };
-    let rows_deleted = before.rows;
 
     let window = Some((pcol, partition, kind));
     let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
@@ -625,6 +627,29 @@ async fn replace(
     .await?;
     let rows_inserted = after.rows;
     log(format!("INSERT {rows_inserted} rows"));
+    checked(t, log, before, after, rows_inserted, in_window)
+}
+
+/// The checks a replace's transaction must pass before its COMMIT, from
+/// what its statements returned: the shrink guard (the rows before are the
+/// rows deleted) and the window check; then the outcome, whose fingerprint
+/// is the window's (it held nothing but the inserted rows).
+fn checked(
+    t: Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+    before: Fingerprint,
+    after: Fingerprint,
+    rows_inserted: i64,
+    in_window: i64,
+) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        shrink_guard,
+        ..
+    } = t;
+    let pcol = partition_column(job)?;
+    let rows_deleted = before.rows;
     if let Some(floor) = shrink_guard
         && shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
@@ -656,8 +681,6 @@ async fn replace(
         "window check: all {rows_inserted} rows inside the partition"
     ));
 
-    // The window held nothing but the inserted rows: their fingerprint is
-    // the window's.
     let content_changed = before != after;
     log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
@@ -668,6 +691,64 @@ async fn replace(
         fingerprint: after,
         content_changed,
     })
+}
+
+/// [`replace`] on an engine that cannot hash rows itself (SQLite): the
+/// window is read before (when it has rows) and after, each time as one
+/// value of joined row texts, in the same process, so nothing streams row
+/// by row; the count after is the window check.
+async fn replace_reading_the_window(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    t: Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        shape,
+        ..
+    } = t;
+    let pcol = partition_column(job)?;
+    let kind = shape.partition_kind;
+    let window = |sql: &mut Sql| {
+        sql.push(" FROM ").table(&job.target).push(" WHERE ");
+        sql.window_filter_as("", pcol, partition, kind);
+    };
+    let before = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
+    let mut delete = Sql::new(dialect);
+    delete
+        .push("DELETE FROM ")
+        .table(&job.target)
+        .push(" WHERE ");
+    delete.window_filter_as("", pcol, partition, kind);
+    let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!(
+        "DELETE {rows_deleted} rows in [{}, {})",
+        partition.start,
+        partition.end()
+    ));
+    let mut insert = Sql::new(dialect);
+    insert
+        .push("INSERT INTO ")
+        .table(&job.target)
+        .push(" (")
+        .ident_list("", &shape.insert);
+    insert
+        .push(") SELECT ")
+        .ident_list("src.", &shape.insert)
+        .push(" FROM (");
+    insert
+        .job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    insert.push(") src");
+    let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!("INSERT {rows_inserted} rows"));
+    let after = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
+    // The window was empty after the DELETE: the rows it holds now are the
+    // inserted rows that landed inside it.
+    let in_window = after.rows;
+    checked(t, log, before, after, rows_inserted, in_window)
 }
 
 /// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
@@ -682,11 +763,12 @@ async fn returning(
     window: Option<(&Ident, &Partition, ColumnKind)>,
     statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
 ) -> Result<(Fingerprint, i64), WarehouseError> {
-    let (expr, in_sql) = match hash {
-        RowHash::Sql(e) => (e, true),
-        RowHash::Text(e) => (e, false),
+    let RowHash::Sql(expr) = hash else {
+        return Err(WarehouseError::Job(
+            "internal: rows hashed by idem are read, not returned".into(),
+        ));
     };
-    let aggregate = in_sql && dialect.aggregates_returned_rows();
+    let aggregate = dialect.aggregates_returned_rows();
     let mut sql = Sql::new(dialect);
     if aggregate {
         sql.push("WITH w AS (");
@@ -721,12 +803,8 @@ async fn returning(
     let mut inside = 0i64;
     let mut rows = sql.query().fetch(&mut *tx);
     while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
-        if in_sql {
-            let h: i64 = row.try_get(0)?;
-            fp.add_hash(h as u64);
-        } else {
-            fp.add_text(&row.try_get::<String, _>(0)?);
-        }
+        let h: i64 = row.try_get(0)?;
+        fp.add_hash(h as u64);
         inside += if window.is_some() {
             row.try_get::<i64, _>(1)?
         } else {
