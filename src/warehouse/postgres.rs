@@ -66,8 +66,16 @@ impl Dialect for Postgres {
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
-        // Windows are UTC instants whatever the server's time zone.
-        &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
+        &[
+            // Windows are UTC instants whatever the server's time zone.
+            "SET TIME ZONE 'UTC'",
+            "SET application_name = 'idem'",
+            // A load's statements are prepared once and run for every
+            // partition while the target grows: a generic plan made when it
+            // was empty (a sequential scan) would then read the whole table
+            // for every window. Each execution is planned for its own window.
+            "SET plan_cache_mode = force_custom_plan",
+        ]
     }
 
     /// Every statement of the session, not only the partition lock, waits
