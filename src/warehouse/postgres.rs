@@ -58,7 +58,9 @@ impl Dialect for Postgres {
             ColumnKind::TimestampTz => "timestamptz",
             ColumnKind::Timestamp | ColumnKind::Other => "timestamp",
         };
-        format!("CAST({placeholder} AS {ty})")
+        // A scalar subquery is evaluated once per statement (an InitPlan);
+        // a bare cast of a text parameter would run per row in a filter.
+        format!("(SELECT CAST({placeholder} AS {ty}))")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
