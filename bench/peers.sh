@@ -4,14 +4,15 @@
 #   bench/peers.sh                  # everything below, default sizes
 #   PARTS=loads SIZES=2000 ENGINES=sqlite bench/peers.sh
 #
-# loads:  one database per (engine, rows per day): a source table `orders`
+# loads:  one fresh database per (engine, rows per day): a source table `orders`
 #         (DAYS days × SIZE rows, indexed on created_at) and, per runner, a
 #         fresh target of the same shape (indexed on dt). Runners: the
 #         engine's shell (psql, mariadb, sqlite3: one session running
 #         `BEGIN; DELETE …; INSERT … SELECT …; COMMIT;` per day, the floor),
 #         then `idem run` at each of CONCURRENCY. Each runner's first load
 #         and re-run are timed, and after each the target's contents are
-#         checked equal to the source's rows (count and column sums).
+#         checked equal to the source's rows (count and column sums). The
+#         runners take turns REPS times (default 3); each one's best counts.
 # scan:   `idem status` of a daily job over 3,650 days against the raw
 #         `select dt, count(*) from t group by dt`, at each of SCAN_ROWS.
 # memory: peak RSS of a headless backfill of 365 and of 3,650 partitions.
@@ -29,6 +30,7 @@ ENGINES=${ENGINES:-"postgres mariadb sqlite"}
 SIZES=${SIZES:-"2000 100000"}
 DAYS=${DAYS:-45}
 CONCURRENCY=${CONCURRENCY:-"1 4"}
+REPS=${REPS:-3}
 SCAN_ROWS=${SCAN_ROWS:-10000000}
 SCAN_ENGINES=${SCAN_ENGINES:-$ENGINES}
 PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
@@ -72,19 +74,21 @@ day_after() { date -u -d "$1 + $2 days" +%F; }
 
 # --- per-engine plumbing -------------------------------------------------
 
-# new_db ENGINE NAME: creates a fresh database, prints its idem URL.
+# new_db ENGINE NAME: creates a fresh database (dropped on exit).
 new_db() {
   case $1 in
-    postgres)
-      psql -X -q "$PG" -c "create database $2" > /dev/null
-      dbs+=("pg:$2")
-      echo "${PG%/*}/$2" ;;
-    mariadb)
-      mariadb "${MY[@]}" -e "create database $2"
-      dbs+=("my:$2")
-      echo "$MY_URL/$2" ;;
-    sqlite)
-      echo "sqlite://$work/$2.db" ;;
+    postgres) psql -X -q "$PG" -c "create database $2" > /dev/null; dbs+=("pg:$2") ;;
+    mariadb) mariadb "${MY[@]}" -e "create database $2"; dbs+=("my:$2") ;;
+    sqlite) ;;
+  esac
+}
+
+# db_url ENGINE NAME: the database's idem URL.
+db_url() {
+  case $1 in
+    postgres) echo "${PG%/*}/$2" ;;
+    mariadb) echo "$MY_URL/$2" ;;
+    sqlite) echo "sqlite://$work/$2.db" ;;
   esac
 }
 
@@ -160,6 +164,7 @@ create_target() { # ENGINE DB TABLE
   local ty=bigint
   [ "$1" = sqlite ] && ty=integer
   run_sql "$1" "$2" <<SQL
+drop table if exists $3;
 create table $3 (order_id $ty not null, customer_id $ty not null, amount_cents $ty not null, dt date not null);
 create index ${3}_dt on $3 (dt);
 SQL
@@ -228,37 +233,67 @@ loads() {
   for e in $ENGINES; do
     for size in $SIZES; do
       local db="idem_peer_${e}_${size}_$$"
+      new_db "$e" "$db"
       local url
-      url=$(new_db "$e" "$db")
+      url=$(db_url "$e" "$db")
       create_source "$e" "$db" "$size" $((size * DAYS))
       local want
       want=$(expected_digest "$e" "$db")
-      local shell_first shell_rerun
-      for runner in shell $(for c in $CONCURRENCY; do echo "idem$c"; done); do
-        local table="fct_$runner" first rerun t
-        create_target "$e" "$db" "$table"
-        if [ "$runner" = shell ]; then
-          shell_script "$e" "$table" > "$work/day.sql"
-          t=$(now); run_sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
-          check "$e" "$db" "$table" "$want"
-          t=$(now); run_sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
-          check "$e" "$db" "$table" "$want"
-          shell_first=$first shell_rerun=$rerun
-          say "| $e | $size | $(shell_name "$e") session | ${first} s | 1.00 | ${rerun} s | 1.00 | equal |"
-        else
-          local c=${runner#idem}
-          write_config "$url" "$e" "$table" "$work/$runner.toml"
-          t=$(now); "$bin" --config "$work/$runner.toml" run fct --concurrency "$c" > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
-          first=$(elapsed "$t")
-          check "$e" "$db" "$table" "$want"
-          t=$(now); "$bin" --config "$work/$runner.toml" run fct --concurrency "$c" > "$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
-          rerun=$(elapsed "$t")
-          check "$e" "$db" "$table" "$want"
-          say "| $e | $size | idem run --concurrency $c | ${first} s | $(ratio "$first" "$shell_first") | ${rerun} s | $(ratio "$rerun" "$shell_rerun") | equal |"
-        fi
+      local runners="shell" runner
+      for c in $CONCURRENCY; do runners="$runners idem$c"; done
+      # Each runner in turn, REPS times over (the machine is shared and its
+      # load moves): the best first load and re-run of each count.
+      declare -A best_first=() best_rerun=()
+      for ((rep = 0; rep < REPS; rep++)); do
+        for runner in $runners; do
+          local table="fct_$runner" first rerun t
+          create_target "$e" "$db" "$table"
+          if [ "$runner" = shell ]; then
+            shell_script "$e" "$table" > "$work/day.sql"
+            t=$(now); run_sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
+            check "$e" "$db" "$table" "$want"
+            t=$(now); run_sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
+            check "$e" "$db" "$table" "$want"
+          else
+            write_config "$url" "$e" "$table" "$work/$runner.toml"
+            t=$(now); idem_run "$runner"; first=$(elapsed "$t")
+            check "$e" "$db" "$table" "$want"
+            t=$(now); idem_run "$runner"; rerun=$(elapsed "$t")
+            check "$e" "$db" "$table" "$want"
+          fi
+          best_first[$runner]=$(least "${best_first[$runner]:-}" "$first")
+          best_rerun[$runner]=$(least "${best_rerun[$runner]:-}" "$rerun")
+        done
       done
+      for runner in $runners; do
+        local f=${best_first[$runner]} r=${best_rerun[$runner]}
+        local label="$(shell_name "$e") session"
+        [ "$runner" = shell ] || label="idem run --concurrency ${runner#idem}"
+        say "| $e | $size | $label | ${f} s | $(ratio "$f" "${best_first[shell]}") | ${r} s | $(ratio "$r" "${best_rerun[shell]}") | equal |"
+      done
+      unset best_first best_rerun
+      drop_db "$e" "$db"
     done
   done
+}
+
+idem_run() { # RUNNER
+  "$bin" --config "$work/$1.toml" run fct --concurrency "${1#idem}" > "$work/run.log" 2>&1 || {
+    cat "$work/run.log"
+    exit 1
+  }
+}
+
+least() { # BEST-SO-FAR (may be empty) VALUE
+  if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; else echo "$1"; fi
+}
+
+drop_db() { # ENGINE DB
+  case $1 in
+    postgres) psql -X -q "$PG" -c "drop database $2 with (force)" > /dev/null ;;
+    mariadb) mariadb "${MY[@]}" -e "drop database $2" ;;
+    sqlite) rm -f "$work/$2.db"* ;;
+  esac
 }
 
 shell_name() {
@@ -317,8 +352,9 @@ scan() {
   for e in $SCAN_ENGINES; do
     for n in $SCAN_ROWS; do
       local db="idem_scan_${e}_${n}_$$"
+      new_db "$e" "$db"
       local url
-      url=$(new_db "$e" "$db")
+      url=$(db_url "$e" "$db")
       scan_table "$e" "$db" "$n"
       cat > "$work/scan.toml" <<TOML
 [warehouse]
@@ -342,11 +378,7 @@ TOML
       partitions=$("$bin" --config "$work/scan.toml" status t --format csv | tail -n +2 | grep -c ',unmanaged,')
       [ "$partitions" = 3650 ] || { echo "idem status saw $partitions partitions with rows, not 3650" >&2; exit 1; }
       say "| $e | $n | ${raw} s | ${status} s | $(ratio "$status" "$raw") |"
-      case $e in
-        postgres) psql -X -q "$PG" -c "drop database $db with (force)" > /dev/null ;;
-        mariadb) mariadb "${MY[@]}" -e "drop database $db" ;;
-        sqlite) rm -f "$work/$db.db"* ;;
-      esac
+      drop_db "$e" "$db"
     done
   done
 }
@@ -362,7 +394,7 @@ memory() {
   for days in 365 3650; do
     local db="idem_mem_$days"
     local url
-    url=$(new_db sqlite "$db")
+    url=$(db_url sqlite "$db")
     run_sql sqlite "$db" <<SQL
 pragma journal_mode = wal;
 create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
@@ -389,7 +421,7 @@ SQL
 say "# Peer benchmark, $(date -u '+%F %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 say ""
 say "Binary: $bin"
-say "Command: \`PARTS=\"$PARTS\" ENGINES=\"$ENGINES\" SIZES=\"$SIZES\" DAYS=$DAYS CONCURRENCY=\"$CONCURRENCY\" SCAN_ROWS=\"$SCAN_ROWS\" bench/peers.sh\`"
+say "Command: \`REPS=$REPS PARTS=\"$PARTS\" ENGINES=\"$ENGINES\" SIZES=\"$SIZES\" DAYS=$DAYS CONCURRENCY=\"$CONCURRENCY\" SCAN_ROWS=\"$SCAN_ROWS\" bench/peers.sh\`"
 for part in $PARTS; do
   "$part"
 done

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # idem's own speed and memory on this machine: creating the demo, a full
 # reload of its daily fact, reading every state, and a 3M-row backfill on
-# PostgreSQL. Writes bench/RESULTS.md. Needs a release build (made here).
+# PostgreSQL. Writes bench/own-latest.md (RESULTS.md quotes it). Needs a
+# release build (made here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin="$PWD/target/release/idem"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-out=bench/RESULTS.md
+out=${OUT:-bench/own-latest.md}
 
 measure() { # label, command...
   local label=$1; shift

@@ -336,8 +336,220 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     );
 }
 
+async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
+    let Some((_db, config, wh)) = events_table(kind).await else {
+        return;
+    };
+    wh.execute_script(&[
+        "CREATE TABLE rev AS SELECT * FROM ev WHERE 1 = 0",
+        "INSERT INTO rev SELECT * FROM ev ORDER BY id DESC",
+        "CREATE TABLE dup AS SELECT * FROM ev WHERE 1 = 0",
+        "INSERT INTO dup SELECT * FROM ev",
+        "INSERT INTO dup SELECT * FROM ev WHERE id = 3",
+    ])
+    .await
+    .expect("copies");
+    let fingerprint = |name: &str| {
+        let wh = wh.clone();
+        let table = idem::config::TableName::parse(name).expect("table");
+        async move { wh.table_fingerprint(&table).await.expect("fingerprint") }
+    };
+    let (ev, rev, dup) = (
+        fingerprint("ev").await,
+        fingerprint("rev").await,
+        fingerprint("dup").await,
+    );
+    assert_eq!(ev, rev, "row order changed the fingerprint");
+    assert_eq!(dup.rows, ev.rows + 1);
+    assert_ne!(dup.sum, ev.sum, "a duplicated row left the sum as it was");
+
+    // A load's fingerprint, computed from the rows its DELETE and INSERT
+    // return, is the window's as a SELECT reads it; the ledger says which
+    // version it is.
+    let job = job(&config, "by_day_of_date");
+    let day = Partition::parse(job.grain, "2026-01-01", RangeEnd::From).expect("day");
+    let load = |wh: Warehouse| async move {
+        let selection = Selection {
+            from: Some(day),
+            to: Some(day),
+            ..Selection::default()
+        };
+        let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
+            .await
+            .expect("plan");
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+        assert_eq!(summary.failed, 0);
+        let attempts = wh
+            .attempts(&job.name, Some("2026-01-01"))
+            .await
+            .expect("ledger");
+        attempts.last().cloned().expect("an attempt")
+    };
+    let first = load(wh.clone()).await;
+    let window = wh.partition_fingerprint(job, &day).await.expect("window");
+    assert_eq!(first.fingerprint, Some(window.to_string()));
+    assert!(window.to_string().starts_with("v2:3:"), "{window}");
+    // The same rows again: unchanged, though they were deleted and inserted.
+    let again = load(wh.clone()).await;
+    assert_eq!(again.content_changed, Some(false));
+    assert_eq!(again.fingerprint, first.fingerprint);
+    // One value of one row differs: changed.
+    wh.execute_script(&["UPDATE src SET ts = '2026-01-01 00:31:00' WHERE id = 1"])
+        .await
+        .expect("source change");
+    let changed = load(wh.clone()).await;
+    assert_eq!(changed.content_changed, Some(true));
+    assert_ne!(changed.fingerprint, first.fingerprint);
+}
+
 on_every_engine!(
+    fingerprints_ignore_order_but_count_duplicates,
     counts_are_named_after_grouping_by_the_column,
     status_reads_only_the_range_asked_for,
     refresh_sees_a_row_deleted_behind_idems_back,
 );
+
+/// The relation file of a table: TRUNCATE gives it a new one, DELETE does not.
+async fn relfilenode(db: &TestDb, table: &str) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let n: i64 = sqlx::query("SELECT CAST(relfilenode AS bigint) FROM pg_class WHERE relname = $1")
+        .bind(table)
+        .fetch_one(&mut conn)
+        .await
+        .expect("pg_class")
+        .get(0);
+    conn.close().await.expect("close");
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_killed_load_leaves_it_whole()
+ {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job_toml = |name: &str, from: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"pev\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+             sql = \"select id, ts, d from {from} where d >= :start and d < :end\"\n\n"
+        )
+    };
+    let jobs = [
+        job_toml("native", "src"),
+        // The same rows, three seconds after the partition was emptied.
+        job_toml("native_slow", "src cross join (select pg_sleep(3)) z"),
+    ]
+    .concat();
+    let (config_path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01 01:00', '2026-01-01'), (2, '2026-01-01 02:00', '2026-01-01'), \
+         (3, '2026-01-01 03:00', '2026-01-01'), (4, '2026-01-02 01:00', '2026-01-02'), (5, '2026-01-02 02:00', '2026-01-02')",
+        "CREATE TABLE pev (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)",
+        "CREATE TABLE pev_0101 PARTITION OF pev FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE pev_0102 PARTITION OF pev FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
+    ])
+    .await
+    .expect("fixture");
+    let native = job(&config, "native");
+    let run = |wh: Warehouse| async move {
+        let backfill = Backfill::plan(&wh, native, &Selection::default(), 2, 0)
+            .await
+            .expect("plan");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+        drop(tx);
+        let mut logs = Vec::new();
+        while let Some(event) = rx.recv().await {
+            logs.push(format!("{event:?}"));
+        }
+        assert_eq!(summary.failed, 0, "{logs:?}");
+        logs.join("\n")
+    };
+    run(wh.clone()).await;
+    let day = Partition::parse(native.grain, "2026-01-01", RangeEnd::From).expect("day");
+    let loaded = wh
+        .partition_fingerprint(native, &day)
+        .await
+        .expect("window");
+    assert_eq!(loaded.rows, 3);
+    let file = relfilenode(&db, "pev_0101").await;
+    let logs = run(wh.clone()).await;
+    assert!(logs.contains("TRUNCATE"), "{logs}");
+    assert_ne!(relfilenode(&db, "pev_0101").await, file, "not truncated");
+    assert_eq!(
+        wh.partition_fingerprint(native, &day)
+            .await
+            .expect("window"),
+        loaded
+    );
+    let latest = wh
+        .attempts("native", Some("2026-01-01"))
+        .await
+        .expect("ledger");
+    assert_eq!(latest.last().and_then(|a| a.content_changed), Some(false));
+
+    // Killed after the TRUNCATE, before its COMMIT: the partition is whole.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args([
+            "run",
+            "native_slow",
+            "--from",
+            "2026-01-01",
+            "--to",
+            "2026-01-01",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn idem");
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let truncate_held = "SELECT count(*) FROM pg_locks WHERE relation = CAST('pev_0101' AS regclass) \
+                         AND mode = 'AccessExclusiveLock' AND granted";
+    let mut truncated = false;
+    for _ in 0..150 {
+        let n: i64 = sqlx::query(truncate_held)
+            .fetch_one(&mut admin)
+            .await
+            .expect("pg_locks")
+            .get(0);
+        if n > 0 {
+            truncated = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(truncated, "the slow load never truncated the partition");
+    child.kill().expect("kill idem");
+    child.wait().expect("reap idem");
+    // Its session ends once the server notices the client is gone.
+    for _ in 0..200 {
+        let n: i64 = sqlx::query(truncate_held)
+            .fetch_one(&mut admin)
+            .await
+            .expect("pg_locks")
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        wh.partition_fingerprint(native, &day)
+            .await
+            .expect("window"),
+        loaded,
+        "the killed load left the partition changed"
+    );
+    let slow = wh.attempts("native_slow", None).await.expect("ledger");
+    assert!(
+        slow.iter()
+            .all(|a| a.status != idem::warehouse::ledger::AttemptStatus::Succeeded),
+        "{slow:?}"
+    );
+}

@@ -15,7 +15,6 @@
 
 use std::fmt;
 
-use futures::TryStreamExt;
 use sqlx::Row;
 
 use super::sql::Sql;
@@ -34,9 +33,12 @@ pub struct Fingerprint {
 pub enum RowHash {
     /// An SQL expression: a non-negative integer below 2^60 per row.
     Sql(String),
-    /// An SQL expression rendering the row as one unambiguous text, which
-    /// idem hashes.
-    Text(String),
+    /// For engines without a hash function: `row` renders a row as one
+    /// unambiguous text, and `all` (an aggregate over a column `r` of such
+    /// texts) concatenates them, each prefixed by its length in bytes and a
+    /// colon, into one value that idem splits and hashes row by row. One
+    /// value crosses to idem, not one per row.
+    Text { row: String, all: String },
 }
 
 /// Below 2^60, so that 2^68 rows' hashes still add up without overflow.
@@ -162,17 +164,41 @@ pub(super) async fn of(
                 sum: parse_sum(&row.try_get::<String, _>(1)?)?,
             })
         }
-        RowHash::Text(text) => {
-            sql.push("SELECT ").push(&text);
+        RowHash::Text { row, all } => {
+            sql.push("SELECT COUNT(*), ")
+                .push(&all)
+                .push(" FROM (SELECT ")
+                .push(&row)
+                .push(" AS r");
             from(&mut sql);
-            let mut fp = Fingerprint::default();
-            let mut rows = sql.query().fetch(&mut *conn);
-            while let Some(row) = rows.try_next().await? {
-                fp.add_text(&row.try_get::<String, _>(0)?);
+            sql.push(") x");
+            let row = sql.query().fetch_one(&mut *conn).await?;
+            let rows: i64 = row.try_get(0)?;
+            let joined: Option<String> = row.try_get(1)?;
+            let fp = of_joined(joined.as_deref().unwrap_or_default())?;
+            if fp.rows != rows {
+                return Err(WarehouseError::Job(format!(
+                    "fingerprint read {} of {rows} rows",
+                    fp.rows
+                )));
             }
             Ok(fp)
         }
     }
+}
+
+/// The fingerprint of rows joined as `LEN:TEXT` pieces (see [`RowHash::Text`]).
+fn of_joined(mut joined: &str) -> Result<Fingerprint, WarehouseError> {
+    let unreadable = || WarehouseError::Job("unreadable row texts for a fingerprint".into());
+    let mut fp = Fingerprint::default();
+    while !joined.is_empty() {
+        let (len, rest) = joined.split_once(':').ok_or_else(unreadable)?;
+        let len: usize = len.parse().map_err(|_| unreadable())?;
+        let text = rest.get(..len).ok_or_else(unreadable)?;
+        fp.add_text(text);
+        joined = &rest[len..];
+    }
+    Ok(fp)
 }
 
 /// A sum of row hashes as the engine renders it (`123` or `123.0`).
@@ -215,6 +241,15 @@ mod tests {
         let mut f = Fingerprint::default();
         f.add_hash(u64::MAX);
         assert_eq!(f.sum, u128::from(HASH_MASK));
+    }
+
+    #[test]
+    fn joined_rows_split_by_their_byte_lengths() {
+        let rows = ["1,'a:b'", "2,'é,x'", "NULL", ""];
+        let joined: String = rows.iter().map(|r| format!("{}:{r}", r.len())).collect();
+        assert_eq!(of_joined(&joined).unwrap(), fp(&rows));
+        assert!(of_joined("5:ab").is_err());
+        assert_eq!(of_joined("").unwrap(), Fingerprint::default());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{NaiveDateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
@@ -13,7 +13,7 @@ use super::fingerprint::{self, Fingerprint, RowHash};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
-use crate::config::{Ident, Job, Strategy};
+use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
 const STAGE: &str = "idem_stage";
@@ -156,6 +156,74 @@ pub(super) struct TargetShape {
     insert: Vec<Ident>,
     /// What the partition column holds: window bounds are bound as its type.
     partition_kind: ColumnKind,
+    /// The target's native range partitions on the partition column
+    /// (PostgreSQL): a window that is exactly one of them is emptied by
+    /// TRUNCATE of that table.
+    children: Vec<ChildPartition>,
+}
+
+/// One native partition of a target: its own table and its range.
+struct ChildPartition {
+    table: TableName,
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+}
+
+impl Warehouse {
+    async fn native_partitions(
+        &self,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<Vec<ChildPartition>, WarehouseError> {
+        let mut sql = self.sql();
+        if !self
+            .dialect()
+            .native_partitions_query(&mut sql, table, column.as_str())
+        {
+            return Ok(Vec::new());
+        }
+        let mut children = Vec::new();
+        for row in sql.query().fetch_all(self.pool()).await? {
+            let schema: String = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            let bound: Option<String> = row.try_get(2)?;
+            let (Ok(schema), Ok(name), Some((start, end))) = (
+                Ident::parse(&schema),
+                Ident::parse(&name),
+                bound.as_deref().and_then(range_bound),
+            ) else {
+                continue;
+            };
+            children.push(ChildPartition {
+                table: TableName {
+                    schema: Some(schema),
+                    name,
+                },
+                start,
+                end,
+            });
+        }
+        Ok(children)
+    }
+}
+
+/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
+/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
+/// several columns, zoned values).
+fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    let quoted = |text: &str| -> Option<NaiveDateTime> {
+        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+        NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
+            .ok()
+            .or_else(|| {
+                chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
+                    .ok()
+                    .map(|d| d.and_time(chrono::NaiveTime::MIN))
+            })
+    };
+    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
+    let (from, to) = rest.split_once(" TO ")?;
+    Some((quoted(from.trim())?, quoted(to.trim())?))
 }
 
 /// A target's shape as one run read it: (run id, shape).
@@ -195,10 +263,15 @@ impl Warehouse {
                     .find(|c| c.name.eq_ignore_ascii_case(p.as_str()))
             })
             .map_or(ColumnKind::Other, Column::kind);
+        let children = match &job.partition_column {
+            Some(pcol) => self.native_partitions(&job.target, pcol).await?,
+            None => Vec::new(),
+        };
         let shape = Arc::new(TargetShape {
             columns,
             insert,
             partition_kind,
+            children,
         });
         if let Some(run) = run_id
             && let Ok(mut shapes) = self.shapes.lock()
@@ -484,27 +557,55 @@ async fn replace(
         job,
         partition,
         shape,
-        shrink_guard,
+        ..
     } = t;
     let pcol = partition_column(job)?;
     let kind = shape.partition_kind;
     let hash = fingerprint::row_hash(dialect, &shape.columns, "");
 
-    let (before, _) = returning(dialect, tx, &hash, None, |delete| {
-        delete
-            .push("DELETE FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        delete.window_filter_as("", pcol, partition, kind);
-        Ok(())
-    })
-    .await?;
-    let rows_deleted = before.rows;
-    log(format!(
-        "DELETE {rows_deleted} rows in [{}, {})",
-        partition.start,
-        partition.end()
-    ));
+    if matches!(hash, RowHash::Text { .. }) {
+        return replace_reading_the_window(dialect, tx, t, log).await;
+    }
+    let child = shape
+        .children
+        .iter()
+        .find(|c| c.start == partition.start && c.end == partition.end());
+    let before = match child {
+        // The window is a table of its own: read it once, then empty it
+        // whole (inside the transaction: a rollback brings it back).
+        Some(child) => {
+            let before = fingerprint::of(tx, dialect, &shape.columns, "", |sql| {
+                sql.push(" FROM ").table(&child.table);
+            })
+            .await?;
+            let mut truncate = Sql::new(dialect);
+            truncate.push("TRUNCATE TABLE ").table(&child.table);
+            truncate.query().execute(&mut *tx).await?;
+            log(format!(
+                "TRUNCATE {} ({} rows): the window is this partition of {}",
+                child.table, before.rows, job.target
+            ));
+            before
+        }
+        None => {
+            let (before, _) = returning(dialect, tx, &hash, None, |delete| {
+                delete
+                    .push("DELETE FROM ")
+                    .table(&job.target)
+                    .push(" WHERE ");
+                delete.window_filter_as("", pcol, partition, kind);
+                Ok(())
+            })
+            .await?;
+            log(format!(
+                "DELETE {} rows in [{}, {})",
+                before.rows,
+                partition.start,
+                partition.end()
+            ));
+            before
+        }
+    };
 
     let window = Some((pcol, partition, kind));
     let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
@@ -526,6 +627,29 @@ async fn replace(
     .await?;
     let rows_inserted = after.rows;
     log(format!("INSERT {rows_inserted} rows"));
+    checked(t, log, before, after, rows_inserted, in_window)
+}
+
+/// The checks a replace's transaction must pass before its COMMIT, from
+/// what its statements returned: the shrink guard (the rows before are the
+/// rows deleted) and the window check; then the outcome, whose fingerprint
+/// is the window's (it held nothing but the inserted rows).
+fn checked(
+    t: Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+    before: Fingerprint,
+    after: Fingerprint,
+    rows_inserted: i64,
+    in_window: i64,
+) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        shrink_guard,
+        ..
+    } = t;
+    let pcol = partition_column(job)?;
+    let rows_deleted = before.rows;
     if let Some(floor) = shrink_guard
         && shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
@@ -557,8 +681,6 @@ async fn replace(
         "window check: all {rows_inserted} rows inside the partition"
     ));
 
-    // The window held nothing but the inserted rows: their fingerprint is
-    // the window's.
     let content_changed = before != after;
     log_fingerprint(log, &after, content_changed);
     Ok(LoadOutcome {
@@ -569,6 +691,64 @@ async fn replace(
         fingerprint: after,
         content_changed,
     })
+}
+
+/// [`replace`] on an engine that cannot hash rows itself (SQLite): the
+/// window is read before (when it has rows) and after, each time as one
+/// value of joined row texts, in the same process, so nothing streams row
+/// by row; the count after is the window check.
+async fn replace_reading_the_window(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    t: Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        shape,
+        ..
+    } = t;
+    let pcol = partition_column(job)?;
+    let kind = shape.partition_kind;
+    let window = |sql: &mut Sql| {
+        sql.push(" FROM ").table(&job.target).push(" WHERE ");
+        sql.window_filter_as("", pcol, partition, kind);
+    };
+    let before = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
+    let mut delete = Sql::new(dialect);
+    delete
+        .push("DELETE FROM ")
+        .table(&job.target)
+        .push(" WHERE ");
+    delete.window_filter_as("", pcol, partition, kind);
+    let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!(
+        "DELETE {rows_deleted} rows in [{}, {})",
+        partition.start,
+        partition.end()
+    ));
+    let mut insert = Sql::new(dialect);
+    insert
+        .push("INSERT INTO ")
+        .table(&job.target)
+        .push(" (")
+        .ident_list("", &shape.insert);
+    insert
+        .push(") SELECT ")
+        .ident_list("src.", &shape.insert)
+        .push(" FROM (");
+    insert
+        .job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    insert.push(") src");
+    let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!("INSERT {rows_inserted} rows"));
+    let after = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
+    // The window was empty after the DELETE: the rows it holds now are the
+    // inserted rows that landed inside it.
+    let in_window = after.rows;
+    checked(t, log, before, after, rows_inserted, in_window)
 }
 
 /// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
@@ -583,11 +763,12 @@ async fn returning(
     window: Option<(&Ident, &Partition, ColumnKind)>,
     statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
 ) -> Result<(Fingerprint, i64), WarehouseError> {
-    let (expr, in_sql) = match hash {
-        RowHash::Sql(e) => (e, true),
-        RowHash::Text(e) => (e, false),
+    let RowHash::Sql(expr) = hash else {
+        return Err(WarehouseError::Job(
+            "internal: rows hashed by idem are read, not returned".into(),
+        ));
     };
-    let aggregate = in_sql && dialect.aggregates_returned_rows();
+    let aggregate = dialect.aggregates_returned_rows();
     let mut sql = Sql::new(dialect);
     if aggregate {
         sql.push("WITH w AS (");
@@ -622,12 +803,8 @@ async fn returning(
     let mut inside = 0i64;
     let mut rows = sql.query().fetch(&mut *tx);
     while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
-        if in_sql {
-            let h: i64 = row.try_get(0)?;
-            fp.add_hash(h as u64);
-        } else {
-            fp.add_text(&row.try_get::<String, _>(0)?);
-        }
+        let h: i64 = row.try_get(0)?;
+        fp.add_hash(h as u64);
         inside += if window.is_some() {
             row.try_get::<i64, _>(1)?
         } else {
@@ -848,7 +1025,34 @@ pub(super) async fn fingerprint_window(
 
 #[cfg(test)]
 mod tests {
-    use super::shrinks_too_far;
+    use super::{range_bound, shrinks_too_far};
+
+    #[test]
+    fn native_partition_bounds_are_read_from_postgres_text() {
+        let day = |d: &str| {
+            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+        };
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
+            Some((day("2026-06-04"), day("2026-06-05")))
+        );
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
+                .map(|(a, b)| (b - a).num_hours()),
+            Some(1)
+        );
+        for other in [
+            "DEFAULT",
+            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
+            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
+            "FOR VALUES IN ('a')",
+        ] {
+            assert_eq!(range_bound(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn the_shrink_guard_refuses_none_and_far_fewer() {

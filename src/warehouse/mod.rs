@@ -132,6 +132,13 @@ pub trait Dialect: Send + Sync {
     /// How the engine hashes a row of these `(column expression, declared
     /// type)` pairs for fingerprints (see [`fingerprint`]).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash;
+    /// For a table partitioned natively by range on `column` alone, a query
+    /// returning `(schema, table, bound)` rows for its plain child tables,
+    /// the bound as the engine writes it (`FOR VALUES FROM ('2026-06-04') TO
+    /// ('2026-06-05')`); false where idem does not use native partitions.
+    fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
+        false
+    }
     /// Whether a statement can aggregate the rows a DELETE or INSERT returns
     /// (`WITH w AS (DELETE … RETURNING …) SELECT COUNT(*) … FROM w`), so
     /// that only one row travels back.

@@ -58,7 +58,9 @@ impl Dialect for Postgres {
             ColumnKind::TimestampTz => "timestamptz",
             ColumnKind::Timestamp | ColumnKind::Other => "timestamp",
         };
-        format!("CAST({placeholder} AS {ty})")
+        // A scalar subquery is evaluated once per statement (an InitPlan);
+        // a bare cast of a text parameter would run per row in a filter.
+        format!("(SELECT CAST({placeholder} AS {ty}))")
     }
 
     fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
@@ -66,8 +68,16 @@ impl Dialect for Postgres {
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
-        // Windows are UTC instants whatever the server's time zone.
-        &["SET TIME ZONE 'UTC'", "SET application_name = 'idem'"]
+        &[
+            // Windows are UTC instants whatever the server's time zone.
+            "SET TIME ZONE 'UTC'",
+            "SET application_name = 'idem'",
+            // A load's statements are prepared once and run for every
+            // partition while the target grows: a generic plan made when it
+            // was empty (a sequential scan) would then read the whole table
+            // for every window. Each execution is planned for its own window.
+            "SET plan_cache_mode = force_custom_plan",
+        ]
     }
 
     /// Every statement of the session, not only the partition lock, waits
@@ -220,6 +230,22 @@ impl Dialect for Postgres {
     }
 
     fn aggregates_returned_rows(&self) -> bool {
+        true
+    }
+
+    fn native_partitions_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
+        sql.push(
+            "SELECT CAST(n.nspname AS text), CAST(c.relname AS text), pg_get_expr(c.relpartbound, c.oid) \
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind = 'r' AND i.inhparent = CAST(",
+        )
+        .bind(self.quote_table(table))
+        .push(" AS regclass) AND pg_get_partkeydef(CAST(")
+        .bind(self.quote_table(table))
+        .push(" AS regclass)) = 'RANGE (' || quote_ident(")
+        .bind(column)
+        .push(") || ')'");
         true
     }
 

@@ -148,17 +148,18 @@ impl Dialect for Sqlite {
         format!("CAST({column} AS TEXT)")
     }
 
-    /// SQLite has no hash function: the row travels as one text, each
-    /// value `quote()`d (strings quoted and escaped, NULL bare, blobs in
-    /// hex), and idem hashes it.
+    /// SQLite has no hash function: each row becomes one text, each value
+    /// `quote()`d (strings quoted and escaped, NULL bare, blobs in hex);
+    /// the texts reach idem joined in one value, and idem hashes them.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        RowHash::Text(
-            columns
+        RowHash::Text {
+            row: columns
                 .iter()
                 .map(|(c, _)| format!("quote({c})"))
                 .collect::<Vec<_>>()
                 .join(" || ',' || "),
-        )
+            all: "group_concat(length(CAST(r AS BLOB)) || ':' || r, '')".into(),
+        }
     }
 
     fn differs(&self, a: &str, b: &str) -> String {
