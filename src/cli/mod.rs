@@ -224,22 +224,45 @@ pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, St
 
 /// After the console closed on the demo: where it stays.
 pub fn demo_closed(demo: &crate::demo::Demo) {
-    println!(
-        "the demo stays in {}; open it again with: idem --config {}",
+    noteln!(
+        "the demo stays in {}; open it again with: {} --config {}",
         demo.dir.display(),
+        program(),
         demo.config.display()
     );
+}
+
+/// How to call this program in a printed command so that it works as
+/// printed: `idem` when that is what the PATH finds, else its full path (as
+/// after `cargo run`, before `cargo install`).
+pub fn program() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "idem".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            dir.join("idem")
+                .canonicalize()
+                .is_ok_and(|found| found == me)
+        })
+    });
+    if on_path {
+        "idem".into()
+    } else {
+        me.display().to_string()
+    }
 }
 
 /// Where the demo is and the commands to try on it.
 fn print_demo_commands(demo: &crate::demo::Demo) -> Result<(), Stop> {
     let config = demo.config.display();
+    let idem = program();
     outln!("demo warehouse ready: {}", demo.database.display());
     outln!("config: {config}");
     outln!("");
-    outln!("  idem --config {config}            # the console");
-    outln!("  idem --config {config} jobs");
-    outln!("  idem --config {config} status fct_orders");
-    outln!("  idem --config {config} run fct_orders --only failed,missing");
+    outln!("  {idem} --config {config}            # the console");
+    outln!("  {idem} --config {config} jobs");
+    outln!("  {idem} --config {config} status fct_orders");
+    outln!("  {idem} --config {config} run fct_orders --only failed,missing");
     Ok(())
 }
