@@ -10,29 +10,10 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use common::{Kind, TestDb};
+use common::{Kind, TestDb, idem, stdout_ok};
 use idem::config::TableName;
 use idem::warehouse::Warehouse;
 use serde_json::Value;
-
-fn idem(config: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .expect("idem ran")
-}
-
-fn ok(out: &std::process::Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
@@ -191,7 +172,7 @@ async fn setup(kind: Kind) -> Option<Setup> {
 
 /// `job partition` → state, and the stale-upstream causes, from `idem status`.
 fn states(config: &Path) -> HashMap<String, (String, Vec<String>)> {
-    let out = ok(&idem(config, &["status", "--format", "json"]));
+    let out = stdout_ok(&idem(config, &["status", "--format", "json"]));
     let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
     rows.iter()
         .map(|r| {
@@ -239,7 +220,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
     let config = s.config.as_path();
 
     // The graph, as `idem jobs` shows it.
-    let jobs = ok(&idem(config, &["jobs"]));
+    let jobs = stdout_ok(&idem(config, &["jobs"]));
     assert!(
         jobs.contains("← reads ev_hourly (its SQL reads ev_h)"),
         "{jobs}"
@@ -249,7 +230,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
 
     // A first full load, upstream first.
     for j in ["ev_hourly", "daily", "monthly"] {
-        ok(&idem(config, &["run", j, "--concurrency", "4"]));
+        stdout_ok(&idem(config, &["run", j, "--concurrency", "4"]));
     }
     assert_eq!(stale_upstream(config), BTreeSet::new());
 
@@ -260,7 +241,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         .await
         .expect("late change");
     let hour = "2026-01-31T09";
-    ok(&idem(
+    stdout_ok(&idem(
         config,
         &["run", "ev_hourly", "--from", hour, "--to", hour],
     ));
@@ -275,7 +256,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         vec![format!("ev_hourly {hour}")]
     );
     // Re-running an hour whose source did not change makes nothing stale.
-    ok(&idem(
+    stdout_ok(&idem(
         config,
         &[
             "run",
@@ -293,7 +274,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
     s.wh.execute_script(&["UPDATE src SET amount = amount + 2 WHERE id = 30"])
         .await
         .expect("late change");
-    let plan = ok(&idem(
+    let plan = stdout_ok(&idem(
         config,
         &[
             "run",
@@ -314,7 +295,7 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         plan.contains("dry run: monthly · replace_partition · 1 partitions"),
         "{plan}"
     );
-    let out = ok(&idem(
+    let out = stdout_ok(&idem(
         config,
         &[
             "run",
@@ -397,8 +378,8 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
 
     // Nothing is stale any more, and the aggregates equal a clean rebuild.
     assert_eq!(stale_upstream(config), BTreeSet::new());
-    ok(&idem(config, &["run", "daily_clean"]));
-    ok(&idem(config, &["run", "monthly_clean"]));
+    stdout_ok(&idem(config, &["run", "daily_clean"]));
+    stdout_ok(&idem(config, &["run", "monthly_clean"]));
     assert_eq!(
         fingerprint(&s.wh, "agg_d").await,
         fingerprint(&s.wh, "agg_d_clean").await

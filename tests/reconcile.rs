@@ -7,30 +7,11 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Kind, TestDb};
+use common::{Kind, TestDb, idem, stdout_ok};
 use idem::config::TableName;
 use serde_json::Value;
 
 const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
-
-fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .expect("idem ran")
-}
-
-fn stdout_ok(out: &std::process::Output) -> String {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// `job partition` → (rows_source, out_of_date) from `status --reconcile`.
 fn reconciled(config: &std::path::Path) -> BTreeMap<String, (Option<i64>, Option<bool>)> {

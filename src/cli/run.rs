@@ -91,20 +91,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let backfill = steps.remove(0).0;
 
     let cancel = cancel_on_ctrl_c();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
-    let printer = tokio::spawn(async move {
-        let mut progress = Progress::new(json, total);
-        let runlog = crate::runlog::RunLog::open();
-        while let Some(event) = rx.recv().await {
-            if let Some(log) = &runlog {
-                log.record(&event);
-            }
-            progress.show(&event);
-        }
-        progress.finish()
-    });
+    let printer = spawn_printer(json, total, rx);
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
@@ -244,19 +234,9 @@ async fn run_cascade(
 ) -> Result<Exit, Stop> {
     let lineage = super::lineage(config)?;
     let cancel = cancel_on_ctrl_c();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
-    let printer = tokio::spawn(async move {
-        let mut progress = Progress::new(json, total);
-        let runlog = crate::runlog::RunLog::open();
-        while let Some(event) = rx.recv().await {
-            if let Some(log) = &runlog {
-                log.record(&event);
-            }
-            progress.show(&event);
-        }
-        progress.finish()
-    });
+    let printer = spawn_printer(json, total, rx);
     let outcomes = engine::cascade::run(warehouse, &lineage, steps, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
@@ -317,6 +297,26 @@ async fn run_cascade(
             Ok(code.max(Exit::Failed))
         }
     }
+}
+
+/// Shows a run's events as they come (progress bar, lines or JSON) and keeps
+/// them in the run logs; ends when the run drops its sender.
+fn spawn_printer(
+    json: bool,
+    total: u64,
+    mut rx: mpsc::UnboundedReceiver<Event>,
+) -> tokio::task::JoinHandle<Result<(), Stop>> {
+    tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
+        while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
+            progress.show(&event);
+        }
+        progress.finish()
+    })
 }
 
 /// A token Ctrl-C cancels: no new partitions start, in-flight ones roll

@@ -442,7 +442,13 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .iter()
             .map(|k| k.as_str().to_lowercase())
             .collect();
-        let nullable = wh.nullable_columns(&job.target).await?;
+        let nullable: Vec<String> = wh
+            .columns(&job.target)
+            .await?
+            .into_iter()
+            .filter(|c| c.nullable)
+            .map(|c| c.name.to_lowercase())
+            .collect();
         let nullable_keys: Vec<&str> = wanted
             .iter()
             .filter(|k| nullable.contains(k))

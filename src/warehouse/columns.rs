@@ -14,6 +14,8 @@ pub struct Column {
     /// The declared type, as the engine spells it (`date`, `timestamp
     /// without time zone`, `datetime`, `TEXT`, `integer`…).
     pub type_name: String,
+    /// The column accepts NULL.
+    pub nullable: bool,
 }
 
 impl Column {
@@ -119,6 +121,7 @@ impl Warehouse {
             columns.push(Column {
                 name: row.try_get(0)?,
                 type_name: row.try_get::<Option<String>, _>(1)?.unwrap_or_default(),
+                nullable: row.try_get::<i64, _>(2)? == 1,
             });
         }
         if columns.is_empty() {
@@ -136,6 +139,7 @@ mod tests {
         Column {
             name: "dt".into(),
             type_name: type_name.into(),
+            nullable: true,
         }
     }
 

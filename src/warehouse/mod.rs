@@ -105,10 +105,9 @@ pub trait Dialect: Send + Sync {
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// `(column name, declared type)` rows of a table, in order.
+    /// `(column name, declared type, 1 when it accepts NULL)` rows of a
+    /// table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
-    /// A query returning the names of the target's columns that accept NULL.
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
     /// `(schema, table)` rows of the tables a job could write, the schema
     /// NULL where it is the connection's own; idem's ledger schema left out.
     fn tables_query(&self, sql: &mut Sql);
@@ -387,16 +386,6 @@ impl Warehouse {
             Engine::Postgres => postgres::held(&self.pool, &keys).await?,
             Engine::MySql => mysql::held(&self.pool, &keys).await?,
         })
-    }
-
-    /// The target's columns that accept NULL, lower-cased.
-    pub async fn nullable_columns(&self, table: &TableName) -> Result<Vec<String>, WarehouseError> {
-        let mut sql = self.sql();
-        self.dialect.nullable_columns_query(&mut sql, table);
-        let rows = sql.query().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| Ok(row.try_get::<String, _>(0)?.to_lowercase()))
-            .collect()
     }
 
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {

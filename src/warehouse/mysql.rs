@@ -128,7 +128,7 @@ impl Dialect for MySql {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("DATABASE()"),
@@ -136,15 +136,6 @@ impl Dialect for MySql {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
-    }
-
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
-        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {

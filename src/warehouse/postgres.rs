@@ -149,7 +149,7 @@ impl Dialect for Postgres {
     }
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("current_schema()"),
@@ -157,15 +157,6 @@ impl Dialect for Postgres {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
-    }
-
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("current_schema()"),
-        };
-        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {

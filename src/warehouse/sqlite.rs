@@ -92,24 +92,15 @@ impl Dialect for Sqlite {
         );
     }
 
+    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
+    /// column without NOT NULL accepts NULL, primary key or not.
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name, type FROM pragma_table_info(")
+        sql.push("SELECT name, type, CASE WHEN \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER') THEN 1 ELSE 0 END FROM pragma_table_info(")
             .bind(table.name.as_str());
         if let Some(schema) = &table.schema {
             sql.push(", ").bind(schema.as_str());
         }
         sql.push(") ORDER BY cid");
-    }
-
-    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
-    /// column without NOT NULL accepts NULL, primary key or not.
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name FROM pragma_table_info(")
-            .bind(table.name.as_str());
-        if let Some(schema) = &table.schema {
-            sql.push(", ").bind(schema.as_str());
-        }
-        sql.push(") WHERE \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER')");
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
