@@ -347,7 +347,7 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     };
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let jobs = common::replace_job("fct", "fct", "2026-01-02", select);
-    let (_, config) = db.config(&jobs);
+    let (path, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     let mut values = Vec::new();
     for d in 1..=2 {
@@ -374,6 +374,14 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     ])
     .await
     .expect("late source");
+    // The preview says so before anything runs.
+    let preview = common::stdout_ok(&common::idem(&path, &["run", "fct", "--dry-run"]));
+    assert!(
+        preview
+            .contains("2026-01-01 ■ loaded    rows now 2000 → source 0: the shrink guard refuses")
+            && preview.contains("2 partitions would be refused"),
+        "{preview}"
+    );
     let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
     assert_eq!((summary.failed, summary.refused), (2, 2));
     assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);

@@ -63,6 +63,14 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         steps.extend(plan_cascade(&warehouse, &config, &steps[0].0, now).await?);
     }
 
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if args.dry_run || (interactive && !args.yes) {
+        // A preview says what the run will find: each partition's source
+        // count now, and which replaces the shrink guard will refuse.
+        for (backfill, statuses) in &mut steps {
+            preview_sources(&warehouse, backfill, statuses).await?;
+        }
+    }
     if args.dry_run {
         for (i, (backfill, statuses)) in steps.iter().enumerate() {
             let plan = DryRun::new(backfill, statuses);
@@ -78,7 +86,6 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         return Ok(Exit::Ok);
     }
     if !args.yes {
-        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         if !confirmed(&steps, interactive)? {
             noteln!("idem: nothing run");
             return Ok(Exit::Cancelled);
@@ -141,6 +148,28 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             Ok(summary.exit_code().max(Exit::Failed))
         }
     }
+}
+
+/// Counts the planned partitions' source rows (one read-only query) onto
+/// their statuses, for replace jobs, whose guard compares them.
+async fn preview_sources(
+    warehouse: &crate::warehouse::Warehouse,
+    backfill: &Backfill,
+    statuses: &mut [state::PartitionStatus],
+) -> Result<(), Stop> {
+    let (Some(&first), Some(&last)) = (backfill.partitions.first(), backfill.partitions.last())
+    else {
+        return Ok(());
+    };
+    if backfill.job.strategy != Strategy::ReplacePartition {
+        return Ok(());
+    }
+    let counts = warehouse
+        .source_counts(&backfill.job, first, last)
+        .await
+        .map_err(|e| Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)))?;
+    state::reconcile(statuses, &counts, first, last);
+    Ok(())
 }
 
 /// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
@@ -384,6 +413,10 @@ struct DryRunPartition {
     partition: String,
     state: &'static str,
     rows_now: Option<i64>,
+    /// What the job's SQL gives the partition now (replace jobs).
+    rows_source: Option<i64>,
+    /// The shrink guard will refuse it.
+    refused: bool,
 }
 
 impl<'a> DryRun<'a> {
@@ -403,8 +436,21 @@ impl<'a> DryRun<'a> {
                 partition: s.partition.name(),
                 state: s.state.name(),
                 rows_now: s.rows_now,
+                rows_source: s.rows_source,
+                refused: self.refused(s),
             })
             .collect()
+    }
+
+    /// Whether the shrink guard will refuse this partition's replace, from
+    /// the source count a preview read.
+    fn refused(&self, s: &state::PartitionStatus) -> bool {
+        let job = &self.backfill.job;
+        !self.backfill.allow_shrink
+            && job.strategy == Strategy::ReplacePartition
+            && s.rows_source.is_some_and(|n| {
+                crate::config::shrinks_too_far(s.rows_now.unwrap_or(0), n, job.shrink_guard)
+            })
     }
 
     /// Rows the run would delete before inserting, for replace jobs.
@@ -442,9 +488,18 @@ impl<'a> DryRun<'a> {
             self.backfill.partitions.len(),
             self.backfill.effective_concurrency()
         );
+        let mut refused = 0;
         for (p, s) in self.partitions().iter().zip(&self.planned) {
+            let source = match (s.rows_source, self.refused(s)) {
+                (Some(n), true) => {
+                    refused += 1;
+                    format!(" → source {n}: the shrink guard refuses (source looks incomplete)")
+                }
+                (Some(n), false) => format!(" → source {n}"),
+                (None, _) => String::new(),
+            };
             outln!(
-                "  {} {} {:<9} rows now {}",
+                "  {} {} {:<9} rows now {}{source}",
                 p.partition,
                 s.state.glyph(),
                 p.state,
@@ -452,6 +507,13 @@ impl<'a> DryRun<'a> {
             );
         }
         outln!("{}", self.plan_line());
+        if refused > 0 {
+            outln!(
+                "{refused} partition{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
+                if refused == 1 { "" } else { "s" },
+                if refused == 1 { "its" } else { "their" }
+            );
+        }
         Ok(())
     }
 

@@ -142,6 +142,12 @@ pub struct Dependency {
     pub column: usize,
 }
 
+/// The shrink guard's rule: a partition that has rows keeps at least
+/// `floor` of them, and is never replaced by none.
+pub fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
+    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -658,6 +664,19 @@ mod tests {
                 "{too_long}"
             );
         }
+    }
+
+    #[test]
+    fn the_shrink_guard_refuses_none_and_far_fewer() {
+        assert!(shrinks_too_far(2000, 0, 0.5));
+        assert!(shrinks_too_far(2000, 999, 0.5));
+        assert!(!shrinks_too_far(2000, 1000, 0.5));
+        assert!(!shrinks_too_far(2000, 3000, 0.5));
+        // A partition that was empty can receive anything, or nothing.
+        assert!(!shrinks_too_far(0, 0, 0.5));
+        // 0 refuses only a replace with no rows.
+        assert!(shrinks_too_far(10, 0, 0.0));
+        assert!(!shrinks_too_far(10, 1, 0.0));
     }
 
     #[test]

@@ -651,7 +651,7 @@ fn checked(
     let pcol = partition_column(job)?;
     let rows_deleted = before.rows;
     if let Some(floor) = shrink_guard
-        && shrinks_too_far(rows_deleted, rows_inserted, floor)
+        && crate::config::shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
         log(format!(
             "shrink guard: {rows_deleted} rows would become {rows_inserted}; refused"
@@ -965,12 +965,6 @@ async fn merge(
     })
 }
 
-/// The shrink guard's rule: a partition that has rows keeps at least
-/// `floor` of them, and is never replaced by none.
-fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
-    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
-}
-
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
     let what = if changed {
         "content changed"
@@ -1025,7 +1019,7 @@ pub(super) async fn fingerprint_window(
 
 #[cfg(test)]
 mod tests {
-    use super::{range_bound, shrinks_too_far};
+    use super::range_bound;
 
     #[test]
     fn native_partition_bounds_are_read_from_postgres_text() {
@@ -1052,18 +1046,5 @@ mod tests {
         ] {
             assert_eq!(range_bound(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn the_shrink_guard_refuses_none_and_far_fewer() {
-        assert!(shrinks_too_far(2000, 0, 0.5));
-        assert!(shrinks_too_far(2000, 999, 0.5));
-        assert!(!shrinks_too_far(2000, 1000, 0.5));
-        assert!(!shrinks_too_far(2000, 3000, 0.5));
-        // A partition that was empty can receive anything, or nothing.
-        assert!(!shrinks_too_far(0, 0, 0.5));
-        // 0 refuses only a replace with no rows.
-        assert!(shrinks_too_far(10, 0, 0.0));
-        assert!(!shrinks_too_far(10, 1, 0.0));
     }
 }
