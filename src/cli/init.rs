@@ -86,13 +86,11 @@ async fn candidates(
         let columns = warehouse.columns(&table).await?;
         let mut time_columns = Vec::new();
         for column in &columns {
-            let Ok(ident) = Ident::parse(&column.name) else {
-                continue;
-            };
+            let ident = &column.name;
             if !column.holds_instants(engine) {
                 continue;
             }
-            let first = warehouse.min_as_text(&table, &ident).await?;
+            let first = warehouse.min_as_text(&table, ident).await?;
             // SQLite declares dates as text: its values say whether they are.
             let declared = engine != Engine::Sqlite || declares_time(column);
             if declared || first.as_deref().is_some_and(looks_like_instant) {
@@ -103,10 +101,11 @@ async fn candidates(
         let Some((partition_column, first_value)) = time_columns.next() else {
             continue;
         };
-        let (grain, start) = grain_and_start(&partition_column.name, first_value.as_deref());
+        let (grain, start) =
+            grain_and_start(partition_column.name.as_str(), first_value.as_deref());
         found.push(Candidate {
             table,
-            other_time_columns: time_columns.map(|(c, _)| c.name).collect(),
+            other_time_columns: time_columns.map(|(c, _)| c.name.to_string()).collect(),
             columns,
             partition_column,
             grain,

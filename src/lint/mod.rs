@@ -345,7 +345,7 @@ async fn partition_column_type(
     let columns = wh.columns(&job.target).await?;
     let Some(column) = columns
         .iter()
-        .find(|c| c.name.eq_ignore_ascii_case(pcol.as_str()))
+        .find(|c| c.name.as_str().eq_ignore_ascii_case(pcol.as_str()))
     else {
         return Ok(());
     };
@@ -447,7 +447,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .await?
             .into_iter()
             .filter(|c| c.nullable)
-            .map(|c| c.name.to_lowercase())
+            .map(|c| c.name.as_str().to_lowercase())
             .collect();
         let nullable_keys: Vec<&str> = wanted
             .iter()

@@ -10,7 +10,9 @@ use crate::config::{Ident, TableName};
 /// One column of a table as the warehouse declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
-    pub name: String,
+    /// Its name; a column whose name is not a plain identifier is left out
+    /// of [`Warehouse::columns`], as idem quotes only plain names.
+    pub name: Ident,
     /// The declared type, as the engine spells it (`date`, `timestamp
     /// without time zone`, `datetime`, `TEXT`, `integer`…).
     pub type_name: String,
@@ -104,7 +106,7 @@ impl Warehouse {
         column: &Ident,
     ) -> Result<Option<String>, WarehouseError> {
         let mut sql = self.sql();
-        let quoted = self.dialect.quote(column.as_str());
+        let quoted = self.dialect.quote(column);
         sql.push("SELECT ")
             .push(&self.dialect.text_expr(&format!("MIN({quoted})")))
             .push(" FROM ")
@@ -118,8 +120,11 @@ impl Warehouse {
         self.dialect.columns_query(&mut sql, table);
         let mut columns = Vec::new();
         for row in sql.query().fetch_all(&self.pool).await? {
+            let Ok(name) = Ident::parse(&row.try_get::<String, _>(0)?) else {
+                continue;
+            };
             columns.push(Column {
-                name: row.try_get(0)?,
+                name,
                 type_name: row.try_get::<Option<String>, _>(1)?.unwrap_or_default(),
                 nullable: row.try_get::<i64, _>(2)? == 1,
             });
@@ -137,7 +142,7 @@ mod tests {
 
     fn column(type_name: &str) -> Column {
         Column {
-            name: "dt".into(),
+            name: Ident::from_static("dt"),
             type_name: type_name.into(),
             nullable: true,
         }

@@ -53,15 +53,13 @@ pub enum LockPlan {
 /// What differs between engines. Implemented once per engine module.
 pub trait Dialect: Send + Sync {
     fn engine(&self) -> Engine;
-    fn quote(&self, ident: &str) -> String;
+    /// An identifier quoted for this engine. It takes an [`Ident`], a name
+    /// already checked to be plain, so that nothing unchecked reaches SQL.
+    fn quote(&self, ident: &Ident) -> String;
     fn quote_table(&self, table: &TableName) -> String {
         match &table.schema {
-            Some(s) => format!(
-                "{}.{}",
-                self.quote(s.as_str()),
-                self.quote(table.name.as_str())
-            ),
-            None => self.quote(table.name.as_str()),
+            Some(s) => format!("{}.{}", self.quote(s), self.quote(&table.name)),
+            None => self.quote(&table.name),
         }
     }
     /// Placeholder for the n-th bound value (1-based).
@@ -147,10 +145,16 @@ pub trait Dialect: Send + Sync {
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
     /// Creates the staging table of a merge from a SELECT.
-    fn create_stage(&self, stage: &str) -> String;
-    fn drop_stage(&self, stage: &str) -> String;
+    fn create_stage(&self, stage: &Ident) -> String;
+    fn drop_stage(&self, stage: &Ident) -> String;
     /// Upserts every row of the stage into the target by key.
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String;
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String;
     /// True for errors worth retrying: lost connection, deadlock,
     /// serialisation failure, lock timeout.
     fn is_transient(&self, err: &sqlx::Error) -> bool;
@@ -405,26 +409,13 @@ impl Warehouse {
         Ok(cols)
     }
 
-    /// The columns of a table that fingerprints cover: those idem can name.
-    pub(crate) async fn hashed_columns(
-        &self,
-        table: &TableName,
-    ) -> Result<Vec<Column>, WarehouseError> {
-        Ok(self
-            .columns(table)
-            .await?
-            .into_iter()
-            .filter(|c| Ident::parse(&c.name).is_ok())
-            .collect())
-    }
-
     /// Count and fingerprint of a replace job's partition as it is now.
     pub async fn partition_fingerprint(
         &self,
         job: &Job,
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.hashed_columns(&job.target).await?;
+        let columns = self.columns(&job.target).await?;
         let mut conn = self.pool.acquire().await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
@@ -434,7 +425,7 @@ impl Warehouse {
         &self,
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.hashed_columns(table).await?;
+        let columns = self.columns(table).await?;
         let mut conn = self.pool.acquire().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);

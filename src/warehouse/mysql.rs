@@ -38,7 +38,7 @@ impl Dialect for MySql {
         Engine::MySql
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("`{ident}`")
     }
 
@@ -197,16 +197,22 @@ impl Dialect for MySql {
         format!("NOT ({a} <=> {b})")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMPORARY TABLE {} AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TEMPORARY TABLE IF EXISTS {}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
         let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
         // With nothing but keys, a no-op assignment keeps duplicates from erroring.

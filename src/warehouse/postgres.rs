@@ -44,7 +44,7 @@ impl Dialect for Postgres {
         Engine::Postgres
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("\"{ident}\"")
     }
 
@@ -244,16 +244,22 @@ impl Dialect for Postgres {
         format!("{a} IS DISTINCT FROM {b}")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMP TABLE {} ON COMMIT DROP AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TABLE IF EXISTS pg_temp.{}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let on = keys
             .iter()
             .map(|k| format!("t.{0} = s.{0}", q(k)))

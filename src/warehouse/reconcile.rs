@@ -27,10 +27,8 @@ impl Warehouse {
         let mut sql = self.sql();
         match &job.partition_column {
             Some(col) => {
-                let name = dialect.partition_name_expr(
-                    &format!("src.{}", dialect.quote(col.as_str())),
-                    job.grain,
-                );
+                let name =
+                    dialect.partition_name_expr(&format!("src.{}", dialect.quote(col)), job.grain);
                 sql.push("SELECT ")
                     .push(&name)
                     .push(" AS p, COUNT(*) AS n FROM (");

@@ -73,7 +73,7 @@ impl Sql {
     }
 
     pub fn ident(&mut self, ident: &Ident) -> &mut Self {
-        let q = self.dialect.quote(ident.as_str());
+        let q = self.dialect.quote(ident);
         self.text.push_str(&q);
         self
     }

@@ -17,7 +17,7 @@ impl Dialect for Sqlite {
         Engine::Sqlite
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("\"{ident}\"")
     }
 
@@ -157,20 +157,26 @@ impl Dialect for Sqlite {
         format!("{a} IS NOT {b}")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMP TABLE {} AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TABLE IF EXISTS temp.{}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
         let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
         let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
-        let target_name = self.quote(target.name.as_str());
+        let target_name = self.quote(&target.name);
         let action = if values.is_empty() {
             "DO NOTHING".to_string()
         } else {
