@@ -85,11 +85,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         return Ok(Exit::Ok);
     }
-    if !args.yes {
-        if !confirmed(&steps, interactive)? {
-            noteln!("idem: nothing run");
-            return Ok(Exit::Cancelled);
-        }
+    if !args.yes && !confirmed(&steps, interactive)? {
+        noteln!("idem: nothing run");
+        return Ok(Exit::Cancelled);
     }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
