@@ -20,7 +20,7 @@ measure() { # label, command...
 
 measure "idem demo (120 days, ~1.3M source rows, 4 jobs, history)" "$bin" demo --path "$work/demo"
 cfg="$work/demo/idem.toml"
-measure "idem run fct_orders: every day again (~1.2M rows, concurrency 4)" "$bin" --config "$cfg" run fct_orders
+measure "idem run fct_orders: every day again (~1.2M rows, concurrency 4)" "$bin" --config "$cfg" run fct_orders --yes
 measure "idem status --format json (all jobs, ~500 partitions)" "$bin" --config "$cfg" status --format json
 measure "idem verify fct_orders (one 10k-row day, 3 runs, rolled back)" "$bin" --config "$cfg" verify fct_orders "$(date -u -d '30 days ago' +%F)"
 
@@ -49,8 +49,8 @@ start = "2026-01-01"
 end = "2026-01-30"
 sql = "select id, amount, dt from src where dt >= :start and dt < :end"
 TOML
-  measure "PostgreSQL: idem run, 30 days × 100k rows, first load (concurrency 4)" "$bin" --config "$work/pg.toml" run fct --concurrency 4
-  measure "PostgreSQL: the same again (delete + insert every day)" "$bin" --config "$work/pg.toml" run fct --concurrency 4
+  measure "PostgreSQL: idem run, 30 days × 100k rows, first load (concurrency 4)" "$bin" --config "$work/pg.toml" run fct --concurrency 4 --yes
+  measure "PostgreSQL: the same again (delete + insert every day)" "$bin" --config "$work/pg.toml" run fct --concurrency 4 --yes
   psql "$pg" -qc "drop database $db with (force)" > /dev/null
 fi
 

@@ -382,6 +382,44 @@ async fn write_history(
             "monthly close",
         )
         .await?;
+        // Late orders for a day of the closed month arrived, and that day was
+        // loaded again after the close: the month read the day's old rows,
+        // so it is stale (upstream).
+        let late = late_day(first_day, before_last);
+        add_late_orders(wh, &day(late), 40).await?;
+        load(wh, orders, days(first_day, late, late), "late orders").await?;
     }
+
+    // Late orders for three recent days landed after those days were
+    // loaded: reconciling the source finds them out of date.
+    for d in OUT_OF_DATE_DAYS {
+        add_late_orders(wh, &day(d), 12 + d % 5 * 7).await?;
+    }
+    Ok(())
+}
+
+/// Recent days whose source gains late rows after their load.
+const OUT_OF_DATE_DAYS: [i64; 3] = [103, 105, 108];
+
+/// A day of `month` with nothing else to show, as a day number.
+fn late_day(first_day: NaiveDate, month: Partition) -> i64 {
+    let special = [ANOMALY_DAY, OUTAGE_DAY, VANISHED_DAY, DRIFT_DAY];
+    let mut d = (month.start.date() - first_day).num_days() + 9;
+    while special.contains(&d) || FAILED_DAYS.contains(&d) || d < UNMANAGED_DAYS {
+        d += 1;
+    }
+    d
+}
+
+/// `n` orders created in the last minutes of `day`, after it was loaded.
+async fn add_late_orders(wh: &Warehouse, day: &str, n: i64) -> Result<()> {
+    let mut sql = wh.sql();
+    sql.push("WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < ")
+        .bind(n - 1)
+        .push(") INSERT INTO raw_orders (customer_id, amount_usd, status, created_at) ")
+        .push("SELECT (i * 613) % 5000 + 1, 20 + i, 'paid', datetime(")
+        .bind(day.to_string())
+        .push(", '+23 hours', '+55 minutes', '+' || i || ' seconds') FROM seq");
+    sql.query().execute(wh.pool()).await?;
     Ok(())
 }

@@ -2,14 +2,19 @@
 //! transaction, under a lock, by an idempotent strategy; the warehouse itself
 //! says what is loaded.
 #![forbid(unsafe_code)]
+// Errors are handled, not unwrapped, outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod exit;
+pub mod lineage;
 pub mod lint;
 pub mod numbers;
 pub mod partition;
+pub mod runlog;
 pub mod state;
 pub mod tui;
 pub mod warehouse;

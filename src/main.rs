@@ -1,11 +1,20 @@
+//! The binary: parses the command line, then runs a headless command
+//! (`cli`) or opens the console (`tui`) and maps how it ended to the exit
+//! code. The headless commands never call into the console (which borrows
+//! only their `RunArgs` grammar).
 #![forbid(unsafe_code)]
+// Errors are handled, not unwrapped, outside tests.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
+use idem::exit::Exit;
 use idem::lint::LintFormat;
+use idem::tui;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
 /// stale, and re-run them idempotently.
@@ -69,6 +78,11 @@ enum Command {
         /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
         #[arg(long, value_delimiter = ',')]
         state: Vec<String>,
+        /// Count the rows each partition's SQL would write now (one read-only
+        /// query per job) and flag partitions whose source gained or lost rows
+        /// since they were loaded: out of date.
+        #[arg(long)]
+        reconcile: bool,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
     Verify { job: String, partition: String },
@@ -83,6 +97,10 @@ enum Command {
     Log {
         job: String,
         partition: Option<String>,
+        /// The partition's run log instead: its last N lines (default 50), as
+        /// runs on this machine wrote them under the state directory.
+        #[arg(long, num_args = 0..=1, default_missing_value = "50", requires = "partition")]
+        lines: Option<usize>,
     },
     /// Static checks for what breaks idempotency (exit 1 on errors).
     Lint {
@@ -95,6 +113,22 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Write a starter idem.toml (at --config) for a warehouse, with its
+    /// dated tables as candidate jobs.
+    Init {
+        /// The warehouse: sqlite://PATH, postgres://… or mysql://…
+        url: String,
+        /// Overwrite the config if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print idem jobs for dbt's incremental models (delete+insert, merge,
+    /// microbatch) from a compiled target/manifest.json, e.g.
+    /// `idem import-dbt target/manifest.json >> idem.toml`.
+    ImportDbt {
+        /// dbt's manifest.json, after `dbt compile`.
+        manifest: PathBuf,
+    },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
     Completions { shell: clap_complete::Shell },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
@@ -104,7 +138,7 @@ enum Command {
     },
 }
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -113,13 +147,24 @@ fn main() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("idem: cannot start the runtime: {e}");
-            std::process::exit(1);
+            return Exit::Failed.into();
         }
     };
     let code = runtime.block_on(async {
         match cli.command {
-            None => cli::console(&cli.config, cli.console.options()).await,
-            Some(Command::Demo { path, console }) => cli::demo(&path, console.options()).await,
+            None => match cli::console_config(&cli.config) {
+                Ok(config) => console_exit(tui::run(config, cli.console.options()).await),
+                Err(stop) => stop.report(),
+            },
+            Some(Command::Demo { path, console }) => match cli::demo(&path).await {
+                Ok(Some((demo, config))) => {
+                    let code = console_exit(tui::run(config, console.options()).await);
+                    cli::demo_closed(&demo);
+                    code
+                }
+                Ok(None) => Exit::Ok,
+                Err(stop) => stop.report(),
+            },
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,
             Some(Command::Status {
                 job,
@@ -128,6 +173,7 @@ fn main() {
                 format,
                 anomalies,
                 state,
+                reconcile,
             }) => {
                 let args = StatusArgs {
                     job,
@@ -136,6 +182,7 @@ fn main() {
                     format,
                     anomalies_only: anomalies,
                     states: state,
+                    reconcile,
                 };
                 cli::status(&cli.config, args).await
             }
@@ -146,17 +193,35 @@ fn main() {
                 cli::diff(&cli.config, &job, partition.as_deref()).await
             }
             Some(Command::Jobs) => cli::jobs(&cli.config).await,
-            Some(Command::Log { job, partition }) => {
-                cli::log(&cli.config, &job, partition.as_deref()).await
-            }
+            Some(Command::Log {
+                job,
+                partition,
+                lines,
+            }) => match lines {
+                Some(n) => cli::run_log(&cli.config, &job, partition.as_deref(), n),
+                None => cli::log(&cli.config, &job, partition.as_deref()).await,
+            },
             Some(Command::Lint {
                 job,
                 format,
                 offline,
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
+            Some(Command::Init { url, force }) => cli::init(&cli.config, &url, force).await,
+            Some(Command::ImportDbt { manifest }) => cli::import_dbt(&manifest),
             Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }
     });
-    std::process::exit(code);
+    code.into()
+}
+
+/// How the process ends after a console session.
+fn console_exit(outcome: tui::Outcome) -> Exit {
+    match outcome {
+        tui::Outcome::Quit => Exit::Ok,
+        tui::Outcome::NoTerminal(e) => {
+            cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
+        }
+        tui::Outcome::Broken(e) => cli::Stop::failed(format!("the console stopped: {e}")).report(),
+    }
 }

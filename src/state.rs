@@ -89,6 +89,13 @@ pub struct PartitionStatus {
     pub anomaly: bool,
     /// Row count differs from the count at its last load.
     pub drift: bool,
+    /// Upstream partitions (`"job partition"`) whose content changed after
+    /// this partition was last loaded: it read data that is gone. Such a
+    /// partition is stale, with this as its cause.
+    pub stale_upstream: Vec<String>,
+    /// Rows the job's SQL would write to this partition now, when a
+    /// reconciliation counted them (see [`reconcile`]).
+    pub rows_source: Option<i64>,
 }
 
 fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
@@ -96,6 +103,16 @@ fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S:
 }
 
 impl PartitionStatus {
+    /// Source rows now minus the rows its last load wrote, for a partition
+    /// whose source has gained (late rows, positive) or lost rows since; None
+    /// when they agree, when it was never loaded, or nothing was reconciled.
+    /// (A target that lost rows behind idem's back is drift, not this.)
+    pub fn out_of_date(&self) -> Option<i64> {
+        let source = self.rows_source?;
+        let loaded = self.rows_at_load?;
+        (source != loaded).then_some(source - loaded)
+    }
+
     /// The row count to chart and compare: the target's, or for unpartitioned
     /// merge jobs the rows merged at the last load.
     pub fn rows(&self) -> Option<i64> {
@@ -178,6 +195,29 @@ pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> b
         < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
 }
 
+/// [`job_status_scoped`], with the partitions that read changed upstream data
+/// marked stale (upstream) from the upstream jobs' ledgers.
+pub async fn job_status_in(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+    scope: &StatusScope,
+) -> Result<Vec<PartitionStatus>, WarehouseError> {
+    let mut statuses = job_status_scoped(warehouse, job, now, running, scope).await?;
+    let mut upstream = Vec::new();
+    for (name, _) in lineage.upstream(&job.name) {
+        if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {
+            let attempts = warehouse.attempts(&up.name, None).await?;
+            upstream.push((up, content_changes(&attempts)));
+        }
+    }
+    mark_upstream_stale(&mut statuses, &upstream);
+    Ok(statuses)
+}
+
 /// The state of each partition from counts and attempts (oldest first).
 pub fn derive(
     job: &Job,
@@ -237,12 +277,8 @@ pub fn derive(
             } else if let Some(s) = success {
                 if s.definition_hash != hash {
                     LoadState::Stale
-                } else if s.rows_after > 0 && rows_now == Some(0) {
-                    LoadState::Vanished
-                } else if rows_now.unwrap_or(s.rows_after) > 0 {
-                    LoadState::Loaded
                 } else {
-                    LoadState::Empty
+                    loaded_state(s.rows_after, rows_now)
                 }
             } else if rows_now.unwrap_or(0) > 0 {
                 LoadState::Unmanaged
@@ -264,6 +300,8 @@ pub fn derive(
                 last_success: success.cloned(),
                 anomaly: false,
                 drift,
+                stale_upstream: Vec::new(),
+                rows_source: None,
             }
         })
         .collect();
@@ -283,6 +321,67 @@ pub fn derive(
         out[i].anomaly = flag;
     }
     out
+}
+
+/// Records a reconciliation's source counts on the statuses it covered
+/// (partitions from `first` through `last`; a partition the source has no
+/// rows for counts 0).
+pub fn reconcile(
+    statuses: &mut [PartitionStatus],
+    counts: &Counts,
+    first: Partition,
+    last: Partition,
+) {
+    for s in statuses
+        .iter_mut()
+        .filter(|s| s.partition >= first && s.partition <= last)
+    {
+        s.rows_source = Some(counts.get(&s.partition.name()).copied().unwrap_or(0));
+    }
+}
+
+/// When each partition of an upstream job last had its content changed by
+/// a load: the finish of its latest success that changed content.
+pub fn content_changes(attempts: &[Attempt]) -> HashMap<String, String> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    for a in attempts {
+        if a.status == AttemptStatus::Succeeded && a.content_changed != Some(false) {
+            let latest = out.entry(a.partition.clone()).or_default();
+            if a.finished_at > *latest {
+                *latest = a.finished_at.clone();
+            }
+        }
+    }
+    out
+}
+
+/// Marks the partitions of a job that read upstream partitions whose content
+/// changed after they were loaded: stale (upstream), naming those partitions.
+/// `upstream` is each upstream job with its [`content_changes`]. A partition
+/// already failed, running or stale for its own reasons keeps that state,
+/// and still lists its upstream cause.
+pub fn mark_upstream_stale(
+    statuses: &mut [PartitionStatus],
+    upstream: &[(&Job, HashMap<String, String>)],
+) {
+    for status in statuses.iter_mut() {
+        let Some(loaded) = status.last_success.as_ref().map(|s| s.finished_at.clone()) else {
+            continue;
+        };
+        let mut causes = Vec::new();
+        for (job, changed) in upstream {
+            for p in crate::lineage::read_by(&status.partition, job.grain) {
+                let name = p.name();
+                if changed.get(&name).is_some_and(|at| *at > loaded) {
+                    causes.push(format!("{} {name}", job.name));
+                }
+            }
+        }
+        if !causes.is_empty() && matches!(status.state, LoadState::Loaded | LoadState::Empty) {
+            status.state = LoadState::Stale;
+        }
+        status.stale_upstream = causes;
+    }
 }
 
 /// Which neighbours a partition's count is compared with: the same weekday
@@ -353,6 +452,63 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// The state of a partition whose latest success, under the job's current
+/// definition, left `rows_at_load` rows; `rows_now` is the target's count
+/// where the target is partitioned by window.
+fn loaded_state(rows_at_load: i64, rows_now: Option<i64>) -> LoadState {
+    if rows_at_load > 0 && rows_now == Some(0) {
+        LoadState::Vanished
+    } else if rows_now.unwrap_or(rows_at_load) > 0 {
+        LoadState::Loaded
+    } else {
+        LoadState::Empty
+    }
+}
+
+/// How an attempt ended, as the engine reports it while a run goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptEnd {
+    /// Committed, leaving this many rows in the partition's window.
+    Succeeded { rows_after: i64 },
+    /// Failed for good (no retry follows).
+    Failed,
+    /// Cancelled and rolled back: nothing changed.
+    RolledBack,
+}
+
+/// Brings a partition's status up to an attempt that just ended, as
+/// [`derive`] will read it from the warehouse on the next refresh, so that a
+/// live run shows its results before that read.
+pub fn apply_attempt(
+    job: &Job,
+    statuses: &mut [PartitionStatus],
+    partition: &str,
+    end: AttemptEnd,
+) {
+    let Some(s) = statuses
+        .iter_mut()
+        .find(|s| s.partition.name() == partition)
+    else {
+        return;
+    };
+    match end {
+        AttemptEnd::Succeeded { rows_after } => {
+            if job.partition_column.is_some() {
+                s.rows_now = Some(rows_after);
+            }
+            s.rows_at_load = Some(rows_after);
+            s.state = loaded_state(rows_after, s.rows_now);
+            s.attempts += 1;
+            s.drift = false;
+        }
+        AttemptEnd::Failed => {
+            s.state = LoadState::Failed;
+            s.attempts += 1;
+        }
+        AttemptEnd::RolledBack => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,5 +534,90 @@ mod tests {
                 .iter()
                 .all(|f| !f)
         );
+    }
+    /// A job over 2026-06-01..03 with nothing loaded, of a strategy given
+    /// as its config lines.
+    fn job_and_statuses(strategy: &str) -> (Job, Vec<PartitionStatus>) {
+        let toml = format!(
+            r#"
+[warehouse]
+url = "sqlite://w.db"
+
+[[jobs]]
+name = "j"
+target = "t"
+{strategy}
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-03"
+sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
+"#
+        );
+        let config = crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None)
+            .expect("config");
+        let job = config.jobs[0].clone();
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let partitions = job.partitions(now);
+        let statuses = derive(&job, &partitions, &Counts::new(), &[], now, &HashSet::new());
+        (job, statuses)
+    }
+
+    #[test]
+    fn an_applied_success_reads_as_derive_would() {
+        let (job, mut statuses) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        assert!(statuses.iter().all(|s| s.state == LoadState::Missing));
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-02",
+            AttemptEnd::Succeeded { rows_after: 7 },
+        );
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-03",
+            AttemptEnd::Succeeded { rows_after: 0 },
+        );
+        let s = &statuses[1];
+        assert_eq!(
+            (s.state, s.rows_now, s.rows_at_load, s.attempts),
+            (LoadState::Loaded, Some(7), Some(7), 1)
+        );
+        assert_eq!(statuses[2].state, LoadState::Empty);
+        assert_eq!(
+            statuses[0].state,
+            LoadState::Missing,
+            "other partitions keep theirs"
+        );
+    }
+
+    #[test]
+    fn failures_count_and_rollbacks_change_nothing() {
+        let (job, mut statuses) =
+            job_and_statuses("strategy = \"merge_key\"\nunique_key = [\"x\"]");
+        apply_attempt(&job, &mut statuses, "2026-06-01", AttemptEnd::Failed);
+        apply_attempt(&job, &mut statuses, "2026-06-02", AttemptEnd::RolledBack);
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-03",
+            AttemptEnd::Succeeded { rows_after: 5 },
+        );
+        assert_eq!(
+            (statuses[0].state, statuses[0].attempts),
+            (LoadState::Failed, 1)
+        );
+        assert_eq!(
+            (statuses[1].state, statuses[1].attempts),
+            (LoadState::Missing, 0)
+        );
+        // Without a partition column the target's count is not read: the
+        // rows merged at the load stand for it.
+        assert_eq!(statuses[2].rows_now, None);
+        assert_eq!(statuses[2].rows(), Some(5));
+        assert_eq!(statuses[2].state, LoadState::Loaded);
     }
 }

@@ -248,7 +248,7 @@ fn the_cli_exits_2_with_the_message() {
     assert_eq!(missing.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert!(
-        stderr.contains("no config at /nonexistent/idem.toml; run `idem demo`"),
+        stderr.contains("no config at /nonexistent/idem.toml; run `idem init URL`"),
         "{stderr}"
     );
 }
@@ -266,7 +266,7 @@ fn a_missing_config_says_how_to_get_one() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            stderr.starts_with("idem: no idem.toml here; run `idem demo`"),
+            stderr.starts_with("idem: no idem.toml here; run `idem init URL`"),
             "{args:?}: {stderr}"
         );
         assert!(

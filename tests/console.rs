@@ -867,6 +867,8 @@ sql = "select 1 as x from s"
                 last_success: None,
                 anomaly: false,
                 drift: false,
+                stale_upstream: Vec::new(),
+                rows_source: None,
             })
             .collect();
         a.update(Msg::Status {

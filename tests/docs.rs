@@ -34,6 +34,8 @@ fn commands() -> Vec<String> {
         .collect();
     for expected in [
         "demo",
+        "init",
+        "import-dbt",
         "run",
         "status",
         "jobs",

@@ -143,7 +143,7 @@ async fn running_twice_equals_running_once(kind: Kind) {
     assert_eq!((first.succeeded, first.failed), (DAYS as usize, 0));
     let once = f.fingerprints("fct").await;
     let (second, events) = f.run("fct", Selection::default()).await;
-    assert_eq!(second.exit_code(), 0);
+    assert_eq!(second.exit_code(), idem::exit::Exit::Ok);
     assert_eq!(f.fingerprints("fct").await, once);
     assert_eq!(f.count("fct").await, DAYS * 5);
     for e in succeeded(&events) {
@@ -233,7 +233,7 @@ async fn partial_failure_then_only_failed_converges(kind: Kind) {
         .await;
     let (summary, events) = f.run("fct", Selection::default()).await;
     assert_eq!((summary.succeeded, summary.failed), (8, 2));
-    assert_eq!(summary.exit_code(), 1);
+    assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);
     let failed: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {

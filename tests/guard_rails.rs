@@ -245,7 +245,7 @@ async fn a_failed_merge_window_stops_the_later_ones(kind: Kind) {
         (summary.succeeded, summary.failed, summary.not_started),
         (1, 1, 3)
     );
-    assert_eq!(summary.exit_code(), 1);
+    assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);
     let mut error = String::new();
     while let Some(e) = rx.recv().await {
         if let engine::Event::PartitionFailed {

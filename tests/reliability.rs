@@ -347,7 +347,7 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     };
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let jobs = common::replace_job("fct", "fct", "2026-01-02", select);
-    let (_, config) = db.config(&jobs);
+    let (path, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     let mut values = Vec::new();
     for d in 1..=2 {
@@ -374,9 +374,17 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     ])
     .await
     .expect("late source");
+    // The preview says so before anything runs.
+    let preview = common::stdout_ok(&common::idem(&path, &["run", "fct", "--dry-run"]));
+    assert!(
+        preview
+            .contains("2026-01-01 ■ loaded    rows now 2000 → source 0: the shrink guard refuses")
+            && preview.contains("2 partitions would be refused"),
+        "{preview}"
+    );
     let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
     assert_eq!((summary.failed, summary.refused), (2, 2));
-    assert_eq!(summary.exit_code(), 1);
+    assert_eq!(summary.exit_code(), idem::exit::Exit::Failed);
     let errors = errors(&events);
     assert!(
         errors
@@ -566,6 +574,10 @@ fn swap_host(url: &str, other: &str) -> (String, String) {
     (host, format!("{}{other}{}", &url[..at], &url[end..]))
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
@@ -746,11 +758,19 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
     );
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_target_bounds_status_and_run_postgres() {
     a_locked_target_bounds_status_and_run(Kind::Postgres).await;
 }
 
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_target_bounds_status_and_run_mysql() {
     a_locked_target_bounds_status_and_run(Kind::MySql).await;

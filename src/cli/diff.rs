@@ -6,11 +6,12 @@ use std::path::Path;
 use similar::TextDiff;
 
 use super::output::outln;
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{Stop, connect, find_job, load_config, parse_bound};
+use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
 
-pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
+pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -19,7 +20,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             None => None,
         };
         let warehouse = connect(&config, 2).await?;
-        let statuses = super::read_states(&warehouse, job, now_utc()).await?;
+        let statuses = super::read_states(&warehouse, &config, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {
             Some(p) => statuses.iter().find(|s| s.partition == p),
@@ -42,7 +43,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                     None => "no stale partitions: every load used the current definition".into(),
                 }
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         };
         let current = job.definition_text();
         if success.definition_hash == job.definition_hash() {
@@ -51,7 +52,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 job.name,
                 success.partition
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         }
         let old = warehouse
             .definition(&success.definition_hash)
@@ -65,7 +66,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                 success.partition,
                 success.definition_hash
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         };
         let stale = statuses
             .iter()
@@ -86,7 +87,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             )
             .to_string();
         outln!("{}", text.trim_end_matches('\n'));
-        Ok(EXIT_OK)
+        Ok(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)

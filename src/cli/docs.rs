@@ -4,11 +4,12 @@
 
 use clap_complete::Shell;
 
+use super::Stop;
 use super::output::outln;
-use super::{EXIT_OK, Stop};
+use crate::exit::Exit;
 
 /// Prints the completion script of `shell` for the CLI `cli`.
-pub fn completions(mut cli: clap::Command, shell: Shell) -> i32 {
+pub fn completions(mut cli: clap::Command, shell: Shell) -> Exit {
     let mut script = Vec::new();
     let name = cli.get_name().to_string();
     clap_complete::generate(shell, &mut cli, name, &mut script);
@@ -16,11 +17,11 @@ pub fn completions(mut cli: clap::Command, shell: Shell) -> i32 {
 }
 
 /// Prints the man page of the CLI, or of one of its commands.
-pub fn man(cli: clap::Command, command: Option<&str>) -> i32 {
+pub fn man(cli: clap::Command, command: Option<&str>) -> Exit {
     page(cli, command).unwrap_or_else(Stop::report)
 }
 
-fn page(mut cli: clap::Command, command: Option<&str>) -> Result<i32, Stop> {
+fn page(mut cli: clap::Command, command: Option<&str>) -> Result<Exit, Stop> {
     // Built, so that a command's page lists the global options too.
     cli.build();
     let name = cli.get_name().to_string();
@@ -55,8 +56,8 @@ fn page(mut cli: clap::Command, command: Option<&str>) -> Result<i32, Stop> {
     print(&roff)
 }
 
-fn print(bytes: &[u8]) -> Result<i32, Stop> {
+fn print(bytes: &[u8]) -> Result<Exit, Stop> {
     let text = String::from_utf8_lossy(bytes);
     outln!("{}", text.trim_end_matches('\n'));
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }

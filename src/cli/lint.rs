@@ -7,8 +7,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::output::{noteln, outln};
-use super::{EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config};
+use super::{Stop, connect, find_job, load_config};
 use crate::config::Job;
+use crate::exit::Exit;
 use crate::lint::{self, Finding, LintFormat, Severity};
 
 #[derive(Serialize)]
@@ -20,7 +21,12 @@ struct JobFinding<'a> {
 }
 
 /// `offline` skips the checks that need the warehouse.
-pub async fn lint(config_path: &Path, job: Option<&str>, format: LintFormat, offline: bool) -> i32 {
+pub async fn lint(
+    config_path: &Path,
+    job: Option<&str>,
+    format: LintFormat,
+    offline: bool,
+) -> Exit {
     match lint_inner(config_path, job, format, offline).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
@@ -32,7 +38,7 @@ async fn lint_inner(
     job: Option<&str>,
     format: LintFormat,
     offline: bool,
-) -> Result<i32, Stop> {
+) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let jobs: Vec<&Job> = match job {
         Some(name) => vec![find_job(&config, name)?],
@@ -118,8 +124,8 @@ async fn lint_inner(
         if jobs.len() == 1 { "" } else { "s" },
     );
     Ok(if errors > 0 || incomplete {
-        EXIT_FAILED
+        Exit::Failed
     } else {
-        EXIT_OK
+        Exit::Ok
     })
 }

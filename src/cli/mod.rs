@@ -1,11 +1,14 @@
-//! Headless commands: each returns the process exit code (0 success, 1 some
-//! partitions failed, 2 usage or config error, 130 cancelled).
+//! Headless commands: each returns how the process ends ([`Exit`]: success,
+//! some partitions failed, usage or config error, cancelled).
 
 mod diff;
 mod docs;
+mod import_dbt;
+mod init;
 mod lint;
 mod output;
 mod run;
+mod run_args;
 mod status;
 mod verify;
 
@@ -14,46 +17,45 @@ use std::path::Path;
 
 pub use diff::diff;
 pub use docs::{completions, man};
+pub use import_dbt::import_dbt;
+pub use init::init;
 pub use lint::lint;
-pub use run::{RunArgs, run};
-pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+pub use run::run;
+pub use run_args::RunArgs;
+pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};
+use crate::exit::Exit;
 use crate::partition::{Partition, RangeEnd};
 use crate::state::LoadState;
 use crate::warehouse::Warehouse;
 use output::{noteln, outln};
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-pub const EXIT_CANCELLED: i32 = 130;
-
 /// A command that could not go on, with the exit code it ends with.
 #[derive(Debug)]
 pub struct Stop {
-    pub code: i32,
+    pub code: Exit,
     pub message: String,
 }
 
 impl Stop {
     pub fn usage(message: impl Into<String>) -> Stop {
         Stop {
-            code: EXIT_USAGE,
+            code: Exit::Usage,
             message: message.into(),
         }
     }
 
     pub fn failed(message: impl Into<String>) -> Stop {
         Stop {
-            code: EXIT_FAILED,
+            code: Exit::Failed,
             message: message.into(),
         }
     }
 
     /// Prints the message and gives the exit code.
-    pub fn report(self) -> i32 {
+    pub fn report(self) -> Exit {
         noteln!("idem: {}", self.message);
         self.code
     }
@@ -67,10 +69,17 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
             format!("no config at {}", path.display())
         };
         return Err(Stop::usage(format!(
-            "{place}; run `idem demo` to try idem on demo data, or pass --config PATH"
+            "{place}; run `idem init URL` to write one for your warehouse, `idem demo` to try idem on demo data, or pass --config PATH"
         )));
     }
-    config::load(path).map_err(|e| Stop::usage(e.to_string()))
+    let config = config::load(path).map_err(|e| Stop::usage(e.to_string()))?;
+    lineage(&config)?;
+    Ok(config)
+}
+
+/// The config's job graph; a cycle is a config error.
+pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
+    crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
 }
 
 pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
@@ -84,21 +93,32 @@ pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse,
 /// after a moment the operator is told what idem is waiting on.
 pub async fn read_states(
     warehouse: &Warehouse,
+    config: &Config,
     job: &Job,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
-    read_states_scoped(warehouse, job, now, &Default::default()).await
+    read_states_scoped(warehouse, config, job, now, &Default::default()).await
 }
 
 /// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
 pub async fn read_states_scoped(
     warehouse: &Warehouse,
+    config: &Config,
     job: &Job,
     now: chrono::NaiveDateTime,
     scope: &crate::state::StatusScope,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+    let lineage = lineage(config)?;
     let nothing_running = Default::default();
-    let read = crate::state::job_status_scoped(warehouse, job, now, &nothing_running, scope);
+    let read = crate::state::job_status_in(
+        warehouse,
+        config,
+        &lineage,
+        job,
+        now,
+        &nothing_running,
+        scope,
+    );
     tokio::pin!(read);
     let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
     tokio::pin!(notice);
@@ -174,53 +194,75 @@ pub fn parse_bound(
         })
 }
 
-/// `idem` without a command opens the console on the config, which must be
-/// valid (checked before the terminal is touched) and needs a terminal.
-pub async fn console(config_path: &Path, ui: crate::tui::Options) -> i32 {
-    let config = match load_config(config_path) {
-        Ok(c) => c,
-        Err(stop) => return stop.report(),
-    };
+/// `idem` without a command: the config the console opens on, which must be
+/// valid (checked before the terminal is touched), and a terminal.
+pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
+    let config = load_config(config_path)?;
     if !std::io::stdout().is_terminal() {
-        return Stop::usage("the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`").report();
+        return Err(Stop::usage(
+            "the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`",
+        ));
     }
-    crate::tui::run(config, ui).await
+    Ok(config)
 }
 
-/// `idem demo`: creates the demo warehouse and opens the console on it; without
-/// a terminal it tells where the demo is and how to open it.
-pub async fn demo(path: &Path, ui: crate::tui::Options) -> i32 {
+/// `idem demo`: creates the demo warehouse. With a terminal it answers the
+/// demo and the config for the console to open on; without one it tells
+/// where the demo is and how to open it, and answers `None`.
+pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, Stop> {
     noteln!("creating the demo warehouse in {} …", path.display());
-    let demo = match crate::demo::create(path).await {
-        Ok(demo) => demo,
-        Err(e) => return Stop::failed(format!("could not create the demo: {e:#}")).report(),
-    };
+    let demo = crate::demo::create(path)
+        .await
+        .map_err(|e| Stop::failed(format!("could not create the demo: {e:#}")))?;
     if !std::io::stdout().is_terminal() {
-        return print_demo_commands(&demo).unwrap_or_else(Stop::report);
+        print_demo_commands(&demo)?;
+        return Ok(None);
     }
-    match load_config(&demo.config) {
-        Ok(config) => {
-            let code = crate::tui::run(config, ui).await;
-            println!(
-                "the demo stays in {}; open it again with: idem --config {}",
-                demo.dir.display(),
-                demo.config.display()
-            );
-            code
-        }
-        Err(stop) => stop.report(),
+    let config = load_config(&demo.config)?;
+    Ok(Some((demo, config)))
+}
+
+/// After the console closed on the demo: where it stays.
+pub fn demo_closed(demo: &crate::demo::Demo) {
+    noteln!(
+        "the demo stays in {}; open it again with: {} --config {}",
+        demo.dir.display(),
+        program(),
+        demo.config.display()
+    );
+}
+
+/// How to call this program in a printed command so that it works as
+/// printed: `idem` when that is what the PATH finds, else its full path (as
+/// after `cargo run`, before `cargo install`).
+pub fn program() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "idem".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            dir.join("idem")
+                .canonicalize()
+                .is_ok_and(|found| found == me)
+        })
+    });
+    if on_path {
+        "idem".into()
+    } else {
+        me.display().to_string()
     }
 }
 
 /// Where the demo is and the commands to try on it.
-fn print_demo_commands(demo: &crate::demo::Demo) -> Result<i32, Stop> {
+fn print_demo_commands(demo: &crate::demo::Demo) -> Result<(), Stop> {
     let config = demo.config.display();
+    let idem = program();
     outln!("demo warehouse ready: {}", demo.database.display());
     outln!("config: {config}");
     outln!("");
-    outln!("  idem --config {config}            # the console");
-    outln!("  idem --config {config} jobs");
-    outln!("  idem --config {config} status fct_orders");
-    outln!("  idem --config {config} run fct_orders --only failed,missing");
-    Ok(EXIT_OK)
+    outln!("  {idem} --config {config}            # the console");
+    outln!("  {idem} --config {config} jobs");
+    outln!("  {idem} --config {config} status fct_orders");
+    outln!("  {idem} --config {config} run fct_orders --only failed,missing");
+    Ok(())
 }

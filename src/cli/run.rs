@@ -6,98 +6,39 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
-use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::RunArgs;
 use super::output::{self, noteln, outln};
-use super::{
-    EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states,
-};
+use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event, Selection};
-use crate::partition::{RangeEnd, now_utc};
-use crate::state::{self, LoadState};
+use crate::exit::Exit;
+use crate::partition::now_utc;
+use crate::state;
 
-/// The states `--only` takes: a partition running elsewhere or not complete
-/// yet is never run.
-const RUNNABLE: [LoadState; 7] = [
-    LoadState::Failed,
-    LoadState::Missing,
-    LoadState::Stale,
-    LoadState::Vanished,
-    LoadState::Unmanaged,
-    LoadState::Loaded,
-    LoadState::Empty,
-];
+/// Partitions a run may load without a terminal before it needs `--yes`:
+/// a mistyped range must not rewrite a job's whole history unasked.
+pub const CONFIRM_ABOVE: usize = 100;
 
-#[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// The job to backfill.
-    pub job: String,
-    /// First partition (default: the job's start).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Last partition, included (default: the last complete one).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Partitions in flight at once (default from [defaults]).
-    #[arg(long)]
-    pub concurrency: Option<usize>,
-    /// Show what would run, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// One JSON event per line on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Why this run happens, recorded in the ledger.
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// For merge_key jobs: also re-merge every window after the range up to
-    /// the latest loaded one, so that the newest values win.
-    #[arg(long)]
-    pub through_latest: bool,
-    /// Let a replace leave a partition with far fewer rows than it has (or
-    /// none): the shrink guard otherwise refuses, taking it for a late source.
-    #[arg(long)]
-    pub allow_shrink: bool,
-    /// Also load windows that have not ended yet (UTC); such a load is never
-    /// taken as final, so the window stays due for a run after it ends.
-    #[arg(long)]
-    pub allow_incomplete: bool,
-}
-
-pub async fn run(config_path: &Path, args: RunArgs) -> i32 {
+pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     match run_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
+async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
-    let only = parse_states("--only", &args.only, &RUNNABLE)?;
-    let concurrency = args.concurrency.unwrap_or(config.defaults.concurrency);
-    if concurrency == 0 || concurrency > 64 {
-        return Err(Stop::usage(format!(
-            "--concurrency {concurrency} is out of range; expected 1 to 64"
-        )));
-    }
-    let selection = Selection {
-        from: parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?,
-        to: parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?,
-        only,
-        allow_incomplete: args.allow_incomplete,
-    };
+    let selection = args.selection(job)?;
+    let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = super::read_states(&warehouse, job, now).await?;
+    let statuses = super::read_states(&warehouse, &config, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -117,40 +58,50 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         }
     }
 
-    if args.dry_run {
-        let plan = DryRun::new(&backfill, &statuses);
-        if args.json {
-            plan.print_json()?;
-        } else {
-            plan.print()?;
-        }
-        return Ok(EXIT_OK);
+    let mut steps = vec![(backfill, statuses)];
+    if args.cascade {
+        steps.extend(plan_cascade(&warehouse, &config, &steps[0].0, now).await?);
     }
 
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            noteln!(
-                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
-            );
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(super::EXIT_CANCELLED);
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if args.dry_run || (interactive && !args.yes) {
+        // A preview says what the run will find: each partition's source
+        // count now, and which replaces the shrink guard will refuse.
+        for (backfill, statuses) in &mut steps {
+            preview_sources(&warehouse, backfill, statuses).await?;
+        }
+    }
+    if args.dry_run {
+        for (i, (backfill, statuses)) in steps.iter().enumerate() {
+            let plan = DryRun::new(backfill, statuses);
+            if args.json {
+                plan.print_json()?;
+            } else {
+                if i > 0 {
+                    outln!("then, downstream (reads what the run above rewrites):");
+                }
+                plan.print()?;
             }
         }
-    });
+        return Ok(Exit::Ok);
+    }
+    if !args.yes {
+        if !confirmed(&steps, interactive)? {
+            noteln!("idem: nothing run");
+            return Ok(Exit::Cancelled);
+        }
+    }
+    if args.cascade {
+        let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
+        return run_cascade(&warehouse, &config, &steps, args.json).await;
+    }
+    let backfill = steps.remove(0).0;
 
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = cancel_on_ctrl_c();
+    let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
-    let printer = tokio::spawn(async move {
-        let mut progress = Progress::new(json, total);
-        while let Some(event) = rx.recv().await {
-            progress.show(&event);
-        }
-        progress.finish()
-    });
+    let printer = spawn_printer(json, total, rx);
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
@@ -194,9 +145,226 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<i32, Stop> {
         // still be read, and the exit code says the output is incomplete.
         Err(stop) => {
             noteln!("idem: {}; the run itself: {outcome}", stop.message);
-            Ok(summary.exit_code().max(EXIT_FAILED))
+            Ok(summary.exit_code().max(Exit::Failed))
         }
     }
+}
+
+/// Counts the planned partitions' source rows (one read-only query) onto
+/// their statuses, for replace jobs, whose guard compares them.
+async fn preview_sources(
+    warehouse: &crate::warehouse::Warehouse,
+    backfill: &Backfill,
+    statuses: &mut [state::PartitionStatus],
+) -> Result<(), Stop> {
+    let (Some(&first), Some(&last)) = (backfill.partitions.first(), backfill.partitions.last())
+    else {
+        return Ok(());
+    };
+    if backfill.job.strategy != Strategy::ReplacePartition {
+        return Ok(());
+    }
+    let counts = warehouse
+        .source_counts(&backfill.job, first, last)
+        .await
+        .map_err(|e| Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)))?;
+    state::reconcile(statuses, &counts, first, last);
+    Ok(())
+}
+
+/// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
+/// the operator answers; elsewhere a run of more than [`CONFIRM_ABOVE`]
+/// partitions is refused.
+fn confirmed(
+    steps: &[(Backfill, Vec<state::PartitionStatus>)],
+    interactive: bool,
+) -> Result<bool, Stop> {
+    let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
+    if total == 0 {
+        return Ok(true);
+    }
+    let (root, _) = &steps[0];
+    let range = match (root.partitions.first(), root.partitions.last()) {
+        (Some(a), Some(b)) => format!("{} to {}", a.name(), b.name()),
+        _ => "no partitions of its own".into(),
+    };
+    if !interactive {
+        if total > CONFIRM_ABOVE {
+            return Err(Stop::usage(format!(
+                "this run would load {total} partitions ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
+                root.job.name,
+                if steps.len() > 1 {
+                    ", with its cascade"
+                } else {
+                    ""
+                }
+            )));
+        }
+        return Ok(true);
+    }
+    for (backfill, statuses) in steps {
+        DryRun::new(backfill, statuses).print()?;
+    }
+    noteln!(
+        "run {total} partition{}? [y/N] ",
+        if total == 1 { "" } else { "s" }
+    );
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Stop::failed(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// The downstream steps of a cascade: for each job that reads the root
+/// (transitively), the partitions the root's run makes stale, planned from
+/// that job's own states so that attempt numbers continue.
+async fn plan_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
+    let lineage = super::lineage(config)?;
+    let mut steps = Vec::new();
+    for (job, partitions) in engine::cascade::downstream_partitions(config, &lineage, root, now) {
+        let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
+            continue;
+        };
+        let statuses = super::read_states(warehouse, config, job, now).await?;
+        let selection = Selection {
+            from: Some(from),
+            to: Some(to),
+            ..Selection::default()
+        };
+        let mut step = Backfill::plan_from(
+            job,
+            &selection,
+            &statuses,
+            now,
+            root.concurrency,
+            root.retries,
+        )
+        .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
+        step.partitions.retain(|p| partitions.contains(p));
+        step.reason = root.reason.clone();
+        step.allow_shrink = root.allow_shrink;
+        steps.push((step, statuses));
+    }
+    Ok(steps)
+}
+
+/// Runs a cascade's steps in dependency order and reports each.
+async fn run_cascade(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    steps: &[Backfill],
+    json: bool,
+) -> Result<Exit, Stop> {
+    let lineage = super::lineage(config)?;
+    let cancel = cancel_on_ctrl_c();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
+    let printer = spawn_printer(json, total, rx);
+    let outcomes = engine::cascade::run(warehouse, &lineage, steps, &tx, &cancel).await;
+    drop(tx);
+    let events_written = printer
+        .await
+        .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
+    warehouse.close().await;
+    let mut code = Exit::Ok;
+    let mut lines = Vec::new();
+    for outcome in &outcomes {
+        let mut line = match &outcome.summary {
+            Some(s) => {
+                code = code.max(s.exit_code());
+                format!(
+                    "{}: {} succeeded, {} failed{}",
+                    outcome.job,
+                    s.succeeded,
+                    s.failed,
+                    if s.not_started > 0 {
+                        format!(", {} not started", s.not_started)
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => format!("{}: nothing run", outcome.job),
+        };
+        if !outcome.skipped.is_empty() {
+            code = code.max(Exit::Failed);
+            line.push_str(&format!(
+                ", {} skipped (an upstream partition they read did not load)",
+                outcome.skipped.len()
+            ));
+        }
+        if let Some(s) = &outcome.summary {
+            line.push_str(&format!(" · run {}", s.run_id));
+            if let Some(repeat) = repeat_command(&outcome.job, s) {
+                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            }
+        }
+        lines.push(line);
+    }
+    let printed = events_written.and_then(|()| {
+        if !json {
+            for line in &lines {
+                print_outcome(line)?;
+            }
+        }
+        Ok(())
+    });
+    match printed {
+        Ok(()) => Ok(code),
+        Err(stop) => {
+            noteln!(
+                "idem: {}; the run itself: {}",
+                stop.message,
+                lines.join("; ")
+            );
+            Ok(code.max(Exit::Failed))
+        }
+    }
+}
+
+/// Shows a run's events as they come (progress bar, lines or JSON) and keeps
+/// them in the run logs; ends when the run drops its sender.
+fn spawn_printer(
+    json: bool,
+    total: u64,
+    mut rx: mpsc::UnboundedReceiver<Event>,
+) -> tokio::task::JoinHandle<Result<(), Stop>> {
+    tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        let runlog = crate::runlog::RunLog::open();
+        while let Some(event) = rx.recv().await {
+            if let Some(log) = &runlog {
+                log.record(&event);
+            }
+            progress.show(&event);
+        }
+        progress.finish()
+    })
+}
+
+/// A token Ctrl-C cancels: no new partitions start, in-flight ones roll
+/// back; a second Ctrl-C quits at once.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            noteln!(
+                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
+            );
+            on_interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(Exit::Cancelled.code().into());
+            }
+        }
+    });
+    cancel
 }
 
 fn print_outcome(outcome: &str) -> Result<(), Stop> {
@@ -227,6 +395,7 @@ struct DryRun<'a> {
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
 #[derive(Serialize)]
 struct DryRunEvent<'a> {
+    schema_version: u32,
     event: &'static str,
     job: &'a str,
     strategy: Strategy,
@@ -244,6 +413,10 @@ struct DryRunPartition {
     partition: String,
     state: &'static str,
     rows_now: Option<i64>,
+    /// What the job's SQL gives the partition now (replace jobs).
+    rows_source: Option<i64>,
+    /// The shrink guard will refuse it.
+    refused: bool,
 }
 
 impl<'a> DryRun<'a> {
@@ -263,8 +436,21 @@ impl<'a> DryRun<'a> {
                 partition: s.partition.name(),
                 state: s.state.name(),
                 rows_now: s.rows_now,
+                rows_source: s.rows_source,
+                refused: self.refused(s),
             })
             .collect()
+    }
+
+    /// Whether the shrink guard will refuse this partition's replace, from
+    /// the source count a preview read.
+    fn refused(&self, s: &state::PartitionStatus) -> bool {
+        let job = &self.backfill.job;
+        !self.backfill.allow_shrink
+            && job.strategy == Strategy::ReplacePartition
+            && s.rows_source.is_some_and(|n| {
+                crate::config::shrinks_too_far(s.rows_now.unwrap_or(0), n, job.shrink_guard)
+            })
     }
 
     /// Rows the run would delete before inserting, for replace jobs.
@@ -302,9 +488,18 @@ impl<'a> DryRun<'a> {
             self.backfill.partitions.len(),
             self.backfill.effective_concurrency()
         );
+        let mut refused = 0;
         for (p, s) in self.partitions().iter().zip(&self.planned) {
+            let source = match (s.rows_source, self.refused(s)) {
+                (Some(n), true) => {
+                    refused += 1;
+                    format!(" → source {n}: the shrink guard refuses (source looks incomplete)")
+                }
+                (Some(n), false) => format!(" → source {n}"),
+                (None, _) => String::new(),
+            };
             outln!(
-                "  {} {} {:<9} rows now {}",
+                "  {} {} {:<9} rows now {}{source}",
                 p.partition,
                 s.state.glyph(),
                 p.state,
@@ -312,6 +507,13 @@ impl<'a> DryRun<'a> {
             );
         }
         outln!("{}", self.plan_line());
+        if refused > 0 {
+            outln!(
+                "{refused} partition{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
+                if refused == 1 { "" } else { "s" },
+                if refused == 1 { "its" } else { "their" }
+            );
+        }
         Ok(())
     }
 
@@ -319,6 +521,7 @@ impl<'a> DryRun<'a> {
     fn print_json(&self) -> Result<(), Stop> {
         let job = &self.backfill.job;
         let event = DryRunEvent {
+            schema_version: engine::SCHEMA_VERSION,
             event: "dry_run",
             job: &job.name,
             strategy: job.strategy,
@@ -366,7 +569,7 @@ impl Progress {
         match self {
             Progress::Json(written) => {
                 if written.is_ok()
-                    && let Ok(line) = serde_json::to_string(event)
+                    && let Ok(line) = event.to_json_line()
                 {
                     *written = output::line(format_args!("{line}"));
                 }
@@ -461,6 +664,11 @@ fn describe(event: &Event) -> Option<String> {
             "{partition} ✗ failed (attempt {attempt}{}) · {error}",
             if *will_retry { ", will retry" } else { "" }
         ),
+        Event::PartitionSkipped {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} skipped · {because}"),
         _ => return None,
     })
 }

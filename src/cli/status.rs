@@ -7,8 +7,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{EXIT_OK, Stop, connect, find_job, load_config, parse_bound, parse_states};
+use super::{Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
+use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
@@ -29,6 +30,8 @@ pub struct StatusArgs {
     pub anomalies_only: bool,
     /// `--state`: only partitions in these states (all when empty).
     pub states: Vec<String>,
+    /// `--reconcile`: count what each partition's SQL would write now.
+    pub reconcile: bool,
 }
 
 /// One partition's line of `idem status`.
@@ -44,6 +47,14 @@ struct StatusRow<'a> {
     attempts: usize,
     last_finished: Option<&'a str>,
     last_error: Option<&'a str>,
+    /// Upstream partitions changed since this one was loaded.
+    stale_upstream: &'a [String],
+    /// With `--reconcile`: rows the job's SQL would write now, and whether
+    /// that differs from what is loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows_source: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_date: Option<bool>,
 }
 
 impl<'a> StatusRow<'a> {
@@ -59,18 +70,21 @@ impl<'a> StatusRow<'a> {
             attempts: s.attempts,
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
+            stale_upstream: &s.stale_upstream,
+            rows_source: s.rows_source,
+            out_of_date: s.rows_source.map(|_| s.out_of_date().is_some()),
         }
     }
 }
 
-pub async fn status(config_path: &Path, args: StatusArgs) -> i32 {
+pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
     match status_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
     }
 }
 
-async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop> {
+async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
@@ -91,7 +105,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             to,
             cache: None,
         };
-        let statuses = super::read_states_scoped(&warehouse, job, now_utc(), &scope).await?;
+        let mut statuses =
+            super::read_states_scoped(&warehouse, &config, job, now_utc(), &scope).await?;
+        if args.reconcile {
+            reconcile(&warehouse, job, &mut statuses).await?;
+        }
         let kept: Vec<PartitionStatus> = statuses
             .into_iter()
             .filter(|s| !args.anomalies_only || s.anomaly)
@@ -112,11 +130,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
         }
         StatusFormat::Csv => {
             outln!(
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date"
             );
             for r in &rows {
                 outln!(
-                    "{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition,
                     r.state,
@@ -126,13 +144,16 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                     r.drift,
                     r.attempts,
                     r.last_finished.unwrap_or(""),
-                    csv(r.last_error.unwrap_or(""))
+                    csv(r.last_error.unwrap_or("")),
+                    csv(&r.stale_upstream.join("; ")),
+                    opt(r.rows_source),
+                    r.out_of_date.map_or(String::new(), |o| o.to_string())
                 );
             }
         }
         StatusFormat::Table => {
             outln!(
-                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error",
+                "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error or cause",
                 "JOB",
                 "PARTITION",
                 "STATE",
@@ -149,11 +170,13 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
                     if s.drift {
                         flags.push_str("drift");
                     }
+                    let upstream =
+                        out_of_date_text(s).unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
-                        .unwrap_or("");
+                        .unwrap_or(&upstream);
                     outln!(
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
                         job.name,
@@ -169,11 +192,71 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<i32, Stop>
             }
         }
     }
-    Ok(EXIT_OK)
+    Ok(Exit::Ok)
 }
 
-async fn read_status(warehouse: &Warehouse, job: &Job) -> Result<Vec<PartitionStatus>, Stop> {
-    super::read_states(warehouse, job, now_utc()).await
+/// Counts the source rows of the statuses' complete partitions, in one
+/// query for the job, and records them on the statuses.
+async fn reconcile(
+    warehouse: &Warehouse,
+    job: &Job,
+    statuses: &mut [PartitionStatus],
+) -> Result<(), Stop> {
+    let complete: Vec<_> = statuses
+        .iter()
+        .filter(|s| s.state != LoadState::Future)
+        .map(|s| s.partition)
+        .collect();
+    let (Some(&first), Some(&last)) = (complete.first(), complete.last()) else {
+        return Ok(());
+    };
+    let counts = warehouse
+        .source_counts(job, first, last)
+        .await
+        .map_err(|e| Stop::failed(format!("{}: reconciling: {e}", job.name)))?;
+    crate::state::reconcile(statuses, &counts, first, last);
+    Ok(())
+}
+
+/// `source 10,512 · loaded 10,480 · +32 late` for an out-of-date partition.
+pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
+    let diff = s.out_of_date()?;
+    Some(format!(
+        "out of date: source {} · loaded {} · {}",
+        crate::numbers::thousands(s.rows_source.unwrap_or(0)),
+        crate::numbers::thousands(s.rows_at_load.unwrap_or(0)),
+        if diff > 0 {
+            format!("+{} late", crate::numbers::thousands(diff))
+        } else {
+            format!("{} removed", crate::numbers::thousands(-diff))
+        }
+    ))
+}
+
+async fn read_status(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    job: &Job,
+) -> Result<Vec<PartitionStatus>, Stop> {
+    super::read_states(warehouse, config, job, now_utc()).await
+}
+
+/// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
+pub fn upstream_cause(stale_upstream: &[String]) -> String {
+    if stale_upstream.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<&str> = stale_upstream.iter().take(3).map(String::as_str).collect();
+    let more = stale_upstream.len().saturating_sub(shown.len());
+    format!(
+        "stale (upstream): {} changed since{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 fn opt(n: Option<i64>) -> String {
@@ -201,9 +284,10 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
         .collect()
 }
 
-pub async fn jobs(config_path: &Path) -> i32 {
+pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
+        let lineage = super::lineage(&config)?;
         let warehouse = connect(&config, 2).await?;
         outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
@@ -214,7 +298,7 @@ pub async fn jobs(config_path: &Path) -> i32 {
             "LINT"
         );
         for job in &config.jobs {
-            let health = match read_status(&warehouse, job).await {
+            let health = match read_status(&warehouse, &config, job).await {
                 Ok(statuses) => state_counts(&statuses)
                     .into_iter()
                     .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
@@ -230,12 +314,39 @@ pub async fn jobs(config_path: &Path) -> i32 {
                 job.target.to_string(),
                 lint_badge(job)
             );
+            for line in lineage_lines(&lineage, &job.name) {
+                outln!("  {line}");
+            }
         }
         warehouse.close().await;
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// A job's upstream and downstream jobs, for `idem jobs`:
+/// `← reads fct_orders (its SQL reads analytics.fct_orders)`,
+/// `→ read by agg_revenue_monthly`.
+fn lineage_lines(lineage: &crate::lineage::Lineage, job: &str) -> Vec<String> {
+    use crate::lineage::Because;
+    let mut out = Vec::new();
+    let ups: Vec<String> = lineage
+        .upstream(job)
+        .iter()
+        .map(|(up, why)| match why {
+            Because::Declared => format!("{up} (depends_on)"),
+            Because::ReadsTarget(table) => format!("{up} (its SQL reads {table})"),
+        })
+        .collect();
+    if !ups.is_empty() {
+        out.push(format!("← reads {}", ups.join(", ")));
+    }
+    let downs = lineage.downstream(job);
+    if !downs.is_empty() {
+        out.push(format!("→ read by {}", downs.join(", ")));
+    }
+    out
 }
 
 /// The static lint findings of a job in a word: `ok`, `2 errors`, `1 warning`.
@@ -254,7 +365,36 @@ fn lint_badge(job: &Job) -> String {
     }
 }
 
-pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> i32 {
+/// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
+pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
+    let result = (|| {
+        let config = load_config(config_path)?;
+        let job = find_job(&config, job_name)?;
+        let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?
+            .ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?
+            .name();
+        let Some(dir) = crate::runlog::dir() else {
+            return Err(Stop::failed(
+                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
+            ));
+        };
+        let lines = crate::runlog::tail(&dir, &job.name, &partition, n);
+        if lines.is_empty() {
+            outln!(
+                "no run log for {} {partition} in {} (runs of this user on this machine write them)",
+                job.name,
+                dir.display()
+            );
+        }
+        for line in lines {
+            outln!("{line}");
+        }
+        Ok(Exit::Ok)
+    })();
+    result.unwrap_or_else(Stop::report)
+}
+
+pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -274,7 +414,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 job.name,
                 partition.map(|p| format!(" {p}")).unwrap_or_default()
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         }
         outln!(
             "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
@@ -315,7 +455,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                     .unwrap_or_default(),
             );
         }
-        Ok::<_, Stop>(EXIT_OK)
+        Ok::<_, Stop>(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)

@@ -4,10 +4,11 @@
 use std::path::Path;
 
 use super::output::outln;
-use super::{EXIT_FAILED, EXIT_OK, Stop, connect, find_job, load_config, parse_bound};
+use super::{Stop, connect, find_job, load_config, parse_bound};
+use crate::exit::Exit;
 use crate::partition::RangeEnd;
 
-pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 {
+pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -28,7 +29,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 
                 v.partition,
                 v.rows[0]
             );
-            return Ok(EXIT_OK);
+            return Ok(Exit::Ok);
         };
         outln!(
             "NOT idempotent: {} {}: {} and {} differ",
@@ -49,7 +50,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> i32 
             "everything was rolled back; `idem lint {}` may name the cause",
             v.job
         );
-        Ok(EXIT_FAILED)
+        Ok(Exit::Failed)
     }
     .await;
     result.unwrap_or_else(Stop::report)

@@ -27,6 +27,17 @@ impl Ident {
         Ident(name.to_string())
     }
 
+    /// This name with a plain suffix (letters, digits, `_`) of idem's own:
+    /// still plain.
+    pub(crate) fn with_suffix(&self, suffix: &'static str) -> Ident {
+        debug_assert!(
+            suffix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        );
+        Ident(format!("{}{suffix}", self.0))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -83,6 +83,9 @@ pub struct Job {
     /// fraction of its rows (or with none) is refused: the source looks
     /// incomplete. 0 refuses only a replace with no rows.
     pub shrink_guard: f64,
+    /// Jobs named in `depends_on` (reading another job's target in `sql`
+    /// implies more; see [`crate::lineage`]).
+    pub depends_on: Vec<Dependency>,
     /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
     pub sql_line: usize,
 }
@@ -129,6 +132,20 @@ impl Job {
         };
         crate::partition::range(self.start, last)
     }
+}
+
+/// A job named in another's `depends_on`, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dependency {
+    pub name: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// The shrink guard's rule: a partition that has rows keeps at least
+/// `floor` of them, and is never replaced by none.
+pub fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
+    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -195,6 +212,7 @@ struct RawJob {
     end: Option<Spanned<String>>,
     sql: Spanned<String>,
     shrink_guard: Option<Spanned<Fraction>>,
+    depends_on: Option<Vec<Spanned<String>>>,
 }
 
 /// A `shrink_guard` value: a fraction from 0 to 1 (exclusive).
@@ -342,6 +360,31 @@ pub fn parse(
             ));
         }
         jobs.push(job);
+    }
+    let names: Vec<String> = jobs.iter().map(|j| j.name.clone()).collect();
+    for (i, raw_job) in raw.jobs.iter().enumerate() {
+        for dep in raw_job.get_ref().depends_on.iter().flatten() {
+            let name = dep.get_ref();
+            let problem = if *name == jobs[i].name {
+                Some("a job cannot depend on itself".to_string())
+            } else if !names.contains(name) {
+                Some(format!(
+                    "no job named \"{name}\"; jobs: {}",
+                    names.join(", ")
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = problem {
+                return Err(cx.error(dep.span(), &format!("jobs[{i}].depends_on"), message));
+            }
+            let (line, column) = cx.line_col(dep.span().start);
+            jobs[i].depends_on.push(Dependency {
+                name: name.clone(),
+                line,
+                column,
+            });
+        }
     }
     Ok(Config {
         path: path.to_path_buf(),
@@ -492,6 +535,7 @@ fn validate_job(
         end,
         sql,
         shrink_guard,
+        depends_on: Vec::new(),
         sql_line,
     })
 }
@@ -620,6 +664,19 @@ mod tests {
                 "{too_long}"
             );
         }
+    }
+
+    #[test]
+    fn the_shrink_guard_refuses_none_and_far_fewer() {
+        assert!(shrinks_too_far(2000, 0, 0.5));
+        assert!(shrinks_too_far(2000, 999, 0.5));
+        assert!(!shrinks_too_far(2000, 1000, 0.5));
+        assert!(!shrinks_too_far(2000, 3000, 0.5));
+        // A partition that was empty can receive anything, or nothing.
+        assert!(!shrinks_too_far(0, 0, 0.5));
+        // 0 refuses only a replace with no rows.
+        assert!(shrinks_too_far(10, 0, 0.0));
+        assert!(!shrinks_too_far(10, 1, 0.0));
     }
 
     #[test]

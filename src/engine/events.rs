@@ -1,9 +1,11 @@
 //! Events of a run, in the order they happen. Serialised as one JSON object
-//! per line by `idem run --json`, for orchestrators.
+//! per line by `idem run --json`, for orchestrators, each with the
+//! [`SCHEMA_VERSION`] it follows.
 
 use serde::Serialize;
 
 use crate::config::Strategy;
+use crate::state::AttemptEnd;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -50,6 +52,13 @@ pub enum Event {
         will_retry: bool,
         duration_ms: u64,
     },
+    /// A cascade did not run this downstream partition: an upstream
+    /// partition it reads did not load.
+    PartitionSkipped {
+        job: String,
+        partition: String,
+        because: String,
+    },
     RunFinished {
         run_id: String,
         job: String,
@@ -62,14 +71,59 @@ pub enum Event {
 }
 
 impl Event {
-    pub fn run_id(&self) -> &str {
+    /// The partition and how its attempt ended, for the events that end one
+    /// for good (a failure that will be retried does not).
+    pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {
         match self {
-            Event::RunStarted { run_id, .. }
-            | Event::PartitionStarted { run_id, .. }
-            | Event::PartitionLog { run_id, .. }
-            | Event::PartitionSucceeded { run_id, .. }
-            | Event::PartitionFailed { run_id, .. }
-            | Event::RunFinished { run_id, .. } => run_id,
+            Event::PartitionSucceeded {
+                partition,
+                rows_after,
+                ..
+            } => Some((
+                partition,
+                AttemptEnd::Succeeded {
+                    rows_after: *rows_after,
+                },
+            )),
+            Event::PartitionFailed {
+                partition,
+                error,
+                will_retry: false,
+                ..
+            } => Some((
+                partition,
+                if error.starts_with(CANCELLED) {
+                    AttemptEnd::RolledBack
+                } else {
+                    AttemptEnd::Failed
+                },
+            )),
+            _ => None,
         }
+    }
+}
+
+/// How the error of a cancelled attempt begins.
+pub(crate) const CANCELLED: &str = "cancelled";
+
+/// The version of the `--json` event lines. It changes only when a field is
+/// removed or changes meaning; new fields and events may appear within one
+/// version, so consumers ignore what they do not know.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Versioned<'a> {
+    schema_version: u32,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+impl Event {
+    /// The event as one line of JSON, with its schema version.
+    pub fn to_json_line(&self) -> serde_json::Result<String> {
+        serde_json::to_string(&Versioned {
+            schema_version: SCHEMA_VERSION,
+            event: self,
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! concurrency, retries and cancellation, and reports every step as an
 //! [`Event`] on a channel. It knows nothing of who listens.
 
+pub mod cascade;
 mod events;
 
 use std::collections::{HashMap, HashSet};
@@ -12,9 +13,10 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub use events::Event;
+pub use events::{Event, SCHEMA_VERSION};
 
 use crate::config::{Job, Strategy};
+use crate::exit::Exit;
 use crate::partition::{Partition, now_utc};
 use crate::state::{self, LoadState};
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
@@ -274,14 +276,14 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// The process exit code for this outcome: 0, 1, or 130 when cancelled.
-    pub fn exit_code(&self) -> i32 {
+    /// How the process ends after this run.
+    pub fn exit_code(&self) -> Exit {
         if self.cancelled {
-            130
+            Exit::Cancelled
         } else if self.failed > 0 || self.not_started > 0 {
-            1
+            Exit::Failed
         } else {
-            0
+            Exit::Ok
         }
     }
 }
@@ -294,11 +296,35 @@ enum PartitionResult {
     NotStarted,
 }
 
-/// Identity of whoever runs the backfill, recorded in the ledger.
+/// Identity of whoever runs the backfill, recorded in the ledger:
+/// `IDEM_OPERATOR`, else the login name (from the environment, or the
+/// process's user id looked up in /etc/passwd, as cron and containers often
+/// leave `$USER` unset), else `uid N`.
 pub fn operator() -> String {
-    std::env::var("IDEM_OPERATOR")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "unknown".into())
+    let named = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    named("IDEM_OPERATOR")
+        .or_else(|| named("USER"))
+        .or_else(|| named("LOGNAME"))
+        .or_else(login_of_uid)
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The login name of this process's real user id, or `uid N`.
+fn login_of_uid() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let name = passwd.lines().find_map(|l| {
+        let mut fields = l.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid).then(|| name.to_string())
+    });
+    Some(name.unwrap_or_else(|| format!("uid {uid}")))
 }
 
 pub fn host() -> String {
@@ -476,7 +502,7 @@ impl PartitionRun<'_> {
                     self.failed(
                         &name,
                         attempt,
-                        "cancelled; rolled back".into(),
+                        format!("{}; rolled back", events::CANCELLED),
                         false,
                         duration_ms,
                     );

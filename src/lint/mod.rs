@@ -74,6 +74,12 @@ fn file_line(job: &Job, n: usize) -> usize {
 }
 
 /// Findings from the job's definition and SQL alone: no IO.
+/// The tables a job's SQL reads (lower-cased, qualified as written), for
+/// lineage; empty when no SQL dialect parses it.
+pub fn tables_read(sql: &str) -> std::collections::BTreeSet<String> {
+    sql::read(sql).tables
+}
+
 pub fn static_findings(job: &Job) -> Vec<Finding> {
     let reading = sql::read(&job.sql);
     let mut out = Vec::new();
@@ -339,7 +345,7 @@ async fn partition_column_type(
     let columns = wh.columns(&job.target).await?;
     let Some(column) = columns
         .iter()
-        .find(|c| c.name.eq_ignore_ascii_case(pcol.as_str()))
+        .find(|c| c.name.as_str().eq_ignore_ascii_case(pcol.as_str()))
     else {
         return Ok(());
     };
@@ -436,7 +442,13 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .iter()
             .map(|k| k.as_str().to_lowercase())
             .collect();
-        let nullable = wh.nullable_columns(&job.target).await?;
+        let nullable: Vec<String> = wh
+            .columns(&job.target)
+            .await?
+            .into_iter()
+            .filter(|c| c.nullable)
+            .map(|c| c.name.as_str().to_lowercase())
+            .collect();
         let nullable_keys: Vec<&str> = wanted
             .iter()
             .filter(|k| nullable.contains(k))

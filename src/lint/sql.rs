@@ -100,6 +100,9 @@ pub(super) struct Reading {
     /// Every alias given in any SELECT list, and the columns it is computed
     /// from, for following a column through CTEs and subqueries.
     pub aliases: HashMap<String, BTreeSet<String>>,
+    /// The tables the SQL reads, lower-cased and as qualified as written
+    /// (`raw.orders`, `orders`), CTEs left out.
+    pub tables: BTreeSet<String>,
 }
 
 impl Reading {
@@ -171,6 +174,11 @@ pub(super) fn read(sql: &str) -> Reading {
             let _ = statements.visit(&mut walk);
             reading.volatile = walk.volatile;
             reading.window_filters = walk.window_filters;
+            reading.tables = walk
+                .relations
+                .into_iter()
+                .filter(|t| !walk.ctes.contains(t))
+                .collect();
             reading.aliases = walk.aliases;
             reading.ranks = walk
                 .ranks
@@ -340,6 +348,8 @@ struct Walk {
     filter_names: HashSet<String>,
     window_filters: Vec<WindowFilter>,
     aliases: HashMap<String, BTreeSet<String>>,
+    relations: BTreeSet<String>,
+    ctes: HashSet<String>,
 }
 
 impl Walk {
@@ -397,6 +407,27 @@ impl Walk {
 
 impl Visitor for Walk {
     type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.ctes.insert(cte.alias.name.value.to_lowercase());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, relation: &sqlparser::ast::ObjectName) -> ControlFlow<()> {
+        let parts: Vec<String> = relation
+            .0
+            .iter()
+            .filter_map(|p| p.as_ident().map(|i| i.value.to_lowercase()))
+            .collect();
+        if !parts.is_empty() {
+            self.relations.insert(parts.join("."));
+        }
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
         match expr {

@@ -4,7 +4,7 @@
 //! the theme it `extends` (default: `default`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
@@ -121,23 +121,54 @@ impl Theme {
             return Ok(t);
         }
         let path = Path::new(name_or_path);
-        let looks_like_path = name_or_path.contains(['/', '\\']) || name_or_path.ends_with(".toml");
-        if !looks_like_path || !path.exists() {
-            let local = Path::new("themes").join(format!("{name_or_path}.toml"));
-            if !looks_like_path && local.exists() {
+        if !looks_like_path(name_or_path) || !path.exists() {
+            let local = Path::new(THEME_DIR).join(format!("{name_or_path}.toml"));
+            if !looks_like_path(name_or_path) && local.exists() {
                 return Theme::load_file(&local);
             }
-            return Err(format!(
-                "no theme \"{name_or_path}\": expected default, light, colorblind, mono or a path to a .toml file"
-            ));
+            return Err(Theme::unknown(name_or_path));
         }
         Theme::load_file(path)
     }
 
-    fn load_file(path: &Path) -> Result<Theme, String> {
+    /// Why `name` is not a theme.
+    pub fn unknown(name: &str) -> String {
+        format!(
+            "no theme \"{name}\": expected default, light, colorblind, mono or a path to a .toml file"
+        )
+    }
+
+    pub fn load_file(path: &Path) -> Result<Theme, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read theme {}: {e}", path.display()))?;
         Theme::parse(&text, &path.display().to_string())
+    }
+
+    /// The theme files in `./themes`, by name, for `:theme NAME` (read once
+    /// at start, so that choosing a theme reads no directory).
+    pub fn local_files() -> Vec<(String, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(THEME_DIR) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| {
+                let path = e.ok()?.path();
+                let name = path.file_stem()?.to_str()?.to_string();
+                (path.extension()? == "toml").then_some((name, path))
+            })
+            .collect()
+    }
+
+    /// The file `:theme NAME` reads, found without touching the disk: a path
+    /// as given, or one of the `local` theme files by name.
+    pub fn file_for(name: &str, local: &[(String, PathBuf)]) -> Option<PathBuf> {
+        if looks_like_path(name) {
+            return Some(PathBuf::from(name));
+        }
+        local
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, path)| path.clone())
     }
 
     /// The theme to start with: `--theme`/`IDEM_THEME`, else mono under
@@ -159,6 +190,13 @@ impl Theme {
             },
         }
     }
+}
+
+/// Where theme files live, next to the config.
+const THEME_DIR: &str = "themes";
+
+fn looks_like_path(name: &str) -> bool {
+    name.contains(['/', '\\']) || name.ends_with(".toml")
 }
 
 fn parse_color(word: &str) -> Option<Color> {

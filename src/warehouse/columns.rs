@@ -5,15 +5,19 @@
 use sqlx::Row;
 
 use super::{Engine, Warehouse, WarehouseError};
-use crate::config::TableName;
+use crate::config::{Ident, TableName};
 
 /// One column of a table as the warehouse declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
-    pub name: String,
+    /// Its name; a column whose name is not a plain identifier is left out
+    /// of [`Warehouse::columns`], as idem quotes only plain names.
+    pub name: Ident,
     /// The declared type, as the engine spells it (`date`, `timestamp
     /// without time zone`, `datetime`, `TEXT`, `integer`…).
     pub type_name: String,
+    /// The column accepts NULL.
+    pub nullable: bool,
 }
 
 impl Column {
@@ -70,15 +74,59 @@ impl ColumnKind {
 }
 
 impl Warehouse {
+    /// The tables of the warehouse a job could write, idem's ledger left out.
+    pub async fn tables(&self) -> Result<Vec<TableName>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect.tables_query(&mut sql);
+        // Without schemas, idem's own tables are named `idem_…`.
+        let ledger_by_prefix = self.dialect.ledger_table().schema.is_none();
+        let mut tables = Vec::new();
+        for row in sql.query().fetch_all(&self.pool).await? {
+            let schema: Option<String> = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            if ledger_by_prefix && name.starts_with("idem_") {
+                continue;
+            }
+            let text = match schema {
+                Some(schema) => format!("{schema}.{name}"),
+                None => name,
+            };
+            // A name idem could not quote safely is not offered.
+            if let Ok(table) = TableName::parse(&text) {
+                tables.push(table);
+            }
+        }
+        Ok(tables)
+    }
+
+    /// The smallest value of a column, as text (`None` for an empty table).
+    pub async fn min_as_text(
+        &self,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<Option<String>, WarehouseError> {
+        let mut sql = self.sql();
+        let quoted = self.dialect.quote(column);
+        sql.push("SELECT ")
+            .push(&self.dialect.text_expr(&format!("MIN({quoted})")))
+            .push(" FROM ")
+            .table(table);
+        Ok(sql.query().fetch_one(&self.pool).await?.try_get(0)?)
+    }
+
     /// The columns of a table with their declared types, in order.
     pub async fn columns(&self, table: &TableName) -> Result<Vec<Column>, WarehouseError> {
         let mut sql = self.sql();
         self.dialect.columns_query(&mut sql, table);
         let mut columns = Vec::new();
         for row in sql.query().fetch_all(&self.pool).await? {
+            let Ok(name) = Ident::parse(&row.try_get::<String, _>(0)?) else {
+                continue;
+            };
             columns.push(Column {
-                name: row.try_get(0)?,
+                name,
                 type_name: row.try_get::<Option<String>, _>(1)?.unwrap_or_default(),
+                nullable: row.try_get::<i64, _>(2)? == 1,
             });
         }
         if columns.is_empty() {
@@ -94,8 +142,9 @@ mod tests {
 
     fn column(type_name: &str) -> Column {
         Column {
-            name: "dt".into(),
+            name: Ident::from_static("dt"),
             type_name: type_name.into(),
+            nullable: true,
         }
     }
 

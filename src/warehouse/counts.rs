@@ -85,7 +85,7 @@ impl Warehouse {
         self.columns(table)
             .await?
             .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(column.as_str()))
+            .find(|c| c.name.as_str().eq_ignore_ascii_case(column.as_str()))
             .map(|c| c.kind())
             .ok_or_else(|| {
                 WarehouseError::Job(format!(
@@ -111,7 +111,7 @@ impl Warehouse {
         };
         let dialect = self.dialect();
         let kind = self.column_kind(&job.target, col).await?;
-        let quoted = dialect.quote(col.as_str());
+        let quoted = dialect.quote(col);
         let (bucket, name) = match kind {
             // A column of unknown type is named row by row, as a last resort.
             ColumnKind::Other => (

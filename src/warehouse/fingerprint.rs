@@ -3,7 +3,7 @@
 //! the result does not depend on row order and duplicates add up instead of
 //! cancelling out.
 //!
-//! Version 2 (written `ROWS:SUM:v2`, the sum in hex) hashes a row's values with the engine's
+//! Version 2 (written `v2:ROWS:SUM`) hashes a row's values with the engine's
 //! own per-type hash functions where it has them (PostgreSQL's
 //! `hash_record_extended`), with MD5 of the values' text on MariaDB, and in
 //! idem (FNV-1a with a final mix) of one quoted text per row on SQLite. The
@@ -56,11 +56,13 @@ impl Fingerprint {
         self.add_hash(hash_text(text));
     }
 
-    /// Parses the text form written by `Display`, with its version (1 for
-    /// the unversioned `ROWS:SUM` written before version 2).
+    /// Parses the text form written by `Display`, with its version.
     pub fn parse(text: &str) -> Option<(u32, Fingerprint)> {
-        let (version, rest) = match text.rsplit_once(":v") {
-            Some((rest, version)) => (version.parse().ok()?, rest),
+        let (version, rest) = match text.strip_prefix('v') {
+            Some(v) => {
+                let (version, rest) = v.split_once(':')?;
+                (version.parse().ok()?, rest)
+            }
             None => (1, text),
         };
         let (rows, sum) = rest.split_once(':')?;
@@ -74,9 +76,20 @@ impl Fingerprint {
     }
 }
 
+impl Fingerprint {
+    /// A stored fingerprint as a person compares them at a glance: its row
+    /// count and the low 24 bits of its sum (`10722:1fc4ec`).
+    pub fn short(text: &str) -> String {
+        match Fingerprint::parse(text) {
+            Some((_, fp)) => format!("{}:{:06x}", fp.rows, fp.sum & 0xff_ffff),
+            None => text.chars().take(12).collect(),
+        }
+    }
+}
+
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{:x}:v{VERSION}", self.rows, self.sum)
+        write!(f, "v{VERSION}:{}:{:032x}", self.rows, self.sum)
     }
 }
 
@@ -242,8 +255,7 @@ mod tests {
     #[test]
     fn text_form_round_trips_with_its_version() {
         let a = fp(&["1,'x'"]);
-        assert!(a.to_string().starts_with("1:"), "{a}");
-        assert!(a.to_string().ends_with(":v2"), "{a}");
+        assert!(a.to_string().starts_with("v2:1:"));
         assert_eq!(Fingerprint::parse(&a.to_string()), Some((2, a)));
         let old = Fingerprint::parse("3:00000000000000000000000000000abc");
         assert_eq!(

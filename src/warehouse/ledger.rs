@@ -104,7 +104,7 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
     if let Some(schema) = &table.schema {
         out.push(format!(
             "CREATE SCHEMA IF NOT EXISTS {}",
-            dialect.quote(schema.as_str())
+            dialect.quote(schema)
         ));
     }
     let (text, long, int) = (t.text, t.long_text, t.int);
@@ -124,7 +124,7 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
          recorded_at {text} NOT NULL, definition {long} NOT NULL)",
         dialect.quote_table(&defs)
     ));
-    let index = dialect.quote(&format!("{}_by_job", table.name));
+    let index = dialect.quote(&table.name.with_suffix("_by_job"));
     out.push(format!(
         "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key)",
         dialect.quote_table(&table)

@@ -16,7 +16,10 @@ use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, War
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
-const STAGE: &str = "idem_stage";
+/// The temporary table a merge stages its window's rows in.
+fn stage() -> Ident {
+    Ident::from_static("idem_stage")
+}
 
 /// Who is writing, and why: what the ledger row records besides counts.
 #[derive(Debug, Clone)]
@@ -245,14 +248,11 @@ impl Warehouse {
         {
             return Ok(shape.clone());
         }
-        let columns = self.hashed_columns(&job.target).await?;
+        let columns = self.columns(&job.target).await?;
         if columns.is_empty() {
             return Err(WarehouseError::NoTarget(job.target.to_string()));
         }
-        let names: Vec<Ident> = columns
-            .iter()
-            .filter_map(|c| Ident::parse(&c.name).ok())
-            .collect();
+        let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
         let insert = select_columns(self, job, partition, &names).await?;
         let partition_kind = job
             .partition_column
@@ -260,7 +260,7 @@ impl Warehouse {
             .and_then(|p| {
                 columns
                     .iter()
-                    .find(|c| c.name.eq_ignore_ascii_case(p.as_str()))
+                    .find(|c| c.name.as_str().eq_ignore_ascii_case(p.as_str()))
             })
             .map_or(ColumnKind::Other, Column::kind);
         let children = match &job.partition_column {
@@ -433,7 +433,7 @@ async fn drop_stage(
     job: &Job,
 ) -> Result<(), WarehouseError> {
     if job.strategy == Strategy::MergeKey {
-        run(tx, dialect.drop_stage(STAGE)).await?;
+        run(tx, dialect.drop_stage(&stage())).await?;
     }
     Ok(())
 }
@@ -486,7 +486,7 @@ async fn rows_of(
 fn key_match(dialect: &dyn Dialect, keys: &[Ident]) -> String {
     keys.iter()
         .map(|k| {
-            let k = dialect.quote(k.as_str());
+            let k = dialect.quote(k);
             format!("s.{k} = t.{k}")
         })
         .collect::<Vec<_>>()
@@ -499,7 +499,7 @@ fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
     sql.push(" FROM ")
         .table(&job.target)
         .push(" t WHERE EXISTS (SELECT 1 FROM ")
-        .push(&dialect.quote(STAGE))
+        .push(&dialect.quote(&stage()))
         .push(" s WHERE ")
         .push(&key_match)
         .push(")");
@@ -651,7 +651,7 @@ fn checked(
     let pcol = partition_column(job)?;
     let rows_deleted = before.rows;
     if let Some(floor) = shrink_guard
-        && shrinks_too_far(rows_deleted, rows_inserted, floor)
+        && crate::config::shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
         log(format!(
             "shrink guard: {rows_deleted} rows would become {rows_inserted}; refused"
@@ -828,11 +828,12 @@ async fn merge(
     } = t;
     let columns = &shape.insert;
     let target_columns = &shape.columns;
-    let stage = dialect.quote(STAGE);
-    run(tx, dialect.drop_stage(STAGE)).await?;
+    let stage_table = stage();
+    let stage = dialect.quote(&stage_table);
+    run(tx, dialect.drop_stage(&stage_table)).await?;
     let mut create = Sql::new(dialect);
     create
-        .push(&dialect.create_stage(STAGE))
+        .push(&dialect.create_stage(&stage_table))
         .push("SELECT ")
         .ident_list("", columns)
         .push(" FROM ")
@@ -904,7 +905,7 @@ async fn merge(
         values
             .iter()
             .map(|c| {
-                let c = dialect.quote(c.as_str());
+                let c = dialect.quote(c);
                 dialect.differs(&format!("t.{c}"), &format!("s.{c}"))
             })
             .collect::<Vec<_>>()
@@ -933,7 +934,7 @@ async fn merge(
         .await?
     };
 
-    run(tx, dialect.upsert(&job.target, STAGE, columns, keys)).await?;
+    run(tx, dialect.upsert(&job.target, &stage_table, columns, keys)).await?;
     log(format!(
         "MERGE {source_rows} rows by ({}): {rows_inserted} inserted, {rows_updated} updated, {} unchanged",
         keys.iter()
@@ -963,12 +964,6 @@ async fn merge(
         fingerprint: after,
         content_changed,
     })
-}
-
-/// The shrink guard's rule: a partition that has rows keeps at least
-/// `floor` of them, and is never replaced by none.
-fn shrinks_too_far(before: i64, after: i64, floor: f64) -> bool {
-    before > 0 && (after == 0 || (after as f64) < before as f64 * floor)
 }
 
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
@@ -1025,7 +1020,7 @@ pub(super) async fn fingerprint_window(
 
 #[cfg(test)]
 mod tests {
-    use super::{range_bound, shrinks_too_far};
+    use super::range_bound;
 
     #[test]
     fn native_partition_bounds_are_read_from_postgres_text() {
@@ -1052,18 +1047,5 @@ mod tests {
         ] {
             assert_eq!(range_bound(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn the_shrink_guard_refuses_none_and_far_fewer() {
-        assert!(shrinks_too_far(2000, 0, 0.5));
-        assert!(shrinks_too_far(2000, 999, 0.5));
-        assert!(!shrinks_too_far(2000, 1000, 0.5));
-        assert!(!shrinks_too_far(2000, 3000, 0.5));
-        // A partition that was empty can receive anything, or nothing.
-        assert!(!shrinks_too_far(0, 0, 0.5));
-        // 0 refuses only a replace with no rows.
-        assert!(shrinks_too_far(10, 0, 0.0));
-        assert!(!shrinks_too_far(10, 1, 0.0));
     }
 }

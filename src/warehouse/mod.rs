@@ -9,6 +9,7 @@ pub mod ledger;
 mod load;
 mod mysql;
 mod postgres;
+mod reconcile;
 pub mod sql;
 mod sqlite;
 mod verify;
@@ -52,15 +53,13 @@ pub enum LockPlan {
 /// What differs between engines. Implemented once per engine module.
 pub trait Dialect: Send + Sync {
     fn engine(&self) -> Engine;
-    fn quote(&self, ident: &str) -> String;
+    /// An identifier quoted for this engine. It takes an [`Ident`], a name
+    /// already checked to be plain, so that nothing unchecked reaches SQL.
+    fn quote(&self, ident: &Ident) -> String;
     fn quote_table(&self, table: &TableName) -> String {
         match &table.schema {
-            Some(s) => format!(
-                "{}.{}",
-                self.quote(s.as_str()),
-                self.quote(table.name.as_str())
-            ),
-            None => self.quote(table.name.as_str()),
+            Some(s) => format!("{}.{}", self.quote(s), self.quote(&table.name)),
+            None => self.quote(&table.name),
         }
     }
     /// Placeholder for the n-th bound value (1-based).
@@ -104,10 +103,12 @@ pub trait Dialect: Send + Sync {
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
-    /// `(column name, declared type)` rows of a table, in order.
+    /// `(column name, declared type, 1 when it accepts NULL)` rows of a
+    /// table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);
-    /// A query returning the names of the target's columns that accept NULL.
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName);
+    /// `(schema, table)` rows of the tables a job could write, the schema
+    /// NULL where it is the connection's own; idem's ledger schema left out.
+    fn tables_query(&self, sql: &mut Sql);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
     /// An expression a count groups by: the start of the partition (of
@@ -144,10 +145,16 @@ pub trait Dialect: Send + Sync {
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
     /// Creates the staging table of a merge from a SELECT.
-    fn create_stage(&self, stage: &str) -> String;
-    fn drop_stage(&self, stage: &str) -> String;
+    fn create_stage(&self, stage: &Ident) -> String;
+    fn drop_stage(&self, stage: &Ident) -> String;
     /// Upserts every row of the stage into the target by key.
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String;
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String;
     /// True for errors worth retrying: lost connection, deadlock,
     /// serialisation failure, lock timeout.
     fn is_transient(&self, err: &sqlx::Error) -> bool;
@@ -385,16 +392,6 @@ impl Warehouse {
         })
     }
 
-    /// The target's columns that accept NULL, lower-cased.
-    pub async fn nullable_columns(&self, table: &TableName) -> Result<Vec<String>, WarehouseError> {
-        let mut sql = self.sql();
-        self.dialect.nullable_columns_query(&mut sql, table);
-        let rows = sql.query().fetch_all(&self.pool).await?;
-        rows.iter()
-            .map(|row| Ok(row.try_get::<String, _>(0)?.to_lowercase()))
-            .collect()
-    }
-
     pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {
         let mut sql = self.sql();
         self.dialect.columns_query(&mut sql, table);
@@ -412,26 +409,13 @@ impl Warehouse {
         Ok(cols)
     }
 
-    /// The columns of a table that fingerprints cover: those idem can name.
-    pub(crate) async fn hashed_columns(
-        &self,
-        table: &TableName,
-    ) -> Result<Vec<Column>, WarehouseError> {
-        Ok(self
-            .columns(table)
-            .await?
-            .into_iter()
-            .filter(|c| Ident::parse(&c.name).is_ok())
-            .collect())
-    }
-
     /// Count and fingerprint of a replace job's partition as it is now.
     pub async fn partition_fingerprint(
         &self,
         job: &Job,
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.hashed_columns(&job.target).await?;
+        let columns = self.columns(&job.target).await?;
         let mut conn = self.pool.acquire().await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
@@ -441,7 +425,7 @@ impl Warehouse {
         &self,
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
-        let columns = self.hashed_columns(table).await?;
+        let columns = self.columns(table).await?;
         let mut conn = self.pool.acquire().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);

@@ -38,7 +38,7 @@ impl Dialect for MySql {
         Engine::MySql
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("`{ident}`")
     }
 
@@ -120,8 +120,15 @@ impl Dialect for MySql {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CAST(NULL AS CHAR), CAST(table_name AS CHAR) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' ORDER BY table_name",
+        );
+    }
+
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("DATABASE()"),
@@ -129,15 +136,6 @@ impl Dialect for MySql {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
-    }
-
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
-        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -199,16 +197,22 @@ impl Dialect for MySql {
         format!("NOT ({a} <=> {b})")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMPORARY TABLE {} AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TEMPORARY TABLE IF EXISTS {}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
         let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
         // With nothing but keys, a no-op assignment keeps duplicates from erroring.

@@ -44,7 +44,7 @@ impl Dialect for Postgres {
         Engine::Postgres
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("\"{ident}\"")
     }
 
@@ -138,8 +138,18 @@ impl Dialect for Postgres {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CASE WHEN table_schema = current_schema() THEN NULL ELSE CAST(table_schema AS text) END, \
+             CAST(table_name AS text) FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' \
+             AND table_schema NOT IN ('pg_catalog', 'information_schema', 'idem') \
+             ORDER BY table_schema <> current_schema(), table_schema, table_name",
+        );
+    }
+
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text) FROM information_schema.columns WHERE table_schema = ");
+        sql.push("SELECT CAST(column_name AS text), CAST(data_type AS text), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
         match &table.schema {
             Some(s) => sql.bind(s.as_str()),
             None => sql.push("current_schema()"),
@@ -147,15 +157,6 @@ impl Dialect for Postgres {
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
-    }
-
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT CAST(column_name AS text) FROM information_schema.columns WHERE is_nullable = 'YES' AND table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("current_schema()"),
-        };
-        sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -243,16 +244,22 @@ impl Dialect for Postgres {
         format!("{a} IS DISTINCT FROM {b}")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMP TABLE {} ON COMMIT DROP AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TABLE IF EXISTS pg_temp.{}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let on = keys
             .iter()
             .map(|k| format!("t.{0} = s.{0}", q(k)))

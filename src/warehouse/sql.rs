@@ -73,7 +73,7 @@ impl Sql {
     }
 
     pub fn ident(&mut self, ident: &Ident) -> &mut Self {
-        let q = self.dialect.quote(ident.as_str());
+        let q = self.dialect.quote(ident);
         self.text.push_str(&q);
         self
     }
@@ -165,6 +165,18 @@ impl Sql {
         sql: &str,
         partition: &Partition,
     ) -> Result<&mut Self, UnknownParameter> {
+        self.job_sql_over(sql, partition, partition)
+    }
+
+    /// The job's SQL over the windows `first` through `last` at once:
+    /// `:start` is the first's start, `:end` the last's end (`:partition`
+    /// names the first).
+    pub fn job_sql_over(
+        &mut self,
+        sql: &str,
+        first: &Partition,
+        last: &Partition,
+    ) -> Result<&mut Self, UnknownParameter> {
         let body = sql.trim().trim_end_matches(';').trim_end();
         for piece in split_parameters(body) {
             match piece {
@@ -172,13 +184,13 @@ impl Sql {
                     self.push(t);
                 }
                 Piece::Param("start") => {
-                    self.bind_instant(partition.start, partition);
+                    self.bind_instant(first.start, first);
                 }
                 Piece::Param("end") => {
-                    self.bind_instant(partition.end(), partition);
+                    self.bind_instant(last.end(), last);
                 }
                 Piece::Param("partition") => {
-                    self.bind(partition.name());
+                    self.bind(first.name());
                 }
                 Piece::Param(other) => return Err(UnknownParameter(other.to_string())),
             }

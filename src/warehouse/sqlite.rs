@@ -17,7 +17,7 @@ impl Dialect for Sqlite {
         Engine::Sqlite
     }
 
-    fn quote(&self, ident: &str) -> String {
+    fn quote(&self, ident: &Ident) -> String {
         format!("\"{ident}\"")
     }
 
@@ -85,24 +85,22 @@ impl Dialect for Sqlite {
         }
     }
 
+    fn tables_query(&self, sql: &mut Sql) {
+        sql.push(
+            "SELECT CAST(NULL AS TEXT), name FROM sqlite_master \
+             WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        );
+    }
+
+    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
+    /// column without NOT NULL accepts NULL, primary key or not.
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name, type FROM pragma_table_info(")
+        sql.push("SELECT name, type, CASE WHEN \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER') THEN 1 ELSE 0 END FROM pragma_table_info(")
             .bind(table.name.as_str());
         if let Some(schema) = &table.schema {
             sql.push(", ").bind(schema.as_str());
         }
         sql.push(") ORDER BY cid");
-    }
-
-    /// An `INTEGER PRIMARY KEY` is the rowid and never NULL; any other
-    /// column without NOT NULL accepts NULL, primary key or not.
-    fn nullable_columns_query(&self, sql: &mut Sql, table: &TableName) {
-        sql.push("SELECT name FROM pragma_table_info(")
-            .bind(table.name.as_str());
-        if let Some(schema) = &table.schema {
-            sql.push(", ").bind(schema.as_str());
-        }
-        sql.push(") WHERE \"notnull\" = 0 AND NOT (pk = 1 AND upper(type) = 'INTEGER')");
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
@@ -159,20 +157,26 @@ impl Dialect for Sqlite {
         format!("{a} IS NOT {b}")
     }
 
-    fn create_stage(&self, stage: &str) -> String {
+    fn create_stage(&self, stage: &Ident) -> String {
         format!("CREATE TEMP TABLE {} AS ", self.quote(stage))
     }
 
-    fn drop_stage(&self, stage: &str) -> String {
+    fn drop_stage(&self, stage: &Ident) -> String {
         format!("DROP TABLE IF EXISTS temp.{}", self.quote(stage))
     }
 
-    fn upsert(&self, target: &TableName, stage: &str, columns: &[Ident], keys: &[Ident]) -> String {
-        let q = |c: &Ident| self.quote(c.as_str());
+    fn upsert(
+        &self,
+        target: &TableName,
+        stage: &Ident,
+        columns: &[Ident],
+        keys: &[Ident],
+    ) -> String {
+        let q = |c: &Ident| self.quote(c);
         let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
         let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
         let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
-        let target_name = self.quote(target.name.as_str());
+        let target_name = self.quote(&target.name);
         let action = if values.is_empty() {
             "DO NOTHING".to_string()
         } else {

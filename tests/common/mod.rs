@@ -242,3 +242,24 @@ fn job_toml(name: &str, target: &str, strategy: &str, key: &str, end: &str, sql:
          start = \"2026-01-01\"\nend = \"{end}\"\nsql = \"\"\"\n{sql}\n\"\"\"\n\n"
     )
 }
+
+/// The idem binary run on a config file.
+pub fn idem(config: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("idem ran")
+}
+
+/// What a command printed on stdout, once it is known to have exited 0.
+pub fn stdout_ok(out: &std::process::Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

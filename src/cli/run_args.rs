@@ -1,0 +1,256 @@
+//! The `idem run` grammar: its arguments, the checks on them, and the
+//! command line that gives them back. The console's `:run` parses the same
+//! arguments, so a flag added here is a flag of both.
+
+use clap::Args;
+
+use super::{Stop, parse_bound, parse_states};
+use crate::config::Job;
+use crate::engine::Selection;
+use crate::partition::RangeEnd;
+use crate::state::LoadState;
+
+/// The states `--only` takes: a partition running elsewhere or not complete
+/// yet is never run.
+const RUNNABLE: [LoadState; 7] = [
+    LoadState::Failed,
+    LoadState::Missing,
+    LoadState::Stale,
+    LoadState::Vanished,
+    LoadState::Unmanaged,
+    LoadState::Loaded,
+    LoadState::Empty,
+];
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunArgs {
+    /// The job to backfill.
+    pub job: String,
+    /// First partition (default: the job's start).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Last partition, included (default: the last complete one).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Partitions in flight at once (default from [defaults]).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Show what would run, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One JSON event per line on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Why this run happens, recorded in the ledger.
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// For merge_key jobs: also re-merge every window after the range up to
+    /// the latest loaded one, so that the newest values win.
+    #[arg(long)]
+    pub through_latest: bool,
+    /// Let a replace leave a partition with far fewer rows than it has (or
+    /// none): the shrink guard otherwise refuses, taking it for a late source.
+    #[arg(long)]
+    pub allow_shrink: bool,
+    /// Also load windows that have not ended yet (UTC); such a load is never
+    /// taken as final, so the window stays due for a run after it ends.
+    #[arg(long)]
+    pub allow_incomplete: bool,
+    /// Also run every downstream partition this run makes stale (jobs that
+    /// read this one, transitively), each after the upstream partitions it
+    /// reads have committed.
+    #[arg(long)]
+    pub cascade: bool,
+    /// Run without asking: on a terminal idem shows the plan and asks first,
+    /// and elsewhere refuses runs of more than 100 partitions without it.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+impl RunArgs {
+    /// The partitions these arguments select of `job`: the range, the
+    /// `--only` states and `--allow-incomplete`, checked as `idem run`
+    /// checks them.
+    pub fn selection(&self, job: &Job) -> Result<Selection, Stop> {
+        Ok(Selection {
+            from: parse_bound(job, "--from", self.from.as_deref(), RangeEnd::From)?,
+            to: parse_bound(job, "--to", self.to.as_deref(), RangeEnd::To)?,
+            only: parse_states("--only", &self.only, &RUNNABLE)?,
+            allow_incomplete: self.allow_incomplete,
+        })
+    }
+
+    /// `--concurrency`, or the config's default, checked.
+    pub fn concurrency_or(&self, default: usize) -> Result<usize, Stop> {
+        let concurrency = self.concurrency.unwrap_or(default);
+        if concurrency == 0 || concurrency > 64 {
+            return Err(Stop::usage(format!(
+                "--concurrency {concurrency} is out of range; expected 1 to 64"
+            )));
+        }
+        Ok(concurrency)
+    }
+
+    /// The `idem run` command line that gives these arguments, words quoted
+    /// for a POSIX shell. A new flag gets its line here too.
+    pub fn command_line(&self) -> String {
+        let mut words = vec!["idem".to_string(), "run".to_string(), shell_word(&self.job)];
+        let mut flag = |name: &str, value: Option<String>| {
+            words.push(name.to_string());
+            words.extend(value.map(|v| shell_word(&v)));
+        };
+        if let Some(from) = &self.from {
+            flag("--from", Some(from.clone()));
+        }
+        if let Some(to) = &self.to {
+            flag("--to", Some(to.clone()));
+        }
+        if !self.only.is_empty() {
+            flag("--only", Some(self.only.join(",")));
+        }
+        if let Some(n) = self.concurrency {
+            flag("--concurrency", Some(n.to_string()));
+        }
+        if self.through_latest {
+            flag("--through-latest", None);
+        }
+        if let Some(reason) = &self.reason {
+            flag("--reason", Some(reason.clone()));
+        }
+        if self.allow_shrink {
+            flag("--allow-shrink", None);
+        }
+        if self.allow_incomplete {
+            flag("--allow-incomplete", None);
+        }
+        if self.cascade {
+            flag("--cascade", None);
+        }
+        if self.yes {
+            flag("--yes", None);
+        }
+        if self.dry_run {
+            flag("--dry-run", None);
+        }
+        if self.json {
+            flag("--json", None);
+        }
+        words.join(" ")
+    }
+}
+
+/// A word as a POSIX shell reads it back: bare when it is plain, else in
+/// single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.,:/=@+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    #[command(no_binary_name = true)]
+    struct Line {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(clap::Subcommand)]
+    enum Command {
+        Run(RunArgs),
+    }
+
+    /// Splits a command line as a POSIX shell does, for the words
+    /// [`shell_word`] writes: bare, or in single quotes with `'\''`.
+    fn shell_split(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut quoted = false;
+        let mut any = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' => {
+                    quoted = !quoted;
+                    any = true;
+                }
+                '\\' if !quoted => word.extend(chars.next()),
+                ' ' if !quoted => {
+                    if any || !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    any = false;
+                }
+                c => word.push(c),
+            }
+        }
+        if any || !word.is_empty() {
+            words.push(word);
+        }
+        words
+    }
+
+    fn parse(words: &[String]) -> RunArgs {
+        let Command::Run(args) = Line::try_parse_from(words).expect("parses").command;
+        args
+    }
+
+    #[test]
+    fn the_command_line_reads_back_as_the_same_arguments() {
+        let words: Vec<String> = [
+            "run",
+            "fct_orders",
+            "--from",
+            "2026-06-01",
+            "--to",
+            "2026-06-30",
+            "--only",
+            "failed,missing",
+            "--concurrency",
+            "3",
+            "--through-latest",
+            "--reason",
+            "it's the refunds; re-run",
+            "--allow-shrink",
+            "--allow-incomplete",
+            "--cascade",
+            "--yes",
+            "--dry-run",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut all = vec!["idem".to_string()];
+        all.extend(words);
+        let args = parse(&all[1..]);
+        let line = args.command_line();
+        assert_eq!(
+            line,
+            "idem run fct_orders --from 2026-06-01 --to 2026-06-30 --only failed,missing \
+             --concurrency 3 --through-latest --reason 'it'\\''s the refunds; re-run' \
+             --allow-shrink --allow-incomplete --cascade --yes --dry-run --json"
+        );
+        let again = parse(&shell_split(&line)[1..]);
+        assert_eq!(format!("{again:?}"), format!("{args:?}"));
+    }
+
+    #[test]
+    fn a_bare_run_prints_only_the_job() {
+        let args = parse(&["run".to_string(), "dim_customers".to_string()]);
+        assert_eq!(args.command_line(), "idem run dim_customers");
+    }
+}

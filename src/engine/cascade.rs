@@ -1,0 +1,128 @@
+//! Cascades: a backfill plus every downstream partition it makes stale,
+//! transitively, run in dependency order. Each job's step runs to the end
+//! before the jobs that read it start, so an upstream partition always
+//! commits before any downstream partition that reads it begins; inside a
+//! step, partitions run with the step's concurrency. A downstream partition
+//! that reads an upstream partition which did not succeed is skipped.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use super::{Backfill, Event, RunSummary};
+use crate::config::{Config, Job};
+use crate::lineage::{Lineage, overlapping, read_by};
+use crate::partition::Partition;
+use crate::warehouse::Warehouse;
+
+/// The downstream partitions a backfill of `root` makes stale, per job in
+/// dependency order: every partition (within the job's complete range) whose
+/// window overlaps a partition planned upstream of it.
+pub fn downstream_partitions<'c>(
+    config: &'c Config,
+    lineage: &Lineage,
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Vec<(&'c Job, Vec<Partition>)> {
+    let mut planned: HashMap<String, BTreeSet<Partition>> = HashMap::new();
+    planned.insert(
+        root.job.name.clone(),
+        root.partitions.iter().copied().collect(),
+    );
+    let mut out = Vec::new();
+    for name in lineage.downstream_closure(&root.job.name) {
+        let Some(job) = config.jobs.iter().find(|j| j.name == name) else {
+            continue;
+        };
+        let last = job.last_partition(now);
+        let mut mine = BTreeSet::new();
+        for (up, _) in lineage.upstream(&name) {
+            for p in planned.get(up).into_iter().flatten() {
+                mine.extend(
+                    overlapping(p.start, p.end(), job.grain)
+                        .into_iter()
+                        .filter(|d| *d >= job.start && *d <= last),
+                );
+            }
+        }
+        if mine.is_empty() {
+            continue;
+        }
+        planned.insert(name.clone(), mine.clone());
+        out.push((job, mine.into_iter().collect()));
+    }
+    out
+}
+
+/// How one step of a cascade ended.
+#[derive(Debug, Clone)]
+pub struct StepOutcome {
+    pub job: String,
+    /// None when every partition of the step was skipped.
+    pub summary: Option<RunSummary>,
+    /// Partitions not run because an upstream partition they read did not
+    /// succeed, with that partition (`"job partition"`).
+    pub skipped: Vec<(Partition, String)>,
+}
+
+/// Runs each step in order (upstream first), skipping what reads a failure.
+pub async fn run(
+    warehouse: &Warehouse,
+    lineage: &Lineage,
+    steps: &[Backfill],
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> Vec<StepOutcome> {
+    // Per job: the partitions that did not succeed (failed, never started,
+    // skipped), which the jobs downstream must not build on.
+    let mut unfinished: HashMap<String, HashSet<Partition>> = HashMap::new();
+    let mut grains = HashMap::new();
+    let mut outcomes = Vec::new();
+    for step in steps {
+        grains.insert(step.job.name.clone(), step.job.grain);
+        let mut skipped = Vec::new();
+        let mut backfill = step.clone();
+        backfill.partitions.retain(|d| {
+            let cause = lineage.upstream(&step.job.name).iter().find_map(|(up, _)| {
+                let bad = unfinished.get(up)?;
+                read_by(d, *grains.get(up)?)
+                    .into_iter()
+                    .find(|p| bad.contains(p))
+                    .map(|p| format!("{up} {}", p.name()))
+            });
+            match cause {
+                Some(cause) => {
+                    skipped.push((*d, cause));
+                    false
+                }
+                None => true,
+            }
+        });
+        for (partition, cause) in &skipped {
+            let _ = events.send(Event::PartitionSkipped {
+                job: step.job.name.clone(),
+                partition: partition.name(),
+                because: format!("{cause} did not load"),
+            });
+        }
+        let summary = if backfill.partitions.is_empty() || cancel.is_cancelled() {
+            None
+        } else {
+            Some(super::run(warehouse, &backfill, events, cancel).await)
+        };
+        let bad = unfinished.entry(step.job.name.clone()).or_default();
+        bad.extend(skipped.iter().map(|(p, _)| *p));
+        match &summary {
+            Some(s) => bad.extend(s.unfinished.iter().copied()),
+            None if cancel.is_cancelled() => bad.extend(backfill.partitions.iter().copied()),
+            None => {}
+        }
+        outcomes.push(StepOutcome {
+            job: step.job.name.clone(),
+            summary,
+            skipped,
+        });
+    }
+    outcomes
+}

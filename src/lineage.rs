@@ -1,0 +1,243 @@
+//! Lineage: which jobs feed which. A job depends on the jobs it names in
+//! `depends_on` and on every job whose target its SQL reads. Partitions map
+//! across grains by their windows: a downstream partition reads every
+//! upstream partition its window overlaps (24 hours for a day, the days of a
+//! month, the month of a day).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::config::{Config, ConfigError, Job};
+use crate::partition::{Grain, Partition};
+
+/// Why one job depends on another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Because {
+    /// Named in `depends_on`.
+    Declared,
+    /// Its SQL reads the other job's target.
+    ReadsTarget(String),
+}
+
+/// The dependency graph of a config's jobs.
+#[derive(Debug, Clone, Default)]
+pub struct Lineage {
+    /// Job → the jobs it reads, with why.
+    upstream: BTreeMap<String, Vec<(String, Because)>>,
+    /// Job → the jobs that read it.
+    downstream: BTreeMap<String, Vec<String>>,
+    /// Every job, each after all of its upstream jobs.
+    order: Vec<String>,
+}
+
+impl Lineage {
+    /// The graph of `config`'s jobs; a cycle is a config error at the job
+    /// that closes it.
+    pub fn of(config: &Config) -> Result<Lineage, ConfigError> {
+        let mut lineage = Lineage::default();
+        for job in &config.jobs {
+            let mut ups: Vec<(String, Because)> = job
+                .depends_on
+                .iter()
+                .map(|d| (d.name.clone(), Because::Declared))
+                .collect();
+            let read = crate::lint::tables_read(&job.sql);
+            for other in config.jobs.iter().filter(|o| o.name != job.name) {
+                if ups.iter().any(|(n, _)| *n == other.name) {
+                    continue;
+                }
+                if let Some(table) = read.iter().find(|t| names_target(t, other)) {
+                    ups.push((other.name.clone(), Because::ReadsTarget(table.clone())));
+                }
+            }
+            for (up, _) in &ups {
+                lineage
+                    .downstream
+                    .entry(up.clone())
+                    .or_default()
+                    .push(job.name.clone());
+            }
+            lineage.upstream.insert(job.name.clone(), ups);
+        }
+        lineage.order = lineage.topological(config)?;
+        Ok(lineage)
+    }
+
+    /// The jobs `job` reads, with why.
+    pub fn upstream(&self, job: &str) -> &[(String, Because)] {
+        self.upstream.get(job).map_or(&[], Vec::as_slice)
+    }
+
+    /// The jobs that read `job`.
+    pub fn downstream(&self, job: &str) -> &[String] {
+        self.downstream.get(job).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every job downstream of `job`, transitively, upstream ones first.
+    pub fn downstream_closure(&self, job: &str) -> Vec<String> {
+        let mut reached = BTreeSet::new();
+        let mut todo = vec![job.to_string()];
+        while let Some(j) = todo.pop() {
+            for d in self.downstream(&j) {
+                if reached.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        self.order
+            .iter()
+            .filter(|j| reached.contains(*j))
+            .cloned()
+            .collect()
+    }
+
+    /// Kahn's algorithm, taking ready jobs in config order so the order is
+    /// stable; what is left over lies on a cycle.
+    fn topological(&self, config: &Config) -> Result<Vec<String>, ConfigError> {
+        let index: HashMap<&str, usize> = config
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.name.as_str(), i))
+            .collect();
+        let mut waiting: HashMap<&str, usize> = self
+            .upstream
+            .iter()
+            .map(|(job, ups)| (job.as_str(), ups.len()))
+            .collect();
+        let mut ready: BTreeSet<usize> = config
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| waiting.get(j.name.as_str()) == Some(&0))
+            .map(|(i, _)| i)
+            .collect();
+        let mut order = Vec::new();
+        while let Some(i) = ready.pop_first() {
+            let job = config.jobs[i].name.as_str();
+            order.push(job.to_string());
+            for d in self.downstream(job) {
+                if let Some(n) = waiting.get_mut(d.as_str()) {
+                    *n -= 1;
+                    if *n == 0 {
+                        ready.extend(index.get(d.as_str()));
+                    }
+                }
+            }
+        }
+        if order.len() == config.jobs.len() {
+            return Ok(order);
+        }
+        let Some(job) = config.jobs.iter().find(|j| !order.contains(&j.name)) else {
+            return Ok(order);
+        };
+        let cycle = self.cycle_through(&job.name);
+        // Point at a `depends_on` entry that closes the cycle, where there is
+        // one; otherwise at the SQL whose reading made the dependency.
+        let declared = cycle.windows(2).find_map(|pair| {
+            let down = config.jobs.iter().find(|j| j.name == pair[1])?;
+            let dep = down.depends_on.iter().find(|d| d.name == pair[0])?;
+            Some((down, dep.line, dep.column, "depends_on"))
+        });
+        let (at, line, column, field) = declared.unwrap_or((job, job.sql_line, 1, "sql"));
+        Err(ConfigError {
+            file: config.path.display().to_string(),
+            line,
+            column,
+            field: format!("jobs.{}.{field}", at.name),
+            message: format!(
+                "jobs depend on each other in a cycle: {}; remove one of these dependencies (a job reading another's target depends on it)",
+                cycle.join(" → ")
+            ),
+        })
+    }
+
+    /// A cycle of dependencies through `job`, as names, `job` first and last.
+    fn cycle_through(&self, job: &str) -> Vec<String> {
+        fn walk(l: &Lineage, at: &str, goal: &str, path: &mut Vec<String>) -> bool {
+            for (up, _) in l.upstream(at) {
+                if up == goal {
+                    return true;
+                }
+                if path.contains(up) {
+                    continue;
+                }
+                path.push(up.clone());
+                if walk(l, up, goal, path) {
+                    return true;
+                }
+                path.pop();
+            }
+            false
+        }
+        let mut path = vec![job.to_string()];
+        walk(self, job, job, &mut path);
+        // Found by walking upstream: read it the way data flows.
+        path.reverse();
+        path.insert(0, job.to_string());
+        path
+    }
+}
+
+/// Whether a table name as the SQL wrote it (lower-cased) is `job`'s target:
+/// the same name, and the same schema where both say one.
+fn names_target(written: &str, job: &Job) -> bool {
+    let target = &job.target;
+    let name = target.name.as_str().to_lowercase();
+    match written.rsplit_once('.') {
+        Some((schema, table)) => {
+            table == name
+                && target.schema.as_ref().is_none_or(|s| {
+                    s.as_str()
+                        .eq_ignore_ascii_case(schema.rsplit('.').next().unwrap_or(schema))
+                })
+        }
+        None => written == name,
+    }
+}
+
+/// The partitions of `grain` whose windows overlap `[start, end)`.
+pub fn overlapping(
+    start: chrono::NaiveDateTime,
+    end: chrono::NaiveDateTime,
+    grain: Grain,
+) -> Vec<Partition> {
+    let mut out = Vec::new();
+    let mut p = Partition::containing(grain, start);
+    while p.start < end {
+        out.push(p);
+        p = p.next();
+    }
+    out
+}
+
+/// The upstream partitions (of `grain`) a downstream partition reads.
+pub fn read_by(downstream: &Partition, grain: Grain) -> Vec<Partition> {
+    overlapping(downstream.start, downstream.end(), grain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::RangeEnd;
+
+    fn p(grain: Grain, name: &str) -> Partition {
+        Partition::parse(grain, name, RangeEnd::From).unwrap_or_else(|| panic!("{name}"))
+    }
+
+    #[test]
+    fn grains_map_by_window() {
+        let day = p(Grain::Day, "2026-06-03");
+        let hours = read_by(&day, Grain::Hour);
+        assert_eq!(hours.len(), 24);
+        assert_eq!(hours[0].name(), "2026-06-03T00");
+        assert_eq!(hours[23].name(), "2026-06-03T23");
+        let month = p(Grain::Month, "2026-06");
+        let days = read_by(&month, Grain::Day);
+        assert_eq!((days.len(), days[0].name()), (30, "2026-06-01".into()));
+        assert_eq!(read_by(&day, Grain::Month), vec![month]);
+        assert_eq!(read_by(&day, Grain::Day), vec![day]);
+        let hour = p(Grain::Hour, "2026-06-30T23");
+        assert_eq!(read_by(&hour, Grain::Month), vec![month]);
+        assert_eq!(read_by(&month, Grain::Hour).len(), 30 * 24);
+    }
+}

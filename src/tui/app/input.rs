@@ -1,0 +1,462 @@
+//! Keys, mouse and the command line: each goes to the pane or overlay it
+//! concerns; what spans panes (focus, runs, quitting) is decided here.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+
+use super::{App, Focus, Hit, Modal, Question};
+use crate::cli::RunArgs;
+use crate::partition::{Partition, RangeEnd};
+use crate::tui::command::{self, Command, CommandLine, CommandStep};
+use crate::tui::confirm::{ConfirmDialog, ConfirmStep};
+use crate::tui::diff::{self, DiffView};
+use crate::tui::errors::{ErrorList, ErrorListStep};
+use crate::tui::help;
+use crate::tui::jobs::FilterStep;
+use crate::tui::keys::{Action, Scope, action_for};
+use crate::tui::msg::{Effect, RunRequest};
+use crate::tui::runs::{self, RunView};
+
+impl App {
+    pub(super) fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        // Ctrl-C quits from anywhere, asking first while a run is in flight.
+        if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            if matches!(self.shared.modal, Modal::Question(Question::Quit))
+                || self.active_runs() == 0
+            {
+                return self.quit_now();
+            }
+            self.shared.modal = Modal::Question(Question::Quit);
+            return Vec::new();
+        }
+        let modal = std::mem::replace(&mut self.shared.modal, Modal::None);
+        match modal {
+            Modal::None => {
+                if let Some(action) = action_for(Scope::Main, &key) {
+                    return self.action(action);
+                }
+            }
+            Modal::Help { scroll } => {
+                if let Some(scroll) = help::key(scroll, &key) {
+                    self.shared.modal = Modal::Help { scroll };
+                }
+            }
+            Modal::Diff { scroll } => {
+                if let Some(scroll) = diff::key(scroll, &key) {
+                    self.shared.modal = Modal::Diff { scroll };
+                }
+            }
+            Modal::Filter => {
+                if self.shared.jobs.filter_key(&key) == FilterStep::Editing {
+                    self.shared.modal = Modal::Filter;
+                }
+            }
+            Modal::Command(mut line) => match line.key(&key) {
+                CommandStep::Submitted(text) => return self.command(&text),
+                CommandStep::Cancelled => {}
+                CommandStep::Editing => self.shared.modal = Modal::Command(line),
+            },
+            Modal::Confirm(mut c) => {
+                let Some(job) = self.shared.jobs.get(c.job) else {
+                    return Vec::new();
+                };
+                match c.key(&key, job, &self.config.defaults, self.shared.now) {
+                    ConfirmStep::Run => return self.start_run(*c),
+                    ConfirmStep::Close => {}
+                    ConfirmStep::Stay => self.shared.modal = Modal::Confirm(c),
+                    ConfirmStep::Say(note) => {
+                        self.shared.message = note.map(|n| (false, n));
+                        self.shared.modal = Modal::Confirm(c);
+                    }
+                }
+            }
+            Modal::Question(q) => match action_for(Scope::Question, &key) {
+                Some(Action::Yes) => match q {
+                    Question::Quit => return self.quit_now(),
+                    Question::CancelRun(id) => {
+                        if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == id) {
+                            r.cancel_requested = true;
+                        }
+                        return vec![Effect::Cancel(id)];
+                    }
+                },
+                Some(Action::No) => {}
+                _ => self.shared.modal = Modal::Question(q),
+            },
+            Modal::Errors(mut list) => {
+                let groups = self.error_groups().len();
+                match list.key(&key, groups) {
+                    ErrorListStep::Open => self.shared.modal = Modal::Errors(list),
+                    ErrorListStep::Closed => {}
+                    ErrorListStep::Chosen(k) => self.select_error_group(k),
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn select_error_group(&mut self, k: usize) {
+        let Some(j) = self.shared.jobs.current_mut() else {
+            return;
+        };
+        let Some(g) = j.error_groups().get(k).cloned() else {
+            return;
+        };
+        j.select(g.partitions.iter().copied());
+        self.shared.focus = Focus::Calendar;
+        self.shared.message = Some((
+            false,
+            format!(
+                "selected {} partitions failing with: {}; r re-runs them",
+                g.partitions.len(),
+                g.signature
+            ),
+        ));
+    }
+
+    pub(super) fn quit_now(&mut self) -> Vec<Effect> {
+        self.shared.quit = true;
+        let mut effects: Vec<Effect> = self
+            .shared
+            .runs
+            .iter()
+            .filter(|r| r.active())
+            .map(|r| Effect::Cancel(r.id))
+            .collect();
+        effects.push(Effect::Quit);
+        effects
+    }
+
+    /// Does what a main-screen action asks.
+    fn action(&mut self, action: Action) -> Vec<Effect> {
+        self.shared.message = None;
+        match action {
+            Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
+            Action::PrevMonth
+            | Action::NextMonth
+            | Action::First
+            | Action::Last
+            | Action::ClearSelection
+            | Action::ToggleRows => self.calendar_action(action),
+            Action::RangeSelect
+            | Action::SelectFailed
+            | Action::SelectMissing
+            | Action::SelectStale => {
+                self.calendar_action(action);
+                self.shared.focus = Focus::Calendar;
+            }
+            Action::NextJob | Action::PrevJob => self.shared.jobs.step(action == Action::NextJob),
+            Action::FocusNext | Action::FocusPrev => {
+                let order: &[Focus] = if self.shared.runs.is_empty() {
+                    &[Focus::Jobs, Focus::Calendar]
+                } else {
+                    &[Focus::Jobs, Focus::Calendar, Focus::Runs]
+                };
+                let i = order
+                    .iter()
+                    .position(|f| *f == self.shared.focus)
+                    .unwrap_or(0);
+                let n = order.len();
+                let next = if action == Action::FocusNext {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.shared.focus = order[next];
+            }
+            Action::Activate => match self.shared.focus {
+                Focus::Jobs => self.shared.focus = Focus::Calendar,
+                Focus::Calendar => return self.open_confirm(None, None),
+                Focus::Runs => self.show_run_partition(),
+            },
+            Action::ErrorGroups => {
+                if self.error_groups().is_empty() {
+                    self.shared.message = Some((false, "no failed partitions in this job".into()));
+                } else {
+                    self.shared.modal = Modal::Errors(ErrorList::default());
+                }
+            }
+            Action::Run => return self.open_confirm(None, None),
+            Action::Verify => return self.verify(),
+            Action::WhatChanged => return self.what_changed(),
+            Action::Cancel => {
+                let run = self
+                    .shared
+                    .runs
+                    .get(self.shared.selected_run)
+                    .filter(|r| r.active())
+                    .or_else(|| self.shared.runs.iter().rev().find(|r| r.active()));
+                match run {
+                    Some(r) if r.cancel_requested => {
+                        self.shared.message = Some((false, "cancelling…".into()));
+                    }
+                    Some(r) => self.shared.modal = Modal::Question(Question::CancelRun(r.id)),
+                    None => self.shared.message = Some((false, "no run in flight".into())),
+                }
+            }
+            Action::Filter => {
+                self.shared.modal = Modal::Filter;
+                self.shared.focus = Focus::Jobs;
+            }
+            Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
+            Action::Refresh => {
+                self.shared.message = Some((false, "refreshing…".into()));
+                return self.refresh_all();
+            }
+            Action::Help => self.shared.modal = Modal::Help { scroll: 0 },
+            Action::Quit | Action::Interrupt => {
+                if self.active_runs() > 0 {
+                    self.shared.modal = Modal::Question(Question::Quit);
+                } else {
+                    return self.quit_now();
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn calendar_action(&mut self, action: Action) {
+        if let Some(j) = self.shared.jobs.current_mut()
+            && let Some(note) = self.shared.calendar.act(j, action, self.shared.now)
+        {
+            self.shared.message = Some((false, note));
+        }
+    }
+
+    fn direction(&mut self, action: Action) {
+        match self.shared.focus {
+            Focus::Jobs => match action {
+                Action::Down => self.shared.jobs.step(true),
+                Action::Up => self.shared.jobs.step(false),
+                Action::Right => self.shared.focus = Focus::Calendar,
+                _ => {}
+            },
+            Focus::Runs => {
+                runs::direction(&mut self.shared.runs, &mut self.shared.selected_run, action)
+            }
+            Focus::Calendar => self.calendar_action(action),
+        }
+    }
+
+    /// Moves the calendar to the partition selected in the run pane.
+    fn show_run_partition(&mut self) {
+        let Some(run) = self.shared.runs.get(self.shared.selected_run) else {
+            return;
+        };
+        let Some(name) = run.partitions.get(run.selected).map(|p| p.name.clone()) else {
+            return;
+        };
+        let Ok(i) = self.shared.jobs.find(&run.job) else {
+            return;
+        };
+        self.shared.jobs.show(i);
+        if let Some(j) = self.shared.jobs.current_mut()
+            && let Some(p) = Partition::parse(j.grain(), &name, RangeEnd::From)
+        {
+            j.clear_selection();
+            j.move_to(|_| Some(p));
+        }
+        self.shared.focus = Focus::Calendar;
+    }
+
+    /// Opens the confirm dialog on `candidates` (else the selection, else
+    /// the cursor's partition) with `args` (else a bare `idem run JOB`).
+    fn open_confirm(
+        &mut self,
+        candidates: Option<Vec<usize>>,
+        args: Option<RunArgs>,
+    ) -> Vec<Effect> {
+        let index = self.shared.jobs.current_index();
+        let Some(j) = self.shared.jobs.current() else {
+            return Vec::new();
+        };
+        let candidates = candidates.unwrap_or_else(|| j.chosen());
+        let args = args.unwrap_or_else(|| RunArgs {
+            job: j.job.name.clone(),
+            ..RunArgs::default()
+        });
+        match ConfirmDialog::open(
+            index,
+            j,
+            candidates,
+            args,
+            &self.config.defaults,
+            self.shared.now,
+        ) {
+            Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
+            Err(e) => self.shared.message = Some((true, e)),
+        }
+        Vec::new()
+    }
+
+    fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
+        let Some(backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
+            self.shared.message =
+                Some((true, "no partition matches the filter; nothing ran".into()));
+            return Vec::new();
+        };
+        if !self.shared.connected {
+            self.shared.message =
+                Some((true, "not connected to the warehouse; nothing ran".into()));
+            return Vec::new();
+        }
+        if let Some(j) = self.shared.jobs.get_mut(c.job) {
+            j.clear_selection();
+        }
+        let run = self.next_run;
+        self.next_run += 1;
+        self.shared
+            .runs
+            .push(RunView::new(run, &backfill, self.shared.now));
+        self.shared.selected_run = self.shared.runs.len() - 1;
+        vec![Effect::StartRun(Box::new(RunRequest { run, backfill }))]
+    }
+
+    /// Starts proving the cursor's partition idempotent, in the background.
+    fn verify(&mut self) -> Vec<Effect> {
+        let Some(j) = self.shared.jobs.current() else {
+            return Vec::new();
+        };
+        match self
+            .shared
+            .detail
+            .verify(j, self.shared.connected, self.next_request)
+        {
+            Ok(effect) => {
+                self.next_request += 1;
+                let partition = j.partitions.get(j.cursor).map(Partition::name);
+                self.shared.message = Some((
+                    false,
+                    format!(
+                        "verifying {} {}: loading it twice, then rolling back…",
+                        j.job.name,
+                        partition.unwrap_or_default()
+                    ),
+                ));
+                vec![effect]
+            }
+            Err(why) => {
+                self.shared.message = Some((true, why));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Opens what changed since the cursor's stale partition was loaded; the
+    /// old definition is read in the background.
+    fn what_changed(&mut self) -> Vec<Effect> {
+        let Some(j) = self.shared.jobs.current() else {
+            return Vec::new();
+        };
+        match DiffView::open(j, self.shared.connected, self.next_request) {
+            Ok((view, effect)) => {
+                self.next_request += 1;
+                self.shared.definition_diff = Some(view);
+                self.shared.modal = Modal::Diff { scroll: 0 };
+                vec![effect]
+            }
+            Err(why) => {
+                self.shared.message = Some((false, why));
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn mouse_event(&mut self, m: MouseEvent) -> Vec<Effect> {
+        if !self.shared.mouse || !matches!(self.shared.modal, Modal::None) {
+            return Vec::new();
+        }
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let hit = self.hit_test(area, m.column, m.row);
+        match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => match hit {
+                Some(Hit::Cell(i)) => {
+                    self.shared.focus = Focus::Calendar;
+                    if let Some(j) = self.shared.jobs.current_mut() {
+                        self.shared.calendar.press(j, i);
+                    }
+                }
+                Some(Hit::Job(i)) => {
+                    self.shared.focus = Focus::Jobs;
+                    self.shared.jobs.show(i);
+                }
+                Some(Hit::Run(k)) => {
+                    self.shared.focus = Focus::Runs;
+                    self.shared.selected_run = k.min(self.shared.runs.len().saturating_sub(1));
+                }
+                Some(Hit::RunRow(i)) => {
+                    self.shared.focus = Focus::Runs;
+                    if let Some(r) = self.shared.runs.get_mut(self.shared.selected_run) {
+                        r.selected = i.min(r.partitions.len().saturating_sub(1));
+                    }
+                }
+                None => {}
+            },
+            MouseEventKind::Drag(MouseButton::Left) => {
+                if let Some(Hit::Cell(i)) = hit
+                    && let Some(j) = self.shared.jobs.current_mut()
+                {
+                    self.shared.calendar.drag(j, i);
+                }
+            }
+            MouseEventKind::Up(MouseButton::Left) => self.shared.calendar.release(),
+            MouseEventKind::ScrollDown => self.direction(Action::Down),
+            MouseEventKind::ScrollUp => self.direction(Action::Up),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn command(&mut self, text: &str) -> Vec<Effect> {
+        let job = self.shared.jobs.current().map(|j| j.job.name.clone());
+        let command = match command::parse(text, job.as_deref()) {
+            Ok(Some(command)) => command,
+            Ok(None) => return Vec::new(),
+            Err(e) => {
+                self.shared.message = Some((true, e));
+                return Vec::new();
+            }
+        };
+        match command {
+            Command::Quit => return self.action(Action::Quit),
+            Command::Goto(word) => {
+                let Some(j) = self.shared.jobs.current_mut() else {
+                    return Vec::new();
+                };
+                let grain = j.grain();
+                match Partition::parse(grain, &word, RangeEnd::From) {
+                    Some(p) => {
+                        j.move_to(|_| Some(p));
+                        self.shared.focus = Focus::Calendar;
+                    }
+                    None => {
+                        self.shared.message = Some((
+                            true,
+                            format!(":goto needs a partition like {}", grain.name_format()),
+                        ))
+                    }
+                }
+            }
+            Command::Job(name) => match self.shared.jobs.find(&name) {
+                Ok(i) => self.shared.jobs.show(i),
+                Err(e) => self.shared.message = Some((true, e)),
+            },
+            Command::Theme(name) => return self.theme_command(&name),
+            Command::Run(args) => {
+                let Some(j) = self.shared.jobs.current() else {
+                    return Vec::new();
+                };
+                match command::run_range(&args, j, self.shared.now) {
+                    Err(e) => self.shared.message = Some((true, e)),
+                    Ok(Some(range)) if range.is_empty() => {
+                        self.shared.message =
+                            Some((true, "that range has no partitions of this job".into()));
+                    }
+                    Ok(range) => return self.open_confirm(range, Some(*args)),
+                }
+            }
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,596 @@
+//! The console's state and `update`, the only place it changes. `App` holds
+//! what spans panes (focus, the open overlay, runs, the connection, the
+//! status note) and routes every message to the pane it concerns. `update`
+//! does no IO: what needs the warehouse or the disk comes back as an
+//! [`Effect`] for the event loop to start in the background.
+
+mod input;
+
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use chrono::NaiveDateTime;
+use ratatui::layout::{Position, Rect};
+
+pub use super::confirm::ConfirmDialog;
+pub use super::detail::VerifyView;
+pub use super::diff::DiffView;
+pub use super::errors::ErrorGroup;
+pub use super::job::{JobView, LintNote, LiveAttempt};
+pub use super::layout::Hit;
+pub use super::msg::{DiffRequest, Effect, Msg, RunRequest, VerifyRequest};
+pub use super::question::Question;
+pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
+
+use super::calendar::{self, Calendar};
+use super::command::CommandLine;
+use super::detail::Detail;
+use super::errors::ErrorList;
+use super::jobs::JobsPane;
+use super::keys::Scope;
+use super::layout::{calendar_capacity, screen};
+use super::runs;
+use super::theme::Theme;
+use super::widgets::inner;
+use crate::config::Config;
+use crate::engine::{Event, MergeOrderRisk};
+use crate::state::PartitionStatus;
+
+/// Seconds between background refreshes of every job's states.
+pub const REFRESH_SECS: i64 = 15;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Jobs,
+    Calendar,
+    Runs,
+}
+
+/// The overlay or input line that has the keys, if any.
+pub enum Modal {
+    None,
+    Help {
+        scroll: u16,
+    },
+    /// The jobs pane's `/` filter is being typed.
+    Filter,
+    Command(CommandLine),
+    Confirm(Box<ConfirmDialog>),
+    Question(Question),
+    Errors(ErrorList),
+    /// What changed since a stale partition was loaded.
+    Diff {
+        scroll: u16,
+    },
+}
+
+/// How the console starts, beyond its config.
+pub struct Start {
+    pub theme: Theme,
+    pub mouse: bool,
+    /// A note for the status bar (a theme that did not load).
+    pub note: Option<String>,
+    /// The theme files `:theme NAME` may load.
+    pub theme_files: Vec<(String, PathBuf)>,
+}
+
+/// The state that spans panes and what the panes own. Anyone may read it
+/// through [`App`] (which dereferences to it); nothing can write it but
+/// `update`, since `App` never hands it out mutably.
+pub struct Shared {
+    pub focus: Focus,
+    pub modal: Modal,
+    pub theme: Theme,
+    pub mouse: bool,
+    pub size: (u16, u16),
+    /// A one-line note in the status bar: (is an error, text).
+    pub message: Option<(bool, String)>,
+    pub runs: Vec<RunView>,
+    pub selected_run: usize,
+    pub quit: bool,
+    pub jobs: JobsPane,
+    pub calendar: Calendar,
+    pub detail: Detail,
+    /// The latest "what changed" of a stale partition.
+    pub definition_diff: Option<DiffView>,
+    pub now: NaiveDateTime,
+    pub url: String,
+    pub connected: bool,
+    pub connecting: bool,
+    pub db_error: Option<String>,
+}
+
+/// The console: its state, and `update`, the one place that changes it.
+pub struct App {
+    shared: Shared,
+    config: Config,
+    theme_files: Vec<(String, PathBuf)>,
+    /// Something changed since the last draw.
+    dirty: bool,
+    last_refresh: Option<NaiveDateTime>,
+    last_connect: Option<NaiveDateTime>,
+    next_run: usize,
+    next_request: usize,
+}
+
+/// Read access to the state, for views and tests.
+impl Deref for App {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl App {
+    pub fn new(config: Config, theme: Theme, now: NaiveDateTime) -> App {
+        App::start_with(
+            config,
+            Start {
+                theme,
+                mouse: true,
+                note: None,
+                theme_files: Vec::new(),
+            },
+            now,
+        )
+    }
+
+    pub fn start_with(config: Config, start: Start, now: NaiveDateTime) -> App {
+        let jobs = JobsPane::new(&config.jobs, now);
+        let url = crate::warehouse::redact(&config.warehouse.url);
+        let mut app = App {
+            shared: Shared {
+                focus: Focus::Calendar,
+                modal: Modal::None,
+                theme: start.theme,
+                mouse: start.mouse,
+                size: (80, 24),
+                message: start.note.map(|n| (true, n)),
+                runs: Vec::new(),
+                selected_run: 0,
+                quit: false,
+                jobs,
+                calendar: Calendar::default(),
+                detail: Detail::default(),
+                definition_diff: None,
+                now,
+                url,
+                connected: false,
+                connecting: false,
+                db_error: None,
+            },
+            config,
+            theme_files: start.theme_files,
+            dirty: true,
+            last_refresh: None,
+            last_connect: None,
+            next_run: 1,
+            next_request: 1,
+        };
+        app.fix_scroll_all();
+        app
+    }
+
+    /// The first effects: connect to the warehouse.
+    pub fn start(&mut self) -> Vec<Effect> {
+        self.shared.connecting = true;
+        self.last_connect = Some(self.shared.now);
+        vec![Effect::Connect]
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Whether the screen needs drawing again.
+    pub fn needs_redraw(&self) -> bool {
+        self.dirty
+    }
+
+    /// The job on screen.
+    pub fn job(&self) -> Option<&JobView> {
+        self.shared.jobs.current()
+    }
+
+    /// Jobs whose names match the `/` filter.
+    pub fn visible_jobs(&self) -> Vec<usize> {
+        self.shared.jobs.visible()
+    }
+
+    /// The jobs named in a refresh.
+    pub fn jobs_named(&self, names: &[String]) -> Vec<crate::config::Job> {
+        self.shared
+            .jobs
+            .iter()
+            .filter(|j| names.contains(&j.job.name))
+            .map(|j| j.job.clone())
+            .collect()
+    }
+
+    pub fn active_runs(&self) -> usize {
+        self.shared.runs.iter().filter(|r| r.active()).count()
+    }
+
+    pub fn loading(&self) -> bool {
+        self.shared.connecting || self.shared.jobs.iter().any(|j| j.loading)
+    }
+
+    /// The failures of the job on screen by error signature.
+    pub fn error_groups(&self) -> &[ErrorGroup] {
+        self.job().map_or(&[], |j| j.error_groups())
+    }
+
+    /// The partitions a confirm dialog will run.
+    pub fn confirm_partitions(&self, c: &ConfirmDialog) -> Vec<usize> {
+        c.partitions().to_vec()
+    }
+
+    /// Later merge windows a confirm dialog's run would set back.
+    pub fn merge_order_risk(&self, c: &ConfirmDialog) -> Option<MergeOrderRisk> {
+        c.risk().cloned()
+    }
+
+    /// The equivalent headless command of a confirm dialog.
+    pub fn equivalent_command(&self, c: &ConfirmDialog) -> String {
+        c.command().to_string()
+    }
+
+    /// The key scope in force.
+    pub fn scope(&self) -> Scope {
+        match &self.shared.modal {
+            Modal::Confirm(_) => Scope::Confirm,
+            Modal::Question(_) => Scope::Question,
+            Modal::Errors(_) => Scope::List,
+            Modal::Help { .. } => Scope::Help,
+            Modal::Diff { .. } => Scope::Diff,
+            Modal::Filter | Modal::Command(_) => Scope::Input,
+            Modal::None => Scope::Main,
+        }
+    }
+
+    /// What a position on a screen of `area` points at.
+    pub fn hit_test(&self, area: Rect, x: u16, y: u16) -> Option<Hit> {
+        let job = self.job()?;
+        let s = screen(
+            area,
+            job.grain(),
+            job.unit_count(),
+            !self.shared.runs.is_empty(),
+        );
+        let cal = inner(s.calendar);
+        if cal.contains(Position::new(x, y)) && job.loaded {
+            return calendar::hit(job, cal, x, y).map(Hit::Cell);
+        }
+        if let Some(i) = self.shared.jobs.hit(s.jobs, x, y) {
+            return Some(Hit::Job(i));
+        }
+        runs::hit(&self.shared.runs, self.shared.selected_run, s.runs, x, y)
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Tick(now) => return self.tick(now),
+            Msg::Drawn => {
+                self.dirty = false;
+                return Vec::new();
+            }
+            _ => self.dirty = true,
+        }
+        let effects = match msg {
+            Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse_event(m),
+            Msg::Resize(w, h) => {
+                self.shared.size = (w, h);
+                Vec::new()
+            }
+            Msg::Terminate => self.quit_now(),
+            Msg::Connected(r) => self.connected_msg(r),
+            Msg::Status { job, result } => {
+                let effects = self.status_msg(&job, result);
+                self.replan_confirm();
+                effects
+            }
+            Msg::Engine { run, event } => {
+                let effects = self.engine_event(run, event);
+                self.replan_confirm();
+                effects
+            }
+            Msg::RunRejected { run, error } => {
+                if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) {
+                    r.error = Some(error.clone());
+                }
+                self.shared.message = Some((true, format!("run not started: {error}")));
+                Vec::new()
+            }
+            Msg::Verified { id, result } => {
+                if let Some(note) = self.shared.detail.verified(id, result) {
+                    self.shared.message = Some(note);
+                }
+                Vec::new()
+            }
+            Msg::DefinitionDiff { id, result } => {
+                if let Some(d) = self.shared.definition_diff.as_mut().filter(|d| d.id == id) {
+                    d.result = Some(result);
+                }
+                Vec::new()
+            }
+            Msg::ThemeLoaded(Ok(theme)) => {
+                self.set_theme(theme);
+                Vec::new()
+            }
+            Msg::ThemeLoaded(Err(e)) => {
+                self.shared.message = Some((true, e));
+                Vec::new()
+            }
+            Msg::Tick(_) | Msg::Drawn => Vec::new(),
+        };
+        self.fix_scroll_all();
+        effects
+    }
+
+    fn set_theme(&mut self, theme: Theme) {
+        self.shared.message = Some((false, format!("theme {}", theme.name)));
+        self.shared.theme = theme;
+    }
+
+    /// `:theme NAME`: a built-in one at once, a file in the background.
+    fn theme_command(&mut self, name: &str) -> Vec<Effect> {
+        if let Some(theme) = Theme::builtin(name) {
+            self.set_theme(theme);
+            return Vec::new();
+        }
+        match Theme::file_for(name, &self.theme_files) {
+            Some(path) => vec![Effect::LoadTheme(path)],
+            None => {
+                self.shared.message = Some((true, Theme::unknown(name)));
+                Vec::new()
+            }
+        }
+    }
+
+    fn tick(&mut self, now: NaiveDateTime) -> Vec<Effect> {
+        let minute_changed =
+            now.format("%H:%M").to_string() != self.shared.now.format("%H:%M").to_string();
+        self.shared.now = now;
+        if minute_changed || self.active_runs() > 0 {
+            self.dirty = true;
+        }
+        let due = |last: Option<NaiveDateTime>| {
+            last.is_none_or(|t| (now - t).num_seconds() >= REFRESH_SECS)
+        };
+        if self.shared.connected {
+            if due(self.last_refresh) {
+                return self.refresh_all();
+            }
+        } else if !self.shared.connecting && due(self.last_connect) {
+            self.shared.connecting = true;
+            self.last_connect = Some(now);
+            self.dirty = true;
+            return vec![Effect::Connect];
+        }
+        Vec::new()
+    }
+
+    fn refresh_all(&mut self) -> Vec<Effect> {
+        self.last_refresh = Some(self.shared.now);
+        if !self.shared.connected {
+            if self.shared.connecting {
+                return Vec::new();
+            }
+            self.shared.connecting = true;
+            self.last_connect = Some(self.shared.now);
+            return vec![Effect::Connect];
+        }
+        let names: Vec<String> = self
+            .shared
+            .jobs
+            .iter_mut()
+            .filter_map(|j| {
+                if j.loading {
+                    j.refresh_again = true;
+                    None
+                } else {
+                    j.loading = true;
+                    Some(j.job.name.clone())
+                }
+            })
+            .collect();
+        self.dirty = true;
+        if names.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::Refresh(names)]
+        }
+    }
+
+    fn refresh_job(&mut self, name: &str) -> Vec<Effect> {
+        if !self.shared.connected {
+            return Vec::new();
+        }
+        let Some(j) = self.shared.jobs.by_name_mut(name) else {
+            return Vec::new();
+        };
+        if j.loading {
+            j.refresh_again = true;
+            return Vec::new();
+        }
+        j.loading = true;
+        vec![Effect::Refresh(vec![name.to_string()])]
+    }
+
+    fn connected_msg(&mut self, result: Result<String, String>) -> Vec<Effect> {
+        self.shared.connecting = false;
+        match result {
+            Ok(url) => {
+                self.shared.url = url;
+                self.shared.connected = true;
+                self.shared.db_error = None;
+                self.refresh_all()
+            }
+            Err(e) => {
+                self.shared.connected = false;
+                self.shared.db_error = Some(e);
+                Vec::new()
+            }
+        }
+    }
+
+    fn status_msg(
+        &mut self,
+        name: &str,
+        result: Result<Vec<PartitionStatus>, String>,
+    ) -> Vec<Effect> {
+        let Some(j) = self.shared.jobs.by_name_mut(name) else {
+            return Vec::new();
+        };
+        j.loading = false;
+        match result {
+            Ok(statuses) => {
+                j.apply_statuses(statuses);
+                self.shared.db_error = None;
+            }
+            Err(e) => {
+                j.error = Some(e.clone());
+                self.shared.db_error = Some(e);
+            }
+        }
+        if std::mem::take(&mut j.refresh_again) {
+            return self.refresh_job(name);
+        }
+        Vec::new()
+    }
+
+    /// Shows an engine event in its run and in its job; a finished run
+    /// refreshes the job from the warehouse.
+    fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
+        let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
+            return Vec::new();
+        };
+        r.apply(&event);
+        let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
+            return Vec::new();
+        };
+        j.apply_event(&event);
+        if !matches!(event, Event::RunFinished { .. }) {
+            return Vec::new();
+        }
+        j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
+        self.shared.message = r.ending();
+        let name = r.job.clone();
+        self.refresh_job(&name)
+    }
+
+    /// A confirm dialog shows the states as they are now.
+    fn replan_confirm(&mut self) {
+        if let Modal::Confirm(c) = &mut self.shared.modal
+            && let Some(j) = self.shared.jobs.get(c.job)
+        {
+            c.replan(j, &self.config.defaults, self.shared.now);
+        }
+    }
+
+    fn fix_scroll_all(&mut self) {
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let has_runs = !self.shared.runs.is_empty();
+        for j in self.shared.jobs.iter_mut() {
+            j.fix_scroll(calendar_capacity(area, j.grain(), j.unit_count(), has_runs));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{self, code, job_view, key, now};
+
+    fn app() -> App {
+        let config = fixture::config("fct_orders", false);
+        let start = Start {
+            theme: Theme::default_theme(),
+            mouse: true,
+            note: None,
+            theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+        };
+        let mut app = App::start_with(config, start, now());
+        app.start();
+        app.update(Msg::Connected(Ok("sqlite://w.db".into())));
+        let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
+        app.update(Msg::Status {
+            job: "fct_orders".into(),
+            result: Ok(statuses),
+        });
+        app
+    }
+
+    fn type_line(app: &mut App, line: &str) -> Vec<Effect> {
+        let mut effects = app.update(Msg::Key(key(':')));
+        for c in line.chars() {
+            effects.extend(app.update(Msg::Key(key(c))));
+        }
+        effects.extend(app.update(Msg::Key(code(crossterm::event::KeyCode::Enter))));
+        effects
+    }
+
+    #[test]
+    fn theme_files_are_read_in_the_background() {
+        let mut a = app();
+        let effects = type_line(&mut a, "theme mine");
+        assert!(
+            matches!(effects.as_slice(), [Effect::LoadTheme(p)] if p == &PathBuf::from("themes/mine.toml"))
+        );
+        assert_eq!(a.theme.name, "default", "nothing changes before it is read");
+        let effects = type_line(&mut a, "theme ./elsewhere.toml");
+        assert!(matches!(effects.as_slice(), [Effect::LoadTheme(_)]));
+        a.update(Msg::ThemeLoaded(Err("cannot read theme x".into())));
+        assert_eq!(a.message, Some((true, "cannot read theme x".into())));
+        let light = Theme::builtin("light").expect("light");
+        a.update(Msg::ThemeLoaded(Ok(light)));
+        assert_eq!(a.theme.name, "light");
+    }
+
+    #[test]
+    fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
+        let mut a = app();
+        assert!(type_line(&mut a, "run 2026-06-01..2026-06-09 --only failed,missing").is_empty());
+        let Modal::Confirm(c) = &a.modal else {
+            panic!("no dialog: {:?}", a.message);
+        };
+        assert_eq!(c.partitions(), &[2, 4, 7]);
+        let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+        let [Effect::StartRun(req)] = effects.as_slice() else {
+            panic!("no run: {effects:?}");
+        };
+        let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
+        assert_eq!(names, ["2026-06-03", "2026-06-05", "2026-06-08"]);
+        assert_eq!(req.prior_attempts.get("2026-06-08"), Some(&1));
+        assert_eq!(a.runs[0].concurrency, 4);
+        for (line, says) in [
+            ("run --only running", "is not a state"),
+            ("run --concurrency 0", "out of range"),
+            ("run 2026-07-01..2026-07-09", "no partitions"),
+        ] {
+            type_line(&mut a, line);
+            let note = a.message.clone().unwrap_or_default().1;
+            assert!(note.contains(says), "{line}: {note}");
+        }
+    }
+
+    #[test]
+    fn drawing_and_stopping_are_messages() {
+        let mut a = app();
+        assert!(a.needs_redraw());
+        a.update(Msg::Drawn);
+        assert!(!a.needs_redraw());
+        a.update(Msg::Resize(100, 30));
+        assert!(a.needs_redraw());
+        type_line(&mut a, "run 2026-06-03");
+        a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+        let effects = a.update(Msg::Terminate);
+        assert!(a.quit, "SIGTERM does not ask");
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Cancel(1), Effect::Quit]
+        ));
+    }
+}

@@ -1,0 +1,203 @@
+//! The console's background work: every effect `update` asks for runs here
+//! as a task (connect, read states, run a backfill, verify, read an old
+//! definition, read a theme file), and answers with a message. Tasks never
+//! touch the app's state.
+
+use std::collections::{HashMap, HashSet};
+
+use tokio::sync::mpsc::{self, UnboundedSender};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::app::App;
+use super::msg::{DiffRequest, Effect, Msg, VerifyRequest};
+use super::theme::Theme;
+use crate::partition::now_utc;
+use crate::warehouse::Warehouse;
+
+/// What background tasks send to the event loop.
+pub enum Incoming {
+    Msg(Msg),
+    Warehouse(Result<Warehouse, String>),
+}
+
+pub struct Background {
+    tx: UnboundedSender<Incoming>,
+    warehouse: Option<Warehouse>,
+    connecting: bool,
+    tokens: HashMap<usize, CancellationToken>,
+    runs: Vec<JoinHandle<()>>,
+    max_connections: u32,
+}
+
+impl Background {
+    pub fn new(tx: UnboundedSender<Incoming>, concurrency: usize) -> Background {
+        Background {
+            tx,
+            warehouse: None,
+            connecting: false,
+            tokens: HashMap::new(),
+            runs: Vec::new(),
+            max_connections: (concurrency as u32 * 2 + 2).max(4),
+        }
+    }
+
+    /// The message for what a task sent; a new connection is kept here.
+    pub fn receive(&mut self, incoming: Incoming) -> Msg {
+        match incoming {
+            Incoming::Msg(m) => m,
+            Incoming::Warehouse(r) => {
+                self.connecting = false;
+                match r {
+                    Ok(wh) => {
+                        let url = wh.display_url();
+                        self.warehouse = Some(wh);
+                        Msg::Connected(Ok(url))
+                    }
+                    Err(e) => Msg::Connected(Err(e)),
+                }
+            }
+        }
+    }
+
+    /// Starts the work an effect asks for.
+    pub fn apply(&mut self, app: &App, effect: Effect) {
+        let tx = self.tx.clone();
+        let send = move |msg: Msg| {
+            let _ = tx.send(Incoming::Msg(msg));
+        };
+        match effect {
+            Effect::Connect => {
+                if self.connecting {
+                    return;
+                }
+                self.connecting = true;
+                let tx = self.tx.clone();
+                let config = app.config().warehouse.clone();
+                let max = self.max_connections;
+                tokio::spawn(async move {
+                    let r = Warehouse::connect(&config, max)
+                        .await
+                        .map_err(|e| e.to_string());
+                    let _ = tx.send(Incoming::Warehouse(r));
+                });
+            }
+            Effect::Refresh(names) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                let jobs = app.jobs_named(&names);
+                tokio::spawn(async move {
+                    for job in jobs {
+                        let result =
+                            crate::state::job_status(&wh, &job, now_utc(), &HashSet::new())
+                                .await
+                                .map_err(|e| e.to_string());
+                        send(Msg::Status {
+                            job: job.name.clone(),
+                            result,
+                        });
+                    }
+                });
+            }
+            Effect::StartRun(req) => {
+                let run = req.run;
+                let Some(wh) = self.warehouse.clone() else {
+                    send(Msg::RunRejected {
+                        run,
+                        error: "not connected to the warehouse".into(),
+                    });
+                    return;
+                };
+                let token = CancellationToken::new();
+                self.tokens.insert(run, token.clone());
+                let (etx, mut erx) = mpsc::unbounded_channel();
+                self.runs.push(tokio::spawn(async move {
+                    crate::engine::run(&wh, &req.backfill, &etx, &token).await;
+                }));
+                tokio::spawn(async move {
+                    while let Some(event) = erx.recv().await {
+                        send(Msg::Engine { run, event });
+                    }
+                });
+            }
+            Effect::Verify(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    send(Msg::Verified {
+                        id: req.id,
+                        result: Err("not connected to the warehouse".into()),
+                    });
+                    return;
+                };
+                tokio::spawn(async move { send(verify(&wh, &req).await) });
+            }
+            Effect::DefinitionDiff(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    send(Msg::DefinitionDiff {
+                        id: req.id,
+                        result: Err("not connected to the warehouse".into()),
+                    });
+                    return;
+                };
+                tokio::spawn(async move { send(definition_diff(&wh, &req).await) });
+            }
+            Effect::LoadTheme(path) => {
+                tokio::task::spawn_blocking(move || {
+                    send(Msg::ThemeLoaded(Theme::load_file(&path)))
+                });
+            }
+            Effect::Cancel(run) => {
+                if let Some(t) = self.tokens.get(&run) {
+                    t.cancel();
+                }
+            }
+            Effect::Quit => {}
+        }
+    }
+
+    /// Cancels every run, gives them a moment to roll back and record it,
+    /// and closes the warehouse.
+    pub async fn shut_down(self) {
+        for t in self.tokens.values() {
+            t.cancel();
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        for h in self.runs {
+            let _ = tokio::time::timeout_at(deadline, h).await;
+        }
+        if let Some(wh) = self.warehouse {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), wh.close()).await;
+        }
+    }
+}
+
+/// Proves a partition idempotent (everything rolls back) and answers with
+/// the message for the console.
+pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
+    Msg::Verified {
+        id: req.id,
+        result: warehouse
+            .verify_partition(&req.job, &req.partition)
+            .await
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Reads the definition a partition was loaded under from the ledger and
+/// answers with its unified diff against the job's current definition.
+pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
+    let current = req.job.definition_text();
+    let result = warehouse
+        .definition(&req.hash)
+        .await
+        .map(|old| {
+            old.map(|old| {
+                similar::TextDiff::from_lines(&old, &current)
+                    .unified_diff()
+                    .header("loaded under", "now")
+                    .to_string()
+            })
+        })
+        .map_err(|e| e.to_string());
+    Msg::DefinitionDiff { id: req.id, result }
+}

@@ -1,0 +1,201 @@
+//! The `:` command line: typing it, and what it says. `:run` takes `idem
+//! run`'s own arguments (the CLI's [`RunArgs`], parsed by clap), for the job
+//! on screen, with `A..B` as a short way to write `--from A --to B`.
+
+use chrono::NaiveDateTime;
+use clap::Parser;
+use crossterm::event::{Event as TermEvent, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use tui_input::Input;
+use tui_input::backend::crossterm::to_input_request;
+
+use super::job::JobView;
+use super::keys::{Action, Scope, action_for};
+use super::theme::Theme;
+use super::widgets::{first_line, put};
+use crate::cli::RunArgs;
+
+/// The command line being typed.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    input: Input,
+}
+
+/// What a key did to the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandStep {
+    Editing,
+    Cancelled,
+    Submitted(String),
+}
+
+impl CommandLine {
+    pub fn key(&mut self, key: &KeyEvent) -> CommandStep {
+        match action_for(Scope::Input, key) {
+            Some(Action::Confirm) => CommandStep::Submitted(self.input.value().trim().to_string()),
+            Some(Action::Close) => CommandStep::Cancelled,
+            _ => {
+                if let Some(req) = to_input_request(&TermEvent::Key(*key)) {
+                    self.input.handle(req);
+                }
+                CommandStep::Editing
+            }
+        }
+    }
+
+    /// Draws the line being typed in the footer `r`, with the cursor.
+    pub fn render(&self, frame: &mut Frame, r: Rect, t: &Theme) {
+        let buf = frame.buffer_mut();
+        let x = put(buf, r, r.x, r.y, ":", t.style("highlight"));
+        let w = r.width.saturating_sub(2) as usize;
+        let scroll = self.input.visual_scroll(w);
+        let shown: String = self.input.value().chars().skip(scroll).collect();
+        put(buf, r, x, r.y, &shown, t.style("text"));
+        let cx = x + (self.input.visual_cursor().saturating_sub(scroll)) as u16;
+        frame.set_cursor_position((cx.min(r.right().saturating_sub(1)), r.y));
+    }
+}
+
+/// A command, as typed.
+#[derive(Debug)]
+pub enum Command {
+    Quit,
+    Goto(String),
+    Job(String),
+    Theme(String),
+    Run(Box<RunArgs>),
+}
+
+/// `:run`'s words: `idem run`'s flags after the job on screen, and an
+/// optional `A..B` (or `A`).
+#[derive(Parser)]
+#[command(
+    name = ":run",
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+struct RunLine {
+    #[command(flatten)]
+    args: RunArgs,
+    /// Partitions A..B, both included, or one partition A.
+    range: Option<String>,
+}
+
+/// Reads a command line; `None` when it is empty. `job` is the job on
+/// screen, the one `:run` runs.
+pub fn parse(text: &str, job: Option<&str>) -> Result<Option<Command>, String> {
+    let mut words = text.split_whitespace();
+    let Some(cmd) = words.next() else {
+        return Ok(None);
+    };
+    let rest: Vec<&str> = words.collect();
+    Ok(Some(match cmd {
+        "q" | "quit" | "q!" => Command::Quit,
+        "goto" | "g" => Command::Goto(rest.first().copied().unwrap_or("").to_string()),
+        "job" => Command::Job(rest.join(" ")),
+        "theme" => Command::Theme(rest.first().copied().unwrap_or("").to_string()),
+        "run" => {
+            let job = job.ok_or_else(|| ":run: no job is on screen".to_string())?;
+            Command::Run(Box::new(parse_run(job, &rest)?))
+        }
+        other => {
+            return Err(format!(
+                "unknown command :{other}; try :run A..B [--only failed,missing,stale], :goto DATE, :job NAME, :theme NAME, :q"
+            ));
+        }
+    }))
+}
+
+fn parse_run(job: &str, words: &[&str]) -> Result<RunArgs, String> {
+    let line = RunLine::try_parse_from(std::iter::once(job).chain(words.iter().copied())).map_err(
+        |e| {
+            let text = e.to_string();
+            format!(":run: {}", first_line(&text).trim_start_matches("error: "))
+        },
+    )?;
+    let mut args = line.args;
+    if let Some(range) = line.range {
+        if args.from.is_some() || args.to.is_some() {
+            return Err(":run: give A..B or --from/--to, not both".into());
+        }
+        let (a, b) = range.split_once("..").unwrap_or((&range, &range));
+        args.from = Some(a.to_string());
+        args.to = Some(b.to_string());
+    }
+    if args.dry_run || args.json {
+        return Err(
+            ":run previews in the confirm dialog; --dry-run and --json are for idem run".into(),
+        );
+    }
+    Ok(args)
+}
+
+/// The partitions of `job` that `:run`'s arguments name (before any state
+/// filter), checked by the CLI's own rules; `None` when they name no range,
+/// so that the selection is taken.
+pub fn run_range(
+    args: &RunArgs,
+    job: &JobView,
+    now: NaiveDateTime,
+) -> Result<Option<Vec<usize>>, String> {
+    let selection = args.selection(&job.job).map_err(|stop| stop.message)?;
+    // An explicit --concurrency is checked as idem run checks it; the
+    // default here is never used.
+    args.concurrency_or(1).map_err(|stop| stop.message)?;
+    if selection.from.is_none() && selection.to.is_none() {
+        return Ok(None);
+    }
+    let from = selection.from.unwrap_or(job.job.start);
+    let to = selection.to.unwrap_or_else(|| job.job.last_partition(now));
+    Ok(Some(
+        (0..job.partitions.len())
+            .filter(|i| job.partitions[*i] >= from && job.partitions[*i] <= to)
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Result<RunArgs, String> {
+        match parse(text, Some("fct_orders"))? {
+            Some(Command::Run(args)) => Ok(*args),
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn run_takes_idem_runs_flags_and_a_range() {
+        let args = run("run 2026-05-01..2026-05-31 --only failed,missing --reason fix").unwrap();
+        assert_eq!(args.job, "fct_orders");
+        assert_eq!(args.from.as_deref(), Some("2026-05-01"));
+        assert_eq!(args.to.as_deref(), Some("2026-05-31"));
+        assert_eq!(args.only, vec!["failed", "missing"]);
+        assert_eq!(args.reason.as_deref(), Some("fix"));
+        let one = run("run 2026-05-04").unwrap();
+        assert_eq!(one.from, one.to);
+        let flags = run("run --from 2026-05-01 --through-latest --concurrency 2").unwrap();
+        assert_eq!(flags.from.as_deref(), Some("2026-05-01"));
+        assert_eq!(flags.to, None);
+        assert!(flags.through_latest);
+        assert_eq!(flags.concurrency, Some(2));
+    }
+
+    #[test]
+    fn run_refuses_what_idem_run_refuses_and_what_the_console_cannot_do() {
+        assert!(run("run --bogus").unwrap_err().contains("--bogus"));
+        assert!(run("run --concurrency lots").unwrap_err().contains("lots"));
+        assert!(
+            run("run 2026-05-01 --from 2026-05-02")
+                .unwrap_err()
+                .contains("not both")
+        );
+        assert!(run("run --dry-run").unwrap_err().contains("confirm dialog"));
+        assert!(matches!(parse("frobnicate", None), Err(e) if e.contains("unknown command")));
+        assert!(matches!(parse("   ", None), Ok(None)));
+        assert!(matches!(parse("q", None), Ok(Some(Command::Quit))));
+    }
+}

@@ -1,0 +1,676 @@
+//! The confirm dialog before any run: what will run (planned by the engine
+//! from the states the console holds), what it replaces, the strategy in
+//! plain words, lint warnings, a reason, and the equivalent `idem run`.
+
+use std::collections::HashSet;
+
+use chrono::NaiveDateTime;
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+use tui_input::Input;
+use tui_input::backend::crossterm::to_input_request;
+
+use super::job::JobView;
+use super::keys::{Action, Scope, action_for};
+use super::theme::Theme;
+use super::widgets::{block, centered, thousands};
+use crate::cli::RunArgs;
+use crate::config::{Defaults, Strategy};
+use crate::engine::{Backfill, MergeOrderRisk, Selection};
+use crate::partition::Partition;
+use crate::state::LoadState;
+
+pub struct ConfirmDialog {
+    /// The job's index in the jobs pane.
+    pub job: usize,
+    /// Partition indices chosen before the state filter.
+    pub candidates: Vec<usize>,
+    /// Only partitions in these states (empty: all).
+    pub only: Vec<LoadState>,
+    /// Merge jobs: also run every window after the chosen ones through the
+    /// latest loaded one (`--through-latest`).
+    pub through_latest: bool,
+    reason: Input,
+    editing_reason: bool,
+    /// The arguments the dialog opened with (`:run …`, or a bare `idem run
+    /// JOB`): flags the dialog does not set itself carry into its command.
+    args: RunArgs,
+    plan: Plan,
+}
+
+/// What the dialog's choice comes to, worked out when the choice or the
+/// job's states change (never per frame).
+#[derive(Default)]
+struct Plan {
+    /// The candidates the state filter keeps.
+    filtered: Vec<usize>,
+    /// The partitions that will run, ascending: `filtered`, extended through
+    /// the latest loaded window when asked.
+    partitions: Vec<usize>,
+    risk: Option<MergeOrderRisk>,
+    backfill: Option<Backfill>,
+    concurrency: usize,
+    retries: u32,
+    command: String,
+}
+
+/// What a key did in the dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfirmStep {
+    Stay,
+    /// Stay, with this note in the status bar (`None` clears it).
+    Say(Option<String>),
+    Close,
+    Run,
+}
+
+impl ConfirmDialog {
+    /// Opens the dialog on `candidates` of `job` (the one at `index`): those
+    /// in the future or running already are left out.
+    pub fn open(
+        index: usize,
+        job: &JobView,
+        candidates: Vec<usize>,
+        args: RunArgs,
+        defaults: &Defaults,
+        now: NaiveDateTime,
+    ) -> Result<ConfirmDialog, String> {
+        if !job.loaded {
+            return Err("states are still loading; try again in a moment".into());
+        }
+        let runnable: Vec<usize> = candidates
+            .into_iter()
+            .filter(|i| {
+                !matches!(
+                    job.state_at(*i),
+                    None | Some(LoadState::Future) | Some(LoadState::Running)
+                )
+            })
+            .collect();
+        if runnable.is_empty() {
+            return Err("nothing to run: the selection is in the future or already running".into());
+        }
+        let only = args
+            .only
+            .iter()
+            .filter_map(|s| LoadState::parse(s.trim()))
+            .collect();
+        let mut dialog = ConfirmDialog {
+            job: index,
+            candidates: runnable,
+            only,
+            through_latest: args.through_latest,
+            reason: Input::new(args.reason.clone().unwrap_or_default()),
+            editing_reason: false,
+            args,
+            plan: Plan::default(),
+        };
+        dialog.replan(job, defaults, now);
+        Ok(dialog)
+    }
+
+    /// The partitions that will run, as indices into the job's partitions.
+    pub fn partitions(&self) -> &[usize] {
+        &self.plan.partitions
+    }
+
+    /// Later merge windows that running the choice alone would set back.
+    pub fn risk(&self) -> Option<&MergeOrderRisk> {
+        self.plan.risk.as_ref()
+    }
+
+    /// The equivalent headless command.
+    pub fn command(&self) -> &str {
+        &self.plan.command
+    }
+
+    /// The backfill to run, with the reason typed; `None` when nothing
+    /// matches the filter.
+    pub fn backfill(&self) -> Option<Backfill> {
+        let mut backfill = self.plan.backfill.clone()?;
+        backfill.reason = self.reason_text();
+        Some(backfill)
+    }
+
+    fn reason_text(&self) -> Option<String> {
+        let reason = self.reason.value().trim();
+        (!reason.is_empty()).then(|| reason.to_string())
+    }
+
+    /// Works the choice out again from `job`'s states.
+    pub fn replan(&mut self, job: &JobView, defaults: &Defaults, now: NaiveDateTime) {
+        let filtered: Vec<usize> = self
+            .candidates
+            .iter()
+            .copied()
+            .filter(|i| {
+                self.only.is_empty() || job.state_at(*i).is_some_and(|s| self.only.contains(&s))
+            })
+            .collect();
+        let keep: HashSet<Partition> = filtered
+            .iter()
+            .filter_map(|i| job.partitions.get(*i).copied())
+            .collect();
+        let selection = Selection {
+            from: keep.iter().min().copied(),
+            to: keep.iter().max().copied(),
+            only: self.only.clone(),
+            allow_incomplete: self.args.allow_incomplete,
+        };
+        let concurrency = self.args.concurrency.unwrap_or(defaults.concurrency);
+        let planned = (!keep.is_empty())
+            .then(|| {
+                Backfill::plan_from(
+                    &job.job,
+                    &selection,
+                    &job.statuses,
+                    now,
+                    concurrency,
+                    defaults.retries,
+                )
+                .ok()
+            })
+            .flatten();
+        let mut risk = None;
+        let backfill = planned.map(|mut b| {
+            b.partitions.retain(|p| keep.contains(p));
+            b.allow_shrink = self.args.allow_shrink;
+            risk = b.merge_order_risk_in(&job.statuses);
+            if self.through_latest
+                && let Some(r) = &risk
+            {
+                b.extend_through_latest(r);
+            }
+            b
+        });
+        let partitions = backfill
+            .as_ref()
+            .map(|b| {
+                b.partitions
+                    .iter()
+                    .filter_map(|p| job.index_of(*p))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let command = self.command_line(job, &filtered, risk.is_some());
+        self.plan = Plan {
+            filtered,
+            partitions,
+            risk,
+            backfill,
+            concurrency,
+            retries: defaults.retries,
+            command,
+        };
+    }
+
+    /// The `idem run` that does what the dialog will, and a note when the
+    /// command takes more than the choice.
+    fn command_line(&self, job: &JobView, chosen: &[usize], risk: bool) -> String {
+        let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
+            return RunArgs {
+                from: None,
+                to: None,
+                only: Vec::new(),
+                through_latest: false,
+                reason: None,
+                ..self.args.clone()
+            }
+            .command_line();
+        };
+        let span: Vec<usize> = (*first..=*last).collect();
+        // A choice with gaps is described by the states it takes.
+        let only: Vec<LoadState> = if !self.only.is_empty() {
+            self.only.clone()
+        } else if span != chosen {
+            let mut states: Vec<LoadState> =
+                chosen.iter().filter_map(|i| job.state_at(*i)).collect();
+            states.sort();
+            states.dedup();
+            states
+        } else {
+            Vec::new()
+        };
+        let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
+        let args = RunArgs {
+            from: job.partitions.get(*first).map(Partition::name),
+            to: job.partitions.get(*last).map(Partition::name),
+            only: names.iter().map(|s| s.to_string()).collect(),
+            through_latest: self.through_latest && risk,
+            reason: self.reason_text(),
+            ..self.args.clone()
+        };
+        let mut line = args.command_line();
+        let covered = span
+            .iter()
+            .filter(|i| job.state_at(**i).is_some_and(|s| only.contains(&s)))
+            .count();
+        if !only.is_empty() && covered > chosen.len() {
+            line.push_str(&format!(
+                "   # also takes {} more {} in between",
+                covered - chosen.len(),
+                names.join("/")
+            ));
+        }
+        line
+    }
+
+    pub fn key(
+        &mut self,
+        key: &KeyEvent,
+        job: &JobView,
+        defaults: &Defaults,
+        now: NaiveDateTime,
+    ) -> ConfirmStep {
+        if self.editing_reason {
+            match key.code {
+                KeyCode::Enter | KeyCode::Tab | KeyCode::Esc => self.editing_reason = false,
+                _ => {
+                    if let Some(req) = to_input_request(&TermEvent::Key(*key)) {
+                        self.reason.handle(req);
+                    }
+                }
+            }
+            self.replan(job, defaults, now);
+            return ConfirmStep::Stay;
+        }
+        let step = match action_for(Scope::Confirm, key) {
+            Some(Action::Confirm) => return ConfirmStep::Run,
+            Some(Action::Close) => return ConfirmStep::Close,
+            Some(Action::OnlyAll) => {
+                self.only.clear();
+                ConfirmStep::Stay
+            }
+            Some(Action::OnlyFailed) => {
+                self.only = vec![LoadState::Failed];
+                ConfirmStep::Stay
+            }
+            Some(Action::OnlyMissing) => {
+                self.only = vec![LoadState::Missing];
+                ConfirmStep::Stay
+            }
+            Some(Action::OnlyStale) => {
+                self.only = vec![LoadState::Stale];
+                ConfirmStep::Stay
+            }
+            Some(Action::EditReason) => {
+                self.editing_reason = true;
+                ConfirmStep::Stay
+            }
+            Some(Action::ThroughLatest) => {
+                if self.through_latest || self.plan.risk.is_some() {
+                    self.through_latest = !self.through_latest;
+                    ConfirmStep::Say(None)
+                } else {
+                    ConfirmStep::Say(Some("no later window is loaded: nothing to extend".into()))
+                }
+            }
+            _ => ConfirmStep::Stay,
+        };
+        self.replan(job, defaults, now);
+        step
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, job: &JobView) {
+        let chosen = &self.plan.partitions;
+        let filtered = self.plan.filtered.len();
+        let label = |s: &str| Span::styled(format!("{s:<10}"), t.style("muted"));
+        let text = t.style("text");
+        let name = |i: &usize| {
+            job.partitions
+                .get(*i)
+                .map(Partition::name)
+                .unwrap_or_default()
+        };
+        let mut lines = Vec::new();
+        let range = match (chosen.first(), chosen.last()) {
+            (Some(a), Some(z)) if chosen.len() > filtered => format!(
+                "{} .. {}  ({} partitions: {} of {} selected + {} later windows)",
+                name(a),
+                name(z),
+                chosen.len(),
+                filtered,
+                self.candidates.len(),
+                chosen.len() - filtered
+            ),
+            (Some(a), Some(z)) => format!(
+                "{} .. {}  ({} of {} selected partitions)",
+                name(a),
+                name(z),
+                chosen.len(),
+                self.candidates.len()
+            ),
+            _ => format!(
+                "nothing matches the filter ({} selected)",
+                self.candidates.len()
+            ),
+        };
+        lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));
+        lines.push(self.filter_line(t, label("only")));
+        let mut states = vec![label("states")];
+        for st in LoadState::ALL {
+            let n = chosen
+                .iter()
+                .filter(|i| job.state_at(**i) == Some(st))
+                .count();
+            if n > 0 {
+                states.push(Span::styled(
+                    format!("{} {} {n}  ", st.glyph(), st.name()),
+                    t.state(st),
+                ));
+            }
+        }
+        lines.push(Line::from(states));
+        lines.push(Line::from(vec![
+            label("replaces"),
+            Span::styled(replaces(job, chosen), t.style("warning")),
+        ]));
+        lines.push(Line::from(vec![
+            label("strategy"),
+            Span::styled(strategy_words(job), text),
+        ]));
+        let conc = match job.job.strategy {
+            Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
+            Strategy::ReplacePartition => format!(
+                "{} partitions at once · {} retries of transient errors",
+                self.plan.concurrency, self.plan.retries
+            ),
+        };
+        lines.push(Line::from(vec![
+            label("parallel"),
+            Span::styled(conc, text),
+        ]));
+        if let Some(risk) = &self.plan.risk {
+            if self.through_latest {
+                lines.push(Line::from(vec![
+                    label("extended"),
+                    Span::styled(
+                        format!(
+                            "through {}, the latest loaded window, so that the newest values win; x undoes",
+                            risk.latest().name()
+                        ),
+                        t.style("ok"),
+                    ),
+                ]));
+            } else {
+                lines.push(Line::from(vec![
+                    label("warning"),
+                    Span::styled(risk.warning(), t.style("warning")),
+                    Span::styled(" (x)", t.style("highlight")),
+                ]));
+            }
+        }
+        if job.lint.is_empty() {
+            lines.push(Line::from(vec![
+                label("lint"),
+                Span::styled("no findings", t.style("ok")),
+            ]));
+        } else {
+            for (k, l) in job.lint.iter().take(3).enumerate() {
+                lines.push(Line::from(vec![
+                    label(if k == 0 { "lint" } else { "" }),
+                    Span::styled(
+                        format!("{} {}", if l.error { "✗" } else { "⚠" }, l.message),
+                        if l.error {
+                            t.style("error")
+                        } else {
+                            t.style("warning")
+                        },
+                    ),
+                ]));
+            }
+        }
+        let reason_style = if self.editing_reason {
+            t.style("text").add_modifier(Modifier::UNDERLINED)
+        } else {
+            t.style("muted")
+        };
+        let reason = if self.reason.value().is_empty() && !self.editing_reason {
+            "(optional; Tab to type)".to_string()
+        } else {
+            format!(
+                "{}{}",
+                self.reason.value(),
+                if self.editing_reason { "▏" } else { "" }
+            )
+        };
+        lines.push(Line::from(vec![
+            label("reason"),
+            Span::styled(reason, reason_style),
+        ]));
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
+        lines.push(Line::from(Span::styled(
+            self.plan.command.clone(),
+            t.style("highlight"),
+        )));
+        lines.push(Line::from(""));
+        lines.push(self.hints(t));
+        let width = area.width.saturating_sub(2).min(92);
+        let inner_w = width.saturating_sub(2).max(1) as usize;
+        let height: usize = lines
+            .iter()
+            .map(|l| match l.width() {
+                w if w <= inner_w => 1,
+                // Word wrapping may need a line more than the characters do.
+                w => w.div_ceil(inner_w) + 1,
+            })
+            .sum::<usize>()
+            + 2;
+        let r = centered(area, width, height.min(u16::MAX as usize) as u16);
+        frame.render_widget(Clear, r);
+        let b = block(t, format!(" Run {}? ", job.job.name), true);
+        let inner_r = b.inner(r);
+        frame.render_widget(b, r);
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner_r);
+    }
+
+    /// The state filter's switches, the one in force highlighted.
+    fn filter_line<'a>(&self, t: &Theme, label: Span<'a>) -> Line<'a> {
+        let mut filter = vec![label];
+        for (key, name, states) in [
+            ("a", "all", vec![]),
+            ("f", "failed", vec![LoadState::Failed]),
+            ("m", "missing", vec![LoadState::Missing]),
+            ("s", "stale", vec![LoadState::Stale]),
+        ] {
+            let style = if self.only == states {
+                t.style("highlight").add_modifier(Modifier::REVERSED)
+            } else {
+                t.style("muted")
+            };
+            filter.push(Span::styled(format!(" {key} {name} "), style));
+            filter.push(Span::raw(" "));
+        }
+        let switchable = [LoadState::Failed, LoadState::Missing, LoadState::Stale];
+        if !self.only.is_empty() && !switchable.contains(&self.only[0]) || self.only.len() > 1 {
+            let names: Vec<&str> = self.only.iter().map(|s| s.name()).collect();
+            filter.push(Span::styled(
+                format!("--only {}", names.join(",")),
+                t.style("highlight"),
+            ));
+        }
+        Line::from(filter)
+    }
+
+    fn hints(&self, t: &Theme) -> Line<'static> {
+        let mut hints = vec![
+            Span::styled("Enter", t.style("highlight")),
+            Span::styled(" run  ", t.style("muted")),
+            Span::styled("Esc", t.style("highlight")),
+            Span::styled(" back  ", t.style("muted")),
+            Span::styled("a f m s", t.style("highlight")),
+            Span::styled(" filter  ", t.style("muted")),
+            Span::styled("Tab", t.style("highlight")),
+            Span::styled(" reason", t.style("muted")),
+        ];
+        if self.plan.risk.is_some() {
+            hints.push(Span::styled("  x", t.style("highlight")));
+            hints.push(Span::styled(" through latest", t.style("muted")));
+        }
+        Line::from(hints)
+    }
+}
+
+/// What the run replaces, in rows.
+fn replaces(job: &JobView, chosen: &[usize]) -> String {
+    match job.job.strategy {
+        Strategy::ReplacePartition => {
+            let rows_now: i64 = chosen
+                .iter()
+                .filter_map(|i| job.status_at(*i).and_then(|s| s.rows_now))
+                .sum();
+            format!(
+                "{} rows now in {} will be deleted and loaded again",
+                thousands(rows_now),
+                job.job.target
+            )
+        }
+        Strategy::MergeKey => {
+            let merged: i64 = chosen
+                .iter()
+                .filter_map(|i| job.status_at(*i).and_then(|s| s.rows()))
+                .sum();
+            let windows = match chosen.len() {
+                1 => "this window".to_string(),
+                n => format!("these {n} windows"),
+            };
+            format!(
+                "no rows are deleted; of the {} rows {windows} merged at their last loads, those whose values differ are updated",
+                thousands(merged)
+            )
+        }
+    }
+}
+
+/// The job's strategy in one line of plain words.
+fn strategy_words(job: &JobView) -> String {
+    let target = job.job.target.to_string();
+    match job.job.strategy {
+        Strategy::ReplacePartition => format!(
+            "each {}: delete its window from {target} and insert the job's rows, in one transaction under a lock",
+            job.job.grain
+        ),
+        Strategy::MergeKey => format!(
+            "each window in order: upsert rows into {target} by {}, updating only rows that differ, in one transaction",
+            job.job
+                .unique_key
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{code, draw, job_view, key, now};
+
+    fn open(job: &JobView, candidates: Vec<usize>) -> ConfirmDialog {
+        let args = RunArgs {
+            job: job.job.name.clone(),
+            ..RunArgs::default()
+        };
+        ConfirmDialog::open(0, job, candidates, args, &Defaults::default(), now()).unwrap()
+    }
+
+    #[test]
+    fn the_filter_narrows_the_plan_and_the_command_follows() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut c = open(&job, (1..=8).collect());
+        assert_eq!(c.partitions(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(
+            c.command(),
+            "idem run fct_orders --from 2026-06-02 --to 2026-06-09"
+        );
+        let step = c.key(&key('f'), &job, &Defaults::default(), now());
+        assert_eq!(step, ConfirmStep::Stay);
+        assert_eq!(c.partitions(), &[2, 7]);
+        assert_eq!(
+            c.command(),
+            "idem run fct_orders --from 2026-06-03 --to 2026-06-08 --only failed"
+        );
+        // The backfill is the engine's plan: attempts go on from the ledger's.
+        let b = c.backfill().unwrap();
+        assert_eq!(b.prior_attempts.get("2026-06-03"), Some(&1));
+        assert_eq!(b.partitions.len(), 2);
+        c.key(&key('s'), &job, &Defaults::default(), now());
+        assert!(c.partitions().is_empty());
+        assert!(c.backfill().is_none_or(|b| b.partitions.is_empty()));
+    }
+
+    #[test]
+    fn a_choice_with_gaps_reads_as_its_states_and_a_reason_is_quoted() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut c = open(&job, vec![2, 4]);
+        assert_eq!(
+            c.command(),
+            "idem run fct_orders --from 2026-06-03 --to 2026-06-05 --only failed,missing"
+        );
+        c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
+        for ch in "it's fixed".chars() {
+            c.key(&key(ch), &job, &Defaults::default(), now());
+        }
+        c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
+        assert!(
+            c.command().ends_with("--reason 'it'\\''s fixed'"),
+            "{}",
+            c.command()
+        );
+        assert_eq!(c.backfill().unwrap().reason.as_deref(), Some("it's fixed"));
+        assert_eq!(
+            c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now()),
+            ConfirmStep::Run
+        );
+    }
+
+    #[test]
+    fn x_extends_a_merge_run_only_when_later_windows_are_loaded() {
+        let replace = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut c = open(&replace, vec![2]);
+        assert_eq!(
+            c.key(&key('x'), &replace, &Defaults::default(), now()),
+            ConfirmStep::Say(Some("no later window is loaded: nothing to extend".into()))
+        );
+        let merge = job_view("dim_customers", true, "■~~■■·■■··");
+        let mut c = open(&merge, vec![1, 2]);
+        assert_eq!(
+            c.risk().map(|r| r.latest().name()).as_deref(),
+            Some("2026-06-08")
+        );
+        c.key(&key('x'), &merge, &Defaults::default(), now());
+        assert_eq!(c.partitions(), &[1, 2, 3, 4, 5, 6, 7]);
+        assert!(c.command().ends_with("--through-latest"), "{}", c.command());
+        let screen = draw(100, 30, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &merge)
+        });
+        assert!(screen.contains("Run dim_customers?"), "{screen}");
+        assert!(
+            screen.contains("through 2026-06-08, the latest loaded window"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("1 window at a time, oldest first"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn nothing_runnable_opens_nothing() {
+        let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        job.in_flight.insert("2026-06-03".into());
+        let args = RunArgs::default();
+        let refused =
+            ConfirmDialog::open(0, &job, vec![2], args.clone(), &Defaults::default(), now());
+        assert!(refused.is_err_and(|e| e.contains("already running")));
+        let unread = JobView::new(job.job.clone(), now());
+        let refused = ConfirmDialog::open(0, &unread, vec![2], args, &Defaults::default(), now());
+        assert!(refused.is_err_and(|e| e.contains("still loading")));
+    }
+}

@@ -1,0 +1,528 @@
+//! The chart and detail panes: rows per partition around the cursor, and
+//! everything known about the cursor's partition, its latest verification
+//! included.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::job::JobView;
+use super::msg::{Effect, VerifyRequest};
+use super::theme::Theme;
+use super::widgets::{block, duration_text, first_line, pct, put, short, signed, thousands};
+use crate::partition::Partition;
+use crate::state::LoadState;
+use crate::warehouse::Verification;
+
+/// The latest verification: of one job's partition, running or ended.
+#[derive(Debug, Clone)]
+pub struct VerifyView {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+    /// `None` while verifying.
+    pub result: Option<Result<Verification, String>>,
+}
+
+/// The detail pane's own state: the latest verification (another replaces it).
+#[derive(Debug, Clone, Default)]
+pub struct Detail {
+    verification: Option<VerifyView>,
+}
+
+impl Detail {
+    /// Starts proving the cursor's partition of `job` idempotent: the effect
+    /// that runs it, or why it cannot be verified now.
+    pub fn verify(&mut self, job: &JobView, connected: bool, id: usize) -> Result<Effect, String> {
+        let partition = job
+            .partitions
+            .get(job.cursor)
+            .copied()
+            .ok_or_else(|| "no partition under the cursor".to_string())?;
+        let refuse = match job.state_at(job.cursor) {
+            Some(LoadState::Future) => Some("is in the future"),
+            Some(LoadState::Running) => Some("is running; verify it when the run ends"),
+            _ if !connected => Some("cannot be verified: not connected to the warehouse"),
+            _ => None,
+        };
+        if let Some(why) = refuse {
+            return Err(format!("{} {why}", partition.name()));
+        }
+        self.verification = Some(VerifyView {
+            id,
+            job: job.job.name.clone(),
+            partition,
+            result: None,
+        });
+        Ok(Effect::Verify(Box::new(VerifyRequest {
+            id,
+            job: job.job.clone(),
+            partition,
+        })))
+    }
+
+    /// A verification ended; answers with the status-bar note, unless the
+    /// answer is of a verification since replaced.
+    pub fn verified(
+        &mut self,
+        id: usize,
+        result: Result<Verification, String>,
+    ) -> Option<(bool, String)> {
+        let v = self.verification.as_mut().filter(|v| v.id == id)?;
+        let what = format!("{} {}", v.job, v.partition.name());
+        let note = match &result {
+            Ok(r) if r.is_idempotent() => (false, format!("{what}: idempotent; rolled back")),
+            Ok(_) => (true, format!("{what}: NOT idempotent; rolled back")),
+            Err(e) => (true, format!("{what}: verify failed: {e}")),
+        };
+        v.result = Some(result);
+        Some(note)
+    }
+
+    /// The verification of the cursor's partition, if it is the latest one.
+    pub fn for_cursor(&self, job: &JobView) -> Option<&VerifyView> {
+        let p = job.partitions.get(job.cursor)?;
+        self.verification
+            .as_ref()
+            .filter(|v| v.job == job.job.name && v.partition == *p)
+    }
+
+    /// Draws the detail box of the cursor's partition of `job`.
+    pub fn render(&self, frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView) {
+        let t = theme;
+        let i = job.cursor;
+        let name = job.partitions.get(i).map(|p| p.name()).unwrap_or_default();
+        let mut title = format!(" {name} ");
+        if !job.selected.is_empty() {
+            title.push_str(&format!(
+                "· {} selected{} ",
+                job.selected.len(),
+                if job.anchor.is_some() { " (range)" } else { "" }
+            ));
+        }
+        let b = block(t, title, false);
+        let area = b.inner(r);
+        frame.render_widget(b, r);
+        let Some(s) = job.status_at(i) else {
+            frame.render_widget(
+                Paragraph::new(Span::styled(" loading…", t.style("muted"))),
+                area,
+            );
+            return;
+        };
+        let state = job.state_at(i).unwrap_or(s.state);
+        let muted = t.style("muted");
+        let mut first = vec![
+            Span::styled(
+                format!("{} {}", state.glyph(), state.name()),
+                t.state(state),
+            ),
+            Span::styled(format!(" · {} attempts", s.attempts), muted),
+        ];
+        if s.anomaly {
+            first.push(Span::styled(" · * anomaly", t.style("anomaly")));
+        }
+        if s.drift {
+            first.push(Span::styled(" · drift since last load", t.style("warning")));
+        }
+        let mut lines = vec![Line::from(first)];
+        if let Some(v) = self.for_cursor(job) {
+            lines.extend(verification_lines(t, v));
+        }
+        lines.push(Line::from(Span::styled(rows_line(job, i), t.style("text"))));
+        lines.extend(attempt_lines(t, job, i, &name));
+        if let Some(fp) = s
+            .last_success
+            .as_ref()
+            .and_then(|a| a.fingerprint.as_deref())
+        {
+            lines.push(Line::from(Span::styled(
+                format!("fingerprint {}", short(fp)),
+                muted,
+            )));
+        }
+        // The job's failures by error signature, when there is room for them.
+        let groups = job.error_groups();
+        if !groups.is_empty() && area.height >= 12 {
+            lines.push(Line::from(""));
+            lines.push(Line::from(Span::styled(
+                format!("failures of {} by error (e selects a group):", job.job.name),
+                muted,
+            )));
+            for g in groups.iter().take(3) {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  ×{:<4}", g.partitions.len()), t.style("error")),
+                    Span::styled(g.signature.clone(), t.style("text")),
+                ]));
+            }
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+        // A legend, so that no state is told by colour alone.
+        if area.height >= 7 {
+            let mut spans = Vec::new();
+            for st in LoadState::ALL {
+                if st == LoadState::Future {
+                    continue;
+                }
+                spans.push(Span::styled(format!("{} ", st.glyph()), t.state(st)));
+                spans.push(Span::styled(format!("{}  ", st.name()), muted));
+            }
+            spans.push(Span::styled("* ", t.style("anomaly")));
+            spans.push(Span::styled("anomaly", muted));
+            let y = area.bottom() - 1;
+            frame.render_widget(
+                Paragraph::new(Line::from(spans)),
+                Rect::new(area.x, y, area.width, 1),
+            );
+        }
+    }
+}
+
+/// Rows now and at the last load, against the previous partition and the
+/// median of the 7 before.
+fn rows_line(job: &JobView, i: usize) -> String {
+    let Some(s) = job.status_at(i) else {
+        return String::new();
+    };
+    let rows = s.rows().filter(|n| *n > 0);
+    let mut parts = vec![
+        format!(
+            "rows now {}",
+            s.rows_now.map(thousands).unwrap_or_else(|| "—".into())
+        ),
+        format!(
+            "at last load {}",
+            s.rows_at_load.map(thousands).unwrap_or_else(|| "—".into())
+        ),
+    ];
+    if let (Some(n), Some(prev)) = (
+        rows,
+        i.checked_sub(1)
+            .and_then(|p| job.status_at(p))
+            .and_then(|p| p.rows()),
+    ) {
+        let d = n - prev;
+        parts.push(format!("vs previous {}{}", signed(d), pct(d, prev as f64)));
+    }
+    let mut before: Vec<f64> = (i.saturating_sub(7)..i)
+        .filter_map(|k| job.status_at(k).and_then(|s| s.rows()))
+        .map(|n| n as f64)
+        .collect();
+    if let Some(n) = rows
+        && !before.is_empty()
+    {
+        let med = crate::state::median(&mut before);
+        let d = n - med.round() as i64;
+        parts.push(format!(
+            "vs 7-partition median {} {}{}",
+            thousands(med.round() as i64),
+            signed(d),
+            pct(d, med)
+        ));
+    }
+    parts.join(" · ")
+}
+
+/// The last attempt: the one this console's run just made, else the
+/// ledger's.
+fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'static>> {
+    let muted = t.style("muted");
+    let mut lines = Vec::new();
+    if let Some(l) = job.live.get(name) {
+        let (word, style) = if l.succeeded {
+            ("succeeded", t.style("ok"))
+        } else {
+            ("failed", t.style("error"))
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("last attempt #{} ", l.attempt), muted),
+            Span::styled(word, style),
+            Span::styled(
+                format!(
+                    " · in this console's run · {}",
+                    duration_text(l.duration_ms)
+                ),
+                muted,
+            ),
+        ]));
+        if let Some(e) = &l.error {
+            lines.push(Line::from(Span::styled(
+                format!("error: {}", first_line(e)),
+                t.style("error"),
+            )));
+        }
+        return lines;
+    }
+    let Some(a) = job.status_at(i).and_then(|s| s.last_attempt.as_ref()) else {
+        lines.push(Line::from(Span::styled("no attempt recorded", muted)));
+        return lines;
+    };
+    let dur = attempt_duration(&a.started_at, &a.finished_at)
+        .map(duration_text)
+        .unwrap_or_default();
+    let status_style = if a.error.is_some() {
+        t.style("error")
+    } else {
+        t.style("ok")
+    };
+    lines.push(Line::from(vec![
+        Span::styled(format!("last attempt #{} ", a.attempt), muted),
+        Span::styled(a.status.as_str().to_string(), status_style),
+        Span::styled(
+            format!(
+                " · {} · {dur} · by {}{}",
+                attempt_time(&a.finished_at),
+                a.operator,
+                a.reason
+                    .as_ref()
+                    .map(|r| format!(" · “{r}”"))
+                    .unwrap_or_default()
+            ),
+            muted,
+        ),
+    ]));
+    if let Some(e) = &a.error {
+        let same = job
+            .error_groups()
+            .iter()
+            .find(|g| g.partitions.contains(&i))
+            .map_or(1, |g| g.partitions.len());
+        let mut spans = vec![Span::styled(
+            format!("error: {}", first_line(e)),
+            t.style("error"),
+        )];
+        if same > 1 {
+            spans.push(Span::styled(format!(" (×{same}, e groups)"), muted));
+        }
+        lines.push(Line::from(spans));
+    }
+    lines
+}
+
+fn attempt_time(ts: &str) -> String {
+    // "2026-06-04T03:12:45.123Z" → "2026-06-04 03:12 UTC"
+    match (ts.get(..10), ts.get(11..16)) {
+        (Some(d), Some(hm)) => format!("{d} {hm} UTC"),
+        _ => ts.to_string(),
+    }
+}
+
+fn attempt_duration(started: &str, finished: &str) -> Option<u64> {
+    let a = chrono::DateTime::parse_from_rfc3339(started).ok()?;
+    let b = chrono::DateTime::parse_from_rfc3339(finished).ok()?;
+    Some((b - a).num_milliseconds().max(0) as u64)
+}
+
+/// The short name of a run in a verification ("run 2 (on top of run 1)"
+/// reads "run 2").
+fn run_name(label: &str) -> &str {
+    label.split(" (").next().unwrap_or(label)
+}
+
+/// What the latest verification of the cursor's partition found.
+fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
+    let muted = t.style("muted");
+    let label = Span::styled("verify ", muted);
+    match &v.result {
+        None => vec![Line::from(vec![
+            label,
+            Span::styled(
+                "verifying… (loads it twice, then rolls back)",
+                t.style("running"),
+            ),
+        ])],
+        Some(Err(e)) => vec![Line::from(vec![
+            label,
+            Span::styled(format!("error: {}", first_line(e)), t.style("error")),
+        ])],
+        Some(Ok(r)) => match &r.difference {
+            None => vec![Line::from(vec![
+                label,
+                Span::styled("idempotent", t.style("ok")),
+                Span::styled(
+                    format!(
+                        ": same {} rows on every run; rolled back",
+                        thousands(r.rows.first().copied().unwrap_or(0) as i64)
+                    ),
+                    t.style("text"),
+                ),
+            ])],
+            Some(d) => {
+                let (a, b) = (run_name(d.first), run_name(d.second));
+                let mut lines = vec![Line::from(vec![
+                    label,
+                    Span::styled("NOT idempotent", t.style("error")),
+                    Span::styled(
+                        format!(
+                            ": {} and {} differ: {} rows only in {a}, {} only in {b}; rolled back",
+                            d.first,
+                            d.second,
+                            thousands(d.only_in_first as i64),
+                            thousands(d.only_in_second as i64)
+                        ),
+                        t.style("text"),
+                    ),
+                ])];
+                for (name, sample) in [(a, &d.sample_first), (b, &d.sample_second)] {
+                    for row in sample.iter().take(2) {
+                        lines.push(Line::from(vec![
+                            Span::styled(format!("  only in {name}: "), muted),
+                            Span::styled(row.clone(), t.style("text")),
+                        ]));
+                    }
+                }
+                lines
+            }
+        },
+    }
+}
+
+/// Draws the rows-per-partition chart of the calendar's visible units
+/// (`capacity` of them), narrowed around the cursor to fit.
+pub fn render_chart(frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView, capacity: usize) {
+    let t = theme;
+    let buf = frame.buffer_mut();
+    let label = format!(" rows/{} ", job.grain());
+    let lw = label.chars().count() as u16 + 1;
+    put(buf, r, r.x, r.y, &label, t.style("muted"));
+    let width = r.width.saturating_sub(lw + 1) as usize;
+    if width == 0 || job.statuses.is_empty() {
+        return;
+    }
+    let visible: Vec<usize> = (0..job.partitions.len())
+        .filter(|i| {
+            let u = job.unit_of(*i);
+            u >= job.scroll && u < job.scroll + capacity
+        })
+        .collect();
+    let (Some(&lo), Some(&hi)) = (visible.first(), visible.last()) else {
+        return;
+    };
+    let mut from = lo;
+    let mut to = hi;
+    if to - from + 1 > width {
+        from = job.cursor.saturating_sub(width / 2).max(lo);
+        to = (from + width - 1).min(hi);
+        from = to + 1 - width.min(to + 1);
+    }
+    let max = (from..=to)
+        .filter_map(|i| job.status_at(i).and_then(|s| s.rows()))
+        .max()
+        .unwrap_or(0);
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    for (k, i) in (from..=to).enumerate() {
+        let x = r.x + lw + k as u16;
+        let s = job.status_at(i);
+        let (ch, mut style) = match s.and_then(|s| s.rows()) {
+            Some(n) if max > 0 && n > 0 => {
+                let level = ((n as f64 / max as f64) * 7.0).round() as usize;
+                (BARS[level.min(7)], t.style("volume"))
+            }
+            _ => ('_', t.style("muted")),
+        };
+        if s.is_some_and(|s| s.anomaly) {
+            style = t.style("anomaly");
+        }
+        if i == job.cursor {
+            style = t.style("highlight");
+            put(buf, r, x, r.y + 1, "▲", t.style("highlight"));
+        }
+        put(buf, r, x, r.y, &ch.to_string(), style);
+    }
+    let name = job
+        .partitions
+        .get(job.cursor)
+        .map(|p| p.name())
+        .unwrap_or_default();
+    let rows = job
+        .status_at(job.cursor)
+        .and_then(|s| s.rows())
+        .map(thousands)
+        .unwrap_or_else(|| "—".into());
+    let note = format!("{name}: {rows} rows · max {}", thousands(max));
+    let cursor_x = r.x + lw + (job.cursor.saturating_sub(from)) as u16;
+    let nx = if cursor_x + 2 + note.chars().count() as u16 <= r.right() {
+        cursor_x + 2
+    } else {
+        r.x + 1
+    };
+    if nx > cursor_x || cursor_x > r.x + lw + note.chars().count() as u16 {
+        put(buf, r, nx, r.y + 1, &note, t.style("muted"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{draw, job_view};
+
+    fn verification(rows: usize) -> Verification {
+        Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-10".into(),
+            rows: vec![rows, rows, rows],
+            difference: None,
+        }
+    }
+
+    #[test]
+    fn a_verification_is_asked_shown_and_replaced() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut detail = Detail::default();
+        let refused = detail.verify(&job, false, 1);
+        assert!(refused.is_err_and(|e| e.contains("not connected")));
+        let Ok(Effect::Verify(req)) = detail.verify(&job, true, 1) else {
+            panic!("no verify effect");
+        };
+        assert_eq!(req.partition.name(), "2026-06-10");
+        assert!(detail.for_cursor(&job).is_some_and(|v| v.result.is_none()));
+        assert!(detail.verify(&job, true, 2).is_ok());
+        assert_eq!(detail.verified(1, Ok(verification(5))), None, "replaced");
+        let note = detail.verified(2, Ok(verification(100)));
+        assert_eq!(
+            note,
+            Some((
+                false,
+                "fct_orders 2026-06-10: idempotent; rolled back".into()
+            ))
+        );
+        let screen = draw(100, 14, |f| {
+            detail.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(
+            screen.contains("idempotent: same 100 rows on every run"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn the_detail_tells_state_rows_attempt_and_error_group() {
+        let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        job.cursor = 2;
+        let screen = draw(100, 14, |f| {
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(screen.contains("✗ failed · 1 attempts"), "{screen}");
+        assert!(screen.contains("rows now 0 · at last load —"), "{screen}");
+        assert!(screen.contains("last attempt #1 failed"), "{screen}");
+        assert!(screen.contains("(×2, e groups)"), "{screen}");
+        assert!(
+            screen.contains("failures of fct_orders by error"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn the_chart_marks_the_cursor() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let screen = draw(60, 2, |f| {
+            render_chart(f, f.area(), &Theme::default_theme(), &job, 1)
+        });
+        assert!(screen.starts_with(" rows/day  ██_█_██_██"), "{screen}");
+        assert!(
+            screen.contains("▲ 2026-06-10: 100 rows · max 100"),
+            "{screen}"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! The "what changed" overlay: how a stale partition's definition (the one
+//! it was loaded under, read from the ledger) differs from the job's now.
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::job::JobView;
+use super::keys::{Action, Scope, action_for};
+use super::msg::{DiffRequest, Effect};
+use super::theme::Theme;
+use super::widgets::{block, centered, first_line};
+use crate::partition::Partition;
+use crate::state::LoadState;
+
+/// What changed in a job's definition since a stale partition was loaded.
+#[derive(Debug, Clone)]
+pub struct DiffView {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+    /// The definition the partition was loaded under, and the job's now.
+    pub loaded_under: String,
+    pub current: String,
+    /// `None` while reading; then the unified diff, or `None` inside when
+    /// the ledger does not hold the old definition.
+    pub result: Option<Result<Option<String>, String>>,
+}
+
+impl DiffView {
+    /// What changed since the cursor's partition of `job` was loaded: the
+    /// view and the effect that reads the old definition, or why there is
+    /// nothing to show.
+    pub fn open(job: &JobView, connected: bool, id: usize) -> Result<(DiffView, Effect), String> {
+        let Some(partition) = job.partitions.get(job.cursor).copied() else {
+            return Err("no partition under the cursor".into());
+        };
+        let name = partition.name();
+        let success = job
+            .status_at(job.cursor)
+            .and_then(|s| s.last_success.clone());
+        let success = match (job.state_at(job.cursor), success) {
+            (None, _) => return Err("states are still loading; try again in a moment".into()),
+            (Some(LoadState::Stale), Some(_)) if !connected => {
+                return Err("not connected to the warehouse".into());
+            }
+            (Some(LoadState::Stale), Some(success)) => success,
+            (Some(LoadState::Loaded | LoadState::Empty), _) => {
+                return Err(format!(
+                    "{name} is not stale: it was loaded under the job's current definition"
+                ));
+            }
+            (Some(state), _) => {
+                return Err(format!(
+                    "{name} is not stale ({}): d shows what changed since a stale partition was loaded",
+                    state.name()
+                ));
+            }
+        };
+        let view = DiffView {
+            id,
+            job: job.job.name.clone(),
+            partition,
+            loaded_under: success.definition_hash.clone(),
+            current: job.job.definition_hash(),
+            result: None,
+        };
+        let effect = Effect::DefinitionDiff(Box::new(DiffRequest {
+            id,
+            job: job.job.clone(),
+            hash: success.definition_hash,
+        }));
+        Ok((view, effect))
+    }
+
+    /// The lines of the overlay: a line on the two definitions, then the
+    /// unified diff with `+` and `-` lines coloured.
+    pub fn lines(&self, t: &Theme) -> Vec<Line<'static>> {
+        let muted = t.style("muted");
+        let mut lines = vec![
+            Line::from(Span::styled(
+                format!(
+                    "{} was loaded under definition {}; {} is now {}",
+                    self.partition.name(),
+                    self.loaded_under,
+                    self.job,
+                    self.current
+                ),
+                t.style("text"),
+            )),
+            Line::from(""),
+        ];
+        match &self.result {
+            None => lines.push(Line::from(Span::styled(
+                "reading the definition it was loaded under…",
+                t.style("running"),
+            ))),
+            Some(Err(e)) => lines.push(Line::from(Span::styled(
+                format!("error: {}", first_line(e)),
+                t.style("error"),
+            ))),
+            Some(Ok(None)) => lines.push(Line::from(Span::styled(
+                format!(
+                    "the ledger does not hold definition {}, so there is nothing to compare with",
+                    self.loaded_under
+                ),
+                muted,
+            ))),
+            Some(Ok(Some(diff))) if diff.trim().is_empty() => lines.push(Line::from(Span::styled(
+                "the two definitions read the same",
+                muted,
+            ))),
+            Some(Ok(Some(diff))) => {
+                for l in diff.lines() {
+                    let style = if l.starts_with("+++") || l.starts_with("---") {
+                        muted.add_modifier(Modifier::BOLD)
+                    } else if l.starts_with("@@") {
+                        t.style("highlight")
+                    } else if l.starts_with('+') {
+                        t.style("ok")
+                    } else if l.starts_with('-') {
+                        t.style("error")
+                    } else {
+                        t.style("text")
+                    };
+                    lines.push(Line::from(Span::styled(l.to_string(), style)));
+                }
+            }
+        }
+        lines
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
+        let lines = self.lines(t);
+        let r = centered(
+            area,
+            100,
+            (lines.len() as u16).saturating_add(4).min(area.height),
+        );
+        frame.render_widget(Clear, r);
+        let b = block(
+            t,
+            format!(" What changed · {} {} ", self.job, self.partition.name()),
+            true,
+        );
+        let inner_r = b.inner(r);
+        frame.render_widget(b, r);
+        let body = Rect::new(
+            inner_r.x,
+            inner_r.y,
+            inner_r.width,
+            inner_r.height.saturating_sub(1),
+        );
+        let max_scroll = (lines.len() as u16).saturating_sub(body.height);
+        frame.render_widget(
+            Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
+            body,
+        );
+        if inner_r.height > 1 {
+            let y = inner_r.bottom() - 1;
+            let mut spans = vec![
+                Span::styled("Esc", t.style("highlight")),
+                Span::styled(" close", t.style("muted")),
+            ];
+            if max_scroll > 0 {
+                spans.push(Span::styled("  j k", t.style("highlight")));
+                spans.push(Span::styled(" scroll", t.style("muted")));
+            }
+            frame.render_widget(
+                Paragraph::new(Line::from(spans)),
+                Rect::new(inner_r.x, y, inner_r.width, 1),
+            );
+        }
+    }
+}
+
+/// A key in the overlay: the new scroll, or `None` when it closes.
+pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
+    match action_for(Scope::Diff, key) {
+        Some(Action::Down) => Some(scroll.saturating_add(1)),
+        Some(Action::Up) => Some(scroll.saturating_sub(1)),
+        Some(Action::Close) => None,
+        _ => Some(scroll),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{self, code, draw, job_view};
+
+    #[test]
+    fn only_a_stale_partition_has_something_to_show() {
+        let mut job = job_view("dim_customers", true, "■~~■■·■■··");
+        let refused = DiffView::open(&job, true, 1);
+        assert!(refused.is_err_and(|e| e.contains("is not stale (missing)")));
+        job.cursor = 1;
+        assert!(DiffView::open(&job, false, 1).is_err_and(|e| e.contains("not connected")));
+        let Ok((mut view, Effect::DefinitionDiff(req))) = DiffView::open(&job, true, 7) else {
+            panic!("no diff");
+        };
+        assert_eq!((req.id, req.hash.as_str()), (7, "old-definition"));
+        view.result = Some(Ok(Some("--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n".into())));
+        let t = Theme::default_theme();
+        let lines = view.lines(&t);
+        let new = lines.iter().find(|l| l.to_string() == "+new").unwrap();
+        assert_eq!(new.spans[0].style, t.style("ok"));
+        let screen = draw(100, 14, |f| view.render(f, f.area(), &t, 0));
+        assert!(
+            screen.contains("What changed · dim_customers 2026-06-02"),
+            "{screen}"
+        );
+        assert!(screen.contains("-old"), "{screen}");
+    }
+
+    #[test]
+    fn keys_scroll_and_close() {
+        assert_eq!(key(3, &fixture::key('j')), Some(4));
+        assert_eq!(key(3, &fixture::key('k')), Some(2));
+        assert_eq!(
+            key(3, &fixture::key('z')),
+            Some(3),
+            "other keys keep it open"
+        );
+        assert_eq!(key(0, &code(crossterm::event::KeyCode::Esc)), None);
+    }
+}

@@ -1,0 +1,255 @@
+//! Failures grouped by error signature (numbers, literals and identifiers
+//! set aside), and the overlay that lists the groups so that one fix re-runs
+//! a whole group.
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::keys::{Action, Scope, action_for};
+use super::theme::Theme;
+use super::widgets::{block, centered, first_line};
+use crate::partition::Partition;
+use crate::state::{LoadState, PartitionStatus};
+
+/// Failed partitions whose errors read the same once numbers, literals and
+/// identifiers are set aside.
+#[derive(Debug, Clone)]
+pub struct ErrorGroup {
+    pub signature: String,
+    pub example: String,
+    /// Indices into the job's partitions.
+    pub partitions: Vec<usize>,
+}
+
+/// The error with numbers, quoted literals and identifiers normalised.
+pub fn error_signature(message: &str) -> String {
+    let first = first_line(message);
+    let mut out = String::new();
+    let mut chars = first.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' || c == '"' || c == '`' {
+            for d in chars.by_ref() {
+                if d == c {
+                    break;
+                }
+            }
+            out.push_str(if c == '\'' { "'…'" } else { "<id>" });
+        } else if c.is_alphanumeric() || c == '_' {
+            let mut word = String::from(c);
+            while let Some(&d) = chars.peek() {
+                if d.is_alphanumeric() || d == '_' || d == '.' || d == '-' || d == ':' {
+                    // Keep a trailing ':' or '.' as punctuation.
+                    if matches!(d, '.' | ':' | '-') {
+                        let mut ahead = chars.clone();
+                        ahead.next();
+                        if !ahead
+                            .peek()
+                            .is_some_and(|e| e.is_alphanumeric() || *e == '_')
+                        {
+                            break;
+                        }
+                    }
+                    word.push(d);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            let digits = word.chars().any(|c| c.is_ascii_digit());
+            let letters = word.chars().any(|c| c.is_alphabetic());
+            if digits && !letters {
+                out.push_str("<n>");
+            } else if digits || word.contains(['_', '.']) {
+                out.push_str("<id>");
+            } else {
+                out.push_str(&word);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The failed partitions among `statuses` by error signature, most first.
+pub fn group_failures(statuses: &[PartitionStatus]) -> Vec<ErrorGroup> {
+    let mut groups: Vec<ErrorGroup> = Vec::new();
+    for (i, s) in statuses.iter().enumerate() {
+        if s.state != LoadState::Failed {
+            continue;
+        }
+        let error = s
+            .last_attempt
+            .as_ref()
+            .and_then(|a| a.error.clone())
+            .unwrap_or_else(|| "(no error recorded)".into());
+        let sig = error_signature(&error);
+        match groups.iter_mut().find(|g| g.signature == sig) {
+            Some(g) => g.partitions.push(i),
+            None => groups.push(ErrorGroup {
+                signature: sig,
+                example: first_line(&error).to_string(),
+                partitions: vec![i],
+            }),
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.partitions.len()));
+    groups
+}
+
+/// The overlay listing a job's error groups.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorList {
+    pub(super) selected: usize,
+}
+
+/// What a key did to the error list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorListStep {
+    Open,
+    Closed,
+    /// The operator chose this group.
+    Chosen(usize),
+}
+
+impl ErrorList {
+    pub fn key(&mut self, key: &KeyEvent, groups: usize) -> ErrorListStep {
+        match action_for(Scope::List, key) {
+            Some(Action::Down) => self.selected = (self.selected + 1).min(groups.saturating_sub(1)),
+            Some(Action::Up) => self.selected = self.selected.saturating_sub(1),
+            Some(Action::Confirm) => return ErrorListStep::Chosen(self.selected),
+            Some(Action::Close) => return ErrorListStep::Closed,
+            _ => {}
+        }
+        ErrorListStep::Open
+    }
+
+    pub fn render(
+        &self,
+        frame: &mut Frame,
+        area: Rect,
+        theme: &Theme,
+        groups: &[ErrorGroup],
+        partitions: &[Partition],
+    ) {
+        let t = theme;
+        let r = centered(area, 100, (groups.len() as u16 * 2 + 4).max(8));
+        frame.render_widget(Clear, r);
+        let b = block(t, " Failures by error signature ", true);
+        let inner_r = b.inner(r);
+        frame.render_widget(b, r);
+        let name = |i: Option<&usize>| {
+            i.and_then(|i| partitions.get(*i))
+                .map(Partition::name)
+                .unwrap_or_default()
+        };
+        let mut lines = Vec::new();
+        for (k, g) in groups.iter().enumerate() {
+            let style = if k == self.selected {
+                t.style("cursor")
+            } else {
+                t.style("text")
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" ×{:<4}", g.partitions.len()), t.style("error")),
+                Span::styled(g.signature.clone(), style),
+            ]));
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "       {} .. {} · e.g. {}",
+                    name(g.partitions.first()),
+                    name(g.partitions.last()),
+                    g.example
+                ),
+                t.style("muted"),
+            )));
+        }
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            " Enter selects the group's partitions (then r re-runs them) · Esc closes",
+            t.style("muted"),
+        )));
+        frame.render_widget(Paragraph::new(lines), inner_r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+
+    #[test]
+    fn signatures_normalise_numbers_literals_and_identifiers() {
+        let a = error_signature("CHECK constraint failed: amount_usd >= 0");
+        let b = error_signature("CHECK constraint failed: amount_eur >= 10");
+        assert_eq!(a, b);
+        assert_eq!(a, "CHECK constraint failed: <id> >= <n>");
+        assert_eq!(
+            error_signature("duplicate key value \"orders_pkey\" (id)=(4711)"),
+            error_signature("duplicate key value \"items_pkey\" (id)=(12)")
+        );
+        assert_ne!(
+            error_signature("NOT NULL constraint failed: t.url"),
+            error_signature("CHECK constraint failed: t.url")
+        );
+        assert_eq!(
+            error_signature("job wrote 12 rows outside its partition 2026-06-04"),
+            "job wrote <n> rows outside its partition <n>"
+        );
+    }
+
+    fn press(list: &mut ErrorList, code: KeyCode, groups: usize) -> ErrorListStep {
+        list.key(&KeyEvent::new(code, KeyModifiers::NONE), groups)
+    }
+
+    #[test]
+    fn the_list_moves_within_its_groups_and_chooses_one() {
+        let mut list = ErrorList::default();
+        assert_eq!(press(&mut list, KeyCode::Char('j'), 2), ErrorListStep::Open);
+        assert_eq!(press(&mut list, KeyCode::Char('j'), 2), ErrorListStep::Open);
+        assert_eq!(list.selected, 1, "stops at the last group");
+        assert_eq!(
+            press(&mut list, KeyCode::Enter, 2),
+            ErrorListStep::Chosen(1)
+        );
+        assert_eq!(press(&mut list, KeyCode::Esc, 2), ErrorListStep::Closed);
+    }
+
+    #[test]
+    fn the_overlay_names_each_group_and_its_range() {
+        let day = |d: u32| {
+            Partition::containing(
+                crate::partition::Grain::Day,
+                chrono::NaiveDate::from_ymd_opt(2026, 6, d)
+                    .and_then(|d| d.and_hms_opt(0, 0, 0))
+                    .expect("date"),
+            )
+        };
+        let partitions = vec![day(1), day(2), day(3)];
+        let groups = vec![ErrorGroup {
+            signature: "CHECK constraint failed: <id>".into(),
+            example: "CHECK constraint failed: amount".into(),
+            partitions: vec![0, 2],
+        }];
+        let mut t = Terminal::new(TestBackend::new(80, 12)).expect("terminal");
+        t.draw(|f| {
+            ErrorList::default().render(f, f.area(), &Theme::default_theme(), &groups, &partitions)
+        })
+        .expect("draw");
+        let screen: String = t
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        assert!(screen.contains("×2"), "{screen}");
+        assert!(screen.contains("2026-06-01 .. 2026-06-03"), "{screen}");
+    }
+}

@@ -1,0 +1,130 @@
+//! The help overlay, written from the key registry (the same one the footer
+//! and the README's keys table come from) and the states' legend.
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use super::keys::{Action, BINDINGS, Scope, action_for};
+use super::theme::Theme;
+use super::widgets::{block, centered};
+use crate::state::LoadState;
+
+/// A key in the overlay: the new scroll, or `None` when it closes (any key
+/// but the scrolling ones does).
+pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
+    match action_for(Scope::Help, key) {
+        Some(Action::Down) => Some(scroll.saturating_add(1)),
+        Some(Action::Up) => Some(scroll.saturating_sub(1)),
+        _ => None,
+    }
+}
+
+/// Every binding by scope, then the states.
+pub fn lines(t: &Theme, width: u16) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let mut scope: Option<Scope> = None;
+    for b in BINDINGS {
+        if scope != Some(b.scope) {
+            if scope.is_some() {
+                lines.push(Line::from(""));
+            }
+            lines.push(Line::from(Span::styled(
+                b.scope.title().to_string(),
+                t.style("highlight"),
+            )));
+            scope = Some(b.scope);
+        }
+        // Long descriptions wrap under themselves, not under the keys.
+        let room = (width as usize).saturating_sub(13).max(20);
+        for (k, part) in wrap_words(b.description, room).into_iter().enumerate() {
+            let keys = if k == 0 { b.label } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {keys:<10} "),
+                    t.style("text").add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(part, t.style("text")),
+            ]));
+        }
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("States", t.style("highlight"))));
+    for st in LoadState::ALL {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {}  ", st.glyph()), t.state(st)),
+            Span::styled(st.name().to_string(), t.style("text")),
+        ]));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("  *  ", t.style("anomaly")),
+        Span::styled("anomaly: row count is an outlier", t.style("text")),
+    ]));
+    lines
+}
+
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let last = out.last_mut().map(|l| l.chars().count()).unwrap_or(0);
+        if last > 0 && last + 1 + word.chars().count() > width {
+            out.push(String::new());
+        }
+        if let Some(line) = out.last_mut() {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    out
+}
+
+pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
+    let r = centered(area, 96, area.height.saturating_sub(2));
+    frame.render_widget(Clear, r);
+    let b = block(t, " Help · keys ", true);
+    let inner_r = b.inner(r);
+    frame.render_widget(b, r);
+    let lines = lines(t, inner_r.width);
+    let max_scroll = (lines.len() as u16).saturating_sub(inner_r.height);
+    frame.render_widget(
+        Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
+        inner_r,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    use super::*;
+
+    #[test]
+    fn every_binding_is_in_the_help_and_long_ones_wrap() {
+        let t = Theme::default_theme();
+        let text: Vec<String> = lines(&t, 40).iter().map(|l| l.to_string()).collect();
+        for b in BINDINGS {
+            assert!(
+                text.iter().any(|l| l.trim_start().starts_with(b.label)),
+                "{} missing",
+                b.label
+            );
+        }
+        assert!(
+            lines(&t, 40).len() > lines(&t, 200).len(),
+            "narrow help wraps"
+        );
+    }
+
+    #[test]
+    fn scroll_keys_scroll_and_others_close() {
+        let k = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(key(0, &k('j')), Some(1));
+        assert_eq!(key(0, &k('k')), Some(0));
+        assert_eq!(key(3, &k('x')), None);
+    }
+}

@@ -1,0 +1,383 @@
+//! One job as the console holds it: its partitions and their states, the
+//! cursor, the selection and the calendar's scroll, and what this console's
+//! runs did to it since the last read.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use chrono::NaiveDateTime;
+
+use super::errors::{ErrorGroup, group_failures};
+use crate::config::Job;
+use crate::engine::Event;
+use crate::partition::{Grain, Partition};
+use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
+
+/// A lint finding as the console shows it.
+#[derive(Debug, Clone)]
+pub struct LintNote {
+    pub error: bool,
+    pub message: String,
+}
+
+/// The static lint findings of a job.
+pub fn lint_notes(job: &Job) -> Vec<LintNote> {
+    crate::lint::static_findings(job)
+        .into_iter()
+        .map(|f| LintNote {
+            error: f.severity == crate::lint::Severity::Error,
+            message: format!("line {}: {}", f.line, f.message),
+        })
+        .collect()
+}
+
+/// An attempt that ended in this console's run.
+#[derive(Debug, Clone)]
+pub struct LiveAttempt {
+    pub attempt: i64,
+    pub succeeded: bool,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+}
+
+pub struct JobView {
+    pub job: Job,
+    /// Every partition of the job's history, in order.
+    pub partitions: Vec<Partition>,
+    /// States aligned with `partitions`, once read.
+    pub statuses: Vec<PartitionStatus>,
+    pub cursor: usize,
+    pub selected: BTreeSet<usize>,
+    /// Partitions in flight in this console's runs.
+    pub in_flight: HashSet<String>,
+    /// Attempts this console saw end, until the ledger read shows them.
+    pub live: HashMap<String, LiveAttempt>,
+    pub(super) loaded: bool,
+    pub(super) loading: bool,
+    /// A refresh was asked for while one was in flight.
+    pub(super) refresh_again: bool,
+    pub(super) error: Option<String>,
+    /// Where a `v` range selection started.
+    pub(super) anchor: Option<usize>,
+    /// First calendar unit shown (month, day or year by grain).
+    pub(super) scroll: usize,
+    pub(super) lint: Vec<LintNote>,
+    /// The failed partitions by error signature, most first.
+    pub(super) groups: Vec<ErrorGroup>,
+}
+
+impl JobView {
+    pub fn new(job: Job, now: NaiveDateTime) -> JobView {
+        let partitions = job.partitions(now);
+        let last = job.last_partition(now);
+        let cursor = partitions
+            .binary_search(&last)
+            .unwrap_or_else(|i| i.saturating_sub(1));
+        let lint = lint_notes(&job);
+        JobView {
+            job,
+            partitions,
+            statuses: Vec::new(),
+            cursor,
+            selected: BTreeSet::new(),
+            in_flight: HashSet::new(),
+            live: HashMap::new(),
+            loaded: false,
+            loading: false,
+            refresh_again: false,
+            error: None,
+            anchor: None,
+            scroll: 0,
+            lint,
+            groups: Vec::new(),
+        }
+    }
+
+    pub fn grain(&self) -> Grain {
+        self.job.grain
+    }
+
+    /// The state shown for partition `i`: running while in flight here.
+    pub fn state_at(&self, i: usize) -> Option<LoadState> {
+        let p = self.partitions.get(i)?;
+        if !self.in_flight.is_empty() && self.in_flight.contains(&p.name()) {
+            return Some(LoadState::Running);
+        }
+        self.statuses.get(i).map(|s| s.state)
+    }
+
+    pub fn status_at(&self, i: usize) -> Option<&PartitionStatus> {
+        self.statuses.get(i)
+    }
+
+    pub fn index_of(&self, p: Partition) -> Option<usize> {
+        self.partitions.binary_search(&p).ok()
+    }
+
+    pub fn count(&self, state: LoadState) -> usize {
+        (0..self.partitions.len())
+            .filter(|i| self.state_at(*i) == Some(state))
+            .count()
+    }
+
+    /// The failed partitions grouped by error signature.
+    pub fn error_groups(&self) -> &[ErrorGroup] {
+        &self.groups
+    }
+
+    /// The calendar unit (month for days, day for hours, year for months)
+    /// partition `i` is drawn in.
+    pub fn unit_of(&self, i: usize) -> usize {
+        use chrono::Datelike;
+        let (Some(first), Some(p)) = (self.partitions.first(), self.partitions.get(i)) else {
+            return 0;
+        };
+        let (a, b) = (first.start, p.start);
+        match self.grain() {
+            Grain::Day => {
+                let months = |t: NaiveDateTime| t.year() as i64 * 12 + t.month0() as i64;
+                (months(b) - months(a)).max(0) as usize
+            }
+            Grain::Hour => (b.date() - a.date()).num_days().max(0) as usize,
+            Grain::Month => (b.year() - a.year()).max(0) as usize,
+        }
+    }
+
+    pub fn unit_count(&self) -> usize {
+        if self.partitions.is_empty() {
+            0
+        } else {
+            self.unit_of(self.partitions.len() - 1) + 1
+        }
+    }
+
+    /// Scrolls so that the cursor's unit is among the `capacity` shown.
+    pub(super) fn fix_scroll(&mut self, capacity: usize) {
+        let cap = capacity.max(1);
+        let count = self.unit_count();
+        let unit = self.unit_of(self.cursor);
+        if unit < self.scroll {
+            self.scroll = unit;
+        } else if unit >= self.scroll + cap {
+            self.scroll = unit + 1 - cap;
+        }
+        self.scroll = self.scroll.min(count.saturating_sub(cap));
+    }
+
+    pub(super) fn last_complete(&self, now: NaiveDateTime) -> usize {
+        let last = self.job.last_partition(now);
+        self.partitions
+            .binary_search(&last)
+            .unwrap_or_else(|i| i.saturating_sub(1))
+    }
+
+    /// Moves the cursor, extending a range selection in progress.
+    pub(super) fn set_cursor(&mut self, i: usize) {
+        if self.partitions.is_empty() {
+            self.cursor = 0;
+            return;
+        }
+        self.cursor = i.min(self.partitions.len() - 1);
+        if let Some(a) = self.anchor {
+            self.selected = (a.min(self.cursor)..=a.max(self.cursor)).collect();
+        }
+    }
+
+    /// Moves the cursor to the partition `f` gives, clamped to the history.
+    pub(super) fn move_to(&mut self, f: impl Fn(Partition) -> Option<Partition>) {
+        let Some(p) = self.partitions.get(self.cursor).copied() else {
+            return;
+        };
+        let Some(target) = f(p) else { return };
+        let i = match self.partitions.binary_search(&target) {
+            Ok(i) => i,
+            Err(0) => 0,
+            Err(i) => i - 1,
+        };
+        self.set_cursor(i);
+    }
+
+    pub(super) fn step(&mut self, delta: i64) {
+        if self.partitions.is_empty() {
+            return;
+        }
+        let i = (self.cursor as i64 + delta).clamp(0, self.partitions.len() as i64 - 1);
+        self.set_cursor(i as usize);
+    }
+
+    /// Selects exactly `indices`, the cursor on the first; ends range mode.
+    pub(super) fn select(&mut self, indices: impl IntoIterator<Item = usize>) {
+        self.anchor = None;
+        self.selected = indices.into_iter().collect();
+        if let Some(first) = self.selected.iter().next() {
+            self.cursor = *first;
+        }
+    }
+
+    pub(super) fn clear_selection(&mut self) {
+        self.anchor = None;
+        self.selected.clear();
+    }
+
+    /// The partitions a run would take: the selection, else the cursor's.
+    pub(super) fn chosen(&self) -> Vec<usize> {
+        if self.selected.is_empty() {
+            vec![self.cursor]
+        } else {
+            self.selected.iter().copied().collect()
+        }
+    }
+
+    /// Applies fresh states, keeping cursor and selection.
+    pub(super) fn apply_statuses(&mut self, statuses: Vec<PartitionStatus>) {
+        if !self.live.is_empty() {
+            let seen: HashMap<String, i64> = statuses
+                .iter()
+                .filter_map(|s| {
+                    let name = s.partition.name();
+                    let attempt = s.last_attempt.as_ref()?.attempt;
+                    self.live.contains_key(&name).then_some((name, attempt))
+                })
+                .collect();
+            self.live
+                .retain(|name, l| seen.get(name).is_none_or(|a| *a < l.attempt));
+        }
+        self.partitions = statuses.iter().map(|s| s.partition).collect();
+        self.statuses = statuses;
+        self.groups = group_failures(&self.statuses);
+        self.loaded = true;
+        self.error = None;
+        let n = self.partitions.len();
+        if n > 0 {
+            self.cursor = self.cursor.min(n - 1);
+        }
+        self.selected.retain(|i| *i < n);
+    }
+
+    /// Shows what a run of this job reported: partitions in flight, the
+    /// attempts that ended, and their states as the next read will show.
+    pub(super) fn apply_event(&mut self, event: &Event) {
+        if let Some((partition, end)) = event.attempt_end() {
+            state::apply_attempt(&self.job, &mut self.statuses, partition, end);
+            self.groups = group_failures(&self.statuses);
+        }
+        match event {
+            Event::PartitionStarted { partition, .. } => {
+                self.in_flight.insert(partition.clone());
+            }
+            Event::PartitionSucceeded {
+                partition,
+                attempt,
+                duration_ms,
+                ..
+            } => {
+                self.in_flight.remove(partition);
+                self.live.insert(
+                    partition.clone(),
+                    LiveAttempt {
+                        attempt: *attempt,
+                        succeeded: true,
+                        duration_ms: *duration_ms,
+                        error: None,
+                    },
+                );
+            }
+            Event::PartitionFailed {
+                partition,
+                attempt,
+                error,
+                will_retry: false,
+                duration_ms,
+                ..
+            } => {
+                self.in_flight.remove(partition);
+                if event.attempt_end().map(|(_, end)| end) == Some(AttemptEnd::Failed) {
+                    self.live.insert(
+                        partition.clone(),
+                        LiveAttempt {
+                            attempt: *attempt,
+                            succeeded: false,
+                            duration_ms: *duration_ms,
+                            error: Some(error.clone()),
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A run of these partitions ended: none of them is in flight any more.
+    pub(super) fn run_ended<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>) {
+        for p in partitions {
+            self.in_flight.remove(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::job_view;
+
+    fn started(partition: &str) -> Event {
+        Event::PartitionStarted {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: partition.into(),
+            attempt: 2,
+        }
+    }
+
+    #[test]
+    fn a_run_shows_running_then_its_results_until_the_next_read() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.apply_event(&started("2026-06-03"));
+        assert_eq!(job.state_at(2), Some(LoadState::Running));
+        assert_eq!(job.count(LoadState::Failed), 1);
+        job.apply_event(&Event::PartitionSucceeded {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-03".into(),
+            attempt: 2,
+            rows_deleted: 0,
+            rows_inserted: 7,
+            rows_updated: 0,
+            rows_after: 7,
+            duration_ms: 5,
+            fingerprint: "7:abc".into(),
+            content_changed: true,
+        });
+        assert_eq!(job.state_at(2), Some(LoadState::Loaded));
+        assert_eq!(job.status_at(2).and_then(|s| s.rows_now), Some(7));
+        assert!(job.live["2026-06-03"].succeeded);
+        assert_eq!(job.error_groups()[0].partitions, vec![7], "regrouped");
+        job.apply_event(&started("2026-06-05"));
+        job.run_ended(["2026-06-05"]);
+        assert!(job.in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_attempt_leaves_the_state_as_it_was() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.apply_event(&started("2026-06-05"));
+        job.apply_event(&Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-05".into(),
+            attempt: 2,
+            error: "cancelled; rolled back".into(),
+            will_retry: false,
+            duration_ms: 5,
+        });
+        assert_eq!(job.state_at(4), Some(LoadState::Missing));
+        assert!(job.live.is_empty());
+    }
+
+    #[test]
+    fn the_scroll_keeps_the_cursor_in_view() {
+        let mut job = job_view("j", false, "■■✗■·■■✗■■");
+        job.scroll = 3;
+        job.fix_scroll(1);
+        assert_eq!(job.scroll, 0, "one month of history, and the cursor in it");
+    }
+}

@@ -1,0 +1,353 @@
+//! The jobs pane: every job with its strategy, health summary and lint
+//! badge; `/` filters it by name. It holds the jobs and which one is shown.
+
+use chrono::NaiveDateTime;
+use crossterm::event::{Event as TermEvent, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::{Position, Rect};
+use tui_input::Input;
+use tui_input::backend::crossterm::to_input_request;
+
+use super::job::JobView;
+use super::keys::{Action, Scope, action_for};
+use super::theme::Theme;
+use super::widgets::{abbreviate, block, inner, put};
+use crate::config::{Job, Strategy};
+use crate::state::LoadState;
+
+pub struct JobsPane {
+    jobs: Vec<JobView>,
+    current: usize,
+    filter: Input,
+}
+
+/// What a key did to the filter being typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterStep {
+    Editing,
+    Done,
+}
+
+impl JobsPane {
+    pub fn new(jobs: &[Job], now: NaiveDateTime) -> JobsPane {
+        JobsPane {
+            jobs: jobs.iter().map(|j| JobView::new(j.clone(), now)).collect(),
+            current: 0,
+            filter: Input::default(),
+        }
+    }
+
+    /// The job on screen.
+    pub fn current(&self) -> Option<&JobView> {
+        self.jobs.get(self.current)
+    }
+
+    pub fn current_mut(&mut self) -> Option<&mut JobView> {
+        self.jobs.get_mut(self.current)
+    }
+
+    pub fn current_index(&self) -> usize {
+        self.current
+    }
+
+    pub fn get(&self, i: usize) -> Option<&JobView> {
+        self.jobs.get(i)
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut JobView> {
+        self.jobs.get_mut(i)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &JobView> {
+        self.jobs.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut JobView> {
+        self.jobs.iter_mut()
+    }
+
+    pub fn by_name_mut(&mut self, name: &str) -> Option<&mut JobView> {
+        self.jobs.iter_mut().find(|j| j.job.name == name)
+    }
+
+    /// Shows job `i`, clearing a filter that would hide it.
+    pub fn show(&mut self, i: usize) {
+        if i < self.jobs.len() {
+            self.filter.reset();
+            self.current = i;
+        }
+    }
+
+    /// The job `:job NAME` means: exactly that name, else the first that
+    /// starts with it, else the first that contains it.
+    pub fn find(&self, name: &str) -> Result<usize, String> {
+        let found = (!name.is_empty())
+            .then(|| {
+                let by = |f: &dyn Fn(&str) -> bool| self.jobs.iter().position(|j| f(&j.job.name));
+                by(&|n| n == name)
+                    .or_else(|| by(&|n| n.starts_with(name)))
+                    .or_else(|| by(&|n| n.contains(name)))
+            })
+            .flatten();
+        found.ok_or_else(|| {
+            let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
+            format!("no job \"{name}\"; jobs: {}", names.join(", "))
+        })
+    }
+
+    pub fn filter_text(&self) -> &str {
+        self.filter.value()
+    }
+
+    /// Jobs whose names match the `/` filter.
+    pub fn visible(&self) -> Vec<usize> {
+        let f = self.filter.value().to_lowercase();
+        (0..self.jobs.len())
+            .filter(|i| f.is_empty() || self.jobs[*i].job.name.to_lowercase().contains(&f))
+            .collect()
+    }
+
+    /// Steps to the next or previous visible job.
+    pub fn step(&mut self, forward: bool) {
+        let visible = self.visible();
+        if visible.is_empty() {
+            return;
+        }
+        let pos = visible.iter().position(|i| *i == self.current).unwrap_or(0);
+        let next = if forward {
+            (pos + 1).min(visible.len() - 1)
+        } else {
+            pos.saturating_sub(1)
+        };
+        self.current = visible[next];
+    }
+
+    /// A key while the filter is typed: Enter keeps it, Esc clears it.
+    pub fn filter_key(&mut self, key: &KeyEvent) -> FilterStep {
+        let step = match action_for(Scope::Input, key) {
+            Some(Action::Confirm) => return FilterStep::Done,
+            Some(Action::Close) => {
+                self.filter.reset();
+                FilterStep::Done
+            }
+            _ => {
+                if let Some(req) = to_input_request(&TermEvent::Key(*key)) {
+                    self.filter.handle(req);
+                }
+                FilterStep::Editing
+            }
+        };
+        let visible = self.visible();
+        if !visible.contains(&self.current)
+            && let Some(first) = visible.first()
+        {
+            self.current = *first;
+        }
+        step
+    }
+
+    /// The job listed at (x, y) of the pane `area` (its border included).
+    pub fn hit(&self, area: Rect, x: u16, y: u16) -> Option<usize> {
+        let list = inner(area);
+        if !list.contains(Position::new(x, y)) {
+            return None;
+        }
+        self.visible().get(((y - list.y) / 2) as usize).copied()
+    }
+
+    pub fn render(&self, frame: &mut Frame, r: Rect, t: &Theme, focused: bool, editing: bool) {
+        let filter = self.filter.value();
+        let title = if editing || !filter.is_empty() {
+            format!(" Jobs /{filter}{} ", if editing { "▏" } else { "" })
+        } else {
+            " Jobs ".to_string()
+        };
+        let b = block(t, title, focused);
+        let area = b.inner(r);
+        frame.render_widget(b, r);
+        let visible = self.visible();
+        if visible.is_empty() {
+            let buf = frame.buffer_mut();
+            put(
+                buf,
+                area,
+                area.x + 1,
+                area.y,
+                "no job matches",
+                t.style("muted"),
+            );
+        }
+        for (row, i) in visible.iter().enumerate() {
+            let y = area.y + row as u16 * 2;
+            if y >= area.bottom() {
+                break;
+            }
+            self.render_job(frame, area, y, t, *i);
+        }
+    }
+
+    /// Two lines for job `i` from `y`: name and lint badge, then strategy,
+    /// grain and the counts of states that need attention.
+    fn render_job(&self, frame: &mut Frame, area: Rect, y: u16, t: &Theme, i: usize) {
+        let buf = frame.buffer_mut();
+        let j = &self.jobs[i];
+        let current = i == self.current;
+        let name_style = if current {
+            t.style("highlight")
+        } else {
+            t.style("text")
+        };
+        let errors = j.lint.iter().filter(|l| l.error).count();
+        let warnings = j.lint.len() - errors;
+        let badge = if errors > 0 {
+            format!("✗{errors}")
+        } else if warnings > 0 {
+            format!("⚠{warnings}")
+        } else {
+            String::new()
+        };
+        let bw = badge.chars().count() as u16;
+        let name_w = area.width.saturating_sub(2 + bw) as usize;
+        let x = put(
+            buf,
+            area,
+            area.x,
+            y,
+            if current { "▶" } else { " " },
+            name_style,
+        );
+        put(
+            buf,
+            area,
+            x,
+            y,
+            &abbreviate(&j.job.name, name_w),
+            name_style,
+        );
+        if bw > 0 {
+            let style = if errors > 0 {
+                t.style("error")
+            } else {
+                t.style("warning")
+            };
+            put(buf, area, area.right().saturating_sub(bw), y, &badge, style);
+        }
+        let y2 = y + 1;
+        let strategy = match j.job.strategy {
+            Strategy::ReplacePartition => "repl",
+            Strategy::MergeKey => "merge",
+        };
+        let mut x = put(
+            buf,
+            area,
+            area.x + 1,
+            y2,
+            &format!("{strategy}·{} ", j.job.grain),
+            t.style("muted"),
+        );
+        if j.error.is_some() && !j.loaded {
+            put(buf, area, x, y2, "unreadable", t.style("error"));
+        } else if !j.loaded {
+            put(buf, area, x, y2, "loading…", t.style("muted"));
+        } else {
+            let mut any = false;
+            for st in [
+                LoadState::Running,
+                LoadState::Failed,
+                LoadState::Vanished,
+                LoadState::Missing,
+                LoadState::Stale,
+            ] {
+                let n = j.count(st);
+                if n > 0 {
+                    x = put(
+                        buf,
+                        area,
+                        x,
+                        y2,
+                        &format!("{}{n} ", st.glyph()),
+                        t.state(st),
+                    );
+                    any = true;
+                }
+            }
+            if !any {
+                put(buf, area, x, y2, "■ ok", t.state(LoadState::Loaded));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::{code, draw, job, job_view, key, now};
+
+    fn pane() -> JobsPane {
+        let mut pane = JobsPane::new(
+            &[
+                job("fct_orders", false),
+                job("dim_customers", true),
+                job("fct_pages", false),
+            ],
+            now(),
+        );
+        for (i, glyphs) in ["■■✗■·■■✗■■", "~~~■■■■■■■", "■■■■■■■■■■"]
+            .iter()
+            .enumerate()
+        {
+            let statuses = job_view("x", false, glyphs).statuses;
+            if let Some(j) = pane.get_mut(i) {
+                j.apply_statuses(statuses);
+            }
+        }
+        pane
+    }
+
+    #[test]
+    fn job_names_match_exactly_then_by_start_then_anywhere() {
+        let pane = pane();
+        assert_eq!(pane.find("fct_pages"), Ok(2));
+        assert_eq!(pane.find("dim"), Ok(1));
+        assert_eq!(pane.find("pages"), Ok(2));
+        assert!(
+            pane.find("nosuch")
+                .unwrap_err()
+                .contains("jobs: fct_orders, dim_customers")
+        );
+        assert!(pane.find("").is_err());
+    }
+
+    #[test]
+    fn the_filter_hides_jobs_and_keeps_a_visible_one_current() {
+        let mut pane = pane();
+        for c in "pag".chars() {
+            assert_eq!(pane.filter_key(&key(c)), FilterStep::Editing);
+        }
+        assert_eq!(pane.visible(), vec![2]);
+        assert_eq!(pane.current_index(), 2);
+        assert_eq!(
+            pane.filter_key(&code(crossterm::event::KeyCode::Esc)),
+            FilterStep::Done
+        );
+        assert_eq!(pane.visible().len(), 3);
+        pane.step(false);
+        assert_eq!(pane.current_index(), 1);
+    }
+
+    #[test]
+    fn each_job_shows_its_health_and_rows_are_hit_by_two_lines() {
+        let pane = pane();
+        let area = Rect::new(0, 0, 24, 10);
+        let screen = draw(24, 10, |f| {
+            pane.render(f, area, &Theme::default_theme(), true, false)
+        });
+        assert!(screen.contains("▶fct_orders"), "{screen}");
+        assert!(screen.contains("repl·day ✗2 ·1"), "{screen}");
+        assert!(screen.contains("merge·day ~3"), "{screen}");
+        assert!(screen.contains("■ ok"), "{screen}");
+        assert_eq!(pane.hit(area, 3, 1), Some(0));
+        assert_eq!(pane.hit(area, 3, 4), Some(1));
+        assert_eq!(pane.hit(area, 3, 8), None);
+    }
+}

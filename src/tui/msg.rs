@@ -1,0 +1,117 @@
+//! What flows in and out of `update`: messages in (keys, mouse, ticks and
+//! the background's answers), effects out (work for the event loop).
+
+use std::ops::Deref;
+use std::path::PathBuf;
+
+use chrono::NaiveDateTime;
+use crossterm::event::{Event as TermEvent, KeyEvent, KeyEventKind, MouseEvent};
+
+use super::theme::Theme;
+use crate::config::Job;
+use crate::engine::{Backfill, Event};
+use crate::partition::Partition;
+use crate::state::PartitionStatus;
+use crate::warehouse::Verification;
+
+/// Everything that can happen to the console.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    Tick(NaiveDateTime),
+    /// The screen was drawn as it stands.
+    Drawn,
+    /// The process is asked to stop (SIGTERM, the terminal went away):
+    /// cancel what runs and quit without asking.
+    Terminate,
+    /// The warehouse connection is up (its display URL), or could not be made.
+    Connected(Result<String, String>),
+    Status {
+        job: String,
+        result: Result<Vec<PartitionStatus>, String>,
+    },
+    Engine {
+        run: usize,
+        event: Event,
+    },
+    RunRejected {
+        run: usize,
+        error: String,
+    },
+    /// A verification the console asked for ended.
+    Verified {
+        id: usize,
+        result: Result<Verification, String>,
+    },
+    /// The diff from the definition a partition was loaded under to the
+    /// job's current one; `None` when the ledger does not hold the old one.
+    DefinitionDiff {
+        id: usize,
+        result: Result<Option<String>, String>,
+    },
+    /// A theme file `:theme` asked for was read.
+    ThemeLoaded(Result<Theme, String>),
+}
+
+impl Msg {
+    /// The message for a terminal event, if it means anything to the console.
+    pub fn from_terminal(event: TermEvent) -> Option<Msg> {
+        match event {
+            TermEvent::Key(k) if k.kind != KeyEventKind::Release => Some(Msg::Key(k)),
+            TermEvent::Mouse(m) => Some(Msg::Mouse(m)),
+            TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
+            _ => None,
+        }
+    }
+}
+
+/// A run the operator confirmed, planned by the engine from the states the
+/// console holds: the event loop runs exactly this backfill.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The console's number for the run.
+    pub run: usize,
+    pub backfill: Backfill,
+}
+
+/// A run request reads as the backfill it carries.
+impl Deref for RunRequest {
+    type Target = Backfill;
+
+    fn deref(&self) -> &Backfill {
+        &self.backfill
+    }
+}
+
+/// Prove a partition idempotent: load it twice, compare, roll back.
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    pub id: usize,
+    pub job: Job,
+    pub partition: Partition,
+}
+
+/// Read the definition a partition was loaded under and diff it against the
+/// job's current one.
+#[derive(Debug, Clone)]
+pub struct DiffRequest {
+    pub id: usize,
+    pub job: Job,
+    pub hash: String,
+}
+
+/// Work `update` asks the event loop to do in the background.
+#[derive(Debug)]
+pub enum Effect {
+    Connect,
+    Refresh(Vec<String>),
+    StartRun(Box<RunRequest>),
+    Verify(Box<VerifyRequest>),
+    DefinitionDiff(Box<DiffRequest>),
+    Cancel(usize),
+    /// Read a theme file; the answer comes back as [`Msg::ThemeLoaded`].
+    LoadTheme(PathBuf),
+    Quit,
+}

@@ -1,0 +1,653 @@
+//! The run pane: this console's runs, each with its per-partition table and
+//! the selected partition's live log, fed by the engine's events.
+
+use std::collections::{HashMap, VecDeque};
+
+use chrono::NaiveDateTime;
+use ratatui::Frame;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Gauge, Paragraph, Wrap};
+
+use super::keys::Action;
+use super::layout::{Hit, run_split};
+use super::theme::Theme;
+use super::widgets::{block, duration_text, first_line, inner, put, short, thousands};
+use crate::config::Strategy;
+use crate::engine::{Backfill, Event};
+use crate::partition::Partition;
+use crate::state::{AttemptEnd, LoadState};
+
+/// Log lines kept per partition of a run.
+pub const LOG_LINES: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPartState {
+    Queued,
+    Running,
+    Retrying,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunPartState {
+    pub fn label(self) -> (&'static str, char) {
+        match self {
+            RunPartState::Queued => ("queued", '·'),
+            RunPartState::Running => ("running", '▶'),
+            RunPartState::Retrying => ("retrying", '↻'),
+            RunPartState::Succeeded => ("done", '✓'),
+            RunPartState::Failed => ("failed", '✗'),
+            RunPartState::Cancelled => ("cancelled", '⊘'),
+        }
+    }
+}
+
+pub struct RunPartition {
+    pub name: String,
+    pub state: RunPartState,
+    pub attempt: i64,
+    pub duration_ms: Option<u64>,
+    pub rows_deleted: i64,
+    pub rows_inserted: i64,
+    pub rows_updated: i64,
+    pub content_changed: Option<bool>,
+    pub error: Option<String>,
+    pub log: VecDeque<String>,
+}
+
+impl RunPartition {
+    fn queued(name: String) -> RunPartition {
+        RunPartition {
+            name,
+            state: RunPartState::Queued,
+            attempt: 0,
+            duration_ms: None,
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            content_changed: None,
+            error: None,
+            log: VecDeque::new(),
+        }
+    }
+
+    fn push_log(&mut self, line: String) {
+        if self.log.len() >= LOG_LINES {
+            self.log.pop_front();
+        }
+        self.log.push_back(line);
+    }
+}
+
+pub struct RunFinish {
+    pub succeeded: usize,
+    pub failed: usize,
+    pub not_started: usize,
+    pub cancelled: bool,
+    pub duration_ms: u64,
+}
+
+pub struct RunView {
+    pub id: usize,
+    pub run_id: Option<String>,
+    pub job: String,
+    pub strategy: Strategy,
+    pub concurrency: usize,
+    pub reason: Option<String>,
+    pub started: NaiveDateTime,
+    pub partitions: Vec<RunPartition>,
+    index: HashMap<String, usize>,
+    /// The partition row under the cursor.
+    pub selected: usize,
+    pub cancel_requested: bool,
+    pub finished: Option<RunFinish>,
+    /// Why the run never started.
+    pub error: Option<String>,
+}
+
+impl RunView {
+    /// A run of `backfill` about to start, every partition queued.
+    pub fn new(id: usize, backfill: &Backfill, started: NaiveDateTime) -> RunView {
+        let names: Vec<String> = backfill.partitions.iter().map(Partition::name).collect();
+        RunView {
+            id,
+            run_id: None,
+            job: backfill.job.name.clone(),
+            strategy: backfill.job.strategy,
+            concurrency: backfill.effective_concurrency(),
+            reason: backfill.reason.clone(),
+            started,
+            index: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i))
+                .collect(),
+            partitions: names.into_iter().map(RunPartition::queued).collect(),
+            selected: 0,
+            cancel_requested: false,
+            finished: None,
+            error: None,
+        }
+    }
+
+    pub fn active(&self) -> bool {
+        self.finished.is_none() && self.error.is_none()
+    }
+
+    /// Partitions that ran to an end, succeeded or failed.
+    pub fn done(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| matches!(p.state, RunPartState::Succeeded | RunPartState::Failed))
+            .count()
+    }
+
+    pub fn count(&self, state: RunPartState) -> usize {
+        self.partitions.iter().filter(|p| p.state == state).count()
+    }
+
+    /// Partitions finished per second, and the estimated seconds left.
+    pub fn rate_eta(&self, now: NaiveDateTime) -> (f64, Option<i64>) {
+        let secs = (now - self.started).num_milliseconds().max(0) as f64 / 1000.0;
+        let done = self.done();
+        if secs < 0.5 || done == 0 {
+            return (0.0, None);
+        }
+        let rate = done as f64 / secs;
+        let left = self.partitions.len().saturating_sub(done);
+        (rate, Some((left as f64 / rate).ceil() as i64))
+    }
+
+    fn row_mut(&mut self, partition: &str) -> Option<&mut RunPartition> {
+        let i = *self.index.get(partition)?;
+        self.partitions.get_mut(i)
+    }
+
+    /// Shows an engine event of this run in its table and logs.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::RunStarted {
+                run_id,
+                concurrency,
+                ..
+            } => {
+                self.run_id = Some(run_id.clone());
+                self.concurrency = *concurrency;
+            }
+            Event::PartitionStarted {
+                partition, attempt, ..
+            } => {
+                if let Some(p) = self.row_mut(partition) {
+                    p.state = RunPartState::Running;
+                    p.attempt = *attempt;
+                    p.push_log(format!("attempt {attempt}"));
+                }
+            }
+            Event::PartitionLog {
+                partition, line, ..
+            } => {
+                if let Some(p) = self.row_mut(partition) {
+                    p.push_log(line.clone());
+                }
+            }
+            Event::PartitionSucceeded {
+                partition,
+                rows_deleted,
+                rows_inserted,
+                rows_updated,
+                duration_ms,
+                fingerprint,
+                content_changed,
+                ..
+            } => {
+                if let Some(p) = self.row_mut(partition) {
+                    p.state = RunPartState::Succeeded;
+                    p.duration_ms = Some(*duration_ms);
+                    p.rows_deleted = *rows_deleted;
+                    p.rows_inserted = *rows_inserted;
+                    p.rows_updated = *rows_updated;
+                    p.content_changed = Some(*content_changed);
+                    p.push_log(format!(
+                        "fingerprint {} · content {}",
+                        short(fingerprint),
+                        if *content_changed {
+                            "changed"
+                        } else {
+                            "unchanged"
+                        }
+                    ));
+                }
+            }
+            Event::PartitionFailed {
+                partition,
+                error,
+                will_retry,
+                duration_ms,
+                ..
+            } => {
+                let state = match event.attempt_end() {
+                    None => RunPartState::Retrying,
+                    Some((_, AttemptEnd::RolledBack)) => RunPartState::Cancelled,
+                    Some(_) => RunPartState::Failed,
+                };
+                if let Some(p) = self.row_mut(partition) {
+                    p.state = state;
+                    p.duration_ms = Some(*duration_ms);
+                    p.error = Some(error.clone());
+                    p.push_log(format!(
+                        "{}: {error}",
+                        if *will_retry { "will retry" } else { "failed" }
+                    ));
+                }
+            }
+            // Cascades run from the CLI; the console's runs have none.
+            Event::PartitionSkipped { .. } => {}
+            Event::RunFinished {
+                succeeded,
+                failed,
+                not_started,
+                cancelled,
+                duration_ms,
+                ..
+            } => {
+                for p in &mut self.partitions {
+                    if matches!(
+                        p.state,
+                        RunPartState::Queued | RunPartState::Running | RunPartState::Retrying
+                    ) {
+                        p.state = RunPartState::Cancelled;
+                    }
+                }
+                self.finished = Some(RunFinish {
+                    succeeded: *succeeded,
+                    failed: *failed,
+                    not_started: *not_started,
+                    cancelled: *cancelled,
+                    duration_ms: *duration_ms,
+                });
+            }
+        }
+    }
+
+    /// The status-bar note on how the run ended: (is bad news, text).
+    pub fn ending(&self) -> Option<(bool, String)> {
+        let f = self.finished.as_ref()?;
+        Some((
+            f.failed > 0 || f.cancelled,
+            format!(
+                "run of {} {}: {} succeeded, {} failed{}",
+                self.job,
+                if f.cancelled { "cancelled" } else { "finished" },
+                f.succeeded,
+                f.failed,
+                if f.not_started > 0 {
+                    format!(", {} not started", f.not_started)
+                } else {
+                    String::new()
+                }
+            ),
+        ))
+    }
+
+    /// The label in the run pane's list of runs.
+    fn label(&self) -> String {
+        let glyph = match &self.finished {
+            Some(f) if f.cancelled => '⊘',
+            Some(f) if f.failed > 0 => '✗',
+            Some(_) => '✓',
+            None if self.error.is_some() => '✗',
+            None => '▶',
+        };
+        format!(
+            " {glyph} #{} {} {}/{} ",
+            self.id,
+            self.job,
+            self.done(),
+            self.partitions.len()
+        )
+    }
+
+    fn summary(&self, now: NaiveDateTime) -> String {
+        let total = self.partitions.len();
+        match &self.finished {
+            Some(f) => format!(
+                "{} {}/{} · {} failed{} · {}",
+                if f.cancelled { "cancelled" } else { "finished" },
+                f.succeeded,
+                total,
+                f.failed,
+                if f.not_started > 0 {
+                    format!(" · {} not started", f.not_started)
+                } else {
+                    String::new()
+                },
+                duration_text(f.duration_ms)
+            ),
+            None if self.error.is_some() => "not started".to_string(),
+            None => {
+                let (rate, eta) = self.rate_eta(now);
+                format!(
+                    "{}/{} · {} failed · {:.1} p/s · ETA {}{}",
+                    self.done(),
+                    total,
+                    self.count(RunPartState::Failed),
+                    rate,
+                    eta.map(|s| format!("{}:{:02}", s / 60, s % 60))
+                        .unwrap_or_else(|| "–".into()),
+                    if self.cancel_requested {
+                        " · cancelling…"
+                    } else {
+                        ""
+                    }
+                )
+            }
+        }
+    }
+}
+
+/// Moves within the run pane: rows of the selected run up and down, runs
+/// left and right.
+pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
+    let count = runs.len();
+    let Some(run) = runs.get_mut(*selected) else {
+        return;
+    };
+    match action {
+        Action::Down => {
+            run.selected = (run.selected + 1).min(run.partitions.len().saturating_sub(1))
+        }
+        Action::Up => run.selected = run.selected.saturating_sub(1),
+        Action::Left => *selected = selected.saturating_sub(1),
+        Action::Right => *selected = (*selected + 1).min(count - 1),
+        _ => {}
+    }
+}
+
+/// What a position in the run pane (`area`, its border included) points at.
+pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    let pos = Position::new(x, y);
+    let body = inner(area);
+    if !body.contains(pos) {
+        return None;
+    }
+    if y == body.y {
+        let mut left = body.x;
+        for (k, run) in runs.iter().enumerate() {
+            let w = run.label().chars().count() as u16;
+            if x >= left && x < left + w {
+                return Some(Hit::Run(k));
+            }
+            left += w;
+        }
+        return None;
+    }
+    if y < body.y + 2 {
+        return None;
+    }
+    let run = runs.get(selected)?;
+    let (table, _) = run_split(Rect::new(body.x, body.y + 2, body.width, body.height - 2));
+    if !table.contains(pos) {
+        return None;
+    }
+    let first = run
+        .selected
+        .saturating_sub((table.height as usize).saturating_sub(1));
+    Some(Hit::RunRow(first + (y - table.y) as usize))
+}
+
+/// Draws the run pane: the list of runs, the selected one's gauge, its
+/// partition table and the selected partition's log.
+pub fn render(
+    frame: &mut Frame,
+    r: Rect,
+    theme: &Theme,
+    runs: &[RunView],
+    selected: usize,
+    focused: bool,
+    now: NaiveDateTime,
+) {
+    let t = theme;
+    let b = block(t, format!(" Runs ({}) ", runs.len()), focused);
+    let area = b.inner(r);
+    frame.render_widget(b, r);
+    if area.height == 0 {
+        return;
+    }
+    let spans: Vec<Span> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, run)| {
+            let style = if k == selected {
+                t.style("highlight").add_modifier(Modifier::REVERSED)
+            } else {
+                t.style("text")
+            };
+            Span::styled(run.label(), style)
+        })
+        .collect();
+    frame.render_widget(
+        Paragraph::new(Line::from(spans)),
+        Rect::new(area.x, area.y, area.width, 1),
+    );
+    let Some(run) = runs.get(selected) else {
+        return;
+    };
+    if area.height < 2 {
+        return;
+    }
+    let total = run.partitions.len().max(1);
+    let gauge = Gauge::default()
+        .gauge_style(t.style("gauge"))
+        .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
+        .label(run.summary(now));
+    frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
+    if area.height < 3 {
+        return;
+    }
+    let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
+    let (table, log_area) = run_split(body);
+    render_table(frame, table, t, run, focused);
+    if let Some(log_area) = log_area {
+        render_log(frame, log_area, t, run);
+    }
+}
+
+fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focused: bool) {
+    let buf = frame.buffer_mut();
+    let rows = table.height as usize;
+    let first = run.selected.saturating_sub(rows.saturating_sub(1));
+    for (k, p) in run.partitions.iter().enumerate().skip(first).take(rows) {
+        let y = table.y + (k - first) as u16;
+        let (word, glyph) = p.state.label();
+        let style = match p.state {
+            RunPartState::Succeeded => t.style("ok"),
+            RunPartState::Failed => t.style("error"),
+            RunPartState::Running | RunPartState::Retrying => t.state(LoadState::Running),
+            _ => t.style("muted"),
+        };
+        let sel = k == run.selected && focused;
+        let row_style = |s: Style| if sel { s.patch(t.style("cursor")) } else { s };
+        let mut x = put(
+            buf,
+            table,
+            table.x,
+            y,
+            if k == run.selected { "›" } else { " " },
+            t.style("highlight"),
+        );
+        x = put(
+            buf,
+            table,
+            x,
+            y,
+            &format!("{glyph} {:<14}", p.name),
+            row_style(style),
+        );
+        x = put(buf, table, x, y, &format!("{word:<9} "), row_style(style));
+        let dur = p.duration_ms.map(duration_text).unwrap_or_default();
+        x = put(buf, table, x, y, &format!("{dur:>8}  "), t.style("muted"));
+        let rows_text = match p.state {
+            RunPartState::Succeeded => {
+                let mut s = format!(
+                    "−{} → +{}",
+                    thousands(p.rows_deleted),
+                    thousands(p.rows_inserted)
+                );
+                if p.rows_updated > 0 {
+                    s.push_str(&format!(" ~{}", thousands(p.rows_updated)));
+                }
+                match p.content_changed {
+                    Some(true) => s.push_str(" · changed"),
+                    Some(false) => s.push_str(" · same content"),
+                    None => {}
+                }
+                s
+            }
+            RunPartState::Failed | RunPartState::Retrying => p
+                .error
+                .as_deref()
+                .map(|e| first_line(e).to_string())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        put(buf, table, x, y, &rows_text, t.style("text"));
+    }
+}
+
+fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
+    let p = run.partitions.get(run.selected);
+    let title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    let b = block(t, title, false);
+    let inner_log = b.inner(log_area);
+    frame.render_widget(b, log_area);
+    let Some(p) = p else { return };
+    let n = inner_log.height as usize;
+    let lines: Vec<Line> = p
+        .log
+        .iter()
+        .skip(p.log.len().saturating_sub(n))
+        .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
+        .collect();
+    // Long lines wrap; the newest stay in view.
+    let w = inner_log.width.max(1) as usize;
+    let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+    let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        inner_log,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Selection;
+    use crate::tui::fixture::{draw, job_view, now};
+
+    fn run() -> RunView {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let selection = Selection {
+            only: vec![LoadState::Failed],
+            ..Selection::default()
+        };
+        let backfill =
+            Backfill::plan_from(&job.job, &selection, &job.statuses, now(), 4, 2).unwrap();
+        RunView::new(1, &backfill, now())
+    }
+
+    fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
+        f(partition.to_string())
+    }
+
+    #[test]
+    fn events_move_rows_through_their_states() {
+        let mut r = run();
+        assert_eq!(r.partitions.len(), 2);
+        assert_eq!(r.concurrency, 4);
+        r.apply(&event("2026-06-03", |partition| Event::PartitionStarted {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+        }));
+        assert_eq!(r.partitions[0].state, RunPartState::Running);
+        r.apply(&event("2026-06-03", |partition| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+            error: "database is locked".into(),
+            will_retry: true,
+            duration_ms: 10,
+        }));
+        assert_eq!(r.partitions[0].state, RunPartState::Retrying);
+        assert_eq!(
+            r.partitions[0].log.iter().collect::<Vec<_>>(),
+            ["attempt 2", "will retry: database is locked"]
+        );
+        r.apply(&Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 0,
+            failed: 0,
+            not_started: 2,
+            cancelled: true,
+            duration_ms: 30,
+        });
+        assert!(!r.active());
+        assert_eq!(r.count(RunPartState::Cancelled), 2);
+        assert_eq!(
+            r.ending(),
+            Some((
+                true,
+                "run of fct_orders cancelled: 0 succeeded, 0 failed, 2 not started".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn logs_are_bounded() {
+        let mut r = run();
+        for k in 0..LOG_LINES + 5 {
+            r.apply(&Event::PartitionLog {
+                run_id: "r".into(),
+                job: "fct_orders".into(),
+                partition: "2026-06-08".into(),
+                line: format!("line {k}"),
+            });
+        }
+        assert_eq!(r.partitions[1].log.len(), LOG_LINES);
+        assert_eq!(
+            r.partitions[1].log.front().map(String::as_str),
+            Some("line 5")
+        );
+    }
+
+    #[test]
+    fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
+        let mut runs = vec![run(), run()];
+        runs[1].id = 2;
+        let mut selected = 1;
+        direction(&mut runs, &mut selected, Action::Down);
+        assert_eq!(runs[1].selected, 1);
+        direction(&mut runs, &mut selected, Action::Left);
+        assert_eq!(selected, 0);
+        let area = Rect::new(0, 0, 110, 12);
+        let screen = draw(110, 12, |f| {
+            render(f, area, &Theme::default_theme(), &runs, 0, true, now())
+        });
+        assert!(screen.contains("Runs (2)"), "{screen}");
+        assert!(screen.contains("▶ #1 fct_orders 0/2"), "{screen}");
+        assert!(screen.contains("· 2026-06-03"), "{screen}");
+        assert!(screen.contains("log 2026-06-03"), "{screen}");
+        assert_eq!(hit(&runs, 0, area, 3, 1), Some(Hit::Run(0)));
+        assert_eq!(hit(&runs, 0, area, 30, 1), Some(Hit::Run(1)));
+        assert_eq!(hit(&runs, 0, area, 3, 4), Some(Hit::RunRow(1)));
+        assert_eq!(hit(&runs, 0, area, 3, 2), None);
+    }
+}

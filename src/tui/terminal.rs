@@ -1,0 +1,138 @@
+//! The terminal and the event loop: raw mode and the alternate screen (put
+//! back however the console ends, panics included), and one loop that feeds
+//! every terminal event, tick and background answer to `update`, starts the
+//! effects it returns, and draws on change at most every frame.
+
+use std::io::{Stdout, Write};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::mpsc;
+
+use super::app::App;
+use super::background::{Background, Incoming};
+use super::msg::Msg;
+use super::view;
+use crate::partition::now_utc;
+
+/// Frames are drawn at most this often.
+const FRAME: Duration = Duration::from_millis(33);
+
+pub fn restore_terminal() {
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(
+        out,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+/// Puts the terminal back however the console ends, panics included.
+pub struct TerminalGuard;
+
+impl TerminalGuard {
+    pub fn enter(mouse: bool) -> std::io::Result<TerminalGuard> {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // The console runs on the main thread; a panic in a background
+            // task ends that task only, and the console goes on drawing.
+            if std::thread::current().name() == Some("main") {
+                restore_terminal();
+            }
+            hook(info);
+        }));
+        enable_raw_mode()?;
+        let guard = TerminalGuard;
+        let mut out = std::io::stdout();
+        crossterm::execute!(out, EnterAlternateScreen, crossterm::cursor::Hide)?;
+        if mouse {
+            crossterm::execute!(out, EnableMouseCapture)?;
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Runs the console until `update` says it quits.
+pub async fn event_loop(app: &mut App) -> std::io::Result<()> {
+    let mut terminal: Terminal<CrosstermBackend<Stdout>> =
+        Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let (tx, mut rx) = mpsc::unbounded_channel::<Incoming>();
+    let mut bg = Background::new(tx, app.config().defaults.concurrency);
+    let size = terminal.size()?;
+    app.update(Msg::Resize(size.width, size.height));
+    for e in app.start() {
+        bg.apply(app, e);
+    }
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    #[cfg(unix)]
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut last_draw = Instant::now() - FRAME;
+    // The test of the panic hook needs a panic with the console on screen.
+    let panic_after_draw = std::env::var_os("IDEM_TEST_PANIC").is_some();
+    loop {
+        if app.needs_redraw() && last_draw.elapsed() >= FRAME {
+            terminal.draw(|f| view::render(f, app))?;
+            app.update(Msg::Drawn);
+            last_draw = Instant::now();
+            if panic_after_draw {
+                panic!(
+                    "IDEM_TEST_PANIC is set: a deliberate panic, to test that the terminal is restored"
+                );
+            }
+        }
+        if app.quit {
+            break;
+        }
+        let wait = FRAME.saturating_sub(last_draw.elapsed());
+        #[cfg(unix)]
+        let term_signal = sigterm.recv();
+        #[cfg(not(unix))]
+        let term_signal = std::future::pending::<Option<()>>();
+        let first = tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(ev)) => Msg::from_terminal(ev),
+                Some(Err(e)) => return Err(e),
+                // The terminal went away: stop as on SIGTERM.
+                None => Some(Msg::Terminate),
+            },
+            Some(inc) = rx.recv() => Some(bg.receive(inc)),
+            _ = tick.tick() => Some(Msg::Tick(now_utc())),
+            _ = tokio::time::sleep(wait), if app.needs_redraw() => None,
+            // SIGTERM does not ask: cancel and leave.
+            _ = term_signal => Some(Msg::Terminate),
+        };
+        // Handle this message and everything already queued before drawing.
+        let mut next = first;
+        loop {
+            if let Some(msg) = next.take() {
+                for effect in app.update(msg) {
+                    bg.apply(app, effect);
+                }
+            }
+            match rx.try_recv() {
+                Ok(inc) => next = Some(bg.receive(inc)),
+                Err(_) => break,
+            }
+        }
+    }
+    restore_terminal();
+    bg.shut_down().await;
+    Ok(())
+}

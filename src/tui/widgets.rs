@@ -1,0 +1,123 @@
+//! Small drawing helpers every pane uses: clipped text, bordered blocks,
+//! centred boxes, and how numbers and durations read.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, BorderType, Borders};
+
+use super::theme::Theme;
+
+/// Writes text clipped to `clip`; returns the x after it.
+pub fn put(buf: &mut Buffer, clip: Rect, x: u16, y: u16, text: &str, style: Style) -> u16 {
+    if y < clip.y || y >= clip.bottom() || x < clip.x || x >= clip.right() {
+        return x;
+    }
+    let (end, _) = buf.set_stringn(x, y, text, (clip.right() - x) as usize, style);
+    end
+}
+
+/// A pane's border, thick when it has the focus.
+pub fn block<'a>(theme: &Theme, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(if focused {
+            BorderType::Thick
+        } else {
+            BorderType::Plain
+        })
+        .border_style(if focused {
+            theme.style("focus_border")
+        } else {
+            theme.style("border")
+        })
+        .title(title)
+}
+
+/// The inside of a bordered box.
+pub fn inner(r: Rect) -> Rect {
+    Rect::new(
+        r.x + 1,
+        r.y + 1,
+        r.width.saturating_sub(2),
+        r.height.saturating_sub(2),
+    )
+}
+
+/// A box of at most `w`×`h` in the middle of `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width.saturating_sub(2));
+    let h = h.min(area.height.saturating_sub(2));
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+pub use crate::numbers::thousands;
+
+pub fn signed(n: i64) -> String {
+    if n >= 0 {
+        format!("+{}", thousands(n))
+    } else {
+        format!("−{}", thousands(-n))
+    }
+}
+
+/// A change as a percentage of its base, or nothing when there is no base.
+pub fn pct(delta: i64, base: f64) -> String {
+    if base <= 0.0 {
+        return String::new();
+    }
+    format!(" ({:+.1}%)", delta as f64 * 100.0 / base)
+}
+
+pub fn duration_text(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+pub fn abbreviate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else if max <= 1 {
+        "…".chars().take(max).collect()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// A fingerprint as a person compares two (the warehouse's short form).
+pub fn short(fingerprint: &str) -> String {
+    crate::warehouse::Fingerprint::short(fingerprint)
+}
+
+/// The first line of a message.
+pub fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_with_separators_and_signs() {
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(-1000), "-1,000");
+        assert_eq!(signed(-1200), "−1,200");
+        assert_eq!(pct(5, 0.0), "");
+        assert_eq!(duration_text(61_500), "1m01s");
+        assert_eq!(abbreviate("fct_orders", 5), "fct_…");
+    }
+}

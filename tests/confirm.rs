@@ -1,0 +1,144 @@
+//! `idem run` asks before it writes: on a terminal it shows the plan and
+//! waits for a yes; without one, a run of more than 100 partitions needs
+//! `--yes`, so a mistyped range cannot rewrite a job's history unasked.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{Kind, TestDb};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+const SELECT: &str = "select id, dt from src where dt >= :start and dt < :end";
+
+/// A config of one daily job over 150 days of a small source.
+async fn setup() -> (TestDb, std::path::PathBuf, idem::warehouse::Warehouse) {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-05-30", SELECT));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-03-01')",
+    ])
+    .await
+    .expect("setup");
+    (db, config, wh)
+}
+
+async fn rows(wh: &idem::warehouse::Warehouse) -> i64 {
+    wh.table_fingerprint(&idem::config::TableName::parse("fct").expect("table"))
+        .await
+        .expect("count")
+        .rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_a_large_run_needs_yes() {
+    let (_db, config, wh) = setup().await;
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "fct"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("idem ran")
+    };
+    let refused = run(&[]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("would load 150 partitions (fct 2026-01-01 to 2026-05-30); pass --yes"),
+        "{err}"
+    );
+    assert_eq!(rows(&wh).await, 0, "nothing ran");
+    // A small range needs no confirmation; a large one runs with --yes.
+    let small = run(&["--to", "2026-01-31"]);
+    assert_eq!(small.status.code(), Some(0));
+    assert_eq!(rows(&wh).await, 2);
+    let all = run(&["--yes"]);
+    assert_eq!(
+        all.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    assert_eq!(rows(&wh).await, 3);
+}
+
+/// `idem run` in a pseudo-terminal: what it printed, and its exit code.
+fn run_in_terminal(config: &std::path::Path, args: &[&str], answer: &str) -> (String, u32) {
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 50,
+            cols: 160,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("openpty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.arg("--config");
+    cmd.arg(config);
+    cmd.args(args);
+    let mut child = pty.slave.spawn_command(cmd).expect("spawn");
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().expect("reader");
+    let mut writer = pty.master.take_writer().expect("writer");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let into = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut s) = into.lock() {
+                s.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        }
+    });
+    let start = Instant::now();
+    while !seen.lock().map(|s| s.contains("? [y/N]")).unwrap_or(false) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "exited ({status:?}) without asking: {}",
+                seen.lock().map(|s| s.clone()).unwrap_or_default()
+            );
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "never asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    writer.write_all(answer.as_bytes()).expect("answer");
+    writer.flush().expect("flush");
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let text = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    (text, status.exit_code())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_the_plan_is_shown_and_answered() {
+    let (_db, config, wh) = setup().await;
+    let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-05"];
+    let (text, code) = run_in_terminal(&config, &args, "n\r");
+    assert!(
+        text.contains("dry run: fct · replace_partition · 5 partitions"),
+        "{text}"
+    );
+    assert!(text.contains("run 5 partitions? [y/N]"), "{text}");
+    assert_eq!(code, 130, "{text}");
+    assert!(text.contains("nothing run"), "{text}");
+    assert_eq!(rows(&wh).await, 0);
+    let (text, code) = run_in_terminal(&config, &args, "y\r");
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(rows(&wh).await, 2);
+}

@@ -1,0 +1,137 @@
+//! `idem import-dbt` on a hand-written manifest (dbt's v12 schema): the
+//! incremental models that re-run a window idempotently become jobs, with the
+//! window bound to :start/:end; every other one is listed with its reason.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const MANIFEST: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/dbt/manifest.json"
+);
+
+fn idem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .output()
+        .expect("run idem")
+}
+
+#[test]
+fn incremental_models_become_jobs() {
+    let out = idem(&["import-dbt", MANIFEST]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let jobs_toml = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        stderr.contains("3 incremental models imported, 6 left out"),
+        "{stderr}"
+    );
+
+    // The output appended to a config is a valid config.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idem.toml");
+    let text = format!("[warehouse]\nurl = \"sqlite://w.db\"\n\n{jobs_toml}");
+    std::fs::write(&path, &text).unwrap();
+    let config =
+        idem::config::parse(&path, &text, &|_| None).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let job = |name: &str| {
+        config
+            .jobs
+            .iter()
+            .find(|j| j.name == name)
+            .unwrap_or_else(|| panic!("{name} in\n{jobs_toml}"))
+    };
+    assert_eq!(config.jobs.len(), 3, "{jobs_toml}");
+
+    let orders = job("fct_orders");
+    assert_eq!(orders.strategy.as_str(), "replace_partition");
+    assert_eq!(orders.target.to_string(), "marts.fct_orders");
+    assert_eq!(
+        orders.partition_column.as_ref().unwrap().as_str(),
+        "order_date"
+    );
+    assert_eq!(orders.grain.as_str(), "day");
+    assert_eq!(orders.start.name(), "2026-01-01");
+    assert!(
+        orders
+            .sql
+            .contains("from \"analytics\".\"staging\".\"stg_orders\"")
+    );
+    assert!(
+        orders
+            .sql
+            .contains("where order_date >= :start and order_date < :end"),
+        "{}",
+        orders.sql
+    );
+
+    let customers = job("dim_customers");
+    assert_eq!(customers.strategy.as_str(), "merge_key");
+    let keys: Vec<&str> = customers.unique_key.iter().map(|k| k.as_str()).collect();
+    assert_eq!(keys, ["customer_id"]);
+    assert!(!customers.sql.contains(';'), "the trailing semicolon goes");
+    assert!(customers.sql.contains(":start") && customers.sql.contains(":end"));
+
+    let sessions = job("fct_sessions");
+    assert_eq!(sessions.strategy.as_str(), "replace_partition");
+    assert_eq!(sessions.grain.as_str(), "hour");
+    assert_eq!(sessions.start.name(), "2026-03-01T00");
+
+    // Upstream models that were imported become dependencies.
+    let orders = job("fct_orders");
+    let upstream: Vec<&str> = orders.depends_on.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(upstream, ["dim_customers"], "{jobs_toml}");
+
+    for (model, reason) in [
+        ("stg_events", "append is not idempotent"),
+        ("agg_yearly", "batch_size year"),
+        ("fct_refunds", "merge without a unique_key"),
+        ("fct_clicks", "no event_time"),
+        ("fct_uncompiled", "run `dbt compile` first"),
+        ("fct_default", "no incremental_strategy"),
+    ] {
+        assert!(
+            jobs_toml
+                .lines()
+                .any(|l| l.starts_with(&format!("#   {model}: ")) && l.contains(reason)),
+            "{model}: {reason} in\n{jobs_toml}"
+        );
+    }
+    assert!(jobs_toml.contains("Not incremental"));
+    assert!(jobs_toml.contains("dim_products, stg_orders"));
+    assert!(
+        !jobs_toml.contains("not_null_fct_orders"),
+        "tests are not models"
+    );
+
+    // The imported SQL passes idem's own checks.
+    let lint = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&path)
+        .args(["lint", "--offline"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_manifest_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("manifest.json");
+    std::fs::write(&bad, "{\"nodes\": 3}").unwrap();
+    for (path, says) in [
+        (bad.as_path(), "is not a dbt manifest.json"),
+        (Path::new("/nonexistent/manifest.json"), "cannot read"),
+    ] {
+        let out = idem(&["import-dbt", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}

@@ -1,0 +1,505 @@
+//! Lineage on every engine: an hourly fact feeds a daily aggregate, which
+//! feeds a monthly one. Dependencies come from the SQL and from
+//! `depends_on`; re-running upstream hours marks exactly the downstream
+//! partitions that read them stale; a cascade re-runs those in dependency
+//! order and leaves them equal to a clean rebuild; a failed upstream
+//! partition skips what reads it.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use common::{Kind, TestDb, idem, stdout_ok};
+use idem::config::TableName;
+use idem::warehouse::Warehouse;
+use serde_json::Value;
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The per-engine SQL of the two aggregates, reading `from`.
+fn aggregate_sql(kind: Kind, from_hourly: &str, from_daily: &str) -> (String, String) {
+    let (day, month) = match kind {
+        Kind::Sqlite => ("date(hr)", "date(dt, 'start of month')"),
+        Kind::Postgres => ("cast(hr as date)", "cast(date_trunc('month', dt) as date)"),
+        Kind::MySql => (
+            "cast(hr as date)",
+            "cast(date_format(dt, '%Y-%m-01') as date)",
+        ),
+    };
+    (
+        format!(
+            "select {day} as dt, count(*) as n, sum(amount) as total from {from_hourly} \
+             where hr >= :start and hr < :end group by {day}"
+        ),
+        format!(
+            "select {month} as mon, sum(n) as n, sum(total) as total from {from_daily} \
+             where dt >= :start and dt < :end group by {month}"
+        ),
+    )
+}
+
+fn job(
+    name: &str,
+    target: &str,
+    grain: &str,
+    pcol: &str,
+    range: (&str, &str),
+    sql: &str,
+) -> String {
+    format!(
+        "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"{pcol}\"\ngrain = \"{grain}\"\nstart = \"{}\"\nend = \"{}\"\n\
+         sql = \"\"\"\n{sql}\n\"\"\"\n\n",
+        range.0, range.1
+    )
+}
+
+struct Setup {
+    /// Kept for its Drop, which removes the test database.
+    _db: TestDb,
+    config: std::path::PathBuf,
+    wh: Warehouse,
+}
+
+async fn setup(kind: Kind) -> Option<Setup> {
+    let db = TestDb::new(kind).await?;
+    let (daily, monthly) = aggregate_sql(kind, "ev_h", "agg_d");
+    let (daily_clean, monthly_clean) = aggregate_sql(kind, "ev_h", "agg_d_clean");
+    let hours = ("2026-01-30T00", "2026-02-02T23");
+    let days = ("2026-01-30", "2026-02-02");
+    let months = ("2026-01", "2026-02");
+    let jobs = [
+        job(
+            "ev_hourly",
+            "ev_h",
+            "hour",
+            "hr",
+            hours,
+            "select id, amount, ts as hr from src where ts >= :start and ts < :end",
+        ),
+        job("daily", "agg_d", "day", "dt", days, &daily),
+        job("monthly", "agg_m", "month", "mon", months, &monthly),
+        // A clean rebuild of the aggregates to compare with.
+        job(
+            "daily_clean",
+            "agg_d_clean",
+            "day",
+            "dt",
+            days,
+            &daily_clean,
+        ),
+        job(
+            "monthly_clean",
+            "agg_m_clean",
+            "month",
+            "mon",
+            months,
+            &monthly_clean,
+        ),
+        // Reads nothing of idem's, but says it depends on the monthly one.
+        format!(
+            "{}\ndepends_on = [\"monthly\"]\n\n",
+            job(
+                "report",
+                "report",
+                "month",
+                "mon",
+                months,
+                "select mon, n, total from agg_m where mon >= :start and mon < :end"
+            )
+            .trim_end()
+        )
+        .replace("from agg_m where", "from agg_m_copy where"),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    let ts = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let mut values = Vec::new();
+    let mut id = 0;
+    for day in ["2026-01-30", "2026-01-31", "2026-02-01", "2026-02-02"] {
+        for h in 0..24 {
+            for k in 0..3 {
+                id += 1;
+                values.push(format!(
+                    "({id}, {}, '{day} {h:02}:{:02}:00')",
+                    (id * 7) % 50,
+                    k * 10
+                ));
+            }
+        }
+    }
+    let mut ddl = vec![
+        format!(
+            "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, ts {ts} NOT NULL)"
+        ),
+        format!(
+            "CREATE TABLE ev_h (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), hr {ts} NOT NULL)"
+        ),
+        format!(
+            "INSERT INTO src (id, amount, ts) VALUES {}",
+            values.join(", ")
+        ),
+    ];
+    for t in ["agg_d", "agg_d_clean"] {
+        ddl.push(format!(
+            "CREATE TABLE {t} (dt DATE NOT NULL, n BIGINT NOT NULL, total BIGINT NOT NULL)"
+        ));
+    }
+    for t in ["agg_m", "agg_m_clean", "agg_m_copy", "report"] {
+        ddl.push(format!(
+            "CREATE TABLE {t} (mon DATE NOT NULL, n BIGINT NOT NULL, total BIGINT NOT NULL)"
+        ));
+    }
+    let refs: Vec<&str> = ddl.iter().map(String::as_str).collect();
+    wh.execute_script(&refs).await.expect("setup");
+    Some(Setup {
+        _db: db,
+        config,
+        wh,
+    })
+}
+
+/// `job partition` → state, and the stale-upstream causes, from `idem status`.
+fn states(config: &Path) -> HashMap<String, (String, Vec<String>)> {
+    let out = stdout_ok(&idem(config, &["status", "--format", "json"]));
+    let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
+    rows.iter()
+        .map(|r| {
+            let causes = r["stale_upstream"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|c| c.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                format!(
+                    "{} {}",
+                    r["job"].as_str().unwrap_or(""),
+                    r["partition"].as_str().unwrap_or("")
+                ),
+                (r["state"].as_str().unwrap_or("").to_string(), causes),
+            )
+        })
+        .collect()
+}
+
+fn stale_upstream(config: &Path) -> BTreeSet<String> {
+    states(config)
+        .into_iter()
+        .filter(|(_, (_, causes))| !causes.is_empty())
+        .map(|(k, (state, _))| {
+            assert_eq!(state, "stale", "{k}");
+            k
+        })
+        .collect()
+}
+
+async fn fingerprint(wh: &Warehouse, table: &str) -> idem::warehouse::Fingerprint {
+    wh.table_fingerprint(&TableName::parse(table).expect("table"))
+        .await
+        .expect("fingerprint")
+}
+
+async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kind) {
+    let Some(s) = setup(kind).await else {
+        return;
+    };
+    let config = s.config.as_path();
+
+    // The graph, as `idem jobs` shows it.
+    let jobs = stdout_ok(&idem(config, &["jobs"]));
+    assert!(
+        jobs.contains("← reads ev_hourly (its SQL reads ev_h)"),
+        "{jobs}"
+    );
+    assert!(jobs.contains("→ read by daily, daily_clean"), "{jobs}");
+    assert!(jobs.contains("← reads monthly (depends_on)"), "{jobs}");
+
+    // A first full load, upstream first.
+    for j in ["ev_hourly", "daily", "monthly"] {
+        stdout_ok(&idem(config, &["run", j, "--concurrency", "4"]));
+    }
+    assert_eq!(stale_upstream(config), BTreeSet::new());
+
+    // A late row changes one hour; re-running that hour alone leaves
+    // exactly its day stale (upstream), and nothing else: the month reads
+    // the day, which has not changed yet.
+    s.wh.execute_script(&["UPDATE src SET amount = amount + 1 WHERE id = 100"])
+        .await
+        .expect("late change");
+    let hour = "2026-01-31T09";
+    stdout_ok(&idem(
+        config,
+        &["run", "ev_hourly", "--from", hour, "--to", hour],
+    ));
+    let stale = stale_upstream(config);
+    assert_eq!(
+        stale,
+        BTreeSet::from(["daily 2026-01-31".to_string()]),
+        "only the day that read the hour"
+    );
+    assert_eq!(
+        states(config)["daily 2026-01-31"].1,
+        vec![format!("ev_hourly {hour}")]
+    );
+    // Re-running an hour whose source did not change makes nothing stale.
+    stdout_ok(&idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-02-02T01",
+            "--to",
+            "2026-02-02T01",
+        ],
+    ));
+    assert_eq!(stale_upstream(config).len(), 1);
+
+    // Another late change, run with --cascade: the dry run lists the day and
+    // the month, the run commits upstream before downstream starts.
+    s.wh.execute_script(&["UPDATE src SET amount = amount + 2 WHERE id = 30"])
+        .await
+        .expect("late change");
+    let plan = stdout_ok(&idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-01-30T09",
+            "--to",
+            "2026-01-30T09",
+            "--cascade",
+            "--dry-run",
+        ],
+    ));
+    assert!(
+        plan.contains("dry run: daily · replace_partition · 1 partitions"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("dry run: monthly · replace_partition · 1 partitions"),
+        "{plan}"
+    );
+    let out = stdout_ok(&idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-01-30T00",
+            "--to",
+            "2026-01-31T23",
+            "--cascade",
+            "--concurrency",
+            "4",
+            "--json",
+        ],
+    ));
+    let events = json_lines(&out);
+    let runs: Vec<(&str, usize)> = events
+        .iter()
+        .filter(|e| e["event"] == "run_started")
+        .map(|e| {
+            (
+                e["job"].as_str().unwrap_or(""),
+                e["partitions"].as_array().map_or(0, Vec::len),
+            )
+        })
+        .collect();
+    // daily_clean reads ev_h too, so the cascade covers it; jobs run in
+    // config order once what they read is done.
+    assert_eq!(
+        runs,
+        vec![
+            ("ev_hourly", 48),
+            ("daily", 2),
+            ("monthly", 1),
+            ("daily_clean", 2),
+            ("monthly_clean", 1),
+            ("report", 1)
+        ]
+    );
+    // Order, from the ledger: every downstream attempt started after every
+    // upstream attempt it reads had finished.
+    let ledger = |job: &str| {
+        let wh = &s.wh;
+        let job = job.to_string();
+        async move { wh.attempts(&job, None).await.expect("ledger") }
+    };
+    let hourly = ledger("ev_hourly").await;
+    let daily = ledger("daily").await;
+    let monthly = ledger("monthly").await;
+    let cascade_run = |attempts: &[idem::warehouse::ledger::Attempt]| {
+        attempts
+            .last()
+            .map(|a| a.run_id.clone())
+            .unwrap_or_default()
+    };
+    let (hourly_run, daily_run) = (cascade_run(&hourly), cascade_run(&daily));
+    let last_hour = hourly
+        .iter()
+        .filter(|a| a.run_id == hourly_run)
+        .map(|a| a.finished_at.clone())
+        .max()
+        .expect("hourly attempts");
+    for d in daily.iter().filter(|a| a.run_id == daily_run) {
+        assert!(
+            d.started_at >= last_hour,
+            "{} started before its hours ended",
+            d.partition
+        );
+    }
+    let last_day = daily
+        .iter()
+        .filter(|a| a.run_id == daily_run)
+        .map(|a| a.finished_at.clone())
+        .max()
+        .expect("daily attempts");
+    let m = monthly.last().expect("monthly attempt");
+    assert!(
+        m.started_at >= last_day,
+        "the month started before its days ended"
+    );
+
+    // Nothing is stale any more, and the aggregates equal a clean rebuild.
+    assert_eq!(stale_upstream(config), BTreeSet::new());
+    stdout_ok(&idem(config, &["run", "daily_clean"]));
+    stdout_ok(&idem(config, &["run", "monthly_clean"]));
+    assert_eq!(
+        fingerprint(&s.wh, "agg_d").await,
+        fingerprint(&s.wh, "agg_d_clean").await
+    );
+    assert_eq!(
+        fingerprint(&s.wh, "agg_m").await,
+        fingerprint(&s.wh, "agg_m_clean").await
+    );
+
+    // A failed upstream hour skips the day and the month that read it, and
+    // says so; the other day runs.
+    s.wh.execute_script(&["UPDATE src SET amount = -1 WHERE id = 200"])
+        .await
+        .expect("bad source row");
+    let day_attempts_before = ledger("daily").await.len();
+    let out = idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-02-01T00",
+            "--to",
+            "2026-02-02T23",
+            "--cascade",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let skipped: BTreeSet<String> = events
+        .iter()
+        .filter(|e| e["event"] == "partition_skipped")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["job"].as_str().unwrap_or(""),
+                e["partition"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let failed_hour = "2026-02-01T18";
+    assert_eq!(
+        skipped,
+        BTreeSet::from([
+            "daily 2026-02-01".to_string(),
+            "daily_clean 2026-02-01".to_string(),
+            "monthly 2026-02".to_string(),
+            "monthly_clean 2026-02".to_string(),
+            "report 2026-02".to_string(),
+        ]),
+        "{events:?}"
+    );
+    let because = events
+        .iter()
+        .find(|e| e["event"] == "partition_skipped" && e["job"] == "daily")
+        .and_then(|e| e["because"].as_str())
+        .unwrap_or("");
+    assert!(
+        because.contains(&format!("ev_hourly {failed_hour}")),
+        "{because}"
+    );
+    let day_attempts = ledger("daily").await;
+    assert_eq!(
+        day_attempts.len(),
+        day_attempts_before + 1,
+        "only 2026-02-02 ran"
+    );
+    assert_eq!(
+        day_attempts.last().map(|a| a.partition.as_str()),
+        Some("2026-02-02")
+    );
+}
+
+on_every_engine!(lineage_from_sql_and_depends_on_drives_staleness_and_cascades);
+
+#[test]
+fn cycles_and_unknown_jobs_are_config_errors() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("idem.toml");
+    let db = dir.path().join("w.db");
+    let head = format!("[warehouse]\nurl = \"sqlite://{}\"\n\n", db.display());
+    let a = job(
+        "a",
+        "ta",
+        "day",
+        "dt",
+        ("2026-01-01", "2026-01-02"),
+        "select id, dt from tb where dt >= :start and dt < :end",
+    );
+    let b = job(
+        "b",
+        "tb",
+        "day",
+        "dt",
+        ("2026-01-01", "2026-01-02"),
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    // b depends on a by name; a reads b's target: a cycle.
+    let cyclic = format!("{head}{a}{}\ndepends_on = [\"a\"]\n", b.trim_end());
+    std::fs::write(&path, &cyclic).expect("config");
+    let out = idem(&path, &["jobs"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = cyclic
+        .lines()
+        .position(|l| l.starts_with("depends_on"))
+        .map(|i| i + 1);
+    assert!(
+        err.contains(&format!("idem.toml:{}:", line.unwrap_or(0)))
+            && err.contains("cycle: a → b → a"),
+        "{err}"
+    );
+    let unknown = format!("{head}{}\ndepends_on = [\"nope\"]\n", b.trim_end());
+    std::fs::write(&path, &unknown).expect("config");
+    let out = idem(&path, &["jobs"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no job named \"nope\"") && err.contains("depends_on"),
+        "{err}"
+    );
+}
