@@ -1,0 +1,158 @@
+//! `merge_key`: the window's rows staged, checked (no NULL and no repeated
+//! keys) and upserted by key, changing only rows whose values differ.
+
+use sqlx::AnyConnection;
+
+use super::*;
+
+pub(super) async fn merge(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    t: Target<'_>,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<LoadOutcome, WarehouseError> {
+    let Target {
+        job,
+        partition,
+        shape,
+        ..
+    } = t;
+    let columns = &shape.insert;
+    let target_columns = &shape.columns;
+    let stage_table = stage();
+    let stage = dialect.quote(&stage_table);
+    run(tx, dialect.drop_stage(&stage_table)).await?;
+    let mut create = Sql::new(dialect);
+    create
+        .push(&dialect.create_stage(&stage_table))
+        .push("SELECT ")
+        .ident_list("", columns)
+        .push(" FROM ")
+        .table(&job.target)
+        .push(" WHERE 1 = 0");
+    create.query().execute(&mut *tx).await?;
+    let mut fill = Sql::new(dialect);
+    fill.push("INSERT INTO ")
+        .push(&stage)
+        .push(" (")
+        .ident_list("", columns);
+    fill.push(") SELECT ")
+        .ident_list("src.", columns)
+        .push(" FROM (");
+    fill.job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    fill.push(") src");
+    let source_rows = fill.query().execute(&mut *tx).await?.rows_affected() as i64;
+    log(format!("staged {source_rows} source rows"));
+
+    let keys = &job.unique_key;
+    // A NULL key matches no row, not even the NULL-keyed row the last run
+    // inserted: every re-run would add it again.
+    let mut null_keys = Sql::new(dialect);
+    null_keys
+        .push("SELECT COUNT(*) FROM ")
+        .push(&stage)
+        .push(" WHERE ");
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            null_keys.push(" OR ");
+        }
+        null_keys.ident(k).push(" IS NULL");
+    }
+    let null_rows: i64 = null_keys.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if null_rows > 0 {
+        return Err(WarehouseError::Job(format!(
+            "job emitted {null_rows} row{} with a NULL unique_key ({}) in window {}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
+            if null_rows == 1 { "" } else { "s" },
+            keys.iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            partition.name(),
+            if null_rows == 1 { "it" } else { "them" },
+        )));
+    }
+    let mut dups = Sql::new(dialect);
+    dups.push("SELECT COUNT(*) FROM (SELECT ")
+        .ident_list("", keys)
+        .push(" FROM ")
+        .push(&stage)
+        .push(" GROUP BY ")
+        .ident_list("", keys)
+        .push(" HAVING COUNT(*) > 1) d");
+    let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if duplicate_keys > 0 {
+        return Err(WarehouseError::Job(format!(
+            "job emitted {duplicate_keys} unique_key values more than once in window {}; a merge needs one row per key",
+            partition.name()
+        )));
+    }
+
+    let key_match = key_match(dialect, keys);
+    let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+    let changed_test = if values.is_empty() {
+        "1 = 0".to_string()
+    } else {
+        values
+            .iter()
+            .map(|c| {
+                let c = dialect.quote(c);
+                dialect.differs(&format!("t.{c}"), &format!("s.{c}"))
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    };
+    let mut matched = Sql::new(dialect);
+    matched
+        .push("SELECT COUNT(*), COUNT(CASE WHEN ")
+        .push(&changed_test)
+        .push(" THEN 1 END) FROM ")
+        .table(&job.target)
+        .push(" t JOIN ")
+        .push(&stage)
+        .push(" s ON ")
+        .push(&key_match);
+    let row = matched.query().fetch_one(&mut *tx).await?;
+    let existing: i64 = row.try_get(0)?;
+    let rows_updated: i64 = row.try_get(1)?;
+    let rows_inserted = source_rows - existing;
+    let before = if existing == 0 {
+        Fingerprint::default()
+    } else {
+        fingerprint::of(tx, dialect, target_columns, "t.", |sql| {
+            touched_rows(dialect, sql, job)
+        })
+        .await?
+    };
+
+    run(tx, dialect.upsert(&job.target, &stage_table, columns, keys)).await?;
+    log(format!(
+        "MERGE {source_rows} rows by ({}): {rows_inserted} inserted, {rows_updated} updated, {} unchanged",
+        keys.iter()
+            .map(Ident::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        existing - rows_updated
+    ));
+
+    let after = {
+        fingerprint::of(tx, dialect, target_columns, "t.", |sql| {
+            touched_rows(dialect, sql, job)
+        })
+        .await?
+    };
+    let rows_after = match &job.partition_column {
+        Some(pcol) => count_window(dialect, tx, job, pcol, partition, shape.partition_kind).await?,
+        None => source_rows,
+    };
+    let content_changed = before != after;
+    log_fingerprint(log, &after, content_changed);
+    Ok(LoadOutcome {
+        rows_deleted: 0,
+        rows_inserted,
+        rows_updated,
+        rows_after,
+        fingerprint: after,
+        content_changed,
+    })
+}
