@@ -9,6 +9,7 @@ pub mod app;
 mod background;
 mod bars;
 mod calendar;
+mod chart;
 mod command;
 mod confirm;
 mod detail;
@@ -23,6 +24,7 @@ pub mod keys;
 mod layout;
 mod msg;
 mod question;
+mod reconcile;
 mod runs;
 pub mod svg;
 mod terminal;
@@ -31,7 +33,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{definition_diff, verify};
+pub use background::{definition_diff, reconcile, verify};
 pub use theme::Theme;
 
 use crate::config::Config;
