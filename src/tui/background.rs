@@ -163,6 +163,18 @@ impl Background {
                     }
                 });
             }
+            Effect::Loads(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = wh
+                        .attempts(&req.job, Some(&req.partition.name()))
+                        .await
+                        .map_err(|e| e.to_string());
+                    send(Msg::Loads { id: req.id, result });
+                });
+            }
             Effect::StopReconcile(id) => {
                 if let Some((_, token)) = self.reconciling.take_if(|(r, _)| *r == id) {
                     token.cancel();

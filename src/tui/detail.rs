@@ -8,6 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::chart::band;
 use super::job::JobView;
+use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
 use super::theme::Theme;
@@ -26,10 +27,12 @@ pub struct VerifyView {
     pub result: Option<Result<Verification, String>>,
 }
 
-/// The detail pane's own state: the latest verification (another replaces it).
+/// The detail pane's own state: the latest verification (another replaces
+/// it) and the last loads of the cursor's partition.
 #[derive(Debug, Clone, Default)]
 pub struct Detail {
     verification: Option<VerifyView>,
+    pub loads: Loads,
 }
 
 impl Detail {
@@ -135,6 +138,9 @@ impl Detail {
             lines.push(Line::from(Span::styled(text, t.style("text"))));
         }
         lines.extend(attempt_lines(t, job, i, &name));
+        if let Some(loads) = self.loads.line(job) {
+            lines.push(Line::from(Span::styled(loads, muted)));
+        }
         if let Some(fp) = s
             .last_success
             .as_ref()

@@ -22,6 +22,7 @@ mod job;
 mod jobs;
 pub mod keys;
 mod layout;
+mod loads;
 mod msg;
 mod question;
 mod reconcile;

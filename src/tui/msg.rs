@@ -12,6 +12,7 @@ use crate::config::Job;
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
+use crate::warehouse::ledger::Attempt;
 use crate::warehouse::{Counts, Verification};
 
 /// Everything that can happen to the console.
@@ -55,6 +56,11 @@ pub enum Msg {
     Reconciled {
         id: usize,
         result: Result<Counts, String>,
+    },
+    /// The ledger's attempts of the partition a [`LoadsRequest`] named.
+    Loads {
+        id: usize,
+        result: Result<Vec<Attempt>, String>,
     },
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
@@ -116,6 +122,14 @@ pub struct ReconcileRequest {
     pub last: Partition,
 }
 
+/// Read every attempt of one partition from the ledger.
+#[derive(Debug, Clone)]
+pub struct LoadsRequest {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+}
+
 /// Work `update` asks the event loop to do in the background.
 #[derive(Debug)]
 pub enum Effect {
@@ -125,6 +139,7 @@ pub enum Effect {
     Verify(Box<VerifyRequest>),
     DefinitionDiff(Box<DiffRequest>),
     Reconcile(Box<ReconcileRequest>),
+    Loads(Box<LoadsRequest>),
     /// Stop the reconciliation of that id, if it still runs.
     StopReconcile(usize),
     Cancel(usize),

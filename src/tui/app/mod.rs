@@ -18,7 +18,9 @@ pub use super::diff::DiffView;
 pub use super::errors::ErrorGroup;
 pub use super::job::{JobView, LintNote, LiveAttempt};
 pub use super::layout::Hit;
-pub use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, RunRequest, VerifyRequest};
+pub use super::msg::{
+    DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
+};
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
 
@@ -329,6 +331,10 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::Loads { id, result } => {
+                self.shared.detail.loads.answered(id, result);
+                Vec::new()
+            }
             Msg::ThemeLoaded(Ok(theme)) => {
                 self.set_theme(theme);
                 Vec::new()
@@ -343,6 +349,17 @@ impl App {
         let current = self.job().map(|j| j.job.name.clone());
         let mut effects = effects;
         effects.extend(self.shared.reconciler.follow(current.as_deref()));
+        // The detail reads the last loads of the partition under the cursor.
+        if let Some(j) = self.shared.jobs.current()
+            && let Some(e) =
+                self.shared
+                    .detail
+                    .loads
+                    .follow(j, self.shared.connected, self.next_request)
+        {
+            self.next_request += 1;
+            effects.push(e);
+        }
         effects
     }
 
