@@ -1,6 +1,7 @@
 //! The console. `app` holds the state and `update` (the only writer), one
-//! module per pane or overlay owns its part (jobs, calendar, detail and
-//! chart, runs, confirm, errors, command line, help, diff, questions),
+//! module per pane or overlay owns its part (jobs, calendar, chart, detail
+//! and its loads, reconciliation, runs, confirm, errors, command line, help,
+//! diff, questions),
 //! `layout` is the geometry drawing and input share, `view` draws it all,
 //! `keys` is the one key registry, and `terminal` runs the event loop with
 //! every warehouse query in `background`, never blocking the screen.
