@@ -13,9 +13,38 @@ pub fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// A count in at most five characters, for axis labels: `950`, `12.5k`,
+/// `125k`, `1.2M`, `3B`.
+pub fn compact(n: i64) -> String {
+    let a = n.unsigned_abs() as f64;
+    let sign = if n < 0 { "-" } else { "" };
+    let (value, unit) = match a {
+        a if a < 1e3 => return n.to_string(),
+        a if a < 1e6 => (a / 1e3, "k"),
+        a if a < 1e9 => (a / 1e6, "M"),
+        a => (a / 1e9, "B"),
+    };
+    let text = if value < 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.0}")
+    };
+    format!("{sign}{}{unit}", text.trim_end_matches(".0"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{compact, thousands};
+
+    #[test]
+    fn compact_labels_thousands_and_millions() {
+        assert_eq!(compact(950), "950");
+        assert_eq!(compact(12_500), "12.5k");
+        assert_eq!(compact(20_000), "20k");
+        assert_eq!(compact(125_000), "125k");
+        assert_eq!(compact(1_260_000), "1.3M");
+        assert_eq!(compact(-2_000_000), "-2M");
+    }
 
     #[test]
     fn groups_of_three() {

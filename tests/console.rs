@@ -11,7 +11,9 @@ use idem::config::Config;
 use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus};
-use idem::tui::app::{DiffRequest, Effect, Focus, Modal, Question, VerifyRequest};
+use idem::tui::app::{
+    DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest, VerifyRequest,
+};
 use idem::tui::{App, Msg, Theme, keys, view};
 use idem::warehouse::{Difference, Verification, Warehouse};
 use ratatui::Terminal;
@@ -514,7 +516,11 @@ fn several_runs_at_once_are_each_listed() {
     let first = keys(&mut a, "fr\n");
     select_job(&mut a, "fct_pageviews_hourly");
     let second = keys(&mut a, "fr\n");
-    let (Some(Effect::StartRun(r1)), Some(Effect::StartRun(r2))) = (first.first(), second.first())
+    // `f` moves the cursor, so the detail also asks for its loads.
+    fn run(effects: &[Effect]) -> Option<&Effect> {
+        effects.iter().find(|e| matches!(e, Effect::StartRun(_)))
+    }
+    let (Some(Effect::StartRun(r1)), Some(Effect::StartRun(r2))) = (run(&first), run(&second))
     else {
         panic!("two runs expected: {first:?} {second:?}");
     };
@@ -1383,6 +1389,188 @@ fn random_keys_and_resizes_never_panic() {
         events += 1;
     }
     assert_eq!(events, 6000);
+}
+
+// ---- the rows chart and source reconciliation -------------------------------------
+
+/// The demo's spike: the anomaly day with the most rows.
+fn spike_day(app: &App) -> String {
+    let j = app.job().unwrap();
+    let s = j
+        .statuses
+        .iter()
+        .filter(|s| s.anomaly)
+        .max_by_key(|s| s.rows())
+        .expect("the demo has an anomaly day");
+    s.partition.name()
+}
+
+#[test]
+fn snapshot_chart_on_the_spike_80x24() {
+    let mut a = app(80, 24);
+    let spike = spike_day(&a);
+    keys(&mut a, &format!(":goto {spike}\n"));
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!("{spike}: 31,000 rows")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("20k ┤"),
+        "the spike is cut, the axis stays readable: {screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn snapshot_chart_on_the_spike_140x40() {
+    let mut a = app(140, 40);
+    let spike = spike_day(&a);
+    keys(&mut a, &format!(":goto {spike}\n"));
+    let screen = text(&a);
+    assert!(screen.contains("* anomaly"), "{screen}");
+    assert!(screen.contains("above typical"), "{screen}");
+    assert!(screen.contains("vs a week ago"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn snapshot_large_chart() {
+    let mut a = app(80, 24);
+    keys(&mut a, "z");
+    let month = text(&a);
+    assert!(month.contains("month 2026-06-01..2026-06-15"), "{month}");
+    assert!(
+        !month.contains("attempts"),
+        "the chart takes the detail area: {month}"
+    );
+    insta::assert_snapshot!("large_chart_month_80x24", month);
+    // [ moves a whole month; Z widens to a quarter.
+    let before = a.job().unwrap().cursor;
+    keys(&mut a, "[");
+    let j = a.job().unwrap();
+    assert_eq!(j.partitions[j.cursor].name(), "2026-05-14");
+    assert!(j.cursor < before);
+    keys(&mut a, "Z");
+    a.update(Msg::Resize(140, 40));
+    let quarter = text(&a);
+    assert!(
+        quarter.contains("quarter 2026-04-01..2026-06-15"),
+        "{quarter}"
+    );
+    insta::assert_snapshot!("large_chart_quarter_140x40", quarter);
+    keys(&mut a, "z");
+    assert!(text(&a).contains("attempts"), "back to the detail");
+}
+
+#[test]
+fn the_detail_tells_the_last_loads_of_the_partition_read_from_the_ledger() {
+    let mut a = app(140, 40);
+    let spike = spike_day(&a);
+    let effects = keys(&mut a, &format!(":goto {spike}\n"));
+    let req: Vec<LoadsRequest> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Loads(r) => Some((**r).clone()),
+            _ => None,
+        })
+        .collect();
+    let [req] = req.as_slice() else {
+        panic!("one loads request expected: {effects:?}");
+    };
+    assert_eq!(req.partition.name(), spike);
+    assert!(
+        keys(&mut a, "V\x1b")
+            .iter()
+            .all(|e| !matches!(e, Effect::Loads(_))),
+        "asked once"
+    );
+    let result = against_demo(async |wh| {
+        wh.attempts(&req.job, Some(&req.partition.name()))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    a.update(Msg::Loads { id: req.id, result });
+    let screen = text(&a);
+    assert!(screen.contains("last loads: "), "{screen}");
+    assert!(screen.contains("31,000 rows changed"), "{screen}");
+}
+
+fn reconcile_request(effects: Vec<Effect>) -> ReconcileRequest {
+    match effects.as_slice() {
+        [Effect::Reconcile(req)] => (**req).clone(),
+        other => panic!("expected one reconcile request, got {other:?}"),
+    }
+}
+
+fn out_of_date(app: &App) -> Vec<(String, i64)> {
+    let j = app.job().unwrap();
+    j.statuses
+        .iter()
+        .filter_map(|s| Some((s.partition.name(), s.out_of_date()?)))
+        .collect()
+}
+
+#[test]
+fn reconciliation_marks_the_calendar_and_o_selects_the_late_days() {
+    let mut a = app(80, 24);
+    let req = reconcile_request(keys(&mut a, "O"));
+    assert_eq!(req.job.name, "fct_orders");
+    assert_eq!(req.last.name(), "2026-06-14", "not the future");
+    assert!(a.message.as_ref().unwrap().1.contains("reconciling"));
+    // A refresh keeps nothing new running, and pressing O again stops it.
+    let msg = against_demo(async |wh| idem::tui::reconcile(wh, &req).await);
+    let again = keys(&mut a, "O");
+    assert!(matches!(again.as_slice(), [Effect::StopReconcile(id)] if *id == req.id));
+    a.update(msg);
+    assert!(
+        out_of_date(&a).is_empty(),
+        "a stopped reconciliation's answer is dropped"
+    );
+    // For real this time; moving to another job would stop it too.
+    let req = reconcile_request(keys(&mut a, "O"));
+    a.update(against_demo(async |wh| {
+        idem::tui::reconcile(wh, &req).await
+    }));
+    let late = out_of_date(&a);
+    assert_eq!(late.len(), 3, "{late:?}");
+    assert!(late.iter().all(|(_, d)| *d > 0), "{late:?}");
+    let note = &a.message.as_ref().unwrap().1;
+    assert!(note.contains("3 partitions out of date"), "{note}");
+    // The marks survive a refresh of the states.
+    let f = fixture();
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(f.statuses[0].1.clone()),
+    });
+    assert_eq!(out_of_date(&a), late);
+    let screen = text(&a);
+    assert_eq!(
+        screen.matches("■+").count(),
+        3,
+        "marked in the calendar: {screen}"
+    );
+    insta::assert_snapshot!("reconciled_calendar_80x24", screen);
+    keys(&mut a, "o");
+    let j = a.job().unwrap();
+    let chosen: Vec<String> = j.selected.iter().map(|i| j.partitions[*i].name()).collect();
+    let names: Vec<String> = late.iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(chosen, names);
+    let (first, d) = &late[0];
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!("+{d} late")) && screen.contains(first.as_str()),
+        "{screen}"
+    );
+    // Leaving the job stops a reconciliation in flight.
+    let req = reconcile_request(keys(&mut a, "O"));
+    let effects = keys(&mut a, "J");
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::StopReconcile(id) if *id == req.id)),
+        "{effects:?}"
+    );
 }
 
 // ---- README ----------------------------------------------------------------------

@@ -179,6 +179,9 @@ fn demo_opens_on_jobs_and_calendar_and_q_restores_the_terminal() {
     assert!(screen.contains('■') && screen.contains('✗'), "{screen}");
     assert!(screen.contains("? help"), "footer: {screen}");
     c.send("?");
+    c.wait_for(&["Help · keys", "Main screen"]);
+    // The main screen's keys fill a page; the other scopes follow.
+    c.send("jjjjjjjj");
     c.wait_for(&["Help · keys", "Confirm dialog"]);
     c.send("\x1b");
     c.send("q");
@@ -455,6 +458,62 @@ fn verify_and_what_changed_from_the_console() {
     c.send("\x1b");
     c.send("q");
     assert!(c.wait_exit().success());
+}
+
+#[test]
+fn reconcile_select_out_of_date_rerun_and_reconcile_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    // O counts the source of the partitions on screen: three recent days
+    // got late orders after they were loaded.
+    c.send("O");
+    let screen = c.wait_for(&["3 partitions out of date", "o selects them"]);
+    assert_eq!(
+        screen.matches("■+").count(),
+        3,
+        "marked in the calendar: {screen}"
+    );
+    c.send("o");
+    c.wait_for(&[
+        "selected 3 out-of-date partitions of fct_orders",
+        "3 selected",
+    ]);
+    let screen = c.contents();
+    assert!(
+        screen.contains(" late"),
+        "the detail tells source vs loaded: {screen}"
+    );
+    c.send("r");
+    c.wait_for(&["Run fct_orders?"]);
+    c.send("\r");
+    c.wait_for(&["run of fct_orders finished: 3 succeeded"]);
+    // The reloaded days now hold their late rows: nothing is out of date.
+    c.send("O");
+    let screen = c.wait_for(&["every loaded partition agrees with its source"]);
+    assert!(!screen.contains("■+"), "{screen}");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let parts = job.partitions(now_utc());
+        let source = wh
+            .source_counts(&job, parts[0], *parts.last().unwrap())
+            .await
+            .unwrap();
+        let mut statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
+            .await
+            .unwrap();
+        idem::state::reconcile(&mut statuses, &source, parts[0], *parts.last().unwrap());
+        let late: Vec<String> = statuses
+            .iter()
+            .filter(|s| s.out_of_date().is_some())
+            .map(|s| s.partition.name())
+            .collect();
+        assert!(late.is_empty(), "still out of date: {late:?}");
+        wh.close().await;
+    });
 }
 
 fn idem(dir: &Path, args: &[&str]) -> std::process::Output {

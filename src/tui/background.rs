@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::msg::{DiffRequest, Effect, Msg, VerifyRequest};
+use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
 use crate::partition::now_utc;
 use crate::warehouse::Warehouse;
@@ -27,6 +27,8 @@ pub struct Background {
     connecting: bool,
     tokens: HashMap<usize, CancellationToken>,
     runs: Vec<JoinHandle<()>>,
+    /// The reconciliation in flight, to stop.
+    reconciling: Option<(usize, CancellationToken)>,
     max_connections: u32,
 }
 
@@ -38,6 +40,7 @@ impl Background {
             connecting: false,
             tokens: HashMap::new(),
             runs: Vec::new(),
+            reconciling: None,
             max_connections: (concurrency as u32 * 2 + 2).max(4),
         }
     }
@@ -141,6 +144,42 @@ impl Background {
                 };
                 tokio::spawn(async move { send(definition_diff(&wh, &req).await) });
             }
+            Effect::Reconcile(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    send(Msg::Reconciled {
+                        id: req.id,
+                        result: Err("not connected to the warehouse".into()),
+                    });
+                    return;
+                };
+                let token = CancellationToken::new();
+                if let Some((_, old)) = self.reconciling.replace((req.id, token.clone())) {
+                    old.cancel();
+                }
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = token.cancelled() => {}
+                        msg = reconcile(&wh, &req) => send(msg),
+                    }
+                });
+            }
+            Effect::Loads(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let result = wh
+                        .attempts(&req.job, Some(&req.partition.name()))
+                        .await
+                        .map_err(|e| e.to_string());
+                    send(Msg::Loads { id: req.id, result });
+                });
+            }
+            Effect::StopReconcile(id) => {
+                if let Some((_, token)) = self.reconciling.take_if(|(r, _)| *r == id) {
+                    token.cancel();
+                }
+            }
             Effect::LoadTheme(path) => {
                 tokio::task::spawn_blocking(move || {
                     send(Msg::ThemeLoaded(Theme::load_file(&path)))
@@ -161,6 +200,9 @@ impl Background {
         for t in self.tokens.values() {
             t.cancel();
         }
+        if let Some((_, t)) = &self.reconciling {
+            t.cancel();
+        }
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         for h in self.runs {
             let _ = tokio::time::timeout_at(deadline, h).await;
@@ -178,6 +220,18 @@ pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
         id: req.id,
         result: warehouse
             .verify_partition(&req.job, &req.partition)
+            .await
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Counts what a job's SQL would write now for the partitions asked (one
+/// read-only query) and answers with the message for the console.
+pub async fn reconcile(warehouse: &Warehouse, req: &ReconcileRequest) -> Msg {
+    Msg::Reconciled {
+        id: req.id,
+        result: warehouse
+            .source_counts(&req.job, req.first, req.last)
             .await
             .map_err(|e| e.to_string()),
     }

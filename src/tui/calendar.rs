@@ -85,6 +85,19 @@ impl Calendar {
                     format!("selected {n} {} partitions of {name}", state.name())
                 });
             }
+            Action::SelectOutOfDate => {
+                let late: Vec<usize> = (0..job.partitions.len())
+                    .filter(|i| job.status_at(*i).is_some_and(|s| s.out_of_date().is_some()))
+                    .collect();
+                let n = late.len();
+                job.select(late);
+                let name = &job.job.name;
+                return Some(if n == 0 {
+                    format!("no partition of {name} is out of date with its source (O reconciles)")
+                } else {
+                    format!("selected {n} out-of-date partitions of {name}; r re-runs them")
+                });
+            }
             Action::ClearSelection => job.clear_selection(),
             Action::ToggleRows => self.rows_mode = !self.rows_mode,
             _ => {}
@@ -161,7 +174,9 @@ impl Calendar {
         let max_rows = volume_scale(job);
         for (x, y, i) in &layout.cells {
             let (text, mut style) = self.cell_text(t, job, *i, layout.cell_w, max_rows);
-            let anomaly = job.status_at(*i).is_some_and(|s| s.anomaly);
+            let anomaly = job
+                .status_at(*i)
+                .is_some_and(|s| s.anomaly && s.out_of_date().is_none());
             if job.selected.contains(i) {
                 style = style.patch(t.style("selection"));
             }
@@ -202,7 +217,14 @@ impl Calendar {
         } else {
             (state.glyph(), t.state(state))
         };
-        let flag = if anomaly { '*' } else { ' ' };
+        // Out of date with its source (after a reconciliation) outranks an
+        // anomaly: it is what the operator just asked about.
+        let flag = match status.and_then(|s| s.out_of_date()) {
+            Some(d) if d > 0 => '+',
+            Some(_) => '-',
+            None if anomaly => '*',
+            None => ' ',
+        };
         let text = match width {
             2 => format!("{glyph}{flag}"),
             4 => format!(" {glyph}{flag} "),

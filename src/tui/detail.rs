@@ -1,18 +1,20 @@
-//! The chart and detail panes: rows per partition around the cursor, and
-//! everything known about the cursor's partition, its latest verification
-//! included.
+//! The detail pane: everything known about the cursor's partition, the
+//! story of its row count and its latest verification included.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::chart::band;
 use super::job::JobView;
+use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
+use super::reconcile::source_line;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, pct, put, short, signed, thousands};
-use crate::partition::Partition;
-use crate::state::LoadState;
+use super::widgets::{block, duration_text, first_line, pct, short, signed, thousands};
+use crate::partition::{Grain, Partition};
+use crate::state::{LoadState, Seasonality};
 use crate::warehouse::Verification;
 
 /// The latest verification: of one job's partition, running or ended.
@@ -25,10 +27,12 @@ pub struct VerifyView {
     pub result: Option<Result<Verification, String>>,
 }
 
-/// The detail pane's own state: the latest verification (another replaces it).
+/// The detail pane's own state: the latest verification (another replaces
+/// it) and the last loads of the cursor's partition.
 #[derive(Debug, Clone, Default)]
 pub struct Detail {
     verification: Option<VerifyView>,
+    pub loads: Loads,
 }
 
 impl Detail {
@@ -130,8 +134,13 @@ impl Detail {
         if let Some(v) = self.for_cursor(job) {
             lines.extend(verification_lines(t, v));
         }
-        lines.push(Line::from(Span::styled(rows_line(job, i), t.style("text"))));
+        for text in rows_lines(job, i) {
+            lines.push(Line::from(Span::styled(text, t.style("text"))));
+        }
         lines.extend(attempt_lines(t, job, i, &name));
+        if let Some(loads) = self.loads.line(job) {
+            lines.push(Line::from(Span::styled(loads, muted)));
+        }
         if let Some(fp) = s
             .last_success
             .as_ref()
@@ -157,9 +166,14 @@ impl Detail {
                 ]));
             }
         }
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
-        // A legend, so that no state is told by colour alone.
-        if area.height >= 7 {
+        // A legend on the last row, so that no state is told by colour alone.
+        let legend = area.height >= 6;
+        let text = Rect {
+            height: area.height - u16::from(legend),
+            ..area
+        };
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), text);
+        if legend {
             let mut spans = Vec::new();
             for st in LoadState::ALL {
                 if st == LoadState::Future {
@@ -170,6 +184,10 @@ impl Detail {
             }
             spans.push(Span::styled("* ", t.style("anomaly")));
             spans.push(Span::styled("anomaly", muted));
+            if job.statuses.iter().any(|s| s.out_of_date().is_some()) {
+                spans.push(Span::styled("  + ", t.style("warning")));
+                spans.push(Span::styled("source changed", muted));
+            }
             let y = area.bottom() - 1;
             frame.render_widget(
                 Paragraph::new(Line::from(spans)),
@@ -179,49 +197,67 @@ impl Detail {
     }
 }
 
-/// Rows now and at the last load, against the previous partition and the
-/// median of the 7 before.
-fn rows_line(job: &JobView, i: usize) -> String {
+/// The story of a partition's count: rows now and at its last load (and
+/// the source's, once reconciled), then against the previous partition, the
+/// same weekday a week ago (same hour a day ago) and the typical band.
+fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
     let Some(s) = job.status_at(i) else {
-        return String::new();
+        return Vec::new();
     };
-    let rows = s.rows().filter(|n| *n > 0);
-    let mut parts = vec![
-        format!(
-            "rows now {}",
-            s.rows_now.map(thousands).unwrap_or_else(|| "—".into())
-        ),
-        format!(
-            "at last load {}",
-            s.rows_at_load.map(thousands).unwrap_or_else(|| "—".into())
-        ),
-    ];
-    if let (Some(n), Some(prev)) = (
-        rows,
-        i.checked_sub(1)
-            .and_then(|p| job.status_at(p))
-            .and_then(|p| p.rows()),
-    ) {
-        let d = n - prev;
-        parts.push(format!("vs previous {}{}", signed(d), pct(d, prev as f64)));
+    let count = |n: Option<i64>| n.map(thousands).unwrap_or_else(|| "—".into());
+    let mut first = format!(
+        "rows now {} · at last load {}",
+        count(s.rows_now),
+        count(s.rows_at_load)
+    );
+    if let Some(source) = source_line(job, i) {
+        first.push_str(&format!(" · {source}"));
     }
-    let mut before: Vec<f64> = (i.saturating_sub(7)..i)
-        .filter_map(|k| job.status_at(k).and_then(|s| s.rows()))
-        .map(|n| n as f64)
-        .collect();
-    if let Some(n) = rows
-        && !before.is_empty()
+    let mut lines = vec![first];
+    let Some(n) = s.rows().filter(|n| *n > 0) else {
+        return lines;
+    };
+    let rows_of = |k: Option<usize>| k.and_then(|k| job.status_at(k)).and_then(|s| s.rows());
+    let versus = |what: &str, base: i64| {
+        let d = n - base;
+        format!("vs {what} {}{}", signed(d), pct(d, base as f64))
+    };
+    let mut parts = Vec::new();
+    if let Some(prev) = rows_of(i.checked_sub(1)) {
+        parts.push(versus("previous", prev));
+    }
+    let season = Seasonality::of(job.grain());
+    let ago = match job.grain() {
+        Grain::Day => Some("a week ago"),
+        Grain::Hour => Some("a day ago"),
+        Grain::Month => None,
+    };
+    if let Some(ago) = ago
+        && let Some(then) = rows_of(i.checked_sub(season.stride))
     {
-        let med = crate::state::median(&mut before);
-        let d = n - med.round() as i64;
-        parts.push(format!(
-            "vs 7-partition median {} {}{}",
-            thousands(med.round() as i64),
-            signed(d),
-            pct(d, med)
-        ));
+        parts.push(versus(ago, then));
     }
-    parts.join(" · ")
+    let rows: Vec<Option<i64>> = job.statuses.iter().map(|s| s.rows()).collect();
+    if let Some(b) = band(&rows, i, season) {
+        let range = format!(
+            "typical {}–{}",
+            thousands(b.lo.round() as i64),
+            thousands(b.hi.round() as i64)
+        );
+        let d = n - b.mid.round() as i64;
+        let off = pct(d, b.mid);
+        parts.push(if (n as f64) < b.lo {
+            format!("below {range}{off}")
+        } else if (n as f64) > b.hi {
+            format!("above {range}{off}")
+        } else {
+            format!("within {range}")
+        });
+    }
+    if !parts.is_empty() {
+        lines.push(parts.join(" · "));
+    }
+    lines
 }
 
 /// The last attempt: the one this console's run just made, else the
@@ -378,80 +414,6 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
     }
 }
 
-/// Draws the rows-per-partition chart of the calendar's visible units
-/// (`capacity` of them), narrowed around the cursor to fit.
-pub fn render_chart(frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView, capacity: usize) {
-    let t = theme;
-    let buf = frame.buffer_mut();
-    let label = format!(" rows/{} ", job.grain());
-    let lw = label.chars().count() as u16 + 1;
-    put(buf, r, r.x, r.y, &label, t.style("muted"));
-    let width = r.width.saturating_sub(lw + 1) as usize;
-    if width == 0 || job.statuses.is_empty() {
-        return;
-    }
-    let visible: Vec<usize> = (0..job.partitions.len())
-        .filter(|i| {
-            let u = job.unit_of(*i);
-            u >= job.scroll && u < job.scroll + capacity
-        })
-        .collect();
-    let (Some(&lo), Some(&hi)) = (visible.first(), visible.last()) else {
-        return;
-    };
-    let mut from = lo;
-    let mut to = hi;
-    if to - from + 1 > width {
-        from = job.cursor.saturating_sub(width / 2).max(lo);
-        to = (from + width - 1).min(hi);
-        from = to + 1 - width.min(to + 1);
-    }
-    let max = (from..=to)
-        .filter_map(|i| job.status_at(i).and_then(|s| s.rows()))
-        .max()
-        .unwrap_or(0);
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    for (k, i) in (from..=to).enumerate() {
-        let x = r.x + lw + k as u16;
-        let s = job.status_at(i);
-        let (ch, mut style) = match s.and_then(|s| s.rows()) {
-            Some(n) if max > 0 && n > 0 => {
-                let level = ((n as f64 / max as f64) * 7.0).round() as usize;
-                (BARS[level.min(7)], t.style("volume"))
-            }
-            _ => ('_', t.style("muted")),
-        };
-        if s.is_some_and(|s| s.anomaly) {
-            style = t.style("anomaly");
-        }
-        if i == job.cursor {
-            style = t.style("highlight");
-            put(buf, r, x, r.y + 1, "▲", t.style("highlight"));
-        }
-        put(buf, r, x, r.y, &ch.to_string(), style);
-    }
-    let name = job
-        .partitions
-        .get(job.cursor)
-        .map(|p| p.name())
-        .unwrap_or_default();
-    let rows = job
-        .status_at(job.cursor)
-        .and_then(|s| s.rows())
-        .map(thousands)
-        .unwrap_or_else(|| "—".into());
-    let note = format!("{name}: {rows} rows · max {}", thousands(max));
-    let cursor_x = r.x + lw + (job.cursor.saturating_sub(from)) as u16;
-    let nx = if cursor_x + 2 + note.chars().count() as u16 <= r.right() {
-        cursor_x + 2
-    } else {
-        r.x + 1
-    };
-    if nx > cursor_x || cursor_x > r.x + lw + note.chars().count() as u16 {
-        put(buf, r, nx, r.y + 1, &note, t.style("muted"));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,19 +471,6 @@ mod tests {
         assert!(screen.contains("(×2, e groups)"), "{screen}");
         assert!(
             screen.contains("failures of fct_orders by error"),
-            "{screen}"
-        );
-    }
-
-    #[test]
-    fn the_chart_marks_the_cursor() {
-        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
-        let screen = draw(60, 2, |f| {
-            render_chart(f, f.area(), &Theme::default_theme(), &job, 1)
-        });
-        assert!(screen.starts_with(" rows/day  ██_█_██_██"), "{screen}");
-        assert!(
-            screen.contains("▲ 2026-06-10: 100 rows · max 100"),
             "{screen}"
         );
     }

@@ -11,6 +11,7 @@ use crate::config::Job;
 use crate::engine::Event;
 use crate::partition::{Grain, Partition};
 use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
+use crate::warehouse::Counts;
 
 /// A lint finding as the console shows it.
 #[derive(Debug, Clone)]
@@ -63,6 +64,9 @@ pub struct JobView {
     pub(super) lint: Vec<LintNote>,
     /// The failed partitions by error signature, most first.
     pub(super) groups: Vec<ErrorGroup>,
+    /// The latest reconciliation's source counts and the partitions it
+    /// covered, kept across reads of the states.
+    source: Option<(Counts, Partition, Partition)>,
 }
 
 impl JobView {
@@ -89,6 +93,7 @@ impl JobView {
             scroll: 0,
             lint,
             groups: Vec::new(),
+            source: None,
         }
     }
 
@@ -243,6 +248,9 @@ impl JobView {
         }
         self.partitions = statuses.iter().map(|s| s.partition).collect();
         self.statuses = statuses;
+        if let Some((counts, first, last)) = &self.source {
+            state::reconcile(&mut self.statuses, counts, *first, *last);
+        }
         self.groups = group_failures(&self.statuses);
         self.loaded = true;
         self.error = None;
@@ -251,6 +259,16 @@ impl JobView {
             self.cursor = self.cursor.min(n - 1);
         }
         self.selected.retain(|i| *i < n);
+    }
+
+    /// A reconciliation counted the source of `first..=last`: it replaces
+    /// the one before.
+    pub(super) fn reconciled(&mut self, counts: Counts, first: Partition, last: Partition) {
+        for s in &mut self.statuses {
+            s.rows_source = None;
+        }
+        state::reconcile(&mut self.statuses, &counts, first, last);
+        self.source = Some((counts, first, last));
     }
 
     /// Shows what a run of this job reported: partitions in flight, the

@@ -23,6 +23,7 @@ pub enum Action {
     SelectFailed,
     SelectMissing,
     SelectStale,
+    SelectOutOfDate,
     ClearSelection,
     ErrorGroups,
     Run,
@@ -30,6 +31,9 @@ pub enum Action {
     WhatChanged,
     Cancel,
     ToggleRows,
+    ToggleChart,
+    ChartSpan,
+    Reconcile,
     Filter,
     Command,
     Refresh,
@@ -254,6 +258,14 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         Main,
+        [k('o')],
+        "o",
+        SelectOutOfDate,
+        "select all partitions out of date with their source (after O)",
+        None
+    ),
+    bind!(
+        Main,
         [code(KeyCode::Esc)],
         "Esc",
         ClearSelection,
@@ -306,6 +318,30 @@ pub static BINDINGS: &[Binding] = &[
         "n",
         ToggleRows,
         "colour cells by row count instead of state",
+        None
+    ),
+    bind!(
+        Main,
+        [k('z')],
+        "z",
+        ToggleChart,
+        "large rows chart in the detail area (again: back); [ ] move it a span",
+        None
+    ),
+    bind!(
+        Main,
+        [k('Z')],
+        "Z",
+        ChartSpan,
+        "large chart's span: month, quarter, year (day, week for hourly jobs)",
+        None
+    ),
+    bind!(
+        Main,
+        [k('O')],
+        "O",
+        Reconcile,
+        "reconcile the partitions on screen with their source (again: stop)",
         None
     ),
     bind!(

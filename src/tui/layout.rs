@@ -75,7 +75,12 @@ pub fn screen(area: Rect, grain: Grain, units: usize, has_runs: bool) -> Screen 
     let right_w = w - jobs_w;
     let cal_h = grain_calendar_height(grain, units, right_w, top_h).min(top_h);
     let rest = top_h - cal_h;
-    let chart_h = if rest >= 8 { 2 } else { 0 };
+    let chart_h = match rest {
+        16.. => 6,
+        10.. => 4,
+        8.. => 2,
+        _ => 0,
+    };
     let detail_h = rest - chart_h;
     Screen {
         title: Rect::new(x, y, w, h.min(1)),

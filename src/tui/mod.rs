@@ -1,6 +1,7 @@
 //! The console. `app` holds the state and `update` (the only writer), one
-//! module per pane or overlay owns its part (jobs, calendar, detail and
-//! chart, runs, confirm, errors, command line, help, diff, questions),
+//! module per pane or overlay owns its part (jobs, calendar, chart, detail
+//! and its loads, reconciliation, runs, confirm, errors, command line, help,
+//! diff, questions),
 //! `layout` is the geometry drawing and input share, `view` draws it all,
 //! `keys` is the one key registry, and `terminal` runs the event loop with
 //! every warehouse query in `background`, never blocking the screen.
@@ -9,6 +10,7 @@ pub mod app;
 mod background;
 mod bars;
 mod calendar;
+mod chart;
 mod command;
 mod confirm;
 mod detail;
@@ -21,8 +23,10 @@ mod job;
 mod jobs;
 pub mod keys;
 mod layout;
+mod loads;
 mod msg;
 mod question;
+mod reconcile;
 mod runs;
 pub mod svg;
 mod terminal;
@@ -31,7 +35,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{definition_diff, verify};
+pub use background::{definition_diff, reconcile, verify};
 pub use theme::Theme;
 
 use crate::config::Config;

@@ -12,7 +12,8 @@ use crate::config::Job;
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
-use crate::warehouse::Verification;
+use crate::warehouse::ledger::Attempt;
+use crate::warehouse::{Counts, Verification};
 
 /// Everything that can happen to the console.
 #[derive(Debug)]
@@ -50,6 +51,16 @@ pub enum Msg {
     DefinitionDiff {
         id: usize,
         result: Result<Option<String>, String>,
+    },
+    /// A reconciliation the console asked for counted the source.
+    Reconciled {
+        id: usize,
+        result: Result<Counts, String>,
+    },
+    /// The ledger's attempts of the partition a [`LoadsRequest`] named.
+    Loads {
+        id: usize,
+        result: Result<Vec<Attempt>, String>,
     },
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
@@ -102,6 +113,23 @@ pub struct DiffRequest {
     pub hash: String,
 }
 
+/// Count what a job's SQL would write now for `first..=last`.
+#[derive(Debug, Clone)]
+pub struct ReconcileRequest {
+    pub id: usize,
+    pub job: Job,
+    pub first: Partition,
+    pub last: Partition,
+}
+
+/// Read every attempt of one partition from the ledger.
+#[derive(Debug, Clone)]
+pub struct LoadsRequest {
+    pub id: usize,
+    pub job: String,
+    pub partition: Partition,
+}
+
 /// Work `update` asks the event loop to do in the background.
 #[derive(Debug)]
 pub enum Effect {
@@ -110,6 +138,10 @@ pub enum Effect {
     StartRun(Box<RunRequest>),
     Verify(Box<VerifyRequest>),
     DefinitionDiff(Box<DiffRequest>),
+    Reconcile(Box<ReconcileRequest>),
+    Loads(Box<LoadsRequest>),
+    /// Stop the reconciliation of that id, if it still runs.
+    StopReconcile(usize),
     Cancel(usize),
     /// Read a theme file; the answer comes back as [`Msg::ThemeLoaded`].
     LoadTheme(PathBuf),

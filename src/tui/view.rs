@@ -13,7 +13,6 @@ pub use super::widgets::thousands;
 use super::app::{App, Focus, Modal, Question, REFRESH_SECS};
 use super::bars::{Title, render_footer, render_title};
 use super::calendar::Waiting;
-use super::detail::render_chart;
 use super::help;
 use super::layout::calendar_capacity;
 use crate::partition::Grain;
@@ -73,17 +72,23 @@ pub fn render(frame: &mut Frame, app: &App) {
             app.focus == Focus::Calendar,
             waiting,
         );
-        if s.chart.height > 0 {
-            let capacity = calendar_capacity(
-                Rect::new(0, 0, app.size.0, app.size.1),
-                grain,
-                units,
-                has_runs,
-            );
-            render_chart(frame, s.chart, t, job, capacity);
-        }
-        if s.detail.height > 2 {
-            app.detail.render(frame, s.detail, t, job);
+        let capacity = calendar_capacity(
+            Rect::new(0, 0, app.size.0, app.size.1),
+            grain,
+            units,
+            has_runs,
+        );
+        if app.chart.large {
+            // The large chart takes the detail area too.
+            let r = s.chart.union(s.detail);
+            app.chart.render(frame, r, t, job, capacity);
+        } else {
+            if s.chart.height > 0 {
+                app.chart.render(frame, s.chart, t, job, capacity);
+            }
+            if s.detail.height > 2 {
+                app.detail.render(frame, s.detail, t, job);
+            }
         }
     }
     if s.runs.height > 0 {

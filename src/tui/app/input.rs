@@ -14,6 +14,7 @@ use crate::tui::errors::{ErrorList, ErrorListStep};
 use crate::tui::help;
 use crate::tui::jobs::FilterStep;
 use crate::tui::keys::{Action, Scope, action_for};
+use crate::tui::layout::calendar_capacity;
 use crate::tui::msg::{Effect, RunRequest};
 use crate::tui::runs::{self, RunView};
 
@@ -132,6 +133,19 @@ impl App {
         self.shared.message = None;
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
+            Action::PrevMonth | Action::NextMonth if self.shared.chart.large => {
+                if let Some(j) = self.shared.jobs.current_mut() {
+                    self.shared.chart.shift(j, action == Action::PrevMonth);
+                }
+            }
+            Action::ToggleChart => self.shared.chart.large = !self.shared.chart.large,
+            Action::ChartSpan => {
+                if let Some(j) = self.shared.jobs.current() {
+                    let note = self.shared.chart.next_span(j.grain());
+                    self.shared.message = Some((false, note));
+                }
+            }
+            Action::Reconcile => return self.reconcile(),
             Action::PrevMonth
             | Action::NextMonth
             | Action::First
@@ -141,7 +155,8 @@ impl App {
             Action::RangeSelect
             | Action::SelectFailed
             | Action::SelectMissing
-            | Action::SelectStale => {
+            | Action::SelectStale
+            | Action::SelectOutOfDate => {
                 self.calendar_action(action);
                 self.shared.focus = Focus::Calendar;
             }
@@ -341,6 +356,28 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// `O`: reconciles the partitions on screen with their source in the
+    /// background, or stops the reconciliation in flight.
+    fn reconcile(&mut self) -> Vec<Effect> {
+        let Some(j) = self.shared.jobs.current() else {
+            return Vec::new();
+        };
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let capacity = calendar_capacity(
+            area,
+            j.grain(),
+            j.unit_count(),
+            !self.shared.runs.is_empty(),
+        );
+        let (effect, note) =
+            self.shared
+                .reconciler
+                .toggle(j, capacity, self.shared.connected, self.next_request);
+        self.next_request += 1;
+        self.shared.message = Some((effect.is_none(), note));
+        effect.into_iter().collect()
     }
 
     /// Opens what changed since the cursor's stale partition was loaded; the

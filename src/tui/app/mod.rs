@@ -18,17 +18,21 @@ pub use super::diff::DiffView;
 pub use super::errors::ErrorGroup;
 pub use super::job::{JobView, LintNote, LiveAttempt};
 pub use super::layout::Hit;
-pub use super::msg::{DiffRequest, Effect, Msg, RunRequest, VerifyRequest};
+pub use super::msg::{
+    DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
+};
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
 
 use super::calendar::{self, Calendar};
+use super::chart::Chart;
 use super::command::CommandLine;
 use super::detail::Detail;
 use super::errors::ErrorList;
 use super::jobs::JobsPane;
 use super::keys::Scope;
 use super::layout::{calendar_capacity, screen};
+use super::reconcile::Reconciler;
 use super::runs;
 use super::theme::Theme;
 use super::widgets::inner;
@@ -91,6 +95,8 @@ pub struct Shared {
     pub jobs: JobsPane,
     pub calendar: Calendar,
     pub detail: Detail,
+    pub chart: Chart,
+    pub reconciler: Reconciler,
     /// The latest "what changed" of a stale partition.
     pub definition_diff: Option<DiffView>,
     pub now: NaiveDateTime,
@@ -153,6 +159,8 @@ impl App {
                 jobs,
                 calendar: Calendar::default(),
                 detail: Detail::default(),
+                chart: Chart::default(),
+                reconciler: Reconciler::default(),
                 definition_diff: None,
                 now,
                 url,
@@ -315,6 +323,18 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::Reconciled { id, result } => {
+                let job = self.shared.reconciler.in_flight().map(|f| f.job.clone());
+                let job = job.and_then(|name| self.shared.jobs.by_name_mut(&name));
+                if let Some(note) = self.shared.reconciler.answered(id, job, result) {
+                    self.shared.message = Some(note);
+                }
+                Vec::new()
+            }
+            Msg::Loads { id, result } => {
+                self.shared.detail.loads.answered(id, result);
+                Vec::new()
+            }
             Msg::ThemeLoaded(Ok(theme)) => {
                 self.set_theme(theme);
                 Vec::new()
@@ -326,6 +346,20 @@ impl App {
             Msg::Tick(_) | Msg::Drawn => Vec::new(),
         };
         self.fix_scroll_all();
+        let current = self.job().map(|j| j.job.name.clone());
+        let mut effects = effects;
+        effects.extend(self.shared.reconciler.follow(current.as_deref()));
+        // The detail reads the last loads of the partition under the cursor.
+        if let Some(j) = self.shared.jobs.current()
+            && let Some(e) =
+                self.shared
+                    .detail
+                    .loads
+                    .follow(j, self.shared.connected, self.next_request)
+        {
+            self.next_request += 1;
+            effects.push(e);
+        }
         effects
     }
 

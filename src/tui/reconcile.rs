@@ -1,0 +1,217 @@
+//! Source reconciliation in the console: `O` counts what the current job's
+//! SQL would write now for the partitions on screen (one read-only grouped
+//! query, bounded by the statement timeout, in the background), so that
+//! partitions whose source changed since they were loaded are marked. Never
+//! on a refresh by itself; pressing `O` again, leaving the job or quitting
+//! stops it.
+
+use super::job::JobView;
+use super::msg::{Effect, ReconcileRequest};
+use super::widgets::{signed, thousands};
+use crate::partition::Partition;
+use crate::state::LoadState;
+use crate::warehouse::Counts;
+
+/// The reconciliation in flight: which job, which partitions.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub id: usize,
+    pub job: String,
+    pub first: Partition,
+    pub last: Partition,
+}
+
+/// The console's reconciliation, at most one at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Reconciler {
+    in_flight: Option<InFlight>,
+}
+
+impl Reconciler {
+    pub fn in_flight(&self) -> Option<&InFlight> {
+        self.in_flight.as_ref()
+    }
+
+    /// `O`: starts reconciling the partitions of `job` in the calendar's
+    /// visible units (`capacity` of them) that are not in the future, or
+    /// stops the reconciliation in flight. Answers with the effect and the
+    /// status-bar note.
+    pub fn toggle(
+        &mut self,
+        job: &JobView,
+        capacity: usize,
+        connected: bool,
+        id: usize,
+    ) -> (Option<Effect>, String) {
+        if let Some(f) = self.in_flight.take() {
+            return (
+                Some(Effect::StopReconcile(f.id)),
+                format!("reconciliation of {} stopped", f.job),
+            );
+        }
+        if !connected {
+            return (
+                None,
+                "cannot reconcile: not connected to the warehouse".into(),
+            );
+        }
+        let shown: Vec<usize> = (0..job.partitions.len())
+            .filter(|i| {
+                let u = job.unit_of(*i);
+                u >= job.scroll
+                    && u < job.scroll + capacity
+                    && job.state_at(*i).is_some_and(|s| s != LoadState::Future)
+            })
+            .collect();
+        let (Some(first), Some(last)) = (shown.first(), shown.last()) else {
+            return (None, "nothing on screen to reconcile".into());
+        };
+        let (first, last) = (job.partitions[*first], job.partitions[*last]);
+        self.in_flight = Some(InFlight {
+            id,
+            job: job.job.name.clone(),
+            first,
+            last,
+        });
+        let note = format!(
+            "reconciling {} {}..{} with its source… (O stops)",
+            job.job.name,
+            first.name(),
+            last.name()
+        );
+        let effect = Effect::Reconcile(Box::new(ReconcileRequest {
+            id,
+            job: job.job.clone(),
+            first,
+            last,
+        }));
+        (Some(effect), note)
+    }
+
+    /// The job on screen is now `current`: a reconciliation of another job
+    /// stops.
+    pub fn follow(&mut self, current: Option<&str>) -> Option<Effect> {
+        let f = self.in_flight.as_ref()?;
+        if current == Some(f.job.as_str()) {
+            return None;
+        }
+        self.in_flight.take().map(|f| Effect::StopReconcile(f.id))
+    }
+
+    /// A reconciliation ended: its counts go on `job` (the one it counted,
+    /// found by the caller from [`InFlight::job`]); answers with the note,
+    /// unless it was stopped since.
+    pub fn answered(
+        &mut self,
+        id: usize,
+        job: Option<&mut JobView>,
+        result: Result<Counts, String>,
+    ) -> Option<(bool, String)> {
+        let f = self.in_flight.take_if(|f| f.id == id)?;
+        let job = job?;
+        let counts = match result {
+            Ok(counts) => counts,
+            Err(e) => return Some((true, format!("reconciliation of {} failed: {e}", f.job))),
+        };
+        job.reconciled(counts, f.first, f.last);
+        let late: Vec<i64> = job
+            .statuses
+            .iter()
+            .filter(|s| s.partition >= f.first && s.partition <= f.last)
+            .filter_map(|s| s.out_of_date())
+            .collect();
+        let range = format!("{}..{}", f.first.name(), f.last.name());
+        Some((
+            false,
+            if late.is_empty() {
+                format!(
+                    "{} {range}: every loaded partition agrees with its source",
+                    f.job
+                )
+            } else {
+                format!(
+                    "{} {range}: {} partitions out of date ({} rows); o selects them",
+                    f.job,
+                    late.len(),
+                    signed(late.iter().sum())
+                )
+            },
+        ))
+    }
+}
+
+/// The detail pane's line for a reconciled partition: "source 10,512 ·
+/// loaded 10,480 · +32 late", or that they agree.
+pub fn source_line(job: &JobView, i: usize) -> Option<String> {
+    let s = job.status_at(i)?;
+    let source = s.rows_source?;
+    let loaded = s.rows_at_load?;
+    Some(match s.out_of_date() {
+        Some(d) if d > 0 => format!(
+            "source {} · loaded {} · {} late",
+            thousands(source),
+            thousands(loaded),
+            signed(d)
+        ),
+        Some(d) => format!(
+            "source {} · loaded {} · {} gone from the source",
+            thousands(source),
+            thousands(loaded),
+            signed(d)
+        ),
+        None => format!("source {} · agrees with its last load", thousands(source)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::job_view;
+
+    #[test]
+    fn a_reconciliation_marks_late_rows_and_stops_when_asked() {
+        let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let mut r = Reconciler::default();
+        let (effect, note) = r.toggle(&job, 1, false, 1);
+        assert!(effect.is_none() && note.contains("not connected"), "{note}");
+        let (Some(Effect::Reconcile(req)), _) = r.toggle(&job, 1, true, 1) else {
+            panic!("no reconcile effect");
+        };
+        assert_eq!(
+            (req.first.name(), req.last.name()),
+            ("2026-06-01".into(), "2026-06-10".into())
+        );
+        assert!(matches!(
+            r.toggle(&job, 1, true, 2).0,
+            Some(Effect::StopReconcile(1))
+        ));
+        assert_eq!(
+            r.answered(1, Some(&mut job), Ok(Counts::new())),
+            None,
+            "stopped"
+        );
+        r.toggle(&job, 1, true, 3);
+        assert!(r.follow(Some("fct_orders")).is_none());
+        let mut counts: Counts = job.partitions.iter().map(|p| (p.name(), 100)).collect();
+        counts.insert("2026-06-02".into(), 132);
+        let note = r.answered(3, Some(&mut job), Ok(counts)).expect("a note");
+        assert!(
+            note.1.contains("1 partitions out of date (+32 rows)"),
+            "{note:?}"
+        );
+        assert_eq!(job.status_at(1).and_then(|s| s.out_of_date()), Some(32));
+        assert_eq!(
+            source_line(&job, 1).as_deref(),
+            Some("source 132 · loaded 100 · +32 late")
+        );
+        assert_eq!(
+            source_line(&job, 0).as_deref(),
+            Some("source 100 · agrees with its last load")
+        );
+        r.toggle(&job, 1, true, 4);
+        assert!(matches!(
+            r.follow(Some("other")),
+            Some(Effect::StopReconcile(4))
+        ));
+    }
+}
