@@ -66,6 +66,10 @@ impl LoadState {
         }
     }
 
+    /// The glyph of a partition stale because upstream partitions it read
+    /// changed since its load (stale for its own reasons is `~`).
+    pub const UPSTREAM_GLYPH: char = '≈';
+
     pub fn parse(s: &str) -> Option<LoadState> {
         LoadState::ALL.into_iter().find(|st| st.name() == s)
     }

@@ -71,6 +71,19 @@ pub enum Event {
 }
 
 impl Event {
+    /// The job the event is about.
+    pub fn job(&self) -> &str {
+        match self {
+            Event::RunStarted { job, .. }
+            | Event::PartitionStarted { job, .. }
+            | Event::PartitionLog { job, .. }
+            | Event::PartitionSucceeded { job, .. }
+            | Event::PartitionFailed { job, .. }
+            | Event::PartitionSkipped { job, .. }
+            | Event::RunFinished { job, .. } => job,
+        }
+    }
+
     /// The partition and how its attempt ended, for the events that end one
     /// for good (a failure that will be retried does not).
     pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {

@@ -197,10 +197,10 @@ impl Calendar {
                     (LEVELS[k.min(4)], t.style("volume"))
                 }
                 Some(0) => ('0', t.style("muted")),
-                _ => (state.glyph(), t.style("muted")),
+                _ => (job.glyph_at(i), t.style("muted")),
             }
         } else {
-            (state.glyph(), t.state(state))
+            (job.glyph_at(i), t.state(state))
         };
         let flag = if anomaly { '*' } else { ' ' };
         let text = match width {

@@ -89,7 +89,16 @@ impl Detail {
     }
 
     /// Draws the detail box of the cursor's partition of `job`.
-    pub fn render(&self, frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView) {
+    /// The cursor's partition; `upstream` tells what changed upstream of a
+    /// stale (upstream) one.
+    pub fn render(
+        &self,
+        frame: &mut Frame,
+        r: Rect,
+        theme: &Theme,
+        job: &JobView,
+        upstream: Vec<Line<'static>>,
+    ) {
         let t = theme;
         let i = job.cursor;
         let name = job.partitions.get(i).map(|p| p.name()).unwrap_or_default();
@@ -115,7 +124,16 @@ impl Detail {
         let muted = t.style("muted");
         let mut first = vec![
             Span::styled(
-                format!("{} {}", state.glyph(), state.name()),
+                format!(
+                    "{} {}{}",
+                    job.glyph_at(i),
+                    state.name(),
+                    if job.glyph_at(i) == LoadState::UPSTREAM_GLYPH {
+                        " (upstream)"
+                    } else {
+                        ""
+                    }
+                ),
                 t.state(state),
             ),
             Span::styled(format!(" · {} attempts", s.attempts), muted),
@@ -131,6 +149,7 @@ impl Detail {
             lines.extend(verification_lines(t, v));
         }
         lines.push(Line::from(Span::styled(rows_line(job, i), t.style("text"))));
+        lines.extend(upstream);
         lines.extend(attempt_lines(t, job, i, &name));
         if let Some(fp) = s
             .last_success
@@ -488,7 +507,7 @@ mod tests {
             ))
         );
         let screen = draw(100, 14, |f| {
-            detail.render(f, f.area(), &Theme::default_theme(), &job)
+            detail.render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
         });
         assert!(
             screen.contains("idempotent: same 100 rows on every run"),
@@ -501,7 +520,7 @@ mod tests {
         let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
         job.cursor = 2;
         let screen = draw(100, 14, |f| {
-            Detail::default().render(f, f.area(), &Theme::default_theme(), &job)
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
         });
         assert!(screen.contains("✗ failed · 1 attempts"), "{screen}");
         assert!(screen.contains("rows now 0 · at last load —"), "{screen}");

@@ -243,8 +243,30 @@ impl RunView {
                     ));
                 }
             }
-            // Cascades run from the CLI; the console's runs have none.
-            Event::PartitionSkipped { .. } => {}
+            Event::PartitionSkipped {
+                partition, because, ..
+            } => {
+                if let Some(p) = self.row_mut(partition) {
+                    p.state = RunPartState::Cancelled;
+                    p.error = Some(format!("skipped: {because}"));
+                    p.push_log(format!("skipped: {because}"));
+                }
+                // A cascade step whose every partition was skipped never starts.
+                if self.run_id.is_none()
+                    && self
+                        .partitions
+                        .iter()
+                        .all(|p| p.state == RunPartState::Cancelled)
+                {
+                    self.finished = Some(RunFinish {
+                        succeeded: 0,
+                        failed: 0,
+                        not_started: self.partitions.len(),
+                        cancelled: false,
+                        duration_ms: 0,
+                    });
+                }
+            }
             Event::RunFinished {
                 succeeded,
                 failed,
