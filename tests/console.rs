@@ -1628,3 +1628,63 @@ fn allow_shrink_is_a_key_in_the_confirm_dialog() {
     assert!(!c.backfill().unwrap().allow_shrink);
     assert!(!text(&a).contains("shrink    allowed"));
 }
+
+#[test]
+fn a_partition_the_shrink_guard_refused_reads_as_refused() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let refusal = idem::warehouse::WarehouseError::SourceShrank {
+        partition: names[1].clone(),
+        before: 10_000,
+        after: 12,
+        floor: 0.5,
+    }
+    .to_string();
+    for (p, error) in [
+        (&names[1], refusal),
+        (
+            &names[2],
+            "CHECK constraint failed: amount_usd >= 0".to_string(),
+        ),
+    ] {
+        a.update(Msg::Engine {
+            run,
+            event: Event::PartitionFailed {
+                run_id: "r1".into(),
+                job: "fct_orders".into(),
+                partition: p.clone(),
+                attempt: 2,
+                error,
+                will_retry: false,
+                duration_ms: 40,
+            },
+        });
+    }
+    let screen = text(&a);
+    let row = |name: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")) && (l.contains('⊖') || l.contains('✗')))
+            .unwrap_or_else(|| panic!("no row {name}:\n{screen}"))
+            .to_string()
+    };
+    assert!(row(&names[1]).contains("⊖") && row(&names[1]).contains("refused"));
+    assert!(row(&names[1]).contains("source looks incomplete"));
+    assert!(row(&names[2]).contains("✗") && row(&names[2]).contains("failed"));
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 2,
+            not_started: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    let note = a.message.clone().unwrap_or_default().1;
+    assert!(
+        note.contains("1 succeeded, 1 failed, 1 refused by the shrink guard"),
+        "{note}"
+    );
+}
