@@ -13,9 +13,22 @@ pub fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// `n` with its noun: `1 attempt`, `2 attempts`, `0 attempts`.
+pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::thousands;
+    use super::{count, thousands};
+
+    #[test]
+    fn nouns_agree_with_their_count() {
+        assert_eq!(count(1, "attempt", "attempts"), "1 attempt");
+        assert_eq!(count(0u32, "retry", "retries"), "0 retries");
+        assert_eq!(count(1200, "partition", "partitions"), "1,200 partitions");
+    }
 
     #[test]
     fn groups_of_three() {

@@ -11,6 +11,7 @@ use super::job::JobView;
 use super::msg::{Effect, VerifyRequest};
 use super::theme::Theme;
 use super::widgets::{block, duration_text, first_line, pct, put, short, signed, thousands};
+use crate::numbers::count;
 use crate::partition::Partition;
 use crate::state::LoadState;
 use crate::warehouse::Verification;
@@ -136,7 +137,10 @@ impl Detail {
                 ),
                 t.state(state),
             ),
-            Span::styled(format!(" · {} attempts", s.attempts), muted),
+            Span::styled(
+                format!(" · {}", count(s.attempts as i64, "attempt", "attempts")),
+                muted,
+            ),
         ];
         if s.anomaly {
             first.push(Span::styled(" · * anomaly", t.style("anomaly")));
@@ -177,25 +181,53 @@ impl Detail {
             }
         }
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
-        // A legend, so that no state is told by colour alone.
+        // A legend, so that no state is told by colour alone; it wraps
+        // rather than lose its last entries.
         if area.height >= 7 {
-            let mut spans = Vec::new();
-            for st in LoadState::ALL {
-                if st == LoadState::Future {
-                    continue;
-                }
-                spans.push(Span::styled(format!("{} ", st.glyph()), t.state(st)));
-                spans.push(Span::styled(format!("{}  ", st.name()), muted));
-            }
-            spans.push(Span::styled("* ", t.style("anomaly")));
-            spans.push(Span::styled("anomaly", muted));
-            let y = area.bottom() - 1;
+            let legend = legend(t, area.width);
+            let h = (legend.len() as u16).min(area.height / 4).max(1);
             frame.render_widget(
-                Paragraph::new(Line::from(spans)),
-                Rect::new(area.x, y, area.width, 1),
+                Paragraph::new(legend),
+                Rect::new(area.x, area.bottom() - h, area.width, h),
             );
         }
     }
+}
+
+/// Every state's glyph and name, then the upstream and anomaly marks, in
+/// as many lines of `width` as they need.
+fn legend(t: &Theme, width: u16) -> Vec<Line<'static>> {
+    let muted = t.style("muted");
+    let mut entries: Vec<(String, ratatui::style::Style, String)> = LoadState::ALL
+        .into_iter()
+        .filter(|st| *st != LoadState::Future)
+        .map(|st| (st.glyph().to_string(), t.state(st), st.name().to_string()))
+        .collect();
+    entries.push((
+        LoadState::UPSTREAM_GLYPH.to_string(),
+        t.state(LoadState::Stale),
+        "stale (upstream)".into(),
+    ));
+    entries.push(("*".into(), t.style("anomaly"), "anomaly".into()));
+    let mut lines = Vec::new();
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut used = 0usize;
+    for (glyph, style, name) in entries {
+        let w = glyph.chars().count() + 1 + name.chars().count();
+        if used > 0 && used + 2 + w > width as usize {
+            lines.push(Line::from(std::mem::take(&mut spans)));
+            used = 0;
+        }
+        if used > 0 {
+            spans.push(Span::raw("  "));
+            used += 2;
+        }
+        spans.push(Span::styled(format!("{glyph} "), style));
+        spans.push(Span::styled(name, muted));
+        used += w;
+    }
+    lines.push(Line::from(spans));
+    lines
 }
 
 /// Rows now and at the last load, against the previous partition and the
@@ -522,7 +554,7 @@ mod tests {
         let screen = draw(100, 14, |f| {
             Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
         });
-        assert!(screen.contains("✗ failed · 1 attempts"), "{screen}");
+        assert!(screen.contains("✗ failed · 1 attempt "), "{screen}");
         assert!(screen.contains("rows now 0 · at last load —"), "{screen}");
         assert!(screen.contains("last attempt #1 failed"), "{screen}");
         assert!(screen.contains("(×2, e groups)"), "{screen}");
@@ -530,6 +562,22 @@ mod tests {
             screen.contains("failures of fct_orders by error"),
             "{screen}"
         );
+    }
+
+    #[test]
+    fn the_legend_wraps_and_keeps_every_entry() {
+        let t = Theme::default_theme();
+        let text =
+            |width| -> Vec<String> { legend(&t, width).iter().map(|l| l.to_string()).collect() };
+        let wide = text(200);
+        assert_eq!(wide.len(), 1);
+        let narrow = text(94);
+        assert!(narrow.len() > 1, "{narrow:?}");
+        assert!(narrow.iter().all(|l| l.chars().count() <= 94), "{narrow:?}");
+        let joined = narrow.join("  ");
+        for needle in ["✗ failed", "· missing", "≈ stale (upstream)", "* anomaly"] {
+            assert!(joined.contains(needle), "{needle} in {joined}");
+        }
     }
 
     #[test]

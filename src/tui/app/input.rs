@@ -125,8 +125,8 @@ impl App {
         self.shared.message = Some((
             false,
             format!(
-                "selected {} partitions failing with: {}; r re-runs them",
-                g.partitions.len(),
+                "selected {} failing with: {}; r re-runs them",
+                crate::numbers::count(g.partitions.len() as i64, "partition", "partitions"),
                 g.signature
             ),
         ));

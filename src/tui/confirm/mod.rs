@@ -26,6 +26,7 @@ use super::widgets::{block, centered};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
 use crate::engine::{Backfill, MergeOrderRisk, Selection};
+use crate::numbers::count;
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -360,20 +361,24 @@ impl ConfirmDialog {
         let mut lines = Vec::new();
         let range = match (chosen.first(), chosen.last()) {
             (Some(a), Some(z)) if chosen.len() > filtered => format!(
-                "{} .. {}  ({} partitions: {} of {} selected + {} later windows)",
+                "{} .. {}  ({}: {} of {} selected + {} later windows)",
                 name(a),
                 name(z),
-                chosen.len(),
+                count(chosen.len() as i64, "partition", "partitions"),
                 filtered,
                 self.candidates.len(),
                 chosen.len() - filtered
             ),
             (Some(a), Some(z)) => format!(
-                "{} .. {}  ({} of {} selected partitions)",
+                "{} .. {}  ({} of {})",
                 name(a),
                 name(z),
                 chosen.len(),
-                self.candidates.len()
+                count(
+                    self.candidates.len() as i64,
+                    "selected partition",
+                    "selected partitions"
+                )
             ),
             _ => format!(
                 "nothing matches the filter ({} selected)",
@@ -407,8 +412,9 @@ impl ConfirmDialog {
         let conc = match job.job.strategy {
             Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
             Strategy::ReplacePartition => format!(
-                "{} partitions at once · {} retries of transient errors",
-                self.plan.concurrency, self.plan.retries
+                "{} at once · {} of transient errors",
+                count(self.plan.concurrency as i64, "partition", "partitions"),
+                count(self.plan.retries, "retry", "retries")
             ),
         };
         lines.push(Line::from(vec![
