@@ -749,6 +749,7 @@ fn a_broken_theme_is_reported_and_falls_back() {
     let options = idem::tui::Options {
         theme: Some(path.display().to_string()),
         no_mouse: true,
+        ..Default::default()
     };
     let a = idem::tui::new_app(fixture().config.clone(), &options, now());
     let fallback = if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {

@@ -499,6 +499,38 @@ fn no_color_draws_in_mono() {
 }
 
 #[test]
+fn the_user_config_theme_applies_below_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    assert!(out.status.success());
+    let config = demo.join("idem.toml");
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("idem")).unwrap();
+    std::fs::write(xdg.join("idem/config.toml"), "theme = \"mono\"\n").unwrap();
+    let drawn_colour = |env: &[(&str, &str)]| {
+        let mut c = Console::start_with(dir.path(), &["--config", config.to_str().unwrap()], env);
+        c.wait_for(&["fct_orders", "repl·day ✗3", "Mo Tu We Th Fr Sa Su"]);
+        c.send("q");
+        assert!(c.wait_exit().success());
+        let raw = c.raw.lock().unwrap().clone();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        ["\x1b[38;2;", "\x1b[48;2;", "\x1b[38;5;", "\x1b[48;5;"]
+            .iter()
+            .any(|colour| text.contains(colour))
+    };
+    let xdg = xdg.to_str().unwrap();
+    assert!(
+        !drawn_colour(&[("XDG_CONFIG_HOME", xdg)]),
+        "the user config's mono theme"
+    );
+    assert!(
+        drawn_colour(&[("XDG_CONFIG_HOME", xdg), ("IDEM_THEME", "default")]),
+        "IDEM_THEME wins over the user config"
+    );
+}
+
+#[test]
 fn verify_and_what_changed_from_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let (mut c, config_path) = demo_console(&dir);
