@@ -17,4 +17,5 @@ pub mod partition;
 pub mod runlog;
 pub mod state;
 pub mod tui;
+pub mod user_config;
 pub mod warehouse;

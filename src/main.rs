@@ -15,6 +15,7 @@ use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::exit::Exit;
 use idem::lint::LintFormat;
 use idem::tui;
+use idem::user_config::UserConfig;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
 /// stale, and re-run them idempotently.
@@ -33,7 +34,8 @@ struct Cli {
 /// How the console looks and listens: for `idem` and `idem demo` alone.
 #[derive(Args)]
 struct ConsoleArgs {
-    /// The console's theme: default, light, colorblind, mono, or a theme file.
+    /// The console's theme: default, light, colorblind, mono, or a theme
+    /// file (else `theme` in the user config file, see `idem config path`).
     #[arg(long, env = "IDEM_THEME")]
     theme: Option<String>,
     /// Do not capture the mouse in the console.
@@ -42,10 +44,20 @@ struct ConsoleArgs {
 }
 
 impl ConsoleArgs {
+    /// The console's options: the flag or the environment first, then the
+    /// user config file (a broken one is noted and left out).
     fn options(self) -> idem::tui::Options {
+        let user = idem::user_config::path()
+            .map(|p| UserConfig::read(&p))
+            .unwrap_or_else(|| Ok(UserConfig::default()));
+        let (user, note) = match user {
+            Ok(u) => (u, None),
+            Err(e) => (UserConfig::default(), Some(e)),
+        };
         idem::tui::Options {
-            theme: self.theme,
+            theme: user.theme(self.theme),
             no_mouse: self.no_mouse,
+            note,
         }
     }
 }
@@ -129,6 +141,12 @@ enum Command {
         /// dbt's manifest.json, after `dbt compile`.
         manifest: PathBuf,
     },
+    /// The user config file (default theme): `idem config path` prints where
+    /// it is read from.
+    Config {
+        #[command(subcommand)]
+        what: ConfigCommand,
+    },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
     Completions { shell: clap_complete::Shell },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
@@ -136,6 +154,12 @@ enum Command {
         /// A command: run, status, jobs…
         command: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print where the user config file is read from.
+    Path,
 }
 
 fn main() -> ExitCode {
@@ -208,6 +232,18 @@ fn main() -> ExitCode {
             }) => cli::lint(&cli.config, job.as_deref(), format, offline).await,
             Some(Command::Init { url, force }) => cli::init(&cli.config, &url, force).await,
             Some(Command::ImportDbt { manifest }) => cli::import_dbt(&manifest),
+            Some(Command::Config {
+                what: ConfigCommand::Path,
+            }) => match idem::user_config::path() {
+                Some(p) => {
+                    println!("{}", p.display());
+                    Exit::Ok
+                }
+                None => cli::Stop::usage(
+                    "no user config directory: neither XDG_CONFIG_HOME nor HOME is set",
+                )
+                .report(),
+            },
             Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }

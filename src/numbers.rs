@@ -32,9 +32,15 @@ pub fn compact(n: i64) -> String {
     format!("{sign}{}{unit}", text.trim_end_matches(".0"))
 }
 
+/// `n` with its noun: `1 attempt`, `2 attempts`, `0 attempts`.
+pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{compact, thousands};
+    use super::{compact, count, thousands};
 
     #[test]
     fn compact_labels_thousands_and_millions() {
@@ -44,6 +50,13 @@ mod tests {
         assert_eq!(compact(125_000), "125k");
         assert_eq!(compact(1_260_000), "1.3M");
         assert_eq!(compact(-2_000_000), "-2M");
+    }
+
+    #[test]
+    fn nouns_agree_with_their_count() {
+        assert_eq!(count(1, "attempt", "attempts"), "1 attempt");
+        assert_eq!(count(0u32, "retry", "retries"), "0 retries");
+        assert_eq!(count(1200, "partition", "partitions"), "1,200 partitions");
     }
 
     #[test]

@@ -66,6 +66,10 @@ impl LoadState {
         }
     }
 
+    /// The glyph of a partition stale because upstream partitions it read
+    /// changed since its load (stale for its own reasons is `~`).
+    pub const UPSTREAM_GLYPH: char = '≈';
+
     pub fn parse(s: &str) -> Option<LoadState> {
         LoadState::ALL.into_iter().find(|st| st.name() == s)
     }
@@ -474,6 +478,9 @@ pub enum AttemptEnd {
     Failed,
     /// Cancelled and rolled back: nothing changed.
     RolledBack,
+    /// Refused by the shrink guard before writing: nothing changed, and the
+    /// data was not at fault.
+    Refused,
 }
 
 /// Brings a partition's status up to an attempt that just ended, as
@@ -505,6 +512,7 @@ pub fn apply_attempt(
             s.state = LoadState::Failed;
             s.attempts += 1;
         }
+        AttemptEnd::Refused => s.attempts += 1,
         AttemptEnd::RolledBack => {}
     }
 }

@@ -218,3 +218,31 @@ fn an_unreachable_warehouse_is_named_at_once() {
         "no waiting on a pool"
     );
 }
+
+#[test]
+fn config_path_prints_where_the_user_config_is_read() {
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+        cmd.args(["config", "path"])
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("HOME");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    let xdg = run(&[("XDG_CONFIG_HOME", "/tmp/xdg"), ("HOME", "/home/u")]);
+    assert!(xdg.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&xdg.stdout).trim(),
+        "/tmp/xdg/idem/config.toml"
+    );
+    let home = run(&[("HOME", "/home/u")]);
+    assert_eq!(
+        String::from_utf8_lossy(&home.stdout).trim(),
+        "/home/u/.config/idem/config.toml"
+    );
+    let neither = run(&[]);
+    assert_eq!(neither.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&neither.stderr).contains("XDG_CONFIG_HOME"));
+}

@@ -48,11 +48,20 @@ fn fixture() -> &'static Fixture {
                 let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
                     .await
                     .unwrap();
+                let lineage = idem::lineage::Lineage::of(&config).unwrap();
                 let mut statuses = Vec::new();
                 for job in &config.jobs {
-                    let mut s = idem::state::job_status(&wh, job, now(), &HashSet::new())
-                        .await
-                        .unwrap();
+                    let mut s = idem::state::job_status_in(
+                        &wh,
+                        &config,
+                        &lineage,
+                        job,
+                        now(),
+                        &HashSet::new(),
+                        &idem::state::StatusScope::default(),
+                    )
+                    .await
+                    .unwrap();
                     for st in &mut s {
                         for a in [&mut st.last_attempt, &mut st.last_success]
                             .into_iter()
@@ -746,6 +755,7 @@ fn a_broken_theme_is_reported_and_falls_back() {
     let options = idem::tui::Options {
         theme: Some(path.display().to_string()),
         no_mouse: true,
+        ..Default::default()
     };
     let a = idem::tui::new_app(fixture().config.clone(), &options, now());
     let fallback = if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
@@ -1441,7 +1451,7 @@ fn snapshot_large_chart() {
     let month = text(&a);
     assert!(month.contains("month 2026-06-01..2026-06-15"), "{month}");
     assert!(
-        !month.contains("attempts"),
+        !month.contains(" attempt"),
         "the chart takes the detail area: {month}"
     );
     insta::assert_snapshot!("large_chart_month_80x24", month);
@@ -1460,7 +1470,7 @@ fn snapshot_large_chart() {
     );
     insta::assert_snapshot!("large_chart_quarter_140x40", quarter);
     keys(&mut a, "z");
-    assert!(text(&a).contains("attempts"), "back to the detail");
+    assert!(text(&a).contains(" attempt"), "back to the detail");
 }
 
 #[test]
@@ -1620,4 +1630,253 @@ fn write_readme_picture() {
         svg,
     )
     .unwrap();
+}
+
+// ---- lineage and cascades -----------------------------------------------------------
+
+/// The demo's month made stale by a day loaded again after it.
+fn stale_upstream_month(app: &App) -> usize {
+    let j = app.job().unwrap();
+    let stale: Vec<usize> = (0..j.partitions.len())
+        .filter(|i| {
+            j.status_at(*i)
+                .is_some_and(|s| !s.stale_upstream.is_empty())
+        })
+        .collect();
+    assert_eq!(stale.len(), 1, "the demo has one stale (upstream) month");
+    stale[0]
+}
+
+#[test]
+fn a_stale_upstream_month_has_its_own_glyph_and_says_what_changed() {
+    let mut a = app(120, 36);
+    select_job(&mut a, "agg_revenue_monthly");
+    let i = stale_upstream_month(&a);
+    let j = a.job().unwrap();
+    assert_eq!(j.state_at(i), Some(LoadState::Stale));
+    assert_eq!(j.glyph_at(i), LoadState::UPSTREAM_GLYPH);
+    let month = j.partitions[i].name();
+    keys(&mut a, &format!(":goto {month}\n"));
+    let screen = text(&a);
+    assert!(screen.contains('≈'), "{screen}");
+    assert!(screen.contains("≈ stale (upstream)"), "{screen}");
+    let cause = &a.job().unwrap().statuses[i].stale_upstream[0];
+    assert!(cause.starts_with("fct_orders "), "{cause}");
+    let line = screen
+        .lines()
+        .find(|l| l.contains(cause.as_str()))
+        .unwrap_or_else(|| panic!("no {cause} in\n{screen}"));
+    assert!(line.contains("loaded 2026-06-14 02:00"), "{line}");
+}
+
+#[test]
+fn snapshot_lineage_view() {
+    let mut a = app(110, 34);
+    keys(&mut a, "L");
+    assert!(matches!(a.modal, Modal::Lineage(_)));
+    let screen = text(&a);
+    assert!(screen.contains("Lineage of fct_orders"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn enter_in_the_lineage_view_jumps_to_the_job() {
+    let mut a = app(110, 34);
+    keys(&mut a, "L");
+    let screen = text(&a);
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains(" ↑ ") || l.contains(" ↓ "))
+        .collect();
+    let k = rows
+        .iter()
+        .position(|l| l.contains("↓ agg_revenue_monthly"))
+        .unwrap_or_else(|| panic!("agg_revenue_monthly is not downstream:\n{screen}"));
+    keys(&mut a, &"j".repeat(k));
+    keys(&mut a, "\n");
+    assert!(matches!(a.modal, Modal::None));
+    assert_eq!(a.job().unwrap().job.name, "agg_revenue_monthly");
+    keys(&mut a, "L");
+    assert!(text(&a).contains("↑ fct_orders"), "{}", text(&a));
+    keys(&mut a, "\x1b");
+    assert!(matches!(a.modal, Modal::None));
+}
+
+#[test]
+fn snapshot_confirm_cascade() {
+    let mut a = app(110, 36);
+    keys(&mut a, "fr");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog")
+    };
+    assert!(!c.cascade_on());
+    keys(&mut a, "c");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog")
+    };
+    assert!(c.command().ends_with("--cascade"), "{}", c.command());
+    let plan = c.cascade().expect("a cascade plan");
+    assert!(plan.problems.is_empty(), "{:?}", plan.problems);
+    let steps: Vec<(String, usize)> = plan
+        .steps
+        .iter()
+        .map(|s| (s.job.name.clone(), s.partitions.len()))
+        .collect();
+    assert_eq!(steps, [("agg_revenue_monthly".to_string(), 1)]);
+    let month = &failed_days(&a)[0][..7];
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!(
+            "then agg_revenue_monthly 1 partition made stale, loaded again: {month}"
+        )),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("no run: {effects:?}")
+    };
+    assert_eq!(req.backfill.job.name, "fct_orders");
+    assert_eq!(req.backfill.partitions.len(), 3);
+    let [(step_run, step)] = req.cascade.as_slice() else {
+        panic!("{:?}", req.cascade)
+    };
+    assert_eq!(step.job.name, "agg_revenue_monthly");
+    assert_eq!(a.runs.len(), 2, "the runs pane shows each step");
+    assert_eq!(a.runs[1].id, *step_run);
+    assert_eq!(a.runs[1].job, "agg_revenue_monthly");
+}
+
+#[test]
+fn cascade_toggles_off_and_the_command_line_asks_for_it() {
+    let mut a = app(110, 36);
+    keys(&mut a, "frcc");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog")
+    };
+    assert!(c.cascade().is_none());
+    assert!(!c.command().contains("--cascade"));
+    keys(&mut a, "\x1b");
+    keys(
+        &mut a,
+        ":run 2026-03-01..2026-03-31 --only failed --cascade\n",
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog: {:?}", a.message)
+    };
+    assert!(c.cascade_on());
+    assert_eq!(c.cascade().map(|p| p.steps.len()), Some(1));
+    assert!(c.command().contains("--cascade"), "{}", c.command());
+}
+
+#[test]
+fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
+    let mut a = app(110, 36);
+    let effects = keys(&mut a, "frc\n");
+    let Some(req) = effects.iter().find_map(|e| match e {
+        Effect::StartRun(req) => Some(req),
+        _ => None,
+    }) else {
+        panic!("no run: {effects:?}")
+    };
+    let (step_run, step) = &req.cascade[0];
+    for p in &step.partitions {
+        a.update(Msg::Engine {
+            run: *step_run,
+            event: Event::PartitionSkipped {
+                job: step.job.name.clone(),
+                partition: p.name(),
+                because: "fct_orders 2026-06-03 did not load".into(),
+            },
+        });
+    }
+    let r = a.runs.iter().find(|r| r.id == *step_run).unwrap();
+    assert!(!r.active(), "a fully skipped step is over");
+    assert!(
+        r.partitions[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("skipped: fct_orders 2026-06-03")),
+        "{:?}",
+        r.partitions[0].error
+    );
+}
+
+#[test]
+fn allow_shrink_is_a_key_in_the_confirm_dialog() {
+    let mut a = app(110, 36);
+    keys(&mut a, "frS");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog")
+    };
+    assert!(c.command().contains("--allow-shrink"), "{}", c.command());
+    assert!(c.backfill().unwrap().allow_shrink);
+    assert!(text(&a).contains("shrink    allowed"), "{}", text(&a));
+    keys(&mut a, "S");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog")
+    };
+    assert!(!c.command().contains("--allow-shrink"));
+    assert!(!c.backfill().unwrap().allow_shrink);
+    assert!(!text(&a).contains("shrink    allowed"));
+}
+
+#[test]
+fn a_partition_the_shrink_guard_refused_reads_as_refused() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let refusal = idem::warehouse::WarehouseError::SourceShrank {
+        partition: names[1].clone(),
+        before: 10_000,
+        after: 12,
+        floor: 0.5,
+    }
+    .to_string();
+    for (p, error) in [
+        (&names[1], refusal),
+        (
+            &names[2],
+            "CHECK constraint failed: amount_usd >= 0".to_string(),
+        ),
+    ] {
+        a.update(Msg::Engine {
+            run,
+            event: Event::PartitionFailed {
+                run_id: "r1".into(),
+                job: "fct_orders".into(),
+                partition: p.clone(),
+                attempt: 2,
+                error,
+                will_retry: false,
+                duration_ms: 40,
+            },
+        });
+    }
+    let screen = text(&a);
+    let row = |name: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")) && (l.contains('⊖') || l.contains('✗')))
+            .unwrap_or_else(|| panic!("no row {name}:\n{screen}"))
+            .to_string()
+    };
+    assert!(row(&names[1]).contains("⊖") && row(&names[1]).contains("refused"));
+    assert!(row(&names[1]).contains("source looks incomplete"));
+    assert!(row(&names[2]).contains("✗") && row(&names[2]).contains("failed"));
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 2,
+            not_started: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    let note = a.message.clone().unwrap_or_default().1;
+    assert!(
+        note.contains("1 succeeded, 1 failed, 1 refused by the shrink guard"),
+        "{note}"
+    );
 }

@@ -303,6 +303,80 @@ fn rerun_a_failed_range_from_the_console() {
 }
 
 #[test]
+fn a_cascade_rerun_of_the_failed_days_reloads_the_month_after_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (config, orders) = demo_job(&config_path, "fct_orders");
+    let (_, monthly) = demo_job(&config_path, "agg_revenue_monthly");
+    let (failed, month_attempts) = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let statuses = idem::state::job_status(&wh, &orders, now_utc(), &HashSet::new())
+            .await
+            .unwrap();
+        let failed: Vec<String> = statuses
+            .iter()
+            .filter(|s| s.state == LoadState::Failed)
+            .map(|s| s.partition.name())
+            .collect();
+        let attempts = wh.attempts(&monthly.name, None).await.unwrap().len();
+        wh.close().await;
+        (failed, attempts)
+    });
+    assert_eq!(failed.len(), 3, "the demo has three failed days");
+    let month = failed[0][..7].to_string();
+    assert!(failed.iter().all(|d| d.starts_with(&month)), "{failed:?}");
+
+    // Select the failed days, open the confirm, switch the cascade on.
+    c.send("f");
+    c.send("r");
+    c.wait_for(&["Run fct_orders?", "✗ failed 3"]);
+    c.send("c");
+    c.wait_for(&[
+        &format!("then agg_revenue_monthly 1 partition made stale, loaded again: {month}"),
+        "--cascade",
+    ]);
+    c.send("\r");
+    // The runs pane shows each step; the month's step ends last.
+    c.wait_for(&["run of agg_revenue_monthly finished: 1 succeeded, 0 failed"]);
+    let screen = c.contents();
+    assert!(screen.contains("fct_orders") && screen.contains("agg_revenue_monthly"));
+    c.send("q");
+    assert!(c.wait_exit().success());
+
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let days = wh.attempts(&orders.name, None).await.unwrap();
+        let last_day = days
+            .iter()
+            .filter(|a| failed.contains(&a.partition))
+            .filter(|a| a.status == idem::warehouse::ledger::AttemptStatus::Succeeded)
+            .map(|a| a.finished_at.clone())
+            .max()
+            .expect("the failed days loaded");
+        let months = wh.attempts(&monthly.name, None).await.unwrap();
+        assert_eq!(
+            months.len(),
+            month_attempts + 1,
+            "one attempt for the month"
+        );
+        let reload = months
+            .iter()
+            .filter(|a| a.partition == month)
+            .filter(|a| a.status == idem::warehouse::ledger::AttemptStatus::Succeeded)
+            .max_by(|a, b| a.finished_at.cmp(&b.finished_at))
+            .expect("the month loaded");
+        assert_eq!(reload.operator, "pty-test");
+        assert!(
+            reload.started_at >= last_day,
+            "the month ({}) started after the days finished ({last_day})",
+            reload.started_at
+        );
+        wh.close().await;
+    });
+}
+
+#[test]
 fn a_panic_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("idem.toml");
@@ -425,6 +499,38 @@ fn no_color_draws_in_mono() {
     }
     // The cursor and the title still stand out, by modifiers.
     assert!(text.contains("\x1b[7m"), "reversed cursor and title");
+}
+
+#[test]
+fn the_user_config_theme_applies_below_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    assert!(out.status.success());
+    let config = demo.join("idem.toml");
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("idem")).unwrap();
+    std::fs::write(xdg.join("idem/config.toml"), "theme = \"mono\"\n").unwrap();
+    let drawn_colour = |env: &[(&str, &str)]| {
+        let mut c = Console::start_with(dir.path(), &["--config", config.to_str().unwrap()], env);
+        c.wait_for(&["fct_orders", "repl·day ✗3", "Mo Tu We Th Fr Sa Su"]);
+        c.send("q");
+        assert!(c.wait_exit().success());
+        let raw = c.raw.lock().unwrap().clone();
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        ["\x1b[38;2;", "\x1b[48;2;", "\x1b[38;5;", "\x1b[48;5;"]
+            .iter()
+            .any(|colour| text.contains(colour))
+    };
+    let xdg = xdg.to_str().unwrap();
+    assert!(
+        !drawn_colour(&[("XDG_CONFIG_HOME", xdg)]),
+        "the user config's mono theme"
+    );
+    assert!(
+        drawn_colour(&[("XDG_CONFIG_HOME", xdg), ("IDEM_THEME", "default")]),
+        "IDEM_THEME wins over the user config"
+    );
 }
 
 #[test]

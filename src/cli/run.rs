@@ -15,7 +15,7 @@ use super::RunArgs;
 use super::output::{self, noteln, outln};
 use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
-use crate::engine::{self, Backfill, Event, Selection};
+use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
 use crate::partition::now_utc;
 use crate::state;
@@ -226,28 +226,12 @@ async fn plan_cascade(
     let lineage = super::lineage(config)?;
     let mut steps = Vec::new();
     for (job, partitions) in engine::cascade::downstream_partitions(config, &lineage, root, now) {
-        let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
-            continue;
-        };
         let statuses = super::read_states(warehouse, config, job, now).await?;
-        let selection = Selection {
-            from: Some(from),
-            to: Some(to),
-            ..Selection::default()
-        };
-        let mut step = Backfill::plan_from(
-            job,
-            &selection,
-            &statuses,
-            now,
-            root.concurrency,
-            root.retries,
-        )
-        .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
-        step.partitions.retain(|p| partitions.contains(p));
-        step.reason = root.reason.clone();
-        step.allow_shrink = root.allow_shrink;
-        steps.push((step, statuses));
+        let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
+            .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
+        if let Some(step) = step {
+            steps.push((step, statuses));
+        }
     }
     Ok(steps)
 }

@@ -10,10 +10,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backfill, Event, RunSummary};
+use super::{Backfill, Event, PlanError, RunSummary, Selection};
 use crate::config::{Config, Job};
 use crate::lineage::{Lineage, overlapping, read_by};
 use crate::partition::Partition;
+use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
 
 /// The downstream partitions a backfill of `root` makes stale, per job in
@@ -53,6 +54,39 @@ pub fn downstream_partitions<'c>(
         out.push((job, mine.into_iter().collect()));
     }
     out
+}
+
+/// The step of a cascade that re-runs `partitions` of a downstream `job`
+/// (from [`downstream_partitions`]), planned from that job's `statuses` with
+/// the root's concurrency, retries, reason and shrink allowance; `None` when
+/// there is nothing to run.
+pub fn plan_step(
+    job: &Job,
+    partitions: &[Partition],
+    statuses: &[PartitionStatus],
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Result<Option<Backfill>, PlanError> {
+    let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
+        return Ok(None);
+    };
+    let selection = Selection {
+        from: Some(from),
+        to: Some(to),
+        ..Selection::default()
+    };
+    let mut step = Backfill::plan_from(
+        job,
+        &selection,
+        statuses,
+        now,
+        root.concurrency,
+        root.retries,
+    )?;
+    step.partitions.retain(|p| partitions.contains(p));
+    step.reason = root.reason.clone();
+    step.allow_shrink = root.allow_shrink;
+    Ok(Some(step))
 }
 
 /// How one step of a cascade ended.

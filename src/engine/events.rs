@@ -71,6 +71,19 @@ pub enum Event {
 }
 
 impl Event {
+    /// The job the event is about.
+    pub fn job(&self) -> &str {
+        match self {
+            Event::RunStarted { job, .. }
+            | Event::PartitionStarted { job, .. }
+            | Event::PartitionLog { job, .. }
+            | Event::PartitionSucceeded { job, .. }
+            | Event::PartitionFailed { job, .. }
+            | Event::PartitionSkipped { job, .. }
+            | Event::RunFinished { job, .. } => job,
+        }
+    }
+
     /// The partition and how its attempt ended, for the events that end one
     /// for good (a failure that will be retried does not).
     pub fn attempt_end(&self) -> Option<(&str, AttemptEnd)> {
@@ -94,6 +107,8 @@ impl Event {
                 partition,
                 if error.starts_with(CANCELLED) {
                     AttemptEnd::RolledBack
+                } else if error.starts_with(REFUSED) {
+                    AttemptEnd::Refused
                 } else {
                     AttemptEnd::Failed
                 },
@@ -105,6 +120,10 @@ impl Event {
 
 /// How the error of a cancelled attempt begins.
 pub(crate) const CANCELLED: &str = "cancelled";
+
+/// How the error of an attempt the shrink guard refused begins
+/// ([`crate::warehouse::WarehouseError::SourceShrank`]).
+const REFUSED: &str = "source looks incomplete";
 
 /// The version of the `--json` event lines. It changes only when a field is
 /// removed or changes meaning; new fields and events may appear within one
@@ -125,5 +144,39 @@ impl Event {
             schema_version: SCHEMA_VERSION,
             event: self,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warehouse::WarehouseError;
+
+    #[test]
+    fn a_refusal_of_the_shrink_guard_ends_as_refused() {
+        let error = WarehouseError::SourceShrank {
+            partition: "2026-06-03".into(),
+            before: 1000,
+            after: 10,
+            floor: 0.5,
+        }
+        .to_string();
+        let failed = |error: String| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-03".into(),
+            attempt: 1,
+            error,
+            will_retry: false,
+            duration_ms: 1,
+        };
+        assert_eq!(
+            failed(error).attempt_end(),
+            Some(("2026-06-03", AttemptEnd::Refused))
+        );
+        assert_eq!(
+            failed("CHECK constraint failed".into()).attempt_end(),
+            Some(("2026-06-03", AttemptEnd::Failed))
+        );
     }
 }

@@ -90,12 +90,21 @@ impl Background {
                     return;
                 };
                 let jobs = app.jobs_named(&names);
+                let config = app.config().clone();
+                let lineage = app.lineage.clone();
                 tokio::spawn(async move {
                     for job in jobs {
-                        let result =
-                            crate::state::job_status(&wh, &job, now_utc(), &HashSet::new())
-                                .await
-                                .map_err(|e| e.to_string());
+                        let result = crate::state::job_status_in(
+                            &wh,
+                            &config,
+                            &lineage,
+                            &job,
+                            now_utc(),
+                            &HashSet::new(),
+                            &crate::state::StatusScope::default(),
+                        )
+                        .await
+                        .map_err(|e| e.to_string());
                         send(Msg::Status {
                             job: job.name.clone(),
                             result,
@@ -114,12 +123,41 @@ impl Background {
                 };
                 let token = CancellationToken::new();
                 self.tokens.insert(run, token.clone());
+                for (step, _) in &req.cascade {
+                    self.tokens.insert(*step, token.clone());
+                }
+                // A cascade's events go to the run of their job's step.
+                let mut runs: HashMap<String, usize> = req
+                    .cascade
+                    .iter()
+                    .map(|(step, b)| (b.job.name.clone(), *step))
+                    .collect();
+                runs.insert(req.backfill.job.name.clone(), run);
                 let (etx, mut erx) = mpsc::unbounded_channel();
+                let lineage = app.lineage.clone();
+                let unstarted = send.clone();
                 self.runs.push(tokio::spawn(async move {
-                    crate::engine::run(&wh, &req.backfill, &etx, &token).await;
+                    if req.cascade.is_empty() {
+                        crate::engine::run(&wh, &req.backfill, &etx, &token).await;
+                        return;
+                    }
+                    let mut steps = vec![req.backfill.clone()];
+                    steps.extend(req.cascade.iter().map(|(_, b)| b.clone()));
+                    let outcomes =
+                        crate::engine::cascade::run(&wh, &lineage, &steps, &etx, &token).await;
+                    // A step a cancel kept from starting has no events of its own.
+                    for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
+                        if outcome.summary.is_none() && outcome.skipped.len() < b.partitions.len() {
+                            unstarted(Msg::RunRejected {
+                                run: *step,
+                                error: format!("{}: cancelled before it started", b.job.name),
+                            });
+                        }
+                    }
                 }));
                 tokio::spawn(async move {
                     while let Some(event) = erx.recv().await {
+                        let run = runs.get(event.job()).copied().unwrap_or(run);
                         send(Msg::Engine { run, event });
                     }
                 });

@@ -82,7 +82,11 @@ impl Calendar {
                 return Some(if n == 0 {
                     format!("no {} partitions in {name}", state.name())
                 } else {
-                    format!("selected {n} {} partitions of {name}", state.name())
+                    format!(
+                        "selected {n} {} {} of {name}",
+                        state.name(),
+                        if n == 1 { "partition" } else { "partitions" }
+                    )
                 });
             }
             Action::SelectOutOfDate => {
@@ -136,13 +140,19 @@ impl Calendar {
         waiting: Option<Waiting>,
     ) {
         let t = theme;
+        // The target only where it says more than the job's name.
+        let target = job.job.target.to_string();
+        let into = if target == job.job.name {
+            String::new()
+        } else {
+            format!(" → {target}")
+        };
         let mut title = vec![Span::styled(
             format!(
-                " {} · {} · {} · {} ",
+                " {} · {} · {}{into} ",
                 job.job.name,
                 job.job.strategy.as_str(),
                 job.job.grain,
-                job.job.target
             ),
             t.style("text"),
         )];
@@ -212,10 +222,10 @@ impl Calendar {
                     (LEVELS[k.min(4)], t.style("volume"))
                 }
                 Some(0) => ('0', t.style("muted")),
-                _ => (state.glyph(), t.style("muted")),
+                _ => (job.glyph_at(i), t.style("muted")),
             }
         } else {
-            (state.glyph(), t.state(state))
+            (job.glyph_at(i), t.state(state))
         };
         // Out of date with its source (after a reconciliation) outranks an
         // anomaly: it is what the operator just asked about.
@@ -460,6 +470,11 @@ mod tests {
         });
         assert!(screen.contains("June 2026"), "{screen}");
         assert!(screen.contains(" ■  ■  ✗  ■  ·  ■  ■"), "{screen}");
+        // The target is named only where it differs from the job's name.
+        assert!(
+            screen.contains(" j · replace_partition · day → t "),
+            "{screen}"
+        );
         let waiting = draw(60, 10, |f| {
             let w = Some(Waiting::Unreadable("no such table"));
             Calendar::default().render(f, area, &Theme::default_theme(), &job, true, w)

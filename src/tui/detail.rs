@@ -13,6 +13,7 @@ use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
 use super::theme::Theme;
 use super::widgets::{block, duration_text, first_line, pct, short, signed, thousands};
+use crate::numbers::count;
 use crate::partition::{Grain, Partition};
 use crate::state::{LoadState, Seasonality};
 use crate::warehouse::Verification;
@@ -93,7 +94,16 @@ impl Detail {
     }
 
     /// Draws the detail box of the cursor's partition of `job`.
-    pub fn render(&self, frame: &mut Frame, r: Rect, theme: &Theme, job: &JobView) {
+    /// The cursor's partition; `upstream` tells what changed upstream of a
+    /// stale (upstream) one.
+    pub fn render(
+        &self,
+        frame: &mut Frame,
+        r: Rect,
+        theme: &Theme,
+        job: &JobView,
+        upstream: Vec<Line<'static>>,
+    ) {
         let t = theme;
         let i = job.cursor;
         let name = job.partitions.get(i).map(|p| p.name()).unwrap_or_default();
@@ -119,10 +129,22 @@ impl Detail {
         let muted = t.style("muted");
         let mut first = vec![
             Span::styled(
-                format!("{} {}", state.glyph(), state.name()),
+                format!(
+                    "{} {}{}",
+                    job.glyph_at(i),
+                    state.name(),
+                    if job.glyph_at(i) == LoadState::UPSTREAM_GLYPH {
+                        " (upstream)"
+                    } else {
+                        ""
+                    }
+                ),
                 t.state(state),
             ),
-            Span::styled(format!(" · {} attempts", s.attempts), muted),
+            Span::styled(
+                format!(" · {}", count(s.attempts as i64, "attempt", "attempts")),
+                muted,
+            ),
         ];
         if s.anomaly {
             first.push(Span::styled(" · * anomaly", t.style("anomaly")));
@@ -137,6 +159,7 @@ impl Detail {
         for text in rows_lines(job, i) {
             lines.push(Line::from(Span::styled(text, t.style("text"))));
         }
+        lines.extend(upstream);
         lines.extend(attempt_lines(t, job, i, &name));
         if let Some(loads) = self.loads.line(job) {
             lines.push(Line::from(Span::styled(loads, muted)));
@@ -166,35 +189,59 @@ impl Detail {
                 ]));
             }
         }
-        // A legend on the last row, so that no state is told by colour alone.
-        let legend = area.height >= 6;
-        let text = Rect {
-            height: area.height - u16::from(legend),
-            ..area
-        };
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), text);
-        if legend {
-            let mut spans = Vec::new();
-            for st in LoadState::ALL {
-                if st == LoadState::Future {
-                    continue;
-                }
-                spans.push(Span::styled(format!("{} ", st.glyph()), t.state(st)));
-                spans.push(Span::styled(format!("{}  ", st.name()), muted));
-            }
-            spans.push(Span::styled("* ", t.style("anomaly")));
-            spans.push(Span::styled("anomaly", muted));
-            if job.statuses.iter().any(|s| s.out_of_date().is_some()) {
-                spans.push(Span::styled("  + ", t.style("warning")));
-                spans.push(Span::styled("source changed", muted));
-            }
-            let y = area.bottom() - 1;
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+        // A legend, so that no state is told by colour alone; it wraps
+        // rather than lose its last entries.
+        if area.height >= 7 {
+            let late = job.statuses.iter().any(|s| s.out_of_date().is_some());
+            let legend = legend(t, area.width, late);
+            let h = (legend.len() as u16).min(area.height / 4).max(1);
             frame.render_widget(
-                Paragraph::new(Line::from(spans)),
-                Rect::new(area.x, y, area.width, 1),
+                Paragraph::new(legend),
+                Rect::new(area.x, area.bottom() - h, area.width, h),
             );
         }
     }
+}
+
+/// Every state's glyph and name, then the upstream and anomaly marks (and
+/// the out-of-date one once a reconciliation found some), in
+/// as many lines of `width` as they need.
+fn legend(t: &Theme, width: u16, out_of_date: bool) -> Vec<Line<'static>> {
+    let muted = t.style("muted");
+    let mut entries: Vec<(String, ratatui::style::Style, String)> = LoadState::ALL
+        .into_iter()
+        .filter(|st| *st != LoadState::Future)
+        .map(|st| (st.glyph().to_string(), t.state(st), st.name().to_string()))
+        .collect();
+    entries.push((
+        LoadState::UPSTREAM_GLYPH.to_string(),
+        t.state(LoadState::Stale),
+        "stale (upstream)".into(),
+    ));
+    entries.push(("*".into(), t.style("anomaly"), "anomaly".into()));
+    if out_of_date {
+        entries.push(("+".into(), t.style("warning"), "source changed".into()));
+    }
+    let mut lines = Vec::new();
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut used = 0usize;
+    for (glyph, style, name) in entries {
+        let w = glyph.chars().count() + 1 + name.chars().count();
+        if used > 0 && used + 2 + w > width as usize {
+            lines.push(Line::from(std::mem::take(&mut spans)));
+            used = 0;
+        }
+        if used > 0 {
+            spans.push(Span::raw("  "));
+            used += 2;
+        }
+        spans.push(Span::styled(format!("{glyph} "), style));
+        spans.push(Span::styled(name, muted));
+        used += w;
+    }
+    lines.push(Line::from(spans));
+    lines
 }
 
 /// The story of a partition's count: rows now and at its last load (and
@@ -450,7 +497,7 @@ mod tests {
             ))
         );
         let screen = draw(100, 14, |f| {
-            detail.render(f, f.area(), &Theme::default_theme(), &job)
+            detail.render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
         });
         assert!(
             screen.contains("idempotent: same 100 rows on every run"),
@@ -463,9 +510,9 @@ mod tests {
         let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
         job.cursor = 2;
         let screen = draw(100, 14, |f| {
-            Detail::default().render(f, f.area(), &Theme::default_theme(), &job)
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
         });
-        assert!(screen.contains("✗ failed · 1 attempts"), "{screen}");
+        assert!(screen.contains("✗ failed · 1 attempt "), "{screen}");
         assert!(screen.contains("rows now 0 · at last load —"), "{screen}");
         assert!(screen.contains("last attempt #1 failed"), "{screen}");
         assert!(screen.contains("(×2, e groups)"), "{screen}");
@@ -473,5 +520,25 @@ mod tests {
             screen.contains("failures of fct_orders by error"),
             "{screen}"
         );
+    }
+
+    #[test]
+    fn the_legend_wraps_and_keeps_every_entry() {
+        let t = Theme::default_theme();
+        let text = |width| -> Vec<String> {
+            legend(&t, width, false)
+                .iter()
+                .map(|l| l.to_string())
+                .collect()
+        };
+        let wide = text(200);
+        assert_eq!(wide.len(), 1);
+        let narrow = text(94);
+        assert!(narrow.len() > 1, "{narrow:?}");
+        assert!(narrow.iter().all(|l| l.chars().count() <= 94), "{narrow:?}");
+        let joined = narrow.join("  ");
+        for needle in ["✗ failed", "· missing", "≈ stale (upstream)", "* anomaly"] {
+            assert!(joined.contains(needle), "{needle} in {joined}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Failures grouped by error signature (numbers, literals and identifiers
 //! set aside), and the overlay that lists the groups so that one fix re-runs
-//! a whole group.
+//! a whole group. A group shows the identifiers its errors share.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -18,7 +18,11 @@ use crate::state::{LoadState, PartitionStatus};
 /// identifiers are set aside.
 #[derive(Debug, Clone)]
 pub struct ErrorGroup {
+    /// The signature as shown: numbers and literals set aside, identifiers
+    /// kept where every error of the group names the same ones.
     pub signature: String,
+    /// What groups errors: identifiers set aside too.
+    pub key: String,
     pub example: String,
     /// Indices into the job's partitions.
     pub partitions: Vec<usize>,
@@ -26,17 +30,34 @@ pub struct ErrorGroup {
 
 /// The error with numbers, quoted literals and identifiers normalised.
 pub fn error_signature(message: &str) -> String {
+    normalise(message, false)
+}
+
+/// The error with numbers and quoted literals normalised, identifiers kept.
+pub fn shown_signature(message: &str) -> String {
+    normalise(message, true)
+}
+
+fn normalise(message: &str, keep_ids: bool) -> String {
     let first = first_line(message);
     let mut out = String::new();
     let mut chars = first.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\'' || c == '"' || c == '`' {
+            let mut quoted = String::new();
             for d in chars.by_ref() {
                 if d == c {
                     break;
                 }
+                quoted.push(d);
             }
-            out.push_str(if c == '\'' { "'…'" } else { "<id>" });
+            if c == '\'' {
+                out.push_str("'…'");
+            } else if keep_ids {
+                out.extend([c].into_iter().chain(quoted.chars()).chain([c]));
+            } else {
+                out.push_str("<id>");
+            }
         } else if c.is_alphanumeric() || c == '_' {
             let mut word = String::from(c);
             while let Some(&d) = chars.peek() {
@@ -62,7 +83,7 @@ pub fn error_signature(message: &str) -> String {
             let letters = word.chars().any(|c| c.is_alphabetic());
             if digits && !letters {
                 out.push_str("<n>");
-            } else if digits || word.contains(['_', '.']) {
+            } else if (digits || word.contains(['_', '.'])) && !keep_ids {
                 out.push_str("<id>");
             } else {
                 out.push_str(&word);
@@ -86,11 +107,18 @@ pub fn group_failures(statuses: &[PartitionStatus]) -> Vec<ErrorGroup> {
             .as_ref()
             .and_then(|a| a.error.clone())
             .unwrap_or_else(|| "(no error recorded)".into());
-        let sig = error_signature(&error);
-        match groups.iter_mut().find(|g| g.signature == sig) {
-            Some(g) => g.partitions.push(i),
+        let key = error_signature(&error);
+        let shown = shown_signature(&error);
+        match groups.iter_mut().find(|g| g.key == key) {
+            Some(g) => {
+                g.partitions.push(i);
+                if g.signature != shown {
+                    g.signature = key;
+                }
+            }
             None => groups.push(ErrorGroup {
-                signature: sig,
+                signature: shown,
+                key,
                 example: first_line(&error).to_string(),
                 partitions: vec![i],
             }),
@@ -204,6 +232,40 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_group_shows_the_identifiers_its_errors_share() {
+        assert_eq!(
+            shown_signature("CHECK constraint failed: amount_usd >= 0"),
+            "CHECK constraint failed: amount_usd >= <n>"
+        );
+        assert_eq!(
+            shown_signature("duplicate key value \"orders_pkey\" (id)=(4711) 'x'"),
+            "duplicate key value \"orders_pkey\" (id)=(<n>) '…'"
+        );
+        let failed = |error: &str| {
+            let mut s = crate::tui::fixture::job_view("fct_orders", false, "✗").statuses;
+            if let Some(a) = s[0].last_attempt.as_mut() {
+                a.error = Some(error.into());
+            }
+            s.remove(0)
+        };
+        let same = group_failures(&[
+            failed("CHECK constraint failed: amount_usd >= 0"),
+            failed("CHECK constraint failed: amount_usd >= 10"),
+        ]);
+        assert_eq!(same.len(), 1);
+        assert_eq!(
+            same[0].signature,
+            "CHECK constraint failed: amount_usd >= <n>"
+        );
+        let mixed = group_failures(&[
+            failed("CHECK constraint failed: amount_usd >= 0"),
+            failed("CHECK constraint failed: amount_eur >= 0"),
+        ]);
+        assert_eq!(mixed.len(), 1, "still one group");
+        assert_eq!(mixed[0].signature, "CHECK constraint failed: <id> >= <n>");
+    }
+
     fn press(list: &mut ErrorList, code: KeyCode, groups: usize) -> ErrorListStep {
         list.key(&KeyEvent::new(code, KeyModifiers::NONE), groups)
     }
@@ -234,6 +296,7 @@ mod tests {
         let partitions = vec![day(1), day(2), day(3)];
         let groups = vec![ErrorGroup {
             signature: "CHECK constraint failed: <id>".into(),
+            key: "CHECK constraint failed: <id>".into(),
             example: "CHECK constraint failed: amount".into(),
             partitions: vec![0, 2],
         }];

@@ -10,7 +10,7 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use super::keys::{Action, BINDINGS, Scope, action_for};
 use super::theme::Theme;
-use super::widgets::{block, centered};
+use super::widgets::{block, centered, put};
 use crate::state::LoadState;
 
 /// A key in the overlay: the new scroll, or `None` when it closes (any key
@@ -90,11 +90,37 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
     let inner_r = b.inner(r);
     frame.render_widget(b, r);
     let lines = lines(t, inner_r.width);
-    let max_scroll = (lines.len() as u16).saturating_sub(inner_r.height);
-    frame.render_widget(
-        Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
-        inner_r,
-    );
+    let total = lines.len() as u16;
+    let max_scroll = total.saturating_sub(inner_r.height);
+    let scroll = scroll.min(max_scroll);
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), inner_r);
+    if let Some(mark) = scroll_mark(scroll, inner_r.height, total) {
+        let w = mark.chars().count() as u16;
+        let x = r.right().saturating_sub(w + 2).max(r.x);
+        put(
+            frame.buffer_mut(),
+            r,
+            x,
+            r.bottom().saturating_sub(1),
+            &mark,
+            t.style("highlight"),
+        );
+    }
+}
+
+/// Where the view is in a longer text, for the border: which lines show,
+/// and arrows for the ways there is more; `None` when it all fits.
+pub fn scroll_mark(scroll: u16, height: u16, total: u16) -> Option<String> {
+    if total <= height {
+        return None;
+    }
+    let last = (scroll + height).min(total);
+    let up = if scroll > 0 { "↑" } else { " " };
+    let down = if last < total { "↓" } else { " " };
+    Some(format!(
+        " {up}{down} lines {}–{last} of {total} (j k scroll) ",
+        scroll + 1
+    ))
 }
 
 #[cfg(test)]
@@ -117,6 +143,23 @@ mod tests {
         assert!(
             lines(&t, 40).len() > lines(&t, 200).len(),
             "narrow help wraps"
+        );
+    }
+
+    #[test]
+    fn the_scroll_mark_says_where_the_view_is() {
+        assert_eq!(scroll_mark(0, 30, 20), None);
+        assert_eq!(
+            scroll_mark(0, 30, 100).as_deref(),
+            Some("  ↓ lines 1–30 of 100 (j k scroll) ")
+        );
+        assert_eq!(
+            scroll_mark(10, 30, 100).as_deref(),
+            Some(" ↑↓ lines 11–40 of 100 (j k scroll) ")
+        );
+        assert_eq!(
+            scroll_mark(70, 30, 100).as_deref(),
+            Some(" ↑  lines 71–100 of 100 (j k scroll) ")
         );
     }
 

@@ -110,6 +110,21 @@ impl JobView {
         self.statuses.get(i).map(|s| s.state)
     }
 
+    /// The glyph shown for partition `i`: its state's, or
+    /// [`LoadState::UPSTREAM_GLYPH`] when it is stale because of upstream
+    /// partitions, so that the cause reads without colour.
+    pub fn glyph_at(&self, i: usize) -> char {
+        let state = self.state_at(i).unwrap_or(LoadState::Future);
+        let upstream = self
+            .status_at(i)
+            .is_some_and(|s| !s.stale_upstream.is_empty());
+        if state == LoadState::Stale && upstream {
+            LoadState::UPSTREAM_GLYPH
+        } else {
+            state.glyph()
+        }
+    }
+
     pub fn status_at(&self, i: usize) -> Option<&PartitionStatus> {
         self.statuses.get(i)
     }

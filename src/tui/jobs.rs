@@ -66,6 +66,10 @@ impl JobsPane {
         self.jobs.iter_mut()
     }
 
+    pub fn by_name(&self, name: &str) -> Option<&JobView> {
+        self.jobs.iter().find(|j| j.job.name == name)
+    }
+
     pub fn by_name_mut(&mut self, name: &str) -> Option<&mut JobView> {
         self.jobs.iter_mut().find(|j| j.job.name == name)
     }

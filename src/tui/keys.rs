@@ -29,6 +29,7 @@ pub enum Action {
     Run,
     Verify,
     WhatChanged,
+    Lineage,
     Cancel,
     ToggleRows,
     ToggleChart,
@@ -49,6 +50,8 @@ pub enum Action {
     OnlyStale,
     EditReason,
     ThroughLatest,
+    Cascade,
+    AllowShrink,
     // Questions (cancel a run? quit?).
     Yes,
     No,
@@ -64,6 +67,7 @@ pub enum Scope {
     Help,
     Input,
     Diff,
+    Lineage,
 }
 
 impl Scope {
@@ -75,6 +79,7 @@ impl Scope {
             Scope::List => "Error groups list",
             Scope::Help => "Help",
             Scope::Diff => "What changed (definition diff)",
+            Scope::Lineage => "Lineage view",
             Scope::Input => {
                 "Filter and command line (text editing as in a shell: ← → Home End, Ctrl-W, Ctrl-U)"
             }
@@ -306,6 +311,14 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         Main,
+        [k('L')],
+        "L",
+        Lineage,
+        "lineage: the jobs this job reads and the jobs that read it, with their health",
+        None
+    ),
+    bind!(
+        Main,
         [k('c')],
         "c",
         Cancel,
@@ -457,6 +470,22 @@ pub static BINDINGS: &[Binding] = &[
         None
     ),
     bind!(
+        Confirm,
+        [k('c')],
+        "c",
+        Cascade,
+        "cascade: also run the downstream partitions the run makes stale (again: off)",
+        Some("cascade")
+    ),
+    bind!(
+        Confirm,
+        [k('S')],
+        "S",
+        AllowShrink,
+        "allow the run to shrink partitions past the shrink guard (again: off)",
+        None
+    ),
+    bind!(
         Question,
         [k('y'), code(KeyCode::Enter)],
         "y Enter",
@@ -548,6 +577,38 @@ pub static BINDINGS: &[Binding] = &[
         Diff,
         [code(KeyCode::Esc), k('q'), k('d')],
         "Esc q d",
+        Close,
+        "close",
+        Some("close")
+    ),
+    bind!(
+        Lineage,
+        [k('j'), code(KeyCode::Down)],
+        "j ↓",
+        Down,
+        "next job",
+        None
+    ),
+    bind!(
+        Lineage,
+        [k('k'), code(KeyCode::Up)],
+        "k ↑",
+        Up,
+        "previous job",
+        None
+    ),
+    bind!(
+        Lineage,
+        [code(KeyCode::Enter)],
+        "Enter",
+        Confirm,
+        "show the job",
+        Some("show")
+    ),
+    bind!(
+        Lineage,
+        [code(KeyCode::Esc), k('q'), k('L')],
+        "Esc q L",
         Close,
         "close",
         Some("close")

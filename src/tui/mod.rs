@@ -10,6 +10,7 @@ pub mod app;
 mod background;
 mod bars;
 mod calendar;
+mod cascade;
 mod chart;
 mod command;
 mod confirm;
@@ -23,6 +24,7 @@ mod job;
 mod jobs;
 pub mod keys;
 mod layout;
+mod lineage_view;
 mod loads;
 mod msg;
 mod question;
@@ -47,6 +49,8 @@ pub struct Options {
     /// `--theme NAME|PATH` or `IDEM_THEME`.
     pub theme: Option<String>,
     pub no_mouse: bool,
+    /// A note for the status bar (a user config file that did not read).
+    pub note: Option<String>,
 }
 
 /// How a console session ended.
@@ -64,7 +68,11 @@ pub enum Outcome {
 /// the environment (a broken theme shows its message in the status bar).
 pub fn new_app(config: Config, options: &Options, now: chrono::NaiveDateTime) -> App {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let (theme, note) = Theme::resolve(options.theme.as_deref(), no_color);
+    let (theme, theme_note) = Theme::resolve(options.theme.as_deref(), no_color);
+    let note = match (options.note.clone(), theme_note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let start = app::Start {
         theme,
         mouse: !options.no_mouse,

@@ -85,6 +85,9 @@ pub struct RunRequest {
     /// The console's number for the run.
     pub run: usize,
     pub backfill: Backfill,
+    /// A cascade's downstream steps after `backfill`, in dependency order,
+    /// each with the console's number for its run.
+    pub cascade: Vec<(usize, Backfill)>,
 }
 
 /// A run request reads as the backfill it carries.

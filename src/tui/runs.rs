@@ -29,6 +29,8 @@ pub enum RunPartState {
     Retrying,
     Succeeded,
     Failed,
+    /// The shrink guard refused it: nothing changed, the data was not at fault.
+    Refused,
     Cancelled,
 }
 
@@ -40,6 +42,7 @@ impl RunPartState {
             RunPartState::Retrying => ("retrying", '↻'),
             RunPartState::Succeeded => ("done", '✓'),
             RunPartState::Failed => ("failed", '✗'),
+            RunPartState::Refused => ("refused", '⊖'),
             RunPartState::Cancelled => ("cancelled", '⊘'),
         }
     }
@@ -137,11 +140,16 @@ impl RunView {
         self.finished.is_none() && self.error.is_none()
     }
 
-    /// Partitions that ran to an end, succeeded or failed.
+    /// Partitions that ran to an end: succeeded, failed or refused.
     pub fn done(&self) -> usize {
         self.partitions
             .iter()
-            .filter(|p| matches!(p.state, RunPartState::Succeeded | RunPartState::Failed))
+            .filter(|p| {
+                matches!(
+                    p.state,
+                    RunPartState::Succeeded | RunPartState::Failed | RunPartState::Refused
+                )
+            })
             .count()
     }
 
@@ -231,6 +239,7 @@ impl RunView {
                 let state = match event.attempt_end() {
                     None => RunPartState::Retrying,
                     Some((_, AttemptEnd::RolledBack)) => RunPartState::Cancelled,
+                    Some((_, AttemptEnd::Refused)) => RunPartState::Refused,
                     Some(_) => RunPartState::Failed,
                 };
                 if let Some(p) = self.row_mut(partition) {
@@ -243,8 +252,30 @@ impl RunView {
                     ));
                 }
             }
-            // Cascades run from the CLI; the console's runs have none.
-            Event::PartitionSkipped { .. } => {}
+            Event::PartitionSkipped {
+                partition, because, ..
+            } => {
+                if let Some(p) = self.row_mut(partition) {
+                    p.state = RunPartState::Cancelled;
+                    p.error = Some(format!("skipped: {because}"));
+                    p.push_log(format!("skipped: {because}"));
+                }
+                // A cascade step whose every partition was skipped never starts.
+                if self.run_id.is_none()
+                    && self
+                        .partitions
+                        .iter()
+                        .all(|p| p.state == RunPartState::Cancelled)
+                {
+                    self.finished = Some(RunFinish {
+                        succeeded: 0,
+                        failed: 0,
+                        not_started: self.partitions.len(),
+                        cancelled: false,
+                        duration_ms: 0,
+                    });
+                }
+            }
             Event::RunFinished {
                 succeeded,
                 failed,
@@ -275,14 +306,21 @@ impl RunView {
     /// The status-bar note on how the run ended: (is bad news, text).
     pub fn ending(&self) -> Option<(bool, String)> {
         let f = self.finished.as_ref()?;
+        // The engine counts refusals among failures; they read apart.
+        let refused = self.count(RunPartState::Refused);
         Some((
             f.failed > 0 || f.cancelled,
             format!(
-                "run of {} {}: {} succeeded, {} failed{}",
+                "run of {} {}: {} succeeded, {} failed{}{}",
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
-                f.failed,
+                f.failed.saturating_sub(refused),
+                if refused > 0 {
+                    format!(", {refused} refused by the shrink guard (S in the confirm allows it)")
+                } else {
+                    String::new()
+                },
                 if f.not_started > 0 {
                     format!(", {} not started", f.not_started)
                 } else {
@@ -465,6 +503,7 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
         let style = match p.state {
             RunPartState::Succeeded => t.style("ok"),
             RunPartState::Failed => t.style("error"),
+            RunPartState::Refused => t.style("warning"),
             RunPartState::Running | RunPartState::Retrying => t.state(LoadState::Running),
             _ => t.style("muted"),
         };
@@ -506,7 +545,7 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
                 }
                 s
             }
-            RunPartState::Failed | RunPartState::Retrying => p
+            RunPartState::Failed | RunPartState::Refused | RunPartState::Retrying => p
                 .error
                 .as_deref()
                 .map(|e| first_line(e).to_string())

@@ -15,6 +15,7 @@ use super::bars::{Title, render_footer, render_title};
 use super::calendar::Waiting;
 use super::help;
 use super::layout::calendar_capacity;
+use super::lineage_view::upstream_lines;
 use crate::partition::Grain;
 
 /// What a position on a screen of `area` points at.
@@ -87,7 +88,11 @@ pub fn render(frame: &mut Frame, app: &App) {
                 app.chart.render(frame, s.chart, t, job, capacity);
             }
             if s.detail.height > 2 {
-                app.detail.render(frame, s.detail, t, job);
+                let upstream = job
+                    .status_at(job.cursor)
+                    .map(|st| upstream_lines(t, st, |name| app.jobs.by_name(name)))
+                    .unwrap_or_default();
+                app.detail.render(frame, s.detail, t, job, upstream);
             }
         }
     }
@@ -152,6 +157,13 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
         Modal::Diff { scroll } => {
             if let Some(d) = &app.definition_diff {
                 d.render(frame, area, t, *scroll);
+            }
+        }
+        Modal::Lineage(view) => {
+            if let Some(job) = app.job() {
+                view.render(frame, area, t, &job.job.name, &app.lineage, |name| {
+                    app.jobs.by_name(name)
+                });
             }
         }
         Modal::None | Modal::Filter | Modal::Command(_) => {}

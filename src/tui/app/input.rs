@@ -15,6 +15,7 @@ use crate::tui::help;
 use crate::tui::jobs::FilterStep;
 use crate::tui::keys::{Action, Scope, action_for};
 use crate::tui::layout::calendar_capacity;
+use crate::tui::lineage_view::{self, LineageStep, LineageView};
 use crate::tui::msg::{Effect, RunRequest};
 use crate::tui::runs::{self, RunView};
 
@@ -70,6 +71,7 @@ impl App {
                         self.shared.modal = Modal::Confirm(c);
                     }
                 }
+                self.replan_cascade();
             }
             Modal::Question(q) => match action_for(Scope::Question, &key) {
                 Some(Action::Yes) => match q {
@@ -84,6 +86,22 @@ impl App {
                 Some(Action::No) => {}
                 _ => self.shared.modal = Modal::Question(q),
             },
+            Modal::Lineage(mut view) => {
+                let job = self.job().map(|j| j.job.name.clone()).unwrap_or_default();
+                let neighbours = lineage_view::neighbours(&self.shared.lineage, &job);
+                match view.key(&key, neighbours.len()) {
+                    LineageStep::Stay => self.shared.modal = Modal::Lineage(view),
+                    LineageStep::Close => {}
+                    LineageStep::Jump(k) => {
+                        if let Some(n) = neighbours.get(k) {
+                            match self.shared.jobs.find(&n.name) {
+                                Ok(i) => self.shared.jobs.show(i),
+                                Err(e) => self.shared.message = Some((true, e)),
+                            }
+                        }
+                    }
+                }
+            }
             Modal::Errors(mut list) => {
                 let groups = self.error_groups().len();
                 match list.key(&key, groups) {
@@ -108,8 +126,8 @@ impl App {
         self.shared.message = Some((
             false,
             format!(
-                "selected {} partitions failing with: {}; r re-runs them",
-                g.partitions.len(),
+                "selected {} failing with: {}; r re-runs them",
+                crate::numbers::count(g.partitions.len() as i64, "partition", "partitions"),
                 g.signature
             ),
         ));
@@ -194,6 +212,7 @@ impl App {
             Action::Run => return self.open_confirm(None, None),
             Action::Verify => return self.verify(),
             Action::WhatChanged => return self.what_changed(),
+            Action::Lineage => self.shared.modal = Modal::Lineage(LineageView::default()),
             Action::Cancel => {
                 let run = self
                     .shared
@@ -302,6 +321,7 @@ impl App {
             Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
             Err(e) => self.shared.message = Some((true, e)),
         }
+        self.replan_cascade();
         Vec::new()
     }
 
@@ -316,16 +336,34 @@ impl App {
                 Some((true, "not connected to the warehouse; nothing ran".into()));
             return Vec::new();
         }
+        let steps = match c.cascade() {
+            Some(plan) if !plan.problems.is_empty() => {
+                self.shared.message = Some((
+                    true,
+                    format!("cannot cascade: {}; nothing ran", plan.problems.join("; ")),
+                ));
+                return Vec::new();
+            }
+            Some(plan) => plan.steps.clone(),
+            None => Vec::new(),
+        };
         if let Some(j) = self.shared.jobs.get_mut(c.job) {
             j.clear_selection();
         }
-        let run = self.next_run;
-        self.next_run += 1;
-        self.shared
-            .runs
-            .push(RunView::new(run, &backfill, self.shared.now));
-        self.shared.selected_run = self.shared.runs.len() - 1;
-        vec![Effect::StartRun(Box::new(RunRequest { run, backfill }))]
+        let mut numbered = Vec::new();
+        for b in std::iter::once(&backfill).chain(&steps) {
+            let run = self.next_run;
+            self.next_run += 1;
+            self.shared.runs.push(RunView::new(run, b, self.shared.now));
+            numbered.push(run);
+        }
+        self.shared.selected_run = self.shared.runs.len() - 1 - steps.len();
+        let cascade = numbered[1..].iter().copied().zip(steps).collect();
+        vec![Effect::StartRun(Box::new(RunRequest {
+            run: numbered[0],
+            backfill,
+            cascade,
+        }))]
     }
 
     /// Starts proving the cursor's partition idempotent, in the background.

@@ -18,6 +18,7 @@ pub use super::diff::DiffView;
 pub use super::errors::ErrorGroup;
 pub use super::job::{JobView, LintNote, LiveAttempt};
 pub use super::layout::Hit;
+pub use super::lineage_view::LineageView;
 pub use super::msg::{
     DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
 };
@@ -25,6 +26,7 @@ pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
 
 use super::calendar::{self, Calendar};
+use super::cascade::CascadePlan;
 use super::chart::Chart;
 use super::command::CommandLine;
 use super::detail::Detail;
@@ -38,6 +40,7 @@ use super::theme::Theme;
 use super::widgets::inner;
 use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
+use crate::lineage::Lineage;
 use crate::state::PartitionStatus;
 
 /// Seconds between background refreshes of every job's states.
@@ -66,6 +69,7 @@ pub enum Modal {
     Diff {
         scroll: u16,
     },
+    Lineage(LineageView),
 }
 
 /// How the console starts, beyond its config.
@@ -104,6 +108,9 @@ pub struct Shared {
     pub connected: bool,
     pub connecting: bool,
     pub db_error: Option<String>,
+    /// Which jobs read which: for stale (upstream) states, the lineage view
+    /// and cascades.
+    pub lineage: Lineage,
 }
 
 /// The console: its state, and `update`, the one place that changes it.
@@ -145,6 +152,10 @@ impl App {
     pub fn start_with(config: Config, start: Start, now: NaiveDateTime) -> App {
         let jobs = JobsPane::new(&config.jobs, now);
         let url = crate::warehouse::redact(&config.warehouse.url);
+        let (lineage, lineage_error) = match Lineage::of(&config) {
+            Ok(l) => (l, None),
+            Err(e) => (Lineage::default(), Some(e.to_string())),
+        };
         let mut app = App {
             shared: Shared {
                 focus: Focus::Calendar,
@@ -152,7 +163,7 @@ impl App {
                 theme: start.theme,
                 mouse: start.mouse,
                 size: (80, 24),
-                message: start.note.map(|n| (true, n)),
+                message: start.note.or(lineage_error).map(|n| (true, n)),
                 runs: Vec::new(),
                 selected_run: 0,
                 quit: false,
@@ -167,6 +178,7 @@ impl App {
                 connected: false,
                 connecting: false,
                 db_error: None,
+                lineage,
             },
             config,
             theme_files: start.theme_files,
@@ -252,6 +264,7 @@ impl App {
             Modal::Errors(_) => Scope::List,
             Modal::Help { .. } => Scope::Help,
             Modal::Diff { .. } => Scope::Diff,
+            Modal::Lineage(_) => Scope::Lineage,
             Modal::Filter | Modal::Command(_) => Scope::Input,
             Modal::None => Scope::Main,
         }
@@ -522,6 +535,26 @@ impl App {
         {
             c.replan(j, &self.config.defaults, self.shared.now);
         }
+        self.replan_cascade();
+    }
+
+    /// A confirm dialog with cascade on lists the downstream steps, planned
+    /// from the states of the jobs downstream.
+    fn replan_cascade(&mut self) {
+        let Modal::Confirm(c) = &mut self.shared.modal else {
+            return;
+        };
+        let jobs = &self.shared.jobs;
+        let plan = c.backfill().filter(|_| c.cascade_on()).map(|root| {
+            CascadePlan::of(
+                &self.config,
+                &self.shared.lineage,
+                &root,
+                |name| jobs.by_name(name),
+                self.shared.now,
+            )
+        });
+        c.set_cascade(plan);
     }
 
     fn fix_scroll_all(&mut self) {

@@ -14,13 +14,19 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
+mod words;
+
+use words::{replaces, strategy_words};
+
+use super::cascade::CascadePlan;
 use super::job::JobView;
 use super::keys::{Action, Scope, action_for};
 use super::theme::Theme;
-use super::widgets::{block, centered, thousands};
+use super::widgets::{block, centered};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
 use crate::engine::{Backfill, MergeOrderRisk, Selection};
+use crate::numbers::count;
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -40,6 +46,8 @@ pub struct ConfirmDialog {
     /// JOB`): flags the dialog does not set itself carry into its command.
     args: RunArgs,
     plan: Plan,
+    /// The downstream steps, planned by the app while cascade is on.
+    cascade: Option<CascadePlan>,
 }
 
 /// What the dialog's choice comes to, worked out when the choice or the
@@ -108,6 +116,7 @@ impl ConfirmDialog {
             editing_reason: false,
             args,
             plan: Plan::default(),
+            cascade: None,
         };
         dialog.replan(job, defaults, now);
         Ok(dialog)
@@ -121,6 +130,21 @@ impl ConfirmDialog {
     /// Later merge windows that running the choice alone would set back.
     pub fn risk(&self) -> Option<&MergeOrderRisk> {
         self.plan.risk.as_ref()
+    }
+
+    /// Whether the run cascades (`--cascade`, or `c` in the dialog).
+    pub fn cascade_on(&self) -> bool {
+        self.args.cascade
+    }
+
+    /// The downstream steps of the run, planned from the console's states.
+    pub fn set_cascade(&mut self, plan: Option<CascadePlan>) {
+        self.cascade = plan;
+    }
+
+    /// The cascade's plan, while cascade is on.
+    pub fn cascade(&self) -> Option<&CascadePlan> {
+        self.cascade.as_ref().filter(|_| self.args.cascade)
     }
 
     /// The equivalent headless command.
@@ -297,6 +321,14 @@ impl ConfirmDialog {
                 self.only = vec![LoadState::Stale];
                 ConfirmStep::Stay
             }
+            Some(Action::Cascade) => {
+                self.args.cascade = !self.args.cascade;
+                ConfirmStep::Stay
+            }
+            Some(Action::AllowShrink) => {
+                self.args.allow_shrink = !self.args.allow_shrink;
+                ConfirmStep::Stay
+            }
             Some(Action::EditReason) => {
                 self.editing_reason = true;
                 ConfirmStep::Stay
@@ -329,20 +361,24 @@ impl ConfirmDialog {
         let mut lines = Vec::new();
         let range = match (chosen.first(), chosen.last()) {
             (Some(a), Some(z)) if chosen.len() > filtered => format!(
-                "{} .. {}  ({} partitions: {} of {} selected + {} later windows)",
+                "{} .. {}  ({}: {} of {} selected + {} later windows)",
                 name(a),
                 name(z),
-                chosen.len(),
+                count(chosen.len() as i64, "partition", "partitions"),
                 filtered,
                 self.candidates.len(),
                 chosen.len() - filtered
             ),
             (Some(a), Some(z)) => format!(
-                "{} .. {}  ({} of {} selected partitions)",
+                "{} .. {}  ({} of {})",
                 name(a),
                 name(z),
                 chosen.len(),
-                self.candidates.len()
+                count(
+                    self.candidates.len() as i64,
+                    "selected partition",
+                    "selected partitions"
+                )
             ),
             _ => format!(
                 "nothing matches the filter ({} selected)",
@@ -376,14 +412,27 @@ impl ConfirmDialog {
         let conc = match job.job.strategy {
             Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
             Strategy::ReplacePartition => format!(
-                "{} partitions at once · {} retries of transient errors",
-                self.plan.concurrency, self.plan.retries
+                "{} at once · {} of transient errors",
+                count(self.plan.concurrency as i64, "partition", "partitions"),
+                count(self.plan.retries, "retry", "retries")
             ),
         };
         lines.push(Line::from(vec![
             label("parallel"),
             Span::styled(conc, text),
         ]));
+        if self.args.allow_shrink {
+            lines.push(Line::from(vec![
+                label("shrink"),
+                Span::styled(
+                    "allowed: partitions may shrink past the shrink guard (S undoes)",
+                    t.style("warning"),
+                ),
+            ]));
+        }
+        if let Some(plan) = self.cascade() {
+            lines.extend(plan.lines(t, label));
+        }
         if let Some(risk) = &self.plan.risk {
             if self.through_latest {
                 lines.push(Line::from(vec![
@@ -506,64 +555,17 @@ impl ConfirmDialog {
             Span::styled("a f m s", t.style("highlight")),
             Span::styled(" filter  ", t.style("muted")),
             Span::styled("Tab", t.style("highlight")),
-            Span::styled(" reason", t.style("muted")),
+            Span::styled(" reason  ", t.style("muted")),
+            Span::styled("c", t.style("highlight")),
+            Span::styled(" cascade  ", t.style("muted")),
+            Span::styled("S", t.style("highlight")),
+            Span::styled(" shrink", t.style("muted")),
         ];
         if self.plan.risk.is_some() {
             hints.push(Span::styled("  x", t.style("highlight")));
             hints.push(Span::styled(" through latest", t.style("muted")));
         }
         Line::from(hints)
-    }
-}
-
-/// What the run replaces, in rows.
-fn replaces(job: &JobView, chosen: &[usize]) -> String {
-    match job.job.strategy {
-        Strategy::ReplacePartition => {
-            let rows_now: i64 = chosen
-                .iter()
-                .filter_map(|i| job.status_at(*i).and_then(|s| s.rows_now))
-                .sum();
-            format!(
-                "{} rows now in {} will be deleted and loaded again",
-                thousands(rows_now),
-                job.job.target
-            )
-        }
-        Strategy::MergeKey => {
-            let merged: i64 = chosen
-                .iter()
-                .filter_map(|i| job.status_at(*i).and_then(|s| s.rows()))
-                .sum();
-            let windows = match chosen.len() {
-                1 => "this window".to_string(),
-                n => format!("these {n} windows"),
-            };
-            format!(
-                "no rows are deleted; of the {} rows {windows} merged at their last loads, those whose values differ are updated",
-                thousands(merged)
-            )
-        }
-    }
-}
-
-/// The job's strategy in one line of plain words.
-fn strategy_words(job: &JobView) -> String {
-    let target = job.job.target.to_string();
-    match job.job.strategy {
-        Strategy::ReplacePartition => format!(
-            "each {}: delete its window from {target} and insert the job's rows, in one transaction under a lock",
-            job.job.grain
-        ),
-        Strategy::MergeKey => format!(
-            "each window in order: upsert rows into {target} by {}, updating only rows that differ, in one transaction",
-            job.job
-                .unique_key
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 

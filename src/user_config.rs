@@ -1,0 +1,95 @@
+//! The user's own settings for the console, in `$XDG_CONFIG_HOME/idem/config.toml`
+//! (else `~/.config/idem/config.toml`): for now the default theme. A flag
+//! wins over the environment (both read by the command line), which wins
+//! over this file, which wins over the built-in default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// What the user config file says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    /// The console's theme when neither `--theme` nor `IDEM_THEME` says one.
+    pub theme: Option<String>,
+}
+
+/// Where the user config file is, from `XDG_CONFIG_HOME` or `HOME`; `None`
+/// when neither is set.
+pub fn path_from(xdg_config_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
+    let base = match (xdg_config_home, home) {
+        (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
+        (_, Some(home)) if !home.is_empty() => Path::new(home).join(".config"),
+        _ => return None,
+    };
+    Some(base.join("idem").join("config.toml"))
+}
+
+/// Where the user config file is for this process.
+pub fn path() -> Option<PathBuf> {
+    let var = |name| std::env::var(name).ok();
+    path_from(var("XDG_CONFIG_HOME").as_deref(), var("HOME").as_deref())
+}
+
+impl UserConfig {
+    /// Reads the file at `path`; a missing file is an empty config, a
+    /// broken one an error that names the file.
+    pub fn read(path: &Path) -> Result<UserConfig, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| {
+                format!(
+                    "{}: {}",
+                    path.display(),
+                    e.message().lines().next().unwrap_or("cannot be read")
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UserConfig::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// The theme to use: what the command line or the environment asked
+    /// for, else this file's, else none (the built-in default).
+    pub fn theme(&self, asked: Option<String>) -> Option<String> {
+        asked
+            .filter(|t| !t.is_empty())
+            .or_else(|| self.theme.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_follows_xdg_then_home() {
+        assert_eq!(
+            path_from(Some("/x"), Some("/h")),
+            Some(PathBuf::from("/x/idem/config.toml"))
+        );
+        assert_eq!(
+            path_from(Some(""), Some("/h")),
+            Some(PathBuf::from("/h/.config/idem/config.toml"))
+        );
+        assert_eq!(path_from(None, None), None);
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_file_which_wins_over_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        assert_eq!(UserConfig::read(&file), Ok(UserConfig::default()));
+        assert_eq!(UserConfig::default().theme(None), None, "built-in default");
+        std::fs::write(&file, "theme = \"light\"\n").unwrap();
+        let user = UserConfig::read(&file).unwrap();
+        assert_eq!(user.theme(None).as_deref(), Some("light"));
+        assert_eq!(user.theme(Some("mono".into())).as_deref(), Some("mono"));
+        assert_eq!(user.theme(Some(String::new())).as_deref(), Some("light"));
+        std::fs::write(&file, "theme = 3\n").unwrap();
+        let broken = UserConfig::read(&file).unwrap_err();
+        assert!(broken.contains("config.toml"), "{broken}");
+        std::fs::write(&file, "colour = \"x\"\n").unwrap();
+        assert!(UserConfig::read(&file).is_err(), "unknown keys are refused");
+    }
+}
