@@ -12,8 +12,10 @@ use tokio_util::sync::CancellationToken;
 use super::app::App;
 use super::msg::{DiffRequest, Effect, Msg, VerifyRequest};
 use super::theme::Theme;
-use crate::partition::now_utc;
-use crate::warehouse::Warehouse;
+use crate::config::Job;
+use crate::partition::{Partition, now_utc};
+use crate::state::{StatusScope, job_status_scoped};
+use crate::warehouse::{CountCache, Warehouse};
 
 /// What background tasks send to the event loop.
 pub enum Incoming {
@@ -28,6 +30,8 @@ pub struct Background {
     tokens: HashMap<usize, CancellationToken>,
     runs: Vec<JoinHandle<()>>,
     max_connections: u32,
+    /// Row counts between refreshes: an unchanged target is not read again.
+    counts: CountCache,
 }
 
 impl Background {
@@ -39,6 +43,7 @@ impl Background {
             tokens: HashMap::new(),
             runs: Vec::new(),
             max_connections: (concurrency as u32 * 2 + 2).max(4),
+            counts: CountCache::default(),
         }
     }
 
@@ -87,17 +92,10 @@ impl Background {
                     return;
                 };
                 let jobs = app.jobs_named(&names);
+                let first = app.unread_on_screen();
+                let counts = self.counts.clone();
                 tokio::spawn(async move {
-                    for job in jobs {
-                        let result =
-                            crate::state::job_status(&wh, &job, now_utc(), &HashSet::new())
-                                .await
-                                .map_err(|e| e.to_string());
-                        send(Msg::Status {
-                            job: job.name.clone(),
-                            result,
-                        });
-                    }
+                    read_states(&wh, &jobs, first, &counts, send).await;
                 });
             }
             Effect::StartRun(req) => {
@@ -168,6 +166,52 @@ impl Background {
         if let Some(wh) = self.warehouse {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), wh.close()).await;
         }
+    }
+}
+
+/// Reads the states of `jobs` (in that order) and answers each with a
+/// [`Msg::Status`], counting rows through `counts` so that a target unchanged
+/// since the last refresh is not read again. `first`, a job and the
+/// partitions on screen, is read and answered ([`Msg::EarlyStatus`]) before
+/// anything else.
+pub async fn read_states(
+    warehouse: &Warehouse,
+    jobs: &[Job],
+    first: Option<(String, Partition, Partition)>,
+    counts: &CountCache,
+    send: impl Fn(Msg),
+) {
+    let now = now_utc();
+    let running = HashSet::new();
+    if let Some((name, from, to)) = first
+        && let Some(job) = jobs.iter().find(|j| j.name == name)
+    {
+        // Without the cache: the full read just after covers a wider range
+        // and would count again anyway.
+        let scope = StatusScope {
+            from: Some(from),
+            to: Some(to),
+            cache: None,
+        };
+        if let Ok(statuses) = job_status_scoped(warehouse, job, now, &running, &scope).await {
+            send(Msg::EarlyStatus {
+                job: name,
+                statuses,
+            });
+        }
+    }
+    let scope = StatusScope {
+        cache: Some(counts.clone()),
+        ..StatusScope::default()
+    };
+    for job in jobs {
+        let result = job_status_scoped(warehouse, job, now, &running, &scope)
+            .await
+            .map_err(|e| e.to_string());
+        send(Msg::Status {
+            job: job.name.clone(),
+            result,
+        });
     }
 }
 

@@ -52,6 +52,9 @@ pub struct JobView {
     /// Attempts this console saw end, until the ledger read shows them.
     pub live: HashMap<String, LiveAttempt>,
     pub(super) loaded: bool,
+    /// States of the partitions on screen, read ahead of the full read and
+    /// shown until it lands (by partition index).
+    pub(super) early: HashMap<usize, LoadState>,
     pub(super) loading: bool,
     /// A refresh was asked for while one was in flight.
     pub(super) refresh_again: bool,
@@ -82,6 +85,7 @@ impl JobView {
             in_flight: HashSet::new(),
             live: HashMap::new(),
             loaded: false,
+            early: HashMap::new(),
             loading: false,
             refresh_again: false,
             error: None,
@@ -102,7 +106,10 @@ impl JobView {
         if !self.in_flight.is_empty() && self.in_flight.contains(&p.name()) {
             return Some(LoadState::Running);
         }
-        self.statuses.get(i).map(|s| s.state)
+        self.statuses
+            .get(i)
+            .map(|s| s.state)
+            .or_else(|| self.early.get(&i).copied())
     }
 
     pub fn status_at(&self, i: usize) -> Option<&PartitionStatus> {
@@ -147,6 +154,34 @@ impl JobView {
             0
         } else {
             self.unit_of(self.partitions.len() - 1) + 1
+        }
+    }
+
+    /// The first and last partition of the `capacity` calendar units on
+    /// screen, while the job's states are not read yet: the range to read
+    /// first.
+    pub(super) fn unread_on_screen(&self, capacity: usize) -> Option<(Partition, Partition)> {
+        if self.loaded {
+            return None;
+        }
+        let units = self.scroll..self.scroll + capacity.max(1);
+        let mut on_screen = (0..self.partitions.len())
+            .skip_while(|i| self.unit_of(*i) < units.start)
+            .take_while(|i| units.contains(&self.unit_of(*i)));
+        let from = on_screen.next()?;
+        let to = on_screen.last().unwrap_or(from);
+        Some((*self.partitions.get(from)?, *self.partitions.get(to)?))
+    }
+
+    /// Shows the states of a range read ahead, unless the full read landed.
+    pub(super) fn apply_early(&mut self, statuses: Vec<PartitionStatus>) {
+        if self.loaded {
+            return;
+        }
+        for s in statuses {
+            if let Some(i) = self.index_of(s.partition) {
+                self.early.insert(i, s.state);
+            }
         }
     }
 
@@ -245,6 +280,7 @@ impl JobView {
         self.statuses = statuses;
         self.groups = group_failures(&self.statuses);
         self.loaded = true;
+        self.early.clear();
         self.error = None;
         let n = self.partitions.len();
         if n > 0 {

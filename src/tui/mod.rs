@@ -23,6 +23,7 @@ pub mod keys;
 mod layout;
 mod msg;
 mod question;
+mod run_logs;
 mod runs;
 pub mod svg;
 mod terminal;
@@ -31,7 +32,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{definition_diff, verify};
+pub use background::{definition_diff, read_states, verify};
 pub use theme::Theme;
 
 use crate::config::Config;

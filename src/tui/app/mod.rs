@@ -34,6 +34,7 @@ use super::theme::Theme;
 use super::widgets::inner;
 use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
+use crate::partition::Partition;
 use crate::state::PartitionStatus;
 
 /// Seconds between background refreshes of every job's states.
@@ -198,14 +199,29 @@ impl App {
         self.shared.jobs.visible()
     }
 
-    /// The jobs named in a refresh.
+    /// The jobs named in a refresh, the one on screen first.
     pub fn jobs_named(&self, names: &[String]) -> Vec<crate::config::Job> {
-        self.shared
+        let current = self.job().map(|j| j.job.name.as_str());
+        let mut jobs: Vec<_> = self
+            .shared
             .jobs
             .iter()
             .filter(|j| names.contains(&j.job.name))
             .map(|j| j.job.clone())
-            .collect()
+            .collect();
+        jobs.sort_by_key(|j| Some(j.name.as_str()) != current);
+        jobs
+    }
+
+    /// The job on screen and the partitions its calendar shows, while its
+    /// states are not read yet: a refresh reads those first.
+    pub fn unread_on_screen(&self) -> Option<(String, Partition, Partition)> {
+        let j = self.job()?;
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let has_runs = !self.shared.runs.is_empty();
+        let capacity = calendar_capacity(area, j.grain(), j.unit_count(), has_runs);
+        let (from, to) = j.unread_on_screen(capacity)?;
+        Some((j.job.name.clone(), from, to))
     }
 
     pub fn active_runs(&self) -> usize {
@@ -290,6 +306,12 @@ impl App {
                 let effects = self.status_msg(&job, result);
                 self.replan_confirm();
                 effects
+            }
+            Msg::EarlyStatus { job, statuses } => {
+                if let Some(j) = self.shared.jobs.by_name_mut(&job) {
+                    j.apply_early(statuses);
+                }
+                Vec::new()
             }
             Msg::Engine { run, event } => {
                 let effects = self.engine_event(run, event);
