@@ -2,14 +2,14 @@
 //! cursor, the selection and the calendar's scroll, and what this console's
 //! runs did to it since the last read.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::NaiveDateTime;
 
 use super::errors::{ErrorGroup, group_failures};
 use crate::config::Job;
 use crate::engine::Event;
-use crate::partition::{Grain, Partition};
+use crate::partition::{Grain, Partition, RangeEnd};
 use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
 
 /// A lint finding as the console shows it.
@@ -48,7 +48,7 @@ pub struct JobView {
     pub cursor: usize,
     pub selected: BTreeSet<usize>,
     /// Partitions in flight in this console's runs.
-    pub in_flight: HashSet<String>,
+    pub in_flight: BTreeSet<Partition>,
     /// Attempts this console saw end, until the ledger read shows them.
     pub live: HashMap<String, LiveAttempt>,
     pub(super) loaded: bool,
@@ -82,7 +82,7 @@ impl JobView {
             statuses: Vec::new(),
             cursor,
             selected: BTreeSet::new(),
-            in_flight: HashSet::new(),
+            in_flight: BTreeSet::new(),
             live: HashMap::new(),
             loaded: false,
             early: HashMap::new(),
@@ -103,7 +103,7 @@ impl JobView {
     /// The state shown for partition `i`: running while in flight here.
     pub fn state_at(&self, i: usize) -> Option<LoadState> {
         let p = self.partitions.get(i)?;
-        if !self.in_flight.is_empty() && self.in_flight.contains(&p.name()) {
+        if self.in_flight.contains(p) {
             return Some(LoadState::Running);
         }
         self.statuses
@@ -298,7 +298,9 @@ impl JobView {
         }
         match event {
             Event::PartitionStarted { partition, .. } => {
-                self.in_flight.insert(partition.clone());
+                if let Some(p) = self.named(partition) {
+                    self.in_flight.insert(p);
+                }
             }
             Event::PartitionSucceeded {
                 partition,
@@ -306,7 +308,7 @@ impl JobView {
                 duration_ms,
                 ..
             } => {
-                self.in_flight.remove(partition);
+                self.leave_flight(partition);
                 self.live.insert(
                     partition.clone(),
                     LiveAttempt {
@@ -325,7 +327,7 @@ impl JobView {
                 duration_ms,
                 ..
             } => {
-                self.in_flight.remove(partition);
+                self.leave_flight(partition);
                 if event.attempt_end().map(|(_, end)| end) == Some(AttemptEnd::Failed) {
                     self.live.insert(
                         partition.clone(),
@@ -345,7 +347,18 @@ impl JobView {
     /// A run of these partitions ended: none of them is in flight any more.
     pub(super) fn run_ended<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>) {
         for p in partitions {
-            self.in_flight.remove(p);
+            self.leave_flight(p);
+        }
+    }
+
+    /// The partition of this job a run's event names.
+    fn named(&self, name: &str) -> Option<Partition> {
+        Partition::parse(self.grain(), name, RangeEnd::From)
+    }
+
+    fn leave_flight(&mut self, name: &str) {
+        if let Some(p) = self.named(name) {
+            self.in_flight.remove(&p);
         }
     }
 }

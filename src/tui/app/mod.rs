@@ -374,8 +374,10 @@ impl App {
     fn tick(&mut self, now: NaiveDateTime) -> Vec<Effect> {
         let minute_changed =
             now.format("%H:%M").to_string() != self.shared.now.format("%H:%M").to_string();
+        // A run's clocks show whole seconds: redraw when one turns.
+        let second_changed = now.and_utc().timestamp() != self.shared.now.and_utc().timestamp();
         self.shared.now = now;
-        if minute_changed || self.active_runs() > 0 {
+        if minute_changed || (second_changed && self.active_runs() > 0) {
             self.dirty = true;
         }
         let due = |last: Option<NaiveDateTime>| {
