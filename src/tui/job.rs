@@ -368,6 +368,27 @@ mod tests {
     use super::*;
     use crate::tui::fixture::job_view;
 
+    #[test]
+    fn states_read_ahead_show_until_the_full_read_lands() {
+        let all = job_view("j", false, "■■✗■·■■✗■■").statuses;
+        let mut job = JobView::new(
+            crate::tui::fixture::job("j", false),
+            crate::tui::fixture::now(),
+        );
+        let (from, to) = job.unread_on_screen(1).expect("nothing read yet");
+        assert_eq!((from, to), (job.partitions[0], job.partitions[9]));
+        job.apply_early(all[2..4].to_vec());
+        assert_eq!(job.state_at(2), Some(LoadState::Failed));
+        assert_eq!(job.state_at(3), Some(LoadState::Loaded));
+        assert_eq!(job.state_at(0), None, "not read yet");
+        job.apply_statuses(all.clone());
+        assert!(job.early.is_empty());
+        assert!(job.unread_on_screen(1).is_none());
+        // An early answer that comes after the full read changes nothing.
+        job.apply_early(vec![all[0].clone()]);
+        assert!(job.early.is_empty());
+    }
+
     fn started(partition: &str) -> Event {
         Event::PartitionStarted {
             run_id: "r".into(),
