@@ -13,6 +13,7 @@ use idem::config::{Config, Job};
 use idem::engine::{self, Backfill, Selection};
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{self, StatusScope};
+use idem::tui::Msg;
 use idem::warehouse::{CountCache, CountSource, Warehouse};
 use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
@@ -401,6 +402,86 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     let changed = load(wh.clone()).await;
     assert_eq!(changed.content_changed, Some(true));
     assert_ne!(changed.fingerprint, first.fingerprint);
+}
+
+/// The console's refresh (`read_states`, as every 15 s and `R` run it)
+/// through a fresh pool that is closed afterwards, so that PostgreSQL has
+/// published the session's reads: the messages it sent.
+async fn console_refresh(
+    db: &TestDb,
+    config: &Config,
+    cache: &CountCache,
+    job: &Job,
+    first: Option<(String, Partition, Partition)>,
+) -> Vec<Msg> {
+    let wh = db.warehouse(config).await;
+    let sent = std::sync::Mutex::new(Vec::new());
+    let lineage = idem::lineage::Lineage::of(config).expect("lineage");
+    idem::tui::read_states(
+        &wh,
+        config,
+        &lineage,
+        std::slice::from_ref(job),
+        first,
+        cache,
+        |m| sent.lock().expect("sent").push(m),
+    )
+    .await;
+    wh.close().await;
+    settle(db).await;
+    sent.into_inner().expect("sent")
+}
+
+/// The rows a console refresh shows for `day`.
+fn rows_shown(sent: &[Msg], day: &str) -> Option<i64> {
+    let Some(Msg::Status { result, .. }) = sent.last() else {
+        panic!("no states sent");
+    };
+    let statuses = result.as_ref().expect("states");
+    statuses
+        .iter()
+        .find(|s| s.partition.name() == day)
+        .and_then(|s| s.rows_now)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows() {
+    let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
+        return;
+    };
+    wh.close().await;
+    settle(&db).await;
+    let job = job(&config, "by_day_of_date");
+    let cache = CountCache::default();
+    let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).expect("day");
+    let on_screen = Some((job.name.clone(), day("2026-02-01"), day("2026-02-15")));
+
+    // The first refresh answers the partitions on screen first, then all.
+    let sent = console_refresh(&db, &config, &cache, job, on_screen).await;
+    let [Msg::EarlyStatus { statuses, .. }, Msg::Status { .. }] = sent.as_slice() else {
+        panic!("expected early states then all: {sent:?}");
+    };
+    assert_eq!(statuses.len(), 15);
+    assert!(statuses.iter().all(|s| s.partition >= day("2026-02-01")));
+    assert_eq!(rows_shown(&sent, "2026-01-01"), Some(3));
+
+    let before = rows_read(&db, "ev").await;
+    let sent = console_refresh(&db, &config, &cache, job, None).await;
+    assert_eq!(rows_shown(&sent, "2026-01-01"), Some(3));
+    assert_eq!(
+        rows_read(&db, "ev").await,
+        before,
+        "the second refresh read rows"
+    );
+
+    external(&db, "DELETE FROM ev WHERE id = 2").await;
+    settle(&db).await;
+    let sent = console_refresh(&db, &config, &cache, job, None).await;
+    assert_eq!(rows_shown(&sent, "2026-01-01"), Some(2));
+    assert!(
+        rows_read(&db, "ev").await > before,
+        "the change was not read"
+    );
 }
 
 on_every_engine!(

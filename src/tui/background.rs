@@ -12,8 +12,10 @@ use tokio_util::sync::CancellationToken;
 use super::app::App;
 use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
-use crate::partition::now_utc;
-use crate::warehouse::Warehouse;
+use crate::config::Job;
+use crate::partition::{Partition, now_utc};
+use crate::state::{StatusScope, job_status_in};
+use crate::warehouse::{CountCache, Warehouse};
 
 /// What background tasks send to the event loop.
 pub enum Incoming {
@@ -30,6 +32,8 @@ pub struct Background {
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
     max_connections: u32,
+    /// Row counts between refreshes: an unchanged target is not read again.
+    counts: CountCache,
 }
 
 impl Background {
@@ -42,6 +46,7 @@ impl Background {
             runs: Vec::new(),
             reconciling: None,
             max_connections: (concurrency as u32 * 2 + 2).max(4),
+            counts: CountCache::default(),
         }
     }
 
@@ -90,26 +95,12 @@ impl Background {
                     return;
                 };
                 let jobs = app.jobs_named(&names);
+                let first = app.unread_on_screen();
+                let counts = self.counts.clone();
                 let config = app.config().clone();
                 let lineage = app.lineage.clone();
                 tokio::spawn(async move {
-                    for job in jobs {
-                        let result = crate::state::job_status_in(
-                            &wh,
-                            &config,
-                            &lineage,
-                            &job,
-                            now_utc(),
-                            &HashSet::new(),
-                            &crate::state::StatusScope::default(),
-                        )
-                        .await
-                        .map_err(|e| e.to_string());
-                        send(Msg::Status {
-                            job: job.name.clone(),
-                            result,
-                        });
-                    }
+                    read_states(&wh, &config, &lineage, &jobs, first, &counts, send).await;
                 });
             }
             Effect::StartRun(req) => {
@@ -248,6 +239,56 @@ impl Background {
         if let Some(wh) = self.warehouse {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), wh.close()).await;
         }
+    }
+}
+
+/// Reads the states of `jobs` (in that order) and answers each with a
+/// [`Msg::Status`], counting rows through `counts` so that a target unchanged
+/// since the last refresh is not read again. `first`, a job and the
+/// partitions on screen, is read and answered ([`Msg::EarlyStatus`]) before
+/// anything else.
+pub async fn read_states(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    jobs: &[Job],
+    first: Option<(String, Partition, Partition)>,
+    counts: &CountCache,
+    send: impl Fn(Msg),
+) {
+    let now = now_utc();
+    let running = HashSet::new();
+    if let Some((name, from, to)) = first
+        && let Some(job) = jobs.iter().find(|j| j.name == name)
+    {
+        // Without the cache: the full read just after covers a wider range
+        // and would count again anyway.
+        let scope = StatusScope {
+            from: Some(from),
+            to: Some(to),
+            cache: None,
+        };
+        if let Ok(statuses) =
+            job_status_in(warehouse, config, lineage, job, now, &running, &scope).await
+        {
+            send(Msg::EarlyStatus {
+                job: name,
+                statuses,
+            });
+        }
+    }
+    let scope = StatusScope {
+        cache: Some(counts.clone()),
+        ..StatusScope::default()
+    };
+    for job in jobs {
+        let result = job_status_in(warehouse, config, lineage, job, now, &running, &scope)
+            .await
+            .map_err(|e| e.to_string());
+        send(Msg::Status {
+            job: job.name.clone(),
+            result,
+        });
     }
 }
 

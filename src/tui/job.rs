@@ -2,14 +2,14 @@
 //! cursor, the selection and the calendar's scroll, and what this console's
 //! runs did to it since the last read.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::NaiveDateTime;
 
 use super::errors::{ErrorGroup, group_failures};
 use crate::config::Job;
 use crate::engine::Event;
-use crate::partition::{Grain, Partition};
+use crate::partition::{Grain, Partition, RangeEnd};
 use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
 use crate::warehouse::Counts;
 
@@ -49,10 +49,13 @@ pub struct JobView {
     pub cursor: usize,
     pub selected: BTreeSet<usize>,
     /// Partitions in flight in this console's runs.
-    pub in_flight: HashSet<String>,
+    pub in_flight: BTreeSet<Partition>,
     /// Attempts this console saw end, until the ledger read shows them.
     pub live: HashMap<String, LiveAttempt>,
     pub(super) loaded: bool,
+    /// States of the partitions on screen, read ahead of the full read and
+    /// shown until it lands (by partition index).
+    pub(super) early: HashMap<usize, LoadState>,
     pub(super) loading: bool,
     /// A refresh was asked for while one was in flight.
     pub(super) refresh_again: bool,
@@ -83,9 +86,10 @@ impl JobView {
             statuses: Vec::new(),
             cursor,
             selected: BTreeSet::new(),
-            in_flight: HashSet::new(),
+            in_flight: BTreeSet::new(),
             live: HashMap::new(),
             loaded: false,
+            early: HashMap::new(),
             loading: false,
             refresh_again: false,
             error: None,
@@ -104,10 +108,13 @@ impl JobView {
     /// The state shown for partition `i`: running while in flight here.
     pub fn state_at(&self, i: usize) -> Option<LoadState> {
         let p = self.partitions.get(i)?;
-        if !self.in_flight.is_empty() && self.in_flight.contains(&p.name()) {
+        if self.in_flight.contains(p) {
             return Some(LoadState::Running);
         }
-        self.statuses.get(i).map(|s| s.state)
+        self.statuses
+            .get(i)
+            .map(|s| s.state)
+            .or_else(|| self.early.get(&i).copied())
     }
 
     /// The glyph shown for partition `i`: its state's, or
@@ -167,6 +174,34 @@ impl JobView {
             0
         } else {
             self.unit_of(self.partitions.len() - 1) + 1
+        }
+    }
+
+    /// The first and last partition of the `capacity` calendar units on
+    /// screen, while the job's states are not read yet: the range to read
+    /// first.
+    pub(super) fn unread_on_screen(&self, capacity: usize) -> Option<(Partition, Partition)> {
+        if self.loaded {
+            return None;
+        }
+        let units = self.scroll..self.scroll + capacity.max(1);
+        let mut on_screen = (0..self.partitions.len())
+            .skip_while(|i| self.unit_of(*i) < units.start)
+            .take_while(|i| units.contains(&self.unit_of(*i)));
+        let from = on_screen.next()?;
+        let to = on_screen.last().unwrap_or(from);
+        Some((*self.partitions.get(from)?, *self.partitions.get(to)?))
+    }
+
+    /// Shows the states of a range read ahead, unless the full read landed.
+    pub(super) fn apply_early(&mut self, statuses: Vec<PartitionStatus>) {
+        if self.loaded {
+            return;
+        }
+        for s in statuses {
+            if let Some(i) = self.index_of(s.partition) {
+                self.early.insert(i, s.state);
+            }
         }
     }
 
@@ -268,6 +303,7 @@ impl JobView {
         }
         self.groups = group_failures(&self.statuses);
         self.loaded = true;
+        self.early.clear();
         self.error = None;
         let n = self.partitions.len();
         if n > 0 {
@@ -295,7 +331,9 @@ impl JobView {
         }
         match event {
             Event::PartitionStarted { partition, .. } => {
-                self.in_flight.insert(partition.clone());
+                if let Some(p) = self.named(partition) {
+                    self.in_flight.insert(p);
+                }
             }
             Event::PartitionSucceeded {
                 partition,
@@ -303,7 +341,7 @@ impl JobView {
                 duration_ms,
                 ..
             } => {
-                self.in_flight.remove(partition);
+                self.leave_flight(partition);
                 self.live.insert(
                     partition.clone(),
                     LiveAttempt {
@@ -322,7 +360,7 @@ impl JobView {
                 duration_ms,
                 ..
             } => {
-                self.in_flight.remove(partition);
+                self.leave_flight(partition);
                 if event.attempt_end().map(|(_, end)| end) == Some(AttemptEnd::Failed) {
                     self.live.insert(
                         partition.clone(),
@@ -342,7 +380,18 @@ impl JobView {
     /// A run of these partitions ended: none of them is in flight any more.
     pub(super) fn run_ended<'a>(&mut self, partitions: impl IntoIterator<Item = &'a str>) {
         for p in partitions {
-            self.in_flight.remove(p);
+            self.leave_flight(p);
+        }
+    }
+
+    /// The partition of this job a run's event names.
+    fn named(&self, name: &str) -> Option<Partition> {
+        Partition::parse(self.grain(), name, RangeEnd::From)
+    }
+
+    fn leave_flight(&mut self, name: &str) {
+        if let Some(p) = self.named(name) {
+            self.in_flight.remove(&p);
         }
     }
 }
@@ -351,6 +400,27 @@ impl JobView {
 mod tests {
     use super::*;
     use crate::tui::fixture::job_view;
+
+    #[test]
+    fn states_read_ahead_show_until_the_full_read_lands() {
+        let all = job_view("j", false, "■■✗■·■■✗■■").statuses;
+        let mut job = JobView::new(
+            crate::tui::fixture::job("j", false),
+            crate::tui::fixture::now(),
+        );
+        let (from, to) = job.unread_on_screen(1).expect("nothing read yet");
+        assert_eq!((from, to), (job.partitions[0], job.partitions[9]));
+        job.apply_early(all[2..4].to_vec());
+        assert_eq!(job.state_at(2), Some(LoadState::Failed));
+        assert_eq!(job.state_at(3), Some(LoadState::Loaded));
+        assert_eq!(job.state_at(0), None, "not read yet");
+        job.apply_statuses(all.clone());
+        assert!(job.early.is_empty());
+        assert!(job.unread_on_screen(1).is_none());
+        // An early answer that comes after the full read changes nothing.
+        job.apply_early(vec![all[0].clone()]);
+        assert!(job.early.is_empty());
+    }
 
     fn started(partition: &str) -> Event {
         Event::PartitionStarted {

@@ -29,6 +29,7 @@ mod loads;
 mod msg;
 mod question;
 mod reconcile;
+mod run_logs;
 mod runs;
 pub mod svg;
 mod terminal;
@@ -37,7 +38,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{definition_diff, reconcile, verify};
+pub use background::{definition_diff, read_states, reconcile, verify};
 pub use theme::Theme;
 
 use crate::config::Config;

@@ -33,6 +33,12 @@ pub enum Msg {
         job: String,
         result: Result<Vec<PartitionStatus>, String>,
     },
+    /// The states of the partitions on screen, read ahead of the job's
+    /// full read (which follows as [`Msg::Status`]).
+    EarlyStatus {
+        job: String,
+        statuses: Vec<PartitionStatus>,
+    },
     Engine {
         run: usize,
         event: Event,

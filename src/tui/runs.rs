@@ -1,7 +1,7 @@
 //! The run pane: this console's runs, each with its per-partition table and
 //! the selected partition's live log, fed by the engine's events.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
 use ratatui::Frame;
@@ -12,15 +12,13 @@ use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
 use super::keys::Action;
 use super::layout::{Hit, run_split};
+use super::run_logs::RunLogs;
 use super::theme::Theme;
 use super::widgets::{block, duration_text, first_line, inner, put, short, thousands};
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::{AttemptEnd, LoadState};
-
-/// Log lines kept per partition of a run.
-pub const LOG_LINES: usize = 200;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {
@@ -58,7 +56,6 @@ pub struct RunPartition {
     pub rows_updated: i64,
     pub content_changed: Option<bool>,
     pub error: Option<String>,
-    pub log: VecDeque<String>,
 }
 
 impl RunPartition {
@@ -73,15 +70,7 @@ impl RunPartition {
             rows_updated: 0,
             content_changed: None,
             error: None,
-            log: VecDeque::new(),
         }
-    }
-
-    fn push_log(&mut self, line: String) {
-        if self.log.len() >= LOG_LINES {
-            self.log.pop_front();
-        }
-        self.log.push_back(line);
     }
 }
 
@@ -109,6 +98,8 @@ pub struct RunView {
     pub finished: Option<RunFinish>,
     /// Why the run never started.
     pub error: Option<String>,
+    /// Each partition's live log, by row.
+    pub logs: RunLogs,
 }
 
 impl RunView {
@@ -133,6 +124,7 @@ impl RunView {
             cancel_requested: false,
             finished: None,
             error: None,
+            logs: RunLogs::new(backfill.partitions.len()),
         }
     }
 
@@ -169,9 +161,9 @@ impl RunView {
         (rate, Some((left as f64 / rate).ceil() as i64))
     }
 
-    fn row_mut(&mut self, partition: &str) -> Option<&mut RunPartition> {
-        let i = *self.index.get(partition)?;
-        self.partitions.get_mut(i)
+    /// The row of a partition of this run.
+    fn row(&self, partition: &str) -> Option<usize> {
+        self.index.get(partition).copied()
     }
 
     /// Shows an engine event of this run in its table and logs.
@@ -188,17 +180,18 @@ impl RunView {
             Event::PartitionStarted {
                 partition, attempt, ..
             } => {
-                if let Some(p) = self.row_mut(partition) {
+                if let Some(i) = self.row(partition) {
+                    let p = &mut self.partitions[i];
                     p.state = RunPartState::Running;
                     p.attempt = *attempt;
-                    p.push_log(format!("attempt {attempt}"));
+                    self.logs.push(i, format!("attempt {attempt}"));
                 }
             }
             Event::PartitionLog {
                 partition, line, ..
             } => {
-                if let Some(p) = self.row_mut(partition) {
-                    p.push_log(line.clone());
+                if let Some(i) = self.row(partition) {
+                    self.logs.push(i, line.clone());
                 }
             }
             Event::PartitionSucceeded {
@@ -211,22 +204,26 @@ impl RunView {
                 content_changed,
                 ..
             } => {
-                if let Some(p) = self.row_mut(partition) {
+                if let Some(i) = self.row(partition) {
+                    let p = &mut self.partitions[i];
                     p.state = RunPartState::Succeeded;
                     p.duration_ms = Some(*duration_ms);
                     p.rows_deleted = *rows_deleted;
                     p.rows_inserted = *rows_inserted;
                     p.rows_updated = *rows_updated;
                     p.content_changed = Some(*content_changed);
-                    p.push_log(format!(
-                        "fingerprint {} · content {}",
-                        short(fingerprint),
-                        if *content_changed {
-                            "changed"
-                        } else {
-                            "unchanged"
-                        }
-                    ));
+                    self.logs.push(
+                        i,
+                        format!(
+                            "fingerprint {} · content {}",
+                            short(fingerprint),
+                            if *content_changed {
+                                "changed"
+                            } else {
+                                "unchanged"
+                            }
+                        ),
+                    );
                 }
             }
             Event::PartitionFailed {
@@ -242,23 +239,28 @@ impl RunView {
                     Some((_, AttemptEnd::Refused)) => RunPartState::Refused,
                     Some(_) => RunPartState::Failed,
                 };
-                if let Some(p) = self.row_mut(partition) {
+                if let Some(i) = self.row(partition) {
+                    let p = &mut self.partitions[i];
                     p.state = state;
                     p.duration_ms = Some(*duration_ms);
                     p.error = Some(error.clone());
-                    p.push_log(format!(
-                        "{}: {error}",
-                        if *will_retry { "will retry" } else { "failed" }
-                    ));
+                    self.logs.push(
+                        i,
+                        format!(
+                            "{}: {error}",
+                            if *will_retry { "will retry" } else { "failed" }
+                        ),
+                    );
                 }
             }
             Event::PartitionSkipped {
                 partition, because, ..
             } => {
-                if let Some(p) = self.row_mut(partition) {
+                if let Some(i) = self.row(partition) {
+                    let p = &mut self.partitions[i];
                     p.state = RunPartState::Cancelled;
                     p.error = Some(format!("skipped: {because}"));
-                    p.push_log(format!("skipped: {because}"));
+                    self.logs.push(i, format!("skipped: {because}"));
                 }
                 // A cascade step whose every partition was skipped never starts.
                 if self.run_id.is_none()
@@ -562,12 +564,14 @@ fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
     let b = block(t, title, false);
     let inner_log = b.inner(log_area);
     frame.render_widget(b, log_area);
-    let Some(p) = p else { return };
+    if p.is_none() {
+        return;
+    }
     let n = inner_log.height as usize;
-    let lines: Vec<Line> = p
-        .log
+    let log = run.logs.of(run.selected);
+    let lines: Vec<Line> = log
         .iter()
-        .skip(p.log.len().saturating_sub(n))
+        .skip(log.len().saturating_sub(n))
         .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
         .collect();
     // Long lines wrap; the newest stay in view.
@@ -587,6 +591,7 @@ mod tests {
     use super::*;
     use crate::engine::Selection;
     use crate::tui::fixture::{draw, job_view, now};
+    use crate::tui::run_logs::LOG_LINES;
 
     fn run() -> RunView {
         let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
@@ -626,7 +631,7 @@ mod tests {
         }));
         assert_eq!(r.partitions[0].state, RunPartState::Retrying);
         assert_eq!(
-            r.partitions[0].log.iter().collect::<Vec<_>>(),
+            r.logs.of(0).iter().collect::<Vec<_>>(),
             ["attempt 2", "will retry: database is locked"]
         );
         r.apply(&Event::RunFinished {
@@ -660,11 +665,8 @@ mod tests {
                 line: format!("line {k}"),
             });
         }
-        assert_eq!(r.partitions[1].log.len(), LOG_LINES);
-        assert_eq!(
-            r.partitions[1].log.front().map(String::as_str),
-            Some("line 5")
-        );
+        assert_eq!(r.logs.of(1).len(), LOG_LINES);
+        assert_eq!(r.logs.of(1).front().map(String::as_str), Some("line 5"));
     }
 
     #[test]

@@ -23,6 +23,8 @@ use crate::partition::now_utc;
 
 /// Frames are drawn at most this often.
 const FRAME: Duration = Duration::from_millis(33);
+/// Queued background messages are handled for at most this long in a row.
+const DRAIN: Duration = Duration::from_millis(15);
 
 pub fn restore_terminal() {
     let mut out = std::io::stdout();
@@ -118,13 +120,19 @@ pub async fn event_loop(app: &mut App) -> std::io::Result<()> {
             // SIGTERM does not ask: cancel and leave.
             _ = term_signal => Some(Msg::Terminate),
         };
-        // Handle this message and everything already queued before drawing.
+        // Handle this message and what is already queued before drawing,
+        // for at most a drain's time: a flood of events must leave room for
+        // frames and keys.
         let mut next = first;
+        let drain = Instant::now();
         loop {
             if let Some(msg) = next.take() {
                 for effect in app.update(msg) {
                     bg.apply(app, effect);
                 }
+            }
+            if drain.elapsed() >= DRAIN {
+                break;
             }
             match rx.try_recv() {
                 Ok(inc) => next = Some(bg.receive(inc)),

@@ -57,14 +57,15 @@ pub fn render(frame: &mut Frame, app: &App) {
         matches!(app.modal, Modal::Filter),
     );
     if let Some(job) = job {
-        let waiting = (!job.loaded).then(|| match (&job.error, &app.db_error) {
-            (Some(e), _) => Waiting::Unreadable(e),
-            (None, Some(e)) if !app.connected => Waiting::NotConnected {
-                error: e,
-                retry_secs: REFRESH_SECS,
-            },
-            _ => Waiting::Loading,
-        });
+        let waiting =
+            (!job.loaded && job.early.is_empty()).then(|| match (&job.error, &app.db_error) {
+                (Some(e), _) => Waiting::Unreadable(e),
+                (None, Some(e)) if !app.connected => Waiting::NotConnected {
+                    error: e,
+                    retry_secs: REFRESH_SECS,
+                },
+                _ => Waiting::Loading,
+            });
         app.calendar.render(
             frame,
             s.calendar,

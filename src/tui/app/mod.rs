@@ -41,6 +41,7 @@ use super::widgets::inner;
 use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
+use crate::partition::Partition;
 use crate::state::PartitionStatus;
 
 /// Seconds between background refreshes of every job's states.
@@ -218,14 +219,29 @@ impl App {
         self.shared.jobs.visible()
     }
 
-    /// The jobs named in a refresh.
+    /// The jobs named in a refresh, the one on screen first.
     pub fn jobs_named(&self, names: &[String]) -> Vec<crate::config::Job> {
-        self.shared
+        let current = self.job().map(|j| j.job.name.as_str());
+        let mut jobs: Vec<_> = self
+            .shared
             .jobs
             .iter()
             .filter(|j| names.contains(&j.job.name))
             .map(|j| j.job.clone())
-            .collect()
+            .collect();
+        jobs.sort_by_key(|j| Some(j.name.as_str()) != current);
+        jobs
+    }
+
+    /// The job on screen and the partitions its calendar shows, while its
+    /// states are not read yet: a refresh reads those first.
+    pub fn unread_on_screen(&self) -> Option<(String, Partition, Partition)> {
+        let j = self.job()?;
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        let has_runs = !self.shared.runs.is_empty();
+        let capacity = calendar_capacity(area, j.grain(), j.unit_count(), has_runs);
+        let (from, to) = j.unread_on_screen(capacity)?;
+        Some((j.job.name.clone(), from, to))
     }
 
     pub fn active_runs(&self) -> usize {
@@ -311,6 +327,12 @@ impl App {
                 let effects = self.status_msg(&job, result);
                 self.replan_confirm();
                 effects
+            }
+            Msg::EarlyStatus { job, statuses } => {
+                if let Some(j) = self.shared.jobs.by_name_mut(&job) {
+                    j.apply_early(statuses);
+                }
+                Vec::new()
             }
             Msg::Engine { run, event } => {
                 let effects = self.engine_event(run, event);
@@ -399,8 +421,10 @@ impl App {
     fn tick(&mut self, now: NaiveDateTime) -> Vec<Effect> {
         let minute_changed =
             now.format("%H:%M").to_string() != self.shared.now.format("%H:%M").to_string();
+        // A run's clocks show whole seconds: redraw when one turns.
+        let second_changed = now.and_utc().timestamp() != self.shared.now.and_utc().timestamp();
         self.shared.now = now;
-        if minute_changed || self.active_runs() > 0 {
+        if minute_changed || (second_changed && self.active_runs() > 0) {
             self.dirty = true;
         }
         let due = |last: Option<NaiveDateTime>| {

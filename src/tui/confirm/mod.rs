@@ -666,7 +666,7 @@ mod tests {
     #[test]
     fn nothing_runnable_opens_nothing() {
         let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
-        job.in_flight.insert("2026-06-03".into());
+        job.in_flight.insert(job.partitions[2]);
         let args = RunArgs::default();
         let refused =
             ConfirmDialog::open(0, &job, vec![2], args.clone(), &Defaults::default(), now());
