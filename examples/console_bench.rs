@@ -418,9 +418,10 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
         let first = app.unread_on_screen();
         let jobs = config.jobs.clone();
         let cache = idem::warehouse::CountCache::default();
+        let lineage = idem::lineage::Lineage::of(&config)?;
         let times = std::sync::Mutex::new(Vec::new());
         let t = Instant::now();
-        idem::tui::read_states(&wh, &jobs, first.clone(), &cache, |m| {
+        idem::tui::read_states(&wh, &config, &lineage, &jobs, first.clone(), &cache, |m| {
             let what = match m {
                 Msg::EarlyStatus { statuses, .. } => format!("{} on screen", statuses.len()),
                 Msg::Status { result, .. } => {
@@ -439,7 +440,7 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
             );
         }
         let t = Instant::now();
-        idem::tui::read_states(&wh, &jobs, None, &cache, |_| {}).await;
+        idem::tui::read_states(&wh, &config, &lineage, &jobs, None, &cache, |_| {}).await;
         row(
             &format!("PostgreSQL, {rows} rows: the next refresh, table unchanged"),
             millis(t.elapsed()),
