@@ -415,23 +415,31 @@ impl Seasonality {
     }
 }
 
+/// The counts of the partitions comparable with partition `i` (see
+/// [`Seasonality`]), never `i` itself.
+pub fn comparable(
+    rows: &[Option<i64>],
+    i: usize,
+    season: Seasonality,
+) -> impl Iterator<Item = i64> + '_ {
+    (1..=season.side)
+        .flat_map(move |k| {
+            [
+                i.checked_sub(k * season.stride),
+                Some(i + k * season.stride),
+            ]
+        })
+        .flatten()
+        .filter_map(|j| rows.get(j).copied().flatten())
+}
+
 /// Flags counts that are outliers against comparable neighbours: robust
 /// z-score `0.6745·|x − median| / MAD` above 3.5, with at least 5 neighbours.
 pub fn anomalies(rows: &[Option<i64>], season: Seasonality) -> Vec<bool> {
     (0..rows.len())
         .map(|i| {
             let Some(x) = rows[i] else { return false };
-            let mut around: Vec<f64> = (1..=season.side)
-                .flat_map(|k| {
-                    [
-                        i.checked_sub(k * season.stride),
-                        Some(i + k * season.stride),
-                    ]
-                })
-                .flatten()
-                .filter_map(|j| rows.get(j).copied().flatten())
-                .map(|n| n as f64)
-                .collect();
+            let mut around: Vec<f64> = comparable(rows, i, season).map(|n| n as f64).collect();
             if around.len() < 5 {
                 return false;
             }

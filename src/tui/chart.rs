@@ -192,15 +192,7 @@ pub struct Band {
 /// The typical band of partition `i` among `rows`, from at least three
 /// comparable partitions on either side (never itself).
 pub fn band(rows: &[Option<i64>], i: usize, season: Seasonality) -> Option<Band> {
-    let mut around: Vec<f64> = (1..=season.side)
-        .flat_map(|k| {
-            [
-                i.checked_sub(k * season.stride),
-                Some(i + k * season.stride),
-            ]
-        })
-        .flatten()
-        .filter_map(|j| rows.get(j).copied().flatten())
+    let mut around: Vec<f64> = crate::state::comparable(rows, i, season)
         .filter(|n| *n > 0)
         .map(|n| n as f64)
         .collect();
