@@ -140,10 +140,16 @@ impl JobView {
         self.partitions.binary_search(&p).ok()
     }
 
-    pub fn count(&self, state: LoadState) -> usize {
-        (0..self.partitions.len())
-            .filter(|i| self.state_at(*i) == Some(state))
-            .count()
+    /// How many partitions are in each state, in one pass over them (a
+    /// frame asks for several states of every job).
+    pub fn state_counts(&self) -> std::collections::BTreeMap<LoadState, usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for i in 0..self.partitions.len() {
+            if let Some(st) = self.state_at(i) {
+                *counts.entry(st).or_default() += 1;
+            }
+        }
+        counts
     }
 
     /// The failed partitions grouped by error signature.
@@ -436,7 +442,7 @@ mod tests {
         let mut job = job_view("j", false, "■■✗■·■■✗■■");
         job.apply_event(&started("2026-06-03"));
         assert_eq!(job.state_at(2), Some(LoadState::Running));
-        assert_eq!(job.count(LoadState::Failed), 1);
+        assert_eq!(job.state_counts().get(&LoadState::Failed), Some(&1));
         job.apply_event(&Event::PartitionSucceeded {
             run_id: "r".into(),
             job: "j".into(),

@@ -255,6 +255,7 @@ impl JobsPane {
             put(buf, area, x, y2, "loading…", t.style("muted"));
         } else {
             let mut any = false;
+            let counts = j.state_counts();
             for st in [
                 LoadState::Running,
                 LoadState::Failed,
@@ -262,7 +263,7 @@ impl JobsPane {
                 LoadState::Missing,
                 LoadState::Stale,
             ] {
-                let n = j.count(st);
+                let n = counts.get(&st).copied().unwrap_or(0);
                 if n > 0 {
                     x = put(
                         buf,

@@ -168,6 +168,7 @@ pub fn health(t: &Theme, job: Option<&JobView>) -> (String, Style) {
     }
     let mut parts = Vec::new();
     let mut worst = None;
+    let counts = j.state_counts();
     for st in [
         LoadState::Running,
         LoadState::Failed,
@@ -175,7 +176,7 @@ pub fn health(t: &Theme, job: Option<&JobView>) -> (String, Style) {
         LoadState::Stale,
         LoadState::Missing,
     ] {
-        let n = j.count(st);
+        let n = counts.get(&st).copied().unwrap_or(0);
         if n > 0 {
             parts.push(format!("{} {n} {}", st.glyph(), st.name()));
             worst.get_or_insert(st);
