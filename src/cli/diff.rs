@@ -19,8 +19,9 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?,
             None => None,
         };
+        let lineage = super::lineage(&config)?;
         let warehouse = connect(&config, 2).await?;
-        let statuses = super::read_states(&warehouse, &config, job, now_utc()).await?;
+        let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {
             Some(p) => statuses.iter().find(|s| s.partition == p),

@@ -94,26 +94,27 @@ pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse,
 pub async fn read_states(
     warehouse: &Warehouse,
     config: &Config,
+    lineage: &crate::lineage::Lineage,
     job: &Job,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
-    read_states_scoped(warehouse, config, job, now, &Default::default()).await
+    read_states_scoped(warehouse, config, lineage, job, now, &Default::default()).await
 }
 
 /// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
 pub async fn read_states_scoped(
     warehouse: &Warehouse,
     config: &Config,
+    lineage: &crate::lineage::Lineage,
     job: &Job,
     now: chrono::NaiveDateTime,
     scope: &crate::state::StatusScope,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
-    let lineage = lineage(config)?;
     let nothing_running = Default::default();
     let read = crate::state::job_status_in(
         warehouse,
         config,
-        &lineage,
+        lineage,
         job,
         now,
         &nothing_running,

@@ -36,9 +36,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let job = find_job(&config, &args.job)?;
     let selection = args.selection(job)?;
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
+    let lineage = super::lineage(&config)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = super::read_states(&warehouse, &config, job, now).await?;
+    let statuses = super::read_states(&warehouse, &config, &lineage, job, now).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -60,7 +61,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
 
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
-        steps.extend(plan_cascade(&warehouse, &config, &steps[0].0, now).await?);
+        steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
     }
 
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
@@ -91,7 +92,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
-        return run_cascade(&warehouse, &config, &steps, args.json).await;
+        return run_cascade(&warehouse, &lineage, &steps, args.json).await;
     }
     let backfill = steps.remove(0).0;
 
@@ -220,13 +221,13 @@ fn confirmed(
 async fn plan_cascade(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
     root: &Backfill,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
-    let lineage = super::lineage(config)?;
     let mut steps = Vec::new();
-    for (job, partitions) in engine::cascade::downstream_partitions(config, &lineage, root, now) {
-        let statuses = super::read_states(warehouse, config, job, now).await?;
+    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, root, now) {
+        let statuses = super::read_states(warehouse, config, lineage, job, now).await?;
         let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
             .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
         if let Some(step) = step {
@@ -239,16 +240,15 @@ async fn plan_cascade(
 /// Runs a cascade's steps in dependency order and reports each.
 async fn run_cascade(
     warehouse: &crate::warehouse::Warehouse,
-    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
     steps: &[Backfill],
     json: bool,
 ) -> Result<Exit, Stop> {
-    let lineage = super::lineage(config)?;
     let cancel = cancel_on_ctrl_c();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = spawn_printer(json, total, rx);
-    let outcomes = engine::cascade::run(warehouse, &lineage, steps, &tx, &cancel).await;
+    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
         .await

@@ -97,6 +97,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         let to = parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?;
         ranges.push((from, to));
     }
+    let lineage = super::lineage(&config)?;
     let warehouse = connect(&config, 2).await?;
     let mut all = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
@@ -106,7 +107,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             cache: None,
         };
         let mut statuses =
-            super::read_states_scoped(&warehouse, &config, job, now_utc(), &scope).await?;
+            super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
+                .await?;
         if args.reconcile {
             reconcile(&warehouse, job, &mut statuses).await?;
         }
@@ -236,9 +238,10 @@ pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
 async fn read_status(
     warehouse: &Warehouse,
     config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
     job: &Job,
 ) -> Result<Vec<PartitionStatus>, Stop> {
-    super::read_states(warehouse, config, job, now_utc()).await
+    super::read_states(warehouse, config, lineage, job, now_utc()).await
 }
 
 /// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
@@ -298,7 +301,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
             "LINT"
         );
         for job in &config.jobs {
-            let health = match read_status(&warehouse, &config, job).await {
+            let health = match read_status(&warehouse, &config, &lineage, job).await {
                 Ok(statuses) => state_counts(&statuses)
                     .into_iter()
                     .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))

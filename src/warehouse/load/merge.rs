@@ -32,16 +32,7 @@ pub(super) async fn merge(
         .push(" WHERE 1 = 0");
     create.query().execute(&mut *tx).await?;
     let mut fill = Sql::new(dialect);
-    fill.push("INSERT INTO ")
-        .push(&stage)
-        .push(" (")
-        .ident_list("", columns);
-    fill.push(") SELECT ")
-        .ident_list("src.", columns)
-        .push(" FROM (");
-    fill.job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
-    fill.push(") src");
+    insert_job_rows(&mut fill, &stage, columns, job, partition)?;
     let source_rows = fill.query().execute(&mut *tx).await?.rows_affected() as i64;
     log(format!("staged {source_rows} source rows"));
 

@@ -549,6 +549,35 @@ async fn select_columns(
     Ok(columns)
 }
 
+/// `INSERT INTO <into> (cols) SELECT src.cols FROM (<the job's SQL for the
+/// window>) src`: how every load writes the job's rows, into the target or a
+/// merge's stage (`into` already quoted).
+fn insert_job_rows(
+    sql: &mut Sql,
+    into: &str,
+    columns: &[Ident],
+    job: &Job,
+    partition: &Partition,
+) -> Result<(), WarehouseError> {
+    sql.push("INSERT INTO ")
+        .push(into)
+        .push(" (")
+        .ident_list("", columns);
+    sql.push(") SELECT ")
+        .ident_list("src.", columns)
+        .push(" FROM (");
+    sql.job_sql(&job.sql, partition)
+        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    sql.push(") src");
+    Ok(())
+}
+
+/// `DELETE FROM target WHERE` the partition column lies in the window.
+fn delete_window(sql: &mut Sql, job: &Job, pcol: &Ident, partition: &Partition, kind: ColumnKind) {
+    sql.push("DELETE FROM ").table(&job.target).push(" WHERE ");
+    sql.window_filter_as("", pcol, partition, kind);
+}
+
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
     let what = if changed {
         "content changed"

@@ -52,11 +52,7 @@ pub(super) async fn replace(
         }
         None => {
             let (before, _) = returning(dialect, tx, &hash, None, |delete| {
-                delete
-                    .push("DELETE FROM ")
-                    .table(&job.target)
-                    .push(" WHERE ");
-                delete.window_filter_as("", pcol, partition, kind);
+                delete_window(delete, job, pcol, partition, kind);
                 Ok(())
             })
             .await?;
@@ -71,21 +67,9 @@ pub(super) async fn replace(
     };
 
     let window = Some((pcol, partition, kind));
+    let target = dialect.quote_table(&job.target);
     let (after, in_window) = returning(dialect, tx, &hash, window, |insert| {
-        insert
-            .push("INSERT INTO ")
-            .table(&job.target)
-            .push(" (")
-            .ident_list("", &shape.insert);
-        insert
-            .push(") SELECT ")
-            .ident_list("src.", &shape.insert)
-            .push(" FROM (");
-        insert
-            .job_sql(&job.sql, partition)
-            .map_err(|e| WarehouseError::Job(e.to_string()))?;
-        insert.push(") src");
-        Ok(())
+        insert_job_rows(insert, &target, &shape.insert, job, partition)
     })
     .await?;
     let rows_inserted = after.rows;
@@ -180,11 +164,7 @@ async fn replace_reading_the_window(
     };
     let before = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
     let mut delete = Sql::new(dialect);
-    delete
-        .push("DELETE FROM ")
-        .table(&job.target)
-        .push(" WHERE ");
-    delete.window_filter_as("", pcol, partition, kind);
+    delete_window(&mut delete, job, pcol, partition, kind);
     let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
     log(format!(
         "DELETE {rows_deleted} rows in [{}, {})",
@@ -192,19 +172,13 @@ async fn replace_reading_the_window(
         partition.end()
     ));
     let mut insert = Sql::new(dialect);
-    insert
-        .push("INSERT INTO ")
-        .table(&job.target)
-        .push(" (")
-        .ident_list("", &shape.insert);
-    insert
-        .push(") SELECT ")
-        .ident_list("src.", &shape.insert)
-        .push(" FROM (");
-    insert
-        .job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
-    insert.push(") src");
+    insert_job_rows(
+        &mut insert,
+        &dialect.quote_table(&job.target),
+        &shape.insert,
+        job,
+        partition,
+    )?;
     let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
     log(format!("INSERT {rows_inserted} rows"));
     let after = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
