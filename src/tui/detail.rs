@@ -12,10 +12,11 @@ use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, pct, short, signed, thousands};
+use super::widgets::{block, duration_text, first_line, pct, signed, thousands};
 use crate::numbers::count;
 use crate::partition::{Grain, Partition};
 use crate::state::{LoadState, Seasonality};
+use crate::warehouse::Fingerprint;
 use crate::warehouse::Verification;
 
 /// The latest verification: of one job's partition, running or ended.
@@ -170,7 +171,7 @@ impl Detail {
             .and_then(|a| a.fingerprint.as_deref())
         {
             lines.push(Line::from(Span::styled(
-                format!("fingerprint {}", short(fp)),
+                format!("fingerprint {}", Fingerprint::short(fp)),
                 muted,
             )));
         }

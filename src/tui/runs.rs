@@ -14,11 +14,12 @@ use super::keys::Action;
 use super::layout::{Hit, run_split};
 use super::run_logs::RunLogs;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, inner, put, short, thousands};
+use super::widgets::{block, duration_text, first_line, inner, put, thousands};
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::{AttemptEnd, LoadState};
+use crate::warehouse::Fingerprint;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {
@@ -216,7 +217,7 @@ impl RunView {
                         i,
                         format!(
                             "fingerprint {} · content {}",
-                            short(fingerprint),
+                            Fingerprint::short(fingerprint),
                             if *content_changed {
                                 "changed"
                             } else {

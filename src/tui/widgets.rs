@@ -97,11 +97,6 @@ pub fn abbreviate(s: &str, max: usize) -> String {
     }
 }
 
-/// A fingerprint as a person compares two (the warehouse's short form).
-pub fn short(fingerprint: &str) -> String {
-    crate::warehouse::Fingerprint::short(fingerprint)
-}
-
 /// The first line of a message.
 pub fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
