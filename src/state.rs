@@ -222,6 +222,32 @@ pub async fn job_status_in(
     Ok(statuses)
 }
 
+/// How long a state read runs before idem says what it may be waiting on.
+pub const SLOW_READ: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What idem says of a state read of `job` that outlasts [`SLOW_READ`]:
+/// what it may be waiting on, and for how long at most.
+pub fn slow_read_note(job: &Job, lock_timeout: std::time::Duration) -> String {
+    format!(
+        "still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {lock_timeout:?}, then gives up)",
+        job.name, job.target
+    )
+}
+
+/// Awaits `read`, calling `notice` once if it is still running after
+/// [`SLOW_READ`]: how the command line and the console say that a read waits.
+pub async fn noticing_slow<T>(
+    read: impl std::future::Future<Output = T>,
+    notice: impl FnOnce(),
+) -> T {
+    tokio::pin!(read);
+    tokio::select! {
+        r = &mut read => return r,
+        () = tokio::time::sleep(SLOW_READ) => notice(),
+    }
+    read.await
+}
+
 /// The state of each partition from counts and attempts (oldest first).
 pub fn derive(
     job: &Job,

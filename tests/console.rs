@@ -1583,6 +1583,148 @@ fn reconciliation_marks_the_calendar_and_o_selects_the_late_days() {
     );
 }
 
+/// The first `n` consecutive loaded days of the job on screen that hold rows.
+fn loaded_days(app: &App, n: usize) -> Vec<(String, i64)> {
+    let j = app.job().unwrap();
+    let days: Vec<(String, i64)> = j
+        .statuses
+        .iter()
+        .map(|s| (s.partition.name(), s.rows_now.unwrap_or(0), s.state))
+        .collect::<Vec<_>>()
+        .windows(n)
+        .find(|w| {
+            w.iter()
+                .all(|(_, r, st)| *r > 0 && *st == LoadState::Loaded)
+        })
+        .expect("loaded days")
+        .iter()
+        .map(|(d, r, _)| (d.clone(), *r))
+        .collect();
+    days
+}
+
+#[test]
+fn the_confirm_dialog_counts_the_source_and_shows_what_the_shrink_guard_refuses() {
+    let mut a = app(140, 40);
+    let days = loaded_days(&a, 3);
+    keys(&mut a, &format!(":goto {}\n", days[0].0));
+    keys(&mut a, "vll");
+    // Opening the dialog of a replace job counts the source of its days.
+    let req = reconcile_request(keys(&mut a, "r"));
+    assert_eq!(
+        (req.first.name(), req.last.name()),
+        (days[0].0.clone(), days[2].0.clone())
+    );
+    let screen = text(&a);
+    assert!(
+        screen.contains("counting what the job's SQL gives"),
+        "{screen}"
+    );
+    assert!(
+        a.message.is_none(),
+        "the count is the dialog's, not the status bar's"
+    );
+    // The source now: the first day whole, the second empty (a late
+    // source), the third at a third of its rows.
+    let counts: idem::warehouse::Counts = [
+        (days[0].0.clone(), days[0].1),
+        (days[1].0.clone(), 0),
+        (days[2].0.clone(), days[2].1 / 3),
+    ]
+    .into_iter()
+    .collect();
+    a.update(Msg::Reconciled {
+        id: req.id,
+        result: Ok(counts),
+    });
+    let thousands = idem::numbers::thousands;
+    let screen = text(&a);
+    assert!(screen.contains("2 partitions would be refused"), "{screen}");
+    let second = format!("{} {} → 0", days[1].0, thousands(days[1].1));
+    assert!(screen.contains(&second), "{screen}");
+    assert!(screen.contains(&days[2].0), "{screen}");
+    assert!(
+        !screen.contains(&format!("{} {} →", days[0].0, thousands(days[0].1))),
+        "{screen}"
+    );
+    // S lets them shrink, and the run carries it.
+    keys(&mut a, "S");
+    let screen = text(&a);
+    assert!(
+        screen.contains("allowed: 2 partitions will shrink"),
+        "{screen}"
+    );
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(run)] = effects.as_slice() else {
+        panic!("expected one run (the count had answered), got {effects:?}");
+    };
+    assert!(run.allow_shrink);
+    assert_eq!(run.partitions.len(), 3);
+    // A count still in flight stops when the dialog closes; one that
+    // fails says so and leaves the guard to the run.
+    keys(&mut a, &format!(":goto {}\n", days[0].0));
+    let req = reconcile_request(keys(&mut a, "r"));
+    let effects = keys(&mut a, "\x1b");
+    assert!(
+        matches!(effects.as_slice(), [Effect::StopReconcile(id)] if *id == req.id),
+        "{effects:?}"
+    );
+    let req = reconcile_request(keys(&mut a, "r"));
+    a.update(Msg::Reconciled {
+        id: req.id,
+        result: Err("statement timeout".into()),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains("could not count the source (statement timeout)"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn a_slow_state_read_says_what_it_waits_on() {
+    let f = fixture();
+    let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(140, 40));
+    a.start();
+    a.update(Msg::Connected(Ok("sqlite:///demo/warehouse.db".into())));
+    let screen = text(&a);
+    assert!(screen.contains("loading states…"), "{screen}");
+    let job = &f.config.jobs[0];
+    let note = idem::state::slow_read_note(job, std::time::Duration::from_secs(30));
+    a.update(Msg::SlowRead {
+        job: job.name.clone(),
+        note,
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains("another session holds a lock on it")
+            && screen.contains("lock_timeout = 30s"),
+        "{screen}"
+    );
+    // Once read, the note goes; a slow refresh later shows in the title.
+    a.update(Msg::Status {
+        job: job.name.clone(),
+        result: Ok(f.statuses[0].1.clone()),
+    });
+    assert!(!text(&a).contains("holds a lock"));
+    keys(&mut a, "R");
+    a.update(Msg::SlowRead {
+        job: job.name.clone(),
+        note: "still reading".into(),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains("still reading: busy or locked?"),
+        "{screen}"
+    );
+    a.update(Msg::Status {
+        job: job.name.clone(),
+        result: Ok(f.statuses[0].1.clone()),
+    });
+    assert!(!text(&a).contains("busy or locked"));
+}
+
 // ---- README ----------------------------------------------------------------------
 
 #[test]

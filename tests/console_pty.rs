@@ -622,6 +622,53 @@ fn reconcile_select_out_of_date_rerun_and_reconcile_again() {
     });
 }
 
+#[test]
+fn a_late_source_shows_in_the_confirm_dialog_and_the_guard_keeps_the_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    // The latest loaded day's source empties behind the console's back, as
+    // when its upstream load has not landed yet.
+    let (day, before) = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
+            .await
+            .unwrap();
+        let s = statuses
+            .iter()
+            .rev()
+            .find(|s| s.state == LoadState::Loaded && s.rows_now.unwrap_or(0) > 0)
+            .unwrap();
+        let day = s.partition.name();
+        let delete = format!("DELETE FROM raw_orders WHERE date(created_at) = '{day}'");
+        wh.execute_script(&[&delete]).await.unwrap();
+        let before = snapshot(&wh, &job).await;
+        wh.close().await;
+        (day, before)
+    });
+    let rows = idem::numbers::thousands(before.0[&day]);
+    c.send(&format!(":goto {day}\r"));
+    c.wait_for(&[&format!(" {day} ")]);
+    c.send("r");
+    c.wait_for(&[
+        "Run fct_orders?",
+        "1 partition would be refused",
+        &format!("{day} {rows} → 0"),
+    ]);
+    c.send("\r");
+    c.wait_for(&["refused by the shrink guard"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let (counts, attempts) = snapshot(&wh, &job).await;
+        assert_eq!(counts, before.0, "the guard kept every row");
+        assert_eq!(attempts[&day], before.1[&day] + 1, "a refused attempt");
+        wh.close().await;
+    });
+}
+
 fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(args)

@@ -737,6 +737,30 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
             "{command:?}: {stderr}"
         );
     }
+    // The console's read says the same while it waits, then gives up.
+    let said = std::sync::Mutex::new(Vec::new());
+    let lineage = idem::lineage::Lineage::of(&config).expect("lineage");
+    let counts = idem::warehouse::CountCache::default();
+    idem::tui::read_states(&wh, &config, &lineage, &config.jobs, None, &counts, |m| {
+        said.lock().expect("lock").push(m)
+    })
+    .await;
+    match said.into_inner().expect("lock").as_slice() {
+        [
+            idem::tui::Msg::SlowRead { job, note },
+            idem::tui::Msg::Status {
+                result: Err(error), ..
+            },
+        ] => {
+            assert_eq!(job, "fct");
+            assert!(
+                note.contains("still reading fct from fct") && note.contains("lock_timeout = 3s"),
+                "{note}"
+            );
+            assert!(error.contains("another session held a lock"), "{error}");
+        }
+        other => panic!("the console was not told what the read waits on: {other:?}"),
+    }
     let release = match kind {
         Kind::Postgres => "ROLLBACK",
         _ => "UNLOCK TABLES",

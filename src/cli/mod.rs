@@ -120,20 +120,13 @@ pub async fn read_states_scoped(
         &nothing_running,
         scope,
     );
-    tokio::pin!(read);
-    let notice = tokio::time::sleep(std::time::Duration::from_secs(2));
-    tokio::pin!(notice);
-    let result = loop {
-        tokio::select! {
-            r = &mut read => break r,
-            _ = &mut notice, if !notice.is_elapsed() => noteln!(
-                "idem: still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {:?}, then gives up)",
-                job.name,
-                job.target,
-                warehouse.config().lock_timeout
-            ),
-        }
-    };
+    let result = crate::state::noticing_slow(read, || {
+        noteln!(
+            "idem: {}",
+            crate::state::slow_read_note(job, warehouse.config().lock_timeout)
+        )
+    })
+    .await;
     result.map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
 }
 

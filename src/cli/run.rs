@@ -427,12 +427,7 @@ impl<'a> DryRun<'a> {
     /// Whether the shrink guard will refuse this partition's replace, from
     /// the source count a preview read.
     fn refused(&self, s: &state::PartitionStatus) -> bool {
-        let job = &self.backfill.job;
-        !self.backfill.allow_shrink
-            && job.strategy == Strategy::ReplacePartition
-            && s.rows_source.is_some_and(|n| {
-                crate::config::shrinks_too_far(s.rows_now.unwrap_or(0), n, job.shrink_guard)
-            })
+        self.backfill.shrink_refuses(s)
     }
 
     /// Rows the run would delete before inserting, for replace jobs.

@@ -250,6 +250,25 @@ impl Backfill {
             Strategy::ReplacePartition => self.concurrency.max(1),
         }
     }
+
+    /// Whether replacing `status`'s partition with its source count (read
+    /// by a preview into `rows_source`) shrinks it past the job's shrink
+    /// guard.
+    pub fn shrinks_past_guard(&self, status: &state::PartitionStatus) -> bool {
+        self.job.strategy == Strategy::ReplacePartition
+            && status.rows_source.is_some_and(|n| {
+                crate::config::shrinks_too_far(
+                    status.rows_now.unwrap_or(0),
+                    n,
+                    self.job.shrink_guard,
+                )
+            })
+    }
+
+    /// Whether the shrink guard will refuse `status`'s partition in this run.
+    pub fn shrink_refuses(&self, status: &state::PartitionStatus) -> bool {
+        !self.allow_shrink && self.shrinks_past_guard(status)
+    }
 }
 
 /// How a run ended.

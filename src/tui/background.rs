@@ -14,7 +14,7 @@ use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
 use crate::config::Job;
 use crate::partition::{Partition, now_utc};
-use crate::state::{StatusScope, job_status_in};
+use crate::state::{StatusScope, job_status_in, noticing_slow, slow_read_note};
 use crate::warehouse::{CountCache, Warehouse};
 
 /// What background tasks send to the event loop.
@@ -246,7 +246,8 @@ impl Background {
 /// [`Msg::Status`], counting rows through `counts` so that a target unchanged
 /// since the last refresh is not read again. `first`, a job and the
 /// partitions on screen, is read and answered ([`Msg::EarlyStatus`]) before
-/// anything else.
+/// anything else. A read that outlasts [`crate::state::SLOW_READ`] says what
+/// it may wait on ([`Msg::SlowRead`]).
 pub async fn read_states(
     warehouse: &Warehouse,
     config: &crate::config::Config,
@@ -258,6 +259,12 @@ pub async fn read_states(
 ) {
     let now = now_utc();
     let running = HashSet::new();
+    let say_slow = |job: &Job| {
+        send(Msg::SlowRead {
+            job: job.name.clone(),
+            note: slow_read_note(job, warehouse.config().lock_timeout),
+        })
+    };
     if let Some((name, from, to)) = first
         && let Some(job) = jobs.iter().find(|j| j.name == name)
     {
@@ -268,9 +275,8 @@ pub async fn read_states(
             to: Some(to),
             cache: None,
         };
-        if let Ok(statuses) =
-            job_status_in(warehouse, config, lineage, job, now, &running, &scope).await
-        {
+        let read = job_status_in(warehouse, config, lineage, job, now, &running, &scope);
+        if let Ok(statuses) = noticing_slow(read, || say_slow(job)).await {
             send(Msg::EarlyStatus {
                 job: name,
                 statuses,
@@ -282,7 +288,8 @@ pub async fn read_states(
         ..StatusScope::default()
     };
     for job in jobs {
-        let result = job_status_in(warehouse, config, lineage, job, now, &running, &scope)
+        let read = job_status_in(warehouse, config, lineage, job, now, &running, &scope);
+        let result = noticing_slow(read, || say_slow(job))
             .await
             .map_err(|e| e.to_string());
         send(Msg::Status {

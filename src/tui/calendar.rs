@@ -7,6 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::job::JobView;
 use super::keys::Action;
@@ -27,9 +28,13 @@ pub struct Calendar {
 
 /// Why the calendar has no cells to show yet.
 pub enum Waiting<'a> {
-    Loading,
+    /// Reading the states; with what the read may wait on once it is slow.
+    Loading(Option<&'a str>),
     Unreadable(&'a str),
-    NotConnected { error: &'a str, retry_secs: i64 },
+    NotConnected {
+        error: &'a str,
+        retry_secs: i64,
+    },
 }
 
 impl Calendar {
@@ -160,23 +165,37 @@ impl Calendar {
             title.push(Span::styled("rows view ", t.style("volume")));
         }
         if job.loading {
-            title.push(Span::styled("⟳ ", t.style("muted")));
+            let spinner = if job.slow.is_some() {
+                "⟳ still reading: busy or locked? "
+            } else {
+                "⟳ "
+            };
+            title.push(Span::styled(spinner, t.style("muted")));
         }
         let b = block(t, Line::from(title), focused);
         let area = b.inner(r);
         frame.render_widget(b, r);
-        let buf = frame.buffer_mut();
         if let Some(waiting) = waiting {
             let text = match waiting {
                 Waiting::Unreadable(e) => format!("cannot read states: {e}"),
                 Waiting::NotConnected { error, retry_secs } => {
                     format!("not connected ({error}); retrying every {retry_secs} s")
                 }
-                Waiting::Loading => "loading states…".to_string(),
+                Waiting::Loading(None) => "loading states…".to_string(),
+                Waiting::Loading(Some(note)) => note.to_string(),
             };
-            put(buf, area, area.x + 1, area.y, &text, t.style("muted"));
+            // An error or what the read waits on can be long: wrapped.
+            let inset = Rect {
+                x: area.x + 1,
+                width: area.width.saturating_sub(2),
+                ..area
+            };
+            let text =
+                Paragraph::new(Span::styled(text, t.style("muted"))).wrap(Wrap { trim: true });
+            frame.render_widget(text, inset);
             return;
         }
+        let buf = frame.buffer_mut();
         let layout = cells(job, area);
         for (x, y, text) in &layout.labels {
             put(buf, area, *x, *y, text, t.style("muted"));

@@ -57,6 +57,9 @@ pub struct JobView {
     /// shown until it lands (by partition index).
     pub(super) early: HashMap<usize, LoadState>,
     pub(super) loading: bool,
+    /// While a read of the states outlasts [`crate::state::SLOW_READ`], what
+    /// it may be waiting on.
+    pub(super) slow: Option<String>,
     /// A refresh was asked for while one was in flight.
     pub(super) refresh_again: bool,
     pub(super) error: Option<String>,
@@ -91,6 +94,7 @@ impl JobView {
             loaded: false,
             early: HashMap::new(),
             loading: false,
+            slow: None,
             refresh_again: false,
             error: None,
             anchor: None,
@@ -201,6 +205,7 @@ impl JobView {
 
     /// Shows the states of a range read ahead, unless the full read landed.
     pub(super) fn apply_early(&mut self, statuses: Vec<PartitionStatus>) {
+        self.slow = None;
         if self.loaded {
             return;
         }

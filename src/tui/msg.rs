@@ -39,6 +39,12 @@ pub enum Msg {
         job: String,
         statuses: Vec<PartitionStatus>,
     },
+    /// A job's state read outlasted [`crate::state::SLOW_READ`]: what it
+    /// may be waiting on.
+    SlowRead {
+        job: String,
+        note: String,
+    },
     Engine {
         run: usize,
         event: Event,

@@ -3,7 +3,8 @@
 //! query, bounded by the statement timeout, in the background), so that
 //! partitions whose source changed since they were loaded are marked. Never
 //! on a refresh by itself; pressing `O` again, leaving the job or quitting
-//! stops it.
+//! stops it. The confirm dialog of a replace job counts the source of its
+//! partitions the same way, to show what the shrink guard will refuse.
 
 use super::job::JobView;
 use super::msg::{Effect, ReconcileRequest};
@@ -19,6 +20,8 @@ pub struct InFlight {
     pub job: String,
     pub first: Partition,
     pub last: Partition,
+    /// Counted for the confirm dialog, which shows the answer itself.
+    pub for_run: bool,
 }
 
 /// The console's reconciliation, at most one at a time.
@@ -34,7 +37,8 @@ impl Reconciler {
 
     /// `O`: starts reconciling the partitions of `job` in the calendar's
     /// visible units (`capacity` of them) that are not in the future, or
-    /// stops the reconciliation in flight. Answers with the effect and the
+    /// stops the reconciliation in flight (a confirm dialog's count is
+    /// replaced instead). Answers with the effect and the
     /// status-bar note.
     pub fn toggle(
         &mut self,
@@ -43,7 +47,7 @@ impl Reconciler {
         connected: bool,
         id: usize,
     ) -> (Option<Effect>, String) {
-        if let Some(f) = self.in_flight.take() {
+        if let Some(f) = self.in_flight.take_if(|f| !f.for_run) {
             return (
                 Some(Effect::StopReconcile(f.id)),
                 format!("reconciliation of {} stopped", f.job),
@@ -67,25 +71,59 @@ impl Reconciler {
             return (None, "nothing on screen to reconcile".into());
         };
         let (first, last) = (job.partitions[*first], job.partitions[*last]);
-        self.in_flight = Some(InFlight {
-            id,
-            job: job.job.name.clone(),
-            first,
-            last,
-        });
         let note = format!(
             "reconciling {} {}..{} with its source… (O stops)",
             job.job.name,
             first.name(),
             last.name()
         );
-        let effect = Effect::Reconcile(Box::new(ReconcileRequest {
+        (Some(self.start(job, first, last, id, false)), note)
+    }
+
+    /// Counts the source of `job`'s partitions `first..=last` for the
+    /// confirm dialog; a reconciliation in flight stops.
+    pub fn count_for_run(
+        &mut self,
+        job: &JobView,
+        first: Partition,
+        last: Partition,
+        id: usize,
+    ) -> Vec<Effect> {
+        let stopped = self.in_flight.take().map(|f| Effect::StopReconcile(f.id));
+        stopped
+            .into_iter()
+            .chain([self.start(job, first, last, id, true)])
+            .collect()
+    }
+
+    /// The confirm dialog closed: its count, if still in flight, stops.
+    pub fn stop_for_run(&mut self) -> Option<Effect> {
+        self.in_flight
+            .take_if(|f| f.for_run)
+            .map(|f| Effect::StopReconcile(f.id))
+    }
+
+    fn start(
+        &mut self,
+        job: &JobView,
+        first: Partition,
+        last: Partition,
+        id: usize,
+        for_run: bool,
+    ) -> Effect {
+        self.in_flight = Some(InFlight {
+            id,
+            job: job.job.name.clone(),
+            first,
+            last,
+            for_run,
+        });
+        Effect::Reconcile(Box::new(ReconcileRequest {
             id,
             job: job.job.clone(),
             first,
             last,
-        }));
-        (Some(effect), note)
+        }))
     }
 
     /// The job on screen is now `current`: a reconciliation of another job
@@ -100,7 +138,8 @@ impl Reconciler {
 
     /// A reconciliation ended: its counts go on `job` (the one it counted,
     /// found by the caller from [`InFlight::job`]); answers with the note,
-    /// unless it was stopped since.
+    /// unless it was stopped since or the confirm dialog asked for it (the
+    /// dialog shows its answer).
     pub fn answered(
         &mut self,
         id: usize,
@@ -111,9 +150,13 @@ impl Reconciler {
         let job = job?;
         let counts = match result {
             Ok(counts) => counts,
+            Err(_) if f.for_run => return None,
             Err(e) => return Some((true, format!("reconciliation of {} failed: {e}", f.job))),
         };
         job.reconciled(counts, f.first, f.last);
+        if f.for_run {
+            return None;
+        }
         let late: Vec<i64> = job
             .statuses
             .iter()

@@ -64,7 +64,7 @@ pub fn render(frame: &mut Frame, app: &App) {
                     error: e,
                     retry_secs: REFRESH_SECS,
                 },
-                _ => Waiting::Loading,
+                _ => Waiting::Loading(job.slow.as_deref()),
             });
         app.calendar.render(
             frame,

@@ -62,9 +62,13 @@ impl App {
                 let Some(job) = self.shared.jobs.get(c.job) else {
                     return Vec::new();
                 };
+                let mut effects = Vec::new();
                 match c.key(&key, job, &self.config.defaults, self.shared.now) {
-                    ConfirmStep::Run => return self.start_run(*c),
-                    ConfirmStep::Close => {}
+                    // A count in flight answers still: the source counts
+                    // mark the run's partitions as a reconciliation does.
+                    ConfirmStep::Run => effects = self.start_run(*c),
+                    // Closed without running: the count is not needed.
+                    ConfirmStep::Close => effects.extend(self.shared.reconciler.stop_for_run()),
                     ConfirmStep::Stay => self.shared.modal = Modal::Confirm(c),
                     ConfirmStep::Say(note) => {
                         self.shared.message = note.map(|n| (false, n));
@@ -72,6 +76,7 @@ impl App {
                     }
                 }
                 self.replan_cascade();
+                return effects;
             }
             Modal::Question(q) => match action_for(Scope::Question, &key) {
                 Some(Action::Yes) => match q {
@@ -322,7 +327,25 @@ impl App {
             Err(e) => self.shared.message = Some((true, e)),
         }
         self.replan_cascade();
-        Vec::new()
+        self.count_source_for_run()
+    }
+
+    /// A replace job's confirm dialog shows what the shrink guard will
+    /// refuse: the source of its partitions is counted in the background.
+    fn count_source_for_run(&mut self) -> Vec<Effect> {
+        let Modal::Confirm(c) = &mut self.shared.modal else {
+            return Vec::new();
+        };
+        let Some(job) = self.shared.jobs.get(c.job) else {
+            return Vec::new();
+        };
+        let Some((first, last)) = c.source_span(job).filter(|_| self.shared.connected) else {
+            return Vec::new();
+        };
+        let id = self.next_request;
+        self.next_request += 1;
+        c.counting_source(id);
+        self.shared.reconciler.count_for_run(job, first, last, id)
     }
 
     fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {

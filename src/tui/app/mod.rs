@@ -334,6 +334,12 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::SlowRead { job, note } => {
+                if let Some(j) = self.shared.jobs.by_name_mut(&job).filter(|j| j.loading) {
+                    j.slow = Some(note);
+                }
+                Vec::new()
+            }
             Msg::Engine { run, event } => {
                 let effects = self.engine_event(run, event);
                 self.replan_confirm();
@@ -359,11 +365,15 @@ impl App {
                 Vec::new()
             }
             Msg::Reconciled { id, result } => {
+                if let Modal::Confirm(c) = &mut self.shared.modal {
+                    c.source_counted(id, result.as_ref().map(|_| ()).map_err(String::clone));
+                }
                 let job = self.shared.reconciler.in_flight().map(|f| f.job.clone());
                 let job = job.and_then(|name| self.shared.jobs.by_name_mut(&name));
                 if let Some(note) = self.shared.reconciler.answered(id, job, result) {
                     self.shared.message = Some(note);
                 }
+                self.replan_confirm();
                 Vec::new()
             }
             Msg::Loads { id, result } => {
@@ -516,6 +526,7 @@ impl App {
             return Vec::new();
         };
         j.loading = false;
+        j.slow = None;
         match result {
             Ok(statuses) => {
                 j.apply_statuses(statuses);
@@ -643,7 +654,12 @@ mod tests {
     #[test]
     fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
         let mut a = app();
-        assert!(type_line(&mut a, "run 2026-06-01..2026-06-09 --only failed,missing").is_empty());
+        let effects = type_line(&mut a, "run 2026-06-01..2026-06-09 --only failed,missing");
+        // The dialog counts the source for the shrink guard's preview.
+        assert!(
+            matches!(effects.as_slice(), [Effect::Reconcile(_)]),
+            "{effects:?}"
+        );
         let Modal::Confirm(c) = &a.modal else {
             panic!("no dialog: {:?}", a.message);
         };

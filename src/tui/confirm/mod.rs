@@ -14,8 +14,10 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
+mod shrink;
 mod words;
 
+pub use shrink::SourceCount;
 use words::{replaces, strategy_words};
 
 use super::cascade::CascadePlan;
@@ -48,6 +50,8 @@ pub struct ConfirmDialog {
     plan: Plan,
     /// The downstream steps, planned by the app while cascade is on.
     cascade: Option<CascadePlan>,
+    /// The source's count of the candidates, for the shrink guard's preview.
+    source: SourceCount,
 }
 
 /// What the dialog's choice comes to, worked out when the choice or the
@@ -117,6 +121,7 @@ impl ConfirmDialog {
             args,
             plan: Plan::default(),
             cascade: None,
+            source: SourceCount::NotAsked,
         };
         dialog.replan(job, defaults, now);
         Ok(dialog)
@@ -145,6 +150,33 @@ impl ConfirmDialog {
     /// The cascade's plan, while cascade is on.
     pub fn cascade(&self) -> Option<&CascadePlan> {
         self.cascade.as_ref().filter(|_| self.args.cascade)
+    }
+
+    /// The span of partitions whose source a replace job's dialog counts
+    /// (all candidates, so that a change of filter needs no new count).
+    pub fn source_span(&self, job: &JobView) -> Option<(Partition, Partition)> {
+        if job.job.strategy != Strategy::ReplacePartition {
+            return None;
+        }
+        let first = job.partitions.get(*self.candidates.iter().min()?)?;
+        let last = job.partitions.get(*self.candidates.iter().max()?)?;
+        Some((*first, *last))
+    }
+
+    /// The source is being counted by the background request `id`.
+    pub fn counting_source(&mut self, id: usize) {
+        self.source = SourceCount::Counting(id);
+    }
+
+    /// The request `id` counted the source (its counts are on the job's
+    /// partitions), or could not.
+    pub fn source_counted(&mut self, id: usize, result: Result<(), String>) {
+        if self.source == SourceCount::Counting(id) {
+            self.source = match result {
+                Ok(()) => SourceCount::Counted,
+                Err(e) => SourceCount::Failed(e),
+            };
+        }
     }
 
     /// The equivalent headless command.
@@ -421,15 +453,14 @@ impl ConfirmDialog {
             label("parallel"),
             Span::styled(conc, text),
         ]));
-        if self.args.allow_shrink {
-            lines.push(Line::from(vec![
-                label("shrink"),
-                Span::styled(
-                    "allowed: partitions may shrink past the shrink guard (S undoes)",
-                    t.style("warning"),
-                ),
-            ]));
-        }
+        lines.extend(shrink::lines(
+            &self.source,
+            self.plan.backfill.as_ref(),
+            job,
+            chosen,
+            t,
+            label,
+        ));
         if let Some(plan) = self.cascade() {
             lines.extend(plan.lines(t, label));
         }

@@ -1,0 +1,124 @@
+//! The confirm dialog's source count: before a replace run, what the job's
+//! SQL gives each chosen partition now, so that the shrinks the guard will
+//! refuse (a late source) are shown before anything runs, as
+//! `idem run --dry-run` shows them.
+
+use ratatui::text::{Line, Span};
+
+use crate::engine::Backfill;
+use crate::numbers::count;
+use crate::tui::job::JobView;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::thousands;
+
+/// Where the dialog's count of the source stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceCount {
+    /// Not asked: a merge job (nothing is deleted), or no connection.
+    NotAsked,
+    /// The background request of this id counts it.
+    Counting(usize),
+    /// Counted: the job's partitions carry their source counts.
+    Counted,
+    Failed(String),
+}
+
+/// At most this many shrinking partitions are named; the rest are counted.
+const NAMED: usize = 4;
+
+/// The dialog's lines on the source and the shrink guard, for the
+/// partitions `chosen` (indices into `job`) that `backfill` will run.
+pub fn lines<'a>(
+    source: &SourceCount,
+    backfill: Option<&Backfill>,
+    job: &JobView,
+    chosen: &[usize],
+    t: &Theme,
+    label: impl Fn(&str) -> Span<'a>,
+) -> Vec<Line<'a>> {
+    let allowed = backfill.is_some_and(|b| b.allow_shrink);
+    let line = |name: &str, text: String, style: &str| {
+        Line::from(vec![label(name), Span::styled(text, t.style(style))])
+    };
+    let Some(backfill) = backfill else {
+        return Vec::new();
+    };
+    // Until the count says which, the allowance in general.
+    let allowance = || {
+        allowed.then(|| {
+            line(
+                "shrink",
+                "allowed: partitions may shrink past the shrink guard (S undoes)".into(),
+                "warning",
+            )
+        })
+    };
+    match source {
+        SourceCount::NotAsked => allowance().into_iter().collect(),
+        SourceCount::Counting(_) => std::iter::once(line(
+            "source",
+            "counting what the job's SQL gives these partitions now…".into(),
+            "muted",
+        ))
+        .chain(allowance())
+        .collect(),
+        SourceCount::Failed(e) => std::iter::once(line(
+            "source",
+            format!("could not count the source ({e}); the shrink guard still checks each partition as it runs"),
+            "warning",
+        ))
+        .chain(allowance())
+        .collect(),
+        SourceCount::Counted => {
+            let statuses: Vec<_> = chosen.iter().filter_map(|i| job.status_at(*i)).collect();
+            let total: i64 = statuses.iter().filter_map(|s| s.rows_source).sum();
+            let shrinking: Vec<_> = statuses
+                .iter()
+                .filter(|s| backfill.shrinks_past_guard(s))
+                .collect();
+            let source = line(
+                "source",
+                format!(
+                    "{} rows for these {} now",
+                    thousands(total),
+                    count(statuses.len() as i64, "partition", "partitions")
+                ),
+                "text",
+            );
+            if shrinking.is_empty() {
+                let none = line(
+                    "shrink",
+                    "none: no partition shrinks past the shrink guard".into(),
+                    "ok",
+                );
+                return vec![source, none];
+            }
+            let mut named: Vec<String> = shrinking
+                .iter()
+                .take(NAMED)
+                .map(|s| {
+                    format!(
+                        "{} {} → {}",
+                        s.partition.name(),
+                        thousands(s.rows_now.unwrap_or(0)),
+                        thousands(s.rows_source.unwrap_or(0))
+                    )
+                })
+                .collect();
+            if shrinking.len() > NAMED {
+                named.push(format!("{} more", shrinking.len() - NAMED));
+            }
+            let n = count(shrinking.len() as i64, "partition", "partitions");
+            let text = if allowed {
+                format!("allowed: {n} will shrink (S undoes)")
+            } else {
+                format!("{n} would be refused: the source looks incomplete (S allows)")
+            };
+            vec![
+                source,
+                line("shrink", text, "warning"),
+                line("", named.join(" · "), "warning"),
+            ]
+        }
+    }
+}
