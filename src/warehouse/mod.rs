@@ -43,8 +43,9 @@ pub enum Engine {
 pub enum LockPlan {
     /// The transaction's own BEGIN takes the lock (SQLite `BEGIN IMMEDIATE`).
     Begin,
-    /// A statement inside the transaction, released at COMMIT/ROLLBACK
-    /// (PostgreSQL advisory transaction locks).
+    /// Taken inside the transaction by statements sent with the BEGIN, in
+    /// its round trip, and released at COMMIT/ROLLBACK (PostgreSQL advisory
+    /// transaction locks).
     InTransaction,
     /// A session lock taken before BEGIN and released after (MariaDB GET_LOCK).
     Session,
@@ -78,8 +79,11 @@ pub trait Dialect: Send + Sync {
     fn session_timeouts(&self, _lock: Duration, _statement: Option<Duration>) -> Vec<Sql> {
         Vec::new()
     }
-    /// A custom BEGIN statement, when the default is not enough.
-    fn begin_statement(&self) -> Option<&'static str> {
+    /// A custom BEGIN, when the default is not enough: for
+    /// [`LockPlan::Begin`] and [`LockPlan::InTransaction`], one that takes
+    /// every lock named in `keys`, in order. Sent as one simple query (no
+    /// parameters: the keys' numbers are idem's own, never input).
+    fn begin_statement(&self, _keys: &[String]) -> Option<String> {
         None
     }
     fn lock_plan(&self) -> LockPlan;
@@ -89,7 +93,7 @@ pub trait Dialect: Send + Sync {
         usize::MAX
     }
     /// Statements taking every lock named in `keys`, in order, for
-    /// [`LockPlan::InTransaction`] and [`LockPlan::Session`]; each returns
+    /// [`LockPlan::Session`]; each returns
     /// one row whose first column is 1 when all were granted (or no row at
     /// all when it cannot fail).
     fn lock(&self, _keys: &[String], _timeout: Duration) -> Vec<Sql> {
@@ -283,6 +287,18 @@ impl Warehouse {
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(config.connect_timeout)
+            // A connection used moments ago is alive: a ping before each use
+            // would cost a round trip per partition. One that sat idle is
+            // checked first (the server may have restarted meanwhile).
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PING_WHEN_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
             .connect(&url)
             .await
@@ -328,8 +344,11 @@ impl Warehouse {
         let mut result = Ok(());
         for _ in 0..3 {
             result = async {
+                // On one connection: through the pool, each statement would
+                // wait on the last one's release.
+                let mut conn = self.pool.acquire().await?;
                 for ddl in ledger::ddl(self.dialect) {
-                    self.pool.execute(AssertSqlSafe(ddl)).await?;
+                    conn.execute(AssertSqlSafe(ddl)).await?;
                 }
                 Ok::<_, sqlx::Error>(())
             }
@@ -531,6 +550,9 @@ impl PartitionLock {
 }
 
 /// A 64-bit lock key for a partition's lock name, the same in every process.
+/// A pooled connection idle longer than this is pinged before its next use.
+const PING_WHEN_IDLE: Duration = Duration::from_secs(1);
+
 pub(crate) fn lock_key_i64(key: &str) -> i64 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(key.as_bytes());

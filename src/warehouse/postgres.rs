@@ -68,16 +68,14 @@ impl Dialect for Postgres {
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
-        &[
-            // Windows are UTC instants whatever the server's time zone.
-            "SET TIME ZONE 'UTC'",
-            "SET application_name = 'idem'",
-            // A load's statements are prepared once and run for every
-            // partition while the target grows: a generic plan made when it
-            // was empty (a sequential scan) would then read the whole table
-            // for every window. Each execution is planned for its own window.
-            "SET plan_cache_mode = force_custom_plan",
-        ]
+        // One simple query, one round trip for the three. Windows are UTC
+        // instants whatever the server's time zone. A load's statements are
+        // prepared once and run for every partition while the target grows:
+        // a generic plan made when it was empty (a sequential scan) would
+        // then read the whole table for every window, so each execution is
+        // planned for its own window.
+        &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
+           SET plan_cache_mode = force_custom_plan"]
     }
 
     /// Every statement of the session, not only the partition lock, waits
@@ -103,23 +101,16 @@ impl Dialect for Postgres {
         LockPlan::InTransaction
     }
 
-    /// The session's own `lock_timeout` (set at connect, see
-    /// [`Dialect::session_timeouts`]) bounds the wait: no statement of its own.
-    fn lock(&self, keys: &[String], _timeout: Duration) -> Vec<Sql> {
-        // One statement, one round trip; the target list is evaluated in
-        // order, so the keys are taken oldest first.
-        let mut lock = Sql::new(&Postgres);
-        lock.push("SELECT 1 FROM (SELECT ");
-        for (i, key) in keys.iter().enumerate() {
-            if i > 0 {
-                lock.push(", ");
-            }
-            lock.push("pg_advisory_xact_lock(")
-                .bind(lock_key_i64(key))
-                .push(")");
-        }
-        lock.push(") l");
-        vec![lock]
+    /// BEGIN and the advisory locks in one round trip; the target list is
+    /// evaluated in order, so the keys are taken oldest first. The
+    /// session's own `lock_timeout` (set at connect, see
+    /// [`Dialect::session_timeouts`]) bounds the wait.
+    fn begin_statement(&self, keys: &[String]) -> Option<String> {
+        let locks: Vec<String> = keys
+            .iter()
+            .map(|key| format!("pg_advisory_xact_lock({})", lock_key_i64(key)))
+            .collect();
+        Some(format!("BEGIN; SELECT {}", locks.join(", ")))
     }
 
     fn ledger_types(&self) -> ColumnTypes {

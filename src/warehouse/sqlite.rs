@@ -57,8 +57,8 @@ impl Dialect for Sqlite {
         vec![sql]
     }
 
-    fn begin_statement(&self) -> Option<&'static str> {
-        Some("BEGIN IMMEDIATE")
+    fn begin_statement(&self, _keys: &[String]) -> Option<String> {
+        Some("BEGIN IMMEDIATE".into())
     }
 
     fn lock_plan(&self) -> LockPlan {

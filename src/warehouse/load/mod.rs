@@ -346,8 +346,8 @@ async fn transact(
 ) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
     let (job, partition) = (t.job, t.partition);
-    let mut tx = match dialect.begin_statement() {
-        Some(begin) => conn.begin_with(begin).await?,
+    let mut tx = match dialect.begin_statement(&lock.keys) {
+        Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
         None => conn.begin().await?,
     };
     match dialect.lock_plan() {
@@ -357,14 +357,6 @@ async fn transact(
         )),
         LockPlan::InTransaction => {
             log("BEGIN".into());
-            take_lock(
-                dialect,
-                &mut tx,
-                lock,
-                warehouse.config().lock_timeout,
-                partition,
-            )
-            .await?;
             log(format!("lock on {} taken", lock.label));
         }
         LockPlan::Session => log("BEGIN".into()),
