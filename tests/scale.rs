@@ -491,6 +491,58 @@ on_every_engine!(
     refresh_sees_a_row_deleted_behind_idems_back,
 );
 
+/// A `timestamp with time zone` partition column on PostgreSQL: windows are
+/// UTC instants, so a row written with another offset falls in the hour it
+/// is in UTC, both when counted and when loaded (the window check passes and
+/// the load keeps every row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (path, config) = db.config(&job_toml(
+        "by_hour",
+        "ts",
+        "hour",
+        "2026-01-01T00",
+        "2026-01-01T03",
+    ));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "SET TIME ZONE 'Europe/Berlin'",
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL, d DATE NOT NULL)",
+        "CREATE TABLE ev (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL, d DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01 00:30:00+00', '2026-01-01'), \
+         (2, '2026-01-01 02:59:59+02', '2026-01-01'), (3, '2026-01-01 01:00:00+00', '2026-01-01'), \
+         (4, '2026-01-01 03:00:00+00', '2026-01-01'), (5, '2025-12-31 23:59:59+00', '2025-12-31')",
+        "INSERT INTO ev SELECT * FROM src",
+    ])
+    .await
+    .expect("fixture");
+    let job = job(&config, "by_hour");
+    let (first, last) = range(job);
+    let expected = expect(&[
+        ("2026-01-01T00", 2),
+        ("2026-01-01T01", 1),
+        ("2026-01-01T03", 1),
+    ]);
+    let counts = wh.partition_counts(job, first, last).await.expect("counts");
+    assert_eq!(sorted(&counts), expected);
+    let run = common::idem(&path, &["run", "by_hour", "--yes"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let counts = wh.partition_counts(job, first, last).await.expect("counts");
+    assert_eq!(
+        sorted(&counts),
+        expected,
+        "the loads kept every row in its hour"
+    );
+}
+
 /// The relation file of a table: TRUNCATE gives it a new one, DELETE does not.
 async fn relfilenode(db: &TestDb, table: &str) -> i64 {
     let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");

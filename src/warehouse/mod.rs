@@ -65,12 +65,12 @@ pub trait Dialect: Send + Sync {
     }
     /// Placeholder for the n-th bound value (1-based).
     fn placeholder(&self, n: usize) -> String;
-    /// Wraps a placeholder bound with [`Dialect::instant_value`] text so that
-    /// it has the type of the column it is compared with (an index on the
+    /// Wraps a placeholder bound with [`Dialect::instant_value`] so that it
+    /// has the type of the column it is compared with (an index on the
     /// column stays usable).
     fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String;
-    /// The text a window boundary is bound as.
-    fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> String;
+    /// The value a window boundary is bound as.
+    fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> sql::Value;
     /// Statements run on every new connection.
     fn session_setup(&self) -> &'static [&'static str];
     /// Statements bounding a session's lock waits by `lock_timeout` (where

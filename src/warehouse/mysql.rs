@@ -8,7 +8,7 @@ use sqlx::mysql::MySqlDatabaseError;
 
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
-use super::sql::Sql;
+use super::sql::{Sql, Value};
 use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -54,8 +54,8 @@ impl Dialect for MySql {
         format!("CAST({placeholder} AS {ty})")
     }
 
-    fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
-        t.format("%Y-%m-%d %H:%M:%S").to_string()
+    fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> Value {
+        Value::Text(t.format("%Y-%m-%d %H:%M:%S").to_string())
     }
 
     fn session_setup(&self) -> &'static [&'static str] {

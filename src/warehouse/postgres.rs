@@ -7,7 +7,7 @@ use chrono::NaiveDateTime;
 
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
-use super::sql::Sql;
+use super::sql::{Sql, Value};
 use super::{ColumnKind, Dialect, Engine, LockPlan, lock_key_i64};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -53,18 +53,25 @@ impl Dialect for Postgres {
     }
 
     fn instant_param(&self, placeholder: &str, kind: ColumnKind) -> String {
-        let ty = match kind {
-            ColumnKind::Date => "date",
-            ColumnKind::TimestampTz => "timestamptz",
-            ColumnKind::Timestamp | ColumnKind::Other => "timestamp",
-        };
-        // A scalar subquery is evaluated once per statement (an InitPlan);
-        // a bare cast of a text parameter would run per row in a filter.
-        format!("(SELECT CAST({placeholder} AS {ty}))")
+        // The bound is seconds since the epoch, made the column's type by
+        // immutable functions only: each execution is planned with its own
+        // values (plan_cache_mode, below), so the planner folds the whole
+        // expression into a constant. It estimates the window by its real
+        // bounds and nothing is cast per row (a cast of text to a date is
+        // only stable: it would run for every row a filter reads).
+        match kind {
+            ColumnKind::Date => {
+                format!("(DATE '1970-01-01' + CAST({placeholder} / 86400 AS integer))")
+            }
+            ColumnKind::TimestampTz => format!("to_timestamp({placeholder})"),
+            ColumnKind::Timestamp | ColumnKind::Other => {
+                format!("(TIMESTAMP '1970-01-01 00:00:00' + {placeholder} * INTERVAL '1 second')")
+            }
+        }
     }
 
-    fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> String {
-        t.format("%Y-%m-%d %H:%M:%S").to_string()
+    fn instant_value(&self, t: NaiveDateTime, _grain: Grain) -> Value {
+        Value::Int(t.and_utc().timestamp())
     }
 
     fn session_setup(&self) -> &'static [&'static str] {

@@ -127,7 +127,7 @@ impl Sql {
             kind
         };
         self.binds
-            .push(Value::Text(self.dialect.instant_value(t, partition.grain)));
+            .push(self.dialect.instant_value(t, partition.grain));
         let p = self.dialect.placeholder(self.binds.len());
         let expr = self.dialect.instant_param(&p, kind);
         self.text.push_str(&expr);

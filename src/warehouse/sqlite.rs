@@ -5,7 +5,7 @@ use chrono::{NaiveDateTime, Timelike};
 
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
-use super::sql::Sql;
+use super::sql::{Sql, Value};
 use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -32,12 +32,14 @@ impl Dialect for Sqlite {
     /// SQLite compares dates and timestamps as text, so a window of whole days
     /// is bound as a date (`2026-06-04`, which sorts before every time of that
     /// day) and an hour as a full timestamp.
-    fn instant_value(&self, t: NaiveDateTime, grain: Grain) -> String {
-        if grain != Grain::Hour && t.num_seconds_from_midnight() == 0 {
-            t.format("%Y-%m-%d").to_string()
-        } else {
-            t.format("%Y-%m-%d %H:%M:%S").to_string()
-        }
+    fn instant_value(&self, t: NaiveDateTime, grain: Grain) -> Value {
+        Value::Text(
+            if grain != Grain::Hour && t.num_seconds_from_midnight() == 0 {
+                t.format("%Y-%m-%d").to_string()
+            } else {
+                t.format("%Y-%m-%d %H:%M:%S").to_string()
+            },
+        )
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
