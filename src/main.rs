@@ -6,7 +6,7 @@
 // Errors are handled, not unwrapped, outside tests.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -14,7 +14,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::exit::Exit;
 use idem::lint::LintFormat;
-use idem::tui;
+use idem::tui::{self, Keymap};
 use idem::user_config::UserConfig;
 
 /// Re-run batch loads safely: see which partitions are failed, missing or
@@ -45,21 +45,28 @@ struct ConsoleArgs {
 
 impl ConsoleArgs {
     /// The console's options: the flag or the environment first, then the
-    /// user config file (a broken one is noted and left out).
-    fn options(self) -> idem::tui::Options {
-        let user = idem::user_config::path()
-            .map(|p| UserConfig::read(&p))
-            .unwrap_or_else(|| Ok(UserConfig::default()));
-        let (user, note) = match user {
-            Ok(u) => (u, None),
-            Err(e) => (UserConfig::default(), Some(e)),
+    /// user config file. A user config that cannot be read, or whose keys do
+    /// not check, stops the console before it opens (exit 2).
+    fn options(self) -> Result<tui::Options, cli::Stop> {
+        let (user, keys) = match idem::user_config::path() {
+            Some(path) => read_user_config(&path).map_err(cli::Stop::usage)?,
+            None => (UserConfig::default(), Keymap::default()),
         };
-        idem::tui::Options {
+        Ok(tui::Options {
             theme: user.theme(self.theme),
             no_mouse: self.no_mouse,
-            note,
-        }
+            keys,
+        })
     }
+}
+
+/// The user config file at `path` and the keymap its `[keys]` make; errors
+/// name the file.
+fn read_user_config(path: &Path) -> Result<(UserConfig, Keymap), String> {
+    let user = UserConfig::read(path)?;
+    let keys =
+        Keymap::with_overrides(&user.keys).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((user, keys))
 }
 
 #[derive(Subcommand)]
@@ -141,8 +148,8 @@ enum Command {
         /// dbt's manifest.json, after `dbt compile`.
         manifest: PathBuf,
     },
-    /// The user config file (default theme): `idem config path` prints where
-    /// it is read from.
+    /// The user config file (default theme, keys): `idem config path` prints
+    /// where it is read from.
     Config {
         #[command(subcommand)]
         what: ConfigCommand,
@@ -176,17 +183,25 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            None => match cli::console_config(&cli.config) {
-                Ok(config) => console_exit(tui::run(config, cli.console.options()).await),
-                Err(stop) => stop.report(),
-            },
-            Some(Command::Demo { path, console }) => match cli::demo(&path).await {
-                Ok(Some((demo, config))) => {
-                    let code = console_exit(tui::run(config, console.options()).await);
-                    cli::demo_closed(&demo);
-                    code
+            None => {
+                let opened = cli.console.options().and_then(|options| {
+                    cli::console_config(&cli.config).map(|config| (config, options))
+                });
+                match opened {
+                    Ok((config, options)) => console_exit(tui::run(config, options).await),
+                    Err(stop) => stop.report(),
                 }
-                Ok(None) => Exit::Ok,
+            }
+            Some(Command::Demo { path, console }) => match console.options() {
+                Ok(options) => match cli::demo(&path).await {
+                    Ok(Some((demo, config))) => {
+                        let code = console_exit(tui::run(config, options).await);
+                        cli::demo_closed(&demo);
+                        code
+                    }
+                    Ok(None) => Exit::Ok,
+                    Err(stop) => stop.report(),
+                },
                 Err(stop) => stop.report(),
             },
             Some(Command::Run(args)) => cli::run(&cli.config, args).await,

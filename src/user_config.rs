@@ -1,8 +1,10 @@
 //! The user's own settings for the console, in `$XDG_CONFIG_HOME/idem/config.toml`
-//! (else `~/.config/idem/config.toml`): for now the default theme. A flag
-//! wins over the environment (both read by the command line), which wins
-//! over this file, which wins over the built-in default.
+//! (else `~/.config/idem/config.toml`): the default theme and key overrides.
+//! For the theme a flag wins over the environment (both read by the command
+//! line), which wins over this file, which wins over the built-in default;
+//! keys are this file's, else the built-in ones.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -13,6 +15,31 @@ use serde::Deserialize;
 pub struct UserConfig {
     /// The console's theme when neither `--theme` nor `IDEM_THEME` says one.
     pub theme: Option<String>,
+    /// `[keys.SCOPE]` tables of `action = KEYS`, checked by the console's
+    /// keymap.
+    #[serde(default)]
+    pub keys: BTreeMap<String, BTreeMap<String, Keys>>,
+}
+
+/// The keys an override gives an action: one, or a list.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a key like \"F5\" or a list of keys like [\"q\", \"Ctrl-q\"]"
+)]
+pub enum Keys {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Keys {
+    /// The keys as written.
+    pub fn list(&self) -> &[String] {
+        match self {
+            Keys::One(key) => std::slice::from_ref(key),
+            Keys::Many(keys) => keys,
+        }
+    }
 }
 
 /// Where the user config file is, from `XDG_CONFIG_HOME` or `HOME`; `None`
@@ -91,5 +118,26 @@ mod tests {
         assert!(broken.contains("config.toml"), "{broken}");
         std::fs::write(&file, "colour = \"x\"\n").unwrap();
         assert!(UserConfig::read(&file).is_err(), "unknown keys are refused");
+    }
+
+    #[test]
+    fn key_overrides_read_as_one_key_or_a_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[keys.main]\nrun = \"F5\"\nquit = [\"q\", \"Ctrl-q\"]\n[keys.confirm]\nallow_shrink = \"!\"\n",
+        )
+        .unwrap();
+        let user = UserConfig::read(&file).unwrap();
+        assert_eq!(user.keys["main"]["run"].list(), ["F5"]);
+        assert_eq!(user.keys["main"]["quit"].list(), ["q", "Ctrl-q"]);
+        assert_eq!(user.keys["confirm"]["allow_shrink"].list(), ["!"]);
+        std::fs::write(&file, "[keys.main]\nrun = 5\n").unwrap();
+        let wrong = UserConfig::read(&file).unwrap_err();
+        assert!(
+            wrong.contains("config.toml") && wrong.contains("a list of keys"),
+            "{wrong}"
+        );
     }
 }

@@ -2,151 +2,17 @@
 //! console on a fresh demo, press keys, wait for the screen, and check what is
 //! on it, what the terminal received and what is in the warehouse.
 
+mod pty;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use idem::config::Job;
 use idem::partition::now_utc;
 use idem::state::LoadState;
 use idem::warehouse::Warehouse;
-use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
-
-const ROWS: u16 = 40;
-const COLS: u16 = 140;
-const WAIT: Duration = Duration::from_secs(180);
-
-fn nz(n: u16) -> std::num::NonZeroU16 {
-    std::num::NonZeroU16::new(n).unwrap()
-}
-
-struct Console {
-    screen: Arc<Mutex<vt100::Parser>>,
-    raw: Arc<Mutex<Vec<u8>>>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    child: Box<dyn Child + Send + Sync>,
-    master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl Console {
-    fn start(dir: &Path, args: &[&str]) -> Console {
-        Console::start_with(dir, args, &[])
-    }
-
-    fn start_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Console {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("openpty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
-        cmd.args(args);
-        cmd.cwd(dir);
-        cmd.env("TERM", "xterm-256color");
-        cmd.env("IDEM_OPERATOR", "pty-test");
-        cmd.env_remove("NO_COLOR");
-        cmd.env_remove("IDEM_THEME");
-        cmd.env_remove("IDEM_CONFIG");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let child = pty.slave.spawn_command(cmd).expect("spawn idem");
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().expect("reader");
-        let writer = Arc::new(Mutex::new(pty.master.take_writer().expect("writer")));
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(nz(ROWS), nz(COLS), 0)));
-        let raw = Arc::new(Mutex::new(Vec::new()));
-        let (s, r, w) = (screen.clone(), raw.clone(), writer.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut screen = s.lock().unwrap();
-                        screen.process(&buf[..n]);
-                        // Answer cursor position queries as a terminal would.
-                        if buf[..n].windows(4).any(|q| q == b"\x1b[6n") {
-                            let (row, col) = screen.screen().cursor_position();
-                            let answer = format!("\x1b[{};{}R", row + 1, col + 1);
-                            let mut w = w.lock().unwrap();
-                            let _ = w.write_all(answer.as_bytes());
-                            let _ = w.flush();
-                        }
-                        r.lock().unwrap().extend_from_slice(&buf[..n]);
-                    }
-                }
-            }
-        });
-        Console {
-            screen,
-            raw,
-            writer,
-            child,
-            master: pty.master,
-        }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    /// Waits until every text is on the screen at once.
-    fn wait_for(&mut self, texts: &[&str]) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.contents();
-            if texts.iter().all(|t| screen.contains(t)) {
-                return screen;
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("idem exited ({status:?}) before showing {texts:?}; screen:\n{screen}");
-            }
-            if start.elapsed() > WAIT {
-                panic!("timed out waiting for {texts:?}; screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn send(&mut self, keys: &str) {
-        let mut w = self.writer.lock().unwrap();
-        w.write_all(keys.as_bytes()).unwrap();
-        w.flush().unwrap();
-        drop(w);
-        // Let the console take each batch of keys in.
-        std::thread::sleep(Duration::from_millis(250));
-    }
-
-    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                // Let the reader take in the last bytes.
-                std::thread::sleep(Duration::from_millis(300));
-                return status;
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = self.child.kill();
-                panic!("idem did not exit; screen:\n{}", self.contents());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Console {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-    }
-}
+use portable_pty::PtySize;
+use pty::{COLS, Console, ROWS, idem, nz};
 
 fn demo_console(dir: &tempfile::TempDir) -> (Console, PathBuf) {
     let demo = dir.path().join("demo");
@@ -667,16 +533,6 @@ fn a_late_source_shows_in_the_confirm_dialog_and_the_guard_keeps_the_rows() {
         assert_eq!(attempts[&day], before.1[&day] + 1, "a refused attempt");
         wh.close().await;
     });
-}
-
-fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("IDEM_CONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap()
 }
 
 #[test]

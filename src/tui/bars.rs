@@ -6,7 +6,8 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use super::keys::{Scope, footer};
+use super::keymap::footer;
+use super::keys::Scope;
 use super::theme::Theme;
 use super::widgets::{abbreviate, put};
 

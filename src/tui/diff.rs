@@ -9,7 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::job::JobView;
-use super::keys::{Action, Scope, action_for};
+use super::keymap::action_for;
+use super::keys::{Action, Scope};
 use super::msg::{DiffRequest, Effect};
 use super::theme::Theme;
 use super::widgets::{block, centered, first_line};

@@ -8,7 +8,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::keys::{Action, Scope, action_for};
+use super::keymap::action_for;
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered, first_line};
 use crate::partition::Partition;

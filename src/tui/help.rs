@@ -8,7 +8,8 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::keys::{Action, BINDINGS, Scope, action_for};
+use super::keymap::{self, Keymap, action_for};
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered, put};
 use crate::state::LoadState;
@@ -23,11 +24,12 @@ pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
     }
 }
 
-/// Every binding by scope, then the states.
-pub fn lines(t: &Theme, width: u16) -> Vec<Line<'static>> {
+/// Every binding by scope, with the keys of `keymap`, then the states.
+pub fn lines(t: &Theme, keymap: &Keymap, width: u16) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let mut scope: Option<Scope> = None;
-    for b in BINDINGS {
+    for bound in keymap.bindings() {
+        let b = bound.binding;
         if scope != Some(b.scope) {
             if scope.is_some() {
                 lines.push(Line::from(""));
@@ -41,7 +43,7 @@ pub fn lines(t: &Theme, width: u16) -> Vec<Line<'static>> {
         // Long descriptions wrap under themselves, not under the keys.
         let room = (width as usize).saturating_sub(13).max(20);
         for (k, part) in wrap_words(b.description, room).into_iter().enumerate() {
-            let keys = if k == 0 { b.label } else { "" };
+            let keys = if k == 0 { &*bound.label } else { "" };
             lines.push(Line::from(vec![
                 Span::styled(
                     format!("  {keys:<10} "),
@@ -89,7 +91,7 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
     let b = block(t, " Help · keys ", true);
     let inner_r = b.inner(r);
     frame.render_widget(b, r);
-    let lines = lines(t, inner_r.width);
+    let lines = lines(t, keymap::current(), inner_r.width);
     let total = lines.len() as u16;
     let max_scroll = total.saturating_sub(inner_r.height);
     let scroll = scroll.min(max_scroll);
@@ -132,8 +134,12 @@ mod tests {
     #[test]
     fn every_binding_is_in_the_help_and_long_ones_wrap() {
         let t = Theme::default_theme();
-        let text: Vec<String> = lines(&t, 40).iter().map(|l| l.to_string()).collect();
-        for b in BINDINGS {
+        let keymap = Keymap::default();
+        let text: Vec<String> = lines(&t, &keymap, 40)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        for b in crate::tui::keys::BINDINGS {
             assert!(
                 text.iter().any(|l| l.trim_start().starts_with(b.label)),
                 "{} missing",
@@ -141,8 +147,30 @@ mod tests {
             );
         }
         assert!(
-            lines(&t, 40).len() > lines(&t, 200).len(),
+            lines(&t, &keymap, 40).len() > lines(&t, &keymap, 200).len(),
             "narrow help wraps"
+        );
+    }
+
+    #[test]
+    fn the_help_shows_the_users_keys() {
+        let user: crate::user_config::UserConfig =
+            toml::from_str("[keys.main]\nquit = [\"x\", \"F10\"]\n").unwrap();
+        let keymap = Keymap::with_overrides(&user.keys).unwrap();
+        let text: Vec<String> = lines(&Theme::default_theme(), &keymap, 120)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert!(
+            text.iter()
+                .any(|l| l.trim_start().starts_with("x F10") && l.contains("quit (asks first")),
+            "{text:#?}"
+        );
+        assert!(
+            !text
+                .iter()
+                .any(|l| l.trim_start().starts_with("q ") && l.contains("quit (asks")),
+            "the default q is gone"
         );
     }
 

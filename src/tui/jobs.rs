@@ -9,7 +9,8 @@ use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
 use super::job::JobView;
-use super::keys::{Action, Scope, action_for};
+use super::keymap::action_for;
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{abbreviate, block, inner, put};
 use crate::config::{Job, Strategy};

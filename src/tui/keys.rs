@@ -1,7 +1,8 @@
 //! The one registry of keys: every key maps to an [`Action`] here, and the
-//! same table renders the footer, the help overlay and the README's keys table.
+//! same table renders the footer, the help overlay and the README's keys
+//! table. `keymap` holds the keys in force: these, or the user's overrides.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyModifiers};
 
 /// What a key asks the console to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +88,7 @@ impl Scope {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
     pub code: KeyCode,
     pub mods: KeyModifiers,
@@ -114,6 +115,7 @@ const fn ctrl(c: char) -> Key {
     }
 }
 
+#[derive(Debug)]
 pub struct Binding {
     pub scope: Scope,
     pub keys: &'static [Key],
@@ -631,36 +633,6 @@ pub static BINDINGS: &[Binding] = &[
     ),
 ];
 
-fn matches(key: &Key, event: &KeyEvent) -> bool {
-    let mut mods = event.modifiers;
-    // Capitals and symbols arrive with SHIFT on some terminals, not others.
-    if matches!(event.code, KeyCode::Char(_) | KeyCode::BackTab) {
-        mods.remove(KeyModifiers::SHIFT);
-    }
-    key.code == event.code && key.mods == mods
-}
-
-/// The action a key means in a scope.
-pub fn action_for(scope: Scope, event: &KeyEvent) -> Option<Action> {
-    BINDINGS
-        .iter()
-        .filter(|b| b.scope == scope)
-        .find(|b| b.keys.iter().any(|key| matches(key, event)))
-        .map(|b| b.action)
-}
-
-/// The footer's hints for a scope.
-pub fn footer(scope: Scope) -> Vec<(&'static str, &'static str)> {
-    BINDINGS
-        .iter()
-        .filter(|b| b.scope == scope)
-        .filter_map(|b| {
-            b.footer
-                .map(|f| (b.label.split(' ').next().unwrap_or(b.label), f))
-        })
-        .collect()
-}
-
 /// The keys table for the README, generated from the registry.
 pub fn markdown_table() -> String {
     let mut out = String::new();
@@ -684,39 +656,4 @@ pub fn markdown_table() -> String {
         out.push_str(&format!("| {} | {} |\n", keys.join(" "), b.description));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn no_key_is_bound_twice_in_a_scope() {
-        for a in BINDINGS {
-            for b in BINDINGS {
-                if std::ptr::eq(a, b) || a.scope != b.scope {
-                    continue;
-                }
-                for ka in a.keys {
-                    for kb in b.keys {
-                        assert!(
-                            !(ka.code == kb.code && ka.mods == kb.mods),
-                            "{:?} bound to {:?} and {:?}",
-                            ka.code,
-                            a.action,
-                            b.action
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn shifted_capitals_match() {
-        let e = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
-        assert_eq!(action_for(Scope::Main, &e), Some(Action::Last));
-        let e = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(action_for(Scope::Main, &e), Some(Action::Interrupt));
-    }
 }

@@ -11,7 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::job::JobView;
-use super::keys::{Action, Scope, action_for};
+use super::keymap::action_for;
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered};
 use crate::lineage::{Because, Lineage};

@@ -3,7 +3,8 @@
 //! and its loads, reconciliation, runs, confirm, errors, command line, help,
 //! diff, questions),
 //! `layout` is the geometry drawing and input share, `view` draws it all,
-//! `keys` is the one key registry, and `terminal` runs the event loop with
+//! `keys` is the one key registry (`keymap` the keys in force, with the
+//! user's overrides), and `terminal` runs the event loop with
 //! every warehouse query in `background`, never blocking the screen.
 
 pub mod app;
@@ -22,6 +23,7 @@ mod fixture;
 mod help;
 mod job;
 mod jobs;
+mod keymap;
 pub mod keys;
 mod layout;
 mod lineage_view;
@@ -39,6 +41,7 @@ mod widgets;
 
 pub use app::{App, Effect, Msg};
 pub use background::{definition_diff, read_states, reconcile, verify};
+pub use keymap::Keymap;
 pub use theme::Theme;
 
 use crate::config::Config;
@@ -50,8 +53,8 @@ pub struct Options {
     /// `--theme NAME|PATH` or `IDEM_THEME`.
     pub theme: Option<String>,
     pub no_mouse: bool,
-    /// A note for the status bar (a user config file that did not read).
-    pub note: Option<String>,
+    /// The keys: the registry's with the user config's overrides.
+    pub keys: Keymap,
 }
 
 /// How a console session ended.
@@ -69,11 +72,7 @@ pub enum Outcome {
 /// the environment (a broken theme shows its message in the status bar).
 pub fn new_app(config: Config, options: &Options, now: chrono::NaiveDateTime) -> App {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let (theme, theme_note) = Theme::resolve(options.theme.as_deref(), no_color);
-    let note = match (options.note.clone(), theme_note) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
+    let (theme, note) = Theme::resolve(options.theme.as_deref(), no_color);
     let start = app::Start {
         theme,
         mouse: !options.no_mouse,
@@ -83,9 +82,10 @@ pub fn new_app(config: Config, options: &Options, now: chrono::NaiveDateTime) ->
     App::start_with(config, start, now)
 }
 
-/// Runs the console until the operator quits.
+/// Runs the console until the operator quits, with the options' keys.
 pub async fn run(config: Config, options: Options) -> Outcome {
     let mut app = new_app(config, &options, now_utc());
+    keymap::install(options.keys);
     let guard = match terminal::TerminalGuard::enter(app.mouse) {
         Ok(g) => g,
         Err(e) => {

@@ -22,7 +22,8 @@ use words::{replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::job::JobView;
-use super::keys::{Action, Scope, action_for};
+use super::keymap::action_for;
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered};
 use crate::cli::RunArgs;
