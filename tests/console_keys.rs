@@ -30,7 +30,10 @@ fn demo_config(dir: &Path) -> PathBuf {
 fn a_remapped_quit_key_shows_in_the_footer_and_help_and_quits() {
     let dir = tempfile::tempdir().unwrap();
     let config = demo_config(dir.path());
-    let (xdg, _) = user_config(dir.path(), "[keys.main]\nquit = \"x\"\n");
+    let (xdg, _) = user_config(
+        dir.path(),
+        "[keys.main]\nquit = \"x\"\n[keys.confirm]\nallow_shrink = \"!\"\n",
+    );
     let mut c = Console::start_with(
         dir.path(),
         &["--config", config.to_str().unwrap()],
@@ -44,6 +47,18 @@ fn a_remapped_quit_key_shows_in_the_footer_and_help_and_quits() {
     c.wait_for(&["Help · keys", "Main screen"]);
     c.send("jjjjjjjjjjjj");
     c.wait_for(&[&format!("{:<10} quit (asks first", "x")]);
+    c.send("\x1b");
+    c.wait_for(&["x quit"]);
+    // The confirm dialog's hints name the keys in force, not the defaults.
+    // (It opens once the job's full read has landed.)
+    for _ in 0..120 {
+        c.send("r");
+        if c.contents().contains("Run fct_orders?") {
+            break;
+        }
+    }
+    let dialog = c.wait_for(&["Run fct_orders?", "! shrink"]);
+    assert!(!dialog.contains("S shrink"), "{dialog}");
     c.send("\x1b");
     c.wait_for(&["x quit"]);
     c.send("x");

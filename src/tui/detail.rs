@@ -8,6 +8,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::chart::band;
 use super::job::JobView;
+use super::keymap;
+use super::keys::{Action, Scope};
 use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
@@ -377,7 +379,13 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
             t.style("error"),
         )];
         if same > 1 {
-            spans.push(Span::styled(format!(" (×{same}, e groups)"), muted));
+            spans.push(Span::styled(
+                format!(
+                    " (×{same}, {} groups)",
+                    keymap::key(Scope::Main, Action::ErrorGroups)
+                ),
+                muted,
+            ));
         }
         lines.push(Line::from(spans));
     }

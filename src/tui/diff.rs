@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::job::JobView;
-use super::keymap::action_for;
+use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::msg::{DiffRequest, Effect};
 use super::theme::Theme;
@@ -163,11 +163,17 @@ impl DiffView {
         if inner_r.height > 1 {
             let y = inner_r.bottom() - 1;
             let mut spans = vec![
-                Span::styled("Esc", t.style("highlight")),
+                Span::styled(
+                    keymap::key(Scope::Diff, Action::Close),
+                    t.style("highlight"),
+                ),
                 Span::styled(" close", t.style("muted")),
             ];
             if max_scroll > 0 {
-                spans.push(Span::styled("  j k", t.style("highlight")));
+                spans.push(Span::styled(
+                    format!("  {}", keymap::keys2(Scope::Diff, Action::Down, Action::Up)),
+                    t.style("highlight"),
+                ));
                 spans.push(Span::styled(" scroll", t.style("muted")));
             }
             frame.render_widget(

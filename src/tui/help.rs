@@ -120,8 +120,9 @@ pub fn scroll_mark(scroll: u16, height: u16, total: u16) -> Option<String> {
     let up = if scroll > 0 { "↑" } else { " " };
     let down = if last < total { "↓" } else { " " };
     Some(format!(
-        " {up}{down} lines {}–{last} of {total} (j k scroll) ",
-        scroll + 1
+        " {up}{down} lines {}–{last} of {total} ({} scroll) ",
+        scroll + 1,
+        keymap::keys2(Scope::Help, Action::Down, Action::Up)
     ))
 }
 

@@ -130,6 +130,14 @@ impl Keymap {
             .map(|b| b.binding.action)
     }
 
+    /// The first key in force for `action` in `scope`, as hints name it.
+    pub fn key(&self, scope: Scope, action: Action) -> &str {
+        self.bound
+            .iter()
+            .find(|b| b.binding.scope == scope && b.binding.action == action)
+            .map_or("?", |b| b.label.split(' ').next().unwrap_or(&b.label))
+    }
+
     /// The footer's hints for a scope: each shown binding's first key and
     /// its word.
     pub fn footer(&self, scope: Scope) -> Vec<(&str, &'static str)> {
@@ -162,6 +170,16 @@ pub fn current() -> &'static Keymap {
 /// The action a key means in a scope, with the keys in force.
 pub fn action_for(scope: Scope, event: &KeyEvent) -> Option<Action> {
     current().action_for(scope, event)
+}
+
+/// The first key in force for `action` in `scope`: what a hint names.
+pub fn key(scope: Scope, action: Action) -> &'static str {
+    current().key(scope, action)
+}
+
+/// Two actions' keys, as a hint names a pair (`j k`).
+pub fn keys2(scope: Scope, a: Action, b: Action) -> String {
+    format!("{} {}", key(scope, a), key(scope, b))
 }
 
 /// The footer's hints for a scope, with the keys in force.

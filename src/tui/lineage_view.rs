@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::job::JobView;
-use super::keymap::action_for;
+use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered};
@@ -139,11 +139,20 @@ impl LineageView {
             lines.push(Line::from(""));
         }
         lines.push(Line::from(vec![
-            Span::styled("Enter", t.style("highlight")),
+            Span::styled(
+                keymap::key(Scope::Lineage, Action::Confirm),
+                t.style("highlight"),
+            ),
             Span::styled(" show the job  ", t.style("muted")),
-            Span::styled("j k", t.style("highlight")),
+            Span::styled(
+                keymap::keys2(Scope::Lineage, Action::Down, Action::Up),
+                t.style("highlight"),
+            ),
             Span::styled(" move  ", t.style("muted")),
-            Span::styled("Esc", t.style("highlight")),
+            Span::styled(
+                keymap::key(Scope::Lineage, Action::Close),
+                t.style("highlight"),
+            ),
             Span::styled(" close", t.style("muted")),
         ]));
         let height = (lines.len() as u16 + 2).min(area.height);

@@ -6,6 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::keymap;
+use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered};
 
@@ -38,9 +40,15 @@ impl Question {
                 Line::from(Span::styled(text, t.style("text"))),
                 Line::from(""),
                 Line::from(vec![
-                    Span::styled("y", t.style("highlight")),
+                    Span::styled(
+                        keymap::key(Scope::Question, Action::Yes),
+                        t.style("highlight"),
+                    ),
                     Span::styled(" yes   ", t.style("muted")),
-                    Span::styled("n", t.style("highlight")),
+                    Span::styled(
+                        keymap::key(Scope::Question, Action::No),
+                        t.style("highlight"),
+                    ),
                     Span::styled(" no", t.style("muted")),
                 ]),
             ])

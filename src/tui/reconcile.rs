@@ -7,6 +7,8 @@
 //! partitions the same way, to show what the shrink guard will refuse.
 
 use super::job::JobView;
+use super::keymap;
+use super::keys::{Action, Scope};
 use super::msg::{Effect, ReconcileRequest};
 use super::widgets::{signed, thousands};
 use crate::partition::Partition;
@@ -72,10 +74,11 @@ impl Reconciler {
         };
         let (first, last) = (job.partitions[*first], job.partitions[*last]);
         let note = format!(
-            "reconciling {} {}..{} with its source… (O stops)",
+            "reconciling {} {}..{} with its source… ({} stops)",
             job.job.name,
             first.name(),
-            last.name()
+            last.name(),
+            keymap::key(Scope::Main, Action::Reconcile)
         );
         (Some(self.start(job, first, last, id, false)), note)
     }
@@ -173,10 +176,11 @@ impl Reconciler {
                 )
             } else {
                 format!(
-                    "{} {range}: {} partitions out of date ({} rows); o selects them",
+                    "{} {range}: {} partitions out of date ({} rows); {} selects them",
                     f.job,
                     late.len(),
-                    signed(late.iter().sum())
+                    signed(late.iter().sum()),
+                    keymap::key(Scope::Main, Action::SelectOutOfDate)
                 )
             },
         ))

@@ -10,7 +10,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
-use super::keys::Action;
+use super::keymap;
+use super::keys::{Action, Scope};
 use super::layout::{Hit, run_split};
 use super::run_logs::RunLogs;
 use super::theme::Theme;
@@ -320,7 +321,10 @@ impl RunView {
                 f.succeeded,
                 f.failed.saturating_sub(refused),
                 if refused > 0 {
-                    format!(", {refused} refused by the shrink guard (S in the confirm allows it)")
+                    format!(
+                        ", {refused} refused by the shrink guard ({} in the confirm allows it)",
+                        keymap::key(Scope::Confirm, Action::AllowShrink)
+                    )
                 } else {
                     String::new()
                 },

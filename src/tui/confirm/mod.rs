@@ -22,7 +22,7 @@ use words::{replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::job::JobView;
-use super::keymap::action_for;
+use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered};
@@ -471,8 +471,9 @@ impl ConfirmDialog {
                     label("extended"),
                     Span::styled(
                         format!(
-                            "through {}, the latest loaded window, so that the newest values win; x undoes",
-                            risk.latest().name()
+                            "through {}, the latest loaded window, so that the newest values win; {} undoes",
+                            risk.latest().name(),
+                            keymap::key(Scope::Confirm, Action::ThroughLatest)
                         ),
                         t.style("ok"),
                     ),
@@ -481,7 +482,10 @@ impl ConfirmDialog {
                 lines.push(Line::from(vec![
                     label("warning"),
                     Span::styled(risk.warning(), t.style("warning")),
-                    Span::styled(" (x)", t.style("highlight")),
+                    Span::styled(
+                        format!(" ({})", keymap::key(Scope::Confirm, Action::ThroughLatest)),
+                        t.style("highlight"),
+                    ),
                 ]));
             }
         }
@@ -553,12 +557,13 @@ impl ConfirmDialog {
     /// The state filter's switches, the one in force highlighted.
     fn filter_line<'a>(&self, t: &Theme, label: Span<'a>) -> Line<'a> {
         let mut filter = vec![label];
-        for (key, name, states) in [
-            ("a", "all", vec![]),
-            ("f", "failed", vec![LoadState::Failed]),
-            ("m", "missing", vec![LoadState::Missing]),
-            ("s", "stale", vec![LoadState::Stale]),
+        for (action, name, states) in [
+            (Action::OnlyAll, "all", vec![]),
+            (Action::OnlyFailed, "failed", vec![LoadState::Failed]),
+            (Action::OnlyMissing, "missing", vec![LoadState::Missing]),
+            (Action::OnlyStale, "stale", vec![LoadState::Stale]),
         ] {
+            let key = keymap::key(Scope::Confirm, action);
             let style = if self.only == states {
                 t.style("highlight").add_modifier(Modifier::REVERSED)
             } else {
@@ -579,25 +584,40 @@ impl ConfirmDialog {
     }
 
     fn hints(&self, t: &Theme) -> Line<'static> {
+        let key = |action| keymap::key(Scope::Confirm, action);
+        let filters = [
+            Action::OnlyAll,
+            Action::OnlyFailed,
+            Action::OnlyMissing,
+            Action::OnlyStale,
+        ]
+        .map(key)
+        .join(" ");
         let mut hints = vec![
-            Span::styled("Enter", t.style("highlight")),
-            Span::styled(" run  ", t.style("muted")),
-            Span::styled("Esc", t.style("highlight")),
-            Span::styled(" back  ", t.style("muted")),
-            Span::styled("a f m s", t.style("highlight")),
-            Span::styled(" filter  ", t.style("muted")),
-            Span::styled("Tab", t.style("highlight")),
-            Span::styled(" reason  ", t.style("muted")),
-            Span::styled("c", t.style("highlight")),
-            Span::styled(" cascade  ", t.style("muted")),
-            Span::styled("S", t.style("highlight")),
-            Span::styled(" shrink", t.style("muted")),
+            (key(Action::Confirm).to_string(), " run  "),
+            (key(Action::Close).to_string(), " back  "),
+            (filters, " filter  "),
+            (key(Action::EditReason).to_string(), " reason  "),
+            (key(Action::Cascade).to_string(), " cascade  "),
+            (key(Action::AllowShrink).to_string(), " shrink"),
         ];
         if self.plan.risk.is_some() {
-            hints.push(Span::styled("  x", t.style("highlight")));
-            hints.push(Span::styled(" through latest", t.style("muted")));
+            hints.push((
+                format!("  {}", key(Action::ThroughLatest)),
+                " through latest",
+            ));
         }
-        Line::from(hints)
+        Line::from(
+            hints
+                .into_iter()
+                .flat_map(|(k, what)| {
+                    [
+                        Span::styled(k, t.style("highlight")),
+                        Span::styled(what, t.style("muted")),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        )
     }
 }
 

@@ -8,6 +8,8 @@ use ratatui::text::{Line, Span};
 use crate::engine::Backfill;
 use crate::numbers::count;
 use crate::tui::job::JobView;
+use crate::tui::keymap;
+use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::thousands;
 
@@ -21,6 +23,11 @@ pub enum SourceCount {
     /// Counted: the job's partitions carry their source counts.
     Counted,
     Failed(String),
+}
+
+/// The confirm dialog's key that allows shrinking.
+fn shrink_key() -> &'static str {
+    keymap::key(Scope::Confirm, Action::AllowShrink)
 }
 
 /// At most this many shrinking partitions are named; the rest are counted.
@@ -48,7 +55,10 @@ pub fn lines<'a>(
         allowed.then(|| {
             line(
                 "shrink",
-                "allowed: partitions may shrink past the shrink guard (S undoes)".into(),
+                format!(
+                    "allowed: partitions may shrink past the shrink guard ({} undoes)",
+                    shrink_key()
+                ),
                 "warning",
             )
         })
@@ -110,9 +120,12 @@ pub fn lines<'a>(
             }
             let n = count(shrinking.len() as i64, "partition", "partitions");
             let text = if allowed {
-                format!("allowed: {n} will shrink (S undoes)")
+                format!("allowed: {n} will shrink ({} undoes)", shrink_key())
             } else {
-                format!("{n} would be refused: the source looks incomplete (S allows)")
+                format!(
+                    "{n} would be refused: the source looks incomplete ({} allows)",
+                    shrink_key()
+                )
             };
             vec![
                 source,
