@@ -229,38 +229,40 @@ fn idle(app: &mut App, statuses: &[PartitionStatus], what: &str) {
     );
 }
 
-/// A million log lines over the run's partitions, with a key between every
-/// thousand: memory, cost per line, and a key's answer (update + frame).
+/// A million log lines over the run's partitions, arriving faster than the
+/// console takes them in, with keys pressed throughout. The event loop's
+/// policy (src/tui/terminal.rs) is followed: queued messages are handled
+/// for at most [`idem::tui::DRAIN`], then the key (the terminal goes first)
+/// and a frame. A key's answer is the time from its arrival (the start of
+/// that drain, the worst moment to press it) to its frame drawn.
 fn flood(app: &mut App, term: &mut Terminal<TestBackend>, run: usize, names: &[String]) {
     let before = rss_mib("VmRSS");
     let mut keys = Vec::new();
     let mut lines = Duration::ZERO;
-    let mut batch = Vec::with_capacity(1000);
-    for k in 0..1_000_000usize {
-        batch.push(Msg::Engine {
-            run,
-            event: Event::PartitionLog {
-                run_id: "r".into(),
-                job: "job_00".into(),
-                partition: names[k % names.len()].clone(),
-                line: format!(
-                    "INSERT {k} rows into ev for partition {}",
-                    names[k % names.len()]
-                ),
-            },
-        });
-        if batch.len() == 1000 {
-            let t = Instant::now();
-            for m in batch.drain(..) {
-                app.update(m);
-            }
-            lines += t.elapsed();
-            let t = Instant::now();
-            app.update(key(if k % 2000 < 1000 { 'j' } else { 'k' }));
-            term.draw(|f| view::render(f, app)).expect("draw");
-            app.update(Msg::Drawn);
-            keys.push(t.elapsed());
+    let line = |k: usize| Msg::Engine {
+        run,
+        event: Event::PartitionLog {
+            run_id: "r".into(),
+            job: "job_00".into(),
+            partition: names[k % names.len()].clone(),
+            line: format!(
+                "INSERT {k} rows into ev for partition {}",
+                names[k % names.len()]
+            ),
+        },
+    };
+    let mut k = 0usize;
+    while k < 1_000_000 {
+        let pressed = Instant::now();
+        while k < 1_000_000 && pressed.elapsed() < idem::tui::DRAIN {
+            app.update(line(k));
+            k += 1;
         }
+        lines += pressed.elapsed();
+        app.update(key(if keys.len() % 2 == 0 { 'j' } else { 'k' }));
+        term.draw(|f| view::render(f, app)).expect("draw");
+        app.update(Msg::Drawn);
+        keys.push(pressed.elapsed());
     }
     let worst = keys.iter().max().copied().unwrap_or_default();
     row(
@@ -278,9 +280,14 @@ fn flood(app: &mut App, term: &mut Terminal<TestBackend>, run: usize, names: &[S
         "",
     );
     row(
-        "a key amid the flood: update + frame (median / worst)",
-        format!("{} / {}", millis(percentile(&mut keys, 50)), millis(worst)),
-        "< 50 ms with the loop's drain budget",
+        "a key amid the flood: arrival to its frame, as the event loop drains (median / p99 / worst)",
+        format!(
+            "{} / {} / {}",
+            millis(percentile(&mut keys, 50)),
+            millis(percentile(&mut keys, 99)),
+            millis(worst)
+        ),
+        "< 50 ms",
     );
 }
 

@@ -42,6 +42,7 @@ mod widgets;
 pub use app::{App, Effect, Msg};
 pub use background::{definition_diff, read_states, reconcile, verify};
 pub use keymap::Keymap;
+pub use terminal::DRAIN;
 pub use theme::Theme;
 
 use crate::config::Config;

@@ -24,7 +24,7 @@ use crate::partition::now_utc;
 /// Frames are drawn at most this often.
 const FRAME: Duration = Duration::from_millis(33);
 /// Queued background messages are handled for at most this long in a row.
-const DRAIN: Duration = Duration::from_millis(15);
+pub const DRAIN: Duration = Duration::from_millis(15);
 
 pub fn restore_terminal() {
     let mut out = std::io::stdout();
@@ -108,17 +108,20 @@ pub async fn event_loop(app: &mut App) -> std::io::Result<()> {
         #[cfg(not(unix))]
         let term_signal = std::future::pending::<Option<()>>();
         let first = tokio::select! {
+            // The terminal and SIGTERM first: a key waits for at most one
+            // drain of a flood, never for a coin toss among ready branches.
+            biased;
             ev = events.next() => match ev {
                 Some(Ok(ev)) => Msg::from_terminal(ev),
                 Some(Err(e)) => return Err(e),
                 // The terminal went away: stop as on SIGTERM.
                 None => Some(Msg::Terminate),
             },
+            // SIGTERM does not ask: cancel and leave.
+            _ = term_signal => Some(Msg::Terminate),
             Some(inc) = rx.recv() => Some(bg.receive(inc)),
             _ = tick.tick() => Some(Msg::Tick(now_utc())),
             _ = tokio::time::sleep(wait), if app.needs_redraw() => None,
-            // SIGTERM does not ask: cancel and leave.
-            _ = term_signal => Some(Msg::Terminate),
         };
         // Handle this message and what is already queued before drawing,
         // for at most a drain's time: a flood of events must leave room for
