@@ -15,7 +15,9 @@
 #         runners take turns REPS times (default 3); each one's best counts.
 # scan:   `idem status` of a daily job over 3,650 days against the raw
 #         `select dt, count(*) from t group by dt`, at each of SCAN_ROWS.
-# memory: peak RSS of a headless backfill of 365 and of 3,650 partitions.
+# memory: peak RSS of a headless backfill (SQLite, 10 rows per partition,
+#         concurrency 4) for each GRAIN:PARTITIONS of MEMORY (default
+#         "day:365 day:3650"; "hour:36500" is an hourly job over ~4 years).
 #
 # Needs: a release build (made here), psql, mariadb, sqlite3 (Debian:
 # `apt-get install sqlite3`), GNU time (`apt-get install time`).
@@ -33,6 +35,7 @@ CONCURRENCY=${CONCURRENCY:-"1 4"}
 REPS=${REPS:-3}
 SCAN_ROWS=${SCAN_ROWS:-10000000}
 SCAN_ENGINES=${SCAN_ENGINES:-$ENGINES}
+MEMORY=${MEMORY:-"day:365 day:3650"}
 PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
 MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
@@ -387,28 +390,49 @@ TOML
 
 memory() {
   say ""
-  say "## Memory: peak RSS of a headless backfill (SQLite, 10 rows per day, concurrency 4)"
+  say "## Memory: peak RSS of a headless backfill (SQLite, 10 rows per partition, concurrency 4)"
   say ""
-  say "| partitions | wall time | max RSS |"
-  say "|---|---|---|"
-  for days in 365 3650; do
-    local db="idem_mem_$days"
+  say "| grain | partitions | wall time | max RSS |"
+  say "|---|---|---|---|"
+  local run
+  for run in $MEMORY; do
+    local grain=${run%%:*} n=${run#*:}
+    local db="idem_mem_${grain}_$n" step=days within=hours last bucket="date(created_at)" type=date
+    if [ "$grain" = hour ]; then
+      step=hours within=minutes
+      last=$(date -u -d "2016-01-01 + $((n - 1)) hours" +%FT%H)
+      bucket="strftime('%Y-%m-%d %H:00:00', created_at)"
+      type=timestamp
+    else
+      last=$(day_after 2016-01-01 $((n - 1)))
+    fi
     local url
     url=$(db_url sqlite "$db")
     run_sql sqlite "$db" <<SQL
 pragma journal_mode = wal;
 create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
 insert into orders select value, value % 10007, value % 1000,
-  datetime('2016-01-01', '+' || (value / 10) || ' days', '+' || (value % 10) || ' hours')
-  from generate_series(0, $((days * 10)) - 1);
+  datetime('2016-01-01', '+' || (value / 10) || ' $step', '+' || (value % 10) || ' $within')
+  from generate_series(0, $((n * 10)) - 1);
 create index orders_created on orders (created_at);
+create table fct (order_id integer not null, customer_id integer not null, amount_cents integer not null, dt $type not null);
+create index fct_dt on fct (dt);
 SQL
-    create_target sqlite "$db" fct
-    local saved=$DAYS
-    DAYS=$days
-    write_config "$url" sqlite fct "$work/mem.toml"
-    DAYS=$saved
-    sed -i 's/2026-01-01/2016-01-01/; s/^end = .*/end = "'"$(day_after 2016-01-01 $((days - 1)))"'"/' "$work/mem.toml"
+    cat > "$work/mem.toml" <<TOML
+[warehouse]
+url = "$url"
+lock_timeout = "60s"
+
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "$grain"
+start = "2016-01-01"
+end = "$last"
+sql = "select order_id, customer_id, amount_cents, $bucket as dt from orders where created_at >= :start and created_at < :end"
+TOML
     # Builds that ask before loading over 100 partitions take --yes.
     local yes=()
     if "$bin" run --help 2>/dev/null | grep -q -- '--yes'; then yes=(--yes); fi
@@ -416,15 +440,16 @@ SQL
     read -r secs kib < "$work/mem.time"
     local loaded
     loaded=$(query sqlite "$db" "select count(*) from fct")
-    [ "$loaded" = $((days * 10)) ] || { echo "memory run loaded $loaded rows, not $((days * 10))" >&2; exit 1; }
-    say "| $days | ${secs} s | $((kib / 1024)) MiB ($kib KiB) |"
+    [ "$loaded" = $((n * 10)) ] || { echo "memory run loaded $loaded rows, not $((n * 10))" >&2; exit 1; }
+    say "| $grain | $n | ${secs} s | $((kib / 1024)) MiB ($kib KiB) |"
+    drop_db sqlite "$db"
   done
 }
 
 say "# Peer benchmark, $(date -u '+%F %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 say ""
 say "Binary: $bin"
-say "Command: \`REPS=$REPS PARTS=\"$PARTS\" ENGINES=\"$ENGINES\" SIZES=\"$SIZES\" DAYS=$DAYS CONCURRENCY=\"$CONCURRENCY\" SCAN_ROWS=\"$SCAN_ROWS\" bench/peers.sh\`"
+say "Command: \`REPS=$REPS PARTS=\"$PARTS\" ENGINES=\"$ENGINES\" SIZES=\"$SIZES\" DAYS=$DAYS CONCURRENCY=\"$CONCURRENCY\" SCAN_ROWS=\"$SCAN_ROWS\" MEMORY=\"$MEMORY\" bench/peers.sh\`"
 for part in $PARTS; do
   "$part"
 done

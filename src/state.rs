@@ -87,8 +87,10 @@ pub struct PartitionStatus {
     /// Rows at the latest successful load.
     pub rows_at_load: Option<i64>,
     pub attempts: usize,
-    pub last_attempt: Option<Attempt>,
-    pub last_success: Option<Attempt>,
+    /// Boxed, so that a partition never attempted costs a pointer, not an
+    /// attempt's worth of fields (a run plans thousands of them).
+    pub last_attempt: Option<Box<Attempt>>,
+    pub last_success: Option<Box<Attempt>>,
     /// Row count is an outlier against its neighbours.
     pub anomaly: bool,
     /// Row count differs from the count at its last load.
@@ -185,7 +187,7 @@ pub async fn job_status_scoped(
             .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    let mut statuses = derive(job, partitions, &counts, &attempts, now, &running);
+    let mut statuses = derive(job, partitions, &counts, attempts, now, &running);
     statuses.retain(|s| {
         scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
     });
@@ -249,51 +251,47 @@ pub async fn noticing_slow<T>(
 }
 
 /// The state of each partition from counts and attempts (oldest first).
+/// The attempts are consumed: each partition keeps its latest and its
+/// latest successful one, and the rest of the history is dropped here
+/// rather than held for as long as the statuses are.
 pub fn derive(
     job: &Job,
     partitions: &[Partition],
     counts: &Counts,
-    attempts: &[Attempt],
+    attempts: Vec<Attempt>,
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Vec<PartitionStatus> {
-    struct History<'a> {
-        latest: Option<&'a Attempt>,
-        success: Option<&'a Attempt>,
-        count: usize,
-    }
-    let mut history: HashMap<&str, History> = HashMap::new();
-    for a in attempts {
-        let h = history.entry(a.partition.as_str()).or_insert(History {
-            latest: None,
-            success: None,
-            count: 0,
-        });
-        h.count += 1;
-        // A cancelled or refused attempt rolled back and changed nothing.
-        if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
-            h.latest = Some(a);
-        }
-        if a.status == AttemptStatus::Succeeded {
-            h.success = Some(a);
-        }
-    }
+    let history = History::of(partitions, &attempts);
+    let mut attempts: Vec<Option<Attempt>> = attempts.into_iter().map(Some).collect();
+    let mut take = |i: Option<usize>| {
+        i.and_then(|i| attempts.get_mut(i))
+            .and_then(Option::take)
+            .map(Box::new)
+    };
     let hash = job.definition_hash();
     let counted = job.partition_column.is_some();
     let mut out: Vec<PartitionStatus> = partitions
         .iter()
-        .map(|p| {
+        .zip(history)
+        .map(|(p, h)| {
             let name = p.name();
-            let h = history.get(name.as_str());
-            let latest = h.and_then(|h| h.latest);
-            let success = h.and_then(|h| h.success);
+            let success = take(h.success);
+            let latest = if h.latest.is_some() && h.latest == h.success {
+                success.clone()
+            } else {
+                take(h.latest)
+            };
             let rows_now = counted.then(|| counts.get(&name).copied().unwrap_or(0));
-            let rows_at_load = success.map(|s| s.rows_after);
+            let rows_at_load = success.as_ref().map(|s| s.rows_after);
             let state = if running.contains(&name) {
                 LoadState::Running
-            } else if latest.is_some_and(|a| a.status == AttemptStatus::Failed) {
+            } else if latest
+                .as_ref()
+                .is_some_and(|a| a.status == AttemptStatus::Failed)
+            {
                 LoadState::Failed
-            } else if let Some(s) = success
+            } else if let Some(s) = &success
                 && loaded_before_window_ended(s, p)
             {
                 // A load of a window still filling is never final.
@@ -304,7 +302,7 @@ pub fn derive(
                 } else {
                     LoadState::Missing
                 }
-            } else if let Some(s) = success {
+            } else if let Some(s) = &success {
                 if s.definition_hash != hash {
                     LoadState::Stale
                 } else {
@@ -325,9 +323,9 @@ pub fn derive(
                 state,
                 rows_now,
                 rows_at_load,
-                attempts: h.map_or(0, |h| h.count),
-                last_attempt: latest.cloned(),
-                last_success: success.cloned(),
+                attempts: h.count,
+                last_attempt: latest,
+                last_success: success,
                 anomaly: false,
                 drift,
                 stale_upstream: Vec::new(),
@@ -351,6 +349,39 @@ pub fn derive(
         out[i].anomaly = flag;
     }
     out
+}
+
+/// One partition's ledger history, as [`derive`] needs it: where its latest
+/// attempt that changed something and its latest success are in the
+/// attempts read, and how many attempts it had.
+#[derive(Debug, Clone, Copy, Default)]
+struct History {
+    latest: Option<usize>,
+    success: Option<usize>,
+    count: usize,
+}
+
+impl History {
+    /// The history of each partition (in the order given) in `attempts`
+    /// (oldest first).
+    fn of(partitions: &[Partition], attempts: &[Attempt]) -> Vec<History> {
+        let mut by_name: HashMap<&str, History> = HashMap::new();
+        for (i, a) in attempts.iter().enumerate() {
+            let h = by_name.entry(a.partition.as_str()).or_default();
+            h.count += 1;
+            // A cancelled or refused attempt rolled back and changed nothing.
+            if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
+                h.latest = Some(i);
+            }
+            if a.status == AttemptStatus::Succeeded {
+                h.success = Some(i);
+            }
+        }
+        partitions
+            .iter()
+            .map(|p| by_name.get(p.name().as_str()).copied().unwrap_or_default())
+            .collect()
+    }
 }
 
 /// Records a reconciliation's source counts on the statuses it covered
@@ -602,8 +633,82 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             .and_then(|d| d.and_hms_opt(0, 0, 0))
             .expect("date");
         let partitions = job.partitions(now);
-        let statuses = derive(&job, &partitions, &Counts::new(), &[], now, &HashSet::new());
+        let statuses = derive(
+            &job,
+            &partitions,
+            &Counts::new(),
+            Vec::new(),
+            now,
+            &HashSet::new(),
+        );
         (job, statuses)
+    }
+
+    #[test]
+    fn derive_keeps_each_partitions_latest_attempts_of_its_history() {
+        let (job, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let attempt = |partition: &str, n: i64, status: AttemptStatus| Attempt {
+            run_id: format!("run {n}"),
+            job: job.name.clone(),
+            partition: partition.into(),
+            attempt: n,
+            status,
+            started_at: "2026-06-09T00:00:00.000Z".into(),
+            locked_at: None,
+            finished_at: "2026-06-09T00:00:01.000Z".into(),
+            rows_deleted: 0,
+            rows_inserted: 3,
+            rows_updated: 0,
+            rows_after: 3,
+            definition_hash: job.definition_hash(),
+            fingerprint: None,
+            content_changed: None,
+            error: None,
+            operator: "ops".into(),
+            host: "h".into(),
+            reason: None,
+        };
+        let history = vec![
+            attempt("2026-06-01", 1, AttemptStatus::Succeeded),
+            attempt("2026-06-02", 1, AttemptStatus::Succeeded),
+            attempt("2026-06-01", 2, AttemptStatus::Failed),
+            attempt("2026-06-02", 2, AttemptStatus::Succeeded),
+            attempt("2026-06-02", 3, AttemptStatus::Cancelled),
+        ];
+        let mut counts = Counts::new();
+        counts.insert("2026-06-01".into(), 3);
+        counts.insert("2026-06-02".into(), 3);
+        let s = derive(
+            &job,
+            &job.partitions(now),
+            &counts,
+            history,
+            now,
+            &HashSet::new(),
+        );
+        let seen = |i: usize| {
+            let st: &PartitionStatus = &s[i];
+            let latest = st.last_attempt.as_ref().map(|a| (a.attempt, a.status));
+            (
+                st.state,
+                st.attempts,
+                latest,
+                st.last_success.as_ref().map(|a| a.attempt),
+            )
+        };
+        let (failed, succeeded) = (AttemptStatus::Failed, AttemptStatus::Succeeded);
+        assert_eq!(seen(0), (LoadState::Failed, 2, Some((2, failed)), Some(1)));
+        // The cancelled attempt counts but changed nothing: the success
+        // before it is both the latest and the last success.
+        assert_eq!(
+            seen(1),
+            (LoadState::Loaded, 3, Some((2, succeeded)), Some(2))
+        );
+        assert_eq!(seen(2), (LoadState::Missing, 0, None, None));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
-use crate::partition::now_utc;
+use crate::partition::{Partition, now_utc};
 use crate::state;
 
 /// Partitions a run may load without a terminal before it needs `--yes`:
@@ -403,10 +403,10 @@ struct DryRunPartition {
 
 impl<'a> DryRun<'a> {
     fn new(backfill: &'a Backfill, statuses: &'a [state::PartitionStatus]) -> DryRun<'a> {
-        let names: HashSet<String> = backfill.partitions.iter().map(|p| p.name()).collect();
+        let planned_partitions: HashSet<Partition> = backfill.partitions.iter().copied().collect();
         let planned = statuses
             .iter()
-            .filter(|s| names.contains(&s.partition.name()))
+            .filter(|s| planned_partitions.contains(&s.partition))
             .collect();
         DryRun { backfill, planned }
     }

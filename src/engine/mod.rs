@@ -167,15 +167,16 @@ impl Backfill {
                 last_complete: first_open.prev().name(),
             });
         }
-        let by_name: HashMap<String, &state::PartitionStatus> =
-            statuses.iter().map(|s| (s.partition.name(), s)).collect();
+        let state_of: HashMap<Partition, LoadState> = if selection.only.is_empty() {
+            HashMap::new()
+        } else {
+            statuses.iter().map(|s| (s.partition, s.state)).collect()
+        };
         let partitions: Vec<Partition> = crate::partition::range(from, to)
             .into_iter()
             .filter(|p| {
                 selection.only.is_empty()
-                    || by_name
-                        .get(&p.name())
-                        .is_some_and(|s| selection.only.contains(&s.state))
+                    || state_of.get(p).is_some_and(|s| selection.only.contains(s))
             })
             .collect();
         let prior_attempts = statuses
@@ -295,6 +296,27 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// Counts one partition's result; a partition that did not succeed is
+    /// also kept in [`RunSummary::unfinished`] (sorted once the run ends).
+    fn count(&mut self, partition: Partition, result: PartitionResult) {
+        match result {
+            PartitionResult::Succeeded => {
+                self.succeeded += 1;
+                return;
+            }
+            PartitionResult::Failed { recorded } => {
+                self.failed += 1;
+                self.unrecorded += usize::from(!recorded);
+            }
+            PartitionResult::Refused => {
+                self.failed += 1;
+                self.refused += 1;
+            }
+            PartitionResult::Cancelled | PartitionResult::NotStarted => self.not_started += 1,
+        }
+        self.unfinished.push(partition);
+    }
+
     /// How the process ends after this run.
     pub fn exit_code(&self) -> Exit {
         if self.cancelled {
@@ -390,48 +412,34 @@ pub async fn run(
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
     let unreachable = std::sync::Mutex::new(None);
-    let results: Vec<(Partition, PartitionResult)> =
-        futures::stream::iter(backfill.partitions.iter().copied())
-            .map(|partition| {
-                let ctx = PartitionRun {
-                    warehouse,
-                    backfill,
-                    run_id: &run_id,
-                    operator: &operator,
-                    host: &host,
-                    events,
-                    cancel,
-                    halted: &halted,
-                    unreachable: &unreachable,
-                };
-                async move { (partition, ctx.run(partition).await) }
-            })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
     let mut summary = RunSummary {
         run_id: run_id.clone(),
-        cancelled: cancel.is_cancelled(),
         ..RunSummary::default()
     };
-    for (partition, r) in results {
-        match r {
-            PartitionResult::Succeeded => {
-                summary.succeeded += 1;
-                continue;
-            }
-            PartitionResult::Failed { recorded } => {
-                summary.failed += 1;
-                summary.unrecorded += usize::from(!recorded);
-            }
-            PartitionResult::Refused => {
-                summary.failed += 1;
-                summary.refused += 1;
-            }
-            PartitionResult::Cancelled | PartitionResult::NotStarted => summary.not_started += 1,
-        }
-        summary.unfinished.push(partition);
-    }
+    // Each result is counted as it comes: a run keeps the partitions that
+    // did not succeed, not one entry per partition.
+    futures::stream::iter(backfill.partitions.iter().copied())
+        .map(|partition| {
+            let ctx = PartitionRun {
+                warehouse,
+                backfill,
+                run_id: &run_id,
+                operator: &operator,
+                host: &host,
+                events,
+                cancel,
+                halted: &halted,
+                unreachable: &unreachable,
+            };
+            async move { (partition, ctx.run(partition).await) }
+        })
+        .buffer_unordered(concurrency)
+        .for_each(|(partition, result)| {
+            summary.count(partition, result);
+            futures::future::ready(())
+        })
+        .await;
+    summary.cancelled = cancel.is_cancelled();
     summary.unfinished.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     let _ = events.send(Event::RunFinished {
@@ -657,5 +665,40 @@ impl PartitionRun<'_> {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::Grain;
+
+    /// The summary a run keeps grows with the partitions that did not
+    /// succeed, never with those that did.
+    #[test]
+    fn a_summary_keeps_no_entry_per_succeeded_partition() {
+        let day = |d: i64| {
+            let start = chrono::NaiveDate::from_ymd_opt(2016, 1, 1)
+                .and_then(|s| s.and_hms_opt(0, 0, 0))
+                .map(|s| s + chrono::Duration::days(d));
+            Partition::containing(Grain::Day, start.unwrap_or_default())
+        };
+        let mut summary = RunSummary::default();
+        for d in (0..3650).rev() {
+            let result = match d {
+                7 => PartitionResult::Failed { recorded: true },
+                3 => PartitionResult::Refused,
+                1 => PartitionResult::NotStarted,
+                _ => PartitionResult::Succeeded,
+            };
+            summary.count(day(d), result);
+        }
+        assert_eq!(
+            (summary.succeeded, summary.failed, summary.refused),
+            (3647, 2, 1)
+        );
+        assert_eq!(summary.not_started, 1);
+        assert_eq!(summary.unfinished, vec![day(7), day(3), day(1)]);
+        assert!(summary.unfinished.capacity() < 16, "one slot per partition");
     }
 }

@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(loads.line(&job), None, "nothing until read");
         let mut first = job
             .status_at(9)
-            .and_then(|s| s.last_attempt.clone())
+            .and_then(|s| s.last_attempt.as_deref().cloned())
             .expect("an attempt");
         let mut second = first.clone();
         first.content_changed = Some(true);
