@@ -508,8 +508,19 @@ async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
         "2026-01-01T03",
     ));
     let wh = db.warehouse(&config).await;
+    // Every pooled connection (4) moves to another time zone than the UTC
+    // idem sets: windows and buckets must not depend on the session's.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut conn = wh.pool().acquire().await.expect("connection");
+        sqlx::query("SET TIME ZONE 'Europe/Berlin'")
+            .execute(&mut *conn)
+            .await
+            .expect("set time zone");
+        held.push(conn);
+    }
+    drop(held);
     wh.execute_script(&[
-        "SET TIME ZONE 'Europe/Berlin'",
         "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL, d DATE NOT NULL)",
         "CREATE TABLE ev (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL, d DATE NOT NULL)",
         "INSERT INTO src VALUES (1, '2026-01-01 00:30:00+00', '2026-01-01'), \

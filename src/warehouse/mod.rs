@@ -140,10 +140,10 @@ pub trait Dialect: Send + Sync {
     fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false
     }
-    /// Whether a statement can aggregate the rows a DELETE or INSERT returns
-    /// (`WITH w AS (DELETE … RETURNING …) SELECT COUNT(*) … FROM w`), so
-    /// that only one row travels back.
-    fn aggregates_returned_rows(&self) -> bool {
+    /// Whether a replace takes its fingerprints from the hashes its DELETE
+    /// and INSERT return, row by row, instead of reading the window before
+    /// and after (MariaDB, which cannot aggregate what a statement returns).
+    fn returns_row_hashes(&self) -> bool {
         false
     }
     /// A null-safe "values differ" test.

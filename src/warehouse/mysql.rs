@@ -76,6 +76,12 @@ impl Dialect for MySql {
         vec![sql]
     }
 
+    /// MariaDB returns the rows a DELETE or INSERT wrote (10.5+), but cannot
+    /// aggregate them in the statement: their hashes stream back.
+    fn returns_row_hashes(&self) -> bool {
+        true
+    }
+
     fn lock_plan(&self) -> LockPlan {
         LockPlan::Session
     }

@@ -167,6 +167,15 @@ impl Dialect for Postgres {
     }
 
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
+        // A zoned timestamp is bucketed by its UTC wall time, whatever the
+        // session's time zone (idem sets UTC, but a session may change it).
+        let utc;
+        let column = if kind == ColumnKind::TimestampTz {
+            utc = format!("({column} AT TIME ZONE 'UTC')");
+            utc.as_str()
+        } else {
+            column
+        };
         match (grain, kind) {
             (Grain::Day, ColumnKind::Date) => column.to_string(),
             (Grain::Hour, _) => format!("date_trunc('hour', {column})"),
@@ -216,10 +225,6 @@ impl Dialect for Postgres {
                 "CAST(CAST('x' || LEFT(md5(CAST(ROW({values}) AS text)), 15) AS bit(60)) AS bigint)"
             ))
         }
-    }
-
-    fn aggregates_returned_rows(&self) -> bool {
-        true
     }
 
     fn native_partitions_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
