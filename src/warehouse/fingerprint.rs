@@ -7,8 +7,8 @@
 //! own per-type hash functions where it has them (PostgreSQL's
 //! `hash_record_extended`), with MD5 of the values' text on MariaDB, and in
 //! idem (FNV-1a with a final mix) of one quoted text per row on SQLite. The
-//! load computes it from the rows its DELETE and INSERT return, without
-//! reading the window again. Version 1 (ledger rows written before, `ROWS:SUM`)
+//! load takes it of the window before its DELETE and after its INSERT (on
+//! MariaDB from the hashes those statements return). Version 1 (ledger rows written before, `ROWS:SUM`)
 //! hashed each row's text with MD5 or SHA-256; the two are never compared
 //! with each other: a load compares the window's fingerprints before and
 //! after itself, both of the current version.
