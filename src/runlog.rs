@@ -5,7 +5,8 @@
 //! rotated once past [`MAX_BYTES`], keeping one older file, so logs stay
 //! bounded however often a partition is re-run.
 
-use std::fs::OpenOptions;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -34,10 +35,15 @@ pub fn path(dir: &Path, job: &str, partition: &str) -> PathBuf {
     dir.join(job).join(format!("{partition}.log"))
 }
 
-/// Writes run events to the log files as they come.
+/// Writes run events to the log files as they come. A partition's file
+/// stays open while its attempt runs (a line costs one write, not a
+/// directory check, an open and a close) and closes when the attempt ends.
 pub struct RunLog {
     dir: PathBuf,
     max_bytes: u64,
+    /// The files of the partitions in flight, with their sizes, by
+    /// (job, partition).
+    open: HashMap<(String, String), (File, u64)>,
 }
 
 impl RunLog {
@@ -47,28 +53,59 @@ impl RunLog {
     }
 
     pub fn at(dir: PathBuf, max_bytes: u64) -> RunLog {
-        RunLog { dir, max_bytes }
+        RunLog {
+            dir,
+            max_bytes,
+            open: HashMap::new(),
+        }
     }
 
     /// Records an event; a log that cannot be written never stops a run.
-    pub fn record(&self, event: &Event) {
+    pub fn record(&mut self, event: &Event) {
         let Some((job, partition, line)) = line_of(event) else {
             return;
         };
-        let _ = self.append(&job, &partition, &line);
+        let key = (job, partition);
+        if self.append(&key, &line).is_err() {
+            self.open.remove(&key);
+        }
+        if matches!(
+            event,
+            Event::PartitionSucceeded { .. } | Event::PartitionFailed { .. }
+        ) {
+            self.open.remove(&key);
+        }
     }
 
-    fn append(&self, job: &str, partition: &str, line: &str) -> std::io::Result<()> {
-        let file = path(&self.dir, job, partition);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        if std::fs::metadata(&file).is_ok_and(|m| m.len() >= self.max_bytes) {
+    fn append(&mut self, key: &(String, String), line: &str) -> std::io::Result<()> {
+        let file = path(&self.dir, &key.0, &key.1);
+        let full = self
+            .open
+            .get(key)
+            .is_some_and(|(_, size)| *size >= self.max_bytes);
+        if full {
+            self.open.remove(key);
             std::fs::rename(&file, file.with_extension("log.1"))?;
         }
-        let mut f = OpenOptions::new().create(true).append(true).open(&file)?;
+        if !self.open.contains_key(key) {
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            if std::fs::metadata(&file).is_ok_and(|m| m.len() >= self.max_bytes) {
+                std::fs::rename(&file, file.with_extension("log.1"))?;
+            }
+            let f = OpenOptions::new().create(true).append(true).open(&file)?;
+            let size = f.metadata()?.len();
+            self.open.insert(key.clone(), (f, size));
+        }
+        let Some((f, size)) = self.open.get_mut(key) else {
+            return Ok(());
+        };
         let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
-        writeln!(f, "{now} {line}")
+        let text = format!("{now} {line}\n");
+        f.write_all(text.as_bytes())?;
+        *size += text.len() as u64;
+        Ok(())
     }
 }
 
@@ -160,7 +197,7 @@ mod tests {
     #[test]
     fn logs_rotate_and_stay_bounded() {
         let dir = tempfile::tempdir().expect("dir");
-        let log = RunLog::at(dir.path().to_path_buf(), 1000);
+        let mut log = RunLog::at(dir.path().to_path_buf(), 1000);
         for i in 0..200 {
             log.record(&log_line(i));
         }
@@ -173,5 +210,57 @@ mod tests {
         assert_eq!(last.len(), 3);
         assert!(last[2].contains("line 199"), "{last:?}");
         assert!(last[0].contains("line 197"), "{last:?}");
+    }
+
+    #[test]
+    fn interleaved_partitions_and_later_attempts_append_in_order() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut log = RunLog::at(dir.path().to_path_buf(), MAX_BYTES);
+        let line = |partition: &str, text: &str| Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct".into(),
+            partition: partition.into(),
+            line: text.into(),
+        };
+        let done = |partition: &str, attempt: i64| Event::PartitionSucceeded {
+            run_id: "r".into(),
+            job: "fct".into(),
+            partition: partition.into(),
+            attempt,
+            rows_deleted: 0,
+            rows_inserted: 1,
+            rows_updated: 0,
+            rows_after: 1,
+            duration_ms: 1,
+            fingerprint: "v2:1:1".into(),
+            content_changed: true,
+        };
+        for attempt in 1..=2 {
+            log.record(&line("2026-01-01", &format!("a{attempt} one")));
+            log.record(&line("2026-01-02", &format!("b{attempt} one")));
+            log.record(&line("2026-01-01", &format!("a{attempt} two")));
+            log.record(&done("2026-01-01", attempt));
+            log.record(&line("2026-01-02", &format!("b{attempt} two")));
+            log.record(&done("2026-01-02", attempt));
+        }
+        assert!(log.open.is_empty(), "every ended attempt's file is closed");
+        let texts = |p: &str| -> Vec<String> {
+            tail(dir.path(), "fct", p, 10)
+                .iter()
+                .map(|l| l.split_once(' ').map_or(l.clone(), |(_, t)| t.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            texts("2026-01-01"),
+            [
+                "a1 one",
+                "a1 two",
+                "attempt 1 succeeded: 1 rows, 1 ms",
+                "a2 one",
+                "a2 two",
+                "attempt 2 succeeded: 1 rows, 1 ms"
+            ]
+        );
+        assert_eq!(texts("2026-01-02")[3], "b2 one");
     }
 }

@@ -319,9 +319,9 @@ fn spawn_printer(
 ) -> tokio::task::JoinHandle<Result<(), Stop>> {
     tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
-        let runlog = crate::runlog::RunLog::open();
+        let mut runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
-            if let Some(log) = &runlog {
+            if let Some(log) = &mut runlog {
                 log.record(&event);
             }
             progress.show(&event);
