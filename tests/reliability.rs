@@ -499,7 +499,10 @@ async fn mysql_a_pooled_connection_holds_no_partition_lock_after_its_load() {
     };
     let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-06").await).await;
     assert_eq!(summary.succeeded, 6);
-    assert!(held(wh.clone()).await.is_empty(), "a committed load kept its lock");
+    assert!(
+        held(wh.clone()).await.is_empty(),
+        "a committed load kept its lock"
+    );
     // Day 3's source is gone: its load fails inside the transaction (the
     // shrink guard), after taking the lock.
     wh.execute_script(&["DELETE FROM src WHERE dt = '2026-01-03'"])
@@ -507,7 +510,10 @@ async fn mysql_a_pooled_connection_holds_no_partition_lock_after_its_load() {
         .expect("late source");
     let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-06").await).await;
     assert_eq!((summary.succeeded, summary.failed), (5, 1));
-    assert!(held(wh.clone()).await.is_empty(), "a failed load kept its lock");
+    assert!(
+        held(wh.clone()).await.is_empty(),
+        "a failed load kept its lock"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
