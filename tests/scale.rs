@@ -118,7 +118,7 @@ async fn counts_are_named_after_grouping_by_the_column(kind: Kind) {
 /// The counts of the events table's jobs, whose range leaves out its row 7.
 async fn assert_counts(config: &Config, wh: &Warehouse) {
     let count = |name: &'static str| {
-        let job = job(&config, name).clone();
+        let job = job(config, name).clone();
         let wh = wh.clone();
         async move {
             let (first, last) = range(&job);
