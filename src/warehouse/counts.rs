@@ -124,8 +124,10 @@ impl Warehouse {
             ),
         };
         // MariaDB tests the range on every row unless told that the table
-        // lies inside it (see `mysql::push_table_within`).
+        // lies inside it (see `mysql::push_table_within`); only a column of
+        // a date or time type orders its values as the range compares them.
         let within = dialect.engine() == Engine::MySql
+            && kind != ColumnKind::Other
             && super::mysql::leads_an_index(self.pool(), &job.target, col).await?;
         let mut sql = self.sql();
         sql.push("SELECT ")
