@@ -463,6 +463,59 @@ async fn sqlite_self_rollback_does_not_poison_later_partitions() {
     assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 9);
 }
 
+// 8. MariaDB's partition locks are session locks, and a load's connection
+// goes back to the pool for the next partition: it must not take the lock
+// with it, whether its load committed or failed.
+
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_pooled_connection_holds_no_partition_lock_after_its_load() {
+    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-06", select));
+    let wh = db.warehouse(&config).await;
+    let values: Vec<String> = (1..=6)
+        .map(|d| format!("({d}, '2026-01-{d:02}')"))
+        .collect();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+    ])
+    .await
+    .expect("setup");
+    let fct = job(&config, "fct");
+    let days: Vec<Partition> = (1..=6).map(|d| day(&format!("2026-01-{d:02}"))).collect();
+    let held = |wh: Warehouse| {
+        let days = days.clone();
+        async move {
+            wh.partitions_locked_elsewhere(fct, &days)
+                .await
+                .expect("locks")
+        }
+    };
+    let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-06").await).await;
+    assert_eq!(summary.succeeded, 6);
+    assert!(
+        held(wh.clone()).await.is_empty(),
+        "a committed load kept its lock"
+    );
+    // Day 3's source is gone: its load fails inside the transaction (the
+    // shrink guard), after taking the lock.
+    wh.execute_script(&["DELETE FROM src WHERE dt = '2026-01-03'"])
+        .await
+        .expect("late source");
+    let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-06").await).await;
+    assert_eq!((summary.succeeded, summary.failed), (5, 1));
+    assert!(
+        held(wh.clone()).await.is_empty(),
+        "a failed load kept its lock"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_writes_one_partition_at_a_time() {
     let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");

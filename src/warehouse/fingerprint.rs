@@ -3,13 +3,15 @@
 //! the result does not depend on row order and duplicates add up instead of
 //! cancelling out.
 //!
-//! Version 2 (written `v2:ROWS:SUM`) hashes a row's values with the engine's
+//! Version 3 (written `v3:ROWS:SUM`) hashes a row's values with the engine's
 //! own per-type hash functions where it has them (PostgreSQL's
-//! `hash_record_extended`), with MD5 of the values' text on MariaDB, and in
-//! idem (FNV-1a with a final mix) of one quoted text per row on SQLite. The
-//! load takes it of the window before its DELETE and after its INSERT (on
-//! MariaDB from the hashes those statements return). Version 1 (ledger rows written before, `ROWS:SUM`)
-//! hashed each row's text with MD5 or SHA-256; the two are never compared
+//! `hash_record_extended`), with SHA-1 of the `QUOTE`d values on MariaDB and
+//! MySQL, and in idem (FNV-1a with a final mix) of one quoted text per row on
+//! SQLite. The load takes it of the window before its DELETE and after its
+//! INSERT (on MariaDB from the hashes those statements return). Version 2
+//! differed on MariaDB/MySQL only (MD5 of length-prefixed values); version 1
+//! (`ROWS:SUM`, no prefix) hashed each row's text with MD5 or SHA-256.
+//! Versions are never compared
 //! with each other: a load compares the window's fingerprints before and
 //! after itself, both of the current version.
 
@@ -21,7 +23,7 @@ use super::sql::Sql;
 use super::{Column, WarehouseError};
 
 /// The version of the fingerprints idem writes now.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fingerprint {
@@ -255,8 +257,8 @@ mod tests {
     #[test]
     fn text_form_round_trips_with_its_version() {
         let a = fp(&["1,'x'"]);
-        assert!(a.to_string().starts_with("v2:1:"));
-        assert_eq!(Fingerprint::parse(&a.to_string()), Some((2, a)));
+        assert!(a.to_string().starts_with("v3:1:"));
+        assert_eq!(Fingerprint::parse(&a.to_string()), Some((3, a)));
         let old = Fingerprint::parse("3:00000000000000000000000000000abc");
         assert_eq!(
             old,

@@ -11,7 +11,7 @@ use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{ColumnKind, Dialect, Engine, LockPlan};
 use crate::config::{Ident, TableName};
-use crate::partition::Grain;
+use crate::partition::{Grain, Partition};
 
 pub struct MySql;
 
@@ -186,15 +186,14 @@ impl Dialect for MySql {
         format!("CAST({column} AS CHAR)")
     }
 
-    /// The first 60 bits of the MD5 of the row's values, each prefixed by
-    /// its length (NULL as `~`) so that no two rows read alike.
+    /// The first 60 bits of the SHA-1 of the row's values, each `QUOTE`d
+    /// (NULL as the bare word) so that no two rows read alike. SHA-1 costs
+    /// half what MD5 does per row on MariaDB 10.11 (fingerprint version 3;
+    /// version 2 was MD5 of length-prefixed values).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        let values: Vec<String> = columns
-            .iter()
-            .map(|(c, _)| format!("COALESCE(CONCAT(LENGTH({c}), ':', {c}), '~')"))
-            .collect();
+        let values: Vec<String> = columns.iter().map(|(c, _)| format!("QUOTE({c})")).collect();
         RowHash::Sql(format!(
-            "CAST(CONV(LEFT(MD5(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
+            "CAST(CONV(LEFT(SHA1(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
             values.join(", ")
         ))
     }
@@ -279,34 +278,83 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
     Ok(names)
 }
 
-/// Which of the named locks some session holds, asked in one query.
+/// Which of the named locks some session holds, asked in one query
+/// whatever their number: the `(partition, key)` pairs travel as one JSON
+/// array that `JSON_TABLE` turns into rows (MariaDB 10.6+, MySQL 8), so a
+/// status of 3,650 partitions is one round trip and one short statement.
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
     keys: &[(String, String)],
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
     use sqlx::Row;
     let mut out = std::collections::HashSet::new();
-    for chunk in keys.chunks(500) {
-        let mut sql = Sql::new(&MySql);
-        sql.push("SELECT p FROM (");
-        for (i, (name, key)) in chunk.iter().enumerate() {
-            if i > 0 {
-                sql.push(" UNION ALL ");
-            }
-            sql.push("SELECT ")
-                .bind(name.as_str())
-                .push(" AS p, ")
-                .bind(key.as_str())
-                .push(" AS k");
-        }
-        sql.push(") t WHERE IS_USED_LOCK(");
-        push_lock_name(&mut sql, Key::Column("t.k"));
-        sql.push(") IS NOT NULL");
-        for row in sql.query().fetch_all(pool).await? {
-            out.insert(row.try_get::<String, _>(0)?);
-        }
+    if keys.is_empty() {
+        return Ok(out);
+    }
+    let pairs = serde_json::to_string(keys).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let mut sql = Sql::new(&MySql);
+    sql.push("SELECT j.p FROM JSON_TABLE(").bind(pairs).push(
+        ", '$[*]' COLUMNS (p VARCHAR(64) PATH '$[0]', k VARCHAR(1024) PATH '$[1]')) AS j \
+             WHERE IS_USED_LOCK(",
+    );
+    push_lock_name(&mut sql, Key::Column("j.k"));
+    sql.push(") IS NOT NULL");
+    for row in sql.query().fetch_all(pool).await? {
+        out.insert(row.try_get::<String, _>(0)?);
     }
     Ok(out)
+}
+
+/// Whether an index of the table starts with the column, so that its
+/// lowest and highest values are read from the index's ends.
+pub(super) async fn leads_an_index(
+    pool: &sqlx::AnyPool,
+    table: &TableName,
+    column: &Ident,
+) -> Result<bool, sqlx::Error> {
+    use sqlx::Row;
+    let mut sql = Sql::new(&MySql);
+    sql.push("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = ");
+    match &table.schema {
+        Some(s) => sql.bind(s.as_str()),
+        None => sql.push("DATABASE()"),
+    };
+    sql.push(" AND table_name = ")
+        .bind(table.name.as_str())
+        .push(" AND LOWER(column_name) = LOWER(")
+        .bind(column.as_str())
+        .push(") AND seq_in_index = 1");
+    Ok(sql.query().fetch_one(pool).await?.try_get::<i64, _>(0)? > 0)
+}
+
+/// `(SELECT MIN(col) FROM table) >= start AND (SELECT MAX(col) FROM table)
+/// < end`: every row of the table lies in the range. With an index leading
+/// on the column, MariaDB evaluates it once while planning (two index
+/// dives); put before `OR` the range filter, it drops the filter when true,
+/// which it would otherwise test on every row even where the index range
+/// already covers the whole table (+45 % CPU for a count over all of a
+/// 2M-row table against the plain `GROUP BY`). A narrower range keeps the
+/// filter and the index range scan.
+pub(super) fn push_table_within(
+    sql: &mut Sql,
+    table: &TableName,
+    column: &Ident,
+    (first, last): (&Partition, &Partition),
+    kind: ColumnKind,
+) {
+    sql.push("((SELECT MIN(")
+        .ident(column)
+        .push(") FROM ")
+        .table(table)
+        .push(") >= ");
+    sql.bind_instant_as(first.start, first, kind);
+    sql.push(" AND (SELECT MAX(")
+        .ident(column)
+        .push(") FROM ")
+        .table(table)
+        .push(") < ");
+    sql.bind_instant_as(last.end(), last, kind);
+    sql.push(")");
 }
 
 /// Bounds every statement of a session: MariaDB's `max_statement_time`

@@ -127,9 +127,10 @@ impl Warehouse {
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);
         if session_lock {
-            // If this future is dropped (cancellation), closing the connection
-            // is what releases a session lock.
-            conn.conn.close_on_drop();
+            // If this future is dropped (cancellation) or the lock is not
+            // released, the connection is closed (it is not `clean`), and
+            // that releases a session lock; once released, it goes back to
+            // the pool for the next partition.
             take_lock(dialect, &mut conn.conn, &lock, timeout, partition).await?;
             log(format!("lock on {} taken", lock.label));
         }
@@ -145,13 +146,15 @@ impl Warehouse {
             shrink_guard,
         };
         let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
-        conn.clean = result.is_ok();
+        let mut released = true;
         if session_lock {
             for unlock in dialect.unlock() {
-                // The lock also ends with the connection; a failed release is harmless.
-                let _ = unlock.query().execute(&mut *conn.conn).await;
+                // A failed release is harmless: the lock ends with the
+                // connection, which is then closed rather than reused.
+                released &= unlock.query().execute(&mut *conn.conn).await.is_ok();
             }
         }
+        conn.clean = result.is_ok() && released;
         result
     }
 }
@@ -292,8 +295,9 @@ impl Warehouse {
 /// as idem meant it to (committed, or a verification rolled back). After an
 /// error, or when the load is dropped mid-way (cancelled), the transaction's
 /// state is unknown: SQLite, for one, rolls back by itself on a full disk
-/// while the driver still counts a transaction open. Such a connection is
-/// closed, never handed to the next partition.
+/// while the driver still counts a transaction open; and a connection whose
+/// session lock (MariaDB) was not released would keep holding it. Such a
+/// connection is closed, never handed to the next partition.
 struct WriteConnection {
     conn: PoolConnection<Any>,
     clean: bool,
