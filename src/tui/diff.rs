@@ -171,7 +171,10 @@ impl DiffView {
             ];
             if max_scroll > 0 {
                 spans.push(Span::styled(
-                    format!("  {}", keymap::keys2(Scope::Diff, Action::Down, Action::Up)),
+                    format!(
+                        "  {}",
+                        keymap::key_pair(Scope::Diff, Action::Down, Action::Up)
+                    ),
                     t.style("highlight"),
                 ));
                 spans.push(Span::styled(" scroll", t.style("muted")));

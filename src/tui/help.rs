@@ -122,7 +122,7 @@ pub fn scroll_mark(scroll: u16, height: u16, total: u16) -> Option<String> {
     Some(format!(
         " {up}{down} lines {}–{last} of {total} ({} scroll) ",
         scroll + 1,
-        keymap::keys2(Scope::Help, Action::Down, Action::Up)
+        keymap::key_pair(Scope::Help, Action::Down, Action::Up)
     ))
 }
 

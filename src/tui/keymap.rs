@@ -178,7 +178,7 @@ pub fn key(scope: Scope, action: Action) -> &'static str {
 }
 
 /// Two actions' keys, as a hint names a pair (`j k`).
-pub fn keys2(scope: Scope, a: Action, b: Action) -> String {
+pub fn key_pair(scope: Scope, a: Action, b: Action) -> String {
     format!("{} {}", key(scope, a), key(scope, b))
 }
 

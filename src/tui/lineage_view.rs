@@ -145,7 +145,7 @@ impl LineageView {
             ),
             Span::styled(" show the job  ", t.style("muted")),
             Span::styled(
-                keymap::keys2(Scope::Lineage, Action::Down, Action::Up),
+                keymap::key_pair(Scope::Lineage, Action::Down, Action::Up),
                 t.style("highlight"),
             ),
             Span::styled(" move  ", t.style("muted")),
