@@ -88,11 +88,10 @@ pub fn lines<'a>(
                 .collect();
             let source = line(
                 "source",
-                format!(
-                    "{} rows for these {} now",
-                    thousands(total),
-                    count(statuses.len() as i64, "partition", "partitions")
-                ),
+                match statuses.len() {
+                    1 => format!("{} rows for this partition now", thousands(total)),
+                    n => format!("{} rows for these {n} partitions now", thousands(total)),
+                },
                 "text",
             );
             if shrinking.is_empty() {
