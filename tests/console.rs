@@ -1639,6 +1639,13 @@ fn the_confirm_dialog_counts_the_source_and_shows_what_the_shrink_guard_refuses(
     });
     let thousands = idem::numbers::thousands;
     let screen = text(&a);
+    let total = idem::numbers::thousands(days[0].1 + days[2].1 / 3);
+    assert!(
+        screen.contains(&format!(
+            "source    {total} rows for these 3 partitions now"
+        )),
+        "{screen}"
+    );
     assert!(screen.contains("2 partitions would be refused"), "{screen}");
     let second = format!("{} {} → 0", days[1].0, thousands(days[1].1));
     assert!(screen.contains(&second), "{screen}");
