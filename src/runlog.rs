@@ -79,13 +79,13 @@ impl RunLog {
 
     fn append(&mut self, key: &(String, String), line: &str) -> std::io::Result<()> {
         let file = path(&self.dir, &key.0, &key.1);
-        let full = self
+        // A file grown past the bound is closed here and rotated below.
+        if self
             .open
             .get(key)
-            .is_some_and(|(_, size)| *size >= self.max_bytes);
-        if full {
+            .is_some_and(|(_, size)| *size >= self.max_bytes)
+        {
             self.open.remove(key);
-            std::fs::rename(&file, file.with_extension("log.1"))?;
         }
         if !self.open.contains_key(key) {
             if let Some(parent) = file.parent() {

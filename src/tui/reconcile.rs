@@ -84,19 +84,16 @@ impl Reconciler {
     }
 
     /// Counts the source of `job`'s partitions `first..=last` for the
-    /// confirm dialog; a reconciliation in flight stops.
+    /// confirm dialog; it takes the place of a reconciliation in flight
+    /// (the background stops the older one when a new one starts).
     pub fn count_for_run(
         &mut self,
         job: &JobView,
         first: Partition,
         last: Partition,
         id: usize,
-    ) -> Vec<Effect> {
-        let stopped = self.in_flight.take().map(|f| Effect::StopReconcile(f.id));
-        stopped
-            .into_iter()
-            .chain([self.start(job, first, last, id, true)])
-            .collect()
+    ) -> Effect {
+        self.start(job, first, last, id, true)
     }
 
     /// The confirm dialog closed: its count, if still in flight, stops.

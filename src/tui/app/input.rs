@@ -346,7 +346,7 @@ impl App {
         let id = self.next_request;
         self.next_request += 1;
         c.counting_source(id);
-        self.shared.reconciler.count_for_run(job, first, last, id)
+        vec![self.shared.reconciler.count_for_run(job, first, last, id)]
     }
 
     fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
