@@ -423,7 +423,49 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 100);
 }
 
+// A job that writes a NULL partition value: the row lies in no window, so
+// the window check (the window's count after the INSERT) refuses the load
+// and the partition keeps what it had.
+async fn a_null_partition_value_fails_the_window_check(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, case when id = 2 then null else dt end as dt \
+                  from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-03", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE)",
+        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+        "INSERT INTO fct (id, dt) VALUES (20, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    let (summary, events) = run(
+        &wh,
+        &plan(&wh, job(&config, "fct"), "2026-01-01", "2026-01-03").await,
+    )
+    .await;
+    let errors = errors(&events);
+    assert_eq!((summary.succeeded, summary.failed), (2, 1), "{errors:?}");
+    assert!(
+        errors[0].contains("job wrote 1 rows outside its partition 2026-01-02"),
+        "{errors:?}"
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct WHERE dt IS NULL").await,
+        0
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct WHERE id = 20").await,
+        1,
+        "the refused day kept its row"
+    );
+}
+
 on_every_engine!(
+    a_null_partition_value_fails_the_window_check,
     two_grains_on_one_target_never_duplicate,
     month_partitions_take_their_hour_locks,
     null_merge_key_fails_the_window_before_writing,
