@@ -82,6 +82,21 @@ fn expect(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+/// Loads one partition of `job` by the engine, and checks that it did not fail.
+async fn load_day(wh: &Warehouse, job: &Job, day: Partition) {
+    let selection = Selection {
+        from: Some(day),
+        to: Some(day),
+        ..Selection::default()
+    };
+    let backfill = Backfill::plan(wh, job, &selection, 1, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let summary = engine::run(wh, &backfill, &tx, &CancellationToken::new()).await;
+    assert_eq!(summary.failed, 0);
+}
+
 async fn counts_are_named_after_grouping_by_the_column(kind: Kind) {
     let Some((_db, config, wh)) = events_table(kind).await else {
         return;
@@ -341,17 +356,7 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
 
     let wh = db.warehouse(&config).await;
     let day = Partition::parse(job.grain, "2026-01-31", RangeEnd::From).expect("day");
-    let selection = Selection {
-        from: Some(day),
-        to: Some(day),
-        ..Selection::default()
-    };
-    let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
-        .await
-        .expect("plan");
-    let (tx, _rx) = mpsc::unbounded_channel();
-    let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
-    assert_eq!(summary.failed, 0);
+    load_day(&wh, job, day).await;
     wh.close().await;
     settle(&db).await;
 
@@ -426,17 +431,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     let job = job(&config, "by_day_of_date");
     let day = Partition::parse(job.grain, "2026-01-01", RangeEnd::From).expect("day");
     let load = |wh: Warehouse| async move {
-        let selection = Selection {
-            from: Some(day),
-            to: Some(day),
-            ..Selection::default()
-        };
-        let backfill = Backfill::plan(&wh, job, &selection, 1, 0)
-            .await
-            .expect("plan");
-        let (tx, _rx) = mpsc::unbounded_channel();
-        let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
-        assert_eq!(summary.failed, 0);
+        load_day(&wh, job, day).await;
         let attempts = wh
             .attempts(&job.name, Some("2026-01-01"))
             .await
