@@ -301,6 +301,10 @@ async fn refresh_alone(
     out
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
@@ -337,6 +341,10 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     );
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan() {
     let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
@@ -495,6 +503,10 @@ fn rows_shown(sent: &[Msg], day: &str) -> Option<i64> {
         .and_then(|s| s.rows_now)
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows() {
     let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
@@ -546,6 +558,10 @@ on_every_engine!(
 /// UTC instants, so a row written with another offset falls in the hour it
 /// is in UTC, both when counted and when loaded (the window check passes and
 /// the load keeps every row).
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
@@ -618,6 +634,10 @@ async fn relfilenode(db: &TestDb, table: &str) -> i64 {
     n
 }
 
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_killed_load_leaves_it_whole()
  {
