@@ -178,6 +178,7 @@ async fn status_reads_only_the_range_asked_for(kind: Kind) {
         from: Some(day("2026-01-31")),
         to: Some(day("2026-02-01")),
         cache: None,
+        ledger_only: false,
     };
     let now = day("2026-03-01").start;
     let statuses = state::job_status_scoped(&wh, job, now, &HashSet::new(), &scope)
@@ -449,7 +450,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     let first = load(wh.clone()).await;
     let window = wh.partition_fingerprint(job, &day).await.expect("window");
     assert_eq!(first.fingerprint, Some(window.to_string()));
-    assert!(window.to_string().starts_with("v3:3:"), "{window}");
+    assert!(window.to_string().starts_with("v4:3:"), "{window}");
     // The same rows again: unchanged, though they were deleted and inserted.
     let again = load(wh.clone()).await;
     assert_eq!(again.content_changed, Some(false));

@@ -39,7 +39,20 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let lineage = super::lineage(&config)?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
-    let statuses = super::read_states(&warehouse, &config, &lineage, job, now).await?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let previewed = args.dry_run || (interactive && !args.yes);
+    // The target's rows are counted only when the plan or its preview shows
+    // them (--only picks by state, a preview shows each partition's rows);
+    // otherwise the run starts from the ledger, without a scan of its target.
+    // A merge plan reads the windows after its range (its order risk).
+    let scope = state::StatusScope {
+        from: selection.from,
+        to: selection.to.filter(|_| job.strategy != Strategy::MergeKey),
+        ledger_only: selection.only.is_empty() && !previewed,
+        ..Default::default()
+    };
+    let statuses =
+        super::read_states_scoped(&warehouse, &config, &lineage, job, now, &scope).await?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -64,8 +77,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
     }
 
-    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if args.dry_run || (interactive && !args.yes) {
+    if previewed {
         // A preview says what the run will find: each partition's source
         // count now, and which replaces the shrink guard will refuse.
         for (backfill, statuses) in &mut steps {

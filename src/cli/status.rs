@@ -105,6 +105,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             from,
             to,
             cache: None,
+            ledger_only: false,
         };
         let mut statuses =
             super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)

@@ -150,6 +150,11 @@ pub struct StatusScope {
     /// Counts remembered from the previous read: an unchanged target is not
     /// read again (see [`Warehouse::partition_counts_cached`]).
     pub cache: Option<CountCache>,
+    /// Read the ledger alone, not the target: the states come from the
+    /// attempts, as for a job without a partition column. For a run whose
+    /// plan needs no row counts, which then starts without scanning its
+    /// target.
+    pub ledger_only: bool,
 }
 
 /// [`job_status`] of a range of partitions, counting only the target rows
@@ -176,13 +181,14 @@ pub async fn job_status_scoped(
         return Ok(Vec::new());
     };
     let counts = match &scope.cache {
-        Some(cache) => {
+        _ if scope.ledger_only => None,
+        Some(cache) => Some(
             warehouse
                 .partition_counts_cached(cache, job, *first, *last)
                 .await?
-                .0
-        }
-        None => warehouse.partition_counts(job, *first, *last).await?,
+                .0,
+        ),
+        None => Some(warehouse.partition_counts(job, *first, *last).await?),
     };
     let attempts = warehouse.attempts(&job.name, None).await?;
     let mut running = running.clone();
@@ -191,7 +197,7 @@ pub async fn job_status_scoped(
             .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    let mut statuses = derive(job, partitions, &counts, attempts, now, &running);
+    let mut statuses = derive(job, partitions, counts.as_ref(), attempts, now, &running);
     statuses.retain(|s| {
         scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
     });
@@ -254,14 +260,16 @@ pub async fn noticing_slow<T>(
     read.await
 }
 
-/// The state of each partition from counts and attempts (oldest first).
+/// The state of each partition from counts and attempts (oldest first);
+/// without counts, or for a job without a partition column, from the
+/// attempts alone.
 /// The attempts are consumed: each partition keeps its latest and its
 /// latest successful one, and the rest of the history is dropped here
 /// rather than held for as long as the statuses are.
 pub fn derive(
     job: &Job,
     partitions: &[Partition],
-    counts: &Counts,
+    counts: Option<&Counts>,
     attempts: Vec<Attempt>,
     now: NaiveDateTime,
     running: &HashSet<String>,
@@ -274,7 +282,7 @@ pub fn derive(
             .map(Box::new)
     };
     let hash = job.definition_hash();
-    let counted = job.partition_column.is_some();
+    let counts = counts.filter(|_| job.partition_column.is_some());
     let mut out: Vec<PartitionStatus> = partitions
         .iter()
         .zip(history)
@@ -286,7 +294,7 @@ pub fn derive(
             } else {
                 take(h.latest)
             };
-            let rows_now = counted.then(|| counts.get(&name).copied().unwrap_or(0));
+            let rows_now = counts.map(|c| c.get(&name).copied().unwrap_or(0));
             let rows_at_load = success.as_ref().map(|s| s.rows_after);
             let state = if running.contains(&name) {
                 LoadState::Running
@@ -542,7 +550,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         let statuses = derive(
             &job,
             &partitions,
-            &Counts::new(),
+            Some(&Counts::new()),
             Vec::new(),
             now,
             &HashSet::new(),
@@ -591,7 +599,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         let s = derive(
             &job,
             &job.partitions(now),
-            &counts,
+            Some(&counts),
             history,
             now,
             &HashSet::new(),

@@ -274,6 +274,7 @@ pub async fn read_states(
             from: Some(from),
             to: Some(to),
             cache: None,
+            ledger_only: false,
         };
         let read = job_status_in(warehouse, config, lineage, job, now, &running, &scope);
         if let Ok(statuses) = noticing_slow(read, || say_slow(job)).await {

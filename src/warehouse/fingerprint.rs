@@ -3,14 +3,15 @@
 //! the result does not depend on row order and duplicates add up instead of
 //! cancelling out.
 //!
-//! Version 3 (written `v3:ROWS:SUM`) hashes a row's values with the engine's
+//! Version 4 (written `v4:ROWS:SUM`) hashes a row's values with the engine's
 //! own per-type hash functions where it has them (PostgreSQL's
 //! `hash_record_extended`), with SHA-1 of the `QUOTE`d values on MariaDB and
-//! MySQL, and in idem (FNV-1a with a final mix) of one quoted text per row on
+//! MySQL, and in idem (FNV-1a with a final mix) of each row's JSON array on
 //! SQLite. The load takes it of the window before its DELETE and after its
-//! INSERT (on MariaDB from the hashes those statements return). Version 2
-//! differed on MariaDB/MySQL only (MD5 of length-prefixed values); version 1
-//! (`ROWS:SUM`, no prefix) hashed each row's text with MD5 or SHA-256.
+//! INSERT (on MariaDB from the hashes those statements return). Version 3
+//! differed on SQLite only (each row as `quote()`d values joined by commas);
+//! version 2 on MariaDB/MySQL only (MD5 of length-prefixed values); version
+//! 1 (`ROWS:SUM`, no prefix) hashed each row's text with MD5 or SHA-256.
 //! Versions are never compared
 //! with each other: a load compares the window's fingerprints before and
 //! after itself, both of the current version.
@@ -23,7 +24,7 @@ use super::sql::Sql;
 use super::{Column, WarehouseError};
 
 /// The version of the fingerprints idem writes now.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fingerprint {
@@ -35,12 +36,11 @@ pub struct Fingerprint {
 pub enum RowHash {
     /// An SQL expression: a non-negative integer below 2^60 per row.
     Sql(String),
-    /// For engines without a hash function: `row` renders a row as one
-    /// unambiguous text, and `all` (an aggregate over a column `r` of such
-    /// texts) concatenates them, each prefixed by its length in bytes and a
-    /// colon, into one value that idem splits and hashes row by row. One
-    /// value crosses to idem, not one per row.
-    Text { row: String, all: String },
+    /// For engines without a hash function: an aggregate rendering the rows
+    /// as one JSON array of one unambiguous JSON value per row, which idem
+    /// splits and hashes row by row. One value crosses to idem, not one per
+    /// row, and nothing is parsed but the array's top level.
+    Json(String),
 }
 
 /// Below 2^60, so that 2^68 rows' hashes still add up without overflow.
@@ -154,7 +154,19 @@ pub(super) async fn of(
     alias: &str,
     from: impl FnOnce(&mut Sql),
 ) -> Result<Fingerprint, WarehouseError> {
-    let mut sql = Sql::new(dialect);
+    of_after(conn, Sql::new(dialect), columns, alias, from).await
+}
+
+/// [`of`], its SELECT appended to `sql`: a `WITH` clause whose statements
+/// run in the same statement (see `Dialect::deletes_in_with`).
+pub(super) async fn of_after(
+    conn: &mut sqlx::AnyConnection,
+    mut sql: Sql,
+    columns: &[Column],
+    alias: &str,
+    from: impl FnOnce(&mut Sql),
+) -> Result<Fingerprint, WarehouseError> {
+    let dialect = sql.dialect();
     match row_hash(dialect, columns, alias) {
         RowHash::Sql(hash) => {
             let sum = dialect.text_expr(&format!("COALESCE(SUM({hash}), 0)"));
@@ -166,18 +178,13 @@ pub(super) async fn of(
                 sum: parse_sum(&row.try_get::<String, _>(1)?)?,
             })
         }
-        RowHash::Text { row, all } => {
-            sql.push("SELECT COUNT(*), ")
-                .push(&all)
-                .push(" FROM (SELECT ")
-                .push(&row)
-                .push(" AS r");
+        RowHash::Json(all) => {
+            sql.push("SELECT COUNT(*), ").push(&all);
             from(&mut sql);
-            sql.push(") x");
             let row = sql.query().fetch_one(&mut *conn).await?;
             let rows: i64 = row.try_get(0)?;
-            let joined: Option<String> = row.try_get(1)?;
-            let fp = of_joined(joined.as_deref().unwrap_or_default())?;
+            let array: Option<String> = row.try_get(1)?;
+            let fp = of_json(array.as_deref().unwrap_or("[]"))?;
             if fp.rows != rows {
                 return Err(WarehouseError::Job(format!(
                     "fingerprint read {} of {rows} rows",
@@ -189,16 +196,14 @@ pub(super) async fn of(
     }
 }
 
-/// The fingerprint of rows joined as `LEN:TEXT` pieces (see [`RowHash::Text`]).
-fn of_joined(mut joined: &str) -> Result<Fingerprint, WarehouseError> {
-    let unreadable = || WarehouseError::Job("unreadable row texts for a fingerprint".into());
+/// The fingerprint of a JSON array of rows (see [`RowHash::Json`]): each
+/// element's text, as the engine wrote it, is one row's.
+fn of_json(array: &str) -> Result<Fingerprint, WarehouseError> {
+    let rows: Vec<&serde_json::value::RawValue> = serde_json::from_str(array)
+        .map_err(|e| WarehouseError::Job(format!("unreadable rows for a fingerprint: {e}")))?;
     let mut fp = Fingerprint::default();
-    while !joined.is_empty() {
-        let (len, rest) = joined.split_once(':').ok_or_else(unreadable)?;
-        let len: usize = len.parse().map_err(|_| unreadable())?;
-        let text = rest.get(..len).ok_or_else(unreadable)?;
-        fp.add_text(text);
-        joined = &rest[len..];
+    for row in rows {
+        fp.add_text(row.get());
     }
     Ok(fp)
 }
@@ -246,19 +251,25 @@ mod tests {
     }
 
     #[test]
-    fn joined_rows_split_by_their_byte_lengths() {
-        let rows = ["1,'a:b'", "2,'é,x'", "NULL", ""];
-        let joined: String = rows.iter().map(|r| format!("{}:{r}", r.len())).collect();
-        assert_eq!(of_joined(&joined).unwrap(), fp(&rows));
-        assert!(of_joined("5:ab").is_err());
-        assert_eq!(of_joined("").unwrap(), Fingerprint::default());
+    fn json_rows_split_at_the_array_top_level_only() {
+        let rows = [
+            r#"[1,"a,b"]"#,
+            r#"[2,"],[\"x"]"#,
+            "[null,[\"00FF\"]]",
+            "[1,\"a,b\"]",
+        ];
+        let array = format!("[{}]", rows.join(","));
+        assert_eq!(of_json(&array).unwrap(), fp(&rows));
+        assert_eq!(of_json(&array).unwrap().rows, 4);
+        assert!(of_json("[[1],").is_err());
+        assert_eq!(of_json("[]").unwrap(), Fingerprint::default());
     }
 
     #[test]
     fn text_form_round_trips_with_its_version() {
         let a = fp(&["1,'x'"]);
-        assert!(a.to_string().starts_with("v3:1:"));
-        assert_eq!(Fingerprint::parse(&a.to_string()), Some((3, a)));
+        assert!(a.to_string().starts_with("v4:1:"));
+        assert_eq!(Fingerprint::parse(&a.to_string()), Some((4, a)));
         let old = Fingerprint::parse("3:00000000000000000000000000000abc");
         assert_eq!(
             old,

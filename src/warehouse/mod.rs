@@ -146,6 +146,13 @@ pub trait Dialect: Send + Sync {
     fn returns_row_hashes(&self) -> bool {
         false
     }
+    /// Whether a statement may carry a DELETE in a `WITH` clause whose
+    /// SELECT still reads the rows as they were (PostgreSQL: every part of
+    /// a statement sees one snapshot): a replace then reads the window's
+    /// fingerprint and deletes it in one round trip.
+    fn deletes_in_with(&self) -> bool {
+        false
+    }
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
     /// Creates the staging table of a merge from a SELECT.

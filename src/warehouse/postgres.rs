@@ -112,6 +112,10 @@ impl Dialect for Postgres {
     /// evaluated in order, so the keys are taken oldest first. The
     /// session's own `lock_timeout` (set at connect, see
     /// [`Dialect::session_timeouts`]) bounds the wait.
+    fn deletes_in_with(&self) -> bool {
+        true
+    }
+
     fn begin_statement(&self, keys: &[String]) -> Option<String> {
         let locks: Vec<String> = keys
             .iter()

@@ -141,18 +141,21 @@ impl Dialect for Sqlite {
         format!("CAST({column} AS TEXT)")
     }
 
-    /// SQLite has no hash function: each row becomes one text, each value
-    /// `quote()`d (strings quoted and escaped, NULL bare, blobs in hex);
-    /// the texts reach idem joined in one value, and idem hashes them.
+    /// SQLite has no hash function: the window's rows reach idem as one
+    /// JSON array of row arrays, and idem hashes each row's JSON text. JSON
+    /// keeps a value's kind (`1`, `"1"`, `null`); a BLOB, which JSON cannot
+    /// hold, goes as its hex in an array of its own, unlike any text.
+    /// Built straight on the table's columns, not through a subquery, where
+    /// each row's array would lose its JSON subtype and be quoted again.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        RowHash::Text {
-            row: columns
-                .iter()
-                .map(|(c, _)| format!("quote({c})"))
-                .collect::<Vec<_>>()
-                .join(" || ',' || "),
-            all: "group_concat(length(CAST(r AS BLOB)) || ':' || r, '')".into(),
-        }
+        let values: Vec<String> = columns
+            .iter()
+            .map(|(c, _)| format!("iif(typeof({c}) = 'blob', json_array(hex({c})), {c})"))
+            .collect();
+        RowHash::Json(format!(
+            "json_group_array(json_array({}))",
+            values.join(", ")
+        ))
     }
 
     fn differs(&self, a: &str, b: &str) -> String {
