@@ -39,8 +39,10 @@ pub enum RowHash {
     /// For engines without a hash function: an aggregate rendering the rows
     /// as one JSON array of one unambiguous JSON value per row, which idem
     /// splits and hashes row by row. One value crosses to idem, not one per
-    /// row, and nothing is parsed but the array's top level.
-    Json(String),
+    /// row, and nothing is parsed but the array's top level. `plain` fails
+    /// on a value JSON cannot hold (a BLOB); `any` holds every value, writes
+    /// the others as `plain` does, and costs more (SQLite: a third more).
+    Json { plain: String, any: String },
 }
 
 /// Below 2^60, so that 2^68 rows' hashes still add up without overflow.
@@ -152,7 +154,7 @@ pub(super) async fn of(
     dialect: &'static dyn super::Dialect,
     columns: &[Column],
     alias: &str,
-    from: impl FnOnce(&mut Sql),
+    from: impl Fn(&mut Sql),
 ) -> Result<Fingerprint, WarehouseError> {
     of_after(conn, Sql::new(dialect), columns, alias, from).await
 }
@@ -164,7 +166,7 @@ pub(super) async fn of_after(
     mut sql: Sql,
     columns: &[Column],
     alias: &str,
-    from: impl FnOnce(&mut Sql),
+    from: impl Fn(&mut Sql),
 ) -> Result<Fingerprint, WarehouseError> {
     let dialect = sql.dialect();
     match row_hash(dialect, columns, alias) {
@@ -178,10 +180,19 @@ pub(super) async fn of_after(
                 sum: parse_sum(&row.try_get::<String, _>(1)?)?,
             })
         }
-        RowHash::Json(all) => {
-            sql.push("SELECT COUNT(*), ").push(&all);
-            from(&mut sql);
-            let row = sql.query().fetch_one(&mut *conn).await?;
+        RowHash::Json { plain, any } => {
+            let mut first = sql.clone();
+            first.push("SELECT COUNT(*), ").push(&plain);
+            from(&mut first);
+            let row = match first.query().fetch_one(&mut *conn).await {
+                // A failed SELECT leaves the transaction as it was.
+                Err(sqlx::Error::Database(e)) if e.message().contains("BLOB") => {
+                    sql.push("SELECT COUNT(*), ").push(&any);
+                    from(&mut sql);
+                    sql.query().fetch_one(&mut *conn).await?
+                }
+                read => read?,
+            };
             let rows: i64 = row.try_get(0)?;
             let array: Option<String> = row.try_get(1)?;
             let fp = of_json(array.as_deref().unwrap_or("[]"))?;

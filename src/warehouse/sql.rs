@@ -47,6 +47,7 @@ impl From<Option<String>> for Value {
 }
 
 /// SQL text with its bound values, built for one dialect.
+#[derive(Clone)]
 pub struct Sql {
     dialect: &'static dyn Dialect,
     text: String,

@@ -143,19 +143,21 @@ impl Dialect for Sqlite {
 
     /// SQLite has no hash function: the window's rows reach idem as one
     /// JSON array of row arrays, and idem hashes each row's JSON text. JSON
-    /// keeps a value's kind (`1`, `"1"`, `null`); a BLOB, which JSON cannot
-    /// hold, goes as its hex in an array of its own, unlike any text.
-    /// Built straight on the table's columns, not through a subquery, where
-    /// each row's array would lose its JSON subtype and be quoted again.
+    /// keeps a value's kind (`1`, `"1"`, `null`). A BLOB, which JSON cannot
+    /// hold, fails the plain read; the read that follows writes it as its
+    /// hex in an array of its own, unlike any text, and every other value
+    /// as the plain read does. Built straight on the table's columns, not
+    /// through a subquery, where each row's array would lose its JSON
+    /// subtype and be quoted again.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        let values: Vec<String> = columns
-            .iter()
-            .map(|(c, _)| format!("iif(typeof({c}) = 'blob', json_array(hex({c})), {c})"))
-            .collect();
-        RowHash::Json(format!(
-            "json_group_array(json_array({}))",
-            values.join(", ")
-        ))
+        let rows = |value: &dyn Fn(&str) -> String| {
+            let values: Vec<String> = columns.iter().map(|(c, _)| value(c)).collect();
+            format!("json_group_array(json_array({}))", values.join(", "))
+        };
+        RowHash::Json {
+            plain: rows(&|c| c.to_string()),
+            any: rows(&|c| format!("iif(typeof({c}) = 'blob', json_array(hex({c})), {c})")),
+        }
     }
 
     fn differs(&self, a: &str, b: &str) -> String {
