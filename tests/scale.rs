@@ -283,6 +283,11 @@ async fn rows_read(db: &TestDb, table: &str) -> i64 {
     n
 }
 
+/// A PostgreSQL table of 200,000 events over 278 days (720 a day), and its
+/// rows; autovacuum off, so that only the test's statements read it.
+const BIG_TABLE: &str = "(id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL) WITH (autovacuum_enabled = false)";
+const BIG_ROWS: &str = "SELECT i, TIMESTAMP '2026-01-01' + i * INTERVAL '2 minutes', DATE '2026-01-01' + i / 720 FROM generate_series(0, 199999) i";
+
 /// A refresh through a fresh connection pool, closed afterwards so that its
 /// session's statistics are published before the next look at them.
 async fn refresh_alone(
@@ -315,8 +320,8 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     let job = job(&config, "big");
     let wh = db.warehouse(&config).await;
     wh.execute_script(&[
-        "CREATE TABLE ev (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL) WITH (autovacuum_enabled = false)",
-        "INSERT INTO ev SELECT i, TIMESTAMP '2026-01-01' + i * INTERVAL '2 minutes', DATE '2026-01-01' + i / 720 FROM generate_series(0, 199999) i",
+        &format!("CREATE TABLE ev {BIG_TABLE}"),
+        &format!("INSERT INTO ev {BIG_ROWS}"),
     ])
     .await
     .expect("fixture");
@@ -408,14 +413,12 @@ async fn postgres_a_run_planned_without_states_reads_only_its_windows() {
     };
     let (path, config) = db.config(&job_toml("big", "d", "day", "2026-01-01", "2026-12-31"));
     let wh = db.warehouse(&config).await;
-    let table = "(id INTEGER NOT NULL, ts TIMESTAMP NOT NULL, d DATE NOT NULL) WITH (autovacuum_enabled = false)";
-    let rows = "SELECT i, TIMESTAMP '2026-01-01' + i * INTERVAL '2 minutes', DATE '2026-01-01' + i / 720 FROM generate_series(0, 199999) i";
     wh.execute_script(&[
-        &format!("CREATE TABLE src {table}"),
-        &format!("CREATE TABLE ev {table}"),
+        &format!("CREATE TABLE src {BIG_TABLE}"),
+        &format!("CREATE TABLE ev {BIG_TABLE}"),
         "CREATE INDEX ev_d ON ev (d)",
-        &format!("INSERT INTO src {rows}"),
-        &format!("INSERT INTO ev {rows}"),
+        &format!("INSERT INTO src {BIG_ROWS}"),
+        &format!("INSERT INTO ev {BIG_ROWS}"),
         "ANALYZE ev",
     ])
     .await
@@ -549,6 +552,77 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
         }
     }
 
+    if kind == Kind::Postgres {
+        // Each type through its own hash function: two values swapped
+        // between columns, a NULL against each kind of value (and against
+        // the infinite dates and a zero), and the type without a callable
+        // function (bytea).
+        let types = "(a INTEGER, b INTEGER, d DATE, z TIMESTAMPTZ, f BOOLEAN, x BYTEA, n NUMERIC)";
+        let kinds = [
+            (
+                "1, 2, NULL, NULL, NULL, NULL, NULL",
+                "2, 1, NULL, NULL, NULL, NULL, NULL",
+            ),
+            (
+                "NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+                "0, NULL, NULL, NULL, NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, 'infinity', NULL, NULL, NULL, NULL",
+                "1, 2, NULL, NULL, NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, '-infinity', NULL, NULL, NULL, NULL",
+                "1, 2, 'infinity', NULL, NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, '2026-01-01', NULL, NULL, NULL, NULL",
+                "1, 2, '2026-01-02', NULL, NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, NULL, '2026-01-01 00:00+00', NULL, NULL, NULL",
+                "1, 2, NULL, '2026-01-01 00:00+01', NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, NULL, NULL, false, NULL, NULL",
+                "1, 2, NULL, NULL, NULL, NULL, NULL",
+            ),
+            (
+                "1, 2, NULL, NULL, NULL, '\\x00', NULL",
+                "1, 2, NULL, NULL, NULL, '\\x', NULL",
+            ),
+            (
+                "1, 2, NULL, NULL, NULL, NULL, 1.5",
+                "1, 2, NULL, NULL, NULL, NULL, 1.6",
+            ),
+        ];
+        for (i, (a, b)) in kinds.iter().enumerate() {
+            wh.execute_script(&[
+                &format!("CREATE TABLE typed_a{i} {types}"),
+                &format!("CREATE TABLE typed_b{i} {types}"),
+                &format!("INSERT INTO typed_a{i} VALUES ({a})"),
+                &format!("INSERT INTO typed_b{i} VALUES ({b})"),
+            ])
+            .await
+            .expect("rows of each type");
+            assert_ne!(
+                fingerprint(&format!("typed_a{i}")).await,
+                fingerprint(&format!("typed_b{i}")).await,
+                "({a}) and ({b}) hashed alike"
+            );
+        }
+        // Equal values of a type hash alike however they are written.
+        wh.execute_script(&[
+            &format!("CREATE TABLE same_a {types}"),
+            &format!("CREATE TABLE same_b {types}"),
+            "INSERT INTO same_a VALUES (1, 2, '2026-01-01', '2026-01-01 01:00+01', true, '\\x00ff', 1.50)",
+            "INSERT INTO same_b VALUES (1, 2, '2026-01-01', '2026-01-01 00:00+00', true, '\\x00FF', 1.5)",
+        ])
+        .await
+        .expect("equal rows");
+        assert_eq!(fingerprint("same_a").await, fingerprint("same_b").await);
+    }
+
     // A load's fingerprint, computed from the rows its DELETE and INSERT
     // return, is the window's as a SELECT reads it; the ledger says which
     // version it is.
@@ -565,7 +639,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     let first = load(wh.clone()).await;
     let window = wh.partition_fingerprint(job, &day).await.expect("window");
     assert_eq!(first.fingerprint, Some(window.to_string()));
-    assert!(window.to_string().starts_with("v4:3:"), "{window}");
+    assert!(window.to_string().starts_with("v5:3:"), "{window}");
     // The same rows again: unchanged, though they were deleted and inserted.
     let again = load(wh.clone()).await;
     assert_eq!(again.content_changed, Some(false));

@@ -3,16 +3,18 @@
 //! the result does not depend on row order and duplicates add up instead of
 //! cancelling out.
 //!
-//! Version 4 (written `v4:ROWS:SUM`) hashes a row's values with the engine's
-//! own per-type hash functions where it has them (PostgreSQL's
-//! `hash_record_extended`), with SHA-1 of the `QUOTE`d values on MariaDB and
-//! MySQL, and in idem (FNV-1a with a final mix) of each row's JSON array on
-//! SQLite. The load takes it of the window before its DELETE and after its
-//! INSERT (on MariaDB from the hashes those statements return). Version 3
-//! differed on SQLite only (each row as `quote()`d values joined by commas);
-//! version 2 on MariaDB/MySQL only (MD5 of length-prefixed values); version
-//! 1 (`ROWS:SUM`, no prefix) hashed each row's text with MD5 or SHA-256.
-//! Versions are never compared
+//! Version 5 (written `v5:ROWS:SUM`) hashes a row's values with the engine's
+//! own per-type hash functions where it has them (on PostgreSQL each
+//! type's extended hash function, seeded by the column's place, the values'
+//! hashes combined by XOR and hashed again), with SHA-1 of the `QUOTE`d
+//! values on MariaDB and MySQL, and in idem (FNV-1a with a final mix) of
+//! each row's JSON array on SQLite. The load takes it of the window before
+//! its DELETE and after its INSERT (on MariaDB from the hashes those
+//! statements return). Version 4 differed on PostgreSQL only
+//! (`hash_record_extended` of the row); version 3 on SQLite only (each row
+//! as `quote()`d values joined by commas); version 2 on MariaDB/MySQL only
+//! (MD5 of length-prefixed values); version 1 (`ROWS:SUM`, no prefix)
+//! hashed each row's text with MD5 or SHA-256. Versions are never compared
 //! with each other: a load compares the window's fingerprints before and
 //! after itself, both of the current version.
 
@@ -24,7 +26,7 @@ use super::sql::Sql;
 use super::{Column, WarehouseError};
 
 /// The version of the fingerprints idem writes now.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fingerprint {
@@ -279,8 +281,8 @@ mod tests {
     #[test]
     fn text_form_round_trips_with_its_version() {
         let a = fp(&["1,'x'"]);
-        assert!(a.to_string().starts_with("v4:1:"));
-        assert_eq!(Fingerprint::parse(&a.to_string()), Some((4, a)));
+        assert!(a.to_string().starts_with("v5:1:"));
+        assert_eq!(Fingerprint::parse(&a.to_string()), Some((5, a)));
         let old = Fingerprint::parse("3:00000000000000000000000000000abc");
         assert_eq!(
             old,
