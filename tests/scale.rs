@@ -737,8 +737,63 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     );
 }
 
+/// Binary values in a window (a zero byte, bytes that are not UTF-8): the
+/// load succeeds, its fingerprint stays the same for the same bytes and
+/// changes with one byte. On SQLite the window's JSON read cannot hold a
+/// BLOB, so it is read again with each BLOB as its hex.
+async fn a_window_of_binary_values_loads_and_fingerprints(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config(
+        "[[jobs]]\nname = \"bin\"\ntarget = \"bin_t\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+         sql = \"select id, d, b from bin_src where d >= :start and d < :end\"\n",
+    );
+    let wh = db.warehouse(&config).await;
+    let (binary, before, after) = match kind {
+        Kind::Sqlite => ("BLOB", "X'", "'"),
+        Kind::Postgres => ("BYTEA", "decode('", "', 'hex')"),
+        Kind::MySql => ("VARBINARY(16)", "X'", "'"),
+    };
+    let bytes = |hex: &str| format!("{before}{hex}{after}");
+    for table in ["bin_src", "bin_t"] {
+        wh.execute_script(&[&format!(
+            "CREATE TABLE {table} (id INTEGER NOT NULL, d DATE NOT NULL, b {binary})"
+        )])
+        .await
+        .expect("table");
+    }
+    wh.execute_script(&[&format!(
+        "INSERT INTO bin_src VALUES (1, '2026-01-01', {}), (2, '2026-01-01', {}), (3, '2026-01-01', NULL)",
+        bytes("00FF"),
+        bytes("C328")
+    )])
+    .await
+    .expect("rows");
+    let job = job(&config, "bin");
+    let day = Partition::parse(job.grain, "2026-01-01", RangeEnd::From).expect("day");
+    let load = || async {
+        load_day(&wh, job, day).await;
+        let attempts = wh.attempts("bin", Some("2026-01-01")).await.expect("ledger");
+        attempts.last().cloned().expect("an attempt")
+    };
+    let first = load().await;
+    assert_eq!(first.rows_after, 3);
+    let again = load().await;
+    assert_eq!(again.content_changed, Some(false));
+    assert_eq!(again.fingerprint, first.fingerprint);
+    wh.execute_script(&[&format!("UPDATE bin_src SET b = {} WHERE id = 1", bytes("00FE"))])
+        .await
+        .expect("one byte changed");
+    let changed = load().await;
+    assert_eq!(changed.content_changed, Some(true));
+    assert_ne!(changed.fingerprint, first.fingerprint);
+}
+
 on_every_engine!(
     fingerprints_ignore_order_but_count_duplicates,
+    a_window_of_binary_values_loads_and_fingerprints,
     counts_are_named_after_grouping_by_the_column,
     status_reads_only_the_range_asked_for,
     refresh_sees_a_row_deleted_behind_idems_back,
