@@ -534,6 +534,8 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
             ("X'', 'y'", "'', 'y'"),
             ("1, 'y'", "'1', 'y'"),
             ("1.5, 'y'", "'1.5', 'y'"),
+            // Two doubles alike in their first 15 digits.
+            ("0.1 + 0.2, 'y'", "0.3, 'y'"),
         ];
         for (i, (a, b)) in kinds.iter().enumerate() {
             wh.execute_script(&[
@@ -737,35 +739,43 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     );
 }
 
-/// Binary values in a window (a zero byte, bytes that are not UTF-8): the
-/// load succeeds, its fingerprint stays the same for the same bytes and
-/// changes with one byte. On SQLite the window's JSON read cannot hold a
-/// BLOB, so it is read again with each BLOB as its hex.
-async fn a_window_of_binary_values_loads_and_fingerprints(kind: Kind) {
+/// Binary values in a window (a zero byte, bytes that are not UTF-8) and
+/// floating-point ones: the load succeeds, its fingerprint stays the same
+/// for the same values and changes with one byte, or with a double's last
+/// digit (0.1 + 0.2 against 0.3). On SQLite the window's plain JSON read
+/// cannot hold a BLOB and writes a REAL to 15 digits, so such a window is
+/// read again with those values exact.
+async fn a_window_of_binary_and_float_values_loads_and_fingerprints(kind: Kind) {
     let Some(db) = TestDb::new(kind).await else {
         return;
     };
     let (_, config) = db.config(
         "[[jobs]]\nname = \"bin\"\ntarget = \"bin_t\"\nstrategy = \"replace_partition\"\n\
          partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
-         sql = \"select id, d, b from bin_src where d >= :start and d < :end\"\n",
+         sql = \"select id, d, b, r from bin_src where d >= :start and d < :end\"\n",
     );
     let wh = db.warehouse(&config).await;
-    let (binary, before, after) = match kind {
-        Kind::Sqlite => ("BLOB", "X'", "'"),
-        Kind::Postgres => ("BYTEA", "decode('", "', 'hex')"),
-        Kind::MySql => ("VARBINARY(16)", "X'", "'"),
+    let (binary, before, after, double, tenth) = match kind {
+        Kind::Sqlite => ("BLOB", "X'", "'", "REAL", "0.1"),
+        Kind::Postgres => (
+            "BYTEA",
+            "decode('",
+            "', 'hex')",
+            "DOUBLE PRECISION",
+            "CAST(0.1 AS DOUBLE PRECISION)",
+        ),
+        Kind::MySql => ("VARBINARY(16)", "X'", "'", "DOUBLE", "0.1e0"),
     };
     let bytes = |hex: &str| format!("{before}{hex}{after}");
     for table in ["bin_src", "bin_t"] {
         wh.execute_script(&[&format!(
-            "CREATE TABLE {table} (id INTEGER NOT NULL, d DATE NOT NULL, b {binary})"
+            "CREATE TABLE {table} (id INTEGER NOT NULL, d DATE NOT NULL, b {binary}, r {double})"
         )])
         .await
         .expect("table");
     }
     wh.execute_script(&[&format!(
-        "INSERT INTO bin_src VALUES (1, '2026-01-01', {}), (2, '2026-01-01', {}), (3, '2026-01-01', NULL)",
+        "INSERT INTO bin_src VALUES (1, '2026-01-01', {}, 1.5), (2, '2026-01-01', {}, {tenth} * 3), (3, '2026-01-01', NULL, NULL)",
         bytes("00FF"),
         bytes("C328")
     )])
@@ -775,7 +785,10 @@ async fn a_window_of_binary_values_loads_and_fingerprints(kind: Kind) {
     let day = Partition::parse(job.grain, "2026-01-01", RangeEnd::From).expect("day");
     let load = || async {
         load_day(&wh, job, day).await;
-        let attempts = wh.attempts("bin", Some("2026-01-01")).await.expect("ledger");
+        let attempts = wh
+            .attempts("bin", Some("2026-01-01"))
+            .await
+            .expect("ledger");
         attempts.last().cloned().expect("an attempt")
     };
     let first = load().await;
@@ -783,17 +796,27 @@ async fn a_window_of_binary_values_loads_and_fingerprints(kind: Kind) {
     let again = load().await;
     assert_eq!(again.content_changed, Some(false));
     assert_eq!(again.fingerprint, first.fingerprint);
-    wh.execute_script(&[&format!("UPDATE bin_src SET b = {} WHERE id = 1", bytes("00FE"))])
-        .await
-        .expect("one byte changed");
+    wh.execute_script(&[&format!(
+        "UPDATE bin_src SET b = {} WHERE id = 1",
+        bytes("00FE")
+    )])
+    .await
+    .expect("one byte changed");
     let changed = load().await;
     assert_eq!(changed.content_changed, Some(true));
     assert_ne!(changed.fingerprint, first.fingerprint);
+    // 0.1 × 3 is 0.30000000000000004 as a double: 0.3 is another value.
+    wh.execute_script(&["UPDATE bin_src SET r = 0.3 WHERE id = 2"])
+        .await
+        .expect("one double changed");
+    let changed_again = load().await;
+    assert_eq!(changed_again.content_changed, Some(true));
+    assert_ne!(changed_again.fingerprint, changed.fingerprint);
 }
 
 on_every_engine!(
     fingerprints_ignore_order_but_count_duplicates,
-    a_window_of_binary_values_loads_and_fingerprints,
+    a_window_of_binary_and_float_values_loads_and_fingerprints,
     counts_are_named_after_grouping_by_the_column,
     status_reads_only_the_range_asked_for,
     refresh_sees_a_row_deleted_behind_idems_back,

@@ -10,8 +10,9 @@
 //! values on MariaDB and MySQL, and in idem (FNV-1a with a final mix) of
 //! each row's JSON array on SQLite. The load takes it of the window before
 //! its DELETE and after its INSERT (on MariaDB from the hashes those
-//! statements return). Version 4 differed on PostgreSQL only
-//! (`hash_record_extended` of the row); version 3 on SQLite only (each row
+//! statements return). Version 4 differed on PostgreSQL
+//! (`hash_record_extended` of the row) and wrote SQLite's floating-point
+//! values to 15 digits; version 3 on SQLite only (each row
 //! as `quote()`d values joined by commas); version 2 on MariaDB/MySQL only
 //! (MD5 of length-prefixed values); version 1 (`ROWS:SUM`, no prefix)
 //! hashed each row's text with MD5 or SHA-256. Versions are never compared
@@ -41,10 +42,14 @@ pub enum RowHash {
     /// For engines without a hash function: an aggregate rendering the rows
     /// as one JSON array of one unambiguous JSON value per row, which idem
     /// splits and hashes row by row. One value crosses to idem, not one per
-    /// row, and nothing is parsed but the array's top level. `plain` fails
-    /// on a value JSON cannot hold (a BLOB); `any` holds every value, writes
-    /// the others as `plain` does, and costs more (SQLite: a third more).
-    Json { plain: String, any: String },
+    /// row, and nothing is parsed but the array's top level. `plain` is
+    /// the cheap read: it fails on a value JSON cannot hold (a BLOB) and
+    /// writes a floating-point value to 15 digits only. `exact` writes those
+    /// two exactly and every other value as `plain` does, and costs more
+    /// (SQLite: 1.5 ms against 0.8 ms for 2,000 rows). A window holding
+    /// either is read again by `exact`, so a window's fingerprint never
+    /// depends on which read made it.
+    Json { plain: String, exact: String },
 }
 
 /// Below 2^60, so that 2^68 rows' hashes still add up without overflow.
@@ -182,21 +187,32 @@ pub(super) async fn of_after(
                 sum: parse_sum(&row.try_get::<String, _>(1)?)?,
             })
         }
-        RowHash::Json { plain, any } => {
+        RowHash::Json { plain, exact } => {
             let mut first = sql.clone();
             first.push("SELECT COUNT(*), ").push(&plain);
             from(&mut first);
-            let row = match first.query().fetch_one(&mut *conn).await {
-                // A failed SELECT leaves the transaction as it was.
-                Err(sqlx::Error::Database(e)) if e.message().contains("BLOB") => {
-                    sql.push("SELECT COUNT(*), ").push(&any);
-                    from(&mut sql);
-                    sql.query().fetch_one(&mut *conn).await?
+            let read = match first.query().fetch_one(&mut *conn).await {
+                Ok(row) => {
+                    let array: Option<String> = row.try_get(1)?;
+                    let inexact = array.as_deref().is_some_and(has_fraction_or_exponent);
+                    (!inexact).then_some((row.try_get::<i64, _>(0)?, array))
                 }
-                read => read?,
+                // A failed SELECT leaves the transaction as it was.
+                Err(sqlx::Error::Database(e)) if e.message().contains("BLOB") => None,
+                Err(e) => return Err(e.into()),
             };
-            let rows: i64 = row.try_get(0)?;
-            let array: Option<String> = row.try_get(1)?;
+            let (rows, array) = match read {
+                Some(read) => read,
+                None => {
+                    sql.push("SELECT COUNT(*), ").push(&exact);
+                    from(&mut sql);
+                    let row = sql.query().fetch_one(&mut *conn).await?;
+                    (
+                        row.try_get::<i64, _>(0)?,
+                        row.try_get::<Option<String>, _>(1)?,
+                    )
+                }
+            };
             let fp = of_json(array.as_deref().unwrap_or("[]"))?;
             if fp.rows != rows {
                 return Err(WarehouseError::Job(format!(
@@ -207,6 +223,32 @@ pub(super) async fn of_after(
             Ok(fp)
         }
     }
+}
+
+/// Whether JSON text holds a number written with a fraction or an exponent
+/// (a floating-point value) outside its strings. Nothing else outside a
+/// string has a `.`, `e` or `E`: the rows hold numbers, strings, `null`
+/// and arrays.
+fn has_fraction_or_exponent(json: &str) -> bool {
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in json.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'.' | b'e' | b'E' => return true,
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// The fingerprint of a JSON array of rows (see [`RowHash::Json`]): each
@@ -261,6 +303,16 @@ mod tests {
         let mut f = Fingerprint::default();
         f.add_hash(u64::MAX);
         assert_eq!(f.sum, u128::from(HASH_MASK));
+    }
+
+    #[test]
+    fn a_float_is_told_from_the_same_characters_in_a_string() {
+        assert!(has_fraction_or_exponent("[[1,0.3]]"));
+        assert!(has_fraction_or_exponent("[[1.0e+300]]"));
+        assert!(!has_fraction_or_exponent(r#"[[1,"0.3","e",null,-7]]"#));
+        assert!(!has_fraction_or_exponent(r#"[["a\"1.5\\",2]]"#));
+        assert!(has_fraction_or_exponent(r#"[["a\\",2.5]]"#));
+        assert!(!has_fraction_or_exponent("[]"));
     }
 
     #[test]

@@ -144,11 +144,13 @@ impl Dialect for Sqlite {
     /// SQLite has no hash function: the window's rows reach idem as one
     /// JSON array of row arrays, and idem hashes each row's JSON text. JSON
     /// keeps a value's kind (`1`, `"1"`, `null`). A BLOB, which JSON cannot
-    /// hold, fails the plain read; the read that follows writes it as its
-    /// hex in an array of its own, unlike any text, and every other value
-    /// as the plain read does. Built straight on the table's columns, not
-    /// through a subquery, where each row's array would lose its JSON
-    /// subtype and be quoted again.
+    /// hold, fails the plain read, and JSON writes a REAL to 15 digits only
+    /// (0.1 + 0.2 as 0.3): a window holding either is read again with each
+    /// such value `quote()`d (every digit, a BLOB as `X'…'`) in an array of
+    /// its own, unlike any text, and every other value as the plain read
+    /// writes it. Built straight on the table's columns, not through a
+    /// subquery, where each row's array would lose its JSON subtype and be
+    /// quoted again.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
         let rows = |value: &dyn Fn(&str) -> String| {
             let values: Vec<String> = columns.iter().map(|(c, _)| value(c)).collect();
@@ -156,7 +158,9 @@ impl Dialect for Sqlite {
         };
         RowHash::Json {
             plain: rows(&|c| c.to_string()),
-            any: rows(&|c| format!("iif(typeof({c}) = 'blob', json_array(hex({c})), {c})")),
+            exact: rows(&|c| {
+                format!("iif(typeof({c}) IN ('real', 'blob'), json_array(quote({c})), {c})")
+            }),
         }
     }
 
