@@ -474,6 +474,32 @@ async fn postgres_a_run_planned_without_states_reads_only_its_windows() {
     );
 }
 
+/// The fingerprint of a whole table.
+async fn table_fingerprint(wh: &Warehouse, name: &str) -> idem::warehouse::Fingerprint {
+    let table = idem::config::TableName::parse(name).expect("table");
+    wh.table_fingerprint(&table).await.expect("fingerprint")
+}
+
+/// For each pair of row values, two tables of `columns` holding one row
+/// each: their fingerprints must differ.
+async fn assert_hashed_apart(wh: &Warehouse, name: &str, columns: &str, pairs: &[(&str, &str)]) {
+    for (i, (a, b)) in pairs.iter().enumerate() {
+        wh.execute_script(&[
+            &format!("CREATE TABLE {name}_a{i} {columns}"),
+            &format!("CREATE TABLE {name}_b{i} {columns}"),
+            &format!("INSERT INTO {name}_a{i} VALUES ({a})"),
+            &format!("INSERT INTO {name}_b{i} VALUES ({b})"),
+        ])
+        .await
+        .expect("rows");
+        assert_ne!(
+            table_fingerprint(wh, &format!("{name}_a{i}")).await,
+            table_fingerprint(wh, &format!("{name}_b{i}")).await,
+            "({a}) and ({b}) hashed alike"
+        );
+    }
+}
+
 async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     let Some((_db, config, wh)) = events_table(kind).await else {
         return;
@@ -487,11 +513,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
     ])
     .await
     .expect("copies");
-    let fingerprint = |name: &str| {
-        let wh = wh.clone();
-        let table = idem::config::TableName::parse(name).expect("table");
-        async move { wh.table_fingerprint(&table).await.expect("fingerprint") }
-    };
+    let fingerprint = |name: &'static str| table_fingerprint(&wh, name);
     let (ev, rev, dup) = (
         fingerprint("ev").await,
         fingerprint("rev").await,
@@ -510,21 +532,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
         ("'', 'y'", "NULL, 'y'"),
         ("'x'',''', 'y'", "'x', ''',''y'"),
     ];
-    for (i, (a, b)) in alike.iter().enumerate() {
-        wh.execute_script(&[
-            &format!("CREATE TABLE alike_a{i} (p VARCHAR(10), q VARCHAR(10))"),
-            &format!("CREATE TABLE alike_b{i} (p VARCHAR(10), q VARCHAR(10))"),
-            &format!("INSERT INTO alike_a{i} VALUES ({a})"),
-            &format!("INSERT INTO alike_b{i} VALUES ({b})"),
-        ])
-        .await
-        .expect("look-alike rows");
-        assert_ne!(
-            fingerprint(&format!("alike_a{i}")).await,
-            fingerprint(&format!("alike_b{i}")).await,
-            "({a}) and ({b}) hashed alike"
-        );
-    }
+    assert_hashed_apart(&wh, "alike", "(p VARCHAR(10), q VARCHAR(10))", &alike).await;
 
     if kind == Kind::Sqlite {
         // A SQLite value keeps its own type in a column without one: a BLOB
@@ -537,21 +545,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
             // Two doubles alike in their first 15 digits.
             ("0.1 + 0.2, 'y'", "0.3, 'y'"),
         ];
-        for (i, (a, b)) in kinds.iter().enumerate() {
-            wh.execute_script(&[
-                &format!("CREATE TABLE typed_a{i} (p, q)"),
-                &format!("CREATE TABLE typed_b{i} (p, q)"),
-                &format!("INSERT INTO typed_a{i} VALUES ({a})"),
-                &format!("INSERT INTO typed_b{i} VALUES ({b})"),
-            ])
-            .await
-            .expect("rows of other types");
-            assert_ne!(
-                fingerprint(&format!("typed_a{i}")).await,
-                fingerprint(&format!("typed_b{i}")).await,
-                "({a}) and ({b}) hashed alike"
-            );
-        }
+        assert_hashed_apart(&wh, "typed", "(p, q)", &kinds).await;
     }
 
     if kind == Kind::Postgres {
@@ -598,21 +592,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
                 "1, 2, NULL, NULL, NULL, NULL, 1.6",
             ),
         ];
-        for (i, (a, b)) in kinds.iter().enumerate() {
-            wh.execute_script(&[
-                &format!("CREATE TABLE typed_a{i} {types}"),
-                &format!("CREATE TABLE typed_b{i} {types}"),
-                &format!("INSERT INTO typed_a{i} VALUES ({a})"),
-                &format!("INSERT INTO typed_b{i} VALUES ({b})"),
-            ])
-            .await
-            .expect("rows of each type");
-            assert_ne!(
-                fingerprint(&format!("typed_a{i}")).await,
-                fingerprint(&format!("typed_b{i}")).await,
-                "({a}) and ({b}) hashed alike"
-            );
-        }
+        assert_hashed_apart(&wh, "typed", types, &kinds).await;
         // Equal values of a type hash alike however they are written.
         wh.execute_script(&[
             &format!("CREATE TABLE same_a {types}"),
