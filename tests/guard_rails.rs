@@ -14,13 +14,20 @@ use sqlx::Row;
 const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
 
 async fn setup(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
+    setup_with_path(kind)
+        .await
+        .map(|(db, _, config, wh)| (db, config, wh))
+}
+
+/// [`setup`], with the path of its config file for the real binary.
+async fn setup_with_path(kind: Kind) -> Option<(TestDb, std::path::PathBuf, Config, Warehouse)> {
     let db = TestDb::new(kind).await?;
     let jobs = [
         common::merge_job("dim", "dim", "2026-01-05", SELECT),
         common::replace_job("fct", "fct", "2026-01-05", SELECT),
     ]
     .concat();
-    let (_, config) = db.config(&jobs);
+    let (path, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     // Customer 1 changes every day; customer 2 only on the first.
     let mut values = vec!["(2, 200, '2026-01-01')".to_string()];
@@ -39,7 +46,7 @@ async fn setup(kind: Kind) -> Option<(TestDb, Config, Warehouse)> {
     ])
     .await
     .unwrap();
-    Some((db, config, wh))
+    Some((db, path, config, wh))
 }
 
 fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
@@ -266,8 +273,60 @@ async fn a_failed_merge_window_stops_the_later_ones(kind: Kind) {
     assert_eq!(amount_of(&wh, 1).await, 10);
 }
 
+/// `idem run` of a merge job over older windows only: its plan (read from
+/// the ledger, no row counts needed) still sees the windows loaded after
+/// its range, warns, and `--through-latest` merges through them.
+async fn a_narrowed_merge_run_warns_of_later_windows(kind: Kind) {
+    let Some((_db, path, _config, wh)) = setup_with_path(kind).await else {
+        return;
+    };
+    let idem = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(args)
+            .output()
+            .expect("idem runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    idem(&["run", "dim"]);
+    let (_, warned) = idem(&["run", "dim", "--from", "2026-01-02", "--to", "2026-01-03"]);
+    assert!(
+        warned.contains("2 later windows (2026-01-04…2026-01-05)")
+            && warned.contains("--through-latest"),
+        "{warned}"
+    );
+    // The older windows alone rolled customer 1 back to an older amount.
+    assert_eq!(amount_of(&wh, 1).await, 30);
+    let (events, _) = idem(&[
+        "run",
+        "dim",
+        "--from",
+        "2026-01-02",
+        "--to",
+        "2026-01-03",
+        "--through-latest",
+        "--json",
+    ]);
+    let succeeded = events
+        .lines()
+        .filter(|l| l.contains("\"partition_succeeded\""))
+        .count();
+    assert_eq!(succeeded, 4, "{events}");
+    assert_eq!(amount_of(&wh, 1).await, 50);
+}
+
 on_every_engine!(
     a_failed_merge_window_stops_the_later_ones,
+    a_narrowed_merge_run_warns_of_later_windows,
     a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
     changed_sql_turns_loaded_partitions_stale_until_rerun,
