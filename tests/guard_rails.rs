@@ -281,21 +281,9 @@ async fn a_narrowed_merge_run_warns_of_later_windows(kind: Kind) {
         return;
     };
     let idem = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&path)
-            .args(args)
-            .output()
-            .expect("idem runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let out = common::idem(&path, args);
+        let stdout = common::stdout_ok(&out);
+        (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
     };
     idem(&["run", "dim"]);
     let (_, warned) = idem(&["run", "dim", "--from", "2026-01-02", "--to", "2026-01-03"]);

@@ -387,19 +387,9 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     );
 }
 
-/// `idem run` of the real binary, which must succeed.
+/// The real binary, which must exit 0.
 fn idem_run(config: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .expect("idem runs");
-    assert!(
-        out.status.success(),
-        "idem {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::stdout_ok(&common::idem(config, args));
 }
 
 #[cfg_attr(
