@@ -263,6 +263,7 @@ pub async fn noticing_slow<T>(
 /// The state of each partition from counts and attempts (oldest first);
 /// without counts, or for a job without a partition column, from the
 /// attempts alone.
+///
 /// The attempts are consumed: each partition keeps its latest and its
 /// latest successful one, and the rest of the history is dropped here
 /// rather than held for as long as the statuses are.
