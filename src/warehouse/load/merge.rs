@@ -133,7 +133,7 @@ pub(super) async fn merge(
         .await?
     };
     let rows_after = match &job.partition_column {
-        Some(pcol) => count_window(dialect, tx, job, pcol, partition, shape.partition_kind).await?,
+        Some(_) => count_window(dialect, tx, &Window::of(&t)?).await?,
         None => source_rows,
     };
     let content_changed = before != after;

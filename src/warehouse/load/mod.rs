@@ -321,6 +321,44 @@ struct Target<'a> {
     shrink_guard: Option<f64>,
 }
 
+/// The window a replace owns on its target: the rows whose partition column
+/// lies in the partition, compared as a value of the column's kind.
+#[derive(Clone, Copy)]
+struct Window<'a> {
+    target: &'a TableName,
+    column: &'a Ident,
+    partition: &'a Partition,
+    kind: ColumnKind,
+}
+
+impl<'a> Window<'a> {
+    fn of(t: &Target<'a>) -> Result<Window<'a>, WarehouseError> {
+        Ok(Window {
+            target: &t.job.target,
+            column: partition_column(t.job)?,
+            partition: t.partition,
+            kind: t.shape.partition_kind,
+        })
+    }
+
+    /// The condition on the partition column alone.
+    fn filter(&self, sql: &mut Sql) {
+        sql.window_filter_as("", self.column, self.partition, self.kind);
+    }
+
+    /// ` FROM target WHERE` the condition.
+    fn from(&self, sql: &mut Sql) {
+        sql.push(" FROM ").table(self.target).push(" WHERE ");
+        self.filter(sql);
+    }
+
+    /// `DELETE FROM target WHERE` the condition.
+    fn delete(&self, sql: &mut Sql) {
+        sql.push("DELETE");
+        self.from(sql);
+    }
+}
+
 async fn take_lock(
     dialect: &dyn Dialect,
     conn: &mut AnyConnection,
@@ -464,13 +502,7 @@ async fn rows_of(
     match t.job.strategy {
         Strategy::ReplacePartition => {
             fingerprint::select_as_text(&mut sql, &t.shape.columns, "");
-            sql.push(" FROM ").table(&t.job.target).push(" WHERE ");
-            sql.window_filter_as(
-                "",
-                partition_column(t.job)?,
-                t.partition,
-                t.shape.partition_kind,
-            );
+            Window::of(t)?.from(&mut sql);
         }
         Strategy::MergeKey => {
             fingerprint::select_as_text(&mut sql, &t.shape.columns, "t.");
@@ -568,12 +600,6 @@ fn insert_job_rows(
     Ok(())
 }
 
-/// `DELETE FROM target WHERE` the partition column lies in the window.
-fn delete_window(sql: &mut Sql, job: &Job, pcol: &Ident, partition: &Partition, kind: ColumnKind) {
-    sql.push("DELETE FROM ").table(&job.target).push(" WHERE ");
-    sql.window_filter_as("", pcol, partition, kind);
-}
-
 fn log_fingerprint(log: &(dyn Fn(LoadStep) + Send + Sync), after: &Fingerprint, changed: bool) {
     let what = if changed {
         "content changed"
@@ -597,16 +623,11 @@ fn partition_column(job: &Job) -> Result<&Ident, WarehouseError> {
 async fn count_window(
     dialect: &'static dyn Dialect,
     conn: &mut AnyConnection,
-    job: &Job,
-    pcol: &Ident,
-    partition: &Partition,
-    kind: ColumnKind,
+    window: &Window<'_>,
 ) -> Result<i64, WarehouseError> {
     let mut sql = Sql::new(dialect);
-    sql.push("SELECT COUNT(*) FROM ")
-        .table(&job.target)
-        .push(" WHERE ");
-    sql.window_filter_as("", pcol, partition, kind);
+    sql.push("SELECT COUNT(*)");
+    window.from(&mut sql);
     Ok(sql.query().fetch_one(&mut *conn).await?.try_get(0)?)
 }
 

@@ -31,12 +31,8 @@ pub(super) async fn replace(
         shape,
         ..
     } = t;
-    let pcol = partition_column(job)?;
-    let kind = shape.partition_kind;
-    let window = |sql: &mut Sql| {
-        sql.push(" FROM ").table(&job.target).push(" WHERE ");
-        sql.window_filter_as("", pcol, partition, kind);
-    };
+    let w = Window::of(&t)?;
+    let window = |sql: &mut Sql| w.from(sql);
     let child = shape
         .children
         .iter()
@@ -61,29 +57,20 @@ pub(super) async fn replace(
         None if dialect.deletes_in_with() => {
             let mut sql = Sql::new(dialect);
             sql.push("WITH gone AS (");
-            delete_window(&mut sql, job, pcol, partition, kind);
+            w.delete(&mut sql);
             sql.push(") ");
             // The SELECT sees the window as the DELETE found it: the rows
             // it read are the rows deleted.
             let before = fingerprint::of_after(tx, sql, &shape.columns, "", window).await?;
-            log(format!(
-                "DELETE {} rows in [{}, {})",
-                before.rows,
-                partition.start,
-                partition.end()
-            ));
+            log(deleted(before.rows, partition));
             (before, before.rows)
         }
         None => {
             let before = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
             let mut delete = Sql::new(dialect);
-            delete_window(&mut delete, job, pcol, partition, kind);
+            w.delete(&mut delete);
             let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
-            log(format!(
-                "DELETE {rows_deleted} rows in [{}, {})",
-                partition.start,
-                partition.end()
-            ));
+            log(deleted(rows_deleted, partition));
             (before, rows_deleted)
         }
     };
@@ -128,28 +115,30 @@ async fn replace_returning(
         shape,
         ..
     } = t;
-    let pcol = partition_column(job)?;
-    let kind = shape.partition_kind;
+    let w = Window::of(&t)?;
     let (before, _) = returning(dialect, tx, hash, None, |delete| {
-        delete_window(delete, job, pcol, partition, kind);
+        w.delete(delete);
         Ok(())
     })
     .await?;
-    log(format!(
-        "DELETE {} rows in [{}, {})",
-        before.rows,
-        partition.start,
-        partition.end()
-    ));
-    let window = Some((pcol, partition, kind));
+    log(deleted(before.rows, partition));
     let target = dialect.quote_table(&job.target);
-    let (after, in_window) = returning(dialect, tx, hash, window, |insert| {
+    let (after, in_window) = returning(dialect, tx, hash, Some(&w), |insert| {
         insert_job_rows(insert, &target, &shape.insert, job, partition)
     })
     .await?;
     let rows_inserted = after.rows;
     log(format!("INSERT {rows_inserted} rows"));
     checked(t, log, before, before.rows, after, rows_inserted, in_window)
+}
+
+/// The log line of a replace's DELETE.
+fn deleted(rows: i64, partition: &Partition) -> LoadStep {
+    format!(
+        "DELETE {rows} rows in [{}, {})",
+        partition.start,
+        partition.end()
+    )
 }
 
 /// The checks a replace's transaction must pass before its COMMIT, from
@@ -166,12 +155,11 @@ fn checked(
     in_window: i64,
 ) -> Result<LoadOutcome, WarehouseError> {
     let Target {
-        job,
         partition,
         shrink_guard,
         ..
     } = t;
-    let pcol = partition_column(job)?;
+    let w = Window::of(&t)?;
     if let Some(floor) = shrink_guard
         && crate::config::shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
@@ -194,7 +182,7 @@ fn checked(
         return Err(WarehouseError::Job(format!(
             "job wrote {outside} rows outside its partition {} (its {} values must lie in [{}, {}))",
             partition.name(),
-            pcol,
+            w.column,
             partition.start,
             partition.end()
         )));
@@ -223,7 +211,7 @@ async fn returning(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
     hash: &RowHash,
-    window: Option<(&Ident, &Partition, ColumnKind)>,
+    window: Option<&Window<'_>>,
     statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
 ) -> Result<(Fingerprint, i64), WarehouseError> {
     let RowHash::Sql(expr) = hash else {
@@ -234,9 +222,9 @@ async fn returning(
     let mut sql = Sql::new(dialect);
     statement(&mut sql)?;
     sql.push(" RETURNING ").push(expr).push(" AS h");
-    if let Some((pcol, partition, kind)) = window {
+    if let Some(w) = window {
         sql.push(", CASE WHEN ");
-        sql.window_filter_as("", pcol, partition, kind);
+        w.filter(&mut sql);
         sql.push(" THEN 1 ELSE 0 END AS inside");
     }
     let mut fp = Fingerprint::default();
