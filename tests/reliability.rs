@@ -15,6 +15,26 @@ use sqlx::Row;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// `src` and `target`, both `(id, dt)`, then the `rest` of the script: the
+/// fixture most tests here start from.
+async fn id_and_day_tables(wh: &Warehouse, target: &str, rest: &[&str]) {
+    let target = format!("CREATE TABLE {target} (id INTEGER NOT NULL, dt DATE NOT NULL)");
+    let mut script = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &target,
+    ];
+    script.extend_from_slice(rest);
+    wh.execute_script(&script).await.expect("setup");
+}
+
+/// Fills `src` with one row on each of the first `days` days of 2026.
+fn one_row_a_day(days: u32) -> String {
+    let values: Vec<String> = (1..=days)
+        .map(|d| format!("({d}, '2026-01-{d:02}')"))
+        .collect();
+    format!("INSERT INTO src (id, dt) VALUES {}", values.join(", "))
+}
+
 fn job<'a>(config: &'a Config, name: &str) -> &'a Job {
     config
         .jobs
@@ -167,13 +187,12 @@ async fn month_partitions_take_their_hour_locks(kind: Kind) {
     );
     let (_, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE m (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')",
-    ])
-    .await
-    .expect("setup");
+    id_and_day_tables(
+        &wh,
+        "m",
+        &["INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')"],
+    )
+    .await;
     let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
         .await
         .expect("plan");
@@ -270,12 +289,7 @@ async fn open_and_out_of_range_windows_are_refused(kind: Kind) {
     );
     let (_, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE live (id INTEGER NOT NULL, dt DATE NOT NULL)",
-    ])
-    .await
-    .expect("setup");
+    id_and_day_tables(&wh, "live", &[]).await;
     let live = job(&config, "live");
     let through = |to: Partition, allow_incomplete: bool| Selection {
         from: Some(live.start),
@@ -355,13 +369,8 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
             values.push(format!("({}, '2026-01-0{d}')", d * 10_000 + k));
         }
     }
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
-    ])
-    .await
-    .expect("setup");
+    let fill = format!("INSERT INTO src (id, dt) VALUES {}", values.join(", "));
+    id_and_day_tables(&wh, "fct", &[&fill]).await;
     let fct = job(&config, "fct");
     let (summary, _) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
     assert_eq!(summary.failed, 0);
@@ -482,20 +491,18 @@ async fn sqlite_self_rollback_does_not_poison_later_partitions() {
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
     let wh = db.warehouse(&config).await;
-    let values: Vec<String> = (1..=10)
-        .map(|d| format!("({d}, '2026-01-{d:02}')"))
-        .collect();
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
-        // What SQLITE_FULL does: the statement fails and SQLite rolls the
-        // whole transaction back on its own.
-        "CREATE TRIGGER disk_full BEFORE INSERT ON fct WHEN NEW.dt = '2026-01-03' \
-         BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END",
-    ])
-    .await
-    .expect("setup");
+    id_and_day_tables(
+        &wh,
+        "fct",
+        &[
+            &one_row_a_day(10),
+            // What SQLITE_FULL does: the statement fails and SQLite rolls the
+            // whole transaction back on its own.
+            "CREATE TRIGGER disk_full BEFORE INSERT ON fct WHEN NEW.dt = '2026-01-03' \
+             BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END",
+        ],
+    )
+    .await;
     let fct = job(&config, "fct");
     let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-10").await).await;
     let errors = errors(&events);
@@ -519,16 +526,7 @@ async fn mysql_a_pooled_connection_holds_no_partition_lock_after_its_load() {
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-06", select));
     let wh = db.warehouse(&config).await;
-    let values: Vec<String> = (1..=6)
-        .map(|d| format!("({d}, '2026-01-{d:02}')"))
-        .collect();
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
-    ])
-    .await
-    .expect("setup");
+    id_and_day_tables(&wh, "fct", &[&one_row_a_day(6)]).await;
     let fct = job(&config, "fct");
     let days: Vec<Partition> = (1..=6).map(|d| day(&format!("2026-01-{d:02}"))).collect();
     let held = |wh: Warehouse| {
@@ -564,12 +562,7 @@ async fn sqlite_writes_one_partition_at_a_time() {
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-10", select));
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-    ])
-    .await
-    .expect("setup");
+    id_and_day_tables(&wh, "fct", &[]).await;
     let mut backfill = plan(&wh, job(&config, "fct"), "2026-01-01", "2026-01-10").await;
     backfill.concurrency = 4;
     let (summary, events) = run(&wh, &backfill).await;
