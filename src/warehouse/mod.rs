@@ -556,10 +556,10 @@ impl PartitionLock {
     }
 }
 
-/// A 64-bit lock key for a partition's lock name, the same in every process.
 /// A pooled connection idle longer than this is pinged before its next use.
 const PING_WHEN_IDLE: Duration = Duration::from_secs(1);
 
+/// A 64-bit lock key for a partition's lock name, the same in every process.
 pub(crate) fn lock_key_i64(key: &str) -> i64 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(key.as_bytes());
