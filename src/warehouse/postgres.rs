@@ -14,39 +14,15 @@ use crate::partition::Grain;
 
 pub struct Postgres;
 
-/// Column types (as `information_schema.columns.data_type` names them) with
-/// a default hash operator class, which `hash_record_extended` needs.
-const HASHABLE: &[&str] = &[
-    "smallint",
-    "integer",
-    "bigint",
-    "numeric",
-    "real",
-    "double precision",
-    "text",
-    "character varying",
-    "character",
-    "name",
-    "date",
-    "timestamp without time zone",
-    "timestamp with time zone",
-    "time without time zone",
-    "interval",
-    "boolean",
-    "uuid",
-    "bytea",
-    "jsonb",
-    "inet",
-];
-
-/// The 64-bit hash of one value of a `HASHABLE` type by the type's own
-/// extended hash function, seeded: what the type's hash operator class
-/// uses, or an exact conversion to a type that has one (a date as the
-/// timestamp of its midnight, infinities included; a zoned timestamp as
-/// its UTC time; a boolean as 0 or 1). Types without a callable function
-/// (bytea) are hashed as a one-value record.
-fn hash_value(column: &str, type_name: &str, seed: usize) -> String {
-    let call = |f: &str, arg: String| format!("{f}({arg}, {seed})");
+/// The 64-bit hash of one value by its type's own extended hash function,
+/// seeded: what the type's hash operator class uses, or an exact conversion
+/// to a type that has one (a date as the timestamp of its midnight,
+/// infinities included; a zoned timestamp as its UTC time; a boolean as 0
+/// or 1), bytea, whose function cannot be called, as a one-value record.
+/// None for a type (as `information_schema.columns.data_type` names it)
+/// without a default hash operator class.
+fn hash_value(column: &str, type_name: &str, seed: usize) -> Option<String> {
+    let call = |f: &str, arg: String| Some(format!("{f}({arg}, {seed})"));
     match type_name {
         "smallint" => call("hashint2extended", column.into()),
         "integer" => call("hashint4extended", column.into()),
@@ -72,7 +48,8 @@ fn hash_value(column: &str, type_name: &str, seed: usize) -> String {
         "uuid" => call("uuid_hash_extended", column.into()),
         "jsonb" => call("jsonb_hash_extended", column.into()),
         "inet" => call("hashinetextended", column.into()),
-        _ => call("hash_record_extended", format!("ROW({column})")),
+        "bytea" => call("hash_record_extended", format!("ROW({column})")),
+        _ => None,
     }
 }
 
@@ -257,12 +234,12 @@ impl Dialect for Postgres {
     /// hash function falls back to the first 60 bits of the MD5 of the
     /// row's text.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        if columns.iter().all(|(_, t)| HASHABLE.contains(&t.as_str())) {
-            let values: Vec<String> = columns
-                .iter()
-                .enumerate()
-                .map(|(i, (c, t))| format!("COALESCE({}, {})", hash_value(c, t, i + 1), i + 1))
-                .collect();
+        let hashed: Option<Vec<String>> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (c, t))| hash_value(c, t, i + 1).map(|h| format!("COALESCE({h}, {})", i + 1)))
+            .collect();
+        if let Some(values) = hashed {
             RowHash::Sql(format!(
                 "(hashint8extended({}, 0) & 1152921504606846975)",
                 values.join(" # ")
