@@ -78,7 +78,6 @@ impl RunLog {
     }
 
     fn append(&mut self, key: &(String, String), line: &str) -> std::io::Result<()> {
-        let file = path(&self.dir, &key.0, &key.1);
         // A file grown past the bound is closed here and rotated below.
         if self
             .open
@@ -88,6 +87,7 @@ impl RunLog {
             self.open.remove(key);
         }
         if !self.open.contains_key(key) {
+            let file = path(&self.dir, &key.0, &key.1);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent)?;
             }
