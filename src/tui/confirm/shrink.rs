@@ -43,12 +43,12 @@ pub fn lines<'a>(
     t: &Theme,
     label: impl Fn(&str) -> Span<'a>,
 ) -> Vec<Line<'a>> {
-    let allowed = backfill.is_some_and(|b| b.allow_shrink);
-    let line = |name: &str, text: String, style: &str| {
-        Line::from(vec![label(name), Span::styled(text, t.style(style))])
-    };
     let Some(backfill) = backfill else {
         return Vec::new();
+    };
+    let allowed = backfill.allow_shrink;
+    let line = |name: &str, text: String, style: &str| {
+        Line::from(vec![label(name), Span::styled(text, t.style(style))])
     };
     // Until the count says which, the allowance in general.
     let allowance = || {
