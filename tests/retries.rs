@@ -191,7 +191,7 @@ async fn a_zero_lock_timeout_fails_at_once(kind: Kind) {
     };
     let held = plan(holder.clone(), slow_config.jobs[0].clone()).await;
     let backfill = plan(wh.clone(), config.jobs[0].clone()).await;
-    let _ = wh.target_columns(&config.jobs[0].target).await;
+    let _ = wh.columns(&config.jobs[0].target).await;
 
     // The partition's lock is held for seconds: by a slow load of the same
     // partition on the servers, by another writer on SQLite.

@@ -784,7 +784,96 @@ async fn a_window_of_binary_and_float_values_loads_and_fingerprints(kind: Kind) 
     assert_ne!(changed_again.fingerprint, changed.fingerprint);
 }
 
+/// A state read takes from the ledger each partition's latest attempt, its
+/// latest success, its count and its latest content change, grouped by the
+/// warehouse: the same as summing up the whole history in memory, whatever
+/// the order, statuses and content flags of the attempts, and narrowed to a
+/// range of partitions without touching the others.
+async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
+    use idem::warehouse::ledger::{Attempt, AttemptStatus, PartitionLedger};
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let statuses = [
+        AttemptStatus::Succeeded,
+        AttemptStatus::Failed,
+        AttemptStatus::Cancelled,
+        AttemptStatus::Refused,
+    ];
+    let mut history = Vec::new();
+    // Partition i has i % 7 attempts; attempt n of it has a status, a
+    // content flag (changed, unchanged, not said) and a finish that are
+    // not in the order the attempts were recorded.
+    for n in 0..6i64 {
+        for i in 0..40i64 {
+            if n >= i % 7 {
+                continue;
+            }
+            let k = (i * 7 + n * 3) as usize;
+            let day = format!("2026-02-{:02}", i % 28 + 1);
+            history.push(Attempt {
+                run_id: format!("run {n}"),
+                job: "j".into(),
+                partition: if i >= 28 { format!("{day}x") } else { day },
+                attempt: n + 1,
+                status: statuses[k % 4],
+                started_at: format!("2026-03-01T00:00:{n:02}.000Z"),
+                locked_at: k.is_multiple_of(3).then(|| "2026-03-01T00:00:00.500Z".to_string()),
+                finished_at: format!("2026-03-01T00:{:02}:00.000Z", (k * 13) % 60),
+                rows_deleted: n,
+                rows_inserted: i,
+                rows_updated: 0,
+                rows_after: i + n,
+                definition_hash: format!("def{}", n % 2),
+                fingerprint: k.is_multiple_of(2).then(|| format!("v5:{i}:{k:032x}")),
+                content_changed: [Some(true), Some(false), None][k % 3],
+                error: (statuses[k % 4] == AttemptStatus::Failed).then(|| "boom".to_string()),
+                operator: "ops".into(),
+                host: "h".into(),
+                reason: None,
+            });
+        }
+    }
+    // Another job's attempts are not this job's.
+    let mut other = history[0].clone();
+    other.job = "k".into();
+    history.push(other);
+    for a in &history {
+        wh.record_attempt(a).await.unwrap();
+    }
+    let whole = PartitionLedger::summarize(history.iter().filter(|a| a.job == "j").cloned());
+    assert!(whole.values().any(|p| p.latest.is_none() && p.attempts > 0));
+    assert!(
+        whole
+            .values()
+            .any(|p| p.latest.is_some() && p.latest != p.success)
+    );
+    assert!(
+        whole
+            .values()
+            .any(|p| p.success.is_some() && p.changed_at.is_none())
+    );
+    assert_eq!(wh.ledger_summary("j", None).await.unwrap(), whole);
+
+    let narrowed = wh
+        .ledger_summary("j", Some(("2026-02-05", "2026-02-09")))
+        .await
+        .unwrap();
+    let expected: std::collections::HashMap<_, _> = whole
+        .iter()
+        .filter(|(p, _)| p.as_str() >= "2026-02-05" && p.as_str() <= "2026-02-09")
+        .map(|(p, l)| (p.clone(), l.clone()))
+        .collect();
+    assert!(expected.len() >= 4, "{expected:?}");
+    assert_eq!(narrowed, expected);
+    assert!(wh.ledger_summary("none", None).await.unwrap().is_empty());
+    wh.close().await;
+}
+
 on_every_engine!(
+    the_ledger_summary_is_the_history_summed_up,
     fingerprints_ignore_order_but_count_duplicates,
     a_window_of_binary_and_float_values_loads_and_fingerprints,
     counts_are_named_after_grouping_by_the_column,
@@ -1005,4 +1094,95 @@ async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_kille
             .all(|a| a.status != idem::warehouse::ledger::AttemptStatus::Succeeded),
         "{slow:?}"
     );
+}
+
+/// The target's columns come from `pg_catalog` (the information schema
+/// checks privileges on every column of the database first), named as the
+/// information schema names them: the row hash and the window bounds go by
+/// those names. Domains, arrays, enums, typmods, a dropped column and a
+/// table of the same name in another schema.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_columns_from_the_catalogue_are_named_as_the_information_schema_names_them() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE DOMAIN day AS date",
+        "CREATE DOMAIN code AS varchar(8) NOT NULL",
+        "CREATE DOMAIN days AS date[]",
+        "CREATE TYPE mood AS ENUM ('ok', 'sad')",
+        "CREATE TABLE wide (id bigint NOT NULL, gone int, d day, c code, ds days, \
+         ints int[], m mood, v varchar(10), n numeric(10, 2), tz timestamptz, \
+         ts timestamp(3), ch char(3), b bytea, j jsonb, u uuid, t time, f float4, \
+         g bigint GENERATED ALWAYS AS (id * 2) STORED)",
+        "ALTER TABLE wide DROP COLUMN gone",
+        "CREATE SCHEMA other",
+        "CREATE TABLE other.wide (x text)",
+        "CREATE VIEW wide_view AS SELECT id, d FROM wide",
+    ])
+    .await
+    .expect("fixture");
+
+    let information_schema = |schema: &str, table: &str| {
+        format!(
+            "SELECT CAST(column_name AS text), CAST(data_type AS text), \
+             CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns \
+             WHERE table_schema = {schema} AND table_name = '{table}' ORDER BY ordinal_position"
+        )
+    };
+    for (name, schema) in [
+        ("wide", "current_schema()"),
+        ("other.wide", "'other'"),
+        ("wide_view", "current_schema()"),
+    ] {
+        let table = idem::config::TableName::parse(name).unwrap();
+        let from_catalogue: Vec<(String, String, bool)> = wh
+            .columns(&table)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.name.as_str().to_string(), c.type_name, c.nullable))
+            .collect();
+        let expected: Vec<(String, String, bool)> = sqlx::query(sqlx::AssertSqlSafe(
+            information_schema(schema, &table.name.to_string()),
+        ))
+        .fetch_all(wh.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get::<String, _>(0),
+                r.get::<String, _>(1),
+                r.get::<i64, _>(2) == 1,
+            )
+        })
+        .collect();
+        assert!(!expected.is_empty(), "{name}");
+        assert_eq!(from_catalogue, expected, "{name}");
+    }
+    let wide = wh
+        .columns(&idem::config::TableName::parse("wide").unwrap())
+        .await
+        .unwrap();
+    let kind = |name: &str| {
+        wide.iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap()
+            .kind()
+    };
+    assert_eq!(kind("d"), idem::warehouse::ColumnKind::Date);
+    assert_eq!(kind("tz"), idem::warehouse::ColumnKind::TimestampTz);
+    assert!(matches!(
+        wh.columns(&idem::config::TableName::parse("nowhere.wide").unwrap())
+            .await,
+        Err(idem::warehouse::WarehouseError::NoTarget(_))
+    ));
+    wh.close().await;
 }

@@ -15,7 +15,7 @@ mod sql;
 use serde::Serialize;
 
 use crate::config::{Job, Strategy};
-use crate::warehouse::{Warehouse, WarehouseError};
+use crate::warehouse::{Column, Warehouse, WarehouseError};
 use sql::{Reading, Volatile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -338,11 +338,11 @@ fn watermark(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
 async fn partition_column_type(
     wh: &Warehouse,
     job: &Job,
+    columns: &[Column],
     pcol: &crate::config::Ident,
     out: &mut Vec<Finding>,
 ) -> Result<(), WarehouseError> {
     let engine = wh.dialect().engine();
-    let columns = wh.columns(&job.target).await?;
     let Some(column) = columns
         .iter()
         .find(|c| c.name.as_str().eq_ignore_ascii_case(pcol.as_str()))
@@ -376,7 +376,7 @@ async fn partition_column_type(
 pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding>, WarehouseError> {
     let mut out = Vec::new();
     let first = job.sql_line;
-    let target_columns = match wh.target_columns(&job.target).await {
+    let target_columns = match wh.columns(&job.target).await {
         Ok(cols) => cols,
         Err(WarehouseError::NoTarget(_)) => {
             out.push(Finding::new(
@@ -392,12 +392,12 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
     let has_column = |name: &str| {
         target_columns
             .iter()
-            .any(|c| c.as_str().eq_ignore_ascii_case(name))
+            .any(|c| c.name.as_str().eq_ignore_ascii_case(name))
     };
 
     if let Some(pcol) = &job.partition_column {
         if !has_column(pcol.as_str()) {
-            let names: Vec<&str> = target_columns.iter().map(|c| c.as_str()).collect();
+            let names: Vec<&str> = target_columns.iter().map(|c| c.name.as_str()).collect();
             out.push(Finding::new(
                 Severity::Error,
                 first,
@@ -412,7 +412,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                 ),
             ));
         } else {
-            partition_column_type(wh, job, pcol, &mut out).await?;
+            partition_column_type(wh, job, &target_columns, pcol, &mut out).await?;
         }
         if has_column(pcol.as_str()) && job.strategy == Strategy::ReplacePartition {
             let mut sql = wh.sql();
@@ -442,10 +442,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             .iter()
             .map(|k| k.as_str().to_lowercase())
             .collect();
-        let nullable: Vec<String> = wh
-            .columns(&job.target)
-            .await?
-            .into_iter()
+        let nullable: Vec<String> = target_columns
+            .iter()
             .filter(|c| c.nullable)
             .map(|c| c.name.as_str().to_lowercase())
             .collect();

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
-use crate::warehouse::ledger::{Attempt, AttemptStatus};
+use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary};
 use crate::warehouse::{CountCache, Counts, Warehouse, WarehouseError};
 
 mod anomaly;
@@ -190,14 +190,16 @@ pub async fn job_status_scoped(
         ),
         None => Some(warehouse.partition_counts(job, *first, *last).await?),
     };
-    let attempts = warehouse.attempts(&job.name, None).await?;
+    let ledger = warehouse
+        .ledger_summary(&job.name, Some((&first.name(), &last.name())))
+        .await?;
     let mut running = running.clone();
     running.extend(
         warehouse
             .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    let mut statuses = derive(job, partitions, counts.as_ref(), attempts, now, &running);
+    let mut statuses = derive(job, partitions, counts.as_ref(), ledger, now, &running);
     statuses.retain(|s| {
         scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
     });
@@ -226,8 +228,8 @@ pub async fn job_status_in(
     let mut upstream = Vec::new();
     for (name, _) in lineage.upstream(&job.name) {
         if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {
-            let attempts = warehouse.attempts(&up.name, None).await?;
-            upstream.push((up, content_changes(&attempts)));
+            let ledger = warehouse.ledger_summary(&up.name, None).await?;
+            upstream.push((up, content_changes(&ledger)));
         }
     }
     mark_upstream_stale(&mut statuses, &upstream);
@@ -260,41 +262,27 @@ pub async fn noticing_slow<T>(
     read.await
 }
 
-/// The state of each partition from counts and attempts (oldest first);
-/// without counts, or for a job without a partition column, from the
-/// attempts alone.
-///
-/// The attempts are consumed: each partition keeps its latest and its
-/// latest successful one, and the rest of the history is dropped here
-/// rather than held for as long as the statuses are.
+/// The state of each partition from counts and what the ledger holds of
+/// it; without counts, or for a job without a partition column, from the
+/// ledger alone. The summary is consumed: each partition keeps its latest
+/// and its latest successful attempt.
 pub fn derive(
     job: &Job,
     partitions: &[Partition],
     counts: Option<&Counts>,
-    attempts: Vec<Attempt>,
+    mut ledger: LedgerSummary,
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Vec<PartitionStatus> {
-    let history = History::of(partitions, &attempts);
-    let mut attempts: Vec<Option<Attempt>> = attempts.into_iter().map(Some).collect();
-    let mut take = |i: Option<usize>| {
-        i.and_then(|i| attempts.get_mut(i))
-            .and_then(Option::take)
-            .map(Box::new)
-    };
     let hash = job.definition_hash();
     let counts = counts.filter(|_| job.partition_column.is_some());
     let mut out: Vec<PartitionStatus> = partitions
         .iter()
-        .zip(history)
-        .map(|(p, h)| {
+        .map(|p| {
             let name = p.name();
-            let success = take(h.success);
-            let latest = if h.latest.is_some() && h.latest == h.success {
-                success.clone()
-            } else {
-                take(h.latest)
-            };
+            let h = ledger.remove(&name).unwrap_or_default();
+            let success = h.success.map(Box::new);
+            let latest = h.latest.map(Box::new);
             let rows_now = counts.map(|c| c.get(&name).copied().unwrap_or(0));
             let rows_at_load = success.as_ref().map(|s| s.rows_after);
             let state = if running.contains(&name) {
@@ -336,7 +324,7 @@ pub fn derive(
                 state,
                 rows_now,
                 rows_at_load,
-                attempts: h.count,
+                attempts: h.attempts,
                 last_attempt: latest,
                 last_success: success,
                 anomaly: false,
@@ -364,39 +352,6 @@ pub fn derive(
     out
 }
 
-/// One partition's ledger history, as [`derive`] needs it: where its latest
-/// attempt that changed something and its latest success are in the
-/// attempts read, and how many attempts it had.
-#[derive(Debug, Clone, Copy, Default)]
-struct History {
-    latest: Option<usize>,
-    success: Option<usize>,
-    count: usize,
-}
-
-impl History {
-    /// The history of each partition (in the order given) in `attempts`
-    /// (oldest first).
-    fn of(partitions: &[Partition], attempts: &[Attempt]) -> Vec<History> {
-        let mut by_name: HashMap<&str, History> = HashMap::new();
-        for (i, a) in attempts.iter().enumerate() {
-            let h = by_name.entry(a.partition.as_str()).or_default();
-            h.count += 1;
-            // A cancelled or refused attempt rolled back and changed nothing.
-            if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
-                h.latest = Some(i);
-            }
-            if a.status == AttemptStatus::Succeeded {
-                h.success = Some(i);
-            }
-        }
-        partitions
-            .iter()
-            .map(|p| by_name.get(p.name().as_str()).copied().unwrap_or_default())
-            .collect()
-    }
-}
-
 /// Records a reconciliation's source counts on the statuses it covered
 /// (partitions from `first` through `last`; a partition the source has no
 /// rows for counts 0).
@@ -416,17 +371,11 @@ pub fn reconcile(
 
 /// When each partition of an upstream job last had its content changed by
 /// a load: the finish of its latest success that changed content.
-pub fn content_changes(attempts: &[Attempt]) -> HashMap<String, String> {
-    let mut out: HashMap<String, String> = HashMap::new();
-    for a in attempts {
-        if a.status == AttemptStatus::Succeeded && a.content_changed != Some(false) {
-            let latest = out.entry(a.partition.clone()).or_default();
-            if a.finished_at > *latest {
-                *latest = a.finished_at.clone();
-            }
-        }
-    }
-    out
+pub fn content_changes(ledger: &LedgerSummary) -> HashMap<String, String> {
+    ledger
+        .iter()
+        .filter_map(|(p, l)| Some((p.clone(), l.changed_at.clone()?)))
+        .collect()
 }
 
 /// Marks the partitions of a job that read upstream partitions whose content
@@ -552,7 +501,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &job,
             &partitions,
             Some(&Counts::new()),
-            Vec::new(),
+            LedgerSummary::new(),
             now,
             &HashSet::new(),
         );
@@ -601,7 +550,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &job,
             &job.partitions(now),
             Some(&counts),
-            history,
+            crate::warehouse::ledger::PartitionLedger::summarize(history),
             now,
             &HashSet::new(),
         );

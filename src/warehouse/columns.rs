@@ -116,10 +116,19 @@ impl Warehouse {
 
     /// The columns of a table with their declared types, in order.
     pub async fn columns(&self, table: &TableName) -> Result<Vec<Column>, WarehouseError> {
+        self.columns_on(&self.pool, table).await
+    }
+
+    /// [`Warehouse::columns`], read through `executor`.
+    pub(super) async fn columns_on<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+        table: &TableName,
+    ) -> Result<Vec<Column>, WarehouseError> {
         let mut sql = self.sql();
         self.dialect.columns_query(&mut sql, table);
         let mut columns = Vec::new();
-        for row in sql.query().fetch_all(&self.pool).await? {
+        for row in sql.query().fetch_all(executor).await? {
             let Ok(name) = Ident::parse(&row.try_get::<String, _>(0)?) else {
                 continue;
             };

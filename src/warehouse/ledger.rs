@@ -1,6 +1,8 @@
 //! The ledger: one row per attempt, inside the warehouse. History and
 //! evidence only; what is loaded is always read from the target itself.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 use serde::Serialize;
@@ -49,7 +51,7 @@ impl AttemptStatus {
 }
 
 /// One attempt at one partition.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {
     pub run_id: String,
     pub job: String,
@@ -73,6 +75,49 @@ pub struct Attempt {
     pub operator: String,
     pub host: String,
     pub reason: Option<String>,
+}
+
+/// What the ledger holds of one partition, as a state read needs it: not
+/// its whole history, which grows with every run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PartitionLedger {
+    /// Its latest attempt that could have changed something (a cancelled or
+    /// refused one rolled back and changed nothing).
+    pub latest: Option<Attempt>,
+    /// Its latest success.
+    pub success: Option<Attempt>,
+    /// How many attempts it had.
+    pub attempts: usize,
+    /// When a load last changed its content: the finish of its latest
+    /// success that changed it (or did not say).
+    pub changed_at: Option<String>,
+}
+
+/// Each partition's [`PartitionLedger`], by partition name.
+pub type LedgerSummary = HashMap<String, PartitionLedger>;
+
+impl PartitionLedger {
+    /// The summary of a history held in memory, oldest attempt first: what
+    /// [`Warehouse::ledger_summary`] reads from the ledger.
+    pub fn summarize(attempts: impl IntoIterator<Item = Attempt>) -> LedgerSummary {
+        let mut out = LedgerSummary::new();
+        for a in attempts {
+            let p = out.entry(a.partition.clone()).or_default();
+            p.attempts += 1;
+            if a.status == AttemptStatus::Succeeded {
+                if a.content_changed != Some(false)
+                    && p.changed_at.as_ref().is_none_or(|t| a.finished_at > *t)
+                {
+                    p.changed_at = Some(a.finished_at.clone());
+                }
+                p.success = Some(a.clone());
+            }
+            if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
+                p.latest = Some(a);
+            }
+        }
+        out
+    }
 }
 
 const COLUMNS: &[&str] = &[
@@ -250,6 +295,65 @@ impl Warehouse {
         Ok(sql.query().fetch_one(self.pool()).await?.try_get(0)?)
     }
 
+    /// Each partition's [`PartitionLedger`] for a job, optionally only of
+    /// the partitions named from `first` through `last` (names of one grain
+    /// sort as their times). One statement: the ledger groups the job's
+    /// rows by partition and sends back at most two whole rows of each,
+    /// not its history (a job's 100,000 attempts took `idem status` from
+    /// 0.19 s to 0.93 s when they were all read).
+    pub async fn ledger_summary(
+        &self,
+        job: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<LedgerSummary, WarehouseError> {
+        let table = self.dialect().ledger_table();
+        let mut sql = self.sql();
+        sql.push("SELECT g.partition_key, g.n, g.latest, g.success, g.changed_at, a.id");
+        for c in COLUMNS {
+            sql.push(", a.").push(c);
+        }
+        sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
+            .bind(AttemptStatus::Cancelled.as_str())
+            .push(" AND status <> ")
+            .bind(AttemptStatus::Refused.as_str())
+            .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
+            .bind(AttemptStatus::Succeeded.as_str())
+            .push(" THEN id END) AS success, MAX(CASE WHEN status = ")
+            .bind(AttemptStatus::Succeeded.as_str())
+            .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN finished_at END) AS changed_at FROM ")
+            .table(&table)
+            .push(" WHERE job = ")
+            .bind(job);
+        if let Some((first, last)) = range {
+            sql.push(" AND partition_key >= ")
+                .bind(first)
+                .push(" AND partition_key <= ")
+                .bind(last);
+        }
+        sql.push(" GROUP BY partition_key) g LEFT JOIN ")
+            .table(&table)
+            .push(" a ON a.id = g.latest OR a.id = g.success");
+        let mut rows = sql.query().fetch(self.pool());
+        let mut out = LedgerSummary::new();
+        while let Some(row) = rows.try_next().await? {
+            let p = out.entry(row.try_get::<String, _>(0)?).or_default();
+            p.attempts = usize::try_from(row.try_get::<i64, _>(1)?).unwrap_or(0);
+            p.changed_at = row.try_get(4)?;
+            let id: Option<i64> = row.try_get(5)?;
+            if id.is_none() {
+                continue;
+            }
+            let attempt = attempt_at(&row, 6)?;
+            if id == row.try_get::<Option<i64>, _>(2)? {
+                p.latest = Some(attempt.clone());
+            }
+            if id == row.try_get::<Option<i64>, _>(3)? {
+                p.success = Some(attempt);
+            }
+        }
+        Ok(out)
+    }
+
     async fn read_attempts(
         &self,
         job: &str,
@@ -279,30 +383,35 @@ impl Warehouse {
         let mut rows = sql.query().fetch(self.pool());
         let mut out = Vec::new();
         while let Some(row) = rows.try_next().await? {
-            let status: String = row.try_get(4)?;
-            let changed: Option<i64> = row.try_get(14)?;
-            out.push(Attempt {
-                run_id: row.try_get(0)?,
-                job: row.try_get(1)?,
-                partition: row.try_get(2)?,
-                attempt: row.try_get(3)?,
-                status: AttemptStatus::parse(&status),
-                started_at: row.try_get(5)?,
-                locked_at: row.try_get(6)?,
-                finished_at: row.try_get(7)?,
-                rows_deleted: row.try_get(8)?,
-                rows_inserted: row.try_get(9)?,
-                rows_updated: row.try_get(10)?,
-                rows_after: row.try_get(11)?,
-                definition_hash: row.try_get(12)?,
-                fingerprint: row.try_get(13)?,
-                content_changed: changed.map(|c| c != 0),
-                error: row.try_get(15)?,
-                operator: row.try_get(16)?,
-                host: row.try_get(17)?,
-                reason: row.try_get(18)?,
-            });
+            out.push(attempt_at(&row, 0)?);
         }
         Ok(out)
     }
+}
+
+/// The attempt whose [`COLUMNS`] start at column `at` of `row`.
+fn attempt_at(row: &sqlx::any::AnyRow, at: usize) -> Result<Attempt, WarehouseError> {
+    let status: String = row.try_get(at + 4)?;
+    let changed: Option<i64> = row.try_get(at + 14)?;
+    Ok(Attempt {
+        run_id: row.try_get(at)?,
+        job: row.try_get(at + 1)?,
+        partition: row.try_get(at + 2)?,
+        attempt: row.try_get(at + 3)?,
+        status: AttemptStatus::parse(&status),
+        started_at: row.try_get(at + 5)?,
+        locked_at: row.try_get(at + 6)?,
+        finished_at: row.try_get(at + 7)?,
+        rows_deleted: row.try_get(at + 8)?,
+        rows_inserted: row.try_get(at + 9)?,
+        rows_updated: row.try_get(at + 10)?,
+        rows_after: row.try_get(at + 11)?,
+        definition_hash: row.try_get(at + 12)?,
+        fingerprint: row.try_get(at + 13)?,
+        content_changed: changed.map(|c| c != 0),
+        error: row.try_get(at + 15)?,
+        operator: row.try_get(at + 16)?,
+        host: row.try_get(at + 17)?,
+        reason: row.try_get(at + 18)?,
+    })
 }

@@ -281,7 +281,8 @@ impl Warehouse {
         };
         // One connection first, so that a wrong URL, a server that is down or
         // a failing session setup says so at once, in the driver's words,
-        // rather than as a pool timing out.
+        // rather than as a pool timing out. It also makes sure of the
+        // ledger; the pool opens its connections as they are needed.
         let mut first =
             tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
                 .await
@@ -290,7 +291,9 @@ impl Warehouse {
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
+        let ledger = ensure_ledger(dialect, &mut first).await;
         let _ = first.close().await;
+        ledger.map_err(|e| read_only(&e).unwrap_or(WarehouseError::Sql(e)))?;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(config.connect_timeout)
@@ -307,22 +310,16 @@ impl Warehouse {
                 })
             })
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
-            .connect(&url)
-            .await
+            .connect_lazy(&url)
             .map_err(connect_error)?;
-        let warehouse = Warehouse {
+        Ok(Warehouse {
             pool,
             dialect,
             config: config.clone(),
             described: Arc::default(),
             shapes: Arc::default(),
             recorded_definitions: Arc::default(),
-        };
-        warehouse.ensure_ledger().await.map_err(|e| match &e {
-            WarehouseError::Sql(source) => read_only(source).unwrap_or(e),
-            _ => e,
-        })?;
-        Ok(warehouse)
+        })
     }
 
     pub fn dialect(&self) -> &'static dyn Dialect {
@@ -344,28 +341,6 @@ impl Warehouse {
     /// The URL without its password, for display.
     pub fn display_url(&self) -> String {
         redact(&self.config.url)
-    }
-
-    async fn ensure_ledger(&self) -> Result<(), WarehouseError> {
-        // Two processes starting at once may race on CREATE … IF NOT EXISTS.
-        let mut result = Ok(());
-        for _ in 0..3 {
-            result = async {
-                // On one connection: through the pool, each statement would
-                // wait on the last one's release.
-                let mut conn = self.pool.acquire().await?;
-                for ddl in ledger::ddl(self.dialect) {
-                    conn.execute(AssertSqlSafe(ddl)).await?;
-                }
-                Ok::<_, sqlx::Error>(())
-            }
-            .await;
-            if result.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        Ok(result?)
     }
 
     /// Runs a statement of static SQL (DDL, demo data).
@@ -416,23 +391,6 @@ impl Warehouse {
             Engine::Postgres => postgres::held(&self.pool, &keys).await?,
             Engine::MySql => mysql::held(&self.pool, &keys).await?,
         })
-    }
-
-    pub async fn target_columns(&self, table: &TableName) -> Result<Vec<Ident>, WarehouseError> {
-        let mut sql = self.sql();
-        self.dialect.columns_query(&mut sql, table);
-        let rows = sql.query().fetch_all(&self.pool).await?;
-        let mut cols = Vec::new();
-        for row in rows {
-            let name: String = row.try_get(0)?;
-            if let Ok(id) = Ident::parse(&name) {
-                cols.push(id);
-            }
-        }
-        if cols.is_empty() {
-            return Err(WarehouseError::NoTarget(table.to_string()));
-        }
-        Ok(cols)
     }
 
     /// Count and fingerprint of a replace job's partition as it is now.
@@ -505,6 +463,29 @@ impl Warehouse {
 }
 
 /// Session settings every connection gets: UTC, isolation, timeouts.
+/// Creates the ledger's tables where they are missing.
+async fn ensure_ledger(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+) -> Result<(), sqlx::Error> {
+    // Two processes starting at once may race on CREATE … IF NOT EXISTS.
+    let mut result = Ok(());
+    for _ in 0..3 {
+        result = async {
+            for ddl in ledger::ddl(dialect) {
+                conn.execute(AssertSqlSafe(ddl)).await?;
+            }
+            Ok(())
+        }
+        .await;
+        if result.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    result
+}
+
 async fn prepare_session(
     dialect: &'static dyn Dialect,
     conn: &mut sqlx::AnyConnection,

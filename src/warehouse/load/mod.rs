@@ -116,11 +116,12 @@ impl Warehouse {
             Work::Load(meta) => Some(meta.run_id.as_str()),
             Work::Verify { .. } => None,
         };
-        let shape = self.target_shape(job, partition, run_id).await?;
-        let mut conn = WriteConnection {
-            conn: self.pool().acquire().await?,
-            clean: false,
-        };
+        // The shape is read on the load's own connection: a connection
+        // goes back to the pool only after a round trip of its own, so the
+        // load would otherwise open another.
+        let mut conn = self.pool().acquire().await?;
+        let shape = self.target_shape(&mut conn, job, partition, run_id).await?;
+        let mut conn = WriteConnection { conn, clean: false };
         let conn = &mut conn;
         let lock = super::PartitionLock::of(job, partition);
         let timeout = self.config().lock_timeout;
@@ -184,6 +185,7 @@ struct ChildPartition {
 impl Warehouse {
     async fn native_partitions(
         &self,
+        conn: &mut AnyConnection,
         table: &TableName,
         column: &Ident,
     ) -> Result<Vec<ChildPartition>, WarehouseError> {
@@ -195,7 +197,7 @@ impl Warehouse {
             return Ok(Vec::new());
         }
         let mut children = Vec::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *conn).await? {
             let schema: String = row.try_get(0)?;
             let name: String = row.try_get(1)?;
             let bound: Option<String> = row.try_get(2)?;
@@ -246,6 +248,7 @@ impl Warehouse {
     /// table altered between runs is seen), or read afresh (`run_id` None).
     async fn target_shape(
         &self,
+        conn: &mut AnyConnection,
         job: &Job,
         partition: &Partition,
         run_id: Option<&str>,
@@ -257,10 +260,7 @@ impl Warehouse {
         {
             return Ok(shape.clone());
         }
-        let columns = self.columns(&job.target).await?;
-        if columns.is_empty() {
-            return Err(WarehouseError::NoTarget(job.target.to_string()));
-        }
+        let columns = self.columns_on(&mut *conn, &job.target).await?;
         let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
         let insert = select_columns(self, job, partition, &names).await?;
         let partition_kind = job
@@ -273,7 +273,7 @@ impl Warehouse {
             })
             .map_or(ColumnKind::Other, Column::kind);
         let children = match &job.partition_column {
-            Some(pcol) => self.native_partitions(&job.target, pcol).await?,
+            Some(pcol) => self.native_partitions(conn, &job.target, pcol).await?,
             None => Vec::new(),
         };
         let shape = Arc::new(TargetShape {
