@@ -820,7 +820,9 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
                 attempt: n + 1,
                 status: statuses[k % 4],
                 started_at: format!("2026-03-01T00:00:{n:02}.000Z"),
-                locked_at: k.is_multiple_of(3).then(|| "2026-03-01T00:00:00.500Z".to_string()),
+                locked_at: k
+                    .is_multiple_of(3)
+                    .then(|| "2026-03-01T00:00:00.500Z".to_string()),
                 finished_at: format!("2026-03-01T00:{:02}:00.000Z", (k * 13) % 60),
                 rows_deleted: n,
                 rows_inserted: i,
@@ -872,7 +874,54 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     wh.close().await;
 }
 
+/// A ledger made before the summary's index keeps only the new one: the
+/// old index on (job, partition_key), left beside it, would have MariaDB
+/// read through it row by row. The next start drops it, once.
+async fn an_old_ledgers_superseded_index_is_dropped_at_the_next_start(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let (old, index_names) = match kind {
+        Kind::Postgres => (
+            "CREATE INDEX attempts_by_job ON idem.attempts (job, partition_key)",
+            "SELECT CAST(indexname AS text) FROM pg_indexes WHERE schemaname = 'idem' AND tablename = 'attempts'",
+        ),
+        Kind::MySql => (
+            "CREATE INDEX idem_attempts_by_job ON idem_attempts (job, partition_key)",
+            "SELECT DISTINCT CAST(index_name AS CHAR) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'idem_attempts'",
+        ),
+        Kind::Sqlite => (
+            "CREATE INDEX idem_attempts_by_job ON idem_attempts (job, partition_key)",
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'idem_attempts' AND sql IS NOT NULL",
+        ),
+    };
+    let indexes = |wh: Warehouse| async move {
+        let mut names: Vec<String> = sqlx::query(index_names)
+            .fetch_all(wh.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .filter(|n| n.ends_with("by_job") || n.ends_with("by_partition"))
+            .collect();
+        names.sort();
+        wh.close().await;
+        names
+    };
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[old]).await.unwrap();
+    let before = indexes(wh).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    for _ in 0..2 {
+        let after = indexes(db.warehouse(&config).await).await;
+        assert_eq!(after.len(), 1, "{after:?}");
+        assert!(after[0].ends_with("_by_partition"), "{after:?}");
+    }
+}
+
 on_every_engine!(
+    an_old_ledgers_superseded_index_is_dropped_at_the_next_start,
     the_ledger_summary_is_the_history_summed_up,
     fingerprints_ignore_order_but_count_duplicates,
     a_window_of_binary_and_float_values_loads_and_fingerprints,

@@ -89,7 +89,8 @@ pub struct PartitionLedger {
     /// How many attempts it had.
     pub attempts: usize,
     /// When a load last changed its content: the finish of its latest
-    /// success that changed it (or did not say).
+    /// success that changed it (or did not say). Attempts at one partition
+    /// run one at a time, under its lock.
     pub changed_at: Option<String>,
 }
 
@@ -105,9 +106,7 @@ impl PartitionLedger {
             let p = out.entry(a.partition.clone()).or_default();
             p.attempts += 1;
             if a.status == AttemptStatus::Succeeded {
-                if a.content_changed != Some(false)
-                    && p.changed_at.as_ref().is_none_or(|t| a.finished_at > *t)
-                {
+                if a.content_changed != Some(false) {
                     p.changed_at = Some(a.finished_at.clone());
                 }
                 p.success = Some(a.clone());
@@ -169,12 +168,69 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
          recorded_at {text} NOT NULL, definition {long} NOT NULL)",
         dialect.quote_table(&defs)
     ));
-    let index = dialect.quote(&table.name.with_suffix("_by_job"));
+    // It covers a state read's summary (`Warehouse::ledger_summary`), so
+    // that reads no whole row but the two or three it sends back: MariaDB
+    // took 0.58 s to group a job's 100,000 rows through an index on (job,
+    // partition_key) alone, 0.12 s through this one. SQLite and InnoDB keep
+    // the row's key in every index; PostgreSQL is given it.
+    let index = dialect.quote(&table.name.with_suffix("_by_partition"));
+    let key = if dialect.engine() == super::Engine::Postgres {
+        ", id"
+    } else {
+        ""
+    };
     out.push(format!(
-        "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key)",
+        "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key, status, content_changed{key})",
         dialect.quote_table(&table)
     ));
     out
+}
+
+/// The index on (job, partition_key) that ledgers were made with before
+/// the summary's index superseded it: left beside that one, MariaDB reads
+/// through it and looks up every row (0.65 s against 0.16 s for `idem
+/// status` of a job with 100,000 attempts). A query giving a row if it is
+/// still there, and the statement that drops it: checked first, so that a
+/// start never alters the ledger for nothing (on MariaDB that would wait on
+/// every load in flight).
+pub(super) fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
+    let table = dialect.ledger_table();
+    let name = table.name.with_suffix("_by_job");
+    let mut check = Sql::new(dialect);
+    let drop = match dialect.engine() {
+        super::Engine::Postgres => {
+            check
+                .push("SELECT 1 FROM pg_indexes WHERE schemaname = ")
+                .bind(table.schema.as_ref().map_or("public", Ident::as_str))
+                .push(" AND indexname = ")
+                .bind(name.as_str());
+            let index = TableName {
+                schema: table.schema.clone(),
+                name,
+            };
+            format!("DROP INDEX {}", dialect.quote_table(&index))
+        }
+        super::Engine::MySql => {
+            check
+                .push("SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ")
+                .bind(table.name.as_str())
+                .push(" AND index_name = ")
+                .bind(name.as_str())
+                .push(" LIMIT 1");
+            format!(
+                "DROP INDEX {} ON {}",
+                dialect.quote(&name),
+                dialect.quote_table(&table)
+            )
+        }
+        super::Engine::Sqlite => {
+            check
+                .push("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ")
+                .bind(name.as_str());
+            format!("DROP INDEX {}", dialect.quote(&name))
+        }
+    };
+    (check, drop)
 }
 
 /// Where job definitions live, beside the attempts.
@@ -298,9 +354,11 @@ impl Warehouse {
     /// Each partition's [`PartitionLedger`] for a job, optionally only of
     /// the partitions named from `first` through `last` (names of one grain
     /// sort as their times). One statement: the ledger groups the job's
-    /// rows by partition and sends back at most two whole rows of each,
-    /// not its history (a job's 100,000 attempts took `idem status` from
-    /// 0.19 s to 0.93 s when they were all read).
+    /// rows by partition through an index that covers the grouping, and
+    /// sends back at most three whole rows of each, not its history. With
+    /// 100,000 attempts of one job, `idem status` when every attempt was
+    /// read: 0.79 s (PostgreSQL), 0.75 s (MariaDB), 1.78 s (SQLite); now
+    /// 0.28 s, 0.17 s and 0.12 s.
     pub async fn ledger_summary(
         &self,
         job: &str,
@@ -308,9 +366,15 @@ impl Warehouse {
     ) -> Result<LedgerSummary, WarehouseError> {
         let table = self.dialect().ledger_table();
         let mut sql = self.sql();
-        sql.push("SELECT g.partition_key, g.n, g.latest, g.success, g.changed_at, a.id");
+        // Each whole row by its own join on the key: an OR of the two keys
+        // in one join made MariaDB scan the ledger once per partition.
+        sql.push("SELECT g.partition_key, g.n, c.finished_at, l.id");
         for c in COLUMNS {
-            sql.push(", a.").push(c);
+            sql.push(", l.").push(c);
+        }
+        sql.push(", s.id");
+        for c in COLUMNS {
+            sql.push(", s.").push(c);
         }
         sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
             .bind(AttemptStatus::Cancelled.as_str())
@@ -320,7 +384,7 @@ impl Warehouse {
             .bind(AttemptStatus::Succeeded.as_str())
             .push(" THEN id END) AS success, MAX(CASE WHEN status = ")
             .bind(AttemptStatus::Succeeded.as_str())
-            .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN finished_at END) AS changed_at FROM ")
+            .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ")
             .table(&table)
             .push(" WHERE job = ")
             .bind(job);
@@ -332,24 +396,29 @@ impl Warehouse {
         }
         sql.push(" GROUP BY partition_key) g LEFT JOIN ")
             .table(&table)
-            .push(" a ON a.id = g.latest OR a.id = g.success");
+            .push(" l ON l.id = g.latest LEFT JOIN ")
+            .table(&table)
+            .push(" s ON s.id = g.success LEFT JOIN ")
+            .table(&table)
+            .push(" c ON c.id = g.changed");
         let mut rows = sql.query().fetch(self.pool());
         let mut out = LedgerSummary::new();
+        let whole = |row: &sqlx::any::AnyRow, at: usize| -> Result<_, WarehouseError> {
+            Ok(match row.try_get::<Option<i64>, _>(at)? {
+                Some(_) => Some(attempt_at(row, at + 1)?),
+                None => None,
+            })
+        };
         while let Some(row) = rows.try_next().await? {
-            let p = out.entry(row.try_get::<String, _>(0)?).or_default();
-            p.attempts = usize::try_from(row.try_get::<i64, _>(1)?).unwrap_or(0);
-            p.changed_at = row.try_get(4)?;
-            let id: Option<i64> = row.try_get(5)?;
-            if id.is_none() {
-                continue;
-            }
-            let attempt = attempt_at(&row, 6)?;
-            if id == row.try_get::<Option<i64>, _>(2)? {
-                p.latest = Some(attempt.clone());
-            }
-            if id == row.try_get::<Option<i64>, _>(3)? {
-                p.success = Some(attempt);
-            }
+            out.insert(
+                row.try_get(0)?,
+                PartitionLedger {
+                    latest: whole(&row, 3)?,
+                    success: whole(&row, 4 + COLUMNS.len())?,
+                    attempts: usize::try_from(row.try_get::<i64, _>(1)?).unwrap_or(0),
+                    changed_at: row.try_get(2)?,
+                },
+            );
         }
         Ok(out)
     }

@@ -475,6 +475,10 @@ async fn ensure_ledger(
             for ddl in ledger::ddl(dialect) {
                 conn.execute(AssertSqlSafe(ddl)).await?;
             }
+            let (check, drop) = ledger::superseded_index(dialect);
+            if check.query().fetch_optional(&mut *conn).await?.is_some() {
+                conn.execute(AssertSqlSafe(drop)).await?;
+            }
             Ok(())
         }
         .await;
