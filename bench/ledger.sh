@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# A state read over a long ledger: one daily job of 45 partitions whose
+# ledger holds ATTEMPTS attempts (default 100,000: every partition loaded
+# some 2,200 times over), on each of ENGINES. Times, best of REPS (default
+# 3): `idem status` of the job and a one-day `idem run`, each a whole
+# command. With BEFORE=path-to-an-older-build, that build takes turns with
+# this one on the same ledger (the older build first, so that a newer
+# build's ledger migration does not help it).
+#
+#   bench/ledger.sh
+#   ENGINES=mariadb ATTEMPTS=20000 BEFORE=/tmp/idem-old bench/ledger.sh
+#
+# Servers: IDEM_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+# MariaDB through MARIADB_ARGS (default -h127.0.0.1 -P3306 -uroot).
+# Prints a markdown table; also writes it to $OUT (bench/ledger-latest.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ENGINES=${ENGINES:-"postgres mariadb sqlite"}
+ATTEMPTS=${ATTEMPTS:-100000}
+REPS=${REPS:-3}
+PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
+MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
+
+cargo build --release --quiet
+bin="$PWD/target/release/idem"
+work=$(mktemp -d)
+db="idem_ledger_$$"
+cleanup() {
+  psql -X -q "$PG" -c "drop database if exists $db with (force)" > /dev/null 2>&1 || true
+  mariadb "${MY[@]}" -e "drop database if exists $db" > /dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+out=${OUT:-bench/ledger-latest.md}
+: > "$out"
+say() { printf '%s\n' "$*" | tee -a "$out"; }
+
+# sql ENGINE: runs the SQL on stdin in the engine's shell.
+sql() {
+  case $1 in
+    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$db" > /dev/null ;;
+    mariadb) mariadb "${MY[@]}" "$db" > /dev/null ;;
+    sqlite) sqlite3 -bail "$work/$db.db" > /dev/null ;;
+  esac
+}
+
+setup() { # ENGINE: source, target, config, one load, ledger inflated
+  local e=$1 url dt series ledger=idem_attempts ts=timestamp
+  case $e in
+    postgres)
+      psql -X -q "$PG" -c "create database $db" > /dev/null
+      url="${PG%/*}/$db" dt="cast(ts as date)" ledger=idem.attempts
+      series="generate_series(1, $ATTEMPTS / 45) s(value)" ;;
+    mariadb)
+      mariadb "${MY[@]}" -e "create database $db"
+      url="$MY_URL/$db" dt="cast(ts as date)" ts=datetime
+      series="(select seq as value from seq_1_to_$((ATTEMPTS / 45))) s" ;;
+    sqlite)
+      url="sqlite://$work/$db.db" dt="date(ts)"
+      series="generate_series(1, $ATTEMPTS / 45) s" ;;
+  esac
+  sql "$e" <<SQL
+create table src (id bigint not null, ts $ts not null);
+create table fct (id bigint not null, dt date not null);
+create index fct_dt on fct (dt);
+SQL
+  for ((d = 0; d < 45; d++)); do
+    echo "insert into src values ($d, '$(date -u -d "2026-01-01 + $d days" +%F) 12:00:00');"
+  done | sql "$e"
+  cat > "$work/idem.toml" <<TOML
+[warehouse]
+url = "$url"
+
+[[jobs]]
+name = "fct"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+end = "2026-02-14"
+sql = "select id, $dt as dt from src where ts >= :start and ts < :end"
+TOML
+  # The ledger is made by the older build, as its users have it.
+  "${BEFORE:-$bin}" --config "$work/idem.toml" run fct > /dev/null 2>&1
+  sql "$e" <<SQL
+insert into $ledger (run_id, job, partition_key, attempt, status, started_at, locked_at,
+  finished_at, rows_deleted, rows_inserted, rows_updated, rows_after, definition_hash,
+  fingerprint, content_changed, error, operator, host, reason)
+select run_id, job, partition_key, attempt + s.value, status, started_at, locked_at,
+  finished_at, rows_deleted, rows_inserted, rows_updated, rows_after, definition_hash,
+  fingerprint, content_changed, error, operator, host, reason
+from $ledger, $series;
+SQL
+}
+
+teardown() {
+  psql -X -q "$PG" -c "drop database if exists $db with (force)" > /dev/null 2>&1 || true
+  mariadb "${MY[@]}" -e "drop database if exists $db" > /dev/null 2>&1 || true
+  rm -f "$work/$db.db"*
+}
+
+seconds() { # command...: wall seconds of one run
+  local t
+  t=$(date +%s.%N)
+  "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+  printf '%.2f' "$(echo "$(date +%s.%N) - $t" | bc -l)"
+}
+
+least() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
+say "## A state read over a ledger of $ATTEMPTS attempts of one 45-day job"
+say ""
+say "| engine | build | idem status | one-day idem run |"
+say "|---|---|---|---|"
+builds="$bin"
+[ -n "${BEFORE:-}" ] && builds="$BEFORE $bin"
+for e in $ENGINES; do
+  setup "$e"
+  for b in $builds; do
+    status="" run=""
+    for ((r = 0; r < REPS; r++)); do
+      status=$(least "$status" "$(seconds "$b" --config "$work/idem.toml" status fct)")
+      run=$(least "$run" "$(seconds "$b" --config "$work/idem.toml" run fct --from 2026-01-05 --to 2026-01-05)")
+    done
+    label=this
+    [ "$b" = "$bin" ] || label=before
+    say "| $e | $label | $status s | $run s |"
+  done
+  teardown
+done
