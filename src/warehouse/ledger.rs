@@ -171,13 +171,12 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
     // It covers a state read's summary (`Warehouse::ledger_summary`), so
     // that reads no whole row but the two or three it sends back: MariaDB
     // took 0.58 s to group a job's 100,000 rows through an index on (job,
-    // partition_key) alone, 0.12 s through this one. SQLite and InnoDB keep
-    // the row's key in every index; PostgreSQL is given it.
+    // partition_key) alone, 0.12 s through this one.
     let index = dialect.quote(&table.name.with_suffix("_by_partition"));
-    let key = if dialect.engine() == super::Engine::Postgres {
-        ", id"
-    } else {
+    let key = if dialect.indexes_hold_the_key() {
         ""
+    } else {
+        ", id"
     };
     out.push(format!(
         "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key, status, content_changed{key})",
@@ -195,42 +194,10 @@ pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
 /// every load in flight).
 pub(super) fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
     let table = dialect.ledger_table();
-    let name = table.name.with_suffix("_by_job");
+    let index = table.name.with_suffix("_by_job");
     let mut check = Sql::new(dialect);
-    let drop = match dialect.engine() {
-        super::Engine::Postgres => {
-            check
-                .push("SELECT 1 FROM pg_indexes WHERE schemaname = ")
-                .bind(table.schema.as_ref().map_or("public", Ident::as_str))
-                .push(" AND indexname = ")
-                .bind(name.as_str());
-            let index = TableName {
-                schema: table.schema.clone(),
-                name,
-            };
-            format!("DROP INDEX {}", dialect.quote_table(&index))
-        }
-        super::Engine::MySql => {
-            check
-                .push("SELECT 1 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ")
-                .bind(table.name.as_str())
-                .push(" AND index_name = ")
-                .bind(name.as_str())
-                .push(" LIMIT 1");
-            format!(
-                "DROP INDEX {} ON {}",
-                dialect.quote(&name),
-                dialect.quote_table(&table)
-            )
-        }
-        super::Engine::Sqlite => {
-            check
-                .push("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ")
-                .bind(name.as_str());
-            format!("DROP INDEX {}", dialect.quote(&name))
-        }
-    };
-    (check, drop)
+    dialect.index_exists_query(&mut check, &table, &index);
+    (check, dialect.drop_index(&table, &index))
 }
 
 /// Where job definitions live, beside the attempts.
@@ -368,14 +335,10 @@ impl Warehouse {
         let mut sql = self.sql();
         // Each whole row by its own join on the key: an OR of the two keys
         // in one join made MariaDB scan the ledger once per partition.
-        sql.push("SELECT g.partition_key, g.n, c.finished_at, l.id");
-        for c in COLUMNS {
-            sql.push(", l.").push(c);
-        }
-        sql.push(", s.id");
-        for c in COLUMNS {
-            sql.push(", s.").push(c);
-        }
+        sql.push("SELECT g.partition_key, g.n, c.finished_at, l.id, ");
+        push_columns(&mut sql, "l.");
+        sql.push(", s.id, ");
+        push_columns(&mut sql, "s.");
         sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
             .bind(AttemptStatus::Cancelled.as_str())
             .push(" AND status <> ")
@@ -432,12 +395,7 @@ impl Warehouse {
         let dialect = self.dialect();
         let mut sql = self.sql();
         sql.push("SELECT ");
-        for (i, c) in COLUMNS.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            sql.push(c);
-        }
+        push_columns(&mut sql, "");
         sql.push(" FROM ")
             .table(&dialect.ledger_table())
             .push(" WHERE job = ")
@@ -455,6 +413,17 @@ impl Warehouse {
             out.push(attempt_at(&row, 0)?);
         }
         Ok(out)
+    }
+}
+
+/// `alias.run_id, alias.job, …`: an attempt's [`COLUMNS`], as
+/// [`attempt_at`] reads them.
+fn push_columns(sql: &mut Sql, alias: &str) {
+    for (i, c) in COLUMNS.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        sql.push(alias).push(c);
     }
 }
 

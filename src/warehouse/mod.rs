@@ -107,6 +107,16 @@ pub trait Dialect: Send + Sync {
     fn ledger_types(&self) -> ledger::ColumnTypes;
     /// Where the ledger lives: `idem.attempts` or `idem_attempts`.
     fn ledger_table(&self) -> TableName;
+    /// Whether every index of a table holds the row's key without naming
+    /// it (SQLite's rowid, InnoDB's primary key): an index then covers a
+    /// query that also reads the key.
+    fn indexes_hold_the_key(&self) -> bool {
+        true
+    }
+    /// A query giving a row if `table` has an index named `index`.
+    fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident);
+    /// The statement dropping the index `index` of `table`.
+    fn drop_index(&self, table: &TableName, index: &Ident) -> String;
     /// `(column name, declared type, 1 when it accepts NULL)` rows of a
     /// table, in order.
     fn columns_query(&self, sql: &mut Sql, table: &TableName);

@@ -126,6 +126,27 @@ impl Dialect for MySql {
         }
     }
 
+    fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
+        sql.push("SELECT 1 FROM information_schema.statistics WHERE table_schema = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("DATABASE()"),
+        };
+        sql.push(" AND table_name = ")
+            .bind(table.name.as_str())
+            .push(" AND index_name = ")
+            .bind(index.as_str())
+            .push(" LIMIT 1");
+    }
+
+    fn drop_index(&self, table: &TableName, index: &Ident) -> String {
+        format!(
+            "DROP INDEX {} ON {}",
+            self.quote(index),
+            self.quote_table(table)
+        )
+    }
+
     fn tables_query(&self, sql: &mut Sql) {
         sql.push(
             "SELECT CAST(NULL AS CHAR), CAST(table_name AS CHAR) FROM information_schema.tables \

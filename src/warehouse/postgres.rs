@@ -154,6 +154,32 @@ impl Dialect for Postgres {
         }
     }
 
+    /// A PostgreSQL index holds only what it names.
+    fn indexes_hold_the_key(&self) -> bool {
+        false
+    }
+
+    fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
+        sql.push("SELECT 1 FROM pg_indexes WHERE schemaname = ");
+        match &table.schema {
+            Some(s) => sql.bind(s.as_str()),
+            None => sql.push("current_schema()"),
+        };
+        sql.push(" AND tablename = ")
+            .bind(table.name.as_str())
+            .push(" AND indexname = ")
+            .bind(index.as_str());
+    }
+
+    /// An index lives in its table's schema.
+    fn drop_index(&self, table: &TableName, index: &Ident) -> String {
+        let index = TableName {
+            schema: table.schema.clone(),
+            name: index.clone(),
+        };
+        format!("DROP INDEX {}", self.quote_table(&index))
+    }
+
     fn tables_query(&self, sql: &mut Sql) {
         sql.push(
             "SELECT CASE WHEN table_schema = current_schema() THEN NULL ELSE CAST(table_schema AS text) END, \

@@ -87,6 +87,17 @@ impl Dialect for Sqlite {
         }
     }
 
+    fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
+        sql.push("SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = ")
+            .bind(table.name.as_str())
+            .push(" AND name = ")
+            .bind(index.as_str());
+    }
+
+    fn drop_index(&self, _table: &TableName, index: &Ident) -> String {
+        format!("DROP INDEX {}", self.quote(index))
+    }
+
     fn tables_query(&self, sql: &mut Sql) {
         sql.push(
             "SELECT CAST(NULL AS TEXT), name FROM sqlite_master \
