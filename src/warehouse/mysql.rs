@@ -128,10 +128,7 @@ impl Dialect for MySql {
 
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
         sql.push("SELECT 1 FROM information_schema.statistics WHERE table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
+        sql.schema_of(table, "DATABASE()");
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" AND index_name = ")
@@ -156,10 +153,7 @@ impl Dialect for MySql {
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
+        sql.schema_of(table, "DATABASE()");
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY ordinal_position");
@@ -196,10 +190,7 @@ impl Dialect for MySql {
              CAST(COALESCE(UPDATE_TIME < NOW() - INTERVAL 1 SECOND, 1) AS SIGNED) \
              FROM information_schema.tables WHERE table_schema = ",
         );
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
+        sql.schema_of(table, "DATABASE()");
         sql.push(" AND table_name = ").bind(table.name.as_str());
     }
 
@@ -274,10 +265,7 @@ impl Dialect for MySql {
     /// whole index drop out of the sets.
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(index_name AS CHAR), CAST(column_name AS CHAR) FROM information_schema.statistics WHERE non_unique = 0 AND table_schema = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("DATABASE()"),
-        };
+        sql.schema_of(table, "DATABASE()");
         sql.push(" AND table_name = ")
             .bind(table.name.as_str())
             .push(" ORDER BY index_name, seq_in_index");
@@ -336,10 +324,7 @@ pub(super) async fn leads_an_index(
     use sqlx::Row;
     let mut sql = Sql::new(&MySql);
     sql.push("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = ");
-    match &table.schema {
-        Some(s) => sql.bind(s.as_str()),
-        None => sql.push("DATABASE()"),
-    };
+    sql.schema_of(table, "DATABASE()");
     sql.push(" AND table_name = ")
         .bind(table.name.as_str())
         .push(" AND LOWER(column_name) = LOWER(")

@@ -161,10 +161,7 @@ impl Dialect for Postgres {
 
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
         sql.push("SELECT 1 FROM pg_indexes WHERE schemaname = ");
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("current_schema()"),
-        };
+        sql.schema_of(table, "current_schema()");
         sql.push(" AND tablename = ")
             .bind(table.name.as_str())
             .push(" AND indexname = ")
@@ -216,10 +213,7 @@ impl Dialect for Postgres {
              WHERE a.attnum > 0 AND NOT a.attisdropped \
              AND c.relkind IN ('r', 'v', 'f', 'p', 'm') AND n.nspname = ",
         );
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("current_schema()"),
-        };
+        sql.schema_of(table, "current_schema()");
         sql.push(" AND c.relname = ")
             .bind(table.name.as_str())
             .push(" ORDER BY a.attnum");
@@ -404,10 +398,7 @@ impl Dialect for Postgres {
              JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey) \
              WHERE x.indisunique AND x.indpred IS NULL AND x.indexprs IS NULL AND n.nspname = ",
         );
-        match &table.schema {
-            Some(s) => sql.bind(s.as_str()),
-            None => sql.push("current_schema()"),
-        };
+        sql.schema_of(table, "current_schema()");
         sql.push(" AND t.relname = ").bind(table.name.as_str());
     }
 }

@@ -105,6 +105,15 @@ impl Sql {
         self
     }
 
+    /// The schema of `table`, bound, or `current` (the session's schema,
+    /// as the engine names it) for a table named without one.
+    pub fn schema_of(&mut self, table: &TableName, current: &str) -> &mut Self {
+        match &table.schema {
+            Some(s) => self.bind(s.as_str()),
+            None => self.push(current),
+        }
+    }
+
     /// Binds a window boundary so that it compares correctly with the
     /// engine's date and timestamp columns (as a timestamp where the engine
     /// has the type).
