@@ -172,7 +172,15 @@ async fn setup(kind: Kind) -> Option<Setup> {
 
 /// `job partition` → state, and the stale-upstream causes, from `idem status`.
 fn states(config: &Path) -> HashMap<String, (String, Vec<String>)> {
-    let out = stdout_ok(&idem(config, &["status", "--format", "json"]));
+    states_of(config, &[])
+}
+
+/// [`states`] from `idem status` with more arguments (a job, a range).
+fn states_of(config: &Path, args: &[&str]) -> HashMap<String, (String, Vec<String>)> {
+    let out = stdout_ok(&idem(
+        config,
+        &[&["status", "--format", "json"], args].concat(),
+    ));
     let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
     rows.iter()
         .map(|r| {
@@ -254,6 +262,34 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
     assert_eq!(
         states(config)["daily 2026-01-31"].1,
         vec![format!("ev_hourly {hour}")]
+    );
+    // A status of a range reads the upstream ledger of that range only, and
+    // says the same of it.
+    let day = states_of(
+        config,
+        &["daily", "--from", "2026-01-31", "--to", "2026-01-31"],
+    );
+    assert_eq!(
+        day.get("daily 2026-01-31"),
+        Some(&("stale".to_string(), vec![format!("ev_hourly {hour}")]))
+    );
+    assert_eq!(day.len(), 1, "{day:?}");
+    let others = states_of(
+        config,
+        &["daily", "--from", "2026-02-01", "--to", "2026-02-02"],
+    );
+    assert_eq!(others.len(), 2, "{others:?}");
+    assert!(
+        others
+            .values()
+            .all(|(st, causes)| st == "loaded" && causes.is_empty()),
+        "{others:?}"
+    );
+    let month = states_of(config, &["monthly", "--from", "2026-01", "--to", "2026-01"]);
+    assert_eq!(
+        month.get("monthly 2026-01").map(|(st, _)| st.as_str()),
+        Some("loaded"),
+        "the month reads the day, not the hour: {month:?}"
     );
     // Re-running an hour whose source did not change makes nothing stale.
     stdout_ok(&idem(

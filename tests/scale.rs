@@ -788,7 +788,8 @@ async fn a_window_of_binary_and_float_values_loads_and_fingerprints(kind: Kind) 
 /// latest success, its count and its latest content change, grouped by the
 /// warehouse: the same as summing up the whole history in memory, whatever
 /// the order, statuses and content flags of the attempts, and narrowed to a
-/// range of partitions without touching the others.
+/// range of partitions without touching the others. A downstream job's
+/// read of it, each partition's latest content change alone, agrees.
 async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     use idem::warehouse::ledger::{Attempt, AttemptStatus, PartitionLedger};
     let Some(db) = TestDb::new(kind).await else {
@@ -852,6 +853,12 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
             .values()
             .any(|p| p.latest.is_some() && p.latest != p.success)
     );
+    // The latest success is most often the latest attempt, sent once.
+    assert!(
+        whole
+            .values()
+            .any(|p| p.success.is_some() && p.latest == p.success)
+    );
     assert!(
         whole
             .values()
@@ -871,6 +878,26 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     assert!(expected.len() >= 4, "{expected:?}");
     assert_eq!(narrowed, expected);
     assert!(wh.ledger_summary("none", None).await.unwrap().is_empty());
+
+    // What a downstream job reads of this one: the content changes alone.
+    let changes = |summary: &std::collections::HashMap<String, PartitionLedger>| {
+        summary
+            .iter()
+            .filter_map(|(p, l)| Some((p.clone(), l.changed_at.clone()?)))
+            .collect::<std::collections::HashMap<_, _>>()
+    };
+    assert!(changes(&whole).len() >= 10, "{whole:?}");
+    assert_eq!(
+        wh.content_changes("j", None).await.unwrap(),
+        changes(&whole)
+    );
+    assert_eq!(
+        wh.content_changes("j", Some(("2026-02-05", "2026-02-09")))
+            .await
+            .unwrap(),
+        changes(&expected)
+    );
+    assert!(wh.content_changes("none", None).await.unwrap().is_empty());
     wh.close().await;
 }
 

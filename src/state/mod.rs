@@ -227,9 +227,13 @@ pub async fn job_status_in(
     let mut statuses = job_status_scoped(warehouse, job, now, running, scope).await?;
     let mut upstream = Vec::new();
     for (name, _) in lineage.upstream(&job.name) {
-        if let Some(up) = config.jobs.iter().find(|j| j.name == *name) {
-            let ledger = warehouse.ledger_summary(&up.name, None).await?;
-            upstream.push((up, content_changes(&ledger)));
+        if let Some(up) = config.jobs.iter().find(|j| j.name == *name)
+            && let Some((first, last)) = upstream_read(&statuses, up.grain)
+        {
+            let changes = warehouse
+                .content_changes(&up.name, Some((&first, &last)))
+                .await?;
+            upstream.push((up, changes));
         }
     }
     mark_upstream_stale(&mut statuses, &upstream);
@@ -369,18 +373,29 @@ pub fn reconcile(
     }
 }
 
-/// When each partition of an upstream job last had its content changed by
-/// a load: the finish of its latest success that changed content.
-pub fn content_changes(ledger: &LedgerSummary) -> HashMap<String, String> {
-    ledger
+/// The first and last partition of an upstream job of `grain` that the
+/// loaded partitions among `statuses` read: all [`mark_upstream_stale`]
+/// looks at, so the ledger is summed up over that range only. None when
+/// none of them has loaded.
+fn upstream_read(
+    statuses: &[PartitionStatus],
+    grain: crate::partition::Grain,
+) -> Option<(String, String)> {
+    let mut loaded = statuses
         .iter()
-        .filter_map(|(p, l)| Some((p.clone(), l.changed_at.clone()?)))
-        .collect()
+        .filter(|s| s.last_success.is_some())
+        .map(|s| s.partition);
+    let first = loaded.next()?;
+    let (first, last) = loaded.fold((first, first), |(lo, hi), p| (lo.min(p), hi.max(p)));
+    let first = crate::lineage::read_by(&first, grain).into_iter().next()?;
+    let last = crate::lineage::read_by(&last, grain).into_iter().last()?;
+    Some((first.name(), last.name()))
 }
 
 /// Marks the partitions of a job that read upstream partitions whose content
 /// changed after they were loaded: stale (upstream), naming those partitions.
-/// `upstream` is each upstream job with its [`content_changes`]. A partition
+/// `upstream` is each upstream job with its content changes
+/// ([`Warehouse::content_changes`]). A partition
 /// already failed, running or stale for its own reasons keeps that state,
 /// and still lists its upstream cause.
 pub fn mark_upstream_stale(

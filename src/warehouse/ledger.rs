@@ -334,10 +334,12 @@ impl Warehouse {
         let table = self.dialect().ledger_table();
         let mut sql = self.sql();
         // Each whole row by its own join on the key: an OR of the two keys
-        // in one join made MariaDB scan the ledger once per partition.
-        sql.push("SELECT g.partition_key, g.n, c.finished_at, l.id, ");
+        // in one join made MariaDB scan the ledger once per partition. The
+        // latest success is sent only when it is not the latest attempt
+        // (most often it is): each row costs its columns' conversions.
+        sql.push("SELECT g.partition_key, g.n, c.finished_at, g.latest, g.success, ");
         push_columns(&mut sql, "l.");
-        sql.push(", s.id, ");
+        sql.push(", ");
         push_columns(&mut sql, "s.");
         sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
             .bind(AttemptStatus::Cancelled.as_str())
@@ -345,43 +347,72 @@ impl Warehouse {
             .bind(AttemptStatus::Refused.as_str())
             .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
             .bind(AttemptStatus::Succeeded.as_str())
-            .push(" THEN id END) AS success, MAX(CASE WHEN status = ")
-            .bind(AttemptStatus::Succeeded.as_str())
-            .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ")
+            .push(" THEN id END) AS success, ");
+        push_changed(&mut sql);
+        sql.push(" AS changed FROM ")
             .table(&table)
             .push(" WHERE job = ")
             .bind(job);
-        if let Some((first, last)) = range {
-            sql.push(" AND partition_key >= ")
-                .bind(first)
-                .push(" AND partition_key <= ")
-                .bind(last);
-        }
+        push_range(&mut sql, range);
         sql.push(" GROUP BY partition_key) g LEFT JOIN ")
             .table(&table)
             .push(" l ON l.id = g.latest LEFT JOIN ")
             .table(&table)
-            .push(" s ON s.id = g.success LEFT JOIN ")
+            .push(
+                " s ON s.id = g.success AND (g.latest IS NULL OR g.success <> g.latest) LEFT JOIN ",
+            )
             .table(&table)
             .push(" c ON c.id = g.changed");
         let mut rows = sql.query().fetch(self.pool());
         let mut out = LedgerSummary::new();
-        let whole = |row: &sqlx::any::AnyRow, at: usize| -> Result<_, WarehouseError> {
-            Ok(match row.try_get::<Option<i64>, _>(at)? {
-                Some(_) => Some(attempt_at(row, at + 1)?),
-                None => None,
-            })
-        };
         while let Some(row) = rows.try_next().await? {
+            let latest_id: Option<i64> = row.try_get(3)?;
+            let success_id: Option<i64> = row.try_get(4)?;
+            let latest = latest_id.map(|_| attempt_at(&row, 5)).transpose()?;
+            let success = match success_id {
+                None => None,
+                Some(id) if Some(id) == latest_id => latest.clone(),
+                Some(_) => Some(attempt_at(&row, 5 + COLUMNS.len())?),
+            };
             out.insert(
                 row.try_get(0)?,
                 PartitionLedger {
-                    latest: whole(&row, 3)?,
-                    success: whole(&row, 4 + COLUMNS.len())?,
+                    latest,
+                    success,
                     attempts: usize::try_from(row.try_get::<i64, _>(1)?).unwrap_or(0),
                     changed_at: row.try_get(2)?,
                 },
             );
+        }
+        Ok(out)
+    }
+
+    /// When each partition of a job last had its content changed by a
+    /// load ([`PartitionLedger::changed_at`]), optionally only of the
+    /// partitions named from `first` through `last`: what a downstream
+    /// job's staleness needs of it, without the attempts themselves (an
+    /// hourly job's ten years are 87,600 of them).
+    pub async fn content_changes(
+        &self,
+        job: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<HashMap<String, String>, WarehouseError> {
+        let table = self.dialect().ledger_table();
+        let mut sql = self.sql();
+        sql.push("SELECT g.partition_key, c.finished_at FROM (SELECT partition_key, ");
+        push_changed(&mut sql);
+        sql.push(" AS changed FROM ")
+            .table(&table)
+            .push(" WHERE job = ")
+            .bind(job);
+        push_range(&mut sql, range);
+        sql.push(" GROUP BY partition_key) g JOIN ")
+            .table(&table)
+            .push(" c ON c.id = g.changed");
+        let mut rows = sql.query().fetch(self.pool());
+        let mut out = HashMap::new();
+        while let Some(row) = rows.try_next().await? {
+            out.insert(row.try_get(0)?, row.try_get(1)?);
         }
         Ok(out)
     }
@@ -413,6 +444,25 @@ impl Warehouse {
             out.push(attempt_at(&row, 0)?);
         }
         Ok(out)
+    }
+}
+
+/// The id of a partition's latest success that changed its content (or did
+/// not say), as an aggregate of its grouped ledger rows.
+fn push_changed(sql: &mut Sql) {
+    sql.push("MAX(CASE WHEN status = ")
+        .bind(AttemptStatus::Succeeded.as_str())
+        .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END)");
+}
+
+/// ` AND partition_key >= first AND partition_key <= last`, given a range
+/// (names of one grain sort as their times).
+fn push_range(sql: &mut Sql, range: Option<(&str, &str)>) {
+    if let Some((first, last)) = range {
+        sql.push(" AND partition_key >= ")
+            .bind(first)
+            .push(" AND partition_key <= ")
+            .bind(last);
     }
 }
 
