@@ -67,6 +67,7 @@ fn fixture() -> &'static Fixture {
                             .into_iter()
                             .flatten()
                         {
+                            let a = std::sync::Arc::make_mut(a);
                             a.started_at = "2026-06-14T02:00:00.000Z".into();
                             a.finished_at = "2026-06-14T02:00:01.250Z".into();
                             a.operator = "ops".into();
@@ -479,7 +480,7 @@ fn live_events_turn_cells_running_then_loaded() {
     let mut newer = f.statuses[0].1.clone();
     for st in &mut newer {
         if let Some(at) = &mut st.last_attempt {
-            at.attempt = 2;
+            std::sync::Arc::make_mut(at).attempt = 2;
         }
     }
     a.update(Msg::Status {

@@ -828,7 +828,7 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
     // The console's read says the same while it waits, then gives up.
     let said = std::sync::Mutex::new(Vec::new());
     let lineage = idem::lineage::Lineage::of(&config).expect("lineage");
-    let counts = idem::warehouse::CountCache::default();
+    let counts = idem::warehouse::RefreshCache::default();
     idem::tui::read_states(&wh, &config, &lineage, &config.jobs, None, &counts, |m| {
         said.lock().expect("lock").push(m)
     })

@@ -14,7 +14,7 @@ use idem::engine::{self, Backfill, Selection};
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{self, StatusScope};
 use idem::tui::Msg;
-use idem::warehouse::{CountCache, CountSource, Warehouse};
+use idem::warehouse::{CountSource, RefreshCache, Warehouse};
 use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -199,7 +199,7 @@ async fn status_reads_only_the_range_asked_for(kind: Kind) {
 
 /// Refreshes through one cache until the engine's change signal has settled
 /// (MariaDB's update time has a one-second tick): the last one read nothing.
-async fn refresh_until_unchanged(db: &TestDb, config: &Config, cache: &CountCache, job: &Job) {
+async fn refresh_until_unchanged(db: &TestDb, config: &Config, cache: &RefreshCache, job: &Job) {
     for _ in 0..40 {
         if refresh_alone(db, config, cache, job).await.1 == CountSource::Unchanged {
             return;
@@ -216,7 +216,7 @@ async fn refresh_sees_a_row_deleted_behind_idems_back(kind: Kind) {
     wh.close().await;
     settle(&db).await;
     let job = job(&config, "by_day_of_date");
-    let cache = CountCache::default();
+    let cache = RefreshCache::default();
     refresh_until_unchanged(&db, &config, &cache, job).await;
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Unchanged);
@@ -293,7 +293,7 @@ const BIG_ROWS: &str = "SELECT i, TIMESTAMP '2026-01-01' + i * INTERVAL '2 minut
 async fn refresh_alone(
     db: &TestDb,
     config: &Config,
-    cache: &CountCache,
+    cache: &RefreshCache,
     job: &Job,
 ) -> (idem::warehouse::Counts, CountSource) {
     let wh = db.warehouse(config).await;
@@ -328,7 +328,7 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     wh.close().await;
     settle(&db).await;
 
-    let cache = CountCache::default();
+    let cache = RefreshCache::default();
     let before = rows_read(&db, "ev").await;
     let (first_counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Scanned);
@@ -364,7 +364,7 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     .expect("source row");
     wh.close().await;
     settle(&db).await;
-    let cache = CountCache::default();
+    let cache = RefreshCache::default();
     let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(counts.get("2026-01-31"), Some(&1));
 
@@ -631,7 +631,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
 async fn console_refresh(
     db: &TestDb,
     config: &Config,
-    cache: &CountCache,
+    cache: &RefreshCache,
     job: &Job,
     first: Option<(String, Partition, Partition)>,
 ) -> Vec<Msg> {
@@ -677,7 +677,7 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     wh.close().await;
     settle(&db).await;
     let job = job(&config, "by_day_of_date");
-    let cache = CountCache::default();
+    let cache = RefreshCache::default();
     let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).expect("day");
     let on_screen = Some((job.name.clone(), day("2026-02-01"), day("2026-02-15")));
 
@@ -901,6 +901,137 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     wh.close().await;
 }
 
+/// A refresh reads a job's ledger again only when it moved: an attempt
+/// recorded, a row pruned, or (PostgreSQL, MariaDB) a row whose id was
+/// drawn before one already seen, committed after it.
+async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
+    use idem::warehouse::ledger::{Attempt, AttemptStatus};
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let attempt = |partition: &str, status: AttemptStatus| Attempt {
+        run_id: "r".into(),
+        job: "j".into(),
+        partition: partition.into(),
+        attempt: 1,
+        status,
+        started_at: "2026-03-01T00:00:00.000Z".into(),
+        locked_at: None,
+        finished_at: "2026-03-01T00:00:01.000Z".into(),
+        rows_deleted: 0,
+        rows_inserted: 1,
+        rows_updated: 0,
+        rows_after: 1,
+        definition_hash: "d".into(),
+        fingerprint: None,
+        content_changed: Some(true),
+        error: None,
+        operator: "ops".into(),
+        host: "h".into(),
+        reason: None,
+    };
+    for day in ["2026-02-01", "2026-02-02"] {
+        wh.record_attempt(&attempt(day, AttemptStatus::Succeeded))
+            .await
+            .unwrap();
+    }
+    let cache = RefreshCache::default();
+    let range = Some(("2026-02-01", "2026-02-28"));
+    let read = |cache: RefreshCache| {
+        let wh = &wh;
+        async move {
+            let (summary, read) = wh.ledger_summary_cached(&cache, "j", range).await.unwrap();
+            let (changes, read_changes) =
+                wh.content_changes_cached(&cache, "j", range).await.unwrap();
+            assert_eq!(read, read_changes);
+            assert_eq!(summary, wh.ledger_summary("j", range).await.unwrap());
+            assert_eq!(changes, wh.content_changes("j", range).await.unwrap());
+            let mut days: Vec<String> = summary.into_keys().collect();
+            days.sort();
+            (days, read)
+        }
+    };
+    let two = vec!["2026-02-01".to_string(), "2026-02-02".to_string()];
+    assert_eq!(read(cache.clone()).await, (two.clone(), true));
+    assert_eq!(read(cache.clone()).await, (two.clone(), false), "unchanged");
+
+    // Another job's attempt is not this job's move.
+    let mut other = attempt("2026-02-03", AttemptStatus::Failed);
+    other.job = "k".into();
+    wh.record_attempt(&other).await.unwrap();
+    assert_eq!(read(cache.clone()).await, (two.clone(), false));
+
+    wh.record_attempt(&attempt("2026-02-03", AttemptStatus::Failed))
+        .await
+        .unwrap();
+    let three = vec![
+        "2026-02-01".to_string(),
+        "2026-02-02".to_string(),
+        "2026-02-03".to_string(),
+    ];
+    assert_eq!(read(cache.clone()).await, (three.clone(), true), "recorded");
+    assert_eq!(read(cache.clone()).await, (three.clone(), false));
+
+    // Pruned behind idem's back.
+    let ledger = wh.dialect().quote_table(&wh.dialect().ledger_table());
+    wh.execute_script(&[&format!(
+        "DELETE FROM {ledger} WHERE job = 'j' AND partition_key = '2026-02-02'"
+    )])
+    .await
+    .unwrap();
+    let pruned = vec!["2026-02-01".to_string(), "2026-02-03".to_string()];
+    assert_eq!(read(cache.clone()).await, (pruned.clone(), true), "pruned");
+
+    if kind != Kind::Sqlite {
+        // Two writers: the first draws its id, the second draws a higher
+        // one and commits first; a refresh sees the second. The first
+        // commits after: the next refresh must see it too.
+        let copy = |day: &str| {
+            format!(
+                "INSERT INTO {ledger} (run_id, job, partition_key, attempt, status, started_at, \
+                 locked_at, finished_at, rows_deleted, rows_inserted, rows_updated, rows_after, \
+                 definition_hash, fingerprint, content_changed, error, operator, host, reason) \
+                 SELECT run_id, job, '{day}', attempt, status, started_at, locked_at, finished_at, \
+                 rows_deleted, rows_inserted, rows_updated, rows_after, definition_hash, \
+                 fingerprint, content_changed, error, operator, host, reason FROM {ledger} \
+                 WHERE job = 'j' AND partition_key = '2026-02-01'"
+            )
+        };
+        let mut early = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+        let mut late = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+        if kind == Kind::MySql {
+            // As idem's sessions: no shared locks on the rows copied.
+            for conn in [&mut early, &mut late] {
+                sqlx::raw_sql("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    .execute(conn)
+                    .await
+                    .unwrap();
+            }
+        }
+        sqlx::raw_sql("BEGIN").execute(&mut early).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(copy("2026-02-10")))
+            .execute(&mut early)
+            .await
+            .unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(copy("2026-02-11")))
+            .execute(&mut late)
+            .await
+            .unwrap();
+        let mut seen = pruned.clone();
+        seen.push("2026-02-11".into());
+        assert_eq!(read(cache.clone()).await, (seen.clone(), true));
+        sqlx::raw_sql("COMMIT").execute(&mut early).await.unwrap();
+        let mut all = pruned.clone();
+        all.extend(["2026-02-10".to_string(), "2026-02-11".to_string()]);
+        assert_eq!(read(cache.clone()).await, (all, true), "committed late");
+        early.close().await.unwrap();
+        late.close().await.unwrap();
+    }
+    wh.close().await;
+}
+
 /// A ledger made before the summary's index keeps only the new one: the
 /// old index on (job, partition_key), left beside it, would have MariaDB
 /// read through it row by row. The next start drops it, once.
@@ -954,6 +1085,7 @@ async fn an_old_ledgers_superseded_index_is_dropped_at_the_next_start(kind: Kind
 }
 
 on_every_engine!(
+    a_refresh_reads_the_ledger_again_only_when_it_moved,
     an_old_ledgers_superseded_index_is_dropped_at_the_next_start,
     the_ledger_summary_is_the_history_summed_up,
     fingerprints_ignore_order_but_count_duplicates,

@@ -2,6 +2,7 @@
 //! and the ledger, with the anomaly and drift flags on top.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::NaiveDateTime;
 use serde::Serialize;
@@ -9,7 +10,7 @@ use serde::Serialize;
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
 use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary};
-use crate::warehouse::{CountCache, Counts, Warehouse, WarehouseError};
+use crate::warehouse::{Counts, RefreshCache, Warehouse, WarehouseError};
 
 mod anomaly;
 
@@ -91,10 +92,11 @@ pub struct PartitionStatus {
     /// Rows at the latest successful load.
     pub rows_at_load: Option<i64>,
     pub attempts: usize,
-    /// Boxed, so that a partition never attempted costs a pointer, not an
-    /// attempt's worth of fields (a run plans thousands of them).
-    pub last_attempt: Option<Box<Attempt>>,
-    pub last_success: Option<Box<Attempt>>,
+    /// Shared, so that a partition never attempted costs a pointer, not an
+    /// attempt's worth of fields (a run plans thousands of them), and a
+    /// latest attempt that is also the latest success is held once.
+    pub last_attempt: Option<Arc<Attempt>>,
+    pub last_success: Option<Arc<Attempt>>,
     /// Row count is an outlier against its neighbours.
     pub anomaly: bool,
     /// Row count differs from the count at its last load.
@@ -147,9 +149,10 @@ pub struct StatusScope {
     /// the job's first, or its latest complete one.
     pub from: Option<Partition>,
     pub to: Option<Partition>,
-    /// Counts remembered from the previous read: an unchanged target is not
-    /// read again (see [`Warehouse::partition_counts_cached`]).
-    pub cache: Option<CountCache>,
+    /// What the previous read read: an unchanged target or ledger is not
+    /// read again (see [`Warehouse::partition_counts_cached`] and
+    /// [`Warehouse::ledger_summary_cached`]).
+    pub cache: Option<RefreshCache>,
     /// Read the ledger alone, not the target: the states come from the
     /// attempts, as for a job without a partition column. For a run whose
     /// plan needs no row counts, which then starts without scanning its
@@ -190,9 +193,17 @@ pub async fn job_status_scoped(
         ),
         None => Some(warehouse.partition_counts(job, *first, *last).await?),
     };
-    let ledger = warehouse
-        .ledger_summary(&job.name, Some((&first.name(), &last.name())))
-        .await?;
+    let range = Some((first.name(), last.name()));
+    let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+    let ledger = match &scope.cache {
+        Some(cache) => {
+            warehouse
+                .ledger_summary_cached(cache, &job.name, range)
+                .await?
+                .0
+        }
+        None => warehouse.ledger_summary(&job.name, range).await?,
+    };
     let mut running = running.clone();
     running.extend(
         warehouse
@@ -230,9 +241,16 @@ pub async fn job_status_in(
         if let Some(up) = config.jobs.iter().find(|j| j.name == *name)
             && let Some((first, last)) = upstream_read(&statuses, up.grain)
         {
-            let changes = warehouse
-                .content_changes(&up.name, Some((&first, &last)))
-                .await?;
+            let range = Some((first.as_str(), last.as_str()));
+            let changes = match &scope.cache {
+                Some(cache) => {
+                    warehouse
+                        .content_changes_cached(cache, &up.name, range)
+                        .await?
+                        .0
+                }
+                None => warehouse.content_changes(&up.name, range).await?,
+            };
             upstream.push((up, changes));
         }
     }
@@ -285,8 +303,8 @@ pub fn derive(
         .map(|p| {
             let name = p.name();
             let h = ledger.remove(&name).unwrap_or_default();
-            let success = h.success.map(Box::new);
-            let latest = h.latest.map(Box::new);
+            let success = h.success;
+            let latest = h.latest;
             let rows_now = counts.map(|c| c.get(&name).copied().unwrap_or(0));
             let rows_at_load = success.as_ref().map(|s| s.rows_after);
             let state = if running.contains(&name) {

@@ -15,7 +15,7 @@ use super::theme::Theme;
 use crate::config::Job;
 use crate::partition::{Partition, now_utc};
 use crate::state::{StatusScope, job_status_in, noticing_slow, slow_read_note};
-use crate::warehouse::{CountCache, Warehouse};
+use crate::warehouse::{RefreshCache, Warehouse};
 
 /// What background tasks send to the event loop.
 pub enum Incoming {
@@ -32,8 +32,9 @@ pub struct Background {
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
     max_connections: u32,
-    /// Row counts between refreshes: an unchanged target is not read again.
-    counts: CountCache,
+    /// What the last refresh read: an unchanged target or ledger is not
+    /// read again.
+    cache: RefreshCache,
 }
 
 impl Background {
@@ -46,7 +47,7 @@ impl Background {
             runs: Vec::new(),
             reconciling: None,
             max_connections: (concurrency as u32 * 2 + 2).max(4),
-            counts: CountCache::default(),
+            cache: RefreshCache::default(),
         }
     }
 
@@ -96,11 +97,11 @@ impl Background {
                 };
                 let jobs = app.jobs_named(&names);
                 let first = app.unread_on_screen();
-                let counts = self.counts.clone();
+                let cache = self.cache.clone();
                 let config = app.config().clone();
                 let lineage = app.lineage.clone();
                 tokio::spawn(async move {
-                    read_states(&wh, &config, &lineage, &jobs, first, &counts, send).await;
+                    read_states(&wh, &config, &lineage, &jobs, first, &cache, send).await;
                 });
             }
             Effect::StartRun(req) => {
@@ -243,7 +244,7 @@ impl Background {
 }
 
 /// Reads the states of `jobs` (in that order) and answers each with a
-/// [`Msg::Status`], counting rows through `counts` so that a target unchanged
+/// [`Msg::Status`], reading through `cache` so that a target or ledger unchanged
 /// since the last refresh is not read again. `first`, a job and the
 /// partitions on screen, is read and answered ([`Msg::EarlyStatus`]) before
 /// anything else. A read that outlasts [`crate::state::SLOW_READ`] says what
@@ -254,7 +255,7 @@ pub async fn read_states(
     lineage: &crate::lineage::Lineage,
     jobs: &[Job],
     first: Option<(String, Partition, Partition)>,
-    counts: &CountCache,
+    cache: &RefreshCache,
     send: impl Fn(Msg),
 ) {
     let now = now_utc();
@@ -285,7 +286,7 @@ pub async fn read_states(
         }
     }
     let scope = StatusScope {
-        cache: Some(counts.clone()),
+        cache: Some(cache.clone()),
         ..StatusScope::default()
     };
     for job in jobs {

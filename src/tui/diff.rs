@@ -72,7 +72,7 @@ impl DiffView {
         let effect = Effect::DefinitionDiff(Box::new(DiffRequest {
             id,
             job: job.job.clone(),
-            hash: success.definition_hash,
+            hash: success.definition_hash.clone(),
         }));
         Ok((view, effect))
     }

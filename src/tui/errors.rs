@@ -246,7 +246,7 @@ mod tests {
         let failed = |error: &str| {
             let mut s = crate::tui::fixture::job_view("fct_orders", false, "✗").statuses;
             if let Some(a) = s[0].last_attempt.as_mut() {
-                a.error = Some(error.into());
+                std::sync::Arc::make_mut(a).error = Some(error.into());
             }
             s.remove(0)
         };

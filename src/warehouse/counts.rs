@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
+use super::ledger::{LedgerKey, LedgerMark, LedgerSummary};
 use super::{ColumnKind, Engine, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
@@ -28,10 +29,12 @@ pub enum CountSource {
     Ledger,
 }
 
-/// Counts remembered between refreshes, per job. Cloning shares the cache.
-/// It may outlive a [`Warehouse`]: each refresh passes the one to read.
+/// What a refresh read, remembered for the next one: row counts per job,
+/// with the target's change signal, and ledger summaries per job and range,
+/// with where the ledger stood. Cloning shares the cache. It may outlive a
+/// [`Warehouse`]: each refresh passes the one to read.
 #[derive(Clone, Default)]
-pub struct CountCache {
+pub struct RefreshCache {
     inner: Arc<Mutex<CacheState>>,
 }
 
@@ -41,6 +44,57 @@ struct CacheState {
     /// SQLite's `data_version` only moves for commits of *other*
     /// connections, so one connection that never writes watches the file.
     watcher: Option<(String, sqlx::AnyConnection)>,
+    summaries: HashMap<LedgerKey, (LedgerMark, LedgerSummary)>,
+    changes: HashMap<LedgerKey, (LedgerMark, HashMap<String, String>)>,
+}
+
+impl RefreshCache {
+    /// The summary kept for `key`, if the ledger still stands at `mark`.
+    pub(super) async fn summary(&self, key: &LedgerKey, mark: LedgerMark) -> Option<LedgerSummary> {
+        let state = self.inner.lock().await;
+        state
+            .summaries
+            .get(key)
+            .filter(|(m, _)| *m == mark)
+            .map(|(_, s)| s.clone())
+    }
+
+    pub(super) async fn keep_summary(
+        &self,
+        key: LedgerKey,
+        mark: LedgerMark,
+        summary: LedgerSummary,
+    ) {
+        self.inner
+            .lock()
+            .await
+            .summaries
+            .insert(key, (mark, summary));
+    }
+
+    /// The content changes kept for `key`, if the ledger still stands at
+    /// `mark`.
+    pub(super) async fn changes(
+        &self,
+        key: &LedgerKey,
+        mark: LedgerMark,
+    ) -> Option<HashMap<String, String>> {
+        let state = self.inner.lock().await;
+        state
+            .changes
+            .get(key)
+            .filter(|(m, _)| *m == mark)
+            .map(|(_, c)| c.clone())
+    }
+
+    pub(super) async fn keep_changes(
+        &self,
+        key: LedgerKey,
+        mark: LedgerMark,
+        changes: HashMap<String, String>,
+    ) {
+        self.inner.lock().await.changes.insert(key, (mark, changes));
+    }
 }
 
 /// The counts of one job's target over a range, and what the table looked
@@ -166,7 +220,7 @@ impl Warehouse {
     /// their row counts are applied; otherwise the range is counted again.
     pub async fn partition_counts_cached(
         &self,
-        cache: &CountCache,
+        cache: &RefreshCache,
         job: &Job,
         first: Partition,
         last: Partition,
@@ -178,7 +232,7 @@ impl Warehouse {
         // Read before counting: a change committed while counting moves the
         // signal past the one stored, so the next refresh counts again.
         let signal = self.change_signal(&mut state, &job.target).await?;
-        let mark = self.ledger_mark(&job.name).await?;
+        let mark = self.ledger_mark(&job.name).await?.last_id;
         if let Some(entry) = state.entries.get_mut(&job.name)
             && entry.target == job.target
             && entry.column == *col

@@ -2,6 +2,7 @@
 //! evidence only; what is loaded is always read from the target itself.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
@@ -9,7 +10,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::sql::Sql;
-use super::{Dialect, Warehouse, WarehouseError};
+use super::{Dialect, RefreshCache, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, TableName};
 
 pub struct ColumnTypes {
@@ -83,9 +84,9 @@ pub struct Attempt {
 pub struct PartitionLedger {
     /// Its latest attempt that could have changed something (a cancelled or
     /// refused one rolled back and changed nothing).
-    pub latest: Option<Attempt>,
-    /// Its latest success.
-    pub success: Option<Attempt>,
+    pub latest: Option<Arc<Attempt>>,
+    /// Its latest success: most often the same attempt, held once.
+    pub success: Option<Arc<Attempt>>,
     /// How many attempts it had.
     pub attempts: usize,
     /// When a load last changed its content: the finish of its latest
@@ -97,19 +98,47 @@ pub struct PartitionLedger {
 /// Each partition's [`PartitionLedger`], by partition name.
 pub type LedgerSummary = HashMap<String, PartitionLedger>;
 
+/// Where a job's ledger stood when it was read: its latest row's id and
+/// how many rows it has. An attempt recorded since moves one or the other,
+/// even one whose id was drawn before a row already seen (PostgreSQL draws
+/// ids at INSERT, and transactions commit in any order); so does a row
+/// deleted (the ledger is only appended to by idem, but may be pruned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerMark {
+    pub last_id: i64,
+    pub rows: i64,
+}
+
+/// A job and a range of its partitions, as a cached ledger read was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct LedgerKey {
+    job: String,
+    range: Option<(String, String)>,
+}
+
+impl LedgerKey {
+    fn of(job: &str, range: Option<(&str, &str)>) -> LedgerKey {
+        LedgerKey {
+            job: job.to_string(),
+            range: range.map(|(a, b)| (a.to_string(), b.to_string())),
+        }
+    }
+}
+
 impl PartitionLedger {
     /// The summary of a history held in memory, oldest attempt first: what
     /// [`Warehouse::ledger_summary`] reads from the ledger.
     pub fn summarize(attempts: impl IntoIterator<Item = Attempt>) -> LedgerSummary {
         let mut out = LedgerSummary::new();
         for a in attempts {
+            let a = Arc::new(a);
             let p = out.entry(a.partition.clone()).or_default();
             p.attempts += 1;
             if a.status == AttemptStatus::Succeeded {
                 if a.content_changed != Some(false) {
                     p.changed_at = Some(a.finished_at.clone());
                 }
-                p.success = Some(a.clone());
+                p.success = Some(Arc::clone(&a));
             }
             if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
                 p.latest = Some(a);
@@ -307,15 +336,57 @@ impl Warehouse {
         self.read_attempts(job, None, Some(mark)).await
     }
 
-    /// The id of a job's latest ledger row (0 for none): attempts recorded
-    /// later have higher ids.
-    pub(super) async fn ledger_mark(&self, job: &str) -> Result<i64, WarehouseError> {
+    /// Where a job's ledger stands: its latest row and how many it has.
+    pub(super) async fn ledger_mark(&self, job: &str) -> Result<LedgerMark, WarehouseError> {
         let mut sql = self.sql();
-        sql.push("SELECT COALESCE(MAX(id), 0) FROM ")
+        sql.push("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM ")
             .table(&self.dialect().ledger_table())
             .push(" WHERE job = ")
             .bind(job);
-        Ok(sql.query().fetch_one(self.pool()).await?.try_get(0)?)
+        let row = sql.query().fetch_one(self.pool()).await?;
+        Ok(LedgerMark {
+            last_id: row.try_get(0)?,
+            rows: row.try_get(1)?,
+        })
+    }
+
+    /// [`Warehouse::ledger_summary`] through a cache: when the job's ledger
+    /// stands where it stood at the cached read of the same range, it is
+    /// not read again. Also says whether it was read.
+    pub async fn ledger_summary_cached(
+        &self,
+        cache: &RefreshCache,
+        job: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<(LedgerSummary, bool), WarehouseError> {
+        let key = LedgerKey::of(job, range);
+        // The mark is read first: an attempt recorded while the summary is
+        // read moves it past the one kept, so the next refresh reads again.
+        let mark = self.ledger_mark(job).await?;
+        if let Some(summary) = cache.summary(&key, mark).await {
+            return Ok((summary, false));
+        }
+        let summary = self.ledger_summary(job, range).await?;
+        cache.keep_summary(key, mark, summary.clone()).await;
+        Ok((summary, true))
+    }
+
+    /// [`Warehouse::content_changes`] through a cache, as
+    /// [`Warehouse::ledger_summary_cached`].
+    pub async fn content_changes_cached(
+        &self,
+        cache: &RefreshCache,
+        job: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
+        let key = LedgerKey::of(job, range);
+        let mark = self.ledger_mark(job).await?;
+        if let Some(changes) = cache.changes(&key, mark).await {
+            return Ok((changes, false));
+        }
+        let changes = self.content_changes(job, range).await?;
+        cache.keep_changes(key, mark, changes.clone()).await;
+        Ok((changes, true))
     }
 
     /// Each partition's [`PartitionLedger`] for a job, optionally only of
@@ -368,11 +439,13 @@ impl Warehouse {
         while let Some(row) = rows.try_next().await? {
             let latest_id: Option<i64> = row.try_get(3)?;
             let success_id: Option<i64> = row.try_get(4)?;
-            let latest = latest_id.map(|_| attempt_at(&row, 5)).transpose()?;
+            let latest = latest_id
+                .map(|_| attempt_at(&row, 5).map(Arc::new))
+                .transpose()?;
             let success = match success_id {
                 None => None,
                 Some(id) if Some(id) == latest_id => latest.clone(),
-                Some(_) => Some(attempt_at(&row, 5 + COLUMNS.len())?),
+                Some(_) => Some(Arc::new(attempt_at(&row, 5 + COLUMNS.len())?)),
             };
             out.insert(
                 row.try_get(0)?,

@@ -22,7 +22,7 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
 pub use columns::{Column, ColumnKind};
-pub use counts::{CountCache, CountSource, Counts};
+pub use counts::{CountSource, Counts, RefreshCache};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep};
