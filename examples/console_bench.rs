@@ -424,7 +424,7 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
         app.update(Msg::Resize(200, 60));
         let first = app.unread_on_screen();
         let jobs = config.jobs.clone();
-        let cache = idem::warehouse::CountCache::default();
+        let cache = idem::warehouse::RefreshCache::default();
         let lineage = idem::lineage::Lineage::of(&config)?;
         let times = std::sync::Mutex::new(Vec::new());
         let t = Instant::now();
