@@ -10,7 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
-use super::ledger::{LedgerKey, LedgerMark, LedgerSummary};
+use super::ledger::{LedgerKey, LedgerMark, LedgerSummary, Recent};
 use super::{ColumnKind, Engine, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
@@ -44,19 +44,14 @@ struct CacheState {
     /// SQLite's `data_version` only moves for commits of *other*
     /// connections, so one connection that never writes watches the file.
     watcher: Option<(String, sqlx::AnyConnection)>,
-    summaries: HashMap<LedgerKey, (LedgerMark, LedgerSummary)>,
-    changes: HashMap<LedgerKey, (LedgerMark, HashMap<String, String>)>,
+    summaries: Recent<LedgerSummary>,
+    changes: Recent<HashMap<String, String>>,
 }
 
 impl RefreshCache {
     /// The summary kept for `key`, if the ledger still stands at `mark`.
     pub(super) async fn summary(&self, key: &LedgerKey, mark: LedgerMark) -> Option<LedgerSummary> {
-        let state = self.inner.lock().await;
-        state
-            .summaries
-            .get(key)
-            .filter(|(m, _)| *m == mark)
-            .map(|(_, s)| s.clone())
+        self.inner.lock().await.summaries.get(key, mark)
     }
 
     pub(super) async fn keep_summary(
@@ -65,11 +60,7 @@ impl RefreshCache {
         mark: LedgerMark,
         summary: LedgerSummary,
     ) {
-        self.inner
-            .lock()
-            .await
-            .summaries
-            .insert(key, (mark, summary));
+        self.inner.lock().await.summaries.keep(key, mark, summary);
     }
 
     /// The content changes kept for `key`, if the ledger still stands at
@@ -79,12 +70,7 @@ impl RefreshCache {
         key: &LedgerKey,
         mark: LedgerMark,
     ) -> Option<HashMap<String, String>> {
-        let state = self.inner.lock().await;
-        state
-            .changes
-            .get(key)
-            .filter(|(m, _)| *m == mark)
-            .map(|(_, c)| c.clone())
+        self.inner.lock().await.changes.get(key, mark)
     }
 
     pub(super) async fn keep_changes(
@@ -93,7 +79,7 @@ impl RefreshCache {
         mark: LedgerMark,
         changes: HashMap<String, String>,
     ) {
-        self.inner.lock().await.changes.insert(key, (mark, changes));
+        self.inner.lock().await.changes.keep(key, mark, changes);
     }
 }
 

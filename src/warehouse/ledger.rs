@@ -1,7 +1,7 @@
 //! The ledger: one row per attempt, inside the warehouse. History and
 //! evidence only; what is loaded is always read from the target itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -122,6 +122,45 @@ impl LedgerKey {
             job: job.to_string(),
             range: range.map(|(a, b)| (a.to_string(), b.to_string())),
         }
+    }
+}
+
+/// How many ranges of one job's ledger a [`Recent`] keeps.
+const RANGES_PER_JOB: usize = 4;
+
+/// Ledger reads kept for the next refresh, with where the ledger stood:
+/// the latest few ranges of each job, so that a console left open for days
+/// holds no more than that (a job's range moves as partitions come due, and
+/// the jobs reading one upstream job ask for ranges of their own).
+pub(super) struct Recent<T> {
+    by_job: HashMap<String, VecDeque<(Option<(String, String)>, LedgerMark, T)>>,
+}
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Recent {
+            by_job: HashMap::new(),
+        }
+    }
+}
+
+impl<T: Clone> Recent<T> {
+    /// What was kept for `key`, if the ledger still stands at `mark`.
+    pub(super) fn get(&self, key: &LedgerKey, mark: LedgerMark) -> Option<T> {
+        self.by_job
+            .get(&key.job)?
+            .iter()
+            .find(|(range, at, _)| *range == key.range && *at == mark)
+            .map(|(_, _, value)| value.clone())
+    }
+
+    /// Keeps `value`, read at `mark`, in place of what was kept for `key`;
+    /// the job's oldest range goes when it has too many.
+    pub(super) fn keep(&mut self, key: LedgerKey, mark: LedgerMark, value: T) {
+        let kept = self.by_job.entry(key.job).or_default();
+        kept.retain(|(range, _, _)| *range != key.range);
+        kept.push_front((key.range, mark, value));
+        kept.truncate(RANGES_PER_JOB);
     }
 }
 
@@ -575,4 +614,39 @@ fn attempt_at(row: &sqlx::any::AnyRow, at: usize) -> Result<Attempt, WarehouseEr
         host: row.try_get(at + 17)?,
         reason: row.try_get(at + 18)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refresh_keeps_a_few_ranges_of_each_job() {
+        let mark = |n| LedgerMark {
+            last_id: n,
+            rows: n,
+        };
+        let day = |d: u32| format!("2026-01-{d:02}");
+        let mut recent = Recent::<u32>::default();
+        for d in 1..=10u32 {
+            let (first, last) = (day(d), day(d + 1));
+            recent.keep(LedgerKey::of("j", Some((&first, &last))), mark(1), d);
+        }
+        recent.keep(LedgerKey::of("k", None), mark(1), 99);
+        assert_eq!(recent.by_job["j"].len(), RANGES_PER_JOB);
+        let key = |d: u32| {
+            let (first, last) = (day(d), day(d + 1));
+            LedgerKey::of("j", Some((&first, &last)))
+        };
+        assert_eq!(recent.get(&key(10), mark(1)), Some(10));
+        assert_eq!(recent.get(&key(7), mark(1)), Some(7));
+        assert_eq!(recent.get(&key(6), mark(1)), None, "the oldest went");
+        assert_eq!(recent.get(&key(10), mark(2)), None, "the ledger moved");
+        assert_eq!(recent.get(&LedgerKey::of("k", None), mark(1)), Some(99));
+        // Read again at a new mark: kept once, in place of the old.
+        recent.keep(key(7), mark(2), 70);
+        assert_eq!(recent.get(&key(7), mark(2)), Some(70));
+        assert_eq!(recent.get(&key(7), mark(1)), None);
+        assert_eq!(recent.by_job["j"].len(), RANGES_PER_JOB);
+    }
 }
