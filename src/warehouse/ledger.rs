@@ -133,8 +133,12 @@ const RANGES_PER_JOB: usize = 4;
 /// holds no more than that (a job's range moves as partitions come due, and
 /// the jobs reading one upstream job ask for ranges of their own).
 pub(super) struct Recent<T> {
-    by_job: HashMap<String, VecDeque<(Option<(String, String)>, LedgerMark, T)>>,
+    by_job: HashMap<String, VecDeque<Kept<T>>>,
 }
+
+/// One read a [`Recent`] keeps: its range, where the ledger stood, what it
+/// read.
+type Kept<T> = (Option<(String, String)>, LedgerMark, T);
 
 impl<T> Default for Recent<T> {
     fn default() -> Self {
