@@ -112,14 +112,16 @@ pub struct LedgerMark {
 /// A job and a range of its partitions, as a cached ledger read was asked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct LedgerKey {
-    job: String,
+    /// The warehouse's URL and the job's name: a cache may outlive a
+    /// warehouse, and two warehouses' ledgers may stand alike.
+    job: (String, String),
     range: Option<(String, String)>,
 }
 
 impl LedgerKey {
-    fn of(job: &str, range: Option<(&str, &str)>) -> LedgerKey {
+    fn of(warehouse: &str, job: &str, range: Option<(&str, &str)>) -> LedgerKey {
         LedgerKey {
-            job: job.to_string(),
+            job: (warehouse.to_string(), job.to_string()),
             range: range.map(|(a, b)| (a.to_string(), b.to_string())),
         }
     }
@@ -133,7 +135,7 @@ const RANGES_PER_JOB: usize = 4;
 /// holds no more than that (a job's range moves as partitions come due, and
 /// the jobs reading one upstream job ask for ranges of their own).
 pub(super) struct Recent<T> {
-    by_job: HashMap<String, VecDeque<Kept<T>>>,
+    by_job: HashMap<(String, String), VecDeque<Kept<T>>>,
 }
 
 /// One read a [`Recent`] keeps: its range, where the ledger stood, what it
@@ -402,7 +404,7 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(LedgerSummary, bool), WarehouseError> {
-        let key = LedgerKey::of(job, range);
+        let key = LedgerKey::of(&self.config().url, job, range);
         // The mark is read first: an attempt recorded while the summary is
         // read moves it past the one kept, so the next refresh reads again.
         let mark = self.ledger_mark(job).await?;
@@ -422,7 +424,7 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
-        let key = LedgerKey::of(job, range);
+        let key = LedgerKey::of(&self.config().url, job, range);
         let mark = self.ledger_mark(job).await?;
         if let Some(changes) = cache.changes(&key, mark).await {
             return Ok((changes, false));
@@ -634,23 +636,37 @@ mod tests {
         let mut recent = Recent::<u32>::default();
         for d in 1..=10u32 {
             let (first, last) = (day(d), day(d + 1));
-            recent.keep(LedgerKey::of("j", Some((&first, &last))), mark(1), d);
+            recent.keep(LedgerKey::of("w", "j", Some((&first, &last))), mark(1), d);
         }
-        recent.keep(LedgerKey::of("k", None), mark(1), 99);
-        assert_eq!(recent.by_job["j"].len(), RANGES_PER_JOB);
+        recent.keep(LedgerKey::of("w", "k", None), mark(1), 99);
+        assert_eq!(
+            recent.by_job[&("w".to_string(), "j".to_string())].len(),
+            RANGES_PER_JOB
+        );
         let key = |d: u32| {
             let (first, last) = (day(d), day(d + 1));
-            LedgerKey::of("j", Some((&first, &last)))
+            LedgerKey::of("w", "j", Some((&first, &last)))
         };
         assert_eq!(recent.get(&key(10), mark(1)), Some(10));
         assert_eq!(recent.get(&key(7), mark(1)), Some(7));
         assert_eq!(recent.get(&key(6), mark(1)), None, "the oldest went");
         assert_eq!(recent.get(&key(10), mark(2)), None, "the ledger moved");
-        assert_eq!(recent.get(&LedgerKey::of("k", None), mark(1)), Some(99));
+        assert_eq!(
+            recent.get(&LedgerKey::of("w", "k", None), mark(1)),
+            Some(99)
+        );
+        assert_eq!(
+            recent.get(&LedgerKey::of("elsewhere", "k", None), mark(1)),
+            None,
+            "another warehouse's ledger"
+        );
         // Read again at a new mark: kept once, in place of the old.
         recent.keep(key(7), mark(2), 70);
         assert_eq!(recent.get(&key(7), mark(2)), Some(70));
         assert_eq!(recent.get(&key(7), mark(1)), None);
-        assert_eq!(recent.by_job["j"].len(), RANGES_PER_JOB);
+        assert_eq!(
+            recent.by_job[&("w".to_string(), "j".to_string())].len(),
+            RANGES_PER_JOB
+        );
     }
 }
