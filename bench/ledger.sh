@@ -15,36 +15,12 @@
 # Prints a markdown table; also writes it to $OUT (bench/ledger-latest.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/common.sh
 
 ENGINES=${ENGINES:-"postgres mariadb sqlite"}
 ATTEMPTS=${ATTEMPTS:-100000}
 REPS=${REPS:-3}
-PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
-MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
-
-cargo build --release --quiet
-bin="$PWD/target/release/idem"
-work=$(mktemp -d)
-db="idem_ledger_$$"
-cleanup() {
-  psql -X -q "$PG" -c "drop database if exists $db with (force)" > /dev/null 2>&1 || true
-  mariadb "${MY[@]}" -e "drop database if exists $db" > /dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-out=${OUT:-bench/ledger-latest.md}
-: > "$out"
-say() { printf '%s\n' "$*" | tee -a "$out"; }
-
-# sql ENGINE: runs the SQL on stdin in the engine's shell.
-sql() {
-  case $1 in
-    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$db" > /dev/null ;;
-    mariadb) mariadb "${MY[@]}" "$db" > /dev/null ;;
-    sqlite) sqlite3 -bail "$work/$db.db" > /dev/null ;;
-  esac
-}
+scratch idem_ledger "${OUT:-bench/ledger-latest.md}"
 
 setup() { # ENGINE: source, target, config, one load, ledger inflated
   local e=$1 url dt series ledger=idem_attempts ts=timestamp
@@ -95,21 +71,6 @@ select run_id, job, partition_key, attempt + s.value, status, started_at, locked
 from $ledger, $series;
 SQL
 }
-
-teardown() {
-  psql -X -q "$PG" -c "drop database if exists $db with (force)" > /dev/null 2>&1 || true
-  mariadb "${MY[@]}" -e "drop database if exists $db" > /dev/null 2>&1 || true
-  rm -f "$work/$db.db"*
-}
-
-seconds() { # command...: wall seconds of one run
-  local t
-  t=$(date +%s.%N)
-  "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-  printf '%.2f' "$(echo "$(date +%s.%N) - $t" | bc -l)"
-}
-
-least() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 
 say "## A state read over a ledger of $ATTEMPTS attempts of one 45-day job"
 say ""

@@ -14,35 +14,12 @@
 # Prints a markdown table; also writes it to $OUT (bench/lineage-latest.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/common.sh
 
 ENGINES=${ENGINES:-"postgres mariadb sqlite"}
 HOURS=${HOURS:-87600}
 REPS=${REPS:-3}
-PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
-MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
-
-cargo build --release --quiet
-bin="$PWD/target/release/idem"
-work=$(mktemp -d)
-db="idem_lineage_$$"
-teardown() {
-  psql -X -q "$PG" -c "drop database if exists $db with (force)" > /dev/null 2>&1 || true
-  mariadb "${MY[@]}" -e "drop database if exists $db" > /dev/null 2>&1 || true
-  rm -f "$work/$db.db"*
-}
-trap 'teardown; rm -rf "$work"' EXIT
-out=${OUT:-bench/lineage-latest.md}
-: > "$out"
-say() { printf '%s\n' "$*" | tee -a "$out"; }
-
-sql() { # ENGINE: runs the SQL on stdin in the engine's shell
-  case $1 in
-    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$db" > /dev/null ;;
-    mariadb) mariadb "${MY[@]}" "$db" > /dev/null ;;
-    sqlite) sqlite3 -bail "$work/$db.db" > /dev/null ;;
-  esac
-}
+scratch idem_lineage "${OUT:-bench/lineage-latest.md}"
 
 days=$((HOURS / 24))
 first_day=2016-01-01
@@ -119,14 +96,6 @@ select run_id, job, $day_key, $rest from $ledger, $(series $((days - 1))) where 
 SQL
 }
 
-seconds() { # command...: wall seconds of one run
-  local t
-  t=$(date +%s.%N)
-  "$@" > /dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-  printf '%.3f' "$(echo "$(date +%s.%N) - $t" | bc -l)"
-}
-
-least() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
 
 say "## A daily job's states over an hourly upstream of $HOURS partitions"
 say ""

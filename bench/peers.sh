@@ -26,6 +26,7 @@
 # Prints markdown tables; also writes them to $OUT (bench/peers-latest.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/common.sh
 
 PARTS=${PARTS:-"loads scan memory"}
 ENGINES=${ENGINES:-"postgres mariadb sqlite"}
@@ -36,9 +37,6 @@ REPS=${REPS:-3}
 SCAN_ROWS=${SCAN_ROWS:-10000000}
 SCAN_ENGINES=${SCAN_ENGINES:-$ENGINES}
 MEMORY=${MEMORY:-"day:365 day:3650"}
-PG=${IDEM_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
-read -r -a MY <<< "${MARIADB_ARGS:--h127.0.0.1 -P3306 -uroot}"
-MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
 
 for tool in psql mariadb sqlite3 /usr/bin/time; do
   command -v "$tool" > /dev/null || {
@@ -285,10 +283,6 @@ idem_run() { # RUNNER
     cat "$work/run.log"
     exit 1
   }
-}
-
-least() { # BEST-SO-FAR (may be empty) VALUE
-  if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc -l)" = 1 ]; then echo "$2"; else echo "$1"; fi
 }
 
 drop_db() { # ENGINE DB

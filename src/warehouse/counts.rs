@@ -10,7 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
-use super::ledger::{LedgerKey, LedgerMark, LedgerSummary, Recent};
+use super::ledger::LedgerReads;
 use super::{ColumnKind, Engine, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
@@ -44,42 +44,13 @@ struct CacheState {
     /// SQLite's `data_version` only moves for commits of *other*
     /// connections, so one connection that never writes watches the file.
     watcher: Option<(String, sqlx::AnyConnection)>,
-    summaries: Recent<LedgerSummary>,
-    changes: Recent<HashMap<String, String>>,
+    ledgers: LedgerReads,
 }
 
 impl RefreshCache {
-    /// The summary kept for `key`, if the ledger still stands at `mark`.
-    pub(super) async fn summary(&self, key: &LedgerKey, mark: LedgerMark) -> Option<LedgerSummary> {
-        self.inner.lock().await.summaries.get(key, mark)
-    }
-
-    pub(super) async fn keep_summary(
-        &self,
-        key: LedgerKey,
-        mark: LedgerMark,
-        summary: LedgerSummary,
-    ) {
-        self.inner.lock().await.summaries.keep(key, mark, summary);
-    }
-
-    /// The content changes kept for `key`, if the ledger still stands at
-    /// `mark`.
-    pub(super) async fn changes(
-        &self,
-        key: &LedgerKey,
-        mark: LedgerMark,
-    ) -> Option<HashMap<String, String>> {
-        self.inner.lock().await.changes.get(key, mark)
-    }
-
-    pub(super) async fn keep_changes(
-        &self,
-        key: LedgerKey,
-        mark: LedgerMark,
-        changes: HashMap<String, String>,
-    ) {
-        self.inner.lock().await.changes.keep(key, mark, changes);
+    /// Runs `f` on the ledger reads kept.
+    pub(super) async fn with_ledgers<R>(&self, f: impl FnOnce(&mut LedgerReads) -> R) -> R {
+        f(&mut self.inner.lock().await.ledgers)
     }
 }
 

@@ -111,7 +111,7 @@ pub struct LedgerMark {
 
 /// A job and a range of its partitions, as a cached ledger read was asked.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) struct LedgerKey {
+struct LedgerKey {
     /// The warehouse's URL and the job's name: a cache may outlive a
     /// warehouse, and two warehouses' ledgers may stand alike.
     job: (String, String),
@@ -127,6 +127,30 @@ impl LedgerKey {
     }
 }
 
+/// The ledger reads a [`RefreshCache`] keeps for the next refresh.
+#[derive(Default)]
+pub(super) struct LedgerReads {
+    summaries: Recent<LedgerSummary>,
+    changes: Recent<HashMap<String, String>>,
+}
+
+/// A ledger read a [`RefreshCache`] keeps, and where.
+trait Remembered: Clone {
+    fn recent(reads: &mut LedgerReads) -> &mut Recent<Self>;
+}
+
+impl Remembered for LedgerSummary {
+    fn recent(reads: &mut LedgerReads) -> &mut Recent<Self> {
+        &mut reads.summaries
+    }
+}
+
+impl Remembered for HashMap<String, String> {
+    fn recent(reads: &mut LedgerReads) -> &mut Recent<Self> {
+        &mut reads.changes
+    }
+}
+
 /// How many ranges of one job's ledger a [`Recent`] keeps.
 const RANGES_PER_JOB: usize = 4;
 
@@ -134,7 +158,7 @@ const RANGES_PER_JOB: usize = 4;
 /// the latest few ranges of each job, so that a console left open for days
 /// holds no more than that (a job's range moves as partitions come due, and
 /// the jobs reading one upstream job ask for ranges of their own).
-pub(super) struct Recent<T> {
+struct Recent<T> {
     by_job: HashMap<(String, String), VecDeque<Kept<T>>>,
 }
 
@@ -152,7 +176,7 @@ impl<T> Default for Recent<T> {
 
 impl<T: Clone> Recent<T> {
     /// What was kept for `key`, if the ledger still stands at `mark`.
-    pub(super) fn get(&self, key: &LedgerKey, mark: LedgerMark) -> Option<T> {
+    fn get(&self, key: &LedgerKey, mark: LedgerMark) -> Option<T> {
         self.by_job
             .get(&key.job)?
             .iter()
@@ -162,7 +186,7 @@ impl<T: Clone> Recent<T> {
 
     /// Keeps `value`, read at `mark`, in place of what was kept for `key`;
     /// the job's oldest range goes when it has too many.
-    pub(super) fn keep(&mut self, key: LedgerKey, mark: LedgerMark, value: T) {
+    fn keep(&mut self, key: LedgerKey, mark: LedgerMark, value: T) {
         let kept = self.by_job.entry(key.job).or_default();
         kept.retain(|(range, _, _)| *range != key.range);
         kept.push_front((key.range, mark, value));
@@ -404,16 +428,8 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(LedgerSummary, bool), WarehouseError> {
-        let key = LedgerKey::of(&self.config().url, job, range);
-        // The mark is read first: an attempt recorded while the summary is
-        // read moves it past the one kept, so the next refresh reads again.
-        let mark = self.ledger_mark(job).await?;
-        if let Some(summary) = cache.summary(&key, mark).await {
-            return Ok((summary, false));
-        }
-        let summary = self.ledger_summary(job, range).await?;
-        cache.keep_summary(key, mark, summary.clone()).await;
-        Ok((summary, true))
+        self.through_cache(cache, job, range, self.ledger_summary(job, range))
+            .await
     }
 
     /// [`Warehouse::content_changes`] through a cache, as
@@ -424,14 +440,32 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
+        self.through_cache(cache, job, range, self.content_changes(job, range))
+            .await
+    }
+
+    /// What `read` reads of a job's ledger over `range`, or what the cache
+    /// kept of it if the ledger has not moved since; and whether it read.
+    async fn through_cache<T: Remembered>(
+        &self,
+        cache: &RefreshCache,
+        job: &str,
+        range: Option<(&str, &str)>,
+        read: impl Future<Output = Result<T, WarehouseError>>,
+    ) -> Result<(T, bool), WarehouseError> {
         let key = LedgerKey::of(&self.config().url, job, range);
+        // The mark is read first: an attempt recorded while `read` runs
+        // moves it past the one kept, so the next refresh reads again.
         let mark = self.ledger_mark(job).await?;
-        if let Some(changes) = cache.changes(&key, mark).await {
-            return Ok((changes, false));
+        if let Some(kept) = cache.with_ledgers(|r| T::recent(r).get(&key, mark)).await {
+            return Ok((kept, false));
         }
-        let changes = self.content_changes(job, range).await?;
-        cache.keep_changes(key, mark, changes.clone()).await;
-        Ok((changes, true))
+        let value = read.await?;
+        let kept = value.clone();
+        cache
+            .with_ledgers(|r| T::recent(r).keep(key, mark, kept))
+            .await;
+        Ok((value, true))
     }
 
     /// Each partition's [`PartitionLedger`] for a job, optionally only of
@@ -464,13 +498,8 @@ impl Warehouse {
             .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
             .bind(AttemptStatus::Succeeded.as_str())
             .push(" THEN id END) AS success, ");
-        push_changed(&mut sql);
-        sql.push(" AS changed FROM ")
-            .table(&table)
-            .push(" WHERE job = ")
-            .bind(job);
-        push_range(&mut sql, range);
-        sql.push(" GROUP BY partition_key) g LEFT JOIN ")
+        push_changed_by_partition(&mut sql, job, range);
+        sql.push(" LEFT JOIN ")
             .table(&table)
             .push(" l ON l.id = g.latest LEFT JOIN ")
             .table(&table)
@@ -518,13 +547,8 @@ impl Warehouse {
         let table = self.dialect().ledger_table();
         let mut sql = self.sql();
         sql.push("SELECT g.partition_key, c.finished_at FROM (SELECT partition_key, ");
-        push_changed(&mut sql);
-        sql.push(" AS changed FROM ")
-            .table(&table)
-            .push(" WHERE job = ")
-            .bind(job);
-        push_range(&mut sql, range);
-        sql.push(" GROUP BY partition_key) g JOIN ")
+        push_changed_by_partition(&mut sql, job, range);
+        sql.push(" JOIN ")
             .table(&table)
             .push(" c ON c.id = g.changed");
         let mut rows = sql.query().fetch(self.pool());
@@ -565,23 +589,26 @@ impl Warehouse {
     }
 }
 
-/// The id of a partition's latest success that changed its content (or did
-/// not say), as an aggregate of its grouped ledger rows.
-fn push_changed(sql: &mut Sql) {
+/// The end of a grouped read of a job's ledger, `g` (its select list
+/// begun): the id of each partition's latest success that changed its
+/// content (or did not say) as `changed`, from the job's rows, optionally
+/// only of the partitions named from `first` through `last` (names of one
+/// grain sort as their times).
+fn push_changed_by_partition(sql: &mut Sql, job: &str, range: Option<(&str, &str)>) {
+    let table = sql.dialect().ledger_table();
     sql.push("MAX(CASE WHEN status = ")
         .bind(AttemptStatus::Succeeded.as_str())
-        .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END)");
-}
-
-/// ` AND partition_key >= first AND partition_key <= last`, given a range
-/// (names of one grain sort as their times).
-fn push_range(sql: &mut Sql, range: Option<(&str, &str)>) {
+        .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ")
+        .table(&table)
+        .push(" WHERE job = ")
+        .bind(job);
     if let Some((first, last)) = range {
         sql.push(" AND partition_key >= ")
             .bind(first)
             .push(" AND partition_key <= ")
             .bind(last);
     }
+    sql.push(" GROUP BY partition_key) g");
 }
 
 /// `alias.run_id, alias.job, …`: an attempt's [`COLUMNS`], as
