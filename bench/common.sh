@@ -44,12 +44,13 @@ teardown() {
 # say TEXT: prints a line of the report and appends it to OUT.
 say() { printf '%s\n' "$*" | tee -a "$out"; }
 
-# sql ENGINE: runs the SQL on stdin in the engine's shell, in the scratch
-# database.
+# sql ENGINE [NAME]: runs the SQL on stdin in one session of the engine's
+# shell, in database NAME (default: the scratch database).
 sql() {
+  local name=${2:-$db}
   case $1 in
-    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$db" > /dev/null ;;
-    mariadb) mariadb "${MY[@]}" "$db" > /dev/null ;;
-    sqlite) sqlite3 -bail "$work/$db.db" > /dev/null ;;
+    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$name" > /dev/null ;;
+    mariadb) mariadb "${MY[@]}" "$name" > /dev/null ;;
+    sqlite) sqlite3 -bail "$work/$name.db" > /dev/null ;;
   esac
 }

@@ -93,15 +93,6 @@ db_url() {
   esac
 }
 
-# run_sql ENGINE NAME: runs the SQL on stdin in one session of the shell.
-run_sql() {
-  case $1 in
-    postgres) psql -X -q -v ON_ERROR_STOP=1 "${PG%/*}/$2" > /dev/null ;;
-    mariadb) mariadb "${MY[@]}" "$2" > /dev/null ;;
-    sqlite) sqlite3 -bail "$work/$2.db" > /dev/null ;;
-  esac
-}
-
 # query ENGINE NAME SQL: prints the result, one line, fields separated by |.
 query() {
   case $1 in
@@ -131,7 +122,7 @@ days_of() {
 create_source() { # ENGINE DB ROWS_PER_DAY TOTAL
   local e=$1 db=$2 r=$3 n=$4
   case $e in
-    postgres) run_sql "$e" "$db" <<SQL
+    postgres) sql "$e" "$db" <<SQL
 create table orders (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, created_at timestamp not null);
 insert into orders select i, i % 10007, (i * 37) % 100000,
   timestamp '2026-01-01' + (i / $r) * interval '1 day' + ((i % $r) * 86399 / $r) * interval '1 second'
@@ -140,7 +131,7 @@ create index on orders (created_at);
 vacuum analyze orders;
 SQL
     ;;
-    mariadb) run_sql "$e" "$db" <<SQL
+    mariadb) sql "$e" "$db" <<SQL
 create table orders (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, created_at datetime not null, key (created_at));
 insert into orders select seq, seq % 10007, (seq * 37) % 100000,
   timestamp('2026-01-01') + interval (seq div $r) day + interval ((seq % $r) * 86399 div $r) second
@@ -148,7 +139,7 @@ insert into orders select seq, seq % 10007, (seq * 37) % 100000,
 analyze table orders;
 SQL
     ;;
-    sqlite) run_sql "$e" "$db" <<SQL
+    sqlite) sql "$e" "$db" <<SQL
 pragma journal_mode = wal;
 create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
 insert into orders select value, value % 10007, (value * 37) % 100000,
@@ -164,7 +155,7 @@ SQL
 create_target() { # ENGINE DB TABLE
   local ty=bigint
   [ "$1" = sqlite ] && ty=integer
-  run_sql "$1" "$2" <<SQL
+  sql "$1" "$2" <<SQL
 drop table if exists $3;
 create table $3 (order_id $ty not null, customer_id $ty not null, amount_cents $ty not null, dt date not null);
 create index ${3}_dt on $3 (dt);
@@ -251,9 +242,9 @@ loads() {
           create_target "$e" "$db" "$table"
           if [ "$runner" = shell ]; then
             shell_script "$e" "$table" > "$work/day.sql"
-            t=$(now); run_sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
+            t=$(now); sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
             check "$e" "$db" "$table" "$want"
-            t=$(now); run_sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
+            t=$(now); sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
             check "$e" "$db" "$table" "$want"
           else
             write_config "$url" "$e" "$table" "$work/$runner.toml"
@@ -306,20 +297,20 @@ shell_name() {
 scan_table() { # ENGINE DB ROWS
   local e=$1 db=$2 n=$3
   case $e in
-    postgres) run_sql "$e" "$db" <<SQL
+    postgres) sql "$e" "$db" <<SQL
 create table t (id bigint not null, amount int not null, dt date not null);
 insert into t select i, i % 1000, date '2016-01-01' + (i % 3650) from generate_series(0, $n - 1) i;
 create index on t (dt);
 vacuum analyze t;
 SQL
     ;;
-    mariadb) run_sql "$e" "$db" <<SQL
+    mariadb) sql "$e" "$db" <<SQL
 create table t (id bigint not null, amount int not null, dt date not null, key (dt));
 insert into t select seq, seq % 1000, date('2016-01-01') + interval (seq % 3650) day from seq_0_to_$((n - 1));
 analyze table t;
 SQL
     ;;
-    sqlite) run_sql "$e" "$db" <<SQL
+    sqlite) sql "$e" "$db" <<SQL
 pragma journal_mode = wal;
 create table t (id integer not null, amount integer not null, dt date not null);
 insert into t select value, value % 1000, date('2016-01-01', '+' || (value % 3650) || ' days') from generate_series(0, $n - 1);
@@ -402,7 +393,7 @@ memory() {
     fi
     local url
     url=$(db_url sqlite "$db")
-    run_sql sqlite "$db" <<SQL
+    sql sqlite "$db" <<SQL
 pragma journal_mode = wal;
 create table orders (order_id integer not null, customer_id integer not null, amount_cents integer not null, created_at timestamp not null);
 insert into orders select value, value % 10007, value % 1000,
