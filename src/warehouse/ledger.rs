@@ -598,7 +598,9 @@ fn push_changed_by_partition(sql: &mut Sql, job: &str, range: Option<(&str, &str
     let table = sql.dialect().ledger_table();
     sql.push("MAX(CASE WHEN status = ")
         .bind(AttemptStatus::Succeeded.as_str())
-        .push(" AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ")
+        .push(
+            " AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
+        )
         .table(&table)
         .push(" WHERE job = ")
         .bind(job);
