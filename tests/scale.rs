@@ -942,9 +942,14 @@ async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
     let read = |cache: RefreshCache| {
         let wh = &wh;
         async move {
-            let (summary, read) = wh.ledger_summary_cached(&cache, "j", range).await.unwrap();
-            let (changes, read_changes) =
-                wh.content_changes_cached(&cache, "j", range).await.unwrap();
+            let (summary, read) = wh
+                .ledger_summary_cached(Some(&cache), "j", range)
+                .await
+                .unwrap();
+            let (changes, read_changes) = wh
+                .content_changes_cached(Some(&cache), "j", range)
+                .await
+                .unwrap();
             assert_eq!(read, read_changes);
             assert_eq!(summary, wh.ledger_summary("j", range).await.unwrap());
             assert_eq!(changes, wh.content_changes("j", range).await.unwrap());

@@ -195,15 +195,9 @@ pub async fn job_status_scoped(
     };
     let range = Some((first.name(), last.name()));
     let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-    let ledger = match &scope.cache {
-        Some(cache) => {
-            warehouse
-                .ledger_summary_cached(cache, &job.name, range)
-                .await?
-                .0
-        }
-        None => warehouse.ledger_summary(&job.name, range).await?,
-    };
+    let (ledger, _) = warehouse
+        .ledger_summary_cached(scope.cache.as_ref(), &job.name, range)
+        .await?;
     let mut running = running.clone();
     running.extend(
         warehouse
@@ -242,15 +236,9 @@ pub async fn job_status_in(
             && let Some((first, last)) = upstream_read(&statuses, up.grain)
         {
             let range = Some((first.as_str(), last.as_str()));
-            let changes = match &scope.cache {
-                Some(cache) => {
-                    warehouse
-                        .content_changes_cached(cache, &up.name, range)
-                        .await?
-                        .0
-                }
-                None => warehouse.content_changes(&up.name, range).await?,
-            };
+            let (changes, _) = warehouse
+                .content_changes_cached(scope.cache.as_ref(), &up.name, range)
+                .await?;
             upstream.push((up, changes));
         }
     }

@@ -419,12 +419,12 @@ impl Warehouse {
         })
     }
 
-    /// [`Warehouse::ledger_summary`] through a cache: when the job's ledger
-    /// stands where it stood at the cached read of the same range, it is
-    /// not read again. Also says whether it was read.
+    /// [`Warehouse::ledger_summary`] through a cache, if given: when the
+    /// job's ledger stands where it stood at the cached read of the same
+    /// range, it is not read again. Also says whether it was read.
     pub async fn ledger_summary_cached(
         &self,
-        cache: &RefreshCache,
+        cache: Option<&RefreshCache>,
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(LedgerSummary, bool), WarehouseError> {
@@ -436,7 +436,7 @@ impl Warehouse {
     /// [`Warehouse::ledger_summary_cached`].
     pub async fn content_changes_cached(
         &self,
-        cache: &RefreshCache,
+        cache: Option<&RefreshCache>,
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
@@ -448,11 +448,14 @@ impl Warehouse {
     /// kept of it if the ledger has not moved since; and whether it read.
     async fn through_cache<T: Remembered>(
         &self,
-        cache: &RefreshCache,
+        cache: Option<&RefreshCache>,
         job: &str,
         range: Option<(&str, &str)>,
         read: impl Future<Output = Result<T, WarehouseError>>,
     ) -> Result<(T, bool), WarehouseError> {
+        let Some(cache) = cache else {
+            return Ok((read.await?, true));
+        };
         let key = LedgerKey::of(&self.config().url, job, range);
         // The mark is read first: an attempt recorded while `read` runs
         // moves it past the one kept, so the next refresh reads again.
