@@ -219,6 +219,68 @@ fn an_unreachable_warehouse_is_named_at_once() {
     );
 }
 
+/// A range that cannot be run, shown or proved is refused before idem
+/// connects: at once, and in the same words whether or not the warehouse
+/// answers (here it does not).
+#[test]
+fn a_bad_range_is_refused_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, end: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\n{end}\
+             sql = \"select dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://idem@127.0.0.1:1/none\"\n\n{}{}",
+            job("j", "end = \"2026-01-31\"\n"),
+            job("open", "")
+        ),
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["run", "j", "--from", "2026-01-05", "--to", "2026-01-04"],
+            "--from 2026-01-05 is after --to 2026-01-04",
+        ),
+        (
+            &["status", "j", "--from", "2026-01-05", "--to", "2026-01-04"],
+            "--from 2026-01-05 is after --to 2026-01-04",
+        ),
+        (
+            &["verify", "j", "2025-12-30"],
+            "2025-12-30 is outside j's partitions",
+        ),
+        (
+            &["verify", "open", "2099-01-01"],
+            "2099-01-01 has not begun yet",
+        ),
+        (
+            &["run", "j", "--from", "2025-12-30", "--to", "2026-01-04"],
+            "2025-12-30 is outside j's partitions (2026-01-01 to 2026-01-31)",
+        ),
+        (
+            &["run", "j", "--from", "2026-01-30", "--to", "2026-02-02"],
+            "2026-02-02 is outside j's partitions",
+        ),
+        (
+            &["run", "open", "--from", "2026-01-30", "--to", "2099-01-01"],
+            "has not ended yet",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = idem(&config, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("cannot connect"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn config_path_prints_where_the_user_config_is_read() {
     let run = |env: &[(&str, &str)]| {

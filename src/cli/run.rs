@@ -37,8 +37,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let selection = args.selection(job)?;
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let lineage = super::lineage(&config)?;
-    let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let now = now_utc();
+    // Bad input is said before connecting: at once, and whether or not the
+    // warehouse answers.
+    selection
+        .range(job, now)
+        .map_err(|e| Stop::usage(e.to_string()))?;
+    let warehouse = connect(&config, concurrency as u32 + 1).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let previewed = args.dry_run || (interactive && !args.yes);
     // The target's rows are counted only when the plan or its preview shows

@@ -96,6 +96,15 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     for job in &jobs {
         let from = parse_bound(job, "--from", args.from.as_deref(), RangeEnd::From)?;
         let to = parse_bound(job, "--to", args.to.as_deref(), RangeEnd::To)?;
+        if let (Some(from), Some(to)) = (from, to)
+            && from > to
+        {
+            return Err(Stop::usage(format!(
+                "--from {} is after --to {}",
+                from.name(),
+                to.name()
+            )));
+        }
         ranges.push((from, to));
     }
     let lineage = super::lineage(&config)?;

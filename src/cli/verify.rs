@@ -16,6 +16,24 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         else {
             return Err(Stop::usage("PARTITION is required"));
         };
+        // A window outside the job's partitions, or not begun, is refused
+        // before connecting; one still open may be proved (it all rolls back).
+        let now = crate::partition::now_utc();
+        let one = crate::engine::Selection {
+            from: Some(partition),
+            to: Some(partition),
+            only: Vec::new(),
+            allow_incomplete: true,
+        };
+        one.range(job, now)
+            .map_err(|e| Stop::usage(e.to_string()))?;
+        if partition.start > now {
+            return Err(Stop::usage(format!(
+                "{} has not begun yet (it starts {} UTC): there is nothing to prove",
+                partition.name(),
+                partition.start.format("%Y-%m-%d %H:%M")
+            )));
+        }
         let warehouse = connect(&config, 2).await?;
         let v = warehouse
             .verify_partition(job, &partition)

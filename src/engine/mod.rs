@@ -113,6 +113,50 @@ pub struct Selection {
     pub allow_incomplete: bool,
 }
 
+impl Selection {
+    /// The first and last partition this selection asks of `job`, checked:
+    /// a range that is empty, outside the job's partitions or (without
+    /// `allow_incomplete`) not ended yet is refused. It needs no warehouse,
+    /// so a command refuses such input before it connects.
+    pub fn range(
+        &self,
+        job: &Job,
+        now: chrono::NaiveDateTime,
+    ) -> Result<(Partition, Partition), PlanError> {
+        let from = self.from.unwrap_or(job.start);
+        let to = self.to.unwrap_or_else(|| job.last_partition(now));
+        if from > to {
+            return Err(PlanError::EmptyRange {
+                from: from.name(),
+                to: to.name(),
+            });
+        }
+        let out_of_range = |p: Partition| PlanError::OutOfRange {
+            job: job.name.clone(),
+            partition: p.name(),
+            first: job.start.name(),
+            last: job.end.map_or_else(|| "now".into(), |e| e.name()),
+        };
+        if from < job.start {
+            return Err(out_of_range(from));
+        }
+        if let Some(end) = job.end
+            && to > end
+        {
+            return Err(out_of_range(to));
+        }
+        if to.is_future(now) && !self.allow_incomplete {
+            let first_open = Partition::containing(job.grain, now).max(from);
+            return Err(PlanError::Incomplete {
+                partition: first_open.name(),
+                end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
+                last_complete: first_open.prev().name(),
+            });
+        }
+        Ok((from, to))
+    }
+}
+
 impl Backfill {
     /// Plans a backfill of `job` over a range, reading current states when
     /// the selection filters by them.
@@ -137,36 +181,7 @@ impl Backfill {
         concurrency: usize,
         retries: u32,
     ) -> Result<Backfill, PlanError> {
-        let from = selection.from.unwrap_or(job.start);
-        let to = selection.to.unwrap_or_else(|| job.last_partition(now));
-        if from > to {
-            return Err(PlanError::EmptyRange {
-                from: from.name(),
-                to: to.name(),
-            });
-        }
-        let out_of_range = |p: Partition| PlanError::OutOfRange {
-            job: job.name.clone(),
-            partition: p.name(),
-            first: job.start.name(),
-            last: job.end.map_or_else(|| "now".into(), |e| e.name()),
-        };
-        if from < job.start {
-            return Err(out_of_range(from));
-        }
-        if let Some(end) = job.end
-            && to > end
-        {
-            return Err(out_of_range(to));
-        }
-        if to.is_future(now) && !selection.allow_incomplete {
-            let first_open = Partition::containing(job.grain, now).max(from);
-            return Err(PlanError::Incomplete {
-                partition: first_open.name(),
-                end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
-                last_complete: first_open.prev().name(),
-            });
-        }
+        let (from, to) = selection.range(job, now)?;
         let state_of: HashMap<Partition, LoadState> = if selection.only.is_empty() {
             HashMap::new()
         } else {
