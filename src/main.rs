@@ -85,8 +85,10 @@ enum Command {
     Status {
         /// Only this job.
         job: Option<String>,
+        /// First partition shown (default: each job's first)
         #[arg(long)]
         from: Option<String>,
+        /// Last partition shown, included (default: each job's latest)
         #[arg(long)]
         to: Option<String>,
         #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
