@@ -279,6 +279,13 @@ fn a_bad_range_is_refused_before_connecting() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(!stderr.contains("cannot connect"), "{args:?}: {stderr}");
     }
+    // A flag that cannot apply to the job is said of at once, too.
+    let out = idem(&config, &["run", "j", "--through-latest"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--through-latest changes nothing here: it is for merge_key jobs"),
+        "{stderr}"
+    );
 }
 
 #[test]

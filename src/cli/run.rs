@@ -34,6 +34,12 @@ pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
+    if args.through_latest && job.strategy != Strategy::MergeKey {
+        noteln!(
+            "idem: note: --through-latest changes nothing here: it is for merge_key jobs, and {} replaces each partition's own window",
+            job.name
+        );
+    }
     let selection = args.selection(job)?;
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let lineage = super::lineage(&config)?;
