@@ -707,6 +707,54 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
         rows_read(&db, "ev").await > before,
         "the change was not read"
     );
+
+    // An attempt another process records is shown at the next refresh,
+    // though the refresh before kept the ledger it read.
+    let state_shown = |sent: &[Msg], day: &str| {
+        let Some(Msg::Status { result, .. }) = sent.last() else {
+            panic!("no states sent");
+        };
+        let statuses = result.as_ref().expect("states");
+        statuses
+            .iter()
+            .find(|s| s.partition.name() == day)
+            .map(|s| s.state)
+    };
+    assert_eq!(
+        state_shown(&sent, "2026-01-02"),
+        Some(state::LoadState::Missing)
+    );
+    let elsewhere = db.warehouse(&config).await;
+    elsewhere
+        .record_attempt(&idem::warehouse::ledger::Attempt {
+            run_id: "elsewhere".into(),
+            job: job.name.clone(),
+            partition: "2026-01-02".into(),
+            attempt: 1,
+            status: idem::warehouse::ledger::AttemptStatus::Failed,
+            started_at: "2026-03-01T00:00:00.000Z".into(),
+            locked_at: None,
+            finished_at: "2026-03-01T00:00:01.000Z".into(),
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_after: 0,
+            definition_hash: job.definition_hash(),
+            fingerprint: None,
+            content_changed: None,
+            error: Some("boom".into()),
+            operator: "ops".into(),
+            host: "h".into(),
+            reason: None,
+        })
+        .await
+        .expect("record");
+    elsewhere.close().await;
+    let sent = console_refresh(&db, &config, &cache, job, None).await;
+    assert_eq!(
+        state_shown(&sent, "2026-01-02"),
+        Some(state::LoadState::Failed)
+    );
 }
 
 /// Binary values in a window (a zero byte, bytes that are not UTF-8) and
