@@ -653,16 +653,48 @@ async fn console_refresh(
     sent.into_inner().expect("sent")
 }
 
-/// The rows a console refresh shows for `day`.
-fn rows_shown(sent: &[Msg], day: &str) -> Option<i64> {
+/// An attempt of `job` at `partition` as another process would record it:
+/// one row inserted, content changed.
+fn recorded(
+    job: &str,
+    partition: &str,
+    status: idem::warehouse::ledger::AttemptStatus,
+) -> idem::warehouse::ledger::Attempt {
+    idem::warehouse::ledger::Attempt {
+        run_id: "r".into(),
+        job: job.into(),
+        partition: partition.into(),
+        attempt: 1,
+        status,
+        started_at: "2026-03-01T00:00:00.000Z".into(),
+        locked_at: None,
+        finished_at: "2026-03-01T00:00:01.000Z".into(),
+        rows_deleted: 0,
+        rows_inserted: 1,
+        rows_updated: 0,
+        rows_after: 1,
+        definition_hash: "d".into(),
+        fingerprint: None,
+        content_changed: Some(true),
+        error: None,
+        operator: "ops".into(),
+        host: "h".into(),
+        reason: None,
+    }
+}
+
+/// What a console refresh's last message shows of `day`.
+fn shown<'a>(sent: &'a [Msg], day: &str) -> Option<&'a state::PartitionStatus> {
     let Some(Msg::Status { result, .. }) = sent.last() else {
         panic!("no states sent");
     };
     let statuses = result.as_ref().expect("states");
-    statuses
-        .iter()
-        .find(|s| s.partition.name() == day)
-        .and_then(|s| s.rows_now)
+    statuses.iter().find(|s| s.partition.name() == day)
+}
+
+/// The rows a console refresh shows for `day`.
+fn rows_shown(sent: &[Msg], day: &str) -> Option<i64> {
+    shown(sent, day).and_then(|s| s.rows_now)
 }
 
 #[cfg_attr(
@@ -710,16 +742,7 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
 
     // An attempt another process records is shown at the next refresh,
     // though the refresh before kept the ledger it read.
-    let state_shown = |sent: &[Msg], day: &str| {
-        let Some(Msg::Status { result, .. }) = sent.last() else {
-            panic!("no states sent");
-        };
-        let statuses = result.as_ref().expect("states");
-        statuses
-            .iter()
-            .find(|s| s.partition.name() == day)
-            .map(|s| s.state)
-    };
+    let state_shown = |sent: &[Msg], day: &str| shown(sent, day).map(|s| s.state);
     assert_eq!(
         state_shown(&sent, "2026-01-02"),
         Some(state::LoadState::Missing)
@@ -727,25 +750,13 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     let elsewhere = db.warehouse(&config).await;
     elsewhere
         .record_attempt(&idem::warehouse::ledger::Attempt {
-            run_id: "elsewhere".into(),
-            job: job.name.clone(),
-            partition: "2026-01-02".into(),
-            attempt: 1,
-            status: idem::warehouse::ledger::AttemptStatus::Failed,
-            started_at: "2026-03-01T00:00:00.000Z".into(),
-            locked_at: None,
-            finished_at: "2026-03-01T00:00:01.000Z".into(),
-            rows_deleted: 0,
-            rows_inserted: 0,
-            rows_updated: 0,
-            rows_after: 0,
             definition_hash: job.definition_hash(),
-            fingerprint: None,
-            content_changed: None,
             error: Some("boom".into()),
-            operator: "ops".into(),
-            host: "h".into(),
-            reason: None,
+            ..recorded(
+                &job.name,
+                "2026-01-02",
+                idem::warehouse::ledger::AttemptStatus::Failed,
+            )
         })
         .await
         .expect("record");
@@ -953,33 +964,13 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
 /// recorded, a row pruned, or (PostgreSQL, MariaDB) a row whose id was
 /// drawn before one already seen, committed after it.
 async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
-    use idem::warehouse::ledger::{Attempt, AttemptStatus};
+    use idem::warehouse::ledger::AttemptStatus;
     let Some(db) = TestDb::new(kind).await else {
         return;
     };
     let (_, config) = db.config("");
     let wh = db.warehouse(&config).await;
-    let attempt = |partition: &str, status: AttemptStatus| Attempt {
-        run_id: "r".into(),
-        job: "j".into(),
-        partition: partition.into(),
-        attempt: 1,
-        status,
-        started_at: "2026-03-01T00:00:00.000Z".into(),
-        locked_at: None,
-        finished_at: "2026-03-01T00:00:01.000Z".into(),
-        rows_deleted: 0,
-        rows_inserted: 1,
-        rows_updated: 0,
-        rows_after: 1,
-        definition_hash: "d".into(),
-        fingerprint: None,
-        content_changed: Some(true),
-        error: None,
-        operator: "ops".into(),
-        host: "h".into(),
-        reason: None,
-    };
+    let attempt = |partition: &str, status| recorded("j", partition, status);
     for day in ["2026-02-01", "2026-02-02"] {
         wh.record_attempt(&attempt(day, AttemptStatus::Succeeded))
             .await
