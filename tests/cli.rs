@@ -242,7 +242,7 @@ fn a_bad_range_is_refused_before_connecting() {
         ),
     )
     .unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["run", "j", "--from", "2026-01-05", "--to", "2026-01-04"],
             "--from 2026-01-05 is after --to 2026-01-04",
@@ -250,6 +250,14 @@ fn a_bad_range_is_refused_before_connecting() {
         (
             &["status", "j", "--from", "2026-01-05", "--to", "2026-01-04"],
             "--from 2026-01-05 is after --to 2026-01-04",
+        ),
+        (
+            &["status", "j", "--from", "2025-01-05", "--to", "2025-01-31"],
+            "2025-01-05 to 2025-01-31 is outside j's partitions (2026-01-01 to 2026-01-31)",
+        ),
+        (
+            &["status", "j", "--from", "2027-01-05"],
+            "2027-01-05 to 2026-01-31 is outside j's partitions",
         ),
         (
             &["verify", "j", "2025-12-30"],

@@ -105,6 +105,21 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                 to.name()
             )));
         }
+        // Asked of one job, a range wholly outside its partitions is a
+        // mistyped one (a year off, say), not an empty answer.
+        if args.job.is_some()
+            && let Some(last) = job.partitions(now_utc()).last().copied()
+            && (to.is_some_and(|t| t < job.start) || from.is_some_and(|f| f > last))
+        {
+            return Err(Stop::usage(format!(
+                "{} to {} is outside {}'s partitions ({} to {}): nothing to show",
+                from.unwrap_or(job.start).name(),
+                to.unwrap_or(last).name(),
+                job.name,
+                job.start.name(),
+                last.name()
+            )));
+        }
         ranges.push((from, to));
     }
     let lineage = super::lineage(&config)?;
