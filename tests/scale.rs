@@ -298,8 +298,9 @@ async fn refresh_alone(
 ) -> (idem::warehouse::Counts, CountSource) {
     let wh = db.warehouse(config).await;
     let (first, last) = range(job);
+    let mark = wh.ledger_mark(&job.name).await.expect("mark");
     let out = wh
-        .partition_counts_cached(cache, job, first, last)
+        .partition_counts_cached(cache, job, first, last, mark)
         .await
         .expect("refresh");
     wh.close().await;
@@ -981,12 +982,13 @@ async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
     let read = |cache: RefreshCache| {
         let wh = &wh;
         async move {
+            let mark = wh.ledger_mark("j").await.unwrap();
             let (summary, read) = wh
-                .ledger_summary_cached(Some(&cache), "j", range)
+                .ledger_summary_cached(Some((&cache, mark)), "j", range)
                 .await
                 .unwrap();
             let (changes, read_changes) = wh
-                .content_changes_cached(Some(&cache), "j", range)
+                .content_changes_cached(Some((&cache, mark)), "j", range)
                 .await
                 .unwrap();
             assert_eq!(read, read_changes);

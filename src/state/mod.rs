@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
-use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary};
+use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerMark, LedgerSummary};
 use crate::warehouse::{Counts, RefreshCache, Warehouse, WarehouseError};
 
 mod anomaly;
@@ -183,11 +183,12 @@ pub async fn job_status_scoped(
     let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
         return Ok(Vec::new());
     };
-    let counts = match &scope.cache {
+    let cached = cached_at(warehouse, scope, &job.name).await?;
+    let counts = match cached {
         _ if scope.ledger_only => None,
-        Some(cache) => Some(
+        Some((cache, mark)) => Some(
             warehouse
-                .partition_counts_cached(cache, job, *first, *last)
+                .partition_counts_cached(cache, job, *first, *last, mark)
                 .await?
                 .0,
         ),
@@ -196,7 +197,7 @@ pub async fn job_status_scoped(
     let range = Some((first.name(), last.name()));
     let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
     let (ledger, _) = warehouse
-        .ledger_summary_cached(scope.cache.as_ref(), &job.name, range)
+        .ledger_summary_cached(cached, &job.name, range)
         .await?;
     let mut running = running.clone();
     running.extend(
@@ -209,6 +210,19 @@ pub async fn job_status_scoped(
         scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
     });
     Ok(statuses)
+}
+
+/// The scope's cache, if it has one, with where `job`'s ledger stands now:
+/// read once for the job's counts and its summary.
+async fn cached_at<'a>(
+    warehouse: &Warehouse,
+    scope: &'a StatusScope,
+    job: &str,
+) -> Result<Option<(&'a RefreshCache, LedgerMark)>, WarehouseError> {
+    match &scope.cache {
+        Some(cache) => Ok(Some((cache, warehouse.ledger_mark(job).await?))),
+        None => Ok(None),
+    }
 }
 
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
@@ -236,8 +250,9 @@ pub async fn job_status_in(
             && let Some((first, last)) = upstream_read(&statuses, up.grain)
         {
             let range = Some((first.as_str(), last.as_str()));
+            let cached = cached_at(warehouse, scope, &up.name).await?;
             let (changes, _) = warehouse
-                .content_changes_cached(scope.cache.as_ref(), &up.name, range)
+                .content_changes_cached(cached, &up.name, range)
                 .await?;
             upstream.push((up, changes));
         }

@@ -10,7 +10,7 @@ use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
-use super::ledger::LedgerReads;
+use super::ledger::{LedgerMark, LedgerReads};
 use super::{ColumnKind, Engine, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
@@ -175,12 +175,15 @@ impl Warehouse {
     /// (over a range covering this one), no row is read; when it moved by
     /// exactly what idem's own replace loads recorded in the ledger since,
     /// their row counts are applied; otherwise the range is counted again.
+    /// `mark` is where the job's ledger stands ([`Warehouse::ledger_mark`]),
+    /// read before the counts.
     pub async fn partition_counts_cached(
         &self,
         cache: &RefreshCache,
         job: &Job,
         first: Partition,
         last: Partition,
+        mark: LedgerMark,
     ) -> Result<(Counts, CountSource), WarehouseError> {
         let Some(col) = &job.partition_column else {
             return Ok((Counts::new(), CountSource::Unchanged));
@@ -189,7 +192,7 @@ impl Warehouse {
         // Read before counting: a change committed while counting moves the
         // signal past the one stored, so the next refresh counts again.
         let signal = self.change_signal(&mut state, &job.target).await?;
-        let mark = self.ledger_mark(&job.name).await?.last_id;
+        let mark = mark.last_id;
         if let Some(entry) = state.entries.get_mut(&job.name)
             && entry.target == job.target
             && entry.column == *col

@@ -406,7 +406,8 @@ impl Warehouse {
     }
 
     /// Where a job's ledger stands: its latest row and how many it has.
-    pub(super) async fn ledger_mark(&self, job: &str) -> Result<LedgerMark, WarehouseError> {
+    /// A refresh reads it once per job, for its counts and its summary.
+    pub async fn ledger_mark(&self, job: &str) -> Result<LedgerMark, WarehouseError> {
         let mut sql = self.sql();
         sql.push("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM ")
             .table(&self.dialect().ledger_table())
@@ -419,12 +420,13 @@ impl Warehouse {
         })
     }
 
-    /// [`Warehouse::ledger_summary`] through a cache, if given: when the
-    /// job's ledger stands where it stood at the cached read of the same
-    /// range, it is not read again. Also says whether it was read.
+    /// [`Warehouse::ledger_summary`] through a cache, if given with where
+    /// the job's ledger stands now ([`Warehouse::ledger_mark`]): when it
+    /// stands where it stood at the cached read of the same range, it is
+    /// not read again. Also says whether it was read.
     pub async fn ledger_summary_cached(
         &self,
-        cache: Option<&RefreshCache>,
+        cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(LedgerSummary, bool), WarehouseError> {
@@ -436,7 +438,7 @@ impl Warehouse {
     /// [`Warehouse::ledger_summary_cached`].
     pub async fn content_changes_cached(
         &self,
-        cache: Option<&RefreshCache>,
+        cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
@@ -448,18 +450,18 @@ impl Warehouse {
     /// kept of it if the ledger has not moved since; and whether it read.
     async fn through_cache<T: Remembered>(
         &self,
-        cache: Option<&RefreshCache>,
+        cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
         read: impl Future<Output = Result<T, WarehouseError>>,
     ) -> Result<(T, bool), WarehouseError> {
-        let Some(cache) = cache else {
+        // The mark was read before `read` runs: an attempt recorded
+        // meanwhile moves it past the one kept, so the next refresh reads
+        // again.
+        let Some((cache, mark)) = cache else {
             return Ok((read.await?, true));
         };
         let key = LedgerKey::of(&self.config().url, job, range);
-        // The mark is read first: an attempt recorded while `read` runs
-        // moves it past the one kept, so the next refresh reads again.
-        let mark = self.ledger_mark(job).await?;
         if let Some(kept) = cache.with_ledgers(|r| T::recent(r).get(&key, mark)).await {
             return Ok((kept, false));
         }

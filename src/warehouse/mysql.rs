@@ -128,9 +128,7 @@ impl Dialect for MySql {
 
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
         sql.push("SELECT 1 FROM information_schema.statistics WHERE table_schema = ");
-        sql.schema_of(table, "DATABASE()");
-        sql.push(" AND table_name = ")
-            .bind(table.name.as_str())
+        sql.table_named(table, "DATABASE()", "table_name")
             .push(" AND index_name = ")
             .bind(index.as_str())
             .push(" LIMIT 1");
@@ -153,9 +151,7 @@ impl Dialect for MySql {
 
     fn columns_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(column_name AS CHAR), CAST(data_type AS CHAR), CASE WHEN is_nullable = 'YES' THEN 1 ELSE 0 END FROM information_schema.columns WHERE table_schema = ");
-        sql.schema_of(table, "DATABASE()");
-        sql.push(" AND table_name = ")
-            .bind(table.name.as_str())
+        sql.table_named(table, "DATABASE()", "table_name")
             .push(" ORDER BY ordinal_position");
     }
 
@@ -190,8 +186,7 @@ impl Dialect for MySql {
              CAST(COALESCE(UPDATE_TIME < NOW() - INTERVAL 1 SECOND, 1) AS SIGNED) \
              FROM information_schema.tables WHERE table_schema = ",
         );
-        sql.schema_of(table, "DATABASE()");
-        sql.push(" AND table_name = ").bind(table.name.as_str());
+        sql.table_named(table, "DATABASE()", "table_name");
     }
 
     fn text_expr(&self, column: &str) -> String {
@@ -265,9 +260,7 @@ impl Dialect for MySql {
     /// whole index drop out of the sets.
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(index_name AS CHAR), CAST(column_name AS CHAR) FROM information_schema.statistics WHERE non_unique = 0 AND table_schema = ");
-        sql.schema_of(table, "DATABASE()");
-        sql.push(" AND table_name = ")
-            .bind(table.name.as_str())
+        sql.table_named(table, "DATABASE()", "table_name")
             .push(" ORDER BY index_name, seq_in_index");
     }
 }
@@ -324,9 +317,7 @@ pub(super) async fn leads_an_index(
     use sqlx::Row;
     let mut sql = Sql::new(&MySql);
     sql.push("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = ");
-    sql.schema_of(table, "DATABASE()");
-    sql.push(" AND table_name = ")
-        .bind(table.name.as_str())
+    sql.table_named(table, "DATABASE()", "table_name")
         .push(" AND LOWER(column_name) = LOWER(")
         .bind(column.as_str())
         .push(") AND seq_in_index = 1");

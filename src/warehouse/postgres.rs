@@ -161,9 +161,7 @@ impl Dialect for Postgres {
 
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
         sql.push("SELECT 1 FROM pg_indexes WHERE schemaname = ");
-        sql.schema_of(table, "current_schema()");
-        sql.push(" AND tablename = ")
-            .bind(table.name.as_str())
+        sql.table_named(table, "current_schema()", "tablename")
             .push(" AND indexname = ")
             .bind(index.as_str());
     }
@@ -213,9 +211,7 @@ impl Dialect for Postgres {
              WHERE a.attnum > 0 AND NOT a.attisdropped \
              AND c.relkind IN ('r', 'v', 'f', 'p', 'm') AND n.nspname = ",
         );
-        sql.schema_of(table, "current_schema()");
-        sql.push(" AND c.relname = ")
-            .bind(table.name.as_str())
+        sql.table_named(table, "current_schema()", "c.relname")
             .push(" ORDER BY a.attnum");
     }
 
@@ -398,8 +394,7 @@ impl Dialect for Postgres {
              JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = ANY(x.indkey) \
              WHERE x.indisunique AND x.indpred IS NULL AND x.indexprs IS NULL AND n.nspname = ",
         );
-        sql.schema_of(table, "current_schema()");
-        sql.push(" AND t.relname = ").bind(table.name.as_str());
+        sql.table_named(table, "current_schema()", "t.relname");
     }
 }
 

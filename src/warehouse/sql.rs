@@ -105,13 +105,24 @@ impl Sql {
         self
     }
 
-    /// The schema of `table`, bound, or `current` (the session's schema,
-    /// as the engine names it) for a table named without one.
-    pub fn schema_of(&mut self, table: &TableName, current: &str) -> &mut Self {
+    /// The end of a catalogue condition naming `table`, after its schema
+    /// column's `= `: the schema, bound, or `current` (the session's
+    /// schema, as the engine names it) for a table named without one;
+    /// then ` AND name_column = ` the table's name, bound.
+    pub fn table_named(
+        &mut self,
+        table: &TableName,
+        current: &str,
+        name_column: &str,
+    ) -> &mut Self {
         match &table.schema {
             Some(s) => self.bind(s.as_str()),
             None => self.push(current),
-        }
+        };
+        self.push(" AND ")
+            .push(name_column)
+            .push(" = ")
+            .bind(table.name.as_str())
     }
 
     /// Binds a window boundary so that it compares correctly with the
