@@ -78,6 +78,19 @@ impl Grain {
     }
 }
 
+/// Appends `n`'s lowest `width` decimal digits, zero-padded: what `{n:0width$}`
+/// writes for a number of at most `width` digits, without the formatting
+/// machinery (names and ledger timestamps are written by the hundred
+/// thousand at each state read).
+pub(crate) fn push_digits(out: &mut String, mut n: u32, width: usize) {
+    let mut digits = [b'0'; 10];
+    for d in digits[..width].iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.extend(digits[..width].iter().map(|&d| char::from(d)));
+}
+
 impl fmt::Display for Grain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -146,11 +159,19 @@ impl Partition {
             };
             return t.format(pattern).to_string();
         }
-        match self.grain {
-            Grain::Hour => format!("{y:04}-{m:02}-{d:02}T{h:02}"),
-            Grain::Day => format!("{y:04}-{m:02}-{d:02}"),
-            Grain::Month => format!("{y:04}-{m:02}"),
+        let mut name = String::with_capacity(13);
+        push_digits(&mut name, y.unsigned_abs(), 4);
+        name.push('-');
+        push_digits(&mut name, m, 2);
+        if self.grain != Grain::Month {
+            name.push('-');
+            push_digits(&mut name, d, 2);
         }
+        if self.grain == Grain::Hour {
+            name.push('T');
+            push_digits(&mut name, h, 2);
+        }
+        name
     }
 
     /// Parses a partition name of this grain. Coarser names are accepted where

@@ -295,7 +295,7 @@ async fn refresh_alone(
     config: &Config,
     cache: &RefreshCache,
     job: &Job,
-) -> (idem::warehouse::Counts, CountSource) {
+) -> (std::sync::Arc<idem::warehouse::Counts>, CountSource) {
     let wh = db.warehouse(config).await;
     let (first, last) = range(job);
     let mark = wh.ledger_mark(&job.name).await.expect("mark");
@@ -944,7 +944,7 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
         summary
             .iter()
             .filter_map(|(p, l)| Some((p.clone(), l.changed_at.clone()?)))
-            .collect::<std::collections::HashMap<_, _>>()
+            .collect::<std::collections::BTreeMap<_, _>>()
     };
     assert!(changes(&whole).len() >= 10, "{whole:?}");
     assert_eq!(
@@ -992,9 +992,9 @@ async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
                 .await
                 .unwrap();
             assert_eq!(read, read_changes);
-            assert_eq!(summary, wh.ledger_summary("j", range).await.unwrap());
-            assert_eq!(changes, wh.content_changes("j", range).await.unwrap());
-            let mut days: Vec<String> = summary.into_keys().collect();
+            assert_eq!(*summary, wh.ledger_summary("j", range).await.unwrap());
+            assert_eq!(*changes, wh.content_changes("j", range).await.unwrap());
+            let mut days: Vec<String> = summary.keys().cloned().collect();
             days.sort();
             (days, read)
         }

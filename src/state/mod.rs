@@ -1,7 +1,7 @@
 //! Partition states, derived on every refresh from the target's row counts
 //! and the ledger, with the anomaly and drift flags on top.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::NaiveDateTime;
@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
-use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerMark, LedgerSummary};
+use crate::warehouse::ledger::{Attempt, AttemptStatus, ContentChanges, LedgerMark, LedgerSummary};
 use crate::warehouse::{Counts, RefreshCache, Warehouse, WarehouseError};
 
 mod anomaly;
@@ -192,7 +192,9 @@ pub async fn job_status_scoped(
                 .await?
                 .0,
         ),
-        None => Some(warehouse.partition_counts(job, *first, *last).await?),
+        None => Some(Arc::new(
+            warehouse.partition_counts(job, *first, *last).await?,
+        )),
     };
     let range = Some((first.name(), last.name()));
     let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
@@ -205,7 +207,7 @@ pub async fn job_status_scoped(
             .partitions_locked_elsewhere(job, partitions)
             .await?,
     );
-    let mut statuses = derive(job, partitions, counts.as_ref(), ledger, now, &running);
+    let mut statuses = derive(job, partitions, counts.as_deref(), &ledger, now, &running);
     statuses.retain(|s| {
         scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
     });
@@ -289,13 +291,13 @@ pub async fn noticing_slow<T>(
 
 /// The state of each partition from counts and what the ledger holds of
 /// it; without counts, or for a job without a partition column, from the
-/// ledger alone. The summary is consumed: each partition keeps its latest
-/// and its latest successful attempt.
+/// ledger alone. Each partition shares its latest and its latest successful
+/// attempt with the summary.
 pub fn derive(
     job: &Job,
     partitions: &[Partition],
     counts: Option<&Counts>,
-    mut ledger: LedgerSummary,
+    ledger: &LedgerSummary,
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Vec<PartitionStatus> {
@@ -305,9 +307,9 @@ pub fn derive(
         .iter()
         .map(|p| {
             let name = p.name();
-            let h = ledger.remove(&name).unwrap_or_default();
-            let success = h.success;
-            let latest = h.latest;
+            let h = ledger.get(&name);
+            let success = h.and_then(|h| h.success.clone());
+            let latest = h.and_then(|h| h.latest.clone());
             let rows_now = counts.map(|c| c.get(&name).copied().unwrap_or(0));
             let rows_at_load = success.as_ref().map(|s| s.rows_after);
             let state = if running.contains(&name) {
@@ -349,7 +351,7 @@ pub fn derive(
                 state,
                 rows_now,
                 rows_at_load,
-                attempts: h.attempts,
+                attempts: h.map_or(0, |h| h.attempts),
                 last_attempt: latest,
                 last_success: success,
                 anomaly: false,
@@ -421,17 +423,27 @@ fn upstream_read(
 /// and still lists its upstream cause.
 pub fn mark_upstream_stale(
     statuses: &mut [PartitionStatus],
-    upstream: &[(&Job, HashMap<String, String>)],
+    upstream: &[(&Job, Arc<ContentChanges>)],
 ) {
     for status in statuses.iter_mut() {
-        let Some(loaded) = status.last_success.as_ref().map(|s| s.finished_at.clone()) else {
+        let Some(success) = status.last_success.clone() else {
             continue;
         };
+        let loaded = success.finished_at.as_str();
         let mut causes = Vec::new();
         for (job, changed) in upstream {
-            for p in crate::lineage::read_by(&status.partition, job.grain) {
-                let name = p.name();
-                if changed.get(&name).is_some_and(|at| *at > loaded) {
+            // The partitions read are one run of names in name order: looked
+            // up as a range, not named one by one (a day reads 24 hours).
+            let read = crate::lineage::read_by(&status.partition, job.grain);
+            let (Some(first), Some(last)) = (read.first(), read.last()) else {
+                continue;
+            };
+            let (first, last) = (first.name(), last.name());
+            let width = first.len();
+            for (name, at) in changed.range(first..=last) {
+                // Only names of the upstream job's grain: a ledger row of
+                // another grain (the job's grain was changed) sorts among them.
+                if name.len() == width && at.as_str() > loaded {
                     causes.push(format!("{} {name}", job.name));
                 }
             }
@@ -537,21 +549,17 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &job,
             &partitions,
             Some(&Counts::new()),
-            LedgerSummary::new(),
+            &LedgerSummary::new(),
             now,
             &HashSet::new(),
         );
         (job, statuses)
     }
 
-    #[test]
-    fn derive_keeps_each_partitions_latest_attempts_of_its_history() {
-        let (job, _) =
-            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
-        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .expect("date");
-        let attempt = |partition: &str, n: i64, status: AttemptStatus| Attempt {
+    /// Attempt `n` of a job's partition, of three rows, started on
+    /// 2026-06-09 at midnight and finished a second later.
+    fn attempt(job: &Job, partition: &str, n: i64, status: AttemptStatus) -> Attempt {
+        Attempt {
             run_id: format!("run {n}"),
             job: job.name.clone(),
             partition: partition.into(),
@@ -571,7 +579,105 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             operator: "ops".into(),
             host: "h".into(),
             reason: None,
+        }
+    }
+
+    #[test]
+    fn a_partition_is_stale_for_the_upstream_changes_in_what_it_read() {
+        let (day_job, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let of_grain = |grain: crate::partition::Grain, name: &str| {
+            let mut job = day_job.clone();
+            job.name = name.into();
+            job.grain = grain;
+            job.start = Partition::containing(grain, day_job.start.start);
+            job.end = day_job.end.map(|e| Partition::containing(grain, e.start));
+            job
         };
+        let loaded = |job: &Job| {
+            let partitions = job.partitions(now);
+            let history = partitions
+                .iter()
+                .map(|p| attempt(job, &p.name(), 1, AttemptStatus::Succeeded));
+            let summary = crate::warehouse::ledger::PartitionLedger::summarize(history);
+            derive(job, &partitions, None, &summary, now, &HashSet::new())
+        };
+        // Loads finished 2026-06-09T00:00:01.000Z; `late` is after, `early`
+        // before.
+        let (late, early) = ("2026-06-09T05:00:00.000Z", "2026-06-08T00:00:00.000Z");
+        let changes = |pairs: &[(&str, &str)]| {
+            Arc::new(
+                pairs
+                    .iter()
+                    .map(|(p, at)| (p.to_string(), at.to_string()))
+                    .collect::<ContentChanges>(),
+            )
+        };
+        let causes = |statuses: &[PartitionStatus]| -> Vec<(String, LoadState, Vec<String>)> {
+            statuses
+                .iter()
+                .map(|s| (s.partition.name(), s.state, s.stale_upstream.clone()))
+                .collect()
+        };
+
+        // A day reads its 24 hours, and only those.
+        let hourly = of_grain(crate::partition::Grain::Hour, "hourly");
+        let mut days = loaded(&day_job);
+        let hours = changes(&[
+            ("2026-05-31T23", late),
+            ("2026-06-01T05", late),
+            ("2026-06-01T06", late),
+            ("2026-06-02T23", early),
+            ("2026-06-03T00", late),
+            ("2026-06-04T00", late),
+        ]);
+        mark_upstream_stale(&mut days, &[(&hourly, hours)]);
+        let stale = LoadState::Stale;
+        assert_eq!(
+            causes(&days),
+            vec![
+                (
+                    "2026-06-01".into(),
+                    stale,
+                    vec!["hourly 2026-06-01T05".into(), "hourly 2026-06-01T06".into()]
+                ),
+                ("2026-06-02".into(), LoadState::Loaded, vec![]),
+                (
+                    "2026-06-03".into(),
+                    stale,
+                    vec!["hourly 2026-06-03T00".into()]
+                ),
+            ]
+        );
+
+        // A month reads its days; a ledger row named by hour (the upstream
+        // job was hourly once) sorts among them and is not one of them.
+        let monthly = of_grain(crate::partition::Grain::Month, "monthly");
+        let mut months = loaded(&monthly);
+        let days = changes(&[("2026-06-02T07", late), ("2026-06-30", late)]);
+        mark_upstream_stale(&mut months, &[(&day_job, days)]);
+        // (June had not ended at its load: it keeps its own state.)
+        assert_eq!(
+            causes(&months),
+            vec![(
+                "2026-06".into(),
+                LoadState::Future,
+                vec!["j 2026-06-30".into()]
+            )]
+        );
+    }
+
+    #[test]
+    fn derive_keeps_each_partitions_latest_attempts_of_its_history() {
+        let (job, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let attempt = |partition: &str, n: i64, status| attempt(&job, partition, n, status);
         let history = vec![
             attempt("2026-06-01", 1, AttemptStatus::Succeeded),
             attempt("2026-06-02", 1, AttemptStatus::Succeeded),
@@ -586,7 +692,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &job,
             &job.partitions(now),
             Some(&counts),
-            crate::warehouse::ledger::PartitionLedger::summarize(history),
+            &crate::warehouse::ledger::PartitionLedger::summarize(history),
             now,
             &HashSet::new(),
         );

@@ -64,7 +64,8 @@ struct Entry {
     first: Partition,
     last: Partition,
     signal: Signal,
-    counts: Counts,
+    /// Shared with the refreshes that found them unchanged.
+    counts: Arc<Counts>,
     /// The job's highest ledger id when the counts were read.
     ledger_mark: i64,
 }
@@ -184,9 +185,9 @@ impl Warehouse {
         first: Partition,
         last: Partition,
         mark: LedgerMark,
-    ) -> Result<(Counts, CountSource), WarehouseError> {
+    ) -> Result<(Arc<Counts>, CountSource), WarehouseError> {
         let Some(col) = &job.partition_column else {
-            return Ok((Counts::new(), CountSource::Unchanged));
+            return Ok((Arc::default(), CountSource::Unchanged));
         };
         let mut state = cache.inner.lock().await;
         // Read before counting: a change committed while counting moves the
@@ -201,15 +202,15 @@ impl Warehouse {
             && last <= entry.last
         {
             if signal.unchanged_since(&entry.signal) {
-                return Ok((entry.counts.clone(), CountSource::Unchanged));
+                return Ok((Arc::clone(&entry.counts), CountSource::Unchanged));
             }
             if job.strategy == Strategy::ReplacePartition
                 && self.apply_own_loads(entry, &signal, mark).await?
             {
-                return Ok((entry.counts.clone(), CountSource::Ledger));
+                return Ok((Arc::clone(&entry.counts), CountSource::Ledger));
             }
         }
-        let counts = self.partition_counts(job, first, last).await?;
+        let counts = Arc::new(self.partition_counts(job, first, last).await?);
         state.entries.insert(
             job.name.clone(),
             Entry {
@@ -220,7 +221,7 @@ impl Warehouse {
                 first,
                 last,
                 signal,
-                counts: counts.clone(),
+                counts: Arc::clone(&counts),
                 ledger_mark: mark,
             },
         );
@@ -258,8 +259,9 @@ impl Warehouse {
         if moved != expected {
             return Ok(false);
         }
+        let counts = Arc::make_mut(&mut entry.counts);
         for a in loads {
-            entry.counts.insert(a.partition, a.rows_after);
+            counts.insert(a.partition, a.rows_after);
         }
         entry.signal = signal.clone();
         entry.ledger_mark = mark;

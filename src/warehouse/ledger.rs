@@ -1,7 +1,7 @@
 //! The ledger: one row per attempt, inside the warehouse. History and
 //! evidence only; what is loaded is always read from the target itself.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -98,6 +98,11 @@ pub struct PartitionLedger {
 /// Each partition's [`PartitionLedger`], by partition name.
 pub type LedgerSummary = HashMap<String, PartitionLedger>;
 
+/// When each partition's content last changed, by partition name: in name
+/// order, which within one grain is time order, so that the partitions a
+/// downstream partition reads are one range of it.
+pub type ContentChanges = BTreeMap<String, String>;
+
 /// Where a job's ledger stood when it was read: its latest row's id and
 /// how many rows it has. An attempt recorded since moves one or the other,
 /// even one whose id was drawn before a row already seen (PostgreSQL draws
@@ -131,11 +136,11 @@ impl LedgerKey {
 #[derive(Default)]
 pub(super) struct LedgerReads {
     summaries: Recent<LedgerSummary>,
-    changes: Recent<HashMap<String, String>>,
+    changes: Recent<ContentChanges>,
 }
 
 /// A ledger read a [`RefreshCache`] keeps, and where.
-trait Remembered: Clone {
+trait Remembered: Sized {
     fn recent(reads: &mut LedgerReads) -> &mut Recent<Self>;
 }
 
@@ -145,7 +150,7 @@ impl Remembered for LedgerSummary {
     }
 }
 
-impl Remembered for HashMap<String, String> {
+impl Remembered for ContentChanges {
     fn recent(reads: &mut LedgerReads) -> &mut Recent<Self> {
         &mut reads.changes
     }
@@ -163,8 +168,8 @@ struct Recent<T> {
 }
 
 /// One read a [`Recent`] keeps: its range, where the ledger stood, what it
-/// read.
-type Kept<T> = (Option<(String, String)>, LedgerMark, T);
+/// read (shared with the refresh that read it).
+type Kept<T> = (Option<(String, String)>, LedgerMark, Arc<T>);
 
 impl<T> Default for Recent<T> {
     fn default() -> Self {
@@ -174,19 +179,19 @@ impl<T> Default for Recent<T> {
     }
 }
 
-impl<T: Clone> Recent<T> {
+impl<T> Recent<T> {
     /// What was kept for `key`, if the ledger still stands at `mark`.
-    fn get(&self, key: &LedgerKey, mark: LedgerMark) -> Option<T> {
+    fn get(&self, key: &LedgerKey, mark: LedgerMark) -> Option<Arc<T>> {
         self.by_job
             .get(&key.job)?
             .iter()
             .find(|(range, at, _)| *range == key.range && *at == mark)
-            .map(|(_, _, value)| value.clone())
+            .map(|(_, _, value)| Arc::clone(value))
     }
 
     /// Keeps `value`, read at `mark`, in place of what was kept for `key`;
     /// the job's oldest range goes when it has too many.
-    fn keep(&mut self, key: LedgerKey, mark: LedgerMark, value: T) {
+    fn keep(&mut self, key: LedgerKey, mark: LedgerMark, value: Arc<T>) {
         let kept = self.by_job.entry(key.job).or_default();
         kept.retain(|(range, _, _)| *range != key.range);
         kept.push_front((key.range, mark, value));
@@ -362,9 +367,40 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.reason.clone()).push(")");
 }
 
-/// Ledger timestamps: RFC 3339 UTC with milliseconds, so text order is time order.
+/// The pattern of a ledger timestamp.
+const TIMESTAMP: &str = "%Y-%m-%dT%H:%M:%S%.3fZ";
+
+/// Ledger timestamps: RFC 3339 UTC with milliseconds, so text order is time
+/// order. Written out rather than through the pattern, which is parsed again
+/// on every call (a state read compares each partition's end with its load's
+/// start); a year of other than four digits goes through it.
 pub fn timestamp(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    use chrono::{Datelike, Timelike};
+    let (y, mo, d) = (t.year(), t.month(), t.day());
+    if !(0..=9999).contains(&y) {
+        return t.format(TIMESTAMP).to_string();
+    }
+    let (h, mi) = (t.hour(), t.minute());
+    // A leap second is second 60, as the pattern writes it.
+    let nanos = t.nanosecond();
+    let (s, ms) = (
+        t.second() + nanos / 1_000_000_000,
+        nanos % 1_000_000_000 / 1_000_000,
+    );
+    let mut out = String::with_capacity(24);
+    for (n, width, then) in [
+        (y.unsigned_abs(), 4, '-'),
+        (mo, 2, '-'),
+        (d, 2, 'T'),
+        (h, 2, ':'),
+        (mi, 2, ':'),
+        (s, 2, '.'),
+        (ms, 3, 'Z'),
+    ] {
+        crate::partition::push_digits(&mut out, n, width);
+        out.push(then);
+    }
+    out
 }
 
 impl Warehouse {
@@ -429,7 +465,7 @@ impl Warehouse {
         cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
-    ) -> Result<(LedgerSummary, bool), WarehouseError> {
+    ) -> Result<(Arc<LedgerSummary>, bool), WarehouseError> {
         self.through_cache(cache, job, range, self.ledger_summary(job, range))
             .await
     }
@@ -441,32 +477,33 @@ impl Warehouse {
         cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
-    ) -> Result<(HashMap<String, String>, bool), WarehouseError> {
+    ) -> Result<(Arc<ContentChanges>, bool), WarehouseError> {
         self.through_cache(cache, job, range, self.content_changes(job, range))
             .await
     }
 
     /// What `read` reads of a job's ledger over `range`, or what the cache
-    /// kept of it if the ledger has not moved since; and whether it read.
+    /// kept of it if the ledger has not moved since (shared, not copied);
+    /// and whether it read.
     async fn through_cache<T: Remembered>(
         &self,
         cache: Option<(&RefreshCache, LedgerMark)>,
         job: &str,
         range: Option<(&str, &str)>,
         read: impl Future<Output = Result<T, WarehouseError>>,
-    ) -> Result<(T, bool), WarehouseError> {
+    ) -> Result<(Arc<T>, bool), WarehouseError> {
         // The mark was read before `read` runs: an attempt recorded
         // meanwhile moves it past the one kept, so the next refresh reads
         // again.
         let Some((cache, mark)) = cache else {
-            return Ok((read.await?, true));
+            return Ok((Arc::new(read.await?), true));
         };
         let key = LedgerKey::of(&self.config().url, job, range);
         if let Some(kept) = cache.with_ledgers(|r| T::recent(r).get(&key, mark)).await {
             return Ok((kept, false));
         }
-        let value = read.await?;
-        let kept = value.clone();
+        let value = Arc::new(read.await?);
+        let kept = Arc::clone(&value);
         cache
             .with_ledgers(|r| T::recent(r).keep(key, mark, kept))
             .await;
@@ -548,7 +585,7 @@ impl Warehouse {
         &self,
         job: &str,
         range: Option<(&str, &str)>,
-    ) -> Result<HashMap<String, String>, WarehouseError> {
+    ) -> Result<ContentChanges, WarehouseError> {
         let table = self.dialect().ledger_table();
         let mut sql = self.sql();
         sql.push("SELECT g.partition_key, c.finished_at FROM (SELECT partition_key, ");
@@ -557,7 +594,7 @@ impl Warehouse {
             .table(&table)
             .push(" c ON c.id = g.changed");
         let mut rows = sql.query().fetch(self.pool());
-        let mut out = HashMap::new();
+        let mut out = ContentChanges::new();
         while let Some(row) = rows.try_next().await? {
             out.insert(row.try_get(0)?, row.try_get(1)?);
         }
@@ -661,6 +698,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn timestamps_are_written_as_their_pattern_writes_them() {
+        use chrono::{NaiveDate, TimeZone};
+        let at = |y, mo, d, h, mi, s, nanos| {
+            let t = NaiveDate::from_ymd_opt(y, mo, d)
+                .and_then(|d| d.and_hms_nano_opt(h, mi, s, nanos))
+                .expect("a time");
+            Utc.from_utc_datetime(&t)
+        };
+        for t in [
+            at(2026, 12, 1, 3, 4, 5, 6_789_000),
+            at(2026, 1, 31, 23, 59, 59, 999_999_999),
+            at(0, 1, 1, 0, 0, 0, 0),
+            at(9999, 12, 31, 23, 59, 59, 1_000_000),
+            at(-1, 6, 15, 12, 0, 0, 0),
+            at(10_000, 1, 1, 0, 0, 0, 0),
+            // A leap second.
+            at(2016, 12, 31, 23, 59, 59, 1_500_000_000),
+        ] {
+            assert_eq!(timestamp(t), t.format(TIMESTAMP).to_string(), "{t:?}");
+        }
+    }
+
+    #[test]
     fn a_refresh_keeps_a_few_ranges_of_each_job() {
         let mark = |n| LedgerMark {
             last_id: n,
@@ -670,9 +730,13 @@ mod tests {
         let mut recent = Recent::<u32>::default();
         for d in 1..=10u32 {
             let (first, last) = (day(d), day(d + 1));
-            recent.keep(LedgerKey::of("w", "j", Some((&first, &last))), mark(1), d);
+            recent.keep(
+                LedgerKey::of("w", "j", Some((&first, &last))),
+                mark(1),
+                Arc::new(d),
+            );
         }
-        recent.keep(LedgerKey::of("w", "k", None), mark(1), 99);
+        recent.keep(LedgerKey::of("w", "k", None), mark(1), Arc::new(99));
         assert_eq!(
             recent.by_job[&("w".to_string(), "j".to_string())].len(),
             RANGES_PER_JOB
@@ -681,13 +745,13 @@ mod tests {
             let (first, last) = (day(d), day(d + 1));
             LedgerKey::of("w", "j", Some((&first, &last)))
         };
-        assert_eq!(recent.get(&key(10), mark(1)), Some(10));
-        assert_eq!(recent.get(&key(7), mark(1)), Some(7));
+        assert_eq!(recent.get(&key(10), mark(1)), Some(Arc::new(10)));
+        assert_eq!(recent.get(&key(7), mark(1)), Some(Arc::new(7)));
         assert_eq!(recent.get(&key(6), mark(1)), None, "the oldest went");
         assert_eq!(recent.get(&key(10), mark(2)), None, "the ledger moved");
         assert_eq!(
             recent.get(&LedgerKey::of("w", "k", None), mark(1)),
-            Some(99)
+            Some(Arc::new(99))
         );
         assert_eq!(
             recent.get(&LedgerKey::of("elsewhere", "k", None), mark(1)),
@@ -695,8 +759,8 @@ mod tests {
             "another warehouse's ledger"
         );
         // Read again at a new mark: kept once, in place of the old.
-        recent.keep(key(7), mark(2), 70);
-        assert_eq!(recent.get(&key(7), mark(2)), Some(70));
+        recent.keep(key(7), mark(2), Arc::new(70));
+        assert_eq!(recent.get(&key(7), mark(2)), Some(Arc::new(70)));
         assert_eq!(recent.get(&key(7), mark(1)), None);
         assert_eq!(
             recent.by_job[&("w".to_string(), "j".to_string())].len(),

@@ -392,14 +392,18 @@ impl Warehouse {
         job: &Job,
         partitions: &[Partition],
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
-        let keys: Vec<(String, String)> = partitions
-            .iter()
-            .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
-            .collect();
+        // Named only when asked: naming a ten-year hourly job's locks is
+        // most of what an idle console's refresh would otherwise do.
+        let keys = || -> Vec<(String, String)> {
+            partitions
+                .iter()
+                .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
+                .collect()
+        };
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
-            Engine::Postgres => postgres::held(&self.pool, &keys).await?,
-            Engine::MySql => mysql::held(&self.pool, &keys).await?,
+            Engine::Postgres => postgres::held(&self.pool, keys).await?,
+            Engine::MySql => mysql::held(&self.pool, &keys()).await?,
         })
     }
 

@@ -414,10 +414,11 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
 }
 
 /// Which of the named locks some session holds: granted advisory locks whose
-/// 64-bit key (classid high, objid low) is one of ours.
+/// 64-bit key (classid high, objid low) is one of ours. The names are asked
+/// for only when some advisory lock is held.
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
-    keys: &[(String, String)],
+    keys: impl FnOnce() -> Vec<(String, String)>,
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
     use sqlx::Row;
     let rows = sqlx::query(
@@ -429,9 +430,12 @@ pub(super) async fn held(
     .await?;
     let held: std::collections::HashSet<i64> =
         rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
-    Ok(keys
-        .iter()
+    if held.is_empty() {
+        return Ok(Default::default());
+    }
+    Ok(keys()
+        .into_iter()
         .filter(|(_, key)| held.contains(&lock_key_i64(key)))
-        .map(|(name, _)| name.clone())
+        .map(|(name, _)| name)
         .collect())
 }
