@@ -126,6 +126,19 @@ fn demo_shows_every_state_and_reruns_its_failures() {
     let log = idem(&config, &["log", "fct_orders", &failed_partition(&rows)]);
     assert!(log.status.success());
 
+    // A run of one partition says so in the singular.
+    let one = failed_partition(&rows);
+    let again = idem(
+        &config,
+        &["run", "fct_orders", "--from", &one, "--to", &one],
+    );
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{said}");
+    assert!(
+        said.contains("fct_orders: 1 partition, concurrency"),
+        "{said}"
+    );
+
     let unknown = idem(&config, &["run", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no job named \"nope\""));

@@ -17,6 +17,7 @@ use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
+use crate::numbers::count;
 use crate::partition::{Partition, now_utc};
 use crate::state;
 
@@ -213,7 +214,8 @@ fn confirmed(
     if !interactive {
         if total > CONFIRM_ABOVE {
             return Err(Stop::usage(format!(
-                "this run would load {total} partitions ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
+                "this run would load {} ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
+                count(total as i64, "partition", "partitions"),
                 root.job.name,
                 if steps.len() > 1 {
                     ", with its cascade"
@@ -623,8 +625,8 @@ fn describe(event: &Event) -> Option<String> {
             concurrency,
             ..
         } => format!(
-            "{job}: {} partitions, concurrency {concurrency}",
-            partitions.len()
+            "{job}: {}, concurrency {concurrency}",
+            count(partitions.len() as i64, "partition", "partitions")
         ),
         Event::PartitionSucceeded {
             partition,

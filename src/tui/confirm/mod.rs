@@ -29,7 +29,7 @@ use super::widgets::{block, centered};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
 use crate::engine::{Backfill, MergeOrderRisk, Selection};
-use crate::numbers::count;
+use crate::numbers::{count, thousands};
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -398,15 +398,15 @@ impl ConfirmDialog {
                 name(a),
                 name(z),
                 count(chosen.len() as i64, "partition", "partitions"),
-                filtered,
-                self.candidates.len(),
-                chosen.len() - filtered
+                thousands(filtered as i64),
+                thousands(self.candidates.len() as i64),
+                thousands((chosen.len() - filtered) as i64)
             ),
             (Some(a), Some(z)) => format!(
                 "{} .. {}  ({} of {})",
                 name(a),
                 name(z),
-                chosen.len(),
+                thousands(chosen.len() as i64),
                 count(
                     self.candidates.len() as i64,
                     "selected partition",
@@ -415,7 +415,7 @@ impl ConfirmDialog {
             ),
             _ => format!(
                 "nothing matches the filter ({} selected)",
-                self.candidates.len()
+                thousands(self.candidates.len() as i64)
             ),
         };
         lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));
@@ -428,7 +428,7 @@ impl ConfirmDialog {
                 .count();
             if n > 0 {
                 states.push(Span::styled(
-                    format!("{} {} {n}  ", st.glyph(), st.name()),
+                    format!("{} {} {}  ", st.glyph(), st.name(), thousands(n as i64)),
                     t.state(st),
                 ));
             }

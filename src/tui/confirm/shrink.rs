@@ -89,8 +89,12 @@ pub fn lines<'a>(
             let source = line(
                 "source",
                 match statuses.len() {
-                    1 => format!("{} rows for this partition now", thousands(total)),
-                    n => format!("{} rows for these {n} partitions now", thousands(total)),
+                    1 => format!("{} for this partition now", count(total, "row", "rows")),
+                    n => format!(
+                        "{} for these {} partitions now",
+                        count(total, "row", "rows"),
+                        thousands(n as i64)
+                    ),
                 },
                 "text",
             );

@@ -2,8 +2,8 @@
 //! job's strategy loads.
 
 use crate::config::Strategy;
+use crate::numbers::{count, thousands};
 use crate::tui::job::JobView;
-use crate::tui::widgets::thousands;
 
 /// What the run replaces, in rows.
 pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
@@ -14,8 +14,8 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 .filter_map(|i| job.status_at(*i).and_then(|s| s.rows_now))
                 .sum();
             format!(
-                "{} rows now in {} will be deleted and loaded again",
-                thousands(rows_now),
+                "{} now in {} will be deleted and loaded again",
+                count(rows_now, "row", "rows"),
                 job.job.target
             )
         }
@@ -26,11 +26,11 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 .sum();
             let windows = match chosen.len() {
                 1 => "this window".to_string(),
-                n => format!("these {n} windows"),
+                n => format!("these {} windows", thousands(n as i64)),
             };
             format!(
-                "no rows are deleted; of the {} rows {windows} merged at their last loads, those whose values differ are updated",
-                thousands(merged)
+                "no rows are deleted; of the {} {windows} merged at their last loads, those whose values differ are updated",
+                count(merged, "row", "rows")
             )
         }
     }
@@ -53,5 +53,31 @@ pub fn strategy_words(job: &JobView) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::job_view;
+
+    #[test]
+    fn what_a_run_replaces_is_counted_as_people_read_numbers() {
+        let all: Vec<usize> = (0..10).collect();
+        let replace = job_view("fct", false, "■■■■■■■■■■");
+        assert_eq!(
+            replaces(&replace, &all),
+            "1,000 rows now in t will be deleted and loaded again"
+        );
+        let missing = job_view("fct", false, "··········");
+        assert_eq!(
+            replaces(&missing, &[0]),
+            "0 rows now in t will be deleted and loaded again"
+        );
+        let merge = job_view("fct", true, "■■■■■■■■■■");
+        assert_eq!(
+            replaces(&merge, &all),
+            "no rows are deleted; of the 1,000 rows these 10 windows merged at their last loads, those whose values differ are updated"
+        );
     }
 }
