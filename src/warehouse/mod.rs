@@ -392,8 +392,8 @@ impl Warehouse {
         job: &Job,
         partitions: &[Partition],
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
-        // Named only when asked: naming a ten-year hourly job's locks is
-        // most of what an idle console's refresh would otherwise do.
+        // Named only where needed: a ten-year hourly job has 87,600 of
+        // them, named again at every refresh of the console.
         let keys = || -> Vec<(String, String)> {
             partitions
                 .iter()
