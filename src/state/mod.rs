@@ -520,6 +520,13 @@ pub fn apply_attempt(
 mod tests {
     use super::*;
 
+    /// When the tests read states: 2026-06-10, midnight.
+    fn june_10() -> NaiveDateTime {
+        chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date")
+    }
+
     /// A job over 2026-06-01..03 with nothing loaded, of a strategy given
     /// as its config lines.
     fn job_and_statuses(strategy: &str) -> (Job, Vec<PartitionStatus>) {
@@ -541,9 +548,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         let config = crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None)
             .expect("config");
         let job = config.jobs[0].clone();
-        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .expect("date");
+        let now = june_10();
         let partitions = job.partitions(now);
         let statuses = derive(
             &job,
@@ -586,9 +591,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
     fn a_partition_is_stale_for_the_upstream_changes_in_what_it_read() {
         let (day_job, _) =
             job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
-        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .expect("date");
+        let now = june_10();
         let of_grain = |grain: crate::partition::Grain, name: &str| {
             let mut job = day_job.clone();
             job.name = name.into();
@@ -674,9 +677,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
     fn derive_keeps_each_partitions_latest_attempts_of_its_history() {
         let (job, _) =
             job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
-        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .expect("date");
+        let now = june_10();
         let attempt = |partition: &str, n: i64, status| attempt(&job, partition, n, status);
         let history = vec![
             attempt("2026-06-01", 1, AttemptStatus::Succeeded),
