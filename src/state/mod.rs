@@ -9,12 +9,15 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
-use crate::warehouse::ledger::{Attempt, AttemptStatus, ContentChanges, LedgerMark, LedgerSummary};
+use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerMark, LedgerSummary};
 use crate::warehouse::{Counts, RefreshCache, Warehouse, WarehouseError};
 
 mod anomaly;
+mod upstream;
 
 pub use anomaly::{Seasonality, anomalies, comparable, median};
+pub use upstream::mark_upstream_stale;
+use upstream::upstream_read;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -396,65 +399,6 @@ pub fn reconcile(
     }
 }
 
-/// The first and last partition of an upstream job of `grain` that the
-/// loaded partitions among `statuses` read: all [`mark_upstream_stale`]
-/// looks at, so the ledger is summed up over that range only. None when
-/// none of them has loaded.
-fn upstream_read(
-    statuses: &[PartitionStatus],
-    grain: crate::partition::Grain,
-) -> Option<(String, String)> {
-    let mut loaded = statuses
-        .iter()
-        .filter(|s| s.last_success.is_some())
-        .map(|s| s.partition);
-    let first = loaded.next()?;
-    let (first, last) = loaded.fold((first, first), |(lo, hi), p| (lo.min(p), hi.max(p)));
-    let first = crate::lineage::read_by(&first, grain).into_iter().next()?;
-    let last = crate::lineage::read_by(&last, grain).into_iter().last()?;
-    Some((first.name(), last.name()))
-}
-
-/// Marks the partitions of a job that read upstream partitions whose content
-/// changed after they were loaded: stale (upstream), naming those partitions.
-/// `upstream` is each upstream job with its content changes
-/// ([`Warehouse::content_changes`]). A partition
-/// already failed, running or stale for its own reasons keeps that state,
-/// and still lists its upstream cause.
-pub fn mark_upstream_stale(
-    statuses: &mut [PartitionStatus],
-    upstream: &[(&Job, Arc<ContentChanges>)],
-) {
-    for status in statuses.iter_mut() {
-        let Some(success) = status.last_success.clone() else {
-            continue;
-        };
-        let loaded = success.finished_at.as_str();
-        let mut causes = Vec::new();
-        for (job, changed) in upstream {
-            // The partitions read are one run of names in name order: looked
-            // up as a range, not named one by one (a day reads 24 hours).
-            let read = crate::lineage::read_by(&status.partition, job.grain);
-            let (Some(first), Some(last)) = (read.first(), read.last()) else {
-                continue;
-            };
-            let (first, last) = (first.name(), last.name());
-            let width = first.len();
-            for (name, at) in changed.range(first..=last) {
-                // Only names of the upstream job's grain: a ledger row of
-                // another grain (the job's grain was changed) sorts among them.
-                if name.len() == width && at.as_str() > loaded {
-                    causes.push(format!("{} {name}", job.name));
-                }
-            }
-        }
-        if !causes.is_empty() && matches!(status.state, LoadState::Loaded | LoadState::Empty) {
-            status.state = LoadState::Stale;
-        }
-        status.stale_upstream = causes;
-    }
-}
-
 /// The state of a partition whose latest success, under the job's current
 /// definition, left `rows_at_load` rows; `rows_now` is the target's count
 /// where the target is partitioned by window.
@@ -521,7 +465,7 @@ mod tests {
     use super::*;
 
     /// When the tests read states: 2026-06-10, midnight.
-    fn june_10() -> NaiveDateTime {
+    pub(super) fn june_10() -> NaiveDateTime {
         chrono::NaiveDate::from_ymd_opt(2026, 6, 10)
             .and_then(|d| d.and_hms_opt(0, 0, 0))
             .expect("date")
@@ -529,7 +473,7 @@ mod tests {
 
     /// A job over 2026-06-01..03 with nothing loaded, of a strategy given
     /// as its config lines.
-    fn job_and_statuses(strategy: &str) -> (Job, Vec<PartitionStatus>) {
+    pub(super) fn job_and_statuses(strategy: &str) -> (Job, Vec<PartitionStatus>) {
         let toml = format!(
             r#"
 [warehouse]
@@ -563,7 +507,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
 
     /// Attempt `n` of a job's partition, of three rows, started on
     /// 2026-06-09 at midnight and finished a second later.
-    fn attempt(job: &Job, partition: &str, n: i64, status: AttemptStatus) -> Attempt {
+    pub(super) fn attempt(job: &Job, partition: &str, n: i64, status: AttemptStatus) -> Attempt {
         Attempt {
             run_id: format!("run {n}"),
             job: job.name.clone(),
@@ -585,92 +529,6 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             host: "h".into(),
             reason: None,
         }
-    }
-
-    #[test]
-    fn a_partition_is_stale_for_the_upstream_changes_in_what_it_read() {
-        let (day_job, _) =
-            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
-        let now = june_10();
-        let of_grain = |grain: crate::partition::Grain, name: &str| {
-            let mut job = day_job.clone();
-            job.name = name.into();
-            job.grain = grain;
-            job.start = Partition::containing(grain, day_job.start.start);
-            job.end = day_job.end.map(|e| Partition::containing(grain, e.start));
-            job
-        };
-        let loaded = |job: &Job| {
-            let partitions = job.partitions(now);
-            let history = partitions
-                .iter()
-                .map(|p| attempt(job, &p.name(), 1, AttemptStatus::Succeeded));
-            let summary = crate::warehouse::ledger::PartitionLedger::summarize(history);
-            derive(job, &partitions, None, &summary, now, &HashSet::new())
-        };
-        // Loads finished 2026-06-09T00:00:01.000Z; `late` is after, `early`
-        // before.
-        let (late, early) = ("2026-06-09T05:00:00.000Z", "2026-06-08T00:00:00.000Z");
-        let changes = |pairs: &[(&str, &str)]| {
-            Arc::new(
-                pairs
-                    .iter()
-                    .map(|(p, at)| (p.to_string(), at.to_string()))
-                    .collect::<ContentChanges>(),
-            )
-        };
-        let causes = |statuses: &[PartitionStatus]| -> Vec<(String, LoadState, Vec<String>)> {
-            statuses
-                .iter()
-                .map(|s| (s.partition.name(), s.state, s.stale_upstream.clone()))
-                .collect()
-        };
-
-        // A day reads its 24 hours, and only those.
-        let hourly = of_grain(crate::partition::Grain::Hour, "hourly");
-        let mut days = loaded(&day_job);
-        let hours = changes(&[
-            ("2026-05-31T23", late),
-            ("2026-06-01T05", late),
-            ("2026-06-01T06", late),
-            ("2026-06-02T23", early),
-            ("2026-06-03T00", late),
-            ("2026-06-04T00", late),
-        ]);
-        mark_upstream_stale(&mut days, &[(&hourly, hours)]);
-        let stale = LoadState::Stale;
-        assert_eq!(
-            causes(&days),
-            vec![
-                (
-                    "2026-06-01".into(),
-                    stale,
-                    vec!["hourly 2026-06-01T05".into(), "hourly 2026-06-01T06".into()]
-                ),
-                ("2026-06-02".into(), LoadState::Loaded, vec![]),
-                (
-                    "2026-06-03".into(),
-                    stale,
-                    vec!["hourly 2026-06-03T00".into()]
-                ),
-            ]
-        );
-
-        // A month reads its days; a ledger row named by hour (the upstream
-        // job was hourly once) sorts among them and is not one of them.
-        let monthly = of_grain(crate::partition::Grain::Month, "monthly");
-        let mut months = loaded(&monthly);
-        let days = changes(&[("2026-06-02T07", late), ("2026-06-30", late)]);
-        mark_upstream_stale(&mut months, &[(&day_job, days)]);
-        // (June had not ended at its load: it keeps its own state.)
-        assert_eq!(
-            causes(&months),
-            vec![(
-                "2026-06".into(),
-                LoadState::Future,
-                vec!["j 2026-06-30".into()]
-            )]
-        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
-use super::ledger::{LedgerMark, LedgerReads};
+use super::ledger::LedgerMark;
+use super::ledger_reads::LedgerReads;
 use super::{ColumnKind, Engine, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};

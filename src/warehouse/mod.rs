@@ -6,6 +6,7 @@ mod columns;
 mod counts;
 mod fingerprint;
 pub mod ledger;
+mod ledger_reads;
 mod load;
 mod mysql;
 mod postgres;
