@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::output::outln;
 use super::{Stop, connect, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
+use crate::engine::PlanError;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
@@ -99,16 +100,17 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         if let (Some(from), Some(to)) = (from, to)
             && from > to
         {
-            return Err(Stop::usage(format!(
-                "--from {} is after --to {}",
-                from.name(),
-                to.name()
-            )));
+            let empty = PlanError::EmptyRange {
+                from: from.name(),
+                to: to.name(),
+            };
+            return Err(Stop::usage(empty.to_string()));
         }
         // Asked of one job, a range wholly outside its partitions is a
         // mistyped one (a year off, say), not an empty answer.
+        let last = job.latest_partition(now_utc());
         if args.job.is_some()
-            && let Some(last) = job.partitions(now_utc()).last().copied()
+            && last >= job.start
             && (to.is_some_and(|t| t < job.start) || from.is_some_and(|f| f > last))
         {
             return Err(Stop::usage(format!(

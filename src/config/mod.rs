@@ -125,12 +125,17 @@ impl Job {
     /// Every partition of the job's history, and the one in progress now
     /// (which shows as future until it is complete).
     pub fn partitions(&self, now: chrono::NaiveDateTime) -> Vec<Partition> {
+        crate::partition::range(self.start, self.latest_partition(now))
+    }
+
+    /// The last of [`Job::partitions`] (none when it is before `start`):
+    /// `end`, or the one in progress now.
+    pub fn latest_partition(&self, now: chrono::NaiveDateTime) -> Partition {
         let current = Partition::containing(self.grain, now);
-        let last = match self.end {
+        match self.end {
             Some(end) if end < current => end,
             _ => current,
-        };
-        crate::partition::range(self.start, last)
+        }
     }
 }
 
