@@ -892,7 +892,10 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
                 definition_hash: format!("def{}", n % 2),
                 fingerprint: k.is_multiple_of(2).then(|| format!("v5:{i}:{k:032x}")),
                 content_changed: [Some(true), Some(false), None][k % 3],
-                error: (statuses[k % 4] == AttemptStatus::Failed).then(|| "boom".to_string()),
+                // An error's text as a driver or the job may write it,
+                // with what JSON escapes (SQLite reads it as JSON).
+                error: (statuses[k % 4] == AttemptStatus::Failed)
+                    .then(|| format!("boom: \"{i}\" \\ \n\tline 2 é ✗ \u{1}")),
                 operator: "ops".into(),
                 host: "h".into(),
                 reason: None,

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use sqlx::Row;
 use tokio::sync::Mutex;
 
@@ -142,33 +141,38 @@ impl Warehouse {
         let within = dialect.engine() == Engine::MySql
             && kind != ColumnKind::Other
             && super::mysql::leads_an_index(self.pool(), &job.target, col).await?;
-        let mut sql = self.sql();
-        sql.push("SELECT ")
-            .push(&name)
-            .push(", n FROM (SELECT ")
-            .push(&bucket)
-            .push(" AS b, COUNT(*) AS n FROM ")
-            .table(&job.target)
-            .push(" WHERE ");
-        if within {
-            super::mysql::push_table_within(&mut sql, &job.target, col, (&first, &last), kind);
-            sql.push(" OR ");
-        }
-        sql.push("(").ident(col).push(" >= ");
-        sql.bind_instant_as(first.start, &first, kind);
-        sql.push(" AND ").ident(col).push(" < ");
-        sql.bind_instant_as(last.end(), &last, kind);
-        sql.push(") GROUP BY ").push(&bucket).push(") g");
         let mut counts = Counts::new();
-        let mut rows = sql.query().fetch(self.pool());
-        while let Some(row) = rows.try_next().await? {
-            let name: Option<String> = row.try_get(0)?;
-            let n: i64 = row.try_get(1)?;
-            // Several buckets can share a name (a date column holding times).
-            if let Some(name) = name {
-                *counts.entry(name).or_insert(0) += n;
-            }
-        }
+        self.each_row(
+            |sql| {
+                sql.push(&name).push(", n");
+            },
+            |sql| {
+                sql.push(" FROM (SELECT ")
+                    .push(&bucket)
+                    .push(" AS b, COUNT(*) AS n FROM ")
+                    .table(&job.target)
+                    .push(" WHERE ");
+                if within {
+                    super::mysql::push_table_within(sql, &job.target, col, (&first, &last), kind);
+                    sql.push(" OR ");
+                }
+                sql.push("(").ident(col).push(" >= ");
+                sql.bind_instant_as(first.start, &first, kind);
+                sql.push(" AND ").ident(col).push(" < ");
+                sql.bind_instant_as(last.end(), &last, kind);
+                sql.push(") GROUP BY ").push(&bucket).push(") g");
+            },
+            |row| {
+                let name: Option<String> = row.get(0)?;
+                let n: i64 = row.get(1)?;
+                // Several buckets can share a name (a date column holding times).
+                if let Some(name) = name {
+                    *counts.entry(name).or_insert(0) += n;
+                }
+                Ok(())
+            },
+        )
+        .await?;
         Ok(counts)
     }
 

@@ -9,6 +9,7 @@ use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::Row;
 
+use super::rows::Cells;
 use super::sql::Sql;
 use super::{Dialect, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, TableName};
@@ -385,55 +386,61 @@ impl Warehouse {
         range: Option<(&str, &str)>,
     ) -> Result<LedgerSummary, WarehouseError> {
         let table = self.dialect().ledger_table();
-        let mut sql = self.sql();
         // Each whole row by its own join on the key: an OR of the two keys
         // in one join made MariaDB scan the ledger once per partition. The
         // latest success is sent only when it is not the latest attempt
         // (most often it is): each row costs its columns' conversions.
-        sql.push("SELECT g.partition_key, g.n, c.finished_at, g.latest, g.success, ");
-        push_columns(&mut sql, "l.");
-        sql.push(", ");
-        push_columns(&mut sql, "s.");
-        sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
-            .bind(AttemptStatus::Cancelled.as_str())
-            .push(" AND status <> ")
-            .bind(AttemptStatus::Refused.as_str())
-            .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
-            .bind(AttemptStatus::Succeeded.as_str())
-            .push(" THEN id END) AS success, ");
-        push_changed_by_partition(&mut sql, job, range);
-        sql.push(" LEFT JOIN ")
-            .table(&table)
-            .push(" l ON l.id = g.latest LEFT JOIN ")
-            .table(&table)
-            .push(
-                " s ON s.id = g.success AND (g.latest IS NULL OR g.success <> g.latest) LEFT JOIN ",
-            )
-            .table(&table)
-            .push(" c ON c.id = g.changed");
-        let mut rows = sql.query().fetch(self.pool());
         let mut out = LedgerSummary::new();
-        while let Some(row) = rows.try_next().await? {
-            let latest_id: Option<i64> = row.try_get(3)?;
-            let success_id: Option<i64> = row.try_get(4)?;
-            let latest = latest_id
-                .map(|_| attempt_at(&row, 5).map(Arc::new))
-                .transpose()?;
-            let success = match success_id {
-                None => None,
-                Some(id) if Some(id) == latest_id => latest.clone(),
-                Some(_) => Some(Arc::new(attempt_at(&row, 5 + COLUMNS.len())?)),
-            };
-            out.insert(
-                row.try_get(0)?,
-                PartitionLedger {
-                    latest,
-                    success,
-                    attempts: usize::try_from(row.try_get::<i64, _>(1)?).unwrap_or(0),
-                    changed_at: row.try_get(2)?,
-                },
-            );
-        }
+        self.each_row(
+            |sql| {
+                sql.push("g.partition_key, g.n, c.finished_at, g.latest, g.success, ");
+                push_columns(sql, "l.");
+                sql.push(", ");
+                push_columns(sql, "s.");
+            },
+            |sql| {
+                sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
+                    .bind(AttemptStatus::Cancelled.as_str())
+                    .push(" AND status <> ")
+                    .bind(AttemptStatus::Refused.as_str())
+                    .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
+                    .bind(AttemptStatus::Succeeded.as_str())
+                    .push(" THEN id END) AS success, ");
+                push_changed_by_partition(sql, job, range);
+                sql.push(" LEFT JOIN ")
+                    .table(&table)
+                    .push(" l ON l.id = g.latest LEFT JOIN ")
+                    .table(&table)
+                    .push(
+                        " s ON s.id = g.success AND (g.latest IS NULL OR g.success <> g.latest) LEFT JOIN ",
+                    )
+                    .table(&table)
+                    .push(" c ON c.id = g.changed");
+            },
+            |row| {
+                let latest_id: Option<i64> = row.get(3)?;
+                let success_id: Option<i64> = row.get(4)?;
+                let latest = latest_id
+                    .map(|_| attempt_at(row, 5).map(Arc::new))
+                    .transpose()?;
+                let success = match success_id {
+                    None => None,
+                    Some(id) if Some(id) == latest_id => latest.clone(),
+                    Some(_) => Some(Arc::new(attempt_at(row, 5 + COLUMNS.len())?)),
+                };
+                out.insert(
+                    row.get(0)?,
+                    PartitionLedger {
+                        latest,
+                        success,
+                        attempts: usize::try_from(row.get::<i64>(1)?).unwrap_or(0),
+                        changed_at: row.get(2)?,
+                    },
+                );
+                Ok(())
+            },
+        )
+        .await?;
         Ok(out)
     }
 
@@ -448,17 +455,24 @@ impl Warehouse {
         range: Option<(&str, &str)>,
     ) -> Result<ContentChanges, WarehouseError> {
         let table = self.dialect().ledger_table();
-        let mut sql = self.sql();
-        sql.push("SELECT g.partition_key, c.finished_at FROM (SELECT partition_key, ");
-        push_changed_by_partition(&mut sql, job, range);
-        sql.push(" JOIN ")
-            .table(&table)
-            .push(" c ON c.id = g.changed");
-        let mut rows = sql.query().fetch(self.pool());
         let mut out = ContentChanges::new();
-        while let Some(row) = rows.try_next().await? {
-            out.insert(row.try_get(0)?, row.try_get(1)?);
-        }
+        self.each_row(
+            |sql| {
+                sql.push("g.partition_key, c.finished_at");
+            },
+            |sql| {
+                sql.push(" FROM (SELECT partition_key, ");
+                push_changed_by_partition(sql, job, range);
+                sql.push(" JOIN ")
+                    .table(&table)
+                    .push(" c ON c.id = g.changed");
+            },
+            |row| {
+                out.insert(row.get(0)?, row.get(1)?);
+                Ok(())
+            },
+        )
+        .await?;
         Ok(out)
     }
 
@@ -486,7 +500,7 @@ impl Warehouse {
         let mut rows = sql.query().fetch(self.pool());
         let mut out = Vec::new();
         while let Some(row) = rows.try_next().await? {
-            out.push(attempt_at(&row, 0)?);
+            out.push(attempt_at(Cells::Driver(&row), 0)?);
         }
         Ok(out)
     }
@@ -528,29 +542,29 @@ fn push_columns(sql: &mut Sql, alias: &str) {
 }
 
 /// The attempt whose [`COLUMNS`] start at column `at` of `row`.
-fn attempt_at(row: &sqlx::any::AnyRow, at: usize) -> Result<Attempt, WarehouseError> {
-    let status: String = row.try_get(at + 4)?;
-    let changed: Option<i64> = row.try_get(at + 14)?;
+fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
+    let status: String = row.get(at + 4)?;
+    let changed: Option<i64> = row.get(at + 14)?;
     Ok(Attempt {
-        run_id: row.try_get(at)?,
-        job: row.try_get(at + 1)?,
-        partition: row.try_get(at + 2)?,
-        attempt: row.try_get(at + 3)?,
+        run_id: row.get(at)?,
+        job: row.get(at + 1)?,
+        partition: row.get(at + 2)?,
+        attempt: row.get(at + 3)?,
         status: AttemptStatus::parse(&status),
-        started_at: row.try_get(at + 5)?,
-        locked_at: row.try_get(at + 6)?,
-        finished_at: row.try_get(at + 7)?,
-        rows_deleted: row.try_get(at + 8)?,
-        rows_inserted: row.try_get(at + 9)?,
-        rows_updated: row.try_get(at + 10)?,
-        rows_after: row.try_get(at + 11)?,
-        definition_hash: row.try_get(at + 12)?,
-        fingerprint: row.try_get(at + 13)?,
+        started_at: row.get(at + 5)?,
+        locked_at: row.get(at + 6)?,
+        finished_at: row.get(at + 7)?,
+        rows_deleted: row.get(at + 8)?,
+        rows_inserted: row.get(at + 9)?,
+        rows_updated: row.get(at + 10)?,
+        rows_after: row.get(at + 11)?,
+        definition_hash: row.get(at + 12)?,
+        fingerprint: row.get(at + 13)?,
         content_changed: changed.map(|c| c != 0),
-        error: row.try_get(at + 15)?,
-        operator: row.try_get(at + 16)?,
-        host: row.try_get(at + 17)?,
-        reason: row.try_get(at + 18)?,
+        error: row.get(at + 15)?,
+        operator: row.get(at + 16)?,
+        host: row.get(at + 17)?,
+        reason: row.get(at + 18)?,
     })
 }
 

@@ -11,6 +11,7 @@ mod load;
 mod mysql;
 mod postgres;
 mod reconcile;
+mod rows;
 pub mod sql;
 mod sqlite;
 mod verify;
@@ -103,6 +104,13 @@ pub trait Dialect: Send + Sync {
     /// Releases the [`LockPlan::Session`] locks a session holds.
     fn unlock(&self) -> Vec<Sql> {
         Vec::new()
+    }
+    /// How a read of many rows ([`Warehouse::each_row`]) comes back in
+    /// batches, each one text of a JSON array of row arrays: the SQL before
+    /// its select list, between the list and the rest of the query, and
+    /// after. None: row by row, as the driver reads them.
+    fn row_batches(&self) -> Option<[&'static str; 3]> {
+        None
     }
     /// Column types of the ledger.
     fn ledger_types(&self) -> ledger::ColumnTypes;
