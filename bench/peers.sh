@@ -15,6 +15,9 @@
 #         runners take turns REPS times (default 3); each one's best counts.
 # scan:   `idem status` of a daily job over 3,650 days against the raw
 #         `select dt, count(*) from t group by dt`, at each of SCAN_ROWS.
+# native: PostgreSQL only, the loads into a target partitioned by range on
+#         dt (a partition per day): idem's TRUNCATE of a day's partition
+#         against the psql session's DELETE (not in the default PARTS).
 # memory: peak RSS of a headless backfill (SQLite, 10 rows per partition,
 #         concurrency 4) for each GRAIN:PARTITIONS of MEMORY (default
 #         "day:365 day:3650"; "hour:36500" is an hourly job over ~4 years).
@@ -224,49 +227,103 @@ loads() {
   say "|---|---|---|---|---|---|---|---|"
   for e in $ENGINES; do
     for size in $SIZES; do
-      local db="idem_peer_${e}_${size}_$$"
-      new_db "$e" "$db"
-      local url
-      url=$(db_url "$e" "$db")
-      create_source "$e" "$db" "$size" $((size * DAYS))
-      local want
-      want=$(expected_digest "$e" "$db")
-      local runners="shell" runner
-      for c in $CONCURRENCY; do runners="$runners idem$c"; done
-      # Each runner in turn, REPS times over (the machine is shared and its
-      # load moves): the best first load and re-run of each count.
-      declare -A best_first=() best_rerun=()
-      for ((rep = 0; rep < REPS; rep++)); do
-        for runner in $runners; do
-          local table="fct_$runner" first rerun t
-          create_target "$e" "$db" "$table"
-          if [ "$runner" = shell ]; then
-            shell_script "$e" "$table" > "$work/day.sql"
-            t=$(now); sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
-            check "$e" "$db" "$table" "$want"
-            t=$(now); sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
-            check "$e" "$db" "$table" "$want"
-          else
-            write_config "$url" "$e" "$table" "$work/$runner.toml"
-            t=$(now); idem_run "$runner"; first=$(elapsed "$t")
-            check "$e" "$db" "$table" "$want"
-            t=$(now); idem_run "$runner"; rerun=$(elapsed "$t")
-            check "$e" "$db" "$table" "$want"
-          fi
-          best_first[$runner]=$(least "${best_first[$runner]:-}" "$first")
-          best_rerun[$runner]=$(least "${best_rerun[$runner]:-}" "$rerun")
-        done
-      done
-      for runner in $runners; do
-        local f=${best_first[$runner]} r=${best_rerun[$runner]}
-        local label="$(shell_name "$e") session"
-        [ "$runner" = shell ] || label="idem run --concurrency ${runner#idem}"
-        say "| $e | $size | $label | ${f} s | $(ratio "$f" "${best_first[shell]}") | ${r} s | $(ratio "$r" "${best_rerun[shell]}") | equal |"
-      done
-      unset best_first best_rerun
-      drop_db "$e" "$db"
+      side_by_side "$e" "$size" create_target
     done
   done
+}
+
+# The same on PostgreSQL into a target partitioned by range on dt, one
+# partition per day: idem empties a day by TRUNCATE of its partition (in
+# the load's transaction), the psql session by DELETE, as before.
+native() {
+  say ""
+  say "## Native partitions (PostgreSQL): $DAYS daily partitions of a range-partitioned target, idem's TRUNCATE vs the psql session's DELETE"
+  say ""
+  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | contents |"
+  say "|---|---|---|---|---|---|---|---|"
+  for size in $SIZES; do
+    side_by_side postgres "$size" create_native_target
+  done
+}
+
+create_native_target() { # ENGINE DB TABLE
+  local i d next
+  {
+    echo "drop table if exists $3;"
+    echo "create table $3 (order_id bigint not null, customer_id bigint not null, amount_cents bigint not null, dt date not null) partition by range (dt);"
+    for ((i = 0; i < DAYS; i++)); do
+      d=$(day_after 2026-01-01 "$i")
+      next=$(day_after 2026-01-01 $((i + 1)))
+      echo "create table ${3}_${d//-/} partition of $3 for values from ('$d') to ('$next');"
+    done
+    echo "create index on $3 (dt);"
+  } | sql "$1" "$2"
+}
+
+# filenodes DB TABLE: the file nodes of the table's partitions, which a
+# TRUNCATE replaces and a DELETE keeps.
+filenodes() {
+  query postgres "$1" "select string_agg(c.relfilenode::text, ',') from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = '$2'::regclass"
+}
+
+# truncated DB TABLE NODES: fails unless every partition's file node has
+# changed since NODES (the re-run emptied each by TRUNCATE).
+truncated() {
+  local kept
+  kept=$(query postgres "$1" "select count(*) from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = '$2'::regclass and c.relfilenode::text = any(string_to_array('$3', ','))")
+  [ "$kept" = 0 ] || { echo "$kept partitions of $2 were not truncated by idem's re-run" >&2; exit 1; }
+}
+
+# side_by_side ENGINE SIZE CREATE: on a fresh database of SIZE rows a day,
+# the shell and idem at each of CONCURRENCY take turns REPS times, each
+# into a fresh target made by CREATE; one table row per runner, its best
+# first load and re-run.
+side_by_side() {
+  local e=$1 size=$2 create=$3
+  local db="idem_peer_${e}_${size}_$$"
+  new_db "$e" "$db"
+  local url
+  url=$(db_url "$e" "$db")
+  create_source "$e" "$db" "$size" $((size * DAYS))
+  local want
+  want=$(expected_digest "$e" "$db")
+  local runners="shell" runner
+  for c in $CONCURRENCY; do runners="$runners idem$c"; done
+  # Each runner in turn, REPS times over (the machine is shared and its
+  # load moves): the best first load and re-run of each count.
+  declare -A best_first=() best_rerun=()
+  for ((rep = 0; rep < REPS; rep++)); do
+    for runner in $runners; do
+      local table="fct_$runner" first rerun t
+      "$create" "$e" "$db" "$table"
+      if [ "$runner" = shell ]; then
+        shell_script "$e" "$table" > "$work/day.sql"
+        t=$(now); sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
+        check "$e" "$db" "$table" "$want"
+        t=$(now); sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
+        check "$e" "$db" "$table" "$want"
+      else
+        write_config "$url" "$e" "$table" "$work/$runner.toml"
+        t=$(now); idem_run "$runner"; first=$(elapsed "$t")
+        check "$e" "$db" "$table" "$want"
+        local nodes=""
+        [ "$create" = create_native_target ] && nodes=$(filenodes "$db" "$table")
+        t=$(now); idem_run "$runner"; rerun=$(elapsed "$t")
+        check "$e" "$db" "$table" "$want"
+        [ -z "$nodes" ] || truncated "$db" "$table" "$nodes"
+      fi
+      best_first[$runner]=$(least "${best_first[$runner]:-}" "$first")
+      best_rerun[$runner]=$(least "${best_rerun[$runner]:-}" "$rerun")
+    done
+  done
+  for runner in $runners; do
+    local f=${best_first[$runner]} r=${best_rerun[$runner]}
+    local label="$(shell_name "$e") session"
+    [ "$runner" = shell ] || label="idem run --concurrency ${runner#idem}"
+    say "| $e | $size | $label | ${f} s | $(ratio "$f" "${best_first[shell]}") | ${r} s | $(ratio "$r" "${best_rerun[shell]}") | equal |"
+  done
+  unset best_first best_rerun
+  drop_db "$e" "$db"
 }
 
 idem_run() { # RUNNER

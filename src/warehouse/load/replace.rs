@@ -39,19 +39,29 @@ pub(super) async fn replace(
         .find(|c| c.start == partition.start && c.end == partition.end());
     let (before, rows_deleted) = match child {
         // The window is a table of its own: read it once, then empty it
-        // whole (inside the transaction: a rollback brings it back).
+        // whole (inside the transaction: a rollback brings it back). An
+        // empty one, as at a first load, is left as it is: a TRUNCATE
+        // makes new files for the table and each of its indexes, which
+        // took 45 first loads of 2,000 rows a day from 0.21 s to 0.30 s.
         Some(child) => {
             let before = fingerprint::of(tx, dialect, &shape.columns, "", |sql| {
                 sql.push(" FROM ").table(&child.table);
             })
             .await?;
-            let mut truncate = Sql::new(dialect);
-            truncate.push("TRUNCATE TABLE ").table(&child.table);
-            truncate.query().execute(&mut *tx).await?;
-            log(format!(
-                "TRUNCATE {} ({} rows): the window is this partition of {}",
-                child.table, before.rows, job.target
-            ));
+            if before.rows == 0 {
+                log(format!(
+                    "{} is empty: nothing to TRUNCATE (the window is this partition of {})",
+                    child.table, job.target
+                ));
+            } else {
+                let mut truncate = Sql::new(dialect);
+                truncate.push("TRUNCATE TABLE ").table(&child.table);
+                truncate.query().execute(&mut *tx).await?;
+                log(format!(
+                    "TRUNCATE {} ({} rows): the window is this partition of {}",
+                    child.table, before.rows, job.target
+                ));
+            }
             (before, before.rows)
         }
         None if dialect.deletes_in_with() => {
