@@ -11,7 +11,8 @@ use tokio::sync::Mutex;
 
 use super::ledger::LedgerMark;
 use super::ledger_reads::LedgerReads;
-use super::{ColumnKind, Engine, Warehouse, WarehouseError};
+use super::sql::Sql;
+use super::{ColumnKind, Engine, Warehouse, WarehouseError, WholeTable};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -135,12 +136,20 @@ impl Warehouse {
                 dialect.partition_name_expr("b", job.grain),
             ),
         };
-        // MariaDB tests the range on every row unless told that the table
-        // lies inside it (see `mysql::push_table_within`); only a column of
-        // a date or time type orders its values as the range compares them.
-        let within = dialect.engine() == Engine::MySql
-            && kind != ColumnKind::Other
-            && super::mysql::leads_an_index(self.pool(), &job.target, col).await?;
+        // Only a column of a date or time type orders its values as the
+        // range compares them.
+        let whole = match dialect.whole_table() {
+            WholeTable::Filtered => WholeTable::Filtered,
+            _ if kind == ColumnKind::Other || !self.leads_an_index(&job.target, col).await? => {
+                WholeTable::Filtered
+            }
+            WholeTable::AskedFirst
+                if !self.lies_within(job, col, (&first, &last), kind).await? =>
+            {
+                WholeTable::Filtered
+            }
+            whole => whole,
+        };
         let mut counts = Counts::new();
         self.each_row(
             |sql| {
@@ -150,17 +159,22 @@ impl Warehouse {
                 sql.push(" FROM (SELECT ")
                     .push(&bucket)
                     .push(" AS b, COUNT(*) AS n FROM ")
-                    .table(&job.target)
-                    .push(" WHERE ");
-                if within {
-                    super::mysql::push_table_within(sql, &job.target, col, (&first, &last), kind);
-                    sql.push(" OR ");
+                    .table(&job.target);
+                match whole {
+                    // The table lies in the range: no row needs testing.
+                    WholeTable::AskedFirst => {}
+                    WholeTable::WithinOrRange => {
+                        sql.push(" WHERE ");
+                        push_table_within(sql, &job.target, col, (&first, &last), kind);
+                        sql.push(" OR ");
+                        push_range(sql, col, (&first, &last), kind);
+                    }
+                    WholeTable::Filtered => {
+                        sql.push(" WHERE ");
+                        push_range(sql, col, (&first, &last), kind);
+                    }
                 }
-                sql.push("(").ident(col).push(" >= ");
-                sql.bind_instant_as(first.start, &first, kind);
-                sql.push(" AND ").ident(col).push(" < ");
-                sql.bind_instant_as(last.end(), &last, kind);
-                sql.push(") GROUP BY ").push(&bucket).push(") g");
+                sql.push(" GROUP BY ").push(&bucket).push(") g");
             },
             |row| {
                 let name: Option<String> = row.get(0)?;
@@ -174,6 +188,46 @@ impl Warehouse {
         )
         .await?;
         Ok(counts)
+    }
+
+    /// Whether an index of the table starts with the column.
+    async fn leads_an_index(
+        &self,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<bool, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect().leading_index_query(&mut sql, table, column);
+        Ok(sql
+            .query()
+            .fetch_one(self.pool())
+            .await?
+            .try_get::<i64, _>(0)?
+            > 0)
+    }
+
+    /// Whether every row of the job's target lies in the range from
+    /// `first` through `last` (false for an empty table). A row written
+    /// after this answer and outside the range is counted under its own
+    /// partition by the count that follows, never under another: the range
+    /// only narrows what the count reads.
+    async fn lies_within(
+        &self,
+        job: &Job,
+        column: &Ident,
+        range: (&Partition, &Partition),
+        kind: ColumnKind,
+    ) -> Result<bool, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT CASE WHEN ");
+        push_table_within(&mut sql, &job.target, column, range, kind);
+        sql.push(" THEN 1 ELSE 0 END");
+        Ok(sql
+            .query()
+            .fetch_one(self.pool())
+            .await?
+            .try_get::<i64, _>(0)?
+            == 1)
     }
 
     /// [`Warehouse::partition_counts`] through a cache: when the engine's
@@ -316,5 +370,125 @@ impl Warehouse {
             },
             settled: settled == 1,
         })
+    }
+}
+
+/// `column >= start AND column < end` of the range, its bounds of the
+/// column's own type.
+fn push_range(
+    sql: &mut Sql,
+    column: &Ident,
+    (first, last): (&Partition, &Partition),
+    kind: ColumnKind,
+) {
+    sql.push("(").ident(column).push(" >= ");
+    sql.bind_instant_as(first.start, first, kind);
+    sql.push(" AND ").ident(column).push(" < ");
+    sql.bind_instant_as(last.end(), last, kind);
+    sql.push(")");
+}
+
+/// `(SELECT MIN(col) FROM table) >= start AND (SELECT MAX(col) FROM
+/// table) < end`: every row of the table lies in the range. Two scalar
+/// subqueries, not one `SELECT MIN(col), MAX(col)`: each alone is read from
+/// an end of an index leading on the column (SQLite scans for the pair).
+fn push_table_within(
+    sql: &mut Sql,
+    table: &TableName,
+    column: &Ident,
+    (first, last): (&Partition, &Partition),
+    kind: ColumnKind,
+) {
+    sql.push("((SELECT MIN(")
+        .ident(column)
+        .push(") FROM ")
+        .table(table)
+        .push(") >= ");
+    sql.bind_instant_as(first.start, first, kind);
+    sql.push(" AND (SELECT MAX(")
+        .ident(column)
+        .push(") FROM ")
+        .table(table)
+        .push(") < ");
+    sql.bind_instant_as(last.end(), last, kind);
+    sql.push(")");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::RangeEnd;
+
+    /// The two questions a SQLite count asks before it drops its range
+    /// filter: does an index lead on the column, and does the whole table
+    /// lie in the range.
+    #[tokio::test]
+    async fn a_sqlite_count_drops_its_filter_only_for_an_indexed_table_inside_the_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[warehouse]\nurl = \"sqlite://{}/w.db?mode=rwc\"\n\n[[jobs]]\nname = \"j\"\n\
+             target = \"ev\"\nstrategy = \"replace_partition\"\npartition_column = \"d\"\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-31\"\n\
+             sql = \"select d, k from src where d >= :start and d < :end\"\n",
+            dir.path().display()
+        );
+        let config = crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+            .expect("config");
+        let wh = Warehouse::connect(&config.warehouse, 1).await.unwrap();
+        let job = &config.jobs[0];
+        let (d, k) = (Ident::parse("d").unwrap(), Ident::parse("k").unwrap());
+        let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).unwrap();
+        let january = (&day("2026-01-01"), &day("2026-01-31"));
+        wh.execute_script(&[
+            "CREATE TABLE ev (d DATE NOT NULL, k INTEGER NOT NULL)",
+            "CREATE INDEX ev_k_d ON ev (k, d)",
+        ])
+        .await
+        .unwrap();
+        // An empty table lies in no range; an index must lead on the column.
+        assert!(
+            !wh.lies_within(job, &d, january, ColumnKind::Date)
+                .await
+                .unwrap()
+        );
+        assert!(!wh.leads_an_index(&job.target, &d).await.unwrap());
+        assert!(wh.leads_an_index(&job.target, &k).await.unwrap());
+        wh.execute_script(&[
+            "CREATE INDEX ev_d ON ev (D)",
+            "INSERT INTO ev VALUES ('2026-01-01', 1), ('2026-01-31', 2)",
+        ])
+        .await
+        .unwrap();
+        assert!(wh.leads_an_index(&job.target, &d).await.unwrap());
+        assert!(
+            wh.lies_within(job, &d, january, ColumnKind::Date)
+                .await
+                .unwrap()
+        );
+        let narrow = (&day("2026-01-02"), &day("2026-01-31"));
+        assert!(
+            !wh.lies_within(job, &d, narrow, ColumnKind::Date)
+                .await
+                .unwrap()
+        );
+        // A row past the range's end: the filter stays, and keeps it out.
+        wh.execute_script(&["INSERT INTO ev VALUES ('2026-02-01', 3)"])
+            .await
+            .unwrap();
+        assert!(
+            !wh.lies_within(job, &d, january, ColumnKind::Date)
+                .await
+                .unwrap()
+        );
+        let counts = wh
+            .partition_counts(job, *january.0, *january.1)
+            .await
+            .unwrap();
+        let mut counts: Vec<_> = counts.into_iter().collect();
+        counts.sort();
+        assert_eq!(
+            counts,
+            [("2026-01-01".to_string(), 1), ("2026-01-31".to_string(), 1)]
+        );
     }
 }

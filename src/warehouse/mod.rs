@@ -41,6 +41,24 @@ pub enum Engine {
     MySql,
 }
 
+/// How a row count over a range of partitions ([`Warehouse::partition_counts`])
+/// spares the range test on every row when the whole table lies in the
+/// range (the usual whole-job read), where an index leads on the partition
+/// column (its lowest and highest values are two index dives).
+pub enum WholeTable {
+    /// The range is tested as it is: the planner makes it cost little
+    /// (PostgreSQL: 1.02–1.17× the plain `GROUP BY` at 10M rows).
+    Filtered,
+    /// `(the table lies within) OR (the range)` in the count itself: the
+    /// engine evaluates the first part while planning and drops the filter
+    /// when it holds (MariaDB).
+    WithinOrRange,
+    /// Asked by a statement of its own first; when the table lies within,
+    /// the count has no filter at all (SQLite, which plans nothing away and
+    /// tests a range on every row it groups).
+    AskedFirst,
+}
+
 /// How an engine serialises writers of one partition.
 pub enum LockPlan {
     /// The transaction's own BEGIN takes the lock (SQLite `BEGIN IMMEDIATE`).
@@ -134,6 +152,14 @@ pub trait Dialect: Send + Sync {
     fn tables_query(&self, sql: &mut Sql);
     /// An expression naming the partition (of `grain`) a column's value lies in.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String;
+    /// How a count over a range treats a table that lies wholly inside it.
+    fn whole_table(&self) -> WholeTable {
+        WholeTable::Filtered
+    }
+    /// A query counting the indexes of `table` whose first column is
+    /// `column` (its lowest and highest values are then read from the
+    /// index's ends), for engines whose [`Dialect::whole_table`] asks.
+    fn leading_index_query(&self, _sql: &mut Sql, _table: &TableName, _column: &Ident) {}
     /// An expression a count groups by: the start of the partition (of
     /// `grain`) a column's value lies in, as a value of the column's own type
     /// (the column itself where it can be), so that grouping costs no more

@@ -9,9 +9,9 @@ use sqlx::mysql::MySqlDatabaseError;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan};
+use super::{ColumnKind, Dialect, Engine, LockPlan, WholeTable};
 use crate::config::{Ident, TableName};
-use crate::partition::{Grain, Partition};
+use crate::partition::Grain;
 
 pub struct MySql;
 
@@ -175,6 +175,23 @@ impl Dialect for MySql {
         }
     }
 
+    /// With an index leading on the column, MariaDB evaluates the table's
+    /// lowest and highest values while planning (two index dives) and drops
+    /// the range filter when they lie in it; otherwise it tests the range
+    /// on every row even where the index range covers the whole table
+    /// (+45 % CPU for a count over all of a 2M-row table).
+    fn whole_table(&self) -> WholeTable {
+        WholeTable::WithinOrRange
+    }
+
+    fn leading_index_query(&self, sql: &mut Sql, table: &TableName, column: &Ident) {
+        sql.push("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = ");
+        sql.table_named(table, "DATABASE()", "table_name")
+            .push(" AND LOWER(column_name) = LOWER(")
+            .bind(column.as_str())
+            .push(") AND seq_in_index = 1");
+    }
+
     /// InnoDB's in-memory UPDATE_TIME, set at each commit to the table, in
     /// whole seconds: settled once the clock has moved a second past it,
     /// since a later commit in the same second would leave it as it is.
@@ -305,53 +322,6 @@ pub(super) async fn held(
         out.insert(row.try_get::<String, _>(0)?);
     }
     Ok(out)
-}
-
-/// Whether an index of the table starts with the column, so that its
-/// lowest and highest values are read from the index's ends.
-pub(super) async fn leads_an_index(
-    pool: &sqlx::AnyPool,
-    table: &TableName,
-    column: &Ident,
-) -> Result<bool, sqlx::Error> {
-    use sqlx::Row;
-    let mut sql = Sql::new(&MySql);
-    sql.push("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = ");
-    sql.table_named(table, "DATABASE()", "table_name")
-        .push(" AND LOWER(column_name) = LOWER(")
-        .bind(column.as_str())
-        .push(") AND seq_in_index = 1");
-    Ok(sql.query().fetch_one(pool).await?.try_get::<i64, _>(0)? > 0)
-}
-
-/// `(SELECT MIN(col) FROM table) >= start AND (SELECT MAX(col) FROM table)
-/// < end`: every row of the table lies in the range. With an index leading
-/// on the column, MariaDB evaluates it once while planning (two index
-/// dives); put before `OR` the range filter, it drops the filter when true,
-/// which it would otherwise test on every row even where the index range
-/// already covers the whole table (+45 % CPU for a count over all of a
-/// 2M-row table against the plain `GROUP BY`). A narrower range keeps the
-/// filter and the index range scan.
-pub(super) fn push_table_within(
-    sql: &mut Sql,
-    table: &TableName,
-    column: &Ident,
-    (first, last): (&Partition, &Partition),
-    kind: ColumnKind,
-) {
-    sql.push("((SELECT MIN(")
-        .ident(column)
-        .push(") FROM ")
-        .table(table)
-        .push(") >= ");
-    sql.bind_instant_as(first.start, first, kind);
-    sql.push(" AND (SELECT MAX(")
-        .ident(column)
-        .push(") FROM ")
-        .table(table)
-        .push(") < ");
-    sql.bind_instant_as(last.end(), last, kind);
-    sql.push(")");
 }
 
 /// Bounds every statement of a session: MariaDB's `max_statement_time`

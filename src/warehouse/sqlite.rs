@@ -6,7 +6,7 @@ use chrono::{NaiveDateTime, Timelike};
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan};
+use super::{ColumnKind, Dialect, Engine, LockPlan, WholeTable};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -149,6 +149,27 @@ impl Dialect for Sqlite {
             (Grain::Hour, _) => format!("strftime('%Y-%m-%d %H:00', {column})"),
             (Grain::Month, _) => format!("substr({column}, 1, 7) || '-01'"),
         }
+    }
+
+    /// SQLite tests a range on every row it reads, even where the index
+    /// range already covers the whole table: a count over all of a
+    /// 10M-row table took 0.45 s with the filter against 0.33 s without
+    /// (`sqlite3`).
+    fn whole_table(&self) -> WholeTable {
+        WholeTable::AskedFirst
+    }
+
+    fn leading_index_query(&self, sql: &mut Sql, table: &TableName, column: &Ident) {
+        let schema = table.schema.as_ref().map_or("main", |s| s.as_str());
+        sql.push("SELECT COUNT(*) FROM pragma_index_list(")
+            .bind(table.name.as_str())
+            .push(", ")
+            .bind(schema)
+            .push(") l, pragma_index_info(l.name, ")
+            .bind(schema)
+            .push(") i WHERE i.seqno = 0 AND lower(i.name) = lower(")
+            .bind(column.as_str())
+            .push(")");
     }
 
     /// `data_version` of the database (not of one table): it moves when
