@@ -324,13 +324,15 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         ],
     ));
     assert!(
-        plan.contains("dry run: daily · replace_partition · 1 partitions"),
+        plan.contains("dry run: daily · replace_partition · 1 partition · "),
         "{plan}"
     );
     assert!(
-        plan.contains("dry run: monthly · replace_partition · 1 partitions"),
+        plan.contains("dry run: monthly · replace_partition · 1 partition · "),
         "{plan}"
     );
+    // Each of them holds one aggregate row, said in the singular.
+    assert!(plan.contains("would replace 1 row: "), "{plan}");
     let out = stdout_ok(&idem(
         config,
         &[

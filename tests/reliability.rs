@@ -387,7 +387,7 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     let preview = common::stdout_ok(&common::idem(&path, &["run", "fct", "--dry-run"]));
     assert!(
         preview
-            .contains("2026-01-01 ■ loaded    rows now 2000 → source 0: the shrink guard refuses")
+            .contains("2026-01-01 ■ loaded    rows now 2,000 → source 0: the shrink guard refuses")
             && preview.contains("2 partitions would be refused"),
         "{preview}"
     );

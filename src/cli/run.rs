@@ -17,7 +17,7 @@ use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
-use crate::numbers::count;
+use crate::numbers::{count, thousands};
 use crate::partition::{Partition, now_utc};
 use crate::state;
 
@@ -465,8 +465,8 @@ impl<'a> DryRun<'a> {
         let job = &self.backfill.job;
         match job.strategy {
             Strategy::ReplacePartition => format!(
-                "would replace {} rows: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
-                self.rows_replaced(),
+                "would replace {}: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+                count(self.rows_replaced(), "row", "rows"),
                 job.target
             ),
             Strategy::MergeKey => format!(
@@ -484,10 +484,14 @@ impl<'a> DryRun<'a> {
     fn print(&self) -> Result<(), Stop> {
         let job = &self.backfill.job;
         outln!(
-            "dry run: {} · {} · {} partitions · concurrency {}",
+            "dry run: {} · {} · {} · concurrency {}",
             job.name,
             job.strategy.as_str(),
-            self.backfill.partitions.len(),
+            count(
+                self.backfill.partitions.len() as i64,
+                "partition",
+                "partitions"
+            ),
             self.backfill.effective_concurrency()
         );
         let mut refused = 0;
@@ -495,9 +499,12 @@ impl<'a> DryRun<'a> {
             let source = match (s.rows_source, self.refused(s)) {
                 (Some(n), true) => {
                     refused += 1;
-                    format!(" → source {n}: the shrink guard refuses (source looks incomplete)")
+                    format!(
+                        " → source {}: the shrink guard refuses (source looks incomplete)",
+                        thousands(n)
+                    )
                 }
-                (Some(n), false) => format!(" → source {n}"),
+                (Some(n), false) => format!(" → source {}", thousands(n)),
                 (None, _) => String::new(),
             };
             outln!(
@@ -505,14 +512,14 @@ impl<'a> DryRun<'a> {
                 p.partition,
                 s.state.glyph(),
                 p.state,
-                s.rows().map_or("-".to_string(), |n| n.to_string())
+                s.rows().map_or("-".to_string(), thousands)
             );
         }
         outln!("{}", self.plan_line());
         if refused > 0 {
             outln!(
-                "{refused} partition{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
-                if refused == 1 { "" } else { "s" },
+                "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
+                count(refused, "partition", "partitions"),
                 if refused == 1 { "its" } else { "their" }
             );
         }
