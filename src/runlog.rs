@@ -138,7 +138,10 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
         } => (
             job.clone(),
             partition.clone(),
-            format!("attempt {attempt} succeeded: {rows_after} rows, {duration_ms} ms"),
+            format!(
+                "attempt {attempt} succeeded: {}, {duration_ms} ms",
+                crate::numbers::count(*rows_after, "row", "rows")
+            ),
         ),
         Event::PartitionFailed {
             job,
@@ -255,10 +258,10 @@ mod tests {
             [
                 "a1 one",
                 "a1 two",
-                "attempt 1 succeeded: 1 rows, 1 ms",
+                "attempt 1 succeeded: 1 row, 1 ms",
                 "a2 one",
                 "a2 two",
-                "attempt 2 succeeded: 1 rows, 1 ms"
+                "attempt 2 succeeded: 1 row, 1 ms"
             ]
         );
         assert_eq!(texts("2026-01-02")[3], "b2 one");

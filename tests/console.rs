@@ -302,7 +302,7 @@ fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
     for line in [
         "BEGIN IMMEDIATE",
         "DELETE 0 rows",
-        "INSERT 10412 rows",
+        "INSERT 10,412 rows",
         "COMMIT",
     ] {
         a.update(ev(Event::PartitionLog {

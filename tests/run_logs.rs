@@ -35,9 +35,9 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     assert_eq!(ok.status.code(), Some(0));
     for expected in [
         "attempt 1 started",
-        "INSERT 1 rows",
+        "INSERT 1 row\n",
         "COMMIT",
-        "attempt 1 succeeded: 1 rows",
+        "attempt 1 succeeded: 1 row,",
     ] {
         assert!(text.contains(expected), "{expected}: {text}");
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::output::outln;
 use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
+use crate::numbers::count;
 use crate::partition::RangeEnd;
 
 pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
@@ -42,10 +43,10 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         warehouse.close().await;
         let Some(d) = &v.difference else {
             outln!(
-                "idempotent: {} {} gives the same {} rows on every run; everything was rolled back",
+                "idempotent: {} {} gives the same {} on every run; everything was rolled back",
                 v.job,
                 v.partition,
-                v.rows[0]
+                count(v.rows[0] as i64, "row", "rows")
             );
             return Ok(Exit::Ok);
         };
@@ -56,11 +57,19 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             d.first,
             d.second
         );
-        outln!("  {} rows only in {}:", d.only_in_first, d.first);
+        outln!(
+            "  {} only in {}:",
+            count(d.only_in_first as i64, "row", "rows"),
+            d.first
+        );
         for r in &d.sample_first {
             outln!("    {r}");
         }
-        outln!("  {} rows only in {}:", d.only_in_second, d.second);
+        outln!(
+            "  {} only in {}:",
+            count(d.only_in_second as i64, "row", "rows"),
+            d.second
+        );
         for r in &d.sample_second {
             outln!("    {r}");
         }

@@ -427,8 +427,10 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     Severity::Warning,
                     first,
                     format!(
-                        "{nulls} rows of {} have NULL in partition column {pcol}: no partition's delete ever matches them, the signature of a renamed partition column",
-                        job.target
+                        "{} of {} {} NULL in partition column {pcol}: no partition's delete ever matches them, the signature of a renamed partition column",
+                        crate::numbers::count(nulls, "row", "rows"),
+                        job.target,
+                        if nulls == 1 { "has" } else { "have" }
                     ),
                     format!("fill {pcol} for those rows from the old column, or delete them, then re-run the affected partitions"),
                 ));

@@ -434,8 +434,12 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
                 Span::styled("idempotent", t.style("ok")),
                 Span::styled(
                     format!(
-                        ": same {} rows on every run; rolled back",
-                        thousands(r.rows.first().copied().unwrap_or(0) as i64)
+                        ": same {} on every run; rolled back",
+                        crate::numbers::count(
+                            r.rows.first().copied().unwrap_or(0) as i64,
+                            "row",
+                            "rows"
+                        )
                     ),
                     t.style("text"),
                 ),
@@ -447,10 +451,10 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
                     Span::styled("NOT idempotent", t.style("error")),
                     Span::styled(
                         format!(
-                            ": {} and {} differ: {} rows only in {a}, {} only in {b}; rolled back",
+                            ": {} and {} differ: {} only in {a}, {} only in {b}; rolled back",
                             d.first,
                             d.second,
-                            thousands(d.only_in_first as i64),
+                            crate::numbers::count(d.only_in_first as i64, "row", "rows"),
                             thousands(d.only_in_second as i64)
                         ),
                         t.style("text"),

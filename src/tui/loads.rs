@@ -4,7 +4,7 @@
 
 use super::job::JobView;
 use super::msg::{Effect, LoadsRequest};
-use super::widgets::thousands;
+use crate::numbers::count;
 use crate::partition::Partition;
 use crate::warehouse::ledger::{Attempt, AttemptStatus};
 
@@ -94,12 +94,12 @@ fn load_text(a: &Attempt) -> String {
     };
     let what = match (a.status, a.content_changed) {
         (AttemptStatus::Succeeded, Some(true)) => {
-            format!("{} rows changed", thousands(a.rows_after))
+            format!("{} changed", count(a.rows_after, "row", "rows"))
         }
         (AttemptStatus::Succeeded, Some(false)) => {
-            format!("{} rows unchanged", thousands(a.rows_after))
+            format!("{} unchanged", count(a.rows_after, "row", "rows"))
         }
-        (AttemptStatus::Succeeded, None) => format!("{} rows", thousands(a.rows_after)),
+        (AttemptStatus::Succeeded, None) => count(a.rows_after, "row", "rows"),
         (status, _) => status.as_str().to_string(),
     };
     format!("{when} {what}")

@@ -173,9 +173,9 @@ impl Reconciler {
                 )
             } else {
                 format!(
-                    "{} {range}: {} partitions out of date ({} rows); {} selects them",
+                    "{} {range}: {} out of date ({} rows); {} selects them",
                     f.job,
-                    late.len(),
+                    crate::numbers::count(late.len() as i64, "partition", "partitions"),
                     signed(late.iter().sum()),
                     keymap::key(Scope::Main, Action::SelectOutOfDate)
                 )
@@ -240,7 +240,7 @@ mod tests {
         counts.insert("2026-06-02".into(), 132);
         let note = r.answered(3, Some(&mut job), Ok(counts)).expect("a note");
         assert!(
-            note.1.contains("1 partitions out of date (+32 rows)"),
+            note.1.contains("1 partition out of date (+32 rows)"),
             "{note:?}"
         );
         assert_eq!(job.status_at(1).and_then(|s| s.out_of_date()), Some(32));

@@ -255,8 +255,8 @@ pub enum WarehouseError {
     LockTimeout(String),
     /// The shrink guard refused a replace: the source looks incomplete.
     #[error(
-        "source looks incomplete: would replace {} rows with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
-        crate::numbers::thousands(*.before),
+        "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
+        crate::numbers::count(*.before, "row", "rows"),
         crate::numbers::thousands(*.after),
         (.floor * 100.0).round()
     )]

@@ -3,6 +3,8 @@
 
 use sqlx::AnyConnection;
 
+use crate::numbers::{count, thousands};
+
 use super::*;
 
 pub(super) async fn merge(
@@ -118,12 +120,15 @@ pub(super) async fn merge(
 
     run(tx, dialect.upsert(&job.target, &stage_table, columns, keys)).await?;
     log(format!(
-        "MERGE {source_rows} rows by ({}): {rows_inserted} inserted, {rows_updated} updated, {} unchanged",
+        "MERGE {} by ({}): {} inserted, {} updated, {} unchanged",
+        count(source_rows, "row", "rows"),
         keys.iter()
             .map(Ident::as_str)
             .collect::<Vec<_>>()
             .join(", "),
-        existing - rows_updated
+        thousands(rows_inserted),
+        thousands(rows_updated),
+        thousands(existing - rows_updated)
     ));
 
     let after = {

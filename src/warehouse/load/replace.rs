@@ -4,6 +4,8 @@
 
 use sqlx::AnyConnection;
 
+use crate::numbers::{count, thousands};
+
 use super::*;
 
 /// Replaces the window's rows. Where the engine can hash rows but cannot
@@ -58,8 +60,10 @@ pub(super) async fn replace(
                 truncate.push("TRUNCATE TABLE ").table(&child.table);
                 truncate.query().execute(&mut *tx).await?;
                 log(format!(
-                    "TRUNCATE {} ({} rows): the window is this partition of {}",
-                    child.table, before.rows, job.target
+                    "TRUNCATE {} ({}): the window is this partition of {}",
+                    child.table,
+                    count(before.rows, "row", "rows"),
+                    job.target
                 ));
             }
             (before, before.rows)
@@ -93,7 +97,7 @@ pub(super) async fn replace(
         partition,
     )?;
     let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
-    log(format!("INSERT {rows_inserted} rows"));
+    log(format!("INSERT {}", count(rows_inserted, "row", "rows")));
     let after = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
     // The window was empty after the DELETE: the rows it holds now are the
     // inserted rows that landed inside it.
@@ -138,14 +142,15 @@ async fn replace_returning(
     })
     .await?;
     let rows_inserted = after.rows;
-    log(format!("INSERT {rows_inserted} rows"));
+    log(format!("INSERT {}", count(rows_inserted, "row", "rows")));
     checked(t, log, before, before.rows, after, rows_inserted, in_window)
 }
 
 /// The log line of a replace's DELETE.
 fn deleted(rows: i64, partition: &Partition) -> LoadStep {
     format!(
-        "DELETE {rows} rows in [{}, {})",
+        "DELETE {} in [{}, {})",
+        count(rows, "row", "rows"),
         partition.start,
         partition.end()
     )
@@ -174,7 +179,9 @@ fn checked(
         && crate::config::shrinks_too_far(rows_deleted, rows_inserted, floor)
     {
         log(format!(
-            "shrink guard: {rows_deleted} rows would become {rows_inserted}; refused"
+            "shrink guard: {} would become {}; refused",
+            count(rows_deleted, "row", "rows"),
+            thousands(rows_inserted)
         ));
         return Err(WarehouseError::SourceShrank {
             partition: partition.name(),
@@ -187,10 +194,13 @@ fn checked(
     if in_window != rows_inserted {
         let outside = rows_inserted - in_window;
         log(format!(
-            "window check failed: {outside} of {rows_inserted} rows outside the partition"
+            "window check failed: {} of {} outside the partition",
+            thousands(outside),
+            count(rows_inserted, "row", "rows")
         ));
         return Err(WarehouseError::Job(format!(
-            "job wrote {outside} rows outside its partition {} (its {} values must lie in [{}, {}))",
+            "job wrote {} outside its partition {} (its {} values must lie in [{}, {}))",
+            count(outside, "row", "rows"),
             partition.name(),
             w.column,
             partition.start,
@@ -198,7 +208,8 @@ fn checked(
         )));
     }
     log(format!(
-        "window check: all {rows_inserted} rows inside the partition"
+        "window check: every row inside the partition ({})",
+        count(rows_inserted, "row", "rows")
     ));
 
     let content_changed = before != after;
