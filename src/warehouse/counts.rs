@@ -439,6 +439,11 @@ mod tests {
         let (d, k) = (Ident::parse("d").unwrap(), Ident::parse("k").unwrap());
         let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).unwrap();
         let january = (&day("2026-01-01"), &day("2026-01-31"));
+        let within = async |range| {
+            wh.lies_within(job, &d, range, ColumnKind::Date)
+                .await
+                .unwrap()
+        };
         wh.execute_script(&[
             "CREATE TABLE ev (d DATE NOT NULL, k INTEGER NOT NULL)",
             "CREATE INDEX ev_k_d ON ev (k, d)",
@@ -446,11 +451,7 @@ mod tests {
         .await
         .unwrap();
         // An empty table lies in no range; an index must lead on the column.
-        assert!(
-            !wh.lies_within(job, &d, january, ColumnKind::Date)
-                .await
-                .unwrap()
-        );
+        assert!(!within(january).await);
         assert!(!wh.leads_an_index(&job.target, &d).await.unwrap());
         assert!(wh.leads_an_index(&job.target, &k).await.unwrap());
         wh.execute_script(&[
@@ -460,26 +461,14 @@ mod tests {
         .await
         .unwrap();
         assert!(wh.leads_an_index(&job.target, &d).await.unwrap());
-        assert!(
-            wh.lies_within(job, &d, january, ColumnKind::Date)
-                .await
-                .unwrap()
-        );
+        assert!(within(january).await);
         let narrow = (&day("2026-01-02"), &day("2026-01-31"));
-        assert!(
-            !wh.lies_within(job, &d, narrow, ColumnKind::Date)
-                .await
-                .unwrap()
-        );
+        assert!(!within(narrow).await);
         // A row past the range's end: the filter stays, and keeps it out.
         wh.execute_script(&["INSERT INTO ev VALUES ('2026-02-01', 3)"])
             .await
             .unwrap();
-        assert!(
-            !wh.lies_within(job, &d, january, ColumnKind::Date)
-                .await
-                .unwrap()
-        );
+        assert!(!within(january).await);
         let counts = wh
             .partition_counts(job, *january.0, *january.1)
             .await
