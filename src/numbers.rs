@@ -38,6 +38,16 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
+/// `1 row`, `2,000 rows`.
+pub fn n_rows(n: impl Into<i64>) -> String {
+    count(n, "row", "rows")
+}
+
+/// `1 partition`, `3,650 partitions`.
+pub fn n_partitions(n: impl Into<i64>) -> String {
+    count(n, "partition", "partitions")
+}
+
 #[cfg(test)]
 mod tests {
     use super::{compact, count, thousands};

@@ -140,7 +140,7 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
             partition.clone(),
             format!(
                 "attempt {attempt} succeeded: {}, {duration_ms} ms",
-                crate::numbers::count(*rows_after, "row", "rows")
+                crate::numbers::n_rows(*rows_after)
             ),
         ),
         Event::PartitionFailed {

@@ -17,7 +17,7 @@ use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
-use crate::numbers::{count, thousands};
+use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::partition::{Partition, now_utc};
 use crate::state;
 
@@ -215,7 +215,7 @@ fn confirmed(
         if total > CONFIRM_ABOVE {
             return Err(Stop::usage(format!(
                 "this run would load {} ({} {range}{}); pass --yes to confirm, or narrow it with --from, --to or --only",
-                count(total as i64, "partition", "partitions"),
+                n_partitions(total as i64),
                 root.job.name,
                 if steps.len() > 1 {
                     ", with its cascade"
@@ -466,7 +466,7 @@ impl<'a> DryRun<'a> {
         match job.strategy {
             Strategy::ReplacePartition => format!(
                 "would replace {}: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
-                count(self.rows_replaced(), "row", "rows"),
+                n_rows(self.rows_replaced()),
                 job.target
             ),
             Strategy::MergeKey => format!(
@@ -487,11 +487,7 @@ impl<'a> DryRun<'a> {
             "dry run: {} · {} · {} · concurrency {}",
             job.name,
             job.strategy.as_str(),
-            count(
-                self.backfill.partitions.len() as i64,
-                "partition",
-                "partitions"
-            ),
+            n_partitions(self.backfill.partitions.len() as i64),
             self.backfill.effective_concurrency()
         );
         let mut refused = 0;
@@ -519,7 +515,7 @@ impl<'a> DryRun<'a> {
         if refused > 0 {
             outln!(
                 "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
-                count(refused, "partition", "partitions"),
+                n_partitions(refused),
                 if refused == 1 { "its" } else { "their" }
             );
         }
@@ -633,7 +629,7 @@ fn describe(event: &Event) -> Option<String> {
             ..
         } => format!(
             "{job}: {}, concurrency {concurrency}",
-            count(partitions.len() as i64, "partition", "partitions")
+            n_partitions(partitions.len() as i64)
         ),
         Event::PartitionSucceeded {
             partition,

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::output::outln;
 use super::{Stop, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
-use crate::numbers::count;
+use crate::numbers::n_rows;
 use crate::partition::RangeEnd;
 
 pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
@@ -46,7 +46,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
                 "idempotent: {} {} gives the same {} on every run; everything was rolled back",
                 v.job,
                 v.partition,
-                count(v.rows[0] as i64, "row", "rows")
+                n_rows(v.rows[0] as i64)
             );
             return Ok(Exit::Ok);
         };
@@ -57,17 +57,13 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             d.first,
             d.second
         );
-        outln!(
-            "  {} only in {}:",
-            count(d.only_in_first as i64, "row", "rows"),
-            d.first
-        );
+        outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);
         for r in &d.sample_first {
             outln!("    {r}");
         }
         outln!(
             "  {} only in {}:",
-            count(d.only_in_second as i64, "row", "rows"),
+            n_rows(d.only_in_second as i64),
             d.second
         );
         for r in &d.sample_second {

@@ -428,7 +428,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     first,
                     format!(
                         "{} of {} {} NULL in partition column {pcol}: no partition's delete ever matches them, the signature of a renamed partition column",
-                        crate::numbers::count(nulls, "row", "rows"),
+                        crate::numbers::n_rows(nulls),
                         job.target,
                         if nulls == 1 { "has" } else { "have" }
                     ),

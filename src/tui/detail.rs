@@ -435,11 +435,7 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
                 Span::styled(
                     format!(
                         ": same {} on every run; rolled back",
-                        crate::numbers::count(
-                            r.rows.first().copied().unwrap_or(0) as i64,
-                            "row",
-                            "rows"
-                        )
+                        crate::numbers::n_rows(r.rows.first().copied().unwrap_or(0) as i64)
                     ),
                     t.style("text"),
                 ),
@@ -454,7 +450,7 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
                             ": {} and {} differ: {} only in {a}, {} only in {b}; rolled back",
                             d.first,
                             d.second,
-                            crate::numbers::count(d.only_in_first as i64, "row", "rows"),
+                            crate::numbers::n_rows(d.only_in_first as i64),
                             thousands(d.only_in_second as i64)
                         ),
                         t.style("text"),

@@ -4,7 +4,7 @@
 
 use super::job::JobView;
 use super::msg::{Effect, LoadsRequest};
-use crate::numbers::count;
+use crate::numbers::n_rows;
 use crate::partition::Partition;
 use crate::warehouse::ledger::{Attempt, AttemptStatus};
 
@@ -94,12 +94,12 @@ fn load_text(a: &Attempt) -> String {
     };
     let what = match (a.status, a.content_changed) {
         (AttemptStatus::Succeeded, Some(true)) => {
-            format!("{} changed", count(a.rows_after, "row", "rows"))
+            format!("{} changed", n_rows(a.rows_after))
         }
         (AttemptStatus::Succeeded, Some(false)) => {
-            format!("{} unchanged", count(a.rows_after, "row", "rows"))
+            format!("{} unchanged", n_rows(a.rows_after))
         }
-        (AttemptStatus::Succeeded, None) => count(a.rows_after, "row", "rows"),
+        (AttemptStatus::Succeeded, None) => n_rows(a.rows_after),
         (status, _) => status.as_str().to_string(),
     };
     format!("{when} {what}")

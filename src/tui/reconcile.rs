@@ -175,7 +175,7 @@ impl Reconciler {
                 format!(
                     "{} {range}: {} out of date ({} rows); {} selects them",
                     f.job,
-                    crate::numbers::count(late.len() as i64, "partition", "partitions"),
+                    crate::numbers::n_partitions(late.len() as i64),
                     signed(late.iter().sum()),
                     keymap::key(Scope::Main, Action::SelectOutOfDate)
                 )

@@ -166,12 +166,14 @@ impl Warehouse {
                     WholeTable::WithinOrRange => {
                         sql.push(" WHERE ");
                         push_table_within(sql, &job.target, col, (&first, &last), kind);
-                        sql.push(" OR ");
-                        push_range(sql, col, (&first, &last), kind);
+                        sql.push(" OR (")
+                            .range_filter_as("", col, (&first, &last), kind)
+                            .push(")");
                     }
                     WholeTable::Filtered => {
-                        sql.push(" WHERE ");
-                        push_range(sql, col, (&first, &last), kind);
+                        sql.push(" WHERE (")
+                            .range_filter_as("", col, (&first, &last), kind)
+                            .push(")");
                     }
                 }
                 sql.push(" GROUP BY ").push(&bucket).push(") g");
@@ -371,21 +373,6 @@ impl Warehouse {
             settled: settled == 1,
         })
     }
-}
-
-/// `column >= start AND column < end` of the range, its bounds of the
-/// column's own type.
-fn push_range(
-    sql: &mut Sql,
-    column: &Ident,
-    (first, last): (&Partition, &Partition),
-    kind: ColumnKind,
-) {
-    sql.push("(").ident(column).push(" >= ");
-    sql.bind_instant_as(first.start, first, kind);
-    sql.push(" AND ").ident(column).push(" < ");
-    sql.bind_instant_as(last.end(), last, kind);
-    sql.push(")");
 }
 
 /// `(SELECT MIN(col) FROM table) >= start AND (SELECT MAX(col) FROM

@@ -256,7 +256,7 @@ pub enum WarehouseError {
     /// The shrink guard refused a replace: the source looks incomplete.
     #[error(
         "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
-        crate::numbers::count(*.before, "row", "rows"),
+        crate::numbers::n_rows(*.before),
         crate::numbers::thousands(*.after),
         (.floor * 100.0).round()
     )]

@@ -173,10 +173,22 @@ impl Sql {
         partition: &Partition,
         kind: ColumnKind,
     ) -> &mut Self {
+        self.range_filter_as(alias, column, (partition, partition), kind)
+    }
+
+    /// [`Sql::window_filter_as`] for the windows from `first` through
+    /// `last`: from the start of the one to the end of the other.
+    pub fn range_filter_as(
+        &mut self,
+        alias: &str,
+        column: &Ident,
+        (first, last): (&Partition, &Partition),
+        kind: ColumnKind,
+    ) -> &mut Self {
         self.push(alias).ident(column).push(" >= ");
-        self.bind_instant_as(partition.start, partition, kind);
+        self.bind_instant_as(first.start, first, kind);
         self.push(" AND ").push(alias).ident(column).push(" < ");
-        self.bind_instant_as(partition.end(), partition, kind);
+        self.bind_instant_as(last.end(), last, kind);
         self
     }
 

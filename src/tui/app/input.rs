@@ -133,7 +133,7 @@ impl App {
             false,
             format!(
                 "selected {} failing with: {}; r re-runs them",
-                crate::numbers::count(g.partitions.len() as i64, "partition", "partitions"),
+                crate::numbers::n_partitions(g.partitions.len() as i64),
                 g.signature
             ),
         ));

@@ -29,7 +29,7 @@ use super::widgets::{block, centered};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
 use crate::engine::{Backfill, MergeOrderRisk, Selection};
-use crate::numbers::{count, thousands};
+use crate::numbers::{count, n_partitions, thousands};
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -397,7 +397,7 @@ impl ConfirmDialog {
                 "{} .. {}  ({}: {} of {} selected + {} later windows)",
                 name(a),
                 name(z),
-                count(chosen.len() as i64, "partition", "partitions"),
+                n_partitions(chosen.len() as i64),
                 thousands(filtered as i64),
                 thousands(self.candidates.len() as i64),
                 thousands((chosen.len() - filtered) as i64)
@@ -446,7 +446,7 @@ impl ConfirmDialog {
             Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
             Strategy::ReplacePartition => format!(
                 "{} at once · {} of transient errors",
-                count(self.plan.concurrency as i64, "partition", "partitions"),
+                n_partitions(self.plan.concurrency as i64),
                 count(self.plan.retries, "retry", "retries")
             ),
         };

@@ -6,7 +6,7 @@
 use ratatui::text::{Line, Span};
 
 use crate::engine::Backfill;
-use crate::numbers::count;
+use crate::numbers::{n_partitions, n_rows};
 use crate::tui::job::JobView;
 use crate::tui::keymap;
 use crate::tui::keys::{Action, Scope};
@@ -89,10 +89,10 @@ pub fn lines<'a>(
             let source = line(
                 "source",
                 match statuses.len() {
-                    1 => format!("{} for this partition now", count(total, "row", "rows")),
+                    1 => format!("{} for this partition now", n_rows(total)),
                     n => format!(
                         "{} for these {} partitions now",
-                        count(total, "row", "rows"),
+                        n_rows(total),
                         thousands(n as i64)
                     ),
                 },
@@ -121,7 +121,7 @@ pub fn lines<'a>(
             if shrinking.len() > NAMED {
                 named.push(format!("{} more", shrinking.len() - NAMED));
             }
-            let n = count(shrinking.len() as i64, "partition", "partitions");
+            let n = n_partitions(shrinking.len() as i64);
             let text = if allowed {
                 format!("allowed: {n} will shrink ({} undoes)", shrink_key())
             } else {

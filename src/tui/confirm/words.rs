@@ -2,7 +2,7 @@
 //! job's strategy loads.
 
 use crate::config::Strategy;
-use crate::numbers::{count, thousands};
+use crate::numbers::{n_rows, thousands};
 use crate::tui::job::JobView;
 
 /// What the run replaces, in rows.
@@ -15,7 +15,7 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 .sum();
             format!(
                 "{} now in {} will be deleted and loaded again",
-                count(rows_now, "row", "rows"),
+                n_rows(rows_now),
                 job.job.target
             )
         }
@@ -30,7 +30,7 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
             };
             format!(
                 "no rows are deleted; of the {} {windows} merged at their last loads, those whose values differ are updated",
-                count(merged, "row", "rows")
+                n_rows(merged)
             )
         }
     }

@@ -3,7 +3,7 @@
 
 use sqlx::AnyConnection;
 
-use crate::numbers::{count, thousands};
+use crate::numbers::{n_rows, thousands};
 
 use super::*;
 
@@ -121,7 +121,7 @@ pub(super) async fn merge(
     run(tx, dialect.upsert(&job.target, &stage_table, columns, keys)).await?;
     log(format!(
         "MERGE {} by ({}): {} inserted, {} updated, {} unchanged",
-        count(source_rows, "row", "rows"),
+        n_rows(source_rows),
         keys.iter()
             .map(Ident::as_str)
             .collect::<Vec<_>>()

@@ -4,7 +4,7 @@
 
 use sqlx::AnyConnection;
 
-use crate::numbers::{count, thousands};
+use crate::numbers::{n_rows, thousands};
 
 use super::*;
 
@@ -62,7 +62,7 @@ pub(super) async fn replace(
                 log(format!(
                     "TRUNCATE {} ({}): the window is this partition of {}",
                     child.table,
-                    count(before.rows, "row", "rows"),
+                    n_rows(before.rows),
                     job.target
                 ));
             }
@@ -97,7 +97,7 @@ pub(super) async fn replace(
         partition,
     )?;
     let rows_inserted = insert.query().execute(&mut *tx).await?.rows_affected() as i64;
-    log(format!("INSERT {}", count(rows_inserted, "row", "rows")));
+    log(format!("INSERT {}", n_rows(rows_inserted)));
     let after = fingerprint::of(tx, dialect, &shape.columns, "", window).await?;
     // The window was empty after the DELETE: the rows it holds now are the
     // inserted rows that landed inside it.
@@ -142,7 +142,7 @@ async fn replace_returning(
     })
     .await?;
     let rows_inserted = after.rows;
-    log(format!("INSERT {}", count(rows_inserted, "row", "rows")));
+    log(format!("INSERT {}", n_rows(rows_inserted)));
     checked(t, log, before, before.rows, after, rows_inserted, in_window)
 }
 
@@ -150,7 +150,7 @@ async fn replace_returning(
 fn deleted(rows: i64, partition: &Partition) -> LoadStep {
     format!(
         "DELETE {} in [{}, {})",
-        count(rows, "row", "rows"),
+        n_rows(rows),
         partition.start,
         partition.end()
     )
@@ -180,7 +180,7 @@ fn checked(
     {
         log(format!(
             "shrink guard: {} would become {}; refused",
-            count(rows_deleted, "row", "rows"),
+            n_rows(rows_deleted),
             thousands(rows_inserted)
         ));
         return Err(WarehouseError::SourceShrank {
@@ -196,11 +196,11 @@ fn checked(
         log(format!(
             "window check failed: {} of {} outside the partition",
             thousands(outside),
-            count(rows_inserted, "row", "rows")
+            n_rows(rows_inserted)
         ));
         return Err(WarehouseError::Job(format!(
             "job wrote {} outside its partition {} (its {} values must lie in [{}, {}))",
-            count(outside, "row", "rows"),
+            n_rows(outside),
             partition.name(),
             w.column,
             partition.start,
@@ -209,7 +209,7 @@ fn checked(
     }
     log(format!(
         "window check: every row inside the partition ({})",
-        count(rows_inserted, "row", "rows")
+        n_rows(rows_inserted)
     ));
 
     let content_changed = before != after;
