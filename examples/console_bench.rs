@@ -15,7 +15,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use idem::config::Config;
 use idem::engine::Event;
-use idem::state::{LoadState, PartitionStatus};
+use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::{App, Effect, Msg, Theme, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -134,7 +134,7 @@ fn screen() -> Res<()> {
     let partitions = statuses.len();
     app.update(Msg::Status {
         job: "job_00".into(),
-        result: Ok(statuses.clone()),
+        result: Ok(StatesRead::States(statuses.clone())),
     });
     idle(&mut app, &statuses, "nothing running");
     for m in ":run 2016-06-15..2026-06-14".chars().map(key) {
@@ -200,7 +200,9 @@ fn screen() -> Res<()> {
 }
 
 /// A minute with nothing happening, as the event loop sees it: a tick every
-/// 250 ms, a refresh every 15 s answered with the same states.
+/// 250 ms, a refresh every 15 s answered as the background answers a read
+/// that finds nothing moved (`StatesRead::Unchanged`), or with the same
+/// states again where the console's own run changed what it holds.
 fn idle(app: &mut App, statuses: &[PartitionStatus], what: &str) {
     app.update(Msg::Drawn);
     let mut draws = 0;
@@ -210,9 +212,14 @@ fn idle(app: &mut App, statuses: &[PartitionStatus], what: &str) {
         for effect in app.update(Msg::Tick(at)) {
             if let Effect::Refresh(names) = effect {
                 for job in names {
+                    let result = if app.holds_last_read(&job) {
+                        StatesRead::Unchanged
+                    } else {
+                        StatesRead::States(statuses.to_vec())
+                    };
                     app.update(Msg::Status {
                         job,
-                        result: Ok(statuses.to_vec()),
+                        result: Ok(result),
                     });
                 }
             }
@@ -424,16 +431,17 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
         app.update(Msg::Resize(200, 60));
         let first = app.unread_on_screen();
         let jobs = config.jobs.clone();
-        let cache = idem::warehouse::RefreshCache::default();
+        let seen = idem::tui::Seen::default();
         let lineage = idem::lineage::Lineage::of(&config)?;
         let times = std::sync::Mutex::new(Vec::new());
         let t = Instant::now();
-        idem::tui::read_states(&wh, &config, &lineage, &jobs, first.clone(), &cache, |m| {
+        idem::tui::read_states(&wh, &config, &lineage, &jobs, first.clone(), &seen, |m| {
             let what = match m {
                 Msg::EarlyStatus { statuses, .. } => format!("{} on screen", statuses.len()),
-                Msg::Status { result, .. } => {
-                    format!("all {}", result.map(|s| s.len()).unwrap_or_default())
-                }
+                Msg::Status {
+                    result: Ok(StatesRead::States(s)),
+                    ..
+                } => format!("all {}", s.len()),
                 _ => "?".into(),
             };
             times.lock().expect("times").push((what, t.elapsed()));
@@ -447,7 +455,7 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
             );
         }
         let t = Instant::now();
-        idem::tui::read_states(&wh, &config, &lineage, &jobs, None, &cache, |_| {}).await;
+        idem::tui::read_states(&wh, &config, &lineage, &jobs, None, &seen, |_| {}).await;
         row(
             &format!("PostgreSQL, {rows} rows: the next refresh, table unchanged"),
             millis(t.elapsed()),

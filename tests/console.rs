@@ -10,7 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use idem::config::Config;
 use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
-use idem::state::{LoadState, PartitionStatus};
+use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::app::{
     DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest, VerifyRequest,
 };
@@ -100,7 +100,7 @@ fn app_with(theme: Theme, w: u16, h: u16) -> App {
     for (job, s) in &f.statuses {
         app.update(Msg::Status {
             job: job.clone(),
-            result: Ok(s.clone()),
+            result: Ok(StatesRead::States(s.clone())),
         });
     }
     app.update(Msg::Tick(now()));
@@ -474,7 +474,7 @@ fn live_events_turn_cells_running_then_loaded() {
     let f = fixture();
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Ok(f.statuses[0].1.clone()),
+        result: Ok(StatesRead::States(f.statuses[0].1.clone())),
     });
     assert!(a.job().unwrap().live.contains_key(&names[0]));
     let mut newer = f.statuses[0].1.clone();
@@ -485,7 +485,7 @@ fn live_events_turn_cells_running_then_loaded() {
     }
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Ok(newer),
+        result: Ok(StatesRead::States(newer)),
     });
     assert!(!a.job().unwrap().live.contains_key(&names[0]));
     a.update(Msg::Engine {
@@ -832,7 +832,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
     a.update(Msg::Connected(Ok("sqlite:///w.db".into())));
     a.update(Msg::Status {
         job: "later".into(),
-        result: Ok(Vec::new()),
+        result: Ok(StatesRead::States(Vec::new())),
     });
     keys(&mut a, "hjkl[]gGvfmsenr\x1b");
     assert!(text(&a).contains("later"));
@@ -890,7 +890,7 @@ sql = "select 1 as x from s"
             .collect();
         a.update(Msg::Status {
             job: job.name.clone(),
-            result: Ok(statuses),
+            result: Ok(StatesRead::States(statuses)),
         });
     }
     let screen = text(&a);
@@ -1552,7 +1552,7 @@ fn reconciliation_marks_the_calendar_and_o_selects_the_late_days() {
     let f = fixture();
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Ok(f.statuses[0].1.clone()),
+        result: Ok(StatesRead::States(f.statuses[0].1.clone())),
     });
     assert_eq!(out_of_date(&a), late);
     let screen = text(&a);
@@ -1713,7 +1713,7 @@ fn a_slow_state_read_says_what_it_waits_on() {
     // Once read, the note goes; a slow refresh later shows in the title.
     a.update(Msg::Status {
         job: job.name.clone(),
-        result: Ok(f.statuses[0].1.clone()),
+        result: Ok(StatesRead::States(f.statuses[0].1.clone())),
     });
     assert!(!text(&a).contains("holds a lock"));
     keys(&mut a, "R");
@@ -1728,7 +1728,7 @@ fn a_slow_state_read_says_what_it_waits_on() {
     );
     a.update(Msg::Status {
         job: job.name.clone(),
-        result: Ok(f.statuses[0].1.clone()),
+        result: Ok(StatesRead::States(f.statuses[0].1.clone())),
     });
     assert!(!text(&a).contains("busy or locked"));
 }
@@ -2029,4 +2029,103 @@ fn a_partition_the_shrink_guard_refused_reads_as_refused() {
         note.contains("1 succeeded, 1 failed, 1 refused by the shrink guard"),
         "{note}"
     );
+}
+
+/// An idle console draws nothing: the periodic refresh shows no spinner
+/// for a quick read, and a read that finds what the console holds answers
+/// "unchanged", which draws nothing either. A change, a slow read and a
+/// refresh the user asked for are drawn; a run this console shows changes
+/// its states, so the next read must send them, not "unchanged".
+#[test]
+fn an_idle_refresh_draws_nothing_unless_something_changed() {
+    let f = fixture();
+    let mut a = app(120, 40);
+    a.update(Msg::Drawn);
+    let jobs: Vec<String> = f.statuses.iter().map(|(j, _)| j.clone()).collect();
+    assert!(jobs.iter().all(|j| a.holds_last_read(j)));
+    let refresh_at = |a: &mut App, secs: i64| {
+        let effects = a.update(Msg::Tick(now() + chrono::Duration::seconds(secs)));
+        assert!(
+            matches!(effects.as_slice(), [Effect::Refresh(names)] if names.len() == jobs.len()),
+            "{effects:?}"
+        );
+    };
+    let unchanged = |job: &str| Msg::Status {
+        job: job.to_string(),
+        result: Ok(StatesRead::Unchanged),
+    };
+
+    // Within the clock's minute: nothing on screen moves.
+    refresh_at(&mut a, 16);
+    assert!(!a.needs_redraw(), "a quick periodic read shows no spinner");
+    for j in &jobs {
+        a.update(unchanged(j));
+    }
+    assert!(!a.needs_redraw(), "an unchanged answer draws nothing");
+    assert!(!text(&a).contains('⟳'));
+
+    // A read that is slow says so, and its end is drawn.
+    refresh_at(&mut a, 32);
+    a.update(Msg::SlowRead {
+        job: jobs[0].clone(),
+        note: "still reading".into(),
+    });
+    assert!(a.needs_redraw());
+    assert!(text(&a).contains("⟳ loading"), "{}", text(&a));
+    a.update(Msg::Drawn);
+    a.update(unchanged(&jobs[0]));
+    assert!(a.needs_redraw(), "the spinner goes away");
+    a.update(Msg::Drawn);
+    for j in &jobs[1..] {
+        a.update(unchanged(j));
+    }
+    assert!(!a.needs_redraw());
+
+    // New states are drawn.
+    refresh_at(&mut a, 48);
+    for (j, s) in &f.statuses {
+        let mut s = s.clone();
+        s[0].rows_now = Some(7);
+        a.update(Msg::Status {
+            job: j.clone(),
+            result: Ok(StatesRead::States(s)),
+        });
+    }
+    assert!(a.needs_redraw());
+    a.update(Msg::Drawn);
+
+    // A refresh the user asks for shows that it reads.
+    let effects = keys(&mut a, "R");
+    assert!(matches!(effects.as_slice(), [Effect::Refresh(_)]));
+    assert!(a.needs_redraw());
+    assert!(text(&a).contains("⟳ loading"));
+}
+
+/// A run's events change the states a console holds: it no longer holds
+/// what its last read sent.
+#[test]
+fn a_run_shown_changes_the_states_held() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: names[1].clone(),
+            attempt: 2,
+            error: "boom".into(),
+            will_retry: false,
+            duration_ms: 10,
+        },
+    });
+    assert!(!a.holds_last_read("fct_orders"));
+    let others: Vec<String> = a
+        .config()
+        .jobs
+        .iter()
+        .map(|j| j.name.clone())
+        .filter(|j| j != "fct_orders")
+        .collect();
+    assert_eq!(others.len(), 3);
+    assert!(others.iter().all(|j| a.holds_last_read(j)), "{others:?}");
 }

@@ -492,7 +492,129 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
     );
 }
 
-on_every_engine!(lineage_from_sql_and_depends_on_drives_staleness_and_cascades);
+/// The console's read of a job's states (`job_status_since`) through one
+/// refresh cache and one memo of derivations: once nothing moves, it
+/// answers "unchanged"; a changed upstream hour, a row deleted from the
+/// target behind idem's back and a clock that moves past a partition's end
+/// each bring the states again, with what changed.
+async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
+    use idem::state::{Derivations, LoadState, StatesRead, StatusScope};
+    let Some(s) = setup(kind).await else {
+        return;
+    };
+    let config_path = s.config.as_path();
+    for j in ["ev_hourly", "daily"] {
+        stdout_ok(&idem(config_path, &["run", j]));
+    }
+    let config = idem::config::load(config_path).expect("config");
+    let lineage = idem::lineage::Lineage::of(&config).expect("lineage");
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).expect("job");
+    let scope = StatusScope {
+        cache: Some(idem::warehouse::RefreshCache::default()),
+        ..StatusScope::default()
+    };
+    let derivations = Derivations::default();
+    let running = Default::default();
+    let read_at = |name: &'static str, now: chrono::NaiveDateTime| {
+        let job = job(name);
+        let (wh, config, lineage) = (&s.wh, &config, &lineage);
+        let (scope, derivations, running) = (&scope, &derivations, &running);
+        async move {
+            idem::state::job_status_since(
+                wh,
+                config,
+                lineage,
+                job,
+                now,
+                running,
+                scope,
+                derivations,
+            )
+            .await
+            .expect("read")
+        }
+    };
+    // Reads until the answer is not "unchanged" (or is, with `unchanged`),
+    // for at most ten seconds: PostgreSQL publishes a session's changes to
+    // its table counters when the session has been idle a moment, MariaDB's
+    // update time ticks by the second.
+    let until = |name: &'static str, now, unchanged: bool| async move {
+        for _ in 0..40 {
+            let read = read_at(name, now).await;
+            if matches!(read, StatesRead::Unchanged) == unchanged {
+                return Some(read);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        None
+    };
+    let states = |read: Option<StatesRead>| match read {
+        Some(StatesRead::States(v)) => v
+            .into_iter()
+            .map(|st| (st.partition.name(), st))
+            .collect::<HashMap<_, _>>(),
+        other => panic!("the states were not sent again: {other:?}"),
+    };
+    let now = idem::partition::now_utc();
+    let read = read_at("daily", now).await;
+    assert!(
+        matches!(&read, StatesRead::States(v) if v.len() == 4),
+        "{read:?}"
+    );
+    assert!(
+        until("daily", now, true).await.is_some(),
+        "a read of nothing changed never said so"
+    );
+
+    // An upstream hour changes and is loaded again by another process: the
+    // day that read it is stale (upstream) at the very next read (the
+    // ledger says so at once).
+    s.wh.execute_script(&["UPDATE src SET amount = amount + 1 WHERE id = 100"])
+        .await
+        .expect("late change");
+    let hour = "2026-01-31T09";
+    stdout_ok(&idem(
+        config_path,
+        &["run", "ev_hourly", "--from", hour, "--to", hour],
+    ));
+    let read = states(Some(read_at("daily", now).await));
+    assert_eq!(
+        read["2026-01-31"].stale_upstream,
+        vec![format!("ev_hourly {hour}")]
+    );
+    assert!(read["2026-02-01"].stale_upstream.is_empty());
+    assert!(until("daily", now, true).await.is_some());
+
+    // A day's row deleted behind idem's back.
+    s.wh.execute_script(&["DELETE FROM agg_d WHERE dt = '2026-02-02'"])
+        .await
+        .expect("delete");
+    let read = states(until("daily", now, false).await);
+    assert_eq!(read["2026-02-02"].rows_now, Some(0));
+    assert_eq!(read["2026-02-02"].state, LoadState::Vanished);
+
+    // February, never loaded, is in the future on the 15th and missing on
+    // March 1st: the clock alone changes its state.
+    let at = |d: &str| {
+        chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+            .expect("day")
+            .and_hms_opt(0, 0, 0)
+            .expect("time")
+    };
+    let mid_february = states(Some(read_at("monthly", at("2026-02-15")).await));
+    assert_eq!(mid_february["2026-02"].state, LoadState::Future);
+    assert!(matches!(
+        until("monthly", at("2026-02-16"), true).await,
+        Some(StatesRead::Unchanged)
+    ));
+    let march = states(Some(read_at("monthly", at("2026-03-01")).await));
+    assert_eq!(march["2026-02"].state, LoadState::Missing);
+}
+
+on_every_engine!(
+    lineage_from_sql_and_depends_on_drives_staleness_and_cascades,
+    a_read_answers_unchanged_until_what_it_derives_from_moves
+);
 
 #[test]
 fn cycles_and_unknown_jobs_are_config_errors() {

@@ -828,8 +828,8 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
     // The console's read says the same while it waits, then gives up.
     let said = std::sync::Mutex::new(Vec::new());
     let lineage = idem::lineage::Lineage::of(&config).expect("lineage");
-    let counts = idem::warehouse::RefreshCache::default();
-    idem::tui::read_states(&wh, &config, &lineage, &config.jobs, None, &counts, |m| {
+    let seen = idem::tui::Seen::default();
+    idem::tui::read_states(&wh, &config, &lineage, &config.jobs, None, &seen, |m| {
         said.lock().expect("lock").push(m)
     })
     .await;

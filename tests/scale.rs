@@ -12,8 +12,8 @@ use common::{Kind, TestDb};
 use idem::config::{Config, Job};
 use idem::engine::{self, Backfill, Selection};
 use idem::partition::{Partition, RangeEnd};
-use idem::state::{self, StatusScope};
-use idem::tui::Msg;
+use idem::state::{self, StatesRead, StatusScope};
+use idem::tui::{Msg, Seen};
 use idem::warehouse::{CountSource, RefreshCache, Warehouse};
 use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
@@ -632,7 +632,7 @@ async fn fingerprints_ignore_order_but_count_duplicates(kind: Kind) {
 async fn console_refresh(
     db: &TestDb,
     config: &Config,
-    cache: &RefreshCache,
+    seen: &Seen,
     job: &Job,
     first: Option<(String, Partition, Partition)>,
 ) -> Vec<Msg> {
@@ -645,7 +645,7 @@ async fn console_refresh(
         &lineage,
         std::slice::from_ref(job),
         first,
-        cache,
+        seen,
         |m| sent.lock().expect("sent").push(m),
     )
     .await;
@@ -689,7 +689,9 @@ fn shown<'a>(sent: &'a [Msg], day: &str) -> Option<&'a state::PartitionStatus> {
     let Some(Msg::Status { result, .. }) = sent.last() else {
         panic!("no states sent");
     };
-    let statuses = result.as_ref().expect("states");
+    let Ok(StatesRead::States(statuses)) = result else {
+        panic!("no states sent: {result:?}");
+    };
     statuses.iter().find(|s| s.partition.name() == day)
 }
 
@@ -710,12 +712,12 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     wh.close().await;
     settle(&db).await;
     let job = job(&config, "by_day_of_date");
-    let cache = RefreshCache::default();
+    let seen = Seen::default();
     let day = |d: &str| Partition::parse(job.grain, d, RangeEnd::From).expect("day");
     let on_screen = Some((job.name.clone(), day("2026-02-01"), day("2026-02-15")));
 
     // The first refresh answers the partitions on screen first, then all.
-    let sent = console_refresh(&db, &config, &cache, job, on_screen).await;
+    let sent = console_refresh(&db, &config, &seen, job, on_screen).await;
     let [Msg::EarlyStatus { statuses, .. }, Msg::Status { .. }] = sent.as_slice() else {
         panic!("expected early states then all: {sent:?}");
     };
@@ -723,18 +725,34 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
     assert!(statuses.iter().all(|s| s.partition >= day("2026-02-01")));
     assert_eq!(rows_shown(&sent, "2026-01-01"), Some(3));
 
+    // The next reads none of the table's rows, and finds nothing to send.
     let before = rows_read(&db, "ev").await;
-    let sent = console_refresh(&db, &config, &cache, job, None).await;
-    assert_eq!(rows_shown(&sent, "2026-01-01"), Some(3));
+    let sent = console_refresh(&db, &config, &seen, job, None).await;
+    assert!(
+        matches!(
+            sent.as_slice(),
+            [Msg::Status {
+                result: Ok(StatesRead::Unchanged),
+                ..
+            }]
+        ),
+        "{sent:?}"
+    );
     assert_eq!(
         rows_read(&db, "ev").await,
         before,
         "the second refresh read rows"
     );
+    // A console that no longer holds what it was sent (a run it shows
+    // changed its states) is sent the states again, still without a scan.
+    seen.derivations.forget(&job.name);
+    let sent = console_refresh(&db, &config, &seen, job, None).await;
+    assert_eq!(rows_shown(&sent, "2026-01-01"), Some(3));
+    assert_eq!(rows_read(&db, "ev").await, before);
 
     external(&db, "DELETE FROM ev WHERE id = 2").await;
     settle(&db).await;
-    let sent = console_refresh(&db, &config, &cache, job, None).await;
+    let sent = console_refresh(&db, &config, &seen, job, None).await;
     assert_eq!(rows_shown(&sent, "2026-01-01"), Some(2));
     assert!(
         rows_read(&db, "ev").await > before,
@@ -762,7 +780,7 @@ async fn postgres_console_refresh_of_an_unchanged_table_reads_none_of_its_rows()
         .await
         .expect("record");
     elsewhere.close().await;
-    let sent = console_refresh(&db, &config, &cache, job, None).await;
+    let sent = console_refresh(&db, &config, &seen, job, None).await;
     assert_eq!(
         state_shown(&sent, "2026-01-02"),
         Some(state::LoadState::Failed)

@@ -9,15 +9,21 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
-use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerMark, LedgerSummary};
-use crate::warehouse::{Counts, RefreshCache, Warehouse, WarehouseError};
+use crate::warehouse::Counts;
+use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary};
 
 mod anomaly;
+mod derived;
+mod read;
 mod upstream;
 
 pub use anomaly::{Seasonality, anomalies, comparable, median};
+pub use derived::{Derivations, StatesRead};
+pub use read::{
+    SLOW_READ, StatusScope, job_status, job_status_in, job_status_scoped, job_status_since,
+    noticing_slow, slow_read_note,
+};
 pub use upstream::mark_upstream_stale;
-use upstream::upstream_read;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -135,161 +141,11 @@ impl PartitionStatus {
     }
 }
 
-/// Reads counts and ledger for a job and derives every partition's state.
-pub async fn job_status(
-    warehouse: &Warehouse,
-    job: &Job,
-    now: NaiveDateTime,
-    running: &HashSet<String>,
-) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    job_status_scoped(warehouse, job, now, running, &StatusScope::default()).await
-}
-
-/// Which partitions a status read covers and how it counts their rows.
-#[derive(Clone, Default)]
-pub struct StatusScope {
-    /// First and last partition to report (both ends included); `None`:
-    /// the job's first, or its latest complete one.
-    pub from: Option<Partition>,
-    pub to: Option<Partition>,
-    /// What the previous read read: an unchanged target or ledger is not
-    /// read again (see [`Warehouse::partition_counts_cached`] and
-    /// [`Warehouse::ledger_summary_cached`]).
-    pub cache: Option<RefreshCache>,
-    /// Read the ledger alone, not the target: the states come from the
-    /// attempts, as for a job without a partition column. For a run whose
-    /// plan needs no row counts, which then starts without scanning its
-    /// target.
-    pub ledger_only: bool,
-}
-
-/// [`job_status`] of a range of partitions, counting only the target rows
-/// of that range (and of the neighbours its anomaly flags compare with),
-/// optionally through a cache of counts.
-pub async fn job_status_scoped(
-    warehouse: &Warehouse,
-    job: &Job,
-    now: NaiveDateTime,
-    running: &HashSet<String>,
-    scope: &StatusScope,
-) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    let season = Seasonality::of(job.grain);
-    let margin = season.stride * season.side;
-    let all = job.partitions(now);
-    let lo = scope.from.map_or(0, |f| {
-        all.partition_point(|p| *p < f).saturating_sub(margin)
-    });
-    let hi = scope.to.map_or(all.len(), |t| {
-        (all.partition_point(|p| *p <= t) + margin).min(all.len())
-    });
-    let partitions = all.get(lo..hi).unwrap_or_default();
-    let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
-        return Ok(Vec::new());
-    };
-    let cached = cached_at(warehouse, scope, &job.name).await?;
-    let counts = match cached {
-        _ if scope.ledger_only => None,
-        Some((cache, mark)) => Some(
-            warehouse
-                .partition_counts_cached(cache, job, *first, *last, mark)
-                .await?
-                .0,
-        ),
-        None => Some(Arc::new(
-            warehouse.partition_counts(job, *first, *last).await?,
-        )),
-    };
-    let range = Some((first.name(), last.name()));
-    let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-    let (ledger, _) = warehouse
-        .ledger_summary_cached(cached, &job.name, range)
-        .await?;
-    let mut running = running.clone();
-    running.extend(
-        warehouse
-            .partitions_locked_elsewhere(job, partitions)
-            .await?,
-    );
-    let mut statuses = derive(job, partitions, counts.as_deref(), &ledger, now, &running);
-    statuses.retain(|s| {
-        scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
-    });
-    Ok(statuses)
-}
-
-/// The scope's cache, if it has one, with where `job`'s ledger stands now:
-/// read once for the job's counts and its summary.
-async fn cached_at<'a>(
-    warehouse: &Warehouse,
-    scope: &'a StatusScope,
-    job: &str,
-) -> Result<Option<(&'a RefreshCache, LedgerMark)>, WarehouseError> {
-    match &scope.cache {
-        Some(cache) => Ok(Some((cache, warehouse.ledger_mark(job).await?))),
-        None => Ok(None),
-    }
-}
-
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
 /// it read a source still filling.
 pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
     attempt.started_at.as_str()
         < crate::warehouse::ledger::timestamp(partition.end().and_utc()).as_str()
-}
-
-/// [`job_status_scoped`], with the partitions that read changed upstream data
-/// marked stale (upstream) from the upstream jobs' ledgers.
-pub async fn job_status_in(
-    warehouse: &Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    job: &Job,
-    now: NaiveDateTime,
-    running: &HashSet<String>,
-    scope: &StatusScope,
-) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    let mut statuses = job_status_scoped(warehouse, job, now, running, scope).await?;
-    let mut upstream = Vec::new();
-    for (name, _) in lineage.upstream(&job.name) {
-        if let Some(up) = config.jobs.iter().find(|j| j.name == *name)
-            && let Some((first, last)) = upstream_read(&statuses, up.grain)
-        {
-            let range = Some((first.as_str(), last.as_str()));
-            let cached = cached_at(warehouse, scope, &up.name).await?;
-            let (changes, _) = warehouse
-                .content_changes_cached(cached, &up.name, range)
-                .await?;
-            upstream.push((up, changes));
-        }
-    }
-    mark_upstream_stale(&mut statuses, &upstream);
-    Ok(statuses)
-}
-
-/// How long a state read runs before idem says what it may be waiting on.
-pub const SLOW_READ: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// What idem says of a state read of `job` that outlasts [`SLOW_READ`]:
-/// what it may be waiting on, and for how long at most.
-pub fn slow_read_note(job: &Job, lock_timeout: std::time::Duration) -> String {
-    format!(
-        "still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {lock_timeout:?}, then gives up)",
-        job.name, job.target
-    )
-}
-
-/// Awaits `read`, calling `notice` once if it is still running after
-/// [`SLOW_READ`]: how the command line and the console say that a read waits.
-pub async fn noticing_slow<T>(
-    read: impl std::future::Future<Output = T>,
-    notice: impl FnOnce(),
-) -> T {
-    tokio::pin!(read);
-    tokio::select! {
-        r = &mut read => return r,
-        () = tokio::time::sleep(SLOW_READ) => notice(),
-    }
-    read.await
 }
 
 /// The state of each partition from counts and what the ledger holds of

@@ -14,7 +14,9 @@ use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
 use crate::config::Job;
 use crate::partition::{Partition, now_utc};
-use crate::state::{StatusScope, job_status_in, noticing_slow, slow_read_note};
+use crate::state::{
+    Derivations, StatusScope, job_status_in, job_status_since, noticing_slow, slow_read_note,
+};
 use crate::warehouse::{RefreshCache, Warehouse};
 
 /// What background tasks send to the event loop.
@@ -35,6 +37,9 @@ pub struct Background {
     /// What the last refresh read: an unchanged target or ledger is not
     /// read again.
     cache: RefreshCache,
+    /// What each job's last states sent were derived from: a refresh
+    /// finding the same says "unchanged" instead.
+    derivations: Derivations,
 }
 
 impl Background {
@@ -48,6 +53,7 @@ impl Background {
             reconciling: None,
             max_connections: (concurrency as u32 * 2 + 2).max(4),
             cache: RefreshCache::default(),
+            derivations: Derivations::default(),
         }
     }
 
@@ -96,12 +102,20 @@ impl Background {
                     return;
                 };
                 let jobs = app.jobs_named(&names);
+                for job in &jobs {
+                    if !app.holds_last_read(&job.name) {
+                        self.derivations.forget(&job.name);
+                    }
+                }
                 let first = app.unread_on_screen();
-                let cache = self.cache.clone();
+                let seen = Seen {
+                    cache: self.cache.clone(),
+                    derivations: self.derivations.clone(),
+                };
                 let config = app.config().clone();
                 let lineage = app.lineage.clone();
                 tokio::spawn(async move {
-                    read_states(&wh, &config, &lineage, &jobs, first, &cache, send).await;
+                    read_states(&wh, &config, &lineage, &jobs, first, &seen, send).await;
                 });
             }
             Effect::StartRun(req) => {
@@ -243,19 +257,30 @@ impl Background {
     }
 }
 
+/// What the console's earlier refreshes read and answered.
+#[derive(Clone, Default)]
+pub struct Seen {
+    /// An unchanged target or ledger is not read again.
+    pub cache: RefreshCache,
+    /// States derived from the same inputs as the last answered are not
+    /// sent again.
+    pub derivations: Derivations,
+}
+
 /// Reads the states of `jobs` (in that order) and answers each with a
-/// [`Msg::Status`], reading through `cache` so that a target or ledger unchanged
-/// since the last refresh is not read again. `first`, a job and the
-/// partitions on screen, is read and answered ([`Msg::EarlyStatus`]) before
-/// anything else. A read that outlasts [`crate::state::SLOW_READ`] says what
-/// it may wait on ([`Msg::SlowRead`]).
+/// [`Msg::Status`], reading through `seen` so that a target or ledger
+/// unchanged since the last refresh is not read again, and states derived
+/// from the same inputs as last time are answered "unchanged". `first`, a
+/// job and the partitions on screen, is read and answered
+/// ([`Msg::EarlyStatus`]) before anything else. A read that outlasts
+/// [`crate::state::SLOW_READ`] says what it may wait on ([`Msg::SlowRead`]).
 pub async fn read_states(
     warehouse: &Warehouse,
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     jobs: &[Job],
     first: Option<(String, Partition, Partition)>,
-    cache: &RefreshCache,
+    seen: &Seen,
     send: impl Fn(Msg),
 ) {
     let now = now_utc();
@@ -286,11 +311,20 @@ pub async fn read_states(
         }
     }
     let scope = StatusScope {
-        cache: Some(cache.clone()),
+        cache: Some(seen.cache.clone()),
         ..StatusScope::default()
     };
     for job in jobs {
-        let read = job_status_in(warehouse, config, lineage, job, now, &running, &scope);
+        let read = job_status_since(
+            warehouse,
+            config,
+            lineage,
+            job,
+            now,
+            &running,
+            &scope,
+            &seen.derivations,
+        );
         let result = noticing_slow(read, || say_slow(job))
             .await
             .map_err(|e| e.to_string());

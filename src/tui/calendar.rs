@@ -164,7 +164,7 @@ impl Calendar {
         if self.rows_mode {
             title.push(Span::styled("rows view ", t.style("volume")));
         }
-        if job.loading {
+        if job.shows_loading() {
             let spinner = if job.slow.is_some() {
                 "⟳ still reading: busy or locked? "
             } else {

@@ -57,6 +57,13 @@ pub struct JobView {
     /// shown until it lands (by partition index).
     pub(super) early: HashMap<usize, LoadState>,
     pub(super) loading: bool,
+    /// The read in flight is the periodic one: it shows no spinner unless
+    /// it is slow, so an idle console draws nothing.
+    pub(super) quiet: bool,
+    /// `statuses` are the last read's as it sent them (nothing this console
+    /// saw since has changed them): a read finding the same inputs may
+    /// answer "unchanged".
+    pub(super) as_read: bool,
     /// While a read of the states outlasts [`crate::state::SLOW_READ`], what
     /// it may be waiting on.
     pub(super) slow: Option<String>,
@@ -94,6 +101,8 @@ impl JobView {
             loaded: false,
             early: HashMap::new(),
             loading: false,
+            quiet: false,
+            as_read: false,
             slow: None,
             refresh_again: false,
             error: None,
@@ -107,6 +116,12 @@ impl JobView {
 
     pub fn grain(&self) -> Grain {
         self.job.grain
+    }
+
+    /// Whether the job's pane says its states are being read: a read the
+    /// user is waiting on, or a periodic one that is slow.
+    pub fn shows_loading(&self) -> bool {
+        self.loading && (!self.quiet || self.slow.is_some())
     }
 
     /// The state shown for partition `i`: running while in flight here.
@@ -314,6 +329,7 @@ impl JobView {
         }
         self.groups = group_failures(&self.statuses);
         self.loaded = true;
+        self.as_read = true;
         self.early.clear();
         self.error = None;
         let n = self.partitions.len();
@@ -339,6 +355,7 @@ impl JobView {
         if let Some((partition, end)) = event.attempt_end() {
             state::apply_attempt(&self.job, &mut self.statuses, partition, end);
             self.groups = group_failures(&self.statuses);
+            self.as_read = false;
         }
         match event {
             Event::PartitionStarted { partition, .. } => {

@@ -40,7 +40,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{definition_diff, read_states, reconcile, verify};
+pub use background::{Seen, definition_diff, read_states, reconcile, verify};
 pub use keymap::Keymap;
 pub use terminal::DRAIN;
 pub use theme::Theme;

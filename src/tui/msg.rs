@@ -11,7 +11,7 @@ use super::theme::Theme;
 use crate::config::Job;
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
-use crate::state::PartitionStatus;
+use crate::state::{PartitionStatus, StatesRead};
 use crate::warehouse::ledger::Attempt;
 use crate::warehouse::{Counts, Verification};
 
@@ -31,7 +31,7 @@ pub enum Msg {
     Connected(Result<String, String>),
     Status {
         job: String,
-        result: Result<Vec<PartitionStatus>, String>,
+        result: Result<StatesRead, String>,
     },
     /// The states of the partitions on screen, read ahead of the job's
     /// full read (which follows as [`Msg::Status`]).

@@ -241,7 +241,7 @@ impl App {
             Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
             Action::Refresh => {
                 self.shared.message = Some((false, "refreshing…".into()));
-                return self.refresh_all();
+                return self.refresh_all(false);
             }
             Action::Help => self.shared.modal = Modal::Help { scroll: 0 },
             Action::Quit | Action::Interrupt => {

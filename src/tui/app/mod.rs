@@ -42,7 +42,7 @@ use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
-use crate::state::PartitionStatus;
+use crate::state::StatesRead;
 
 /// Seconds between background refreshes of every job's states.
 pub const REFRESH_SECS: i64 = 15;
@@ -249,7 +249,16 @@ impl App {
     }
 
     pub fn loading(&self) -> bool {
-        self.shared.connecting || self.shared.jobs.iter().any(|j| j.loading)
+        self.shared.connecting || self.shared.jobs.iter().any(JobView::shows_loading)
+    }
+
+    /// Whether the console holds `job`'s states as its last read sent them,
+    /// so that a read finding nothing changed may answer "unchanged".
+    pub fn holds_last_read(&self, job: &str) -> bool {
+        self.shared
+            .jobs
+            .iter()
+            .any(|j| j.job.name == job && j.as_read)
     }
 
     /// The failures of the job on screen by error signature.
@@ -312,6 +321,10 @@ impl App {
                 self.dirty = false;
                 return Vec::new();
             }
+            Msg::Status {
+                job,
+                result: Ok(StatesRead::Unchanged),
+            } => return self.unchanged_msg(&job),
             _ => self.dirty = true,
         }
         let effects = match msg {
@@ -442,7 +455,7 @@ impl App {
         };
         if self.shared.connected {
             if due(self.last_refresh) {
-                return self.refresh_all();
+                return self.refresh_all(true);
             }
         } else if !self.shared.connecting && due(self.last_connect) {
             self.shared.connecting = true;
@@ -453,7 +466,9 @@ impl App {
         Vec::new()
     }
 
-    fn refresh_all(&mut self) -> Vec<Effect> {
+    /// Reads every job's states again; a `quiet` (periodic) refresh shows
+    /// no spinner unless a read is slow.
+    pub(super) fn refresh_all(&mut self, quiet: bool) -> Vec<Effect> {
         self.last_refresh = Some(self.shared.now);
         if !self.shared.connected {
             if self.shared.connecting {
@@ -473,11 +488,12 @@ impl App {
                     None
                 } else {
                     j.loading = true;
+                    j.quiet = quiet;
                     Some(j.job.name.clone())
                 }
             })
             .collect();
-        self.dirty = true;
+        self.dirty |= !quiet;
         if names.is_empty() {
             Vec::new()
         } else {
@@ -497,6 +513,7 @@ impl App {
             return Vec::new();
         }
         j.loading = true;
+        j.quiet = false;
         vec![Effect::Refresh(vec![name.to_string()])]
     }
 
@@ -507,7 +524,7 @@ impl App {
                 self.shared.url = url;
                 self.shared.connected = true;
                 self.shared.db_error = None;
-                self.refresh_all()
+                self.refresh_all(false)
             }
             Err(e) => {
                 self.shared.connected = false;
@@ -517,19 +534,19 @@ impl App {
         }
     }
 
-    fn status_msg(
-        &mut self,
-        name: &str,
-        result: Result<Vec<PartitionStatus>, String>,
-    ) -> Vec<Effect> {
+    fn status_msg(&mut self, name: &str, result: Result<StatesRead, String>) -> Vec<Effect> {
         let Some(j) = self.shared.jobs.by_name_mut(name) else {
             return Vec::new();
         };
         j.loading = false;
         j.slow = None;
         match result {
-            Ok(statuses) => {
+            Ok(StatesRead::States(statuses)) => {
                 j.apply_statuses(statuses);
+                self.shared.db_error = None;
+            }
+            Ok(StatesRead::Unchanged) => {
+                j.error = None;
                 self.shared.db_error = None;
             }
             Err(e) => {
@@ -541,6 +558,19 @@ impl App {
             return self.refresh_job(name);
         }
         Vec::new()
+    }
+
+    /// A read found `job`'s states as the console holds them: the screen
+    /// changes only if it showed the read, or an error the read clears.
+    fn unchanged_msg(&mut self, name: &str) -> Vec<Effect> {
+        let shown = self.shared.db_error.is_some()
+            || self
+                .shared
+                .jobs
+                .by_name_mut(name)
+                .is_some_and(|j| j.shows_loading() || j.error.is_some());
+        self.dirty |= shown;
+        self.status_msg(name, Ok(StatesRead::Unchanged))
     }
 
     /// Shows an engine event in its run and in its job; a finished run
@@ -620,7 +650,7 @@ mod tests {
         let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
         app.update(Msg::Status {
             job: "fct_orders".into(),
-            result: Ok(statuses),
+            result: Ok(StatesRead::States(statuses)),
         });
         app
     }
