@@ -473,6 +473,77 @@ async fn a_null_partition_value_fails_the_window_check(kind: Kind) {
     );
 }
 
+// A row written into the window by something else while the load runs (a
+// trigger here; in the world, a session outside idem): the window then
+// holds more rows than the load inserted, so the load is refused and the
+// partition keeps what it had. (MariaDB forbids a trigger writing the table
+// that fired it; there the load's statements return its own rows and
+// nothing reads the window after them.)
+async fn a_row_written_into_the_window_during_the_load_refuses_it(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    let mut script = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE)",
+        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        "INSERT INTO fct (id, dt) VALUES (20, '2026-01-01')",
+    ];
+    match kind {
+        Kind::Sqlite => script.push(
+            "CREATE TRIGGER sneak AFTER INSERT ON fct WHEN NEW.id = 1 \
+             BEGIN INSERT INTO fct (id, dt) VALUES (99, NEW.dt); END",
+        ),
+        Kind::Postgres => script.extend([
+            "CREATE FUNCTION sneak() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN INSERT INTO fct (id, dt) VALUES (99, NEW.dt); RETURN NULL; END $$",
+            "CREATE TRIGGER sneak AFTER INSERT ON fct FOR EACH ROW WHEN (NEW.id = 1) \
+             EXECUTE FUNCTION sneak()",
+        ]),
+        Kind::MySql => unreachable!("MariaDB triggers cannot write the table that fired them"),
+    }
+    wh.execute_script(&script).await.expect("setup");
+    let (summary, events) = run(
+        &wh,
+        &plan(&wh, job(&config, "fct"), "2026-01-01", "2026-01-01").await,
+    )
+    .await;
+    let errors = errors(&events);
+    assert_eq!((summary.succeeded, summary.failed), (0, 1), "{errors:?}");
+    assert!(
+        errors[0].contains(
+            "partition 2026-01-01 holds 1 row more than the load inserted: something else wrote into it"
+        ),
+        "{errors:?}"
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct").await,
+        1,
+        "the partition kept its one row"
+    );
+    assert_eq!(
+        scalar(&wh, "SELECT COUNT(*) FROM fct WHERE id = 20").await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_written_into_the_window_during_the_load_refuses_it_sqlite() {
+    a_row_written_into_the_window_during_the_load_refuses_it(Kind::Sqlite).await;
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_written_into_the_window_during_the_load_refuses_it_postgres() {
+    a_row_written_into_the_window_during_the_load_refuses_it(Kind::Postgres).await;
+}
+
 on_every_engine!(
     a_null_partition_value_fails_the_window_check,
     two_grains_on_one_target_never_duplicate,

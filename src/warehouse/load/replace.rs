@@ -191,7 +191,22 @@ fn checked(
         });
     }
 
-    if in_window != rows_inserted {
+    if in_window > rows_inserted {
+        // The window was emptied in this transaction: rows it holds beyond
+        // the inserted ones were written by another session (or a
+        // trigger) while the load ran.
+        let extra = in_window - rows_inserted;
+        log(format!(
+            "window check failed: the partition holds {} more than the load inserted",
+            n_rows(extra)
+        ));
+        return Err(WarehouseError::Job(format!(
+            "partition {} holds {} more than the load inserted: something else wrote into it while the load ran (another session outside idem, or a trigger); nothing was committed",
+            partition.name(),
+            n_rows(extra)
+        )));
+    }
+    if in_window < rows_inserted {
         let outside = rows_inserted - in_window;
         log(format!(
             "window check failed: {} of {} outside the partition",
