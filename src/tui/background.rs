@@ -34,12 +34,8 @@ pub struct Background {
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
     max_connections: u32,
-    /// What the last refresh read: an unchanged target or ledger is not
-    /// read again.
-    cache: RefreshCache,
-    /// What each job's last states sent were derived from: a refresh
-    /// finding the same says "unchanged" instead.
-    derivations: Derivations,
+    /// What the earlier refreshes read and answered.
+    seen: Seen,
 }
 
 impl Background {
@@ -52,8 +48,7 @@ impl Background {
             runs: Vec::new(),
             reconciling: None,
             max_connections: (concurrency as u32 * 2 + 2).max(4),
-            cache: RefreshCache::default(),
-            derivations: Derivations::default(),
+            seen: Seen::default(),
         }
     }
 
@@ -104,14 +99,11 @@ impl Background {
                 let jobs = app.jobs_named(&names);
                 for job in &jobs {
                     if !app.holds_last_read(&job.name) {
-                        self.derivations.forget(&job.name);
+                        self.seen.derivations.forget(&job.name);
                     }
                 }
                 let first = app.unread_on_screen();
-                let seen = Seen {
-                    cache: self.cache.clone(),
-                    derivations: self.derivations.clone(),
-                };
+                let seen = self.seen.clone();
                 let config = app.config().clone();
                 let lineage = app.lineage.clone();
                 tokio::spawn(async move {
