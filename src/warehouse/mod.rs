@@ -233,6 +233,8 @@ pub struct Warehouse {
     shapes: Arc<Mutex<HashMap<String, load::RunShape>>>,
     /// Definition hashes known to be recorded (committed) in the ledger.
     recorded_definitions: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// MariaDB/MySQL: the lists of lock names a state read probes.
+    lock_probes: Arc<mysql::LockProbes>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -364,6 +366,7 @@ impl Warehouse {
             described: Arc::default(),
             shapes: Arc::default(),
             recorded_definitions: Arc::default(),
+            lock_probes: Arc::default(),
         })
     }
 
@@ -428,7 +431,7 @@ impl Warehouse {
         partitions: &[Partition],
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
         // Named only where needed: a ten-year hourly job has 87,600 of
-        // them, named again at every refresh of the console.
+        // them, and the console asks at every refresh.
         let keys = || -> Vec<(String, String)> {
             partitions
                 .iter()
@@ -438,7 +441,7 @@ impl Warehouse {
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
             Engine::Postgres => postgres::held(&self.pool, keys).await?,
-            Engine::MySql => mysql::held(&self.pool, &keys()).await?,
+            Engine::MySql => mysql::held(&self.pool, &self.lock_probes, job, partitions).await?,
         })
     }
 

@@ -1,36 +1,45 @@
 //! MySQL 8 and MariaDB 10.11: named session locks (GET_LOCK) around each
 //! partition's transaction, `INSERT … ON DUPLICATE KEY UPDATE` for upserts.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use sqlx::mysql::MySqlDatabaseError;
 
+use super::PartitionLock;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{ColumnKind, Dialect, Engine, LockPlan, WholeTable};
-use crate::config::{Ident, TableName};
-use crate::partition::Grain;
+use crate::config::{Ident, Job, TableName};
+use crate::partition::{Grain, Partition};
 
 pub struct MySql;
 
-/// Where a lock's key comes from: bound, or a column of the query.
-enum Key<'a> {
-    Bound(&'a str),
-    Column(&'a str),
-}
-
 /// The lock name for a key. Named locks are server-wide, so the name
 /// includes the database; GET_LOCK names are at most 64 characters, so it is
-/// hashed.
-fn push_lock_name(sql: &mut Sql, key: Key<'_>) {
-    sql.push("CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', ");
-    match key {
-        Key::Bound(k) => sql.bind(k),
-        Key::Column(c) => sql.push(c),
-    };
-    sql.push("), 256), 40))");
+/// hashed. [`lock_name`] is the same name made by idem.
+fn push_lock_name(sql: &mut Sql, key: &str) {
+    sql.push("CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', ")
+        .bind(key)
+        .push("), 256), 40))");
+}
+
+/// The lock name of `key` in `database`, as [`push_lock_name`] has the
+/// server make it: `idem:` and the first 40 hex digits of SHA-256 of
+/// `database:key`.
+fn lock_name(database: &str, key: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let digest = Sha256::digest(format!("{database}:{key}").as_bytes());
+    let mut name = String::with_capacity(45);
+    name.push_str("idem:");
+    for byte in &digest[..20] {
+        let _ = write!(name, "{byte:02x}");
+    }
+    name
 }
 
 impl Dialect for MySql {
@@ -94,7 +103,7 @@ impl Dialect for MySql {
         sql.push("SELECT CAST(LEAST(1");
         for key in keys {
             sql.push(", GET_LOCK(");
-            push_lock_name(&mut sql, Key::Bound(key));
+            push_lock_name(&mut sql, key);
             sql.push(", ")
                 // Whole seconds, rounded up; 0 does not wait, as everywhere.
                 .bind(timeout.as_millis().div_ceil(1000) as i64)
@@ -297,27 +306,91 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
     Ok(names)
 }
 
-/// Which of the named locks some session holds, asked in one query
-/// whatever their number: the `(partition, key)` pairs travel as one JSON
-/// array that `JSON_TABLE` turns into rows (MariaDB 10.6+, MySQL 8), so a
-/// status of 3,650 partitions is one round trip and one short statement.
+/// What the console asks MariaDB/MySQL which partitions are locked with:
+/// per job, each partition's name with its lock's name, as one JSON array,
+/// made once per range of partitions and kept. Naming and hashing the
+/// 87,600 hours of a ten-year hourly job again at every refresh, and
+/// hashing them again on the server, took 0.65 % of a core in idem and
+/// 0.2 % in the server while the console sat idle.
+#[derive(Default)]
+pub(super) struct LockProbes {
+    /// The session's database (`DATABASE()`), part of every lock name.
+    database: tokio::sync::OnceCell<String>,
+    /// Per job: the target, first and last partition and how many, and
+    /// the list made for them.
+    lists: std::sync::Mutex<HashMap<String, (ProbeRange, Arc<String>)>>,
+}
+
+type ProbeRange = (String, Partition, Partition, usize);
+
+impl LockProbes {
+    /// The list for these partitions of `job`.
+    async fn list(
+        &self,
+        pool: &sqlx::AnyPool,
+        job: &Job,
+        partitions: &[Partition],
+    ) -> Result<Arc<String>, sqlx::Error> {
+        use sqlx::Row;
+        let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
+            return Ok(Arc::new("[]".into()));
+        };
+        let range = (job.target.to_string(), *first, *last, partitions.len());
+        if let Ok(lists) = self.lists.lock()
+            && let Some((kept, list)) = lists.get(&job.name)
+            && *kept == range
+        {
+            return Ok(Arc::clone(list));
+        }
+        let database = self
+            .database
+            .get_or_try_init(|| async {
+                let row = sqlx::query("SELECT CAST(COALESCE(DATABASE(), '') AS CHAR)")
+                    .fetch_one(pool)
+                    .await?;
+                row.try_get::<String, _>(0)
+            })
+            .await?;
+        let pairs: Vec<(String, String)> = partitions
+            .iter()
+            .map(|p| {
+                let lock = PartitionLock::of(job, p);
+                (p.name(), lock_name(database, lock.probe()))
+            })
+            .collect();
+        let list =
+            Arc::new(serde_json::to_string(&pairs).map_err(|e| sqlx::Error::Encode(Box::new(e)))?);
+        if let Ok(mut lists) = self.lists.lock() {
+            lists.insert(job.name.clone(), (range, Arc::clone(&list)));
+        }
+        Ok(list)
+    }
+}
+
+/// Which of `job`'s partitions some session holds the lock of, asked in
+/// one query whatever their number: the `(partition, lock name)` pairs
+/// travel as one JSON array that `JSON_TABLE` turns into rows (MariaDB
+/// 10.6+, MySQL 8), so a status of 3,650 partitions is one round trip and
+/// one short statement.
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
-    keys: &[(String, String)],
+    probes: &LockProbes,
+    job: &Job,
+    partitions: &[Partition],
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
     use sqlx::Row;
     let mut out = std::collections::HashSet::new();
-    if keys.is_empty() {
+    if partitions.is_empty() {
         return Ok(out);
     }
-    let pairs = serde_json::to_string(keys).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let list = probes.list(pool, job, partitions).await?;
     let mut sql = Sql::new(&MySql);
-    sql.push("SELECT j.p FROM JSON_TABLE(").bind(pairs).push(
-        ", '$[*]' COLUMNS (p VARCHAR(64) PATH '$[0]', k VARCHAR(1024) PATH '$[1]')) AS j \
-             WHERE IS_USED_LOCK(",
-    );
-    push_lock_name(&mut sql, Key::Column("j.k"));
-    sql.push(") IS NOT NULL");
+    sql.push("SELECT j.p FROM JSON_TABLE(")
+        .bind(list.as_str())
+        .push(
+            ", '$[*]' COLUMNS (p VARCHAR(64) PATH '$[0]', k VARCHAR(64) PATH '$[1]')) AS j \
+             WHERE IS_USED_LOCK(j.k) IS NOT NULL",
+        );
     for row in sql.query().fetch_all(pool).await? {
         out.insert(row.try_get::<String, _>(0)?);
     }
@@ -346,4 +419,27 @@ pub(super) async fn set_statement_timeout(
     }
     sql.query().execute(&mut *conn).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lock_name;
+
+    #[test]
+    fn lock_names_are_the_ones_the_server_makes() {
+        // Each as MariaDB 10.11 printed it for
+        // `CONCAT('idem:', LEFT(SHA2(CONCAT(db, ':', key), 256), 40))`.
+        assert_eq!(
+            lock_name("test", "fct:2026-01-01T00"),
+            "idem:3638710e5b0944bdf1a72c39fe63cb19d398c45f"
+        );
+        assert_eq!(
+            lock_name("", "fct:2026-01-01T00"),
+            "idem:ea42e55823eb47310e4996b782518971233a5948"
+        );
+        assert_eq!(
+            lock_name("lagerbestände", "verkäufe:2026-01"),
+            "idem:b6f9f2cd63482443b0694db48ab669fc84e8ded6"
+        );
+    }
 }
