@@ -34,6 +34,16 @@ impl Grain {
         }
     }
 
+    /// The strftime pattern of a partition's name at this grain. chrono,
+    /// SQLite's `strftime` and MariaDB's `DATE_FORMAT` read it alike.
+    pub fn name_pattern(self) -> &'static str {
+        match self {
+            Grain::Hour => "%Y-%m-%dT%H",
+            Grain::Day => "%Y-%m-%d",
+            Grain::Month => "%Y-%m",
+        }
+    }
+
     /// The format a partition of this grain is named in, for error messages.
     pub fn name_format(self) -> &'static str {
         match self {
@@ -152,12 +162,7 @@ impl Partition {
         // a console refresh's time. Years of other than four digits, which
         // `%Y` signs, go through it.
         if !(0..=9999).contains(&y) {
-            let pattern = match self.grain {
-                Grain::Hour => "%Y-%m-%dT%H",
-                Grain::Day => "%Y-%m-%d",
-                Grain::Month => "%Y-%m",
-            };
-            return t.format(pattern).to_string();
+            return t.format(self.grain.name_pattern()).to_string();
         }
         let mut name = String::with_capacity(13);
         push_digits(&mut name, y.unsigned_abs(), 4);

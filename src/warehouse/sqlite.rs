@@ -130,11 +130,7 @@ impl Dialect for Sqlite {
     }
 
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
-        let format = match grain {
-            Grain::Hour => "%Y-%m-%dT%H",
-            Grain::Day => "%Y-%m-%d",
-            Grain::Month => "%Y-%m",
-        };
+        let format = grain.name_pattern();
         format!("strftime('{format}', {column})")
     }
 
