@@ -112,11 +112,12 @@ pub trait Dialect: Send + Sync {
     fn max_writers(&self) -> usize {
         usize::MAX
     }
-    /// Statements taking every lock named in `keys`, in order, for
+    /// Statements taking every lock named in `names` (made by
+    /// [`Warehouse::session_lock_names`]), in order, for
     /// [`LockPlan::Session`]; each returns
     /// one row whose first column is 1 when all were granted (or no row at
     /// all when it cannot fail).
-    fn lock(&self, _keys: &[String], _timeout: Duration) -> Vec<Sql> {
+    fn lock(&self, _names: &[String], _timeout: Duration) -> Vec<Sql> {
         Vec::new()
     }
     /// Releases the [`LockPlan::Session`] locks a session holds.
@@ -233,7 +234,8 @@ pub struct Warehouse {
     shapes: Arc<Mutex<HashMap<String, load::RunShape>>>,
     /// Definition hashes known to be recorded (committed) in the ledger.
     recorded_definitions: Arc<Mutex<std::collections::HashSet<String>>>,
-    /// MariaDB/MySQL: the lists of lock names a state read probes.
+    /// MariaDB/MySQL: the session's database, which lock names include,
+    /// and the lists of lock names a state read probes.
     lock_probes: Arc<mysql::LockProbes>,
 }
 
@@ -442,6 +444,19 @@ impl Warehouse {
             Engine::Sqlite => Default::default(),
             Engine::Postgres => postgres::held(&self.pool, keys).await?,
             Engine::MySql => mysql::held(&self.pool, &self.lock_probes, job, partitions).await?,
+        })
+    }
+
+    /// The names of the session locks ([`LockPlan::Session`]) that a load
+    /// of `lock`'s window takes, on `conn`.
+    pub(super) async fn session_lock_names(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        lock: &PartitionLock,
+    ) -> Result<Vec<String>, WarehouseError> {
+        Ok(match self.dialect.engine() {
+            Engine::MySql => self.lock_probes.names(conn, &lock.keys).await?,
+            Engine::Sqlite | Engine::Postgres => lock.keys.clone(),
         })
     }
 

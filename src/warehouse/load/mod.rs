@@ -132,7 +132,8 @@ impl Warehouse {
             // released, the connection is closed (it is not `clean`), and
             // that releases a session lock; once released, it goes back to
             // the pool for the next partition.
-            take_lock(dialect, &mut conn.conn, &lock, timeout, partition).await?;
+            let names = self.session_lock_names(&mut conn.conn, &lock).await?;
+            take_lock(dialect, &mut conn.conn, &names, timeout, partition).await?;
             log(format!("lock on {} taken", lock.label));
         }
         let shrink_guard = match &work {
@@ -362,11 +363,11 @@ impl<'a> Window<'a> {
 async fn take_lock(
     dialect: &dyn Dialect,
     conn: &mut AnyConnection,
-    lock: &PartitionLock,
+    names: &[String],
     timeout: Duration,
     partition: &Partition,
 ) -> Result<(), WarehouseError> {
-    for stmt in dialect.lock(&lock.keys, timeout) {
+    for stmt in dialect.lock(names, timeout) {
         let row = stmt.query().fetch_optional(&mut *conn).await?;
         if let Some(row) = row {
             let granted: Option<i64> = row.try_get(0)?;
