@@ -21,13 +21,7 @@ async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
     );
     let (_, config) = db.config_with("lock_timeout = \"1s\"", &job);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01'), (2, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    source_and_target(&wh, 2).await;
     let job = &config.jobs[0];
     let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 2)
         .await
@@ -95,6 +89,21 @@ async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
     assert_eq!(attempts.last().unwrap().attempt, attempts.len() as i64);
 }
 
+/// `src` with `rows` rows on 2026-01-01 and an empty `fct`, both (id, dt).
+async fn source_and_target(wh: &idem::warehouse::Warehouse, rows: usize) {
+    let values: Vec<String> = (1..=rows)
+        .map(|id| format!("({id}, '2026-01-01')"))
+        .collect();
+    let insert = format!("INSERT INTO src (id, dt) VALUES {}", values.join(", "));
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &insert,
+    ])
+    .await
+    .unwrap();
+}
+
 enum Blocker {
     Sqlite(sqlx::SqliteConnection),
     Postgres(sqlx::PgConnection),
@@ -115,13 +124,7 @@ async fn statement_timeout_stops_a_slow_partition_without_retrying(kind: Kind) {
     let job = common::replace_job("fct", "fct", "2026-01-01", &sql);
     let (_, config) = db.config_with("statement_timeout = \"500ms\"", &job);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    source_and_target(&wh, 1).await;
     let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 2)
         .await
         .unwrap();
@@ -175,14 +178,7 @@ async fn a_zero_lock_timeout_fails_at_once(kind: Kind) {
     let (_, slow_config) = db.config_with("lock_timeout = \"20s\"", &slow);
     let (_, config) = db.config_with("lock_timeout = \"0s\"", &slow);
     let holder = db.warehouse(&slow_config).await;
-    holder
-        .execute_script(&[
-            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-            "INSERT INTO src (id, dt) VALUES (1, '2026-01-01')",
-        ])
-        .await
-        .unwrap();
+    source_and_target(&holder, 1).await;
     let wh = db.warehouse(&config).await;
     let plan = |wh: idem::warehouse::Warehouse, job: idem::config::Job| async move {
         Backfill::plan(&wh, &job, &Selection::default(), 1, 0)
@@ -256,13 +252,7 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
     );
     let (_, config) = db.config_with("lock_timeout = \"0s\"", &job);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, dt) VALUES (1, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    source_and_target(&wh, 1).await;
     let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
         .await
         .unwrap();
