@@ -18,6 +18,13 @@
 # native: PostgreSQL only, the loads into a target partitioned by range on
 #         dt (a partition per day): idem's TRUNCATE of a day's partition
 #         against the psql session's DELETE (not in the default PARTS).
+# statements: PostgreSQL only, at the first of SIZES rows a day: the
+#         server's own time per kind of statement for a re-run by the psql
+#         session and by `idem run --concurrency 1`, each on a target it has
+#         just loaded (log_min_duration_statement = 0 in both sessions, read
+#         back from PG_LOG, the server's log file). Far steadier than wall
+#         time on a shared machine, and it says where a gap goes. Not in the
+#         default PARTS.
 # memory: peak RSS of a headless backfill (SQLite, 10 rows per partition,
 #         concurrency 4) for each GRAIN:PARTITIONS of MEMORY (default
 #         "day:365 day:3650"; "hour:36500" is an hourly job over ~4 years).
@@ -347,6 +354,88 @@ shell_name() {
     mariadb) echo mariadb ;;
     sqlite) echo sqlite3 ;;
   esac
+}
+
+# --- statements, by the server's clock -----------------------------------
+
+# by_kind LOG DB: from the server's log, the milliseconds per kind of
+# statement of database DB's sessions, as "kind<TAB>step<TAB>ms" lines
+# (step: simple, parse, bind or execute).
+by_kind() {
+  awk -v db="@$2 " '
+    index($0, db) && index($0, "LOG:  duration: ") {
+      line = $0
+      sub(/.*LOG:  duration: /, "", line)
+      ms = line; sub(/ ms.*/, "", ms)
+      sub(/^[0-9.]+ ms  /, "", line)
+      step = line; sub(/[ :].*/, "", step)
+      if (step == "statement") step = "simple"
+      text = line; sub(/^[^:]*: /, "", text); text = tolower(text)
+      if (text ~ /pg_advisory_xact_lock/ || text ~ /^begin/) kind = "BEGIN (idem: with the partition locks)"
+      else if (text ~ /^commit/) kind = "COMMIT"
+      else if (text ~ /^with gone as \(delete/) kind = "DELETE (idem: with the read of the window before it)"
+      else if (text ~ /^delete/) kind = "DELETE (idem: with the read of the window before it)"
+      else if (text ~ /^insert into "idem"/) kind = "ledger row"
+      else if (text ~ /^insert into/) kind = "INSERT of the job rows"
+      else if (text ~ /^select count\(\*\), cast\(coalesce\(sum/) kind = "read of the window after the INSERT"
+      else if (text ~ /^set log_min_duration/) next
+      else kind = "the run start (catalogue, ledger, plan)"
+      ms_of[kind "\t" step] += ms
+    }
+    END { for (k in ms_of) printf "%s\t%.1f\n", k, ms_of[k] }
+  ' "$1"
+}
+
+statements() {
+  if [ -z "${PG_LOG:-}" ] || [ ! -r "$PG_LOG" ]; then
+    echo "statements: set PG_LOG to the PostgreSQL server's log file (Debian: /var/log/postgresql/postgresql-15-main.log)" >&2
+    exit 2
+  fi
+  local size=${SIZES%% *} db="idem_stmt_$$" from
+  new_db postgres "$db"
+  local url
+  url=$(db_url postgres "$db")
+  create_source postgres "$db" "$size" $((size * DAYS))
+  local want
+  want=$(expected_digest postgres "$db")
+
+  create_target postgres "$db" fct_shell
+  shell_script postgres fct_shell > "$work/day.sql"
+  sql postgres "$db" < "$work/day.sql"
+  from=$(wc -l < "$PG_LOG")
+  { echo "set log_min_duration_statement = 0;"; cat "$work/day.sql"; } | sql postgres "$db"
+  tail -n +"$((from + 1))" "$PG_LOG" > "$work/shell.log"
+  check postgres "$db" fct_shell "$want"
+
+  create_target postgres "$db" fct_idem1
+  write_config "$url" postgres fct_idem1 "$work/idem1.toml"
+  idem_run idem1
+  write_config "$url?options=-c%20log_min_duration_statement%3D0" postgres fct_idem1 "$work/idem1.toml"
+  from=$(wc -l < "$PG_LOG")
+  idem_run idem1
+  tail -n +"$((from + 1))" "$PG_LOG" > "$work/idem.log"
+  check postgres "$db" fct_idem1 "$want"
+
+  by_kind "$work/shell.log" "$db" > "$work/shell.kinds"
+  by_kind "$work/idem.log" "$db" > "$work/idem.kinds"
+  say ""
+  say "## Statements (PostgreSQL): the server's milliseconds for a re-run of $DAYS days of $size rows, by kind"
+  say ""
+  say "| statement | psql session | idem: planning (bind) | idem: parse and execute | idem: all |"
+  say "|---|---|---|---|---|"
+  local kind shell_total=0 idem_total=0
+  while IFS= read -r kind; do
+    local p b x i
+    p=$(awk -F'\t' -v k="$kind" '$1 == k { s += $3 } END { printf "%.1f", s }' "$work/shell.kinds")
+    b=$(awk -F'\t' -v k="$kind" '$1 == k && $2 == "bind" { s += $3 } END { printf "%.1f", s }' "$work/idem.kinds")
+    x=$(awk -F'\t' -v k="$kind" '$1 == k && $2 != "bind" { s += $3 } END { printf "%.1f", s }' "$work/idem.kinds")
+    i=$(echo "$b + $x" | bc -l)
+    shell_total=$(echo "$shell_total + $p" | bc -l)
+    idem_total=$(echo "$idem_total + $i" | bc -l)
+    say "| $kind | $p | $b | $x | $i |"
+  done < <(cut -f1 "$work/shell.kinds" "$work/idem.kinds" | sort -u)
+  say "| all | $shell_total | | | $idem_total ($(ratio "$idem_total" "$shell_total") ×) |"
+  drop_db postgres "$db"
 }
 
 # --- state scan ----------------------------------------------------------
