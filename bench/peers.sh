@@ -373,8 +373,7 @@ by_kind() {
       text = line; sub(/^[^:]*: /, "", text); text = tolower(text)
       if (text ~ /pg_advisory_xact_lock/ || text ~ /^begin/) kind = "BEGIN (idem: with the partition locks)"
       else if (text ~ /^commit/) kind = "COMMIT"
-      else if (text ~ /^with gone as \(delete/) kind = "DELETE (idem: with the read of the window before it)"
-      else if (text ~ /^delete/) kind = "DELETE (idem: with the read of the window before it)"
+      else if (text ~ /^(with gone as \()?delete/) kind = "DELETE (idem: with the read of the window before it)"
       else if (text ~ /^insert into "idem"/) kind = "ledger row"
       else if (text ~ /^insert into/) kind = "INSERT of the job rows"
       else if (text ~ /^select count\(\*\), cast\(coalesce\(sum/) kind = "read of the window after the INSERT"
@@ -423,18 +422,22 @@ statements() {
   say ""
   say "| statement | psql session | idem: planning (bind) | idem: parse and execute | idem: all |"
   say "|---|---|---|---|---|"
-  local kind shell_total=0 idem_total=0
-  while IFS= read -r kind; do
-    local p b x i
-    p=$(awk -F'\t' -v k="$kind" '$1 == k { s += $3 } END { printf "%.1f", s }' "$work/shell.kinds")
-    b=$(awk -F'\t' -v k="$kind" '$1 == k && $2 == "bind" { s += $3 } END { printf "%.1f", s }' "$work/idem.kinds")
-    x=$(awk -F'\t' -v k="$kind" '$1 == k && $2 != "bind" { s += $3 } END { printf "%.1f", s }' "$work/idem.kinds")
-    i=$(echo "$b + $x" | bc -l)
-    shell_total=$(echo "$shell_total + $p" | bc -l)
-    idem_total=$(echo "$idem_total + $i" | bc -l)
-    say "| $kind | $p | $b | $x | $i |"
-  done < <(cut -f1 "$work/shell.kinds" "$work/idem.kinds" | sort -u)
-  say "| all | $shell_total | | | $idem_total ($(ratio "$idem_total" "$shell_total") ×) |"
+  # One row per kind seen in either log, in name order: the shell's
+  # milliseconds, and idem's planning (bind) apart from the rest; then the
+  # totals.
+  awk -F'\t' -v totals="$work/totals.md" '
+    FILENAME ~ /shell/ { shell[$1] += $3; kinds[$1] = 1; next }
+    { if ($2 == "bind") bind[$1] += $3; else run[$1] += $3; kinds[$1] = 1 }
+    END {
+      for (k in kinds) {
+        all = bind[k] + run[k]; ts += shell[k]; ti += all
+        printf "| %s | %.1f | %.1f | %.1f | %.1f |\n", k, shell[k], bind[k], run[k], all
+      }
+      printf "| all | %.1f | | | %.1f (%.2f ×) |\n", ts, ti, ti / ts > totals
+    }
+  ' "$work/shell.kinds" "$work/idem.kinds" | sort > "$work/statements.md"
+  cat "$work/totals.md" >> "$work/statements.md"
+  while IFS= read -r row; do say "$row"; done < "$work/statements.md"
   drop_db postgres "$db"
 }
 
