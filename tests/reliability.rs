@@ -4,15 +4,14 @@
 
 mod common;
 
-use common::{Kind, TestDb};
+use common::{Kind, TestDb, errors, run};
 use idem::config::{Config, Job};
-use idem::engine::{self, Backfill, Event, PlanError, RunSummary, Selection};
+use idem::engine::{Backfill, Event, PlanError, Selection};
 use idem::partition::{Grain, Partition, RangeEnd, now_utc};
 use idem::state::{self, LoadState};
 use idem::warehouse::Warehouse;
 use idem::warehouse::ledger::AttemptStatus;
 use sqlx::Row;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// `src` and `target`, both `(id, dt)`, then the `rest` of the script: the
@@ -47,17 +46,6 @@ fn day(d: &str) -> Partition {
     Partition::parse(Grain::Day, d, RangeEnd::From).expect("day")
 }
 
-async fn run(wh: &Warehouse, backfill: &Backfill) -> (RunSummary, Vec<Event>) {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let summary = engine::run(wh, backfill, &tx, &CancellationToken::new()).await;
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
-        events.push(e);
-    }
-    (summary, events)
-}
-
 async fn plan(wh: &Warehouse, job: &Job, from: &str, to: &str) -> Backfill {
     let selection = Selection {
         from: Some(day(from)),
@@ -76,16 +64,6 @@ async fn scalar(wh: &Warehouse, sql: &str) -> i64 {
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
         .try_get::<i64, _>(0)
         .expect("an integer")
-}
-
-fn errors(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::PartitionFailed { error, .. } => Some(error.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 // 1. An hourly and a daily job writing one table: overlapping windows of

@@ -256,22 +256,6 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
     let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
         .await
         .unwrap();
-    let run = |wh: idem::warehouse::Warehouse| {
-        let backfill = backfill.clone();
-        async move {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let summary = engine::run(&wh, &backfill, &tx, &Default::default()).await;
-            drop(tx);
-            let mut errors = Vec::new();
-            while let Some(e) = rx.recv().await {
-                if let Event::PartitionFailed { error, .. } = e {
-                    errors.push(error);
-                }
-            }
-            (summary.succeeded, summary.failed, errors)
-        }
-    };
-
     let mut older = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
     let taken: i64 = sqlx::query_scalar(
         "SELECT GET_LOCK(CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', 'fct:2026-01-01T05'), 256), 40)), 0)",
@@ -280,8 +264,9 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
     .await
     .unwrap();
     assert_eq!(taken, 1);
-    let (succeeded, failed, errors) = run(wh.clone()).await;
-    assert_eq!((succeeded, failed), (0, 1), "{errors:?}");
+    let (summary, events) = common::run(&wh, &backfill).await;
+    let errors = common::errors(&events);
+    assert_eq!((summary.succeeded, summary.failed), (0, 1), "{errors:?}");
     assert!(
         errors.join(" ").to_lowercase().contains("lock"),
         "{errors:?}"
@@ -290,7 +275,12 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
     assert_eq!(rows().fetch_one(&mut older).await.unwrap(), 0);
 
     older.execute("SELECT RELEASE_ALL_LOCKS()").await.unwrap();
-    let (succeeded, failed, errors) = run(wh.clone()).await;
-    assert_eq!((succeeded, failed), (1, 0), "{errors:?}");
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(
+        (summary.succeeded, summary.failed),
+        (1, 0),
+        "{:?}",
+        common::errors(&events)
+    );
     assert_eq!(rows().fetch_one(&mut older).await.unwrap(), 1);
 }

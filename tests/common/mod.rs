@@ -263,3 +263,29 @@ pub fn stdout_ok(out: &std::process::Output) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Runs a backfill to its end: its summary and every event it sent.
+pub async fn run(
+    wh: &Warehouse,
+    backfill: &idem::engine::Backfill,
+) -> (idem::engine::RunSummary, Vec<idem::engine::Event>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = idem::engine::run(wh, backfill, &tx, &Default::default()).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (summary, events)
+}
+
+/// The errors of the partitions that failed, in the order they failed.
+pub fn errors(events: &[idem::engine::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            idem::engine::Event::PartitionFailed { error, .. } => Some(error.clone()),
+            _ => None,
+        })
+        .collect()
+}
