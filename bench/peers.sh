@@ -187,14 +187,14 @@ shell_script() { # ENGINE TABLE
   done
 }
 
-write_config() { # URL ENGINE TABLE FILE
+write_config() { # URL ENGINE TABLE FILE [JOB]
   cat > "$4" <<TOML
 [warehouse]
 url = "$1"
 lock_timeout = "60s"
 
 [[jobs]]
-name = "fct"
+name = "${5:-fct}"
 target = "$3"
 strategy = "replace_partition"
 partition_column = "dt"
@@ -310,12 +310,14 @@ side_by_side() {
         t=$(now); sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
       else
-        write_config "$url" "$e" "$table" "$work/$runner.toml"
-        t=$(now); idem_run "$runner"; first=$(elapsed "$t")
+        # A job of its own each time: its target is new, and so is its
+        # history in the ledger, as at a real first load.
+        write_config "$url" "$e" "$table" "$work/$runner.toml" "fct_$rep"
+        t=$(now); idem_run "$runner" "fct_$rep"; first=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
         local nodes=""
         [ "$create" = create_native_target ] && nodes=$(filenodes "$db" "$table")
-        t=$(now); idem_run "$runner"; rerun=$(elapsed "$t")
+        t=$(now); idem_run "$runner" "fct_$rep"; rerun=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
         [ -z "$nodes" ] || truncated "$db" "$table" "$nodes"
       fi
@@ -333,8 +335,8 @@ side_by_side() {
   drop_db "$e" "$db"
 }
 
-idem_run() { # RUNNER
-  "$bin" --config "$work/$1.toml" run fct --concurrency "${1#idem}" > "$work/run.log" 2>&1 || {
+idem_run() { # RUNNER [JOB]
+  "$bin" --config "$work/$1.toml" run "${2:-fct}" --concurrency "${1#idem}" > "$work/run.log" 2>&1 || {
     cat "$work/run.log"
     exit 1
   }
@@ -377,6 +379,7 @@ by_kind() {
       else if (text ~ /^insert into "idem"/) kind = "ledger row"
       else if (text ~ /^insert into/) kind = "INSERT of the job rows"
       else if (text ~ /^select count\(\*\), cast\(coalesce\(sum/) kind = "read of the window after the INSERT"
+      else if (text ~ /^select txid, fingerprint/) kind = "the last load, from the ledger"
       else if (text ~ /^set log_min_duration/) next
       else kind = "the run start (catalogue, ledger, plan)"
       ms_of[kind "\t" step] += ms

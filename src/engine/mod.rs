@@ -423,6 +423,7 @@ pub async fn run(
     });
     let operator = operator();
     let host = host();
+    let last_loads = last_loads(warehouse, backfill).await;
     // A failed merge window stops the windows after it, which would otherwise
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
@@ -445,6 +446,7 @@ pub async fn run(
                 cancel,
                 halted: &halted,
                 unreachable: &unreachable,
+                last_loads: &last_loads,
             };
             async move { (partition, ctx.run(partition).await) }
         })
@@ -480,6 +482,30 @@ struct PartitionRun<'a> {
     halted: &'a CancellationToken,
     /// Set by the first partition that finds the warehouse unreachable.
     unreachable: &'a std::sync::Mutex<Option<String>>,
+    /// Each partition's last load, as the run found it.
+    last_loads: &'a HashMap<String, ledger::LastLoad>,
+}
+
+/// The last loads of a replace run's partitions, read once for the run
+/// (one statement, not one a partition). They are checked against the
+/// window's rows under its lock before one is trusted, so a load since
+/// does no harm; and a failed read leaves each load to read its window,
+/// as it would without them.
+async fn last_loads(
+    warehouse: &Warehouse,
+    backfill: &Backfill,
+) -> HashMap<String, ledger::LastLoad> {
+    let (Strategy::ReplacePartition, Some(first), Some(last)) = (
+        backfill.job.strategy,
+        backfill.partitions.iter().min(),
+        backfill.partitions.iter().max(),
+    ) else {
+        return HashMap::new();
+    };
+    warehouse
+        .last_loads(&backfill.job.name, (&first.name(), &last.name()))
+        .await
+        .unwrap_or_default()
 }
 
 impl PartitionRun<'_> {
@@ -514,6 +540,7 @@ impl PartitionRun<'_> {
                 host: self.host.to_string(),
                 reason: self.backfill.reason.clone(),
                 allow_shrink: self.backfill.allow_shrink,
+                last_load: self.last_loads.get(&name).cloned(),
             };
             let events = self.events.clone();
             let (run_id, job_name, part) =

@@ -10,14 +10,16 @@
 //! values on MariaDB and MySQL, and in idem (XXH3) of
 //! each row's JSON array on SQLite. The load takes it of the window before
 //! its DELETE and after its INSERT (on MariaDB from the hashes those
-//! statements return). Version 4 differed on PostgreSQL
+//! statements return; on PostgreSQL, from the partition's last load when
+//! the window's rows show that load wrote all of them and nothing since). Version 4 differed on PostgreSQL
 //! (`hash_record_extended` of the row) and wrote SQLite's floating-point
 //! values to 15 digits; version 3 on SQLite only (each row
 //! as `quote()`d values joined by commas); version 2 on MariaDB/MySQL only
 //! (MD5 of length-prefixed values); version 1 (`ROWS:SUM`, no prefix)
 //! hashed each row's text with MD5 or SHA-256. Versions are never compared
 //! with each other: a load compares the window's fingerprints before and
-//! after itself, both of the current version.
+//! after itself, both of the current version (a last load's fingerprint of
+//! another version is not taken for the window's).
 
 use std::fmt;
 

@@ -199,6 +199,21 @@ pub trait Dialect: Send + Sync {
     fn deletes_in_with(&self) -> bool {
         false
     }
+    /// Where every row carries the id of the transaction that wrote it
+    /// (PostgreSQL's `xmin`): expressions giving transaction ids as 64-bit
+    /// integers. The ledger row of a load records its own; a replace whose
+    /// window holds exactly the rows its partition's last load wrote then
+    /// takes that load's fingerprint as the window's before it, instead of
+    /// reading the window (see `load::replace`).
+    fn transaction_ids(&self) -> Option<TransactionIds> {
+        None
+    }
+    /// For [`Dialect::transaction_ids`]: a condition true of a row written
+    /// by transaction `txid` (as `current` gave it), false of a row for
+    /// which `scope` does not hold, and failing the statement with an error
+    /// naming [`WRITTEN_ELSEWHERE`] at any other row. Called only where
+    /// [`Dialect::transaction_ids`] has ids.
+    fn written_by(&self, _sql: &mut Sql, _txid: i64, _scope: &dyn Fn(&mut Sql)) {}
     /// A null-safe "values differ" test.
     fn differs(&self, a: &str, b: &str) -> String;
     /// Creates the staging table of a merge from a SELECT.
@@ -220,6 +235,18 @@ pub trait Dialect: Send + Sync {
     /// indexes left out: they do not make a column set unique).
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName);
 }
+
+/// See [`Dialect::transaction_ids`].
+pub struct TransactionIds {
+    /// The id of the current transaction (given it one if it had none).
+    pub current: &'static str,
+    /// The id the next transaction will get (giving none).
+    pub next: &'static str,
+}
+
+/// What the error of a statement guarded by [`Dialect::written_by`] says
+/// when it meets a row another transaction wrote.
+pub(crate) const WRITTEN_ELSEWHERE: &str = "idem: a row written since the last load";
 
 /// A connection to the warehouse through which idem reads and writes.
 #[derive(Clone)]
@@ -270,6 +297,11 @@ pub enum WarehouseError {
         after: i64,
         floor: f64,
     },
+    /// A replace found its window other than its partition's last load
+    /// left it, having trusted it was not: the load starts over and reads
+    /// the window whole. Handled inside the load, never reported.
+    #[error("partition {0} was written since its last load by idem")]
+    WrittenSinceLastLoad(String),
 }
 
 impl WarehouseError {
@@ -546,6 +578,11 @@ async fn ensure_ledger(
             if check.query().fetch_optional(&mut *conn).await?.is_some() {
                 conn.execute(AssertSqlSafe(drop)).await?;
             }
+            if let Some((check, add)) = ledger::added_column(dialect)
+                && conn.execute(AssertSqlSafe(check)).await.is_err()
+            {
+                conn.execute(AssertSqlSafe(add)).await?;
+            }
             Ok(())
         }
         .await;
@@ -665,6 +702,12 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_written_elsewhere_marker_can_sit_in_an_sql_string_literal() {
+        // Dialect::written_by puts it between single quotes as it is.
+        assert!(!WRITTEN_ELSEWHERE.contains(['\'', '\\']));
+    }
 
     #[test]
     fn passwords_are_hidden() {

@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, lock_key_i64};
+use super::{ColumnKind, Dialect, Engine, LockPlan, TransactionIds, lock_key_i64};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -128,6 +128,28 @@ impl Dialect for Postgres {
     /// [`Dialect::session_timeouts`]) bounds the wait.
     fn deletes_in_with(&self) -> bool {
         true
+    }
+
+    fn transaction_ids(&self) -> Option<TransactionIds> {
+        Some(TransactionIds {
+            current: "CAST(CAST(pg_current_xact_id() AS text) AS bigint)",
+            next: "CAST(CAST(pg_snapshot_xmax(pg_current_snapshot()) AS text) AS bigint)",
+        })
+    }
+
+    /// `xmin` holds the low 32 bits of the writer's id. The error is a
+    /// failed cast of text naming the row's writer: core PostgreSQL has no
+    /// function raising one, and it depends on the row, so the planner
+    /// cannot fold it. `scope` keeps it from rows the statement does not
+    /// touch, whatever order the planner tests conditions in.
+    fn written_by(&self, sql: &mut Sql, txid: i64, scope: &dyn Fn(&mut Sql)) {
+        sql.push("CASE WHEN xmin = CAST(")
+            .bind((txid & 0xffff_ffff).to_string())
+            .push(" AS xid) THEN TRUE WHEN ");
+        scope(sql);
+        sql.push(" THEN CAST('")
+            .push(super::WRITTEN_ELSEWHERE)
+            .push(", by transaction ' || CAST(xmin AS text) AS integer) > 0 ELSE FALSE END");
     }
 
     fn begin_statement(&self, keys: &[String]) -> Option<String> {

@@ -12,7 +12,10 @@ use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
 use super::fingerprint::{self, Fingerprint, RowHash};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
-use super::{Column, ColumnKind, Dialect, LockPlan, PartitionLock, Warehouse, WarehouseError};
+use super::{
+    Column, ColumnKind, Dialect, LockPlan, PartitionLock, WRITTEN_ELSEWHERE, Warehouse,
+    WarehouseError,
+};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
@@ -39,6 +42,10 @@ pub struct AttemptMeta {
     /// The operator allows a replace to shrink a partition past the job's
     /// shrink guard.
     pub allow_shrink: bool,
+    /// The partition's last load as the run found it in the ledger
+    /// ([`Warehouse::last_loads`]): a replace that finds the window as
+    /// that load left it takes its fingerprint for the window's.
+    pub last_load: Option<ledger::LastLoad>,
 }
 
 /// What a committed partition load did.
@@ -146,6 +153,12 @@ impl Warehouse {
             partition,
             shape: &shape,
             shrink_guard,
+            // A verification writes the window again in its own
+            // transaction: what the last load left is gone by then.
+            last_load: match &work {
+                Work::Load(meta) => meta.last_load.as_ref(),
+                Work::Verify { .. } => None,
+            },
         };
         let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
         let mut released = true;
@@ -320,6 +333,10 @@ struct Target<'a> {
     shape: &'a TargetShape,
     /// Refuse a replace leaving fewer than this fraction of the rows.
     shrink_guard: Option<f64>,
+    /// The partition's last load, whose fingerprint a replace may take for
+    /// the window's before it, where the engine can check that the window
+    /// still holds exactly that load's rows (see `replace`).
+    last_load: Option<&'a ledger::LastLoad>,
 }
 
 /// The window a replace owns on its target: the rows whose partition column
@@ -389,22 +406,8 @@ async fn transact(
 ) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
     let (job, partition) = (t.job, t.partition);
-    let mut tx = match dialect.begin_statement(&lock.keys) {
-        Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
-        None => conn.begin().await?,
-    };
-    match dialect.lock_plan() {
-        LockPlan::Begin => log(format!(
-            "BEGIN IMMEDIATE (write lock covering {})",
-            lock.label
-        )),
-        LockPlan::InTransaction => {
-            log("BEGIN".into());
-            log(format!("lock on {} taken", lock.label));
-        }
-        LockPlan::Session => log("BEGIN".into()),
-    }
-    let locked_at = ledger::timestamp(Utc::now());
+    let mut tx = begin(dialect, conn, lock, log).await?;
+    let mut locked_at = ledger::timestamp(Utc::now());
 
     let meta = match work {
         Work::Load(meta) => meta,
@@ -419,7 +422,25 @@ async fn transact(
             return Ok(Done::Verified(captured));
         }
     };
-    let outcome = write(dialect, &mut tx, t, log).await?;
+    let outcome = match write(dialect, &mut tx, t, log).await {
+        Err(WarehouseError::WrittenSinceLastLoad(_)) => {
+            // Nothing was written yet but the trusted DELETE, which the
+            // rollback undoes; the lock is taken again with the BEGIN.
+            tx.rollback().await?;
+            log(
+                "ROLLBACK: the window is not as its last load left it (written since by another session or job); starting over, reading it whole"
+                    .into(),
+            );
+            tx = begin(dialect, conn, lock, log).await?;
+            locked_at = ledger::timestamp(Utc::now());
+            let whole = Target {
+                last_load: None,
+                ..*t
+            };
+            write(dialect, &mut tx, &whole, log).await?
+        }
+        outcome => outcome?,
+    };
     drop_stage(dialect, &mut tx, job).await?;
 
     let attempt = Attempt {
@@ -465,6 +486,31 @@ async fn transact(
     }
     log("COMMIT".into());
     Ok(Done::Loaded(outcome))
+}
+
+/// Begins a partition's transaction, taking its lock where the BEGIN does.
+async fn begin<'c>(
+    dialect: &'static dyn Dialect,
+    conn: &'c mut PoolConnection<Any>,
+    lock: &PartitionLock,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> Result<sqlx::Transaction<'c, Any>, WarehouseError> {
+    let tx = match dialect.begin_statement(&lock.keys) {
+        Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
+        None => conn.begin().await?,
+    };
+    match dialect.lock_plan() {
+        LockPlan::Begin => log(format!(
+            "BEGIN IMMEDIATE (write lock covering {})",
+            lock.label
+        )),
+        LockPlan::InTransaction => {
+            log("BEGIN".into());
+            log(format!("lock on {} taken", lock.label));
+        }
+        LockPlan::Session => log("BEGIN".into()),
+    }
+    Ok(tx)
 }
 
 /// Merges stage the window's rows in a temporary table; it goes before COMMIT.
