@@ -379,7 +379,6 @@ by_kind() {
       else if (text ~ /^insert into "idem"/) kind = "ledger row"
       else if (text ~ /^insert into/) kind = "INSERT of the job rows"
       else if (text ~ /^select count\(\*\), cast\(coalesce\(sum/) kind = "read of the window after the INSERT"
-      else if (text ~ /^select txid, fingerprint/) kind = "the last load, from the ledger"
       else if (text ~ /^set log_min_duration/) next
       else kind = "the run start (catalogue, ledger, plan)"
       ms_of[kind "\t" step] += ms
