@@ -132,6 +132,16 @@ async fn content_changed_stays_exact_whoever_wrote_the_window(kind: Kind) {
         assert_path(kind, &log, true, false);
     }
 
+    // Emptied by hand (or its table made again): the DELETE finds no row,
+    // so the window was empty, and nothing is read again.
+    wh.execute_script(&["DELETE FROM fct"]).await.expect("edit");
+    let (changed, log) = load(&wh, &config).await;
+    assert!(changed, "{log}");
+    assert_path(kind, &log, false, false);
+    let (changed, log) = load(&wh, &config).await;
+    assert!(!changed, "{log}");
+    assert_path(kind, &log, true, false);
+
     // A row written by hand outside the window does not concern it.
     wh.execute_script(&["INSERT INTO fct VALUES (7, 'q', '2026-01-02')"])
         .await

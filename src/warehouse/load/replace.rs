@@ -77,8 +77,9 @@ pub(super) async fn replace(
         // it): the DELETE fails at the first row another transaction wrote,
         // and its count shows any of the load's rows gone. Then the window
         // holds exactly the rows that load fingerprinted, and reading them
-        // again would give its fingerprint. Otherwise the load starts over
-        // and reads the window whole (`transact`).
+        // again would give its fingerprint. Otherwise (but for an empty
+        // window) the load starts over and reads the window whole
+        // (`transact`).
         (None, Some(last)) => {
             let mut delete = Sql::new(dialect);
             w.delete(&mut delete);
@@ -91,14 +92,20 @@ pub(super) async fn replace(
                 }
                 Err(e) => return Err(e.into()),
             };
-            if rows != last.rows {
+            if rows == last.rows {
+                log(format!(
+                    "{}, all written by its last load (its fingerprint stands for them)",
+                    deleted(rows, partition)
+                ));
+                (last.fingerprint, rows)
+            } else if rows == 0 {
+                // No row failed the DELETE and none was deleted: the window
+                // was empty (its table emptied or made again since).
+                log(deleted(rows, partition));
+                (Fingerprint::default(), 0)
+            } else {
                 return Err(WarehouseError::WrittenSinceLastLoad(partition.name()));
             }
-            log(format!(
-                "{}, all written by its last load (its fingerprint stands for them)",
-                deleted(rows, partition)
-            ));
-            (last.fingerprint, rows)
         }
         (None, None) if dialect.deletes_in_with() => {
             let mut sql = Sql::new(dialect);
