@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{Kind, TestDb};
 use idem::config::Config;
 use idem::engine::{Backfill, Event, Selection};
@@ -153,12 +151,23 @@ async fn content_changed_stays_exact_whoever_wrote_the_window(kind: Kind) {
 
 on_every_engine!(content_changed_stays_exact_whoever_wrote_the_window);
 
+/// A re-run that reads the window whole, without starting over (nothing
+/// changed it), and the re-run after it, which trusts that one.
+async fn read_whole_then_trusted(wh: &Warehouse, config: &Config) {
+    let (changed, log) = load(wh, config).await;
+    assert!(!changed, "{log}");
+    assert_path(Kind::Postgres, &log, false, false);
+    let (_, log) = load(wh, config).await;
+    assert_path(Kind::Postgres, &log, true, false);
+}
+
 async fn pg(db: &TestDb) -> sqlx::PgConnection {
     sqlx::PgConnection::connect(&db.url).await.expect("connect")
 }
 
-/// Transaction ids in rows are 32 bits: a last load as old as 2^31 ids or
-/// more could share its row's id with a later writer, so it is not trusted.
+/// Transaction ids in rows are 32 bits: a last load 2^32 ids back could
+/// share its rows' id with a later writer, so one 2^30 ids old or more is
+/// not trusted.
 #[cfg_attr(
     not(idem_test_postgres),
     ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
@@ -173,11 +182,7 @@ async fn postgres_a_last_load_too_old_to_tell_apart_is_not_trusted() {
         .execute(&mut conn)
         .await
         .expect("age the ledger");
-    let (changed, log) = load(&wh, &config).await;
-    assert!(!changed, "{log}");
-    assert_path(Kind::Postgres, &log, false, false);
-    let (_, log) = load(&wh, &config).await;
-    assert_path(Kind::Postgres, &log, true, false);
+    read_whole_then_trusted(&wh, &config).await;
 }
 
 /// A ledger made before idem recorded transactions gets the column at the
@@ -206,11 +211,7 @@ async fn postgres_an_older_ledger_gains_the_transaction_column() {
     .expect("columns")
     .get(0);
     assert_eq!(n, 1, "the column is back");
-    let (changed, log) = load(&wh, &config).await;
-    assert!(!changed, "{log}");
-    assert_path(Kind::Postgres, &log, false, false);
-    let (_, log) = load(&wh, &config).await;
-    assert_path(Kind::Postgres, &log, true, false);
+    read_whole_then_trusted(&wh, &config).await;
 }
 
 /// Killed after the trusted DELETE, before COMMIT: the window is as the
@@ -234,44 +235,21 @@ async fn postgres_a_load_killed_after_the_trusted_delete_leaves_the_window_trust
         .await
         .expect("pause");
     let config_path = db.path().join("idem.toml");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(&config_path)
-        .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn idem");
+    let mut child = common::spawn_idem(
+        &config_path,
+        &["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"],
+    );
     // The INSERT sleeping in its source: the DELETE before it is done.
     let sleeping = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
                     AND state = 'active' AND query LIKE 'INSERT INTO%pg_sleep%'";
-    let mut inserting = false;
-    for _ in 0..150 {
-        let n: i64 = sqlx::query(sleeping)
-            .fetch_one(&mut conn)
-            .await
-            .expect("activity")
-            .get(0);
-        if n > 0 {
-            inserting = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(inserting, "the slow load never reached its INSERT");
+    assert!(
+        common::poll_count(&mut conn, sleeping, 150, |n| n > 0).await,
+        "the slow load never reached its INSERT"
+    );
     child.kill().expect("kill idem");
     child.wait().expect("reap idem");
-    for _ in 0..200 {
-        let n: i64 = sqlx::query(sleeping)
-            .fetch_one(&mut conn)
-            .await
-            .expect("activity")
-            .get(0);
-        if n == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // Its session ends once the server notices the client is gone.
+    common::poll_count(&mut conn, sleeping, 200, |n| n == 0).await;
     assert_eq!(
         wh.partition_fingerprint(job, &day).await.expect("window"),
         loaded,

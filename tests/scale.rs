@@ -1323,52 +1323,28 @@ async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_kille
     assert_eq!(latest.last().and_then(|a| a.content_changed), Some(false));
 
     // Killed after the TRUNCATE, before its COMMIT: the partition is whole.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(&config_path)
-        .args([
+    let mut child = common::spawn_idem(
+        &config_path,
+        &[
             "run",
             "native_slow",
             "--from",
             "2026-01-01",
             "--to",
             "2026-01-01",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn idem");
+        ],
+    );
     let mut admin = sqlx::PgConnection::connect(&db.url).await.expect("connect");
     let truncate_held = "SELECT count(*) FROM pg_locks WHERE relation = CAST('pev_0101' AS regclass) \
                          AND mode = 'AccessExclusiveLock' AND granted";
-    let mut truncated = false;
-    for _ in 0..150 {
-        let n: i64 = sqlx::query(truncate_held)
-            .fetch_one(&mut admin)
-            .await
-            .expect("pg_locks")
-            .get(0);
-        if n > 0 {
-            truncated = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(truncated, "the slow load never truncated the partition");
+    assert!(
+        common::poll_count(&mut admin, truncate_held, 150, |n| n > 0).await,
+        "the slow load never truncated the partition"
+    );
     child.kill().expect("kill idem");
     child.wait().expect("reap idem");
     // Its session ends once the server notices the client is gone.
-    for _ in 0..200 {
-        let n: i64 = sqlx::query(truncate_held)
-            .fetch_one(&mut admin)
-            .await
-            .expect("pg_locks")
-            .get(0);
-        if n == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::poll_count(&mut admin, truncate_held, 200, |n| n == 0).await;
     assert_eq!(
         wh.partition_fingerprint(native, &day)
             .await

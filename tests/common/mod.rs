@@ -289,3 +289,38 @@ pub fn errors(events: &[idem::engine::Event]) -> Vec<String> {
         })
         .collect()
 }
+
+/// Polls a PostgreSQL query giving one count, every 100 ms and at most
+/// `tries` times, until `done` holds of the count: whether it came to.
+pub async fn poll_count(
+    conn: &mut sqlx::PgConnection,
+    query: &str,
+    tries: usize,
+    done: impl Fn(i64) -> bool,
+) -> bool {
+    use sqlx::Row;
+    for _ in 0..tries {
+        let n: i64 = sqlx::query(AssertSqlSafe(query.to_string()))
+            .fetch_one(&mut *conn)
+            .await
+            .expect("poll")
+            .get(0);
+        if done(n) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// The idem binary started on a config file, its output dropped.
+pub fn spawn_idem(config: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn idem")
+}
