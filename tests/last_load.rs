@@ -320,3 +320,37 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
     assert_eq!(outcome.fingerprint, first.fingerprint, "{log}");
     assert_path(Kind::Postgres, &log, false, true);
 }
+
+/// A view's rows name no writer: a replace into an updatable view reads
+/// its window whole at every re-run, as before, and never fails on it.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_view_target_is_read_whole() {
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let job = common::replace_job(
+        "fct",
+        "fct_view",
+        "2026-01-01",
+        "select id, v, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, v VARCHAR(10), dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, v VARCHAR(10), dt DATE NOT NULL)",
+        "CREATE VIEW fct_view AS SELECT id, v, dt FROM fct",
+        "INSERT INTO src VALUES (1, 'a', '2026-01-01'), (2, 'b', '2026-01-01')",
+    ])
+    .await
+    .expect("fixture");
+    let (changed, _) = load(&wh, &config).await;
+    assert!(changed);
+    for _ in 0..2 {
+        let (changed, log) = load(&wh, &config).await;
+        assert!(!changed, "{log}");
+        assert_path(Kind::Postgres, &log, false, false);
+    }
+}

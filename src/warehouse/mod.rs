@@ -208,6 +208,12 @@ pub trait Dialect: Send + Sync {
     fn transaction_ids(&self) -> Option<TransactionIds> {
         None
     }
+    /// For [`Dialect::transaction_ids`]: a query giving a row if the rows
+    /// of `table` carry their writer's id (a table, not a view or a
+    /// foreign table); false where the engine names no writers.
+    fn rows_name_writer_query(&self, _sql: &mut Sql, _table: &TableName) -> bool {
+        false
+    }
     /// For [`Dialect::transaction_ids`]: a condition true of a row written
     /// by transaction `txid` (as `current` gave it), false of a row for
     /// which `scope` does not hold, and failing the statement with an error

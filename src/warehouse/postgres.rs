@@ -137,6 +137,15 @@ impl Dialect for Postgres {
         })
     }
 
+    /// Ordinary and partitioned tables; the name resolved as the load's
+    /// own statements resolve it.
+    fn rows_name_writer_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        sql.push("SELECT 1 FROM pg_catalog.pg_class WHERE oid = CAST(")
+            .bind(self.quote_table(table))
+            .push(" AS regclass) AND relkind IN ('r', 'p')");
+        true
+    }
+
     /// `xmin` holds the low 32 bits of the writer's id. The error is a
     /// failed cast of text naming the row's writer: core PostgreSQL has no
     /// function raising one, and it depends on the row, so the planner

@@ -187,6 +187,10 @@ pub(super) struct TargetShape {
     /// (PostgreSQL): a window that is exactly one of them is emptied by
     /// TRUNCATE of that table.
     children: Vec<ChildPartition>,
+    /// Each of the target's rows names the transaction that wrote it
+    /// (a PostgreSQL table, not a view): a replace can tell whether its
+    /// window still holds its last load's rows.
+    rows_name_writer: bool,
 }
 
 /// One native partition of a target: its own table and its range.
@@ -290,11 +294,17 @@ impl Warehouse {
             Some(pcol) => self.native_partitions(conn, &job.target, pcol).await?,
             None => Vec::new(),
         };
+        let mut writers = self.sql();
+        let rows_name_writer = self
+            .dialect()
+            .rows_name_writer_query(&mut writers, &job.target)
+            && writers.query().fetch_optional(&mut *conn).await?.is_some();
         let shape = Arc::new(TargetShape {
             columns,
             insert,
             partition_kind,
             children,
+            rows_name_writer,
         });
         if let Some(run) = run_id
             && let Ok(mut shapes) = self.shapes.lock()

@@ -42,7 +42,7 @@ pub(super) async fn replace(
         .children
         .iter()
         .find(|c| c.start == partition.start && c.end == partition.end());
-    let last_load = t.last_load.filter(|_| dialect.transaction_ids().is_some());
+    let last_load = t.last_load.filter(|_| shape.rows_name_writer);
     let (before, rows_deleted) = match (child, last_load) {
         // The window is a table of its own: read it once, then empty it
         // whole (inside the transaction: a rollback brings it back). An
