@@ -10,8 +10,9 @@
 //! values on MariaDB and MySQL, and in idem (XXH3) of
 //! each row's JSON array on SQLite. The load takes it of the window before
 //! its DELETE and after its INSERT (on MariaDB from the hashes those
-//! statements return; on PostgreSQL, from the partition's last load when
-//! the window's rows show that load wrote all of them and nothing since). Version 4 differed on PostgreSQL
+//! statements return; before, on PostgreSQL, from the partition's last
+//! load when the window's rows show that load wrote all of them and nothing
+//! else wrote since). Version 4 differed on PostgreSQL
 //! (`hash_record_extended` of the row) and wrote SQLite's floating-point
 //! values to 15 digits; version 3 on SQLite only (each row
 //! as `quote()`d values joined by commas); version 2 on MariaDB/MySQL only

@@ -225,7 +225,7 @@ pub(super) fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
 }
 
 /// The column of the id of the transaction that wrote an attempt's row,
-/// on engines whose rows name their writer ([`Dialect::transaction_id`]).
+/// on engines whose rows name their writer ([`Dialect::transaction_ids`]).
 const TXID: &str = "txid";
 
 /// For a ledger made before it had the [`TXID`] column: a query that fails
