@@ -217,7 +217,7 @@ pub trait Dialect: Send + Sync {
     /// For [`Dialect::transaction_ids`]: a condition true of a row written
     /// by transaction `txid` (as `current` gave it), false of a row for
     /// which `scope` does not hold, and failing the statement with an error
-    /// naming [`WRITTEN_ELSEWHERE`] at any other row. Called only where
+    /// naming `WRITTEN_ELSEWHERE` at any other row. Called only where
     /// [`Dialect::transaction_ids`] has ids.
     fn written_by(&self, _sql: &mut Sql, _txid: i64, _scope: &dyn Fn(&mut Sql)) {}
     /// A null-safe "values differ" test.
