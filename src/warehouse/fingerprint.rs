@@ -222,6 +222,12 @@ fn all_rows(fp: Fingerprint, rows: i64) -> Result<Fingerprint, WarehouseError> {
 /// fraction or an exponent (a floating-point value) appears outside its
 /// strings. Nothing else outside a string has a `.`, `e` or `E`: the rows
 /// hold numbers, strings, `null` and arrays.
+///
+/// The bytes that change nothing (digits, a string's text) are skipped in
+/// tight loops, outside strings by a table of the ones that matter: the
+/// scan was idem's own largest cost in a SQLite re-run, and this took it
+/// from 135 M to 77 M instructions for 45 days of 2,000 rows (callgrind;
+/// `memchr` at each step cost more than it saved on such short spans).
 fn scan_rows(array: &str) -> Result<(Fingerprint, bool), WarehouseError> {
     let unreadable = || WarehouseError::Job("unreadable rows for a fingerprint".into());
     let text = array.trim();
@@ -231,47 +237,65 @@ fn scan_rows(array: &str) -> Result<(Fingerprint, bool), WarehouseError> {
     }
     let mut fp = Fingerprint::default();
     let mut floats = false;
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    let mut start = 1;
-    for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+    // Inside the outer array; the current element begins at `start`.
+    let (mut depth, mut start, mut pos) = (1usize, 1usize, 1usize);
+    while pos < bytes.len() {
+        let b = bytes[pos];
+        if !MATTERS[usize::from(b)] {
+            pos += 1;
             continue;
         }
+        let at = pos;
+        pos += 1;
         match b {
-            b'"' => in_string = true,
+            b'"' => {
+                // To the closing quote, skipping each escaped byte.
+                loop {
+                    match bytes.get(pos) {
+                        None => return Err(unreadable()),
+                        Some(b'"') => break,
+                        Some(b'\\') => pos += 2,
+                        Some(_) => pos += 1,
+                    }
+                }
+                pos += 1;
+            }
             b'[' => depth += 1,
             b',' | b']' if depth == 1 => {
                 // Cut at ASCII punctuation outside strings: a char boundary.
-                let row = text.get(start..i).ok_or_else(unreadable)?.trim();
+                let row = text.get(start..at).ok_or_else(unreadable)?.trim();
                 match (row.is_empty(), b) {
                     (false, _) => fp.add_text(row),
                     (true, b']') if fp.rows == 0 && start == 1 => {}
                     (true, _) => return Err(unreadable()),
                 }
-                start = i + 1;
+                start = at + 1;
                 if b == b']' {
-                    depth = 0;
-                    if i + 1 != bytes.len() {
-                        return Err(unreadable());
-                    }
+                    return match at + 1 == bytes.len() {
+                        true => Ok((fp, floats)),
+                        false => Err(unreadable()),
+                    };
                 }
             }
-            b']' => depth = depth.checked_sub(1).ok_or_else(unreadable)?,
+            b']' => depth -= 1,
             b'.' | b'e' | b'E' => floats = true,
             _ => {}
         }
     }
-    if depth != 0 || in_string {
-        return Err(unreadable());
-    }
-    Ok((fp, floats))
+    Err(unreadable())
 }
+
+/// The bytes that [`scan_rows`] looks at outside strings.
+const MATTERS: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    let bytes = b"\"[],.eE";
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
 
 /// A sum of row hashes as the engine renders it (`123` or `123.0`).
 pub(super) fn parse_sum(text: &str) -> Result<u128, WarehouseError> {
@@ -351,6 +375,82 @@ mod tests {
             assert!(read(broken).is_err(), "{broken}");
         }
         assert_eq!(read("[]").unwrap(), Fingerprint::default());
+    }
+
+    /// The scan as it was, byte by byte: what [`scan_rows`] must agree with.
+    fn scan_rows_bytewise(array: &str) -> Result<(Fingerprint, bool), WarehouseError> {
+        let unreadable = || WarehouseError::Job("unreadable rows for a fingerprint".into());
+        let text = array.trim();
+        let bytes = text.as_bytes();
+        if bytes.first() != Some(&b'[') || bytes.last() != Some(&b']') {
+            return Err(unreadable());
+        }
+        let mut fp = Fingerprint::default();
+        let mut floats = false;
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        let mut start = 1;
+        for (i, &b) in bytes.iter().enumerate() {
+            if in_string {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'[' => depth += 1,
+                b',' | b']' if depth == 1 => {
+                    // Cut at ASCII punctuation outside strings: a char boundary.
+                    let row = text.get(start..i).ok_or_else(unreadable)?.trim();
+                    match (row.is_empty(), b) {
+                        (false, _) => fp.add_text(row),
+                        (true, b']') if fp.rows == 0 && start == 1 => {}
+                        (true, _) => return Err(unreadable()),
+                    }
+                    start = i + 1;
+                    if b == b']' {
+                        depth = 0;
+                        if i + 1 != bytes.len() {
+                            return Err(unreadable());
+                        }
+                    }
+                }
+                b']' => depth = depth.checked_sub(1).ok_or_else(unreadable)?,
+                b'.' | b'e' | b'E' => floats = true,
+                _ => {}
+            }
+        }
+        if depth != 0 || in_string {
+            return Err(unreadable());
+        }
+        Ok((fp, floats))
+    }
+
+    #[test]
+    fn the_scan_agrees_with_the_bytewise_one_on_any_text() {
+        // Every text of up to 6 characters over the ones that matter, as it
+        // is and between brackets, and rows as the engine writes them.
+        let alphabet = "[],\"\\.e1 a".as_bytes();
+        let agree = |t: &str| assert_eq!(scan_rows(t).ok(), scan_rows_bytewise(t).ok(), "{t:?}");
+        for len in 0..=6 {
+            let mut digits = vec![0usize; len];
+            loop {
+                let middle: String = digits.iter().map(|&d| alphabet[d] as char).collect();
+                agree(&middle);
+                agree(&format!("[{middle}]"));
+                // The next text of this length, as an odometer turns.
+                let Some(i) = digits.iter().rposition(|&d| d + 1 < alphabet.len()) else {
+                    break;
+                };
+                digits[i] += 1;
+                digits[i + 1..].fill(0);
+            }
+        }
+        agree(r#"[[1,"a,b"],[2,"],[\"x"],[null,["00FF"]],[1.5e3,"\\"]]"#);
+        agree(r#"[ [1] , [2] ]"#);
     }
 
     #[test]
