@@ -280,8 +280,9 @@ fn checked(
 
 /// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
 /// clause giving each written row's hash and, given a window, whether the
-/// row lies inside it; the rows stream back to idem. Returns the written
-/// rows' fingerprint and how many lie inside the window.
+/// row lies inside it, in one column (the hash if inside, else `-1 - hash`:
+/// hashes are below 2^60); the rows stream back to idem. Returns the
+/// written rows' fingerprint and how many lie inside the window.
 async fn returning(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
@@ -296,23 +297,32 @@ async fn returning(
     };
     let mut sql = Sql::new(dialect);
     statement(&mut sql)?;
-    sql.push(" RETURNING ").push(expr).push(" AS h");
-    if let Some(w) = window {
-        sql.push(", CASE WHEN ");
-        w.filter(&mut sql);
-        sql.push(" THEN 1 ELSE 0 END AS inside");
+    sql.push(" RETURNING ");
+    match window {
+        // One column, not two: each column of each row costs idem a
+        // conversion in the driver.
+        Some(w) => {
+            sql.push("CASE WHEN ");
+            w.filter(&mut sql);
+            sql.push(" THEN ")
+                .push(expr)
+                .push(" ELSE -1 - ")
+                .push(expr)
+                .push(" END");
+        }
+        None => {
+            sql.push(expr);
+        }
     }
+    sql.push(" AS h");
     let mut fp = Fingerprint::default();
     let mut inside = 0i64;
     let mut rows = sql.query().fetch(&mut *tx);
     while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
         let h: i64 = row.try_get(0)?;
-        fp.add_hash(h as u64);
-        inside += if window.is_some() {
-            row.try_get::<i64, _>(1)?
-        } else {
-            1
-        };
+        let (hash, is_inside) = if h >= 0 { (h, 1) } else { (-1 - h, 0) };
+        fp.add_hash(hash as u64);
+        inside += is_inside;
     }
     Ok((fp, inside))
 }
