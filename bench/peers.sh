@@ -375,7 +375,7 @@ by_kind() {
       text = line; sub(/^[^:]*: /, "", text); text = tolower(text)
       if (text ~ /pg_advisory_xact_lock/ || text ~ /^begin/) kind = "BEGIN (idem: with the partition locks)"
       else if (text ~ /^commit/) kind = "COMMIT"
-      else if (text ~ /^(with gone as \()?delete/) kind = "DELETE (idem: with the read of the window before it)"
+      else if (text ~ /^(with gone as \()?delete/) kind = "DELETE (idem: with the read of the window before it, or trusting the last load)"
       else if (text ~ /^insert into "idem"/) kind = "ledger row"
       else if (text ~ /^insert into/) kind = "INSERT of the job rows"
       else if (text ~ /^select count\(\*\), cast\(coalesce\(sum/) kind = "read of the window after the INSERT"
