@@ -161,6 +161,12 @@ async fn read_whole_then_trusted(wh: &Warehouse, config: &Config) {
     assert_path(Kind::Postgres, &log, true, false);
 }
 
+/// The fixture's one partition.
+fn the_day(job: &idem::config::Job) -> idem::partition::Partition {
+    idem::partition::Partition::parse(job.grain, "2026-01-01", idem::partition::RangeEnd::From)
+        .expect("day")
+}
+
 async fn pg(db: &TestDb) -> sqlx::PgConnection {
     sqlx::PgConnection::connect(&db.url).await.expect("connect")
 }
@@ -174,12 +180,10 @@ async fn pg(db: &TestDb) -> sqlx::PgConnection {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_last_load_too_old_to_tell_apart_is_not_trusted() {
-    let (db, config, wh) = fixture(Kind::Postgres).await;
+    let (_db, config, wh) = fixture(Kind::Postgres).await;
     load(&wh, &config).await;
-    let mut conn = pg(&db).await;
     // The same low 32 bits the rows carry, one wraparound earlier.
-    sqlx::query("UPDATE idem.attempts SET txid = txid - 4294967296")
-        .execute(&mut conn)
+    wh.execute_script(&["UPDATE idem.attempts SET txid = txid - 4294967296"])
         .await
         .expect("age the ledger");
     read_whole_then_trusted(&wh, &config).await;
@@ -224,16 +228,13 @@ async fn postgres_an_older_ledger_gains_the_transaction_column() {
 async fn postgres_a_load_killed_after_the_trusted_delete_leaves_the_window_trusted() {
     let (db, config, wh) = fixture(Kind::Postgres).await;
     let job = &config.jobs[0];
-    let day =
-        idem::partition::Partition::parse(job.grain, "2026-01-01", idem::partition::RangeEnd::From)
-            .expect("day");
+    let day = the_day(job);
     load(&wh, &config).await;
     let loaded = wh.partition_fingerprint(job, &day).await.expect("window");
-    let mut conn = pg(&db).await;
-    sqlx::query("INSERT INTO pause VALUES (1)")
-        .execute(&mut conn)
+    wh.execute_script(&["INSERT INTO pause VALUES (1)"])
         .await
         .expect("pause");
+    let mut conn = pg(&db).await;
     let config_path = db.path().join("idem.toml");
     let mut child = common::spawn_idem(
         &config_path,
@@ -255,8 +256,7 @@ async fn postgres_a_load_killed_after_the_trusted_delete_leaves_the_window_trust
         loaded,
         "the killed load left the window changed"
     );
-    sqlx::query("DELETE FROM pause")
-        .execute(&mut conn)
+    wh.execute_script(&["DELETE FROM pause"])
         .await
         .expect("unpause");
     let (changed, log) = load(&wh, &config).await;
@@ -295,9 +295,7 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
     wh.execute_script(&["UPDATE src SET v = 'a' WHERE id = 1"])
         .await
         .expect("source");
-    let day =
-        idem::partition::Partition::parse(job.grain, "2026-01-01", idem::partition::RangeEnd::From)
-            .expect("day");
+    let day = the_day(job);
     let meta = idem::warehouse::AttemptMeta {
         run_id: "overtaken".into(),
         attempt: 9,

@@ -378,11 +378,12 @@ pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
 /// Appends the INSERT of one attempt row.
 pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     let table = sql.dialect().ledger_table();
+    let txid = sql.dialect().transaction_ids();
     sql.push("INSERT INTO ")
         .table(&table)
         .push(" (")
         .push(&COLUMNS.join(", "));
-    if sql.dialect().transaction_ids().is_some() {
+    if txid.is_some() {
         sql.push(", ").push(TXID);
     }
     sql.push(") VALUES (");
@@ -405,7 +406,7 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.operator.as_str()).push(", ");
     sql.bind(a.host.as_str()).push(", ");
     sql.bind(a.reason.clone());
-    if let Some(ids) = sql.dialect().transaction_ids() {
+    if let Some(ids) = txid {
         sql.push(", ").push(ids.current);
     }
     sql.push(")");

@@ -294,10 +294,12 @@ impl Warehouse {
             Some(pcol) => self.native_partitions(conn, &job.target, pcol).await?,
             None => Vec::new(),
         };
+        // Only a replace trusts a last load: a merge's shape needs no asking.
         let mut writers = self.sql();
-        let rows_name_writer = self
-            .dialect()
-            .rows_name_writer_query(&mut writers, &job.target)
+        let rows_name_writer = job.strategy == Strategy::ReplacePartition
+            && self
+                .dialect()
+                .rows_name_writer_query(&mut writers, &job.target)
             && writers.query().fetch_optional(&mut *conn).await?.is_some();
         let shape = Arc::new(TargetShape {
             columns,
