@@ -186,11 +186,14 @@ pub trait Dialect: Send + Sync {
     fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false
     }
-    /// Whether a replace takes its fingerprints from the hashes its DELETE
+    /// Where a replace takes its fingerprints from the hashes its DELETE
     /// and INSERT return, row by row, instead of reading the window before
-    /// and after (MariaDB, which cannot aggregate what a statement returns).
-    fn returns_row_hashes(&self) -> bool {
-        false
+    /// and after (MariaDB, which cannot aggregate what a statement
+    /// returns): an expression giving each row's [`Dialect::row_hash`] as
+    /// the 15 lowercase hexadecimal digits of that same integer, which idem
+    /// reads. None elsewhere.
+    fn returned_row_hash(&self, _columns: &[(String, String)]) -> Option<String> {
+        None
     }
     /// Whether a statement may carry a DELETE in a `WITH` clause whose
     /// SELECT still reads the rows as they were (PostgreSQL: every part of

@@ -83,9 +83,13 @@ impl Dialect for MySql {
     }
 
     /// MariaDB returns the rows a DELETE or INSERT wrote (10.5+), but cannot
-    /// aggregate them in the statement: their hashes stream back.
-    fn returns_row_hashes(&self) -> bool {
-        true
+    /// aggregate them in the statement: their hashes stream back, as the
+    /// digest's first 15 hexadecimal digits. Turning those into an integer
+    /// on the server (`CONV` and `CAST`, as [`Dialect::row_hash`] must for
+    /// its `SUM`) cost more per row than the SHA-1 itself: over 90,000 rows,
+    /// 65–72 ms against 10 ms for the digest (`SELECT SUM(…)`, 20 turns).
+    fn returned_row_hash(&self, columns: &[(String, String)]) -> Option<String> {
+        Some(format!("LEFT(SHA1({}), 15)", row_text(columns)))
     }
 
     fn lock_plan(&self) -> LockPlan {
@@ -213,15 +217,13 @@ impl Dialect for MySql {
         format!("CAST({column} AS CHAR)")
     }
 
-    /// The first 60 bits of the SHA-1 of the row's values, each `QUOTE`d
-    /// (NULL as the bare word) so that no two rows read alike. SHA-1 costs
+    /// The first 60 bits of the SHA-1 of the row's text ([`row_text`]). SHA-1 costs
     /// half what MD5 does per row on MariaDB 10.11 (fingerprint version 3;
     /// version 2 was MD5 of length-prefixed values).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
-        let values: Vec<String> = columns.iter().map(|(c, _)| format!("QUOTE({c})")).collect();
         RowHash::Sql(format!(
-            "CAST(CONV(LEFT(SHA1(CONCAT_WS(',', {})), 15), 16, 10) AS SIGNED)",
-            values.join(", ")
+            "CAST(CONV(LEFT(SHA1({}), 15), 16, 10) AS SIGNED)",
+            row_text(columns)
         ))
     }
 
@@ -283,6 +285,13 @@ impl Dialect for MySql {
         sql.table_named(table, "DATABASE()", "table_name")
             .push(" ORDER BY index_name, seq_in_index");
     }
+}
+
+/// The text a row's hash digests: its values, each `QUOTE`d (NULL as the
+/// bare word) so that no two rows read alike.
+fn row_text(columns: &[(String, String)]) -> String {
+    let values: Vec<String> = columns.iter().map(|(c, _)| format!("QUOTE({c})")).collect();
+    format!("CONCAT_WS(',', {})", values.join(", "))
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.

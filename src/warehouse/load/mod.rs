@@ -9,7 +9,7 @@ use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
 
-use super::fingerprint::{self, Fingerprint, RowHash};
+use super::fingerprint::{self, Fingerprint};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{

@@ -26,8 +26,7 @@ pub(super) async fn replace(
     t: Target<'_>,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
-    let hash = fingerprint::row_hash(dialect, &t.shape.columns, "");
-    if dialect.returns_row_hashes() && matches!(hash, RowHash::Sql(_)) {
+    if let Some(hash) = fingerprint::returned_row_hash(dialect, &t.shape.columns, "") {
         return replace_returning(dialect, tx, t, &hash, log).await;
     }
     let Target {
@@ -159,7 +158,7 @@ async fn replace_returning(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
     t: Target<'_>,
-    hash: &RowHash,
+    hash: &str,
     log: &(dyn Fn(LoadStep) + Send + Sync),
 ) -> Result<LoadOutcome, WarehouseError> {
     let Target {
@@ -279,22 +278,18 @@ fn checked(
 }
 
 /// Runs the DELETE or INSERT that `statement` writes, with a RETURNING
-/// clause giving each written row's hash and, given a window, whether the
-/// row lies inside it, in one column (the hash if inside, else `-1 - hash`:
-/// hashes are below 2^60); the rows stream back to idem. Returns the
-/// written rows' fingerprint and how many lie inside the window.
+/// clause giving each written row's hash (`hash`, as hexadecimal digits)
+/// and, given a window, whether the row lies inside it, in one column (the
+/// digits if inside, else `-` and the digits); the rows stream back to
+/// idem. Returns the written rows' fingerprint and how many lie inside the
+/// window.
 async fn returning(
     dialect: &'static dyn Dialect,
     tx: &mut AnyConnection,
-    hash: &RowHash,
+    hash: &str,
     window: Option<&Window<'_>>,
     statement: impl FnOnce(&mut Sql) -> Result<(), WarehouseError>,
 ) -> Result<(Fingerprint, i64), WarehouseError> {
-    let RowHash::Sql(expr) = hash else {
-        return Err(WarehouseError::Job(
-            "internal: rows hashed by idem are read, not returned".into(),
-        ));
-    };
     let mut sql = Sql::new(dialect);
     statement(&mut sql)?;
     sql.push(" RETURNING ");
@@ -305,13 +300,13 @@ async fn returning(
             sql.push("CASE WHEN ");
             w.filter(&mut sql);
             sql.push(" THEN ")
-                .push(expr)
-                .push(" ELSE -1 - ")
-                .push(expr)
-                .push(" END");
+                .push(hash)
+                .push(" ELSE CONCAT('-', ")
+                .push(hash)
+                .push(") END");
         }
         None => {
-            sql.push(expr);
+            sql.push(hash);
         }
     }
     sql.push(" AS h");
@@ -319,9 +314,12 @@ async fn returning(
     let mut inside = 0i64;
     let mut rows = sql.query().fetch(&mut *tx);
     while let Some(row) = futures::TryStreamExt::try_next(&mut rows).await? {
-        let h: i64 = row.try_get(0)?;
-        let (hash, is_inside) = if h >= 0 { (h, 1) } else { (-1 - h, 0) };
-        fp.add_hash(hash as u64);
+        let h: &str = row.try_get(0)?;
+        let (hex, is_inside) = match h.strip_prefix('-') {
+            Some(hex) => (hex, 0),
+            None => (h, 1),
+        };
+        fp.add_hash(fingerprint::parse_returned_hash(hex)?);
         inside += is_inside;
     }
     Ok((fp, inside))
