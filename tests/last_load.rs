@@ -236,21 +236,20 @@ async fn postgres_a_load_killed_after_the_trusted_delete_leaves_the_window_trust
         .expect("pause");
     let mut conn = pg(&db).await;
     let config_path = db.path().join("idem.toml");
-    let mut child = common::spawn_idem(
+    let child = common::spawn_idem(
         &config_path,
         &["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"],
     );
     // The INSERT sleeping in its source: the DELETE before it is done.
     let sleeping = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
                     AND state = 'active' AND query LIKE 'INSERT INTO%pg_sleep%'";
-    assert!(
-        common::poll_count(&mut conn, sleeping, 150, |n| n > 0).await,
-        "the slow load never reached its INSERT"
-    );
-    child.kill().expect("kill idem");
-    child.wait().expect("reap idem");
-    // Its session ends once the server notices the client is gone.
-    common::poll_count(&mut conn, sleeping, 200, |n| n == 0).await;
+    common::kill_idem_mid_load(
+        &mut conn,
+        child,
+        sleeping,
+        "the slow load never reached its INSERT",
+    )
+    .await;
     assert_eq!(
         wh.partition_fingerprint(job, &day).await.expect("window"),
         loaded,

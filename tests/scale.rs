@@ -1332,7 +1332,7 @@ async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_kille
     assert_eq!(latest.last().and_then(|a| a.content_changed), Some(false));
 
     // Killed after the TRUNCATE, before its COMMIT: the partition is whole.
-    let mut child = common::spawn_idem(
+    let child = common::spawn_idem(
         &config_path,
         &[
             "run",
@@ -1346,14 +1346,13 @@ async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_kille
     let mut admin = sqlx::PgConnection::connect(&db.url).await.expect("connect");
     let truncate_held = "SELECT count(*) FROM pg_locks WHERE relation = CAST('pev_0101' AS regclass) \
                          AND mode = 'AccessExclusiveLock' AND granted";
-    assert!(
-        common::poll_count(&mut admin, truncate_held, 150, |n| n > 0).await,
-        "the slow load never truncated the partition"
-    );
-    child.kill().expect("kill idem");
-    child.wait().expect("reap idem");
-    // Its session ends once the server notices the client is gone.
-    common::poll_count(&mut admin, truncate_held, 200, |n| n == 0).await;
+    common::kill_idem_mid_load(
+        &mut admin,
+        child,
+        truncate_held,
+        "the slow load never truncated the partition",
+    )
+    .await;
     assert_eq!(
         wh.partition_fingerprint(native, &day)
             .await

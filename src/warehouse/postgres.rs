@@ -53,6 +53,15 @@ fn hash_value(column: &str, type_name: &str, seed: usize) -> Option<String> {
     }
 }
 
+/// An index of `table` by its qualified name: an index lives in its
+/// table's schema.
+fn index_of(table: &TableName, index: &Ident) -> TableName {
+    TableName {
+        schema: table.schema.clone(),
+        name: index.clone(),
+    }
+}
+
 impl Dialect for Postgres {
     fn engine(&self) -> Engine {
         Engine::Postgres
@@ -196,24 +205,15 @@ impl Dialect for Postgres {
     /// time (planning, with its catalogue caches cold), the `pg_indexes`
     /// view 3.1–4.2 ms.
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident) {
-        let index = TableName {
-            schema: table.schema.clone(),
-            name: index.clone(),
-        };
         sql.push("SELECT 1 FROM pg_catalog.pg_index WHERE indexrelid = to_regclass(")
-            .bind(self.quote_table(&index))
+            .bind(self.quote_table(&index_of(table, index)))
             .push(") AND indrelid = to_regclass(")
             .bind(self.quote_table(table))
             .push(")");
     }
 
-    /// An index lives in its table's schema.
     fn drop_index(&self, table: &TableName, index: &Ident) -> String {
-        let index = TableName {
-            schema: table.schema.clone(),
-            name: index.clone(),
-        };
-        format!("DROP INDEX {}", self.quote_table(&index))
+        format!("DROP INDEX {}", self.quote_table(&index_of(table, index)))
     }
 
     fn tables_query(&self, sql: &mut Sql) {

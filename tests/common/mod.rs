@@ -324,3 +324,19 @@ pub fn spawn_idem(config: &Path, args: &[&str]) -> std::process::Child {
         .spawn()
         .expect("spawn idem")
 }
+
+/// Kills a spawned idem once the PostgreSQL count `in_flight` shows it mid
+/// load (panicking with `never` if it never does within 15 s), and waits
+/// until its session is gone: the server ends it once it notices the
+/// client is.
+pub async fn kill_idem_mid_load(
+    conn: &mut sqlx::PgConnection,
+    mut child: std::process::Child,
+    in_flight: &str,
+    never: &str,
+) {
+    assert!(poll_count(conn, in_flight, 150, |n| n > 0).await, "{never}");
+    child.kill().expect("kill idem");
+    child.wait().expect("reap idem");
+    poll_count(conn, in_flight, 200, |n| n == 0).await;
+}
