@@ -47,7 +47,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let now = now_utc();
     // Bad input is said before connecting: at once, and whether or not the
     // warehouse answers.
-    selection
+    let (first, _) = selection
         .range(job, now)
         .map_err(|e| Stop::usage(e.to_string()))?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
@@ -63,8 +63,19 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         ledger_only: selection.only.is_empty() && !previewed,
         ..Default::default()
     };
-    let statuses =
-        super::read_states_scoped(&warehouse, &config, &lineage, job, now, &scope).await?;
+    // The first load needs the job SELECT's columns, which the engine's
+    // driver describes on a connection of its own: it opens meanwhile.
+    // An error there is the first load's to report.
+    let describe = async {
+        if !args.dry_run {
+            let _ = warehouse.job_output_columns(job, &first).await;
+        }
+    };
+    let (statuses, ()) = tokio::join!(
+        super::read_states_scoped(&warehouse, &config, &lineage, job, now, &scope),
+        describe
+    );
+    let statuses = statuses?;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,

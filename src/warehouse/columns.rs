@@ -1,11 +1,13 @@
 //! A table's columns with their declared types, and which of them can hold a
 //! partition's window: the bounds `:start`/`:end` compare with them as dates
-//! or timestamps.
+//! or timestamps. Also a job SELECT's output columns, as the target columns
+//! they fill.
 
 use sqlx::Row;
 
-use super::{Engine, Warehouse, WarehouseError};
-use crate::config::{Ident, TableName};
+use super::{Engine, Warehouse, WarehouseError, mysql, postgres, sqlite};
+use crate::config::{Ident, Job, TableName};
+use crate::partition::Partition;
 
 /// One column of a table as the warehouse declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +145,80 @@ impl Warehouse {
         }
         Ok(columns)
     }
+
+    /// The output column names of a SELECT, without running it. The engine's
+    /// own driver describes it: the generic driver cannot map every column type.
+    pub async fn output_columns(&self, select: &str) -> Result<Vec<String>, WarehouseError> {
+        if let Some(names) = self
+            .described
+            .lock()
+            .ok()
+            .and_then(|m| m.get(select).cloned())
+        {
+            return Ok(names);
+        }
+        let url = &self.config.url;
+        let names = match self.dialect.engine() {
+            Engine::Sqlite => sqlite::describe(url, select).await?,
+            Engine::Postgres => postgres::describe(url, select).await?,
+            Engine::MySql => mysql::describe(url, select).await?,
+        };
+        if let Ok(mut m) = self.described.lock() {
+            m.insert(select.to_string(), names.clone());
+        }
+        Ok(names)
+    }
+
+    /// The output column names of the job's SELECT, as the engine's driver
+    /// describes it (once per process: the text is the same for every
+    /// partition, its bounds being parameters). A run asks for them while
+    /// it reads the states, so that the describe's own connection opens
+    /// beside that read rather than before the first load.
+    pub async fn job_output_columns(
+        &self,
+        job: &Job,
+        partition: &Partition,
+    ) -> Result<Vec<String>, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT * FROM (");
+        sql.job_sql(&job.sql, partition)
+            .map_err(|e| WarehouseError::Job(e.to_string()))?;
+        sql.push(") src");
+        self.output_columns(sql.text()).await
+    }
+}
+
+/// The job's output columns, checked against the target's.
+pub(super) async fn select_columns(
+    warehouse: &Warehouse,
+    job: &Job,
+    partition: &Partition,
+    target_columns: &[Ident],
+) -> Result<Vec<Ident>, WarehouseError> {
+    let names = warehouse.job_output_columns(job, partition).await?;
+    let mut columns = Vec::new();
+    for name in &names {
+        let Some(target) = target_columns
+            .iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+        else {
+            let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
+            return Err(WarehouseError::Job(format!(
+                "column \"{name}\" of the job's SELECT is not a column of {} (its columns: {})",
+                job.target,
+                names.join(", ")
+            )));
+        };
+        columns.push(target.clone());
+    }
+    for key in &job.unique_key {
+        if !columns.contains(key) {
+            return Err(WarehouseError::Job(format!(
+                "unique_key column \"{key}\" is not among the job's SELECT columns"
+            )));
+        }
+    }
+    Ok(columns)
 }
 
 #[cfg(test)]

@@ -280,7 +280,7 @@ impl Warehouse {
         }
         let columns = self.columns_on(&mut *conn, &job.target).await?;
         let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
-        let insert = select_columns(self, job, partition, &names).await?;
+        let insert = super::columns::select_columns(self, job, partition, &names).await?;
         let partition_kind = job
             .partition_column
             .as_ref()
@@ -596,44 +596,6 @@ fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
         .push(" s WHERE ")
         .push(&key_match)
         .push(")");
-}
-
-/// The job's output columns, checked against the target's.
-async fn select_columns(
-    warehouse: &Warehouse,
-    job: &Job,
-    partition: &Partition,
-    target_columns: &[Ident],
-) -> Result<Vec<Ident>, WarehouseError> {
-    let mut sql = Sql::new(warehouse.dialect());
-    sql.push("SELECT * FROM (");
-    sql.job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
-    sql.push(") src");
-    let names = warehouse.output_columns(sql.text()).await?;
-    let mut columns = Vec::new();
-    for name in &names {
-        let Some(target) = target_columns
-            .iter()
-            .find(|t| t.as_str().eq_ignore_ascii_case(name))
-        else {
-            let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
-            return Err(WarehouseError::Job(format!(
-                "column \"{name}\" of the job's SELECT is not a column of {} (its columns: {})",
-                job.target,
-                names.join(", ")
-            )));
-        };
-        columns.push(target.clone());
-    }
-    for key in &job.unique_key {
-        if !columns.contains(key) {
-            return Err(WarehouseError::Job(format!(
-                "unique_key column \"{key}\" is not among the job's SELECT columns"
-            )));
-        }
-    }
-    Ok(columns)
 }
 
 /// `INSERT INTO <into> (cols) SELECT src.cols FROM (<the job's SQL for the
