@@ -161,87 +161,9 @@ const COLUMNS: &[&str] = &[
     "reason",
 ];
 
-pub(super) fn ddl(dialect: &dyn Dialect) -> Vec<String> {
-    let t = dialect.ledger_types();
-    let table = dialect.ledger_table();
-    let mut out = Vec::new();
-    if let Some(schema) = &table.schema {
-        out.push(format!(
-            "CREATE SCHEMA IF NOT EXISTS {}",
-            dialect.quote(schema)
-        ));
-    }
-    let (text, long, int) = (t.text, t.long_text, t.int);
-    out.push(format!(
-        "CREATE TABLE IF NOT EXISTS {table} (id {id}, run_id {text} NOT NULL, job {text} NOT NULL, \
-         partition_key {text} NOT NULL, attempt {int} NOT NULL, status {text} NOT NULL, \
-         started_at {text} NOT NULL, locked_at {text}, finished_at {text} NOT NULL, \
-         rows_deleted {int} NOT NULL, rows_inserted {int} NOT NULL, rows_updated {int} NOT NULL, \
-         rows_after {int} NOT NULL, definition_hash {text} NOT NULL, fingerprint {text}, \
-         content_changed {int}, error {long}, operator {text} NOT NULL, host {text} NOT NULL, reason {long}{txid})",
-        table = dialect.quote_table(&table),
-        id = t.id,
-        txid = match dialect.transaction_ids() {
-            Some(_) => format!(", {TXID} {int}"),
-            None => String::new(),
-        },
-    ));
-    let defs = definitions_table(dialect);
-    out.push(format!(
-        "CREATE TABLE IF NOT EXISTS {} (definition_hash {text} NOT NULL, job {text} NOT NULL, \
-         recorded_at {text} NOT NULL, definition {long} NOT NULL)",
-        dialect.quote_table(&defs)
-    ));
-    // It covers a state read's summary (`Warehouse::ledger_summary`), so
-    // that reads no whole row but the two or three it sends back: MariaDB
-    // took 0.58 s to group a job's 100,000 rows through an index on (job,
-    // partition_key) alone, 0.12 s through this one.
-    let index = dialect.quote(&table.name.with_suffix("_by_partition"));
-    let key = if dialect.indexes_hold_the_key() {
-        ""
-    } else {
-        ", id"
-    };
-    out.push(format!(
-        "CREATE INDEX IF NOT EXISTS {index} ON {} (job, partition_key, status, content_changed{key})",
-        dialect.quote_table(&table)
-    ));
-    out
-}
-
-/// The index on (job, partition_key) that ledgers were made with before
-/// the summary's index superseded it: left beside that one, MariaDB reads
-/// through it and looks up every row (0.65 s against 0.16 s for `idem
-/// status` of a job with 100,000 attempts). A query giving a row if it is
-/// still there, and the statement that drops it: checked first, so that a
-/// start never alters the ledger for nothing (on MariaDB that would wait on
-/// every load in flight).
-pub(super) fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
-    let table = dialect.ledger_table();
-    let index = table.name.with_suffix("_by_job");
-    let mut check = Sql::new(dialect);
-    dialect.index_exists_query(&mut check, &table, &index);
-    (check, dialect.drop_index(&table, &index))
-}
-
 /// The column of the id of the transaction that wrote an attempt's row,
 /// on engines whose rows name their writer ([`Dialect::transaction_ids`]).
-const TXID: &str = "txid";
-
-/// For a ledger made before it had the [`TXID`] column: a query that fails
-/// if the column is missing, and the statement adding it (it waits for
-/// loads in flight, once).
-pub(super) fn added_column(dialect: &'static dyn Dialect) -> Option<(String, String)> {
-    dialect.transaction_ids()?;
-    let table = dialect.quote_table(&dialect.ledger_table());
-    Some((
-        format!("SELECT {TXID} FROM {table} WHERE 1 = 0"),
-        format!(
-            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {TXID} {}",
-            dialect.ledger_types().int
-        ),
-    ))
-}
+pub(super) const TXID: &str = "txid";
 
 /// What a partition's latest successful load left in its window, for a
 /// replace on an engine whose rows name their writer: the load checks
@@ -341,7 +263,7 @@ impl Warehouse {
 }
 
 /// Where job definitions live, beside the attempts.
-fn definitions_table(dialect: &dyn Dialect) -> TableName {
+pub(super) fn definitions_table(dialect: &dyn Dialect) -> TableName {
     let attempts = dialect.ledger_table();
     let name = if attempts.schema.is_some() {
         "definitions"

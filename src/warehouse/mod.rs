@@ -7,6 +7,7 @@ mod counts;
 mod fingerprint;
 pub mod ledger;
 mod ledger_reads;
+mod ledger_setup;
 mod load;
 mod mysql;
 mod postgres;
@@ -143,6 +144,13 @@ pub trait Dialect: Send + Sync {
     }
     /// A query giving a row if `table` has an index named `index`.
     fn index_exists_query(&self, sql: &mut Sql, table: &TableName, index: &Ident);
+
+    /// A query giving a row if the schema exists (engines whose ledger
+    /// lives in a schema of its own).
+    fn schema_exists_query(&self, sql: &mut Sql, schema: &Ident) {
+        sql.push("SELECT 1 FROM information_schema.schemata WHERE schema_name = ")
+            .bind(schema.as_str());
+    }
     /// The statement dropping the index `index` of `table`.
     fn drop_index(&self, table: &TableName, index: &Ident) -> String;
     /// `(column name, declared type, 1 when it accepts NULL)` rows of a
@@ -285,6 +293,15 @@ pub enum WarehouseError {
         "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
     )]
     ReadOnly { url: String, message: String },
+    #[error(
+        "cannot make idem's ledger ({ledger}) in {url}: {message}. idem records every load there: run idem once as a role that may create it, then grant this one {grants}; or grant this role the right to create it"
+    )]
+    LedgerDenied {
+        url: String,
+        ledger: String,
+        grants: String,
+        message: String,
+    },
     #[error("target table {0} does not exist or has no columns")]
     NoTarget(String),
     #[error("{0}")]
@@ -413,9 +430,25 @@ impl Warehouse {
                 drop(opened);
             });
         }
-        let ledger = ensure_ledger(dialect, &mut first).await;
+        let ledger = ledger_setup::ensure(dialect, &mut first).await;
         let _ = first.close().await;
-        ledger.map_err(|e| read_only(&e).unwrap_or(WarehouseError::Sql(e)))?;
+        if let Err(e) = ledger {
+            // The warm-up's sessions end as any other would, not dropped.
+            pool.close().await;
+            return Err(read_only(&e).unwrap_or_else(|| {
+                if ledger_setup::denied(&e) {
+                    let (ledger, grants) = ledger_setup::needed_grants(dialect);
+                    WarehouseError::LedgerDenied {
+                        url: redact(&config.url),
+                        ledger,
+                        grants,
+                        message: sql_message(&e),
+                    }
+                } else {
+                    WarehouseError::Sql(e)
+                }
+            }));
+        }
         Ok(Warehouse {
             pool,
             dialect,
@@ -562,38 +595,6 @@ impl Warehouse {
 }
 
 /// Session settings every connection gets: UTC, isolation, timeouts.
-/// Creates the ledger's tables where they are missing.
-async fn ensure_ledger(
-    dialect: &'static dyn Dialect,
-    conn: &mut sqlx::AnyConnection,
-) -> Result<(), sqlx::Error> {
-    // Two processes starting at once may race on CREATE … IF NOT EXISTS.
-    let mut result = Ok(());
-    for _ in 0..3 {
-        result = async {
-            for ddl in ledger::ddl(dialect) {
-                conn.execute(AssertSqlSafe(ddl)).await?;
-            }
-            let (check, drop) = ledger::superseded_index(dialect);
-            if check.query().fetch_optional(&mut *conn).await?.is_some() {
-                conn.execute(AssertSqlSafe(drop)).await?;
-            }
-            if let Some((check, add)) = ledger::added_column(dialect)
-                && conn.execute(AssertSqlSafe(check)).await.is_err()
-            {
-                conn.execute(AssertSqlSafe(add)).await?;
-            }
-            Ok(())
-        }
-        .await;
-        if result.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    result
-}
-
 async fn prepare_session(
     dialect: &'static dyn Dialect,
     conn: &mut sqlx::AnyConnection,

@@ -212,6 +212,11 @@ impl Dialect for Postgres {
             .push(")");
     }
 
+    fn schema_exists_query(&self, sql: &mut Sql, schema: &Ident) {
+        sql.push("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = ")
+            .bind(schema.as_str());
+    }
+
     fn drop_index(&self, table: &TableName, index: &Ident) -> String {
         format!("DROP INDEX {}", self.quote_table(&index_of(table, index)))
     }

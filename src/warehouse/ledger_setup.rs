@@ -1,0 +1,189 @@
+//! How a start makes sure of the ledger: it probes each of its objects and
+//! creates only what is missing, and brings an older ledger up to date.
+
+use std::time::Duration;
+
+use sqlx::{AssertSqlSafe, Executor};
+
+use super::Dialect;
+use super::ledger::{TXID, definitions_table};
+use super::sql::Sql;
+use crate::config::TableName;
+
+/// Makes whatever of the ledger is missing, and brings an older one up to
+/// date (its superseded index dropped, its `txid` column added).
+pub(super) async fn ensure(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+) -> Result<(), sqlx::Error> {
+    // Two processes starting at once may race on CREATE … IF NOT EXISTS.
+    let mut result = Ok(());
+    for _ in 0..3 {
+        result = async {
+            for object in objects(dialect) {
+                let exists = match object.exists {
+                    Probe::Rows(query) => query.query().fetch_optional(&mut *conn).await?.is_some(),
+                    Probe::Runs(statement) => conn.execute(AssertSqlSafe(statement)).await.is_ok(),
+                };
+                if !exists {
+                    conn.execute(AssertSqlSafe(object.create)).await?;
+                }
+            }
+            let (check, drop) = superseded_index(dialect);
+            if check.query().fetch_optional(&mut *conn).await?.is_some() {
+                conn.execute(AssertSqlSafe(drop)).await?;
+            }
+            if let Some((check, add)) = added_column(dialect)
+                && conn.execute(AssertSqlSafe(check)).await.is_err()
+            {
+                conn.execute(AssertSqlSafe(add)).await?;
+            }
+            Ok(())
+        }
+        .await;
+        // A right the role lacks stays lacking.
+        if result.as_ref().is_ok() || result.as_ref().is_err_and(denied) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    result
+}
+
+/// One object of the ledger (its schema, a table, an index), and how a
+/// start tells that it is there. A start creates only what is missing: a
+/// `CREATE … IF NOT EXISTS` of an object that exists still asks for the
+/// right to create it (PostgreSQL checks CREATE on the database before it
+/// looks for the schema, ownership of the table before it looks for the
+/// index; MariaDB its CREATE and INDEX privileges), so an operator whose
+/// role was granted a ledger another role made could not start at all.
+struct LedgerObject {
+    exists: Probe,
+    create: String,
+}
+
+/// How a start tells that a ledger object is there.
+enum Probe {
+    /// When this query returns a row.
+    Rows(Sql),
+    /// When this statement runs (it reads no row).
+    Runs(String),
+}
+
+/// The ledger's objects, each before those that live in it.
+fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
+    let t = dialect.ledger_types();
+    let table = dialect.ledger_table();
+    let mut out = Vec::new();
+    if let Some(schema) = &table.schema {
+        let mut exists = Sql::new(dialect);
+        dialect.schema_exists_query(&mut exists, schema);
+        out.push(LedgerObject {
+            exists: Probe::Rows(exists),
+            create: format!("CREATE SCHEMA IF NOT EXISTS {}", dialect.quote(schema)),
+        });
+    }
+    let readable = |table: &TableName| {
+        Probe::Runs(format!(
+            "SELECT 1 FROM {} WHERE 1 = 0",
+            dialect.quote_table(table)
+        ))
+    };
+    let (text, long, int) = (t.text, t.long_text, t.int);
+    out.push(LedgerObject {
+        exists: readable(&table),
+        create: format!(
+            "CREATE TABLE IF NOT EXISTS {quoted} (id {id}, run_id {text} NOT NULL, job {text} NOT NULL, \
+             partition_key {text} NOT NULL, attempt {int} NOT NULL, status {text} NOT NULL, \
+             started_at {text} NOT NULL, locked_at {text}, finished_at {text} NOT NULL, \
+             rows_deleted {int} NOT NULL, rows_inserted {int} NOT NULL, rows_updated {int} NOT NULL, \
+             rows_after {int} NOT NULL, definition_hash {text} NOT NULL, fingerprint {text}, \
+             content_changed {int}, error {long}, operator {text} NOT NULL, host {text} NOT NULL, reason {long}{txid})",
+            quoted = dialect.quote_table(&table),
+            id = t.id,
+            txid = match dialect.transaction_ids() {
+                Some(_) => format!(", {TXID} {int}"),
+                None => String::new(),
+            },
+        ),
+    });
+    let defs = definitions_table(dialect);
+    out.push(LedgerObject {
+        exists: readable(&defs),
+        create: format!(
+            "CREATE TABLE IF NOT EXISTS {} (definition_hash {text} NOT NULL, job {text} NOT NULL, \
+             recorded_at {text} NOT NULL, definition {long} NOT NULL)",
+            dialect.quote_table(&defs)
+        ),
+    });
+    // It covers a state read's summary (`Warehouse::ledger_summary`), so
+    // that reads no whole row but the two or three it sends back: MariaDB
+    // took 0.58 s to group a job's 100,000 rows through an index on (job,
+    // partition_key) alone, 0.12 s through this one.
+    let index = table.name.with_suffix("_by_partition");
+    let mut exists = Sql::new(dialect);
+    dialect.index_exists_query(&mut exists, &table, &index);
+    let key = if dialect.indexes_hold_the_key() {
+        ""
+    } else {
+        ", id"
+    };
+    out.push(LedgerObject {
+        exists: Probe::Rows(exists),
+        create: format!(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (job, partition_key, status, content_changed{key})",
+            dialect.quote(&index),
+            dialect.quote_table(&table)
+        ),
+    });
+    out
+}
+
+/// The ledger as a person names it, and the privileges a role needs to use
+/// one that another role made: it reads and appends, nothing more.
+pub(super) fn needed_grants(dialect: &'static dyn Dialect) -> (String, String) {
+    let attempts = dialect.ledger_table();
+    let tables = format!("{attempts} and {}", definitions_table(dialect));
+    let grants = match &attempts.schema {
+        Some(schema) => format!("USAGE on schema {schema} and SELECT, INSERT on {tables}"),
+        None => format!("SELECT, INSERT on {tables}"),
+    };
+    (tables, grants)
+}
+
+/// The index on (job, partition_key) that ledgers were made with before
+/// the summary's index superseded it: left beside that one, MariaDB reads
+/// through it and looks up every row (0.65 s against 0.16 s for `idem
+/// status` of a job with 100,000 attempts). A query giving a row if it is
+/// still there, and the statement that drops it: checked first, so that a
+/// start never alters the ledger for nothing (on MariaDB that would wait on
+/// every load in flight).
+fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
+    let table = dialect.ledger_table();
+    let index = table.name.with_suffix("_by_job");
+    let mut check = Sql::new(dialect);
+    dialect.index_exists_query(&mut check, &table, &index);
+    (check, dialect.drop_index(&table, &index))
+}
+
+/// For a ledger made before it had the [`TXID`] column: a query that fails
+/// if the column is missing, and the statement adding it (it waits for
+/// loads in flight, once).
+fn added_column(dialect: &'static dyn Dialect) -> Option<(String, String)> {
+    dialect.transaction_ids()?;
+    let table = dialect.quote_table(&dialect.ledger_table());
+    Some((
+        format!("SELECT {TXID} FROM {table} WHERE 1 = 0"),
+        format!(
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {TXID} {}",
+            dialect.ledger_types().int
+        ),
+    ))
+}
+
+/// The server refused a statement for want of a privilege (PostgreSQL's
+/// SQLSTATE 42501; MariaDB/MySQL say "denied" under the generic 42000).
+pub(super) fn denied(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|db| db.code().as_deref() == Some("42501") || db.message().contains("denied"))
+}

@@ -1,0 +1,210 @@
+//! An operator whose role was granted a ledger another role made runs
+//! idem: a start creates only what is missing, so it never asks for the
+//! right to create what is there. A role that may not create a missing
+//! ledger is told which objects and which grants it needs.
+
+mod common;
+
+use common::{Kind, TestDb, idem, merge_job, replace_job, stdout_ok};
+use futures::FutureExt;
+use sqlx::{AssertSqlSafe, Executor, Row};
+
+const SRC: &str = "select id, dt from src where dt >= :start and dt < :end";
+
+/// The URL with `user` in place of its user (and no password).
+fn as_user(url: &str, user: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let rest = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{user}@{rest}")
+}
+
+/// The database a server URL names.
+fn database(url: &str) -> String {
+    let path = url.split('?').next().expect("a URL");
+    path.rsplit('/').next().expect("a database").to_string()
+}
+
+async fn exec(wh: &idem::warehouse::Warehouse, statements: &[String]) {
+    for s in statements {
+        wh.pool()
+            .execute(AssertSqlSafe(s.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+async fn ledger_rows(wh: &idem::warehouse::Warehouse, ledger: &str) -> i64 {
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM {ledger} WHERE status = 'succeeded'"
+    )))
+    .fetch_one(wh.pool())
+    .await
+    .expect("the ledger")
+    .try_get::<i64, _>(0)
+    .expect("a count")
+}
+
+/// Runs `body`, then `cleanup` whether or not the body panicked: a role
+/// outlives the test's database.
+async fn with_cleanup(
+    body: impl std::future::Future<Output = ()>,
+    cleanup: impl std::future::Future<Output = ()>,
+) {
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    cleanup.await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// The engine's own words for making a role, granting it a ledger made by
+/// the admin, and dropping it.
+struct Role {
+    name: String,
+    create: Vec<String>,
+    grants: Vec<String>,
+    drop: Vec<String>,
+    ledger: &'static str,
+}
+
+fn role(kind: Kind, db: &str) -> Role {
+    let name = format!("{db}_op");
+    match kind {
+        Kind::Postgres => Role {
+            create: vec![format!("CREATE ROLE {name} LOGIN")],
+            grants: vec![
+                format!("GRANT USAGE ON SCHEMA idem TO {name}"),
+                format!("GRANT SELECT, INSERT ON idem.attempts, idem.definitions TO {name}"),
+                format!("GRANT SELECT ON src TO {name}"),
+                format!("GRANT SELECT, INSERT, DELETE ON fct TO {name}"),
+                format!("GRANT SELECT, INSERT, UPDATE ON dim TO {name}"),
+            ],
+            drop: vec![format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
+            ledger: "idem.attempts",
+            name,
+        },
+        _ => Role {
+            create: vec![format!("CREATE USER '{name}'@'%'")],
+            grants: vec![
+                format!("GRANT SELECT, INSERT ON {db}.idem_attempts TO '{name}'@'%'"),
+                format!("GRANT SELECT, INSERT ON {db}.idem_definitions TO '{name}'@'%'"),
+                format!("GRANT SELECT ON {db}.src TO '{name}'@'%'"),
+                format!("GRANT SELECT, INSERT, DELETE ON {db}.fct TO '{name}'@'%'"),
+                format!("GRANT SELECT, INSERT, UPDATE ON {db}.dim TO '{name}'@'%'"),
+                // A merge stages its window in a temporary table.
+                format!("GRANT CREATE TEMPORARY TABLES ON {db}.* TO '{name}'@'%'"),
+            ],
+            drop: vec![format!("DROP USER IF EXISTS '{name}'@'%'")],
+            ledger: "idem_attempts",
+            name,
+        },
+    }
+}
+
+async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("server");
+    let job =
+        replace_job("fct", "fct", "2026-01-02", SRC) + &merge_job("dim", "dim", "2026-01-02", SRC);
+    let (_, config) = db.config(&job);
+    // The admin makes the tables and, with its first start, the ledger.
+    let admin = db.warehouse(&config).await;
+    exec(
+        &admin,
+        &[
+            "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-02')".into(),
+            "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "CREATE TABLE dim (id BIGINT NOT NULL PRIMARY KEY, dt DATE NOT NULL)".into(),
+        ],
+    )
+    .await;
+    let role = role(kind, &database(&db.url));
+    exec(&admin, &role.create).await;
+    let body = async {
+        exec(&admin, &role.grants).await;
+        let operator = db.path().join("operator.toml");
+        let url = as_user(&db.url, &role.name);
+        std::fs::write(&operator, format!("[warehouse]\nurl = \"{url}\"\n\n{job}"))
+            .expect("the operator's config");
+
+        // A first load and a re-run of each job, as the operator: nothing
+        // to create.
+        for turn in ["first load", "re-run"] {
+            for job in ["fct", "dim"] {
+                let out = idem(&operator, &["run", job, "-y"]);
+                let text = stdout_ok(&out);
+                assert!(
+                    text.contains("2 succeeded, 0 failed"),
+                    "{job} {turn}: {text}"
+                );
+            }
+        }
+        assert_eq!(ledger_rows(&admin, role.ledger).await, 8);
+
+        // PostgreSQL: a schema made for the operator, without its tables,
+        // on a database where it may create nothing: the tables are made
+        // in it, the schema left as it is.
+        if kind == Kind::Postgres {
+            exec(
+                &admin,
+                &[
+                    "DROP SCHEMA idem CASCADE".into(),
+                    format!("CREATE SCHEMA idem AUTHORIZATION {}", role.name),
+                ],
+            )
+            .await;
+            stdout_ok(&idem(&operator, &["status", "fct"]));
+            let owner: String = sqlx::query(
+                "SELECT CAST(tableowner AS TEXT) FROM pg_tables WHERE schemaname = 'idem' AND tablename = 'attempts'",
+            )
+            .fetch_one(admin.pool())
+            .await
+            .expect("the ledger's owner")
+            .try_get(0)
+            .expect("a name");
+            assert_eq!(owner, role.name);
+        }
+
+        // No ledger, and no right to make one: said with what to grant.
+        let gone: Vec<String> = match kind {
+            Kind::Postgres => vec!["DROP SCHEMA idem CASCADE".into()],
+            _ => vec![
+                "DROP TABLE idem_attempts".into(),
+                "DROP TABLE idem_definitions".into(),
+            ],
+        };
+        exec(&admin, &gone).await;
+        let out = idem(&operator, &["status", "fct"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let grants = match kind {
+            Kind::Postgres => {
+                "grant this one USAGE on schema idem and SELECT, INSERT on idem.attempts and idem.definitions"
+            }
+            _ => "grant this one SELECT, INSERT on idem_attempts and idem_definitions",
+        };
+        assert!(err.contains("cannot make idem's ledger"), "{err}");
+        assert!(err.contains(grants), "{err}");
+        assert!(!err.contains("password"), "{err}");
+    };
+    with_cleanup(body, exec(&admin, &role.drop)).await;
+    admin.close().await;
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs() {
+    a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(Kind::Postgres).await;
+}
+
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs() {
+    a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(Kind::MySql).await;
+}
