@@ -1,9 +1,11 @@
 //! An operator whose role was granted a ledger another role made runs
 //! idem: a start creates only what is missing, so it never asks for the
 //! right to create what is there. A role that may not create a missing
-//! ledger is told which objects and which grants it needs.
+//! ledger is told which objects and which grants it needs; one whose
+//! sessions are read-only reads the states and is refused a run up front.
 
 mod common;
+mod pty;
 
 use common::{Kind, TestDb, idem, merge_job, replace_job, stdout_ok};
 use futures::FutureExt;
@@ -207,4 +209,86 @@ async fn postgres_a_role_granted_the_ledger_loads_and_one_without_is_told_what_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs() {
     a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(Kind::MySql).await;
+}
+
+/// A role whose sessions are read-only (as on a standby) reads the states
+/// and previews a run; a run is refused before it plans, naming why, and
+/// leaves nothing in the ledger.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-02", SRC);
+    let (admin_config, config) = db.config(&job);
+    let admin = db.warehouse(&config).await;
+    exec(
+        &admin,
+        &[
+            "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')".into(),
+            "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+        ],
+    )
+    .await;
+    stdout_ok(&idem(&admin_config, &["run", "fct", "-y"]));
+    let database = database(&db.url);
+    let name = format!("{database}_ro");
+    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    let body = async {
+        exec(
+            &admin,
+            &[
+                format!("GRANT USAGE ON SCHEMA idem TO {name}"),
+                format!("GRANT SELECT ON idem.attempts, idem.definitions, src, fct TO {name}"),
+                format!("ALTER ROLE {name} IN DATABASE {database} SET default_transaction_read_only = on"),
+            ],
+        )
+        .await;
+        let reader = db.path().join("reader.toml");
+        let url = as_user(&db.url, &name);
+        std::fs::write(&reader, format!("[warehouse]\nurl = \"{url}\"\n\n{job}"))
+            .expect("the reader's config");
+
+        let status = stdout_ok(&idem(&reader, &["status", "fct"]));
+        assert_eq!(status.matches("loaded").count(), 2, "{status}");
+        stdout_ok(&idem(&reader, &["run", "fct", "--dry-run"]));
+
+        let out = idem(&reader, &["run", "fct", "-y"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is read-only for idem"), "{err}");
+        assert!(err.contains("default_transaction_read_only"), "{err}");
+        let attempts: i64 = sqlx::query("SELECT COUNT(*) FROM idem.attempts")
+            .fetch_one(admin.pool())
+            .await
+            .expect("the ledger")
+            .try_get(0)
+            .expect("a count");
+        assert_eq!(attempts, 2, "the refused run recorded nothing");
+
+        // The console shows the states and refuses the run the same way.
+        let reader_arg = reader.to_str().expect("a path");
+        let mut console = pty::Console::start(db.path(), &["--config", reader_arg]);
+        console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+        console.send(":goto 2026-01-01\r");
+        console.wait_for(&[" 2026-01-01 "]);
+        console.send("r");
+        console.wait_for(&["Run fct?"]);
+        console.send("\r");
+        console.wait_for(&["run not started", "is read-only for idem"]);
+        console.send("q");
+        assert!(console.wait_exit().success());
+    };
+    with_cleanup(
+        body,
+        exec(
+            &admin,
+            &[format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
+        ),
+    )
+    .await;
+    admin.close().await;
 }

@@ -51,6 +51,16 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         .range(job, now)
         .map_err(|e| Stop::usage(e.to_string()))?;
     let warehouse = connect(&config, concurrency as u32 + 1).await?;
+    if !args.dry_run
+        && let Some(refusal) = warehouse
+            .read_only_refusal()
+            .await
+            .map_err(|e| Stop::failed(e.to_string()))?
+    {
+        return Err(Stop::failed(format!(
+            "{refusal} (`idem status` and `idem run --dry-run` work here)"
+        )));
+    }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let previewed = args.dry_run || (interactive && !args.yes);
     // The target's rows are counted only when the plan or its preview shows

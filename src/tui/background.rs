@@ -135,6 +135,16 @@ impl Background {
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 self.runs.push(tokio::spawn(async move {
+                    if let Ok(Some(refusal)) = wh.read_only_refusal().await {
+                        for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
+                        {
+                            unstarted(Msg::RunRejected {
+                                run: step,
+                                error: refusal.clone(),
+                            });
+                        }
+                        return;
+                    }
                     if req.cascade.is_empty() {
                         crate::engine::run(&wh, &req.backfill, &etx, &token).await;
                         return;

@@ -219,6 +219,12 @@ pub trait Dialect: Send + Sync {
     fn transaction_ids(&self) -> Option<TransactionIds> {
         None
     }
+    /// A query giving one text, or NULL: why this session cannot write
+    /// (a standby, a role or database set read-only). None where the
+    /// engine says so only when a write is refused.
+    fn read_only_query(&self) -> Option<&'static str> {
+        None
+    }
     /// For [`Dialect::transaction_ids`]: a query giving a row if the rows
     /// of `table` carry their writer's id (a table, not a view or a
     /// foreign table); false where the engine names no writers.
@@ -487,6 +493,23 @@ impl Warehouse {
             self.pool.execute(AssertSqlSafe(s.to_string())).await?;
         }
         Ok(())
+    }
+
+    /// Why a run cannot write here, if it cannot (a standby, a read-only
+    /// role): a run says so before it starts, rather than failing every
+    /// partition.
+    pub async fn read_only_refusal(&self) -> Result<Option<String>, WarehouseError> {
+        let Some(query) = self.dialect.read_only_query() else {
+            return Ok(None);
+        };
+        let row = sqlx::query(query).fetch_one(&self.pool).await?;
+        let why: Option<String> = row.try_get(0)?;
+        Ok(why.map(|why| {
+            format!(
+                "{} is read-only for idem: {why}; a run needs the primary, or a role that may write",
+                self.display_url()
+            )
+        }))
     }
 
     /// The partitions of a job whose lock another session holds right now:

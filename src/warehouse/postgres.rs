@@ -212,6 +212,14 @@ impl Dialect for Postgres {
             .push(")");
     }
 
+    fn read_only_query(&self) -> Option<&'static str> {
+        Some(
+            "SELECT CASE WHEN pg_is_in_recovery() THEN 'the server is a standby (in recovery)' \
+             WHEN current_setting('transaction_read_only') = 'on' \
+             THEN 'its sessions are read-only (default_transaction_read_only is on for this role or database)' END",
+        )
+    }
+
     fn schema_exists_query(&self, sql: &mut Sql, schema: &Ident) {
         sql.push("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = ")
             .bind(schema.as_str());
