@@ -20,6 +20,15 @@ fn as_user(url: &str, user: &str) -> String {
     format!("{scheme}://{user}@{rest}")
 }
 
+/// A config of these jobs for `user` on the test's warehouse.
+fn config_as(db: &TestDb, user: &str, jobs: &str) -> std::path::PathBuf {
+    let path = db.path().join(format!("{user}.toml"));
+    let url = as_user(&db.url, user);
+    std::fs::write(&path, format!("[warehouse]\nurl = \"{url}\"\n\n{jobs}"))
+        .expect("the role's config");
+    path
+}
+
 /// The database a server URL names.
 fn database(url: &str) -> String {
     let path = url.split('?').next().expect("a URL");
@@ -124,10 +133,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
     exec(&admin, &role.create).await;
     let body = async {
         exec(&admin, &role.grants).await;
-        let operator = db.path().join("operator.toml");
-        let url = as_user(&db.url, &role.name);
-        std::fs::write(&operator, format!("[warehouse]\nurl = \"{url}\"\n\n{job}"))
-            .expect("the operator's config");
+        let operator = config_as(&db, &role.name, &job);
 
         // A first load and a re-run of each job, as the operator: nothing
         // to create.
@@ -247,10 +253,7 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
             ],
         )
         .await;
-        let reader = db.path().join("reader.toml");
-        let url = as_user(&db.url, &name);
-        std::fs::write(&reader, format!("[warehouse]\nurl = \"{url}\"\n\n{job}"))
-            .expect("the reader's config");
+        let reader = config_as(&db, &name, &job);
 
         let status = stdout_ok(&idem(&reader, &["status", "fct"]));
         assert_eq!(status.matches("loaded").count(), 2, "{status}");
