@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Executor};
 
-use super::Dialect;
 use super::ledger::{TXID, definitions_table};
 use super::sql::Sql;
+use super::{Dialect, WarehouseError, sql_message};
 use crate::config::TableName;
 
-/// Makes whatever of the ledger is missing, and brings an older one up to
-/// date (its superseded index dropped, its `txid` column added).
+/// Makes whatever of the ledger is missing (an older one's `txid` column
+/// among it), and drops an older one's superseded index.
 pub(super) async fn ensure(
     dialect: &'static dyn Dialect,
     conn: &mut sqlx::AnyConnection,
@@ -33,16 +33,11 @@ pub(super) async fn ensure(
             if check.query().fetch_optional(&mut *conn).await?.is_some() {
                 conn.execute(AssertSqlSafe(drop)).await?;
             }
-            if let Some((check, add)) = added_column(dialect)
-                && conn.execute(AssertSqlSafe(check)).await.is_err()
-            {
-                conn.execute(AssertSqlSafe(add)).await?;
-            }
             Ok(())
         }
         .await;
         // A right the role lacks stays lacking.
-        if result.as_ref().is_ok() || result.as_ref().is_err_and(denied) {
+        if result.as_ref().err().is_none_or(denied) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -50,8 +45,8 @@ pub(super) async fn ensure(
     result
 }
 
-/// One object of the ledger (its schema, a table, an index), and how a
-/// start tells that it is there. A start creates only what is missing: a
+/// One object of the ledger (its schema, a table, a column, an index), and
+/// how a start tells that it is there. A start creates only what is missing: a
 /// `CREATE … IF NOT EXISTS` of an object that exists still asks for the
 /// right to create it (PostgreSQL checks CREATE on the database before it
 /// looks for the schema, ownership of the table before it looks for the
@@ -107,6 +102,15 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
             },
         ),
     });
+    // A ledger made before it had the column gets it (the ALTER waits for
+    // loads in flight, once).
+    if dialect.transaction_ids().is_some() {
+        let quoted = dialect.quote_table(&table);
+        out.push(LedgerObject {
+            exists: Probe::Runs(format!("SELECT {TXID} FROM {quoted} WHERE 1 = 0")),
+            create: format!("ALTER TABLE {quoted} ADD COLUMN IF NOT EXISTS {TXID} {int}"),
+        });
+    }
     let defs = definitions_table(dialect);
     out.push(LedgerObject {
         exists: readable(&defs),
@@ -139,16 +143,29 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
     out
 }
 
-/// The ledger as a person names it, and the privileges a role needs to use
-/// one that another role made: it reads and appends, nothing more.
-pub(super) fn needed_grants(dialect: &'static dyn Dialect) -> (String, String) {
+/// A failure to make the ledger for want of a privilege, as the error
+/// that names the ledger and the privileges a role needs to use one that
+/// another role made: it reads and appends, nothing more.
+pub(super) fn denied_error(
+    dialect: &'static dyn Dialect,
+    url: &str,
+    e: &sqlx::Error,
+) -> Option<WarehouseError> {
+    if !denied(e) {
+        return None;
+    }
     let attempts = dialect.ledger_table();
-    let tables = format!("{attempts} and {}", definitions_table(dialect));
+    let ledger = format!("{attempts} and {}", definitions_table(dialect));
     let grants = match &attempts.schema {
-        Some(schema) => format!("USAGE on schema {schema} and SELECT, INSERT on {tables}"),
-        None => format!("SELECT, INSERT on {tables}"),
+        Some(schema) => format!("USAGE on schema {schema} and SELECT, INSERT on {ledger}"),
+        None => format!("SELECT, INSERT on {ledger}"),
     };
-    (tables, grants)
+    Some(WarehouseError::LedgerDenied {
+        url: url.to_string(),
+        ledger,
+        grants,
+        message: sql_message(e),
+    })
 }
 
 /// The index on (job, partition_key) that ledgers were made with before
@@ -166,24 +183,9 @@ fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
     (check, dialect.drop_index(&table, &index))
 }
 
-/// For a ledger made before it had the [`TXID`] column: a query that fails
-/// if the column is missing, and the statement adding it (it waits for
-/// loads in flight, once).
-fn added_column(dialect: &'static dyn Dialect) -> Option<(String, String)> {
-    dialect.transaction_ids()?;
-    let table = dialect.quote_table(&dialect.ledger_table());
-    Some((
-        format!("SELECT {TXID} FROM {table} WHERE 1 = 0"),
-        format!(
-            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {TXID} {}",
-            dialect.ledger_types().int
-        ),
-    ))
-}
-
 /// The server refused a statement for want of a privilege (PostgreSQL's
 /// SQLSTATE 42501; MariaDB/MySQL say "denied" under the generic 42000).
-pub(super) fn denied(e: &sqlx::Error) -> bool {
+fn denied(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .is_some_and(|db| db.code().as_deref() == Some("42501") || db.message().contains("denied"))
 }

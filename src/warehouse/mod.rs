@@ -441,19 +441,9 @@ impl Warehouse {
         if let Err(e) = ledger {
             // The warm-up's sessions end as any other would, not dropped.
             pool.close().await;
-            return Err(read_only(&e).unwrap_or_else(|| {
-                if ledger_setup::denied(&e) {
-                    let (ledger, grants) = ledger_setup::needed_grants(dialect);
-                    WarehouseError::LedgerDenied {
-                        url: redact(&config.url),
-                        ledger,
-                        grants,
-                        message: sql_message(&e),
-                    }
-                } else {
-                    WarehouseError::Sql(e)
-                }
-            }));
+            return Err(read_only(&e)
+                .or_else(|| ledger_setup::denied_error(dialect, &redact(&config.url), &e))
+                .unwrap_or(WarehouseError::Sql(e)));
         }
         Ok(Warehouse {
             pool,
