@@ -307,7 +307,13 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
     };
     let lines = std::sync::Mutex::new(Vec::new());
     let outcome = wh
-        .load_partition(job, &day, &meta, &|line| lines.lock().unwrap().push(line))
+        .load_partition(
+            job,
+            &day,
+            &meta,
+            &|line| lines.lock().unwrap().push(line),
+            &tokio_util::sync::CancellationToken::new(),
+        )
         .await
         .expect("load");
     let log = lines.into_inner().unwrap().join("\n");

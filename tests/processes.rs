@@ -200,46 +200,62 @@ async fn overlapping_processes_never_write_one_partition_at_once(kind: Kind) {
     drop(s.db);
 }
 
-async fn ctrl_c_cancels_rolls_back_and_exits_130(kind: Kind) {
+/// Ctrl-C, an orchestrator's SIGTERM and a closed terminal's SIGHUP each
+/// cancel the same way.
+async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
     let Some(s) = setup(kind).await else { return };
-    let mut child = s
-        .idem(&["run", "fct", "--json", "--concurrency", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut succeeded = 0;
-    while let Some(Ok(line)) = lines.next() {
-        if line.contains("\"partition_succeeded\"") {
-            succeeded += 1;
-            if succeeded == 2 {
-                break;
+    for signal in ["INT", "TERM", "HUP"] {
+        let mut child = s
+            .idem(&["run", "fct", "--json", "--concurrency", "2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut succeeded = 0;
+        while let Some(Ok(line)) = lines.next() {
+            if line.contains("\"partition_succeeded\"") {
+                succeeded += 1;
+                if succeeded == 2 {
+                    break;
+                }
             }
         }
-    }
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupted.success());
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{rest:?}");
-    let finished = rest
-        .iter()
-        .find(|l| l.contains("\"run_finished\""))
-        .expect("run_finished event");
-    assert!(finished.contains("\"cancelled\":true"), "{finished}");
-    assert!(!finished.contains("\"not_started\":0"), "{finished}");
-    // Whatever was in flight rolled back: every partition is whole or empty.
-    for fp in s.fingerprints("fct").await {
-        assert!(fp.rows == 0 || fp.rows == ROWS_PER_DAY, "{fp}");
+        let signalled = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(signalled.success());
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "SIG{signal}: {rest:?} {stderr}"
+        );
+        assert!(stderr.contains("cancelling"), "SIG{signal}: {stderr}");
+        let finished = rest
+            .iter()
+            .find(|l| l.contains("\"run_finished\""))
+            .expect("run_finished event");
+        assert!(
+            finished.contains("\"cancelled\":true"),
+            "SIG{signal}: {finished}"
+        );
+        assert!(
+            !finished.contains("\"not_started\":0"),
+            "SIG{signal}: {finished}"
+        );
+        // Whatever was in flight rolled back: every partition is whole or empty.
+        for fp in s.fingerprints("fct").await {
+            assert!(fp.rows == 0 || fp.rows == ROWS_PER_DAY, "SIG{signal}: {fp}");
+        }
     }
 }
 
 on_every_engine!(
-    ctrl_c_cancels_rolls_back_and_exits_130,
+    a_signal_cancels_rolls_back_and_exits_130,
     sigkill_leaves_every_partition_whole,
     overlapping_processes_never_write_one_partition_at_once,
 );

@@ -141,7 +141,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     let backfill = steps.remove(0).0;
 
-    let cancel = cancel_on_ctrl_c();
+    let cancel = cancel_on_signal();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
@@ -290,7 +290,7 @@ async fn run_cascade(
     steps: &[Backfill],
     json: bool,
 ) -> Result<Exit, Stop> {
-    let cancel = cancel_on_ctrl_c();
+    let cancel = cancel_on_signal();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = spawn_printer(json, total, rx);
@@ -376,18 +376,33 @@ fn spawn_printer(
     })
 }
 
-/// A token Ctrl-C cancels: no new partitions start, in-flight ones roll
-/// back; a second Ctrl-C quits at once.
-fn cancel_on_ctrl_c() -> CancellationToken {
+/// A token that Ctrl-C, SIGTERM (an orchestrator or service manager stopping
+/// the run) or SIGHUP (its terminal gone) cancels: no new partitions start,
+/// in-flight ones roll back; a second signal quits at once.
+fn cancel_on_signal() -> CancellationToken {
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
+    let on_signal = cancel.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        let mut next = async || -> Option<&'static str> {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
+                r = term.recv() => r.map(|()| "SIGTERM"),
+                r = hangup.recv() => r.map(|()| "SIGHUP"),
+            }
+        };
+        if let Some(what) = next().await {
             noteln!(
-                "idem: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
+                "idem: {what}: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
             );
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+            if next().await.is_some() {
                 std::process::exit(Exit::Cancelled.code().into());
             }
         }

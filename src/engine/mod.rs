@@ -553,13 +553,13 @@ impl PartitionRun<'_> {
                     line,
                 });
             };
-            let result = tokio::select! {
-                r = self.warehouse.load_partition(job, &partition, &meta, &log) => Some(r),
-                _ = self.cancel.cancelled() => None,
-            };
+            let outcome = self
+                .warehouse
+                .load_partition(job, &partition, &meta, &log, self.cancel)
+                .await;
             let duration_ms = clock.elapsed().as_millis() as u64;
-            let outcome = match result {
-                None => {
+            match outcome {
+                Err(WarehouseError::Cancelled) => {
                     log("ROLLBACK (cancelled)".into());
                     self.record_failure(
                         &partition,
@@ -577,9 +577,6 @@ impl PartitionRun<'_> {
                     );
                     return PartitionResult::Cancelled;
                 }
-                Some(r) => r,
-            };
-            match outcome {
                 Ok(o) => {
                     let _ = self.events.send(Event::PartitionSucceeded {
                         run_id: self.run_id.to_string(),

@@ -28,7 +28,7 @@ pub use columns::{Column, ColumnKind};
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
-pub use load::{AttemptMeta, LoadOutcome, LoadStep};
+pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionHolder};
 pub use verify::{Difference, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};
@@ -219,6 +219,11 @@ pub trait Dialect: Send + Sync {
     fn transaction_ids(&self) -> Option<TransactionIds> {
         None
     }
+    /// Ends the server session of a cancelled load holding `holder`, which
+    /// rolls it back. False where nothing runs outside idem (SQLite).
+    fn end_session(&self, _sql: &mut Sql, _holder: &SessionHolder) -> bool {
+        false
+    }
     /// A query giving one text, or NULL: why this session cannot write
     /// (a standby, a role or database set read-only). None where the
     /// engine says so only when a write is refused.
@@ -334,6 +339,9 @@ pub enum WarehouseError {
     /// the window whole. Handled inside the load, never reported.
     #[error("partition {0} was written since its last load by idem")]
     WrittenSinceLastLoad(String),
+    /// The load was cancelled and did not commit.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl WarehouseError {

@@ -12,7 +12,7 @@ use super::PartitionLock;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, WholeTable};
+use super::{ColumnKind, Dialect, Engine, LockPlan, SessionHolder, WholeTable};
 use crate::config::{Ident, Job, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -99,7 +99,8 @@ impl Dialect for MySql {
     /// `LEAST` of the grants is 1 only when every lock was granted; its
     /// arguments are evaluated in order, so the names are taken oldest
     /// first. A session holding some when another times out closes its
-    /// connection.
+    /// connection. The second column is the session's id, by which a
+    /// cancelled load's session is ended.
     fn lock(&self, names: &[String], timeout: Duration) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql);
         sql.push("SELECT CAST(LEAST(1");
@@ -111,8 +112,19 @@ impl Dialect for MySql {
                 .bind(timeout.as_millis().div_ceil(1000) as i64)
                 .push(")");
         }
-        sql.push(") AS SIGNED)");
+        sql.push(") AS SIGNED), CAST(CONNECTION_ID() AS SIGNED)");
         vec![sql]
+    }
+
+    /// `KILL` ends the session (and its statement, which `KILL QUERY`
+    /// alone would leave the session idle in its transaction after); a
+    /// user may kill its own sessions.
+    fn end_session(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+        let SessionHolder::Session(id) = holder else {
+            return false;
+        };
+        sql.push("KILL CONNECTION ").bind(*id);
+        true
     }
 
     fn unlock(&self) -> Vec<Sql> {

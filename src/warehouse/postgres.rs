@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, TransactionIds, lock_key_i64};
+use super::{ColumnKind, Dialect, Engine, LockPlan, SessionHolder, TransactionIds, lock_key_i64};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -210,6 +210,26 @@ impl Dialect for Postgres {
             .push(") AND indrelid = to_regclass(")
             .bind(self.quote_table(table))
             .push(")");
+    }
+
+    /// The session holding the load's first advisory lock in this database
+    /// (`pg_locks` shows a bigint key as its high and low 32 bits). A role
+    /// may end its own sessions.
+    fn end_session(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+        let SessionHolder::LockKey(key) = holder else {
+            return false;
+        };
+        let key = lock_key_i64(key) as u64;
+        sql.push(
+            "SELECT pg_terminate_backend(pid) FROM pg_catalog.pg_locks \
+             WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> pg_backend_pid() \
+             AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
+             AND CAST(classid AS bigint) = ",
+        )
+        .bind((key >> 32) as i64)
+        .push(" AND CAST(objid AS bigint) = ")
+        .bind((key & 0xffff_ffff) as i64);
+        true
     }
 
     fn read_only_query(&self) -> Option<&'static str> {

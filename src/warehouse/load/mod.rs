@@ -8,6 +8,7 @@ use chrono::{NaiveDateTime, Utc};
 use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
+use tokio_util::sync::CancellationToken;
 
 use super::fingerprint::{self, Fingerprint};
 use super::ledger::{self, Attempt, AttemptStatus};
@@ -19,8 +20,12 @@ use super::{
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
+mod cancel;
 mod merge;
 mod replace;
+
+pub use cancel::SessionHolder;
+use cancel::{Stage, StageCell};
 
 use merge::merge;
 use replace::replace;
@@ -76,15 +81,20 @@ enum Done {
 }
 
 impl Warehouse {
-    /// Loads one partition of a job in one transaction under its lock.
+    /// Loads one partition of a job in one transaction under its lock. Once
+    /// `cancel` fires the load is stopped, on the server too
+    /// (`Err(Cancelled)`), unless its COMMIT was already sent.
     pub async fn load_partition(
         &self,
         job: &Job,
         partition: &Partition,
         meta: &AttemptMeta,
         log: &(dyn Fn(LoadStep) + Send + Sync),
+        cancel: &CancellationToken,
     ) -> Result<LoadOutcome, WarehouseError> {
-        match self.locked(job, partition, Work::Load(meta), log).await? {
+        let stage = StageCell::default();
+        let load = self.locked(job, partition, Work::Load(meta), log, &stage);
+        match self.unless_cancelled(load, &stage, cancel, log).await? {
             Done::Loaded(outcome) => Ok(outcome),
             Done::Verified(_) => Err(WarehouseError::Job(
                 "internal: load returned a verification".into(),
@@ -101,7 +111,13 @@ impl Warehouse {
         runs: usize,
     ) -> Result<Vec<Vec<Vec<Option<String>>>>, WarehouseError> {
         match self
-            .locked(job, partition, Work::Verify { runs }, &|_| {})
+            .locked(
+                job,
+                partition,
+                Work::Verify { runs },
+                &|_| {},
+                &StageCell::default(),
+            )
             .await?
         {
             Done::Verified(rows) => Ok(rows),
@@ -117,6 +133,7 @@ impl Warehouse {
         partition: &Partition,
         work: Work<'_>,
         log: &(dyn Fn(LoadStep) + Send + Sync),
+        stage: &StageCell,
     ) -> Result<Done, WarehouseError> {
         let dialect = self.dialect();
         let run_id = match &work {
@@ -140,7 +157,10 @@ impl Warehouse {
             // that releases a session lock; once released, it goes back to
             // the pool for the next partition.
             let names = self.session_lock_names(&mut conn.conn, &lock).await?;
-            take_lock(dialect, &mut conn.conn, &names, timeout, partition).await?;
+            let session = take_lock(dialect, &mut conn.conn, &names, timeout, partition).await?;
+            if let Some(id) = session {
+                stage.set(Stage::Holding(SessionHolder::Session(id)));
+            }
             log(format!("lock on {} taken", lock.label));
         }
         let shrink_guard = match &work {
@@ -160,7 +180,7 @@ impl Warehouse {
                 Work::Verify { .. } => None,
             },
         };
-        let result = transact(self, &mut conn.conn, &target, work, &lock, log).await;
+        let result = transact(self, &mut conn.conn, &target, work, &lock, log, stage).await;
         let mut released = true;
         if session_lock {
             for unlock in dialect.unlock() {
@@ -395,7 +415,8 @@ async fn take_lock(
     names: &[String],
     timeout: Duration,
     partition: &Partition,
-) -> Result<(), WarehouseError> {
+) -> Result<Option<i64>, WarehouseError> {
+    let mut session = None;
     for stmt in dialect.lock(names, timeout) {
         let row = stmt.query().fetch_optional(&mut *conn).await?;
         if let Some(row) = row {
@@ -403,9 +424,11 @@ async fn take_lock(
             if granted != Some(1) {
                 return Err(WarehouseError::LockTimeout(partition.name()));
             }
+            // The statement may name the session holding the lock.
+            session = session.or(row.try_get::<Option<i64>, _>(1).ok().flatten());
         }
     }
-    Ok(())
+    Ok(session)
 }
 
 async fn transact(
@@ -415,10 +438,11 @@ async fn transact(
     work: Work<'_>,
     lock: &PartitionLock,
     log: &(dyn Fn(LoadStep) + Send + Sync),
+    stage: &StageCell,
 ) -> Result<Done, WarehouseError> {
     let dialect = warehouse.dialect();
     let (job, partition) = (t.job, t.partition);
-    let mut tx = begin(dialect, conn, lock, log).await?;
+    let mut tx = begin(dialect, conn, lock, log, stage).await?;
     let mut locked_at = ledger::timestamp(Utc::now());
 
     let meta = match work {
@@ -438,12 +462,13 @@ async fn transact(
         Err(WarehouseError::WrittenSinceLastLoad(_)) => {
             // Nothing was written yet but the trusted DELETE, which the
             // rollback undoes; the lock is taken again with the BEGIN.
+            stage.set(Stage::Starting);
             tx.rollback().await?;
             log(
                 "ROLLBACK: the window is not as its last load left it (written since by another session or job); starting over, reading it whole"
                     .into(),
             );
-            tx = begin(dialect, conn, lock, log).await?;
+            tx = begin(dialect, conn, lock, log, stage).await?;
             locked_at = ledger::timestamp(Utc::now());
             let whole = Target {
                 last_load: None,
@@ -492,6 +517,7 @@ async fn transact(
         ledger::record_definition(&mut sql, job);
         sql.query().execute(&mut *tx).await?;
     }
+    stage.set(Stage::Committing);
     tx.commit().await?;
     if recording && let Ok(mut known) = warehouse.recorded_definitions.lock() {
         known.insert(hash.clone());
@@ -506,11 +532,15 @@ async fn begin<'c>(
     conn: &'c mut PoolConnection<Any>,
     lock: &PartitionLock,
     log: &(dyn Fn(LoadStep) + Send + Sync),
+    stage: &StageCell,
 ) -> Result<sqlx::Transaction<'c, Any>, WarehouseError> {
     let tx = match dialect.begin_statement(&lock.keys) {
         Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
         None => conn.begin().await?,
     };
+    if let (LockPlan::InTransaction, Some(first)) = (dialect.lock_plan(), lock.keys.first()) {
+        stage.set(Stage::Holding(SessionHolder::LockKey(first.clone())));
+    }
     match dialect.lock_plan() {
         LockPlan::Begin => log(format!(
             "BEGIN IMMEDIATE (write lock covering {})",

@@ -1,0 +1,259 @@
+//! A cancelled run stops on the server, not only in idem: the statement a
+//! load had in flight ends with it, its partition lock is free at once, and
+//! the next run of those partitions starts without waiting. A load whose
+//! COMMIT was already on its way when the cancel came is reported as what
+//! the server made of it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kind, TestDb};
+use idem::config::Config;
+use idem::engine::{self, Backfill, Event, Selection};
+use idem::partition::{Grain, Partition, RangeEnd};
+use idem::warehouse::Warehouse;
+use idem::warehouse::ledger::AttemptStatus;
+use sqlx::Row;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Two rows a day; the slow job sleeps this long per row it reads.
+const SLEEP_PER_ROW_S: u32 = 15;
+
+fn sleep_per_row(kind: Kind) -> String {
+    match kind {
+        Kind::Postgres => format!("pg_sleep({SLEEP_PER_ROW_S}) IS NOT NULL"),
+        Kind::MySql => format!("SLEEP({SLEEP_PER_ROW_S}) = 0"),
+        Kind::Sqlite => unreachable!("SQLite runs inside idem"),
+    }
+}
+
+async fn setup(kind: Kind, ddl_extra: &[&str]) -> (TestDb, Config, Warehouse) {
+    let db = TestDb::new(kind).await.expect("test database");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job(
+            "slow",
+            "fct",
+            "2026-01-04",
+            &format!("{select} and {}", sleep_per_row(kind)),
+        ),
+        common::replace_job("quick", "fct", "2026-01-04", select),
+        common::replace_job("slow_commit", "fct_slow_commit", "2026-01-04", select),
+    ]
+    .concat();
+    // A held lock fails a load within a second rather than the usual 20.
+    let (_, config) = db.config_with("lock_timeout = \"1s\"", &jobs);
+    let wh = db.warehouse(&config).await;
+    let mut ddl = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-02'), \
+         (4, '2026-01-02'), (5, '2026-01-03'), (6, '2026-01-03')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct_slow_commit (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ];
+    ddl.extend_from_slice(ddl_extra);
+    wh.execute_script(&ddl).await.expect("setup");
+    (db, config, wh)
+}
+
+fn days(from: &str, to: &str) -> Selection {
+    let day = |d: &str| Partition::parse(Grain::Day, d, RangeEnd::From).expect("day");
+    Selection {
+        from: Some(day(from)),
+        to: Some(day(to)),
+        ..Selection::default()
+    }
+}
+
+async fn plan(wh: &Warehouse, config: &Config, job: &str, selection: &Selection) -> Backfill {
+    let job = config.jobs.iter().find(|j| j.name == job).expect("job");
+    Backfill::plan(wh, job, selection, 2, 0)
+        .await
+        .expect("plan")
+}
+
+/// Runs `backfill`, cancelling it once `ready` has held of `wanted` of its
+/// partitions' log lines and a moment has passed (the next statement sent).
+/// Returns every event.
+async fn run_cancelled(
+    wh: &Warehouse,
+    backfill: &Backfill,
+    ready: impl Fn(&str) -> bool,
+    wanted: usize,
+) -> Vec<Event> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let mut run = Box::pin(engine::run(wh, backfill, &tx, &cancel));
+    let mut events = Vec::new();
+    let mut seen = 0;
+    let never = tokio::time::Instant::now() + Duration::from_secs(3600);
+    let cancel_at = tokio::time::sleep_until(never);
+    tokio::pin!(cancel_at);
+    loop {
+        tokio::select! {
+            _ = &mut run => break,
+            () = &mut cancel_at, if !cancel.is_cancelled() => cancel.cancel(),
+            Some(e) = rx.recv() => {
+                if let Event::PartitionLog { line, .. } = &e
+                    && ready(line)
+                {
+                    seen += 1;
+                    if seen == wanted {
+                        // The run goes on meanwhile, sending its next statement.
+                        cancel_at
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + Duration::from_millis(500));
+                    }
+                }
+                events.push(e);
+            }
+        }
+    }
+    assert_eq!(seen, wanted, "the partitions never got there: {events:#?}");
+    drop(run);
+    drop(tx);
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    events
+}
+
+/// Sessions of this database other than the asking one that are running a
+/// statement.
+fn busy_sessions(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Postgres => {
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND pid <> pg_backend_pid() AND state = 'active'"
+        }
+        _ => {
+            "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() \
+             AND ID <> CONNECTION_ID() AND COMMAND = 'Query'"
+        }
+    }
+}
+
+async fn count(wh: &Warehouse, sql: &str) -> i64 {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+        .fetch_one(wh.pool())
+        .await
+        .expect(sql)
+        .get(0)
+}
+
+/// Polls `sql` every 100 ms for up to 3 s until it gives 0.
+async fn comes_to_zero(wh: &Warehouse, sql: &str) -> bool {
+    for _ in 0..30 {
+        if count(wh, sql).await == 0 {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+fn statuses(attempts: &[idem::warehouse::ledger::Attempt], day: &str) -> Vec<AttemptStatus> {
+    attempts
+        .iter()
+        .filter(|a| a.partition == day)
+        .map(|a| a.status)
+        .collect()
+}
+
+async fn a_cancelled_load_stops_on_the_server_and_frees_its_lock(kind: Kind) {
+    let (db, config, wh) = setup(kind, &[]).await;
+    let slow = plan(&wh, &config, "slow", &days("2026-01-01", "2026-01-02")).await;
+    // Both partitions have deleted their window and sent their INSERT,
+    // which would read its two rows for 2 × 15 s.
+    let events = run_cancelled(&wh, &slow, |line| line.starts_with("DELETE"), 2).await;
+    let ended = events.iter().filter(|e| {
+        matches!(e, Event::PartitionLog { line, .. } if line.contains("its session on the server is ended"))
+    });
+    assert_eq!(ended.count(), 2, "{events:#?}");
+
+    assert!(
+        comes_to_zero(&wh, busy_sessions(kind)).await,
+        "the cancelled INSERTs still run on the server"
+    );
+    assert_eq!(count(&wh, "SELECT count(*) FROM fct").await, 0);
+    let attempts = wh.attempts("slow", None).await.expect("ledger");
+    for day in ["2026-01-01", "2026-01-02"] {
+        assert_eq!(
+            statuses(&attempts, day),
+            [AttemptStatus::Cancelled],
+            "{day}"
+        );
+    }
+
+    // The locks are free: a run of the same days takes them at once (its
+    // lock timeout is 1 s, and each INSERT would have held it for 30 s).
+    let quick = plan(&wh, &config, "quick", &days("2026-01-01", "2026-01-02")).await;
+    let (summary, events) = common::run(&wh, &quick).await;
+    assert_eq!(summary.succeeded, 2, "{:?}", common::errors(&events));
+    assert_eq!(count(&wh, "SELECT count(*) FROM fct").await, 4);
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_cancelled_load_stops_on_the_server_and_frees_its_lock() {
+    a_cancelled_load_stops_on_the_server_and_frees_its_lock(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_cancelled_load_stops_on_the_server_and_frees_its_lock() {
+    a_cancelled_load_stops_on_the_server_and_frees_its_lock(Kind::MySql).await;
+}
+
+/// A deferred trigger makes each COMMIT of `fct_slow_commit` take a second
+/// a row; the cancel comes while it is on its way. The server commits it,
+/// so idem reports the partition loaded, and records no cancellation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did() {
+    let trigger = [
+        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$",
+        "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct_slow_commit \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+    ];
+    let (db, config, wh) = setup(Kind::Postgres, &trigger).await;
+    let one_day = plan(
+        &wh,
+        &config,
+        "slow_commit",
+        &days("2026-01-01", "2026-01-01"),
+    )
+    .await;
+    // The fingerprint is the last step before the ledger row and COMMIT.
+    let events = run_cancelled(&wh, &one_day, |line| line.starts_with("fingerprint"), 1).await;
+    assert!(
+        events.iter().any(|e| matches!(e, Event::PartitionLog { line, .. } if line.contains("while its COMMIT is on its way"))),
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::PartitionSucceeded { partition, .. } if partition == "2026-01-01")),
+        "{events:#?}"
+    );
+    assert_eq!(count(&wh, "SELECT count(*) FROM fct_slow_commit").await, 2);
+    let attempts = wh.attempts("slow_commit", None).await.expect("ledger");
+    assert_eq!(
+        statuses(&attempts, "2026-01-01"),
+        [AttemptStatus::Succeeded]
+    );
+    drop(db);
+}
