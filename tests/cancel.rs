@@ -1,5 +1,5 @@
-//! A cancelled run stops on the server, not only in idem: the statement a
-//! load had in flight ends with it, its partition lock is free at once, and
+//! A cancelled run or verification stops on the server, not only in idem:
+//! the statement it had in flight ends with it, its partition lock is free at once, and
 //! the next run of those partitions starts without waiting. A load whose
 //! COMMIT was already on its way when the cancel came is reported as what
 //! the server made of it.
@@ -130,7 +130,7 @@ fn busy_sessions(kind: Kind) -> &'static str {
         }
         _ => {
             "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() \
-             AND ID <> CONNECTION_ID() AND COMMAND = 'Query'"
+             AND ID <> CONNECTION_ID() AND COMMAND IN ('Query', 'Execute')"
         }
     }
 }
@@ -256,4 +256,64 @@ async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did
         [AttemptStatus::Succeeded]
     );
     drop(db);
+}
+
+/// `idem verify` runs the job twice under the partition's lock and rolls
+/// back; SIGTERM mid-way ends its statement on the server too.
+async fn a_verification_stopped_by_sigterm_stops_on_the_server(kind: Kind) {
+    let (db, config, wh) = setup(kind, &[]).await;
+    let config_path = db.path().join("idem.toml");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args(["verify", "slow", "2026-01-01"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    let mut started = false;
+    for _ in 0..100 {
+        if count(&wh, busy_sessions(kind)).await > 0 {
+            started = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(started, "the verification never reached the server");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let signalled = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(signalled.success());
+    let out = child.wait_with_output().expect("idem ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("verify cancelled"), "{stderr}");
+    assert!(
+        comes_to_zero(&wh, busy_sessions(kind)).await,
+        "the cancelled verification still runs on the server"
+    );
+    let quick = plan(&wh, &config, "quick", &days("2026-01-01", "2026-01-01")).await;
+    let (summary, events) = common::run(&wh, &quick).await;
+    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_verification_stopped_by_sigterm_stops_on_the_server() {
+    a_verification_stopped_by_sigterm_stops_on_the_server(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_verification_stopped_by_sigterm_stops_on_the_server() {
+    a_verification_stopped_by_sigterm_stops_on_the_server(Kind::MySql).await;
 }

@@ -1009,7 +1009,7 @@ fn verify_runs_for_real_on_the_demo() {
     let mut a = app(110, 30);
     keys(&mut a, ":goto 2026-06-01\n");
     let req = verify_request(keys(&mut a, "V"));
-    let msg = against_demo(async |wh| idem::tui::verify(wh, &req).await);
+    let msg = against_demo(async |wh| idem::tui::verify(wh, &req, &Default::default()).await);
     let Msg::Verified {
         result: Ok(ref r), ..
     } = msg
@@ -1036,7 +1036,7 @@ fn verify_runs_for_real_on_the_demo() {
     let again = verify_request(keys(&mut a, "V"));
     broken.id = again.id;
     broken.job.sql = "select * from no_such_table where dt >= :start and dt < :end".into();
-    let msg = against_demo(async |wh| idem::tui::verify(wh, &broken).await);
+    let msg = against_demo(async |wh| idem::tui::verify(wh, &broken, &Default::default()).await);
     assert!(
         matches!(msg, Msg::Verified { result: Err(_), .. }),
         "{msg:?}"

@@ -234,7 +234,9 @@ async fn null_merge_key_fails_the_window_before_writing(kind: Kind) {
     assert_eq!(nullable.len(), 1, "{findings:?}");
     assert!(nullable[0].message.contains("customer_id"), "{findings:?}");
     // verify cannot call it idempotent.
-    let verdict = wh.verify_partition(dim, &day("2026-01-02")).await;
+    let verdict = wh
+        .verify_partition(dim, &day("2026-01-02"), &Default::default())
+        .await;
     match verdict {
         Ok(v) => panic!("verify called a NULL-keyed merge {v:?}"),
         Err(e) => assert!(e.to_string().contains("NULL unique_key"), "{e}"),

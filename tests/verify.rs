@@ -101,18 +101,27 @@ async fn verify_proves_and_catches_and_touches_nothing(kind: Kind) {
     let before = snapshot(&config, &wh).await;
 
     for name in ["clean", "clean_merge"] {
-        let v = wh.verify_partition(&job(name), &day).await.unwrap();
+        let v = wh
+            .verify_partition(&job(name), &day, &Default::default())
+            .await
+            .unwrap();
         assert!(v.is_idempotent(), "{name}: {:?}", v.difference);
         assert_eq!(v.rows, [20, 20, 20]);
     }
     for name in ["noisy", "noisy_merge"] {
-        let v = wh.verify_partition(&job(name), &day).await.unwrap();
+        let v = wh
+            .verify_partition(&job(name), &day, &Default::default())
+            .await
+            .unwrap();
         let d = v.difference.expect("random() must be caught");
         assert!(d.only_in_first > 0 && d.only_in_second > 0, "{name}: {d:?}");
         assert!(!d.sample_first.is_empty());
     }
     if kind != Kind::Sqlite {
-        let v = wh.verify_partition(&job("stamped"), &day).await.unwrap();
+        let v = wh
+            .verify_partition(&job("stamped"), &day, &Default::default())
+            .await
+            .unwrap();
         let d = v.difference.expect("now() must be caught");
         if kind == Kind::Postgres {
             // now() is constant within a transaction; the later transaction shows it.

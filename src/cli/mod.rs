@@ -31,6 +31,7 @@ use crate::partition::{Partition, RangeEnd};
 use crate::state::LoadState;
 use crate::warehouse::Warehouse;
 use output::{noteln, outln};
+use tokio_util::sync::CancellationToken;
 
 /// A command that could not go on, with the exit code it ends with.
 #[derive(Debug)]
@@ -128,6 +129,38 @@ pub async fn read_states_scoped(
     })
     .await;
     result.map_err(|e| Stop::failed(format!("{}: {e}", job.name)))
+}
+
+/// A token that Ctrl-C, SIGTERM (an orchestrator or service manager stopping
+/// the command) or SIGHUP (its terminal gone) cancels; `stopping` says what
+/// that does. A second signal quits at once.
+pub fn cancel_on_signal(stopping: &'static str) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        let mut next = async || -> Option<&'static str> {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
+                r = term.recv() => r.map(|()| "SIGTERM"),
+                r = hangup.recv() => r.map(|()| "SIGHUP"),
+            }
+        };
+        if let Some(what) = next().await {
+            noteln!("idem: {what}: cancelling: {stopping} (Ctrl-C again to quit now)");
+            on_signal.cancel();
+            if next().await.is_some() {
+                std::process::exit(Exit::Cancelled.code().into());
+            }
+        }
+    });
+    cancel
 }
 
 pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {

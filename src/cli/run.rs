@@ -9,7 +9,6 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
 use super::output::{self, noteln, outln};
@@ -141,7 +140,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     let backfill = steps.remove(0).0;
 
-    let cancel = cancel_on_signal();
+    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
@@ -290,7 +289,7 @@ async fn run_cascade(
     steps: &[Backfill],
     json: bool,
 ) -> Result<Exit, Stop> {
-    let cancel = cancel_on_signal();
+    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = spawn_printer(json, total, rx);
@@ -374,40 +373,6 @@ fn spawn_printer(
         }
         progress.finish()
     })
-}
-
-/// A token that Ctrl-C, SIGTERM (an orchestrator or service manager stopping
-/// the run) or SIGHUP (its terminal gone) cancels: no new partitions start,
-/// in-flight ones roll back; a second signal quits at once.
-fn cancel_on_signal() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hangup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
-        let mut next = async || -> Option<&'static str> {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
-                r = term.recv() => r.map(|()| "SIGTERM"),
-                r = hangup.recv() => r.map(|()| "SIGHUP"),
-            }
-        };
-        if let Some(what) = next().await {
-            noteln!(
-                "idem: {what}: cancelling: no new partitions start, in-flight ones roll back (Ctrl-C again to quit now)"
-            );
-            on_signal.cancel();
-            if next().await.is_some() {
-                std::process::exit(Exit::Cancelled.code().into());
-            }
-        }
-    });
-    cancel
 }
 
 fn print_outcome(outcome: &str) -> Result<(), Stop> {

@@ -3,11 +3,12 @@
 
 use std::path::Path;
 
-use super::output::outln;
-use super::{Stop, connect, find_job, load_config, parse_bound};
+use super::output::{noteln, outln};
+use super::{Stop, cancel_on_signal, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::numbers::n_rows;
 use crate::partition::RangeEnd;
+use crate::warehouse::WarehouseError;
 
 pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
     let result = async {
@@ -36,11 +37,16 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             )));
         }
         let warehouse = connect(&config, 2).await?;
-        let v = warehouse
-            .verify_partition(job, &partition)
-            .await
-            .map_err(|e| Stop::failed(format!("{} {}: {e}", job.name, partition.name())))?;
+        let cancel = cancel_on_signal("the proof rolls back");
+        let v = warehouse.verify_partition(job, &partition, &cancel).await;
         warehouse.close().await;
+        let v = match v {
+            Err(WarehouseError::Cancelled) => {
+                noteln!("idem: verify cancelled: everything was rolled back");
+                return Ok(Exit::Cancelled);
+            }
+            v => v.map_err(|e| Stop::failed(format!("{} {}: {e}", job.name, partition.name())))?,
+        };
         let Some(d) = &v.difference else {
             outln!(
                 "idempotent: {} {} gives the same {} on every run; everything was rolled back",

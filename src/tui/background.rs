@@ -30,9 +30,13 @@ pub struct Background {
     warehouse: Option<Warehouse>,
     connecting: bool,
     tokens: HashMap<usize, CancellationToken>,
+    /// The runs and verifications in flight (and some just ended).
     runs: Vec<JoinHandle<()>>,
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
+    /// Stops the verifications in flight (on leaving: each holds its
+    /// partition's lock until it rolls back).
+    verifying: CancellationToken,
     max_connections: u32,
     /// What the earlier refreshes read and answered.
     seen: Seen,
@@ -47,6 +51,7 @@ impl Background {
             tokens: HashMap::new(),
             runs: Vec::new(),
             reconciling: None,
+            verifying: CancellationToken::new(),
             max_connections: (concurrency as u32 * 2 + 2).max(4),
             seen: Seen::default(),
         }
@@ -134,7 +139,7 @@ impl Background {
                 let (etx, mut erx) = mpsc::unbounded_channel();
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
-                self.runs.push(tokio::spawn(async move {
+                self.track(tokio::spawn(async move {
                     if let Ok(Some(refusal)) = wh.read_only_refusal().await {
                         for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
                         {
@@ -178,7 +183,10 @@ impl Background {
                     });
                     return;
                 };
-                tokio::spawn(async move { send(verify(&wh, &req).await) });
+                let cancel = self.verifying.clone();
+                self.track(tokio::spawn(async move {
+                    send(verify(&wh, &req, &cancel).await)
+                }));
             }
             Effect::DefinitionDiff(req) => {
                 let Some(wh) = self.warehouse.clone() else {
@@ -242,6 +250,12 @@ impl Background {
 
     /// Cancels every run, gives them a moment to roll back and record it,
     /// and closes the warehouse.
+    /// A task that writes to the warehouse, waited for on leaving.
+    fn track(&mut self, task: JoinHandle<()>) {
+        self.runs.retain(|t| !t.is_finished());
+        self.runs.push(task);
+    }
+
     pub async fn shut_down(self) {
         for t in self.tokens.values() {
             t.cancel();
@@ -249,6 +263,7 @@ impl Background {
         if let Some((_, t)) = &self.reconciling {
             t.cancel();
         }
+        self.verifying.cancel();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         for h in self.runs {
             let _ = tokio::time::timeout_at(deadline, h).await;
@@ -339,11 +354,11 @@ pub async fn read_states(
 
 /// Proves a partition idempotent (everything rolls back) and answers with
 /// the message for the console.
-pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest) -> Msg {
+pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest, cancel: &CancellationToken) -> Msg {
     Msg::Verified {
         id: req.id,
         result: warehouse
-            .verify_partition(&req.job, &req.partition)
+            .verify_partition(&req.job, &req.partition, cancel)
             .await
             .map_err(|e| e.to_string()),
     }

@@ -3,6 +3,7 @@
 //! transaction; the rows after each must be the same. Everything rolls back.
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use super::{Warehouse, WarehouseError};
 use crate::config::Job;
@@ -45,9 +46,10 @@ impl Warehouse {
         &self,
         job: &Job,
         partition: &Partition,
+        cancel: &CancellationToken,
     ) -> Result<Verification, WarehouseError> {
-        let mut runs = self.rows_after_runs(job, partition, 2).await?;
-        runs.extend(self.rows_after_runs(job, partition, 1).await?);
+        let mut runs = self.rows_after_runs(job, partition, 2, cancel).await?;
+        runs.extend(self.rows_after_runs(job, partition, 1, cancel).await?);
         let rows = runs.iter().map(Vec::len).collect();
         let difference = compare(&runs[0], &runs[1], "run 1", "run 2 (on top of run 1)")
             .or_else(|| compare(&runs[0], &runs[2], "run 1", "run 3 (a later transaction)"));

@@ -103,21 +103,19 @@ impl Warehouse {
     }
 
     /// Runs a partition's load `runs` times in one transaction, returning its
-    /// rows (as text) after each run, and rolls everything back.
+    /// rows (as text) after each run, and rolls everything back; stopped,
+    /// on the server too, once `cancel` fires (`Err(Cancelled)`).
     pub(super) async fn rows_after_runs(
         &self,
         job: &Job,
         partition: &Partition,
         runs: usize,
+        cancel: &CancellationToken,
     ) -> Result<Vec<Vec<Vec<Option<String>>>>, WarehouseError> {
+        let stage = StageCell::default();
+        let verify = self.locked(job, partition, Work::Verify { runs }, &|_| {}, &stage);
         match self
-            .locked(
-                job,
-                partition,
-                Work::Verify { runs },
-                &|_| {},
-                &StageCell::default(),
-            )
+            .unless_cancelled(verify, &stage, cancel, &|_| {})
             .await?
         {
             Done::Verified(rows) => Ok(rows),
