@@ -187,11 +187,7 @@ async fn a_cancelled_load_stops_on_the_server_and_frees_its_lock(kind: Kind) {
         );
     }
 
-    // The locks are free: a run of the same days takes them at once (its
-    // lock timeout is 1 s, and each INSERT would have held it for 30 s).
-    let quick = plan(&wh, &config, "quick", &days("2026-01-01", "2026-01-02")).await;
-    let (summary, events) = common::run(&wh, &quick).await;
-    assert_eq!(summary.succeeded, 2, "{:?}", common::errors(&events));
+    quick_run_loads(&wh, &config, "2026-01-01", "2026-01-02").await;
     assert_eq!(count(&wh, "SELECT count(*) FROM fct").await, 4);
     drop(db);
 }
@@ -260,32 +256,62 @@ async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did
 
 /// `idem verify` runs the job twice under the partition's lock and rolls
 /// back; SIGTERM mid-way ends its statement on the server too.
-async fn a_verification_stopped_by_sigterm_stops_on_the_server(kind: Kind) {
-    let (db, config, wh) = setup(kind, &[]).await;
-    let config_path = db.path().join("idem.toml");
+/// Starts idem with `args` and waits until the server runs a statement of
+/// it, and a moment more.
+async fn idem_mid_statement(
+    db: &TestDb,
+    wh: &Warehouse,
+    kind: Kind,
+    args: &[&str],
+) -> std::process::Child {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("--config")
-        .arg(&config_path)
-        .args(["verify", "slow", "2026-01-01"])
+        .arg(db.path().join("idem.toml"))
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn idem");
     let mut started = false;
     for _ in 0..100 {
-        if count(&wh, busy_sessions(kind)).await > 0 {
+        if count(wh, busy_sessions(kind)).await > 0 {
             started = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(started, "the verification never reached the server");
+    assert!(started, "idem {args:?} never reached the server");
     tokio::time::sleep(Duration::from_millis(300)).await;
+    child
+}
+
+fn signal(child: &std::process::Child, signal: &str) {
     let signalled = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .expect("kill");
     assert!(signalled.success());
+}
+
+/// The partitions' locks are free: a run of them takes them at once (its
+/// lock timeout is 1 s, and a slow INSERT would hold them for 30 s).
+async fn quick_run_loads(wh: &Warehouse, config: &Config, from: &str, to: &str) {
+    let quick = plan(wh, config, "quick", &days(from, to)).await;
+    let (summary, events) = common::run(wh, &quick).await;
+    assert_eq!(
+        summary.succeeded,
+        quick.partitions.len(),
+        "{:?}",
+        common::errors(&events)
+    );
+}
+
+/// `idem verify` runs the job twice under the partition's lock and rolls
+/// back; SIGTERM mid-way ends its statement on the server too.
+async fn a_verification_stopped_by_sigterm_stops_on_the_server(kind: Kind) {
+    let (db, config, wh) = setup(kind, &[]).await;
+    let child = idem_mid_statement(&db, &wh, kind, &["verify", "slow", "2026-01-01"]).await;
+    signal(&child, "-TERM");
     let out = child.wait_with_output().expect("idem ends");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -294,9 +320,7 @@ async fn a_verification_stopped_by_sigterm_stops_on_the_server(kind: Kind) {
         comes_to_zero(&wh, busy_sessions(kind)).await,
         "the cancelled verification still runs on the server"
     );
-    let quick = plan(&wh, &config, "quick", &days("2026-01-01", "2026-01-01")).await;
-    let (summary, events) = common::run(&wh, &quick).await;
-    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    quick_run_loads(&wh, &config, "2026-01-01", "2026-01-01").await;
     drop(db);
 }
 
@@ -316,4 +340,32 @@ async fn postgres_a_verification_stopped_by_sigterm_stops_on_the_server() {
 )]
 async fn mysql_a_verification_stopped_by_sigterm_stops_on_the_server() {
     a_verification_stopped_by_sigterm_stops_on_the_server(Kind::MySql).await;
+}
+
+/// idem killed outright (SIGKILL: the OOM killer, an orchestrator's last
+/// word) cannot end anything itself; PostgreSQL notices the closed
+/// connection within the second idem's sessions ask it to check at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_killed_run_leaves_nothing_running_on_the_server() {
+    let kind = Kind::Postgres;
+    let (db, config, wh) = setup(kind, &[]).await;
+    let mut child = idem_mid_statement(
+        &db,
+        &wh,
+        kind,
+        &["run", "slow", "--from", "2026-01-01", "--to", "2026-01-02"],
+    )
+    .await;
+    signal(&child, "-KILL");
+    child.wait().expect("idem ends");
+    assert!(
+        comes_to_zero(&wh, busy_sessions(kind)).await,
+        "the killed run's INSERTs still run on the server"
+    );
+    quick_run_loads(&wh, &config, "2026-01-01", "2026-01-02").await;
+    drop(db);
 }

@@ -98,14 +98,19 @@ impl Dialect for Postgres {
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
-        // One simple query, one round trip for the three. Windows are UTC
+        // One simple query, one round trip for all of them. Windows are UTC
         // instants whatever the server's time zone. A load's statements are
         // prepared once and run for every partition while the target grows:
         // a generic plan made when it was empty (a sequential scan) would
         // then read the whole table for every window, so each execution is
-        // planned for its own window.
+        // planned for its own window. A statement whose client is gone
+        // (idem killed: its kernel closes the connection) stops within a
+        // second rather than running on under its partition's lock:
+        // PostgreSQL 14 and later look at the connection while they work.
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
-           SET plan_cache_mode = force_custom_plan"]
+           SET plan_cache_mode = force_custom_plan; \
+           SELECT set_config('client_connection_check_interval', '1s', false) \
+           WHERE current_setting('server_version_num')::int >= 140000"]
     }
 
     /// Every statement of the session, not only the partition lock, waits
