@@ -30,6 +30,19 @@ fn jobs() -> String {
             "2026-01-10",
             "select id, amount, dt\nfrom src -- :ignored in a comment\nwhere dt >= :start and dt < :end",
         ),
+        // As pasted from an editor: a semicolon, then comments.
+        common::replace_job(
+            "pasted",
+            "fct_pasted",
+            "2026-01-10",
+            "select id, amount, dt from src where dt >= :start and dt < :end; -- ';' done\n/* end */",
+        ),
+        common::merge_job(
+            "dim_pasted",
+            "dim_pasted",
+            "2026-01-10",
+            "select id, amount, dt from src where dt >= :start and dt < :end -- no semicolon",
+        ),
     ]
     .concat()
 }
@@ -49,6 +62,8 @@ pub async fn fixture(kind: Kind) -> Option<Fixture> {
         "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)".to_string(),
         "CREATE TABLE fct_clean (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)".to_string(),
         "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+        "CREATE TABLE fct_pasted (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+        "CREATE TABLE dim_pasted (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
     ];
     let mut values = Vec::new();
     for d in 0..DAYS {
@@ -195,6 +210,28 @@ async fn running_twice_equals_running_once(kind: Kind) {
         f.wh.table_fingerprint(&f.job("dim").target).await.unwrap(),
         table_once
     );
+}
+
+/// SQL as pasted from an editor (a semicolon, comments after it, a line
+/// comment last) loads as the same SQL without them.
+async fn pasted_sql_with_a_semicolon_and_comments_loads(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    for (job, like) in [("pasted", "fct"), ("dim_pasted", "dim")] {
+        let (pasted, events) = f.run(job, Selection::default()).await;
+        assert_eq!(
+            pasted.succeeded,
+            DAYS as usize,
+            "{:?}",
+            common::errors(&events)
+        );
+        let (plain, _) = f.run(like, Selection::default()).await;
+        assert_eq!(plain.succeeded, DAYS as usize);
+        assert_eq!(
+            f.wh.table_fingerprint(&f.job(job).target).await.unwrap(),
+            f.wh.table_fingerprint(&f.job(like).target).await.unwrap(),
+            "{job}"
+        );
+    }
 }
 
 async fn naive_insert_doubles_but_replace_does_not(kind: Kind) {
@@ -376,6 +413,7 @@ async fn statuses_follow_the_warehouse(kind: Kind) {
 
 on_every_engine!(
     running_twice_equals_running_once,
+    pasted_sql_with_a_semicolon_and_comments_loads,
     naive_insert_doubles_but_replace_does_not,
     partial_failure_then_only_failed_converges,
     late_arriving_row_changes_only_its_day,

@@ -215,7 +215,7 @@ fn map<'a>(id: &'a str, node: &'a Node) -> Result<Mapped<'a>, String> {
     let Some(compiled) = node.compiled_code.as_deref() else {
         return Err("no compiled SQL in the manifest: run `dbt compile` first".into());
     };
-    let compiled = compiled.trim().trim_end_matches(';').trim_end();
+    let compiled = crate::warehouse::sql::query_body(compiled.trim());
     let sql = format!(
         "select * from (\n{compiled}\n) dbt_model\nwhere {event_time} >= :start and {event_time} < :end"
     );

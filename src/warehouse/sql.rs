@@ -210,7 +210,7 @@ impl Sql {
         first: &Partition,
         last: &Partition,
     ) -> Result<&mut Self, UnknownParameter> {
-        let body = sql.trim().trim_end_matches(';').trim_end();
+        let body = query_body(sql);
         for piece in split_parameters(body) {
             match piece {
                 Piece::Text(t) => {
@@ -266,6 +266,67 @@ pub(crate) enum Piece<'a> {
     Param(&'a str),
 }
 
+/// A string literal, quoted name or comment starting at `i`: whether it is
+/// a comment, and where it ends.
+fn quoted_or_comment(bytes: &[u8], mut i: usize) -> Option<(bool, usize)> {
+    match bytes[i] {
+        q @ (b'\'' | b'"' | b'`') => {
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == q {
+                    if bytes.get(i + 1) == Some(&q) {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                if bytes[i] == b'\\' && q == b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            Some((false, (i + 1).min(bytes.len())))
+        }
+        b'-' if bytes.get(i + 1) == Some(&b'-') => {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            Some((true, i))
+        }
+        b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            i += 2;
+            while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                i += 1;
+            }
+            Some((true, (i + 2).min(bytes.len())))
+        }
+        _ => None,
+    }
+}
+
+/// A job's query without what may follow it: whitespace, comments and
+/// semicolons (`select …; -- done`), which would break the statement idem
+/// wraps it in.
+pub(crate) fn query_body(sql: &str) -> &str {
+    let bytes = sql.as_bytes();
+    let (mut end, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some((comment, next)) = quoted_or_comment(bytes, i) {
+            if !comment {
+                end = next;
+            }
+            i = next;
+            continue;
+        }
+        if !bytes[i].is_ascii_whitespace() && bytes[i] != b';' {
+            end = i + 1;
+        }
+        i += 1;
+    }
+    // `end` follows an ASCII byte or a whole literal: a char boundary.
+    sql.get(..end).unwrap_or(sql)
+}
+
 /// Splits SQL into text and `:name` parameters, skipping string literals,
 /// quoted identifiers, comments and PostgreSQL `::` casts.
 pub(crate) fn split_parameters(sql: &str) -> Vec<Piece<'_>> {
@@ -274,36 +335,11 @@ pub(crate) fn split_parameters(sql: &str) -> Vec<Piece<'_>> {
     let mut text_start = 0;
     let mut i = 0;
     while i < bytes.len() {
+        if let Some((_, next)) = quoted_or_comment(bytes, i) {
+            i = next;
+            continue;
+        }
         match bytes[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() {
-                    if bytes[i] == q {
-                        if bytes.get(i + 1) == Some(&q) {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    if bytes[i] == b'\\' && q == b'\'' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 2;
-            }
             b':' if bytes.get(i + 1) == Some(&b':') => i += 2,
             b':' if bytes
                 .get(i + 1)
@@ -356,6 +392,29 @@ mod tests {
             params("select 'it''s :x' as a, \"col:y\" from t"),
             Vec::<&str>::new()
         );
+    }
+
+    #[test]
+    fn a_query_body_ends_at_its_last_token() {
+        for (sql, body) in [
+            ("select 1", "select 1"),
+            ("select 1;", "select 1"),
+            ("select 1 ;\n\n", "select 1"),
+            ("select 1; -- done", "select 1"),
+            ("select 1 -- done", "select 1"),
+            ("select 1 /* c */ ;", "select 1"),
+            ("select 1 /* open", "select 1"),
+            ("select 1;;", "select 1"),
+            ("select ';' as x;", "select ';' as x"),
+            ("select '--' as x -- c\n;\n", "select '--' as x"),
+            ("select \"a;\" from t", "select \"a;\" from t"),
+            ("select 'é' ; -- fin", "select 'é'"),
+            ("select 1 -- it's\nfrom t", "select 1 -- it's\nfrom t"),
+            ("select 'open", "select 'open"),
+            ("", ""),
+        ] {
+            assert_eq!(query_body(sql), body, "{sql:?}");
+        }
     }
 
     #[test]
