@@ -40,7 +40,7 @@ impl Lineage {
                 .iter()
                 .map(|d| (d.name.clone(), Because::Declared))
                 .collect();
-            let read = crate::lint::tables_read(&job.sql);
+            let read = crate::lint::tables_read(job);
             for other in config.jobs.iter().filter(|o| o.name != job.name) {
                 if ups.iter().any(|(n, _)| *n == other.name) {
                     continue;

@@ -234,6 +234,50 @@ async fn pasted_sql_with_a_semicolon_and_comments_loads(kind: Kind) {
     }
 }
 
+/// `'\'` is a whole string on PostgreSQL and SQLite; MariaDB writes it
+/// `'\\'`. Either way the `:start` after it is a parameter, for the load
+/// and for lint.
+async fn a_backslash_in_a_string_is_read_as_the_engine_reads_it(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("test database");
+    let backslash = if kind == Kind::MySql { r"'\\'" } else { r"'\'" };
+    let job = format!(
+        "[[jobs]]\nname = \"paths\"\ntarget = \"paths_out\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+         sql = '''\nselect id, dt, replace(p, {backslash}, '/') as p from paths where dt >= :start and dt < :end\n'''\n"
+    );
+    let (_, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    let value = if kind == Kind::MySql {
+        r"'a\\b'"
+    } else {
+        r"'a\b'"
+    };
+    wh.execute_script(&[
+        "CREATE TABLE paths (id INTEGER NOT NULL, dt DATE NOT NULL, p VARCHAR(20) NOT NULL)",
+        "CREATE TABLE paths_out (id INTEGER NOT NULL, dt DATE NOT NULL, p VARCHAR(20) NOT NULL)",
+        &format!("INSERT INTO paths VALUES (1, '2026-01-01', {value})"),
+    ])
+    .await
+    .expect("setup");
+    let job = &config.jobs[0];
+    let errors: Vec<_> = idem::lint::static_findings(job)
+        .into_iter()
+        .filter(|f| f.severity == idem::lint::Severity::Error)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    let row = sqlx::query("SELECT p FROM paths_out")
+        .fetch_one(wh.pool())
+        .await
+        .expect("row");
+    assert_eq!(sqlx::Row::get::<String, _>(&row, 0), "a/b");
+    drop(db);
+}
+
 async fn naive_insert_doubles_but_replace_does_not(kind: Kind) {
     let Some(f) = fixture(kind).await else { return };
     let naive = "INSERT INTO fct (id, amount, dt) SELECT id, amount, dt FROM src WHERE dt >= '2026-01-01' AND dt < '2026-01-02'";
@@ -414,6 +458,7 @@ async fn statuses_follow_the_warehouse(kind: Kind) {
 on_every_engine!(
     running_twice_equals_running_once,
     pasted_sql_with_a_semicolon_and_comments_loads,
+    a_backslash_in_a_string_is_read_as_the_engine_reads_it,
     naive_insert_doubles_but_replace_does_not,
     partial_failure_then_only_failed_converges,
     late_arriving_row_changes_only_its_day,

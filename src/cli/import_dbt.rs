@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::Stop;
 use super::output::{noteln, outln};
-use crate::config::{Ident, TableName};
+use crate::config::{Engine, Ident, TableName};
 use crate::exit::Exit;
 use crate::partition::{Grain, Partition, RangeEnd};
 
@@ -26,6 +26,25 @@ pub fn import_dbt(manifest_path: &Path) -> Exit {
 struct Manifest {
     #[serde(default)]
     nodes: BTreeMap<String, Node>,
+    #[serde(default)]
+    metadata: Metadata,
+}
+
+#[derive(Deserialize, Default)]
+struct Metadata {
+    /// `postgres`, `mysql`, `sqlite`, …: how the compiled SQL is lexed.
+    #[serde(default)]
+    adapter_type: Option<String>,
+}
+
+impl Metadata {
+    fn engine(&self) -> Engine {
+        match self.adapter_type.as_deref() {
+            Some("mysql" | "mariadb") => Engine::MySql,
+            Some("sqlite") => Engine::Sqlite,
+            _ => Engine::Postgres,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -110,7 +129,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             not_incremental.push(&node.name);
             continue;
         }
-        match map(id, node) {
+        match map(id, node, manifest.metadata.engine()) {
             Ok(job) => mapped.push(job),
             Err(reason) => left_out.push((&node.name, reason)),
         }
@@ -151,7 +170,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
 }
 
 /// The job a model maps to, or why it cannot.
-fn map<'a>(id: &'a str, node: &'a Node) -> Result<Mapped<'a>, String> {
+fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, String> {
     let config = &node.config;
     let keys: Vec<String> = match &config.unique_key {
         None => Vec::new(),
@@ -215,7 +234,7 @@ fn map<'a>(id: &'a str, node: &'a Node) -> Result<Mapped<'a>, String> {
     let Some(compiled) = node.compiled_code.as_deref() else {
         return Err("no compiled SQL in the manifest: run `dbt compile` first".into());
     };
-    let compiled = crate::warehouse::sql::query_body(compiled.trim());
+    let compiled = crate::warehouse::sql::query_body(compiled.trim(), engine);
     let sql = format!(
         "select * from (\n{compiled}\n) dbt_model\nwhere {event_time} >= :start and {event_time} < :end"
     );

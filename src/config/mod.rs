@@ -1,6 +1,7 @@
 //! `idem.toml`: parsed with spans so that every error names file, line, column
 //! and field, then validated into [`Config`] with checked identifiers.
 
+mod engine;
 mod ident;
 
 use std::ops::Range;
@@ -11,6 +12,7 @@ use serde::Deserialize;
 use serde_spanned::Spanned;
 use sha2::{Digest, Sha256};
 
+pub use engine::Engine;
 pub use ident::{Ident, TableName};
 
 use crate::partition::{Grain, Partition, RangeEnd};
@@ -31,6 +33,12 @@ pub struct WarehouseConfig {
     /// How long to wait for a connection before taking the warehouse for
     /// unreachable.
     pub connect_timeout: Duration,
+}
+
+impl WarehouseConfig {
+    pub fn engine(&self) -> Engine {
+        Engine::of_url(&self.url)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -88,6 +96,9 @@ pub struct Job {
     pub depends_on: Vec<Dependency>,
     /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
     pub sql_line: usize,
+    /// The warehouse's engine, which reads `sql`: where its strings and
+    /// comments end (see [`Engine::backslash_escapes`]).
+    pub engine: Engine,
 }
 
 impl Job {
@@ -352,7 +363,7 @@ pub fn parse(
 
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
-        let job = validate_job(&cx, i, raw_job.get_ref(), &defaults)?;
+        let job = validate_job(&cx, i, raw_job.get_ref(), &defaults, warehouse.engine())?;
         if jobs.iter().any(|j| j.name == job.name) {
             let name = &raw_job.get_ref().name;
             return Err(cx.error(
@@ -404,6 +415,7 @@ fn validate_job(
     i: usize,
     raw: &RawJob,
     defaults: &Defaults,
+    engine: Engine,
 ) -> Result<Job, ConfigError> {
     let field = |f: &str| format!("jobs[{i}].{f}");
     let name = raw.name.get_ref().trim().to_string();
@@ -542,6 +554,7 @@ fn validate_job(
         shrink_guard,
         depends_on: Vec::new(),
         sql_line,
+        engine,
     })
 }
 

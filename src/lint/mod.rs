@@ -76,12 +76,12 @@ fn file_line(job: &Job, n: usize) -> usize {
 /// Findings from the job's definition and SQL alone: no IO.
 /// The tables a job's SQL reads (lower-cased, qualified as written), for
 /// lineage; empty when no SQL dialect parses it.
-pub fn tables_read(sql: &str) -> std::collections::BTreeSet<String> {
-    sql::read(sql).tables
+pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
+    sql::read(&job.sql, job.engine).tables
 }
 
 pub fn static_findings(job: &Job) -> Vec<Finding> {
-    let reading = sql::read(&job.sql);
+    let reading = sql::read(&job.sql, job.engine);
     let mut out = Vec::new();
     let at = |n: usize| file_line(job, n);
 
@@ -493,7 +493,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
     }
 
-    let reading = sql::read(&job.sql);
+    let reading = sql::read(&job.sql, job.engine);
     let one_query = matches!(reading.statements.as_slice(), [s] if s.is_query);
     if one_query && !outputs_known(&reading, job) {
         let mut sql = wh.sql();

@@ -15,6 +15,7 @@ use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialec
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
+use crate::config::Engine;
 use crate::warehouse::sql::{Piece, split_parameters};
 
 mod tokens;
@@ -127,11 +128,11 @@ impl Reading {
     }
 }
 
-pub(super) fn read(sql: &str) -> Reading {
+pub(super) fn read(sql: &str, engine: Engine) -> Reading {
     let mut reading = Reading::default();
     let mut text = String::with_capacity(sql.len() + 64);
     let mut line = 1;
-    for piece in split_parameters(sql) {
+    for piece in split_parameters(sql, engine) {
         match piece {
             Piece::Text(t) => {
                 line += t.matches('\n').count();
@@ -572,7 +573,11 @@ mod tests {
     use super::*;
 
     fn calls(sql: &str) -> Vec<String> {
-        read(sql).volatile.into_iter().map(|v| v.call).collect()
+        read(sql, Engine::Postgres)
+            .volatile
+            .into_iter()
+            .map(|v| v.call)
+            .collect()
     }
 
     #[test]
@@ -596,7 +601,10 @@ mod tests {
 
     #[test]
     fn parameters_keep_their_lines() {
-        let r = read("select a\nfrom t\nwhere d >= :start\n and d < :end");
+        let r = read(
+            "select a\nfrom t\nwhere d >= :start\n and d < :end",
+            Engine::Postgres,
+        );
         assert_eq!(
             r.params,
             vec![("start".to_string(), 3), ("end".to_string(), 4)]
@@ -611,6 +619,7 @@ mod tests {
     fn lineage_follows_aliases() {
         let r = read(
             "with b as (select cast(event_time as date) as dt from e where event_time >= :start)\nselect dt from b",
+            Engine::Postgres,
         );
         assert!(r.lineage("dt").contains("event_time"));
     }

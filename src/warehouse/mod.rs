@@ -35,12 +35,7 @@ use crate::config::{Ident, Job, TableName, WarehouseConfig};
 use crate::partition::{Grain, Partition};
 use sql::Sql;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    Sqlite,
-    Postgres,
-    MySql,
-}
+pub use crate::config::Engine;
 
 /// How a row count over a range of partitions ([`Warehouse::partition_counts`])
 /// spares the range test on every row when the whole table lies in the
@@ -372,12 +367,10 @@ impl Warehouse {
     ) -> Result<Warehouse, WarehouseError> {
         sqlx::any::install_default_drivers();
         let url = config.url.clone();
-        let dialect: &'static dyn Dialect = if url.starts_with("sqlite:") {
-            &sqlite::Sqlite
-        } else if url.starts_with("postgres") {
-            &postgres::Postgres
-        } else {
-            &mysql::MySql
+        let dialect: &'static dyn Dialect = match config.engine() {
+            Engine::Sqlite => &sqlite::Sqlite,
+            Engine::Postgres => &postgres::Postgres,
+            Engine::MySql => &mysql::MySql,
         };
         let url = if dialect.engine() == Engine::Sqlite && !url.contains("mode=") {
             format!("{url}{}mode=rwc", if url.contains('?') { "&" } else { "?" })

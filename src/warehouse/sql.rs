@@ -6,7 +6,7 @@ use sqlx::any::AnyArguments;
 use sqlx::{Arguments, AssertSqlSafe};
 
 use super::{ColumnKind, Dialect};
-use crate::config::{Ident, TableName};
+use crate::config::{Engine, Ident, TableName};
 use crate::partition::{Grain, Partition};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -210,8 +210,9 @@ impl Sql {
         first: &Partition,
         last: &Partition,
     ) -> Result<&mut Self, UnknownParameter> {
-        let body = query_body(sql);
-        for piece in split_parameters(body) {
+        let engine = self.dialect.engine();
+        let body = query_body(sql, engine);
+        for piece in split_parameters(body, engine) {
             match piece {
                 Piece::Text(t) => {
                     self.push(t);
@@ -267,10 +268,16 @@ pub(crate) enum Piece<'a> {
 }
 
 /// A string literal, quoted name or comment starting at `i`: whether it is
-/// a comment, and where it ends.
-fn quoted_or_comment(bytes: &[u8], mut i: usize) -> Option<(bool, usize)> {
+/// a comment, and where it ends. A backslash escapes the next character
+/// where `engine` says so, and in PostgreSQL's `E'…'` strings.
+fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool, usize)> {
     match bytes[i] {
         q @ (b'\'' | b'"' | b'`') => {
+            let escapes = engine.backslash_escapes()
+                || (q == b'\''
+                    && i > 0
+                    && matches!(bytes[i - 1], b'e' | b'E')
+                    && (i < 2 || !(bytes[i - 2].is_ascii_alphanumeric() || bytes[i - 2] == b'_')));
             i += 1;
             while i < bytes.len() {
                 if bytes[i] == q {
@@ -280,7 +287,7 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize) -> Option<(bool, usize)> {
                     }
                     break;
                 }
-                if bytes[i] == b'\\' && q == b'\'' {
+                if bytes[i] == b'\\' && escapes && q != b'`' {
                     i += 1;
                 }
                 i += 1;
@@ -307,11 +314,11 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize) -> Option<(bool, usize)> {
 /// A job's query without what may follow it: whitespace, comments and
 /// semicolons (`select …; -- done`), which would break the statement idem
 /// wraps it in.
-pub(crate) fn query_body(sql: &str) -> &str {
+pub(crate) fn query_body(sql: &str, engine: Engine) -> &str {
     let bytes = sql.as_bytes();
     let (mut end, mut i) = (0, 0);
     while i < bytes.len() {
-        if let Some((comment, next)) = quoted_or_comment(bytes, i) {
+        if let Some((comment, next)) = quoted_or_comment(bytes, i, engine) {
             if !comment {
                 end = next;
             }
@@ -328,14 +335,15 @@ pub(crate) fn query_body(sql: &str) -> &str {
 }
 
 /// Splits SQL into text and `:name` parameters, skipping string literals,
-/// quoted identifiers, comments and PostgreSQL `::` casts.
-pub(crate) fn split_parameters(sql: &str) -> Vec<Piece<'_>> {
+/// quoted identifiers, comments and PostgreSQL `::` casts, as `engine`
+/// reads them.
+pub(crate) fn split_parameters(sql: &str, engine: Engine) -> Vec<Piece<'_>> {
     let bytes = sql.as_bytes();
     let mut pieces = Vec::new();
     let mut text_start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if let Some((_, next)) = quoted_or_comment(bytes, i) {
+        if let Some((_, next)) = quoted_or_comment(bytes, i, engine) {
             i = next;
             continue;
         }
@@ -371,7 +379,11 @@ mod tests {
     use super::*;
 
     fn params(sql: &str) -> Vec<&str> {
-        split_parameters(sql)
+        params_of(sql, Engine::Postgres)
+    }
+
+    fn params_of(sql: &str, engine: Engine) -> Vec<&str> {
+        split_parameters(sql, engine)
             .into_iter()
             .filter_map(|p| match p {
                 Piece::Param(n) => Some(n),
@@ -413,14 +425,35 @@ mod tests {
             ("select 'open", "select 'open"),
             ("", ""),
         ] {
-            assert_eq!(query_body(sql), body, "{sql:?}");
+            assert_eq!(query_body(sql, Engine::Postgres), body, "{sql:?}");
         }
+    }
+
+    #[test]
+    fn a_backslash_escapes_where_the_engine_says_so() {
+        // `'\'` is one backslash on PostgreSQL and SQLite, and the start of
+        // a string on MariaDB, where one backslash is written `'\\'`.
+        let standard = "select replace(p, '\\', '/') from t where d >= :start and d < :end";
+        for engine in [Engine::Postgres, Engine::Sqlite] {
+            assert_eq!(params_of(standard, engine), ["start", "end"], "{engine:?}");
+        }
+        let mysql = "select replace(p, '\\\\', '/'), 'it\\'s :no' from t where d >= :start";
+        assert_eq!(params_of(mysql, Engine::MySql), ["start"]);
+        // PostgreSQL's E'…' strings escape; a name ending in e does not.
+        let e_string = "select E'it\\'s :no' from t where d >= :start";
+        assert_eq!(params_of(e_string, Engine::Postgres), ["start"]);
+        let keyword = "select case when a then 'x' else'\\' end from t where d >= :start";
+        assert_eq!(params_of(keyword, Engine::Postgres), ["start"]);
+        assert_eq!(
+            query_body("select '\\' as p; -- c", Engine::Sqlite),
+            "select '\\' as p"
+        );
     }
 
     #[test]
     fn text_pieces_reassemble_the_sql() {
         let sql = "select a from t where d >= :start and d < :end";
-        let joined: String = split_parameters(sql)
+        let joined: String = split_parameters(sql, Engine::Postgres)
             .into_iter()
             .map(|p| match p {
                 Piece::Text(t) => t.to_string(),
