@@ -267,14 +267,23 @@ pub(crate) enum Piece<'a> {
     Param(&'a str),
 }
 
-/// A string literal, quoted name or comment starting at `i`: whether it is
-/// a comment, and where it ends. A backslash escapes the next character
-/// where `engine` says so, and in PostgreSQL's `E'…'` strings.
+/// A string literal, quoted name or comment starting at `i`, as `engine`
+/// reads them: whether it is a comment, and where it ends. A backslash
+/// escapes the next character where the engine says so, and in
+/// PostgreSQL's `E'…'` strings; PostgreSQL also quotes with `$tag$…$tag$`,
+/// and MariaDB/MySQL also comment with `#`.
 fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool, usize)> {
+    let line_comment = |mut i: usize| {
+        while i < bytes.len() && bytes[i] != b'\n' {
+            i += 1;
+        }
+        Some((true, i))
+    };
     match bytes[i] {
         q @ (b'\'' | b'"' | b'`') => {
             let escapes = engine.backslash_escapes()
                 || (q == b'\''
+                    && engine == Engine::Postgres
                     && i > 0
                     && matches!(bytes[i - 1], b'e' | b'E')
                     && (i < 2 || !(bytes[i - 2].is_ascii_alphanumeric() || bytes[i - 2] == b'_')));
@@ -294,11 +303,23 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool
             }
             Some((false, (i + 1).min(bytes.len())))
         }
-        b'-' if bytes.get(i + 1) == Some(&b'-') => {
-            while i < bytes.len() && bytes[i] != b'\n' {
-                i += 1;
+        b'-' if bytes.get(i + 1) == Some(&b'-') => line_comment(i),
+        b'#' if engine == Engine::MySql => line_comment(i),
+        b'$' if engine == Engine::Postgres => {
+            // `$$` or `$tag$`, the tag an identifier (`$1` is a parameter).
+            let tag_end = bytes[i + 1..]
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                .map(|n| i + 1 + n)?;
+            if bytes[tag_end] != b'$' || bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                return None;
             }
-            Some((true, i))
+            let tag = &bytes[i..=tag_end];
+            let close = bytes[tag_end + 1..]
+                .windows(tag.len())
+                .position(|w| w == tag)
+                .map_or(bytes.len(), |n| tag_end + 1 + n + tag.len());
+            Some((false, close))
         }
         b'/' if bytes.get(i + 1) == Some(&b'*') => {
             i += 2;
@@ -444,6 +465,25 @@ mod tests {
         assert_eq!(params_of(e_string, Engine::Postgres), ["start"]);
         let keyword = "select case when a then 'x' else'\\' end from t where d >= :start";
         assert_eq!(params_of(keyword, Engine::Postgres), ["start"]);
+    }
+
+    #[test]
+    fn dollar_quotes_and_hash_comments_where_the_engine_has_them() {
+        let dollars = "select $$it's :no$$, $q$ $$ :no $q$, $1 from t where d >= :start";
+        assert_eq!(params_of(dollars, Engine::Postgres), ["start"]);
+        assert_eq!(
+            query_body("select $$;$$ ; -- c", Engine::Postgres),
+            "select $$;$$"
+        );
+        assert_eq!(
+            params_of("select $$ :open", Engine::Postgres),
+            Vec::<&str>::new()
+        );
+        let hash = "select 1 # don't :no\nfrom t where d >= :start";
+        assert_eq!(params_of(hash, Engine::MySql), ["start"]);
+        assert_eq!(query_body("select 1; # done", Engine::MySql), "select 1");
+        // Elsewhere `#` is an operator.
+        assert_eq!(params_of("select 5 # :x", Engine::Postgres), ["x"]);
         assert_eq!(
             query_body("select '\\' as p; -- c", Engine::Sqlite),
             "select '\\' as p"
