@@ -1,17 +1,55 @@
-//! A PostgreSQL server killed with SIGKILL in the middle of a backfill, then
+//! A server killed with SIGKILL in the middle of a backfill, then
 //! restarted: every partition is whole or untouched, every success the
 //! ledger recorded is there, and a re-run converges. The server is a
-//! throwaway cluster of this test's own (initdb in a temp dir, its own
-//! port), never the shared one.
+//! throwaway of this test's own (PostgreSQL: initdb in a temp dir;
+//! MariaDB: mariadb-install-db in a temp dir; each on its own port), never
+//! the shared one.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sqlx::{Connection, Executor, Row};
+use sqlx::{AnyConnection, Connection, Executor, Row};
 
 const DAYS: i64 = 20;
 const ROWS: i64 = 2000;
+
+/// A server of the test's own, to crash and start again.
+trait Throwaway {
+    fn url(&self) -> String;
+    /// SIGKILL to the server and everything it started: a crash, not a
+    /// shutdown. Returns once its port is closed.
+    fn crash(&self);
+    fn start(&self);
+}
+
+/// None (skipped) where this machine cannot run a server of its own
+/// (`what` says what it needs); under CI=true that is a failure.
+fn needed<T>(found: Option<T>, what: &str) -> Option<T> {
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI must run the server-crash test: it needs {what}");
+        }
+        eprintln!("skipped: a throwaway server needs {what}");
+    }
+    found
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// Waits until nothing listens on `port`.
+fn wait_closed(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        assert!(Instant::now() < deadline, "the server did not die");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// A PostgreSQL cluster in a temp dir, run as the postgres user.
 struct Cluster {
@@ -50,26 +88,12 @@ fn free_port() -> u16 {
 }
 
 impl Cluster {
-    /// None (skipped) where this machine cannot run a cluster of its own;
-    /// under CI=true that is a failure.
     fn new() -> Option<Cluster> {
         // Starting a cluster as the postgres user takes root (as CI runs).
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-        let runnable = postgres_bin().filter(|_| root && Path::new("/usr/sbin/runuser").exists());
-        let Some(bin) = runnable else {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!(
-                    "CI must run the server-crash test: it needs root, runuser and the PostgreSQL binaries"
-                );
-            }
-            eprintln!(
-                "skipped: starting a throwaway cluster needs root, runuser and the PostgreSQL binaries"
-            );
-            return None;
-        };
+        let bin = needed(
+            postgres_bin().filter(|_| is_root() && Path::new("/usr/sbin/runuser").exists()),
+            "root, runuser and the PostgreSQL binaries",
+        )?;
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         std::fs::create_dir(&data).expect("data dir");
@@ -99,7 +123,9 @@ impl Cluster {
         cluster.start();
         Some(cluster)
     }
+}
 
+impl Throwaway for Cluster {
     fn start(&self) {
         let options = format!(
             "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=on",
@@ -130,8 +156,6 @@ impl Cluster {
         );
     }
 
-    /// SIGKILL to the postmaster and every process it started: a crash,
-    /// not a shutdown.
     fn crash(&self) {
         let pid_file = std::fs::read_to_string(self.data.join("postmaster.pid")).expect("pid");
         let pid = pid_file
@@ -143,12 +167,7 @@ impl Cluster {
         let _ = Command::new("kill").args(["-STOP", &pid]).status();
         let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
         let _ = Command::new("kill").args(["-KILL", &pid]).status();
-        // Wait until the port is closed.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-            assert!(Instant::now() < deadline, "the server did not die");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_closed(self.port);
     }
 
     fn url(&self) -> String {
@@ -172,31 +191,179 @@ impl Drop for Cluster {
     }
 }
 
-fn config(url: &str) -> String {
+/// A MariaDB server in a temp dir, run as the mysql user.
+struct Maria {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Maria {
+    fn new() -> Option<Maria> {
+        let runnable = is_root()
+            && Path::new("/usr/sbin/mariadbd").exists()
+            && Path::new("/usr/bin/mariadb-install-db").exists();
+        needed(
+            runnable.then_some(()),
+            "root and the MariaDB server binaries",
+        )?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let chown = Command::new("chown")
+            .args(["-R", "mysql:mysql"])
+            .arg(dir.path())
+            .status()
+            .expect("chown");
+        assert!(chown.success());
+        let install = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .args([
+                "--user=mysql",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .expect("mariadb-install-db");
+        assert!(
+            install.status.success(),
+            "mariadb-install-db: {}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+        let maria = Maria {
+            dir,
+            port: free_port(),
+        };
+        maria.start();
+        let made = Command::new("mariadb")
+            .args(["-uroot", "-h127.0.0.1", &format!("-P{}", maria.port)])
+            .args(["-e", "CREATE DATABASE crash"])
+            .status()
+            .expect("mariadb client");
+        assert!(made.success(), "CREATE DATABASE crash");
+        Some(maria)
+    }
+
+    fn pid(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.path().join("pid"))
+            .ok()
+            .map(|p| p.trim().to_string())
+    }
+}
+
+impl Throwaway for Maria {
+    fn start(&self) {
+        let at = |name: &str| self.dir.path().join(name).display().to_string();
+        Command::new("runuser")
+            .args(["-u", "mysql", "--", "/usr/sbin/mariadbd", "--no-defaults"])
+            .arg(format!("--datadir={}", at("data")))
+            .arg(format!("--socket={}", at("sock")))
+            .arg(format!("--pid-file={}", at("pid")))
+            .arg(format!("--log-error={}", at("error.log")))
+            .arg(format!("--port={}", self.port))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--skip-name-resolve",
+                "--innodb-buffer-pool-size=32M",
+                "--innodb-flush-log-at-trx-commit=1",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd did not start: {}",
+                std::fs::read_to_string(at("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn crash(&self) {
+        let pid = self.pid().expect("mariadbd's pid file");
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        wait_closed(self.port);
+        let _ = std::fs::remove_file(self.dir.path().join("pid"));
+    }
+
+    fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/crash", self.port)
+    }
+}
+
+impl Drop for Maria {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            wait_closed(self.port);
+        }
+    }
+}
+
+/// What differs between the engines in this test.
+struct Dialect {
+    /// The job's SQL, slowed to 0.2 s a partition so that the crash falls
+    /// in the middle of the run.
+    select: &'static str,
+    fill: String,
+    day_counts: &'static str,
+    recorded_without_rows: &'static str,
+}
+
+fn postgres() -> Dialect {
+    Dialect {
+        select: "select src.id, src.amount, src.dt from src cross join (select pg_sleep(0.2)) pause where src.dt >= :start and src.dt < :end",
+        fill: format!(
+            "INSERT INTO src SELECT i, i % 97, date '2026-01-01' + (i / {ROWS})::int FROM generate_series(0, {}) i",
+            DAYS * ROWS - 1
+        ),
+        day_counts: "SELECT CAST(dt AS text), COUNT(*) FROM fct GROUP BY dt",
+        recorded_without_rows: "SELECT a.partition_key FROM idem.attempts a WHERE a.status = 'succeeded' \
+             AND NOT EXISTS (SELECT 1 FROM fct WHERE CAST(fct.dt AS text) = a.partition_key)",
+    }
+}
+
+fn mariadb() -> Dialect {
+    Dialect {
+        select: "select src.id, src.amount, src.dt from src cross join (select sleep(0.2) as s) pause where src.dt >= :start and src.dt < :end",
+        fill: format!(
+            "INSERT INTO src SELECT seq, seq % 97, DATE_ADD('2026-01-01', INTERVAL (seq DIV {ROWS}) DAY) FROM seq_0_to_{}",
+            DAYS * ROWS - 1
+        ),
+        day_counts: "SELECT CAST(dt AS CHAR), COUNT(*) FROM fct GROUP BY dt",
+        recorded_without_rows: "SELECT a.partition_key FROM idem_attempts a WHERE a.status = 'succeeded' \
+             AND NOT EXISTS (SELECT 1 FROM fct WHERE CAST(fct.dt AS CHAR) = a.partition_key)",
+    }
+}
+
+fn config(url: &str, select: &str) -> String {
     format!(
         "[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"2s\"\n\n[defaults]\nconcurrency = 3\nretries = 1\n\n\
          [[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
-         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-20\"\n\
-         sql = \"select src.id, src.amount, src.dt from src cross join (select pg_sleep(0.2)) pause where src.dt >= :start and src.dt < :end\"\n"
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-20\"\nsql = \"{select}\"\n"
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_crash_mid_run_leaves_every_partition_whole() {
-    let Some(cluster) = Cluster::new() else {
-        return;
-    };
-    let url = cluster.url();
-    let mut c = sqlx::PgConnection::connect(&url).await.expect("connect");
+async fn connect(url: &str) -> AnyConnection {
+    sqlx::any::install_default_drivers();
+    AnyConnection::connect(url).await.expect("connect")
+}
+
+async fn a_server_crash_mid_run_leaves_every_partition_whole(
+    server: &dyn Throwaway,
+    dialect: Dialect,
+) {
+    let url = server.url();
+    let mut c = connect(&url).await;
     for ddl in [
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)"
             .to_string(),
         "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)"
             .to_string(),
-        format!(
-            "INSERT INTO src SELECT i, i % 97, date '2026-01-01' + (i / {ROWS})::int FROM generate_series(0, {}) i",
-            DAYS * ROWS - 1
-        ),
+        dialect.fill,
     ] {
         c.execute(sqlx::AssertSqlSafe(ddl)).await.expect("setup");
     }
@@ -204,7 +371,7 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("idem.toml");
-    std::fs::write(&path, config(&url)).expect("config");
+    std::fs::write(&path, config(&url, dialect.select)).expect("config");
     let idem = |args: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
         cmd.arg("--config").arg(&path).args(args);
@@ -216,7 +383,7 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole() {
         .spawn()
         .expect("idem run");
     std::thread::sleep(Duration::from_millis(1200));
-    cluster.crash();
+    server.crash();
     let crashed_at = Instant::now();
     let output = child.wait_with_output().expect("idem ended");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -227,9 +394,9 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole() {
         crashed_at.elapsed()
     );
 
-    cluster.start();
-    let mut c = sqlx::PgConnection::connect(&url).await.expect("reconnect");
-    let days = sqlx::query("SELECT CAST(dt AS text), COUNT(*) FROM fct GROUP BY dt")
+    server.start();
+    let mut c = connect(&url).await;
+    let days = sqlx::query(dialect.day_counts)
         .fetch_all(&mut c)
         .await
         .expect("counts");
@@ -242,13 +409,10 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole() {
         "the crash came too late to test anything"
     );
     // Every success the ledger recorded survived the crash with its rows.
-    let recorded = sqlx::query(
-        "SELECT a.partition_key FROM idem.attempts a WHERE a.status = 'succeeded' \
-         AND NOT EXISTS (SELECT 1 FROM fct WHERE CAST(fct.dt AS text) = a.partition_key)",
-    )
-    .fetch_all(&mut c)
-    .await
-    .expect("ledger");
+    let recorded = sqlx::query(dialect.recorded_without_rows)
+        .fetch_all(&mut c)
+        .await
+        .expect("ledger");
     assert!(recorded.is_empty(), "ledger says loaded, rows are gone");
 
     let again = idem(&["run", "fct"]).output().expect("re-run");
@@ -264,4 +428,20 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole() {
         .expect("totals");
     let (rows, ids): (i64, i64) = (row.get(0), row.get(1));
     assert_eq!((rows, ids), (DAYS * ROWS, DAYS * ROWS));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_server_crash_mid_run_leaves_every_partition_whole() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    a_server_crash_mid_run_leaves_every_partition_whole(&cluster, postgres()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_crash_mid_run_leaves_every_partition_whole() {
+    let Some(maria) = Maria::new() else {
+        return;
+    };
+    a_server_crash_mid_run_leaves_every_partition_whole(&maria, mariadb()).await;
 }
