@@ -253,8 +253,13 @@ impl Maria {
 impl Throwaway for Maria {
     fn start(&self) {
         let at = |name: &str| self.dir.path().join(name).display().to_string();
-        Command::new("runuser")
-            .args(["-u", "mysql", "--", "/usr/sbin/mariadbd", "--no-defaults"])
+        // In the background, as its own daemon: nothing here waits on it.
+        let started = Command::new("start-stop-daemon")
+            .args(["--start", "--background", "--chuid", "mysql"])
+            // Matched by its own pid file, not by the shared server's binary.
+            .arg("--pidfile")
+            .arg(at("pid"))
+            .args(["--exec", "/usr/sbin/mariadbd", "--", "--no-defaults"])
             .arg(format!("--datadir={}", at("data")))
             .arg(format!("--socket={}", at("sock")))
             .arg(format!("--pid-file={}", at("pid")))
@@ -267,10 +272,9 @@ impl Throwaway for Maria {
                 "--innodb-flush-log-at-trx-commit=1",
             ])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mariadbd");
+            .status()
+            .expect("start-stop-daemon");
+        assert!(started.success(), "start-stop-daemon mariadbd");
         let deadline = Instant::now() + Duration::from_secs(60);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
