@@ -1,6 +1,7 @@
 //! A server killed with SIGKILL in the middle of a backfill, then
 //! restarted: every partition is whole or untouched, every success the
-//! ledger recorded is there, and a re-run converges. The server is a
+//! ledger recorded is there, and a re-run converges. And the other way
+//! round: a client host gone silent mid-load loses its lock on the server. The server is a
 //! throwaway of this test's own (PostgreSQL: initdb in a temp dir;
 //! MariaDB: mariadb-install-db in a temp dir; each on its own port), never
 //! the shared one.
@@ -57,6 +58,8 @@ struct Cluster {
     data: PathBuf,
     _dir: tempfile::TempDir,
     port: u16,
+    /// `listen_addresses`: 127.0.0.1, and others a test connects from.
+    listen: String,
 }
 
 fn postgres_bin() -> Option<PathBuf> {
@@ -89,6 +92,11 @@ fn free_port() -> u16 {
 
 impl Cluster {
     fn new() -> Option<Cluster> {
+        Cluster::listening("127.0.0.1")
+    }
+
+    /// A cluster listening on `listen`; any 10.x client may connect.
+    fn listening(listen: &str) -> Option<Cluster> {
         // Starting a cluster as the postgres user takes root (as CI runs).
         let bin = needed(
             postgres_bin().filter(|_| is_root() && Path::new("/usr/sbin/runuser").exists()),
@@ -114,11 +122,18 @@ impl Cluster {
             "initdb: {}",
             String::from_utf8_lossy(&init.stderr)
         );
+        let mut hba = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("pg_hba.conf"))
+            .expect("pg_hba.conf");
+        std::io::Write::write_all(&mut hba, b"host all all 10.0.0.0/8 trust\n")
+            .expect("pg_hba.conf");
         let cluster = Cluster {
             bin,
             data,
             _dir: dir,
             port: free_port(),
+            listen: listen.to_string(),
         };
         cluster.start();
         Some(cluster)
@@ -128,8 +143,8 @@ impl Cluster {
 impl Throwaway for Cluster {
     fn start(&self) {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=on",
-            self.port
+            "-p {} -c listen_addresses={} -c unix_socket_directories='' -c fsync=on",
+            self.port, self.listen
         );
         let log = self.data.join("server.log");
         let out = as_postgres(
@@ -448,4 +463,177 @@ async fn mysql_a_server_crash_mid_run_leaves_every_partition_whole() {
         return;
     };
     a_server_crash_mid_run_leaves_every_partition_whole(&maria, mariadb()).await;
+}
+
+/// A host of the test's own: a network namespace joined to this one by a
+/// veth pair, whose link the test can cut as a network or a host dies:
+/// without a word to the other end.
+struct ClientHost {
+    name: String,
+    host_side: String,
+    server_ip: String,
+    client_ip: String,
+}
+
+fn ip(args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl ClientHost {
+    fn new() -> Option<ClientHost> {
+        let id = std::process::id();
+        let subnet = 1 + id % 250;
+        let host = ClientHost {
+            name: format!("idemv{id}"),
+            host_side: format!("iv{id}h"),
+            server_ip: format!("10.231.{subnet}.1"),
+            client_ip: format!("10.231.{subnet}.2"),
+        };
+        let client_side = format!("iv{id}c");
+        let made = is_root()
+            && ip(&["netns", "add", &host.name])
+            && ip(&[
+                "link",
+                "add",
+                &host.host_side,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &client_side,
+            ])
+            && ip(&["link", "set", &client_side, "netns", &host.name])
+            && ip(&[
+                "addr",
+                "add",
+                &format!("{}/30", host.server_ip),
+                "dev",
+                &host.host_side,
+            ])
+            && ip(&["link", "set", &host.host_side, "up"])
+            && ip(&[
+                "-n",
+                &host.name,
+                "addr",
+                "add",
+                &format!("{}/30", host.client_ip),
+                "dev",
+                &client_side,
+            ])
+            && ip(&["-n", &host.name, "link", "set", &client_side, "up"])
+            && ip(&["-n", &host.name, "link", "set", "lo", "up"]);
+        needed(
+            made.then_some(host),
+            "root and ip (iproute2) with network namespaces",
+        )
+    }
+
+    /// A command run on this host.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+
+    /// The link goes dead: nothing more passes, and neither end is told.
+    fn cut(&self) {
+        assert!(
+            ip(&["link", "set", &self.host_side, "down"]),
+            "ip link set down"
+        );
+    }
+}
+
+impl Drop for ClientHost {
+    fn drop(&mut self) {
+        // The pair goes with the namespace its one end is in.
+        ip(&["netns", "del", &self.name]);
+        ip(&["link", "del", &self.host_side]);
+    }
+}
+
+/// idem's host (or its network) dies mid-load, as a laptop's VPN drops at
+/// 3 a.m.: no FIN, no RST, the server's session idle in a long statement.
+/// PostgreSQL's own keepalive would wait two hours before it looked;
+/// idem's sessions have the server probe after 15 s, so it ends the
+/// session and frees the partition's lock within a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
+    let Some(client) = ClientHost::new() else {
+        return;
+    };
+    let Some(cluster) = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip)) else {
+        return;
+    };
+    let mut c = connect(&cluster.url()).await;
+    for ddl in [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+    ] {
+        c.execute(ddl).await.expect("setup");
+    }
+    let url = format!(
+        "postgres://postgres@{}:{}/postgres",
+        client.server_ip, cluster.port
+    );
+    // Five minutes of a statement that sends nothing while it runs.
+    let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("idem.toml");
+    std::fs::write(&path, config(&url, select)).expect("config");
+    let mut idem = client
+        .command(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&path)
+        .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("idem on the client host");
+    let held = format!(
+        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+         WHERE l.locktype = 'advisory' AND l.granted AND a.client_addr = '{}'",
+        client.client_ip
+    );
+    let count = async |c: &mut AnyConnection| -> i64 {
+        sqlx::query(sqlx::AssertSqlSafe(held.clone()))
+            .fetch_one(c)
+            .await
+            .expect("locks")
+            .get(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count(&mut c).await == 0 {
+        assert!(Instant::now() < deadline, "the load never took its lock");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.cut();
+    // The host is gone: idem's process with it (its FIN goes nowhere).
+    let _ = idem.kill();
+    let _ = idem.wait();
+    let cut_at = Instant::now();
+    while count(&mut c).await > 0 {
+        assert!(
+            cut_at.elapsed() < Duration::from_secs(90),
+            "the silent client's session still holds the partition's lock"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!(
+        "the lock was freed {:?} after the link went dead",
+        cut_at.elapsed()
+    );
+    let rows: i64 = sqlx::query("SELECT count(*) FROM fct")
+        .fetch_one(&mut c)
+        .await
+        .expect("rows")
+        .get(0);
+    assert_eq!(rows, 0, "the load rolled back");
 }

@@ -103,12 +103,20 @@ impl Dialect for Postgres {
         // prepared once and run for every partition while the target grows:
         // a generic plan made when it was empty (a sequential scan) would
         // then read the whole table for every window, so each execution is
-        // planned for its own window. A statement whose client is gone
-        // (idem killed: its kernel closes the connection) stops within a
-        // second rather than running on under its partition's lock:
-        // PostgreSQL 14 and later look at the connection while they work.
+        // planned for its own window.
+        //
+        // A statement whose client is gone stops rather than running on
+        // under its partition's lock: PostgreSQL 14 and later look at the
+        // connection every second while they work, which sees idem killed
+        // (its kernel closes the connection) at once, and a client host or
+        // network gone silent once the server's keepalive probes (from 15 s
+        // idle) or the data it sent have gone unanswered for 30 s. The
+        // probes also keep a NAT or load balancer from dropping the
+        // connection of a long statement as idle.
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
            SET plan_cache_mode = force_custom_plan; \
+           SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; \
+           SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000; \
            SELECT set_config('client_connection_check_interval', '1s', false) \
            WHERE current_setting('server_version_num')::int >= 140000"]
     }
