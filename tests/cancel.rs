@@ -14,17 +14,17 @@ use idem::engine::{self, Backfill, Event, Selection};
 use idem::partition::{Grain, Partition, RangeEnd};
 use idem::warehouse::Warehouse;
 use idem::warehouse::ledger::AttemptStatus;
-use sqlx::Row;
+use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Two rows a day; the slow job sleeps this long per row it reads.
 const SLEEP_PER_ROW_S: u32 = 15;
 
-fn sleep_per_row(kind: Kind) -> String {
+fn sleep_per_row(kind: Kind, seconds: u32) -> String {
     match kind {
-        Kind::Postgres => format!("pg_sleep({SLEEP_PER_ROW_S}) IS NOT NULL"),
-        Kind::MySql => format!("SLEEP({SLEEP_PER_ROW_S}) = 0"),
+        Kind::Postgres => format!("pg_sleep({seconds}) IS NOT NULL"),
+        Kind::MySql => format!("SLEEP({seconds}) = 0"),
         Kind::Sqlite => unreachable!("SQLite runs inside idem"),
     }
 }
@@ -37,7 +37,14 @@ async fn setup(kind: Kind, ddl_extra: &[&str]) -> (TestDb, Config, Warehouse) {
             "slow",
             "fct",
             "2026-01-04",
-            &format!("{select} and {}", sleep_per_row(kind)),
+            &format!("{select} and {}", sleep_per_row(kind, SLEEP_PER_ROW_S)),
+        ),
+        // Two rows of 13 s: longer than one period of the session watch.
+        common::replace_job(
+            "long",
+            "fct_long",
+            "2026-01-04",
+            &format!("{select} and {}", sleep_per_row(kind, 13)),
         ),
         common::replace_job("quick", "fct", "2026-01-04", select),
         common::replace_job("slow_commit", "fct_slow_commit", "2026-01-04", select),
@@ -52,6 +59,7 @@ async fn setup(kind: Kind, ddl_extra: &[&str]) -> (TestDb, Config, Warehouse) {
          (4, '2026-01-02'), (5, '2026-01-03'), (6, '2026-01-03')",
         "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
         "CREATE TABLE fct_slow_commit (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct_long (id INTEGER NOT NULL, dt DATE NOT NULL)",
     ];
     ddl.extend_from_slice(ddl_extra);
     wh.execute_script(&ddl).await.expect("setup");
@@ -367,5 +375,180 @@ async fn postgres_a_killed_run_leaves_nothing_running_on_the_server() {
         "the killed run's INSERTs still run on the server"
     );
     quick_run_loads(&wh, &config, "2026-01-01", "2026-01-02").await;
+    drop(db);
+}
+
+/// A load longer than the watch's period has its session looked for (and
+/// found) while it runs, and goes on undisturbed: one attempt, loaded.
+async fn a_long_load_is_watched_and_left_alone(kind: Kind) {
+    let (db, config, wh) = setup(kind, &[]).await;
+    let one_day = plan(&wh, &config, "long", &days("2026-01-01", "2026-01-01")).await;
+    let (summary, events) = common::run(&wh, &one_day).await;
+    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    let attempts = wh.attempts("long", None).await.expect("ledger");
+    assert_eq!(
+        statuses(&attempts, "2026-01-01"),
+        [AttemptStatus::Succeeded]
+    );
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_long_load_is_watched_and_left_alone() {
+    a_long_load_is_watched_and_left_alone(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_long_load_is_watched_and_left_alone() {
+    a_long_load_is_watched_and_left_alone(Kind::MySql).await;
+}
+
+/// A TCP proxy in front of the server that can forget the connections it
+/// carries: each one's server side is closed (the server ends the session)
+/// while its client side is held open and silent, as a connection looks
+/// from the client after a failover or a NAT that dropped it. New
+/// connections pass as before.
+struct ForgettingProxy {
+    port: u16,
+    forget: CancellationToken,
+}
+
+impl ForgettingProxy {
+    async fn start(upstream: String) -> ForgettingProxy {
+        use tokio::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let forget = CancellationToken::new();
+        let forgetting = forget.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let (upstream, forgetting) = (upstream.clone(), forgetting.clone());
+                // Connections made once the proxy forgot are carried as usual.
+                let carried_before = !forgetting.is_cancelled();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let forgotten = async {
+                        if carried_before {
+                            forgetting.cancelled().await
+                        } else {
+                            std::future::pending().await
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        () = forgotten => {
+                            drop(outbound);
+                            // The client's side stays open, and says nothing.
+                            tokio::time::sleep(Duration::from_secs(600)).await;
+                            drop(inbound);
+                        }
+                    }
+                });
+            }
+        });
+        ForgettingProxy { port, forget }
+    }
+}
+
+/// The server forgets a load's session while idem's end of it stays open
+/// and silent: the load would wait forever for an answer. The watch finds
+/// the session gone within its period, and the partition is retried and
+/// loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
+    let kind = Kind::Postgres;
+    let db = TestDb::new(kind).await.expect("test database");
+    let server = db.url.clone();
+    let at = server.find('@').expect("user@host") + 1;
+    let end = at + server[at..].find('/').expect("/database");
+    let proxy = ForgettingProxy::start(server[at..end].to_string()).await;
+    let through_proxy = format!(
+        "{}127.0.0.1:{}{}",
+        &server[..at],
+        proxy.port,
+        &server[end..]
+    );
+    // The first attempt sleeps 30 s; once `gate` has a row, none do.
+    let select = "select id, dt from src where dt >= :start and dt < :end \
+                  and pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM gate) THEN 0 ELSE 30 END) IS NOT NULL";
+    let job = common::replace_job("forgotten", "fct", "2026-01-01", select);
+    let text = format!(
+        "[warehouse]\nurl = \"{through_proxy}\"\nlock_timeout = \"1s\"\n\n[defaults]\nconcurrency = 1\nretries = 1\n\n{job}"
+    );
+    let path = db.path().join("idem.toml");
+    std::fs::write(&path, &text).expect("config");
+    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+    let wh = Warehouse::connect(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE gate (open INTEGER)",
+    ])
+    .await
+    .expect("setup");
+    let backfill = Backfill::plan(
+        &wh,
+        &config.jobs[0],
+        &days("2026-01-01", "2026-01-01"),
+        1,
+        1,
+    )
+    .await
+    .expect("plan");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let started = std::time::Instant::now();
+    let mut run = Box::pin(engine::run(&wh, &backfill, &tx, &cancel));
+    let mut events = Vec::new();
+    let summary = loop {
+        tokio::select! {
+            summary = &mut run => break summary,
+            Some(e) = rx.recv() => {
+                if matches!(&e, Event::PartitionLog { line, .. } if line.starts_with("DELETE")) {
+                    // The INSERT is on its way; then the server forgets it.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let direct = sqlx::PgConnection::connect(&server);
+                    let mut direct = direct.await.expect("direct connection");
+                    sqlx::Executor::execute(&mut direct, "INSERT INTO gate VALUES (1)")
+                        .await
+                        .expect("open the gate");
+                    proxy.forget.cancel();
+                }
+                events.push(e);
+            }
+            () = tokio::time::sleep(Duration::from_secs(75)) => {
+                panic!("the load still waits on a session the server forgot: {events:#?}")
+            }
+        }
+    };
+    drop(run);
+    drop(tx);
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    let errors = common::errors(&events);
+    assert!(
+        errors.len() == 1 && errors[0].contains("ended without a word"),
+        "{errors:?}"
+    );
+    eprintln!("loaded {:?} after the start", started.elapsed());
     drop(db);
 }

@@ -487,8 +487,11 @@ fn ip(args: &[&str]) -> bool {
 
 impl ClientHost {
     fn new() -> Option<ClientHost> {
-        let id = std::process::id();
-        let subnet = 1 + id % 250;
+        // One per test of this process, whatever else runs on the machine.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("{}{n}", std::process::id());
+        let subnet = 1 + (std::process::id() * 8 + n) % 250;
         let host = ClientHost {
             name: format!("idemv{id}"),
             host_side: format!("iv{id}h"),
@@ -636,4 +639,84 @@ async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
         .expect("rows")
         .get(0);
     assert_eq!(rows, 0, "the load rolled back");
+}
+
+/// The other end goes silent: the server (a failover that black-holes the
+/// old address, a network dropping everything) while a load waits on a
+/// long statement. The driver sets no keepalive, so without a watch the
+/// run would wait forever; idem looks for the load's session from a
+/// connection of its own every 20 s, and two looks that cannot connect end
+/// the load as lost and stop the run (exit 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
+    let Some(client) = ClientHost::new() else {
+        return;
+    };
+    let Some(cluster) = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip)) else {
+        return;
+    };
+    let mut c = connect(&cluster.url()).await;
+    for ddl in [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+    ] {
+        c.execute(ddl).await.expect("setup");
+    }
+    let url = format!(
+        "postgres://postgres@{}:{}/postgres",
+        client.server_ip, cluster.port
+    );
+    let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("idem.toml");
+    std::fs::write(&path, config(&url, select)).expect("config");
+    let mut idem = client
+        .command(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&path)
+        .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("idem on the client host");
+    let held = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' AND state = 'active'",
+        client.client_ip
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(held.clone()))
+            .fetch_one(&mut c)
+            .await
+            .expect("sessions")
+            .get(0);
+        if n > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the load never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.cut();
+    let cut_at = Instant::now();
+    let status = loop {
+        if let Some(status) = idem.try_wait().expect("idem") {
+            break status;
+        }
+        if cut_at.elapsed() > Duration::from_secs(90) {
+            let _ = idem.kill();
+            let _ = idem.wait();
+            panic!("idem still waits on a server gone silent 90 s ago");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut idem.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    eprintln!(
+        "idem gave up {:?} after the link went dead",
+        cut_at.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("mid-load"), "{stderr}");
 }

@@ -602,11 +602,14 @@ impl PartitionRun<'_> {
                     return PartitionResult::Refused;
                 }
                 Err(e) if e.is_unreachable() => {
-                    // No connection could be had: nothing was sent, nothing
-                    // changed, and the ledger cannot be written either.
-                    // Starting more partitions would only wait as long again.
+                    // No connection could be had (or the one the load had
+                    // went silent): nothing was committed, and the ledger
+                    // cannot be written either. Starting more partitions
+                    // would only wait as long again.
                     let message = e.to_string();
-                    log(format!("not started: {message}"));
+                    if !matches!(e, WarehouseError::Lost { .. }) {
+                        log(format!("not started: {message}"));
+                    }
                     if let Ok(mut first) = self.unreachable.lock() {
                         first.get_or_insert(message.clone());
                     }

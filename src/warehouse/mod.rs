@@ -10,6 +10,7 @@ mod ledger_reads;
 mod ledger_setup;
 mod load;
 mod mysql;
+mod partition_lock;
 mod postgres;
 mod reconcile;
 mod rows;
@@ -28,7 +29,8 @@ pub use columns::{Column, ColumnKind};
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
-pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionHolder};
+pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
+pub(crate) use partition_lock::{PartitionLock, lock_key_i64};
 pub use verify::{Difference, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};
@@ -214,9 +216,10 @@ pub trait Dialect: Send + Sync {
     fn transaction_ids(&self) -> Option<TransactionIds> {
         None
     }
-    /// Ends the server session of a cancelled load holding `holder`, which
-    /// rolls it back. False where nothing runs outside idem (SQLite).
-    fn end_session(&self, _sql: &mut Sql, _holder: &SessionHolder) -> bool {
+    /// A statement about the server session of a load holding `holder`:
+    /// end it (which rolls the load back), or count it (one integer, 0 once
+    /// it is gone). False where nothing runs outside idem (SQLite).
+    fn load_session(&self, _sql: &mut Sql, _holder: &SessionHolder, _ask: SessionAsk) -> bool {
         false
     }
     /// A query giving one text, or NULL: why this session cannot write
@@ -337,6 +340,18 @@ pub enum WarehouseError {
     /// The load was cancelled and did not commit.
     #[error("cancelled")]
     Cancelled,
+    /// A load's session ended on the server without a word to idem (a
+    /// restart or failover, or ended there by hand): it never committed.
+    #[error(
+        "its session on the server ended without a word to idem (the server restarted or failed over, or the session was ended there); nothing was committed"
+    )]
+    SessionLost,
+    /// The warehouse stopped answering while a load was in flight: the
+    /// load never committed, and the server rolls it back.
+    #[error(
+        "lost {url} mid-load: {source}; the partition's transaction was never committed, so it rolls back"
+    )]
+    Lost { url: String, source: sqlx::Error },
 }
 
 impl WarehouseError {
@@ -345,7 +360,7 @@ impl WarehouseError {
             WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {
                 dialect.is_transient(e)
             }
-            WarehouseError::LockTimeout(_) => true,
+            WarehouseError::LockTimeout(_) | WarehouseError::SessionLost => true,
             _ => false,
         }
     }
@@ -355,7 +370,9 @@ impl WarehouseError {
     pub fn is_unreachable(&self) -> bool {
         matches!(
             self,
-            WarehouseError::Sql(sqlx::Error::PoolTimedOut) | WarehouseError::Connect { .. }
+            WarehouseError::Sql(sqlx::Error::PoolTimedOut)
+                | WarehouseError::Connect { .. }
+                | WarehouseError::Lost { .. }
         )
     }
 }
@@ -410,12 +427,17 @@ impl Warehouse {
             .acquire_timeout(config.connect_timeout)
             // A connection used moments ago is alive: a ping before each use
             // would cost a round trip per partition. One that sat idle is
-            // checked first (the server may have restarted meanwhile).
+            // checked first (the server may have restarted meanwhile); one
+            // whose ping goes unanswered (a failover or a NAT left it open
+            // and silent) is closed for another, not waited on.
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
                 Box::pin(async move {
                     if meta.idle_for > PING_WHEN_IDLE {
-                        conn.ping().await?;
+                        match tokio::time::timeout(PING_TIMEOUT, conn.ping()).await {
+                            Ok(pinged) => pinged?,
+                            Err(_) => return Ok(false),
+                        }
                     }
                     Ok(true)
                 })
@@ -626,51 +648,10 @@ async fn prepare_session(
     Ok(())
 }
 
-/// The locks a partition's load holds: one per hour of its window on its
-/// target table. Two loads whose windows overlap on one table share an hour,
-/// whatever their jobs and grains (an hourly and a daily job writing the same
-/// table), so they exclude each other; loads of disjoint windows never do.
-/// Hours are the finest grain, so every overlap shares at least one.
-pub(crate) struct PartitionLock {
-    /// What the log calls it: `target [start, end)`.
-    pub label: String,
-    /// Lock names, oldest hour first: every process takes them in the same
-    /// order, so two overlapping loads cannot deadlock.
-    pub keys: Vec<String>,
-}
-
-impl PartitionLock {
-    pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
-        let mut keys = Vec::new();
-        let mut hour = Partition::containing(Grain::Hour, partition.start);
-        while hour.start < partition.end() {
-            keys.push(format!("{}:{}", job.target, hour.name()));
-            hour = hour.next();
-        }
-        PartitionLock {
-            label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
-            keys,
-        }
-    }
-
-    /// The key whose holder is taken to be loading the partition, for
-    /// showing it as running elsewhere: every load of the window holds it.
-    pub fn probe(&self) -> &str {
-        self.keys.first().map_or("", String::as_str)
-    }
-}
-
-/// A pooled connection idle longer than this is pinged before its next use.
+/// A pooled connection idle longer than this is pinged before its next use,
+/// and given this long to answer.
 const PING_WHEN_IDLE: Duration = Duration::from_secs(1);
-
-/// A 64-bit lock key for a partition's lock name, the same in every process.
-pub(crate) fn lock_key_i64(key: &str) -> i64 {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(key.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    i64::from_le_bytes(first)
-}
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Error> {
     (0..row.len())

@@ -12,7 +12,7 @@ use super::PartitionLock;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, SessionHolder, WholeTable};
+use super::{ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, WholeTable};
 use crate::config::{Ident, Job, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -118,12 +118,17 @@ impl Dialect for MySql {
 
     /// `KILL` ends the session (and its statement, which `KILL QUERY`
     /// alone would leave the session idle in its transaction after); a
-    /// user may kill its own sessions.
-    fn end_session(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+    /// user may kill its own sessions, and sees them in the process list.
+    fn load_session(&self, sql: &mut Sql, holder: &SessionHolder, ask: SessionAsk) -> bool {
         let SessionHolder::Session(id) = holder else {
             return false;
         };
-        sql.push("KILL CONNECTION ").bind(*id);
+        match ask {
+            SessionAsk::End => sql.push("KILL CONNECTION ").bind(*id),
+            SessionAsk::Count => sql
+                .push("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ")
+                .bind(*id),
+        };
         true
     }
 

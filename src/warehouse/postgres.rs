@@ -8,7 +8,9 @@ use chrono::NaiveDateTime;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, SessionHolder, TransactionIds, lock_key_i64};
+use super::{
+    ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, TransactionIds, lock_key_i64,
+};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -228,13 +230,17 @@ impl Dialect for Postgres {
     /// The session holding the load's first advisory lock in this database
     /// (`pg_locks` shows a bigint key as its high and low 32 bits). A role
     /// may end its own sessions.
-    fn end_session(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+    fn load_session(&self, sql: &mut Sql, holder: &SessionHolder, ask: SessionAsk) -> bool {
         let SessionHolder::LockKey(key) = holder else {
             return false;
         };
         let key = lock_key_i64(key) as u64;
-        sql.push(
-            "SELECT pg_terminate_backend(pid) FROM pg_catalog.pg_locks \
+        sql.push(match ask {
+            SessionAsk::End => "SELECT count(pg_terminate_backend(pid))",
+            SessionAsk::Count => "SELECT count(*)",
+        })
+        .push(
+            " FROM pg_catalog.pg_locks \
              WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> pg_backend_pid() \
              AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
              AND CAST(classid AS bigint) = ",

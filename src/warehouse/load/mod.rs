@@ -20,12 +20,12 @@ use super::{
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
-mod cancel;
 mod merge;
 mod replace;
+mod session;
 
-pub use cancel::SessionHolder;
-use cancel::{Stage, StageCell};
+pub use session::{SessionAsk, SessionHolder};
+use session::{Stage, StageCell};
 
 use merge::merge;
 use replace::replace;
@@ -94,7 +94,7 @@ impl Warehouse {
     ) -> Result<LoadOutcome, WarehouseError> {
         let stage = StageCell::default();
         let load = self.locked(job, partition, Work::Load(meta), log, &stage);
-        match self.unless_cancelled(load, &stage, cancel, log).await? {
+        match self.supervised(load, &stage, cancel, log).await? {
             Done::Loaded(outcome) => Ok(outcome),
             Done::Verified(_) => Err(WarehouseError::Job(
                 "internal: load returned a verification".into(),
@@ -114,10 +114,7 @@ impl Warehouse {
     ) -> Result<Vec<Vec<Vec<Option<String>>>>, WarehouseError> {
         let stage = StageCell::default();
         let verify = self.locked(job, partition, Work::Verify { runs }, &|_| {}, &stage);
-        match self
-            .unless_cancelled(verify, &stage, cancel, &|_| {})
-            .await?
-        {
+        match self.supervised(verify, &stage, cancel, &|_| {}).await? {
             Done::Verified(rows) => Ok(rows),
             Done::Loaded(_) => Err(WarehouseError::Job(
                 "internal: verification committed".into(),

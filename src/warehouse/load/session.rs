@@ -1,0 +1,223 @@
+//! A load's session on the server: stopped there when the load is
+//! cancelled, and watched while it runs.
+//!
+//! Dropping a load's future closes its connection, but a server notices a
+//! closed connection only when it next talks to it: a long `INSERT … SELECT`
+//! runs on to its end, holding the partition's lock, after idem has said
+//! "rolled back" and exited. So a cancelled load that holds its lock has its
+//! session ended by the server (`pg_terminate_backend`, `KILL`), which rolls
+//! it back and frees the lock at once; one whose COMMIT is on its way is let
+//! finish, and reports what the server did.
+//!
+//! The other way round, a connection whose server went silent (a failover,
+//! a network that drops everything) leaves the load waiting for an answer
+//! that never comes: the driver sets no keepalive. So while a load holds its
+//! lock, a connection of its own asks the server every [`WATCH`] whether the
+//! load's session is still there: a server that cannot be reached twice in
+//! a row ends the load as lost (the run stops, as for any unreachable
+//! warehouse), and a session the server no longer has ends it as a failure
+//! to retry.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sqlx::{Connection, Row};
+use tokio_util::sync::CancellationToken;
+
+use super::LoadStep;
+use crate::warehouse::{Warehouse, WarehouseError, redact};
+
+/// How long a load whose session was ended (or whose COMMIT was sent) is
+/// given to end by itself before it is dropped.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// How often a load holding its lock has its session looked for.
+pub(super) const WATCH: Duration = Duration::from_secs(20);
+
+/// Where a load stands, as far as stopping it on the server goes.
+#[derive(Clone, Debug, Default)]
+pub(super) enum Stage {
+    /// Nothing on the server is the load's own yet (it is connecting, or
+    /// waiting for its lock): dropping it is enough.
+    #[default]
+    Starting,
+    /// Its session holds the partition's lock and works in it.
+    Holding(SessionHolder),
+    /// Its COMMIT is sent: the server decides, and the load reports it.
+    Committing,
+}
+
+/// How the server knows the session of a load holding its lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionHolder {
+    /// The session holding the lock of this key, the load's first
+    /// (PostgreSQL: the lock is exclusive, so while the load holds it, its
+    /// holder is the load's session).
+    LockKey(String),
+    /// The session of this id (MariaDB/MySQL `CONNECTION_ID()`).
+    Session(i64),
+}
+
+/// What is asked of the server about a load's session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionAsk {
+    End,
+    Count,
+}
+
+/// The load's stage, set by the load as it goes and read when it is
+/// cancelled or watched.
+#[derive(Default)]
+pub(super) struct StageCell(Mutex<Stage>);
+
+impl StageCell {
+    pub(super) fn set(&self, stage: Stage) {
+        if let Ok(mut now) = self.0.lock() {
+            *now = stage;
+        }
+    }
+
+    fn get(&self) -> Stage {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+/// What a look for a load's session found.
+enum Seen {
+    /// There, or the server answered something else than "gone" (busy,
+    /// out of connections): nothing to conclude.
+    There,
+    Gone,
+    /// No connection could be had.
+    Unreachable(sqlx::Error),
+}
+
+impl Warehouse {
+    /// Runs `load` to its end, or until `cancel` fires (then stops it as its
+    /// stage allows: `Err(Cancelled)` means it did not commit), or until its
+    /// session is found gone from the server or the server unreachable.
+    pub(super) async fn supervised<T>(
+        &self,
+        load: impl Future<Output = Result<T, WarehouseError>>,
+        stage: &StageCell,
+        cancel: &CancellationToken,
+        log: &(dyn Fn(LoadStep) + Send + Sync),
+    ) -> Result<T, WarehouseError> {
+        tokio::pin!(load);
+        let lost = tokio::select! {
+            done = &mut load => return done,
+            lost = self.watch(stage) => lost,
+            () = cancel.cancelled() => return self.cancelled(load, stage, log).await,
+        };
+        // An error the load met itself (its rollback freed the lock the
+        // watch looked for) is the better account.
+        match tokio::time::timeout(Duration::from_secs(2), &mut load).await {
+            Ok(done) => done,
+            Err(_) => {
+                log(format!("ROLLBACK: {lost}"));
+                Err(lost)
+            }
+        }
+    }
+
+    /// Stops a cancelled load as its stage allows. The load is not polled
+    /// while its stage is read and acted on: the stage stays as read.
+    async fn cancelled<T>(
+        &self,
+        mut load: std::pin::Pin<&mut impl Future<Output = Result<T, WarehouseError>>>,
+        stage: &StageCell,
+        log: &(dyn Fn(LoadStep) + Send + Sync),
+    ) -> Result<T, WarehouseError> {
+        match stage.get() {
+            Stage::Starting => return Err(WarehouseError::Cancelled),
+            Stage::Committing => {
+                log(
+                    "cancelled while its COMMIT is on its way: it ends as the server ends it"
+                        .into(),
+                );
+            }
+            Stage::Holding(holder) => match self.ask(&holder, SessionAsk::End).await {
+                Ok(_) => {
+                    log("cancelled: its session on the server is ended, which rolls it back".into())
+                }
+                Err(e) => log(format!(
+                    "cancelled: its session on the server could not be ended ({e}); it rolls back when the server sees the connection closed"
+                )),
+            },
+        }
+        match tokio::time::timeout(GRACE, &mut load).await {
+            // A COMMIT that went through stays what it is: loaded.
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(_)) | Err(_) => Err(WarehouseError::Cancelled),
+        }
+    }
+
+    /// Ends only when the load holding its lock has lost its session: the
+    /// error to end it with.
+    async fn watch(&self, stage: &StageCell) -> WarehouseError {
+        let mut unreachable = 0;
+        loop {
+            tokio::time::sleep(WATCH).await;
+            let Stage::Holding(holder) = stage.get() else {
+                unreachable = 0;
+                continue;
+            };
+            match self.look_for(&holder).await {
+                Seen::There => unreachable = 0,
+                Seen::Gone => return WarehouseError::SessionLost,
+                Seen::Unreachable(source) => {
+                    unreachable += 1;
+                    if unreachable == 2 {
+                        return WarehouseError::Lost {
+                            url: redact(&self.config().url),
+                            source,
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    async fn look_for(&self, holder: &SessionHolder) -> Seen {
+        match self.ask(holder, SessionAsk::Count).await {
+            Ok(Some(0)) => Seen::Gone,
+            Err(WarehouseError::Sql(e @ (sqlx::Error::PoolTimedOut | sqlx::Error::Io(_)))) => {
+                Seen::Unreachable(e)
+            }
+            _ => Seen::There,
+        }
+    }
+
+    /// Asks the server about the session holding `holder`, on a connection
+    /// of its own: the pool's may all be busy with loads. The count, where
+    /// one was asked for.
+    async fn ask(
+        &self,
+        holder: &SessionHolder,
+        ask: SessionAsk,
+    ) -> Result<Option<i64>, WarehouseError> {
+        let mut sql = self.sql();
+        if !self.dialect().load_session(&mut sql, holder, ask) {
+            return Ok(None);
+        }
+        let url = &self.config().url;
+        let mut conn = tokio::time::timeout(
+            self.config().connect_timeout,
+            sqlx::AnyConnection::connect(url),
+        )
+        .await
+        .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))??;
+        let answer = match ask {
+            SessionAsk::End => sql.query().execute(&mut conn).await.map(|_| None),
+            SessionAsk::Count => sql
+                .query()
+                .fetch_one(&mut conn)
+                .await
+                .and_then(|row| row.try_get::<i64, _>(0))
+                .map(Some),
+        };
+        let _ = conn.close().await;
+        Ok(answer?)
+    }
+}
