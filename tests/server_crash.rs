@@ -561,6 +561,84 @@ impl Drop for ClientHost {
     }
 }
 
+/// A load from the client host into a throwaway cluster, caught holding
+/// its partition's lock in a statement of five minutes that sends nothing
+/// while it runs.
+struct SilentLoad {
+    client: ClientHost,
+    _cluster: Cluster,
+    /// To the cluster from this host, past the link the test cuts.
+    conn: AnyConnection,
+    idem: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl SilentLoad {
+    async fn start() -> Option<SilentLoad> {
+        let client = ClientHost::new()?;
+        let cluster = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip))?;
+        let mut conn = connect(&cluster.url()).await;
+        for ddl in [
+            "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+            "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+        ] {
+            conn.execute(ddl).await.expect("setup");
+        }
+        let url = format!(
+            "postgres://postgres@{}:{}/postgres",
+            client.server_ip, cluster.port
+        );
+        let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("idem.toml");
+        std::fs::write(&path, config(&url, select)).expect("config");
+        let idem = client
+            .command(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("idem on the client host");
+        let mut load = SilentLoad {
+            client,
+            _cluster: cluster,
+            conn,
+            idem,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while load.locks_held().await == 0 {
+            assert!(Instant::now() < deadline, "the load never took its lock");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Some(load)
+    }
+
+    /// The advisory locks the client host's sessions hold.
+    async fn locks_held(&mut self) -> i64 {
+        let held = format!(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.granted AND a.client_addr = '{}'",
+            self.client.client_ip
+        );
+        sqlx::query(sqlx::AssertSqlSafe(held))
+            .fetch_one(&mut self.conn)
+            .await
+            .expect("locks")
+            .get(0)
+    }
+}
+
+impl Drop for SilentLoad {
+    fn drop(&mut self) {
+        let _ = self.idem.kill();
+        let _ = self.idem.wait();
+    }
+}
+
 /// idem's host (or its network) dies mid-load, as a laptop's VPN drops at
 /// 3 a.m.: no FIN, no RST, the server's session idle in a long statement.
 /// PostgreSQL's own keepalive would wait two hours before it looked;
@@ -568,61 +646,15 @@ impl Drop for ClientHost {
 /// session and frees the partition's lock within a minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
-    let Some(client) = ClientHost::new() else {
+    let Some(mut load) = SilentLoad::start().await else {
         return;
     };
-    let Some(cluster) = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip)) else {
-        return;
-    };
-    let mut c = connect(&cluster.url()).await;
-    for ddl in [
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
-    ] {
-        c.execute(ddl).await.expect("setup");
-    }
-    let url = format!(
-        "postgres://postgres@{}:{}/postgres",
-        client.server_ip, cluster.port
-    );
-    // Five minutes of a statement that sends nothing while it runs.
-    let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("idem.toml");
-    std::fs::write(&path, config(&url, select)).expect("config");
-    let mut idem = client
-        .command(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(&path)
-        .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("idem on the client host");
-    let held = format!(
-        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-         WHERE l.locktype = 'advisory' AND l.granted AND a.client_addr = '{}'",
-        client.client_ip
-    );
-    let count = async |c: &mut AnyConnection| -> i64 {
-        sqlx::query(sqlx::AssertSqlSafe(held.clone()))
-            .fetch_one(c)
-            .await
-            .expect("locks")
-            .get(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while count(&mut c).await == 0 {
-        assert!(Instant::now() < deadline, "the load never took its lock");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    client.cut();
+    load.client.cut();
     // The host is gone: idem's process with it (its FIN goes nowhere).
-    let _ = idem.kill();
-    let _ = idem.wait();
+    let _ = load.idem.kill();
+    let _ = load.idem.wait();
     let cut_at = Instant::now();
-    while count(&mut c).await > 0 {
+    while load.locks_held().await > 0 {
         assert!(
             cut_at.elapsed() < Duration::from_secs(90),
             "the silent client's session still holds the partition's lock"
@@ -634,7 +666,7 @@ async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
         cut_at.elapsed()
     );
     let rows: i64 = sqlx::query("SELECT count(*) FROM fct")
-        .fetch_one(&mut c)
+        .fetch_one(&mut load.conn)
         .await
         .expect("rows")
         .get(0);
@@ -649,70 +681,25 @@ async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
 /// the load as lost and stop the run (exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
-    let Some(client) = ClientHost::new() else {
+    let Some(mut load) = SilentLoad::start().await else {
         return;
     };
-    let Some(cluster) = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip)) else {
-        return;
-    };
-    let mut c = connect(&cluster.url()).await;
-    for ddl in [
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
-    ] {
-        c.execute(ddl).await.expect("setup");
-    }
-    let url = format!(
-        "postgres://postgres@{}:{}/postgres",
-        client.server_ip, cluster.port
-    );
-    let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("idem.toml");
-    std::fs::write(&path, config(&url, select)).expect("config");
-    let mut idem = client
-        .command(env!("CARGO_BIN_EXE_idem"))
-        .arg("--config")
-        .arg(&path)
-        .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("idem on the client host");
-    let held = format!(
-        "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' AND state = 'active'",
-        client.client_ip
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(held.clone()))
-            .fetch_one(&mut c)
-            .await
-            .expect("sessions")
-            .get(0);
-        if n > 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the load never started");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    client.cut();
+    load.client.cut();
     let cut_at = Instant::now();
     let status = loop {
-        if let Some(status) = idem.try_wait().expect("idem") {
+        if let Some(status) = load.idem.try_wait().expect("idem") {
             break status;
         }
         if cut_at.elapsed() > Duration::from_secs(90) {
-            let _ = idem.kill();
-            let _ = idem.wait();
+            let _ = load.idem.kill();
+            let _ = load.idem.wait();
             panic!("idem still waits on a server gone silent 90 s ago");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut idem.stderr.take().expect("stderr"), &mut stderr)
-        .expect("stderr");
+    let mut pipe = load.idem.stderr.take().expect("stderr");
+    std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("stderr");
     eprintln!(
         "idem gave up {:?} after the link went dead",
         cut_at.elapsed()
