@@ -1,7 +1,9 @@
 //! A server killed with SIGKILL in the middle of a backfill, then
 //! restarted: every partition is whole or untouched, every success the
 //! ledger recorded is there, and a re-run converges. And the other way
-//! round: a client host gone silent mid-load loses its lock on the server. The server is a
+//! round: a client host gone silent mid-load loses its lock on the server,
+//! and a server gone silent stops the run. Last, a server configured unlike
+//! the shared one (MariaDB with autocommit off). The server is a
 //! throwaway of this test's own (PostgreSQL: initdb in a temp dir;
 //! MariaDB: mariadb-install-db in a temp dir; each on its own port), never
 //! the shared one.
@@ -210,16 +212,23 @@ impl Drop for Cluster {
 struct Maria {
     dir: tempfile::TempDir,
     port: u16,
+    /// More of the server's options (`--autocommit=0`).
+    options: Vec<String>,
 }
 
 impl Maria {
     fn new() -> Option<Maria> {
+        Maria::with(&[])
+    }
+
+    fn with(options: &[&str]) -> Option<Maria> {
         let runnable = is_root()
             && Path::new("/usr/sbin/mariadbd").exists()
-            && Path::new("/usr/bin/mariadb-install-db").exists();
+            && Path::new("/usr/bin/mariadb-install-db").exists()
+            && Path::new("/sbin/start-stop-daemon").exists();
         needed(
             runnable.then_some(()),
-            "root and the MariaDB server binaries",
+            "root, start-stop-daemon and the MariaDB server binaries",
         )?;
         let dir = tempfile::tempdir().expect("temp dir");
         let chown = Command::new("chown")
@@ -247,6 +256,7 @@ impl Maria {
         let maria = Maria {
             dir,
             port: free_port(),
+            options: options.iter().map(|o| o.to_string()).collect(),
         };
         maria.start();
         let made = Command::new("mariadb")
@@ -286,6 +296,7 @@ impl Throwaway for Maria {
                 "--innodb-buffer-pool-size=32M",
                 "--innodb-flush-log-at-trx-commit=1",
             ])
+            .args(&self.options)
             .stdin(Stdio::null())
             .status()
             .expect("start-stop-daemon");
@@ -706,4 +717,68 @@ async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
     );
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("mid-load"), "{stderr}");
+}
+
+/// A MariaDB whose sessions start with autocommit off (`autocommit = 0` in
+/// its configuration, as some shops have it). idem's statements outside a
+/// load's transaction must still commit by themselves: a failure recorded
+/// in the ledger stays recorded, and a console's state read leaves no table
+/// locked against an ALTER while its session waits in the pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_defaulting_to_autocommit_off_is_committed_to_as_usual() {
+    use idem::engine::{Backfill, Selection};
+    let Some(maria) = Maria::with(&["--autocommit=0"]) else {
+        return;
+    };
+    let url = maria.url();
+    let mut c = connect(&url).await;
+    for ddl in [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount < 2), dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01'), (2, 5, '2026-01-02')",
+        "COMMIT",
+    ] {
+        c.execute(ddl).await.expect("setup");
+    }
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("idem.toml");
+    let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
+    std::fs::write(&path, &text).expect("config");
+    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+    let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    let job = &config.jobs[0];
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    // The second day breaks the CHECK: a failure, recorded outside a load.
+    assert_eq!((summary.succeeded, summary.failed), (1, 1));
+    let states = idem::state::job_status(&wh, job, idem::partition::now_utc(), &Default::default())
+        .await
+        .expect("states");
+    assert_eq!(states.len(), 2);
+
+    // Another session sees the failure in the ledger: it committed.
+    let mut other = connect(&url).await;
+    let failed: i64 = sqlx::query("SELECT COUNT(*) FROM idem_attempts WHERE status = 'failed'")
+        .fetch_one(&mut other)
+        .await
+        .expect("ledger")
+        .get(0);
+    assert_eq!(failed, 1, "the recorded failure never committed");
+    // And the tables idem read are free for an ALTER, with idem's sessions
+    // still open in its pool.
+    other
+        .execute("SET SESSION lock_wait_timeout = 3")
+        .await
+        .expect("lock_wait_timeout");
+    other
+        .execute("ALTER TABLE fct ADD COLUMN note INTEGER")
+        .await
+        .expect("an ALTER of the target, with idem's sessions idle in the pool");
+    drop(wh);
 }

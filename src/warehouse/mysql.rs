@@ -66,7 +66,12 @@ impl Dialect for MySql {
 
     fn session_setup(&self) -> &'static [&'static str] {
         &[
-            "SET time_zone = '+00:00'",
+            // A statement outside a load's transaction commits by itself,
+            // whatever the server's default: with autocommit off, a failure
+            // recorded in the ledger would never commit, and a state read
+            // would keep its tables locked against DDL while the session
+            // waits in the pool.
+            "SET time_zone = '+00:00', autocommit = 1",
             // Each statement sees what committed before it, as on PostgreSQL.
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
         ]
