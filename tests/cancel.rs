@@ -552,3 +552,45 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
     eprintln!("loaded {:?} after the start", started.elapsed());
     drop(db);
 }
+
+/// A pooled connection that went silent while it sat idle (a failover or
+/// a NAT dropped it) is not waited on: its ping gets 2 s, then the pool
+/// opens another, well inside the connect timeout (10 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_pooled_connection_gone_silent_is_replaced_not_waited_on() {
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let server = db.url.clone();
+    let at = server.find('@').expect("user@host") + 1;
+    let end = at + server[at..].find('/').expect("/database");
+    let proxy = ForgettingProxy::start(server[at..end].to_string()).await;
+    let through_proxy = format!(
+        "{}127.0.0.1:{}{}",
+        &server[..at],
+        proxy.port,
+        &server[end..]
+    );
+    let text = format!("[warehouse]\nurl = \"{through_proxy}\"\nconnect_timeout = \"10s\"\n");
+    let path = db.path().join("idem.toml");
+    std::fs::write(&path, &text).expect("config");
+    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+    let wh = Warehouse::connect(&config.warehouse, 2)
+        .await
+        .expect("connect");
+    assert_eq!(count(&wh, "SELECT 1").await, 1);
+    // Idle long enough to be pinged before its next use, then silent.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    proxy.forget.cancel();
+    let asked = std::time::Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(8), count(&wh, "SELECT 2")).await;
+    assert_eq!(
+        answer.ok(),
+        Some(2),
+        "the pool waited on a silent connection ({:?})",
+        asked.elapsed()
+    );
+    drop(db);
+}
