@@ -574,7 +574,8 @@ impl Drop for ClientHost {
 
 /// A load from the client host into a throwaway cluster, caught holding
 /// its partition's lock in a statement of five minutes that sends nothing
-/// while it runs.
+/// while it runs: its INSERT's, or (`at_commit`) its COMMIT's, which a
+/// deferred trigger slows.
 struct SilentLoad {
     client: ClientHost,
     _cluster: Cluster,
@@ -585,7 +586,7 @@ struct SilentLoad {
 }
 
 impl SilentLoad {
-    async fn start() -> Option<SilentLoad> {
+    async fn start(at_commit: bool) -> Option<SilentLoad> {
         let client = ClientHost::new()?;
         let cluster = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip))?;
         let mut conn = connect(&cluster.url()).await;
@@ -593,14 +594,28 @@ impl SilentLoad {
             "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
             "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
             "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(300); RETURN NULL; END $$",
         ] {
             conn.execute(ddl).await.expect("setup");
+        }
+        if at_commit {
+            conn.execute(
+                "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct \
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+            )
+            .await
+            .expect("trigger");
         }
         let url = format!(
             "postgres://postgres@{}:{}/postgres",
             client.server_ip, cluster.port
         );
-        let select = "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end";
+        let select = if at_commit {
+            "select id, amount, dt from src where dt >= :start and dt < :end"
+        } else {
+            "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end"
+        };
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("idem.toml");
         std::fs::write(&path, config(&url, select)).expect("config");
@@ -621,11 +636,26 @@ impl SilentLoad {
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while load.locks_held().await == 0 {
-            assert!(Instant::now() < deadline, "the load never took its lock");
+        while load.locks_held().await == 0 || (at_commit && !load.committing().await) {
+            assert!(Instant::now() < deadline, "the load never got there");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Some(load)
+    }
+
+    /// Whether a session of the client host runs a COMMIT.
+    async fn committing(&mut self) -> bool {
+        let commit = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' \
+             AND state = 'active' AND query = 'COMMIT'",
+            self.client.client_ip
+        );
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(commit))
+            .fetch_one(&mut self.conn)
+            .await
+            .expect("activity")
+            .get(0);
+        n > 0
     }
 
     /// The advisory locks the client host's sessions hold.
@@ -657,7 +687,7 @@ impl Drop for SilentLoad {
 /// session and frees the partition's lock within a minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
-    let Some(mut load) = SilentLoad::start().await else {
+    let Some(mut load) = SilentLoad::start(false).await else {
         return;
     };
     load.client.cut();
@@ -692,9 +722,27 @@ async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
 /// the load as lost and stop the run (exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
-    let Some(mut load) = SilentLoad::start().await else {
+    let Some(stderr) = a_server_gone_silent_stops_the_run(false).await else {
         return;
     };
+    assert!(stderr.contains("never committed"), "{stderr}");
+}
+
+/// The same, the server going silent while the load's COMMIT is under way:
+/// whether it took, only the server knows, and idem says so rather than
+/// wait on it forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_server_that_goes_silent_during_a_commit_stops_the_run() {
+    let Some(stderr) = a_server_gone_silent_stops_the_run(true).await else {
+        return;
+    };
+    assert!(stderr.contains("its COMMIT was under way"), "{stderr}");
+}
+
+/// Cuts the link under a load (in its INSERT, or in its COMMIT) and waits
+/// for idem to give up: its stderr, once it exited 1 (None: skipped).
+async fn a_server_gone_silent_stops_the_run(at_commit: bool) -> Option<String> {
+    let mut load = SilentLoad::start(at_commit).await?;
     load.client.cut();
     let cut_at = Instant::now();
     let status = loop {
@@ -717,6 +765,7 @@ async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
     );
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("mid-load"), "{stderr}");
+    Some(stderr)
 }
 
 /// A MariaDB whose sessions start with autocommit off (`autocommit = 0` in

@@ -347,11 +347,21 @@ pub enum WarehouseError {
     )]
     SessionLost,
     /// The warehouse stopped answering while a load was in flight: the
-    /// load never committed, and the server rolls it back.
+    /// load never committed (the server rolls it back), or its COMMIT was
+    /// under way and only the server knows whether it took.
     #[error(
-        "lost {url} mid-load: {source}; the partition's transaction was never committed, so it rolls back"
+        "lost {url} mid-load: {source}; {}",
+        if *.committing {
+            "its COMMIT was under way, so the partition holds its old rows or its new ones, never a mix (its state will say which; running it again is safe)"
+        } else {
+            "the partition's transaction was never committed, so it rolls back"
+        }
     )]
-    Lost { url: String, source: sqlx::Error },
+    Lost {
+        url: String,
+        source: sqlx::Error,
+        committing: bool,
+    },
 }
 
 impl WarehouseError {

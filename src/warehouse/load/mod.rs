@@ -512,7 +512,7 @@ async fn transact(
         ledger::record_definition(&mut sql, job);
         sql.query().execute(&mut *tx).await?;
     }
-    stage.set(Stage::Committing);
+    stage.committing();
     tx.commit().await?;
     if recording && let Ok(mut known) = warehouse.recorded_definitions.lock() {
         known.insert(hash.clone());

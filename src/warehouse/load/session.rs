@@ -45,7 +45,8 @@ pub(super) enum Stage {
     /// Its session holds the partition's lock and works in it.
     Holding(SessionHolder),
     /// Its COMMIT is sent: the server decides, and the load reports it.
-    Committing,
+    /// The session, where the server can be asked about it.
+    Committing(Option<SessionHolder>),
 }
 
 /// How the server knows the session of a load holding its lock.
@@ -80,6 +81,15 @@ impl StageCell {
 
     fn get(&self) -> Stage {
         self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The load sends its COMMIT.
+    pub(super) fn committing(&self) {
+        let holder = match self.get() {
+            Stage::Holding(holder) => Some(holder),
+            _ => None,
+        };
+        self.set(Stage::Committing(holder));
     }
 }
 
@@ -131,7 +141,7 @@ impl Warehouse {
     ) -> Result<T, WarehouseError> {
         match stage.get() {
             Stage::Starting => return Err(WarehouseError::Cancelled),
-            Stage::Committing => {
+            Stage::Committing(_) => {
                 log(
                     "cancelled while its COMMIT is on its way: it ends as the server ends it"
                         .into(),
@@ -153,25 +163,31 @@ impl Warehouse {
         }
     }
 
-    /// Ends only when the load holding its lock has lost its session: the
-    /// error to end it with.
+    /// Ends only when the load has lost its session: the error to end it
+    /// with. During its COMMIT only an unreachable server counts (the
+    /// commit frees the lock the look is for).
     async fn watch(&self, stage: &StageCell) -> WarehouseError {
         let mut unreachable = 0;
         loop {
             tokio::time::sleep(WATCH).await;
-            let Stage::Holding(holder) = stage.get() else {
-                unreachable = 0;
-                continue;
+            let (holder, committing) = match stage.get() {
+                Stage::Holding(holder) => (holder, false),
+                Stage::Committing(Some(holder)) => (holder, true),
+                _ => {
+                    unreachable = 0;
+                    continue;
+                }
             };
             match self.look_for(&holder).await {
-                Seen::There => unreachable = 0,
-                Seen::Gone => return WarehouseError::SessionLost,
+                Seen::Gone if !committing => return WarehouseError::SessionLost,
+                Seen::There | Seen::Gone => unreachable = 0,
                 Seen::Unreachable(source) => {
                     unreachable += 1;
                     if unreachable == 2 {
                         return WarehouseError::Lost {
                             url: redact(&self.config().url),
                             source,
+                            committing,
                         };
                     }
                 }
