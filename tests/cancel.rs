@@ -200,24 +200,6 @@ async fn a_cancelled_load_stops_on_the_server_and_frees_its_lock(kind: Kind) {
     drop(db);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-async fn postgres_a_cancelled_load_stops_on_the_server_and_frees_its_lock() {
-    a_cancelled_load_stops_on_the_server_and_frees_its_lock(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_mysql),
-    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
-)]
-async fn mysql_a_cancelled_load_stops_on_the_server_and_frees_its_lock() {
-    a_cancelled_load_stops_on_the_server_and_frees_its_lock(Kind::MySql).await;
-}
-
 /// A deferred trigger makes each COMMIT of `fct_slow_commit` take a second
 /// a row; the cancel comes while it is on its way. The server commits it,
 /// so idem reports the partition loaded, and records no cancellation.
@@ -332,24 +314,6 @@ async fn a_verification_stopped_by_sigterm_stops_on_the_server(kind: Kind) {
     drop(db);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-async fn postgres_a_verification_stopped_by_sigterm_stops_on_the_server() {
-    a_verification_stopped_by_sigterm_stops_on_the_server(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_mysql),
-    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
-)]
-async fn mysql_a_verification_stopped_by_sigterm_stops_on_the_server() {
-    a_verification_stopped_by_sigterm_stops_on_the_server(Kind::MySql).await;
-}
-
 /// idem killed outright (SIGKILL: the OOM killer, an orchestrator's last
 /// word) cannot end anything itself; PostgreSQL notices the closed
 /// connection within the second idem's sessions ask it to check at.
@@ -391,24 +355,6 @@ async fn a_long_load_is_watched_and_left_alone(kind: Kind) {
         [AttemptStatus::Succeeded]
     );
     drop(db);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-async fn postgres_a_long_load_is_watched_and_left_alone() {
-    a_long_load_is_watched_and_left_alone(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_mysql),
-    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
-)]
-async fn mysql_a_long_load_is_watched_and_left_alone() {
-    a_long_load_is_watched_and_left_alone(Kind::MySql).await;
 }
 
 /// A TCP proxy in front of the server that can forget the connections it
@@ -594,3 +540,9 @@ async fn postgres_a_pooled_connection_gone_silent_is_replaced_not_waited_on() {
     );
     drop(db);
 }
+
+on_server_engines!(
+    a_cancelled_load_stops_on_the_server_and_frees_its_lock,
+    a_verification_stopped_by_sigterm_stops_on_the_server,
+    a_long_load_is_watched_and_left_alone,
+);

@@ -179,6 +179,38 @@ impl Drop for TestDb {
         .join();
     }
 }
+/// Generates one `#[tokio::test]` per server engine (PostgreSQL, MariaDB)
+/// from an async fn taking a `Kind`: for what SQLite, inside idem, has no
+/// part in (a server's sessions, locks and processes).
+#[macro_export]
+macro_rules! on_server_engines {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(idem_test_postgres),
+                    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+                )]
+                async fn $name() {
+                    super::$name($crate::common::Kind::Postgres).await;
+                }
+            )*
+        }
+        mod mysql {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(idem_test_mysql),
+                    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+                )]
+                async fn $name() {
+                    super::$name($crate::common::Kind::MySql).await;
+                }
+            )*
+        }
+    };
+}
 
 /// Generates one `#[tokio::test]` per engine from an async fn taking a `Kind`.
 #[macro_export]
