@@ -368,6 +368,16 @@ struct ForgettingProxy {
 }
 
 impl ForgettingProxy {
+    /// A proxy before the server of `url` (`scheme://user@host:port/db`),
+    /// and the URL that goes through it.
+    async fn before(url: &str) -> (ForgettingProxy, String) {
+        let at = url.find('@').expect("user@host") + 1;
+        let end = at + url[at..].find('/').expect("/database");
+        let proxy = ForgettingProxy::start(url[at..end].to_string()).await;
+        let through = format!("{}127.0.0.1:{}{}", &url[..at], proxy.port, &url[end..]);
+        (proxy, through)
+    }
+
     async fn start(upstream: String) -> ForgettingProxy {
         use tokio::net::{TcpListener, TcpStream};
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -419,15 +429,7 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
     let kind = Kind::Postgres;
     let db = TestDb::new(kind).await.expect("test database");
     let server = db.url.clone();
-    let at = server.find('@').expect("user@host") + 1;
-    let end = at + server[at..].find('/').expect("/database");
-    let proxy = ForgettingProxy::start(server[at..end].to_string()).await;
-    let through_proxy = format!(
-        "{}127.0.0.1:{}{}",
-        &server[..at],
-        proxy.port,
-        &server[end..]
-    );
+    let (proxy, through_proxy) = ForgettingProxy::before(&server).await;
     // The first attempt sleeps 30 s; once `gate` has a row, none do.
     let select = "select id, dt from src where dt >= :start and dt < :end \
                   and pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM gate) THEN 0 ELSE 30 END) IS NOT NULL";
@@ -510,15 +512,7 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
 async fn postgres_a_pooled_connection_gone_silent_is_replaced_not_waited_on() {
     let db = TestDb::new(Kind::Postgres).await.expect("test database");
     let server = db.url.clone();
-    let at = server.find('@').expect("user@host") + 1;
-    let end = at + server[at..].find('/').expect("/database");
-    let proxy = ForgettingProxy::start(server[at..end].to_string()).await;
-    let through_proxy = format!(
-        "{}127.0.0.1:{}{}",
-        &server[..at],
-        proxy.port,
-        &server[end..]
-    );
+    let (proxy, through_proxy) = ForgettingProxy::before(&server).await;
     let text = format!("[warehouse]\nurl = \"{through_proxy}\"\nconnect_timeout = \"10s\"\n");
     let path = db.path().join("idem.toml");
     std::fs::write(&path, &text).expect("config");

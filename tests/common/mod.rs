@@ -179,6 +179,7 @@ impl Drop for TestDb {
         .join();
     }
 }
+
 /// Generates one `#[tokio::test]` per server engine (PostgreSQL, MariaDB)
 /// from an async fn taking a `Kind`: for what SQLite, inside idem, has no
 /// part in (a server's sessions, locks and processes).
@@ -224,30 +225,7 @@ macro_rules! on_every_engine {
                 }
             )*
         }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(idem_test_postgres),
-                    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-                )]
-                async fn $name() {
-                    super::$name($crate::common::Kind::Postgres).await;
-                }
-            )*
-        }
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(idem_test_mysql),
-                    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
-                )]
-                async fn $name() {
-                    super::$name($crate::common::Kind::MySql).await;
-                }
-            )*
-        }
+        $crate::on_server_engines!($($name),*);
     };
 }
 
