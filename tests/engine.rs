@@ -11,6 +11,7 @@ use idem::partition::{Grain, Partition, RangeEnd};
 use idem::state::LoadState;
 use idem::warehouse::ledger::AttemptStatus;
 use idem::warehouse::{Fingerprint, Warehouse};
+use sqlx::{Connection, Row};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -465,3 +466,49 @@ on_every_engine!(
     rows_outside_the_window_roll_back,
     statuses_follow_the_warehouse,
 );
+
+/// MariaDB reads `||` as OR by default; the driver's session would read it
+/// as concatenation (PIPES_AS_CONCAT). A job's SQL loads as the operator's
+/// own client would run it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_job_reads_or_as_the_servers_default_sql_mode_does() {
+    let db = TestDb::new(Kind::MySql).await.expect("test database");
+    let mut admin = sqlx::MySqlConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    let default_mode: String = sqlx::query("SELECT @@GLOBAL.sql_mode")
+        .fetch_one(&mut admin)
+        .await
+        .expect("sql_mode")
+        .get(0);
+    assert!(!default_mode.contains("PIPES_AS_CONCAT"), "{default_mode}");
+    let select =
+        "select id, dt, (id > 5 || id < 0) as flag from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("flags", "flags", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (9, '2026-01-01')",
+        "CREATE TABLE flags (id INTEGER NOT NULL, dt DATE NOT NULL, flag INTEGER NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(summary.succeeded, 1, "{:?}", common::errors(&events));
+    let flags: Vec<(i64, i64)> = sqlx::query("SELECT id, flag FROM flags ORDER BY id")
+        .fetch_all(&mut admin)
+        .await
+        .expect("flags")
+        .iter()
+        .map(|r| (r.get::<i32, _>(0).into(), r.get::<i32, _>(1).into()))
+        .collect();
+    assert_eq!(flags, [(1, 0), (9, 1)], "|| was read as a concatenation");
+    drop(db);
+}

@@ -70,8 +70,11 @@ impl Dialect for MySql {
             // whatever the server's default: with autocommit off, a failure
             // recorded in the ledger would never commit, and a state read
             // would keep its tables locked against DDL while the session
-            // waits in the pool.
-            "SET time_zone = '+00:00', autocommit = 1",
+            // waits in the pool. And a job's SQL means what it means in the
+            // operator's own client: the driver adds PIPES_AS_CONCAT to the
+            // session's sql_mode, which would make `a || b` a concatenation
+            // where the server's default reads it as OR.
+            "SET time_zone = '+00:00', autocommit = 1, sql_mode = @@GLOBAL.sql_mode",
             // Each statement sees what committed before it, as on PostgreSQL.
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
         ]
