@@ -10,15 +10,17 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// The engine of a URL the config accepted (`sqlite:`, `postgres…`, and
-    /// otherwise MariaDB/MySQL).
-    pub fn of_url(url: &str) -> Engine {
+    /// The engine a warehouse URL names (`sqlite:`, `postgres…`, `mysql:`),
+    /// if it names one.
+    pub fn of_url(url: &str) -> Option<Engine> {
         if url.starts_with("sqlite:") {
-            Engine::Sqlite
+            Some(Engine::Sqlite)
         } else if url.starts_with("postgres") {
-            Engine::Postgres
+            Some(Engine::Postgres)
+        } else if url.starts_with("mysql:") {
+            Some(Engine::MySql)
         } else {
-            Engine::MySql
+            None
         }
     }
 

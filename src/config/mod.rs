@@ -36,8 +36,9 @@ pub struct WarehouseConfig {
 }
 
 impl WarehouseConfig {
+    /// The engine its URL names (a parsed config's always names one).
     pub fn engine(&self) -> Engine {
-        Engine::of_url(&self.url)
+        Engine::of_url(&self.url).unwrap_or(Engine::MySql)
     }
 }
 
@@ -290,7 +291,7 @@ pub fn parse(
     let wh = raw.warehouse.get_ref();
     let url = expand_env(wh.url.get_ref(), env)
         .map_err(|m| cx.error(wh.url.span(), "warehouse.url", m))?;
-    if !(url.starts_with("sqlite:") || url.starts_with("postgres") || url.starts_with("mysql:")) {
+    if Engine::of_url(&url).is_none() {
         return Err(cx.error(
             wh.url.span(),
             "warehouse.url",

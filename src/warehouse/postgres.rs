@@ -227,27 +227,21 @@ impl Dialect for Postgres {
             .push(")");
     }
 
-    /// The session holding the load's first advisory lock in this database
-    /// (`pg_locks` shows a bigint key as its high and low 32 bits). A role
-    /// may end its own sessions.
+    /// The session holding the load's first advisory lock in this database.
+    /// A role may end its own sessions.
     fn load_session(&self, sql: &mut Sql, holder: &SessionHolder, ask: SessionAsk) -> bool {
         let SessionHolder::LockKey(key) = holder else {
             return false;
         };
-        let key = lock_key_i64(key) as u64;
         sql.push(match ask {
-            SessionAsk::End => "SELECT count(pg_terminate_backend(pid))",
-            SessionAsk::Count => "SELECT count(*)",
+            SessionAsk::End => "SELECT count(pg_terminate_backend(pid)) ",
+            SessionAsk::Count => "SELECT count(*) ",
         })
-        .push(
-            " FROM pg_catalog.pg_locks \
-             WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid <> pg_backend_pid() \
-             AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) \
-             AND CAST(classid AS bigint) = ",
-        )
-        .bind((key >> 32) as i64)
-        .push(" AND CAST(objid AS bigint) = ")
-        .bind((key & 0xffff_ffff) as i64);
+        .push(ADVISORY_LOCKS_HELD)
+        .push(" AND pid <> pg_backend_pid() AND ")
+        .push(ADVISORY_KEY)
+        .push(" = ")
+        .bind(lock_key_i64(key));
         true
     }
 
@@ -509,18 +503,26 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
 /// Which of the named locks some session holds: granted advisory locks whose
 /// 64-bit key (classid high, objid low) is one of ours. The names are asked
 /// for only when some advisory lock is held.
+/// The advisory locks granted in this database, as `pg_locks` rows.
+const ADVISORY_LOCKS_HELD: &str = "FROM pg_catalog.pg_locks \
+     WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+     AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())";
+
+/// A `pg_locks` row's bigint advisory key, from its high and low 32 bits.
+const ADVISORY_KEY: &str =
+    "CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint)";
+
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
     keys: impl FnOnce() -> Vec<(String, String)>,
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
     use sqlx::Row;
-    let rows = sqlx::query(
-        "SELECT CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint) FROM pg_locks \
-         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
-         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    )
-    .fetch_all(pool)
-    .await?;
+    let mut sql = Sql::new(&Postgres);
+    sql.push("SELECT ")
+        .push(ADVISORY_KEY)
+        .push(" ")
+        .push(ADVISORY_LOCKS_HELD);
+    let rows = sql.query().fetch_all(pool).await?;
     let held: std::collections::HashSet<i64> =
         rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
     if held.is_empty() {
