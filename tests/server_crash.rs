@@ -231,15 +231,21 @@ impl Maria {
             "root, start-stop-daemon and the MariaDB server binaries",
         )?;
         let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("tmp")).expect("the server's tmpdir");
         let chown = Command::new("chown")
             .args(["-R", "mysql:mysql"])
             .arg(dir.path())
             .status()
             .expect("chown");
         assert!(chown.success());
+        // One bootstrap at a time, each with its own tmpdir: two at once in
+        // the shared /tmp once lost a bootstrap's temporary table (CI, stop 26).
+        static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
         let install = Command::new("mariadb-install-db")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--tmpdir={}", dir.path().join("tmp").display()))
             .args([
                 "--user=mysql",
                 "--auth-root-authentication-method=normal",
@@ -253,6 +259,7 @@ impl Maria {
             "mariadb-install-db: {}",
             String::from_utf8_lossy(&install.stderr)
         );
+        drop(installing);
         let maria = Maria {
             dir,
             port: free_port(),
@@ -287,6 +294,7 @@ impl Throwaway for Maria {
             .args(["--exec", "/usr/sbin/mariadbd", "--", "--no-defaults"])
             .arg(format!("--datadir={}", at("data")))
             .arg(format!("--socket={}", at("sock")))
+            .arg(format!("--tmpdir={}", at("tmp")))
             .arg(format!("--pid-file={}", at("pid")))
             .arg(format!("--log-error={}", at("error.log")))
             .arg(format!("--port={}", self.port))
