@@ -416,26 +416,17 @@ impl ForgettingProxy {
     }
 }
 
-/// The server forgets a load's session while idem's end of it stays open
-/// and silent: the load would wait forever for an answer. The watch finds
-/// the session gone within its period, and the partition is retried and
-/// loads.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
-    let kind = Kind::Postgres;
-    let db = TestDb::new(kind).await.expect("test database");
-    let server = db.url.clone();
-    let (proxy, through_proxy) = ForgettingProxy::before(&server).await;
-    // The first attempt sleeps 30 s; once `gate` has a row, none do.
-    let select = "select id, dt from src where dt >= :start and dt < :end \
-                  and pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM gate) THEN 0 ELSE 30 END) IS NOT NULL";
+/// A warehouse whose every connection goes through a [`ForgettingProxy`],
+/// with one job of `select` loading the one-row `src` into `fct`.
+async fn through_forgetting_proxy(
+    db: &TestDb,
+    select: &str,
+    retries: u32,
+) -> (ForgettingProxy, Config, Warehouse) {
+    let (proxy, through_proxy) = ForgettingProxy::before(&db.url).await;
     let job = common::replace_job("forgotten", "fct", "2026-01-01", select);
     let text = format!(
-        "[warehouse]\nurl = \"{through_proxy}\"\nlock_timeout = \"1s\"\n\n[defaults]\nconcurrency = 1\nretries = 1\n\n{job}"
+        "[warehouse]\nurl = \"{through_proxy}\"\nlock_timeout = \"1s\"\n\n[defaults]\nconcurrency = 1\nretries = {retries}\n\n{job}"
     );
     let path = db.path().join("idem.toml");
     std::fs::write(&path, &text).expect("config");
@@ -451,6 +442,25 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
     ])
     .await
     .expect("setup");
+    (proxy, config, wh)
+}
+
+/// The server forgets a load's session while idem's end of it stays open
+/// and silent: the load would wait forever for an answer. The watch finds
+/// the session gone within its period, and the partition is retried and
+/// loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let server = db.url.clone();
+    // The first attempt sleeps 30 s; once `gate` has a row, none do.
+    let select = "select id, dt from src where dt >= :start and dt < :end \
+                  and pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM gate) THEN 0 ELSE 30 END) IS NOT NULL";
+    let (proxy, config, wh) = through_forgetting_proxy(&db, select, 1).await;
     let backfill = Backfill::plan(
         &wh,
         &config.jobs[0],
@@ -498,6 +508,104 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
         "{errors:?}"
     );
     eprintln!("loaded {:?} after the start", started.elapsed());
+    drop(db);
+}
+
+/// The server ends a load's session behind idem's back (a failover, an
+/// operator's `pg_terminate_backend`), which frees the partition's lock,
+/// and another session takes the lock before idem has noticed. A cancel of
+/// the load then ends no session: the lock's holder is not the load's own
+/// session. (Found by this test: the cancel ended the lock's holder,
+/// whoever it was.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_cancel_ends_the_loads_own_session_and_no_other() {
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let server = db.url.clone();
+    let select =
+        "select id, dt from src where dt >= :start and dt < :end and pg_sleep(30) IS NOT NULL";
+    let (proxy, config, wh) = through_forgetting_proxy(&db, select, 0).await;
+    let backfill = Backfill::plan(
+        &wh,
+        &config.jobs[0],
+        &days("2026-01-01", "2026-01-01"),
+        1,
+        0,
+    )
+    .await
+    .expect("plan");
+    let held = "SELECT CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint) \
+                FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() \
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let mut run = Box::pin(engine::run(&wh, &backfill, &tx, &cancel));
+    let mut events = Vec::new();
+    let mut other = None;
+    loop {
+        tokio::select! {
+            _ = &mut run => break,
+            Some(e) = rx.recv() => {
+                let deleted = matches!(&e, Event::PartitionLog { line, .. } if line.starts_with("DELETE"));
+                events.push(e);
+                if !deleted || other.is_some() {
+                    continue;
+                }
+                // The INSERT sleeps on the server, holding the locks.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let mut direct = sqlx::PgConnection::connect(&server)
+                    .await
+                    .expect("direct connection");
+                let keys: Vec<i64> = sqlx::query_scalar(held)
+                    .fetch_all(&mut direct)
+                    .await
+                    .expect("the load's locks");
+                assert_eq!(keys.len(), 24, "a day's hours");
+                // The server ends the forgotten session within its
+                // connection check (1 s), which frees the locks; this
+                // session then takes them.
+                proxy.forget.cancel();
+                for key in &keys {
+                    let take = sqlx::query("SELECT pg_advisory_lock($1)").bind(key);
+                    tokio::time::timeout(Duration::from_secs(10), take.execute(&mut direct))
+                        .await
+                        .expect("the forgotten session's locks freed")
+                        .expect("lock");
+                }
+                other = Some((direct, keys.len()));
+                cancel.cancel();
+            }
+            () = tokio::time::sleep(Duration::from_secs(60)) => panic!("the run did not end: {events:#?}"),
+        }
+    }
+    drop(run);
+    drop(tx);
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    let (mut other, taken) = other.expect("the load got to its DELETE");
+    let still_held = sqlx::query_scalar::<_, i64>(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()",
+    )
+    .fetch_one(&mut other)
+    .await;
+    assert_eq!(
+        still_held.ok(),
+        Some(taken as i64),
+        "the cancel ended the session that took the locks after the load's was gone"
+    );
+    let gone = events.iter().any(|e| {
+        matches!(e, Event::PartitionLog { line, .. } if line.contains("its session is gone from the server already"))
+    });
+    assert!(gone, "{events:#?}");
+    let attempts = wh.attempts("forgotten", None).await.expect("ledger");
+    assert_eq!(
+        statuses(&attempts, "2026-01-01"),
+        [AttemptStatus::Cancelled]
+    );
     drop(db);
 }
 

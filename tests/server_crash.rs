@@ -580,53 +580,78 @@ impl Drop for ClientHost {
     }
 }
 
-/// A load from the client host into a throwaway cluster, caught holding
+/// The server a [`SilentLoad`] goes to, and where the load is caught.
+#[derive(Clone, Copy, PartialEq)]
+enum SilentAt {
+    /// PostgreSQL, in its INSERT.
+    PostgresInsert,
+    /// PostgreSQL, in its COMMIT (a deferred trigger slows it).
+    PostgresCommit,
+    /// MariaDB, in its INSERT.
+    MariaDbInsert,
+}
+
+/// A load from the client host into a throwaway server, caught holding
 /// its partition's lock in a statement of five minutes that sends nothing
-/// while it runs: its INSERT's, or (`at_commit`) its COMMIT's, which a
-/// deferred trigger slows.
+/// while it runs (its INSERT's, or its COMMIT's).
 struct SilentLoad {
     client: ClientHost,
-    _cluster: Cluster,
-    /// To the cluster from this host, past the link the test cuts.
+    _server: Box<dyn Throwaway>,
+    /// To the server from this host, past the link the test cuts.
     conn: AnyConnection,
     idem: std::process::Child,
     _dir: tempfile::TempDir,
 }
 
 impl SilentLoad {
-    async fn start(at_commit: bool) -> Option<SilentLoad> {
+    async fn start(at: SilentAt) -> Option<SilentLoad> {
         let client = ClientHost::new()?;
-        let cluster = Cluster::listening(&format!("127.0.0.1,{}", client.server_ip))?;
-        let mut conn = connect(&cluster.url()).await;
-        for ddl in [
+        let listen = format!("127.0.0.1,{}", client.server_ip);
+        let (server, url, pause): (Box<dyn Throwaway>, _, _) = if at == SilentAt::MariaDbInsert {
+            let maria = Maria::with(&[&format!("--bind-address={listen}")])?;
+            let url = format!("mysql://idem@{}:{}/crash", client.server_ip, maria.port);
+            (Box::new(maria), url, "sleep(300)")
+        } else {
+            let cluster = Cluster::listening(&listen)?;
+            let url = format!(
+                "postgres://postgres@{}:{}/postgres",
+                client.server_ip, cluster.port
+            );
+            (Box::new(cluster), url, "pg_sleep(300)")
+        };
+        let mut conn = connect(&server.url()).await;
+        let mut ddl = vec![
             "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
             "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
             "INSERT INTO src VALUES (1, 1, '2026-01-01')",
-            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
-             $$ BEGIN PERFORM pg_sleep(300); RETURN NULL; END $$",
-        ] {
-            conn.execute(ddl).await.expect("setup");
-        }
-        if at_commit {
-            conn.execute(
+        ];
+        match at {
+            // The client host's sessions come from another address.
+            SilentAt::MariaDbInsert => ddl.extend([
+                "CREATE USER idem@'10.231.%'",
+                "GRANT ALL ON *.* TO idem@'10.231.%'",
+            ]),
+            SilentAt::PostgresCommit => ddl.extend([
+                "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN PERFORM pg_sleep(300); RETURN NULL; END $$",
                 "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct \
                  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
-            )
-            .await
-            .expect("trigger");
+            ]),
+            SilentAt::PostgresInsert => {}
         }
-        let url = format!(
-            "postgres://postgres@{}:{}/postgres",
-            client.server_ip, cluster.port
-        );
-        let select = if at_commit {
-            "select id, amount, dt from src where dt >= :start and dt < :end"
+        for statement in ddl {
+            conn.execute(statement).await.expect("setup");
+        }
+        let select = if at == SilentAt::PostgresCommit {
+            "select id, amount, dt from src where dt >= :start and dt < :end".to_string()
         } else {
-            "select src.id, src.amount, src.dt from src cross join (select pg_sleep(300)) pause where src.dt >= :start and src.dt < :end"
+            format!(
+                "select src.id, src.amount, src.dt from src cross join (select {pause} as s) pause where src.dt >= :start and src.dt < :end"
+            )
         };
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("idem.toml");
-        std::fs::write(&path, config(&url, select)).expect("config");
+        std::fs::write(&path, config(&url, &select)).expect("config");
         let idem = client
             .command(env!("CARGO_BIN_EXE_idem"))
             .arg("--config")
@@ -638,35 +663,46 @@ impl SilentLoad {
             .expect("idem on the client host");
         let mut load = SilentLoad {
             client,
-            _cluster: cluster,
+            _server: server,
             conn,
             idem,
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while load.locks_held().await == 0 || (at_commit && !load.committing().await) {
+        while !load.caught(at).await {
             assert!(Instant::now() < deadline, "the load never got there");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Some(load)
     }
 
-    /// Whether a session of the client host runs a COMMIT.
-    async fn committing(&mut self) -> bool {
-        let commit = format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' \
-             AND state = 'active' AND query = 'COMMIT'",
-            self.client.client_ip
-        );
-        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(commit))
+    /// Whether the load is where `at` catches it.
+    async fn caught(&mut self, at: SilentAt) -> bool {
+        let running = |statement: &str| match at {
+            SilentAt::MariaDbInsert => format!(
+                "SELECT count(*) FROM information_schema.PROCESSLIST WHERE HOST LIKE '{}:%' \
+                 AND COMMAND IN ('Query', 'Execute') AND INFO LIKE '{statement}%'",
+                self.client.client_ip
+            ),
+            _ => format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '{}' \
+                 AND state = 'active' AND query LIKE '{statement}%'",
+                self.client.client_ip
+            ),
+        };
+        let asked = match at {
+            SilentAt::PostgresCommit => running("COMMIT"),
+            _ => running("INSERT"),
+        };
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(asked))
             .fetch_one(&mut self.conn)
             .await
             .expect("activity")
             .get(0);
-        n > 0
+        n > 0 && (at == SilentAt::MariaDbInsert || self.locks_held().await > 0)
     }
 
-    /// The advisory locks the client host's sessions hold.
+    /// The advisory locks the client host's sessions hold (PostgreSQL).
     async fn locks_held(&mut self) -> i64 {
         let held = format!(
             "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
@@ -695,7 +731,7 @@ impl Drop for SilentLoad {
 /// session and frees the partition's lock within a minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
-    let Some(mut load) = SilentLoad::start(false).await else {
+    let Some(mut load) = SilentLoad::start(SilentAt::PostgresInsert).await else {
         return;
     };
     load.client.cut();
@@ -730,7 +766,16 @@ async fn postgres_a_client_host_that_goes_silent_mid_load_frees_its_lock() {
 /// the load as lost and stop the run (exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
-    let Some(stderr) = a_server_gone_silent_stops_the_run(false).await else {
+    let Some(stderr) = a_server_gone_silent_stops_the_run(SilentAt::PostgresInsert).await else {
+        return;
+    };
+    assert!(stderr.contains("never committed"), "{stderr}");
+}
+
+/// The same on MariaDB, whose driver sets no keepalive either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_that_goes_silent_mid_load_stops_the_run() {
+    let Some(stderr) = a_server_gone_silent_stops_the_run(SilentAt::MariaDbInsert).await else {
         return;
     };
     assert!(stderr.contains("never committed"), "{stderr}");
@@ -741,7 +786,7 @@ async fn postgres_a_server_that_goes_silent_mid_load_stops_the_run() {
 /// wait on it forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_server_that_goes_silent_during_a_commit_stops_the_run() {
-    let Some(stderr) = a_server_gone_silent_stops_the_run(true).await else {
+    let Some(stderr) = a_server_gone_silent_stops_the_run(SilentAt::PostgresCommit).await else {
         return;
     };
     assert!(stderr.contains("its COMMIT was under way"), "{stderr}");
@@ -749,8 +794,8 @@ async fn postgres_a_server_that_goes_silent_during_a_commit_stops_the_run() {
 
 /// Cuts the link under a load (in its INSERT, or in its COMMIT) and waits
 /// for idem to give up: its stderr, once it exited 1 (None: skipped).
-async fn a_server_gone_silent_stops_the_run(at_commit: bool) -> Option<String> {
-    let mut load = SilentLoad::start(at_commit).await?;
+async fn a_server_gone_silent_stops_the_run(at: SilentAt) -> Option<String> {
+    let mut load = SilentLoad::start(at).await?;
     load.client.cut();
     let cut_at = Instant::now();
     let status = loop {

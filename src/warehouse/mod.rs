@@ -99,9 +99,11 @@ pub trait Dialect: Send + Sync {
     }
     /// A custom BEGIN, when the default is not enough: for
     /// [`LockPlan::Begin`] and [`LockPlan::InTransaction`], one that takes
-    /// every lock named in `keys`, in order. Sent as one simple query (no
-    /// parameters: the keys' numbers are idem's own, never input).
-    fn begin_statement(&self, _keys: &[String]) -> Option<String> {
+    /// every lock named in `keys`, in order, in a session called `session`
+    /// (see [`SessionHolder::Named`]). Sent as one simple query (no
+    /// parameters: the keys' numbers and the session's name are idem's
+    /// own, never input).
+    fn begin_statement(&self, _keys: &[String], _session: &str) -> Option<String> {
         None
     }
     fn lock_plan(&self) -> LockPlan;

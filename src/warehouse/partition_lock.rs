@@ -1,5 +1,7 @@
 //! The locks a partition's load takes, named the same in every process.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::config::Job;
 use crate::partition::{Grain, Partition};
 
@@ -14,6 +16,31 @@ pub(crate) struct PartitionLock {
     /// Lock names, oldest hour first: every process takes them in the same
     /// order, so two overlapping loads cannot deadlock.
     pub keys: Vec<String>,
+    /// What the load's session is called on the server while it holds the
+    /// locks (PostgreSQL's `application_name`): the load's own, unlike
+    /// the locks, which another session may hold once this one is gone.
+    /// Also what an operator sees in `pg_stat_activity`.
+    pub session: String,
+}
+
+/// The name of a session no other load's session has: this process's id
+/// and a count of its loads first (the server keeps 63 bytes of a name),
+/// then what it loads. Only characters that need no escaping in a string
+/// literal, under any setting of the server's.
+fn session_name(job: &str, partition: &str) -> String {
+    static LOADS: AtomicU64 = AtomicU64::new(0);
+    let n = LOADS.fetch_add(1, Ordering::Relaxed);
+    let name = format!("idem#{}.{n} {job} {partition}", std::process::id());
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " #._:-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(63)
+        .collect()
 }
 
 impl PartitionLock {
@@ -27,6 +54,7 @@ impl PartitionLock {
         PartitionLock {
             label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
             keys,
+            session: session_name(&job.name, &partition.name()),
         }
     }
 
@@ -44,4 +72,27 @@ pub(crate) fn lock_key_i64(key: &str) -> i64 {
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     i64::from_le_bytes(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_load_has_a_session_name_of_its_own_that_needs_no_quoting() {
+        let (a, b) = (
+            session_name("fct", "2026-01-01"),
+            session_name("fct", "2026-01-01"),
+        );
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with(&format!("idem#{}.", std::process::id())),
+            "{a}"
+        );
+        assert!(a.ends_with(" fct 2026-01-01"), "{a}");
+        let odd = session_name(&format!("o'k\\{}", "j".repeat(80)), "2026-01-01T05");
+        assert!(odd.len() <= 63, "{odd}");
+        assert!(odd.contains(" o_k_jjj"), "{odd}");
+        assert!(!odd.contains(['\'', '\\']), "{odd}");
+    }
 }

@@ -185,12 +185,18 @@ impl Dialect for Postgres {
             .push(", by transaction ' || CAST(xmin AS text) AS integer) > 0 ELSE FALSE END");
     }
 
-    fn begin_statement(&self, keys: &[String]) -> Option<String> {
+    /// The session is named for the transaction (`SET LOCAL`): a cancel
+    /// ends the session of that name holding the lock, never one that took
+    /// the lock after the load's own session was gone.
+    fn begin_statement(&self, keys: &[String], session: &str) -> Option<String> {
         let locks: Vec<String> = keys
             .iter()
             .map(|key| format!("pg_advisory_xact_lock({})", lock_key_i64(key)))
             .collect();
-        Some(format!("BEGIN; SELECT {}", locks.join(", ")))
+        Some(format!(
+            "BEGIN; SET LOCAL application_name = '{session}'; SELECT {}",
+            locks.join(", ")
+        ))
     }
 
     fn ledger_types(&self) -> ColumnTypes {
@@ -227,10 +233,10 @@ impl Dialect for Postgres {
             .push(")");
     }
 
-    /// The session holding the load's first advisory lock in this database.
-    /// A role may end its own sessions.
+    /// The session of the load's name holding its first advisory lock in
+    /// this database. A role may end its own sessions.
     fn load_session(&self, sql: &mut Sql, holder: &SessionHolder, ask: SessionAsk) -> bool {
-        let SessionHolder::LockKey(key) = holder else {
+        let SessionHolder::Named { session, key } = holder else {
             return false;
         };
         sql.push(match ask {
@@ -241,7 +247,10 @@ impl Dialect for Postgres {
         .push(" AND pid <> pg_backend_pid() AND ")
         .push(ADVISORY_KEY)
         .push(" = ")
-        .bind(lock_key_i64(key));
+        .bind(lock_key_i64(key))
+        .push(" AND pid IN (SELECT pid FROM pg_catalog.pg_stat_activity WHERE application_name = ")
+        .bind(session.as_str())
+        .push(")");
         true
     }
 
@@ -500,9 +509,6 @@ pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sql
     Ok(names)
 }
 
-/// Which of the named locks some session holds: granted advisory locks whose
-/// 64-bit key (classid high, objid low) is one of ours. The names are asked
-/// for only when some advisory lock is held.
 /// The advisory locks granted in this database, as `pg_locks` rows.
 const ADVISORY_LOCKS_HELD: &str = "FROM pg_catalog.pg_locks \
      WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
@@ -512,6 +518,9 @@ const ADVISORY_LOCKS_HELD: &str = "FROM pg_catalog.pg_locks \
 const ADVISORY_KEY: &str =
     "CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint)";
 
+/// Which of the named locks some session holds: granted advisory locks whose
+/// 64-bit key (classid high, objid low) is one of ours. The names are asked
+/// for only when some advisory lock is held.
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
     keys: impl FnOnce() -> Vec<(String, String)>,

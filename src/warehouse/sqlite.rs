@@ -59,7 +59,7 @@ impl Dialect for Sqlite {
         vec![sql]
     }
 
-    fn begin_statement(&self, _keys: &[String]) -> Option<String> {
+    fn begin_statement(&self, _keys: &[String], _session: &str) -> Option<String> {
         Some("BEGIN IMMEDIATE".into())
     }
 

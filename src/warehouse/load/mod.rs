@@ -529,12 +529,15 @@ async fn begin<'c>(
     log: &(dyn Fn(LoadStep) + Send + Sync),
     stage: &StageCell,
 ) -> Result<sqlx::Transaction<'c, Any>, WarehouseError> {
-    let tx = match dialect.begin_statement(&lock.keys) {
+    let tx = match dialect.begin_statement(&lock.keys, &lock.session) {
         Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
         None => conn.begin().await?,
     };
     if let (LockPlan::InTransaction, Some(first)) = (dialect.lock_plan(), lock.keys.first()) {
-        stage.set(Stage::Holding(SessionHolder::LockKey(first.clone())));
+        stage.set(Stage::Holding(SessionHolder::Named {
+            session: lock.session.clone(),
+            key: first.clone(),
+        }));
     }
     match dialect.lock_plan() {
         LockPlan::Begin => log(format!(

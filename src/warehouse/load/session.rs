@@ -52,10 +52,11 @@ pub(super) enum Stage {
 /// How the server knows the session of a load holding its lock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionHolder {
-    /// The session holding the lock of this key, the load's first
-    /// (PostgreSQL: the lock is exclusive, so while the load holds it, its
-    /// holder is the load's session).
-    LockKey(String),
+    /// The session of this name (PostgreSQL's `application_name`, the
+    /// partition lock's `session`) holding the lock of this key, the
+    /// load's first. The name alone could be taken by anyone; the key
+    /// alone is held by another session once the load's is gone.
+    Named { session: String, key: String },
     /// The session of this id (MariaDB/MySQL `CONNECTION_ID()`).
     Session(i64),
 }
@@ -148,6 +149,10 @@ impl Warehouse {
                 );
             }
             Stage::Holding(holder) => match self.ask(&holder, SessionAsk::End).await {
+                Ok(Some(0)) => log(
+                    "cancelled: its session is gone from the server already (nothing was committed)"
+                        .into(),
+                ),
                 Ok(_) => {
                     log("cancelled: its session on the server is ended, which rolls it back".into())
                 }
@@ -206,8 +211,8 @@ impl Warehouse {
     }
 
     /// Asks the server about the session holding `holder`, on a connection
-    /// of its own: the pool's may all be busy with loads. The count, where
-    /// one was asked for.
+    /// of its own: the pool's may all be busy with loads. How many sessions
+    /// the ask found (or ended), where the server says.
     async fn ask(
         &self,
         holder: &SessionHolder,
@@ -224,15 +229,13 @@ impl Warehouse {
         )
         .await
         .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))??;
-        let answer = match ask {
-            SessionAsk::End => sql.query().execute(&mut conn).await.map(|_| None),
-            SessionAsk::Count => sql
-                .query()
-                .fetch_one(&mut conn)
-                .await
-                .and_then(|row| row.try_get::<i64, _>(0))
-                .map(Some),
-        };
+        // Each ask answers a count, but for MariaDB's `KILL`, which answers
+        // nothing (and an error for an id it does not know).
+        let answer = sql
+            .query()
+            .fetch_optional(&mut conn)
+            .await
+            .and_then(|row| row.map(|row| row.try_get::<i64, _>(0)).transpose());
         let _ = conn.close().await;
         Ok(answer?)
     }
