@@ -17,6 +17,22 @@ const ROWS_PER_DAY: i64 = 3000;
 
 const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt < :end";
 
+/// [`SELECT`], a few tenths of a second slower per partition: a run of it
+/// is still going when a test stops it.
+fn slow_select(kind: Kind) -> String {
+    let pause = match kind {
+        Kind::Postgres => "(select pg_sleep(0.3) as p)",
+        Kind::MySql => "(select sleep(0.3) as p)",
+        // Counting to a million, as SQLite has no sleep.
+        Kind::Sqlite => {
+            "(with recursive c(i) as (select 1 union all select i + 1 from c where i < 1000000) select max(i) as p from c)"
+        }
+    };
+    format!(
+        "select id, amount, dt from src cross join {pause} pause where dt >= :start and dt < :end"
+    )
+}
+
 struct Setup {
     db: TestDb,
     config_path: std::path::PathBuf,
@@ -29,6 +45,7 @@ async fn setup(kind: Kind) -> Option<Setup> {
     let jobs = [
         common::replace_job("fct", "fct", "2026-01-24", SELECT),
         common::replace_job("fct_clean", "fct_clean", "2026-01-24", SELECT),
+        common::replace_job("fct_slow", "fct", "2026-01-24", &slow_select(kind)),
     ]
     .concat();
     let (config_path, config) = db.config(&jobs);
@@ -254,8 +271,90 @@ async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
     }
 }
 
+/// The terminal a run was started from goes away (an ssh session drops at
+/// 3 a.m.): the kernel hangs up its session, idem gets SIGHUP, and every
+/// write to the terminal fails from then on. The run cancels as for any
+/// signal (exit 130, the partition in flight rolled back), its progress
+/// and notes to the dead terminal are dropped rather than fatal, and a
+/// re-run loads the rest.
+async fn a_run_whose_terminal_closes_cancels_and_a_rerun_converges(kind: Kind) {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::Read;
+    let Some(s) = setup(kind).await else { return };
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("openpty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.arg("--config");
+    cmd.arg(&s.config_path);
+    cmd.args(["run", "fct_slow", "--concurrency", "1", "--yes"]);
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pty.slave.spawn_command(cmd).expect("spawn idem");
+    drop(pty.slave);
+    // The terminal's screen, read on a thread of its own until two
+    // partitions have loaded; then the thread lets go of its end.
+    let mut reader = pty.master.try_clone_reader().expect("reader");
+    let watching = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&seen).contains("2/24 partitions") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let seen = watching.join().expect("the reader");
+    assert!(seen.contains("2/24 partitions"), "{seen}");
+    // The last of the terminal's ends closes: the kernel hangs up.
+    drop(pty.master);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "idem runs on 30 s after its terminal closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.exit_code(), 130, "{status:?}");
+    let attempts = s.wh.attempts("fct_slow", None).await.expect("ledger");
+    let loaded = attempts
+        .iter()
+        .filter(|a| a.status == idem::warehouse::ledger::AttemptStatus::Succeeded)
+        .count();
+    assert!(
+        (2..24).contains(&loaded),
+        "{loaded} loaded before the hangup"
+    );
+    for fp in s.fingerprints("fct").await {
+        assert!(fp.rows == 0 || fp.rows == ROWS_PER_DAY, "{fp}");
+    }
+    let rerun = s.idem(&["run", "fct"]).output().expect("idem");
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    for fp in s.fingerprints("fct").await {
+        assert_eq!(fp.rows, ROWS_PER_DAY, "{fp}");
+    }
+}
+
 on_every_engine!(
     a_signal_cancels_rolls_back_and_exits_130,
+    a_run_whose_terminal_closes_cancels_and_a_rerun_converges,
     sigkill_leaves_every_partition_whole,
     overlapping_processes_never_write_one_partition_at_once,
 );
