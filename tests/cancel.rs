@@ -417,12 +417,13 @@ impl ForgettingProxy {
 }
 
 /// A warehouse whose every connection goes through a [`ForgettingProxy`],
-/// with one job of `select` loading the one-row `src` into `fct`.
+/// and the plan of one job of `select` loading the one-row `src` into `fct`
+/// for 2026-01-01.
 async fn through_forgetting_proxy(
     db: &TestDb,
     select: &str,
     retries: u32,
-) -> (ForgettingProxy, Config, Warehouse) {
+) -> (ForgettingProxy, Warehouse, Backfill) {
     let (proxy, through_proxy) = ForgettingProxy::before(&db.url).await;
     let job = common::replace_job("forgotten", "fct", "2026-01-01", select);
     let text = format!(
@@ -442,7 +443,16 @@ async fn through_forgetting_proxy(
     ])
     .await
     .expect("setup");
-    (proxy, config, wh)
+    let backfill = Backfill::plan(
+        &wh,
+        &config.jobs[0],
+        &days("2026-01-01", "2026-01-01"),
+        1,
+        retries,
+    )
+    .await
+    .expect("plan");
+    (proxy, wh, backfill)
 }
 
 /// The server forgets a load's session while idem's end of it stays open
@@ -460,16 +470,7 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
     // The first attempt sleeps 30 s; once `gate` has a row, none do.
     let select = "select id, dt from src where dt >= :start and dt < :end \
                   and pg_sleep(CASE WHEN EXISTS (SELECT 1 FROM gate) THEN 0 ELSE 30 END) IS NOT NULL";
-    let (proxy, config, wh) = through_forgetting_proxy(&db, select, 1).await;
-    let backfill = Backfill::plan(
-        &wh,
-        &config.jobs[0],
-        &days("2026-01-01", "2026-01-01"),
-        1,
-        1,
-    )
-    .await
-    .expect("plan");
+    let (proxy, wh, backfill) = through_forgetting_proxy(&db, select, 1).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let started = std::time::Instant::now();
@@ -527,16 +528,7 @@ async fn postgres_a_cancel_ends_the_loads_own_session_and_no_other() {
     let server = db.url.clone();
     let select =
         "select id, dt from src where dt >= :start and dt < :end and pg_sleep(30) IS NOT NULL";
-    let (proxy, config, wh) = through_forgetting_proxy(&db, select, 0).await;
-    let backfill = Backfill::plan(
-        &wh,
-        &config.jobs[0],
-        &days("2026-01-01", "2026-01-01"),
-        1,
-        0,
-    )
-    .await
-    .expect("plan");
+    let (proxy, wh, backfill) = through_forgetting_proxy(&db, select, 0).await;
     let held = "SELECT CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint) \
                 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() \
                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
