@@ -23,10 +23,13 @@ pub struct Demo {
     pub config: PathBuf,
 }
 
+/// What [`create`] is doing, told as each step starts.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
 /// Creates (or resets) the demo under `dir`, with history up to yesterday.
-pub async fn create(dir: &Path) -> Result<Demo> {
+pub async fn create(dir: &Path, progress: Progress<'_>) -> Result<Demo> {
     let today = crate::partition::now_utc().date();
-    create_at(dir, today).await
+    create_at(dir, today, progress).await
 }
 
 const CONFIG: &str = r#"# The idem demo: a small shop's warehouse in SQLite.
@@ -128,7 +131,7 @@ const DRIFT_DAY: i64 = 75;
 const UNMANAGED_DAYS: i64 = 3;
 const MISSING_DAYS: i64 = 4;
 
-pub async fn create_at(dir: &Path, today: NaiveDate) -> Result<Demo> {
+pub async fn create_at(dir: &Path, today: NaiveDate, progress: Progress<'_>) -> Result<Demo> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let database = dir.join("warehouse.db");
@@ -157,8 +160,9 @@ pub async fn create_at(dir: &Path, today: NaiveDate) -> Result<Demo> {
 
     let warehouse = Warehouse::connect(&config.warehouse, 4).await?;
     warehouse.execute_script(SCHEMA).await?;
+    progress("generating the sources: some 1.2 million orders, the CRM's changes, page views");
     generate_sources(&warehouse, first_day, hourly_start, today).await?;
-    write_history(&warehouse, &config, first_day, today).await?;
+    write_history(&warehouse, &config, first_day, today, progress).await?;
     warehouse.close().await;
     Ok(Demo {
         dir: dir.clone(),
@@ -278,6 +282,7 @@ async fn write_history(
     config: &Config,
     first_day: NaiveDate,
     today: NaiveDate,
+    progress: Progress<'_>,
 ) -> Result<()> {
     let day = |d: i64| {
         (first_day + Duration::days(d))
@@ -285,6 +290,7 @@ async fn write_history(
             .to_string()
     };
     let orders = job(config, "fct_orders")?;
+    progress("loading fct_orders's history, a day at a time, as idem runs do");
 
     // The first days were loaded by the old cron script, outside idem.
     let mut sql = wh.sql();
@@ -325,6 +331,7 @@ async fn write_history(
     sql.query().execute(wh.pool()).await?;
 
     // The dimension's SQL changed twelve days ago; older windows are stale.
+    progress("merging dim_customers, fct_pageviews_hourly and agg_revenue_monthly");
     let dim = job(config, "dim_customers")?;
     let mut old_dim = dim.clone();
     old_dim.sql = OLD_DIM_SQL.to_string();

@@ -27,6 +27,12 @@ fn demo_shows_every_state_and_reruns_its_failures() {
         "{}",
         String::from_utf8_lossy(&demo.stderr)
     );
+    // Some 15 s of work: each step is told as it starts.
+    let told = String::from_utf8_lossy(&demo.stderr);
+    let steps: Vec<&str> = told.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(steps.len(), 4, "{told}");
+    assert!(steps[0].contains("generating the sources"), "{told}");
+    assert!(steps[3].starts_with("  done in "), "{told}");
     let config = dir.path().join("idem.toml");
 
     let out = idem(&config, &["status", "--format", "json"]);

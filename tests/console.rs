@@ -43,7 +43,9 @@ fn fixture() -> &'static Fixture {
             let rt = tokio::runtime::Runtime::new().unwrap();
             rt.block_on(async {
                 let dir = tempfile::tempdir().unwrap();
-                let demo = idem::demo::create_at(dir.path(), day()).await.unwrap();
+                let demo = idem::demo::create_at(dir.path(), day(), &|_| {})
+                    .await
+                    .unwrap();
                 let config = idem::config::load(&demo.config).unwrap();
                 let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
                     .await

@@ -238,9 +238,11 @@ pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
 /// where the demo is and how to open it, and answers `None`.
 pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, Stop> {
     noteln!("creating the demo warehouse in {} …", path.display());
-    let demo = crate::demo::create(path)
+    let started = std::time::Instant::now();
+    let demo = crate::demo::create(path, &|step| noteln!("  {step} …"))
         .await
         .map_err(|e| Stop::failed(format!("could not create the demo: {e:#}")))?;
+    noteln!("  done in {:.1} s", started.elapsed().as_secs_f64());
     if !std::io::stdout().is_terminal() {
         print_demo_commands(&demo)?;
         return Ok(None);
