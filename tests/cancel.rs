@@ -8,6 +8,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::proxy::Proxy;
 use common::{Kind, TestDb};
 use idem::config::Config;
 use idem::engine::{self, Backfill, Event, Selection};
@@ -357,74 +358,15 @@ async fn a_long_load_is_watched_and_left_alone(kind: Kind) {
     drop(db);
 }
 
-/// A TCP proxy in front of the server that can forget the connections it
-/// carries: each one's server side is closed (the server ends the session)
-/// while its client side is held open and silent, as a connection looks
-/// from the client after a failover or a NAT that dropped it. New
-/// connections pass as before.
-struct ForgettingProxy {
-    port: u16,
-    forget: CancellationToken,
-}
-
-impl ForgettingProxy {
-    /// A proxy before the server of `url` (`scheme://user@host:port/db`),
-    /// and the URL that goes through it.
-    async fn before(url: &str) -> (ForgettingProxy, String) {
-        let at = url.find('@').expect("user@host") + 1;
-        let end = at + url[at..].find('/').expect("/database");
-        let proxy = ForgettingProxy::start(url[at..end].to_string()).await;
-        let through = format!("{}127.0.0.1:{}{}", &url[..at], proxy.port, &url[end..]);
-        (proxy, through)
-    }
-
-    async fn start(upstream: String) -> ForgettingProxy {
-        use tokio::net::{TcpListener, TcpStream};
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let forget = CancellationToken::new();
-        let forgetting = forget.clone();
-        tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
-                let (upstream, forgetting) = (upstream.clone(), forgetting.clone());
-                // Connections made once the proxy forgot are carried as usual.
-                let carried_before = !forgetting.is_cancelled();
-                tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    let forgotten = async {
-                        if carried_before {
-                            forgetting.cancelled().await
-                        } else {
-                            std::future::pending().await
-                        }
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        () = forgotten => {
-                            drop(outbound);
-                            // The client's side stays open, and says nothing.
-                            tokio::time::sleep(Duration::from_secs(600)).await;
-                            drop(inbound);
-                        }
-                    }
-                });
-            }
-        });
-        ForgettingProxy { port, forget }
-    }
-}
-
-/// A warehouse whose every connection goes through a [`ForgettingProxy`],
+/// A warehouse whose every connection goes through a [`Proxy`],
 /// and the plan of one job of `select` loading the one-row `src` into `fct`
 /// for 2026-01-01.
 async fn through_forgetting_proxy(
     db: &TestDb,
     select: &str,
     retries: u32,
-) -> (ForgettingProxy, Warehouse, Backfill) {
-    let (proxy, through_proxy) = ForgettingProxy::before(&db.url).await;
+) -> (Proxy, Warehouse, Backfill) {
+    let (proxy, through_proxy) = Proxy::before(&db.url).await;
     let job = common::replace_job("forgotten", "fct", "2026-01-01", select);
     let text = format!(
         "[warehouse]\nurl = \"{through_proxy}\"\nlock_timeout = \"1s\"\n\n[defaults]\nconcurrency = 1\nretries = {retries}\n\n{job}"
@@ -488,7 +430,7 @@ async fn postgres_a_load_whose_session_the_server_forgot_is_retried() {
                     sqlx::Executor::execute(&mut direct, "INSERT INTO gate VALUES (1)")
                         .await
                         .expect("open the gate");
-                    proxy.forget.cancel();
+                    proxy.forget();
                 }
                 events.push(e);
             }
@@ -559,7 +501,7 @@ async fn postgres_a_cancel_ends_the_loads_own_session_and_no_other() {
                 // The server ends the forgotten session within its
                 // connection check (1 s), which frees the locks; this
                 // session then takes them.
-                proxy.forget.cancel();
+                proxy.forget();
                 for key in &keys {
                     let take = sqlx::query("SELECT pg_advisory_lock($1)").bind(key);
                     tokio::time::timeout(Duration::from_secs(10), take.execute(&mut direct))
@@ -612,7 +554,7 @@ async fn postgres_a_cancel_ends_the_loads_own_session_and_no_other() {
 async fn postgres_a_pooled_connection_gone_silent_is_replaced_not_waited_on() {
     let db = TestDb::new(Kind::Postgres).await.expect("test database");
     let server = db.url.clone();
-    let (proxy, through_proxy) = ForgettingProxy::before(&server).await;
+    let (proxy, through_proxy) = Proxy::before(&server).await;
     let text = format!("[warehouse]\nurl = \"{through_proxy}\"\nconnect_timeout = \"10s\"\n");
     let path = db.path().join("idem.toml");
     std::fs::write(&path, &text).expect("config");
@@ -623,7 +565,7 @@ async fn postgres_a_pooled_connection_gone_silent_is_replaced_not_waited_on() {
     assert_eq!(count(&wh, "SELECT 1").await, 1);
     // Idle long enough to be pinged before its next use, then silent.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    proxy.forget.cancel();
+    proxy.forget();
     let asked = std::time::Instant::now();
     let answer = tokio::time::timeout(Duration::from_secs(8), count(&wh, "SELECT 2")).await;
     assert_eq!(

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::proxy::Proxy;
 use common::{Kind, TestDb, errors, run};
 use idem::config::{Config, Job};
 use idem::engine::{Backfill, Event, PlanError, Selection};
@@ -12,7 +13,6 @@ use idem::state::{self, LoadState};
 use idem::warehouse::Warehouse;
 use idem::warehouse::ledger::AttemptStatus;
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
 
 /// `src` and `target`, both `(id, dt)`, then the `rest` of the script: the
 /// fixture most tests here start from.
@@ -664,55 +664,6 @@ async fn a_read_only_sqlite_warehouse_says_so() {
 // partitions within the connect timeout, says nothing changed, and prints a
 // command that selects what is left.
 
-/// A TCP proxy in front of the server; `cut` drops every connection and
-/// refuses new ones, as a server that died would.
-struct Proxy {
-    port: u16,
-    cut: CancellationToken,
-}
-
-impl Proxy {
-    async fn start(upstream: String) -> Proxy {
-        use tokio::net::{TcpListener, TcpStream};
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let cut = CancellationToken::new();
-        let stop = cut.clone();
-        tokio::spawn(async move {
-            loop {
-                let (mut inbound, _) = tokio::select! {
-                    _ = stop.cancelled() => break,
-                    accepted = listener.accept() => match accepted {
-                        Ok(a) => a,
-                        Err(_) => break,
-                    },
-                };
-                let (upstream, stop) = (upstream.clone(), stop.clone());
-                tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(&upstream).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                        _ = stop.cancelled() => {}
-                    }
-                });
-            }
-        });
-        Proxy { port, cut }
-    }
-}
-
-/// `scheme://user@host:port/db` → (`host:port`, the URL with `other` there).
-fn swap_host(url: &str, other: &str) -> (String, String) {
-    let at = url
-        .find('@')
-        .map_or(url.find("://").expect("url") + 3, |i| i + 1);
-    let end = url[at..].find('/').map_or(url.len(), |i| at + i);
-    let host = url[at..end].to_string();
-    (host, format!("{}{other}{}", &url[..at], &url[end..]))
-}
-
 #[cfg_attr(
     not(idem_test_postgres),
     ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
@@ -740,9 +691,7 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     .await
     .expect("setup");
 
-    let (upstream, _) = swap_host(&db.url, "");
-    let proxy = Proxy::start(upstream).await;
-    let (_, proxied) = swap_host(&db.url, &format!("127.0.0.1:{}", proxy.port));
+    let (proxy, proxied) = Proxy::before(&db.url).await;
     let config_text = |url: &str| {
         format!(
             "[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"2s\"\n\n[defaults]\nconcurrency = 2\nretries = 2\n\n{}",
@@ -762,7 +711,7 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     };
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let cut_at = std::time::Instant::now();
-    proxy.cut.cancel();
+    proxy.cut();
     let output = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .expect("join")

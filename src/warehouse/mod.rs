@@ -550,7 +550,7 @@ impl Warehouse {
         let keys = || -> Vec<(String, String)> {
             partitions
                 .iter()
-                .map(|p| (p.name(), PartitionLock::of(job, p).probe().to_string()))
+                .map(|p| (p.name(), PartitionLock::probe_key(job, p)))
                 .collect()
         };
         Ok(match self.dialect.engine() {

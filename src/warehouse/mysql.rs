@@ -402,8 +402,10 @@ impl LockProbes {
         let pairs: Vec<(String, String)> = partitions
             .iter()
             .map(|p| {
-                let lock = PartitionLock::of(job, p);
-                (p.name(), lock_name(database, lock.probe()))
+                (
+                    p.name(),
+                    lock_name(database, &PartitionLock::probe_key(job, p)),
+                )
             })
             .collect();
         let list =

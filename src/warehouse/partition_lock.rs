@@ -43,12 +43,18 @@ fn session_name(job: &str, partition: &str) -> String {
         .collect()
 }
 
+/// The name of the lock of one hour of `job`'s target.
+fn key(job: &Job, hour: &Partition) -> String {
+    format!("{}:{}", job.target, hour.name())
+}
+
 impl PartitionLock {
+    /// The locks of a load of `partition`, and its session's name.
     pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
         let mut keys = Vec::new();
         let mut hour = Partition::containing(Grain::Hour, partition.start);
         while hour.start < partition.end() {
-            keys.push(format!("{}:{}", job.target, hour.name()));
+            keys.push(key(job, &hour));
             hour = hour.next();
         }
         PartitionLock {
@@ -59,9 +65,11 @@ impl PartitionLock {
     }
 
     /// The key whose holder is taken to be loading the partition, for
-    /// showing it as running elsewhere: every load of the window holds it.
-    pub fn probe(&self) -> &str {
-        self.keys.first().map_or("", String::as_str)
+    /// showing it as running elsewhere: the first of its keys, which every
+    /// load of the window holds. Made alone, without the rest of a lock:
+    /// the console asks for every partition of a job at each refresh.
+    pub fn probe_key(job: &Job, partition: &Partition) -> String {
+        key(job, &Partition::containing(Grain::Hour, partition.start))
     }
 }
 
@@ -77,6 +85,31 @@ pub(crate) fn lock_key_i64(key: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_key_is_the_first_key_of_the_partitions_lock() {
+        for (grain, name) in [
+            ("day", "2026-01-07"),
+            ("month", "2026-02"),
+            ("hour", "2026-01-07T05"),
+        ] {
+            let text = format!(
+                "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\n\
+                 strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"{grain}\"\n\
+                 start = \"{name}\"\nsql = \"select d from s where d >= :start and d < :end\"\n"
+            );
+            let config = crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+                .expect("config");
+            let job = &config.jobs[0];
+            let partition = job.start;
+            let lock = PartitionLock::of(job, &partition);
+            assert_eq!(
+                PartitionLock::probe_key(job, &partition),
+                lock.keys[0],
+                "{grain}"
+            );
+        }
+    }
 
     #[test]
     fn each_load_has_a_session_name_of_its_own_that_needs_no_quoting() {

@@ -5,6 +5,8 @@
 //! CI=true, where they run and fail.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::path::{Path, PathBuf};
 
 use idem::config::{self, Config};

@@ -32,6 +32,10 @@ use crate::warehouse::{Warehouse, WarehouseError, redact};
 /// given to end by itself before it is dropped.
 const GRACE: Duration = Duration::from_secs(5);
 
+/// How long a load found to have lost its session is given to end with an
+/// error of its own, the better account of what happened.
+const OWN_ACCOUNT: Duration = Duration::from_secs(2);
+
 /// How often a load holding its lock has its session looked for.
 pub(super) const WATCH: Duration = Duration::from_secs(20);
 
@@ -123,7 +127,7 @@ impl Warehouse {
         };
         // An error the load met itself (its rollback freed the lock the
         // watch looked for) is the better account.
-        match tokio::time::timeout(Duration::from_secs(2), &mut load).await {
+        match tokio::time::timeout(OWN_ACCOUNT, &mut load).await {
             Ok(done) => done,
             Err(_) => {
                 log(format!("ROLLBACK: {lost}"));
