@@ -884,3 +884,73 @@ async fn mysql_a_server_defaulting_to_autocommit_off_is_committed_to_as_usual() 
         .expect("an ALTER of the target, with idem's sessions idle in the pool");
     drop(wh);
 }
+
+/// A MariaDB whose `sql_mode` has NO_BACKSLASH_ESCAPES (set in its
+/// configuration, as shops porting from other engines have it) reads
+/// `'C:\'` as a whole string. idem's sessions take the server's mode, so a
+/// job's parameters must be found as that server reads its strings: read
+/// with escapes, the `:end` inside the second string would be bound and
+/// the real `:start` and `:end` left inside a string.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_does() {
+    use idem::engine::{Backfill, Selection};
+    let Some(maria) = Maria::with(&["--sql-mode=NO_BACKSLASH_ESCAPES"]) else {
+        return;
+    };
+    let url = maria.url();
+    let mut c = connect(&url).await;
+    for ddl in [
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, path VARCHAR(20) NOT NULL, label VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-02')",
+    ] {
+        c.execute(ddl).await.expect("setup");
+    }
+    // In TOML, `\\` is one backslash: the job's SQL has `'C:\'`.
+    let select = "select id, 'C:\\\\' as path, ':end' as label, dt from src where dt >= :start and dt < :end";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("idem.toml");
+    let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
+    std::fs::write(&path, &text).expect("config");
+    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+    assert!(
+        config.jobs[0].sql.contains("'C:\\'"),
+        "{}",
+        config.jobs[0].sql
+    );
+    let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
+        .await
+        .expect("connect");
+    let job = &config.jobs[0];
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    drop(tx);
+    let mut errors = Vec::new();
+    while let Some(event) = rx.recv().await {
+        if let idem::engine::Event::PartitionFailed { error, .. } = event {
+            errors.push(error);
+        }
+    }
+    assert_eq!((summary.succeeded, summary.failed), (2, 0), "{errors:?}");
+    let rows: Vec<(i64, String, String)> =
+        sqlx::query("SELECT id, path, label FROM fct ORDER BY id")
+            .fetch_all(&mut c)
+            .await
+            .expect("rows")
+            .iter()
+            .map(|r| (r.get::<i32, _>(0) as i64, r.get(1), r.get(2)))
+            .collect();
+    let row = |id: i64| (id, "C:\\".to_string(), ":end".to_string());
+    assert_eq!(rows, [row(1), row(2), row(3)]);
+    // A re-run finds the window as its load left it.
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    assert_eq!((summary.succeeded, summary.failed), (2, 0));
+    drop(wh);
+}

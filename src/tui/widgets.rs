@@ -72,7 +72,13 @@ pub fn pct(delta: i64, base: f64) -> String {
     if base <= 0.0 {
         return String::new();
     }
-    format!(" ({:+.1}%)", delta as f64 * 100.0 / base)
+    // The sign is the delta's, written as [`signed`] writes it, so that
+    // "−663 (−7.6%)" reads as one minus.
+    let sign = if delta < 0 { '−' } else { '+' };
+    format!(
+        " ({sign}{:.1}%)",
+        delta.unsigned_abs() as f64 * 100.0 / base
+    )
 }
 
 pub fn duration_text(ms: u64) -> String {
@@ -112,6 +118,9 @@ mod tests {
         assert_eq!(thousands(-1000), "-1,000");
         assert_eq!(signed(-1200), "−1,200");
         assert_eq!(pct(5, 0.0), "");
+        assert_eq!(pct(-663, 8743.0), " (−7.6%)");
+        assert_eq!(pct(259, 7821.0), " (+3.3%)");
+        assert_eq!(pct(-1, 100_000.0), " (−0.0%)");
         assert_eq!(duration_text(61_500), "1m01s");
         assert_eq!(abbreviate("fct_orders", 5), "fct_…");
     }

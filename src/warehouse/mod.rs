@@ -72,6 +72,11 @@ pub enum LockPlan {
 /// What differs between engines. Implemented once per engine module.
 pub trait Dialect: Send + Sync {
     fn engine(&self) -> Engine;
+    /// Whether a backslash in a string escapes the next character on this
+    /// server (a MariaDB/MySQL `sql_mode` can turn it off).
+    fn backslash_escapes(&self) -> bool {
+        self.engine().backslash_escapes()
+    }
     /// An identifier quoted for this engine. It takes an [`Ident`], a name
     /// already checked to be plain, so that nothing unchecked reaches SQL.
     fn quote(&self, ident: &Ident) -> String;
@@ -399,7 +404,7 @@ impl Warehouse {
         let dialect: &'static dyn Dialect = match config.engine() {
             Engine::Sqlite => &sqlite::Sqlite,
             Engine::Postgres => &postgres::Postgres,
-            Engine::MySql => &mysql::MySql,
+            Engine::MySql => &mysql::MySql::DEFAULT,
         };
         let url = if dialect.engine() == Engine::Sqlite && !url.contains("mode=") {
             format!("{url}{}mode=rwc", if url.contains('?') { "&" } else { "?" })
@@ -434,6 +439,12 @@ impl Warehouse {
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
+        let dialect: &'static dyn Dialect = match dialect.engine() {
+            Engine::MySql => mysql::as_the_server_reads(&mut first)
+                .await
+                .map_err(connect_error)?,
+            _ => dialect,
+        };
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(config.connect_timeout)

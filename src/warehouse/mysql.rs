@@ -16,7 +16,40 @@ use super::{ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, Wh
 use crate::config::{Ident, Job, TableName};
 use crate::partition::{Grain, Partition};
 
-pub struct MySql;
+/// MariaDB and MySQL, as the server's `sql_mode` reads SQL text.
+pub struct MySql {
+    backslash_escapes: bool,
+}
+
+impl MySql {
+    /// The server's default: a backslash in a string escapes.
+    pub const DEFAULT: MySql = MySql {
+        backslash_escapes: true,
+    };
+    /// A server whose `sql_mode` has `NO_BACKSLASH_ESCAPES`.
+    pub const NO_BACKSLASH_ESCAPES: MySql = MySql {
+        backslash_escapes: false,
+    };
+}
+
+/// The dialect as the server reads SQL text: idem's sessions take the
+/// server's `sql_mode` ([`Dialect::session_setup`]), and with
+/// `NO_BACKSLASH_ESCAPES` in it a job's `'C:\'` is a whole string, so its
+/// parameters are found as that server sees them.
+pub(super) async fn as_the_server_reads(
+    conn: &mut sqlx::AnyConnection,
+) -> Result<&'static MySql, sqlx::Error> {
+    use sqlx::Row;
+    let row =
+        sqlx::query("SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED)")
+            .fetch_one(conn)
+            .await?;
+    Ok(if row.try_get::<i64, _>(0)? == 0 {
+        &MySql::DEFAULT
+    } else {
+        &MySql::NO_BACKSLASH_ESCAPES
+    })
+}
 
 /// The lock name of `key` in `database`: `idem:` and the first 40 hex
 /// digits of SHA-256 of `database:key`. Named locks are server-wide, so the
@@ -42,6 +75,10 @@ fn lock_name(database: &str, key: &str) -> String {
 impl Dialect for MySql {
     fn engine(&self) -> Engine {
         Engine::MySql
+    }
+
+    fn backslash_escapes(&self) -> bool {
+        self.backslash_escapes
     }
 
     fn quote(&self, ident: &Ident) -> String {
@@ -82,7 +119,7 @@ impl Dialect for MySql {
 
     fn session_timeouts(&self, lock: Duration, _statement: Option<Duration>) -> Vec<Sql> {
         let seconds = lock.as_secs().max(1) as i64;
-        let mut sql = Sql::new(&MySql);
+        let mut sql = Sql::new(&MySql::DEFAULT);
         sql.push("SET SESSION innodb_lock_wait_timeout = ")
             .bind(seconds)
             .push(", lock_wait_timeout = ")
@@ -110,7 +147,7 @@ impl Dialect for MySql {
     /// connection. The second column is the session's id, by which a
     /// cancelled load's session is ended.
     fn lock(&self, names: &[String], timeout: Duration) -> Vec<Sql> {
-        let mut sql = Sql::new(&MySql);
+        let mut sql = Sql::new(&MySql::DEFAULT);
         sql.push("SELECT CAST(LEAST(1");
         for name in names {
             sql.push(", GET_LOCK(")
@@ -141,7 +178,7 @@ impl Dialect for MySql {
     }
 
     fn unlock(&self) -> Vec<Sql> {
-        let mut sql = Sql::new(&MySql);
+        let mut sql = Sql::new(&MySql::DEFAULT);
         sql.push("SELECT RELEASE_ALL_LOCKS()");
         vec![sql]
     }
@@ -434,7 +471,7 @@ pub(super) async fn held(
         return Ok(out);
     }
     let list = probes.list(pool, job, partitions).await?;
-    let mut sql = Sql::new(&MySql);
+    let mut sql = Sql::new(&MySql::DEFAULT);
     sql.push("SELECT j.p FROM JSON_TABLE(")
         .bind(list.as_str())
         .push(
@@ -458,7 +495,7 @@ pub(super) async fn set_statement_timeout(
         .fetch_one(&mut *conn)
         .await?
         .try_get(0)?;
-    let mut sql = Sql::new(&MySql);
+    let mut sql = Sql::new(&MySql::DEFAULT);
     if version.contains("MariaDB") {
         sql.push("SET SESSION max_statement_time = ")
             .bind(timeout.as_millis() as i64)

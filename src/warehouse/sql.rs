@@ -210,9 +210,14 @@ impl Sql {
         first: &Partition,
         last: &Partition,
     ) -> Result<&mut Self, UnknownParameter> {
-        let engine = self.dialect.engine();
-        let body = query_body(sql, engine);
-        for piece in split_parameters(body, engine) {
+        // The job's SQL is read as the server reads it, so that each
+        // `:start` bound is one the server would see outside a string.
+        let syntax = Syntax {
+            engine: self.dialect.engine(),
+            backslash_escapes: self.dialect.backslash_escapes(),
+        };
+        let body = query_body(sql, syntax);
+        for piece in split_parameters(body, syntax) {
             match piece {
                 Piece::Text(t) => {
                     self.push(t);
@@ -267,12 +272,34 @@ pub(crate) enum Piece<'a> {
     Param(&'a str),
 }
 
-/// A string literal, quoted name or comment starting at `i`, as `engine`
+/// How a server reads the quoting of SQL text: its engine's rules, and
+/// whether a backslash in a string escapes the next character. That is
+/// the engine's default ([`Engine::backslash_escapes`]) unless the server
+/// says otherwise: a MariaDB/MySQL server whose `sql_mode` has
+/// `NO_BACKSLASH_ESCAPES` reads `'C:\'` as a whole string, where by
+/// default it is the start of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Syntax {
+    pub engine: Engine,
+    pub backslash_escapes: bool,
+}
+
+impl From<Engine> for Syntax {
+    fn from(engine: Engine) -> Syntax {
+        Syntax {
+            engine,
+            backslash_escapes: engine.backslash_escapes(),
+        }
+    }
+}
+
+/// A string literal, quoted name or comment starting at `i`, as `syntax`
 /// reads them: whether it is a comment, and where it ends. A backslash
-/// escapes the next character where the engine says so, and in
+/// escapes the next character where the syntax says so, and in
 /// PostgreSQL's `E'…'` strings; PostgreSQL also quotes with `$tag$…$tag$`,
 /// and MariaDB/MySQL also comment with `#`.
-fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool, usize)> {
+fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool, usize)> {
+    let engine = syntax.engine;
     let line_comment = |mut i: usize| {
         while i < bytes.len() && bytes[i] != b'\n' {
             i += 1;
@@ -281,7 +308,7 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool
     };
     match bytes[i] {
         q @ (b'\'' | b'"' | b'`') => {
-            let escapes = engine.backslash_escapes()
+            let escapes = syntax.backslash_escapes
                 || (q == b'\''
                     && engine == Engine::Postgres
                     && i > 0
@@ -335,11 +362,12 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, engine: Engine) -> Option<(bool
 /// A job's query without what may follow it: whitespace, comments and
 /// semicolons (`select …; -- done`), which would break the statement idem
 /// wraps it in.
-pub(crate) fn query_body(sql: &str, engine: Engine) -> &str {
+pub(crate) fn query_body(sql: &str, syntax: impl Into<Syntax>) -> &str {
+    let syntax = syntax.into();
     let bytes = sql.as_bytes();
     let (mut end, mut i) = (0, 0);
     while i < bytes.len() {
-        if let Some((comment, next)) = quoted_or_comment(bytes, i, engine) {
+        if let Some((comment, next)) = quoted_or_comment(bytes, i, syntax) {
             if !comment {
                 end = next;
             }
@@ -356,15 +384,16 @@ pub(crate) fn query_body(sql: &str, engine: Engine) -> &str {
 }
 
 /// Splits SQL into text and `:name` parameters, skipping string literals,
-/// quoted identifiers, comments and PostgreSQL `::` casts, as `engine`
+/// quoted identifiers, comments and PostgreSQL `::` casts, as `syntax`
 /// reads them.
-pub(crate) fn split_parameters(sql: &str, engine: Engine) -> Vec<Piece<'_>> {
+pub(crate) fn split_parameters(sql: &str, syntax: impl Into<Syntax>) -> Vec<Piece<'_>> {
+    let syntax = syntax.into();
     let bytes = sql.as_bytes();
     let mut pieces = Vec::new();
     let mut text_start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if let Some((_, next)) = quoted_or_comment(bytes, i, engine) {
+        if let Some((_, next)) = quoted_or_comment(bytes, i, syntax) {
             i = next;
             continue;
         }
@@ -403,7 +432,7 @@ mod tests {
         params_of(sql, Engine::Postgres)
     }
 
-    fn params_of(sql: &str, engine: Engine) -> Vec<&str> {
+    fn params_of(sql: &str, engine: impl Into<Syntax>) -> Vec<&str> {
         split_parameters(sql, engine)
             .into_iter()
             .filter_map(|p| match p {
@@ -460,6 +489,14 @@ mod tests {
         }
         let mysql = "select replace(p, '\\\\', '/'), 'it\\'s :no' from t where d >= :start";
         assert_eq!(params_of(mysql, Engine::MySql), ["start"]);
+        // A server with NO_BACKSLASH_ESCAPES ends `'C:\'` at its quote.
+        let plain = "select 'C:\\' as p, ':end' as l from t where d >= :start";
+        assert_eq!(params_of(plain, Engine::MySql), ["end"]);
+        let syntax = Syntax {
+            engine: Engine::MySql,
+            backslash_escapes: false,
+        };
+        assert_eq!(params_of(plain, syntax), ["start"]);
         // PostgreSQL's E'…' strings escape; a name ending in e does not.
         let e_string = "select E'it\\'s :no' from t where d >= :start";
         assert_eq!(params_of(e_string, Engine::Postgres), ["start"]);
