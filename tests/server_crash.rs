@@ -901,13 +901,13 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
     let mut c = connect(&url).await;
     for ddl in [
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, path VARCHAR(20) NOT NULL, label VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, path VARCHAR(20) NOT NULL, label VARCHAR(20) NOT NULL, note VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
         "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-02')",
     ] {
         c.execute(ddl).await.expect("setup");
     }
     // In TOML, `\\` is one backslash: the job's SQL has `'C:\'`.
-    let select = "select id, 'C:\\\\' as path, ':end' as label, dt from src where dt >= :start and dt < :end";
+    let select = "select id, 'C:\\\\' as path, ':end' as label, ':later' as note, dt from src where dt >= :start and dt < :end";
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("idem.toml");
     let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
@@ -935,15 +935,17 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
         }
     }
     assert_eq!((summary.succeeded, summary.failed), (2, 0), "{errors:?}");
-    let rows: Vec<(i64, String, String)> =
-        sqlx::query("SELECT id, path, label FROM fct ORDER BY id")
+    let rows: Vec<(i64, String, String, String)> =
+        sqlx::query("SELECT id, path, label, note FROM fct ORDER BY id")
             .fetch_all(&mut c)
             .await
             .expect("rows")
             .iter()
-            .map(|r| (r.get::<i32, _>(0) as i64, r.get(1), r.get(2)))
+            .map(|r| (r.get::<i32, _>(0) as i64, r.get(1), r.get(2), r.get(3)))
             .collect();
-    let row = |id: i64| (id, "C:\\".to_string(), ":end".to_string());
+    let row = |id: i64| -> (i64, String, String, String) {
+        (id, "C:\\".into(), ":end".into(), ":later".into())
+    };
     assert_eq!(rows, [row(1), row(2), row(3)]);
     // A re-run finds the window as its load left it.
     let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
@@ -953,4 +955,25 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
     let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
     assert_eq!((summary.succeeded, summary.failed), (2, 0));
     drop(wh);
+
+    // `idem lint` reads the SQL as the server does once connected: no
+    // `:later` parameter. Without a connection it reads by the engine's
+    // default, as the README says, and finds one.
+    let lint = |offline: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+        cmd.arg("--config").arg(&path).arg("lint");
+        if offline {
+            cmd.arg("--offline");
+        }
+        let out = cmd.output().expect("idem lint");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let (code, text) = lint(false);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("later"), "{text}");
+    let (code, text) = lint(true);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(":later"), "{text}");
 }

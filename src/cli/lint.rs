@@ -53,6 +53,8 @@ async fn lint_inner(
         match connect(&config, 2).await {
             Ok(warehouse) => {
                 for (job, found) in &mut findings {
+                    // The SQL read again as this server reads it.
+                    *found = lint::static_findings_as(job, warehouse.syntax());
                     match lint::warehouse_findings(&warehouse, job).await {
                         Ok(more) => {
                             found.extend(more);

@@ -15,6 +15,7 @@ mod sql;
 use serde::Serialize;
 
 use crate::config::{Job, Strategy};
+use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Column, Warehouse, WarehouseError};
 use sql::{Reading, Volatile};
 
@@ -80,8 +81,16 @@ pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
     sql::read(&job.sql, job.engine).tables
 }
 
+/// The findings that need no warehouse, the job's SQL read by its
+/// engine's default syntax.
 pub fn static_findings(job: &Job) -> Vec<Finding> {
-    let reading = sql::read(&job.sql, job.engine);
+    static_findings_as(job, job.engine.into())
+}
+
+/// [`static_findings`], the SQL read as a connected server reads it (a
+/// MariaDB/MySQL `sql_mode` may turn backslash escapes off).
+pub(crate) fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
+    let reading = sql::read(&job.sql, syntax);
     let mut out = Vec::new();
     let at = |n: usize| file_line(job, n);
 
@@ -493,7 +502,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
     }
 
-    let reading = sql::read(&job.sql, job.engine);
+    let reading = sql::read(&job.sql, wh.syntax());
     let one_query = matches!(reading.statements.as_slice(), [s] if s.is_query);
     if one_query && !outputs_known(&reading, job) {
         let mut sql = wh.sql();

@@ -15,8 +15,7 @@ use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialec
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
-use crate::config::Engine;
-use crate::warehouse::sql::{Piece, split_parameters};
+use crate::warehouse::sql::{Piece, Syntax, split_parameters};
 
 mod tokens;
 
@@ -128,11 +127,11 @@ impl Reading {
     }
 }
 
-pub(super) fn read(sql: &str, engine: Engine) -> Reading {
+pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
     let mut reading = Reading::default();
     let mut text = String::with_capacity(sql.len() + 64);
     let mut line = 1;
-    for piece in split_parameters(sql, engine) {
+    for piece in split_parameters(sql, syntax) {
         match piece {
             Piece::Text(t) => {
                 line += t.matches('\n').count();
@@ -571,6 +570,7 @@ fn output_columns(select: &Select) -> Option<Vec<OutputColumn>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Engine;
 
     fn calls(sql: &str) -> Vec<String> {
         read(sql, Engine::Postgres)

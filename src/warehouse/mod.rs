@@ -514,6 +514,11 @@ impl Warehouse {
         Sql::new(self.dialect)
     }
 
+    /// How this warehouse's server reads SQL text.
+    pub(crate) fn syntax(&self) -> sql::Syntax {
+        sql::Syntax::of(self.dialect)
+    }
+
     pub fn config(&self) -> &WarehouseConfig {
         &self.config
     }

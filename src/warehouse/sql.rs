@@ -212,10 +212,7 @@ impl Sql {
     ) -> Result<&mut Self, UnknownParameter> {
         // The job's SQL is read as the server reads it, so that each
         // `:start` bound is one the server would see outside a string.
-        let syntax = Syntax {
-            engine: self.dialect.engine(),
-            backslash_escapes: self.dialect.backslash_escapes(),
-        };
+        let syntax = Syntax::of(self.dialect);
         let body = query_body(sql, syntax);
         for piece in split_parameters(body, syntax) {
             match piece {
@@ -282,6 +279,16 @@ pub(crate) enum Piece<'a> {
 pub(crate) struct Syntax {
     pub engine: Engine,
     pub backslash_escapes: bool,
+}
+
+impl Syntax {
+    /// The syntax `dialect`'s server reads.
+    pub fn of(dialect: &dyn Dialect) -> Syntax {
+        Syntax {
+            engine: dialect.engine(),
+            backslash_escapes: dialect.backslash_escapes(),
+        }
+    }
 }
 
 impl From<Engine> for Syntax {
