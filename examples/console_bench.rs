@@ -16,6 +16,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use idem::config::Config;
 use idem::engine::Event;
 use idem::state::{LoadState, PartitionStatus, StatesRead};
+use idem::tui::app::Connection;
 use idem::tui::{App, Effect, Msg, Theme, view};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -129,7 +130,10 @@ fn screen() -> Res<()> {
     let mut app = App::new(config, Theme::default_theme(), now());
     app.update(Msg::Resize(200, 60));
     app.start();
-    app.update(Msg::Connected(Ok("sqlite://bench.db".into())));
+    app.update(Msg::Connected(Ok(Connection {
+        url: "sqlite://bench.db".into(),
+        syntax: idem::config::Engine::Sqlite.into(),
+    })));
     let statuses = missing(&app);
     let partitions = statuses.len();
     app.update(Msg::Status {

@@ -12,9 +12,11 @@ use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::app::{
-    DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest, VerifyRequest,
+    Connection, DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest,
+    VerifyRequest,
 };
 use idem::tui::{App, Msg, Theme, keys, view};
+use idem::warehouse::sql::Syntax;
 use idem::warehouse::{Difference, Verification, Warehouse};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -92,12 +94,20 @@ fn fixture() -> &'static Fixture {
     })
 }
 
+/// The console's warehouse connected: a SQLite one at `url`.
+fn connected(url: &str) -> Msg {
+    Msg::Connected(Ok(Connection {
+        url: url.into(),
+        syntax: idem::config::Engine::Sqlite.into(),
+    }))
+}
+
 fn app_with(theme: Theme, w: u16, h: u16) -> App {
     let f = fixture();
     let mut app = App::new(f.config.clone(), theme, now());
     app.update(Msg::Resize(w, h));
     app.start();
-    let effects = app.update(Msg::Connected(Ok("sqlite:///demo/warehouse.db".into())));
+    let effects = app.update(connected("sqlite:///demo/warehouse.db"));
     assert!(matches!(effects.as_slice(), [Effect::Refresh(names)] if names.len() == 4));
     for (job, s) in &f.statuses {
         app.update(Msg::Status {
@@ -831,7 +841,7 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         keys(&mut a, "hjkl[]gGvfmsenr?\x1b:goto 2030-01-01\n");
         render(&a);
     }
-    a.update(Msg::Connected(Ok("sqlite:///w.db".into())));
+    a.update(connected("sqlite:///w.db"));
     a.update(Msg::Status {
         job: "later".into(),
         result: Ok(StatesRead::States(Vec::new())),
@@ -867,7 +877,7 @@ sql = "select 1 as x from s"
     let config = idem::config::parse(std::path::Path::new("idem.toml"), toml, &|_| None).unwrap();
     let mut a = App::new(config.clone(), Theme::default_theme(), now());
     a.update(Msg::Resize(100, 30));
-    a.update(Msg::Connected(Ok("sqlite:///w.db".into())));
+    a.update(connected("sqlite:///w.db"));
     for job in &config.jobs {
         let statuses = job
             .partitions(now())
@@ -905,6 +915,65 @@ sql = "select 1 as x from s"
     let screen = text(&a);
     assert!(matches!(a.modal, Modal::Confirm(_)), "{screen}");
     assert!(screen.contains("never uses :start or :end"), "{screen}");
+}
+
+/// A MariaDB whose `sql_mode` has NO_BACKSLASH_ESCAPES reads `'C:\'` as a
+/// whole string, so the `':later'` after it is text. Until connected the
+/// console reads the job by the engine's default and finds a `:later`
+/// parameter; once the server says how it reads strings, the badge goes.
+#[test]
+fn the_lint_badge_reads_the_sql_as_the_connected_server_does() {
+    let toml = r#"
+[warehouse]
+url = "mysql://root@127.0.0.1:1/nowhere"
+
+[[jobs]]
+name = "paths"
+target = "t"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "month"
+start = "2026-01"
+sql = "select id, 'C:\\' as path, ':later' as note, dt from s where dt >= :start and dt < :end"
+"#;
+    let config = idem::config::parse(std::path::Path::new("idem.toml"), toml, &|_| None).unwrap();
+    assert!(
+        config.jobs[0].sql.contains("'C:\\'"),
+        "{}",
+        config.jobs[0].sql
+    );
+    let badge = |a: &App| {
+        let screen = text(a);
+        let line = screen
+            .lines()
+            .find(|l| l.contains("▶paths"))
+            .unwrap_or("")
+            .to_string();
+        (line.contains('✗'), screen)
+    };
+    let mut a = App::new(config, Theme::default_theme(), now());
+    a.update(Msg::Resize(100, 30));
+    let (error, screen) = badge(&a);
+    assert!(
+        error,
+        "by MariaDB's default the job has a :later parameter:\n{screen}"
+    );
+    let server = |backslash_escapes| {
+        Msg::Connected(Ok(Connection {
+            url: "mysql://root@127.0.0.1:1/nowhere".into(),
+            syntax: Syntax {
+                engine: idem::config::Engine::MySql,
+                backslash_escapes,
+            },
+        }))
+    };
+    a.update(server(false));
+    let (error, screen) = badge(&a);
+    assert!(!error, "the server reads ':later' as text:\n{screen}");
+    // Connected again to a server with the default mode: the finding is back.
+    a.update(server(true));
+    let (error, screen) = badge(&a);
+    assert!(error, "{screen}");
 }
 
 // ---- verify, merge order, definition diff ---------------------------------------
@@ -1697,7 +1766,7 @@ fn a_slow_state_read_says_what_it_waits_on() {
     let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
     a.update(Msg::Resize(140, 40));
     a.start();
-    a.update(Msg::Connected(Ok("sqlite:///demo/warehouse.db".into())));
+    a.update(connected("sqlite:///demo/warehouse.db"));
     let screen = text(&a);
     assert!(screen.contains("loading states…"), "{screen}");
     let job = &f.config.jobs[0];

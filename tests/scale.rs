@@ -1454,7 +1454,7 @@ async fn postgres_columns_from_the_catalogue_are_named_as_the_information_schema
     assert!(matches!(
         wh.columns(&idem::config::TableName::parse("nowhere.wide").unwrap())
             .await,
-        Err(idem::warehouse::WarehouseError::NoTarget(_))
+        Err(idem::warehouse::WarehouseError::NoTarget { .. })
     ));
     wh.close().await;
 }

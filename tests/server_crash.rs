@@ -821,6 +821,82 @@ async fn a_server_gone_silent_stops_the_run(at: SilentAt) -> Option<String> {
     Some(stderr)
 }
 
+/// A throwaway MariaDB started with `options`, its tables made by
+/// `setup`, and idem connected to it with one daily job, `fct`, reading
+/// `select` over 2026-01-01 and 2026-01-02 (its config written at `path`).
+/// The fields drop in order: idem's pool before the server.
+struct MariaJob {
+    wh: idem::warehouse::Warehouse,
+    admin: AnyConnection,
+    config: idem::config::Config,
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    maria: Maria,
+}
+
+impl MariaJob {
+    async fn start(options: &[&str], setup: &[&'static str], select: &str) -> Option<MariaJob> {
+        let maria = Maria::with(options)?;
+        let url = maria.url();
+        let mut admin = connect(&url).await;
+        for ddl in setup {
+            admin.execute(*ddl).await.expect("setup");
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("idem.toml");
+        let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
+        std::fs::write(&path, &text).expect("config");
+        let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+        let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 4)
+            .await
+            .expect("connect");
+        Some(MariaJob {
+            wh,
+            admin,
+            config,
+            path,
+            _dir: dir,
+            maria,
+        })
+    }
+
+    fn job(&self) -> &idem::config::Job {
+        &self.config.jobs[0]
+    }
+
+    /// Runs every partition of the job, one at a time: how many loaded,
+    /// how many failed, and the failures' errors.
+    async fn run(&self) -> (usize, usize, Vec<String>) {
+        use idem::engine::{Backfill, Selection};
+        let backfill = Backfill::plan(&self.wh, self.job(), &Selection::default(), 1, 0)
+            .await
+            .expect("plan");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let summary = idem::engine::run(&self.wh, &backfill, &tx, &Default::default()).await;
+        drop(tx);
+        let mut errors = Vec::new();
+        while let Some(event) = rx.recv().await {
+            if let idem::engine::Event::PartitionFailed { error, .. } = event {
+                errors.push(error);
+            }
+        }
+        (summary.succeeded, summary.failed, errors)
+    }
+
+    /// `idem COMMAND…` on the job's config: its exit code and its output.
+    fn idem(&self, args: &[&str]) -> (Option<i32>, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&self.path)
+            .args(args)
+            .output()
+            .expect("idem");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    }
+}
+
 /// A MariaDB whose sessions start with autocommit off (`autocommit = 0` in
 /// its configuration, as some shops have it). idem's statements outside a
 /// load's transaction must still commit by themselves: a failure recorded
@@ -828,44 +904,31 @@ async fn a_server_gone_silent_stops_the_run(at: SilentAt) -> Option<String> {
 /// locked against an ALTER while its session waits in the pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_server_defaulting_to_autocommit_off_is_committed_to_as_usual() {
-    use idem::engine::{Backfill, Selection};
-    let Some(maria) = Maria::with(&["--autocommit=0"]) else {
-        return;
-    };
-    let url = maria.url();
-    let mut c = connect(&url).await;
-    for ddl in [
+    let setup = [
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount < 2), dt DATE NOT NULL)",
         "INSERT INTO src VALUES (1, 1, '2026-01-01'), (2, 5, '2026-01-02')",
         "COMMIT",
-    ] {
-        c.execute(ddl).await.expect("setup");
-    }
+    ];
     let select = "select id, amount, dt from src where dt >= :start and dt < :end";
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("idem.toml");
-    let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
-    std::fs::write(&path, &text).expect("config");
-    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
-    let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 4)
-        .await
-        .expect("connect");
-    let job = &config.jobs[0];
-    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
-        .await
-        .expect("plan");
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
+    let Some(m) = MariaJob::start(&["--autocommit=0"], &setup, select).await else {
+        return;
+    };
     // The second day breaks the CHECK: a failure, recorded outside a load.
-    assert_eq!((summary.succeeded, summary.failed), (1, 1));
-    let states = idem::state::job_status(&wh, job, idem::partition::now_utc(), &Default::default())
-        .await
-        .expect("states");
+    let (succeeded, failed, _) = m.run().await;
+    assert_eq!((succeeded, failed), (1, 1));
+    let states = idem::state::job_status(
+        &m.wh,
+        m.job(),
+        idem::partition::now_utc(),
+        &Default::default(),
+    )
+    .await
+    .expect("states");
     assert_eq!(states.len(), 2);
 
     // Another session sees the failure in the ledger: it committed.
-    let mut other = connect(&url).await;
+    let mut other = connect(&m.maria.url()).await;
     let failed: i64 = sqlx::query("SELECT COUNT(*) FROM idem_attempts WHERE status = 'failed'")
         .fetch_one(&mut other)
         .await
@@ -882,7 +945,6 @@ async fn mysql_a_server_defaulting_to_autocommit_off_is_committed_to_as_usual() 
         .execute("ALTER TABLE fct ADD COLUMN note INTEGER")
         .await
         .expect("an ALTER of the target, with idem's sessions idle in the pool");
-    drop(wh);
 }
 
 /// A MariaDB whose `sql_mode` has NO_BACKSLASH_ESCAPES (set in its
@@ -893,51 +955,23 @@ async fn mysql_a_server_defaulting_to_autocommit_off_is_committed_to_as_usual() 
 /// the real `:start` and `:end` left inside a string.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_does() {
-    use idem::engine::{Backfill, Selection};
-    let Some(maria) = Maria::with(&["--sql-mode=NO_BACKSLASH_ESCAPES"]) else {
-        return;
-    };
-    let url = maria.url();
-    let mut c = connect(&url).await;
-    for ddl in [
+    let setup = [
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL, path VARCHAR(20) NOT NULL, label VARCHAR(20) NOT NULL, note VARCHAR(20) NOT NULL, dt DATE NOT NULL)",
         "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-02')",
-    ] {
-        c.execute(ddl).await.expect("setup");
-    }
+    ];
     // In TOML, `\\` is one backslash: the job's SQL has `'C:\'`.
     let select = "select id, 'C:\\\\' as path, ':end' as label, ':later' as note, dt from src where dt >= :start and dt < :end";
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("idem.toml");
-    let text = config(&url, select).replace("end = \"2026-01-20\"", "end = \"2026-01-02\"");
-    std::fs::write(&path, &text).expect("config");
-    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
-    assert!(
-        config.jobs[0].sql.contains("'C:\\'"),
-        "{}",
-        config.jobs[0].sql
-    );
-    let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
-        .await
-        .expect("connect");
-    let job = &config.jobs[0];
-    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
-        .await
-        .expect("plan");
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
-    drop(tx);
-    let mut errors = Vec::new();
-    while let Some(event) = rx.recv().await {
-        if let idem::engine::Event::PartitionFailed { error, .. } = event {
-            errors.push(error);
-        }
-    }
-    assert_eq!((summary.succeeded, summary.failed), (2, 0), "{errors:?}");
+    let Some(mut m) = MariaJob::start(&["--sql-mode=NO_BACKSLASH_ESCAPES"], &setup, select).await
+    else {
+        return;
+    };
+    assert!(m.job().sql.contains("'C:\\'"), "{}", m.job().sql);
+    let (succeeded, failed, errors) = m.run().await;
+    assert_eq!((succeeded, failed), (2, 0), "{errors:?}");
     let rows: Vec<(i64, String, String, String)> =
         sqlx::query("SELECT id, path, label, note FROM fct ORDER BY id")
-            .fetch_all(&mut c)
+            .fetch_all(&mut m.admin)
             .await
             .expect("rows")
             .iter()
@@ -948,32 +982,24 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
     };
     assert_eq!(rows, [row(1), row(2), row(3)]);
     // A re-run finds the window as its load left it.
-    let backfill = Backfill::plan(&wh, job, &Selection::default(), 1, 0)
-        .await
-        .expect("plan");
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
-    assert_eq!((summary.succeeded, summary.failed), (2, 0));
-    drop(wh);
+    let (succeeded, failed, errors) = m.run().await;
+    assert_eq!((succeeded, failed), (2, 0), "{errors:?}");
 
     // `idem lint` reads the SQL as the server does once connected: no
-    // `:later` parameter. Without a connection it reads by the engine's
-    // default, as the README says, and finds one.
-    let lint = |offline: bool| {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
-        cmd.arg("--config").arg(&path).arg("lint");
-        if offline {
-            cmd.arg("--offline");
-        }
-        let out = cmd.output().expect("idem lint");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        (out.status.code(), text)
-    };
-    let (code, text) = lint(false);
+    // `:later` parameter, and `idem jobs` shows the job's lint as ok.
+    // Without a connection it reads by the engine's default, as the README
+    // says, and finds one.
+    let (code, text) = m.idem(&["lint"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(!text.contains("later"), "{text}");
-    let (code, text) = lint(true);
+    let (code, text) = m.idem(&["jobs"]);
+    assert_eq!(code, Some(0), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("fct "))
+        .unwrap_or_default();
+    assert!(line.contains(" ok "), "{text}");
+    let (code, text) = m.idem(&["lint", "--offline"]);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains(":later"), "{text}");
 }

@@ -48,7 +48,8 @@ async fn lint_inner(
         .iter()
         .map(|job| (*job, lint::static_findings(job)))
         .collect();
-    let mut incomplete = false;
+    // Jobs whose warehouse checks could not be made.
+    let mut unchecked = 0;
     if !offline {
         match connect(&config, 2).await {
             Ok(warehouse) => {
@@ -61,7 +62,7 @@ async fn lint_inner(
                             found.sort_by_key(|f| (f.line, f.severity));
                         }
                         Err(e) => {
-                            incomplete = true;
+                            unchecked += 1;
                             noteln!("idem: job {}: warehouse checks failed: {e}", job.name);
                         }
                     }
@@ -69,7 +70,7 @@ async fn lint_inner(
                 warehouse.close().await;
             }
             Err(stop) => {
-                incomplete = true;
+                unchecked = jobs.len();
                 noteln!(
                     "idem: warehouse checks skipped: {} (use --offline for the SQL checks alone)",
                     stop.message
@@ -118,14 +119,23 @@ async fn lint_inner(
             .count()
     };
     let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let unchecked_note = match unchecked {
+        0 => String::new(),
+        n if n == jobs.len() => "; the warehouse checks could not be made".to_string(),
+        n => format!(
+            "; the warehouse checks of {n} job{} could not be made",
+            plural(n)
+        ),
+    };
     noteln!(
-        "{errors} error{}, {warnings} warning{} in {} job{}",
-        if errors == 1 { "" } else { "s" },
-        if warnings == 1 { "" } else { "s" },
+        "{errors} error{}, {warnings} warning{} in {} job{}{unchecked_note}",
+        plural(errors),
+        plural(warnings),
         jobs.len(),
-        if jobs.len() == 1 { "" } else { "s" },
+        plural(jobs.len()),
     );
-    Ok(if errors > 0 || incomplete {
+    Ok(if errors > 0 || unchecked > 0 {
         Exit::Failed
     } else {
         Exit::Ok

@@ -16,6 +16,7 @@ use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
 use crate::warehouse::ledger::AttemptStatus;
+use crate::warehouse::sql::Syntax;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -349,7 +350,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
                 job.strategy.as_str(),
                 job.grain.as_str(),
                 job.target.to_string(),
-                lint_badge(job)
+                lint_badge(job, warehouse.syntax())
             );
             for line in lineage_lines(&lineage, &job.name) {
                 outln!("  {line}");
@@ -386,9 +387,10 @@ fn lineage_lines(lineage: &crate::lineage::Lineage, job: &str) -> Vec<String> {
     out
 }
 
-/// The static lint findings of a job in a word: `ok`, `2 errors`, `1 warning`.
-fn lint_badge(job: &Job) -> String {
-    let findings = crate::lint::static_findings(job);
+/// The static lint findings of a job, its SQL read as the server reads it,
+/// in a word: `ok`, `2 errors`, `1 warning`.
+fn lint_badge(job: &Job, syntax: Syntax) -> String {
+    let findings = crate::lint::static_findings_as(job, syntax);
     let errors = findings
         .iter()
         .filter(|f| f.severity == crate::lint::Severity::Error)

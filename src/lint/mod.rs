@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::config::{Job, Strategy};
 use crate::warehouse::sql::Syntax;
-use crate::warehouse::{Column, Warehouse, WarehouseError};
+use crate::warehouse::{Column, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -89,7 +89,7 @@ pub fn static_findings(job: &Job) -> Vec<Finding> {
 
 /// [`static_findings`], the SQL read as a connected server reads it (a
 /// MariaDB/MySQL `sql_mode` may turn backslash escapes off).
-pub(crate) fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
+pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
     let reading = sql::read(&job.sql, syntax);
     let mut out = Vec::new();
     let at = |n: usize| file_line(job, n);
@@ -354,7 +354,7 @@ async fn partition_column_type(
     let engine = wh.dialect().engine();
     let Some(column) = columns
         .iter()
-        .find(|c| c.name.as_str().eq_ignore_ascii_case(pcol.as_str()))
+        .find(|c| names_column(pcol.as_str(), c.name.as_str(), engine))
     else {
         return Ok(());
     };
@@ -387,12 +387,23 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
     let first = job.sql_line;
     let target_columns = match wh.columns(&job.target).await {
         Ok(cols) => cols,
-        Err(WarehouseError::NoTarget(_)) => {
+        Err(WarehouseError::NoTarget { alike, .. }) => {
             out.push(Finding::new(
                 Severity::Error,
                 first,
                 format!("target table {} does not exist", job.target),
-                format!("create {} before running the job", job.target),
+                match alike.as_slice() {
+                    [one] => format!(
+                        "write target = \"{one}\" (idem quotes a name as written: its case and schema must be the table's own), or create {}",
+                        job.target
+                    ),
+                    [] => format!("create {} before running the job", job.target),
+                    many => format!(
+                        "name one of {} (idem quotes a name as written: its case and schema must be the table's own), or create {}",
+                        many.join(", "),
+                        job.target
+                    ),
+                },
             ));
             return Ok(out);
         }
@@ -401,24 +412,34 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
     let has_column = |name: &str| {
         target_columns
             .iter()
-            .any(|c| c.name.as_str().eq_ignore_ascii_case(name))
+            .any(|c| names_column(name, c.name.as_str(), job.engine))
     };
 
     if let Some(pcol) = &job.partition_column {
         if !has_column(pcol.as_str()) {
             let names: Vec<&str> = target_columns.iter().map(|c| c.name.as_str()).collect();
+            let alike = names.iter().find(|c| c.eq_ignore_ascii_case(pcol.as_str()));
             out.push(Finding::new(
                 Severity::Error,
                 first,
-                format!(
-                    "partition column {pcol} is not a column of {} ({}): renamed? the partition delete would match nothing",
-                    job.target,
-                    names.join(", ")
-                ),
-                format!(
-                    "set partition_column to the target's partition column, or add {pcol} to {}",
-                    job.target
-                ),
+                match alike {
+                    Some(alike) => format!(
+                        "partition column {pcol} is not a column of {}, but {alike} is: idem quotes a name as written, and PostgreSQL then matches it by case",
+                        job.target
+                    ),
+                    None => format!(
+                        "partition column {pcol} is not a column of {} ({}): renamed? the partition delete would match nothing",
+                        job.target,
+                        names.join(", ")
+                    ),
+                },
+                match alike {
+                    Some(alike) => format!("write partition_column = \"{alike}\""),
+                    None => format!(
+                        "set partition_column to the target's partition column, or add {pcol} to {}",
+                        job.target
+                    ),
+                },
             ));
         } else {
             partition_column_type(wh, job, &target_columns, pcol, &mut out).await?;

@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::msg::{DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
+use super::msg::{Connection, DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
 use crate::config::Job;
 use crate::partition::{Partition, now_utc};
@@ -65,9 +65,12 @@ impl Background {
                 self.connecting = false;
                 match r {
                     Ok(wh) => {
-                        let url = wh.display_url();
+                        let connection = Connection {
+                            url: wh.display_url(),
+                            syntax: wh.syntax(),
+                        };
                         self.warehouse = Some(wh);
-                        Msg::Connected(Ok(url))
+                        Msg::Connected(Ok(connection))
                     }
                     Err(e) => Msg::Connected(Err(e)),
                 }

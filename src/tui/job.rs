@@ -12,6 +12,7 @@ use crate::engine::Event;
 use crate::partition::{Grain, Partition, RangeEnd};
 use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
 use crate::warehouse::Counts;
+use crate::warehouse::sql::Syntax;
 
 /// A lint finding as the console shows it.
 #[derive(Debug, Clone)]
@@ -20,9 +21,9 @@ pub struct LintNote {
     pub message: String,
 }
 
-/// The static lint findings of a job.
-pub fn lint_notes(job: &Job) -> Vec<LintNote> {
-    crate::lint::static_findings(job)
+/// The static lint findings of a job, its SQL read as `syntax` reads it.
+pub fn lint_notes(job: &Job, syntax: Syntax) -> Vec<LintNote> {
+    crate::lint::static_findings_as(job, syntax)
         .into_iter()
         .map(|f| LintNote {
             error: f.severity == crate::lint::Severity::Error,
@@ -89,7 +90,7 @@ impl JobView {
         let cursor = partitions
             .binary_search(&last)
             .unwrap_or_else(|i| i.saturating_sub(1));
-        let lint = lint_notes(&job);
+        let lint = lint_notes(&job, job.engine.into());
         JobView {
             job,
             partitions,
@@ -116,6 +117,13 @@ impl JobView {
 
     pub fn grain(&self) -> Grain {
         self.job.grain
+    }
+
+    /// The lint notes, the SQL read as the connected server reads it (until
+    /// then, by the engine's default: a MariaDB/MySQL `sql_mode` may turn
+    /// backslash escapes off).
+    pub fn read_lint_as(&mut self, syntax: Syntax) {
+        self.lint = lint_notes(&self.job, syntax);
     }
 
     /// Whether the job's pane says its states are being read: a read the

@@ -13,7 +13,17 @@ use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::{PartitionStatus, StatesRead};
 use crate::warehouse::ledger::Attempt;
+use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Counts, Verification};
+
+/// A warehouse connection as the console shows and uses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// The URL without its password.
+    pub url: String,
+    /// How the server reads SQL text: a job's lint is read that way.
+    pub syntax: Syntax,
+}
 
 /// Everything that can happen to the console.
 #[derive(Debug)]
@@ -27,8 +37,8 @@ pub enum Msg {
     /// The process is asked to stop (SIGTERM, the terminal went away):
     /// cancel what runs and quit without asking.
     Terminate,
-    /// The warehouse connection is up (its display URL), or could not be made.
-    Connected(Result<String, String>),
+    /// The warehouse connection is up, or could not be made.
+    Connected(Result<Connection, String>),
     Status {
         job: String,
         result: Result<StatesRead, String>,

@@ -141,9 +141,43 @@ impl Warehouse {
             });
         }
         if columns.is_empty() {
-            return Err(WarehouseError::NoTarget(table.to_string()));
+            return Err(WarehouseError::NoTarget {
+                table: table.to_string(),
+                alike: self.tables_alike(table).await,
+            });
         }
         Ok(columns)
+    }
+
+    /// The tables `table` names but for case, or but for its schema: what
+    /// an operator who wrote it most likely meant. Empty when the catalogue
+    /// cannot be read.
+    async fn tables_alike(&self, table: &TableName) -> Vec<String> {
+        let Ok(tables) = self.tables().await else {
+            return Vec::new();
+        };
+        let same = |a: &Ident, b: &Ident| a.as_str().eq_ignore_ascii_case(b.as_str());
+        let mut alike: Vec<String> = tables
+            .iter()
+            .filter(|t| {
+                same(&t.name, &table.name)
+                    && match (&t.schema, &table.schema) {
+                        (Some(a), Some(b)) => same(a, b),
+                        _ => true,
+                    }
+            })
+            .map(|t| t.to_string())
+            .collect();
+        if alike.is_empty() {
+            alike = tables
+                .iter()
+                .filter(|t| same(&t.name, &table.name))
+                .map(|t| t.to_string())
+                .collect();
+        }
+        alike.retain(|t| *t != table.to_string());
+        alike.truncate(5);
+        alike
     }
 
     /// The output column names of a SELECT, without running it. The engine's
@@ -188,6 +222,43 @@ impl Warehouse {
     }
 }
 
+/// What [`WarehouseError::NoTarget`] adds when the warehouse has tables of
+/// the name but for case or schema.
+pub(super) fn alike_tables(alike: &[String]) -> String {
+    match alike {
+        [] => String::new(),
+        [one] => format!(
+            "; the warehouse has {one}: idem quotes a name as written, so it must match the table's own, case and schema; write target = \"{one}\""
+        ),
+        many => format!(
+            "; the warehouse has {}: idem quotes a name as written, so it must match the table's own, case and schema",
+            many.join(", ")
+        ),
+    }
+}
+
+/// Whether `name`, quoted as idem quotes every name, names the column
+/// `column` on `engine`: PostgreSQL matches a quoted name by case,
+/// MariaDB/MySQL and SQLite match column names whatever their case.
+pub fn names_column(name: &str, column: &str, engine: Engine) -> bool {
+    column == name || engine != Engine::Postgres && column.eq_ignore_ascii_case(name)
+}
+
+/// Why a job's `field` (`partition_column`, `unique_key`) names none of
+/// `table`'s `columns` ([`names_column`]): the column it names but for
+/// case, and how to write it, or else the columns there are.
+pub fn no_such_column(field: &str, name: &str, table: &TableName, columns: &[&str]) -> String {
+    match columns.iter().find(|c| c.eq_ignore_ascii_case(name)) {
+        Some(alike) => format!(
+            "{field} \"{name}\" is not a column of {table}, but \"{alike}\" is: idem quotes a name as written, and PostgreSQL then matches it by case; write \"{alike}\" in {field}"
+        ),
+        None => format!(
+            "{field} \"{name}\" is not a column of {table} (its columns: {})",
+            columns.join(", ")
+        ),
+    }
+}
+
 /// The job's output columns, checked against the target's.
 pub(super) async fn select_columns(
     warehouse: &Warehouse,
@@ -211,11 +282,16 @@ pub(super) async fn select_columns(
         };
         columns.push(target.clone());
     }
+    let engine = warehouse.dialect().engine();
     for key in &job.unique_key {
-        if !columns.contains(key) {
-            return Err(WarehouseError::Job(format!(
-                "unique_key column \"{key}\" is not among the job's SELECT columns"
-            )));
+        let named = |c: &Ident| names_column(key.as_str(), c.as_str(), engine);
+        if !columns.iter().any(named) {
+            let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
+            return Err(WarehouseError::Job(if target_columns.iter().any(named) {
+                format!("unique_key column \"{key}\" is not among the job's SELECT columns")
+            } else {
+                no_such_column("unique_key", key.as_str(), &job.target, &names)
+            }));
         }
     }
     Ok(columns)

@@ -12,7 +12,9 @@ use tokio::sync::Mutex;
 use super::ledger::LedgerMark;
 use super::ledger_reads::LedgerReads;
 use super::sql::Sql;
-use super::{ColumnKind, Engine, Warehouse, WarehouseError, WholeTable};
+use super::{
+    ColumnKind, Engine, Warehouse, WarehouseError, WholeTable, names_column, no_such_column,
+};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -95,16 +97,21 @@ impl Warehouse {
         table: &TableName,
         column: &Ident,
     ) -> Result<ColumnKind, WarehouseError> {
-        self.columns(table)
-            .await?
+        let columns = self.columns(table).await?;
+        let engine = self.dialect.engine();
+        if let Some(c) = columns
             .iter()
-            .find(|c| c.name.as_str().eq_ignore_ascii_case(column.as_str()))
-            .map(|c| c.kind())
-            .ok_or_else(|| {
-                WarehouseError::Job(format!(
-                    "partition_column \"{column}\" is not a column of {table}"
-                ))
-            })
+            .find(|c| names_column(column.as_str(), c.name.as_str(), engine))
+        {
+            return Ok(c.kind());
+        }
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        Err(WarehouseError::Job(no_such_column(
+            "partition_column",
+            column.as_str(),
+            table,
+            &names,
+        )))
     }
 
     /// Row counts per partition of a job's target from `first` through

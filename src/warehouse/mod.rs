@@ -25,7 +25,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
-pub use columns::{Column, ColumnKind};
+pub use columns::{Column, ColumnKind, names_column, no_such_column};
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
@@ -318,8 +318,10 @@ pub enum WarehouseError {
         grants: String,
         message: String,
     },
-    #[error("target table {0} does not exist or has no columns")]
-    NoTarget(String),
+    /// The target has no columns in the catalogue; `alike` are the tables
+    /// it names but for case or schema.
+    #[error("target table {table} does not exist or has no columns{}", columns::alike_tables(.alike))]
+    NoTarget { table: String, alike: Vec<String> },
     #[error("{0}")]
     Job(String),
     #[error(
@@ -515,7 +517,7 @@ impl Warehouse {
     }
 
     /// How this warehouse's server reads SQL text.
-    pub(crate) fn syntax(&self) -> sql::Syntax {
+    pub fn syntax(&self) -> sql::Syntax {
         sql::Syntax::of(self.dialect)
     }
 

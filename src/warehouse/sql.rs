@@ -276,7 +276,7 @@ pub(crate) enum Piece<'a> {
 /// `NO_BACKSLASH_ESCAPES` reads `'C:\'` as a whole string, where by
 /// default it is the start of one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Syntax {
+pub struct Syntax {
     pub engine: Engine,
     pub backslash_escapes: bool,
 }

@@ -20,7 +20,7 @@ pub use super::job::{JobView, LintNote, LiveAttempt};
 pub use super::layout::Hit;
 pub use super::lineage_view::LineageView;
 pub use super::msg::{
-    DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
+    Connection, DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
 };
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
@@ -517,10 +517,13 @@ impl App {
         vec![Effect::Refresh(vec![name.to_string()])]
     }
 
-    fn connected_msg(&mut self, result: Result<String, String>) -> Vec<Effect> {
+    fn connected_msg(&mut self, result: Result<Connection, String>) -> Vec<Effect> {
         self.shared.connecting = false;
         match result {
-            Ok(url) => {
+            Ok(Connection { url, syntax }) => {
+                for j in self.shared.jobs.iter_mut() {
+                    j.read_lint_as(syntax);
+                }
                 self.shared.url = url;
                 self.shared.connected = true;
                 self.shared.db_error = None;
@@ -646,7 +649,10 @@ mod tests {
         };
         let mut app = App::start_with(config, start, now());
         app.start();
-        app.update(Msg::Connected(Ok("sqlite://w.db".into())));
+        app.update(Msg::Connected(Ok(Connection {
+            url: "sqlite://w.db".into(),
+            syntax: crate::config::Engine::Sqlite.into(),
+        })));
         let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
         app.update(Msg::Status {
             job: "fct_orders".into(),

@@ -15,7 +15,7 @@ use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{
     Column, ColumnKind, Dialect, LockPlan, PartitionLock, WRITTEN_ELSEWHERE, Warehouse,
-    WarehouseError,
+    WarehouseError, names_column, no_such_column,
 };
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
@@ -296,15 +296,23 @@ impl Warehouse {
         let columns = self.columns_on(&mut *conn, &job.target).await?;
         let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
         let insert = super::columns::select_columns(self, job, partition, &names).await?;
-        let partition_kind = job
-            .partition_column
-            .as_ref()
-            .and_then(|p| {
-                columns
-                    .iter()
-                    .find(|c| c.name.as_str().eq_ignore_ascii_case(p.as_str()))
-            })
-            .map_or(ColumnKind::Other, Column::kind);
+        let partition_kind = match &job.partition_column {
+            Some(p) => {
+                let engine = self.dialect().engine();
+                let named = |c: &&Column| names_column(p.as_str(), c.name.as_str(), engine);
+                let Some(column) = columns.iter().find(named) else {
+                    let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+                    return Err(WarehouseError::Job(no_such_column(
+                        "partition_column",
+                        p.as_str(),
+                        &job.target,
+                        &names,
+                    )));
+                };
+                column.kind()
+            }
+            None => ColumnKind::Other,
+        };
         let children = match &job.partition_column {
             Some(pcol) => self.native_partitions(conn, &job.target, pcol).await?,
             None => Vec::new(),
