@@ -200,7 +200,7 @@ pub(super) fn select_as_text(sql: &mut Sql, columns: &[Column], alias: &str) {
     let dialect = sql.dialect();
     let texts: Vec<String> = sorted_columns(dialect, columns, alias)
         .iter()
-        .map(|(c, _)| dialect.text_expr(c))
+        .map(|(c, type_name)| dialect.value_text(c, type_name))
         .collect();
     sql.push("SELECT ").push(&texts.join(", "));
 }

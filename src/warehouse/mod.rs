@@ -188,6 +188,11 @@ pub trait Dialect: Send + Sync {
     fn change_signal_query(&self, sql: &mut Sql, table: &TableName);
     /// An expression rendering a column's value as text, for fingerprints.
     fn text_expr(&self, column: &str) -> String;
+    /// [`Dialect::text_expr`] of a column of the type the catalogue names
+    /// `type_name`, for showing rows.
+    fn value_text(&self, column: &str, _type_name: &str) -> String {
+        self.text_expr(column)
+    }
     /// How the engine hashes a row of these `(column expression, declared
     /// type)` pairs for fingerprints (see [`fingerprint`]).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash;
@@ -247,8 +252,8 @@ pub trait Dialect: Send + Sync {
     /// naming `WRITTEN_ELSEWHERE` at any other row. Called only where
     /// [`Dialect::transaction_ids`] has ids.
     fn written_by(&self, _sql: &mut Sql, _txid: i64, _scope: &dyn Fn(&mut Sql)) {}
-    /// A null-safe "values differ" test.
-    fn differs(&self, a: &str, b: &str) -> String;
+    /// A null-safe "values differ" test of two values of `column`'s type.
+    fn differs(&self, a: &str, b: &str, column: &Column) -> String;
     /// Creates the staging table of a merge from a SELECT.
     fn create_stage(&self, stage: &Ident) -> String;
     fn drop_stage(&self, stage: &Ident) -> String;
@@ -257,7 +262,7 @@ pub trait Dialect: Send + Sync {
         &self,
         target: &TableName,
         stage: &Ident,
-        columns: &[Ident],
+        columns: &[Column],
         keys: &[Ident],
     ) -> String;
     /// True for errors worth retrying: lost connection, deadlock,

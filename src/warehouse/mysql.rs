@@ -12,7 +12,7 @@ use super::PartitionLock;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, WholeTable};
+use super::{Column, ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, WholeTable};
 use crate::config::{Ident, Job, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -279,6 +279,25 @@ impl Dialect for MySql {
         format!("CAST({column} AS CHAR)")
     }
 
+    /// A spatial value cannot be cast to text: it is shown as its WKT.
+    fn value_text(&self, column: &str, type_name: &str) -> String {
+        const SPATIAL: [&str; 8] = [
+            "geometry",
+            "point",
+            "linestring",
+            "polygon",
+            "multipoint",
+            "multilinestring",
+            "multipolygon",
+            "geometrycollection",
+        ];
+        if SPATIAL.contains(&type_name.to_ascii_lowercase().as_str()) {
+            format!("ST_AsText({column})")
+        } else {
+            self.text_expr(column)
+        }
+    }
+
     /// The first 60 bits of the SHA-1 of the row's text ([`row_text`]). SHA-1 costs
     /// half what MD5 does per row on MariaDB 10.11 (fingerprint version 3;
     /// version 2 was MD5 of length-prefixed values).
@@ -289,7 +308,7 @@ impl Dialect for MySql {
         ))
     }
 
-    fn differs(&self, a: &str, b: &str) -> String {
+    fn differs(&self, a: &str, b: &str, _column: &Column) -> String {
         format!("NOT ({a} <=> {b})")
     }
 
@@ -305,17 +324,21 @@ impl Dialect for MySql {
         &self,
         target: &TableName,
         stage: &Ident,
-        columns: &[Ident],
+        columns: &[Column],
         keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
-        let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
-        let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+        let cols = columns
+            .iter()
+            .map(|c| q(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
         // With nothing but keys, a no-op assignment keeps duplicates from erroring.
         let assigned: Vec<&Ident> = if values.is_empty() {
             keys.iter().take(1).collect()
         } else {
-            values
+            values.iter().map(|c| &c.name).collect()
         };
         let set = assigned
             .iter()

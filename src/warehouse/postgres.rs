@@ -9,7 +9,8 @@ use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{
-    ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, TransactionIds, lock_key_i64,
+    Column, ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, TransactionIds,
+    lock_key_i64,
 };
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -408,8 +409,30 @@ impl Dialect for Postgres {
         true
     }
 
-    fn differs(&self, a: &str, b: &str) -> String {
-        format!("{a} IS DISTINCT FROM {b}")
+    /// Values of a type with no equality (`json`, `xml`, `point`), or whose
+    /// `=` is not sameness (`box` and `circle` compare areas), and values of
+    /// arrays and of types from extensions (whose elements or `=` may be
+    /// either), differ where their texts do: a type's text output is
+    /// canonical for its value.
+    fn differs(&self, a: &str, b: &str, column: &Column) -> String {
+        const BY_TEXT: [&str; 11] = [
+            "json",
+            "xml",
+            "point",
+            "line",
+            "lseg",
+            "box",
+            "path",
+            "polygon",
+            "circle",
+            "ARRAY",
+            "USER-DEFINED",
+        ];
+        if BY_TEXT.contains(&column.type_name.as_str()) {
+            format!("CAST({a} AS text) IS DISTINCT FROM CAST({b} AS text)")
+        } else {
+            format!("{a} IS DISTINCT FROM {b}")
+        }
     }
 
     fn create_stage(&self, stage: &Ident) -> String {
@@ -424,7 +447,7 @@ impl Dialect for Postgres {
         &self,
         target: &TableName,
         stage: &Ident,
-        columns: &[Ident],
+        columns: &[Column],
         keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
@@ -433,7 +456,7 @@ impl Dialect for Postgres {
             .map(|k| format!("t.{0} = s.{0}", q(k)))
             .collect::<Vec<_>>()
             .join(" AND ");
-        let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
         let mut merge = format!(
             "MERGE INTO {} AS t USING {} AS s ON {on}",
             self.quote_table(target),
@@ -442,22 +465,29 @@ impl Dialect for Postgres {
         if !values.is_empty() {
             let changed = values
                 .iter()
-                .map(|c| self.differs(&format!("t.{}", q(c)), &format!("s.{}", q(c))))
+                .map(|c| {
+                    let n = q(&c.name);
+                    self.differs(&format!("t.{n}"), &format!("s.{n}"), c)
+                })
                 .collect::<Vec<_>>()
                 .join(" OR ");
             let set = values
                 .iter()
-                .map(|c| format!("{0} = s.{0}", q(c)))
+                .map(|c| format!("{0} = s.{0}", q(&c.name)))
                 .collect::<Vec<_>>()
                 .join(", ");
             merge.push_str(&format!(
                 " WHEN MATCHED AND ({changed}) THEN UPDATE SET {set}"
             ));
         }
-        let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
+        let cols = columns
+            .iter()
+            .map(|c| q(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
         let vals = columns
             .iter()
-            .map(|c| format!("s.{}", q(c)))
+            .map(|c| format!("s.{}", q(&c.name)))
             .collect::<Vec<_>>()
             .join(", ");
         merge.push_str(&format!(

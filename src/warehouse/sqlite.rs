@@ -6,7 +6,7 @@ use chrono::{NaiveDateTime, Timelike};
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{ColumnKind, Dialect, Engine, LockPlan, WholeTable};
+use super::{Column, ColumnKind, Dialect, Engine, LockPlan, WholeTable};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -205,7 +205,7 @@ impl Dialect for Sqlite {
         }
     }
 
-    fn differs(&self, a: &str, b: &str) -> String {
+    fn differs(&self, a: &str, b: &str, _column: &Column) -> String {
         format!("{a} IS NOT {b}")
     }
 
@@ -221,28 +221,33 @@ impl Dialect for Sqlite {
         &self,
         target: &TableName,
         stage: &Ident,
-        columns: &[Ident],
+        columns: &[Column],
         keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
-        let cols = columns.iter().map(q).collect::<Vec<_>>().join(", ");
+        let cols = columns
+            .iter()
+            .map(|c| q(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ");
         let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
-        let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
         let target_name = self.quote(&target.name);
         let action = if values.is_empty() {
             "DO NOTHING".to_string()
         } else {
             let set = values
                 .iter()
-                .map(|c| format!("{0} = excluded.{0}", q(c)))
+                .map(|c| format!("{0} = excluded.{0}", q(&c.name)))
                 .collect::<Vec<_>>()
                 .join(", ");
             let changed = values
                 .iter()
                 .map(|c| {
                     self.differs(
-                        &format!("{target_name}.{}", q(c)),
-                        &format!("excluded.{}", q(c)),
+                        &format!("{target_name}.{}", q(&c.name)),
+                        &format!("excluded.{}", q(&c.name)),
+                        c,
                     )
                 })
                 .collect::<Vec<_>>()

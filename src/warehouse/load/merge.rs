@@ -82,15 +82,30 @@ pub(super) async fn merge(
     }
 
     let key_match = key_match(dialect, keys);
-    let values: Vec<&Ident> = columns.iter().filter(|c| !keys.contains(c)).collect();
+    // The stage's columns are the target's (made from it), with its types.
+    let typed: Vec<Column> = columns
+        .iter()
+        .map(|c| {
+            target_columns
+                .iter()
+                .find(|t| t.name == *c)
+                .cloned()
+                .unwrap_or_else(|| Column {
+                    name: c.clone(),
+                    type_name: String::new(),
+                    nullable: true,
+                })
+        })
+        .collect();
+    let values: Vec<&Column> = typed.iter().filter(|c| !keys.contains(&c.name)).collect();
     let changed_test = if values.is_empty() {
         "1 = 0".to_string()
     } else {
         values
             .iter()
             .map(|c| {
-                let c = dialect.quote(c);
-                dialect.differs(&format!("t.{c}"), &format!("s.{c}"))
+                let n = dialect.quote(&c.name);
+                dialect.differs(&format!("t.{n}"), &format!("s.{n}"), c)
             })
             .collect::<Vec<_>>()
             .join(" OR ")
@@ -118,7 +133,7 @@ pub(super) async fn merge(
         .await?
     };
 
-    run(tx, dialect.upsert(&job.target, &stage_table, columns, keys)).await?;
+    run(tx, dialect.upsert(&job.target, &stage_table, &typed, keys)).await?;
     log(format!(
         "MERGE {} by ({}): {} inserted, {} updated, {} unchanged",
         n_rows(source_rows),
