@@ -891,3 +891,83 @@ async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
     let (code, _, stderr) = idem(&bad, &[]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// SQLite holds timestamps as text and binds an hour's bounds as
+/// `2026-01-01 05:00:00`; a target value written with a `T`
+/// (`2026-01-01T05:30:00`) sorts after every bound of its day, so no
+/// hour's DELETE matches it and a load adds the hour's rows beside it.
+/// lint names such values as an error; once rewritten as SQLite's
+/// `datetime()` writes them, the load replaces the hour and lint is clean.
+#[tokio::test]
+async fn sqlite_hours_written_with_a_t_are_an_error_and_would_load_twice() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = r#"
+[[jobs]]
+name = "hourly"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "ts"
+grain = "hour"
+start = "2026-01-01T05"
+end = "2026-01-01T05"
+sql = "select id, ts from src where ts >= :start and ts < :end"
+"#;
+    let (path, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01 05:30:00')",
+        // The same row, loaded earlier by a tool that writes ISO text.
+        "INSERT INTO fct VALUES (1, '2026-01-01T05:30:00')",
+    ])
+    .await
+    .expect("fixture");
+    let rows = async || -> i64 {
+        let mut sql = wh.sql();
+        sql.push("SELECT COUNT(*) FROM fct");
+        sqlx::Row::get(&sql.query().fetch_one(wh.pool()).await.expect("count"), 0)
+    };
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(["run", "hourly"])
+            .output()
+            .expect("run idem");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    // What the finding warns of: the load leaves the old row beside its own.
+    run();
+    assert_eq!(rows().await, 2, "the hour's DELETE missed the T row");
+    let (code, stdout, stderr) = idem(&path, &["hourly"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "error: 1 row of fct holds ts as text like '2026-01-01T05:30:00', which sorts after every hour bound idem binds on SQLite"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("UPDATE fct SET ts = datetime(ts)"),
+        "{stdout}"
+    );
+
+    // Rewritten as the fix says: clean, and the hour is replaced whole.
+    wh.execute_script(&["UPDATE fct SET ts = datetime(ts)"])
+        .await
+        .expect("rewrite");
+    let (code, stdout, stderr) = idem(&path, &["hourly"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    run();
+    assert_eq!(rows().await, 1);
+    wh.close().await;
+}
