@@ -756,6 +756,29 @@ fn lost_connection_shows_and_keeps_the_data() {
     assert!(text(&a).contains("✗ database: database is locked"));
 }
 
+/// A job whose first read fails (its config names a column the target
+/// lacks): the calendar says why, and the detail pane does not claim to be
+/// loading what will not come.
+#[test]
+fn a_job_whose_states_cannot_be_read_is_not_shown_as_loading() {
+    let f = fixture();
+    let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(120, 40));
+    a.start();
+    a.update(connected("sqlite:///demo/warehouse.db"));
+    assert!(text(&a).contains("loading…"), "{}", text(&a));
+    for job in &f.config.jobs {
+        a.update(Msg::Status {
+            job: job.name.clone(),
+            result: Err("partition_column \"DT\" is not a column of fct".into()),
+        });
+    }
+    let screen = text(&a);
+    assert!(screen.contains("cannot read states: partition_column"), "{screen}");
+    assert!(!screen.contains("loading…"), "{screen}");
+    assert!(screen.contains("no state: the job's states could not be read"), "{screen}");
+}
+
 #[test]
 fn a_broken_theme_is_reported_and_falls_back() {
     let dir = tempfile::tempdir().unwrap();

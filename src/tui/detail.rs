@@ -122,10 +122,13 @@ impl Detail {
         let area = b.inner(r);
         frame.render_widget(b, r);
         let Some(s) = job.status_at(i) else {
-            frame.render_widget(
-                Paragraph::new(Span::styled(" loading…", t.style("muted"))),
-                area,
-            );
+            // The calendar above says why the states could not be read.
+            let note = if job.error.is_some() && !job.loading {
+                " no state: the job's states could not be read"
+            } else {
+                " loading…"
+            };
+            frame.render_widget(Paragraph::new(Span::styled(note, t.style("muted"))), area);
             return;
         };
         let state = job.state_at(i).unwrap_or(s.state);
