@@ -774,9 +774,15 @@ fn a_job_whose_states_cannot_be_read_is_not_shown_as_loading() {
         });
     }
     let screen = text(&a);
-    assert!(screen.contains("cannot read states: partition_column"), "{screen}");
+    assert!(
+        screen.contains("cannot read states: partition_column"),
+        "{screen}"
+    );
     assert!(!screen.contains("loading…"), "{screen}");
-    assert!(screen.contains("no state: the job's states could not be read"), "{screen}");
+    assert!(
+        screen.contains("no state: the job's states could not be read"),
+        "{screen}"
+    );
 }
 
 #[test]

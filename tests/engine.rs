@@ -540,6 +540,17 @@ async fn a_name_in_another_case_loads_or_says_how_to_write_it(kind: Kind) {
                 "partition_column \"DT\" is not a column of fct_cased, but \"dt\" is: idem quotes a name as written, and PostgreSQL then matches it by case; write \"dt\" in partition_column",
                 "fix: write partition_column = \"dt\"",
             );
+            // A job that does not fit its target fails every partition
+            // alike: the run stops at the first, and says what is left.
+            for job in ["upper_target", "upper_column"] {
+                let out = common::idem(&path, &["run", job, "--concurrency", "1"]);
+                let said = text(&out);
+                assert_eq!(out.status.code(), Some(1), "{said}");
+                assert!(
+                    said.contains("0 succeeded, 1 failed, 1 not started"),
+                    "{job}: {said}"
+                );
+            }
             &[]
         }
     };

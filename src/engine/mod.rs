@@ -630,7 +630,10 @@ impl PartitionRun<'_> {
                         .await;
                     self.failed(&name, attempt, message, will_retry, duration_ms);
                     if !will_retry {
-                        if job.strategy == Strategy::MergeKey {
+                        // A merge's later windows must not pass a failed
+                        // one; a job that does not fit its target would
+                        // fail every partition alike.
+                        if job.strategy == Strategy::MergeKey || e.is_misfit() {
                             self.halted.cancel();
                         }
                         return PartitionResult::Failed { recorded };

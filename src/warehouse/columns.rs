@@ -274,7 +274,7 @@ pub(super) async fn select_columns(
             .find(|t| t.as_str().eq_ignore_ascii_case(name))
         else {
             let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
-            return Err(WarehouseError::Job(format!(
+            return Err(WarehouseError::Misfit(format!(
                 "column \"{name}\" of the job's SELECT is not a column of {} (its columns: {})",
                 job.target,
                 names.join(", ")
@@ -287,11 +287,13 @@ pub(super) async fn select_columns(
         let named = |c: &Ident| names_column(key.as_str(), c.as_str(), engine);
         if !columns.iter().any(named) {
             let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
-            return Err(WarehouseError::Job(if target_columns.iter().any(named) {
-                format!("unique_key column \"{key}\" is not among the job's SELECT columns")
-            } else {
-                no_such_column("unique_key", key.as_str(), &job.target, &names)
-            }));
+            return Err(WarehouseError::Misfit(
+                if target_columns.iter().any(named) {
+                    format!("unique_key column \"{key}\" is not among the job's SELECT columns")
+                } else {
+                    no_such_column("unique_key", key.as_str(), &job.target, &names)
+                },
+            ));
         }
     }
     Ok(columns)

@@ -106,7 +106,7 @@ impl Warehouse {
             return Ok(c.kind());
         }
         let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-        Err(WarehouseError::Job(no_such_column(
+        Err(WarehouseError::Misfit(no_such_column(
             "partition_column",
             column.as_str(),
             table,

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Executor};
 
+use super::error::sql_message;
 use super::ledger::{TXID, definitions_table};
 use super::sql::Sql;
-use super::{Dialect, WarehouseError, sql_message};
+use super::{Dialect, WarehouseError};
 use crate::config::TableName;
 
 /// Makes whatever of the ledger is missing (an older one's `txid` column

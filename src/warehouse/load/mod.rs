@@ -302,7 +302,7 @@ impl Warehouse {
                 let named = |c: &&Column| names_column(p.as_str(), c.name.as_str(), engine);
                 let Some(column) = columns.iter().find(named) else {
                     let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-                    return Err(WarehouseError::Job(no_such_column(
+                    return Err(WarehouseError::Misfit(no_such_column(
                         "partition_column",
                         p.as_str(),
                         &job.target,

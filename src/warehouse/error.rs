@@ -1,0 +1,134 @@
+//! What can go wrong between idem and its warehouse, as the operator reads
+//! it, and which of it a run retries, stops at or reports.
+
+use super::{Dialect, columns};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WarehouseError {
+    #[error("cannot connect to {url}: {source}")]
+    Connect { url: String, source: sqlx::Error },
+    #[error("{}", sql_message(.0))]
+    Sql(#[from] sqlx::Error),
+    #[error(
+        "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
+    )]
+    ReadOnly { url: String, message: String },
+    #[error(
+        "cannot make idem's ledger ({ledger}) in {url}: {message}. idem records every load there: run idem once as a role that may create it, then grant this one {grants}; or grant this role the right to create it"
+    )]
+    LedgerDenied {
+        url: String,
+        ledger: String,
+        grants: String,
+        message: String,
+    },
+    /// The target has no columns in the catalogue; `alike` are the tables
+    /// it names but for case or schema.
+    #[error("target table {table} does not exist or has no columns{}", columns::alike_tables(.alike))]
+    NoTarget { table: String, alike: Vec<String> },
+    #[error("{0}")]
+    Job(String),
+    /// The job does not fit its target (a column it names is not there):
+    /// every partition would fail alike.
+    #[error("{0}")]
+    Misfit(String),
+    #[error(
+        "could not take the lock on partition {0} within the lock timeout: another run is writing it"
+    )]
+    LockTimeout(String),
+    /// The shrink guard refused a replace: the source looks incomplete.
+    #[error(
+        "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
+        crate::numbers::n_rows(*.before),
+        crate::numbers::thousands(*.after),
+        (.floor * 100.0).round()
+    )]
+    SourceShrank {
+        partition: String,
+        before: i64,
+        after: i64,
+        floor: f64,
+    },
+    /// A replace found its window other than its partition's last load
+    /// left it, having trusted it was not: the load starts over and reads
+    /// the window whole. Handled inside the load, never reported.
+    #[error("partition {0} was written since its last load by idem")]
+    WrittenSinceLastLoad(String),
+    /// The load was cancelled and did not commit.
+    #[error("cancelled")]
+    Cancelled,
+    /// A load's session ended on the server without a word to idem (a
+    /// restart or failover, or ended there by hand): it never committed.
+    #[error(
+        "its session on the server ended without a word to idem (the server restarted or failed over, or the session was ended there); nothing was committed"
+    )]
+    SessionLost,
+    /// The warehouse stopped answering while a load was in flight: the
+    /// load never committed (the server rolls it back), or its COMMIT was
+    /// under way and only the server knows whether it took.
+    #[error(
+        "lost {url} mid-load: {source}; {}",
+        if *.committing {
+            "its COMMIT was under way, so the partition holds its old rows or its new ones, never a mix (its state will say which; running it again is safe)"
+        } else {
+            "the partition's transaction was never committed, so it rolls back"
+        }
+    )]
+    Lost {
+        url: String,
+        source: sqlx::Error,
+        committing: bool,
+    },
+}
+
+impl WarehouseError {
+    pub fn is_transient(&self, dialect: &dyn Dialect) -> bool {
+        match self {
+            WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {
+                dialect.is_transient(e)
+            }
+            WarehouseError::LockTimeout(_) | WarehouseError::SessionLost => true,
+            _ => false,
+        }
+    }
+
+    /// The job does not fit its target as the catalogue has it: a run stops
+    /// at the first such failure rather than fail every partition alike.
+    pub fn is_misfit(&self) -> bool {
+        matches!(
+            self,
+            WarehouseError::NoTarget { .. } | WarehouseError::Misfit(_)
+        )
+    }
+
+    /// No connection to the warehouse could be had within the connect
+    /// timeout: nothing reached it.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            WarehouseError::Sql(sqlx::Error::PoolTimedOut)
+                | WarehouseError::Connect { .. }
+                | WarehouseError::Lost { .. }
+        )
+    }
+}
+
+/// The database's own words for an error, without the driver's wrapping.
+pub(super) fn sql_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => {
+            let message = db.message();
+            if message.contains("lock timeout") || message.contains("Lock wait timeout") {
+                format!(
+                    "{message}: another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)"
+                )
+            } else {
+                message.to_string()
+            }
+        }
+        sqlx::Error::PoolTimedOut => {
+            "the warehouse did not answer within the connect timeout".to_string()
+        }
+        other => other.to_string(),
+    }
+}
