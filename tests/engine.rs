@@ -692,8 +692,52 @@ mod without_equality {
     on_server_engines!(values_without_a_plain_equality_merge_and_verify);
 }
 
+/// A SELECT the warehouse rejects (it reads a table that is not there)
+/// is rejected for every partition alike, its bounds being parameters: the
+/// run stops at its first failure instead of recording one per partition,
+/// and the partitions it did not start keep their state.
+async fn a_select_the_warehouse_rejects_stops_the_run_at_its_first_partition(kind: Kind) {
+    let Some(f) = fixture(kind).await else { return };
+    f.run("fct", Selection::default()).await;
+    let before = f.fingerprints("fct").await;
+    let db = &f.db;
+    let jobs = common::replace_job(
+        "gone",
+        "fct",
+        "2026-01-10",
+        "select id, amount, dt from src_renamed where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&jobs);
+    let job = &config.jobs[0];
+    let backfill = Backfill::plan(&f.wh, job, &Selection::default(), 1, 1)
+        .await
+        .expect("plan");
+    let (summary, events) = common::run(&f.wh, &backfill).await;
+    assert_eq!(
+        (summary.succeeded, summary.failed, summary.not_started),
+        (0, 1, DAYS as usize - 1),
+        "{kind:?}: {:?}",
+        common::errors(&events)
+    );
+    let states =
+        idem::state::job_status(&f.wh, job, idem::partition::now_utc(), &Default::default())
+            .await
+            .expect("states");
+    let failed = states
+        .iter()
+        .filter(|s| s.state == LoadState::Failed)
+        .count();
+    assert_eq!(failed, 1, "{kind:?}: only the partition tried is failed");
+    assert_eq!(
+        f.fingerprints("fct").await,
+        before,
+        "{kind:?}: nothing was written"
+    );
+}
+
 on_every_engine!(
     a_name_in_another_case_loads_or_says_how_to_write_it,
+    a_select_the_warehouse_rejects_stops_the_run_at_its_first_partition,
     running_twice_equals_running_once,
     pasted_sql_with_a_semicolon_and_comments_loads,
     a_backslash_in_a_string_is_read_as_the_engine_reads_it,

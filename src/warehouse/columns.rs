@@ -218,7 +218,17 @@ impl Warehouse {
         sql.job_sql(&job.sql, partition)
             .map_err(|e| WarehouseError::Job(e.to_string()))?;
         sql.push(") src");
-        self.output_columns(sql.text()).await
+        // The warehouse rejecting the SELECT (a table or column it reads is
+        // not there, a syntax error) rejects it for every partition alike:
+        // its bounds are parameters, its text the same.
+        self.output_columns(sql.text()).await.map_err(|e| match e {
+            WarehouseError::Sql(ref err @ sqlx::Error::Database(_))
+                if !self.dialect.is_transient(err) =>
+            {
+                WarehouseError::Misfit(e.to_string())
+            }
+            e => e,
+        })
     }
 }
 
