@@ -171,6 +171,50 @@ async fn init_lists_the_dated_tables(kind: Kind) {
         let fct = jobs.iter().find(|j| j.name == "fct").unwrap();
         assert_eq!(fct.target.to_string(), "analytics.fct");
     }
+    if kind != Kind::Sqlite {
+        // A --force that cannot write the whole starter (here a file size
+        // limit of 1 KiB, as a full disk would stop it; on a server, as SQLite
+        // writes files of its own when idem connects) leaves the config that
+        // was there as it was, and no part file beside it.
+        let mine = "# the operator's own config\n".repeat(10);
+        std::fs::write(&path, &mine).unwrap();
+        assert!(starter.len() > 1024, "{}", starter.len());
+        let limited = Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(["init", &db.url, "--force"])
+            .output()
+            .expect("run idem");
+        let stderr = String::from_utf8_lossy(&limited.stderr);
+        assert_eq!(limited.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("the config there is as it was"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
+        let left: Vec<_> = std::fs::read_dir(db.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".part"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // Through a symlink, the file it names is replaced, the link kept.
+        let linked = db.path().join("linked.toml");
+        std::os::unix::fs::symlink(&path, &linked).unwrap();
+        assert!(
+            idem(&linked, &["init", &db.url, "--force"])
+                .status
+                .success()
+        );
+        assert!(
+            std::fs::symlink_metadata(&linked)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), starter);
+    }
 }
 
 on_every_engine!(init_lists_the_dated_tables);

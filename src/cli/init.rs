@@ -18,6 +18,31 @@ pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
         .unwrap_or_else(Stop::report)
 }
 
+/// Writes `text` to `path` whole or not at all: into a file beside it, then
+/// renamed over it, so a full disk or a killed process leaves a config
+/// that `--force` was replacing as it was.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    // Through a symlink, the file it names is the one replaced.
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = resolved.as_path();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "idem.toml".into());
+    let part = path.with_file_name(format!(".{name}.{}.part", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&part)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&part, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&part);
+    }
+    written
+}
+
 /// A table offered as a job, partitioned by one of its columns.
 struct Candidate {
     table: TableName,
@@ -50,8 +75,17 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     warehouse.close().await;
 
     let text = starter(url, &url_toml, &candidates);
-    std::fs::write(config_path, text)
-        .map_err(|e| Stop::failed(format!("cannot write {}: {e}", config_path.display())))?;
+    write_whole(config_path, &text).map_err(|e| {
+        Stop::failed(format!(
+            "cannot write {}: {e}{}",
+            config_path.display(),
+            if force && config_path.exists() {
+                "; the config there is as it was"
+            } else {
+                ""
+            }
+        ))
+    })?;
     outln!(
         "wrote {} for {}: {} candidate job{} (commented out){}",
         config_path.display(),
