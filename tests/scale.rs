@@ -1458,3 +1458,86 @@ async fn postgres_columns_from_the_catalogue_are_named_as_the_information_schema
     ));
     wh.close().await;
 }
+
+/// PostgreSQL's TRUNCATE is not MVCC-safe: a reader whose snapshot was
+/// taken before a load's COMMIT sees a truncated partition empty after it,
+/// where after a DELETE it still sees the old rows. A job with
+/// `truncate_partitions = false` (for consumers that read in REPEATABLE
+/// READ across a re-run) deletes the window's rows instead.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_truncate_partitions_false_keeps_a_snapshot_readers_rows() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job_toml = |name: &str, extra: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"pev\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n{extra}\
+             sql = \"select id, d from src where d >= :start and d < :end\"\n\n"
+        )
+    };
+    let jobs = job_toml("truncating", "") + &job_toml("deleting", "truncate_partitions = false\n");
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-01')",
+        "CREATE TABLE pev (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)",
+        "CREATE TABLE pev_0101 PARTITION OF pev FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+    ])
+    .await
+    .expect("fixture");
+    let load = async |name: &str| {
+        let backfill = Backfill::plan(&wh, job(&config, name), &Selection::default(), 1, 0)
+            .await
+            .expect("plan");
+        let (summary, events) = common::run(&wh, &backfill).await;
+        assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    };
+    load("truncating").await;
+    // A reader's snapshot, taken before the re-run (reading another table,
+    // so that it holds no lock the TRUNCATE would wait on); what it sees of
+    // the partition once the re-run has committed.
+    let seen_by_a_snapshot_across = async |name: &str| -> i64 {
+        let mut reader = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        sqlx::raw_sql("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT COUNT(*) FROM src")
+            .execute(&mut reader)
+            .await
+            .expect("snapshot");
+        let file = relfilenode(&db, "pev_0101").await;
+        load(name).await;
+        let truncated = relfilenode(&db, "pev_0101").await != file;
+        assert_eq!(truncated, name == "truncating", "{name}");
+        let rows: i64 = sqlx::query("SELECT COUNT(*) FROM pev_0101")
+            .fetch_one(&mut reader)
+            .await
+            .expect("read")
+            .get(0);
+        reader.close().await.expect("close");
+        rows
+    };
+    assert_eq!(
+        seen_by_a_snapshot_across("truncating").await,
+        0,
+        "TRUNCATE empties the partition for an older snapshot"
+    );
+    assert_eq!(
+        seen_by_a_snapshot_across("deleting").await,
+        3,
+        "a DELETE leaves an older snapshot its rows"
+    );
+    let day =
+        Partition::parse(idem::partition::Grain::Day, "2026-01-01", RangeEnd::From).expect("day");
+    assert_eq!(
+        wh.partition_fingerprint(job(&config, "deleting"), &day)
+            .await
+            .expect("window")
+            .rows,
+        3
+    );
+    wh.close().await;
+}

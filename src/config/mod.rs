@@ -92,6 +92,11 @@ pub struct Job {
     /// fraction of its rows (or with none) is refused: the source looks
     /// incomplete. 0 refuses only a replace with no rows.
     pub shrink_guard: f64,
+    /// PostgreSQL: a window that is exactly one native partition is emptied
+    /// by `TRUNCATE` of that partition (true, the default) rather than by
+    /// `DELETE`. TRUNCATE is not MVCC-safe: a reader whose snapshot was
+    /// taken before the load's COMMIT sees that partition empty after it.
+    pub truncate_partitions: bool,
     /// Jobs named in `depends_on` (reading another job's target in `sql`
     /// implies more; see [`crate::lineage`]).
     pub depends_on: Vec<Dependency>,
@@ -229,6 +234,7 @@ struct RawJob {
     end: Option<Spanned<String>>,
     sql: Spanned<String>,
     shrink_guard: Option<Spanned<Fraction>>,
+    truncate_partitions: Option<bool>,
     depends_on: Option<Vec<Spanned<String>>>,
 }
 
@@ -553,6 +559,7 @@ fn validate_job(
         end,
         sql,
         shrink_guard,
+        truncate_partitions: raw.truncate_partitions.unwrap_or(true),
         depends_on: Vec::new(),
         sql_line,
         engine,

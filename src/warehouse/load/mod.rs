@@ -314,8 +314,10 @@ impl Warehouse {
             None => ColumnKind::Other,
         };
         let children = match &job.partition_column {
-            Some(pcol) => self.native_partitions(conn, &job.target, pcol).await?,
-            None => Vec::new(),
+            Some(pcol) if job.truncate_partitions => {
+                self.native_partitions(conn, &job.target, pcol).await?
+            }
+            _ => Vec::new(),
         };
         // Only a replace trusts a last load: a merge's shape needs no asking.
         let mut writers = self.sql();
