@@ -617,15 +617,37 @@ async fn warehouse_checks(kind: Kind) {
         let found = lint::warehouse_findings(&wh, job)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", job.name));
-        for f in &found {
-            assert_eq!(f.line, job.sql_line, "{}: {f:?}", job.name);
-        }
         by_job.insert(job.name.clone(), found);
     }
     let only = |name: &str, severity: Severity, needle: &str| {
         let found = &by_job[name];
         assert_eq!(found.len(), 1, "{kind:?} {name}: {found:#?}");
         assert_eq!(found[0].severity, severity, "{kind:?} {name}");
+        // Each finding is on the line of the field it is about: the
+        // target, the partition column, the key, or else the SQL.
+        let job = config.jobs.iter().find(|j| j.name == name).expect("job");
+        let line = if needle.starts_with("target table") {
+            job.lines.target
+        } else if needle.starts_with("partition column") && needle.contains("SELECT") {
+            job.sql_line
+        } else if needle.contains("partition column") {
+            job.lines.partition_column
+        } else if needle.contains("unique index") {
+            job.lines.unique_key
+        } else {
+            job.sql_line
+        };
+        assert_eq!(found[0].line, line, "{kind:?} {name}: {:?}", found[0]);
+        assert!(
+            [
+                job.lines.target,
+                job.lines.partition_column,
+                job.lines.unique_key
+            ]
+            .iter()
+            .all(|l| *l != job.sql_line),
+            "{name}: the fields' lines differ from the SQL's"
+        );
         assert!(
             found[0].message.contains(needle),
             "{kind:?} {name}: {}",

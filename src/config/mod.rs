@@ -102,9 +102,20 @@ pub struct Job {
     pub depends_on: Vec<Dependency>,
     /// Line of `idem.toml` where the job's SQL text begins, for findings in it.
     pub sql_line: usize,
+    /// Lines of `idem.toml` where its other fields are, for findings about them.
+    pub lines: FieldLines,
     /// The warehouse's engine, which reads `sql`: where its strings and
     /// comments end (see [`Engine::backslash_escapes`]).
     pub engine: Engine,
+}
+
+/// Lines of `idem.toml` where a job's fields are written. A field the job
+/// leaves out has its `target`'s line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FieldLines {
+    pub target: usize,
+    pub partition_column: usize,
+    pub unique_key: usize,
 }
 
 impl Job {
@@ -547,6 +558,19 @@ fn validate_job(
         Some(g) => shrink_guard(cx, g, &field("shrink_guard"))?,
         None => defaults.shrink_guard,
     };
+    let line = |span: Range<usize>| cx.line_col(span.start).0;
+    let target_line = line(raw.target.span());
+    let lines = FieldLines {
+        target: target_line,
+        partition_column: raw
+            .partition_column
+            .as_ref()
+            .map_or(target_line, |c| line(c.span())),
+        unique_key: raw
+            .unique_key
+            .as_ref()
+            .map_or(target_line, |k| line(k.span())),
+    };
     Ok(Job {
         name,
         description: raw.description.clone(),
@@ -562,6 +586,7 @@ fn validate_job(
         truncate_partitions: raw.truncate_partitions.unwrap_or(true),
         depends_on: Vec::new(),
         sql_line,
+        lines,
         engine,
     })
 }

@@ -361,7 +361,7 @@ async fn partition_column_type(
     if !column.holds_instants(engine) {
         out.push(Finding::new(
             Severity::Error,
-            job.sql_line,
+            job.lines.partition_column,
             format!(
                 "partition column {pcol} of {} is {}, not a date or timestamp: the window's bounds cannot be compared with it",
                 job.target, column.type_name
@@ -412,7 +412,7 @@ async fn sqlite_hours_as_iso_text(
     let example: Option<String> = sqlx::Row::try_get(&row, 1).unwrap_or(None);
     out.push(Finding::new(
         Severity::Error,
-        job.sql_line,
+        job.lines.partition_column,
         format!(
             "{} of {} {} {pcol} as text like '{}', which sorts after every hour bound idem binds on SQLite ('YYYY-MM-DD HH:00:00'): no hour's delete matches {}, so a load adds the hour's rows beside {}",
             crate::numbers::n_rows(rows),
@@ -441,7 +441,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         Err(WarehouseError::NoTarget { alike, .. }) => {
             out.push(Finding::new(
                 Severity::Error,
-                first,
+                job.lines.target,
                 format!("target table {} does not exist", job.target),
                 match alike.as_slice() {
                     [one] => format!(
@@ -472,7 +472,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             let alike = names.iter().find(|c| c.eq_ignore_ascii_case(pcol.as_str()));
             out.push(Finding::new(
                 Severity::Error,
-                first,
+                job.lines.partition_column,
                 match alike {
                     Some(alike) => format!(
                         "partition column {pcol} is not a column of {}, but {alike} is: idem quotes a name as written, and PostgreSQL then matches it by case",
@@ -506,7 +506,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             if nulls > 0 {
                 out.push(Finding::new(
                     Severity::Warning,
-                    first,
+                    job.lines.partition_column,
                     format!(
                         "{} of {} {} NULL in partition column {pcol}: no partition's delete ever matches them, the signature of a renamed partition column",
                         crate::numbers::n_rows(nulls),
@@ -541,7 +541,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         if !nullable_keys.is_empty() {
             out.push(Finding::new(
                 Severity::Warning,
-                first,
+                job.lines.unique_key,
                 format!(
                     "unique_key column{} {} of {} accept{} NULL: a NULL key matches no row, so a merge could only insert it again on every re-run (idem fails such a window)",
                     if nullable_keys.len() == 1 { "" } else { "s" },
@@ -564,7 +564,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             let keys = wanted.join(", ");
             out.push(Finding::new(
                 Severity::Error,
-                first,
+                job.lines.unique_key,
                 format!(
                     "no primary key or unique index on ({keys}) in {}: nothing stops duplicate keys, and the upsert cannot match on them",
                     job.target
