@@ -215,6 +215,14 @@ fn out_of_range_timeouts_are_config_errors() {
         let c = parse(&with_warehouse(&format!("lock_timeout = \"{value}\"\n"))).unwrap();
         assert!(c.warehouse.lock_timeout <= config::MAX_TIMEOUT);
     }
+    // A statement timeout of zero is no limit, set as such; left out, none is set.
+    let c = parse(&with_warehouse("statement_timeout = \"0s\"\n")).unwrap();
+    assert_eq!(
+        c.warehouse.statement_timeout,
+        Some(std::time::Duration::ZERO)
+    );
+    let c = parse(&with_warehouse("")).unwrap();
+    assert_eq!(c.warehouse.statement_timeout, None);
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! idem: a start creates only what is missing, so it never asks for the
 //! right to create what is there. A role that may not create a missing
 //! ledger is told which objects and which grants it needs; one whose
-//! sessions are read-only reads the states and is refused a run up front.
+//! sessions are read-only reads the states and is refused a run up front;
+//! one whose sessions have a statement timeout of their own is bound by it
+//! unless the config lifts it.
 
 mod common;
 mod pty;
@@ -295,3 +297,81 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
     .await;
     admin.close().await;
 }
+
+/// A role whose sessions have a statement timeout of their own (a DBA's
+/// `ALTER ROLE … SET statement_timeout`, MariaDB's `MAX_STATEMENT_TIME`):
+/// with `statement_timeout` left out, that timeout stops a long load as it
+/// would stop the role's own client; `statement_timeout = "0s"` lifts it
+/// for idem's sessions.
+async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let database = database(&db.url);
+    let name = format!("{database}_slow");
+    let (create, drop, pause) = match kind {
+        Kind::Postgres => (
+            vec![
+                format!("CREATE ROLE {name} LOGIN SUPERUSER"),
+                format!("ALTER ROLE {name} SET statement_timeout = '500ms'"),
+            ],
+            vec![format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
+            "(select pg_sleep(1)) pause",
+        ),
+        _ => (
+            vec![
+                format!("CREATE USER '{name}'@'%' WITH MAX_STATEMENT_TIME 0.5"),
+                format!("GRANT ALL PRIVILEGES ON {database}.* TO '{name}'@'%'"),
+            ],
+            vec![format!("DROP USER IF EXISTS '{name}'@'%'")],
+            "(select sleep(1)) pause",
+        ),
+    };
+    exec(
+        &wh,
+        &[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+            "INSERT INTO src VALUES (1, '2026-01-01')".to_string(),
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
+        ],
+    )
+    .await;
+    exec(&wh, &create).await;
+    let job = replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        &format!("select id, dt from src, {pause} where dt >= :start and dt < :end"),
+    );
+    let config_with = |lines: &str| {
+        let path = db.path().join(format!("slow{}.toml", lines.len()));
+        let url = as_user(&db.url, &name);
+        std::fs::write(
+            &path,
+            format!("[warehouse]\nurl = \"{url}\"\n{lines}\n{job}"),
+        )
+        .expect("config");
+        path
+    };
+    with_cleanup(
+        async {
+            let out = idem(&config_with(""), &["run", "fct"]);
+            let said = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
+            assert!(
+                said.contains("statement timeout") || said.contains("max_statement_time"),
+                "{kind:?}: {said}"
+            );
+            let out = idem(&config_with("statement_timeout = \"0s\""), &["run", "fct"]);
+            stdout_ok(&out);
+        },
+        exec(&wh, &drop),
+    )
+    .await;
+    wh.close().await;
+}
+
+on_server_engines!(a_roles_own_statement_timeout_holds_unless_zero_lifts_it);

@@ -28,6 +28,9 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct WarehouseConfig {
     pub url: String,
+    /// Bounds every statement of idem's sessions; zero is no limit, even
+    /// where the server or the role sets one; None leaves the server's own
+    /// default for the role in force.
     pub statement_timeout: Option<Duration>,
     pub lock_timeout: Duration,
     /// How long to wait for a connection before taking the warehouse for
@@ -337,11 +340,7 @@ pub fn parse(
     };
     let warehouse = WarehouseConfig {
         url,
-        statement_timeout: positive(
-            &wh.statement_timeout,
-            "warehouse.statement_timeout",
-            "0 would stop every statement at once; leave statement_timeout out for no limit",
-        )?,
+        statement_timeout: duration(&wh.statement_timeout, "warehouse.statement_timeout")?,
         lock_timeout: duration(&wh.lock_timeout, "warehouse.lock_timeout")?
             .unwrap_or(Duration::from_secs(10)),
         connect_timeout: positive(

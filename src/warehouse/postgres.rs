@@ -128,18 +128,19 @@ impl Dialect for Postgres {
     /// at most `lock_timeout` for a lock another session holds (a reader of
     /// the target behind an `ALTER TABLE` must not hang).
     fn session_timeouts(&self, lock: Duration, statement: Option<Duration>) -> Vec<Sql> {
-        // PostgreSQL reads 0 as "wait forever"; idem's 0 is "do not wait".
-        let setting = |name: &str, t: Duration| {
+        let setting = |name: &str, ms: u128| {
             let mut sql = Sql::new(&Postgres);
             sql.push("SELECT 1 FROM (SELECT set_config(")
                 .bind(name)
                 .push(", ")
-                .bind(format!("{}ms", t.as_millis().max(1)))
+                .bind(format!("{ms}ms"))
                 .push(", false)) t");
             sql
         };
-        let mut out = vec![setting("lock_timeout", lock)];
-        out.extend(statement.map(|t| setting("statement_timeout", t)));
+        // PostgreSQL reads 0 as "wait forever"; idem's 0 lock timeout is
+        // "do not wait", its 0 statement timeout "no limit", as PostgreSQL's.
+        let mut out = vec![setting("lock_timeout", lock.as_millis().max(1))];
+        out.extend(statement.map(|t| setting("statement_timeout", t.as_millis())));
         out
     }
 
