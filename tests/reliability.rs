@@ -887,3 +887,86 @@ async fn a_locked_target_bounds_status_and_run_postgres() {
 async fn a_locked_target_bounds_status_and_run_mysql() {
     a_locked_target_bounds_status_and_run(Kind::MySql).await;
 }
+
+mod locked_source {
+    use super::*;
+
+    /// The source is being reloaded under a lock (`LOCK TABLE` in the
+    /// upstream's transaction, an `ALTER`) while idem runs: describing the job's
+    /// SELECT waits on it no longer than `lock_timeout`, as every other
+    /// statement does, and the partition fails naming the lock instead of the
+    /// run hanging without a word. Once the lock is gone, a re-run loads.
+    async fn a_locked_source_bounds_a_run(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let select = "select id, dt from src where dt >= :start and dt < :end";
+        let (path, config) = db.config_with(
+            "lock_timeout = \"1s\"",
+            &common::replace_job("fct", "fct", "2026-01-01", select),
+        );
+        let wh = db.warehouse(&config).await;
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "INSERT INTO src VALUES (1, '2026-01-01')",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        ])
+        .await
+        .expect("setup");
+        let mut holder = wh.pool().acquire().await.expect("connection");
+        let (lock, release) = match kind {
+            Kind::Postgres => (
+                vec!["BEGIN", "LOCK TABLE src IN ACCESS EXCLUSIVE MODE"],
+                "ROLLBACK",
+            ),
+            _ => (vec!["LOCK TABLES src WRITE"], "UNLOCK TABLES"),
+        };
+        for stmt in lock {
+            sqlx::query(stmt)
+                .execute(&mut *holder)
+                .await
+                .expect("take the lock");
+        }
+        let run = || {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                // Bounded here too: without the bound, a describe waited forever.
+                let out = std::process::Command::new("timeout")
+                    .arg("30")
+                    .arg(env!("CARGO_BIN_EXE_idem"))
+                    .args(["--config", path.to_str().expect("path"), "run", "fct"])
+                    .output()
+                    .expect("idem ran");
+                (out, started.elapsed())
+            })
+        };
+        let (out, took) = run().await.expect("join");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
+        assert!(
+            took < std::time::Duration::from_secs(15),
+            "{kind:?}: a run on a locked source took {took:?}: {said}"
+        );
+        assert!(
+            said.contains("another session held a lock"),
+            "{kind:?}: {said}"
+        );
+        sqlx::query(release)
+            .execute(&mut *holder)
+            .await
+            .expect("release");
+        drop(holder);
+        let (out, _) = run().await.expect("join");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{kind:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        wh.close().await;
+    }
+
+    on_server_engines!(a_locked_source_bounds_a_run);
+}

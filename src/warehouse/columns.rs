@@ -3,6 +3,8 @@
 //! or timestamps. Also a job SELECT's output columns, as the target columns
 //! they fill.
 
+use std::time::Duration;
+
 use sqlx::Row;
 
 use super::{Engine, Warehouse, WarehouseError, mysql, postgres, sqlite};
@@ -192,10 +194,14 @@ impl Warehouse {
             return Ok(names);
         }
         let url = &self.config.url;
+        let limits = DescribeLimits {
+            connect: self.config.connect_timeout,
+            lock: self.config.lock_timeout,
+        };
         let names = match self.dialect.engine() {
-            Engine::Sqlite => sqlite::describe(url, select).await?,
-            Engine::Postgres => postgres::describe(url, select).await?,
-            Engine::MySql => mysql::describe(url, select).await?,
+            Engine::Sqlite => sqlite::describe(url, select, limits).await?,
+            Engine::Postgres => postgres::describe(url, select, limits).await?,
+            Engine::MySql => mysql::describe(url, select, limits).await?,
         };
         if let Ok(mut m) = self.described.lock() {
             m.insert(select.to_string(), names.clone());
@@ -244,6 +250,26 @@ pub(super) fn alike_tables(alike: &[String]) -> String {
             "; the warehouse has {}: idem quotes a name as written, so it must match the table's own, case and schema",
             many.join(", ")
         ),
+    }
+}
+
+/// What bounds the waits of a describe's own connection: its connect, as
+/// the pool's, and its locks, as the sessions' `lock_timeout`.
+#[derive(Clone, Copy)]
+pub(super) struct DescribeLimits {
+    pub connect: Duration,
+    pub lock: Duration,
+}
+
+impl DescribeLimits {
+    /// `connect`, given up after the connect timeout as the pool gives up.
+    pub async fn connect<C>(
+        self,
+        connect: impl std::future::Future<Output = Result<C, sqlx::Error>>,
+    ) -> Result<C, sqlx::Error> {
+        tokio::time::timeout(self.connect, connect)
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
     }
 }
 

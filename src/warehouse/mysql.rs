@@ -9,6 +9,7 @@ use chrono::NaiveDateTime;
 use sqlx::mysql::MySqlDatabaseError;
 
 use super::PartitionLock;
+use super::columns::DescribeLimits;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
@@ -380,9 +381,22 @@ fn row_text(columns: &[(String, String)]) -> String {
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.
-pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sqlx::Error> {
+/// The SELECT's output columns, on a connection of its own that waits on
+/// a table's metadata lock (an `ALTER`, a `LOCK TABLES`) no longer than
+/// the sessions' lock timeout.
+pub(super) async fn describe(
+    url: &str,
+    select: &str,
+    limits: DescribeLimits,
+) -> Result<Vec<String>, sqlx::Error> {
     use sqlx::{Column, Connection, Executor, SqlSafeStr, Statement};
-    let mut conn = sqlx::mysql::MySqlConnection::connect(url).await?;
+    let mut conn = limits
+        .connect(sqlx::mysql::MySqlConnection::connect(url))
+        .await?;
+    sqlx::query("SET SESSION lock_wait_timeout = ?")
+        .bind(limits.lock.as_secs().max(1) as i64)
+        .execute(&mut conn)
+        .await?;
     let names = conn
         .prepare(sqlx::AssertSqlSafe(select.to_string()).into_sql_str())
         .await?

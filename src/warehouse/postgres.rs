@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 
+use super::columns::DescribeLimits;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
@@ -526,9 +527,22 @@ impl Dialect for Postgres {
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.
-pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sqlx::Error> {
+/// The SELECT's output columns, on a connection of its own that waits on
+/// a lock (a source table being reloaded under `LOCK TABLE` or an `ALTER`)
+/// no longer than the sessions' `lock_timeout`.
+pub(super) async fn describe(
+    url: &str,
+    select: &str,
+    limits: DescribeLimits,
+) -> Result<Vec<String>, sqlx::Error> {
     use sqlx::{Column, Connection, Executor, SqlSafeStr, Statement};
-    let mut conn = sqlx::postgres::PgConnection::connect(url).await?;
+    let mut conn = limits
+        .connect(sqlx::postgres::PgConnection::connect(url))
+        .await?;
+    sqlx::query("SELECT set_config('lock_timeout', $1, false)")
+        .bind(format!("{}ms", limits.lock.as_millis().max(1)))
+        .execute(&mut conn)
+        .await?;
     let names = conn
         .prepare(sqlx::AssertSqlSafe(select.to_string()).into_sql_str())
         .await?

@@ -3,6 +3,7 @@
 
 use chrono::{NaiveDateTime, Timelike};
 
+use super::columns::DescribeLimits;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
@@ -296,9 +297,15 @@ impl Dialect for Sqlite {
 }
 
 /// Output column names of a SELECT, from the driver's own prepare.
-pub(super) async fn describe(url: &str, select: &str) -> Result<Vec<String>, sqlx::Error> {
+pub(super) async fn describe(
+    url: &str,
+    select: &str,
+    limits: DescribeLimits,
+) -> Result<Vec<String>, sqlx::Error> {
     use sqlx::{Column, Connection, Executor, SqlSafeStr, Statement};
-    let mut conn = sqlx::sqlite::SqliteConnection::connect(url).await?;
+    let mut conn = limits
+        .connect(sqlx::sqlite::SqliteConnection::connect(url))
+        .await?;
     let names = conn
         .prepare(sqlx::AssertSqlSafe(select.to_string()).into_sql_str())
         .await?
