@@ -23,7 +23,7 @@ use idem::user_config::UserConfig;
 #[command(name = "idem", version, about)]
 struct Cli {
     /// The config file.
-    #[arg(long, global = true, env = "IDEM_CONFIG", default_value = "idem.toml")]
+    #[arg(long, global = true, env = "IDEM_CONFIG", default_value = idem::cli::DEFAULT_CONFIG)]
     config: PathBuf,
     #[command(flatten)]
     console: ConsoleArgs,
@@ -251,16 +251,7 @@ fn main() -> ExitCode {
             Some(Command::ImportDbt { manifest }) => cli::import_dbt(&manifest),
             Some(Command::Config {
                 what: ConfigCommand::Path,
-            }) => match idem::user_config::path() {
-                Some(p) => {
-                    println!("{}", p.display());
-                    Exit::Ok
-                }
-                None => cli::Stop::usage(
-                    "no user config directory: neither XDG_CONFIG_HOME nor HOME is set",
-                )
-                .report(),
-            },
+            }) => cli::config_path(),
             Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
             Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
         }

@@ -70,6 +70,7 @@ fn a_closed_pipe_ends_every_command_quietly() {
         &["run", "fct_orders", "--dry-run"],
         &["run", "fct_orders", "--dry-run", "--json"],
         &["lint"],
+        &["config", "path"],
     ] {
         let out = with_closed_stdout(&config, args);
         let err = stderr(&out);
@@ -174,6 +175,7 @@ fn a_full_disk_fails_the_reading_commands() {
         &["status"][..],
         &["jobs"],
         &["run", "fct_orders", "--dry-run"],
+        &["config", "path"],
     ] {
         let out = with_full_stdout(&config, args);
         let err = stderr(&out);

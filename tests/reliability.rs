@@ -738,17 +738,21 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     }
     assert!((rows.len() as u32) < DAYS, "the run was cut short");
 
-    // The printed command, run against the warehouse once it is back,
-    // finishes the job.
+    // The printed command, run as it stands (it names the config) from
+    // another directory once the warehouse is back, finishes the job.
     let repeat = stderr
         .lines()
         .find_map(|l| l.strip_prefix("idem: to finish, repeat: idem "))
         .unwrap_or_else(|| panic!("no command to repeat: {stderr}"));
+    assert!(
+        repeat.starts_with(&format!("--config {} run ", path.display())),
+        "{repeat}"
+    );
     std::fs::write(&path, config_text(&db.url)).expect("config");
-    let mut args: Vec<&str> = vec!["--config", path.to_str().expect("path")];
-    args.extend(repeat.split_whitespace());
+    let args: Vec<&str> = repeat.split_whitespace().collect();
     let again = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(&args)
+        .current_dir(std::env::temp_dir())
         .output()
         .expect("repeat ran");
     assert_eq!(

@@ -27,6 +27,21 @@ pub use verify::verify;
 
 use crate::config::{self, Config, Job};
 use crate::exit::Exit;
+
+/// The config read when neither `--config` nor `IDEM_CONFIG` names one.
+pub const DEFAULT_CONFIG: &str = "idem.toml";
+
+/// `idem config path`: where the user config (theme, keys) is read from.
+pub fn config_path() -> Exit {
+    let print = || -> Result<Exit, Stop> {
+        let path = crate::user_config::path().ok_or_else(|| {
+            Stop::usage("no user config directory: neither XDG_CONFIG_HOME nor HOME is set")
+        })?;
+        outln!("{}", path.display());
+        Ok(Exit::Ok)
+    };
+    print().unwrap_or_else(Stop::report)
+}
 use crate::partition::{Partition, RangeEnd};
 use crate::state::LoadState;
 use crate::warehouse::Warehouse;

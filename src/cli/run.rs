@@ -136,7 +136,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
-        return run_cascade(&warehouse, &lineage, &steps, args.json).await;
+        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json).await;
     }
     let backfill = steps.remove(0).0;
 
@@ -179,7 +179,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         );
     }
-    if let Some(repeat) = repeat_command(&job.name, &summary) {
+    if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
         noteln!("idem: to finish, repeat: {repeat}");
     }
     match printed {
@@ -284,6 +284,7 @@ async fn plan_cascade(
 
 /// Runs a cascade's steps in dependency order and reports each.
 async fn run_cascade(
+    config_path: &Path,
     warehouse: &crate::warehouse::Warehouse,
     lineage: &crate::lineage::Lineage,
     steps: &[Backfill],
@@ -328,7 +329,7 @@ async fn run_cascade(
         }
         if let Some(s) = &outcome.summary {
             line.push_str(&format!(" · run {}", s.run_id));
-            if let Some(repeat) = repeat_command(&outcome.job, s) {
+            if let Some(repeat) = repeat_command(config_path, &outcome.job, s) {
                 noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
             }
         }
@@ -383,15 +384,36 @@ fn print_outcome(outcome: &str) -> Result<(), Stop> {
 /// The command that runs again exactly what this run left undone, or more
 /// (re-running a partition that succeeded is safe), never less: `--only
 /// failed` only when every unfinished partition failed and is in the ledger.
-fn repeat_command(job: &str, summary: &engine::RunSummary) -> Option<String> {
+/// It names the config unless it is the default `./idem.toml`, so that it
+/// runs as it stands from any directory.
+fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
     let (first, last) = (summary.unfinished.first()?, summary.unfinished.last()?);
     let only_failed = summary.unrecorded == 0 && summary.not_started == 0 && summary.refused == 0;
+    let config = if config == Path::new(super::DEFAULT_CONFIG) {
+        String::new()
+    } else {
+        format!(" --config {}", shell_word(&config.display().to_string()))
+    };
     Some(format!(
-        "idem run {job}{} --from {} --to {}",
+        "idem{config} run {job}{} --from {} --to {}",
         if only_failed { " --only failed" } else { "" },
         first.name(),
         last.name()
     ))
+}
+
+/// `text` as one word of a POSIX shell command: as it is when it holds
+/// nothing the shell reads specially, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=,:@%~".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// What a dry run shows: the partitions it would run, as they are now.
@@ -677,4 +699,18 @@ fn describe(event: &Event) -> Option<String> {
         } => format!("{job} {partition} skipped · {because}"),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_word_the_shell_reads_specially_is_quoted() {
+        assert_eq!(shell_word("/srv/etl/idem.toml"), "/srv/etl/idem.toml");
+        assert_eq!(shell_word("my configs/idem.toml"), "'my configs/idem.toml'");
+        assert_eq!(shell_word("it's.toml"), "'it'\\''s.toml'");
+        assert_eq!(shell_word("$HOME/x"), "'$HOME/x'");
+        assert_eq!(shell_word(""), "''");
+    }
 }
