@@ -132,9 +132,12 @@ async fn reconcile_flags_exactly_the_partitions_whose_source_counts_moved(kind: 
     // One statement per job, whatever the range: the job's SQL appears once
     // in a grouped query for a job with a partition column.
     let fct = parsed.jobs.iter().find(|j| j.name == "fct").expect("fct");
-    let sql = wh
+    let statements = wh
         .source_counts_sql(fct, fct.start, fct.end.expect("end"))
         .expect("sql");
+    let [sql] = statements.as_slice() else {
+        panic!("{} statements", statements.len());
+    };
     assert_eq!(
         sql.text().matches("from src where").count(),
         1,
@@ -157,4 +160,75 @@ async fn reconcile_flags_exactly_the_partitions_whose_source_counts_moved(kind: 
     );
 }
 
-on_every_engine!(reconcile_flags_exactly_the_partitions_whose_source_counts_moved);
+/// Jobs whose SQL does more with the window than filter on it: a daily
+/// snapshot that writes its window's start as the partition value, and a
+/// job that selects its partition by name. Counted over a range in one
+/// grouped statement, the whole source fell on the first partition and
+/// every other looked emptied ("source 0", a shrink guard refusal in the
+/// dry run); each window is counted as its own load reads it.
+async fn windows_named_or_written_by_the_sql_are_counted_one_by_one(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = [
+        common::replace_job(
+            "snap",
+            "snap",
+            "2026-01-03",
+            "select id, :start as dt from dim_src",
+        ),
+        common::replace_job(
+            "named",
+            "named",
+            "2026-01-03",
+            "select id, batch as dt from batches where cast(batch as char(10)) = :partition",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE dim_src (id INTEGER NOT NULL)",
+        "INSERT INTO dim_src VALUES (1), (2), (3), (4)",
+        "CREATE TABLE snap (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE batches (id INTEGER NOT NULL, batch DATE NOT NULL)",
+        "INSERT INTO batches VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-02'), (4, '2026-01-03')",
+        "CREATE TABLE named (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    for job in &parsed.jobs {
+        assert!(!idem::lint::bounds_only_filter(job), "{}", job.name);
+        stdout_ok(&idem(&config, &["run", &job.name]));
+    }
+    let expected = [
+        ("snap 2026-01-01", 4),
+        ("snap 2026-01-02", 4),
+        ("snap 2026-01-03", 4),
+        ("named 2026-01-01", 1),
+        ("named 2026-01-02", 2),
+        ("named 2026-01-03", 1),
+    ];
+    let counted = reconciled(&config);
+    for (key, rows) in expected {
+        assert_eq!(
+            counted.get(key),
+            Some(&(Some(rows), Some(false))),
+            "{kind:?} {key}: {counted:?}"
+        );
+    }
+    for job in ["snap", "named"] {
+        let out = stdout_ok(&idem(&config, &["run", job, "--dry-run", "--json"]));
+        let plan: Value = serde_json::from_str(out.trim()).expect("json");
+        for p in plan["partitions"].as_array().expect("partitions") {
+            assert_eq!(p["refused"], false, "{kind:?} {job}: {p}");
+            assert_eq!(p["rows_source"], p["rows_now"], "{kind:?} {job}: {p}");
+        }
+    }
+    wh.close().await;
+}
+
+on_every_engine!(
+    reconcile_flags_exactly_the_partitions_whose_source_counts_moved,
+    windows_named_or_written_by_the_sql_are_counted_one_by_one,
+);

@@ -81,6 +81,19 @@ pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
     sql::read(&job.sql, job.engine).tables
 }
 
+/// Whether the job's SQL uses its window's bounds only to filter rows:
+/// every `:start` and `:end` compared with a column, no `:partition`. Then
+/// one statement over a range of windows, grouped by the partition column,
+/// counts each window's rows as the windows one by one would; a SELECT that
+/// puts a bound in its output (`cast(:start as date) as dt`, a daily
+/// snapshot) or names its partition must be counted window by window.
+pub fn bounds_only_filter(job: &Job) -> bool {
+    let reading = sql::read(&job.sql, job.engine);
+    reading.parsed
+        && reading.params.iter().all(|(name, _)| name != "partition")
+        && reading.params_in_filters == reading.params.len()
+}
+
 /// The findings that need no warehouse, the job's SQL read by its
 /// engine's default syntax.
 pub fn static_findings(job: &Job) -> Vec<Finding> {

@@ -98,6 +98,8 @@ pub(super) struct Reading {
     /// whether it is a query.
     pub statements: Vec<StatementStart>,
     pub window_filters: Vec<WindowFilter>,
+    /// How many of `params` are compared with a column (`dt >= :start`).
+    pub params_in_filters: usize,
     /// The top-level SELECT's columns; None when it has a `*` or is not a
     /// plain query.
     pub outputs: Option<Vec<OutputColumn>>,
@@ -178,6 +180,7 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
             let _ = statements.visit(&mut walk);
             reading.volatile = walk.volatile;
             reading.window_filters = walk.window_filters;
+            reading.params_in_filters = walk.params_in_filters;
             reading.tables = walk
                 .relations
                 .into_iter()
@@ -331,6 +334,7 @@ struct Walk {
     ranks: Vec<RankColumn>,
     filter_names: HashSet<String>,
     window_filters: Vec<WindowFilter>,
+    params_in_filters: usize,
     aliases: HashMap<String, BTreeSet<String>>,
     relations: BTreeSet<String>,
     ctes: HashSet<String>,
@@ -382,6 +386,7 @@ impl Walk {
 
     fn comparison(&mut self, column_side: &Expr, param_side: &Expr) {
         if contains_param(param_side) && !contains_param(column_side) {
+            self.params_in_filters += params_in(param_side);
             for (column, line) in columns_in(column_side) {
                 self.window_filters.push(WindowFilter { line, column });
             }
@@ -446,6 +451,7 @@ impl Visitor for Walk {
             Expr::Between {
                 expr, low, high, ..
             } if (contains_param(low) || contains_param(high)) && !contains_param(expr) => {
+                self.params_in_filters += params_in(low) + params_in(high);
                 for (column, line) in columns_in(expr) {
                     self.window_filters.push(WindowFilter { line, column });
                 }
@@ -501,6 +507,18 @@ impl Visitor for Walk {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// How many parameters an expression holds.
+fn params_in(expr: &Expr) -> usize {
+    let mut n = 0;
+    let _ = visit_expressions(expr, |e| {
+        if matches!(e, Expr::Identifier(i) if is_param(&i.value)) {
+            n += 1;
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    n
 }
 
 fn contains_param(expr: &Expr) -> bool {

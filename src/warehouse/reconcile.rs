@@ -11,48 +11,59 @@ use super::{Counts, Engine, Warehouse, WarehouseError};
 use crate::config::Job;
 use crate::partition::Partition;
 
+/// Windows counted in one statement where each is a subquery of its own.
+const WINDOWS_PER_STATEMENT: usize = 100;
+
 impl Warehouse {
-    /// The one statement that counts the rows the job's SQL gives each
-    /// partition from `first` through `last`: grouped by the partition column
-    /// of the SELECT's output where the job has one, otherwise one bounded
-    /// subquery per window in a single `UNION ALL`.
+    /// The statements that count the rows the job's SQL gives each
+    /// partition from `first` through `last`. Where the SQL uses the window
+    /// only to filter rows ([`crate::lint::bounds_only_filter`]), one
+    /// statement grouped by the partition column of the SELECT's output;
+    /// otherwise (a job without a partition column, a bound or the
+    /// partition's name in the output) one bounded subquery per window,
+    /// `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement.
     pub fn source_counts_sql(
         &self,
         job: &Job,
         first: Partition,
         last: Partition,
-    ) -> Result<Sql, WarehouseError> {
+    ) -> Result<Vec<Sql>, WarehouseError> {
         let dialect = self.dialect();
         let unknown = |e: super::sql::UnknownParameter| WarehouseError::Job(e.to_string());
-        let mut sql = self.sql();
-        match &job.partition_column {
-            Some(col) => {
-                let name =
-                    dialect.partition_name_expr(&format!("src.{}", dialect.quote(col)), job.grain);
-                sql.push("SELECT ")
-                    .push(&name)
-                    .push(" AS p, COUNT(*) AS n FROM (");
-                sql.job_sql_over(&job.sql, &first, &last).map_err(unknown)?;
-                sql.push(") src GROUP BY ").push(&name);
-            }
-            None => {
-                let text = match dialect.engine() {
-                    Engine::MySql => "CHAR",
-                    _ => "TEXT",
-                };
-                for (i, p) in crate::partition::range(first, last).iter().enumerate() {
-                    if i > 0 {
-                        sql.push(" UNION ALL ");
-                    }
-                    sql.push("SELECT CAST(")
-                        .bind(p.name())
-                        .push(&format!(" AS {text}) AS p, COUNT(*) AS n FROM ("));
-                    sql.job_sql(&job.sql, p).map_err(unknown)?;
-                    sql.push(") src");
-                }
-            }
+        if let Some(col) = &job.partition_column
+            && crate::lint::bounds_only_filter(job)
+        {
+            let mut sql = self.sql();
+            let name =
+                dialect.partition_name_expr(&format!("src.{}", dialect.quote(col)), job.grain);
+            sql.push("SELECT ")
+                .push(&name)
+                .push(" AS p, COUNT(*) AS n FROM (");
+            sql.job_sql_over(&job.sql, &first, &last).map_err(unknown)?;
+            sql.push(") src GROUP BY ").push(&name);
+            return Ok(vec![sql]);
         }
-        Ok(sql)
+        let text = match dialect.engine() {
+            Engine::MySql => "CHAR",
+            _ => "TEXT",
+        };
+        let windows = crate::partition::range(first, last);
+        let mut statements = Vec::new();
+        for chunk in windows.chunks(WINDOWS_PER_STATEMENT) {
+            let mut sql = self.sql();
+            for (i, p) in chunk.iter().enumerate() {
+                if i > 0 {
+                    sql.push(" UNION ALL ");
+                }
+                sql.push("SELECT CAST(")
+                    .bind(p.name())
+                    .push(&format!(" AS {text}) AS p, COUNT(*) AS n FROM ("));
+                sql.job_sql(&job.sql, p).map_err(unknown)?;
+                sql.push(") src");
+            }
+            statements.push(sql);
+        }
+        Ok(statements)
     }
 
     /// Rows per partition the job's SQL would write now, from `first`
@@ -63,7 +74,7 @@ impl Warehouse {
         first: Partition,
         last: Partition,
     ) -> Result<Counts, WarehouseError> {
-        let sql = self.source_counts_sql(job, first, last)?;
+        let statements = self.source_counts_sql(job, first, last)?;
         let mut conn = self.pool().acquire().await?;
         let mut tx = conn.begin().await?;
         if self.dialect().engine() == Engine::Postgres {
@@ -72,7 +83,7 @@ impl Warehouse {
                 .await?;
         }
         let mut counts = Counts::new();
-        {
+        for sql in &statements {
             let mut rows = sql.query().fetch(&mut *tx);
             while let Some(row) = rows.try_next().await? {
                 let name: Option<String> = row.try_get(0)?;
