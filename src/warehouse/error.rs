@@ -113,22 +113,58 @@ impl WarehouseError {
     }
 }
 
+/// What a lock timeout's message leaves out: who may have held the lock.
+/// On MariaDB/MySQL that includes the load of the next partition of the
+/// same run: InnoDB locks the first row past the window a DELETE clears,
+/// and a neighbour's uncommitted rows hold it until that load commits.
+fn lock_wait_hint(message: &str) -> Option<&'static str> {
+    const ANOTHER: &str = "another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)";
+    if message.contains("Lock wait timeout") {
+        Some(concat!(
+            "another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?), ",
+            "or, at a concurrency above 1, this run's load of the next partition: InnoDB locks the first row past the window a DELETE clears, ",
+            "so a load waits for its neighbour's COMMIT; a lock_timeout above a partition's load time lets it wait its turn"
+        ))
+    } else if message.contains("lock timeout") {
+        Some(ANOTHER)
+    } else {
+        None
+    }
+}
+
 /// The database's own words for an error, without the driver's wrapping.
 pub(super) fn sql_message(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => {
             let message = db.message();
-            if message.contains("lock timeout") || message.contains("Lock wait timeout") {
-                format!(
-                    "{message}: another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)"
-                )
-            } else {
-                message.to_string()
+            match lock_wait_hint(message) {
+                Some(hint) => format!("{message}: {hint}"),
+                None => message.to_string(),
             }
         }
         sqlx::Error::PoolTimedOut => {
             "the warehouse did not answer within the connect timeout".to_string()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_timeout_says_who_may_have_held_the_lock() {
+        let pg = lock_wait_hint("canceling statement due to lock timeout").unwrap_or_default();
+        assert!(pg.starts_with("another session held a lock"), "{pg}");
+        assert!(!pg.contains("InnoDB"), "{pg}");
+        let maria = lock_wait_hint("Lock wait timeout exceeded; try restarting transaction")
+            .unwrap_or_default();
+        assert!(maria.starts_with("another session held a lock"), "{maria}");
+        assert!(
+            maria.contains("this run's load of the next partition"),
+            "{maria}"
+        );
+        assert_eq!(lock_wait_hint("relation \"x\" does not exist"), None);
     }
 }
