@@ -1,7 +1,9 @@
 //! Run logs on disk: every partition's log lines (BEGIN, lock, DELETE n,
 //! INSERT n, checks, COMMIT or the error), as the run wrote them, under the
 //! platform's state directory (`$XDG_STATE_HOME/idem/logs`, else
-//! `~/.local/state/idem/logs`), one file per job and partition. A file is
+//! `~/.local/state/idem/logs`), in a folder per warehouse (two warehouses
+//! with a job of one name, production and staging, keep their logs apart),
+//! one file per job and partition. A file is
 //! rotated once past [`MAX_BYTES`], keeping one older file, so logs stay
 //! bounded however often a partition is re-run.
 
@@ -16,8 +18,11 @@ use crate::engine::Event;
 /// `.log.1`.
 pub const MAX_BYTES: u64 = 256 * 1024;
 
-/// Where run logs are kept, when the platform says.
-pub fn dir() -> Option<PathBuf> {
+/// Where the run logs of the warehouse at `url` are kept, when the
+/// platform says: a folder named by a hash of the URL without its password
+/// (a SQLite file by its absolute path), with the URL in `warehouse.txt`.
+pub fn dir(url: &str) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
     let state = std::env::var_os("XDG_STATE_HOME")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -26,7 +31,25 @@ pub fn dir() -> Option<PathBuf> {
                 .filter(|h| !h.is_empty())
                 .map(|h| PathBuf::from(h).join(".local/state"))
         })?;
-    Some(state.join("idem").join("logs"))
+    let identity = warehouse_identity(url);
+    let digest = Sha256::digest(identity.as_bytes());
+    let key: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    Some(state.join("idem").join("logs").join(key))
+}
+
+/// The warehouse a URL names, as the logs' folder is keyed: its password
+/// left out, a SQLite file by its absolute path where it exists.
+fn warehouse_identity(url: &str) -> String {
+    let redacted = crate::warehouse::redact(url);
+    let Some(file) = redacted.strip_prefix("sqlite://") else {
+        return redacted;
+    };
+    let (file, query) = file.split_once('?').unwrap_or((file, ""));
+    match std::fs::canonicalize(file) {
+        Ok(absolute) if query.is_empty() => format!("sqlite://{}", absolute.display()),
+        Ok(absolute) => format!("sqlite://{}?{query}", absolute.display()),
+        Err(_) => redacted,
+    }
 }
 
 /// The file of one partition's log lines.
@@ -47,9 +70,15 @@ pub struct RunLog {
 }
 
 impl RunLog {
-    /// Logs under the platform's state directory, or None where it has none.
-    pub fn open() -> Option<RunLog> {
-        dir().map(|dir| RunLog::at(dir, MAX_BYTES))
+    /// The logs of the warehouse at `url` under the platform's state
+    /// directory, or None where it has none.
+    pub fn open(url: &str) -> Option<RunLog> {
+        let dir = dir(url)?;
+        // Which warehouse the folder's logs are of, for a person looking.
+        if std::fs::create_dir_all(&dir).is_ok() {
+            let _ = std::fs::write(dir.join("warehouse.txt"), warehouse_identity(url) + "\n");
+        }
+        Some(RunLog::at(dir, MAX_BYTES))
     }
 
     pub fn at(dir: PathBuf, max_bytes: u64) -> RunLog {

@@ -29,7 +29,20 @@ async fn a_partitions_run_log_is_kept_and_printed() {
             .expect("idem ran")
     };
     assert_eq!(idem(&["run", "fct"]).status.code(), Some(1));
-    assert!(state.join("idem/logs/fct/2026-01-01.log").exists());
+    // One folder per warehouse, saying which it is.
+    let folders: Vec<_> = std::fs::read_dir(state.join("idem/logs"))
+        .expect("logs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    let [folder] = folders.as_slice() else {
+        panic!("{folders:?}");
+    };
+    assert!(folder.join("fct/2026-01-01.log").exists());
+    let named = std::fs::read_to_string(folder.join("warehouse.txt")).expect("warehouse.txt");
+    assert!(
+        named.starts_with("sqlite:///") && named.trim_end().ends_with("warehouse.db"),
+        "{named}"
+    );
     let ok = idem(&["log", "fct", "2026-01-01", "--lines"]);
     let text = String::from_utf8_lossy(&ok.stdout);
     assert_eq!(ok.status.code(), Some(0));
@@ -50,6 +63,59 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     );
     let none = idem(&["log", "fct", "2026-01-03", "--lines"]);
     assert!(String::from_utf8_lossy(&none.stdout).contains("no run log for fct 2026-01-03"));
+}
+
+/// Production and staging, each with a job `fct`: each warehouse's
+/// `idem log --lines` shows its own runs only, never the other's INSERTs
+/// and COMMITs beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_warehouses_with_a_job_of_one_name_keep_their_logs_apart() {
+    let state = tempfile::tempdir().expect("state");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let mut keep = Vec::new();
+    let mut configs = Vec::new();
+    for rows in [1, 3] {
+        let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+        let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+        let wh = db.warehouse(&parsed).await;
+        let values: Vec<String> = (0..rows).map(|i| format!("({i}, '2026-01-01')")).collect();
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            &format!("INSERT INTO src VALUES {}", values.join(", ")),
+        ])
+        .await
+        .expect("setup");
+        wh.close().await;
+        configs.push(config);
+        keep.push(db);
+    }
+    let idem = |config: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .env("XDG_STATE_HOME", state.path())
+            .output()
+            .expect("idem ran");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for config in &configs {
+        idem(config, &["run", "fct"]);
+    }
+    let production = idem(&configs[0], &["log", "fct", "2026-01-01", "--lines"]);
+    let staging = idem(&configs[1], &["log", "fct", "2026-01-01", "--lines"]);
+    assert_eq!(production.matches("COMMIT").count(), 1, "{production}");
+    assert!(production.contains("INSERT 1 row\n"), "{production}");
+    assert!(!production.contains("INSERT 3 rows"), "{production}");
+    assert_eq!(staging.matches("COMMIT").count(), 1, "{staging}");
+    assert!(staging.contains("INSERT 3 rows"), "{staging}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

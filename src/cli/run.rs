@@ -144,7 +144,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
-    let printer = spawn_printer(json, total, rx);
+    let printer = spawn_printer(&config.warehouse.url, json, total, rx);
     let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
@@ -293,7 +293,7 @@ async fn run_cascade(
     let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
-    let printer = spawn_printer(json, total, rx);
+    let printer = spawn_printer(&warehouse.config().url, json, total, rx);
     let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, &cancel).await;
     drop(tx);
     let events_written = printer
@@ -359,13 +359,14 @@ async fn run_cascade(
 /// Shows a run's events as they come (progress bar, lines or JSON) and keeps
 /// them in the run logs; ends when the run drops its sender.
 fn spawn_printer(
+    url: &str,
     json: bool,
     total: u64,
     mut rx: mpsc::UnboundedReceiver<Event>,
 ) -> tokio::task::JoinHandle<Result<(), Stop>> {
+    let mut runlog = crate::runlog::RunLog::open(url);
     tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
-        let mut runlog = crate::runlog::RunLog::open();
         while let Some(event) = rx.recv().await {
             if let Some(log) = &mut runlog {
                 log.record(&event);

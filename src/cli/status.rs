@@ -412,7 +412,7 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?
             .ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?
             .name();
-        let Some(dir) = crate::runlog::dir() else {
+        let Some(dir) = crate::runlog::dir(&config.warehouse.url) else {
             return Err(Stop::failed(
                 "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
             ));
