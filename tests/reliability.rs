@@ -292,6 +292,27 @@ async fn open_and_out_of_range_windows_are_refused(kind: Kind) {
             other => panic!("planned an open window: {other:?}"),
         }
     }
+    // A range that starts after today names the last complete window, not
+    // the day before its own start (which has not ended either).
+    let later = Selection {
+        from: Some(today.next().next()),
+        to: Some(today.next().next()),
+        ..Selection::default()
+    };
+    match Backfill::plan(&wh, live, &later, 2, 0).await {
+        Err(PlanError::Incomplete { last_complete, .. }) => {
+            assert_eq!(last_complete, today.prev().name());
+        }
+        other => panic!("planned a later window: {other:?}"),
+    }
+    // Even allowed, a window that has not begun is refused: it has no rows
+    // yet, and its load would record an empty success.
+    match Backfill::plan(&wh, live, &through(today.next().next(), true), 2, 0).await {
+        Err(PlanError::NotBegun { partition, open }) => {
+            assert_eq!((partition, open), (today.next().name(), today.name()));
+        }
+        other => panic!("planned a window that has not begun: {other:?}"),
+    }
     // Before the job's start.
     let early = Selection {
         from: Some(live.start.prev()),

@@ -99,6 +99,10 @@ pub enum PlanError {
         end: String,
         last_complete: String,
     },
+    #[error(
+        "{partition} has not begun: there is nothing to load yet. --allow-incomplete loads the window open now ({open}) and those before it; choose --to {open} or earlier"
+    )]
+    NotBegun { partition: String, open: String },
 }
 
 /// Which partitions of a range a backfill loads.
@@ -145,12 +149,21 @@ impl Selection {
         {
             return Err(out_of_range(to));
         }
+        let open = Partition::containing(job.grain, now);
         if to.is_future(now) && !self.allow_incomplete {
-            let first_open = Partition::containing(job.grain, now).max(from);
+            let first_open = open.max(from);
             return Err(PlanError::Incomplete {
                 partition: first_open.name(),
                 end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
-                last_complete: first_open.prev().name(),
+                last_complete: open.prev().name(),
+            });
+        }
+        // Even allowed, only the window open now: a later one has no rows
+        // yet, and its load would record an empty success for it.
+        if to > open {
+            return Err(PlanError::NotBegun {
+                partition: open.next().max(from).name(),
+                open: open.name(),
             });
         }
         Ok((from, to))
