@@ -190,10 +190,12 @@ pub fn derive(
                     LoadState::Missing
                 }
             } else if let Some(s) = &success {
-                if s.definition_hash != hash {
-                    LoadState::Stale
-                } else {
-                    loaded_state(s.rows_after, rows_now)
+                // Rows gone are more urgent than a changed definition: a
+                // vanished partition stays vanished until it is re-run.
+                match loaded_state(s.rows_after, rows_now) {
+                    LoadState::Vanished => LoadState::Vanished,
+                    _ if s.definition_hash != hash => LoadState::Stale,
+                    state => state,
                 }
             } else if rows_now.unwrap_or(0) > 0 {
                 LoadState::Unmanaged
@@ -202,8 +204,10 @@ pub fn derive(
             } else {
                 LoadState::Missing
             };
-            let drift = matches!(state, LoadState::Loaded | LoadState::Stale)
-                && job.strategy == Strategy::ReplacePartition
+            let drift = matches!(
+                state,
+                LoadState::Loaded | LoadState::Stale | LoadState::Vanished
+            ) && job.strategy == Strategy::ReplacePartition
                 && matches!((rows_now, rows_at_load), (Some(a), Some(b)) if a != b);
             PartitionStatus {
                 partition: *p,
@@ -430,6 +434,35 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             (LoadState::Loaded, 3, Some((2, succeeded)), Some(2))
         );
         assert_eq!(seen(2), (LoadState::Missing, 0, None, None));
+    }
+
+    /// A partition whose rows are gone stays vanished when the job's
+    /// definition changes too (it is the more urgent of the two), and its
+    /// count differs from its load's: drift.
+    #[test]
+    fn a_vanished_partition_stays_vanished_under_a_new_definition() {
+        let (job, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let now = june_10();
+        let mut old = attempt(&job, "2026-06-01", 1, AttemptStatus::Succeeded);
+        old.definition_hash = "an older definition".into();
+        let kept = {
+            let mut a = attempt(&job, "2026-06-02", 1, AttemptStatus::Succeeded);
+            a.definition_hash = "an older definition".into();
+            a
+        };
+        let mut counts = Counts::new();
+        counts.insert("2026-06-02".into(), 3);
+        let s = derive(
+            &job,
+            &job.partitions(now),
+            Some(&counts),
+            &crate::warehouse::ledger::PartitionLedger::summarize(vec![old, kept]),
+            now,
+            &HashSet::new(),
+        );
+        assert_eq!((s[0].state, s[0].drift), (LoadState::Vanished, true));
+        assert_eq!((s[1].state, s[1].drift), (LoadState::Stale, false));
     }
 
     #[test]
