@@ -221,7 +221,9 @@ async fn overlapping_processes_never_write_one_partition_at_once(kind: Kind) {
 /// cancel the same way.
 async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
     let Some(s) = setup(kind).await else { return };
-    for signal in ["INT", "TERM", "HUP"] {
+    // "TERM TERM": two at once, as `timeout` sends them (to the command,
+    // then to its process group): one request, not a second to quit now.
+    for signals in ["INT", "TERM", "HUP", "TERM TERM"] {
         let mut child = s
             .idem(&["run", "fct", "--json", "--concurrency", "2"])
             .stdout(Stdio::piped())
@@ -238,11 +240,14 @@ async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
                 }
             }
         }
-        let signalled = Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(signalled.success());
+        let signal = signals.replace(' ', "+");
+        for each in signals.split(' ') {
+            let signalled = Command::new("kill")
+                .args([&format!("-{each}"), &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(signalled.success());
+        }
         let rest: Vec<String> = lines.map_while(Result::ok).collect();
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -149,6 +149,9 @@ pub async fn read_states_scoped(
 /// A token that Ctrl-C, SIGTERM (an orchestrator or service manager stopping
 /// the command) or SIGHUP (its terminal gone) cancels; `stopping` says what
 /// that does. A second signal quits at once.
+/// Signals this close together are one request to stop.
+const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(500);
+
 pub fn cancel_on_signal(stopping: &'static str) -> CancellationToken {
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -170,8 +173,14 @@ pub fn cancel_on_signal(stopping: &'static str) -> CancellationToken {
         if let Some(what) = next().await {
             noteln!("idem: {what}: cancelling: {stopping} (Ctrl-C again to quit now)");
             on_signal.cancel();
-            if next().await.is_some() {
-                std::process::exit(Exit::Cancelled.code().into());
+            let first = std::time::Instant::now();
+            while next().await.is_some() {
+                // One request often arrives twice at once (`timeout` signals
+                // the command, then its process group): a repeat within
+                // half a second is the same request, not a second one.
+                if first.elapsed() >= SAME_REQUEST {
+                    std::process::exit(Exit::Cancelled.code().into());
+                }
             }
         }
     });
