@@ -474,7 +474,12 @@ fn reconcile_select_out_of_date_rerun_and_reconcile_again() {
         let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
         let parts = job.partitions(now_utc());
         let source = wh
-            .source_counts(&job, parts[0], *parts.last().unwrap())
+            .source_counts(
+                &job,
+                parts[0],
+                *parts.last().unwrap(),
+                idem::lint::bounds_only_filter(&job),
+            )
             .await
             .unwrap();
         let mut statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())

@@ -133,7 +133,12 @@ async fn reconcile_flags_exactly_the_partitions_whose_source_counts_moved(kind: 
     // in a grouped query for a job with a partition column.
     let fct = parsed.jobs.iter().find(|j| j.name == "fct").expect("fct");
     let statements = wh
-        .source_counts_sql(fct, fct.start, fct.end.expect("end"))
+        .source_counts_sql(
+            fct,
+            fct.start,
+            fct.end.expect("end"),
+            idem::lint::bounds_only_filter(fct),
+        )
         .expect("sql");
     let [sql] = statements.as_slice() else {
         panic!("{} statements", statements.len());

@@ -208,7 +208,12 @@ async fn preview_sources(
         return Ok(());
     }
     let counts = warehouse
-        .source_counts(&backfill.job, first, last)
+        .source_counts(
+            &backfill.job,
+            first,
+            last,
+            crate::lint::bounds_only_filter(&backfill.job),
+        )
         .await
         .map_err(|e| Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)))?;
     state::reconcile(statuses, &counts, first, last);

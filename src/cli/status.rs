@@ -248,7 +248,7 @@ async fn reconcile(
         return Ok(());
     };
     let counts = warehouse
-        .source_counts(job, first, last)
+        .source_counts(job, first, last, crate::lint::bounds_only_filter(job))
         .await
         .map_err(|e| Stop::failed(format!("{}: reconciling: {e}", job.name)))?;
     crate::state::reconcile(statuses, &counts, first, last);

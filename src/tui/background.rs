@@ -373,7 +373,12 @@ pub async fn reconcile(warehouse: &Warehouse, req: &ReconcileRequest) -> Msg {
     Msg::Reconciled {
         id: req.id,
         result: warehouse
-            .source_counts(&req.job, req.first, req.last)
+            .source_counts(
+                &req.job,
+                req.first,
+                req.last,
+                crate::lint::bounds_only_filter(&req.job),
+            )
             .await
             .map_err(|e| e.to_string()),
     }

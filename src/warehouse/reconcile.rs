@@ -17,8 +17,8 @@ const WINDOWS_PER_STATEMENT: usize = 100;
 impl Warehouse {
     /// The statements that count the rows the job's SQL gives each
     /// partition from `first` through `last`. Where the SQL uses the window
-    /// only to filter rows ([`crate::lint::bounds_only_filter`]), one
-    /// statement grouped by the partition column of the SELECT's output;
+    /// only to filter rows (`grouped`, as `lint::bounds_only_filter` reads
+    /// it), one statement grouped by the partition column of the SELECT's output;
     /// otherwise (a job without a partition column, a bound or the
     /// partition's name in the output) one bounded subquery per window,
     /// `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement.
@@ -27,11 +27,12 @@ impl Warehouse {
         job: &Job,
         first: Partition,
         last: Partition,
+        grouped: bool,
     ) -> Result<Vec<Sql>, WarehouseError> {
         let dialect = self.dialect();
         let unknown = |e: super::sql::UnknownParameter| WarehouseError::Job(e.to_string());
         if let Some(col) = &job.partition_column
-            && crate::lint::bounds_only_filter(job)
+            && grouped
         {
             let mut sql = self.sql();
             let name =
@@ -67,14 +68,16 @@ impl Warehouse {
     }
 
     /// Rows per partition the job's SQL would write now, from `first`
-    /// through `last`, in one read-only transaction that is rolled back.
+    /// through `last`, in one read-only transaction that is rolled back
+    /// ([`Warehouse::source_counts_sql`]).
     pub async fn source_counts(
         &self,
         job: &Job,
         first: Partition,
         last: Partition,
+        grouped: bool,
     ) -> Result<Counts, WarehouseError> {
-        let statements = self.source_counts_sql(job, first, last)?;
+        let statements = self.source_counts_sql(job, first, last, grouped)?;
         let mut conn = self.pool().acquire().await?;
         let mut tx = conn.begin().await?;
         if self.dialect().engine() == Engine::Postgres {
