@@ -288,7 +288,7 @@ fn a_bad_range_is_refused_before_connecting() {
         ),
         (
             &["verify", "open", "2099-01-01"],
-            "2099-01-01 has not begun yet",
+            "2099-01-01 has not begun",
         ),
         (
             &["run", "j", "--from", "2025-12-30", "--to", "2026-01-04"],
