@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::output::{self, noteln, outln};
+use super::run_args::shell_word;
 use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
@@ -406,20 +407,6 @@ fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
         first.name(),
         last.name()
     ))
-}
-
-/// `text` as one word of a POSIX shell command: as it is when it holds
-/// nothing the shell reads specially, else in single quotes.
-fn shell_word(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=,:@%~".contains(c));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }
 
 /// What a dry run shows: the partitions it would run, as they are now.

@@ -144,7 +144,7 @@ impl RunArgs {
 
 /// A word as a POSIX shell reads it back: bare when it is plain, else in
 /// single quotes.
-fn shell_word(word: &str) -> String {
+pub(super) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

@@ -280,6 +280,28 @@ pub fn names_column(name: &str, column: &str, engine: Engine) -> bool {
     column == name || engine != Engine::Postgres && column.eq_ignore_ascii_case(name)
 }
 
+/// The column of `columns` (`table`'s) that a job's partition column
+/// `name` names on `engine`, or the misfit that says how to write it.
+pub(super) fn partition_column<'c>(
+    columns: &'c [Column],
+    name: &Ident,
+    table: &TableName,
+    engine: Engine,
+) -> Result<&'c Column, WarehouseError> {
+    columns
+        .iter()
+        .find(|c| names_column(name.as_str(), c.name.as_str(), engine))
+        .ok_or_else(|| {
+            let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            WarehouseError::Misfit(no_such_column(
+                "partition_column",
+                name.as_str(),
+                table,
+                &names,
+            ))
+        })
+}
+
 /// Why a job's `field` (`partition_column`, `unique_key`) names none of
 /// `table`'s `columns` ([`names_column`]): the column it names but for
 /// case, and how to write it, or else the columns there are.

@@ -12,9 +12,7 @@ use tokio::sync::Mutex;
 use super::ledger::LedgerMark;
 use super::ledger_reads::LedgerReads;
 use super::sql::Sql;
-use super::{
-    ColumnKind, Engine, Warehouse, WarehouseError, WholeTable, names_column, no_such_column,
-};
+use super::{Column, ColumnKind, Engine, Warehouse, WarehouseError, WholeTable};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -98,20 +96,8 @@ impl Warehouse {
         column: &Ident,
     ) -> Result<ColumnKind, WarehouseError> {
         let columns = self.columns(table).await?;
-        let engine = self.dialect.engine();
-        if let Some(c) = columns
-            .iter()
-            .find(|c| names_column(column.as_str(), c.name.as_str(), engine))
-        {
-            return Ok(c.kind());
-        }
-        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-        Err(WarehouseError::Misfit(no_such_column(
-            "partition_column",
-            column.as_str(),
-            table,
-            &names,
-        )))
+        super::columns::partition_column(&columns, column, table, self.dialect.engine())
+            .map(Column::kind)
     }
 
     /// Row counts per partition of a job's target from `first` through

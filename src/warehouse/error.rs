@@ -117,16 +117,15 @@ impl WarehouseError {
 /// On MariaDB/MySQL that includes the load of the next partition of the
 /// same run: InnoDB locks the first row past the window a DELETE clears,
 /// and a neighbour's uncommitted rows hold it until that load commits.
-fn lock_wait_hint(message: &str) -> Option<&'static str> {
+fn lock_wait_hint(message: &str) -> Option<String> {
     const ANOTHER: &str = "another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)";
     if message.contains("Lock wait timeout") {
-        Some(concat!(
-            "another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?), ",
-            "or, at a concurrency above 1, this run's load of the next partition: InnoDB locks the first row past the window a DELETE clears, ",
-            "so a load waits for its neighbour's COMMIT; a lock_timeout above a partition's load time lets it wait its turn"
+        Some(format!(
+            "{ANOTHER}, or, at a concurrency above 1, this run's load of the next partition: InnoDB locks the first row past the window a DELETE clears, \
+             so a load waits for its neighbour's COMMIT; a lock_timeout above a partition's load time lets it wait its turn"
         ))
     } else if message.contains("lock timeout") {
-        Some(ANOTHER)
+        Some(ANOTHER.to_string())
     } else {
         None
     }

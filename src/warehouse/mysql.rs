@@ -380,8 +380,7 @@ fn row_text(columns: &[(String, String)]) -> String {
     format!("CONCAT_WS(',', {})", values.join(", "))
 }
 
-/// Output column names of a SELECT, from the driver's own prepare.
-/// The SELECT's output columns, on a connection of its own that waits on
+/// Output column names of a SELECT, from the driver's own prepare, on a connection of its own that waits on
 /// a table's metadata lock (an `ALTER`, a `LOCK TABLES`) no longer than
 /// the sessions' lock timeout.
 pub(super) async fn describe(

@@ -526,8 +526,7 @@ impl Dialect for Postgres {
     }
 }
 
-/// Output column names of a SELECT, from the driver's own prepare.
-/// The SELECT's output columns, on a connection of its own that waits on
+/// Output column names of a SELECT, from the driver's own prepare, on a connection of its own that waits on
 /// a lock (a source table being reloaded under `LOCK TABLE` or an `ALTER`)
 /// no longer than the sessions' `lock_timeout`.
 pub(super) async fn describe(

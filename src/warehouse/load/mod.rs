@@ -15,7 +15,7 @@ use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{
     Column, ColumnKind, Dialect, LockPlan, PartitionLock, WRITTEN_ELSEWHERE, Warehouse,
-    WarehouseError, names_column, no_such_column,
+    WarehouseError,
 };
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
@@ -298,18 +298,8 @@ impl Warehouse {
         let insert = super::columns::select_columns(self, job, partition, &names).await?;
         let partition_kind = match &job.partition_column {
             Some(p) => {
-                let engine = self.dialect().engine();
-                let named = |c: &&Column| names_column(p.as_str(), c.name.as_str(), engine);
-                let Some(column) = columns.iter().find(named) else {
-                    let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
-                    return Err(WarehouseError::Misfit(no_such_column(
-                        "partition_column",
-                        p.as_str(),
-                        &job.target,
-                        &names,
-                    )));
-                };
-                column.kind()
+                super::columns::partition_column(&columns, p, &job.target, self.dialect().engine())?
+                    .kind()
             }
             None => ColumnKind::Other,
         };
