@@ -284,3 +284,57 @@ fn a_missing_config_says_how_to_get_one() {
         assert!(!stderr.contains(":0:0"), "{stderr}");
     }
 }
+
+#[test]
+fn a_value_of_the_wrong_type_names_its_field_and_how_to_write_it() {
+    // Each case: the line as written, the field the error must name, and
+    // what it must say to write instead.
+    let cases = [
+        (
+            "lock_timeout = 10",
+            "warehouse.lock_timeout",
+            "lock_timeout = \"10s\"",
+        ),
+        (
+            "statement_timeout = true",
+            "warehouse.statement_timeout",
+            "\"10s\"",
+        ),
+    ];
+    for (line, field, fix) in cases {
+        let text = with_warehouse(&format!("{line}\n{GOOD_JOB}"));
+        let e = error(&text);
+        assert_eq!(e.field, field, "{e}");
+        assert_eq!(e.line, line_of(&text, line), "{e}");
+        assert!(e.to_string().contains(fix), "{e}");
+    }
+    let in_defaults = with_warehouse(&format!("[defaults]\nconcurrency = \"4\"\n{GOOD_JOB}"));
+    let e = error(&in_defaults);
+    assert_eq!(e.field, "defaults.concurrency", "{e}");
+    assert!(e.to_string().contains("concurrency = 4"), "{e}");
+
+    // The second job's field is named by its place among the jobs.
+    let second = GOOD_JOB.replace("fct_orders\"", "fct_daily\"");
+    let text = with_warehouse(&format!(
+        "{GOOD_JOB}{}",
+        second.replace(
+            "grain = \"day\"",
+            "grain = \"day\"\ntruncate_partitions = \"no\""
+        )
+    ));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "truncate_partitions"), "{e}");
+    assert_eq!(e.field, "jobs[1].truncate_partitions", "{e}");
+    assert!(e.to_string().contains("true or false"), "{e}");
+    // A date without quotes is a TOML date, which the error says.
+    let text = with_warehouse(&format!(
+        "{GOOD_JOB}{}",
+        second.replace("start = \"2026-01-01\"", "start = 2026-01-01")
+    ));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "start = 2026"), "{e}");
+    assert_eq!(e.field, "jobs[1].start", "{e}");
+    assert!(e.message.contains("a TOML date"), "{e}");
+    assert!(!e.message.contains("map"), "{e}");
+    assert!(e.to_string().contains("start = \"2026-01-01\""), "{e}");
+}
