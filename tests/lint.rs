@@ -573,6 +573,24 @@ start = "2026-01-01"
 sql = "select * from no_such_source where dt >= :start and dt < :end"
 
 [[jobs]]
+name = "named_from_no_source"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt from no_such_source where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "named_no_such_column"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, no_such_column as v, dt from src where dt >= :start and dt < :end"
+
+[[jobs]]
 name = "no_target"
 target = "nowhere"
 strategy = "replace_partition"
@@ -690,6 +708,15 @@ async fn warehouse_checks(kind: Kind) {
         Severity::Error,
         "target table nowhere does not exist",
     );
+    // A source table or column that is not there is found by lint, whether
+    // or not the SQL's text names every output: not first by a run.
+    for name in ["broken_sql", "named_from_no_source", "named_no_such_column"] {
+        only(
+            name,
+            Severity::Error,
+            "the warehouse rejects the job's SELECT",
+        );
+    }
     wh.close().await;
 }
 
@@ -876,7 +903,15 @@ async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
         )),
         "{stdout}"
     );
-    assert!(stderr.contains("1 error, 1 warning in 2 jobs"), "{stderr}");
+    // SQLite has no now(): the warehouse rejects the SELECT, and lint says
+    // so before a run would.
+    assert!(
+        stdout.contains(
+            "job stamped: error: the warehouse rejects the job's SELECT: no such function: now"
+        ),
+        "{stdout}"
+    );
+    assert!(stderr.contains("2 errors, 1 warning in 2 jobs"), "{stderr}");
 
     let (code, stdout, stderr) = idem(&path, &["numbered"]);
     assert_eq!(code, 0, "warnings alone pass: {stdout}{stderr}");

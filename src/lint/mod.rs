@@ -592,13 +592,18 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
 
     let reading = sql::read(&job.sql, wh.syntax());
     let one_query = matches!(reading.statements.as_slice(), [s] if s.is_query);
-    if one_query && !outputs_known(&reading, job) {
+    // The SELECT is described even where its text names every output: the
+    // warehouse alone knows whether the tables and columns it reads are
+    // there, and a run would otherwise be the first to say.
+    if one_query {
         let mut sql = wh.sql();
         sql.push("SELECT * FROM (");
         // An unknown parameter is a static finding already.
         if sql.job_sql(&job.sql, &job.start).is_ok() {
             sql.push(") src");
             match wh.output_columns(sql.text()).await {
+                // Outputs the text names were checked without the warehouse.
+                Ok(_) if outputs_known(&reading, job) => {}
                 Ok(names) => {
                     for column in required_outputs(job) {
                         if !names.iter().any(|n| n.eq_ignore_ascii_case(column)) {
