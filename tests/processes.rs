@@ -357,7 +357,57 @@ async fn a_run_whose_terminal_closes_cancels_and_a_rerun_converges(kind: Kind) {
     }
 }
 
+/// A cancelled run's `run_finished` tells the partition that was in flight
+/// (begun, then rolled back) from those that never started, and its ledger
+/// holds that partition's cancelled attempt.
+async fn a_cancelled_run_tells_rolled_back_from_not_started(kind: Kind) {
+    let Some(s) = setup(kind).await else { return };
+    let mut child = s
+        .idem(&["run", "fct_slow", "--json", "--concurrency", "1", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut started = 0;
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("\"partition_started\"") {
+            started += 1;
+            if started == 3 {
+                break;
+            }
+        }
+    }
+    // The third partition's slow SELECT has just begun.
+    let signalled = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signalled.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{rest:?}");
+    let finished: serde_json::Value = serde_json::from_str(
+        rest.iter()
+            .find(|l| l.contains("\"run_finished\""))
+            .expect("run_finished event"),
+    )
+    .unwrap();
+    assert_eq!(finished["succeeded"], 2, "{finished}");
+    assert_eq!(finished["failed"], 0, "{finished}");
+    assert_eq!(finished["rolled_back"], 1, "{finished}");
+    assert_eq!(finished["not_started"], 22, "{finished}");
+    let attempts = s.wh.attempts("fct_slow", None).await.expect("ledger");
+    let cancelled: Vec<String> = attempts
+        .iter()
+        .filter(|a| a.status == idem::warehouse::ledger::AttemptStatus::Cancelled)
+        .map(|a| a.partition.clone())
+        .collect();
+    assert_eq!(cancelled, ["2026-01-03"], "{attempts:?}");
+}
+
 on_every_engine!(
+    a_cancelled_run_tells_rolled_back_from_not_started,
     a_signal_cancels_rolls_back_and_exits_130,
     a_run_whose_terminal_closes_cancels_and_a_rerun_converges,
     sigkill_leaves_every_partition_whole,

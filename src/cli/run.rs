@@ -156,9 +156,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         "{}: {} succeeded, {} failed",
         job.name, summary.succeeded, summary.failed
     );
-    if summary.not_started > 0 {
-        outcome.push_str(&format!(", {} not started", summary.not_started));
-    }
+    outcome.push_str(&summary.stopped_short());
     if summary.cancelled {
         outcome.push_str(" (cancelled)");
     }
@@ -317,11 +315,7 @@ async fn run_cascade(
                     outcome.job,
                     s.succeeded,
                     s.failed,
-                    if s.not_started > 0 {
-                        format!(", {} not started", s.not_started)
-                    } else {
-                        String::new()
-                    }
+                    s.stopped_short()
                 )
             }
             None => format!("{}: nothing run", outcome.job),

@@ -65,6 +65,9 @@ pub enum Event {
         succeeded: usize,
         failed: usize,
         not_started: usize,
+        /// Of `not_started`, those in flight when the run was cancelled:
+        /// begun, and rolled back.
+        rolled_back: usize,
         cancelled: bool,
         duration_ms: u64,
     },

@@ -281,9 +281,14 @@ pub struct RunSummary {
     pub failed: usize,
     /// Of the failed, those the shrink guard refused (they kept their rows).
     pub refused: usize,
-    /// Partitions never started (after cancellation, after a merge window
-    /// failed, or once the warehouse stopped answering).
+    /// Partitions that committed nothing because the run stopped: never
+    /// started (after cancellation, after a merge window failed, or once
+    /// the warehouse stopped answering), or in flight when the run was
+    /// cancelled and rolled back.
     pub not_started: usize,
+    /// Of the not started, those that had begun and rolled back when the
+    /// run was cancelled.
+    pub rolled_back: usize,
     pub cancelled: bool,
     /// Every partition that did not succeed (failed, refused or never
     /// started), oldest first: what a repeat of the run must cover.
@@ -313,9 +318,19 @@ impl RunSummary {
                 self.failed += 1;
                 self.refused += 1;
             }
-            PartitionResult::Cancelled | PartitionResult::NotStarted => self.not_started += 1,
+            PartitionResult::RolledBack => {
+                self.not_started += 1;
+                self.rolled_back += 1;
+            }
+            PartitionResult::NotStarted => self.not_started += 1,
         }
         self.unfinished.push(partition);
+    }
+
+    /// The summary line's words for the partitions that stopped short
+    /// (", 1 rolled back, 20 not started"), or nothing.
+    pub fn stopped_short(&self) -> String {
+        stopped_short(self.not_started, self.rolled_back, ", ")
     }
 
     /// How the process ends after this run.
@@ -330,11 +345,29 @@ impl RunSummary {
     }
 }
 
+/// How a run's partitions that committed nothing read, each part after
+/// `sep`: those rolled back in flight, then those never started (of
+/// `not_started`, which counts both).
+pub fn stopped_short(not_started: usize, rolled_back: usize, sep: &str) -> String {
+    let mut words = String::new();
+    if rolled_back > 0 {
+        words.push_str(&format!("{sep}{rolled_back} rolled back"));
+    }
+    let never = not_started.saturating_sub(rolled_back);
+    if never > 0 {
+        words.push_str(&format!("{sep}{never} not started"));
+    }
+    words
+}
+
 enum PartitionResult {
     Succeeded,
-    Failed { recorded: bool },
+    Failed {
+        recorded: bool,
+    },
     Refused,
-    Cancelled,
+    /// In flight when the run was cancelled: its transaction rolled back.
+    RolledBack,
     NotStarted,
 }
 
@@ -451,6 +484,7 @@ pub async fn run(
         succeeded: summary.succeeded,
         failed: summary.failed,
         not_started: summary.not_started,
+        rolled_back: summary.rolled_back,
         cancelled: summary.cancelled,
         duration_ms: started.elapsed().as_millis() as u64,
     });
@@ -561,7 +595,7 @@ impl PartitionRun<'_> {
                         false,
                         duration_ms,
                     );
-                    return PartitionResult::Cancelled;
+                    return PartitionResult::RolledBack;
                 }
                 Ok(o) => {
                     let _ = self.events.send(Event::PartitionSucceeded {
@@ -628,7 +662,9 @@ impl PartitionRun<'_> {
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
-                        _ = self.cancel.cancelled() => return PartitionResult::Cancelled,
+                        // Its attempt failed and was recorded; the retry
+                        // does not start.
+                        _ = self.cancel.cancelled() => return PartitionResult::NotStarted,
                     }
                     retry += 1;
                 }

@@ -17,7 +17,7 @@ use super::run_logs::RunLogs;
 use super::theme::Theme;
 use super::widgets::{block, duration_text, first_line, inner, put, thousands};
 use crate::config::Strategy;
-use crate::engine::{Backfill, Event};
+use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
 use crate::state::{AttemptEnd, LoadState};
 use crate::warehouse::Fingerprint;
@@ -80,6 +80,7 @@ pub struct RunFinish {
     pub succeeded: usize,
     pub failed: usize,
     pub not_started: usize,
+    pub rolled_back: usize,
     pub cancelled: bool,
     pub duration_ms: u64,
 }
@@ -275,6 +276,7 @@ impl RunView {
                         succeeded: 0,
                         failed: 0,
                         not_started: self.partitions.len(),
+                        rolled_back: 0,
                         cancelled: false,
                         duration_ms: 0,
                     });
@@ -284,6 +286,7 @@ impl RunView {
                 succeeded,
                 failed,
                 not_started,
+                rolled_back,
                 cancelled,
                 duration_ms,
                 ..
@@ -300,6 +303,7 @@ impl RunView {
                     succeeded: *succeeded,
                     failed: *failed,
                     not_started: *not_started,
+                    rolled_back: *rolled_back,
                     cancelled: *cancelled,
                     duration_ms: *duration_ms,
                 });
@@ -328,11 +332,7 @@ impl RunView {
                 } else {
                     String::new()
                 },
-                if f.not_started > 0 {
-                    format!(", {} not started", f.not_started)
-                } else {
-                    String::new()
-                }
+                stopped_short(f.not_started, f.rolled_back, ", ")
             ),
         ))
     }
@@ -364,11 +364,7 @@ impl RunView {
                 f.succeeded,
                 total,
                 f.failed,
-                if f.not_started > 0 {
-                    format!(" · {} not started", f.not_started)
-                } else {
-                    String::new()
-                },
+                stopped_short(f.not_started, f.rolled_back, " · "),
                 duration_text(f.duration_ms)
             ),
             None if self.error.is_some() => "not started".to_string(),
@@ -645,6 +641,7 @@ mod tests {
             succeeded: 0,
             failed: 0,
             not_started: 2,
+            rolled_back: 1,
             cancelled: true,
             duration_ms: 30,
         });
@@ -654,7 +651,8 @@ mod tests {
             r.ending(),
             Some((
                 true,
-                "run of fct_orders cancelled: 0 succeeded, 0 failed, 2 not started".into()
+                "run of fct_orders cancelled: 0 succeeded, 0 failed, 1 rolled back, 1 not started"
+                    .into()
             ))
         );
     }
