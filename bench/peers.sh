@@ -9,7 +9,10 @@
 #         fresh target of the same shape (indexed on dt). Runners: the
 #         engine's shell (psql, mariadb, sqlite3: one session running
 #         `BEGIN; DELETE …; INSERT … SELECT …; COMMIT;` per day, the floor),
-#         then `idem run` at each of CONCURRENCY. Each runner's first load
+#         the same shell with the statements idem's guarantees need written
+#         by hand in their cheapest form ("guarded": a lock, bare reads of
+#         the window for the fingerprints and the window check, a ledger
+#         row; see shell_script), then `idem run` at each of CONCURRENCY. Each runner's first load
 #         and re-run are timed, and after each the target's contents are
 #         checked equal to the source's rows (count and column sums). The
 #         runners take turns REPS times (default 3); each one's best counts.
@@ -172,18 +175,41 @@ create index ${3}_dt on $3 (dt);
 SQL
 }
 
-# The day-by-day script a person would run in the engine's shell.
-shell_script() { # ENGINE TABLE
-  local e=$1 t=$2 begin="begin;" d next
+# The day-by-day script a person would run in the engine's shell: plain
+# (the floor), or guarded: the same with the statements idem's guarantees
+# need, each in the cheapest form a person would write by hand. That is one
+# lock (SQLite: BEGIN IMMEDIATE is the lock), a bare read of the window's
+# values after the INSERT (the new rows' fingerprint and the window check,
+# without a hash), the same read before the DELETE on MariaDB and SQLite
+# (the old rows' fingerprint: their rows do not name the transaction that
+# wrote them, as PostgreSQL's xmin does), and one ledger row.
+shell_script() { # ENGINE TABLE [guarded]
+  local e=$1 t=$2 guarded=${3:-} begin="begin;" d next read
   [ "$e" = sqlite ] && begin="begin immediate;"
   [ "$e" = mariadb ] && begin="start transaction;"
+  if [ -n "$guarded" ]; then
+    echo "create table if not exists guard_ledger (job varchar(64) not null, part varchar(16) not null, rows_after bigint not null, fingerprint varchar(64) not null);"
+  fi
   for ((i = 0; i < DAYS; i++)); do
     d=$(day_after 2026-01-01 "$i")
     next=$(day_after 2026-01-01 $((i + 1)))
+    read="select count(*), sum(order_id), sum(customer_id), sum(amount_cents), max(dt) from $t where dt >= '$d' and dt < '$next';"
     echo "$begin"
+    if [ -n "$guarded" ]; then
+      case $e in
+        postgres) echo "select pg_advisory_xact_lock(hashtext('$t/$d'));" ;;
+        mariadb) echo "select get_lock('$t/$d', 60);"; echo "$read" ;;
+        sqlite) echo "$read" ;;
+      esac
+    fi
     echo "delete from $t where dt >= '$d' and dt < '$next';"
     echo "insert into $t (order_id, customer_id, amount_cents, dt) select order_id, customer_id, amount_cents, $(dt_of "$e" created_at) from orders where created_at >= '$d' and created_at < '$next';"
+    if [ -n "$guarded" ]; then
+      echo "$read"
+      echo "insert into guard_ledger values ('$t', '$d', 2000, 'v5:2000:0123456789abcdef0123456789abcdef');"
+    fi
     echo "commit;"
+    if [ -n "$guarded" ] && [ "$e" = mariadb ]; then echo "do release_all_locks();"; fi
   done
 }
 
@@ -230,8 +256,8 @@ loads() {
   say ""
   say "## Loads: $DAYS daily partitions, replace_partition, idem vs the engine's shell"
   say ""
-  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | contents |"
-  say "|---|---|---|---|---|---|---|---|"
+  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | first × guarded | re-run × guarded | contents |"
+  say "|---|---|---|---|---|---|---|---|---|---|"
   for e in $ENGINES; do
     for size in $SIZES; do
       side_by_side "$e" "$size" create_target
@@ -246,8 +272,8 @@ native() {
   say ""
   say "## Native partitions (PostgreSQL): $DAYS daily partitions of a range-partitioned target, idem's TRUNCATE vs the psql session's DELETE"
   say ""
-  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | contents |"
-  say "|---|---|---|---|---|---|---|---|"
+  say "| engine | rows/day | runner | first load | × shell | re-run | × shell | first × guarded | re-run × guarded | contents |"
+  say "|---|---|---|---|---|---|---|---|---|---|"
   for size in $SIZES; do
     side_by_side postgres "$size" create_native_target
   done
@@ -294,29 +320,38 @@ side_by_side() {
   create_source "$e" "$db" "$size" $((size * DAYS))
   local want
   want=$(expected_digest "$e" "$db")
-  local runners="shell" runner
+  local runners="shell guarded" runner
   for c in $CONCURRENCY; do runners="$runners idem$c"; done
   # Each runner in turn, REPS times over (the machine is shared and its
   # load moves): the best first load and re-run of each count.
+  # The order of the runners turns by one each time, so that none always
+  # follows the same one; and each timed run starts on a settled server.
   declare -A best_first=() best_rerun=()
+  local -a order
+  read -r -a order <<< "$runners"
   for ((rep = 0; rep < REPS; rep++)); do
-    for runner in $runners; do
+    local turn=("${order[@]:rep % ${#order[@]}}" "${order[@]:0:rep % ${#order[@]}}")
+    for runner in "${turn[@]}"; do
       local table="fct_$runner" first rerun t
       "$create" "$e" "$db" "$table"
-      if [ "$runner" = shell ]; then
-        shell_script "$e" "$table" > "$work/day.sql"
+      if [ "$runner" = shell ] || [ "$runner" = guarded ]; then
+        shell_script "$e" "$table" "${runner#shell}" > "$work/day.sql"
+        settle "$e" "$db"
         t=$(now); sql "$e" "$db" < "$work/day.sql"; first=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
+        settle "$e" "$db"
         t=$(now); sql "$e" "$db" < "$work/day.sql"; rerun=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
       else
         # A job of its own each time: its target is new, and so is its
         # history in the ledger, as at a real first load.
         write_config "$url" "$e" "$table" "$work/$runner.toml" "fct_$rep"
+        settle "$e" "$db"
         t=$(now); idem_run "$runner" "fct_$rep"; first=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
         local nodes=""
         [ "$create" = create_native_target ] && nodes=$(filenodes "$db" "$table")
+        settle "$e" "$db"
         t=$(now); idem_run "$runner" "fct_$rep"; rerun=$(elapsed "$t")
         check "$e" "$db" "$table" "$want"
         [ -z "$nodes" ] || truncated "$db" "$table" "$nodes"
@@ -328,11 +363,39 @@ side_by_side() {
   for runner in $runners; do
     local f=${best_first[$runner]} r=${best_rerun[$runner]}
     local label="$(shell_name "$e") session"
-    [ "$runner" = shell ] || label="idem run --concurrency ${runner#idem}"
-    say "| $e | $size | $label | ${f} s | $(ratio "$f" "${best_first[shell]}") | ${r} s | $(ratio "$r" "${best_rerun[shell]}") | equal |"
+    case $runner in
+      guarded) label="$(shell_name "$e") session with the guarantees' statements" ;;
+      idem*) label="idem run --concurrency ${runner#idem}" ;;
+    esac
+    say "| $e | $size | $label | ${f} s | $(ratio "$f" "${best_first[shell]}") | ${r} s | $(ratio "$r" "${best_rerun[shell]}") | $(ratio "$f" "${best_first[guarded]}") | $(ratio "$r" "${best_rerun[guarded]}") | equal |"
   done
   unset best_first best_rerun
   drop_db "$e" "$db"
+}
+
+# settle ENGINE DB: waits for the work a runner leaves the server to do
+# after it (PostgreSQL's autovacuum of the rows a re-run deleted, InnoDB's
+# purge of them), and on PostgreSQL and SQLite writes the changes out (a
+# checkpoint), so that no runner pays for the one before it. Gives up
+# waiting after 60 s.
+settle() {
+  local i
+  case $1 in
+    postgres)
+      for ((i = 0; i < 600; i++)); do
+        [ "$(query postgres "$2" "select count(*) from pg_stat_activity where backend_type = 'autovacuum worker'")" = 0 ] && break
+        sleep 0.1
+      done
+      query postgres "$2" "checkpoint" > /dev/null
+      ;;
+    mariadb)
+      for ((i = 0; i < 600; i++)); do
+        [ "$(query mariadb "$2" "select count from information_schema.innodb_metrics where name = 'trx_rseg_history_len'")" -lt 100 ] && break
+        sleep 0.1
+      done
+      ;;
+    sqlite) query sqlite "$2" "pragma wal_checkpoint(truncate)" > /dev/null ;;
+  esac
 }
 
 idem_run() { # RUNNER [JOB]
