@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Kind, TestDb};
@@ -87,6 +87,34 @@ impl Setup {
         let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
         c.arg("--config").arg(&self.config_path).args(args);
         c
+    }
+
+    /// Starts idem with `args` (a `--json` run) and reads its events up to
+    /// the `n`th `event`: the process, and its events still to come.
+    fn run_until(
+        &self,
+        args: &[&str],
+        event: &str,
+        n: usize,
+    ) -> (Child, Lines<BufReader<ChildStdout>>) {
+        let mut child = self
+            .idem(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let needle = format!("\"{event}\"");
+        let mut seen = 0;
+        while let Some(Ok(line)) = lines.next() {
+            if line.contains(&needle) {
+                seen += 1;
+                if seen == n {
+                    break;
+                }
+            }
+        }
+        (child, lines)
     }
 
     async fn fingerprints(&self, job: &str) -> Vec<Fingerprint> {
@@ -224,22 +252,11 @@ async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
     // "TERM TERM": two at once, as `timeout` sends them (to the command,
     // then to its process group): one request, not a second to quit now.
     for signals in ["INT", "TERM", "HUP", "TERM TERM"] {
-        let mut child = s
-            .idem(&["run", "fct", "--json", "--concurrency", "2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut succeeded = 0;
-        while let Some(Ok(line)) = lines.next() {
-            if line.contains("\"partition_succeeded\"") {
-                succeeded += 1;
-                if succeeded == 2 {
-                    break;
-                }
-            }
-        }
+        let (child, lines) = s.run_until(
+            &["run", "fct", "--json", "--concurrency", "2"],
+            "partition_succeeded",
+            2,
+        );
         let signal = signals.replace(' ', "+");
         for each in signals.split(' ') {
             let signalled = Command::new("kill")
@@ -362,22 +379,11 @@ async fn a_run_whose_terminal_closes_cancels_and_a_rerun_converges(kind: Kind) {
 /// holds that partition's cancelled attempt.
 async fn a_cancelled_run_tells_rolled_back_from_not_started(kind: Kind) {
     let Some(s) = setup(kind).await else { return };
-    let mut child = s
-        .idem(&["run", "fct_slow", "--json", "--concurrency", "1", "--yes"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut started = 0;
-    while let Some(Ok(line)) = lines.next() {
-        if line.contains("\"partition_started\"") {
-            started += 1;
-            if started == 3 {
-                break;
-            }
-        }
-    }
+    let (child, lines) = s.run_until(
+        &["run", "fct_slow", "--json", "--concurrency", "1", "--yes"],
+        "partition_started",
+        3,
+    );
     // The third partition's slow SELECT has just begun.
     let signalled = Command::new("kill")
         .args(["-INT", &child.id().to_string()])

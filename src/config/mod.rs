@@ -2,6 +2,7 @@
 //! and field, then validated into [`Config`] with checked identifiers.
 
 mod engine;
+mod errors;
 mod ident;
 
 use std::ops::Range;
@@ -13,6 +14,8 @@ use serde_spanned::Spanned;
 use sha2::{Digest, Sha256};
 
 pub use engine::Engine;
+pub use errors::ConfigError;
+use errors::Positions;
 pub use ident::{Ident, TableName};
 
 use crate::partition::{Grain, Partition, RangeEnd};
@@ -188,17 +191,6 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A config error, positioned in the file.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}:{line}:{column}: {field}{sep}{message}", sep = if field.is_empty() { "" } else { ": " })]
-pub struct ConfigError {
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-    pub field: String,
-    pub message: String,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -290,38 +282,7 @@ pub fn parse(
         file: path.display().to_string(),
         text,
     };
-    let raw: RawConfig = toml::from_str(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        let message = e.message().trim().to_string();
-        let message = if let Some(rest) = message.strip_prefix("unknown field ") {
-            format!("unknown key {rest}")
-        } else if let Some(rest) = message.strip_prefix("missing field ") {
-            let example = match rest.trim_matches('`') {
-                "warehouse" => " (add [warehouse] with url = \"sqlite://warehouse.db\")",
-                "url" => " (e.g. url = \"${DATABASE_URL}\")",
-                _ => "",
-            };
-            format!("missing required key {rest}{example}")
-        } else {
-            message
-        };
-        match field_at(text, span.start) {
-            Some((field, value)) => {
-                // TOML reads a date written without quotes as a date-time,
-                // which the reader's message calls a map.
-                let message = match value {
-                    TomlKind::Datetime if message.starts_with("invalid type") => {
-                        "invalid type: a TOML date (written without quotes), expected text"
-                            .to_string()
-                    }
-                    _ => message,
-                };
-                let hint = type_hint(&field, &message);
-                cx.error(span, &field, format!("{message}{hint}"))
-            }
-            None => cx.error(span, "", message),
-        }
-    })?;
+    let raw: RawConfig = toml::from_str(text).map_err(|e| cx.toml_error(&e))?;
 
     let wh = raw.warehouse.get_ref();
     let url = expand_env(wh.url.get_ref(), env)
@@ -603,103 +564,6 @@ fn validate_job(
         lines,
         engine,
     })
-}
-
-/// Of a TOML value, what [`field_at`]'s callers tell apart.
-enum TomlKind {
-    Datetime,
-    Other,
-}
-
-/// The field whose value lies at `offset` in the config text, as errors
-/// name fields (`warehouse.lock_timeout`, `jobs[1].grain`), and what kind
-/// of value it holds: a type error from the TOML reader gives the value's
-/// place only.
-fn field_at(text: &str, offset: usize) -> Option<(String, TomlKind)> {
-    use toml::de::{DeTable, DeValue};
-    fn walk(table: &DeTable<'_>, prefix: &str, offset: usize) -> Option<(String, TomlKind)> {
-        table.iter().find_map(|(key, value)| {
-            let name = format!("{prefix}{}", key.get_ref());
-            within(value, &name, offset)
-        })
-    }
-    fn within(
-        value: &Spanned<DeValue<'_>>,
-        name: &str,
-        offset: usize,
-    ) -> Option<(String, TomlKind)> {
-        let here = |value: &Spanned<DeValue<'_>>| {
-            let kind = match value.get_ref() {
-                DeValue::Datetime(_) => TomlKind::Datetime,
-                _ => TomlKind::Other,
-            };
-            value
-                .span()
-                .contains(&offset)
-                .then(|| (name.to_string(), kind))
-        };
-        match value.get_ref() {
-            DeValue::Table(table) => walk(table, &format!("{name}."), offset),
-            DeValue::Array(items) => {
-                items
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, item)| match item.get_ref() {
-                        DeValue::Table(_) => within(item, &format!("{name}[{i}]"), offset),
-                        _ => here(item),
-                    })
-            }
-            _ => here(value),
-        }
-    }
-    let document = DeTable::parse(text).ok()?;
-    walk(document.get_ref(), "", offset)
-}
-
-/// What to write instead, after the TOML reader's "invalid type" message.
-fn type_hint(field: &str, message: &str) -> String {
-    let key = field.rsplit('.').next().unwrap_or(field);
-    if !message.starts_with("invalid type") {
-        return String::new();
-    }
-    match key {
-        "statement_timeout" | "lock_timeout" | "connect_timeout" => {
-            format!("; write a duration in quotes, e.g. {key} = \"10s\"")
-        }
-        "concurrency" | "retries" => format!("; write a whole number, e.g. {key} = 4"),
-        "shrink_guard" => format!("; write a fraction, e.g. {key} = 0.5"),
-        "start" | "end" => format!("; write the date in quotes, e.g. {key} = \"2026-01-01\""),
-        _ if message.ends_with("expected a boolean") => format!("; write {key} = true or false"),
-        _ if message.ends_with("expected a string") => {
-            format!("; write it in quotes, e.g. {key} = \"…\"")
-        }
-        _ => String::new(),
-    }
-}
-
-struct Positions<'a> {
-    file: String,
-    text: &'a str,
-}
-
-impl Positions<'_> {
-    fn line_col(&self, offset: usize) -> (usize, usize) {
-        let before = &self.text[..offset.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        (line, column)
-    }
-
-    fn error(&self, span: Range<usize>, field: &str, message: String) -> ConfigError {
-        let (line, column) = self.line_col(span.start);
-        ConfigError {
-            file: self.file.clone(),
-            line,
-            column,
-            field: field.to_string(),
-            message,
-        }
-    }
 }
 
 /// Expands `${VAR}` from the environment; an unset variable is an error.

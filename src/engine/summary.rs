@@ -1,0 +1,103 @@
+//! How a run ended: its partitions counted by result, and the words for
+//! those that stopped short.
+
+use crate::exit::Exit;
+use crate::partition::Partition;
+
+/// How a run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub succeeded: usize,
+    pub failed: usize,
+    /// Of the failed, those the shrink guard refused (they kept their rows).
+    pub refused: usize,
+    /// Partitions that committed nothing because the run stopped: never
+    /// started (after cancellation, after a merge window failed, or once
+    /// the warehouse stopped answering), or in flight when the run was
+    /// cancelled and rolled back.
+    pub not_started: usize,
+    /// Of the not started, those that had begun and rolled back when the
+    /// run was cancelled.
+    pub rolled_back: usize,
+    pub cancelled: bool,
+    /// Every partition that did not succeed (failed, refused or never
+    /// started), oldest first: what a repeat of the run must cover.
+    pub unfinished: Vec<Partition>,
+    /// Failures the ledger could not record (the warehouse was gone), so
+    /// `--only failed` would not select them.
+    pub unrecorded: usize,
+    /// Why the run stopped starting partitions early: the warehouse could
+    /// not be reached.
+    pub unreachable: Option<String>,
+}
+
+impl RunSummary {
+    /// Counts one partition's result; a partition that did not succeed is
+    /// also kept in [`RunSummary::unfinished`] (sorted once the run ends).
+    pub(super) fn count(&mut self, partition: Partition, result: PartitionResult) {
+        match result {
+            PartitionResult::Succeeded => {
+                self.succeeded += 1;
+                return;
+            }
+            PartitionResult::Failed { recorded } => {
+                self.failed += 1;
+                self.unrecorded += usize::from(!recorded);
+            }
+            PartitionResult::Refused => {
+                self.failed += 1;
+                self.refused += 1;
+            }
+            PartitionResult::RolledBack => {
+                self.not_started += 1;
+                self.rolled_back += 1;
+            }
+            PartitionResult::NotStarted => self.not_started += 1,
+        }
+        self.unfinished.push(partition);
+    }
+
+    /// The summary line's words for the partitions that stopped short
+    /// (", 1 rolled back, 20 not started"), or nothing.
+    pub fn stopped_short(&self) -> String {
+        stopped_short(self.not_started, self.rolled_back, ", ")
+    }
+
+    /// How the process ends after this run.
+    pub fn exit_code(&self) -> Exit {
+        if self.cancelled {
+            Exit::Cancelled
+        } else if self.failed > 0 || self.not_started > 0 {
+            Exit::Failed
+        } else {
+            Exit::Ok
+        }
+    }
+}
+
+/// How a run's partitions that committed nothing read, each part after
+/// `sep`: those rolled back in flight, then those never started (of
+/// `not_started`, which counts both).
+pub fn stopped_short(not_started: usize, rolled_back: usize, sep: &str) -> String {
+    let mut words = String::new();
+    if rolled_back > 0 {
+        words.push_str(&format!("{sep}{rolled_back} rolled back"));
+    }
+    let never = not_started.saturating_sub(rolled_back);
+    if never > 0 {
+        words.push_str(&format!("{sep}{never} not started"));
+    }
+    words
+}
+
+pub(super) enum PartitionResult {
+    Succeeded,
+    Failed {
+        recorded: bool,
+    },
+    Refused,
+    /// In flight when the run was cancelled: its transaction rolled back.
+    RolledBack,
+    NotStarted,
+}
