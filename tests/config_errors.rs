@@ -312,6 +312,22 @@ fn a_value_of_the_wrong_type_names_its_field_and_how_to_write_it() {
     let e = error(&in_defaults);
     assert_eq!(e.field, "defaults.concurrency", "{e}");
     assert!(e.to_string().contains("concurrency = 4"), "{e}");
+    assert!(e.message.contains("expected a whole number"), "{e}");
+    assert!(!e.message.contains("i64"), "{e}");
+
+    // A key written as one name, or a list of the wrong things.
+    let merge = GOOD_JOB
+        .replace("replace_partition", "merge_key")
+        .replace("grain = \"day\"", "grain = \"day\"\nunique_key = \"id\"");
+    let e = error(&with_warehouse(&merge));
+    assert_eq!(e.field, "jobs[0].unique_key", "{e}");
+    assert!(e.message.contains("expected a list"), "{e}");
+    assert!(e.to_string().contains("unique_key = [\"id\"]"), "{e}");
+    let e = error(&with_warehouse(
+        &merge.replace("unique_key = \"id\"", "unique_key = [1]"),
+    ));
+    assert_eq!(e.field, "jobs[0].unique_key", "{e}");
+    assert!(e.to_string().contains("unique_key = [\"id\"]"), "{e}");
 
     // The second job's field is named by its place among the jobs.
     let second = GOOD_JOB.replace("fct_orders\"", "fct_daily\"");

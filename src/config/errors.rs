@@ -79,6 +79,8 @@ fn type_hint(field: &str, message: &str) -> String {
         }
         "concurrency" | "retries" => format!("; write a whole number, e.g. {key} = 4"),
         "shrink_guard" => format!("; write a fraction, e.g. {key} = 0.5"),
+        "unique_key" => format!("; write a list of column names, e.g. {key} = [\"id\"]"),
+        "depends_on" => format!("; write a list of job names, e.g. {key} = [\"stg_orders\"]"),
         "start" | "end" => format!("; write the date in quotes, e.g. {key} = \"2026-01-01\""),
         _ if message.ends_with("expected a boolean") => format!("; write {key} = true or false"),
         _ if message.ends_with("expected a string") => {
@@ -121,7 +123,10 @@ impl Positions<'_> {
                         "invalid type: a TOML date (written without quotes), expected text"
                             .to_string()
                     }
-                    _ => message,
+                    // The reader's words for Rust's types, in the config's.
+                    _ => message
+                        .replace("expected i64", "expected a whole number")
+                        .replace("expected a sequence", "expected a list"),
                 };
                 let hint = type_hint(&field, &message);
                 self.error(span, &field, format!("{message}{hint}"))
