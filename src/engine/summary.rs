@@ -21,8 +21,8 @@ pub struct RunSummary {
     /// run was cancelled.
     pub rolled_back: usize,
     pub cancelled: bool,
-    /// Every partition that did not succeed (failed, refused or never
-    /// started), oldest first: what a repeat of the run must cover.
+    /// Every partition that did not succeed (failed, refused, rolled back
+    /// or never started), oldest first: what a repeat of the run must cover.
     pub unfinished: Vec<Partition>,
     /// Failures the ledger could not record (the warehouse was gone), so
     /// `--only failed` would not select them.
