@@ -419,3 +419,144 @@ on_every_engine!(
     sigkill_leaves_every_partition_whole,
     overlapping_processes_never_write_one_partition_at_once,
 );
+
+/// A run that dies holding a partition's lock leaves it held on the server:
+/// MariaDB runs a SIGKILLed idem's statement to its end (it reads the
+/// closed connection only then), and a run suspended with Ctrl-Z (SIGSTOP)
+/// keeps its transaction open. The next run's lock timeout names the
+/// holding session and the statement that ends it; doing as it says frees
+/// the partition at once.
+async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    // MariaDB's SLEEP ends when its client is gone; a statement at work,
+    // as a long INSERT … SELECT is, runs on (some 100 s here, unless ended).
+    let pause = match kind {
+        Kind::Postgres => "pg_sleep(120)",
+        Kind::MySql => "(select sum(seq % 7) from seq_1_to_2000000000)",
+        Kind::Sqlite => unreachable!("SQLite cannot name the holder of its lock"),
+    };
+    let jobs = [
+        common::replace_job(
+            "held",
+            "fct",
+            "2026-01-01",
+            &format!(
+                "select id, amount, dt from src cross join (select {pause} as p) pause where dt >= :start and dt < :end"
+            ),
+        ),
+        common::replace_job("fct", "fct", "2026-01-01", SELECT),
+    ]
+    .concat();
+    let (config_path, config) = db.config_with("lock_timeout = \"1s\"", &jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let idem = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        c.arg("--config").arg(&config_path).args(args);
+        c
+    };
+    let mut holder = idem(&["run", "held", "--json", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    // The DELETE is logged once done, under the lock; the INSERT follows.
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE"))),
+        "the held load should reach its DELETE"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = holder.id();
+    match kind {
+        Kind::MySql => {
+            holder.kill().unwrap(); // SIGKILL
+            holder.wait().unwrap();
+        }
+        _ => {
+            let stopped = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(stopped.success());
+        }
+    }
+
+    let started = Instant::now();
+    let blocked = idem(&["run", "fct", "--json", "--yes"]).output().unwrap();
+    assert!(!blocked.status.success());
+    // Two attempts of a 1 s lock timeout, not one per hour of the day held
+    // (MariaDB's grants were once all asked for, each waiting in turn).
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "waited {:?}",
+        started.elapsed()
+    );
+    let out = String::from_utf8_lossy(&blocked.stdout);
+    let error = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "partition_failed")
+        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_else(|| panic!("no failure: {out}"));
+    assert!(
+        error.starts_with(
+            "could not take the lock on partition 2026-01-01 within the lock timeout: held by "
+        ),
+        "{error}"
+    );
+    let end = match kind {
+        Kind::MySql => {
+            assert!(error.contains("running ("), "{error}");
+            assert!(error.contains("INSERT INTO"), "{error}");
+            assert!(error.contains("runs its statement to the end"), "{error}");
+            error.rsplit_once("end it with ").unwrap().1.to_string()
+        }
+        _ => {
+            let said = format!(
+                "It is idem process {pid} on this host, stopped (Ctrl-Z or SIGSTOP): `kill -CONT {pid}` lets it go on, or end its session with "
+            );
+            assert!(error.contains(&said), "{error}");
+            assert!(error.contains(&format!("\"idem#{pid}.")), "{error}");
+            error.rsplit_once(&said).unwrap().1.to_string()
+        }
+    };
+    assert!(
+        end.starts_with("KILL ") || end.starts_with("SELECT pg_terminate_backend("),
+        "{end}"
+    );
+    // As the operator would: the statement the message gives, as it gives it.
+    wh.execute_script(&[end.as_str()]).await.unwrap();
+    if kind == Kind::Postgres {
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+    }
+    let rerun = idem(&["run", "fct", "--yes"]).output().unwrap();
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    let fp = wh
+        .partition_fingerprint(
+            &config.jobs[1],
+            &Partition::parse(Grain::Day, "2026-01-01", RangeEnd::From).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fp.rows, 2);
+}
+
+/// SQLite cannot name who holds its lock: the servers only.
+mod held_by_another {
+    use super::*;
+    on_server_engines!(a_lock_held_by_a_dead_or_stopped_run_names_its_session);
+}

@@ -32,10 +32,16 @@ pub enum WarehouseError {
     /// every partition would fail alike.
     #[error("{0}")]
     Misfit(String),
+    /// Another session held the partition's lock past `lock_timeout`:
+    /// `holder` names it, as the server told (see `lock_holder`).
     #[error(
-        "could not take the lock on partition {0} within the lock timeout: another run is writing it"
+        "could not take the lock on partition {partition} within the lock timeout: {}",
+        .holder.as_deref().unwrap_or("another run is writing it")
     )]
-    LockTimeout(String),
+    LockTimeout {
+        partition: String,
+        holder: Option<String>,
+    },
     /// The shrink guard refused a replace: the source looks incomplete.
     #[error(
         "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
@@ -87,7 +93,7 @@ impl WarehouseError {
             WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {
                 dialect.is_transient(e)
             }
-            WarehouseError::LockTimeout(_) | WarehouseError::SessionLost => true,
+            WarehouseError::LockTimeout { .. } | WarehouseError::SessionLost => true,
             _ => false,
         }
     }

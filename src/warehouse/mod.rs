@@ -10,6 +10,7 @@ pub mod ledger;
 mod ledger_reads;
 mod ledger_setup;
 mod load;
+mod lock_holder;
 mod mysql;
 mod partition_lock;
 mod postgres;
@@ -131,6 +132,14 @@ pub trait Dialect: Send + Sync {
     /// Releases the [`LockPlan::Session`] locks a session holds.
     fn unlock(&self) -> Vec<Sql> {
         Vec::new()
+    }
+    /// The session holding the first held of the locks named in `names`
+    /// (as [`Dialect::lock`] or [`Dialect::begin_statement`] take them),
+    /// other than the asking one: one row of the columns
+    /// [`lock_holder::LockHolder::from_row`] reads. False where the engine
+    /// cannot tell.
+    fn lock_holder_query(&self, _sql: &mut Sql, _names: &[String]) -> bool {
+        false
     }
     /// How a read of many rows ([`Warehouse::each_row`]) comes back in
     /// batches, each one text of a JSON array of row arrays: the SQL before

@@ -202,6 +202,31 @@ impl Dialect for Postgres {
         ))
     }
 
+    /// The holder of the first held key, from the activity view (a role
+    /// sees another role's statement only with `pg_read_all_stats`).
+    fn lock_holder_query(&self, sql: &mut Sql, names: &[String]) -> bool {
+        if names.is_empty() {
+            return false;
+        }
+        let keys: Vec<String> = names.iter().map(|n| lock_key_i64(n).to_string()).collect();
+        sql.push(
+            "SELECT CAST(a.pid AS bigint), a.application_name, CAST(a.usename AS text), \
+             CAST(host(a.client_addr) AS text), \
+             CAST(CASE WHEN a.state = 'active' THEN 1 ELSE 0 END AS bigint), \
+             CAST(EXTRACT(EPOCH FROM now() - a.xact_start) AS bigint), a.query, \
+             CAST(CASE WHEN a.client_addr IS NOT DISTINCT FROM inet_client_addr() \
+             THEN 1 ELSE 0 END AS bigint) \
+             FROM pg_catalog.pg_stat_activity a WHERE a.pid IN (SELECT pid ",
+        )
+        .push(ADVISORY_LOCKS_HELD)
+        .push(" AND pid <> pg_backend_pid() AND ")
+        .push(ADVISORY_KEY)
+        .push(" IN (")
+        .push(&keys.join(", "))
+        .push(")) ORDER BY a.xact_start LIMIT 1");
+        true
+    }
+
     fn ledger_types(&self) -> ColumnTypes {
         ColumnTypes {
             id: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",

@@ -152,7 +152,15 @@ impl Warehouse {
             // that releases a session lock; once released, it goes back to
             // the pool for the next partition.
             let names = self.session_lock_names(&mut conn.conn, &lock).await?;
-            let session = take_lock(dialect, &mut conn.conn, &names, timeout, partition).await?;
+            let session = match take_lock(dialect, &mut conn.conn, &names, timeout).await? {
+                Granted::Yes(session) => session,
+                Granted::No => {
+                    // The hours it did take go first, so that the holder
+                    // asked about is the other session.
+                    conn.clean = release(dialect, &mut conn.conn).await;
+                    return Err(self.lock_refused(partition, &lock).await);
+                }
+            };
             if let Some(id) = session {
                 stage.set(Stage::Holding(SessionHolder::Session(id)));
             }
@@ -176,17 +184,39 @@ impl Warehouse {
             },
         };
         let result = transact(self, &mut conn.conn, &target, work, &lock, log, stage).await;
-        let mut released = true;
-        if session_lock {
-            for unlock in dialect.unlock() {
-                // A failed release is harmless: the lock ends with the
-                // connection, which is then closed rather than reused.
-                released &= unlock.query().execute(&mut *conn.conn).await.is_ok();
-            }
-        }
+        let released = !session_lock || release(dialect, &mut conn.conn).await;
         conn.clean = result.is_ok() && released;
-        result
+        match result {
+            Err(WarehouseError::LockTimeout { .. }) => {
+                // The BEGIN's transaction holds the keys it took before the
+                // refused one until it ends: it goes first, so that the
+                // holder asked about is the other session.
+                let _ = run(&mut conn.conn, "ROLLBACK".into()).await;
+                Err(self.lock_refused(partition, &lock).await)
+            }
+            result => result,
+        }
     }
+
+    /// The error of a load that could not take its partition's lock within
+    /// `lock_timeout`, naming the session that holds it.
+    async fn lock_refused(&self, partition: &Partition, lock: &PartitionLock) -> WarehouseError {
+        WarehouseError::LockTimeout {
+            partition: partition.name(),
+            holder: self.lock_holder(lock).await,
+        }
+    }
+}
+
+/// Releases a session's [`LockPlan::Session`] locks; false if that failed.
+/// A failed release is harmless: the locks end with the connection, which
+/// is then closed rather than reused.
+async fn release(dialect: &dyn Dialect, conn: &mut AnyConnection) -> bool {
+    let mut released = true;
+    for unlock in dialect.unlock() {
+        released &= unlock.query().execute(&mut *conn).await.is_ok();
+    }
+    released
 }
 
 /// What a load needs to know of its target, read from the catalogue once
@@ -404,26 +434,32 @@ impl<'a> Window<'a> {
     }
 }
 
+/// Whether a load's session locks were granted within the lock timeout.
+enum Granted {
+    /// Yes, to the session of this id where the statement says.
+    Yes(Option<i64>),
+    No,
+}
+
 async fn take_lock(
     dialect: &dyn Dialect,
     conn: &mut AnyConnection,
     names: &[String],
     timeout: Duration,
-    partition: &Partition,
-) -> Result<Option<i64>, WarehouseError> {
+) -> Result<Granted, WarehouseError> {
     let mut session = None;
     for stmt in dialect.lock(names, timeout) {
         let row = stmt.query().fetch_optional(&mut *conn).await?;
         if let Some(row) = row {
             let granted: Option<i64> = row.try_get(0)?;
             if granted != Some(1) {
-                return Err(WarehouseError::LockTimeout(partition.name()));
+                return Ok(Granted::No);
             }
             // The statement may name the session holding the lock.
             session = session.or(row.try_get::<Option<i64>, _>(1).ok().flatten());
         }
     }
-    Ok(session)
+    Ok(Granted::Yes(session))
 }
 
 async fn transact(
@@ -521,7 +557,12 @@ async fn transact(
     Ok(Done::Loaded(outcome))
 }
 
-/// Begins a partition's transaction, taking its lock where the BEGIN does.
+/// SQLSTATE of a lock not granted within `lock_timeout` (PostgreSQL).
+const LOCK_NOT_AVAILABLE: &str = "55P03";
+
+/// Begins a partition's transaction, taking its lock where the BEGIN does
+/// (an `Err(LockTimeout)` whose partition and holder
+/// [`Warehouse::lock_refused`] fills in).
 async fn begin<'c>(
     dialect: &'static dyn Dialect,
     conn: &'c mut PoolConnection<Any>,
@@ -530,7 +571,17 @@ async fn begin<'c>(
     stage: &StageCell,
 ) -> Result<sqlx::Transaction<'c, Any>, WarehouseError> {
     let tx = match dialect.begin_statement(&lock.keys, &lock.session) {
-        Some(begin) => conn.begin_with(AssertSqlSafe(begin)).await?,
+        // The BEGIN takes the partition's locks and nothing else: a lock
+        // timeout there is the partition's.
+        Some(begin) => match conn.begin_with(AssertSqlSafe(begin)).await {
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(LOCK_NOT_AVAILABLE) => {
+                return Err(WarehouseError::LockTimeout {
+                    partition: String::new(),
+                    holder: None,
+                });
+            }
+            tx => tx?,
+        },
         None => conn.begin().await?,
     };
     if let (LockPlan::InTransaction, Some(first)) = (dialect.lock_plan(), lock.keys.first()) {

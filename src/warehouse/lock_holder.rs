@@ -1,0 +1,305 @@
+//! Who holds a partition's lock that a load waited for in vain: the session
+//! on the server, what it is doing and since when, and how to end it.
+//!
+//! At 3 a.m. the usual holder is not a colleague's run but a dead one: an
+//! idem killed by the OOM killer or an orchestrator's timeout, whose
+//! statement MariaDB runs to its end before it lets go of the lock, or a
+//! headless run suspended with Ctrl-Z, idle in its transaction. "Another
+//! run is writing it" leaves the operator to find that session by hand; the
+//! lock timeout's message names it, and says what would end it.
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Engine, PartitionLock, Warehouse};
+
+/// The session holding a partition's lock, as the server describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockHolder {
+    pub engine: Engine,
+    /// The server's id of the session: PostgreSQL's backend pid, MariaDB's
+    /// connection id.
+    pub session: i64,
+    /// The session's name (PostgreSQL's `application_name`); an idem load
+    /// names its session `idem#<pid>.<n> <job> <partition>`.
+    pub name: Option<String>,
+    pub user: Option<String>,
+    /// Where the client connects from, as the server sees it.
+    pub client: Option<String>,
+    /// The client connects from where this process does.
+    pub same_host: bool,
+    /// What the session is doing: running a statement, or idle.
+    pub running: bool,
+    /// Seconds in its transaction (PostgreSQL), or in its current command.
+    pub seconds: Option<i64>,
+    /// Its current (or, idle, last) statement.
+    pub statement: Option<String>,
+}
+
+/// Of an idem process named by a holder's session, on this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running,
+    /// Suspended (Ctrl-Z, SIGSTOP): it holds its locks until resumed.
+    Stopped,
+    /// No process of that id runs idem here any more.
+    Gone,
+}
+
+impl LockHolder {
+    /// From a row of [`super::Dialect::lock_holder_query`]: session, name,
+    /// user, client, running (0/1), seconds, statement, same host (0/1).
+    pub(super) fn from_row(engine: Engine, row: &AnyRow) -> Result<LockHolder, sqlx::Error> {
+        Ok(LockHolder {
+            engine,
+            session: row.try_get(0)?,
+            name: row.try_get(1)?,
+            user: row.try_get(2)?,
+            client: row.try_get(3)?,
+            running: row.try_get::<Option<i64>, _>(4)? == Some(1),
+            seconds: row.try_get(5)?,
+            statement: row.try_get(6)?,
+            same_host: row.try_get::<Option<i64>, _>(7)? == Some(1),
+        })
+    }
+
+    /// The idem process whose load holds the lock, when its session's name
+    /// says so: `idem#<pid>.…`.
+    pub fn idem_pid(&self) -> Option<u32> {
+        let rest = self.name.as_deref()?.strip_prefix("idem#")?;
+        rest.split('.').next()?.parse().ok()
+    }
+
+    /// The statement that ends the holder's session (and rolls back its
+    /// transaction, releasing the lock).
+    pub fn end_statement(&self) -> String {
+        match self.engine {
+            Engine::Postgres => format!("SELECT pg_terminate_backend({})", self.session),
+            Engine::MySql | Engine::Sqlite => format!("KILL {}", self.session),
+        }
+    }
+
+    /// The words for it, with what would end it: what follows "could not
+    /// take the lock … within the lock timeout: ".
+    pub fn describe(&self, process: Option<ProcessState>) -> String {
+        let session = match self.engine {
+            Engine::Postgres => format!("session {}", self.session),
+            Engine::MySql | Engine::Sqlite => format!("connection {}", self.session),
+        };
+        let mut who = Vec::new();
+        if let Some(name) = self.name.as_deref().filter(|n| !n.is_empty()) {
+            who.push(format!("\"{name}\""));
+        }
+        match (self.user.as_deref(), self.client.as_deref()) {
+            (Some(user), Some(client)) if !client.is_empty() => {
+                who.push(format!("{user}@{client}"))
+            }
+            (Some(user), _) => who.push(user.to_string()),
+            (None, Some(client)) => who.push(client.to_string()),
+            (None, None) => {}
+        }
+        if self.same_host {
+            who.push("from this host".into());
+        }
+        let mut out = format!("held by {session}");
+        if !who.is_empty() {
+            out.push_str(&format!(" ({})", who.join(", ")));
+        }
+        let doing = if self.running {
+            "running"
+        } else if self.engine == Engine::Postgres {
+            "idle in its transaction"
+        } else {
+            "idle"
+        };
+        out.push_str(&format!(", {doing}"));
+        if let Some(s) = self.seconds {
+            let span = match self.engine {
+                Engine::Postgres => "its transaction began",
+                Engine::MySql | Engine::Sqlite => "its current command began",
+            };
+            out.push_str(&format!(" ({} since {span})", seconds(s)));
+        }
+        if let Some(statement) = self.statement.as_deref().map(one_line)
+            && !statement.is_empty()
+        {
+            let what = if self.running { "" } else { "after " };
+            out.push_str(&format!(", {what}{statement}"));
+        }
+        let end = self.end_statement();
+        match (self.idem_pid(), process) {
+            (Some(pid), Some(ProcessState::Stopped)) => out.push_str(&format!(
+                ". It is idem process {pid} on this host, stopped (Ctrl-Z or SIGSTOP): \
+                 `kill -CONT {pid}` lets it go on, or end its session with {end}"
+            )),
+            (Some(pid), Some(ProcessState::Gone)) => out.push_str(&format!(
+                ". It was idem process {pid} on this host, which is no longer running: \
+                 end its session with {end}"
+            )),
+            (Some(pid), Some(ProcessState::Running)) => out.push_str(&format!(
+                ". It is idem process {pid} on this host, still running: wait for it, or stop it"
+            )),
+            _ if self.engine == Engine::MySql => out.push_str(&format!(
+                ". If the run that began it is gone (killed, or its terminal closed), \
+                 the server runs its statement to the end before it lets go of the lock: \
+                 end it with {end}"
+            )),
+            _ => out.push_str(&format!(
+                ". If whatever began it is gone, end its session with {end}"
+            )),
+        }
+        out
+    }
+}
+
+/// `37 s`, `12 min 5 s`, `3 h 2 min`.
+fn seconds(s: i64) -> String {
+    let s = s.max(0);
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// A statement on one line, cut to a length an error line can carry.
+fn one_line(statement: &str) -> String {
+    const MAX: usize = 120;
+    let words: Vec<&str> = statement.split_whitespace().collect();
+    let line = words.join(" ");
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+/// The state of process `pid` on this host, where the system says (Linux's
+/// `/proc`); None where it cannot tell. A process of that id that is not
+/// idem (the id was reused) counts as gone.
+pub fn process_state(pid: u32) -> Option<ProcessState> {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return None;
+    }
+    let dir = proc.join(pid.to_string());
+    let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+        return Some(ProcessState::Gone);
+    };
+    let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+    if !comm.contains("idem") {
+        return Some(ProcessState::Gone);
+    }
+    // `pid (comm) S …`: the state follows the last parenthesis.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim().chars().next());
+    Some(match state {
+        Some('T' | 't') => ProcessState::Stopped,
+        Some('Z' | 'X' | 'x') | None => ProcessState::Gone,
+        Some(_) => ProcessState::Running,
+    })
+}
+
+impl Warehouse {
+    /// Who holds `lock` right now, as the server tells it; None where the
+    /// engine cannot say (SQLite), nobody does any more, or the question
+    /// failed (the answer only adds to an error's message).
+    pub(super) async fn lock_holder(&self, lock: &PartitionLock) -> Option<String> {
+        let ask = async {
+            let mut conn = self.pool().acquire().await.ok()?;
+            let names = self.session_lock_names(&mut conn, lock).await.ok()?;
+            let mut sql = self.sql();
+            if !self.dialect().lock_holder_query(&mut sql, &names) {
+                return None;
+            }
+            let row = sql.query().fetch_optional(&mut *conn).await.ok()??;
+            LockHolder::from_row(self.dialect().engine(), &row).ok()
+        };
+        let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
+            .await
+            .ok()??;
+        let process = holder
+            .idem_pid()
+            .filter(|_| holder.same_host)
+            .and_then(process_state);
+        Some(holder.describe(process))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(engine: Engine) -> LockHolder {
+        LockHolder {
+            engine,
+            session: 4711,
+            name: Some("idem#4242.7 fct 2026-01-02".into()),
+            user: Some("etl".into()),
+            client: Some("10.0.0.7".into()),
+            same_host: true,
+            running: false,
+            seconds: Some(754),
+            statement: Some("INSERT INTO fct (id, dt)\n   SELECT id, dt FROM src".into()),
+        }
+    }
+
+    #[test]
+    fn a_suspended_idem_is_named_with_how_to_resume_or_end_it() {
+        let words = holder(Engine::Postgres).describe(Some(ProcessState::Stopped));
+        assert_eq!(
+            words,
+            "held by session 4711 (\"idem#4242.7 fct 2026-01-02\", etl@10.0.0.7, from this host), \
+             idle in its transaction (12 min 34 s since its transaction began), \
+             after INSERT INTO fct (id, dt) SELECT id, dt FROM src. \
+             It is idem process 4242 on this host, stopped (Ctrl-Z or SIGSTOP): \
+             `kill -CONT 4242` lets it go on, or end its session with SELECT pg_terminate_backend(4711)"
+        );
+        let gone = holder(Engine::Postgres).describe(Some(ProcessState::Gone));
+        assert!(gone.ends_with("It was idem process 4242 on this host, which is no longer running: end its session with SELECT pg_terminate_backend(4711)"), "{gone}");
+    }
+
+    #[test]
+    fn a_mariadb_connection_is_named_with_its_kill() {
+        let h = LockHolder {
+            name: None,
+            running: true,
+            seconds: Some(37),
+            same_host: false,
+            client: Some("localhost:51234".into()),
+            ..holder(Engine::MySql)
+        };
+        assert_eq!(h.idem_pid(), None);
+        let words = h.describe(None);
+        assert!(
+            words.starts_with(
+                "held by connection 4711 (etl@localhost:51234), running (37 s since its current command began), INSERT INTO fct"
+            ),
+            "{words}"
+        );
+        assert!(words.ends_with("end it with KILL 4711"), "{words}");
+    }
+
+    #[test]
+    fn long_statements_are_cut_and_spans_read_as_time() {
+        let long = format!("SELECT {}", "x, ".repeat(100));
+        let line = one_line(&long);
+        assert_eq!(line.chars().count(), 121, "{line}");
+        assert!(line.ends_with('…'));
+        assert_eq!(seconds(59), "59 s");
+        assert_eq!(seconds(3600 * 3 + 125), "3 h 2 min");
+    }
+
+    #[test]
+    fn this_process_is_running_and_an_unknown_one_is_gone() {
+        if !std::path::Path::new("/proc/self").exists() {
+            return;
+        }
+        // The test binary's name holds "idem" (idem-<hash>).
+        assert_eq!(
+            process_state(std::process::id()),
+            Some(ProcessState::Running)
+        );
+        assert_eq!(process_state(u32::MAX - 1), Some(ProcessState::Gone));
+    }
+}
