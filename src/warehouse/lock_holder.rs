@@ -205,6 +205,9 @@ impl Warehouse {
     /// engine cannot say (SQLite), nobody does any more, or the question
     /// failed (the answer only adds to an error's message).
     pub(super) async fn lock_holder(&self, lock: &PartitionLock) -> Option<String> {
+        if self.dialect().engine() == Engine::Sqlite {
+            return sqlite_file(&self.config().url).and_then(|file| sqlite_holder(&file));
+        }
         let ask = async {
             let mut conn = self.pool().acquire().await.ok()?;
             let names = self.session_lock_names(&mut conn, lock).await.ok()?;
@@ -224,6 +227,85 @@ impl Warehouse {
             .and_then(process_state);
         Some(holder.describe(process))
     }
+}
+
+/// The database file a SQLite URL names.
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let file = rest
+        .split('?')
+        .next()
+        .filter(|f| !f.is_empty() && *f != ":memory:")?;
+    std::fs::canonicalize(file).ok()
+}
+
+/// SQLite's one write lock has no holder to ask about: the words name the
+/// other processes of this host that have the database open (this user's,
+/// as Linux's `/proc` shows them), idem's first.
+fn sqlite_holder(file: &std::path::Path) -> Option<String> {
+    let mut openers = sqlite_openers(file);
+    openers.sort_by_key(|(_, comm)| !comm.contains("idem"));
+    let (pid, comm) = openers.first()?;
+    let others = match openers.len() {
+        1 => String::new(),
+        n => format!(
+            " (and {} other process{})",
+            n - 1,
+            if n == 2 { "" } else { "es" }
+        ),
+    };
+    let words = match comm.contains("idem").then(|| process_state(*pid)).flatten() {
+        Some(ProcessState::Stopped) => format!(
+            "the database is open in idem process {pid} on this host{others}, stopped (Ctrl-Z or SIGSTOP) \
+             with SQLite's one write lock: `kill -CONT {pid}` lets it go on, or `kill -9 {pid}` ends it \
+             and its transaction rolls back"
+        ),
+        Some(ProcessState::Running) => format!(
+            "the database is open in idem process {pid} on this host{others}, still running: SQLite \
+             has one writer at a time; wait for it, or stop it"
+        ),
+        _ => format!(
+            "the database is open in {} (process {pid}) on this host{others}: SQLite has one writer \
+             at a time, and a write transaction there holds its lock",
+            comm.trim()
+        ),
+    };
+    Some(words)
+}
+
+/// This host's processes but this one with `file` open, with their names
+/// (`comm`); only those whose descriptors this user may read.
+fn sqlite_openers(file: &std::path::Path) -> Vec<(u32, String)> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        let open = fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == file));
+        if open {
+            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            out.push((pid, comm.trim().to_string()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -280,6 +280,11 @@ pub trait Dialect: Send + Sync {
     /// True for errors worth retrying: lost connection, deadlock,
     /// serialisation failure, lock timeout.
     fn is_transient(&self, err: &sqlx::Error) -> bool;
+    /// The [`Dialect::begin_statement`] waited `lock_timeout` in vain for
+    /// the partition's lock, which is all it takes.
+    fn lock_refused(&self, _err: &dyn sqlx::error::DatabaseError) -> bool {
+        false
+    }
     /// A query returning `(index name, column name)` rows, as text, for the
     /// primary key and every unique index of a table (partial and expression
     /// indexes left out: they do not make a column set unique).

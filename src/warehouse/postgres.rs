@@ -537,6 +537,11 @@ impl Dialect for Postgres {
         }
     }
 
+    /// `lock_not_available`.
+    fn lock_refused(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
+        err.code().as_deref() == Some("55P03")
+    }
+
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push(
             "SELECT CAST(i.relname AS text), CAST(a.attname AS text) \

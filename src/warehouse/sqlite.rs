@@ -262,6 +262,11 @@ impl Dialect for Sqlite {
         )
     }
 
+    /// `SQLITE_BUSY` once `busy_timeout` has passed.
+    fn lock_refused(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
+        err.code().as_deref() == Some("5") || err.message().contains("database is locked")
+    }
+
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match err {
             sqlx::Error::Database(db) => {

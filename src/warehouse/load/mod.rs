@@ -1,10 +1,9 @@
 //! One partition, one transaction: lock, write by the job's strategy, check,
 //! record the ledger row, commit. Any error rolls the whole partition back.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{NaiveDateTime, Utc};
+use chrono::Utc;
 use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
@@ -23,12 +22,15 @@ use crate::partition::Partition;
 mod merge;
 mod replace;
 mod session;
+mod shape;
 
 pub use session::{SessionAsk, SessionHolder};
 use session::{Stage, StageCell};
 
 use merge::merge;
 use replace::replace;
+pub(super) use shape::RunShape;
+use shape::TargetShape;
 
 /// The temporary table a merge stages its window's rows in.
 fn stage() -> Ident {
@@ -158,7 +160,7 @@ impl Warehouse {
                     // The hours it did take go first, so that the holder
                     // asked about is the other session.
                     conn.clean = release(dialect, &mut conn.conn).await;
-                    return Err(self.lock_refused(partition, &lock).await);
+                    return Err(self.lock_timeout_error(partition, &lock).await);
                 }
             };
             if let Some(id) = session {
@@ -192,7 +194,7 @@ impl Warehouse {
                 // refused one until it ends: it goes first, so that the
                 // holder asked about is the other session.
                 let _ = run(&mut conn.conn, "ROLLBACK".into()).await;
-                Err(self.lock_refused(partition, &lock).await)
+                Err(self.lock_timeout_error(partition, &lock).await)
             }
             result => result,
         }
@@ -200,7 +202,11 @@ impl Warehouse {
 
     /// The error of a load that could not take its partition's lock within
     /// `lock_timeout`, naming the session that holds it.
-    async fn lock_refused(&self, partition: &Partition, lock: &PartitionLock) -> WarehouseError {
+    async fn lock_timeout_error(
+        &self,
+        partition: &Partition,
+        lock: &PartitionLock,
+    ) -> WarehouseError {
         WarehouseError::LockTimeout {
             partition: partition.name(),
             holder: self.lock_holder(lock).await,
@@ -217,149 +223,6 @@ async fn release(dialect: &dyn Dialect, conn: &mut AnyConnection) -> bool {
         released &= unlock.query().execute(&mut *conn).await.is_ok();
     }
     released
-}
-
-/// What a load needs to know of its target, read from the catalogue once
-/// per run rather than once per partition.
-pub(super) struct TargetShape {
-    /// The target's columns, which fingerprints cover.
-    columns: Vec<Column>,
-    /// The job's SELECT columns, as the target columns they fill.
-    insert: Vec<Ident>,
-    /// What the partition column holds: window bounds are bound as its type.
-    partition_kind: ColumnKind,
-    /// The target's native range partitions on the partition column
-    /// (PostgreSQL): a window that is exactly one of them is emptied by
-    /// TRUNCATE of that table.
-    children: Vec<ChildPartition>,
-    /// Each of the target's rows names the transaction that wrote it
-    /// (a PostgreSQL table, not a view): a replace can tell whether its
-    /// window still holds its last load's rows.
-    rows_name_writer: bool,
-}
-
-/// One native partition of a target: its own table and its range.
-struct ChildPartition {
-    table: TableName,
-    start: NaiveDateTime,
-    end: NaiveDateTime,
-}
-
-impl Warehouse {
-    async fn native_partitions(
-        &self,
-        conn: &mut AnyConnection,
-        table: &TableName,
-        column: &Ident,
-    ) -> Result<Vec<ChildPartition>, WarehouseError> {
-        let mut sql = self.sql();
-        if !self
-            .dialect()
-            .native_partitions_query(&mut sql, table, column.as_str())
-        {
-            return Ok(Vec::new());
-        }
-        let mut children = Vec::new();
-        for row in sql.query().fetch_all(&mut *conn).await? {
-            let schema: String = row.try_get(0)?;
-            let name: String = row.try_get(1)?;
-            let bound: Option<String> = row.try_get(2)?;
-            let (Ok(schema), Ok(name), Some((start, end))) = (
-                Ident::parse(&schema),
-                Ident::parse(&name),
-                bound.as_deref().and_then(range_bound),
-            ) else {
-                continue;
-            };
-            children.push(ChildPartition {
-                table: TableName {
-                    schema: Some(schema),
-                    name,
-                },
-                start,
-                end,
-            });
-        }
-        Ok(children)
-    }
-}
-
-/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
-/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
-/// several columns, zoned values).
-fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
-    let quoted = |text: &str| -> Option<NaiveDateTime> {
-        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
-        NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
-            .ok()
-            .or_else(|| {
-                chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
-                    .ok()
-                    .map(|d| d.and_time(chrono::NaiveTime::MIN))
-            })
-    };
-    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
-    let (from, to) = rest.split_once(" TO ")?;
-    Some((quoted(from.trim())?, quoted(to.trim())?))
-}
-
-/// A target's shape as one run read it: (run id, shape).
-pub(super) type RunShape = (String, Arc<TargetShape>);
-
-impl Warehouse {
-    /// The target's shape for a run (read again for another run, so that a
-    /// table altered between runs is seen), or read afresh (`run_id` None).
-    async fn target_shape(
-        &self,
-        conn: &mut AnyConnection,
-        job: &Job,
-        partition: &Partition,
-        run_id: Option<&str>,
-    ) -> Result<Arc<TargetShape>, WarehouseError> {
-        if let Some(run) = run_id
-            && let Ok(shapes) = self.shapes.lock()
-            && let Some((cached_run, shape)) = shapes.get(&job.name)
-            && cached_run == run
-        {
-            return Ok(shape.clone());
-        }
-        let columns = self.columns_on(&mut *conn, &job.target).await?;
-        let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
-        let insert = super::columns::select_columns(self, job, partition, &names).await?;
-        let partition_kind = match &job.partition_column {
-            Some(p) => {
-                super::columns::partition_column(&columns, p, &job.target, self.dialect().engine())?
-                    .kind()
-            }
-            None => ColumnKind::Other,
-        };
-        let children = match &job.partition_column {
-            Some(pcol) if job.truncate_partitions => {
-                self.native_partitions(conn, &job.target, pcol).await?
-            }
-            _ => Vec::new(),
-        };
-        // Only a replace trusts a last load: a merge's shape needs no asking.
-        let mut writers = self.sql();
-        let rows_name_writer = job.strategy == Strategy::ReplacePartition
-            && self
-                .dialect()
-                .rows_name_writer_query(&mut writers, &job.target)
-            && writers.query().fetch_optional(&mut *conn).await?.is_some();
-        let shape = Arc::new(TargetShape {
-            columns,
-            insert,
-            partition_kind,
-            children,
-            rows_name_writer,
-        });
-        if let Some(run) = run_id
-            && let Ok(mut shapes) = self.shapes.lock()
-        {
-            shapes.insert(job.name.clone(), (run.to_string(), shape.clone()));
-        }
-        Ok(shape)
-    }
 }
 
 /// A pooled connection that goes back to the pool only after its load ended
@@ -557,12 +420,9 @@ async fn transact(
     Ok(Done::Loaded(outcome))
 }
 
-/// SQLSTATE of a lock not granted within `lock_timeout` (PostgreSQL).
-const LOCK_NOT_AVAILABLE: &str = "55P03";
-
 /// Begins a partition's transaction, taking its lock where the BEGIN does
 /// (an `Err(LockTimeout)` whose partition and holder
-/// [`Warehouse::lock_refused`] fills in).
+/// [`Warehouse::lock_timeout_error`] fills in).
 async fn begin<'c>(
     dialect: &'static dyn Dialect,
     conn: &'c mut PoolConnection<Any>,
@@ -574,7 +434,7 @@ async fn begin<'c>(
         // The BEGIN takes the partition's locks and nothing else: a lock
         // timeout there is the partition's.
         Some(begin) => match conn.begin_with(AssertSqlSafe(begin)).await {
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(LOCK_NOT_AVAILABLE) => {
+            Err(sqlx::Error::Database(e)) if dialect.lock_refused(&*e) => {
                 return Err(WarehouseError::LockTimeout {
                     partition: String::new(),
                     holder: None,
@@ -745,36 +605,4 @@ pub(super) async fn fingerprint_window(
         sql.window_filter("", pcol, partition);
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::range_bound;
-
-    #[test]
-    fn native_partition_bounds_are_read_from_postgres_text() {
-        let day = |d: &str| {
-            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
-                .unwrap()
-                .and_hms_opt(0, 0, 0)
-                .unwrap()
-        };
-        assert_eq!(
-            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
-            Some((day("2026-06-04"), day("2026-06-05")))
-        );
-        assert_eq!(
-            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
-                .map(|(a, b)| (b - a).num_hours()),
-            Some(1)
-        );
-        for other in [
-            "DEFAULT",
-            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
-            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
-            "FOR VALUES IN ('a')",
-        ] {
-            assert_eq!(range_bound(other), None, "{other}");
-        }
-    }
 }

@@ -1,0 +1,191 @@
+//! What a load needs to know of its target (its columns, the job's
+//! SELECT columns, native partitions, whether rows name their writer),
+//! read from the catalogue once per run.
+
+use std::sync::Arc;
+
+use chrono::NaiveDateTime;
+use sqlx::{AnyConnection, Row};
+
+use super::super::{Column, ColumnKind, Warehouse, WarehouseError};
+use crate::config::{Ident, Job, Strategy, TableName};
+use crate::partition::Partition;
+
+/// What a load needs to know of its target, read from the catalogue once
+/// per run rather than once per partition.
+pub(in crate::warehouse) struct TargetShape {
+    /// The target's columns, which fingerprints cover.
+    pub(super) columns: Vec<Column>,
+    /// The job's SELECT columns, as the target columns they fill.
+    pub(super) insert: Vec<Ident>,
+    /// What the partition column holds: window bounds are bound as its type.
+    pub(super) partition_kind: ColumnKind,
+    /// The target's native range partitions on the partition column
+    /// (PostgreSQL): a window that is exactly one of them is emptied by
+    /// TRUNCATE of that table.
+    pub(super) children: Vec<ChildPartition>,
+    /// Each of the target's rows names the transaction that wrote it
+    /// (a PostgreSQL table, not a view): a replace can tell whether its
+    /// window still holds its last load's rows.
+    pub(super) rows_name_writer: bool,
+}
+
+/// One native partition of a target: its own table and its range.
+pub(super) struct ChildPartition {
+    pub(super) table: TableName,
+    pub(super) start: NaiveDateTime,
+    pub(super) end: NaiveDateTime,
+}
+
+impl Warehouse {
+    async fn native_partitions(
+        &self,
+        conn: &mut AnyConnection,
+        table: &TableName,
+        column: &Ident,
+    ) -> Result<Vec<ChildPartition>, WarehouseError> {
+        let mut sql = self.sql();
+        if !self
+            .dialect()
+            .native_partitions_query(&mut sql, table, column.as_str())
+        {
+            return Ok(Vec::new());
+        }
+        let mut children = Vec::new();
+        for row in sql.query().fetch_all(&mut *conn).await? {
+            let schema: String = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            let bound: Option<String> = row.try_get(2)?;
+            let (Ok(schema), Ok(name), Some((start, end))) = (
+                Ident::parse(&schema),
+                Ident::parse(&name),
+                bound.as_deref().and_then(range_bound),
+            ) else {
+                continue;
+            };
+            children.push(ChildPartition {
+                table: TableName {
+                    schema: Some(schema),
+                    name,
+                },
+                start,
+                end,
+            });
+        }
+        Ok(children)
+    }
+}
+
+/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
+/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
+/// several columns, zoned values).
+fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    let quoted = |text: &str| -> Option<NaiveDateTime> {
+        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+        NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
+            .ok()
+            .or_else(|| {
+                chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
+                    .ok()
+                    .map(|d| d.and_time(chrono::NaiveTime::MIN))
+            })
+    };
+    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
+    let (from, to) = rest.split_once(" TO ")?;
+    Some((quoted(from.trim())?, quoted(to.trim())?))
+}
+
+/// A target's shape as one run read it: (run id, shape).
+pub(in crate::warehouse) type RunShape = (String, Arc<TargetShape>);
+
+impl Warehouse {
+    /// The target's shape for a run (read again for another run, so that a
+    /// table altered between runs is seen), or read afresh (`run_id` None).
+    pub(super) async fn target_shape(
+        &self,
+        conn: &mut AnyConnection,
+        job: &Job,
+        partition: &Partition,
+        run_id: Option<&str>,
+    ) -> Result<Arc<TargetShape>, WarehouseError> {
+        if let Some(run) = run_id
+            && let Ok(shapes) = self.shapes.lock()
+            && let Some((cached_run, shape)) = shapes.get(&job.name)
+            && cached_run == run
+        {
+            return Ok(shape.clone());
+        }
+        let columns = self.columns_on(&mut *conn, &job.target).await?;
+        let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
+        let insert =
+            crate::warehouse::columns::select_columns(self, job, partition, &names).await?;
+        let partition_kind = match &job.partition_column {
+            Some(p) => crate::warehouse::columns::partition_column(
+                &columns,
+                p,
+                &job.target,
+                self.dialect().engine(),
+            )?
+            .kind(),
+            None => ColumnKind::Other,
+        };
+        let children = match &job.partition_column {
+            Some(pcol) if job.truncate_partitions => {
+                self.native_partitions(conn, &job.target, pcol).await?
+            }
+            _ => Vec::new(),
+        };
+        // Only a replace trusts a last load: a merge's shape needs no asking.
+        let mut writers = self.sql();
+        let rows_name_writer = job.strategy == Strategy::ReplacePartition
+            && self
+                .dialect()
+                .rows_name_writer_query(&mut writers, &job.target)
+            && writers.query().fetch_optional(&mut *conn).await?.is_some();
+        let shape = Arc::new(TargetShape {
+            columns,
+            insert,
+            partition_kind,
+            children,
+            rows_name_writer,
+        });
+        if let Some(run) = run_id
+            && let Ok(mut shapes) = self.shapes.lock()
+        {
+            shapes.insert(job.name.clone(), (run.to_string(), shape.clone()));
+        }
+        Ok(shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_bound;
+
+    #[test]
+    fn native_partition_bounds_are_read_from_postgres_text() {
+        let day = |d: &str| {
+            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+        };
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
+            Some((day("2026-06-04"), day("2026-06-05")))
+        );
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
+                .map(|(a, b)| (b - a).num_hours()),
+            Some(1)
+        );
+        for other in [
+            "DEFAULT",
+            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
+            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
+            "FOR VALUES IN ('a')",
+        ] {
+            assert_eq!(range_bound(other), None, "{other}");
+        }
+    }
+}
