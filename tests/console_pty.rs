@@ -66,6 +66,35 @@ fn demo_opens_on_jobs_and_calendar_and_q_restores_the_terminal() {
     assert!(!parser.screen().hide_cursor());
 }
 
+/// A paste arrives whole (bracketed paste), never as keys: a pasted "ry"
+/// with the failed days selected opens no dialog and starts no run. And a
+/// burst of typing is read whole at once: the terminal reader once stopped
+/// after its first 1 KiB and read the rest only when another key came.
+#[test]
+fn a_paste_is_text_never_keys_and_a_burst_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, _) = demo_console(&dir);
+    c.send("f");
+    c.wait_for(&["selected 3 failed partitions"]);
+    c.send("\x1b[200~ry\x1b[201~");
+    let screen = c.wait_for(&["pasted text ignored"]);
+    assert!(!screen.contains("same as"), "no confirm dialog: {screen}");
+    c.send(":");
+    c.send(&format!("goto {}END", "x".repeat(3000)));
+    c.wait_for(&["xxxxEND"]);
+    // Pasted into the command line, a line break is a space.
+    c.send("\x1b[200~ and\nmore\x1b[201~");
+    c.wait_for(&["xxxxEND and more"]);
+    c.send("\x1b");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let raw = c.raw.lock().unwrap().clone();
+    let find_last = |needle: &[u8]| raw.windows(needle.len()).rposition(|w| w == needle);
+    let on = find_last(b"\x1b[?2004h").expect("asked for bracketed paste");
+    let off = find_last(b"\x1b[?2004l").expect("bracketed paste turned off at exit");
+    assert!(off > on);
+}
+
 async fn snapshot(wh: &Warehouse, job: &Job) -> (HashMap<String, i64>, HashMap<String, usize>) {
     let parts = job.partitions(now_utc());
     let counts = wh

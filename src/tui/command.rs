@@ -45,6 +45,10 @@ impl CommandLine {
         }
     }
 
+    pub fn paste(&mut self, text: &str) {
+        super::widgets::paste_into(&mut self.input, text);
+    }
+
     /// Draws the line being typed in the footer `r`, with the cursor.
     pub fn render(&self, frame: &mut Frame, r: Rect, t: &Theme) {
         let buf = frame.buffer_mut();

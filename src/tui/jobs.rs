@@ -142,13 +142,24 @@ impl JobsPane {
                 FilterStep::Editing
             }
         };
+        self.keep_current_visible();
+        step
+    }
+
+    /// Text pasted while the filter is typed.
+    pub fn filter_paste(&mut self, text: &str) {
+        super::widgets::paste_into(&mut self.filter, text);
+        self.keep_current_visible();
+    }
+
+    /// The cursor's job, or the first shown when the filter hides it.
+    fn keep_current_visible(&mut self) {
         let visible = self.visible();
         if !visible.contains(&self.current)
             && let Some(first) = visible.first()
         {
             self.current = *first;
         }
-        step
     }
 
     /// The job listed at (x, y) of the pane `area` (its border included).

@@ -29,6 +29,8 @@ pub struct Connection {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste), whole.
+    Paste(String),
     Mouse(MouseEvent),
     Resize(u16, u16),
     Tick(NaiveDateTime),
@@ -95,6 +97,7 @@ impl Msg {
             TermEvent::Key(k) if k.kind != KeyEventKind::Release => Some(Msg::Key(k)),
             TermEvent::Mouse(m) => Some(Msg::Mouse(m)),
             TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
+            TermEvent::Paste(text) => Some(Msg::Paste(text)),
             _ => None,
         }
     }

@@ -6,7 +6,10 @@
 use std::io::{Stdout, Write};
 use std::time::{Duration, Instant};
 
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture, EventStream};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    EventStream,
+};
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
@@ -30,6 +33,7 @@ pub fn restore_terminal() {
     let mut out = std::io::stdout();
     let _ = crossterm::execute!(
         out,
+        DisableBracketedPaste,
         DisableMouseCapture,
         LeaveAlternateScreen,
         crossterm::cursor::Show
@@ -55,7 +59,14 @@ impl TerminalGuard {
         enable_raw_mode()?;
         let guard = TerminalGuard;
         let mut out = std::io::stdout();
-        crossterm::execute!(out, EnterAlternateScreen, crossterm::cursor::Hide)?;
+        // A paste arrives as one text, never as keys: pasted "ry" must not
+        // select and run.
+        crossterm::execute!(
+            out,
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            crossterm::cursor::Hide
+        )?;
         if mouse {
             crossterm::execute!(out, EnableMouseCapture)?;
         }

@@ -9,6 +9,20 @@ use ratatui::widgets::{Block, BorderType, Borders};
 
 use super::theme::Theme;
 
+/// Pasted text typed into a one-line input: line breaks and tabs become
+/// spaces, other control characters (escape sequences among them) are
+/// dropped.
+pub fn paste_into(input: &mut tui_input::Input, text: &str) {
+    for c in text.chars() {
+        let c = match c {
+            '\r' | '\n' | '\t' => ' ',
+            c if c.is_control() => continue,
+            c => c,
+        };
+        input.handle(tui_input::InputRequest::InsertChar(c));
+    }
+}
+
 /// Writes text clipped to `clip`; returns the x after it.
 pub fn put(buf: &mut Buffer, clip: Rect, x: u16, y: u16, text: &str, style: Style) -> u16 {
     if y < clip.y || y >= clip.bottom() || x < clip.x || x >= clip.right() {

@@ -21,6 +21,37 @@ use crate::tui::msg::{Effect, RunRequest};
 use crate::tui::runs::{self, RunView};
 
 impl App {
+    /// Pasted text goes into the input being typed, whole; anywhere else it
+    /// is dropped, never read as keys (a pasted "ry" would run).
+    pub(super) fn paste(&mut self, text: &str) -> Vec<Effect> {
+        let taken = match &mut self.shared.modal {
+            Modal::Command(line) => {
+                line.paste(text);
+                true
+            }
+            Modal::Filter => {
+                self.shared.jobs.filter_paste(text);
+                true
+            }
+            Modal::Confirm(c) => {
+                let taken = c.paste(text);
+                if taken && let Some(job) = self.shared.jobs.get(c.job) {
+                    c.replan(job, &self.config.defaults, self.shared.now);
+                }
+                taken
+            }
+            _ => false,
+        };
+        if !taken {
+            self.shared.message = Some((
+                false,
+                "pasted text ignored: paste into the command line (:), the job filter (/) or a run's reason"
+                    .into(),
+            ));
+        }
+        Vec::new()
+    }
+
     pub(super) fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
         // Ctrl-C quits from anywhere, asking first while a run is in flight.
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {

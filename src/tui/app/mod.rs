@@ -329,6 +329,7 @@ impl App {
         }
         let effects = match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Paste(text) => self.paste(&text),
             Msg::Mouse(m) => self.mouse_event(m),
             Msg::Resize(w, h) => {
                 self.shared.size = (w, h);

@@ -316,6 +316,15 @@ impl ConfirmDialog {
         line
     }
 
+    /// Text pasted into the dialog: into the reason while it is typed,
+    /// else nowhere (true if it was taken).
+    pub fn paste(&mut self, text: &str) -> bool {
+        if self.editing_reason {
+            super::widgets::paste_into(&mut self.reason, text);
+        }
+        self.editing_reason
+    }
+
     pub fn key(
         &mut self,
         key: &KeyEvent,
