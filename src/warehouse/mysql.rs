@@ -342,8 +342,24 @@ impl Dialect for MySql {
         ))
     }
 
-    fn differs(&self, a: &str, b: &str, _column: &Column) -> String {
-        format!("NOT ({a} <=> {b})")
+    /// Strings byte for byte: under a `_ci` collation 'alice' to 'Alice'
+    /// would be no change (written by the upsert, but not counted).
+    fn differs(&self, a: &str, b: &str, column: &Column) -> String {
+        const STRINGS: [&str; 8] = [
+            "char",
+            "varchar",
+            "tinytext",
+            "text",
+            "mediumtext",
+            "longtext",
+            "enum",
+            "set",
+        ];
+        if STRINGS.contains(&column.type_name.as_str()) {
+            format!("NOT (BINARY {a} <=> BINARY {b})")
+        } else {
+            format!("NOT ({a} <=> {b})")
+        }
     }
 
     fn create_stage(&self, stage: &Ident) -> String {

@@ -34,8 +34,11 @@ fn hash_value(column: &str, type_name: &str, seed: usize) -> Option<String> {
         "numeric" => call("hash_numeric_extended", column.into()),
         "real" => call("hashfloat4extended", column.into()),
         "double precision" => call("hashfloat8extended", column.into()),
-        "text" | "character varying" => call("hashtextextended", column.into()),
-        "character" => call("hashbpcharextended", column.into()),
+        // Hashed as bytes: a nondeterministic collation's hash is one of
+        // the value folded (case, accents), which would hide such a change.
+        // Under any other collation the hash is the same.
+        "text" | "character varying" => call("hashtextextended", format!("{column} COLLATE \"C\"")),
+        "character" => call("hashbpcharextended", format!("{column} COLLATE \"C\"")),
         "name" => call("hashnameextended", column.into()),
         "date" => call(
             "timestamp_hash_extended",
@@ -455,8 +458,14 @@ impl Dialect for Postgres {
             "ARRAY",
             "USER-DEFINED",
         ];
-        if BY_TEXT.contains(&column.type_name.as_str()) {
-            format!("CAST({a} AS text) IS DISTINCT FROM CAST({b} AS text)")
+        // Text byte for byte: under a nondeterministic collation 'alice'
+        // to 'Alice' would be no change, never written.
+        const TEXT: [&str; 3] = ["text", "character varying", "character"];
+        let t = column.type_name.as_str();
+        if BY_TEXT.contains(&t) {
+            format!("CAST({a} AS text) IS DISTINCT FROM CAST({b} AS text) COLLATE \"C\"")
+        } else if TEXT.contains(&t) {
+            format!("{a} IS DISTINCT FROM {b} COLLATE \"C\"")
         } else {
             format!("{a} IS DISTINCT FROM {b}")
         }

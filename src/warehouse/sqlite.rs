@@ -206,8 +206,10 @@ impl Dialect for Sqlite {
         }
     }
 
+    /// Byte for byte: under a column's `NOCASE`, 'alice' to 'Alice' would
+    /// be no change, never written.
     fn differs(&self, a: &str, b: &str, _column: &Column) -> String {
-        format!("{a} IS NOT {b}")
+        format!("{a} IS NOT {b} COLLATE BINARY")
     }
 
     fn create_stage(&self, stage: &Ident) -> String {
