@@ -154,7 +154,7 @@ async fn two_grains_on_one_target_never_duplicate(kind: Kind) {
 
 /// A month's load locks its ~744 hours in one statement, on every engine,
 /// three months at once.
-async fn month_partitions_take_their_hour_locks(kind: Kind) {
+async fn month_partitions_load_under_their_locks(kind: Kind) {
     let Some(db) = TestDb::new(kind).await else {
         return;
     };
@@ -181,6 +181,87 @@ async fn month_partitions_take_their_hour_locks(kind: Kind) {
             if line.contains("m [2026-03-01 00:00:00, 2026-04-01 00:00:00)"))
     });
     assert!(logged, "the lock names the window it covers");
+    assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM m").await, 3);
+}
+
+/// A monthly backfill on PostgreSQL holds one advisory lock per load in
+/// flight (its month), not one per hour: 744 a load filled the server's
+/// shared lock table at a concurrency of 8 or so, and every other session
+/// needing a lock then failed with "out of shared memory".
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_monthly_backfill_holds_a_lock_per_load_not_per_hour() {
+    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+    let select =
+        "select id, dt from src where dt >= :start and dt < :end and pg_sleep(1) IS NOT NULL";
+    let jobs = format!(
+        "[[jobs]]\nname = \"monthly\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n\n\
+         [[jobs]]\nname = \"daily\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-03-31\"\nsql = \"{select}\"\n"
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    id_and_day_tables(
+        &wh,
+        "m",
+        &["INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')"],
+    )
+    .await;
+    let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
+        .await
+        .expect("plan");
+    let watch = Warehouse::connect(&config.warehouse, 1)
+        .await
+        .expect("watch");
+    // A day inside a month being loaded shows as loaded elsewhere, as the
+    // month does.
+    let mid_january = [day("2026-01-15")];
+    let months: Vec<Partition> = ["2026-01", "2026-02", "2026-03"]
+        .iter()
+        .map(|m| Partition::parse(Grain::Month, m, RangeEnd::From).unwrap())
+        .collect();
+    let (mut day_seen, mut months_seen) = (false, 0);
+    let mut run = Box::pin(run(&wh, &monthly));
+    let mut most = 0;
+    let (summary, events) = loop {
+        tokio::select! {
+            done = &mut run => break done,
+            () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                let held = scalar(
+                    &watch,
+                    "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                )
+                .await;
+                most = most.max(held);
+                let daily = watch
+                    .partitions_locked_elsewhere(job(&config, "daily"), &mid_january)
+                    .await
+                    .expect("probe");
+                day_seen |= daily.contains("2026-01-15");
+                let monthly = watch
+                    .partitions_locked_elsewhere(job(&config, "monthly"), &months)
+                    .await
+                    .expect("probe");
+                months_seen = months_seen.max(monthly.len());
+            }
+        }
+    };
+    assert_eq!(summary.succeeded, 3, "{:?}", errors(&events));
+    assert!(most >= 1, "the loads were seen holding their locks");
+    assert!(most <= 3, "{most} advisory locks for three monthly loads");
+    assert!(
+        months_seen >= 1,
+        "the months in flight show as loaded elsewhere"
+    );
+    assert!(
+        day_seen,
+        "a day of a month in flight shows as loaded elsewhere"
+    );
     assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM m").await, 3);
 }
 
@@ -548,7 +629,7 @@ async fn a_row_written_into_the_window_during_the_load_refuses_it_postgres() {
 on_every_engine!(
     a_null_partition_value_fails_the_window_check,
     two_grains_on_one_target_never_duplicate,
-    month_partitions_take_their_hour_locks,
+    month_partitions_load_under_their_locks,
     null_merge_key_fails_the_window_before_writing,
     open_and_out_of_range_windows_are_refused,
     late_source_does_not_wipe_a_loaded_partition,

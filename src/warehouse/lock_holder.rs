@@ -212,7 +212,7 @@ impl Warehouse {
             let mut conn = self.pool().acquire().await.ok()?;
             let names = self.session_lock_names(&mut conn, lock).await.ok()?;
             let mut sql = self.sql();
-            if !self.dialect().lock_holder_query(&mut sql, &names) {
+            if !self.dialect().lock_holder_query(&mut sql, lock, &names) {
                 return None;
             }
             let row = sql.query().fetch_optional(&mut *conn).await.ok()??;

@@ -34,7 +34,8 @@ use error::sql_message;
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
-pub(crate) use partition_lock::{PartitionLock, lock_key_i64};
+pub(crate) use partition_lock::lock_key_i64;
+pub use partition_lock::{PartitionLock, Tier};
 pub use verify::{Difference, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};
@@ -62,6 +63,7 @@ pub enum WholeTable {
 }
 
 /// How an engine serialises writers of one partition.
+#[derive(PartialEq, Eq)]
 pub enum LockPlan {
     /// The transaction's own BEGIN takes the lock (SQLite `BEGIN IMMEDIATE`).
     Begin,
@@ -108,11 +110,11 @@ pub trait Dialect: Send + Sync {
     }
     /// A custom BEGIN, when the default is not enough: for
     /// [`LockPlan::Begin`] and [`LockPlan::InTransaction`], one that takes
-    /// every lock named in `keys`, in order, in a session called `session`
+    /// the partition's locks, in order, in a session called `lock.session`
     /// (see [`SessionHolder::Named`]). Sent as one simple query (no
     /// parameters: the keys' numbers and the session's name are idem's
     /// own, never input).
-    fn begin_statement(&self, _keys: &[String], _session: &str) -> Option<String> {
+    fn begin_statement(&self, _lock: &PartitionLock) -> Option<String> {
         None
     }
     fn lock_plan(&self) -> LockPlan;
@@ -133,12 +135,12 @@ pub trait Dialect: Send + Sync {
     fn unlock(&self) -> Vec<Sql> {
         Vec::new()
     }
-    /// The session holding the first held of the locks named in `names`
-    /// (as [`Dialect::lock`] or [`Dialect::begin_statement`] take them),
-    /// other than the asking one: one row of the columns
+    /// The session holding one of `lock`'s locks in a mode that excludes
+    /// its load, other than the asking one (`names`: the session locks'
+    /// names, as [`Dialect::lock`] takes them): one row of the columns
     /// [`lock_holder::LockHolder::from_row`] reads. False where the engine
     /// cannot tell.
-    fn lock_holder_query(&self, _sql: &mut Sql, _names: &[String]) -> bool {
+    fn lock_holder_query(&self, _sql: &mut Sql, _lock: &PartitionLock, _names: &[String]) -> bool {
         false
     }
     /// How a read of many rows ([`Warehouse::each_row`]) comes back in
@@ -490,10 +492,13 @@ impl Warehouse {
     ) -> Result<std::collections::HashSet<String>, WarehouseError> {
         // Named only where needed: a ten-year hourly job has 87,600 of
         // them, and the console asks at every refresh.
-        let keys = || -> Vec<(String, String)> {
+        let keys = || -> Vec<(String, String, Vec<String>)> {
             partitions
                 .iter()
-                .map(|p| (p.name(), PartitionLock::probe_key(job, p)))
+                .map(|p| {
+                    let (own, covering) = PartitionLock::probe_tiers(job, p);
+                    (p.name(), own, covering)
+                })
                 .collect()
         };
         Ok(match self.dialect.engine() {

@@ -173,7 +173,7 @@ impl Dialect for MySql {
 
     /// The first held name's holder in the process list, which shows a
     /// user the sessions it may see (all of them with `PROCESS`).
-    fn lock_holder_query(&self, sql: &mut Sql, names: &[String]) -> bool {
+    fn lock_holder_query(&self, sql: &mut Sql, _lock: &PartitionLock, names: &[String]) -> bool {
         if names.is_empty() {
             return false;
         }

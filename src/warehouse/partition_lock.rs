@@ -1,21 +1,41 @@
 //! The locks a partition's load takes, named the same in every process.
+//!
+//! Two loads whose windows overlap on one table must exclude each other,
+//! whatever their jobs and grains (an hourly and a daily job writing the
+//! same table); loads of disjoint windows never do. Windows are whole
+//! hours, days or months, so they nest.
+//!
+//! PostgreSQL's advisory locks have a shared mode, so a load there takes
+//! its window's own unit exclusively and the units holding it shared,
+//! coarsest first ([`PartitionLock::tiers`]): at most three locks. (One per
+//! hour, 744 for a month, filled the server's shared lock table at a
+//! concurrency of 8 or so, and then any session on the server that needed
+//! a lock failed with "out of shared memory".) MariaDB's named locks are
+//! exclusive only: a load takes one per hour of its window
+//! ([`PartitionLock::keys`]), kept in a table of the server's memory that
+//! has no such bound.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::Job;
 use crate::partition::{Grain, Partition};
 
-/// The locks a partition's load holds: one per hour of its window on its
-/// target table. Two loads whose windows overlap on one table share an hour,
-/// whatever their jobs and grains (an hourly and a daily job writing the same
-/// table), so they exclude each other; loads of disjoint windows never do.
-/// Hours are the finest grain, so every overlap shares at least one.
-pub(crate) struct PartitionLock {
+/// The locks of a partition's load on its target table.
+pub struct PartitionLock {
     /// What the log calls it: `target [start, end)`.
     pub label: String,
-    /// Lock names, oldest hour first: every process takes them in the same
-    /// order, so two overlapping loads cannot deadlock.
+    /// One exclusive lock per hour of the window, oldest first (MariaDB):
+    /// every process takes them in the same order, so two overlapping
+    /// loads cannot deadlock, and hours are the finest grain, so every
+    /// overlap shares at least one.
     pub keys: Vec<String>,
+    /// The month, day and hour holding the window, coarsest first, down to
+    /// its own grain (PostgreSQL): the last exclusive, the others shared.
+    /// Two windows overlap only if one holds the other, and then the
+    /// smaller one's tiers include the larger one's unit: exclusive against
+    /// shared, they exclude each other; disjoint windows share at most
+    /// shared locks. Taken coarsest first by every process: no deadlock.
+    pub tiers: Vec<Tier>,
     /// What the load's session is called on the server while it holds the
     /// locks (PostgreSQL's `application_name`): the load's own, unlike
     /// the locks, which another session may hold once this one is gone.
@@ -43,9 +63,27 @@ fn session_name(job: &str, partition: &str) -> String {
         .collect()
 }
 
-/// The name of the lock of one hour of `job`'s target.
-fn key(job: &Job, hour: &Partition) -> String {
-    format!("{}:{}", job.target, hour.name())
+/// One lock of [`PartitionLock::tiers`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tier {
+    pub key: String,
+    pub exclusive: bool,
+}
+
+/// The name of the lock of one hour, day or month of `job`'s target (the
+/// unit's partition name tells the three apart).
+fn key(job: &Job, unit: &Partition) -> String {
+    format!("{}:{}", job.target, unit.name())
+}
+
+/// The units holding `partition`'s window, coarsest first, down to its own.
+fn units(partition: &Partition) -> Vec<Partition> {
+    [Grain::Month, Grain::Day, Grain::Hour]
+        .into_iter()
+        .map(|g| Partition::containing(g, partition.start))
+        .take_while(|unit| unit.grain != partition.grain)
+        .chain([*partition])
+        .collect()
 }
 
 impl PartitionLock {
@@ -57,19 +95,45 @@ impl PartitionLock {
             keys.push(key(job, &hour));
             hour = hour.next();
         }
+        let units = units(partition);
+        let tiers = units
+            .iter()
+            .enumerate()
+            .map(|(i, unit)| Tier {
+                key: key(job, unit),
+                exclusive: i + 1 == units.len(),
+            })
+            .collect();
         PartitionLock {
             label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
             keys,
+            tiers,
             session: session_name(&job.name, &partition.name()),
         }
     }
 
     /// The key whose holder is taken to be loading the partition, for
-    /// showing it as running elsewhere: the first of its keys, which every
-    /// load of the window holds. Made alone, without the rest of a lock:
-    /// the console asks for every partition of a job at each refresh.
+    /// showing it as running elsewhere (MariaDB): the first of its keys,
+    /// which every load of the window holds. Made alone, without the rest
+    /// of a lock: the console asks for every partition of a job at each
+    /// refresh.
     pub fn probe_key(job: &Job, partition: &Partition) -> String {
         key(job, &Partition::containing(Grain::Hour, partition.start))
+    }
+
+    /// What shows the partition being loaded elsewhere (PostgreSQL): its
+    /// own unit's key held in any mode (a load of it, or shared by a load
+    /// of a part of it), or a unit holding it held exclusively (a load of
+    /// a larger window).
+    pub fn probe_tiers(job: &Job, partition: &Partition) -> (String, Vec<String>) {
+        let mut keys: Vec<String> = units(partition).iter().map(|u| key(job, u)).collect();
+        let own = keys.pop().unwrap_or_default();
+        (own, keys)
+    }
+
+    /// The key of the lock this load alone holds: its exclusive tier.
+    pub fn own_key(&self) -> &str {
+        self.tiers.last().map_or("", |t| t.key.as_str())
     }
 }
 
@@ -85,6 +149,64 @@ pub(crate) fn lock_key_i64(key: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job_of_grain(grain: &str, start: &str) -> crate::config::Job {
+        let text = format!(
+            "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\n\
+             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"{grain}\"\n\
+             start = \"{start}\"\nsql = \"select d from s where d >= :start and d < :end\"\n"
+        );
+        crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+            .expect("config")
+            .jobs
+            .remove(0)
+    }
+
+    /// PostgreSQL's tiers: two loads exclude each other exactly when their
+    /// windows overlap (some key both take, one of them exclusively).
+    #[test]
+    fn tiers_exclude_overlapping_windows_only_and_stay_few() {
+        let windows = [
+            ("month", "2026-01"),
+            ("month", "2026-02"),
+            ("day", "2026-01-07"),
+            ("day", "2026-01-08"),
+            ("day", "2026-02-07"),
+            ("hour", "2026-01-07T05"),
+            ("hour", "2026-01-07T06"),
+            ("hour", "2026-01-08T05"),
+        ];
+        let locks: Vec<(Partition, PartitionLock)> = windows
+            .iter()
+            .map(|(grain, name)| {
+                let job = job_of_grain(grain, name);
+                (job.start, PartitionLock::of(&job, &job.start))
+            })
+            .collect();
+        for (p, lock) in &locks {
+            assert!(lock.tiers.len() <= 3, "{p:?}");
+            assert_eq!(lock.tiers.iter().filter(|t| t.exclusive).count(), 1);
+            assert!(lock.tiers.last().unwrap().exclusive);
+        }
+        for (a, la) in &locks {
+            for (b, lb) in &locks {
+                if std::ptr::eq(la, lb) {
+                    continue;
+                }
+                let overlap = a.start < b.end() && b.start < a.end();
+                let conflict = la.tiers.iter().any(|x| {
+                    lb.tiers
+                        .iter()
+                        .any(|y| x.key == y.key && (x.exclusive || y.exclusive))
+                });
+                assert_eq!(conflict, overlap, "{} and {}", a.name(), b.name());
+            }
+        }
+        let (own, covering) =
+            PartitionLock::probe_tiers(&job_of_grain("hour", "2026-01-07T05"), &locks[5].0);
+        assert_eq!(own, "t:2026-01-07T05");
+        assert_eq!(covering, ["t:2026-01", "t:2026-01-07"]);
+    }
 
     #[test]
     fn the_probe_key_is_the_first_key_of_the_partitions_lock() {

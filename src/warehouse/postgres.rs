@@ -10,8 +10,8 @@ use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{
-    Column, ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, TransactionIds,
-    lock_key_i64,
+    Column, ColumnKind, Dialect, Engine, LockPlan, PartitionLock, SessionAsk, SessionHolder,
+    TransactionIds, lock_key_i64,
 };
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -193,25 +193,47 @@ impl Dialect for Postgres {
 
     /// The session is named for the transaction (`SET LOCAL`): a cancel
     /// ends the session of that name holding the lock, never one that took
-    /// the lock after the load's own session was gone.
-    fn begin_statement(&self, keys: &[String], session: &str) -> Option<String> {
-        let locks: Vec<String> = keys
+    /// the lock after the load's own session was gone. The tiers are taken
+    /// coarsest first, shared but for the window's own unit (see
+    /// [`PartitionLock::tiers`]).
+    fn begin_statement(&self, lock: &PartitionLock) -> Option<String> {
+        let locks: Vec<String> = lock
+            .tiers
             .iter()
-            .map(|key| format!("pg_advisory_xact_lock({})", lock_key_i64(key)))
+            .map(|tier| {
+                let f = if tier.exclusive {
+                    "pg_advisory_xact_lock"
+                } else {
+                    "pg_advisory_xact_lock_shared"
+                };
+                format!("{f}({})", lock_key_i64(&tier.key))
+            })
             .collect();
         Some(format!(
-            "BEGIN; SET LOCAL application_name = '{session}'; SELECT {}",
+            "BEGIN; SET LOCAL application_name = '{}'; SELECT {}",
+            lock.session,
             locks.join(", ")
         ))
     }
 
-    /// The holder of the first held key, from the activity view (a role
-    /// sees another role's statement only with `pg_read_all_stats`).
-    fn lock_holder_query(&self, sql: &mut Sql, names: &[String]) -> bool {
-        if names.is_empty() {
-            return false;
-        }
-        let keys: Vec<String> = names.iter().map(|n| lock_key_i64(n).to_string()).collect();
+    /// The holder of a tier in a mode that excludes the load's: of its
+    /// exclusive key in any mode, of its shared ones exclusively. From the
+    /// activity view (a role sees another role's statement only with
+    /// `pg_read_all_stats`).
+    fn lock_holder_query(&self, sql: &mut Sql, lock: &PartitionLock, _names: &[String]) -> bool {
+        let keys = |exclusive: bool| -> String {
+            let keys: Vec<String> = lock
+                .tiers
+                .iter()
+                .filter(|t| t.exclusive == exclusive)
+                .map(|t| lock_key_i64(&t.key).to_string())
+                .collect();
+            if keys.is_empty() {
+                "NULL".into()
+            } else {
+                keys.join(", ")
+            }
+        };
         sql.push(
             "SELECT CAST(a.pid AS bigint), a.application_name, CAST(a.usename AS text), \
              CAST(host(a.client_addr) AS text), \
@@ -222,11 +244,15 @@ impl Dialect for Postgres {
              FROM pg_catalog.pg_stat_activity a WHERE a.pid IN (SELECT pid ",
         )
         .push(ADVISORY_LOCKS_HELD)
-        .push(" AND pid <> pg_backend_pid() AND ")
+        .push(" AND pid <> pg_backend_pid() AND (")
         .push(ADVISORY_KEY)
         .push(" IN (")
-        .push(&keys.join(", "))
-        .push(")) ORDER BY a.xact_start LIMIT 1");
+        .push(&keys(true))
+        .push(") OR mode = 'ExclusiveLock' AND ")
+        .push(ADVISORY_KEY)
+        .push(" IN (")
+        .push(&keys(false))
+        .push("))) ORDER BY a.xact_start LIMIT 1");
         true
     }
 
@@ -601,28 +627,42 @@ const ADVISORY_LOCKS_HELD: &str = "FROM pg_catalog.pg_locks \
 const ADVISORY_KEY: &str =
     "CAST((CAST(classid AS bigint) << 32) | CAST(objid AS bigint) AS bigint)";
 
-/// Which of the named locks some session holds: granted advisory locks whose
-/// 64-bit key (classid high, objid low) is one of ours. The names are asked
-/// for only when some advisory lock is held.
+/// Which partitions some session is loading, by the granted advisory locks
+/// (their 64-bit key: classid high, objid low): for each, its name, its
+/// own unit's key (held in any mode) and the keys of the units holding it
+/// (held exclusively), see [`PartitionLock::probe_tiers`]. The names are
+/// made only when some advisory lock is held.
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
-    keys: impl FnOnce() -> Vec<(String, String)>,
+    keys: impl FnOnce() -> Vec<(String, String, Vec<String>)>,
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
     use sqlx::Row;
     let mut sql = Sql::new(&Postgres);
     sql.push("SELECT ")
         .push(ADVISORY_KEY)
-        .push(" ")
+        .push(", CAST(CASE WHEN mode = 'ExclusiveLock' THEN 1 ELSE 0 END AS bigint) ")
         .push(ADVISORY_LOCKS_HELD);
     let rows = sql.query().fetch_all(pool).await?;
-    let held: std::collections::HashSet<i64> =
-        rows.iter().filter_map(|r| r.try_get(0).ok()).collect();
-    if held.is_empty() {
+    let mut any = std::collections::HashSet::new();
+    let mut exclusive = std::collections::HashSet::new();
+    for row in &rows {
+        let key: i64 = row.try_get(0)?;
+        any.insert(key);
+        if row.try_get::<i64, _>(1)? == 1 {
+            exclusive.insert(key);
+        }
+    }
+    if any.is_empty() {
         return Ok(Default::default());
     }
     Ok(keys()
         .into_iter()
-        .filter(|(_, key)| held.contains(&lock_key_i64(key)))
-        .map(|(name, _)| name)
+        .filter(|(_, own, covering)| {
+            any.contains(&lock_key_i64(own))
+                || covering
+                    .iter()
+                    .any(|k| exclusive.contains(&lock_key_i64(k)))
+        })
+        .map(|(name, _, _)| name)
         .collect())
 }

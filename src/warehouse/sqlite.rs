@@ -60,7 +60,7 @@ impl Dialect for Sqlite {
         vec![sql]
     }
 
-    fn begin_statement(&self, _keys: &[String], _session: &str) -> Option<String> {
+    fn begin_statement(&self, _lock: &crate::warehouse::PartitionLock) -> Option<String> {
         Some("BEGIN IMMEDIATE".into())
     }
 

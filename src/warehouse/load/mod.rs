@@ -430,7 +430,7 @@ async fn begin<'c>(
     log: &(dyn Fn(LoadStep) + Send + Sync),
     stage: &StageCell,
 ) -> Result<sqlx::Transaction<'c, Any>, WarehouseError> {
-    let tx = match dialect.begin_statement(&lock.keys, &lock.session) {
+    let tx = match dialect.begin_statement(lock) {
         // The BEGIN takes the partition's locks and nothing else: a lock
         // timeout there is the partition's.
         Some(begin) => match conn.begin_with(AssertSqlSafe(begin)).await {
@@ -444,10 +444,10 @@ async fn begin<'c>(
         },
         None => conn.begin().await?,
     };
-    if let (LockPlan::InTransaction, Some(first)) = (dialect.lock_plan(), lock.keys.first()) {
+    if dialect.lock_plan() == LockPlan::InTransaction {
         stage.set(Stage::Holding(SessionHolder::Named {
             session: lock.session.clone(),
-            key: first.clone(),
+            key: lock.own_key().to_string(),
         }));
     }
     match dialect.lock_plan() {
