@@ -135,6 +135,17 @@ pub async fn create_at(dir: &Path, today: NaiveDate, progress: Progress<'_>) -> 
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let database = dir.join("warehouse.db");
+    // A console open on the demo would go on with the deleted file, its
+    // runs loading where nothing reads them.
+    if database.exists() {
+        let openers = crate::warehouse::sqlite_openers(&database);
+        if let Some((pid, name)) = openers.first() {
+            anyhow::bail!(
+                "the demo's database {} is open in {name} (process {pid}): quit it first, or make another demo with --path",
+                database.display()
+            );
+        }
+    }
     for suffix in ["", "-wal", "-shm"] {
         let f = PathBuf::from(format!("{}{suffix}", database.display()));
         if f.exists() {
@@ -155,6 +166,8 @@ pub async fn create_at(dir: &Path, today: NaiveDate, progress: Progress<'_>) -> 
         .replace("{START_MONTH}", &first_day.format("%Y-%m").to_string());
     let config_path = dir.join("idem.toml");
     std::fs::write(&config_path, &text)?;
+    std::fs::File::create(&database)
+        .with_context(|| format!("cannot create {}", database.display()))?;
     let config =
         config::parse(&config_path, &text, &|_| None).map_err(|e| anyhow::anyhow!("{e}"))?;
 

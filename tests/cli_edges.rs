@@ -152,3 +152,46 @@ fn console_flags_belong_to_the_console() {
         assert!(h.contains("--config"), "idem {headless} --help: {h}");
     }
 }
+
+/// A mistyped SQLite path is an error naming it, and no file is made there
+/// (an empty one would read as every partition missing, and take loads).
+/// And a demo whose database another process has open (a console on it)
+/// is not reset under that process.
+#[test]
+fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
+    let (dir, config) = demo();
+    let typo = dir.path().join("wharehouse.db");
+    let bad = dir.path().join("typo.toml");
+    let written = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&bad, written.replace("warehouse.db", "wharehouse.db")).unwrap();
+    for args in [
+        &["status"][..],
+        &["jobs"],
+        &["run", "fct_orders", "--dry-run"],
+    ] {
+        let out = idem(&bad, args);
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("no SQLite database at {}", typo.display())),
+            "{args:?}: {err}"
+        );
+        assert!(!out.status.success(), "{args:?}");
+    }
+    assert!(!typo.exists(), "no database was made at the mistyped path");
+
+    let database = dir.path().join("warehouse.db");
+    let before = std::fs::metadata(&database).unwrap().len();
+    let _open = std::fs::File::open(&database).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["demo", "--path"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("is open in") && err.contains(&format!("process {}", std::process::id())),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&database).unwrap().len(), before);
+}

@@ -10,6 +10,10 @@ pub enum WarehouseError {
     #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
     #[error(
+        "no SQLite database at {file} ({url}): idem makes none, as a mistyped path would read as an empty warehouse; check the path, or add ?mode=rwc to the URL to have it made"
+    )]
+    NoDatabaseFile { url: String, file: String },
+    #[error(
         "{url} is read-only ({message}): idem writes partitions and its ledger there; make the database file and its folder writable by this user"
     )]
     ReadOnly { url: String, message: String },

@@ -206,7 +206,9 @@ impl Warehouse {
     /// failed (the answer only adds to an error's message).
     pub(super) async fn lock_holder(&self, lock: &PartitionLock) -> Option<String> {
         if self.dialect().engine() == Engine::Sqlite {
-            return sqlite_file(&self.config().url).and_then(|file| sqlite_holder(&file));
+            return super::sqlite::database_file(&self.config().url)
+                .and_then(|file| std::fs::canonicalize(file).ok())
+                .and_then(|file| sqlite_holder(&file));
         }
         let ask = async {
             let mut conn = self.pool().acquire().await.ok()?;
@@ -227,18 +229,6 @@ impl Warehouse {
             .and_then(process_state);
         Some(holder.describe(process))
     }
-}
-
-/// The database file a SQLite URL names.
-fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))?;
-    let file = rest
-        .split('?')
-        .next()
-        .filter(|f| !f.is_empty() && *f != ":memory:")?;
-    std::fs::canonicalize(file).ok()
 }
 
 /// SQLite's one write lock has no holder to ask about: the words name the
@@ -277,7 +267,7 @@ fn sqlite_holder(file: &std::path::Path) -> Option<String> {
 
 /// This host's processes but this one with `file` open, with their names
 /// (`comm`); only those whose descriptors this user may read.
-fn sqlite_openers(file: &std::path::Path) -> Vec<(u32, String)> {
+pub(crate) fn sqlite_openers(file: &std::path::Path) -> Vec<(u32, String)> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -34,6 +34,7 @@ use error::sql_message;
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
+pub(crate) use lock_holder::sqlite_openers;
 pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
 pub use verify::{Difference, Verification};
@@ -335,6 +336,19 @@ impl Warehouse {
             Engine::Postgres => &postgres::Postgres,
             Engine::MySql => &mysql::MySql::DEFAULT,
         };
+        // A file that is not there is a mistyped path far more often than
+        // a new warehouse: made empty, it would read as every partition
+        // missing, and a run would load into it.
+        if dialect.engine() == Engine::Sqlite
+            && !url.contains("mode=")
+            && let Some(file) = sqlite::database_file(&url)
+            && !file.exists()
+        {
+            return Err(WarehouseError::NoDatabaseFile {
+                url: redact(&config.url),
+                file: file.display().to_string(),
+            });
+        }
         let url = if dialect.engine() == Engine::Sqlite && !url.contains("mode=") {
             format!("{url}{}mode=rwc", if url.contains('?') { "&" } else { "?" })
         } else {

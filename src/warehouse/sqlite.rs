@@ -13,6 +13,16 @@ use crate::partition::Grain;
 
 pub struct Sqlite;
 
+/// The database file a SQLite URL names, as written (None for an
+/// in-memory database).
+pub(crate) fn database_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next()?;
+    (!file.is_empty() && file != ":memory:").then(|| std::path::PathBuf::from(file))
+}
+
 impl Dialect for Sqlite {
     fn engine(&self) -> Engine {
         Engine::Sqlite

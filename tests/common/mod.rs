@@ -83,7 +83,10 @@ impl TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         match kind {
             Kind::Sqlite => {
-                let url = format!("sqlite://{}", dir.path().join("warehouse.db").display());
+                let file = dir.path().join("warehouse.db");
+                // An empty file is an empty database; idem makes none itself.
+                std::fs::File::create(&file).expect("database file");
+                let url = format!("sqlite://{}", file.display());
                 Some(TestDb {
                     kind,
                     url,
