@@ -193,6 +193,7 @@ async fn failures_exit_1_and_a_missing_target_is_named() {
         job("lost", "nowhere", "select :start as dt")
     );
     std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
     let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
     let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
         .await

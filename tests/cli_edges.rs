@@ -67,6 +67,51 @@ fn the_demo_through_the_headless_edges() {
         ],
     );
     assert!(ok.status.success(), "{}", text(&ok.stderr));
+    // The preview says what runs at once: SQLite has one writer.
+    let head = text(&ok.stdout);
+    assert!(head.contains("concurrency 1"), "{head}");
+    let four = idem(
+        &config,
+        &[
+            "run",
+            "fct_orders",
+            "--from",
+            "2026-09-01",
+            "--to",
+            "2026-09-02",
+        ]
+        .iter()
+        .copied()
+        .chain(["--dry-run", "--concurrency", "4"])
+        .collect::<Vec<_>>(),
+    );
+    assert!(
+        text(&four.stdout).contains("concurrency 1"),
+        "{}",
+        text(&four.stdout)
+    );
+
+    // A reason is one plain line wherever it is shown: its line breaks and
+    // escape sequences would otherwise reach the operator's terminal.
+    let reason = "page 42\nsecond line\x1b[31mRED\x07";
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct_orders",
+            "--from",
+            "2026-09-03",
+            "--to",
+            "2026-09-03",
+            "--yes",
+            "--reason",
+            reason,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = text(&idem(&config, &["log", "fct_orders", "2026-09-03"]).stdout);
+    assert!(log.contains("· page 42 second line [31mRED "), "{log}");
+    assert!(!log.contains('\x1b') && !log.contains('\x07'), "{log:?}");
 
     // `idem status --state` keeps only those states.
     let out = idem(

@@ -16,7 +16,13 @@ use pty::{COLS, Console, ROWS, idem, nz};
 
 fn demo_console(dir: &tempfile::TempDir) -> (Console, PathBuf) {
     let demo = dir.path().join("demo");
-    let mut c = Console::start(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    // Run logs in the test's own folder.
+    let state = dir.path().join("state");
+    let mut c = Console::start_with(
+        dir.path(),
+        &["demo", "--path", demo.to_str().unwrap()],
+        &[("XDG_STATE_HOME", state.to_str().unwrap())],
+    );
     // The jobs pane with its health summaries, and the calendar, once the
     // states are read.
     c.wait_for(&[
@@ -161,6 +167,20 @@ fn rerun_a_failed_range_from_the_console() {
     c.wait_for(&["run of fct_orders finished: 3 succeeded"]);
     c.send("q");
     assert!(c.wait_exit().success());
+    // A console's run is in the run logs, as a headless one's is.
+    let log = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args(["log", "fct_orders", &first, "--lines", "30"])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&log.stdout);
+    assert!(log.status.success(), "{lines}");
+    assert!(
+        lines.contains("BEGIN") && lines.contains("COMMIT"),
+        "{lines}"
+    );
 
     rt.block_on(async {
         let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();

@@ -591,6 +591,15 @@ start = "2026-01-01"
 sql = "select id, no_such_column as v, dt from src where dt >= :start and dt < :end"
 
 [[jobs]]
+name = "named_extra_column"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-01-01"
+sql = "select id, v, dt, 1 as extra_col from src where dt >= :start and dt < :end"
+
+[[jobs]]
 name = "no_target"
 target = "nowhere"
 strategy = "replace_partition"
@@ -707,6 +716,13 @@ async fn warehouse_checks(kind: Kind) {
         "no_target",
         Severity::Error,
         "target table nowhere does not exist",
+    );
+    // An output the target has no column for fails every load: lint says
+    // so first.
+    only(
+        "named_extra_column",
+        Severity::Error,
+        "the job's SELECT returns extra_col, which is not a column of fct",
     );
     // A source table or column that is not there is found by lint, whether
     // or not the SQL's text names every output: not first by a run.

@@ -120,6 +120,7 @@ async fn a_closed_pipe_keeps_a_failed_run_failed() {
         dir.path().join("w.db").display()
     );
     std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(dir.path().join("w.db")).unwrap();
     let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
     let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
         .await

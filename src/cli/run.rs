@@ -95,7 +95,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         config.defaults.retries,
     )
     .map_err(|e| Stop::usage(e.to_string()))?;
-    backfill.reason = args.reason.clone();
+    backfill.reason = args
+        .reason
+        .as_deref()
+        .map(crate::warehouse::ledger::plain_line);
     backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
@@ -669,6 +672,17 @@ fn describe(event: &Event) -> Option<String> {
                 "content unchanged"
             }
         ),
+        // A cancelled attempt did not fail: it rolled back, as the summary
+        // says.
+        Event::PartitionFailed {
+            partition, attempt, ..
+        } if matches!(
+            event.attempt_end(),
+            Some((_, crate::state::AttemptEnd::RolledBack))
+        ) =>
+        {
+            format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
+        }
         Event::PartitionFailed {
             partition,
             attempt,
@@ -691,6 +705,27 @@ fn describe(event: &Event) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
+        let failed = |error: &str| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 1,
+            error: error.into(),
+            will_retry: false,
+            duration_ms: 5,
+        };
+        assert_eq!(
+            describe(&failed("cancelled; rolled back")).unwrap(),
+            "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
+        );
+        assert_eq!(
+            describe(&failed("relation \"t\" does not exist")).unwrap(),
+            "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
+        );
+    }
 
     #[test]
     fn a_word_the_shell_reads_specially_is_quoted() {

@@ -10,6 +10,15 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// How many partitions can usefully write at once: SQLite has one
+    /// writer per database, so more would only queue on its lock.
+    pub fn max_writers(self) -> usize {
+        match self {
+            Engine::Sqlite => 1,
+            Engine::Postgres | Engine::MySql => usize::MAX,
+        }
+    }
+
     /// The engine a warehouse URL names (`sqlite:`, `postgres…`, `mysql:`),
     /// if it names one.
     pub fn of_url(url: &str) -> Option<Engine> {

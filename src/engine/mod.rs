@@ -247,11 +247,12 @@ impl Backfill {
     }
 
     /// Partitions in flight at once: merge windows run one at a time, in
-    /// ascending order, so that a later window's values always win.
+    /// ascending order, so that a later window's values always win; and
+    /// SQLite has one writer. What a plan's preview says runs at once.
     pub fn effective_concurrency(&self) -> usize {
         match self.job.strategy {
             Strategy::MergeKey => 1,
-            Strategy::ReplacePartition => self.concurrency.max(1),
+            Strategy::ReplacePartition => self.concurrency.clamp(1, self.job.engine.max_writers()),
         }
     }
 
@@ -333,9 +334,7 @@ pub async fn run(
     let run_id = new_run_id();
     let started = Instant::now();
     let job = &backfill.job;
-    let concurrency = backfill
-        .effective_concurrency()
-        .min(warehouse.dialect().max_writers());
+    let concurrency = backfill.effective_concurrency();
     let _ = events.send(Event::RunStarted {
         run_id: run_id.clone(),
         job: job.name.clone(),

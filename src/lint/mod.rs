@@ -602,12 +602,45 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         if sql.job_sql(&job.sql, &job.start).is_ok() {
             sql.push(") src");
             match wh.output_columns(sql.text()).await {
-                // Outputs the text names were checked without the warehouse.
-                Ok(_) if outputs_known(&reading, job) => {}
                 Ok(names) => {
-                    for column in required_outputs(job) {
-                        if !names.iter().any(|n| n.eq_ignore_ascii_case(column)) {
-                            out.push(missing_output_finding(job, column, &names));
+                    // Outputs the text names were checked without the warehouse.
+                    let mut missing = false;
+                    if !outputs_known(&reading, job) {
+                        for column in required_outputs(job) {
+                            if !names.iter().any(|n| n.eq_ignore_ascii_case(column)) {
+                                out.push(missing_output_finding(job, column, &names));
+                                missing = true;
+                            }
+                        }
+                    }
+                    // Every output fills a target column of its name: one
+                    // that is not there fails every partition's load. (A
+                    // missing partition column or key says it already, as
+                    // does the field check of one the target lacks.)
+                    let required = required_outputs(job);
+                    let checked = names.iter().filter(|n| {
+                        !missing && !required.iter().any(|r| r.eq_ignore_ascii_case(n))
+                    });
+                    for name in checked {
+                        let fits = target_columns
+                            .iter()
+                            .any(|c| c.name.as_str().eq_ignore_ascii_case(name));
+                        if !fits {
+                            let columns: Vec<&str> =
+                                target_columns.iter().map(|c| c.name.as_str()).collect();
+                            out.push(Finding::new(
+                                Severity::Error,
+                                first,
+                                format!(
+                                    "the job's SELECT returns {name}, which is not a column of {} (its columns: {}): every load would fail",
+                                    job.target,
+                                    columns.join(", ")
+                                ),
+                                format!(
+                                    "drop {name} from the SELECT, or add it to {}",
+                                    job.target
+                                ),
+                            ));
                         }
                     }
                 }

@@ -140,6 +140,8 @@ impl Background {
                     .collect();
                 runs.insert(req.backfill.job.name.clone(), run);
                 let (etx, mut erx) = mpsc::unbounded_channel();
+                // Kept in the run logs as a headless run's are (`idem log`).
+                let mut runlog = crate::runlog::RunLog::open(&wh.config().url);
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 self.track(tokio::spawn(async move {
@@ -173,6 +175,9 @@ impl Background {
                 }));
                 tokio::spawn(async move {
                     while let Some(event) = erx.recv().await {
+                        if let Some(log) = &mut runlog {
+                            log.record(&event);
+                        }
                         let run = runs.get(event.job()).copied().unwrap_or(run);
                         send(Msg::Engine { run, event });
                     }

@@ -327,7 +327,7 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.error.clone()).push(", ");
     sql.bind(a.operator.as_str()).push(", ");
     sql.bind(a.host.as_str()).push(", ");
-    sql.bind(a.reason.clone());
+    sql.bind(a.reason.as_deref().map(plain_line));
     if let Some(ids) = txid {
         sql.push(", ").push(ids.current);
     }
@@ -592,7 +592,26 @@ fn push_columns(sql: &mut Sql, alias: &str) {
     }
 }
 
-/// The attempt whose [`COLUMNS`] start at column `at` of `row`.
+/// Text of one line that a terminal shows as written: control characters
+/// (line breaks, escape sequences) become spaces. A ledger row's words are
+/// anyone's (`--reason`, another tool writing the table) and end up on the
+/// operator's terminal.
+pub fn plain_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// [`plain_line`] for each line of `text`, line breaks kept.
+fn plain_lines(text: &str) -> String {
+    text.split('\n')
+        .map(plain_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The attempt whose [`COLUMNS`] start at column `at` of `row`; its words
+/// made plain for a terminal.
 fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
     let status: String = row.get(at + 4)?;
     let changed: Option<i64> = row.get(at + 14)?;
@@ -612,10 +631,16 @@ fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
         definition_hash: row.get(at + 12)?,
         fingerprint: row.get(at + 13)?,
         content_changed: changed.map(|c| c != 0),
-        error: row.get(at + 15)?,
-        operator: row.get(at + 16)?,
-        host: row.get(at + 17)?,
-        reason: row.get(at + 18)?,
+        error: row
+            .get::<Option<String>>(at + 15)?
+            .as_deref()
+            .map(plain_lines),
+        operator: plain_line(&row.get::<String>(at + 16)?),
+        host: plain_line(&row.get::<String>(at + 17)?),
+        reason: row
+            .get::<Option<String>>(at + 18)?
+            .as_deref()
+            .map(plain_line),
     })
 }
 

@@ -119,11 +119,6 @@ pub trait Dialect: Send + Sync {
         None
     }
     fn lock_plan(&self) -> LockPlan;
-    /// How many partitions can usefully write at once: SQLite has one
-    /// writer per database, so more would only queue on its lock.
-    fn max_writers(&self) -> usize {
-        usize::MAX
-    }
     /// Statements taking every lock named in `names` (made by
     /// [`Warehouse::session_lock_names`]), in order, for
     /// [`LockPlan::Session`]; each returns

@@ -78,10 +78,6 @@ impl Dialect for Sqlite {
         LockPlan::Begin
     }
 
-    fn max_writers(&self) -> usize {
-        1
-    }
-
     /// 1,000 rows a batch: one wake-up of the reading task instead of
     /// 1,000 (see `rows.rs`), and a batch small enough to parse at once.
     /// Each row's array is made inside the subquery and joined as text:

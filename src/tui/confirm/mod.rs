@@ -258,8 +258,10 @@ impl ConfirmDialog {
             filtered,
             partitions,
             risk,
+            concurrency: backfill
+                .as_ref()
+                .map_or(concurrency, Backfill::effective_concurrency),
             backfill,
-            concurrency,
             retries: defaults.retries,
             command,
         };
