@@ -245,6 +245,64 @@ async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did
     drop(db);
 }
 
+/// The same with a COMMIT longer than idem waits for once cancelled (4 s a
+/// row, 8 s in all): idem lets go not knowing what the server made of it,
+/// and says so. It neither says "rolled back" nor records a cancellation:
+/// a COMMIT on its way may take (a server waiting on a synchronous standby
+/// has committed locally). Here the server sees idem gone and rolls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_commit_still_on_its_way_when_idem_lets_go_is_reported_unknown() {
+    let trigger = [
+        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$",
+        "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct_slow_commit \
+         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
+    ];
+    let (db, config, wh) = setup(Kind::Postgres, &trigger).await;
+    let one_day = plan(
+        &wh,
+        &config,
+        "slow_commit",
+        &days("2026-01-01", "2026-01-01"),
+    )
+    .await;
+    let events = run_cancelled(&wh, &one_day, |line| line.starts_with("fingerprint"), 1).await;
+    let errors = common::errors(&events);
+    assert_eq!(errors.len(), 1, "{events:#?}");
+    assert!(
+        errors[0].starts_with("its COMMIT was under way when the run was cancelled"),
+        "{errors:?}"
+    );
+    let finished = events.iter().find_map(|e| match e {
+        Event::RunFinished {
+            failed,
+            rolled_back,
+            ..
+        } => Some((*failed, *rolled_back)),
+        _ => None,
+    });
+    assert_eq!(finished, Some((1, 0)), "not counted as rolled back");
+    // Whole either way, and no row says it was cancelled.
+    let rows = count(&wh, "SELECT count(*) FROM fct_slow_commit").await;
+    assert!(rows == 0 || rows == 2, "{rows}");
+    let attempts = wh.attempts("slow_commit", None).await.expect("ledger");
+    let said = statuses(&attempts, "2026-01-01");
+    assert!(
+        said.is_empty() || said == [AttemptStatus::Succeeded],
+        "{said:?}"
+    );
+    assert_eq!(
+        rows == 2,
+        !said.is_empty(),
+        "the ledger says what the table holds"
+    );
+    drop(db);
+}
+
 /// `idem verify` runs the job twice under the partition's lock and rolls
 /// back; SIGTERM mid-way ends its statement on the server too.
 /// Starts idem with `args` and waits until the server runs a statement of

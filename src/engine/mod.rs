@@ -524,6 +524,14 @@ impl PartitionRun<'_> {
                     self.failed(&name, attempt, message, false, duration_ms);
                     return PartitionResult::Refused;
                 }
+                // Its COMMIT may have taken: neither a rollback nor a
+                // failure is known, and no ledger row may say either.
+                Err(e @ WarehouseError::CancelledCommitting) => {
+                    let message = e.to_string();
+                    log(message.clone());
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Failed { recorded: false };
+                }
                 Err(e) if e.is_unreachable() => {
                     // No connection could be had (or the one the load had
                     // went silent): nothing was committed, and the ledger

@@ -67,6 +67,12 @@ pub enum WarehouseError {
     /// The load was cancelled and did not commit.
     #[error("cancelled")]
     Cancelled,
+    /// The load was cancelled while its COMMIT was on its way, and the
+    /// server had not answered it when idem let go.
+    #[error(
+        "its COMMIT was under way when the run was cancelled, and the server had not answered it: the partition holds its old rows or its new ones, never a mix (its state will say which; running it again is safe)"
+    )]
+    CancelledCommitting,
     /// A load's session ended on the server without a word to idem (a
     /// restart or failover, or ended there by hand): it never committed.
     #[error(

@@ -144,7 +144,9 @@ impl Warehouse {
         stage: &StageCell,
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<T, WarehouseError> {
-        match stage.get() {
+        let stage_now = stage.get();
+        let committing = matches!(stage_now, Stage::Committing(_));
+        match stage_now {
             Stage::Starting => return Err(WarehouseError::Cancelled),
             Stage::Committing(_) => {
                 log(
@@ -168,6 +170,12 @@ impl Warehouse {
         match tokio::time::timeout(GRACE, &mut load).await {
             // A COMMIT that went through stays what it is: loaded.
             Ok(Ok(done)) => Ok(done),
+            // One that failed is the server's account of it.
+            Ok(Err(e)) if committing => Err(e),
+            // One still on its way when the load is dropped may yet take
+            // (a server waiting on a synchronous standby has committed
+            // locally): neither "rolled back" nor "loaded" is known.
+            Err(_) if committing => Err(WarehouseError::CancelledCommitting),
             Ok(Err(_)) | Err(_) => Err(WarehouseError::Cancelled),
         }
     }
