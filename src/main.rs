@@ -263,6 +263,7 @@ fn main() -> ExitCode {
 fn console_exit(outcome: tui::Outcome) -> Exit {
     match outcome {
         tui::Outcome::Quit => Exit::Ok,
+        tui::Outcome::Terminated => Exit::Cancelled,
         tui::Outcome::NoTerminal(e) => {
             cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
         }

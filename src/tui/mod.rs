@@ -61,8 +61,11 @@ pub struct Options {
 /// How a console session ended.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The operator quit (or the process was asked to stop).
+    /// The operator quit.
     Quit,
+    /// The process was asked to stop (SIGTERM, the terminal gone): what a
+    /// script that started it reads as a cancel.
+    Terminated,
     /// The terminal could not be put into the console's mode.
     NoTerminal(std::io::Error),
     /// Reading the terminal or drawing on it failed mid-session.
@@ -97,6 +100,7 @@ pub async fn run(config: Config, options: Options) -> Outcome {
     let result = terminal::event_loop(&mut app).await;
     drop(guard);
     match result {
+        Ok(()) if app.terminated => Outcome::Terminated,
         Ok(()) => Outcome::Quit,
         Err(e) => Outcome::Broken(e),
     }

@@ -97,6 +97,8 @@ pub struct Shared {
     pub runs: Vec<RunView>,
     pub selected_run: usize,
     pub quit: bool,
+    /// It quit because the process was asked to stop, not the operator.
+    pub terminated: bool,
     pub jobs: JobsPane,
     pub calendar: Calendar,
     pub detail: Detail,
@@ -168,6 +170,7 @@ impl App {
                 runs: Vec::new(),
                 selected_run: 0,
                 quit: false,
+                terminated: false,
                 jobs,
                 calendar: Calendar::default(),
                 detail: Detail::default(),
@@ -335,7 +338,10 @@ impl App {
                 self.shared.size = (w, h);
                 Vec::new()
             }
-            Msg::Terminate => self.quit_now(),
+            Msg::Terminate => {
+                self.shared.terminated = true;
+                self.quit_now()
+            }
             Msg::Connected(r) => self.connected_msg(r),
             Msg::Status { job, result } => {
                 let effects = self.status_msg(&job, result);
