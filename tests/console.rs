@@ -838,7 +838,23 @@ fn an_unreachable_warehouse_shows_and_is_retried() {
     )));
     let screen = text(&a);
     assert!(screen.contains("✗ database: cannot connect"), "{screen}");
-    assert!(screen.contains("not connected"), "{screen}");
+    assert!(
+        screen.contains("cannot read states: cannot connect"),
+        "{screen}"
+    );
+    // The jobs never read say they cannot be, not "loading…", and acting
+    // on their states says why there are none rather than "no failed
+    // partitions".
+    // (cut to the pane's width)
+    assert!(screen.contains("repl·day unreada"), "{screen}");
+    assert!(!screen.contains("loading…"), "{screen}");
+    keys(&mut a, "f");
+    let screen = text(&a);
+    assert!(
+        screen.contains("could not be read: cannot connect to sqlite://x"),
+        "{screen}"
+    );
+    assert!(!screen.contains("no failed partitions"), "{screen}");
     // Keys still work without states.
     assert!(keys(&mut a, "jjkvr?\x1b").is_empty());
     assert!(a.update(Msg::Tick(now() + Duration::seconds(5))).is_empty());

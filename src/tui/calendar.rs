@@ -73,6 +73,9 @@ impl Calendar {
                 }
             }
             Action::SelectFailed | Action::SelectMissing | Action::SelectStale => {
+                if let Some(why) = job.unread() {
+                    return Some(why);
+                }
                 let state = match action {
                     Action::SelectFailed => LoadState::Failed,
                     Action::SelectMissing => LoadState::Missing,
@@ -95,6 +98,9 @@ impl Calendar {
                 });
             }
             Action::SelectOutOfDate => {
+                if let Some(why) = job.unread() {
+                    return Some(why);
+                }
                 let late: Vec<usize> = (0..job.partitions.len())
                     .filter(|i| job.status_at(*i).is_some_and(|s| s.out_of_date().is_some()))
                     .collect();

@@ -84,6 +84,26 @@ pub struct JobView {
 }
 
 impl JobView {
+    /// Why the job's states are not on screen, while they are not: still
+    /// being read, or unreadable (and why). What acting on states says
+    /// instead of finding none.
+    pub fn unread(&self) -> Option<String> {
+        if self.loaded {
+            return None;
+        }
+        Some(match &self.error {
+            Some(e) => format!(
+                "the states of {} could not be read: {}",
+                self.job.name,
+                super::widgets::first_line(e)
+            ),
+            None => format!(
+                "the states of {} are still being read; try again in a moment",
+                self.job.name
+            ),
+        })
+    }
+
     pub fn new(job: Job, now: NaiveDateTime) -> JobView {
         let partitions = job.partitions(now);
         let last = job.last_partition(now);

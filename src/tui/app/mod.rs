@@ -538,6 +538,11 @@ impl App {
             }
             Err(e) => {
                 self.shared.connected = false;
+                // Jobs whose states were never read cannot be, and say so
+                // rather than "loading…" for good.
+                for j in self.shared.jobs.iter_mut() {
+                    j.error.get_or_insert_with(|| e.clone());
+                }
                 self.shared.db_error = Some(e);
                 Vec::new()
             }

@@ -92,8 +92,8 @@ impl ConfirmDialog {
         defaults: &Defaults,
         now: NaiveDateTime,
     ) -> Result<ConfirmDialog, String> {
-        if !job.loaded {
-            return Err("states are still loading; try again in a moment".into());
+        if let Some(why) = job.unread() {
+            return Err(why);
         }
         let runnable: Vec<usize> = candidates
             .into_iter()
@@ -456,8 +456,14 @@ impl ConfirmDialog {
         let conc = match job.job.strategy {
             Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
             Strategy::ReplacePartition => format!(
-                "{} at once · {} of transient errors",
-                n_partitions(self.plan.concurrency as i64),
+                "{} · {} of transient errors",
+                match self.plan.concurrency {
+                    1 if job.job.engine.max_writers() == 1 => {
+                        "1 partition at a time (SQLite has one writer)".to_string()
+                    }
+                    1 => "1 partition at a time".to_string(),
+                    n => format!("{} at once", n_partitions(n as i64)),
+                },
                 count(self.plan.retries, "retry", "retries")
             ),
         };
@@ -736,6 +742,6 @@ mod tests {
         assert!(refused.is_err_and(|e| e.contains("already running")));
         let unread = JobView::new(job.job.clone(), now());
         let refused = ConfirmDialog::open(0, &unread, vec![2], args, &Defaults::default(), now());
-        assert!(refused.is_err_and(|e| e.contains("still loading")));
+        assert!(refused.is_err_and(|e| e.contains("still being read")));
     }
 }
