@@ -68,7 +68,8 @@ struct Plan {
     backfill: Option<Backfill>,
     concurrency: usize,
     retries: u32,
-    command: String,
+    /// The equivalent `idem run`; None when nothing would run.
+    command: Option<String>,
 }
 
 /// What a key did in the dialog.
@@ -180,9 +181,9 @@ impl ConfirmDialog {
         }
     }
 
-    /// The equivalent headless command.
+    /// The equivalent headless command ("" when nothing would run).
     pub fn command(&self) -> &str {
-        &self.plan.command
+        self.plan.command.as_deref().unwrap_or_default()
     }
 
     /// The backfill to run, with the reason typed; `None` when nothing
@@ -269,17 +270,11 @@ impl ConfirmDialog {
 
     /// The `idem run` that does what the dialog will, and a note when the
     /// command takes more than the choice.
-    fn command_line(&self, job: &JobView, chosen: &[usize], risk: bool) -> String {
+    /// None when nothing would run: no command does that (one without a
+    /// range would run the job's whole history).
+    fn command_line(&self, job: &JobView, chosen: &[usize], risk: bool) -> Option<String> {
         let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
-            return RunArgs {
-                from: None,
-                to: None,
-                only: Vec::new(),
-                through_latest: false,
-                reason: None,
-                ..self.args.clone()
-            }
-            .command_line();
+            return None;
         };
         let span: Vec<usize> = (*first..=*last).collect();
         // A choice with gaps is described by the states it takes.
@@ -315,7 +310,7 @@ impl ConfirmDialog {
                 names.join("/")
             ));
         }
-        line
+        Some(line)
     }
 
     /// Text pasted into the dialog: into the reason while it is typed,
@@ -544,12 +539,14 @@ impl ConfirmDialog {
             label("reason"),
             Span::styled(reason, reason_style),
         ]));
-        lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
-        lines.push(Line::from(Span::styled(
-            self.plan.command.clone(),
-            t.style("highlight"),
-        )));
+        if let Some(command) = &self.plan.command {
+            lines.push(Line::from(""));
+            lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
+            lines.push(Line::from(Span::styled(
+                command.clone(),
+                t.style("highlight"),
+            )));
+        }
         lines.push(Line::from(""));
         lines.push(self.hints(t));
         let width = area.width.saturating_sub(2).min(92);
@@ -674,6 +671,13 @@ mod tests {
         c.key(&key('s'), &job, &Defaults::default(), now());
         assert!(c.partitions().is_empty());
         assert!(c.backfill().is_none_or(|b| b.partitions.is_empty()));
+        // Nothing runs: no command says otherwise (one without a range
+        // would run the whole history).
+        assert_eq!(c.command(), "");
+        let shown = draw(100, 30, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(!shown.contains("same as"), "{shown}");
     }
 
     #[test]
