@@ -1722,6 +1722,37 @@ fn loaded_days(app: &App, n: usize) -> Vec<(String, i64)> {
     days
 }
 
+/// A partition without rows whose source has none yet would load empty and
+/// then count as loaded (the shrink guard stops only partitions with rows):
+/// the dialog says so before the run, naming it.
+#[test]
+fn the_confirm_dialog_names_what_a_late_source_would_load_empty() {
+    let mut a = app(140, 40);
+    let missing = a
+        .job()
+        .unwrap()
+        .statuses
+        .iter()
+        .find(|s| s.state == LoadState::Missing)
+        .map(|s| s.partition.name())
+        .expect("a missing day");
+    keys(&mut a, &format!(":goto {missing}\n"));
+    let req = reconcile_request(keys(&mut a, "r"));
+    let counts: idem::warehouse::Counts = [(missing.clone(), 0)].into_iter().collect();
+    a.update(Msg::Reconciled {
+        id: req.id,
+        result: Ok(counts),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains(
+            "empty     1 partition would load empty, then count as loaded: no source rows yet (late?)"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains(&missing), "{screen}");
+}
+
 #[test]
 fn the_confirm_dialog_counts_the_source_and_shows_what_the_shrink_guard_refuses() {
     let mut a = app(140, 40);

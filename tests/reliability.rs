@@ -442,7 +442,8 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
         return;
     };
     let select = "select id, dt from src where dt >= :start and dt < :end";
-    let jobs = common::replace_job("fct", "fct", "2026-01-02", select);
+    // Day 3's source has not landed at all.
+    let jobs = common::replace_job("fct", "fct", "2026-01-03", select);
     let (path, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
     let mut values = Vec::new();
@@ -471,6 +472,13 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
         preview
             .contains("2026-01-01 ■ loaded    rows now 2,000 → source 0: the shrink guard refuses")
             && preview.contains("2 partitions would be refused"),
+        "{preview}"
+    );
+    // A partition without rows is not the guard's: the preview says it
+    // would load empty, and then count as loaded.
+    assert!(
+        preview.contains("→ source 0: loads empty (a late source?)")
+            && preview.contains("1 partition would load empty"),
         "{preview}"
     );
     let (summary, events) = run(&wh, &plan(&wh, fct, "2026-01-01", "2026-01-02").await).await;
@@ -504,7 +512,12 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     let statuses = state::job_status(&wh, fct, now_utc(), &Default::default())
         .await
         .expect("status");
-    assert!(statuses.iter().all(|s| s.state == LoadState::Loaded));
+    assert!(
+        statuses
+            .iter()
+            .filter(|s| s.partition.name() != "2026-01-03")
+            .all(|s| s.state == LoadState::Loaded)
+    );
 
     // The operator says the source really shrank.
     let mut allowed = plan(&wh, fct, "2026-01-01", "2026-01-02").await;

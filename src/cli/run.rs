@@ -437,6 +437,9 @@ struct DryRunPartition {
     rows_source: Option<i64>,
     /// The shrink guard will refuse it.
     refused: bool,
+    /// It holds no rows and its source has none yet: it would load empty
+    /// (and count as loaded).
+    loads_empty: bool,
 }
 
 impl<'a> DryRun<'a> {
@@ -458,6 +461,7 @@ impl<'a> DryRun<'a> {
                 rows_now: s.rows_now,
                 rows_source: s.rows_source,
                 refused: self.refused(s),
+                loads_empty: self.backfill.loads_empty(s),
             })
             .collect()
     }
@@ -503,7 +507,7 @@ impl<'a> DryRun<'a> {
             n_partitions(self.backfill.partitions.len() as i64),
             self.backfill.effective_concurrency()
         );
-        let mut refused = 0;
+        let (mut refused, mut empty) = (0, 0);
         for (p, s) in self.partitions().iter().zip(&self.planned) {
             let source = match (s.rows_source, self.refused(s)) {
                 (Some(n), true) => {
@@ -512,6 +516,10 @@ impl<'a> DryRun<'a> {
                         " → source {}: the shrink guard refuses (source looks incomplete)",
                         thousands(n)
                     )
+                }
+                (Some(0), false) if p.loads_empty => {
+                    empty += 1;
+                    " → source 0: loads empty (a late source?)".to_string()
                 }
                 (Some(n), false) => format!(" → source {}", thousands(n)),
                 (None, _) => String::new(),
@@ -530,6 +538,14 @@ impl<'a> DryRun<'a> {
                 "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
                 n_partitions(refused),
                 if refused == 1 { "its" } else { "their" }
+            );
+        }
+        if empty > 0 {
+            outln!(
+                "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
+                n_partitions(empty),
+                if empty == 1 { "it" } else { "them" },
+                if empty == 1 { "it" } else { "them" }
             );
         }
         Ok(())

@@ -274,6 +274,16 @@ impl Backfill {
     pub fn shrink_refuses(&self, status: &state::PartitionStatus) -> bool {
         !self.allow_shrink && self.shrinks_past_guard(status)
     }
+
+    /// Whether `status`'s partition, holding no rows, would load empty: its
+    /// source (as a preview counted it) has none for it yet. It then counts
+    /// as loaded, and the gap of a late source leaves the calendar; the
+    /// shrink guard refuses only partitions that had rows.
+    pub fn loads_empty(&self, status: &state::PartitionStatus) -> bool {
+        self.job.strategy == Strategy::ReplacePartition
+            && status.rows_source == Some(0)
+            && status.rows_now.unwrap_or(0) == 0
+    }
 }
 
 /// Identity of whoever runs the backfill, recorded in the ledger:

@@ -98,13 +98,40 @@ pub fn lines<'a>(
                 },
                 "text",
             );
+            // Partitions a late source would leave loaded empty, which the
+            // shrink guard (for partitions with rows) does not stop.
+            let empty: Vec<String> = statuses
+                .iter()
+                .filter(|s| backfill.loads_empty(s))
+                .map(|s| s.partition.name())
+                .collect();
+            let empty_lines = (!empty.is_empty()).then(|| {
+                let mut named: Vec<String> = empty.iter().take(NAMED).cloned().collect();
+                if empty.len() > NAMED {
+                    named.push(format!("{} more", empty.len() - NAMED));
+                }
+                [
+                    line(
+                        "empty",
+                        format!(
+                            "{} would load empty, then count as loaded: no source rows yet (late?)",
+                            n_partitions(empty.len() as i64),
+                        ),
+                        "warning",
+                    ),
+                    line("", named.join(" · "), "warning"),
+                ]
+            });
             if shrinking.is_empty() {
                 let none = line(
                     "shrink",
                     "none: no partition shrinks past the shrink guard".into(),
                     "ok",
                 );
-                return vec![source, none];
+                return [source, none]
+                    .into_iter()
+                    .chain(empty_lines.into_iter().flatten())
+                    .collect();
             }
             let mut named: Vec<String> = shrinking
                 .iter()
@@ -130,11 +157,14 @@ pub fn lines<'a>(
                     shrink_key()
                 )
             };
-            vec![
+            [
                 source,
                 line("shrink", text, "warning"),
                 line("", named.join(" · "), "warning"),
             ]
+            .into_iter()
+            .chain(empty_lines.into_iter().flatten())
+            .collect()
         }
     }
 }
