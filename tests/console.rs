@@ -1722,6 +1722,35 @@ fn loaded_days(app: &App, n: usize) -> Vec<(String, i64)> {
     days
 }
 
+/// A second run of days a first run of this console has yet to load
+/// leaves them out (both would load them, one after the other) and says so.
+#[test]
+fn a_second_run_leaves_out_what_a_first_has_yet_to_load() {
+    let mut a = app(140, 40);
+    let days = loaded_days(&a, 4);
+    let start = |a: &mut App, moves: &str| {
+        keys(a, &format!(":goto {}\n", days[0].0));
+        keys(a, &format!("v{moves}"));
+        let req = reconcile_request(keys(a, "r"));
+        let counts: idem::warehouse::Counts = days.iter().cloned().collect();
+        a.update(Msg::Reconciled {
+            id: req.id,
+            result: Ok(counts),
+        });
+        match keys(a, "\n").as_slice() {
+            [Effect::StartRun(run)] => run.partitions.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            other => panic!("expected a run, got {other:?}"),
+        }
+    };
+    assert_eq!(start(&mut a, "ll").len(), 3);
+    // Nothing of the first has started yet: all three are queued.
+    assert_eq!(start(&mut a, "lll"), [days[3].0.clone()]);
+    assert_eq!(
+        a.message.as_ref().map(|(_, m)| m.as_str()),
+        Some("3 partitions left out: queued in a run of this console already")
+    );
+}
+
 /// A partition without rows whose source has none yet would load empty and
 /// then count as loaded (the shrink guard stops only partitions with rows):
 /// the dialog says so before the run, naming it.

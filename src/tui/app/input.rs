@@ -18,7 +18,7 @@ use crate::tui::keys::{Action, Scope};
 use crate::tui::layout::calendar_capacity;
 use crate::tui::lineage_view::{self, LineageStep, LineageView};
 use crate::tui::msg::{Effect, RunRequest};
-use crate::tui::runs::{self, RunView};
+use crate::tui::runs::{self, RunPartState, RunView};
 
 impl App {
     /// Pasted text goes into the input being typed, whole; anywhere else it
@@ -381,11 +381,41 @@ impl App {
     }
 
     fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
-        let Some(backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
+        let Some(mut backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
             self.shared.message =
                 Some((true, "no partition matches the filter; nothing ran".into()));
             return Vec::new();
         };
+        // Partitions another run of this console has yet to load are its:
+        // both would load them, one after the other.
+        let queued: std::collections::HashSet<&str> = self
+            .shared
+            .runs
+            .iter()
+            .filter(|r| r.active() && r.job == backfill.job.name)
+            .flat_map(|r| &r.partitions)
+            .filter(|p| matches!(p.state, RunPartState::Queued | RunPartState::Retrying))
+            .map(|p| p.name.as_str())
+            .collect();
+        let before = backfill.partitions.len();
+        backfill
+            .partitions
+            .retain(|p| !queued.contains(p.name().as_str()));
+        let left_out = before - backfill.partitions.len();
+        if backfill.partitions.is_empty() {
+            self.shared.message = Some((
+                true,
+                format!(
+                    "{} queued in a run of this console already; nothing ran",
+                    if left_out == 1 {
+                        "it is"
+                    } else {
+                        "they are all"
+                    }
+                ),
+            ));
+            return Vec::new();
+        }
         if !self.shared.connected {
             self.shared.message =
                 Some((true, "not connected to the warehouse; nothing ran".into()));
@@ -413,6 +443,15 @@ impl App {
             numbered.push(run);
         }
         self.shared.selected_run = self.shared.runs.len() - 1 - steps.len();
+        if left_out > 0 {
+            self.shared.message = Some((
+                false,
+                format!(
+                    "{} left out: queued in a run of this console already",
+                    crate::numbers::n_partitions(left_out as i64)
+                ),
+            ));
+        }
         let cascade = numbered[1..].iter().copied().zip(steps).collect();
         vec![Effect::StartRun(Box::new(RunRequest {
             run: numbered[0],
