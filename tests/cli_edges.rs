@@ -240,3 +240,34 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
     );
     assert_eq!(std::fs::metadata(&database).unwrap().len(), before);
 }
+
+/// A server that takes the connection and never answers (a firewall that
+/// drops packets, a hung server) is named as such after connect_timeout,
+/// with the setting that bounds the wait.
+#[test]
+fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
+    // Connections queue in the listen backlog; none is ever answered.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://etl@127.0.0.1:{port}/dw\"\nconnect_timeout = \"1s\"\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = idem(&config, &["status"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot connect to postgres://etl@127.0.0.1:{port}/dw: no answer within connect_timeout (1s)"
+        )),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    drop(silent);
+}

@@ -169,6 +169,13 @@ fn missing_required_keys_are_named() {
         line_of(&text, "[[jobs]]"),
         "points at the job missing it"
     );
+    // And names it, with what to write.
+    assert_eq!(e.field, "jobs[0] (fct_orders)");
+    assert!(
+        e.message
+            .contains("(the table the job loads, e.g. target = \"analytics.fct_orders\")"),
+        "{e}"
+    );
 }
 
 #[test]

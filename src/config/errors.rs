@@ -50,7 +50,15 @@ fn field_at(text: &str, offset: usize) -> Option<(String, TomlKind)> {
                 .then(|| (name.to_string(), kind))
         };
         match value.get_ref() {
-            DeValue::Table(table) => walk(table, &format!("{name}."), offset),
+            // Nothing in the table: the table itself (a key missing from it),
+            // a job named by its name too.
+            DeValue::Table(table) => walk(table, &format!("{name}."), offset).or_else(|| {
+                let named = table
+                    .get("name")
+                    .and_then(|n| n.get_ref().as_str())
+                    .map_or(name.to_string(), |n| format!("{name} ({n})"));
+                here(value).map(|(_, kind)| (named, kind))
+            }),
             DeValue::Array(items) => {
                 items
                     .iter()
@@ -108,6 +116,12 @@ impl Positions<'_> {
             let example = match rest.trim_matches('`') {
                 "warehouse" => " (add [warehouse] with url = \"sqlite://warehouse.db\")",
                 "url" => " (e.g. url = \"${DATABASE_URL}\")",
+                "name" => " (e.g. name = \"fct_orders\")",
+                "target" => " (the table the job loads, e.g. target = \"analytics.fct_orders\")",
+                "strategy" => " (strategy = \"replace_partition\" or \"merge_key\")",
+                "grain" => " (grain = \"hour\", \"day\" or \"month\")",
+                "start" => " (its first partition, e.g. start = \"2026-01-01\")",
+                "sql" => " (the SELECT of one partition, with :start and :end)",
                 _ => "",
             };
             format!("missing required key {rest}{example}")

@@ -7,6 +7,13 @@ use super::{Dialect, columns};
 pub enum WarehouseError {
     #[error("cannot connect to {url}: {source}")]
     Connect { url: String, source: sqlx::Error },
+    /// The server took the connection but did not answer (a firewall that
+    /// drops packets, a server hung or restarting, a wrong port that a
+    /// proxy holds open).
+    #[error(
+        "cannot connect to {url}: no answer within connect_timeout ({after}); is the host and port right and the server up? (warehouse.connect_timeout sets how long to wait)"
+    )]
+    ConnectTimeout { url: String, after: String },
     #[error("{}", sql_message(.0))]
     Sql(#[from] sqlx::Error),
     #[error(
@@ -124,6 +131,7 @@ impl WarehouseError {
             self,
             WarehouseError::Sql(sqlx::Error::PoolTimedOut)
                 | WarehouseError::Connect { .. }
+                | WarehouseError::ConnectTimeout { .. }
                 | WarehouseError::Lost { .. }
         )
     }

@@ -372,7 +372,10 @@ impl Warehouse {
         let mut first =
             tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
                 .await
-                .map_err(|_| connect_error(sqlx::Error::PoolTimedOut))?
+                .map_err(|_| WarehouseError::ConnectTimeout {
+                    url: redact(&config.url),
+                    after: format!("{:?}", config.connect_timeout),
+                })?
                 .map_err(connect_error)?;
         prepare_session(dialect, &mut first, timeouts)
             .await
