@@ -42,14 +42,22 @@ pub struct Detail {
 impl Detail {
     /// Starts proving the cursor's partition of `job` idempotent: the effect
     /// that runs it, or why it cannot be verified now.
-    pub fn verify(&mut self, job: &JobView, connected: bool, id: usize) -> Result<Effect, String> {
+    /// A window still open may be proved, as `idem verify` proves it (it
+    /// all rolls back); one not begun has nothing to prove.
+    pub fn verify(
+        &mut self,
+        job: &JobView,
+        connected: bool,
+        id: usize,
+        now: chrono::NaiveDateTime,
+    ) -> Result<Effect, String> {
         let partition = job
             .partitions
             .get(job.cursor)
             .copied()
             .ok_or_else(|| "no partition under the cursor".to_string())?;
         let refuse = match job.state_at(job.cursor) {
-            Some(LoadState::Future) => Some("is in the future"),
+            _ if partition.start > now => Some("has not begun yet: there is nothing to prove"),
             Some(LoadState::Running) => Some("is running; verify it when the run ends"),
             _ if !connected => Some("cannot be verified: not connected to the warehouse"),
             _ => None,
@@ -476,7 +484,7 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::fixture::{draw, job_view};
+    use crate::tui::fixture::{draw, job_view, now};
 
     fn verification(rows: usize) -> Verification {
         Verification {
@@ -491,14 +499,20 @@ mod tests {
     fn a_verification_is_asked_shown_and_replaced() {
         let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
         let mut detail = Detail::default();
-        let refused = detail.verify(&job, false, 1);
+        let refused = detail.verify(&job, false, 1, now());
         assert!(refused.is_err_and(|e| e.contains("not connected")));
-        let Ok(Effect::Verify(req)) = detail.verify(&job, true, 1) else {
+        // A window not begun has nothing to prove; an open one may be.
+        let before = now() - chrono::Duration::days(10);
+        let refused = detail.verify(&job, true, 1, before);
+        assert!(refused.is_err_and(|e| e.contains("has not begun yet")));
+        let open = job.partitions[job.cursor].start + chrono::Duration::hours(1);
+        assert!(detail.verify(&job, true, 3, open).is_ok());
+        let Ok(Effect::Verify(req)) = detail.verify(&job, true, 1, now()) else {
             panic!("no verify effect");
         };
         assert_eq!(req.partition.name(), "2026-06-10");
         assert!(detail.for_cursor(&job).is_some_and(|v| v.result.is_none()));
-        assert!(detail.verify(&job, true, 2).is_ok());
+        assert!(detail.verify(&job, true, 2, now()).is_ok());
         assert_eq!(detail.verified(1, Ok(verification(5))), None, "replaced");
         let note = detail.verified(2, Ok(verification(100)));
         assert_eq!(

@@ -465,11 +465,12 @@ impl App {
         let Some(j) = self.shared.jobs.current() else {
             return Vec::new();
         };
-        match self
-            .shared
-            .detail
-            .verify(j, self.shared.connected, self.next_request)
-        {
+        match self.shared.detail.verify(
+            j,
+            self.shared.connected,
+            self.next_request,
+            self.shared.now,
+        ) {
             Ok(effect) => {
                 self.next_request += 1;
                 let partition = j.partitions.get(j.cursor).map(Partition::name);
