@@ -152,6 +152,16 @@ pub fn run_range(
     if selection.from.is_none() && selection.to.is_none() {
         return Ok(None);
     }
+    // Said as `idem run` says it, not as a range with nothing in it.
+    if let (Some(from), Some(to)) = (selection.from, selection.to)
+        && from > to
+    {
+        return Err(crate::engine::PlanError::EmptyRange {
+            from: from.name(),
+            to: to.name(),
+        }
+        .to_string());
+    }
     let from = selection.from.unwrap_or(job.job.start);
     let to = selection.to.unwrap_or_else(|| job.job.last_partition(now));
     Ok(Some(
@@ -170,6 +180,16 @@ mod tests {
             Some(Command::Run(args)) => Ok(*args),
             other => panic!("not a run: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_range_written_backwards_is_said_as_idem_run_says_it() {
+        let job = crate::tui::fixture::job_view("fct_orders", false, "■■■■■■■■■■");
+        let args = run("run 2026-06-09..2026-06-02").unwrap();
+        assert_eq!(
+            run_range(&args, &job, crate::tui::fixture::now()),
+            Err("--from 2026-06-09 is after --to 2026-06-02".to_string())
+        );
     }
 
     #[test]

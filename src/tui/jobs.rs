@@ -83,21 +83,37 @@ impl JobsPane {
         }
     }
 
-    /// The job `:job NAME` means: exactly that name, else the first that
-    /// starts with it, else the first that contains it.
+    /// The job `:job NAME` names: by its whole name, or else the one job whose
+    /// name begins with it, or else contains it. Two or more such are named
+    /// back, not one of them picked.
     pub fn find(&self, name: &str) -> Result<usize, String> {
-        let found = (!name.is_empty())
-            .then(|| {
-                let by = |f: &dyn Fn(&str) -> bool| self.jobs.iter().position(|j| f(&j.job.name));
-                by(&|n| n == name)
-                    .or_else(|| by(&|n| n.starts_with(name)))
-                    .or_else(|| by(&|n| n.contains(name)))
-            })
-            .flatten();
-        found.ok_or_else(|| {
-            let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
-            format!("no job \"{name}\"; jobs: {}", names.join(", "))
-        })
+        let matching = |f: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            (0..self.jobs.len())
+                .filter(|i| f(&self.jobs[*i].job.name))
+                .collect()
+        };
+        let tiers: [&dyn Fn(&str) -> bool; 3] = [&|n| n == name, &|n| n.starts_with(name), &|n| {
+            n.contains(name)
+        }];
+        for tier in tiers.iter().filter(|_| !name.is_empty()) {
+            match matching(tier).as_slice() {
+                [] => continue,
+                [one] => return Ok(*one),
+                many => {
+                    let names: Vec<&str> = many
+                        .iter()
+                        .map(|i| self.jobs[*i].job.name.as_str())
+                        .collect();
+                    return Err(format!(
+                        "\"{name}\" names {} jobs: {}; type more of one",
+                        many.len(),
+                        names.join(", ")
+                    ));
+                }
+            }
+        }
+        let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
+        Err(format!("no job \"{name}\"; jobs: {}", names.join(", ")))
     }
 
     pub fn filter_text(&self) -> &str {

@@ -599,6 +599,29 @@ impl App {
                     Some(p) => {
                         j.move_to(|_| Some(p));
                         self.shared.focus = Focus::Calendar;
+                        // Outside the job's partitions the cursor stops at
+                        // the nearest end: said, not left to be noticed.
+                        let (name, first, last) = (
+                            &j.job.name,
+                            j.partitions.first().copied(),
+                            j.partitions.last().copied(),
+                        );
+                        let note = match (first, last) {
+                            (Some(first), _) if p < first => Some(format!(
+                                "{} is before {name}'s first partition: at {}",
+                                p.name(),
+                                first.name()
+                            )),
+                            (_, Some(last)) if p > last => Some(format!(
+                                "{} is after {name}'s last partition: at {}",
+                                p.name(),
+                                last.name()
+                            )),
+                            _ => None,
+                        };
+                        if let Some(note) = note {
+                            self.shared.message = Some((false, note));
+                        }
                     }
                     None => {
                         self.shared.message = Some((
