@@ -397,6 +397,14 @@ impl ConfirmDialog {
                 .map(Partition::name)
                 .unwrap_or_default()
         };
+        // Lines a small terminal goes without, first dropped first: what
+        // decides the run (range, states, what it replaces, the source and
+        // the shrink guard, lint, the reason, the keys) always shows.
+        const SPACING: u8 = 4;
+        const SAME_AS: u8 = 3;
+        const STRATEGY: u8 = 2;
+        const ONLY: u8 = 1;
+        let mut optional: Vec<(usize, u8)> = Vec::new();
         let mut lines = Vec::new();
         let range = match (chosen.first(), chosen.last()) {
             (Some(a), Some(z)) if chosen.len() > filtered => format!(
@@ -426,6 +434,7 @@ impl ConfirmDialog {
         };
         lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));
         lines.push(self.filter_line(t, label("only")));
+        optional.push((lines.len() - 1, ONLY));
         let mut states = vec![label("states")];
         for st in LoadState::ALL {
             let n = chosen
@@ -448,6 +457,7 @@ impl ConfirmDialog {
             label("strategy"),
             Span::styled(strategy_words(job), text),
         ]));
+        optional.push((lines.len() - 1, STRATEGY));
         let conc = match job.job.strategy {
             Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
             Strategy::ReplacePartition => format!(
@@ -546,20 +556,43 @@ impl ConfirmDialog {
                 command.clone(),
                 t.style("highlight"),
             )));
+            let n = lines.len();
+            optional.extend([(n - 3, SAME_AS), (n - 2, SAME_AS), (n - 1, SAME_AS)]);
         }
         lines.push(Line::from(""));
+        optional.push((lines.len() - 1, SPACING));
         lines.push(self.hints(t));
         let width = area.width.saturating_sub(2).min(92);
         let inner_w = width.saturating_sub(2).max(1) as usize;
-        let height: usize = lines
-            .iter()
-            .map(|l| match l.width() {
-                w if w <= inner_w => 1,
-                // Word wrapping may need a line more than the characters do.
-                w => w.div_ceil(inner_w) + 1,
-            })
-            .sum::<usize>()
-            + 2;
+        let height_of = |lines: &[Line]| -> usize {
+            lines
+                .iter()
+                .map(|l| match l.width() {
+                    w if w <= inner_w => 1,
+                    // Word wrapping may need a line more than the characters do.
+                    w => w.div_ceil(inner_w) + 1,
+                })
+                .sum::<usize>()
+                + 2
+        };
+        let mut rank = SPACING;
+        while height_of(&lines) > area.height as usize && rank > 0 {
+            let mut gone: Vec<usize> = optional
+                .iter()
+                .filter(|(_, r)| *r == rank)
+                .map(|(i, _)| *i)
+                .collect();
+            gone.sort_unstable_by(|a, b| b.cmp(a));
+            for i in gone {
+                lines.remove(i);
+                for (j, _) in optional.iter_mut().filter(|(j, _)| *j > i) {
+                    *j -= 1;
+                }
+            }
+            optional.retain(|(_, r)| *r != rank);
+            rank -= 1;
+        }
+        let height = height_of(&lines);
         let r = centered(area, width, height.min(u16::MAX as usize) as u16);
         frame.render_widget(Clear, r);
         let b = block(t, format!(" Run {}? ", job.job.name), true);
@@ -678,6 +711,37 @@ mod tests {
             c.render(f, f.area(), &Theme::default_theme(), &job)
         });
         assert!(!shown.contains("same as"), "{shown}");
+    }
+
+    /// At the console's smallest size the dialog drops its explanations
+    /// (the command, the strategy's words, the filter keys), never what
+    /// decides the run or the keys that run or leave it.
+    #[test]
+    fn a_small_terminal_keeps_what_decides_the_run() {
+        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+        let c = open(&job, (1..=8).collect());
+        let small = draw(60, 15, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        for kept in [
+            "range",
+            "states",
+            "replaces",
+            "parallel",
+            "lint",
+            "reason",
+            "Enter run",
+            "Esc back",
+        ] {
+            assert!(small.contains(kept), "{kept}:\n{small}");
+        }
+        assert!(!small.contains("same as"), "{small}");
+        let large = draw(120, 40, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        for all in ["only", "strategy", "same as", "idem run fct_orders"] {
+            assert!(large.contains(all), "{all}:\n{large}");
+        }
     }
 
     #[test]
