@@ -719,7 +719,8 @@ mod tests {
         let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
         assert_eq!(names, ["2026-06-03", "2026-06-05", "2026-06-08"]);
         assert_eq!(req.prior_attempts.get("2026-06-08"), Some(&1));
-        assert_eq!(a.runs[0].concurrency, 4);
+        // The fixture's warehouse is SQLite: one writer.
+        assert_eq!(a.runs[0].concurrency, 1);
         for (line, says) in [
             ("run --only running", "is not a state"),
             ("run --concurrency 0", "out of range"),
