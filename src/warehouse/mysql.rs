@@ -20,36 +20,80 @@ use crate::partition::{Grain, Partition};
 /// MariaDB and MySQL, as the server's `sql_mode` reads SQL text.
 pub struct MySql {
     backslash_escapes: bool,
+    /// `DELETE` and `INSERT` take `RETURNING` (MariaDB 10.5 and later): a
+    /// replace hashes the rows its statements return. MySQL 8 and older
+    /// MariaDB have no `RETURNING`; there a replace reads the window before
+    /// and after, as on the other engines.
+    returning: bool,
 }
 
 impl MySql {
-    /// The server's default: a backslash in a string escapes.
+    /// MariaDB's default: a backslash in a string escapes.
     pub const DEFAULT: MySql = MySql {
         backslash_escapes: true,
+        returning: true,
     };
     /// A server whose `sql_mode` has `NO_BACKSLASH_ESCAPES`.
     pub const NO_BACKSLASH_ESCAPES: MySql = MySql {
         backslash_escapes: false,
+        returning: true,
     };
+    /// MySQL 8 or a MariaDB before 10.5, as its `sql_mode` reads strings.
+    const WITHOUT_RETURNING: [MySql; 2] = [
+        MySql {
+            backslash_escapes: true,
+            returning: false,
+        },
+        MySql {
+            backslash_escapes: false,
+            returning: false,
+        },
+    ];
 }
 
 /// The dialect as the server reads SQL text: idem's sessions take the
 /// server's `sql_mode` ([`Dialect::session_setup`]), and with
 /// `NO_BACKSLASH_ESCAPES` in it a job's `'C:\'` is a whole string, so its
 /// parameters are found as that server sees them.
+/// And what the server can do: `RETURNING` or not.
 pub(super) async fn as_the_server_reads(
     conn: &mut sqlx::AnyConnection,
 ) -> Result<&'static MySql, sqlx::Error> {
     use sqlx::Row;
-    let row =
-        sqlx::query("SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED)")
-            .fetch_one(conn)
-            .await?;
-    Ok(if row.try_get::<i64, _>(0)? == 0 {
-        &MySql::DEFAULT
-    } else {
-        &MySql::NO_BACKSLASH_ESCAPES
-    })
+    let row = sqlx::query(
+        "SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED), CAST(VERSION() AS CHAR)",
+    )
+    .fetch_one(conn)
+    .await?;
+    let backslash = row.try_get::<i64, _>(0)? == 0;
+    let version: String = row.try_get(1)?;
+    // The tests take the other path on this machine's MariaDB too.
+    let told = std::env::var_os("IDEM_TEST_NO_RETURNING").is_some();
+    Ok(dialect_of(backslash, &version, told))
+}
+
+/// The dialect of a server whose strings take backslash escapes or not, of
+/// this `VERSION()`, `RETURNING` left unused if `plain`.
+fn dialect_of(backslash: bool, version: &str, plain: bool) -> &'static MySql {
+    match (has_returning(version) && !plain, backslash) {
+        (true, true) => &MySql::DEFAULT,
+        (true, false) => &MySql::NO_BACKSLASH_ESCAPES,
+        (false, true) => &MySql::WITHOUT_RETURNING[0],
+        (false, false) => &MySql::WITHOUT_RETURNING[1],
+    }
+}
+
+/// Whether a server of this `VERSION()` takes `INSERT … RETURNING`:
+/// MariaDB 10.5 and later (`10.11.19-MariaDB-0+deb12u1`); MySQL does not.
+fn has_returning(version: &str) -> bool {
+    if !version.contains("MariaDB") {
+        return false;
+    }
+    let mut parts = version
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (10, 5)
 }
 
 /// The lock name of `key` in `database`: `idem:` and the first 40 hex
@@ -135,7 +179,8 @@ impl Dialect for MySql {
     /// its `SUM`) cost more per row than the SHA-1 itself: over 90,000 rows,
     /// 65–72 ms against 10 ms for the digest (`SELECT SUM(…)`, 20 turns).
     fn returned_row_hash(&self, columns: &[(String, String)]) -> Option<String> {
-        Some(format!("LEFT(SHA1({}), 15)", row_text(columns)))
+        self.returning
+            .then(|| format!("LEFT(SHA1({}), 15)", row_text(columns)))
     }
 
     fn lock_plan(&self) -> LockPlan {
@@ -595,7 +640,32 @@ pub(super) async fn set_statement_timeout(
 
 #[cfg(test)]
 mod tests {
-    use super::lock_name;
+    use super::{Dialect, dialect_of, has_returning, lock_name};
+
+    #[test]
+    fn a_server_without_returning_hashes_by_reading() {
+        let columns = [("id".to_string(), "int".to_string())];
+        let mariadb = dialect_of(true, "10.11.19-MariaDB", false);
+        assert!(mariadb.returned_row_hash(&columns).is_some());
+        for plain in [
+            dialect_of(true, "8.0.36", false),
+            dialect_of(false, "10.4.1-MariaDB", false),
+            dialect_of(true, "10.11.19-MariaDB", true),
+        ] {
+            assert!(plain.returned_row_hash(&columns).is_none());
+        }
+        assert!(!dialect_of(false, "8.0.36", false).backslash_escapes());
+    }
+
+    #[test]
+    fn returning_is_mariadbs_from_10_5() {
+        assert!(has_returning("10.11.19-MariaDB-0+deb12u1"));
+        assert!(has_returning("10.5.2-MariaDB"));
+        assert!(has_returning("11.4.2-MariaDB-ubu2404"));
+        assert!(!has_returning("10.4.34-MariaDB"));
+        assert!(!has_returning("8.0.36"));
+        assert!(!has_returning("8.4.0-0ubuntu0.24.04.1"));
+    }
 
     #[test]
     fn lock_names_are_the_ones_the_server_makes() {

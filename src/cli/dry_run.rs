@@ -1,0 +1,183 @@
+//! `idem run --dry-run`: the partitions a run would load, as they are now,
+//! with what the source holds for them and what the shrink guard will do.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::Stop;
+use super::output::outln;
+use crate::config::Strategy;
+use crate::engine::{self, Backfill};
+use crate::numbers::{n_partitions, n_rows, thousands};
+use crate::partition::Partition;
+use crate::state;
+
+/// What a dry run shows: the partitions it would run, as they are now.
+pub(super) struct DryRun<'a> {
+    backfill: &'a Backfill,
+    planned: Vec<&'a state::PartitionStatus>,
+}
+
+/// `idem run --dry-run --json`: one line, shaped like a run's events.
+#[derive(Serialize)]
+struct DryRunEvent<'a> {
+    schema_version: u32,
+    event: &'static str,
+    job: &'a str,
+    strategy: Strategy,
+    target: String,
+    concurrency: usize,
+    partitions: Vec<DryRunPartition>,
+    /// Rows the run would delete before inserting (replace jobs only).
+    rows_replaced: Option<i64>,
+    plan: String,
+}
+
+/// One partition of `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct DryRunPartition {
+    partition: String,
+    state: &'static str,
+    rows_now: Option<i64>,
+    /// What the job's SQL gives the partition now (replace jobs).
+    rows_source: Option<i64>,
+    /// The shrink guard will refuse it.
+    refused: bool,
+    /// It holds no rows and its source has none yet: it would load empty
+    /// (and count as loaded).
+    loads_empty: bool,
+}
+
+impl<'a> DryRun<'a> {
+    pub(super) fn new(
+        backfill: &'a Backfill,
+        statuses: &'a [state::PartitionStatus],
+    ) -> DryRun<'a> {
+        let planned_partitions: HashSet<Partition> = backfill.partitions.iter().copied().collect();
+        let planned = statuses
+            .iter()
+            .filter(|s| planned_partitions.contains(&s.partition))
+            .collect();
+        DryRun { backfill, planned }
+    }
+
+    fn partitions(&self) -> Vec<DryRunPartition> {
+        self.planned
+            .iter()
+            .map(|s| DryRunPartition {
+                partition: s.partition.name(),
+                state: s.state.name(),
+                rows_now: s.rows_now,
+                rows_source: s.rows_source,
+                refused: self.refused(s),
+                loads_empty: self.backfill.loads_empty(s),
+            })
+            .collect()
+    }
+
+    /// Whether the shrink guard will refuse this partition's replace, from
+    /// the source count a preview read.
+    fn refused(&self, s: &state::PartitionStatus) -> bool {
+        self.backfill.shrink_refuses(s)
+    }
+
+    /// Rows the run would delete before inserting, for replace jobs.
+    fn rows_replaced(&self) -> i64 {
+        self.planned.iter().map(|s| s.rows_now.unwrap_or(0)).sum()
+    }
+
+    /// The strategy in one line of plain words.
+    fn plan_line(&self) -> String {
+        let job = &self.backfill.job;
+        match job.strategy {
+            Strategy::ReplacePartition => format!(
+                "would replace {}: per partition, in one transaction, DELETE its window of {} and INSERT the job's rows",
+                n_rows(self.rows_replaced()),
+                job.target
+            ),
+            Strategy::MergeKey => format!(
+                "would merge each window's rows into {} by ({}), one window at a time, oldest first",
+                job.target,
+                job.unique_key
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    pub(super) fn print(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        outln!(
+            "dry run: {} · {} · {} · concurrency {}",
+            job.name,
+            job.strategy.as_str(),
+            n_partitions(self.backfill.partitions.len() as i64),
+            self.backfill.effective_concurrency()
+        );
+        let (mut refused, mut empty) = (0, 0);
+        for (p, s) in self.partitions().iter().zip(&self.planned) {
+            let source = match (s.rows_source, self.refused(s)) {
+                (Some(n), true) => {
+                    refused += 1;
+                    format!(
+                        " → source {}: the shrink guard refuses (source looks incomplete)",
+                        thousands(n)
+                    )
+                }
+                (Some(0), false) if p.loads_empty => {
+                    empty += 1;
+                    " → source 0: loads empty (a late source?)".to_string()
+                }
+                (Some(n), false) => format!(" → source {}", thousands(n)),
+                (None, _) => String::new(),
+            };
+            outln!(
+                "  {} {} {:<9} rows now {}{source}",
+                p.partition,
+                s.state.glyph(),
+                p.state,
+                s.rows().map_or("-".to_string(), thousands)
+            );
+        }
+        outln!("{}", self.plan_line());
+        if refused > 0 {
+            outln!(
+                "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
+                n_partitions(refused),
+                if refused == 1 { "its" } else { "their" }
+            );
+        }
+        if empty > 0 {
+            outln!(
+                "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
+                n_partitions(empty),
+                if empty == 1 { "it" } else { "them" },
+                if empty == 1 { "it" } else { "them" }
+            );
+        }
+        Ok(())
+    }
+
+    /// One JSON object on one line, like the events of a real run.
+    pub(super) fn print_json(&self) -> Result<(), Stop> {
+        let job = &self.backfill.job;
+        let event = DryRunEvent {
+            schema_version: engine::SCHEMA_VERSION,
+            event: "dry_run",
+            job: &job.name,
+            strategy: job.strategy,
+            target: job.target.to_string(),
+            concurrency: self.backfill.effective_concurrency(),
+            partitions: self.partitions(),
+            rows_replaced: (job.strategy == Strategy::ReplacePartition)
+                .then(|| self.rows_replaced()),
+            plan: self.plan_line(),
+        };
+        let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
+        outln!("{line}");
+        Ok(())
+    }
+}

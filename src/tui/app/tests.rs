@@ -1,0 +1,101 @@
+use super::*;
+use crate::tui::fixture::{self, code, job_view, key, now};
+
+fn app() -> App {
+    let config = fixture::config("fct_orders", false);
+    let start = Start {
+        theme: Theme::default_theme(),
+        mouse: true,
+        note: None,
+        theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+    };
+    let mut app = App::start_with(config, start, now());
+    app.start();
+    app.update(Msg::Connected(Ok(Connection {
+        url: "sqlite://w.db".into(),
+        syntax: crate::config::Engine::Sqlite.into(),
+    })));
+    let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
+    app.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(statuses)),
+    });
+    app
+}
+
+fn type_line(app: &mut App, line: &str) -> Vec<Effect> {
+    let mut effects = app.update(Msg::Key(key(':')));
+    for c in line.chars() {
+        effects.extend(app.update(Msg::Key(key(c))));
+    }
+    effects.extend(app.update(Msg::Key(code(crossterm::event::KeyCode::Enter))));
+    effects
+}
+
+#[test]
+fn theme_files_are_read_in_the_background() {
+    let mut a = app();
+    let effects = type_line(&mut a, "theme mine");
+    assert!(
+        matches!(effects.as_slice(), [Effect::LoadTheme(p)] if p == &PathBuf::from("themes/mine.toml"))
+    );
+    assert_eq!(a.theme.name, "default", "nothing changes before it is read");
+    let effects = type_line(&mut a, "theme ./elsewhere.toml");
+    assert!(matches!(effects.as_slice(), [Effect::LoadTheme(_)]));
+    a.update(Msg::ThemeLoaded(Err("cannot read theme x".into())));
+    assert_eq!(a.message, Some((true, "cannot read theme x".into())));
+    let light = Theme::builtin("light").expect("light");
+    a.update(Msg::ThemeLoaded(Ok(light)));
+    assert_eq!(a.theme.name, "light");
+}
+
+#[test]
+fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
+    let mut a = app();
+    let effects = type_line(&mut a, "run 2026-06-01..2026-06-09 --only failed,missing");
+    // The dialog counts the source for the shrink guard's preview.
+    assert!(
+        matches!(effects.as_slice(), [Effect::Reconcile(_)]),
+        "{effects:?}"
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog: {:?}", a.message);
+    };
+    assert_eq!(c.partitions(), &[2, 4, 7]);
+    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("no run: {effects:?}");
+    };
+    let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["2026-06-03", "2026-06-05", "2026-06-08"]);
+    assert_eq!(req.prior_attempts.get("2026-06-08"), Some(&1));
+    // The fixture's warehouse is SQLite: one writer.
+    assert_eq!(a.runs[0].concurrency, 1);
+    for (line, says) in [
+        ("run --only running", "is not a state"),
+        ("run --concurrency 0", "out of range"),
+        ("run 2026-07-01..2026-07-09", "no partitions"),
+    ] {
+        type_line(&mut a, line);
+        let note = a.message.clone().unwrap_or_default().1;
+        assert!(note.contains(says), "{line}: {note}");
+    }
+}
+
+#[test]
+fn drawing_and_stopping_are_messages() {
+    let mut a = app();
+    assert!(a.needs_redraw());
+    a.update(Msg::Drawn);
+    assert!(!a.needs_redraw());
+    a.update(Msg::Resize(100, 30));
+    assert!(a.needs_redraw());
+    type_line(&mut a, "run 2026-06-03");
+    a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let effects = a.update(Msg::Terminate);
+    assert!(a.quit, "SIGTERM does not ask");
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Cancel(1), Effect::Quit]
+    ));
+}

@@ -1,0 +1,141 @@
+use super::*;
+use crate::tui::fixture::{code, draw, job_view, key, now};
+
+fn open(job: &JobView, candidates: Vec<usize>) -> ConfirmDialog {
+    let args = RunArgs {
+        job: job.job.name.clone(),
+        ..RunArgs::default()
+    };
+    ConfirmDialog::open(0, job, candidates, args, &Defaults::default(), now()).unwrap()
+}
+
+#[test]
+fn the_filter_narrows_the_plan_and_the_command_follows() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (1..=8).collect());
+    assert_eq!(c.partitions(), &[1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(
+        c.command(),
+        "idem run fct_orders --from 2026-06-02 --to 2026-06-09"
+    );
+    let step = c.key(&key('f'), &job, &Defaults::default(), now());
+    assert_eq!(step, ConfirmStep::Stay);
+    assert_eq!(c.partitions(), &[2, 7]);
+    assert_eq!(
+        c.command(),
+        "idem run fct_orders --from 2026-06-03 --to 2026-06-08 --only failed"
+    );
+    // The backfill is the engine's plan: attempts go on from the ledger's.
+    let b = c.backfill().unwrap();
+    assert_eq!(b.prior_attempts.get("2026-06-03"), Some(&1));
+    assert_eq!(b.partitions.len(), 2);
+    c.key(&key('s'), &job, &Defaults::default(), now());
+    assert!(c.partitions().is_empty());
+    assert!(c.backfill().is_none_or(|b| b.partitions.is_empty()));
+    // Nothing runs: no command says otherwise (one without a range
+    // would run the whole history).
+    assert_eq!(c.command(), "");
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!shown.contains("same as"), "{shown}");
+}
+
+/// At the console's smallest size the dialog drops its explanations
+/// (the command, the strategy's words, the filter keys), never what
+/// decides the run or the keys that run or leave it.
+#[test]
+fn a_small_terminal_keeps_what_decides_the_run() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let c = open(&job, (1..=8).collect());
+    let small = draw(60, 15, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    for kept in [
+        "range",
+        "states",
+        "replaces",
+        "parallel",
+        "lint",
+        "reason",
+        "Enter run",
+        "Esc back",
+    ] {
+        assert!(small.contains(kept), "{kept}:\n{small}");
+    }
+    assert!(!small.contains("same as"), "{small}");
+    let large = draw(120, 40, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    for all in ["only", "strategy", "same as", "idem run fct_orders"] {
+        assert!(large.contains(all), "{all}:\n{large}");
+    }
+}
+
+#[test]
+fn a_choice_with_gaps_reads_as_its_states_and_a_reason_is_quoted() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, vec![2, 4]);
+    assert_eq!(
+        c.command(),
+        "idem run fct_orders --from 2026-06-03 --to 2026-06-05 --only failed,missing"
+    );
+    c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
+    for ch in "it's fixed".chars() {
+        c.key(&key(ch), &job, &Defaults::default(), now());
+    }
+    c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
+    assert!(
+        c.command().ends_with("--reason 'it'\\''s fixed'"),
+        "{}",
+        c.command()
+    );
+    assert_eq!(c.backfill().unwrap().reason.as_deref(), Some("it's fixed"));
+    assert_eq!(
+        c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now()),
+        ConfirmStep::Run
+    );
+}
+
+#[test]
+fn x_extends_a_merge_run_only_when_later_windows_are_loaded() {
+    let replace = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&replace, vec![2]);
+    assert_eq!(
+        c.key(&key('x'), &replace, &Defaults::default(), now()),
+        ConfirmStep::Say(Some("no later window is loaded: nothing to extend".into()))
+    );
+    let merge = job_view("dim_customers", true, "■~~■■·■■··");
+    let mut c = open(&merge, vec![1, 2]);
+    assert_eq!(
+        c.risk().map(|r| r.latest().name()).as_deref(),
+        Some("2026-06-08")
+    );
+    c.key(&key('x'), &merge, &Defaults::default(), now());
+    assert_eq!(c.partitions(), &[1, 2, 3, 4, 5, 6, 7]);
+    assert!(c.command().ends_with("--through-latest"), "{}", c.command());
+    let screen = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &merge)
+    });
+    assert!(screen.contains("Run dim_customers?"), "{screen}");
+    assert!(
+        screen.contains("through 2026-06-08, the latest loaded window"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1 window at a time, oldest first"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn nothing_runnable_opens_nothing() {
+    let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    job.in_flight.insert(job.partitions[2]);
+    let args = RunArgs::default();
+    let refused = ConfirmDialog::open(0, &job, vec![2], args.clone(), &Defaults::default(), now());
+    assert!(refused.is_err_and(|e| e.contains("already running")));
+    let unread = JobView::new(job.job.clone(), now());
+    let refused = ConfirmDialog::open(0, &unread, vec![2], args, &Defaults::default(), now());
+    assert!(refused.is_err_and(|e| e.contains("still being read")));
+}
