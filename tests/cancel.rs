@@ -201,18 +201,16 @@ async fn a_cancelled_load_stops_on_the_server_and_frees_its_lock(kind: Kind) {
     drop(db);
 }
 
-/// A deferred trigger makes each COMMIT of `fct_slow_commit` take a second
-/// a row; the cancel comes while it is on its way. The server commits it,
-/// so idem reports the partition loaded, and records no cancellation.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did() {
-    let trigger = [
+/// A run of one day of `slow_commit`, whose COMMIT a deferred trigger makes
+/// take `seconds` a row (two rows), cancelled while that COMMIT is on its
+/// way: the database, the warehouse and the run's events.
+async fn cancelled_during_commit(seconds: u32) -> (TestDb, Warehouse, Vec<Event>) {
+    let function = format!(
         "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$",
+         $$ BEGIN PERFORM pg_sleep({seconds}); RETURN NULL; END $$"
+    );
+    let trigger = [
+        function.as_str(),
         "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct_slow_commit \
          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
     ];
@@ -226,6 +224,19 @@ async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did
     .await;
     // The fingerprint is the last step before the ledger row and COMMIT.
     let events = run_cancelled(&wh, &one_day, |line| line.starts_with("fingerprint"), 1).await;
+    (db, wh, events)
+}
+
+/// A deferred trigger makes each COMMIT of `fct_slow_commit` take a second
+/// a row; the cancel comes while it is on its way. The server commits it,
+/// so idem reports the partition loaded, and records no cancellation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did() {
+    let (db, wh, events) = cancelled_during_commit(1).await;
     assert!(
         events.iter().any(|e| matches!(e, Event::PartitionLog { line, .. } if line.contains("while its COMMIT is on its way"))),
         "{events:#?}"
@@ -256,21 +267,7 @@ async fn postgres_a_load_cancelled_during_its_commit_reports_what_the_server_did
     ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
 )]
 async fn postgres_a_commit_still_on_its_way_when_idem_lets_go_is_reported_unknown() {
-    let trigger = [
-        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS \
-         $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$",
-        "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON fct_slow_commit \
-         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()",
-    ];
-    let (db, config, wh) = setup(Kind::Postgres, &trigger).await;
-    let one_day = plan(
-        &wh,
-        &config,
-        "slow_commit",
-        &days("2026-01-01", "2026-01-01"),
-    )
-    .await;
-    let events = run_cancelled(&wh, &one_day, |line| line.starts_with("fingerprint"), 1).await;
+    let (db, wh, events) = cancelled_during_commit(4).await;
     let errors = common::errors(&events);
     assert_eq!(errors.len(), 1, "{events:#?}");
     assert!(

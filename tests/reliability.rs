@@ -152,16 +152,12 @@ async fn two_grains_on_one_target_never_duplicate(kind: Kind) {
     }
 }
 
-/// A month's load locks its ~744 hours in one statement, on every engine,
-/// three months at once.
-async fn month_partitions_load_under_their_locks(kind: Kind) {
-    let Some(db) = TestDb::new(kind).await else {
-        return;
-    };
-    let select = "select id, dt from src where dt >= :start and dt < :end";
+/// A job `monthly` of `select` into `m`, January to March 2026, a source
+/// row in each, beside the jobs `more`: its config and warehouse.
+async fn three_months(db: &TestDb, select: &str, more: &str) -> (Config, Warehouse) {
     let jobs = format!(
         "[[jobs]]\nname = \"monthly\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
-         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n"
+         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n\n{more}"
     );
     let (_, config) = db.config(&jobs);
     let wh = db.warehouse(&config).await;
@@ -171,6 +167,17 @@ async fn month_partitions_load_under_their_locks(kind: Kind) {
         &["INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')"],
     )
     .await;
+    (config, wh)
+}
+
+/// A month's load takes its locks in one statement (on MariaDB its ~744
+/// hours, on PostgreSQL its month), on every engine, three months at once.
+async fn month_partitions_load_under_their_locks(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, wh) = three_months(&db, select, "").await;
     let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
         .await
         .expect("plan");
@@ -197,20 +204,11 @@ async fn postgres_a_monthly_backfill_holds_a_lock_per_load_not_per_hour() {
     let db = TestDb::new(Kind::Postgres).await.expect("postgres");
     let select =
         "select id, dt from src where dt >= :start and dt < :end and pg_sleep(1) IS NOT NULL";
-    let jobs = format!(
-        "[[jobs]]\nname = \"monthly\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
-         grain = \"month\"\nstart = \"2026-01\"\nend = \"2026-03\"\nsql = \"{select}\"\n\n\
-         [[jobs]]\nname = \"daily\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+    let daily = format!(
+        "[[jobs]]\nname = \"daily\"\ntarget = \"m\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
          grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-03-31\"\nsql = \"{select}\"\n"
     );
-    let (_, config) = db.config(&jobs);
-    let wh = db.warehouse(&config).await;
-    id_and_day_tables(
-        &wh,
-        "m",
-        &["INSERT INTO src VALUES (1, '2026-01-15'), (2, '2026-02-15'), (3, '2026-03-31')"],
-    )
-    .await;
+    let (config, wh) = three_months(&db, select, &daily).await;
     let monthly = Backfill::plan(&wh, job(&config, "monthly"), &Selection::default(), 3, 0)
         .await
         .expect("plan");
