@@ -278,8 +278,8 @@ pub trait Dialect: Send + Sync {
     /// True for errors worth retrying: lost connection, deadlock,
     /// serialisation failure, lock timeout.
     fn is_transient(&self, err: &sqlx::Error) -> bool;
-    /// The [`Dialect::begin_statement`] waited `lock_timeout` in vain for
-    /// the partition's lock, which is all it takes.
+    /// The statement taking the partition's locks ([`Dialect::begin_statement`],
+    /// [`Dialect::lock`]) waited `lock_timeout` in vain, as a whole.
     fn lock_refused(&self, _err: &dyn sqlx::error::DatabaseError) -> bool {
         false
     }

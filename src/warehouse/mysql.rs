@@ -17,9 +17,13 @@ use super::{Column, ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHo
 use crate::config::{Ident, Job, TableName};
 use crate::partition::{Grain, Partition};
 
-/// MariaDB and MySQL, as the server's `sql_mode` reads SQL text.
+/// MariaDB and MySQL, as the server's `sql_mode` reads SQL text, and what
+/// the server can do.
+#[derive(Clone, Copy)]
 pub struct MySql {
     backslash_escapes: bool,
+    /// MariaDB, not MySQL: `SET STATEMENT … FOR` bounds a statement.
+    mariadb: bool,
     /// `DELETE` and `INSERT` take `RETURNING` (MariaDB 10.5 and later): a
     /// replace hashes the rows its statements return. MySQL 8 and older
     /// MariaDB have no `RETURNING`; there a replace reads the window before
@@ -29,26 +33,28 @@ pub struct MySql {
 
 impl MySql {
     /// MariaDB's default: a backslash in a string escapes.
-    pub const DEFAULT: MySql = MySql {
-        backslash_escapes: true,
-        returning: true,
-    };
-    /// A server whose `sql_mode` has `NO_BACKSLASH_ESCAPES`.
-    pub const NO_BACKSLASH_ESCAPES: MySql = MySql {
-        backslash_escapes: false,
-        returning: true,
-    };
-    /// MySQL 8 or a MariaDB before 10.5, as its `sql_mode` reads strings.
-    const WITHOUT_RETURNING: [MySql; 2] = [
+    pub const DEFAULT: MySql = MySql::of(true, true, true);
+    /// A MariaDB whose `sql_mode` has `NO_BACKSLASH_ESCAPES`.
+    pub const NO_BACKSLASH_ESCAPES: MySql = MySql::of(false, true, true);
+
+    const fn of(backslash_escapes: bool, mariadb: bool, returning: bool) -> MySql {
         MySql {
-            backslash_escapes: true,
-            returning: false,
-        },
-        MySql {
-            backslash_escapes: false,
-            returning: false,
-        },
-    ];
+            backslash_escapes,
+            mariadb,
+            returning,
+        }
+    }
+
+    /// Every kind, by backslash escapes (1), MariaDB (2) and `RETURNING` (4).
+    const ALL: [MySql; 8] = {
+        let mut all = [MySql::of(false, false, false); 8];
+        let mut i = 0;
+        while i < 8 {
+            all[i] = MySql::of(i & 1 != 0, i & 2 != 0, i & 4 != 0);
+            i += 1;
+        }
+        all
+    };
 }
 
 /// The dialect as the server reads SQL text: idem's sessions take the
@@ -75,12 +81,9 @@ pub(super) async fn as_the_server_reads(
 /// The dialect of a server whose strings take backslash escapes or not, of
 /// this `VERSION()`, `RETURNING` left unused if `plain`.
 fn dialect_of(backslash: bool, version: &str, plain: bool) -> &'static MySql {
-    match (has_returning(version) && !plain, backslash) {
-        (true, true) => &MySql::DEFAULT,
-        (true, false) => &MySql::NO_BACKSLASH_ESCAPES,
-        (false, true) => &MySql::WITHOUT_RETURNING[0],
-        (false, false) => &MySql::WITHOUT_RETURNING[1],
-    }
+    let mariadb = version.contains("MariaDB");
+    let returning = has_returning(version) && !plain;
+    &MySql::ALL[usize::from(backslash) | usize::from(mariadb) << 1 | usize::from(returning) << 2]
 }
 
 /// Whether a server of this `VERSION()` takes `INSERT … RETURNING`:
@@ -197,6 +200,15 @@ impl Dialect for MySql {
     /// session's id, by which a cancelled load's session is ended.
     fn lock(&self, names: &[String], timeout: Duration) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql::DEFAULT);
+        // Each grant waits up to the timeout; the statement as a whole too
+        // (MariaDB), or a day whose hours other loads hold one after the
+        // other would wait for each in turn.
+        if self.mariadb && !timeout.is_zero() {
+            sql.push(&format!(
+                "SET STATEMENT max_statement_time = {:.3} FOR ",
+                timeout.as_secs_f64()
+            ));
+        }
         sql.push("SELECT CAST(");
         for (i, name) in names.iter().enumerate() {
             if i > 0 {
@@ -447,6 +459,12 @@ impl Dialect for MySql {
         )
     }
 
+    /// The lock statement's own bound passed (`ER_STATEMENT_TIMEOUT`).
+    fn lock_refused(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
+        err.try_downcast_ref::<MySqlDatabaseError>()
+            .is_some_and(|e| e.number() == 1969)
+    }
+
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match err {
             sqlx::Error::Database(db) => match db.try_downcast_ref::<MySqlDatabaseError>() {
@@ -655,6 +673,25 @@ mod tests {
             assert!(plain.returned_row_hash(&columns).is_none());
         }
         assert!(!dialect_of(false, "8.0.36", false).backslash_escapes());
+    }
+
+    #[test]
+    fn mariadb_bounds_the_lock_statement_as_a_whole() {
+        let text = |d: &super::MySql, secs: u64| {
+            let names = ["a".to_string(), "b".to_string()];
+            d.lock(&names, std::time::Duration::from_secs(secs))[0]
+                .text()
+                .to_string()
+        };
+        let mariadb = dialect_of(true, "10.11.19-MariaDB", false);
+        assert!(
+            text(mariadb, 2).starts_with("SET STATEMENT max_statement_time = 2.000 FOR SELECT"),
+            "{}",
+            text(mariadb, 2)
+        );
+        // MySQL has no SET STATEMENT; "do not wait" needs no bound.
+        assert!(text(dialect_of(true, "8.0.36", false), 2).starts_with("SELECT"));
+        assert!(text(mariadb, 0).starts_with("SELECT"));
     }
 
     #[test]

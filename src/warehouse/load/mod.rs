@@ -312,7 +312,10 @@ async fn take_lock(
 ) -> Result<Granted, WarehouseError> {
     let mut session = None;
     for stmt in dialect.lock(names, timeout) {
-        let row = stmt.query().fetch_optional(&mut *conn).await?;
+        let row = match stmt.query().fetch_optional(&mut *conn).await {
+            Err(sqlx::Error::Database(e)) if dialect.lock_refused(&*e) => return Ok(Granted::No),
+            row => row?,
+        };
         if let Some(row) = row {
             let granted: Option<i64> = row.try_get(0)?;
             if granted != Some(1) {
