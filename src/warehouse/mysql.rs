@@ -34,8 +34,6 @@ pub struct MySql {
 impl MySql {
     /// MariaDB's default: a backslash in a string escapes.
     pub const DEFAULT: MySql = MySql::of(true, true, true);
-    /// A MariaDB whose `sql_mode` has `NO_BACKSLASH_ESCAPES`.
-    pub const NO_BACKSLASH_ESCAPES: MySql = MySql::of(false, true, true);
 
     const fn of(backslash_escapes: bool, mariadb: bool, returning: bool) -> MySql {
         MySql {
