@@ -232,6 +232,25 @@ on_every_engine!(
     a_zero_lock_timeout_fails_at_once,
 );
 
+/// A MariaDB job `fct` of one day and one source row, planned without
+/// retries under this `lock_timeout`.
+async fn mysql_one_day(lock_timeout: &str) -> (TestDb, idem::warehouse::Warehouse, Backfill) {
+    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config_with(&format!("lock_timeout = \"{lock_timeout}\""), &job);
+    let wh = db.warehouse(&config).await;
+    source_and_target(&wh, 1).await;
+    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
+        .await
+        .unwrap();
+    (db, wh, backfill)
+}
+
 /// MariaDB's partition locks are named by idem (a hash of the database and
 /// the hour). Builds before had the server make the same names in the lock
 /// statement, so a lock taken the server's way, as an older idem loading
@@ -243,19 +262,7 @@ on_every_engine!(
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_lock_named_by_the_server_stops_the_load() {
-    let db = TestDb::new(Kind::MySql).await.expect("mysql");
-    let job = common::replace_job(
-        "fct",
-        "fct",
-        "2026-01-01",
-        "select id, dt from src where dt >= :start and dt < :end",
-    );
-    let (_, config) = db.config_with("lock_timeout = \"0s\"", &job);
-    let wh = db.warehouse(&config).await;
-    source_and_target(&wh, 1).await;
-    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
-        .await
-        .unwrap();
+    let (db, wh, backfill) = mysql_one_day("0s").await;
     let mut older = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
     let taken: i64 = sqlx::query_scalar(
         "SELECT GET_LOCK(CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', 'fct:2026-01-01T05'), 256), 40)), 0)",
@@ -296,19 +303,7 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_hours_held_one_after_another_wait_lock_timeout_in_all() {
-    let db = TestDb::new(Kind::MySql).await.expect("mysql");
-    let job = common::replace_job(
-        "fct",
-        "fct",
-        "2026-01-01",
-        "select id, dt from src where dt >= :start and dt < :end",
-    );
-    let (_, config) = db.config_with("lock_timeout = \"2s\"", &job);
-    let wh = db.warehouse(&config).await;
-    source_and_target(&wh, 1).await;
-    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
-        .await
-        .unwrap();
+    let (db, wh, backfill) = mysql_one_day("2s").await;
     let mut holders = Vec::new();
     for (hour, held_ms) in [("00", 1500u64), ("01", 3000), ("02", 4500)] {
         let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
