@@ -232,10 +232,9 @@ on_every_engine!(
     a_zero_lock_timeout_fails_at_once,
 );
 
-/// A MariaDB job `fct` of one day and one source row, planned without
+/// A job `fct` of one day and one source row in `db`, planned without
 /// retries under this `lock_timeout`.
-async fn mysql_one_day(lock_timeout: &str) -> (TestDb, idem::warehouse::Warehouse, Backfill) {
-    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+async fn one_day(db: &TestDb, lock_timeout: &str) -> (idem::warehouse::Warehouse, Backfill) {
     let job = common::replace_job(
         "fct",
         "fct",
@@ -248,7 +247,7 @@ async fn mysql_one_day(lock_timeout: &str) -> (TestDb, idem::warehouse::Warehous
     let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
         .await
         .unwrap();
-    (db, wh, backfill)
+    (wh, backfill)
 }
 
 /// MariaDB's partition locks are named by idem (a hash of the database and
@@ -262,7 +261,8 @@ async fn mysql_one_day(lock_timeout: &str) -> (TestDb, idem::warehouse::Warehous
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_lock_named_by_the_server_stops_the_load() {
-    let (db, wh, backfill) = mysql_one_day("0s").await;
+    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+    let (wh, backfill) = one_day(&db, "0s").await;
     let mut older = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
     let taken: i64 = sqlx::query_scalar(
         "SELECT GET_LOCK(CONCAT('idem:', LEFT(SHA2(CONCAT(COALESCE(DATABASE(), ''), ':', 'fct:2026-01-01T05'), 256), 40)), 0)",
@@ -303,7 +303,8 @@ async fn mysql_a_lock_named_by_the_server_stops_the_load() {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_hours_held_one_after_another_wait_lock_timeout_in_all() {
-    let (db, wh, backfill) = mysql_one_day("2s").await;
+    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+    let (wh, backfill) = one_day(&db, "2s").await;
     let mut holders = Vec::new();
     for (hour, held_ms) in [("00", 1500u64), ("01", 3000), ("02", 4500)] {
         let mut c = sqlx::MySqlConnection::connect(&db.url).await.unwrap();
