@@ -277,9 +277,11 @@ impl Dialect for Sqlite {
 
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match err {
+            // Busy (the lock), or locked within the database, or busy
+            // recovering or snapshotting.
             sqlx::Error::Database(db) => {
-                matches!(db.code().as_deref(), Some("5" | "6" | "261" | "517"))
-                    || db.message().contains("database is locked")
+                self.lock_refused(&**db)
+                    || matches!(db.code().as_deref(), Some("6" | "261" | "517"))
             }
             sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
             _ => false,
