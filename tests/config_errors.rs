@@ -361,3 +361,19 @@ fn a_value_of_the_wrong_type_names_its_field_and_how_to_write_it() {
     assert!(!e.message.contains("map"), "{e}");
     assert!(e.to_string().contains("start = \"2026-01-01\""), "{e}");
 }
+
+/// `idem run --from` would read the job's name as an option: a name must
+/// begin as no option does.
+#[test]
+fn a_job_name_that_reads_as_an_option_is_refused() {
+    for bad in ["--from", "-x", ".hidden"] {
+        let text = with_warehouse(&GOOD_JOB.replace("\"fct_orders\"", &format!("\"{bad}\"")));
+        let e = error(&text);
+        assert_eq!(e.field, "jobs[0].name", "{bad}");
+        assert_eq!(e.line, line_of(&text, bad), "{bad}");
+        assert!(
+            e.message.contains("begin it with a letter, digit or _"),
+            "{e}"
+        );
+    }
+}

@@ -423,6 +423,16 @@ fn validate_job(
             format!("\"{name}\" is not a job name; use letters, digits, _ - and ."),
         ));
     }
+    if name.starts_with(['-', '.']) {
+        return Err(cx.error(
+            raw.name.span(),
+            &field("name"),
+            format!(
+                "\"{name}\" is not a job name: begin it with a letter, digit or _ \
+                 (on the command line a name that begins with - reads as an option)"
+            ),
+        ));
+    }
     let target = TableName::parse(raw.target.get_ref())
         .map_err(|m| cx.error(raw.target.span(), &field("target"), m))?;
     let strategy = match raw.strategy.get_ref().as_str() {

@@ -23,10 +23,13 @@ pub struct JobsPane {
 }
 
 /// What a key did to the filter being typed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FilterStep {
     Editing,
     Done,
+    /// Enter on a filter no job matches: it is cleared rather than kept, so
+    /// the calendar never shows (and acts on) a job the list hides.
+    NoMatch(String),
 }
 
 impl JobsPane {
@@ -146,6 +149,11 @@ impl JobsPane {
     /// A key while the filter is typed: Enter keeps it, Esc clears it.
     pub fn filter_key(&mut self, key: &KeyEvent) -> FilterStep {
         let step = match action_for(Scope::Input, key) {
+            Some(Action::Confirm) if self.visible().is_empty() => {
+                let typed = self.filter.value().to_string();
+                self.filter.reset();
+                FilterStep::NoMatch(typed)
+            }
             Some(Action::Confirm) => return FilterStep::Done,
             Some(Action::Close) => {
                 self.filter.reset();
@@ -366,6 +374,25 @@ mod tests {
         assert_eq!(pane.visible().len(), 3);
         pane.step(false);
         assert_eq!(pane.current_index(), 1);
+    }
+
+    /// A filter that hides every job is not kept: the calendar would show
+    /// and act on a job the list no longer shows.
+    #[test]
+    fn a_filter_matching_no_job_is_cleared_not_kept() {
+        let mut pane = pane();
+        pane.step(true);
+        for c in "zz".chars() {
+            pane.filter_key(&key(c));
+        }
+        assert!(pane.visible().is_empty());
+        assert_eq!(
+            pane.filter_key(&code(crossterm::event::KeyCode::Enter)),
+            FilterStep::NoMatch("zz".into())
+        );
+        assert_eq!(pane.filter_text(), "");
+        assert_eq!(pane.visible().len(), 3);
+        assert_eq!(pane.current_index(), 1, "the job shown stays current");
     }
 
     #[test]

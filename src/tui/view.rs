@@ -116,6 +116,7 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
     let t = &app.theme;
     match &app.modal {
         Modal::Command(line) => line.render(frame, footer, t),
+        Modal::Confirm(c) if let Some(line) = c.typed_command() => line.render(frame, footer, t),
         Modal::Filter => {
             let text = format!(
                 " filter jobs: {}▏  Enter keep · Esc clear",

@@ -80,11 +80,16 @@ impl App {
                     self.shared.modal = Modal::Diff { scroll };
                 }
             }
-            Modal::Filter => {
-                if self.shared.jobs.filter_key(&key) == FilterStep::Editing {
-                    self.shared.modal = Modal::Filter;
+            Modal::Filter => match self.shared.jobs.filter_key(&key) {
+                FilterStep::Editing => self.shared.modal = Modal::Filter,
+                FilterStep::Done => {}
+                FilterStep::NoMatch(typed) => {
+                    self.shared.message = Some((
+                        true,
+                        format!("no job's name contains \"{typed}\": filter cleared"),
+                    ));
                 }
-            }
+            },
             Modal::Command(mut line) => match line.key(&key) {
                 CommandStep::Submitted(text) => return self.command(&text),
                 CommandStep::Cancelled => {}

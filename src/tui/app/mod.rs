@@ -287,6 +287,7 @@ impl App {
     /// The key scope in force.
     pub fn scope(&self) -> Scope {
         match &self.shared.modal {
+            Modal::Confirm(c) if c.typed_command().is_some() => Scope::Input,
             Modal::Confirm(_) => Scope::Confirm,
             Modal::Question(_) => Scope::Question,
             Modal::Errors(_) => Scope::List,

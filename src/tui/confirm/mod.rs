@@ -21,6 +21,7 @@ pub use shrink::SourceCount;
 use words::{replaces, strategy_words};
 
 use super::cascade::CascadePlan;
+use super::command::{CommandLine, CommandStep};
 use super::job::JobView;
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
@@ -45,6 +46,10 @@ pub struct ConfirmDialog {
     pub through_latest: bool,
     reason: Input,
     editing_reason: bool,
+    /// A `:` typed in the dialog opens a command line that takes what follows,
+    /// so a command typed out of habit never acts as the dialog's keys (the
+    /// `y` of `:retry`, the Enter after it); it is not run.
+    typed_command: Option<CommandLine>,
     /// The arguments the dialog opened with (`:run …`, or a bare `idem run
     /// JOB`): flags the dialog does not set itself carry into its command.
     args: RunArgs,
@@ -120,6 +125,7 @@ impl ConfirmDialog {
             through_latest: args.through_latest,
             reason: Input::new(args.reason.clone().unwrap_or_default()),
             editing_reason: false,
+            typed_command: None,
             args,
             plan: Plan::default(),
             cascade: None,
@@ -316,10 +322,19 @@ impl ConfirmDialog {
     /// Text pasted into the dialog: into the reason while it is typed,
     /// else nowhere (true if it was taken).
     pub fn paste(&mut self, text: &str) -> bool {
+        if let Some(line) = &mut self.typed_command {
+            line.paste(text);
+            return true;
+        }
         if self.editing_reason {
             super::widgets::paste_into(&mut self.reason, text);
         }
         self.editing_reason
+    }
+
+    /// The command line typed over the dialog, if one is open.
+    pub fn typed_command(&self) -> Option<&CommandLine> {
+        self.typed_command.as_ref()
     }
 
     pub fn key(
@@ -341,7 +356,27 @@ impl ConfirmDialog {
             self.replan(job, defaults, now);
             return ConfirmStep::Stay;
         }
-        let step = match action_for(Scope::Confirm, key) {
+        if let Some(line) = &mut self.typed_command {
+            return match line.key(key) {
+                CommandStep::Editing => ConfirmStep::Stay,
+                CommandStep::Cancelled => {
+                    self.typed_command = None;
+                    ConfirmStep::Say(None)
+                }
+                CommandStep::Submitted(text) => {
+                    self.typed_command = None;
+                    ConfirmStep::Say(Some(format!(
+                        ":{text} not run: the run dialog is open. Enter runs it, Esc closes it; commands work after"
+                    )))
+                }
+            };
+        }
+        let action = action_for(Scope::Confirm, key);
+        if action.is_none() && action_for(Scope::Main, key) == Some(Action::Command) {
+            self.typed_command = Some(CommandLine::default());
+            return ConfirmStep::Say(None);
+        }
+        let step = match action {
             Some(Action::Confirm) => return ConfirmStep::Run,
             Some(Action::Close) => return ConfirmStep::Close,
             Some(Action::OnlyAll) => {

@@ -139,3 +139,38 @@ fn nothing_runnable_opens_nothing() {
     let refused = ConfirmDialog::open(0, &unread, vec![2], args, &Defaults::default(), now());
     assert!(refused.is_err_and(|e| e.contains("still being read")));
 }
+
+/// A command typed out of habit in the dialog goes into a command line of
+/// its own: its letters never act as the dialog's keys (the `e` and `y` of
+/// `:retry`, the Enter after it would start the run), and it is not run.
+#[test]
+fn a_command_typed_in_the_dialog_is_not_read_as_its_keys() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (1..=8).collect());
+    let d = Defaults::default();
+    assert_eq!(c.key(&key(':'), &job, &d, now()), ConfirmStep::Say(None));
+    assert!(c.typed_command().is_some());
+    for ch in "retry fsm".chars() {
+        assert_eq!(c.key(&key(ch), &job, &d, now()), ConfirmStep::Stay);
+    }
+    assert!(c.only.is_empty(), "f, s, m chose no states");
+    assert!(!c.editing_reason, "e opened no reason");
+    let step = c.key(&code(KeyCode::Enter), &job, &d, now());
+    let ConfirmStep::Say(Some(note)) = step else {
+        panic!("Enter ran or closed the dialog: {step:?}");
+    };
+    assert!(note.contains(":retry fsm not run"), "{note}");
+    assert!(c.typed_command().is_none());
+    // The dialog's keys work again, and a line left with Esc says nothing.
+    assert_eq!(c.key(&key('f'), &job, &d, now()), ConfirmStep::Stay);
+    assert_eq!(c.partitions(), &[2, 7]);
+    c.key(&key(':'), &job, &d, now());
+    assert_eq!(
+        c.key(&code(KeyCode::Esc), &job, &d, now()),
+        ConfirmStep::Say(None)
+    );
+    assert_eq!(
+        c.key(&code(KeyCode::Esc), &job, &d, now()),
+        ConfirmStep::Close
+    );
+}
