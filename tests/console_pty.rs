@@ -420,6 +420,32 @@ fn no_color_draws_in_mono() {
     assert!(text.contains("\x1b[7m"), "reversed cursor and title");
 }
 
+/// Under a locale that is not UTF-8 (tmux started under `LC_ALL=C` draws
+/// every other glyph as `_`) the console draws ASCII, each state with a
+/// glyph of its own.
+#[test]
+fn a_c_locale_draws_ascii() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
+    assert!(out.status.success());
+    let config = demo.join("idem.toml");
+    let mut c = Console::start_with(
+        dir.path(),
+        &["--config", config.to_str().unwrap()],
+        &[("LC_ALL", "C")],
+    );
+    c.wait_for(&["fct_orders", "repl.day x3", "Mo Tu We Th Fr Sa Su"]);
+    let screen = c.contents();
+    assert!(screen.contains('#') && screen.contains('x'), "{screen}");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let raw = c.raw.lock().unwrap().clone();
+    let text = String::from_utf8_lossy(&raw);
+    let wide: String = text.chars().filter(|c| !c.is_ascii()).collect();
+    assert!(wide.is_empty(), "drawn beyond ASCII: {wide}");
+}
+
 #[test]
 fn the_user_config_theme_applies_below_the_environment() {
     let dir = tempfile::tempdir().unwrap();

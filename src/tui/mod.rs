@@ -20,6 +20,7 @@ mod diff;
 mod errors;
 #[cfg(test)]
 mod fixture;
+mod glyphs;
 mod help;
 mod job;
 mod jobs;
@@ -97,7 +98,8 @@ pub async fn run(config: Config, options: Options) -> Outcome {
             return Outcome::NoTerminal(e);
         }
     };
-    let result = terminal::event_loop(&mut app).await;
+    let ascii = glyphs::ascii_wanted(|name| std::env::var(name).ok());
+    let result = terminal::event_loop(&mut app, ascii).await;
     drop(guard);
     match result {
         Ok(()) if app.terminated => Outcome::Terminated,

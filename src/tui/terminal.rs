@@ -80,8 +80,9 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Runs the console until `update` says it quits.
-pub async fn event_loop(app: &mut App) -> std::io::Result<()> {
+/// Runs the console until `update` says it quits; `ascii` draws it without
+/// UTF-8 (see [`super::glyphs`]).
+pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Incoming>();
@@ -101,7 +102,12 @@ pub async fn event_loop(app: &mut App) -> std::io::Result<()> {
     let panic_after_draw = std::env::var_os("IDEM_TEST_PANIC").is_some();
     loop {
         if app.needs_redraw() && last_draw.elapsed() >= FRAME {
-            terminal.draw(|f| view::render(f, app))?;
+            terminal.draw(|f| {
+                view::render(f, app);
+                if ascii {
+                    super::glyphs::to_ascii(f.buffer_mut());
+                }
+            })?;
             app.update(Msg::Drawn);
             last_draw = Instant::now();
             if panic_after_draw {

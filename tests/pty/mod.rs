@@ -48,6 +48,9 @@ impl Console {
         cmd.env_remove("NO_COLOR");
         cmd.env_remove("IDEM_THEME");
         cmd.env_remove("IDEM_CONFIG");
+        // Glyphs as UTF-8 whatever the caller's locale (see `glyphs.rs`).
+        cmd.env_remove("IDEM_GLYPHS");
+        cmd.env("LC_ALL", "C.UTF-8");
         for (k, v) in env {
             cmd.env(k, v);
         }
