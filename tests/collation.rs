@@ -1,6 +1,9 @@
-//! A change that the column's collation calls no change ('alice' to 'Alice'
-//! under a case-insensitive collation) is still a change: a merge writes it
-//! and counts it, and a replace's fingerprint sees it.
+//! A change that the column's collation or type calls no change ('alice'
+//! to 'Alice' under a case-insensitive collation, 1.0 to 1.000, -0 to 0) is
+//! still a change: a merge writes it and counts it, and a replace's
+//! fingerprint sees it. So is a change between values whose hashes a
+//! type's own hash function makes alike (NULL, 0, NaN, Infinity), and one
+//! that only a float's seventh digit or a value of megabytes shows.
 
 mod common;
 
@@ -82,3 +85,115 @@ async fn a_case_only_change_is_a_change(kind: Kind) {
 }
 
 on_every_engine!(a_case_only_change_is_a_change);
+
+/// Loads `values[0]` into a merge job's and a replace job's `v` column of
+/// type `column`, then each next value in turn: every step is a change
+/// both jobs see and write, and the last value again is none.
+async fn each_change_is_seen(db: &TestDb, column: &str, values: &[&str]) {
+    let select = "select id, v, dt from src where dt >= :start and dt < :end";
+    let jobs = [
+        common::merge_job("dim", "dim", "2026-01-01", select),
+        common::replace_job("fct", "fct", "2026-01-01", select),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let tables = [
+        "DROP TABLE IF EXISTS src".to_string(),
+        "DROP TABLE IF EXISTS dim".to_string(),
+        "DROP TABLE IF EXISTS fct".to_string(),
+        format!("CREATE TABLE src (id INTEGER NOT NULL, v {column}, dt DATE NOT NULL)"),
+        format!("CREATE TABLE dim (id INTEGER NOT NULL PRIMARY KEY, v {column}, dt DATE NOT NULL)"),
+        format!("CREATE TABLE fct (id INTEGER NOT NULL, v {column}, dt DATE NOT NULL)"),
+        format!(
+            "INSERT INTO src (id, v, dt) VALUES (1, {}, '2026-01-01')",
+            values[0]
+        ),
+    ];
+    let script: Vec<&str> = tables.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    let run = |job: &str| succeeded(&stdout_ok(&idem(&path, &["run", job, "--json", "--yes"])));
+    run("dim");
+    run("fct");
+    for pair in values.windows(2) {
+        let change = format!("UPDATE src SET v = {}", pair[1]);
+        wh.execute_script(&[&change]).await.unwrap();
+        let merged = run("dim");
+        assert_eq!(
+            merged["rows_updated"], 1,
+            "{column} {} → {}: {merged}",
+            pair[0], pair[1]
+        );
+        assert_eq!(
+            merged["content_changed"], true,
+            "{column} {} → {}: {merged}",
+            pair[0], pair[1]
+        );
+        let replaced = run("fct");
+        assert_eq!(
+            replaced["content_changed"], true,
+            "{column} {} → {}: {replaced}",
+            pair[0], pair[1]
+        );
+    }
+    let merged = run("dim");
+    assert_eq!(merged["rows_updated"], 0, "{column}: {merged}");
+    assert_eq!(merged["content_changed"], false, "{column}: {merged}");
+    let replaced = run("fct");
+    assert_eq!(replaced["content_changed"], false, "{column}: {replaced}");
+}
+
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_values_equal_but_not_the_same_are_changes() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    for (column, values) in [
+        (
+            "NUMERIC",
+            &[
+                "NULL",
+                "0",
+                "'NaN'",
+                "'Infinity'",
+                "'-Infinity'",
+                "1.0",
+                "1.000",
+                "NULL",
+            ][..],
+        ),
+        (
+            "DOUBLE PRECISION",
+            &["NULL", "0", "'-0'", "'NaN'", "'Infinity'", "NULL"][..],
+        ),
+        ("REAL", &["NULL", "0", "'-0'", "1"][..]),
+        ("INTERVAL", &["'1 day'", "'24 hours'", "NULL"][..]),
+        (
+            "JSONB",
+            &["NULL", "'{}'", "'[]'", "'{\"a\": 1.0}'", "'{\"a\": 1.00}'"][..],
+        ),
+    ] {
+        each_change_is_seen(&db, column, values).await;
+    }
+}
+
+#[cfg_attr(not(idem_test_mysql), ignore = "needs IDEM_TEST_MYSQL_URL")]
+#[tokio::test]
+async fn mysql_a_floats_seventh_digit_and_a_value_of_megabytes_are_changes() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    each_change_is_seen(&db, "FLOAT", &["1.0000001", "1.0000002"]).await;
+    // Quoted, 9 MB of backslashes would double past the 16 MiB packet.
+    each_change_is_seen(
+        &db,
+        "LONGTEXT",
+        &[
+            "REPEAT('\\\\', 9000000)",
+            "REPEAT('\\\\', 8500000)",
+            "'short'",
+        ],
+    )
+    .await;
+}

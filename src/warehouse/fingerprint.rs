@@ -3,16 +3,23 @@
 //! the result does not depend on row order and duplicates add up instead of
 //! cancelling out.
 //!
-//! Version 5 (written `v5:ROWS:SUM`) hashes a row's values with the engine's
+//! Version 6 (written `v6:ROWS:SUM`) hashes a row's values with the engine's
 //! own per-type hash functions where it has them (on PostgreSQL each
-//! type's extended hash function, seeded by the column's place, the values'
-//! hashes combined by XOR and hashed again), with SHA-1 of the `QUOTE`d
-//! values on MariaDB and MySQL, and in idem (XXH3) of
+//! type's extended hash function, seeded by the column's place, or the
+//! value's text where the type's hash is one of equality rather than
+//! sameness, a NULL as a constant of its own, the values' hashes combined
+//! by XOR), with SHA-1 of the `QUOTE`d values on MariaDB and MySQL (a
+//! `FLOAT` as its exact `DOUBLE`, a long string by its own SHA-1), and in idem (XXH3) of
 //! each row's JSON array on SQLite. The load takes it of the window before
 //! its DELETE and after its INSERT (on MariaDB from the hashes those
 //! statements return; before, on PostgreSQL, from the partition's last
 //! load when the window's rows show that load wrote all of them and nothing
-//! else wrote since). Version 4 differed on PostgreSQL
+//! else wrote since). Version 5 differed on PostgreSQL (a NULL hashed
+//! as its column's seed, which some values hash to as well: a NULL against
+//! 0.0, NaN against Infinity, `{}` against `[]`; `numeric`, floats,
+//! `interval` and `jsonb` by their types' hashes, blind to 1.0 against
+//! 1.000; the XOR hashed again, down to 32 bits) and on MariaDB (a `FLOAT`
+//! to six digits; a long value quoted past `max_allowed_packet`). Version 4 differed on PostgreSQL
 //! (`hash_record_extended` of the row) and wrote SQLite's floating-point
 //! values to 15 digits; version 3 on SQLite only (each row
 //! as `quote()`d values joined by commas); version 2 on MariaDB/MySQL only
@@ -30,7 +37,7 @@ use super::sql::Sql;
 use super::{Column, WarehouseError};
 
 /// The version of the fingerprints idem writes now.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fingerprint {
@@ -548,8 +555,8 @@ mod tests {
     #[test]
     fn text_form_round_trips_with_its_version() {
         let a = fp(&["1,'x'"]);
-        assert!(a.to_string().starts_with("v5:1:"));
-        assert_eq!(Fingerprint::parse(&a.to_string()), Some((5, a)));
+        assert!(a.to_string().starts_with("v6:1:"));
+        assert_eq!(Fingerprint::parse(&a.to_string()), Some((6, a)));
         let old = Fingerprint::parse("3:00000000000000000000000000000abc");
         assert_eq!(
             old,

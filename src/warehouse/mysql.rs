@@ -484,11 +484,32 @@ impl Dialect for MySql {
 }
 
 /// The text a row's hash digests: its values, each `QUOTE`d (NULL as the
-/// bare word) so that no two rows read alike.
+/// bare word) so that no two rows read alike. A `FLOAT` is quoted as the
+/// `DOUBLE` it is exactly (`QUOTE` writes a float's first six digits, which
+/// hid a change in the seventh); a string or binary value longer than
+/// [`LONG_VALUE`] bytes by its SHA-1, which `QUOTE` could make longer than
+/// `max_allowed_packet` (a backslash doubles), a NULL then (the value
+/// dropped out of the hash) or, in strict mode, an error on every load.
+/// The digest's 40 hexadecimal digits never begin with the quote every
+/// `QUOTE`d string begins with, nor read as `NULL`.
 fn row_text(columns: &[(String, String)]) -> String {
-    let values: Vec<String> = columns.iter().map(|(c, _)| format!("QUOTE({c})")).collect();
+    let values: Vec<String> = columns
+        .iter()
+        .map(|(c, t)| match t.to_ascii_lowercase().as_str() {
+            "float" => format!("QUOTE(CAST({c} AS DOUBLE))"),
+            "char" | "varchar" | "binary" | "varbinary" | "tinytext" | "text" | "mediumtext"
+            | "longtext" | "tinyblob" | "blob" | "mediumblob" | "longblob" | "json" => {
+                format!("IF(LENGTH({c}) > {LONG_VALUE}, SHA1({c}), QUOTE({c}))")
+            }
+            _ => format!("QUOTE({c})"),
+        })
+        .collect();
     format!("CONCAT_WS(',', {})", values.join(", "))
 }
+
+/// Bytes of a string value above which a row's text holds its digest,
+/// not the value quoted.
+const LONG_VALUE: usize = 1024;
 
 /// Output column names of a SELECT, from the driver's own prepare, on a connection of its own that waits on
 /// a table's metadata lock (an `ALTER`, a `LOCK TABLES`) no longer than

@@ -25,15 +25,25 @@ pub struct Postgres;
 /// or 1), bytea, whose function cannot be called, as a one-value record.
 /// None for a type (as `information_schema.columns.data_type` names it)
 /// without a default hash operator class.
+///
+/// A type whose hash is one of equality, not of sameness, is hashed by its
+/// text, which is canonical for what a reader sees (the session pins the
+/// settings it depends on, see `session_setup`): `numeric` (1.0 = 1.000;
+/// NaN and ±Infinity all hash to the bare seed, zero to one below it),
+/// `real` and `double precision` (-0 = 0, and 0 hashes to the seed),
+/// `interval` ('1 day' = '24 hours') and `jsonb` (`{}` and `[]` hash to the
+/// seed; 1.0 = 1.00 inside). The 64-bit types (`bigint`, timestamps) hash
+/// their two halves XORed together: a change that keeps that fold escapes,
+/// with odds of one in 2^32 for a value changed at random.
 fn hash_value(column: &str, type_name: &str, seed: usize) -> Option<String> {
     let call = |f: &str, arg: String| Some(format!("{f}({arg}, {seed})"));
     match type_name {
         "smallint" => call("hashint2extended", column.into()),
         "integer" => call("hashint4extended", column.into()),
         "bigint" => call("hashint8extended", column.into()),
-        "numeric" => call("hash_numeric_extended", column.into()),
-        "real" => call("hashfloat4extended", column.into()),
-        "double precision" => call("hashfloat8extended", column.into()),
+        "numeric" | "real" | "double precision" | "interval" | "jsonb" => {
+            call("hashtextextended", format!("CAST({column} AS text)"))
+        }
         // Hashed as bytes: a nondeterministic collation's hash is one of
         // the value folded (case, accents), which would hide such a change.
         // Under any other collation the hash is the same.
@@ -50,14 +60,19 @@ fn hash_value(column: &str, type_name: &str, seed: usize) -> Option<String> {
             format!("({column} AT TIME ZONE 'UTC')"),
         ),
         "time without time zone" => call("time_hash_extended", column.into()),
-        "interval" => call("interval_hash_extended", column.into()),
         "boolean" => call("hashint4extended", format!("CAST({column} AS integer)")),
         "uuid" => call("uuid_hash_extended", column.into()),
-        "jsonb" => call("jsonb_hash_extended", column.into()),
         "inet" => call("hashinetextended", column.into()),
         "bytea" => call("hash_record_extended", format!("ROW({column})")),
         _ => None,
     }
+}
+
+/// What a NULL in the column at `place` hashes as: a fixed 62-bit value of
+/// its own per place, where a value's hash would have to fall by chance.
+fn null_hash(place: usize) -> i64 {
+    const NULL: i64 = 0x2545_f491_4f6c_dd1d;
+    NULL ^ (place as i64).wrapping_mul(0x0000_9e37_79b9_7f4b)
 }
 
 /// An index of `table` by its qualified name: an index lives in its
@@ -120,7 +135,12 @@ impl Dialect for Postgres {
         // idle) or the data it sent have gone unanswered for 30 s. The
         // probes also keep a NAT or load balancer from dropping the
         // connection of a long statement as idle.
+        //
+        // The texts some values are hashed by (`hash_value`) are made
+        // under settings of idem's own, whatever the role's or database's:
+        // floats' shortest exact digits, intervals in PostgreSQL's words.
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
+           SET extra_float_digits = 1; SET IntervalStyle = 'postgres'; \
            SET plan_cache_mode = force_custom_plan; \
            SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; \
            SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000; \
@@ -418,25 +438,26 @@ impl Dialect for Postgres {
         format!("CAST({column} AS text)")
     }
 
-    /// The row's values hashed by their types' own hash functions (no text
-    /// is made), each seeded by its column's place, combined by XOR and
-    /// hashed once more, kept to 60 bits. Calling each type's function
-    /// costs a third of `hash_record_extended(ROW(…))`, which builds a
-    /// record per row (100k rows: 13 ms against 30 ms, the bare read 11 ms).
-    /// A NULL hashes as its place. A row with a column of a type without a
-    /// hash function falls back to the first 60 bits of the MD5 of the
-    /// row's text.
+    /// The row's values hashed by [`hash_value`], each seeded by its
+    /// column's place, combined by XOR and kept to 60 bits. Calling each
+    /// type's function costs a third of `hash_record_extended(ROW(…))`,
+    /// which builds a record per row (100k rows: 13 ms against 30 ms, the
+    /// bare read 11 ms). A NULL hashes as a constant of its own per place,
+    /// not as the seed, which some types' hash functions return for a value
+    /// (version 5 hashed NULL as its place: a NULL against 0.0 hashed alike).
+    /// The XOR is not hashed again: that folded it to 32 bits. A row with
+    /// a column of a type without a hash function falls back to the first
+    /// 60 bits of the MD5 of the row's text.
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
         let hashed: Option<Vec<String>> = columns
             .iter()
             .enumerate()
-            .map(|(i, (c, t))| hash_value(c, t, i + 1).map(|h| format!("COALESCE({h}, {})", i + 1)))
+            .map(|(i, (c, t))| {
+                hash_value(c, t, i + 1).map(|h| format!("COALESCE({h}, {})", null_hash(i + 1)))
+            })
             .collect();
         if let Some(values) = hashed {
-            RowHash::Sql(format!(
-                "(hashint8extended({}, 0) & 1152921504606846975)",
-                values.join(" # ")
-            ))
+            RowHash::Sql(format!("(({}) & 1152921504606846975)", values.join(" # ")))
         } else {
             let values = columns
                 .iter()
@@ -466,12 +487,20 @@ impl Dialect for Postgres {
     }
 
     /// Values of a type with no equality (`json`, `xml`, `point`), or whose
-    /// `=` is not sameness (`box` and `circle` compare areas), and values of
+    /// `=` is not sameness (`box` and `circle` compare areas, `numeric`
+    /// ignores scale, floats the sign of zero, `interval` its units), and values of
     /// arrays and of types from extensions (whose elements or `=` may be
     /// either), differ where their texts do: a type's text output is
     /// canonical for its value.
     fn differs(&self, a: &str, b: &str, column: &Column) -> String {
-        const BY_TEXT: [&str; 11] = [
+        const BY_TEXT: [&str; 16] = [
+            // Equal is not the same: 1.0 = 1.000, -0 = 0, '1 day' =
+            // '24 hours', and jsonb's numbers inside likewise.
+            "numeric",
+            "real",
+            "double precision",
+            "interval",
+            "jsonb",
             "json",
             "xml",
             "point",
