@@ -1025,7 +1025,7 @@ sql = "select id, ts from src where ts >= :start and ts < :end"
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
         stdout.contains(
-            "error: 1 row of fct holds ts as text like '2026-01-01T05:30:00', which sorts after every hour bound idem binds on SQLite"
+            "error: 1 row of fct holds ts as text like '2026-01-01T05:30:00', which sorts after every hour bound of its day"
         ),
         "{stdout}"
     );
@@ -1042,5 +1042,105 @@ sql = "select id, ts from src where ts >= :start and ts < :end"
     assert_eq!(code, 0, "{stdout}{stderr}");
     run();
     assert_eq!(rows().await, 1);
+    wh.close().await;
+}
+
+/// SQLite compares a window's bounds with the column's text. Values in
+/// other forms (an offset, minutes without seconds at the hour, a month
+/// without its day) sort into another window than their date: lint names
+/// each, and `idem status` counts every value in the window a load puts
+/// it in, so a load is never followed by "vanished" or "drift".
+#[tokio::test]
+async fn sqlite_text_forms_are_named_and_counted_where_loads_put_them() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = r#"
+[[jobs]]
+name = "hourly"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "ts"
+grain = "hour"
+start = "2024-03-10T03"
+end = "2024-03-10T05"
+sql = "select id, ts from src where ts >= :start and ts < :end"
+
+[[jobs]]
+name = "monthly"
+target = "agg"
+strategy = "replace_partition"
+partition_column = "month"
+grain = "month"
+start = "2024-03"
+end = "2024-03"
+sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >= :start and ts < :end group by 1"
+"#;
+    let (path, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "CREATE TABLE agg (month TEXT NOT NULL, n INTEGER NOT NULL)",
+        // Hour 05 as written (UTC 03:30), hour 04, and 05:00 without
+        // seconds, which sorts before 05's bound: hour 04 as well.
+        "INSERT INTO src VALUES (1, '2024-03-10 05:30:00+02:00'), (2, '2024-03-10 04:10:00'), (3, '2024-03-10 05:00')",
+        "INSERT INTO agg VALUES ('2024-02', 9)",
+    ])
+    .await
+    .expect("fixture");
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(args)
+            .output()
+            .expect("run idem");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = cli(&["run", "hourly"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (_, stdout, _) = cli(&["status", "hourly", "--format", "json"]);
+    let status: Vec<serde_json::Value> = serde_json::from_str(&stdout).expect("json");
+    let text = stdout.clone();
+    for p in &status {
+        assert!(
+            matches!(p["state"].as_str(), Some("loaded" | "empty")),
+            "{text}"
+        );
+        assert_eq!(p["drift"], false, "{text}");
+    }
+    let rows_of = |name: &str| {
+        status
+            .iter()
+            .find(|p| p["partition"] == name)
+            .map(|p| p["rows_now"].clone())
+            .unwrap_or_else(|| panic!("no {name}: {text}"))
+    };
+    assert_eq!(rows_of("2024-03-10T03"), 0, "{text}");
+    assert_eq!(rows_of("2024-03-10T04"), 2, "{text}");
+    assert_eq!(rows_of("2024-03-10T05"), 1, "{text}");
+
+    let (code, stdout, stderr) = idem(&path, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    for said in [
+        "warning: 1 row of fct holds ts as text like '2024-03-10 05:00', which at the hour sorts before that hour's bound",
+        "warning: 1 row of fct holds ts as text like '2024-03-10 05:30:00+02:00', whose offset a text comparison ignores",
+        "error: 1 row of agg holds month as text like '2024-02', which sorts before the first bound of its window",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    // The month job's own rows would be written that way: its load says
+    // why they fall outside its window.
+    let (code, stdout, stderr) = cli(&["run", "monthly"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("SQLite compares them as text"),
+        "{stdout}{stderr}"
+    );
     wh.close().await;
 }

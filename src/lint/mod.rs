@@ -11,6 +11,7 @@
 //! reads its whole source every window).
 
 mod sql;
+mod sqlite_text;
 
 use serde::Serialize;
 
@@ -392,57 +393,6 @@ async fn partition_column_type(
     Ok(())
 }
 
-/// SQLite holds timestamps as text, and an hourly window's bounds are bound
-/// as `2026-01-01 05:00:00`. A value written as ISO text with a `T`
-/// (`2026-01-01T05:30:00`, as Python's `isoformat` writes it) sorts after
-/// every bound of its day: no hour's DELETE matches it, so a load adds the
-/// hour's rows beside it, and a source filter on such text selects nothing.
-async fn sqlite_hours_as_iso_text(
-    wh: &Warehouse,
-    job: &Job,
-    pcol: &crate::config::Ident,
-    out: &mut Vec<Finding>,
-) -> Result<(), WarehouseError> {
-    if job.engine != crate::warehouse::Engine::Sqlite || job.grain != crate::partition::Grain::Hour
-    {
-        return Ok(());
-    }
-    let mut sql = wh.sql();
-    sql.push("SELECT COUNT(*), MIN(")
-        .ident(pcol)
-        .push(") FROM ")
-        .table(&job.target)
-        .push(" WHERE length(")
-        .ident(pcol)
-        .push(") > 10 AND substr(")
-        .ident(pcol)
-        .push(", 11, 1) <> ' '");
-    let row = sql.query().fetch_one(wh.pool()).await?;
-    let rows: i64 = sqlx::Row::try_get(&row, 0)?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let example: Option<String> = sqlx::Row::try_get(&row, 1).unwrap_or(None);
-    out.push(Finding::new(
-        Severity::Error,
-        job.lines.partition_column,
-        format!(
-            "{} of {} {} {pcol} as text like '{}', which sorts after every hour bound idem binds on SQLite ('YYYY-MM-DD HH:00:00'): no hour's delete matches {}, so a load adds the hour's rows beside {}",
-            crate::numbers::n_rows(rows),
-            job.target,
-            if rows == 1 { "holds" } else { "hold" },
-            example.unwrap_or_default(),
-            if rows == 1 { "it" } else { "them" },
-            if rows == 1 { "it" } else { "them" },
-        ),
-        format!(
-            "rewrite them as SQLite's datetime() writes them (UPDATE {} SET {pcol} = datetime({pcol})), and where the source holds such text compare datetime(its column) with :start and :end in the job's SQL",
-            job.target
-        ),
-    ));
-    Ok(())
-}
-
 /// Findings only the warehouse can give: the target's columns, keys and
 /// partition values, and the output columns of a SELECT with `*`. Together
 /// with [`static_findings`] they are the job's whole lint; none repeats.
@@ -531,7 +481,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             }
         }
         if has_column(pcol.as_str()) {
-            sqlite_hours_as_iso_text(wh, job, pcol, &mut out).await?;
+            sqlite_text::findings(wh, job, pcol, &mut out).await?;
         }
     }
 

@@ -119,8 +119,10 @@ impl Warehouse {
         let kind = self.column_kind(&job.target, col).await?;
         let quoted = dialect.quote(col);
         let (bucket, name) = match kind {
-            // A column of unknown type is named row by row, as a last resort.
-            ColumnKind::Other => (
+            // A column of unknown type is named row by row, as a last
+            // resort; on SQLite every column is text (or holds it), and
+            // groups by its text.
+            ColumnKind::Other if dialect.engine() != Engine::Sqlite => (
                 dialect.partition_name_expr(&quoted, job.grain),
                 "b".to_string(),
             ),

@@ -136,21 +136,19 @@ impl Dialect for Sqlite {
         sql.push(") ORDER BY cid");
     }
 
+    /// The name of the window whose bounds the value's text sorts between
+    /// ([`text_bucket`]), not of the time SQLite reads the text as.
     fn partition_name_expr(&self, column: &str, grain: Grain) -> String {
         let format = grain.name_pattern();
-        format!("strftime('{format}', {column})")
+        format!("strftime('{format}', {})", text_bucket(column, grain))
     }
 
     /// Dates and timestamps are ISO text: a date column groups by itself,
-    /// a timestamp by its leading characters (completed to a value that
-    /// `strftime` reads when the name is made).
+    /// any other by [`text_bucket`].
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
         match (grain, kind) {
             (Grain::Day, ColumnKind::Date) => column.to_string(),
-            (Grain::Day, _) => format!("substr({column}, 1, 10)"),
-            // A bare date in an hourly column is its first hour.
-            (Grain::Hour, _) => format!("strftime('%Y-%m-%d %H:00', {column})"),
-            (Grain::Month, _) => format!("substr({column}, 1, 7) || '-01'"),
+            _ => text_bucket(column, grain),
         }
     }
 
@@ -330,4 +328,30 @@ pub(super) async fn describe(
         .collect();
     let _ = conn.close().await;
     Ok(names)
+}
+
+/// The first bound of the window (of `grain`) that a text value sorts into
+/// as a load's window takes it, its bounds bound as text (`YYYY-MM-DD`, an
+/// hour `YYYY-MM-DD HH:00:00`), written as those bounds are, so that it is
+/// its own bucket. Not SQLite's reading of the text as a time: `…
+/// 05:30+02:00` lies in hour 05 as written; `… 05:00` (no seconds) sorts
+/// before 05's bound, so in hour 04; a bare date in the day before's last
+/// hour; `…T05:30` (a `T` sorts after every bound of its day) in its own
+/// day's last; a month written `2026-03` in February. `idem lint` names
+/// such values.
+fn text_bucket(column: &str, grain: Grain) -> String {
+    let c = column;
+    match grain {
+        Grain::Day => format!("substr({c}, 1, 10)"),
+        Grain::Month => format!(
+            "CASE WHEN length({c}) >= 10 THEN substr({c}, 1, 7) || '-01' \
+             ELSE strftime('%Y-%m-01', substr({c}, 1, 7) || '-01', '-1 month') END"
+        ),
+        Grain::Hour => format!(
+            "CASE WHEN length({c}) <= 10 THEN strftime('%Y-%m-%d %H:00:00', {c}, '-1 hour') \
+             WHEN substr({c}, 11, 1) <> ' ' THEN substr({c}, 1, 10) || ' 23:00:00' \
+             WHEN {c} >= substr({c}, 1, 13) || ':00:00' THEN substr({c}, 1, 13) || ':00:00' \
+             ELSE strftime('%Y-%m-%d %H:00:00', substr({c}, 1, 13) || ':00', '-1 hour') END"
+        ),
+    }
 }

@@ -1,0 +1,109 @@
+//! SQLite has no date type: a partition column holds text, and a window's
+//! bounds are bound as text too (`2026-01-01` for a day or month,
+//! `2026-01-01 05:00:00` for an hour), so a value falls in the window its
+//! text sorts into. Values written in another form sort elsewhere than
+//! their date says; these findings name the forms that do.
+
+use super::{Finding, Severity};
+use crate::config::{Ident, Job};
+use crate::numbers::n_rows;
+use crate::partition::Grain;
+use crate::warehouse::{Engine, Warehouse, WarehouseError};
+
+/// A form of text that sorts into another window than its date's.
+struct Form {
+    /// SQL true for a value `c` of that form.
+    test: &'static str,
+    severity: Severity,
+    /// What such a value does, after "N rows of T hold C as text like 'V',".
+    does: &'static str,
+    fix: &'static str,
+}
+
+/// The forms worth naming for a job of `grain`.
+fn forms(grain: Grain) -> Vec<Form> {
+    match grain {
+        Grain::Hour => vec![
+            Form {
+                test: "length(c) > 10 AND substr(c, 11, 1) <> ' '",
+                severity: Severity::Error,
+                does: "which sorts after every hour bound of its day ('YYYY-MM-DD HH:00:00'): only the day's last hour replaces it, so the load of its own hour adds its rows beside it",
+                fix: "rewrite them as SQLite's datetime() writes them (UPDATE {target} SET {pcol} = datetime({pcol})), and where the source holds such text compare datetime(its column) with :start and :end in the job's SQL",
+            },
+            Form {
+                test: "length(c) BETWEEN 11 AND 18 AND substr(c, 11, 1) = ' ' AND c < substr(c, 1, 13) || ':00:00'",
+                severity: Severity::Warning,
+                does: "which at the hour sorts before that hour's bound ('YYYY-MM-DD HH:00:00'): it is loaded and counted in the hour before",
+                fix: "write seconds too (datetime() does: UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
+            },
+            Form {
+                test: "length(c) > 19 AND substr(c, 20, 1) <> '.'",
+                severity: Severity::Warning,
+                does: "whose offset a text comparison ignores: it is loaded and counted in the hour as written, not in UTC as SQLite's date functions read it",
+                fix: "store UTC without an offset (UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
+            },
+        ],
+        Grain::Day | Grain::Month => vec![Form {
+            test: "length(c) < 10",
+            severity: Severity::Error,
+            does: "which sorts before the first bound of its window ('YYYY-MM-DD'): no load of it can write it, each fails its window check",
+            fix: "write a date: the day, or a month's first day (strftime('%Y-%m-01', …) in the job's SQL; UPDATE {target} SET {pcol} = {pcol} || '-01')",
+        }],
+    }
+}
+
+/// The findings for a SQLite job's partition column `pcol`, from the
+/// target's values: one query, a count and an example per form.
+pub(super) async fn findings(
+    wh: &Warehouse,
+    job: &Job,
+    pcol: &Ident,
+    out: &mut Vec<Finding>,
+) -> Result<(), WarehouseError> {
+    if job.engine != Engine::Sqlite {
+        return Ok(());
+    }
+    let forms = forms(job.grain);
+    let mut sql = wh.sql();
+    sql.push("SELECT ");
+    for (i, form) in forms.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        sql.push(&format!(
+            "COUNT(CASE WHEN {0} THEN 1 END), MIN(CASE WHEN {0} THEN c END)",
+            form.test
+        ));
+    }
+    sql.push(" FROM (SELECT ")
+        .ident(pcol)
+        .push(" AS c FROM ")
+        .table(&job.target)
+        .push(") WHERE typeof(c) = 'text'");
+    let row = sql.query().fetch_one(wh.pool()).await?;
+    for (i, form) in forms.iter().enumerate() {
+        let rows: i64 = sqlx::Row::try_get(&row, 2 * i)?;
+        if rows == 0 {
+            continue;
+        }
+        let example: Option<String> = sqlx::Row::try_get(&row, 2 * i + 1).unwrap_or(None);
+        let fill = |text: &str| {
+            text.replace("{target}", &job.target.to_string())
+                .replace("{pcol}", pcol.as_str())
+        };
+        out.push(Finding::new(
+            form.severity,
+            job.lines.partition_column,
+            format!(
+                "{} of {} {} {pcol} as text like '{}', {}",
+                n_rows(rows),
+                job.target,
+                if rows == 1 { "holds" } else { "hold" },
+                example.unwrap_or_default(),
+                form.does,
+            ),
+            fill(form.fix),
+        ));
+    }
+    Ok(())
+}
