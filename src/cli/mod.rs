@@ -21,7 +21,7 @@ pub use docs::{completions, man};
 pub use import_dbt::import_dbt;
 pub use init::init;
 pub use lint::lint;
-pub use run::run;
+pub use run::{CONFIRM_ABOVE, run};
 pub use run_args::RunArgs;
 pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
 pub use verify::verify;

@@ -25,6 +25,13 @@ pub fn job(name: &str, merge: bool) -> Job {
 
 /// A config of that one job.
 pub fn config(name: &str, merge: bool) -> Config {
+    config_of_days(name, merge, 10)
+}
+
+/// A config of one job of `days` days through 2026-06-10.
+fn config_of_days(name: &str, merge: bool, days: usize) -> Config {
+    let last = NaiveDate::from_ymd_opt(2026, 6, 10).expect("a date");
+    let start = last - chrono::Days::new(days.saturating_sub(1) as u64);
     let strategy = if merge {
         "strategy = \"merge_key\"\nunique_key = [\"id\"]"
     } else {
@@ -40,7 +47,7 @@ name = "{name}"
 target = "t"
 {strategy}
 grain = "day"
-start = "2026-06-01"
+start = "{start}"
 end = "2026-06-10"
 sql = "select 1 as id, dt from s where dt >= :start and dt < :end"
 "#
@@ -73,11 +80,11 @@ fn attempt(job: &Job, partition: &str, status: AttemptStatus, hash: String) -> A
     }
 }
 
-/// The job's ten days in the states `glyphs` draws (■ loaded, ✗ failed,
-/// · missing, ~ stale), loaded ones with 100 rows, as read from the
-/// warehouse.
+/// The job's days through 2026-06-10 (ten, or one per glyph) in the states
+/// `glyphs` draws (■ loaded, ✗ failed, · missing, ~ stale), loaded ones
+/// with 100 rows, as read from the warehouse.
 pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
-    let job = job(name, merge);
+    let job = config_of_days(name, merge, glyphs.chars().count().max(10)).jobs[0].clone();
     let mut view = JobView::new(job.clone(), now());
     let statuses = view
         .partitions

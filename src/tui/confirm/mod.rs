@@ -251,7 +251,7 @@ impl ConfirmDialog {
             }
             b
         });
-        let partitions = backfill
+        let partitions: Vec<usize> = backfill
             .as_ref()
             .map(|b| {
                 b.partitions
@@ -260,7 +260,11 @@ impl ConfirmDialog {
                     .collect()
             })
             .unwrap_or_default();
-        let command = self.command_line(job, &filtered, risk.is_some());
+        let loads = partitions.len()
+            + self.cascade.as_ref().map_or(0, |c| {
+                c.steps.iter().map(|b| b.partitions.len()).sum::<usize>()
+            });
+        let command = self.command_line(job, &filtered, risk.is_some(), loads);
         self.plan = Plan {
             filtered,
             partitions,
@@ -275,10 +279,17 @@ impl ConfirmDialog {
     }
 
     /// The `idem run` that does what the dialog will, and a note when the
-    /// command takes more than the choice.
+    /// command takes more than the choice. It says `--yes` where a script
+    /// would need it for `loads` partitions: the dialog is the confirm.
     /// None when nothing would run: no command does that (one without a
     /// range would run the job's whole history).
-    fn command_line(&self, job: &JobView, chosen: &[usize], risk: bool) -> Option<String> {
+    fn command_line(
+        &self,
+        job: &JobView,
+        chosen: &[usize],
+        risk: bool,
+        loads: usize,
+    ) -> Option<String> {
         let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
             return None;
         };
@@ -302,6 +313,7 @@ impl ConfirmDialog {
             only: names.iter().map(|s| s.to_string()).collect(),
             through_latest: self.through_latest && risk,
             reason: self.reason_text(),
+            yes: self.args.yes || loads > crate::cli::CONFIRM_ABOVE,
             ..self.args.clone()
         };
         let mut line = args.command_line();

@@ -174,3 +174,16 @@ fn a_command_typed_in_the_dialog_is_not_read_as_its_keys() {
         ConfirmStep::Close
     );
 }
+
+/// The dialog is the confirm: its command says `--yes` where a script
+/// would be refused without it (over 100 partitions), and only there.
+#[test]
+fn the_same_as_command_carries_yes_above_the_scripts_limit() {
+    let many = "✗".repeat(120);
+    let job = job_view("fct_orders", false, &many);
+    let c = open(&job, (0..120).collect());
+    assert_eq!(c.partitions().len(), 120);
+    assert!(c.command().ends_with(" --yes"), "{}", c.command());
+    let few = open(&job, (0..100).collect());
+    assert!(!few.command().contains("--yes"), "{}", few.command());
+}
