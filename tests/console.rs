@@ -108,7 +108,10 @@ fn app_with(theme: Theme, w: u16, h: u16) -> App {
     app.update(Msg::Resize(w, h));
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
-    assert!(matches!(effects.as_slice(), [Effect::Refresh(names)] if names.len() == 4));
+    assert!(
+        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names)] if names.len() == 4),
+        "{effects:?}"
+    );
     for (job, s) in &f.statuses {
         app.update(Msg::Status {
             job: job.clone(),
@@ -2251,7 +2254,7 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
     let refresh_at = |a: &mut App, secs: i64| {
         let effects = a.update(Msg::Tick(now() + chrono::Duration::seconds(secs)));
         assert!(
-            matches!(effects.as_slice(), [Effect::Refresh(names)] if names.len() == jobs.len()),
+            matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names)] if names.len() == jobs.len()),
             "{effects:?}"
         );
     };
@@ -2301,7 +2304,10 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
 
     // A refresh the user asks for shows that it reads.
     let effects = keys(&mut a, "R");
-    assert!(matches!(effects.as_slice(), [Effect::Refresh(_)]));
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::ReadConfig(_), Effect::Refresh(_)]
+    ));
     assert!(a.needs_redraw());
     assert!(text(&a).contains("⟳ loading"));
 }
@@ -2333,4 +2339,29 @@ fn a_run_shown_changes_the_states_held() {
         .collect();
     assert_eq!(others.len(), 3);
     assert!(others.iter().all(|j| a.holds_last_read(j)), "{others:?}");
+}
+
+/// A config file that no longer loads is named in the title bar, which
+/// stays until the file loads again.
+#[test]
+fn a_config_that_no_longer_loads_is_named_in_the_title_bar() {
+    let mut app = app(140, 40);
+    app.update(Msg::ConfigRead(Err(
+        "idem.toml:12:7: jobs[0].grain: expected one of hour, day, month".into(),
+    )));
+    let first = text(&app);
+    let title = first.lines().next().unwrap_or_default();
+    assert!(title.contains("✗ idem.toml does not load"), "{first}");
+    assert!(
+        first.contains("jobs[0].grain: expected one of hour"),
+        "{first}"
+    );
+    app.update(Msg::Tick(now()));
+    assert!(
+        text(&app)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("does not load")
+    );
 }

@@ -291,6 +291,48 @@ fn a_cascade_rerun_of_the_failed_days_reloads_the_month_after_them() {
     });
 }
 
+/// The 3 a.m. loop: the job's SQL is fixed in the file while the console
+/// is open, `R` reads it again, and the run started from the console loads
+/// with the fixed definition (the ledger's definition hash is the new one).
+#[test]
+fn an_edited_config_is_reloaded_and_the_next_run_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let text = std::fs::read_to_string(&config_path).unwrap();
+    let old = "select order_id, customer_id, amount_usd, status, date(created_at) as dt";
+    assert!(text.contains(old));
+    let fixed = text.replace(
+        old,
+        "select order_id, customer_id, round(amount_usd, 2) as amount_usd, status, date(created_at) as dt",
+    );
+    std::fs::write(&config_path, fixed).unwrap();
+    c.send("R");
+    c.wait_for(&["reloaded; changed fct_orders"]);
+    // Read again: every loaded day is stale under the new definition.
+    c.wait_for(&["repl·day ✗3 !1 ·4 ~"]);
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    let day = job.last_partition(now_utc()).prev().name();
+    c.send(&format!(":run {day}..{day}\r"));
+    c.wait_for(&["Run fct_orders?"]);
+    c.send("\r");
+    c.wait_for(&["finished 1/1"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let attempts = wh.attempts(&job.name, Some(&day)).await.unwrap();
+        let last = attempts.last().expect("the console's attempt");
+        assert_eq!(last.operator, "pty-test");
+        assert_eq!(
+            last.definition_hash,
+            job.definition_hash(),
+            "loaded with the fixed SQL"
+        );
+        wh.close().await;
+    });
+}
+
 #[test]
 fn a_panic_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();

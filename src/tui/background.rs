@@ -247,6 +247,13 @@ impl Background {
                     send(Msg::ThemeLoaded(Theme::load_file(&path)))
                 });
             }
+            Effect::ReadConfig(path) => {
+                tokio::task::spawn_blocking(move || {
+                    send(Msg::ConfigRead(
+                        crate::config::load(&path).map_err(|e| e.to_string()),
+                    ))
+                });
+            }
             Effect::Cancel(run) => {
                 if let Some(t) = self.tokens.get(&run) {
                     t.cancel();

@@ -15,6 +15,8 @@ use super::widgets::{abbreviate, put};
 pub struct Title<'a> {
     pub url: &'a str,
     pub db_error: Option<&'a str>,
+    /// Why the console keeps the config it opened with.
+    pub config_error: Option<&'a str>,
     pub connecting: bool,
     pub loading: bool,
     pub active_runs: usize,
@@ -28,6 +30,8 @@ pub fn render_title(frame: &mut Frame, r: Rect, t: &Theme, title: &Title) {
     let mut right = String::new();
     if let Some(e) = title.db_error {
         right.push_str(&format!("✗ database: {} · ", abbreviate(e, 50)));
+    } else if let Some(e) = title.config_error {
+        right.push_str(&format!("✗ {} · ", abbreviate(e, 70)));
     } else if title.connecting {
         right.push_str("connecting… · ");
     } else if title.loading {
@@ -40,7 +44,7 @@ pub fn render_title(frame: &mut Frame, r: Rect, t: &Theme, title: &Title) {
     let rw = right.chars().count() as u16;
     let lw = r.width.saturating_sub(rw + 1) as usize;
     put(buf, r, r.x, r.y, &abbreviate(&left, lw), t.style("title"));
-    let style = if title.db_error.is_some() {
+    let style = if title.db_error.is_some() || title.config_error.is_some() {
         t.style("title")
             .patch(t.style("error"))
             .add_modifier(Modifier::BOLD)

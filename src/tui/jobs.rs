@@ -22,6 +22,14 @@ pub struct JobsPane {
     filter: Input,
 }
 
+/// The jobs a config read again changed, added and removed, by name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    pub changed: Vec<String>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
 /// What a key did to the filter being typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FilterStep {
@@ -39,6 +47,53 @@ impl JobsPane {
             current: 0,
             filter: Input::default(),
         }
+    }
+
+    /// Takes the jobs of a config read again. A job whose definition and
+    /// windows are as they were keeps its view (its states, cursor and
+    /// selection); one that changed starts again from its definition,
+    /// keeping the partition under its cursor and what this console has in
+    /// flight for it. The job on screen stays on screen while it exists.
+    pub fn reload(&mut self, jobs: &[Job], now: NaiveDateTime) -> Reloaded {
+        let shown = self.current().map(|j| j.job.name.clone());
+        let mut old = std::mem::take(&mut self.jobs);
+        let mut reloaded = Reloaded::default();
+        for job in jobs {
+            let Some(i) = old.iter().position(|v| v.job.name == job.name) else {
+                reloaded.added.push(job.name.clone());
+                self.jobs.push(JobView::new(job.clone(), now));
+                continue;
+            };
+            let mut view = old.swap_remove(i);
+            if format!("{:?}", view.job) == format!("{job:?}") {
+                self.jobs.push(view);
+                continue;
+            }
+            let same_windows = view.job.definition_hash() == job.definition_hash()
+                && job.partitions(now) == view.partitions;
+            if same_windows {
+                // Lines, retries, guards: the states read still hold.
+                view.job = job.clone();
+                self.jobs.push(view);
+                continue;
+            }
+            reloaded.changed.push(job.name.clone());
+            let mut fresh = JobView::new(job.clone(), now);
+            if let Some(at) = view.partitions.get(view.cursor)
+                && let Ok(i) = fresh.partitions.binary_search(at)
+            {
+                fresh.cursor = i;
+            }
+            fresh.in_flight = std::mem::take(&mut view.in_flight);
+            fresh.live = std::mem::take(&mut view.live);
+            self.jobs.push(fresh);
+        }
+        reloaded.removed = old.into_iter().map(|v| v.job.name).collect();
+        self.current = shown
+            .and_then(|name| self.jobs.iter().position(|j| j.job.name == name))
+            .unwrap_or(0);
+        self.keep_current_visible();
+        reloaded
     }
 
     /// The job on screen.

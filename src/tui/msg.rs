@@ -88,6 +88,8 @@ pub enum Msg {
     },
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
+    /// The config file, read again at a refresh: what it says now.
+    ConfigRead(Result<crate::config::Config, String>),
 }
 
 impl Msg {
@@ -173,5 +175,8 @@ pub enum Effect {
     Cancel(usize),
     /// Read a theme file; the answer comes back as [`Msg::ThemeLoaded`].
     LoadTheme(PathBuf),
+    /// Read the config file again; the answer comes back as
+    /// [`Msg::ConfigRead`].
+    ReadConfig(PathBuf),
     Quit,
 }

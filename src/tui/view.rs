@@ -43,6 +43,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         &Title {
             url: &app.url,
             db_error: app.db_error.as_deref(),
+            config_error: app.config_error.as_deref(),
             connecting: app.connecting && !app.connected,
             loading: app.loading(),
             active_runs: app.active_runs(),

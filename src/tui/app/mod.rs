@@ -5,6 +5,7 @@
 //! [`Effect`] for the event loop to start in the background.
 
 mod input;
+mod reload;
 
 use std::ops::Deref;
 use std::path::PathBuf;
@@ -111,6 +112,9 @@ pub struct Shared {
     pub connected: bool,
     pub connecting: bool,
     pub db_error: Option<String>,
+    /// The config file as it is now does not load, or changes what only a
+    /// restart can: what the console keeps to, and why.
+    pub config_error: Option<String>,
     /// Which jobs read which: for stale (upstream) states, the lineage view
     /// and cascades.
     pub lineage: Lineage,
@@ -182,6 +186,7 @@ impl App {
                 connected: false,
                 connecting: false,
                 db_error: None,
+                config_error: None,
                 lineage,
             },
             config,
@@ -409,6 +414,7 @@ impl App {
                 self.shared.message = Some((true, e));
                 Vec::new()
             }
+            Msg::ConfigRead(read) => self.config_read(read),
             Msg::Tick(_) | Msg::Drawn => Vec::new(),
         };
         self.fix_scroll_all();
@@ -477,6 +483,12 @@ impl App {
     /// Reads every job's states again; a `quiet` (periodic) refresh shows
     /// no spinner unless a read is slow.
     pub(super) fn refresh_all(&mut self, quiet: bool) -> Vec<Effect> {
+        let mut effects = vec![Effect::ReadConfig(self.config.path.clone())];
+        effects.extend(self.refresh_states(quiet));
+        effects
+    }
+
+    fn refresh_states(&mut self, quiet: bool) -> Vec<Effect> {
         self.last_refresh = Some(self.shared.now);
         if !self.shared.connected {
             if self.shared.connecting {

@@ -99,3 +99,79 @@ fn drawing_and_stopping_are_messages() {
         [Effect::Cancel(1), Effect::Quit]
     ));
 }
+
+/// The config as the file says it at a refresh: `fixture::config` with
+/// `edit` applied to its text.
+fn config_edited(edit: impl Fn(&str) -> String) -> crate::config::Config {
+    let base = fixture::config("fct_orders", false);
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"fct_orders\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-06-01\"\nend = \"2026-06-10\"\nsql = \"{}\"\n",
+        base.jobs[0].sql
+    );
+    crate::config::parse(std::path::Path::new("idem.toml"), &edit(&text), &|_| None)
+        .expect("config")
+}
+
+/// An edit to the config while the console is open is what its next run
+/// uses: a refresh reads the file again, the changed job starts over from
+/// its new definition (its states read again), and the status bar says so.
+/// A file that no longer loads, or names another warehouse, keeps the
+/// console on what it opened with, in the title bar until it is fixed.
+#[test]
+fn a_refresh_reloads_an_edited_config_or_says_why_not() {
+    let mut a = app();
+    assert!(a.job().is_some_and(|j| j.loaded));
+    let effects = a.update(Msg::Key(key('R')));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::ReadConfig(p) if p == &PathBuf::from("idem.toml"))),
+        "{effects:?}"
+    );
+
+    // The same file: nothing happens.
+    assert!(
+        a.update(Msg::ConfigRead(Ok(config_edited(|t| t.to_string()))))
+            .is_empty()
+    );
+
+    let fixed = config_edited(|t| t.replace("select 1 as id", "select 2 as id"));
+    let effects = a.update(Msg::ConfigRead(Ok(fixed)));
+    assert!(a.config().jobs[0].sql.contains("select 2 as id"));
+    let job = a.job().expect("a job");
+    assert!(!job.loaded, "the changed job's states are read again");
+    assert!(job.job.sql.contains("select 2 as id"));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Refresh(names)] if names == &["fct_orders"]),
+        "{effects:?}"
+    );
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        !error && note.contains("idem.toml changed: reloaded; changed fct_orders"),
+        "{note}"
+    );
+
+    a.update(Msg::ConfigRead(Err(
+        "idem.toml:12:7: expected a string".into()
+    )));
+    let why = a.config_error.clone().expect("kept");
+    assert!(why.contains("idem.toml does not load"), "{why}");
+    let (error, note) = a.message.clone().expect("the error");
+    assert!(
+        error && note.starts_with("idem.toml:12:7: expected a string"),
+        "{note}"
+    );
+    assert!(a.config().jobs[0].sql.contains("select 2 as id"));
+
+    let elsewhere = config_edited(|t| t.replace("sqlite://w.db", "sqlite://other.db"));
+    a.update(Msg::ConfigRead(Ok(elsewhere)));
+    let why = a.config_error.clone().expect("kept");
+    assert!(why.contains("restart"), "{why}");
+    assert!(a.config().warehouse.url.contains("w.db"));
+
+    // Fixed again: the title bar's note goes.
+    a.update(Msg::ConfigRead(Ok(config_edited(|t| {
+        t.replace("select 1 as id", "select 2 as id")
+    }))));
+    assert!(a.config_error.is_none());
+}

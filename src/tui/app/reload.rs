@@ -1,0 +1,104 @@
+//! The config file read again at every refresh: an edit made while the
+//! console is open (the job's SQL fixed at 3 a.m.) is what the next run
+//! from the console uses, and says so; a file that no longer loads, or a
+//! change to the warehouse, keeps the console on what it opened with and
+//! says that instead.
+
+use super::{App, Modal};
+use crate::config::Config;
+use crate::lineage::Lineage;
+use crate::tui::msg::Effect;
+
+impl App {
+    pub(super) fn config_read(&mut self, read: Result<Config, String>) -> Vec<Effect> {
+        let file = self.config.path.display().to_string();
+        let new = match read {
+            Ok(new) => new,
+            Err(e) => {
+                let name = self
+                    .config
+                    .path
+                    .file_name()
+                    .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+                if self.keep_config(format!(
+                    "{name} does not load: keeping the jobs opened with"
+                )) {
+                    self.shared.message = Some((
+                        true,
+                        format!("{e}; the console keeps the jobs it opened with until it loads"),
+                    ));
+                }
+                return Vec::new();
+            }
+        };
+        let same = |a: &Config, b: &Config| {
+            format!("{:?}", (&a.warehouse, &a.defaults, &a.jobs))
+                == format!("{:?}", (&b.warehouse, &b.defaults, &b.jobs))
+        };
+        if same(&new, &self.config) {
+            self.keep_config_clear();
+            return Vec::new();
+        }
+        if format!("{:?}", new.warehouse) != format!("{:?}", self.config.warehouse) {
+            if self.keep_config("warehouse changed in the config: restart to use it".into()) {
+                self.shared.message = Some((
+                    true,
+                    format!(
+                        "{file} names another warehouse or changes its settings: restart the console to use them; it keeps the jobs it opened with"
+                    ),
+                ));
+            }
+            return Vec::new();
+        }
+        self.keep_config_clear();
+        let lineage = Lineage::of(&new);
+        let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
+        self.config = new;
+        match lineage {
+            Ok(l) => self.shared.lineage = l,
+            Err(e) => self.shared.message = Some((true, e.to_string())),
+        }
+        // Dialogs made of the old definitions close: a run opened again
+        // is planned on the new ones.
+        if matches!(
+            self.shared.modal,
+            Modal::Confirm(_) | Modal::Errors(_) | Modal::Lineage(_) | Modal::Diff { .. }
+        ) {
+            self.shared.modal = Modal::None;
+        }
+        let mut note = format!("{file} changed: reloaded");
+        for (what, names) in [
+            ("changed", &summary.changed),
+            ("added", &summary.added),
+            ("removed", &summary.removed),
+        ] {
+            if !names.is_empty() {
+                note.push_str(&format!("; {what} {}", names.join(", ")));
+            }
+        }
+        if self.active_runs() > 0 {
+            note.push_str("; runs in flight keep the definitions they started with");
+        }
+        self.shared.message = Some((false, note));
+        self.fix_scroll_all();
+        self.dirty = true;
+        self.refresh_states(false)
+    }
+
+    /// Keeps the config the console has, `why` in the title bar: true when
+    /// that is news (the status bar then says more, once).
+    fn keep_config(&mut self, why: String) -> bool {
+        if self.shared.config_error.as_ref() == Some(&why) {
+            return false;
+        }
+        self.shared.config_error = Some(why);
+        self.dirty = true;
+        true
+    }
+
+    fn keep_config_clear(&mut self) {
+        if self.shared.config_error.take().is_some() {
+            self.dirty = true;
+        }
+    }
+}
