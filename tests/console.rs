@@ -560,12 +560,22 @@ fn several_runs_at_once_are_each_listed() {
     assert!(screen.contains("▶ 2 running"), "{screen}");
 }
 
+/// While the question is open the run starts no new partition (its gate
+/// is shut); answered no, it goes on.
 #[test]
 fn cancel_asks_first_then_cancels() {
     let (mut a, run, _) = run_in_progress(120, 40);
-    keys(&mut a, "c");
+    let effects = keys(&mut a, "c");
     assert!(matches!(a.modal, Modal::Question(Question::CancelRun(r)) if r == run));
-    assert!(keys(&mut a, "n").is_empty());
+    assert!(
+        matches!(effects.as_slice(), [Effect::Gate { run: Some(r), shut: true }] if *r == run),
+        "{effects:?}"
+    );
+    let effects = keys(&mut a, "n");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Gate { run: Some(r), shut: false }] if *r == run),
+        "{effects:?}"
+    );
     assert!(matches!(a.modal, Modal::None));
     keys(&mut a, "c");
     let effects = keys(&mut a, "y");
@@ -577,9 +587,23 @@ fn cancel_asks_first_then_cancels() {
 #[test]
 fn quitting_asks_while_a_run_is_in_flight() {
     let (mut a, run, _) = run_in_progress(120, 40);
-    keys(&mut a, "q");
+    let held = keys(&mut a, "q");
     assert!(matches!(a.modal, Modal::Question(Question::Quit)));
-    keys(&mut a, "n");
+    assert!(matches!(
+        held.as_slice(),
+        [Effect::Gate {
+            run: None,
+            shut: true
+        }]
+    ));
+    let going_on = keys(&mut a, "n");
+    assert!(matches!(
+        going_on.as_slice(),
+        [Effect::Gate {
+            run: None,
+            shut: false
+        }]
+    ));
     assert!(!a.quit);
     a.update(ctrl_c());
     assert!(matches!(a.modal, Modal::Question(Question::Quit)));

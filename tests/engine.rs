@@ -793,3 +793,60 @@ async fn mysql_a_job_reads_or_as_the_servers_default_sql_mode_does() {
     assert_eq!(flags, [(1, 0), (9, 1)], "|| was read as a concatenation");
     drop(db);
 }
+
+/// A shut gate (the console asking whether to cancel) starts no partition;
+/// opened, the run goes on to the end; cancelled while shut, nothing
+/// starts at all.
+#[tokio::test]
+async fn a_shut_gate_starts_no_partition_until_it_opens() {
+    let Some(f) = fixture(Kind::Sqlite).await else {
+        return;
+    };
+    let backfill = Backfill::plan(&f.wh, f.job("fct"), &Selection::default(), 1, 1)
+        .await
+        .expect("plan");
+    let started = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::PartitionStarted { .. }))
+            .count()
+    };
+    for cancel_while_shut in [false, true] {
+        let gate = engine::Gate::default();
+        gate.shut();
+        let cancel = CancellationToken::new();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let run = {
+            let (wh, backfill, gate, cancel) =
+                (f.wh.clone(), backfill.clone(), gate.clone(), cancel.clone());
+            tokio::spawn(
+                async move { engine::run_gated(&wh, &backfill, &tx, &cancel, &gate).await },
+            )
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        let mut events = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            events.push(e);
+        }
+        assert!(
+            matches!(events.as_slice(), [Event::RunStarted { .. }]),
+            "{events:?}"
+        );
+        if cancel_while_shut {
+            cancel.cancel();
+        } else {
+            gate.open();
+        }
+        let summary = run.await.expect("run");
+        while let Some(e) = rx.recv().await {
+            events.push(e);
+        }
+        if cancel_while_shut {
+            assert_eq!(started(&events), 0);
+            assert_eq!(summary.not_started, DAYS as usize);
+        } else {
+            assert_eq!(started(&events), DAYS as usize);
+            assert_eq!(summary.succeeded, DAYS as usize);
+        }
+    }
+}

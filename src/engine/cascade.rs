@@ -108,6 +108,26 @@ pub async fn run(
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Vec<StepOutcome> {
+    run_gated(
+        warehouse,
+        lineage,
+        steps,
+        events,
+        cancel,
+        &super::Gate::default(),
+    )
+    .await
+}
+
+/// [`run`], starting no attempt while `gate` is shut.
+pub async fn run_gated(
+    warehouse: &Warehouse,
+    lineage: &Lineage,
+    steps: &[Backfill],
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+    gate: &super::Gate,
+) -> Vec<StepOutcome> {
     // Per job: the partitions that did not succeed (failed, never started,
     // skipped), which the jobs downstream must not build on.
     let mut unfinished: HashMap<String, HashSet<Partition>> = HashMap::new();
@@ -143,7 +163,7 @@ pub async fn run(
         let summary = if backfill.partitions.is_empty() || cancel.is_cancelled() {
             None
         } else {
-            Some(super::run(warehouse, &backfill, events, cancel).await)
+            Some(super::run_gated(warehouse, &backfill, events, cancel, gate).await)
         };
         let bad = unfinished.entry(step.job.name.clone()).or_default();
         bad.extend(skipped.iter().map(|(p, _)| *p));

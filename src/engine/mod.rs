@@ -334,12 +334,56 @@ pub fn new_run_id() -> String {
     )
 }
 
+/// Holds a run's next partitions back while it is shut (the console shuts
+/// it while it asks whether to cancel the run): no attempt starts, those
+/// in flight go on. Open unless shut.
+#[derive(Clone, Debug)]
+pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate(std::sync::Arc::new(tokio::sync::watch::channel(true).0))
+    }
+}
+
+impl Gate {
+    pub fn shut(&self) {
+        self.0.send_replace(false);
+    }
+
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_shut(&self) -> bool {
+        !*self.0.borrow()
+    }
+
+    /// Returns once the gate is open.
+    async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        // The sender lives as long as `self`: this cannot fail.
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
 /// Runs a backfill to the end (or until cancelled), sending events as it goes.
 pub async fn run(
     warehouse: &Warehouse,
     backfill: &Backfill,
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
+) -> RunSummary {
+    run_gated(warehouse, backfill, events, cancel, &Gate::default()).await
+}
+
+/// [`run`], starting no attempt while `gate` is shut.
+pub async fn run_gated(
+    warehouse: &Warehouse,
+    backfill: &Backfill,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+    gate: &Gate,
 ) -> RunSummary {
     let run_id = new_run_id();
     let started = Instant::now();
@@ -376,6 +420,7 @@ pub async fn run(
                 host: &host,
                 events,
                 cancel,
+                gate,
                 halted: &halted,
                 unreachable: &unreachable,
                 last_loads: &last_loads,
@@ -412,6 +457,7 @@ struct PartitionRun<'a> {
     host: &'a str,
     events: &'a UnboundedSender<Event>,
     cancel: &'a CancellationToken,
+    gate: &'a Gate,
     halted: &'a CancellationToken,
     /// Set by the first partition that finds the warehouse unreachable.
     unreachable: &'a std::sync::Mutex<Option<String>>,
@@ -453,6 +499,12 @@ impl PartitionRun<'_> {
             .unwrap_or(0);
         let mut retry = 0u32;
         loop {
+            if self.gate.is_shut() {
+                tokio::select! {
+                    () = self.gate.passed() => {}
+                    () = self.cancel.cancelled() => {}
+                }
+            }
             if self.cancel.is_cancelled() || self.halted.is_cancelled() {
                 return PartitionResult::NotStarted;
             }

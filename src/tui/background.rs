@@ -30,6 +30,7 @@ pub struct Background {
     warehouse: Option<Warehouse>,
     connecting: bool,
     tokens: HashMap<usize, CancellationToken>,
+    gates: HashMap<usize, crate::engine::Gate>,
     /// The runs and verifications in flight (and some just ended).
     runs: Vec<JoinHandle<()>>,
     /// The reconciliation in flight, to stop.
@@ -49,6 +50,7 @@ impl Background {
             warehouse: None,
             connecting: false,
             tokens: HashMap::new(),
+            gates: HashMap::new(),
             runs: Vec::new(),
             reconciling: None,
             verifying: CancellationToken::new(),
@@ -128,9 +130,12 @@ impl Background {
                     return;
                 };
                 let token = CancellationToken::new();
+                let gate = crate::engine::Gate::default();
                 self.tokens.insert(run, token.clone());
+                self.gates.insert(run, gate.clone());
                 for (step, _) in &req.cascade {
                     self.tokens.insert(*step, token.clone());
+                    self.gates.insert(*step, gate.clone());
                 }
                 // A cascade's events go to the run of their job's step.
                 let mut runs: HashMap<String, usize> = req
@@ -156,13 +161,15 @@ impl Background {
                         return;
                     }
                     if req.cascade.is_empty() {
-                        crate::engine::run(&wh, &req.backfill, &etx, &token).await;
+                        crate::engine::run_gated(&wh, &req.backfill, &etx, &token, &gate).await;
                         return;
                     }
                     let mut steps = vec![req.backfill.clone()];
                     steps.extend(req.cascade.iter().map(|(_, b)| b.clone()));
-                    let outcomes =
-                        crate::engine::cascade::run(&wh, &lineage, &steps, &etx, &token).await;
+                    let outcomes = crate::engine::cascade::run_gated(
+                        &wh, &lineage, &steps, &etx, &token, &gate,
+                    )
+                    .await;
                     // A step a cancel kept from starting has no events of its own.
                     for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
                         if outcome.summary.is_none() && outcome.skipped.len() < b.partitions.len() {
@@ -257,6 +264,15 @@ impl Background {
             Effect::Cancel(run) => {
                 if let Some(t) = self.tokens.get(&run) {
                     t.cancel();
+                }
+            }
+            Effect::Gate { run, shut } => {
+                let gates = self
+                    .gates
+                    .iter()
+                    .filter(|(r, _)| run.is_none_or(|run| **r == run));
+                for (_, gate) in gates {
+                    if shut { gate.shut() } else { gate.open() }
                 }
             }
             Effect::Quit => {}

@@ -324,7 +324,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('c')],
         "c",
         Cancel,
-        "cancel the selected run (asks first)",
+        "cancel the selected run (asks first, starting no new partition while it asks)",
         Some("cancel")
     ),
     bind!(

@@ -173,6 +173,13 @@ pub enum Effect {
     /// Stop the reconciliation of that id, if it still runs.
     StopReconcile(usize),
     Cancel(usize),
+    /// Start no new partition of that run (`None`: of any run) while a
+    /// question about stopping it is open (`shut`), or again once it is
+    /// answered no.
+    Gate {
+        run: Option<usize>,
+        shut: bool,
+    },
     /// Read a theme file; the answer comes back as [`Msg::ThemeLoaded`].
     LoadTheme(PathBuf),
     /// Read the config file again; the answer comes back as

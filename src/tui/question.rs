@@ -24,10 +24,10 @@ impl Question {
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, active_runs: usize, job: &str) {
         let text = match self {
             Question::Quit => format!(
-                "{active_runs} run(s) in flight. Quit and cancel them? In-flight partitions roll back."
+                "{active_runs} run(s) in flight, starting no new partition while you answer. Quit and cancel them? In-flight partitions roll back."
             ),
             Question::CancelRun(id) => format!(
-                "Cancel run #{id} of {job}? No new partitions start; in-flight ones roll back."
+                "Cancel run #{id} of {job}? No new partition starts while you answer; on yes, in-flight ones roll back."
             ),
         };
         let r = centered(area, 64, 6);

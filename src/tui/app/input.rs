@@ -61,7 +61,10 @@ impl App {
                 return self.quit_now();
             }
             self.shared.modal = Modal::Question(Question::Quit);
-            return Vec::new();
+            return vec![Effect::Gate {
+                run: None,
+                shut: true,
+            }];
         }
         let modal = std::mem::replace(&mut self.shared.modal, Modal::None);
         match modal {
@@ -125,7 +128,14 @@ impl App {
                         return vec![Effect::Cancel(id)];
                     }
                 },
-                Some(Action::No) => {}
+                // Answered no: the runs held while it was asked go on.
+                Some(Action::No) => {
+                    let run = match q {
+                        Question::CancelRun(id) => Some(id),
+                        Question::Quit => None,
+                    };
+                    return vec![Effect::Gate { run, shut: false }];
+                }
                 _ => self.shared.modal = Modal::Question(q),
             },
             Modal::Lineage(mut view) => {
@@ -266,7 +276,13 @@ impl App {
                     Some(r) if r.cancel_requested => {
                         self.shared.message = Some((false, "cancelling…".into()));
                     }
-                    Some(r) => self.shared.modal = Modal::Question(Question::CancelRun(r.id)),
+                    Some(r) => {
+                        self.shared.modal = Modal::Question(Question::CancelRun(r.id));
+                        return vec![Effect::Gate {
+                            run: Some(r.id),
+                            shut: true,
+                        }];
+                    }
                     None => self.shared.message = Some((false, "no run in flight".into())),
                 }
             }
@@ -283,6 +299,10 @@ impl App {
             Action::Quit | Action::Interrupt => {
                 if self.active_runs() > 0 {
                     self.shared.modal = Modal::Question(Question::Quit);
+                    return vec![Effect::Gate {
+                        run: None,
+                        shut: true,
+                    }];
                 } else {
                     return self.quit_now();
                 }
