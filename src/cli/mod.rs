@@ -262,6 +262,12 @@ pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
 /// demo and the config for the console to open on; without one it tells
 /// where the demo is and how to open it, and answers `None`.
 pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, Stop> {
+    if let Some(why) = crate::demo::occupied(path) {
+        return Err(Stop::usage(format!(
+            "not making the demo in {}: {why}. Nothing was changed; make the demo in a new or empty folder: idem demo --path NEW_FOLDER",
+            path.display()
+        )));
+    }
     noteln!("creating the demo warehouse in {} …", path.display());
     let started = std::time::Instant::now();
     let demo = crate::demo::create(path, &|step| noteln!("  {step} …"))
