@@ -347,3 +347,74 @@ fn config_path_prints_where_the_user_config_is_read() {
     assert_eq!(neither.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&neither.stderr).contains("XDG_CONFIG_HOME"));
 }
+
+/// One job that cannot be read (its target missing) does not hide the
+/// others: `idem status` shows them, and the broken one in its place as
+/// unreadable with the reason, in every format; the exit code says 1.
+#[tokio::test]
+async fn status_shows_every_other_job_when_one_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, target: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+             sql = \"select :start as dt\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}{}",
+        db.display(),
+        job("first", "t"),
+        job("lost", "nowhere"),
+        job("last", "t")
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&["CREATE TABLE t (dt TEXT)"])
+        .await
+        .unwrap();
+    wh.close().await;
+
+    let table = idem(&config, &["status"]);
+    assert_eq!(table.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    assert!(lines[1].starts_with("first ") && lines[2].starts_with("first "));
+    assert!(lines[3].starts_with("lost "), "{stdout}");
+    assert!(lines[3].contains("unreadable"), "{stdout}");
+    assert!(lines[3].contains("nowhere"), "{stdout}");
+    assert!(lines[4].starts_with("last ") && lines[5].starts_with("last "));
+    let stderr = String::from_utf8_lossy(&table.stderr);
+    assert!(stderr.contains("idem: lost: unreadable: "), "{stderr}");
+
+    let json = idem(&config, &["status", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let jobs: Vec<&str> = rows.iter().filter_map(|r| r["job"].as_str()).collect();
+    assert_eq!(jobs, ["first", "first", "lost", "last", "last"]);
+    assert_eq!(rows[2]["state"], "unreadable");
+    assert!(rows[2]["partition"].is_null());
+    assert!(
+        rows[2]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nowhere")),
+        "{:#?}",
+        rows[2]
+    );
+
+    let csv = idem(&config, &["status", "--format", "csv"]);
+    assert_eq!(csv.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("lost,,unreadable,")),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 6, "{text}");
+}
