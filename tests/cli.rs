@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use serde_json::Value;
+use sqlx::Row;
 
 fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_idem"))
@@ -172,7 +173,7 @@ fn failed_partition(rows: &[Value]) -> String {
 }
 
 #[tokio::test]
-async fn failures_exit_1_and_a_missing_target_is_named() {
+async fn failures_exit_1_and_a_missing_target_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
@@ -213,9 +214,31 @@ async fn failures_exit_1_and_a_missing_target_is_named() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such column: nope"));
 
+    // A target that is not there is refused before the run starts: no
+    // failed attempt lands in the ledger (the partition would then read as
+    // failed under a corrected config).
     let out = idem(&config, &["run", "lost"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:16: lost: target table nowhere does not exist in the warehouse; create it, or correct the name in target = \"nowhere\". Nothing was run or recorded",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    let recorded: i64 = sqlx::query("SELECT count(*) FROM idem_attempts WHERE job = 'lost'")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, 0);
+    wh.close().await;
+    let out = idem(&config, &["run", "lost", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -60,6 +60,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             "{refusal} (`idem status` and `idem run --dry-run` work here)"
         )));
     }
+    // A run on a target that is not there would fail its first partition
+    // and record that failure in the ledger, where the partition would then
+    // read as failed under a corrected config: it is refused before it starts.
+    target_exists(&warehouse, &config, job).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let previewed = args.dry_run || (interactive && !args.yes);
     // The target's rows are counted only when the plan or its preview shows
@@ -110,6 +114,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
         steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
+        for (step, _) in &steps[1..] {
+            target_exists(&warehouse, &config, &step.job).await?;
+        }
     }
 
     if previewed {
@@ -192,6 +199,33 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             Ok(summary.exit_code().max(Exit::Failed))
         }
     }
+}
+
+/// Refuses (exit 2) a job whose target table the warehouse does not have,
+/// naming the table, the config line that names it, and the tables it
+/// names but for case or schema. Other errors reading the catalogue are
+/// left to the run, which reports them as it meets them.
+async fn target_exists(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    job: &crate::config::Job,
+) -> Result<(), Stop> {
+    use crate::warehouse::WarehouseError;
+    let Err(WarehouseError::NoTarget { table, alike }) = warehouse.columns(&job.target).await
+    else {
+        return Ok(());
+    };
+    let fix = if alike.is_empty() {
+        format!("; create it, or correct the name in target = \"{table}\"")
+    } else {
+        crate::warehouse::alike_tables(&alike)
+    };
+    Err(Stop::usage(format!(
+        "{}:{}: {}: target table {table} does not exist in the warehouse{fix}. Nothing was run or recorded",
+        config.path.display(),
+        job.lines.target,
+        job.name
+    )))
 }
 
 /// Counts the planned partitions' source rows (one read-only query) onto
