@@ -441,3 +441,71 @@ async fn status_shows_every_other_job_when_one_cannot_be_read() {
     );
     assert_eq!(text.lines().count(), 6, "{text}");
 }
+
+/// A partition the shrink guard refused reads as refused, and is not in the
+/// "to finish, repeat" command, which would be refused again: the CLI says
+/// its source looks incomplete and names the command that allows the
+/// shrink. The partition that failed for another reason is repeated.
+#[tokio::test]
+async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
+        db.display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(0));
+    // The second day's source is gone (late), the third's breaks a CHECK.
+    wh.execute_script(&[
+        "DELETE FROM src WHERE dt = '2026-01-02'",
+        "INSERT INTO src VALUES (-3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("fct: 1 succeeded, 1 failed, 1 refused by the shrink guard"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("2026-01-02 ⊖ refused (attempt 2) · source looks incomplete"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("2026-01-02 ✗ failed"), "{stderr}");
+    let cfg = config.display();
+    assert!(
+        stderr.contains(&format!(
+            "idem: to finish, repeat: idem --config {cfg} run fct --only failed --from 2026-01-03 --to 2026-01-03\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "idem: the source looks incomplete for 2026-01-02 (the shrink guard refused it, and kept its rows): fix the source and run it again, or if it really shrank: idem --config {cfg} run fct --from 2026-01-02 --to 2026-01-02 --allow-shrink\n"
+        )),
+        "{stderr}"
+    );
+}

@@ -390,6 +390,7 @@ pub async fn run(
         .await;
     summary.cancelled = cancel.is_cancelled();
     summary.unfinished.sort();
+    summary.refused_partitions.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     let _ = events.send(Event::RunFinished {
         run_id,
