@@ -509,3 +509,69 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
         "{stderr}"
     );
 }
+
+/// A range error names what the operator typed, and a bound left out as
+/// the job's own: the default --to (the last complete partition, or the
+/// job's end), the job's start; a date in the right form that does not
+/// exist is said to be no such date, not a form to use.
+#[test]
+fn a_range_message_names_only_what_was_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, start: &str, end: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"{start}\"\n{end}\
+             sql = \"select dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://idem@127.0.0.1:1/none\"\n\n{}{}{}",
+            job("j", "2026-01-01", "end = \"2026-01-31\"\n"),
+            job("open", "2026-01-01", ""),
+            job("later", "2099-01-01", "")
+        ),
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["run", "j", "--from", "2026-02-01"],
+            "--from 2026-02-01 is after j's last partition 2026-01-31 (its end) (the default --to): choose --from 2026-01-31 or earlier",
+        ),
+        (
+            &["run", "open", "--from", "2099-01-01"],
+            "(the default --to): choose --from ",
+        ),
+        (
+            &["run", "j", "--to", "2025-12-01"],
+            "--to 2025-12-01 is before j's first partition 2026-01-01 (its start, the default --from)",
+        ),
+        (
+            &["run", "later"],
+            "later's start 2099-01-01 is in the future or not over yet (its first partition ends 2099-01-02 00:00 UTC): there is nothing to run until then",
+        ),
+        (
+            &["run", "j", "--from", "2026-02-30"],
+            "--from \"2026-02-30\" has the right form, but there is no such date",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = idem(&config, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("is after --to"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("expected YYYY-MM-DD"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = idem(&config, &["run", "open", "--from", "2099-01-01"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is after the last complete partition "),
+        "{stderr}"
+    );
+}
