@@ -32,6 +32,68 @@ pub async fn create(dir: &Path, progress: Progress<'_>) -> Result<Demo> {
     create_at(dir, today, progress).await
 }
 
+/// The first line of every demo's idem.toml: how an earlier demo is told
+/// from a config of the operator's own.
+const HEADER: &str = "# The idem demo: a small shop's warehouse in SQLite.";
+
+/// Why the demo may not be made in `dir`, if it may not: `dir` holds
+/// something other than an earlier demo, which making the demo would
+/// replace (its idem.toml, its warehouse.db) or mix with. A new or empty
+/// folder, or one whose idem.toml is an earlier demo's, takes the demo.
+pub fn occupied(dir: &Path) -> Option<String> {
+    let shown = dir.display();
+    if !dir.exists() {
+        return None;
+    }
+    if !dir.is_dir() {
+        return Some(format!("{shown} is a file, not a folder"));
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return Some(format!("cannot read the folder {shown}: {e}")),
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let config = dir.join("idem.toml");
+    if config.exists() {
+        let text = std::fs::read(&config).unwrap_or_default();
+        if text.starts_with(HEADER.as_bytes()) {
+            return None;
+        }
+        return Some(format!(
+            "{} is not a demo's config (it does not begin \"{HEADER}\"); the demo would replace it{}",
+            config.display(),
+            if dir.join("warehouse.db").exists() {
+                " and warehouse.db next to it"
+            } else {
+                ""
+            }
+        ));
+    }
+    names.sort();
+    let more = names.len().saturating_sub(3);
+    names.truncate(3);
+    let listed = names.join(", ");
+    let listed = if more > 0 {
+        format!("{listed} and {more} more")
+    } else {
+        listed
+    };
+    Some(format!(
+        "{shown} is not empty ({listed}) and holds no earlier demo{}",
+        if dir.join("warehouse.db").exists() {
+            "; the demo would replace its warehouse.db"
+        } else {
+            ""
+        }
+    ))
+}
+
 const CONFIG: &str = r#"# The idem demo: a small shop's warehouse in SQLite.
 [warehouse]
 url = "sqlite://{DATABASE}"

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use idem::cli::{self, RunArgs, StatusArgs, StatusFormat};
 use idem::exit::Exit;
@@ -172,7 +172,16 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // The demo writes its own config into --path: a --config typed with it
+    // would be ignored, so it is refused (IDEM_CONFIG, set for other
+    // commands, is not typed here and is left alone).
+    let config_typed =
+        matches.value_source("config") == Some(clap::parser::ValueSource::CommandLine);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -194,6 +203,12 @@ fn main() -> ExitCode {
                     Err(stop) => stop.report(),
                 }
             }
+            Some(Command::Demo { .. }) if config_typed => cli::Stop::usage(format!(
+                "idem demo does not take --config ({}): it writes its own idem.toml into --path (default ./idem-demo); to open a config of your own, run `idem --config {}`",
+                cli.config.display(),
+                cli.config.display()
+            ))
+            .report(),
             Some(Command::Demo { path, console }) => match console.options() {
                 Ok(options) => match cli::demo(&path).await {
                     Ok(Some((demo, config))) => {

@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use serde_json::Value;
+use sqlx::Row;
 
 fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_idem"))
@@ -172,7 +173,7 @@ fn failed_partition(rows: &[Value]) -> String {
 }
 
 #[tokio::test]
-async fn failures_exit_1_and_a_missing_target_is_named() {
+async fn failures_exit_1_and_a_missing_target_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
@@ -213,9 +214,31 @@ async fn failures_exit_1_and_a_missing_target_is_named() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such column: nope"));
 
+    // A target that is not there is refused before the run starts: no
+    // failed attempt lands in the ledger (the partition would then read as
+    // failed under a corrected config).
     let out = idem(&config, &["run", "lost"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nowhere"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:16: lost: target table nowhere does not exist in the warehouse; create it, or correct the name in target = \"nowhere\". Nothing was run or recorded",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    let recorded: i64 = sqlx::query("SELECT count(*) FROM idem_attempts WHERE job = 'lost'")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, 0);
+    wh.close().await;
+    let out = idem(&config, &["run", "lost", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
@@ -346,4 +369,209 @@ fn config_path_prints_where_the_user_config_is_read() {
     let neither = run(&[]);
     assert_eq!(neither.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&neither.stderr).contains("XDG_CONFIG_HOME"));
+}
+
+/// One job that cannot be read (its target missing) does not hide the
+/// others: `idem status` shows them, and the broken one in its place as
+/// unreadable with the reason, in every format; the exit code says 1.
+#[tokio::test]
+async fn status_shows_every_other_job_when_one_cannot_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, target: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+             sql = \"select :start as dt\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}{}",
+        db.display(),
+        job("first", "t"),
+        job("lost", "nowhere"),
+        job("last", "t")
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&["CREATE TABLE t (dt TEXT)"])
+        .await
+        .unwrap();
+    wh.close().await;
+
+    let table = idem(&config, &["status"]);
+    assert_eq!(table.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    assert!(lines[1].starts_with("first ") && lines[2].starts_with("first "));
+    assert!(lines[3].starts_with("lost "), "{stdout}");
+    assert!(lines[3].contains("unreadable"), "{stdout}");
+    assert!(lines[3].contains("nowhere"), "{stdout}");
+    assert!(lines[4].starts_with("last ") && lines[5].starts_with("last "));
+    let stderr = String::from_utf8_lossy(&table.stderr);
+    assert!(stderr.contains("idem: lost: unreadable: "), "{stderr}");
+
+    let json = idem(&config, &["status", "--format", "json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let jobs: Vec<&str> = rows.iter().filter_map(|r| r["job"].as_str()).collect();
+    assert_eq!(jobs, ["first", "first", "lost", "last", "last"]);
+    assert_eq!(rows[2]["state"], "unreadable");
+    assert!(rows[2]["partition"].is_null());
+    assert!(
+        rows[2]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nowhere")),
+        "{:#?}",
+        rows[2]
+    );
+
+    let csv = idem(&config, &["status", "--format", "csv"]);
+    assert_eq!(csv.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&csv.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("lost,,unreadable,")),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 6, "{text}");
+}
+
+/// A partition the shrink guard refused reads as refused, and is not in the
+/// "to finish, repeat" command, which would be refused again: the CLI says
+/// its source looks incomplete and names the command that allows the
+/// shrink. The partition that failed for another reason is repeated.
+#[tokio::test]
+async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
+        db.display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(0));
+    // The second day's source is gone (late), the third's breaks a CHECK.
+    wh.execute_script(&[
+        "DELETE FROM src WHERE dt = '2026-01-02'",
+        "INSERT INTO src VALUES (-3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("fct: 1 succeeded, 1 failed, 1 refused by the shrink guard"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("2026-01-02 ⊖ refused (attempt 2) · source looks incomplete"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("2026-01-02 ✗ failed"), "{stderr}");
+    let cfg = config.display();
+    assert!(
+        stderr.contains(&format!(
+            "idem: to finish, repeat: idem --config {cfg} run fct --only failed --from 2026-01-03 --to 2026-01-03\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "idem: the source looks incomplete for 2026-01-02 (the shrink guard refused it, and kept its rows): fix the source and run it again, or if it really shrank: idem --config {cfg} run fct --from 2026-01-02 --to 2026-01-02 --allow-shrink\n"
+        )),
+        "{stderr}"
+    );
+}
+
+/// A range error names what the operator typed, and a bound left out as
+/// the job's own: the default --to (the last complete partition, or the
+/// job's end), the job's start; a date in the right form that does not
+/// exist is said to be no such date, not a form to use.
+#[test]
+fn a_range_message_names_only_what_was_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, start: &str, end: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"{start}\"\n{end}\
+             sql = \"select dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://idem@127.0.0.1:1/none\"\n\n{}{}{}",
+            job("j", "2026-01-01", "end = \"2026-01-31\"\n"),
+            job("open", "2026-01-01", ""),
+            job("later", "2099-01-01", "")
+        ),
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["run", "j", "--from", "2026-02-01"],
+            "--from 2026-02-01 is after j's last partition 2026-01-31 (its end) (the default --to): choose --from 2026-01-31 or earlier",
+        ),
+        (
+            &["run", "open", "--from", "2099-01-01"],
+            "(the default --to): choose --from ",
+        ),
+        (
+            &["run", "j", "--to", "2025-12-01"],
+            "--to 2025-12-01 is before j's first partition 2026-01-01 (its start, the default --from)",
+        ),
+        (
+            &["run", "later"],
+            "later's start 2099-01-01 is in the future or not over yet (its first partition ends 2099-01-02 00:00 UTC): there is nothing to run until then",
+        ),
+        (
+            &["run", "j", "--from", "2026-02-30"],
+            "--from \"2026-02-30\" has the right form, but there is no such date",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = idem(&config, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("is after --to"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("expected YYYY-MM-DD"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = idem(&config, &["run", "open", "--from", "2099-01-01"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is after the last complete partition "),
+        "{stderr}"
+    );
 }

@@ -253,3 +253,58 @@ fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     drop(silent);
 }
+
+/// `idem demo` makes its idem.toml and warehouse.db only where they replace
+/// nothing but an earlier demo: a folder with the operator's own files is
+/// refused (exit 2) and left as it was; `--config` is refused, not ignored.
+#[test]
+fn the_demo_replaces_only_an_earlier_demo() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo_in = |path: &Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(extra)
+            .args(["demo", "--path"])
+            .arg(path)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+
+    let own = dir.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::write(own.join("idem.toml"), "# my precious config\n").unwrap();
+    std::fs::write(own.join("warehouse.db"), "precious\n").unwrap();
+    let out = demo_in(&own, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a demo's config"), "{err}");
+    assert!(err.contains("warehouse.db"), "{err}");
+    assert!(err.contains("idem demo --path NEW_FOLDER"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(own.join("idem.toml")).unwrap(),
+        "# my precious config\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(own.join("warehouse.db")).unwrap(),
+        "precious\n"
+    );
+
+    let db_only = dir.path().join("db_only");
+    std::fs::create_dir(&db_only).unwrap();
+    std::fs::write(db_only.join("warehouse.db"), "precious\n").unwrap();
+    let out = demo_in(&db_only, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is not empty (warehouse.db) and holds no earlier demo"),
+        "{err}"
+    );
+    assert!(!db_only.join("idem.toml").exists());
+
+    let fresh = dir.path().join("fresh");
+    let out = demo_in(&fresh, &["--config", "mine.toml"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("idem demo does not take --config"), "{err}");
+    assert!(!fresh.exists());
+}

@@ -164,3 +164,96 @@ fn the_cli_exits_0_when_idempotent_and_1_when_not() {
         "{out}"
     );
 }
+
+/// A day given to an hourly job is its 24 hours, as `run --from DAY` reads
+/// it: each is proved, not only the first. A partition that has not ended
+/// is proved with a warning that its source may still be filling, and the
+/// hours of today that have not begun are said, not proved.
+#[tokio::test]
+async fn a_day_of_an_hourly_job_proves_its_hours_and_an_open_partition_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, grain: &str, column: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"2026-01-01\"\n\
+             sql = \"select id, ts as {column} from src where ts >= :start and ts < :end\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}",
+        db.display(),
+        job("hourly", "hour", "hr"),
+        job("daily", "day", "dt")
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = Warehouse::connect(&parsed.warehouse, 1).await.unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "CREATE TABLE hourly (id INTEGER NOT NULL, hr TEXT NOT NULL)",
+        "CREATE TABLE daily (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-02 00:10:00'), (2, '2026-01-02 13:20:00'), (3, '2026-01-02 23:59:00')",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+
+    let out = common::idem(&config, &["verify", "hourly", "2026-01-02"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let proved: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("idempotent: hourly 2026-01-02T"))
+        .collect();
+    assert_eq!(proved.len(), 24, "{stdout}");
+    assert!(proved[13].starts_with("idempotent: hourly 2026-01-02T13 gives the same 1 row"));
+    assert!(proved[23].starts_with("idempotent: hourly 2026-01-02T23 "));
+    assert!(
+        stdout.ends_with("24 of 24 partitions of hourly 2026-01-02 are idempotent\n"),
+        "{stdout}"
+    );
+
+    // Today has not ended: the proof says so.
+    let today = chrono::Utc::now()
+        .date_naive()
+        .format("%Y-%m-%d")
+        .to_string();
+    let out = common::idem(&config, &["verify", "daily", &today]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "idem: warning: daily {today} has not ended yet (it ends "
+        )) && stderr.contains("its source may still be filling"),
+        "{stderr}"
+    );
+    let out = common::idem(&config, &["verify", "hourly", &today]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("has not ended yet"), "{stderr}");
+    let hour = chrono::Utc::now().format("%H").to_string();
+    let begun: usize = hour.parse::<usize>().unwrap() + 1;
+    // The hour may turn while the test runs: one more proved, one fewer not begun.
+    assert!(
+        stdout.contains(&format!(
+            "{begun} of {begun} partitions of hourly {today} are idempotent"
+        )) || stdout.contains(&format!("of hourly {today} are idempotent")),
+        "{stdout}"
+    );
+    if begun < 24 {
+        assert!(
+            stderr.contains(&format!("of {today} have not begun yet: not proved"))
+                || stderr.contains(&format!("of {today} has not begun yet: not proved")),
+            "{stderr}"
+        );
+    }
+}

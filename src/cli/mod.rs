@@ -237,6 +237,11 @@ pub fn parse_bound(
     Partition::parse(job.grain, text, end)
         .map(Some)
         .ok_or_else(|| {
+            if let Some(what) = impossible_date(text.trim()) {
+                return Stop::usage(format!(
+                    "{flag} \"{text}\" has the right form, but there is no such {what}: check the calendar (February has 28 or 29 days, a day the hours 00 to 23)"
+                ));
+            }
             Stop::usage(format!(
                 "{flag} \"{text}\" is not a partition of {} ({} grain); expected {}",
                 job.name,
@@ -244,6 +249,37 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
+}
+
+/// What `text` names that does not exist (`date`, `hour`, `month`) when
+/// it has the shape of a partition name (`YYYY-MM`, `YYYY-MM-DD`,
+/// `YYYY-MM-DDTHH`) but no partition of any grain has that name, as
+/// `2026-02-30`; `None` when its shape is wrong or it exists.
+fn impossible_date(text: &str) -> Option<&'static str> {
+    let shape = |pattern: &str| {
+        text.len() == pattern.len()
+            && text.chars().zip(pattern.chars()).all(|(c, p)| match p {
+                '9' => c.is_ascii_digit(),
+                _ => c == p,
+            })
+    };
+    let what = if shape("9999-99-99T99") {
+        "hour"
+    } else if shape("9999-99-99") {
+        "date"
+    } else if shape("9999-99") {
+        "month"
+    } else {
+        return None;
+    };
+    let exists = [
+        crate::partition::Grain::Hour,
+        crate::partition::Grain::Day,
+        crate::partition::Grain::Month,
+    ]
+    .into_iter()
+    .any(|g| Partition::parse(g, text, RangeEnd::From).is_some());
+    (!exists).then_some(what)
 }
 
 /// `idem` without a command: the config the console opens on, which must be
@@ -262,6 +298,12 @@ pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
 /// demo and the config for the console to open on; without one it tells
 /// where the demo is and how to open it, and answers `None`.
 pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, Stop> {
+    if let Some(why) = crate::demo::occupied(path) {
+        return Err(Stop::usage(format!(
+            "not making the demo in {}: {why}. Nothing was changed; make the demo in a new or empty folder: idem demo --path NEW_FOLDER",
+            path.display()
+        )));
+    }
     noteln!("creating the demo warehouse in {} …", path.display());
     let started = std::time::Instant::now();
     let demo = crate::demo::create(path, &|step| noteln!("  {step} …"))

@@ -17,7 +17,7 @@ use crate::config::Strategy;
 use crate::engine::{self, Backfill, Event};
 use crate::exit::Exit;
 use crate::numbers::n_partitions;
-use crate::partition::now_utc;
+use crate::partition::{Partition, now_utc};
 use crate::state;
 
 /// Partitions a run may load without a terminal before it needs `--yes`:
@@ -60,6 +60,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             "{refusal} (`idem status` and `idem run --dry-run` work here)"
         )));
     }
+    // A run on a target that is not there would fail its first partition
+    // and record that failure in the ledger, where the partition would then
+    // read as failed under a corrected config: it is refused before it starts.
+    target_exists(&warehouse, &config, job).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let previewed = args.dry_run || (interactive && !args.yes);
     // The target's rows are counted only when the plan or its preview shows
@@ -110,6 +114,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
         steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
+        for (step, _) in &steps[1..] {
+            target_exists(&warehouse, &config, &step.job).await?;
+        }
     }
 
     if previewed {
@@ -154,11 +161,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    let mut outcome = format!(
-        "{}: {} succeeded, {} failed",
-        job.name, summary.succeeded, summary.failed
-    );
-    outcome.push_str(&summary.stopped_short());
+    let mut outcome = format!("{}: {}", job.name, counted(&summary));
     if summary.cancelled {
         outcome.push_str(" (cancelled)");
     }
@@ -183,6 +186,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
         noteln!("idem: to finish, repeat: {repeat}");
     }
+    if let Some(refused) = refused_advice(config_path, &job.name, &summary) {
+        noteln!("idem: {refused}");
+    }
     match printed {
         Ok(()) => Ok(summary.exit_code()),
         // What was committed stays committed; the outcome goes where it can
@@ -192,6 +198,33 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             Ok(summary.exit_code().max(Exit::Failed))
         }
     }
+}
+
+/// Refuses (exit 2) a job whose target table the warehouse does not have,
+/// naming the table, the config line that names it, and the tables it
+/// names but for case or schema. Other errors reading the catalogue are
+/// left to the run, which reports them as it meets them.
+async fn target_exists(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    job: &crate::config::Job,
+) -> Result<(), Stop> {
+    use crate::warehouse::WarehouseError;
+    let Err(WarehouseError::NoTarget { table, alike }) = warehouse.columns(&job.target).await
+    else {
+        return Ok(());
+    };
+    let fix = if alike.is_empty() {
+        format!("; create it, or correct the name in target = \"{table}\"")
+    } else {
+        crate::warehouse::alike_tables(&alike)
+    };
+    Err(Stop::usage(format!(
+        "{}:{}: {}: target table {table} does not exist in the warehouse{fix}. Nothing was run or recorded",
+        config.path.display(),
+        job.lines.target,
+        job.name
+    )))
 }
 
 /// Counts the planned partitions' source rows (one read-only query) onto
@@ -312,13 +345,7 @@ async fn run_cascade(
         let mut line = match &outcome.summary {
             Some(s) => {
                 code = code.max(s.exit_code());
-                format!(
-                    "{}: {} succeeded, {} failed{}",
-                    outcome.job,
-                    s.succeeded,
-                    s.failed,
-                    s.stopped_short()
-                )
+                format!("{}: {}", outcome.job, counted(s))
             }
             None => format!("{}: nothing run", outcome.job),
         };
@@ -333,6 +360,9 @@ async fn run_cascade(
             line.push_str(&format!(" · run {}", s.run_id));
             if let Some(repeat) = repeat_command(config_path, &outcome.job, s) {
                 noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            }
+            if let Some(refused) = refused_advice(config_path, &outcome.job, s) {
+                noteln!("idem: {}: {refused}", outcome.job);
             }
         }
         lines.push(line);
@@ -379,6 +409,23 @@ fn spawn_printer(
     })
 }
 
+/// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
+/// the engine counts refusals among failures; they read apart, as in the
+/// console and the ledger.
+fn counted(s: &engine::RunSummary) -> String {
+    format!(
+        "{} succeeded, {} failed{}{}",
+        s.succeeded,
+        s.failed.saturating_sub(s.refused),
+        if s.refused > 0 {
+            format!(", {} refused by the shrink guard", s.refused)
+        } else {
+            String::new()
+        },
+        s.stopped_short()
+    )
+}
+
 fn print_outcome(outcome: &str) -> Result<(), Stop> {
     outln!("{outcome}");
     Ok(())
@@ -389,19 +436,77 @@ fn print_outcome(outcome: &str) -> Result<(), Stop> {
 /// failed` only when every unfinished partition failed and is in the ledger.
 /// It names the config unless it is the default `./idem.toml`, so that it
 /// runs as it stands from any directory.
+/// Partitions the shrink guard refused are left out: a repeat would refuse
+/// them again ([`refused_advice`] says what to do for them).
 fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
-    let (first, last) = (summary.unfinished.first()?, summary.unfinished.last()?);
-    let only_failed = summary.unrecorded == 0 && summary.not_started == 0 && summary.refused == 0;
-    let config = if config == Path::new(super::DEFAULT_CONFIG) {
-        String::new()
-    } else {
-        format!(" --config {}", shell_word(&config.display().to_string()))
-    };
+    let mut rest = summary
+        .unfinished
+        .iter()
+        .filter(|p| !summary.refused_partitions.contains(p));
+    let first = rest.next()?;
+    let last = rest.next_back().unwrap_or(first);
+    let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
     Some(format!(
-        "idem{config} run {job}{} --from {} --to {}",
+        "idem{} run {job}{} --from {} --to {}",
+        config_flag(config),
         if only_failed { " --only failed" } else { "" },
         first.name(),
         last.name()
+    ))
+}
+
+/// ` --config PATH` unless the config is the default `./idem.toml`, so
+/// that a printed command runs as it stands from any directory.
+fn config_flag(config: &Path) -> String {
+    if config == Path::new(super::DEFAULT_CONFIG) {
+        String::new()
+    } else {
+        format!(" --config {}", shell_word(&config.display().to_string()))
+    }
+}
+
+/// What to do about the partitions the shrink guard refused: their source
+/// looks incomplete, so a plain repeat would be refused again. Fix the
+/// source and run them again, or allow the shrink: the command names each
+/// run of consecutive refused partitions (or their whole span past three).
+fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
+    let refused = &summary.refused_partitions;
+    let (first, last) = (refused.first()?, refused.last()?);
+    let mut spans: Vec<(Partition, Partition)> = Vec::new();
+    for &p in refused {
+        match spans.last_mut() {
+            Some((_, end)) if end.next() == p => *end = p,
+            _ => spans.push((p, p)),
+        }
+    }
+    if spans.len() > 3 {
+        spans = vec![(*first, *last)];
+    }
+    let named: Vec<String> = refused.iter().take(5).map(Partition::name).collect();
+    let more = refused.len().saturating_sub(named.len());
+    let commands: Vec<String> = spans
+        .iter()
+        .map(|(from, to)| {
+            format!(
+                "idem{} run {job} --from {} --to {} --allow-shrink",
+                config_flag(config),
+                from.name(),
+                to.name()
+            )
+        })
+        .collect();
+    Some(format!(
+        "the source looks incomplete for {}{} (the shrink guard refused {}, and kept {} rows): fix the source and run {} again, or if it really shrank: {}",
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+        if refused.len() == 1 { "it" } else { "them" },
+        if refused.len() == 1 { "its" } else { "their" },
+        if refused.len() == 1 { "it" } else { "them" },
+        commands.join(" ; ")
     ))
 }
 
@@ -531,6 +636,19 @@ fn describe(event: &Event) -> Option<String> {
         ) =>
         {
             format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
+        }
+        // Refused by the shrink guard: nothing changed, as the ledger says.
+        Event::PartitionFailed {
+            partition,
+            attempt,
+            error,
+            ..
+        } if matches!(
+            event.attempt_end(),
+            Some((_, crate::state::AttemptEnd::Refused))
+        ) =>
+        {
+            format!("{partition} ⊖ refused (attempt {attempt}) · {error}")
         }
         Event::PartitionFailed {
             partition,

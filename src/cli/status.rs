@@ -41,7 +41,8 @@ pub struct StatusArgs {
 #[derive(Serialize)]
 struct StatusRow<'a> {
     job: &'a str,
-    partition: String,
+    /// None on the one row of a job whose partitions could not be read.
+    partition: Option<String>,
     state: &'static str,
     rows_now: Option<i64>,
     rows_at_load: Option<i64>,
@@ -64,7 +65,7 @@ impl<'a> StatusRow<'a> {
     fn new(job: &'a Job, s: &'a PartitionStatus) -> StatusRow<'a> {
         StatusRow {
             job: &job.name,
-            partition: s.partition.name(),
+            partition: Some(s.partition.name()),
             state: s.state.name(),
             rows_now: s.rows_now,
             rows_at_load: s.rows_at_load,
@@ -78,7 +79,32 @@ impl<'a> StatusRow<'a> {
             out_of_date: s.rows_source.map(|_| s.out_of_date().is_some()),
         }
     }
+
+    /// The row standing for a job whose partitions could not be read:
+    /// state `unreadable`, the reason as its error.
+    fn unreadable(job: &'a Job, reason: &'a str) -> StatusRow<'a> {
+        StatusRow {
+            job: &job.name,
+            partition: None,
+            state: UNREADABLE,
+            rows_now: None,
+            rows_at_load: None,
+            anomaly: false,
+            drift: false,
+            attempts: 0,
+            last_finished: None,
+            last_error: Some(reason),
+            stale_upstream: &[],
+            rows_source: None,
+            out_of_date: None,
+        }
+    }
 }
+
+/// The state shown for a job whose partitions could not be read (its
+/// target missing, say), in its place among the others, as `idem jobs`
+/// and the console show it.
+const UNREADABLE: &str = "unreadable";
 
 pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
     match status_inner(config_path, args).await {
@@ -127,7 +153,9 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     }
     let lineage = super::lineage(&config)?;
     let warehouse = connect(&config, 2).await?;
-    let mut all = Vec::new();
+    // One job that cannot be read (its target dropped, say) is reported in
+    // its place; the others are still shown, and the exit code says 1.
+    let mut all: Vec<(&Job, Result<Vec<PartitionStatus>, String>)> = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
         let scope = StatusScope {
             from,
@@ -135,23 +163,31 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             cache: None,
             ledger_only: false,
         };
-        let mut statuses =
-            super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
-                .await?;
-        if args.reconcile {
-            reconcile(&warehouse, job, &mut statuses).await?;
-        }
-        let kept: Vec<PartitionStatus> = statuses
-            .into_iter()
-            .filter(|s| !args.anomalies_only || s.anomaly)
-            .filter(|s| states.is_empty() || states.contains(&s.state))
-            .collect();
-        all.push((*job, kept));
+        let read = async {
+            let mut statuses =
+                super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
+                    .await?;
+            if args.reconcile {
+                reconcile(&warehouse, job, &mut statuses).await?;
+            }
+            Ok::<_, Stop>(statuses)
+        };
+        let kept = read.await.map(|statuses| {
+            statuses
+                .into_iter()
+                .filter(|s| !args.anomalies_only || s.anomaly)
+                .filter(|s| states.is_empty() || states.contains(&s.state))
+                .collect()
+        });
+        all.push((*job, kept.map_err(|stop| unreadable_reason(job, &stop))));
     }
     warehouse.close().await;
     let rows: Vec<StatusRow> = all
         .iter()
-        .flat_map(|(job, statuses)| statuses.iter().map(move |s| StatusRow::new(job, s)))
+        .flat_map(|(job, read)| match read {
+            Ok(statuses) => statuses.iter().map(|s| StatusRow::new(job, s)).collect(),
+            Err(reason) => vec![StatusRow::unreadable(job, reason)],
+        })
         .collect();
     match args.format {
         StatusFormat::Json => {
@@ -173,7 +209,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     text,
                     "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
-                    r.partition,
+                    r.partition.as_deref().unwrap_or(""),
                     r.state,
                     opt(r.rows_now),
                     opt(r.rows_at_load),
@@ -196,7 +232,24 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                 "{:<20} {:<14} {:<11} {:>9} {:>9}  {:<8} last error or cause",
                 "JOB", "PARTITION", "STATE", "ROWS", "AT LOAD", "FLAGS"
             );
-            for (job, statuses) in &all {
+            for (job, read) in &all {
+                let statuses = match read {
+                    Ok(statuses) => statuses,
+                    Err(reason) => {
+                        let _ = writeln!(
+                            text,
+                            "{:<20} {:<14} ? {:<9} {:>9} {:>9}  {:<8} {}",
+                            job.name,
+                            "-",
+                            UNREADABLE,
+                            "",
+                            "",
+                            "",
+                            first_line(reason)
+                        );
+                        continue;
+                    }
+                };
                 for s in statuses {
                     let mut flags = String::new();
                     if s.anomaly {
@@ -229,7 +282,24 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             outln!("{}", text.trim_end_matches('\n'));
         }
     }
-    Ok(Exit::Ok)
+    let mut exit = Exit::Ok;
+    for (job, read) in &all {
+        if let Err(reason) = read {
+            super::output::noteln!("idem: {}: unreadable: {reason}", job.name);
+            exit = Exit::Failed;
+        }
+    }
+    Ok(exit)
+}
+
+/// Why a job's partitions could not be read, without the job's name the
+/// reading error begins with (the row already names the job).
+fn unreadable_reason(job: &Job, stop: &Stop) -> String {
+    let prefix = format!("{}: ", job.name);
+    stop.message
+        .strip_prefix(&prefix)
+        .unwrap_or(&stop.message)
+        .to_string()
 }
 
 /// Counts the source rows of the statuses' complete partitions, in one

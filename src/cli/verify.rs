@@ -6,81 +6,139 @@ use std::path::Path;
 use super::output::{noteln, outln};
 use super::{Stop, cancel_on_signal, connect, find_job, load_config, parse_bound};
 use crate::exit::Exit;
-use crate::numbers::n_rows;
-use crate::partition::RangeEnd;
+use crate::numbers::{n_partitions, n_rows};
+use crate::partition::{Partition, RangeEnd, range};
 use crate::warehouse::WarehouseError;
 
 pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
-        let Some(partition) = parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)?
-        else {
+        // A coarser name covers the finer partitions in it, as everywhere
+        // (`run --from 2026-11-30` on an hourly job is that day's hours):
+        // each of them is proved.
+        let (Some(from), Some(to)) = (
+            parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)?,
+            parse_bound(job, "PARTITION", Some(partition), RangeEnd::To)?,
+        ) else {
             return Err(Stop::usage("PARTITION is required"));
         };
         // A window outside the job's partitions, or not begun, is refused
         // before connecting; one still open may be proved (it all rolls back).
         let now = crate::partition::now_utc();
-        let one = crate::engine::Selection {
-            from: Some(partition),
-            to: Some(partition),
+        if from.start > now {
+            return Err(Stop::usage(format!(
+                "{} has not begun yet (it starts {} UTC): there is nothing to prove",
+                partition.trim(),
+                from.start.format("%Y-%m-%d %H:%M")
+            )));
+        }
+        // Of today's hours, those that have begun.
+        let last_begun = to.min(Partition::containing(job.grain, now));
+        let asked = crate::engine::Selection {
+            from: Some(from),
+            to: Some(last_begun),
             only: Vec::new(),
             allow_incomplete: true,
         };
-        one.range(job, now)
+        asked
+            .range(job, now)
             .map_err(|e| Stop::usage(e.to_string()))?;
-        if partition.start > now {
-            return Err(Stop::usage(format!(
-                "{} has not begun yet (it starts {} UTC): there is nothing to prove",
-                partition.name(),
-                partition.start.format("%Y-%m-%d %H:%M")
-            )));
-        }
+        let all = range(from, to);
+        let begun = range(from, last_begun);
         let warehouse = connect(&config, 2).await?;
         let cancel = cancel_on_signal("the proof rolls back");
-        let v = warehouse.verify_partition(job, &partition, &cancel).await;
-        warehouse.close().await;
-        let v = match v {
-            Err(WarehouseError::Cancelled) => {
-                noteln!("idem: verify cancelled: everything was rolled back");
-                return Ok(Exit::Cancelled);
+        let mut exit = Exit::Ok;
+        let mut proved = 0;
+        for p in &begun {
+            let v = warehouse.verify_partition(job, p, &cancel).await;
+            let v = match v {
+                Err(WarehouseError::Cancelled) => {
+                    warehouse.close().await;
+                    noteln!("idem: verify cancelled: everything was rolled back");
+                    return Ok(Exit::Cancelled);
+                }
+                Err(e) => {
+                    warehouse.close().await;
+                    return Err(Stop::failed(format!("{} {}: {e}", job.name, p.name())));
+                }
+                Ok(v) => v,
+            };
+            match print(&v) {
+                Ok(true) => proved += 1,
+                Ok(false) => exit = Exit::Failed,
+                Err(stop) => {
+                    warehouse.close().await;
+                    return Err(stop);
+                }
             }
-            v => v.map_err(|e| Stop::failed(format!("{} {}: {e}", job.name, partition.name())))?,
-        };
-        let Some(d) = &v.difference else {
-            outln!(
-                "idempotent: {} {} gives the same {} on every run; everything was rolled back",
-                v.job,
-                v.partition,
-                n_rows(v.rows[0] as i64)
+            if p.end() > now {
+                noteln!(
+                    "idem: warning: {} {} has not ended yet (it ends {} UTC): its source may still be filling, so this proves only the rows it reads now; verify it again once it has ended",
+                    job.name,
+                    p.name(),
+                    p.end().format("%Y-%m-%d %H:%M")
+                );
+            }
+        }
+        warehouse.close().await;
+        let not_begun = all.len() - begun.len();
+        if not_begun > 0 {
+            noteln!(
+                "idem: {} of {} {} not begun yet: not proved",
+                n_partitions(not_begun as i64),
+                partition.trim(),
+                if not_begun == 1 { "has" } else { "have" }
             );
-            return Ok(Exit::Ok);
-        };
-        outln!(
-            "NOT idempotent: {} {}: {} and {} differ",
-            v.job,
-            v.partition,
-            d.first,
-            d.second
-        );
-        outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);
-        for r in &d.sample_first {
-            outln!("    {r}");
         }
-        outln!(
-            "  {} only in {}:",
-            n_rows(d.only_in_second as i64),
-            d.second
-        );
-        for r in &d.sample_second {
-            outln!("    {r}");
+        if all.len() > 1 {
+            outln!(
+                "{proved} of {} of {} {} {} idempotent",
+                n_partitions(begun.len() as i64),
+                job.name,
+                partition.trim(),
+                if proved == 1 { "is" } else { "are" }
+            );
         }
-        outln!(
-            "everything was rolled back; `idem lint {}` may name the cause",
-            v.job
-        );
-        Ok(Exit::Failed)
+        Ok(exit)
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// Prints one partition's proof; whether it was idempotent.
+fn print(v: &crate::warehouse::Verification) -> Result<bool, Stop> {
+    let Some(d) = &v.difference else {
+        outln!(
+            "idempotent: {} {} gives the same {} on every run; everything was rolled back",
+            v.job,
+            v.partition,
+            n_rows(v.rows[0] as i64)
+        );
+        return Ok(true);
+    };
+    outln!(
+        "NOT idempotent: {} {}: {} and {} differ",
+        v.job,
+        v.partition,
+        d.first,
+        d.second
+    );
+    outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);
+    for r in &d.sample_first {
+        outln!("    {r}");
+    }
+    outln!(
+        "  {} only in {}:",
+        n_rows(d.only_in_second as i64),
+        d.second
+    );
+    for r in &d.sample_second {
+        outln!("    {r}");
+    }
+    outln!(
+        "everything was rolled back; `idem lint {}` may name the cause",
+        v.job
+    );
+    Ok(false)
 }

@@ -105,9 +105,32 @@ impl Selection {
         let from = self.from.unwrap_or(job.start);
         let to = self.to.unwrap_or_else(|| job.last_partition(now));
         if from > to {
-            return Err(PlanError::EmptyRange {
-                from: from.name(),
-                to: to.name(),
+            // Said in the words of what was typed: a bound left out is the
+            // job's own, and named as such.
+            return Err(match (self.from, self.to) {
+                (None, None) => PlanError::StartsLater {
+                    job: job.name.clone(),
+                    start: job.start.name(),
+                    end: job.start.end().format("%Y-%m-%d %H:%M").to_string(),
+                },
+                (Some(_), None) => PlanError::FromAfterDefaultTo {
+                    from: from.name(),
+                    to: to.name(),
+                    to_is: if job.end == Some(to) {
+                        format!("{}'s last partition {} (its end)", job.name, to.name())
+                    } else {
+                        format!("the last complete partition {}", to.name())
+                    },
+                },
+                (None, Some(_)) => PlanError::ToBeforeStart {
+                    job: job.name.clone(),
+                    to: to.name(),
+                    start: from.name(),
+                },
+                (Some(_), Some(_)) => PlanError::EmptyRange {
+                    from: from.name(),
+                    to: to.name(),
+                },
             });
         }
         let out_of_range = |p: Partition| PlanError::OutOfRange {
@@ -435,6 +458,7 @@ pub async fn run_gated(
         .await;
     summary.cancelled = cancel.is_cancelled();
     summary.unfinished.sort();
+    summary.refused_partitions.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     let _ = events.send(Event::RunFinished {
         run_id,

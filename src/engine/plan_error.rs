@@ -8,6 +8,31 @@ pub enum PlanError {
     Warehouse(#[from] WarehouseError),
     #[error("--from {from} is after --to {to}")]
     EmptyRange { from: String, to: String },
+    /// `--from` alone, after the range's default end.
+    #[error("--from {from} is after {to_is} (the default --to): choose --from {to} or earlier")]
+    FromAfterDefaultTo {
+        from: String,
+        to: String,
+        to_is: String,
+    },
+    /// `--to` alone, before the job's first partition.
+    #[error(
+        "--to {to} is before {job}'s first partition {start} (its start, the default --from): choose --to {start} or later"
+    )]
+    ToBeforeStart {
+        job: String,
+        to: String,
+        start: String,
+    },
+    /// Neither bound given, and the job's first partition has not ended.
+    #[error(
+        "{job}'s start {start} is in the future or not over yet (its first partition ends {end} UTC): there is nothing to run until then"
+    )]
+    StartsLater {
+        job: String,
+        start: String,
+        end: String,
+    },
     #[error(
         "{partition} is outside {job}'s partitions ({first} to {last}); choose a range inside them"
     )]

@@ -24,6 +24,10 @@ pub struct RunSummary {
     /// Every partition that did not succeed (failed, refused, rolled back
     /// or never started), oldest first: what a repeat of the run must cover.
     pub unfinished: Vec<Partition>,
+    /// Of the unfinished, those the shrink guard refused, oldest first: a
+    /// repeat refuses them again unless the source is fixed or the run
+    /// allows the shrink.
+    pub refused_partitions: Vec<Partition>,
     /// Failures the ledger could not record (the warehouse was gone), so
     /// `--only failed` would not select them.
     pub unrecorded: usize,
@@ -48,6 +52,7 @@ impl RunSummary {
             PartitionResult::Refused => {
                 self.failed += 1;
                 self.refused += 1;
+                self.refused_partitions.push(partition);
             }
             PartitionResult::RolledBack => {
                 self.not_started += 1;

@@ -240,7 +240,7 @@ impl Warehouse {
 
 /// What [`WarehouseError::NoTarget`] adds when the warehouse has tables of
 /// the name but for case or schema.
-pub(super) fn alike_tables(alike: &[String]) -> String {
+pub fn alike_tables(alike: &[String]) -> String {
     match alike {
         [] => String::new(),
         [one] => format!(

@@ -27,7 +27,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
-pub use columns::{Column, ColumnKind, names_column, no_such_column};
+pub use columns::{Column, ColumnKind, alike_tables, names_column, no_such_column};
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use error::WarehouseError;
 use error::sql_message;
