@@ -333,6 +333,37 @@ fn an_edited_config_is_reloaded_and_the_next_run_uses_it() {
     });
 }
 
+/// A target dropped after the console read its states: the run is refused
+/// before it starts, and nothing lands in the ledger.
+#[test]
+fn a_run_on_a_target_dropped_since_the_last_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let day = job.last_partition(now_utc()).prev().name();
+    let before = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let n = wh.attempts(&job.name, None).await.unwrap().len();
+        wh.execute_script(&["ALTER TABLE fct_orders RENAME TO fct_orders_kept"])
+            .await
+            .unwrap();
+        wh.close().await;
+        n
+    });
+    c.send(&format!(":run {day}..{day}\r"));
+    c.wait_for(&["Run fct_orders?"]);
+    c.send("\r");
+    c.wait_for(&["run not started: fct_orders: target table fct_orders does not exist"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        assert_eq!(wh.attempts(&job.name, None).await.unwrap().len(), before);
+        wh.close().await;
+    });
+}
+
 #[test]
 fn a_panic_restores_the_terminal() {
     let dir = tempfile::tempdir().unwrap();

@@ -150,7 +150,21 @@ impl Background {
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 self.track(tokio::spawn(async move {
-                    if let Ok(Some(refusal)) = wh.read_only_refusal().await {
+                    // A target the warehouse does not have would fail each
+                    // partition into the ledger: refused, as `idem run` does.
+                    let jobs = std::iter::once(&req.backfill.job)
+                        .chain(req.cascade.iter().map(|(_, b)| &b.job));
+                    let mut missing = None;
+                    for job in jobs {
+                        if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
+                            wh.columns(&job.target).await
+                        {
+                            missing =
+                                Some(format!("{}: {e}; nothing was run or recorded", job.name));
+                            break;
+                        }
+                    }
+                    if let Some(refusal) = missing.or(wh.read_only_refusal().await.ok().flatten()) {
                         for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
                         {
                             unstarted(Msg::RunRejected {
