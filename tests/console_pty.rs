@@ -469,6 +469,34 @@ fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
     );
 }
 
+/// The terminal closing (SIGHUP: an ssh session dropped) stops the console
+/// as SIGTERM does: its runs cancelled and recorded so, exit 130, rather
+/// than the process dying with its partitions in flight unrecorded.
+#[test]
+fn a_hangup_cancels_the_run_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, config_path) = demo_console(&dir);
+    let config = idem::config::load(&config_path).unwrap();
+    let job = &config.jobs[0];
+    let first = job.start.name();
+    let last = job.last_partition(now_utc()).name();
+    c.send(&format!(":run {first}..{last}\r"));
+    c.wait_for(&["Run fct_orders?"]);
+    c.send("\r");
+    c.wait_for(&["▶ 1 running"]);
+    let pid = c.child.process_id().expect("pid");
+    let kill = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // Stopped as on SIGTERM (its cancel path is the one tested above), not
+    // killed by the signal.
+    assert_eq!(c.wait_exit().exit_code(), 130);
+    let parser = c.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen());
+}
+
 #[test]
 fn no_color_draws_in_mono() {
     let dir = tempfile::tempdir().unwrap();

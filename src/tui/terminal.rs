@@ -97,6 +97,10 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     #[cfg(unix)]
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // The terminal closed (an ssh session dropped, a tmux window killed):
+    // as SIGTERM, rather than dying with partitions in flight unrecorded.
+    #[cfg(unix)]
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut last_draw = Instant::now() - FRAME;
     // The test of the panic hook needs a panic with the console on screen.
     let panic_after_draw = std::env::var_os("IDEM_TEST_PANIC").is_some();
@@ -121,7 +125,12 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
         }
         let wait = FRAME.saturating_sub(last_draw.elapsed());
         #[cfg(unix)]
-        let term_signal = sigterm.recv();
+        let term_signal = async {
+            tokio::select! {
+                s = sigterm.recv() => s,
+                s = sighup.recv() => s,
+            }
+        };
         #[cfg(not(unix))]
         let term_signal = std::future::pending::<Option<()>>();
         let first = tokio::select! {
@@ -134,7 +143,7 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
                 // The terminal went away: stop as on SIGTERM.
                 None => Some(Msg::Terminate),
             },
-            // SIGTERM does not ask: cancel and leave.
+            // SIGTERM (or SIGHUP) does not ask: cancel and leave.
             _ = term_signal => Some(Msg::Terminate),
             Some(inc) = rx.recv() => Some(bg.receive(inc)),
             _ = tick.tick() => Some(Msg::Tick(now_utc())),
