@@ -536,6 +536,48 @@ fn live_events_turn_cells_running_then_loaded() {
     assert!(a.job().unwrap().in_flight.is_empty());
 }
 
+/// A run that ends without being cancelled (the warehouse gone, a merge
+/// window failed) lists what it never started as not run, not cancelled;
+/// its tab and summary count what succeeded alike.
+#[test]
+fn a_run_stopped_short_lists_what_it_never_started_as_not_run() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: names[1].clone(),
+            attempt: 2,
+            error: "no connection to the warehouse within the connect timeout".into(),
+            will_retry: false,
+            duration_ms: 10,
+        },
+    });
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 1,
+            not_started: 1,
+            rolled_back: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    let screen = text(&a);
+    assert!(screen.contains("✗ #1 fct_orders 1/3"), "{screen}");
+    assert!(
+        screen.contains("finished: 1/3 succeeded · 1 failed · 1 not started"),
+        "{screen}"
+    );
+    assert!(screen.contains(&format!("– {}", names[2])), "{screen}");
+    assert!(screen.contains("not run"), "{screen}");
+    assert!(!screen.contains("cancelled"), "{screen}");
+}
+
 #[test]
 fn several_runs_at_once_are_each_listed() {
     let mut a = app(120, 40);
@@ -1954,14 +1996,14 @@ fn a_slow_state_read_says_what_it_waits_on() {
     });
     let screen = text(&a);
     assert!(
-        screen.contains("still reading: busy or locked?"),
+        screen.contains("still reading: busy, locked or unreachable?"),
         "{screen}"
     );
     a.update(Msg::Status {
         job: job.name.clone(),
         result: Ok(StatesRead::States(f.statuses[0].1.clone())),
     });
-    assert!(!text(&a).contains("busy or locked"));
+    assert!(!text(&a).contains("still reading"));
 }
 
 // ---- README ----------------------------------------------------------------------

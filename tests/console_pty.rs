@@ -162,7 +162,7 @@ fn rerun_a_failed_range_from_the_console() {
     ]);
     c.wait_for(&[&format!("idem run fct_orders --from {first} --to {last}")]);
     c.send("\r");
-    c.wait_for(&["finished 3/3", "0 failed"]);
+    c.wait_for(&["finished: 3/3 succeeded", "0 failed"]);
     // The calendar and the health summary follow: no failed day is left.
     c.wait_for(&["run of fct_orders finished: 3 succeeded"]);
     c.send("q");
@@ -315,7 +315,7 @@ fn an_edited_config_is_reloaded_and_the_next_run_uses_it() {
     c.send(&format!(":run {day}..{day}\r"));
     c.wait_for(&["Run fct_orders?"]);
     c.send("\r");
-    c.wait_for(&["finished 1/1"]);
+    c.wait_for(&["finished: 1/1 succeeded"]);
     c.send("q");
     assert!(c.wait_exit().success());
     let rt = tokio::runtime::Runtime::new().unwrap();

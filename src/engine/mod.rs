@@ -3,7 +3,9 @@
 //! [`Event`] on a channel. It knows nothing of who listens.
 
 pub mod cascade;
+mod gate;
 mod plan_error;
+pub use gate::Gate;
 pub use plan_error::PlanError;
 mod events;
 mod summary;
@@ -355,39 +357,6 @@ pub fn new_run_id() -> String {
         Utc::now().format("%Y%m%dT%H%M%S%.3f"),
         std::process::id() & 0xffff
     )
-}
-
-/// Holds a run's next partitions back while it is shut (the console shuts
-/// it while it asks whether to cancel the run): no attempt starts, those
-/// in flight go on. Open unless shut.
-#[derive(Clone, Debug)]
-pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
-
-impl Default for Gate {
-    fn default() -> Gate {
-        Gate(std::sync::Arc::new(tokio::sync::watch::channel(true).0))
-    }
-}
-
-impl Gate {
-    pub fn shut(&self) {
-        self.0.send_replace(false);
-    }
-
-    pub fn open(&self) {
-        self.0.send_replace(true);
-    }
-
-    pub fn is_shut(&self) -> bool {
-        !*self.0.borrow()
-    }
-
-    /// Returns once the gate is open.
-    async fn passed(&self) {
-        let mut open = self.0.subscribe();
-        // The sender lives as long as `self`: this cannot fail.
-        let _ = open.wait_for(|open| *open).await;
-    }
 }
 
 /// Runs a backfill to the end (or until cancelled), sending events as it goes.

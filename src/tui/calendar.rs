@@ -172,7 +172,7 @@ impl Calendar {
         }
         if job.shows_loading() {
             let spinner = if job.slow.is_some() {
-                "⟳ still reading: busy or locked? "
+                "⟳ still reading: busy, locked or unreachable? "
             } else {
                 "⟳ "
             };

@@ -32,6 +32,10 @@ pub enum RunPartState {
     /// The shrink guard refused it: nothing changed, the data was not at fault.
     Refused,
     Cancelled,
+    /// The run ended without starting it, not cancelled: stopped by a
+    /// failure (the warehouse gone, a merge window failed), or skipped
+    /// because what it reads did not load.
+    NotRun,
 }
 
 impl RunPartState {
@@ -44,6 +48,7 @@ impl RunPartState {
             RunPartState::Failed => ("failed", '✗'),
             RunPartState::Refused => ("refused", '⊖'),
             RunPartState::Cancelled => ("cancelled", '⊘'),
+            RunPartState::NotRun => ("not run", '–'),
         }
     }
 }
@@ -261,7 +266,7 @@ impl RunView {
             } => {
                 if let Some(i) = self.row(partition) {
                     let p = &mut self.partitions[i];
-                    p.state = RunPartState::Cancelled;
+                    p.state = RunPartState::NotRun;
                     p.error = Some(format!("skipped: {because}"));
                     self.logs.push(i, format!("skipped: {because}"));
                 }
@@ -270,7 +275,7 @@ impl RunView {
                     && self
                         .partitions
                         .iter()
-                        .all(|p| p.state == RunPartState::Cancelled)
+                        .all(|p| p.state == RunPartState::NotRun)
                 {
                     self.finished = Some(RunFinish {
                         succeeded: 0,
@@ -296,7 +301,11 @@ impl RunView {
                         p.state,
                         RunPartState::Queued | RunPartState::Running | RunPartState::Retrying
                     ) {
-                        p.state = RunPartState::Cancelled;
+                        p.state = if *cancelled {
+                            RunPartState::Cancelled
+                        } else {
+                            RunPartState::NotRun
+                        };
                     }
                 }
                 self.finished = Some(RunFinish {
@@ -346,11 +355,16 @@ impl RunView {
             None if self.error.is_some() => '✗',
             None => '▶',
         };
+        // In flight: how far it got; ended: how much of it succeeded, as
+        // its summary says.
+        let count = match &self.finished {
+            Some(f) => f.succeeded,
+            None => self.done(),
+        };
         format!(
-            " {glyph} #{} {} {}/{} ",
+            " {glyph} #{} {} {count}/{} ",
             self.id,
             self.job,
-            self.done(),
             self.partitions.len()
         )
     }
@@ -359,7 +373,7 @@ impl RunView {
         let total = self.partitions.len();
         match &self.finished {
             Some(f) => format!(
-                "{} {}/{} · {} failed{} · {}",
+                "{}: {}/{} succeeded · {} failed{} · {}",
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
                 total,
@@ -548,7 +562,10 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
                 }
                 s
             }
-            RunPartState::Failed | RunPartState::Refused | RunPartState::Retrying => p
+            RunPartState::Failed
+            | RunPartState::Refused
+            | RunPartState::Retrying
+            | RunPartState::NotRun => p
                 .error
                 .as_deref()
                 .map(|e| first_line(e).to_string())

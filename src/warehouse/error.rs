@@ -165,8 +165,10 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
                 None => message.to_string(),
             }
         }
+        // The pool retries refused connections too until its timeout: the
+        // server may be down as well as slow.
         sqlx::Error::PoolTimedOut => {
-            "the warehouse did not answer within the connect timeout".to_string()
+            "no connection to the warehouse within the connect timeout: the server is down, refusing connections or not answering".to_string()
         }
         other => other.to_string(),
     }
