@@ -557,7 +557,7 @@ async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
     rerun_loads(&mut idem(&["run", "fct", "--yes"]), &wh, &config).await;
 }
 
-/// Runs `rerun`, which must load the day's two rows.
+/// Runs `rerun`, which must load the day's two rows into job fct's target.
 async fn rerun_loads(rerun: &mut Command, wh: &Warehouse, config: &Config) {
     let out = rerun.output().unwrap();
     assert!(
@@ -567,7 +567,7 @@ async fn rerun_loads(rerun: &mut Command, wh: &Warehouse, config: &Config) {
     );
     let fp = wh
         .partition_fingerprint(
-            &config.jobs[1],
+            config.jobs.iter().find(|j| j.name == "fct").unwrap(),
             &Partition::parse(Grain::Day, "2026-01-01", RangeEnd::From).unwrap(),
         )
         .await
@@ -578,4 +578,80 @@ async fn rerun_loads(rerun: &mut Command, wh: &Warehouse, config: &Config) {
 mod held_by_another {
     use super::*;
     on_every_engine!(a_lock_held_by_a_dead_or_stopped_run_names_its_session);
+}
+
+/// A load that waits on a lock on the target table itself (another session
+/// holds it through `LOCK TABLE`, an `ALTER TABLE`…) past `lock_timeout`
+/// names that session and the statement that ends it, as a partition's
+/// lock does; ended as the message says, the load goes through.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_table_locked_by_another_session_names_it() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config_path, config) = db.config_with(
+        "lock_timeout = \"1s\"",
+        &common::replace_job("fct", "fct", "2026-01-01", SELECT),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    use sqlx::Connection;
+    let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query("SET application_name = 'nightly-maintenance'")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut other)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("LOCK TABLE fct IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config_path)
+            .args(["run", "fct", "--json", "--yes"])
+            .output()
+            .unwrap()
+    };
+    let blocked = run();
+    assert!(!blocked.status.success());
+    let out = String::from_utf8_lossy(&blocked.stdout);
+    let error = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "partition_failed")
+        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_else(|| panic!("no failure: {out}"));
+    assert!(
+        error.contains(&format!(
+            "the lock on fct is held by session {pid} (\"nightly-maintenance\""
+        )),
+        "{error}"
+    );
+    assert!(
+        error.contains("LOCK TABLE fct IN ACCESS EXCLUSIVE MODE"),
+        "{error}"
+    );
+    let end = format!("SELECT pg_terminate_backend({pid})");
+    assert!(error.ends_with(&end), "{error}");
+    wh.execute_script(&[end.as_str()]).await.unwrap();
+    drop(other);
+    let mut rerun = Command::new(env!("CARGO_BIN_EXE_idem"));
+    rerun
+        .arg("--config")
+        .arg(&config_path)
+        .args(["run", "fct", "--yes"]);
+    rerun_loads(&mut rerun, &wh, &config).await;
 }

@@ -53,6 +53,14 @@ pub enum WarehouseError {
         partition: String,
         holder: Option<String>,
     },
+    /// A statement of the load waited on a lock on the target table past
+    /// `lock_timeout`: `holder` names the session holding it.
+    #[error("{message}: the lock on {table} is {holder}")]
+    TableLocked {
+        table: String,
+        message: String,
+        holder: String,
+    },
     /// The shrink guard refused a replace: the source looks incomplete.
     #[error(
         "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
@@ -110,7 +118,9 @@ impl WarehouseError {
             WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {
                 dialect.is_transient(e)
             }
-            WarehouseError::LockTimeout { .. } | WarehouseError::SessionLost => true,
+            WarehouseError::LockTimeout { .. }
+            | WarehouseError::TableLocked { .. }
+            | WarehouseError::SessionLost => true,
             _ => false,
         }
     }

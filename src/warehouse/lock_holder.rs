@@ -231,6 +231,33 @@ impl Warehouse {
     }
 }
 
+impl Warehouse {
+    /// Who holds a lock on `table` that a load waits on (see
+    /// [`super::Dialect::table_lock_holder_query`]); None as for
+    /// [`Warehouse::lock_holder`].
+    pub(super) async fn table_lock_holder(
+        &self,
+        table: &crate::config::TableName,
+    ) -> Option<String> {
+        let mut sql = self.sql();
+        if !self.dialect().table_lock_holder_query(&mut sql, table) {
+            return None;
+        }
+        let ask = async {
+            let row = sql.query().fetch_optional(self.pool()).await.ok()??;
+            LockHolder::from_row(self.dialect().engine(), &row).ok()
+        };
+        let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
+            .await
+            .ok()??;
+        let process = holder
+            .idem_pid()
+            .filter(|_| holder.same_host)
+            .and_then(process_state);
+        Some(holder.describe(process))
+    }
+}
+
 /// SQLite's one write lock has no holder to ask about: the words name the
 /// other processes of this host that have the database open (this user's,
 /// as Linux's `/proc` shows them), idem's first.

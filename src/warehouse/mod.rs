@@ -139,6 +139,12 @@ pub trait Dialect: Send + Sync {
     fn lock_holder_query(&self, _sql: &mut Sql, _lock: &PartitionLock, _names: &[String]) -> bool {
         false
     }
+    /// A session holding a lock on `table` that a load's statements wait
+    /// on, as [`Dialect::lock_holder_query`]'s row. False where the engine
+    /// cannot tell.
+    fn table_lock_holder_query(&self, _sql: &mut Sql, _table: &TableName) -> bool {
+        false
+    }
     /// How a read of many rows ([`Warehouse::each_row`]) comes back in
     /// batches, each one text of a JSON array of row arrays: the SQL before
     /// its select list, between the list and the rest of the query, and

@@ -254,25 +254,41 @@ impl Dialect for Postgres {
                 keys.join(", ")
             }
         };
-        sql.push(
-            "SELECT CAST(a.pid AS bigint), a.application_name, CAST(a.usename AS text), \
-             CAST(host(a.client_addr) AS text), \
-             CAST(CASE WHEN a.state = 'active' THEN 1 ELSE 0 END AS bigint), \
-             CAST(EXTRACT(EPOCH FROM now() - a.xact_start) AS bigint), a.query, \
-             CAST(CASE WHEN a.client_addr IS NOT DISTINCT FROM inet_client_addr() \
-             THEN 1 ELSE 0 END AS bigint) \
-             FROM pg_catalog.pg_stat_activity a WHERE a.pid IN (SELECT pid ",
-        )
-        .push(ADVISORY_LOCKS_HELD)
-        .push(" AND pid <> pg_backend_pid() AND (")
-        .push(ADVISORY_KEY)
-        .push(" IN (")
-        .push(&keys(true))
-        .push(") OR mode = 'ExclusiveLock' AND ")
-        .push(ADVISORY_KEY)
-        .push(" IN (")
-        .push(&keys(false))
-        .push("))) ORDER BY a.xact_start LIMIT 1");
+        sql.push(SESSIONS)
+            .push(" WHERE a.pid IN (SELECT pid ")
+            .push(ADVISORY_LOCKS_HELD)
+            .push(" AND pid <> pg_backend_pid() AND (")
+            .push(ADVISORY_KEY)
+            .push(" IN (")
+            .push(&keys(true))
+            .push(") OR mode = 'ExclusiveLock' AND ")
+            .push(ADVISORY_KEY)
+            .push(" IN (")
+            .push(&keys(false))
+            .push("))) ORDER BY a.xact_start LIMIT 1");
+        true
+    }
+
+    /// A session holding a lock on the table (or one of its partitions)
+    /// in a mode a load's DELETE, INSERT or TRUNCATE waits on: an `ALTER
+    /// TABLE`, a `LOCK TABLE`, a `VACUUM FULL`, an index built without
+    /// `CONCURRENTLY`. The oldest such transaction first.
+    fn table_lock_holder_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        sql.push(SESSIONS)
+            .push(
+                " WHERE a.pid IN (SELECT l.pid FROM pg_catalog.pg_locks l \
+                 WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid() \
+                 AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock') \
+                 AND l.relation IN (WITH RECURSIVE tree (oid) AS (SELECT CAST(CAST(",
+            )
+            .bind(self.quote_table(table))
+            // The partitions from the catalogue: `pg_partition_tree` opens
+            // the table, which waits on the very lock asked about.
+            .push(
+                " AS regclass) AS oid) UNION ALL SELECT i.inhrelid FROM pg_catalog.pg_inherits i \
+                 JOIN tree t ON i.inhparent = t.oid) SELECT oid FROM tree)) \
+                 ORDER BY a.xact_start LIMIT 1",
+            );
         true
     }
 
@@ -646,6 +662,17 @@ pub(super) async fn describe(
     let _ = conn.close().await;
     Ok(names)
 }
+
+/// Sessions as [`super::lock_holder::LockHolder::from_row`] reads them:
+/// pid, name, user, client, running, seconds in its transaction, its
+/// statement, and whether it comes from idem's own host.
+const SESSIONS: &str = "SELECT CAST(a.pid AS bigint), a.application_name, CAST(a.usename AS text), \
+     CAST(host(a.client_addr) AS text), \
+     CAST(CASE WHEN a.state = 'active' THEN 1 ELSE 0 END AS bigint), \
+     CAST(EXTRACT(EPOCH FROM now() - a.xact_start) AS bigint), a.query, \
+     CAST(CASE WHEN a.client_addr IS NOT DISTINCT FROM inet_client_addr() \
+     THEN 1 ELSE 0 END AS bigint) \
+     FROM pg_catalog.pg_stat_activity a";
 
 /// The advisory locks granted in this database, as `pg_locks` rows.
 const ADVISORY_LOCKS_HELD: &str = "FROM pg_catalog.pg_locks \

@@ -124,7 +124,37 @@ impl Warehouse {
         }
     }
 
+    /// [`Warehouse::locked_work`], naming the session whose lock on the
+    /// target table a statement waited on past `lock_timeout`
+    /// (PostgreSQL's lock_not_available, from any read or write of it).
     async fn locked(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        work: Work<'_>,
+        log: &(dyn Fn(LoadStep) + Send + Sync),
+        stage: &StageCell,
+    ) -> Result<Done, WarehouseError> {
+        match self.locked_work(job, partition, work, log, stage).await {
+            Err(WarehouseError::Sql(e))
+                if e.as_database_error().and_then(|d| d.code()).as_deref() == Some("55P03") =>
+            {
+                match self.table_lock_holder(&job.target).await {
+                    Some(holder) => Err(WarehouseError::TableLocked {
+                        table: job.target.to_string(),
+                        message: e
+                            .as_database_error()
+                            .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+                        holder,
+                    }),
+                    None => Err(WarehouseError::Sql(e)),
+                }
+            }
+            result => result,
+        }
+    }
+
+    async fn locked_work(
         &self,
         job: &Job,
         partition: &Partition,
