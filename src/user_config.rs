@@ -65,11 +65,14 @@ impl UserConfig {
     pub fn read(path: &Path) -> Result<UserConfig, String> {
         match std::fs::read_to_string(path) {
             Ok(text) => toml::from_str(&text).map_err(|e| {
-                format!(
-                    "{}: {}",
-                    path.display(),
-                    e.message().lines().next().unwrap_or("cannot be read")
-                )
+                let message = e.message().lines().next().unwrap_or("cannot be read");
+                match e.span() {
+                    Some(span) => {
+                        let (line, column) = line_col(&text, span.start);
+                        format!("{}:{line}:{column}: {message}", path.display())
+                    }
+                    None => format!("{}: {message}", path.display()),
+                }
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UserConfig::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
@@ -83,6 +86,14 @@ impl UserConfig {
             .filter(|t| !t.is_empty())
             .or_else(|| self.theme.clone())
     }
+}
+
+/// The 1-based line and column of `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }
 
 #[cfg(test)]
@@ -113,9 +124,12 @@ mod tests {
         assert_eq!(user.theme(None).as_deref(), Some("light"));
         assert_eq!(user.theme(Some("mono".into())).as_deref(), Some("mono"));
         assert_eq!(user.theme(Some(String::new())).as_deref(), Some("light"));
-        std::fs::write(&file, "theme = 3\n").unwrap();
+        std::fs::write(&file, "# mine\ntheme = 3\n").unwrap();
         let broken = UserConfig::read(&file).unwrap_err();
-        assert!(broken.contains("config.toml"), "{broken}");
+        assert!(
+            broken.starts_with(&format!("{}:2:9: invalid type", file.display())),
+            "{broken}"
+        );
         std::fs::write(&file, "colour = \"x\"\n").unwrap();
         assert!(UserConfig::read(&file).is_err(), "unknown keys are refused");
     }

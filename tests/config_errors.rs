@@ -377,3 +377,48 @@ fn a_job_name_that_reads_as_an_option_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_config_that_cannot_be_read_says_why_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |path: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(path)
+            .arg("status")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", path.display());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    let folder = dir.path().join("conf");
+    std::fs::create_dir(&folder).unwrap();
+    let stderr = run(&folder);
+    assert!(!stderr.contains(":0:0"), "{stderr}");
+    assert!(!stderr.contains("create one"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: cannot read config: it is a directory; pass the config file inside it, e.g. --config {}",
+            folder.display(),
+            folder.join("idem.toml").display()
+        )),
+        "{stderr}"
+    );
+
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(
+        &latin1,
+        b"# ok\n[warehouse]\nurl = \"sqlite://caf\xe9.db\"\n",
+    )
+    .unwrap();
+    let stderr = run(&latin1);
+    assert!(!stderr.contains("create one"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:20: cannot read config: the file is not UTF-8 text; save it as UTF-8",
+            latin1.display()
+        )),
+        "{stderr}"
+    );
+}

@@ -874,7 +874,7 @@ from src where dt >= :start and dt < :end
 
 [[jobs]]
 name = "numbered"
-target = "fct"
+target = "fct_numbered"
 strategy = "replace_partition"
 partition_column = "dt"
 grain = "day"
@@ -895,6 +895,7 @@ async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL, loaded_at TEXT, dt DATE NOT NULL)",
+        "CREATE TABLE fct_numbered (id INTEGER NOT NULL, dt DATE NOT NULL)",
     ])
     .await
     .expect("fixture");
@@ -963,6 +964,88 @@ async fn the_binary_exits_1_on_errors_and_0_on_warnings() {
     std::fs::write(&bad, "[warehouse]\nurl = \"sqlite://x.db\"\nbogus = 1\n").expect("write");
     let (code, _, stderr) = idem(&bad, &[]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// A job whose partition of its target sits beside another job's.
+fn job_on(name: &str, target: &str, strategy: &str) -> String {
+    let keys = match strategy {
+        "merge_key" => "unique_key = [\"id\"]",
+        _ => "partition_column = \"dt\"",
+    };
+    format!(
+        "\n[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"{strategy}\"\n{keys}\ngrain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select id, dt from src where dt >= :start and dt < :end\"\n"
+    )
+}
+
+/// Two jobs replacing partitions of one target delete each other's rows
+/// and see them as unmanaged: an error on the second job's `target` line
+/// naming the first. A replace and a merge on one target is a warning.
+#[tokio::test]
+async fn jobs_sharing_a_target_are_flagged_on_the_second_jobs_target_line() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = [
+        job_on("orders_eu", "analytics.fct_orders", "replace_partition"),
+        job_on("orders_us", "analytics.FCT_ORDERS", "replace_partition"),
+        job_on("orders_fix", "analytics.fct_orders", "merge_key"),
+        job_on("alone", "analytics.fct_other", "replace_partition"),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let [eu, us, fix, alone] = &config.jobs[..] else {
+        panic!("four jobs");
+    };
+
+    let (code, stdout, stderr) = idem(&path, &["--offline"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let file = path.display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "{file}:{}: job orders_us: error: job orders_eu (line {}) also replaces partitions of analytics.FCT_ORDERS: each job's load deletes the other's rows in its windows, and each counts the other's rows as unmanaged — fix: give each target one replace_partition job",
+            us.lines.target, eu.lines.target
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{file}:{}: job orders_fix: warning: job orders_eu (line {}) replaces partitions of analytics.fct_orders, which this job merges into",
+            fix.lines.target, eu.lines.target
+        )),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("job orders_eu:").count(), 0, "{stdout}");
+    assert!(
+        !stdout.contains(&format!("{file}:{}:", alone.lines.target)),
+        "{stdout}"
+    );
+    assert!(stderr.contains("1 error, 1 warning in 4 jobs"), "{stderr}");
+
+    // Linting the second job alone still names the first.
+    let (code, stdout, _) = idem(&path, &["orders_us", "--offline", "--format", "json"]);
+    assert_eq!(code, 1, "{stdout}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(rows[0]["job"], "orders_us");
+    assert_eq!(rows[0]["severity"], "error");
+    assert_eq!(rows[0]["line"], us.lines.target);
+
+    // A merge written first, then a replace: the replace's line warns.
+    let (path, config) = db.config(
+        &[
+            job_on("merged", "fct", "merge_key"),
+            job_on("replaced", "fct", "replace_partition"),
+        ]
+        .concat(),
+    );
+    let (code, stdout, stderr) = idem(&path, &["--offline"]);
+    assert_eq!(code, 0, "warnings alone pass: {stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            ":{}: job replaced: warning: job merged (line {}) merges into fct, whose partitions this job replaces",
+            config.jobs[1].lines.target, config.jobs[0].lines.target
+        )),
+        "{stdout}"
+    );
 }
 
 /// SQLite holds timestamps as text and binds an hour's bounds as

@@ -63,6 +63,19 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     );
     let none = idem(&["log", "fct", "2026-01-03", "--lines"]);
     assert!(String::from_utf8_lossy(&none.stdout).contains("no run log for fct 2026-01-03"));
+    // 0 lines is refused as --concurrency 0 is, not taken for a missing log.
+    let zero = idem(&["log", "fct", "2026-01-01", "--lines", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        zero.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&zero.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&zero.stderr);
+    assert!(
+        stderr.contains("idem: --lines 0 is out of range; expected 1 or more"),
+        "{stderr}"
+    );
 }
 
 /// Production and staging, each with a job `fct`: each warehouse's

@@ -44,9 +44,16 @@ async fn lint_inner(
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
     };
+    // What a job's own SQL says, and what it does to the jobs before it
+    // that write the same target.
+    let own = |job: &Job, found: Vec<Finding>| {
+        let mut found = [found, lint::shared_target_findings(&config.jobs, job)].concat();
+        found.sort_by_key(|f| (f.line, f.severity));
+        found
+    };
     let mut findings: Vec<(&Job, Vec<Finding>)> = jobs
         .iter()
-        .map(|job| (*job, lint::static_findings(job)))
+        .map(|job| (*job, own(job, lint::static_findings(job))))
         .collect();
     // Jobs whose warehouse checks could not be made.
     let mut unchecked = 0;
@@ -55,7 +62,7 @@ async fn lint_inner(
             Ok(warehouse) => {
                 for (job, found) in &mut findings {
                     // The SQL read again as this server reads it.
-                    *found = lint::static_findings_as(job, warehouse.syntax());
+                    *found = own(job, lint::static_findings_as(job, warehouse.syntax()));
                     match lint::warehouse_findings(&warehouse, job).await {
                         Ok(more) => {
                             found.extend(more);

@@ -477,6 +477,12 @@ fn lint_badge(job: &Job, syntax: Syntax) -> String {
 /// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
 pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
     let result = (|| {
+        // As --concurrency 0 is: 0 lines would print nothing of a log there is.
+        if n == 0 {
+            return Err(Stop::usage(
+                "--lines 0 is out of range; expected 1 or more (the last N lines of the run log; without N, 50)",
+            ));
+        }
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
         let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?

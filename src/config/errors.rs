@@ -5,15 +5,71 @@ use std::ops::Range;
 
 use serde_spanned::Spanned;
 
-/// A config error, positioned in the file.
+/// A config error, positioned in the file; line 0 is the file as a whole
+/// (it could not be read), shown without a position.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}:{line}:{column}: {field}{sep}{message}", sep = if field.is_empty() { "" } else { ": " })]
 pub struct ConfigError {
     pub file: String,
     pub line: usize,
     pub column: usize,
     pub field: String,
     pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file)?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        let sep = if self.field.is_empty() { "" } else { ": " };
+        write!(f, ": {}{sep}{}", self.field, self.message)
+    }
+}
+
+/// Why a config file could not be read, and what to do about it.
+pub(super) fn unreadable(path: &std::path::Path, e: &std::io::Error) -> ConfigError {
+    use std::io::ErrorKind;
+    let message = match e.kind() {
+        ErrorKind::NotFound => {
+            "cannot read config: there is no such file (create one, or pass --config PATH)"
+                .to_string()
+        }
+        ErrorKind::PermissionDenied => "cannot read config: permission denied; check the file's permissions and owner (ls -l shows them)".to_string(),
+        ErrorKind::IsADirectory => format!(
+            "cannot read config: it is a directory; pass the config file inside it, e.g. --config {}",
+            path.join("idem.toml").display()
+        ),
+        _ => format!("cannot read config: {e}"),
+    };
+    ConfigError {
+        file: path.display().to_string(),
+        line: 0,
+        column: 0,
+        field: String::new(),
+        message,
+    }
+}
+
+/// Config bytes that are not UTF-8: the first bad byte's place.
+pub(super) fn not_utf8(path: &std::path::Path, bytes: &[u8], valid_up_to: usize) -> ConfigError {
+    let before = &bytes[..valid_up_to.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    ConfigError {
+        file: path.display().to_string(),
+        line,
+        column,
+        field: String::new(),
+        message: "cannot read config: the file is not UTF-8 text; save it as UTF-8".to_string(),
+    }
 }
 
 /// Of a TOML value, what [`field_at`]'s callers tell apart.
@@ -165,5 +221,49 @@ impl Positions<'_> {
             field: field.to_string(),
             message,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Error, ErrorKind};
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn an_unreadable_file_says_why_without_a_position() {
+        let path = Path::new("unread.toml");
+        let denied = unreadable(path, &Error::from(ErrorKind::PermissionDenied)).to_string();
+        assert_eq!(
+            denied,
+            "unread.toml: cannot read config: permission denied; check the file's permissions and owner (ls -l shows them)"
+        );
+        assert!(!denied.contains("create one"), "{denied}");
+        let missing = unreadable(path, &Error::from(ErrorKind::NotFound)).to_string();
+        assert!(!missing.contains(":0:0"), "{missing}");
+        assert!(
+            missing.contains("create one, or pass --config PATH"),
+            "{missing}"
+        );
+        let dir = unreadable(Path::new("conf"), &Error::from(ErrorKind::IsADirectory));
+        assert!(
+            dir.to_string().ends_with(
+                "it is a directory; pass the config file inside it, e.g. --config conf/idem.toml"
+            ),
+            "{dir}"
+        );
+    }
+
+    #[test]
+    fn a_non_utf8_file_names_the_first_bad_byte() {
+        let bytes = b"[warehouse]\nurl = \"caf\xe9\"\n";
+        // The bytes before "\xe9".
+        let e = not_utf8(Path::new("idem.toml"), bytes, 22);
+        assert_eq!((e.line, e.column), (2, 11));
+        assert_eq!(
+            e.to_string(),
+            "idem.toml:2:11: cannot read config: the file is not UTF-8 text; save it as UTF-8"
+        );
     }
 }

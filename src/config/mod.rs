@@ -262,14 +262,10 @@ fn shrink_guard(cx: &Positions, v: &Spanned<Fraction>, field: &str) -> Result<f6
 
 /// Reads and validates a config file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: path.display().to_string(),
-        line: 0,
-        column: 0,
-        field: String::new(),
-        message: format!("cannot read config: {e} (create one, or pass --config PATH)"),
-    })?;
-    parse(path, &text, &|name| std::env::var(name).ok())
+    let bytes = std::fs::read(path).map_err(|e| errors::unreadable(path, &e))?;
+    let text =
+        std::str::from_utf8(&bytes).map_err(|e| errors::not_utf8(path, &bytes, e.valid_up_to()))?;
+    parse(path, text, &|name| std::env::var(name).ok())
 }
 
 /// Parses config text; `env` looks up `${VAR}` values.

@@ -275,9 +275,15 @@ impl Backfill {
     /// ascending order, so that a later window's values always win; and
     /// SQLite has one writer. What a plan's preview says runs at once.
     pub fn effective_concurrency(&self) -> usize {
-        match self.job.strategy {
+        Backfill::concurrency_of(&self.job, self.concurrency)
+    }
+
+    /// [`Backfill::effective_concurrency`] of any plan of `job` that asks
+    /// for `concurrency`, before there is one.
+    pub fn concurrency_of(job: &Job, concurrency: usize) -> usize {
+        match job.strategy {
             Strategy::MergeKey => 1,
-            Strategy::ReplacePartition => self.concurrency.clamp(1, self.job.engine.max_writers()),
+            Strategy::ReplacePartition => concurrency.clamp(1, job.engine.max_writers()),
         }
     }
 

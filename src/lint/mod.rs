@@ -1,6 +1,7 @@
 //! `idem lint`: what in a job breaks idempotency, found before a run does.
 //! [`static_findings`] reads the job's SQL (parsed, never pattern-matched);
-//! [`warehouse_findings`] asks the warehouse what the SQL alone cannot say.
+//! [`warehouse_findings`] asks the warehouse what the SQL alone cannot say;
+//! [`shared_target_findings`] compares a job with the others in its config.
 //!
 //! Severities: an **error** is a job that re-runs differently or cannot run
 //! (non-deterministic functions, duplicate-swallowing inserts, no window
@@ -12,6 +13,7 @@
 
 mod sql;
 mod sqlite_text;
+mod targets;
 
 use serde::Serialize;
 
@@ -19,6 +21,7 @@ use crate::config::{Job, Strategy};
 use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Column, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
+pub use targets::shared_target_findings;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -69,7 +69,9 @@ pub fn render_footer(
         } else {
             t.style("text")
         };
-        put(buf, r, r.x + 1, r.y, text, style);
+        // A note wider than the screen ends in "…", so that it reads as cut.
+        let room = r.width.saturating_sub(1) as usize;
+        put(buf, r, r.x + 1, r.y, &abbreviate(text, room), style);
         return;
     }
     let mut x = r.x + 1;
@@ -79,5 +81,41 @@ pub fn render_footer(
         }
         x = put(buf, r, x, r.y, key, t.style("highlight"));
         x = put(buf, r, x, r.y, &format!(" {word}  "), t.style("muted"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::draw;
+
+    #[test]
+    fn a_status_note_wider_than_the_screen_ends_in_an_ellipsis() {
+        let note = (
+            true,
+            "2 partitions would shrink past the shrink guard (S in the confirm dialog allows it)"
+                .to_string(),
+        );
+        let shown = draw(40, 1, |f| {
+            render_footer(
+                f,
+                f.area(),
+                &Theme::default_theme(),
+                Some(&note),
+                Scope::Main,
+            )
+        });
+        assert_eq!(shown, " 2 partitions would shrink past the shr…");
+        let short = (false, "loaded".to_string());
+        let shown = draw(40, 1, |f| {
+            render_footer(
+                f,
+                f.area(),
+                &Theme::default_theme(),
+                Some(&short),
+                Scope::Main,
+            )
+        });
+        assert_eq!(shown, " loaded");
     }
 }

@@ -13,8 +13,8 @@ use ratatui::style::Style;
 
 use super::job::JobView;
 use super::theme::Theme;
-use super::widgets::{put, thousands};
-use crate::numbers::compact;
+use super::widgets::put;
+use crate::numbers::{compact, n_rows};
 use crate::partition::{Grain, Partition};
 use crate::state::{Seasonality, median};
 
@@ -495,8 +495,12 @@ fn draw_bar(
 /// a shorter form for where that does not fit.
 fn cursor_notes(job: &JobView, rows: &[Option<i64>], season: Seasonality) -> (String, String) {
     let i = job.cursor;
-    let count = rows.get(i).copied().flatten().map_or("—".into(), thousands);
-    let short = format!("{}: {count} rows", name(job, i));
+    let count = rows
+        .get(i)
+        .copied()
+        .flatten()
+        .map_or("— rows".into(), n_rows);
+    let short = format!("{}: {count}", name(job, i));
     let mut full = short.clone();
     if let Some(b) = band(rows, i, season) {
         let (lo, hi) = (compact(b.lo.round() as i64), compact(b.hi.round() as i64));
@@ -615,6 +619,21 @@ mod tests {
             lines[3], "  0 └               2026-06-10: 100 rows ▲",
             "{screen}"
         );
+    }
+
+    #[test]
+    fn the_cursor_note_counts_one_row_as_a_row() {
+        let mut job = job_view("fct_orders", false, "■■■");
+        job.cursor = 1;
+        let rows =
+            |job: &JobView| -> Vec<Option<i64>> { job.statuses.iter().map(|s| s.rows()).collect() };
+        let season = Seasonality::of(Grain::Day);
+        job.statuses[1].rows_now = Some(1);
+        let (_, short) = cursor_notes(&job, &rows(&job), season);
+        assert!(short.ends_with(": 1 row"), "{short}");
+        job.statuses[1].rows_now = Some(1_200);
+        let (_, short) = cursor_notes(&job, &rows(&job), season);
+        assert!(short.ends_with(": 1,200 rows"), "{short}");
     }
 
     #[test]

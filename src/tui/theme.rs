@@ -120,15 +120,15 @@ impl Theme {
         if let Some(t) = Theme::builtin(name_or_path) {
             return Ok(t);
         }
-        let path = Path::new(name_or_path);
-        if !looks_like_path(name_or_path) || !path.exists() {
-            let local = Path::new(THEME_DIR).join(format!("{name_or_path}.toml"));
-            if !looks_like_path(name_or_path) && local.exists() {
-                return Theme::load_file(&local);
-            }
-            return Err(Theme::unknown(name_or_path));
+        // A path is read as given, so that its error says why it cannot be.
+        if looks_like_path(name_or_path) {
+            return Theme::load_file(Path::new(name_or_path));
         }
-        Theme::load_file(path)
+        let local = Path::new(THEME_DIR).join(format!("{name_or_path}.toml"));
+        if local.exists() {
+            return Theme::load_file(&local);
+        }
+        Err(Theme::unknown(name_or_path))
     }
 
     /// Why `name` is not a theme.
@@ -139,8 +139,21 @@ impl Theme {
     }
 
     pub fn load_file(path: &Path) -> Result<Theme, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read theme {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            use std::io::ErrorKind;
+            let why = match e.kind() {
+                ErrorKind::NotFound => "there is no such file (the built-in themes are default, light, colorblind and mono)".to_string(),
+                ErrorKind::PermissionDenied => {
+                    "permission denied; check the file's permissions and owner".to_string()
+                }
+                ErrorKind::IsADirectory => {
+                    "it is a directory; pass the theme file inside it".to_string()
+                }
+                ErrorKind::InvalidData => "it is not UTF-8 text; save it as UTF-8".to_string(),
+                _ => e.to_string(),
+            };
+            format!("cannot read theme {}: {why}", path.display())
+        })?;
         Theme::parse(&text, &path.display().to_string())
     }
 
@@ -286,6 +299,26 @@ mod tests {
         let (t, msg) = Theme::resolve(None, true);
         assert_eq!(t.name, "mono");
         assert!(msg.is_none());
+    }
+
+    #[test]
+    fn a_theme_path_that_cannot_be_read_says_why() {
+        let (t, msg) = Theme::resolve(Some("/nonexistent.toml"), false);
+        assert_eq!(t.name, "default");
+        let msg = msg.unwrap();
+        assert!(
+            msg.starts_with("cannot read theme /nonexistent.toml: there is no such file"),
+            "{msg}"
+        );
+        assert!(!msg.contains("a path to a .toml file"), "{msg}");
+        assert!(msg.ends_with("; using the default theme"), "{msg}");
+        let dir = tempfile::tempdir().unwrap();
+        let folder = format!("{}/", dir.path().display());
+        let msg = Theme::load(&folder).unwrap_err();
+        assert!(
+            msg.ends_with("it is a directory; pass the theme file inside it"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -269,9 +269,8 @@ impl ConfirmDialog {
             filtered,
             partitions,
             risk,
-            concurrency: backfill
-                .as_ref()
-                .map_or(concurrency, Backfill::effective_concurrency),
+            // As the engine will run it, even while nothing is planned.
+            concurrency: Backfill::concurrency_of(&job.job, concurrency),
             backfill,
             retries: defaults.retries,
             command,

@@ -187,3 +187,25 @@ fn the_same_as_command_carries_yes_above_the_scripts_limit() {
     let few = open(&job, (0..100).collect());
     assert!(!few.command().contains("--yes"), "{}", few.command());
 }
+
+/// SQLite loads one partition at a time: the dialog says so whatever the
+/// choice, even while the filter keeps nothing to plan.
+#[test]
+fn a_sqlite_job_runs_one_partition_at_a_time_whatever_the_choice() {
+    let job = job_view("fct_orders", false, "■■■■");
+    let mut c = open(&job, vec![0, 1, 2]);
+    let shown = |c: &ConfirmDialog| {
+        draw(100, 30, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        })
+    };
+    let one = "parallel  1 partition at a time (SQLite has one writer)";
+    let planned = shown(&c);
+    assert!(planned.contains(one), "{planned}");
+    // Only failed partitions: none here, so nothing is planned.
+    c.key(&key('f'), &job, &Defaults::default(), now());
+    assert!(c.backfill().is_none_or(|b| b.partitions.is_empty()));
+    let unplanned = shown(&c);
+    assert!(unplanned.contains(one), "{unplanned}");
+    assert!(!unplanned.contains("at once"), "{unplanned}");
+}

@@ -1,0 +1,69 @@
+//! Findings across jobs: two jobs that write the same target table undo
+//! each other's loads, which neither job's own SQL shows.
+
+use crate::config::{Job, Strategy, TableName};
+
+use super::{Finding, Severity};
+
+/// Whether two targets name the same table as written (identifiers compared
+/// as the warehouses fold them; `fct` and `public.fct` are not compared).
+fn same_table(a: &TableName, b: &TableName) -> bool {
+    let schema = |t: &TableName| t.schema.as_ref().map(|s| s.as_str().to_ascii_lowercase());
+    schema(a) == schema(b) && a.name.as_str().eq_ignore_ascii_case(b.name.as_str())
+}
+
+/// The findings of `job` against the jobs written before it in `jobs` (the
+/// whole config), on `job`'s `target` line: a second job replacing
+/// partitions of the same target is an error, a replace and a merge on one
+/// target a warning.
+pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
+    let earlier: Vec<&Job> = jobs
+        .iter()
+        .take_while(|other| other.name != job.name)
+        .filter(|other| same_table(&other.target, &job.target))
+        .collect();
+    let first = |strategy: Strategy| earlier.iter().find(|o| o.strategy == strategy);
+    let mut out = Vec::new();
+    let line = job.lines.target;
+    let target = &job.target;
+    match job.strategy {
+        Strategy::ReplacePartition => {
+            if let Some(other) = first(Strategy::ReplacePartition) {
+                out.push(Finding::new(
+                    Severity::Error,
+                    line,
+                    format!(
+                        "job {} (line {}) also replaces partitions of {target}: each job's load deletes the other's rows in its windows, and each counts the other's rows as unmanaged",
+                        other.name, other.lines.target
+                    ),
+                    "give each target one replace_partition job (one job can load several sources with a UNION), or load both with merge_key",
+                ));
+            }
+            if let Some(other) = first(Strategy::MergeKey) {
+                out.push(Finding::new(
+                    Severity::Warning,
+                    line,
+                    format!(
+                        "job {} (line {}) merges into {target}, whose partitions this job replaces: each load here deletes the rows it merged in the window",
+                        other.name, other.lines.target
+                    ),
+                    "give each target one job, or load both with merge_key",
+                ));
+            }
+        }
+        Strategy::MergeKey => {
+            if let Some(other) = first(Strategy::ReplacePartition) {
+                out.push(Finding::new(
+                    Severity::Warning,
+                    line,
+                    format!(
+                        "job {} (line {}) replaces partitions of {target}, which this job merges into: each of its loads deletes the rows this job merged in the window",
+                        other.name, other.lines.target
+                    ),
+                    "give each target one job, or load both with merge_key",
+                ));
+            }
+        }
+    }
+    out
+}
