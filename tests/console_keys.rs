@@ -77,20 +77,21 @@ fn keys_that_do_not_check_stop_the_console_before_it_opens() {
         (
             "[keys.main]\nquit = \"c\"\n",
             console,
-            "`c` is bound to both cancel and quit in [keys.main]",
+            ": `c` is bound to both cancel and quit in [keys.main]",
         ),
         (
             "[keys.main]\nquit = \"c\"\n",
             demo_args,
-            "`c` is bound to both cancel and quit in [keys.main]",
+            ": `c` is bound to both cancel and quit in [keys.main]",
         ),
         (
             "[keys.mian]\nquit = \"x\"\n",
             console,
-            "[keys.mian]: no such scope; the scopes are main,",
+            ": [keys.mian]: no such scope; the scopes are main,",
         ),
-        // A file that does not read at all cannot say its keys either.
-        ("theme = 3\n", console, "invalid type"),
+        // A file that does not read at all cannot say its keys either; it
+        // says where it does not read.
+        ("theme = 3\n", console, ":1:9: invalid type"),
     ];
     for (text, args, says) in cases {
         let (xdg, file) = user_config(dir.path(), text);
@@ -100,7 +101,7 @@ fn keys_that_do_not_check_stop_the_console_before_it_opens() {
         let screen = c.contents();
         assert_eq!(status.exit_code(), 2, "{text} {args:?}: {screen}");
         assert!(
-            screen.contains(&format!("idem: {}: {says}", file.display())),
+            screen.contains(&format!("idem: {}{says}", file.display())),
             "{text} {args:?}: {screen}"
         );
         let raw = c.raw.lock().unwrap().clone();
