@@ -196,4 +196,12 @@ async fn mysql_a_floats_seventh_digit_and_a_value_of_megabytes_are_changes() {
         ],
     )
     .await;
+    // A long value's digest beside a short one's quoted text, in a column
+    // of another character set than the connection's.
+    each_change_is_seen(
+        &db,
+        "VARCHAR(3000) CHARACTER SET latin1",
+        &["REPEAT('x', 2000)", "REPEAT('y', 2000)", "'short'"],
+    )
+    .await;
 }

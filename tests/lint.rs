@@ -843,10 +843,16 @@ on_every_engine!(warehouse_checks, partition_column_types);
 // ---- the binary ----
 
 fn idem(config: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut lint = vec!["lint"];
+    lint.extend_from_slice(args);
+    idem_command(config, &lint)
+}
+
+/// `idem --config CONFIG ARGS…`: its exit code, stdout and stderr.
+fn idem_command(config: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("--config")
         .arg(config)
-        .arg("lint")
         .args(args)
         .output()
         .expect("run idem");
@@ -1172,19 +1178,7 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
     ])
     .await
     .expect("fixture");
-    let cli = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&path)
-            .args(args)
-            .output()
-            .expect("run idem");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let cli = |args: &[&str]| idem_command(&path, args);
     let (code, stdout, stderr) = cli(&["run", "hourly"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let (_, stdout, _) = cli(&["status", "hourly", "--format", "json"]);

@@ -220,15 +220,21 @@ impl Warehouse {
             let row = sql.query().fetch_optional(&mut *conn).await.ok()??;
             LockHolder::from_row(self.dialect().engine(), &row).ok()
         };
-        let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
-            .await
-            .ok()??;
-        let process = holder
-            .idem_pid()
-            .filter(|_| holder.same_host)
-            .and_then(process_state);
-        Some(holder.describe(process))
+        described(ask).await
     }
+}
+
+/// The holder `ask` finds, in words, its idem process looked up on this
+/// host; None when the question finds nobody, fails, or takes over 5 s.
+async fn described(ask: impl std::future::Future<Output = Option<LockHolder>>) -> Option<String> {
+    let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
+        .await
+        .ok()??;
+    let process = holder
+        .idem_pid()
+        .filter(|_| holder.same_host)
+        .and_then(process_state);
+    Some(holder.describe(process))
 }
 
 impl Warehouse {
@@ -243,18 +249,11 @@ impl Warehouse {
         if !self.dialect().table_lock_holder_query(&mut sql, table) {
             return None;
         }
-        let ask = async {
+        described(async {
             let row = sql.query().fetch_optional(self.pool()).await.ok()??;
             LockHolder::from_row(self.dialect().engine(), &row).ok()
-        };
-        let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
-            .await
-            .ok()??;
-        let process = holder
-            .idem_pid()
-            .filter(|_| holder.same_host)
-            .and_then(process_state);
-        Some(holder.describe(process))
+        })
+        .await
     }
 }
 

@@ -499,7 +499,12 @@ fn row_text(columns: &[(String, String)]) -> String {
             "float" => format!("QUOTE(CAST({c} AS DOUBLE))"),
             "char" | "varchar" | "binary" | "varbinary" | "tinytext" | "text" | "mediumtext"
             | "longtext" | "tinyblob" | "blob" | "mediumblob" | "longblob" | "json" => {
-                format!("IF(LENGTH({c}) > {LONG_VALUE}, SHA1({c}), QUOTE({c}))")
+                // The digest as ASCII, which every column's character set
+                // takes: a latin1 column's QUOTE beside SHA-1's utf8 text is
+                // an illegal mix of collations.
+                format!(
+                    "IF(LENGTH({c}) > {LONG_VALUE}, CONVERT(SHA1({c}) USING ascii), QUOTE({c}))"
+                )
             }
             _ => format!("QUOTE({c})"),
         })
