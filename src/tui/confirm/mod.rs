@@ -18,7 +18,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{replaces, strategy_words};
+use words::{more_line, replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -609,16 +609,12 @@ impl ConfirmDialog {
         optional.push((lines.len() - 1, SPACING));
         lines.push(self.hints(t));
         let width = area.width.saturating_sub(2).min(92);
-        let inner_w = width.saturating_sub(2).max(1) as usize;
+        let inner_w = width.saturating_sub(2).max(1);
+        // As the paragraph wraps them, borders included.
         let height_of = |lines: &[Line]| -> usize {
-            lines
-                .iter()
-                .map(|l| match l.width() {
-                    w if w <= inner_w => 1,
-                    // Word wrapping may need a line more than the characters do.
-                    w => w.div_ceil(inner_w) + 1,
-                })
-                .sum::<usize>()
+            Paragraph::new(lines.to_vec())
+                .wrap(Wrap { trim: false })
+                .line_count(inner_w)
                 + 2
         };
         let mut rank = SPACING;
@@ -637,6 +633,25 @@ impl ConfirmDialog {
             }
             optional.retain(|(_, r)| *r != rank);
             rank -= 1;
+        }
+        // Still too tall: the last lines above the keys give way to a line
+        // that says so, never silently (lint or the reason could hide).
+        let fits = area.height as usize;
+        if height_of(&lines) > fits && lines.len() > 2 {
+            let hints = lines.pop().unwrap_or_default();
+            let mut hidden = 0;
+            while lines.len() > 1 {
+                let mut probe = lines.clone();
+                probe.push(more_line(hidden, t));
+                probe.push(hints.clone());
+                if height_of(&probe) <= fits {
+                    break;
+                }
+                lines.pop();
+                hidden += 1;
+            }
+            lines.push(more_line(hidden, t));
+            lines.push(hints);
         }
         let height = height_of(&lines);
         let r = centered(area, width, height.min(u16::MAX as usize) as u16);

@@ -209,3 +209,30 @@ fn a_sqlite_job_runs_one_partition_at_a_time_whatever_the_choice() {
     assert!(unplanned.contains(one), "{unplanned}");
     assert!(!unplanned.contains("at once"), "{unplanned}");
 }
+
+/// A dialog taller than the terminal even without its optional lines says
+/// how many lines it leaves out, and keeps the keys that run or leave it.
+#[test]
+fn a_dialog_too_tall_says_what_it_leaves_out() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (1..=8).collect());
+    c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
+    for ch in "the source was late: ".repeat(12).chars() {
+        c.key(&key(ch), &job, &Defaults::default(), now());
+    }
+    c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
+    let small = draw(60, 15, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(small.contains("more line"), "{small}");
+    assert!(small.contains("below: enlarge the terminal"), "{small}");
+    for kept in ["range", "Enter run", "Esc back"] {
+        assert!(small.contains(kept), "{kept}:\n{small}");
+    }
+    // Room enough: everything shows, and nothing says otherwise.
+    let large = draw(120, 40, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!large.contains("more line"), "{large}");
+    assert!(large.contains("same as"), "{large}");
+}

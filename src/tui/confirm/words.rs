@@ -1,9 +1,12 @@
 //! The confirm dialog's plain words on what a run replaces and how its
 //! job's strategy loads.
 
+use ratatui::text::{Line, Span};
+
 use crate::config::Strategy;
 use crate::numbers::{n_rows, thousands};
 use crate::tui::job::JobView;
+use crate::tui::theme::Theme;
 
 /// What the run replaces, in rows.
 pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
@@ -54,6 +57,18 @@ pub fn strategy_words(job: &JobView) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// The line that stands for `hidden` lines a terminal too small for the
+/// dialog leaves out.
+pub(super) fn more_line(hidden: usize, t: &Theme) -> Line<'static> {
+    Line::from(Span::styled(
+        format!(
+            "… {hidden} more line{} below: enlarge the terminal to read them",
+            if hidden == 1 { "" } else { "s" }
+        ),
+        t.style("warning"),
+    ))
 }
 
 #[cfg(test)]
