@@ -433,28 +433,39 @@ fn cancel_asks_then_ctrl_c_quits_and_restores() {
     assert!(!parser.screen().hide_cursor());
 }
 
-#[test]
-fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut c, config_path) = demo_console(&dir);
+/// A demo console with the run dialog open on fct_orders' whole history:
+/// long enough to be in flight for a while once started.
+fn whole_history_dialog(dir: &tempfile::TempDir) -> Console {
+    let (mut c, config_path) = demo_console(dir);
     let config = idem::config::load(&config_path).unwrap();
     let job = &config.jobs[0];
     let first = job.start.name();
     let last = job.last_partition(now_utc()).name();
-    // The whole history: long enough to still be in flight below.
     c.send(&format!(":run {first}..{last}\r"));
     c.wait_for(&["Run fct_orders?"]);
+    c
+}
+
+/// Sends the console's process `signal` (`TERM`, `HUP`).
+fn signal(c: &Console, signal: &str) {
+    let pid = c.child.process_id().expect("pid");
+    let kill = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+}
+
+#[test]
+fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = whole_history_dialog(&dir);
     c.send("\r\x03");
     c.wait_for(&["Quit and cancel them?"]);
     c.send("n");
     c.wait_for(&["▶ 1 running"]);
     // SIGTERM does not ask: the run is cancelled and the terminal restored.
-    let pid = c.child.process_id().expect("pid");
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    signal(&c, "TERM");
     // Stopped, not quit by the operator: a script reads it as cancelled.
     assert_eq!(c.wait_exit().exit_code(), 130);
     let parser = c.screen.lock().unwrap();
@@ -475,21 +486,10 @@ fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
 #[test]
 fn a_hangup_cancels_the_run_and_records_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut c, config_path) = demo_console(&dir);
-    let config = idem::config::load(&config_path).unwrap();
-    let job = &config.jobs[0];
-    let first = job.start.name();
-    let last = job.last_partition(now_utc()).name();
-    c.send(&format!(":run {first}..{last}\r"));
-    c.wait_for(&["Run fct_orders?"]);
+    let mut c = whole_history_dialog(&dir);
     c.send("\r");
     c.wait_for(&["▶ 1 running"]);
-    let pid = c.child.process_id().expect("pid");
-    let kill = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    signal(&c, "HUP");
     // Stopped as on SIGTERM (its cancel path is the one tested above), not
     // killed by the signal.
     assert_eq!(c.wait_exit().exit_code(), 130);
