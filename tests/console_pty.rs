@@ -497,18 +497,19 @@ fn a_hangup_cancels_the_run_and_records_it() {
     assert!(!parser.screen().alternate_screen());
 }
 
-#[test]
-fn no_color_draws_in_mono() {
-    let dir = tempfile::tempdir().unwrap();
+/// The console on a demo made beforehand, with `env` set.
+fn console_on_a_demo(dir: &tempfile::TempDir, env: &[(&str, &str)]) -> Console {
     let demo = dir.path().join("demo");
     let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
     assert!(out.status.success());
     let config = demo.join("idem.toml");
-    let mut c = Console::start_with(
-        dir.path(),
-        &["--config", config.to_str().unwrap()],
-        &[("NO_COLOR", "1")],
-    );
+    Console::start_with(dir.path(), &["--config", config.to_str().unwrap()], env)
+}
+
+#[test]
+fn no_color_draws_in_mono() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = console_on_a_demo(&dir, &[("NO_COLOR", "1")]);
     c.wait_for(&["fct_orders", "repl·day ✗3", "Mo Tu We Th Fr Sa Su"]);
     c.send("q");
     assert!(c.wait_exit().success());
@@ -527,15 +528,7 @@ fn no_color_draws_in_mono() {
 #[test]
 fn a_c_locale_draws_ascii() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = dir.path().join("demo");
-    let out = idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()]);
-    assert!(out.status.success());
-    let config = demo.join("idem.toml");
-    let mut c = Console::start_with(
-        dir.path(),
-        &["--config", config.to_str().unwrap()],
-        &[("LC_ALL", "C")],
-    );
+    let mut c = console_on_a_demo(&dir, &[("LC_ALL", "C")]);
     c.wait_for(&["fct_orders", "repl.day x3", "Mo Tu We Th Fr Sa Su"]);
     let screen = c.contents();
     assert!(screen.contains('#') && screen.contains('x'), "{screen}");
