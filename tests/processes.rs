@@ -655,3 +655,99 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
         .args(["run", "fct", "--yes"]);
     rerun_loads(&mut rerun, &wh, &config).await;
 }
+
+/// A load that waits on rows another session has written and not committed
+/// (a fix by hand left open in a shell) past `lock_timeout` names that
+/// session, which the server no longer says once the wait has ended, and
+/// the statement that ends it; ended so, the load goes through.
+async fn a_load_waiting_on_another_sessions_rows_names_it(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (config_path, config) = db.config_with(
+        "lock_timeout = \"2s\"",
+        &common::replace_job("fct", "fct", "2026-01-01", SELECT),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config_path)
+            .args(["run", "fct", "--yes"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&[]).status.success());
+
+    use sqlx::Connection;
+    let mut other = sqlx::AnyConnection::connect(&db.url).await.unwrap();
+    let id: i64 = sqlx::query_scalar(match kind {
+        Kind::Postgres => "SELECT CAST(pg_backend_pid() AS bigint)",
+        _ => "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+    })
+    .fetch_one(&mut other)
+    .await
+    .unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::raw_sql("UPDATE fct SET amount = amount + 1 WHERE id = 1")
+        .execute(&mut other)
+        .await
+        .unwrap();
+
+    let blocked = run(&["--json"]);
+    assert!(!blocked.status.success());
+    let out = String::from_utf8_lossy(&blocked.stdout);
+    let error = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "partition_failed")
+        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_else(|| panic!("no failure: {out}"));
+    let (session, end) = match kind {
+        Kind::Postgres => (
+            format!("the lock on fct is held by session {id} ("),
+            format!("SELECT pg_terminate_backend({id})"),
+        ),
+        _ => (
+            format!("the lock on fct is held by connection {id} ("),
+            format!("KILL {id}"),
+        ),
+    };
+    assert!(error.contains(&session), "{error}");
+    assert!(error.contains("idle"), "{error}");
+    if kind == Kind::Postgres {
+        assert!(
+            error.contains("after UPDATE fct SET amount = amount + 1 WHERE id = 1"),
+            "{error}"
+        );
+    }
+    assert!(error.ends_with(&end), "{error}");
+    wh.execute_script(&[end.as_str()]).await.unwrap();
+    drop(other);
+    let mut rerun = Command::new(env!("CARGO_BIN_EXE_idem"));
+    rerun
+        .arg("--config")
+        .arg(&config_path)
+        .args(["run", "fct", "--yes"]);
+    rerun_loads(&mut rerun, &wh, &config).await;
+}
+
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_load_waiting_on_another_sessions_rows_names_it() {
+    a_load_waiting_on_another_sessions_rows_names_it(Kind::Postgres).await;
+}
+
+#[cfg_attr(not(idem_test_mysql), ignore = "needs IDEM_TEST_MYSQL_URL")]
+#[tokio::test]
+async fn mysql_a_load_waiting_on_another_sessions_rows_names_it() {
+    a_load_waiting_on_another_sessions_rows_names_it(Kind::MySql).await;
+}

@@ -8,6 +8,9 @@
 //! run is writing it" leaves the operator to find that session by hand; the
 //! lock timeout's message names it, and says what would end it.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
@@ -230,14 +233,79 @@ async fn described(ask: impl std::future::Future<Output = Option<LockHolder>>) -
     let holder = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
         .await
         .ok()??;
+    Some(in_words(&holder))
+}
+
+/// A holder described, its idem process looked up on this host.
+fn in_words(holder: &LockHolder) -> String {
     let process = holder
         .idem_pid()
         .filter(|_| holder.same_host)
         .and_then(process_state);
-    Some(holder.describe(process))
+    holder.describe(process)
+}
+
+/// While kept, notes a MariaDB/MySQL session as one of this process's loads
+/// holding its partition's lock (see [`Warehouse::own_load`]).
+pub(super) struct OwnLoad {
+    loads: Arc<Mutex<HashMap<i64, String>>>,
+    session: i64,
+}
+
+impl Drop for OwnLoad {
+    fn drop(&mut self) {
+        if let Ok(mut loads) = self.loads.lock() {
+            loads.remove(&self.session);
+        }
+    }
 }
 
 impl Warehouse {
+    /// Notes `session` as this process's load of `load` (its job and
+    /// partition) until the note is dropped.
+    pub(super) fn own_load(&self, session: i64, load: String) -> OwnLoad {
+        if let Ok(mut loads) = self.own_loads.lock() {
+            loads.insert(session, load);
+        }
+        OwnLoad {
+            loads: Arc::clone(&self.own_loads),
+            session,
+        }
+    }
+
+    /// The words for the session a load waited for: a load of this very
+    /// process says so (on InnoDB, the neighbouring partition's, whose
+    /// rows hold the first row past the window); anyone else as
+    /// [`LockHolder::describe`] has it.
+    pub(super) fn blocker_words(&self, holder: LockHolder) -> String {
+        let own = match holder.engine {
+            Engine::Postgres => holder
+                .idem_pid()
+                .filter(|&pid| holder.same_host && pid == std::process::id())
+                .and_then(|_| Some(holder.name.as_deref()?.split_once(' ')?.1.to_string())),
+            Engine::MySql | Engine::Sqlite => self
+                .own_loads
+                .lock()
+                .ok()
+                .and_then(|loads| loads.get(&holder.session).cloned()),
+        };
+        let Some(load) = own else {
+            return in_words(&holder);
+        };
+        let session = match holder.engine {
+            Engine::Postgres => format!("session {}", holder.session),
+            Engine::MySql | Engine::Sqlite => format!("connection {}", holder.session),
+        };
+        let why = match holder.engine {
+            Engine::MySql => {
+                ": InnoDB locks the first row past the window a DELETE clears, so a load waits for its \
+                 neighbour's COMMIT; a lock_timeout above a partition's load time lets it wait its turn"
+            }
+            Engine::Postgres | Engine::Sqlite => "",
+        };
+        format!("held by this run's own load of {load} ({session}) until it commits{why}")
+    }
+
     /// Who holds a lock on `table` that a load waits on (see
     /// [`super::Dialect::table_lock_holder_query`]); None as for
     /// [`Warehouse::lock_holder`].

@@ -289,6 +289,17 @@ pub trait Dialect: Send + Sync {
     fn lock_refused(&self, _err: &dyn sqlx::error::DatabaseError) -> bool {
         false
     }
+    /// A load's statement gave up waiting for a lock another session holds
+    /// (on a row, the table, its definition) after `lock_timeout`.
+    fn waited_on_lock(&self, _err: &dyn sqlx::error::DatabaseError) -> bool {
+        false
+    }
+    /// The session that the session of the load holding `holder` waits for
+    /// on a lock now, as [`Dialect::lock_holder_query`]'s row (none while
+    /// it waits for nobody). False where the engine cannot tell.
+    fn blocker_query(&self, _sql: &mut Sql, _holder: &SessionHolder) -> bool {
+        false
+    }
     /// A query returning `(index name, column name)` rows, as text, for the
     /// primary key and every unique index of a table (partial and expression
     /// indexes left out: they do not make a column set unique).
@@ -323,6 +334,10 @@ pub struct Warehouse {
     /// MariaDB/MySQL: the session's database, which lock names include,
     /// and the lists of lock names a state read probes.
     lock_probes: Arc<mysql::LockProbes>,
+    /// MariaDB/MySQL: the connection ids of this process's loads that hold
+    /// their partition's lock, with their job and partition, so that a load
+    /// waiting for one of them says so.
+    own_loads: Arc<Mutex<HashMap<i64, String>>>,
 }
 
 impl Warehouse {
@@ -446,6 +461,7 @@ impl Warehouse {
             shapes: Arc::default(),
             recorded_definitions: Arc::default(),
             lock_probes: Arc::default(),
+            own_loads: Arc::default(),
         })
     }
 

@@ -232,14 +232,8 @@ impl Dialect for MySql {
         if names.is_empty() {
             return false;
         }
-        sql.push(
-            "SELECT CAST(p.ID AS SIGNED), CAST(NULL AS CHAR), CAST(p.USER AS CHAR), \
-             CAST(p.HOST AS CHAR), CAST(p.COMMAND <> 'Sleep' AS SIGNED), CAST(p.TIME AS SIGNED), \
-             CAST(p.INFO AS CHAR), CAST(SUBSTRING_INDEX(p.HOST, ':', 1) = (SELECT \
-             SUBSTRING_INDEX(HOST, ':', 1) FROM information_schema.PROCESSLIST \
-             WHERE ID = CONNECTION_ID()) AS SIGNED) \
-             FROM information_schema.PROCESSLIST p WHERE p.ID <> CONNECTION_ID() AND p.ID = COALESCE(",
-        );
+        sql.push(PROCESSES)
+            .push(" WHERE p.ID <> CONNECTION_ID() AND p.ID = COALESCE(");
         for (i, name) in names.iter().enumerate() {
             if i > 0 {
                 sql.push(", ");
@@ -463,6 +457,31 @@ impl Dialect for MySql {
             .is_some_and(|e| e.number() == 1969)
     }
 
+    /// InnoDB's row lock wait and the wait for a table's metadata lock.
+    fn waited_on_lock(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
+        err.try_downcast_ref::<MySqlDatabaseError>()
+            .is_some_and(|e| e.number() == 1205)
+    }
+
+    /// InnoDB's row locks only: a metadata lock's holder is not shown
+    /// without a plugin.
+    fn blocker_query(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+        let SessionHolder::Session(id) = holder else {
+            return false;
+        };
+        sql.push(PROCESSES)
+            .push(
+                " WHERE p.ID IN (SELECT b.trx_mysql_thread_id \
+                 FROM information_schema.INNODB_LOCK_WAITS w \
+                 JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id \
+                 JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id \
+                 WHERE r.trx_mysql_thread_id = ",
+            )
+            .bind(*id)
+            .push(") ORDER BY p.TIME DESC LIMIT 1");
+        true
+    }
+
     fn is_transient(&self, err: &sqlx::Error) -> bool {
         match err {
             sqlx::Error::Database(db) => match db.try_downcast_ref::<MySqlDatabaseError>() {
@@ -482,6 +501,15 @@ impl Dialect for MySql {
             .push(" ORDER BY index_name, seq_in_index");
     }
 }
+
+/// The sessions of the process list as
+/// [`super::lock_holder::LockHolder::from_row`] reads them (`p`), "same host" as the asking session's.
+const PROCESSES: &str = "SELECT CAST(p.ID AS SIGNED), CAST(NULL AS CHAR), CAST(p.USER AS CHAR), \
+     CAST(p.HOST AS CHAR), CAST(p.COMMAND <> 'Sleep' AS SIGNED), CAST(p.TIME AS SIGNED), \
+     CAST(p.INFO AS CHAR), CAST(SUBSTRING_INDEX(p.HOST, ':', 1) = (SELECT \
+     SUBSTRING_INDEX(HOST, ':', 1) FROM information_schema.PROCESSLIST \
+     WHERE ID = CONNECTION_ID()) AS SIGNED) \
+     FROM information_schema.PROCESSLIST p";
 
 /// The text a row's hash digests: its values, each `QUOTE`d (NULL as the
 /// bare word) so that no two rows read alike. A `FLOAT` is quoted as the
@@ -681,68 +709,4 @@ pub(super) async fn set_statement_timeout(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{Dialect, dialect_of, has_returning, lock_name};
-
-    #[test]
-    fn a_server_without_returning_hashes_by_reading() {
-        let columns = [("id".to_string(), "int".to_string())];
-        let mariadb = dialect_of(true, "10.11.19-MariaDB", false);
-        assert!(mariadb.returned_row_hash(&columns).is_some());
-        for plain in [
-            dialect_of(true, "8.0.36", false),
-            dialect_of(false, "10.4.1-MariaDB", false),
-            dialect_of(true, "10.11.19-MariaDB", true),
-        ] {
-            assert!(plain.returned_row_hash(&columns).is_none());
-        }
-        assert!(!dialect_of(false, "8.0.36", false).backslash_escapes());
-    }
-
-    #[test]
-    fn mariadb_bounds_the_lock_statement_as_a_whole() {
-        let text = |d: &super::MySql, secs: u64| {
-            let names = ["a".to_string(), "b".to_string()];
-            d.lock(&names, std::time::Duration::from_secs(secs))[0]
-                .text()
-                .to_string()
-        };
-        let mariadb = dialect_of(true, "10.11.19-MariaDB", false);
-        assert!(
-            text(mariadb, 2).starts_with("SET STATEMENT max_statement_time = 2.000 FOR SELECT"),
-            "{}",
-            text(mariadb, 2)
-        );
-        // MySQL has no SET STATEMENT; "do not wait" needs no bound.
-        assert!(text(dialect_of(true, "8.0.36", false), 2).starts_with("SELECT"));
-        assert!(text(mariadb, 0).starts_with("SELECT"));
-    }
-
-    #[test]
-    fn returning_is_mariadbs_from_10_5() {
-        assert!(has_returning("10.11.19-MariaDB-0+deb12u1"));
-        assert!(has_returning("10.5.2-MariaDB"));
-        assert!(has_returning("11.4.2-MariaDB-ubu2404"));
-        assert!(!has_returning("10.4.34-MariaDB"));
-        assert!(!has_returning("8.0.36"));
-        assert!(!has_returning("8.4.0-0ubuntu0.24.04.1"));
-    }
-
-    #[test]
-    fn lock_names_are_the_ones_the_server_makes() {
-        // Each as MariaDB 10.11 printed it for
-        // `CONCAT('idem:', LEFT(SHA2(CONCAT(db, ':', key), 256), 40))`.
-        assert_eq!(
-            lock_name("test", "fct:2026-01-01T00"),
-            "idem:3638710e5b0944bdf1a72c39fe63cb19d398c45f"
-        );
-        assert_eq!(
-            lock_name("", "fct:2026-01-01T00"),
-            "idem:ea42e55823eb47310e4996b782518971233a5948"
-        );
-        assert_eq!(
-            lock_name("lagerbestände", "verkäufe:2026-01"),
-            "idem:b6f9f2cd63482443b0694db48ab669fc84e8ded6"
-        );
-    }
-}
+mod tests;

@@ -609,7 +609,7 @@ impl Dialect for Postgres {
                 let code = db.code().unwrap_or_default();
                 matches!(
                     code.as_ref(),
-                    "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03"
+                    "40001" | "40P01" | LOCK_NOT_AVAILABLE | "57P01" | "57P02" | "57P03"
                 ) || code.starts_with("08")
             }
             sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Protocol(_) => true,
@@ -619,7 +619,28 @@ impl Dialect for Postgres {
 
     /// `lock_not_available`.
     fn lock_refused(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
-        err.code().as_deref() == Some("55P03")
+        err.code().as_deref() == Some(LOCK_NOT_AVAILABLE)
+    }
+
+    fn waited_on_lock(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
+        err.code().as_deref() == Some(LOCK_NOT_AVAILABLE)
+    }
+
+    /// Any lock the server keeps waits in `pg_locks`: a row's (as its
+    /// writer's transaction id), the table's, an advisory one.
+    fn blocker_query(&self, sql: &mut Sql, holder: &SessionHolder) -> bool {
+        let SessionHolder::Named { session, .. } = holder else {
+            return false;
+        };
+        sql.push(SESSIONS)
+            .push(
+                " WHERE a.pid IN (SELECT unnest(pg_catalog.pg_blocking_pids(w.pid)) \
+                 FROM pg_catalog.pg_stat_activity w WHERE w.wait_event_type = 'Lock' \
+                 AND w.application_name = ",
+            )
+            .bind(session.as_str())
+            .push(") ORDER BY a.xact_start LIMIT 1");
+        true
     }
 
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
@@ -666,6 +687,9 @@ pub(super) async fn describe(
 /// Sessions as [`super::lock_holder::LockHolder::from_row`] reads them:
 /// pid, name, user, client, running, seconds in its transaction, its
 /// statement, and whether it comes from idem's own host.
+/// SQLSTATE lock_not_available: a wait for a lock ended by `lock_timeout`.
+const LOCK_NOT_AVAILABLE: &str = "55P03";
+
 const SESSIONS: &str = "SELECT CAST(a.pid AS bigint), a.application_name, CAST(a.usename AS text), \
      CAST(host(a.client_addr) AS text), \
      CAST(CASE WHEN a.state = 'active' THEN 1 ELSE 0 END AS bigint), \

@@ -124,9 +124,9 @@ impl Warehouse {
         }
     }
 
-    /// [`Warehouse::locked_work`], naming the session whose lock on the
-    /// target table a statement waited on past `lock_timeout`
-    /// (PostgreSQL's lock_not_available, from any read or write of it).
+    /// [`Warehouse::locked_work`], naming the session whose lock (on a row
+    /// or the table) a statement waited on past `lock_timeout`: the one the
+    /// server last said it waited for, or one holding the table.
     async fn locked(
         &self,
         job: &Job,
@@ -136,18 +136,20 @@ impl Warehouse {
         stage: &StageCell,
     ) -> Result<Done, WarehouseError> {
         match self.locked_work(job, partition, work, log, stage).await {
-            Err(WarehouseError::Sql(e))
-                if e.as_database_error().and_then(|d| d.code()).as_deref() == Some("55P03") =>
+            Err(WarehouseError::Sql(sqlx::Error::Database(e)))
+                if self.dialect().waited_on_lock(&*e) =>
             {
-                match self.table_lock_holder(&job.target).await {
+                let holder = match stage.blocker() {
+                    Some(holder) => Some(holder),
+                    None => self.table_lock_holder(&job.target).await,
+                };
+                match holder {
                     Some(holder) => Err(WarehouseError::TableLocked {
                         table: job.target.to_string(),
-                        message: e
-                            .as_database_error()
-                            .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+                        message: e.message().to_string(),
                         holder,
                     }),
-                    None => Err(WarehouseError::Sql(e)),
+                    None => Err(WarehouseError::Sql(sqlx::Error::Database(e))),
                 }
             }
             result => result,
@@ -178,6 +180,9 @@ impl Warehouse {
         let timeout = self.config().lock_timeout;
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);
+        // Kept until the load ends: another of this run's loads waiting
+        // for this one's session says whose it is.
+        let mut own = None;
         if session_lock {
             // If this future is dropped (cancellation) or the lock is not
             // released, the connection is closed (it is not `clean`), and
@@ -195,6 +200,7 @@ impl Warehouse {
             };
             if let Some(id) = session {
                 stage.set(Stage::Holding(SessionHolder::Session(id)));
+                own = Some(self.own_load(id, format!("{} {}", job.name, partition.name())));
             }
             log(format!("lock on {} taken", lock.label));
         }
@@ -216,6 +222,7 @@ impl Warehouse {
             },
         };
         let result = transact(self, &mut conn.conn, &target, work, &lock, log, stage).await;
+        drop(own);
         let released = !session_lock || release(dialect, &mut conn.conn).await;
         conn.clean = result.is_ok() && released;
         match result {

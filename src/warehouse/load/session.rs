@@ -17,6 +17,14 @@
 //! a row ends the load as lost (the run stops, as for any unreachable
 //! warehouse), and a session the server no longer has ends it as a failure
 //! to retry.
+//!
+//! A statement waiting on another session's lock (a colleague's
+//! transaction left open on the window's rows, a `LOCK TABLE`) ends after
+//! `lock_timeout` with the server's words alone, which name nobody; and once
+//! it has ended, the server no longer says whom it waited for. So while a
+//! load runs long enough to have waited, the server is asked, now and then,
+//! which session its session waits for: the load's error names the last one
+//! seen.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -35,6 +43,9 @@ const GRACE: Duration = Duration::from_secs(5);
 /// How long a load found to have lost its session is given to end with an
 /// error of its own, the better account of what happened.
 const OWN_ACCOUNT: Duration = Duration::from_secs(2);
+
+/// How long the server is given to say whom a load's session waits for.
+const ASK: Duration = Duration::from_secs(5);
 
 /// How often a load holding its lock has its session looked for.
 pub(super) const WATCH: Duration = Duration::from_secs(20);
@@ -73,19 +84,35 @@ pub enum SessionAsk {
 }
 
 /// The load's stage, set by the load as it goes and read when it is
-/// cancelled or watched.
+/// cancelled or watched; and the session its session waited for when last
+/// asked, in words.
 #[derive(Default)]
-pub(super) struct StageCell(Mutex<Stage>);
+pub(super) struct StageCell {
+    stage: Mutex<Stage>,
+    blocker: Mutex<Option<String>>,
+}
 
 impl StageCell {
     pub(super) fn set(&self, stage: Stage) {
-        if let Ok(mut now) = self.0.lock() {
+        if let Ok(mut now) = self.stage.lock() {
             *now = stage;
         }
     }
 
     fn get(&self) -> Stage {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+        self.stage.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The session the load's session waited for on a lock when the
+    /// server was last asked, described; None if it waited for none.
+    pub(super) fn blocker(&self) -> Option<String> {
+        self.blocker.lock().ok()?.clone()
+    }
+
+    fn set_blocker(&self, blocker: Option<String>) {
+        if let Ok(mut now) = self.blocker.lock() {
+            *now = blocker;
+        }
     }
 
     /// The load sends its COMMIT.
@@ -123,6 +150,7 @@ impl Warehouse {
         let lost = tokio::select! {
             done = &mut load => return done,
             lost = self.watch(stage) => lost,
+            never = self.ask_blockers(stage) => match never {},
             () = cancel.cancelled() => return self.cancelled(load, stage, log).await,
         };
         // An error the load met itself (its rollback freed the lock the
@@ -208,6 +236,52 @@ impl Warehouse {
                         };
                     }
                 }
+            }
+        }
+    }
+
+    /// Never ends: every third of `lock_timeout` (so that a wait of that
+    /// long is seen at least twice) while the load holds its lock, asks the
+    /// server whom its session waits for, on a connection of its own kept
+    /// for the load's life, and notes the answer in `stage`.
+    async fn ask_blockers(&self, stage: &StageCell) -> std::convert::Infallible {
+        let every = (self.config().lock_timeout / 3).clamp(Duration::from_millis(300), WATCH);
+        let mut conn: Option<sqlx::AnyConnection> = None;
+        loop {
+            tokio::time::sleep(every).await;
+            let Stage::Holding(holder) = stage.get() else {
+                continue;
+            };
+            let mut sql = self.sql();
+            if !self.dialect().blocker_query(&mut sql, &holder) {
+                return std::future::pending().await;
+            }
+            if conn.is_none() {
+                conn = tokio::time::timeout(
+                    self.config().connect_timeout,
+                    sqlx::AnyConnection::connect(&self.config().url),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok);
+            }
+            let Some(asking) = conn.as_mut() else {
+                continue;
+            };
+            let answer = tokio::time::timeout(ASK, sql.query().fetch_optional(asking)).await;
+            match answer {
+                Ok(Ok(row)) => {
+                    let holder = row.and_then(|row| {
+                        super::super::lock_holder::LockHolder::from_row(
+                            self.dialect().engine(),
+                            &row,
+                        )
+                        .ok()
+                    });
+                    stage.set_blocker(holder.map(|h| self.blocker_words(h)));
+                }
+                // A connection in an unknown state is not asked again.
+                _ => conn = None,
             }
         }
     }
