@@ -85,17 +85,33 @@ pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
     sql::read(&job.sql, job.engine).tables
 }
 
-/// Whether the job's SQL uses its window's bounds only to filter rows:
-/// every `:start` and `:end` compared with a column, no `:partition`. Then
-/// one statement over a range of windows, grouped by the partition column,
-/// counts each window's rows as the windows one by one would; a SELECT that
-/// puts a bound in its output (`cast(:start as date) as dt`, a daily
-/// snapshot) or names its partition must be counted window by window.
+/// Whether one statement over a range of windows, grouped by the job's
+/// partition column, counts each window's rows as the windows one by one
+/// would: the SQL's `:start` and `:end` are only half-open filters
+/// (`col >= :start and col < :end`) on a column the partition column is
+/// computed from, no `:partition`, and no row of a window depends on rows
+/// of another (window functions, DISTINCT ON, LIMIT, aggregates other than
+/// per partition, outer joins to the windowed rows, subquery expressions).
+/// Anything else (a daily snapshot writing `:start` as its partition, a
+/// latest-row-per-key dedup, a watermark filter on `loaded_at`) is
+/// counted window by window.
 pub fn bounds_only_filter(job: &Job) -> bool {
+    let Some(pcol) = &job.partition_column else {
+        return false;
+    };
     let reading = sql::read(&job.sql, job.engine);
+    let lineage = reading.lineage(pcol.as_str());
     reading.parsed
-        && reading.params.iter().all(|(name, _)| name != "partition")
-        && reading.params_in_filters == reading.params.len()
+        && reading
+            .params
+            .iter()
+            .all(|(name, _)| matches!(name.as_str(), "start" | "end"))
+        && !reading.window_filters.is_empty()
+        && reading
+            .window_filters
+            .iter()
+            .all(|w| lineage.contains(&w.column))
+        && sql::bounds_as_row_filters(&reading.ast, pcol.as_str()) == Some(reading.params.len())
 }
 
 /// The findings that need no warehouse, the job's SQL read by its

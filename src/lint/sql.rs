@@ -17,8 +17,10 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 use crate::warehouse::sql::{Piece, Syntax, split_parameters};
 
+mod grouped;
 mod tokens;
 
+pub(super) use grouped::bounds_as_row_filters;
 use tokens::{ignore_clauses, rank_tokens, statement_starts, volatile_tokens};
 
 /// The prefix of the identifiers that stand for idem's parameters.
@@ -109,6 +111,8 @@ pub(super) struct Reading {
     /// The tables the SQL reads, lower-cased and as qualified as written
     /// (`raw.orders`, `orders`), CTEs left out.
     pub tables: BTreeSet<String>,
+    /// The parsed statements, when a dialect parsed the SQL.
+    pub ast: Vec<Statement>,
 }
 
 impl Reading {
@@ -204,6 +208,7 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
                     start.is_query = matches!(statement, Statement::Query(_));
                 }
             }
+            reading.ast = statements;
         }
         None => {
             reading.volatile = volatile_tokens(&code);
