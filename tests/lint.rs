@@ -108,6 +108,67 @@ fn non_deterministic_functions_are_errors_on_their_line() {
     }
 }
 
+/// What QA found lint let through: sequences, transaction and connection
+/// ids, PostgreSQL's other clocks and UUIDs, MariaDB's, and SQLite's
+/// strftime with a format alone (the current time). A re-run of the
+/// partition writes other values for each (idem verify sees the sequences,
+/// clocks and UUIDs change inside its own transaction; ids differ between
+/// runs).
+#[test]
+fn sequences_session_ids_and_engine_clocks_are_errors() {
+    let cases = [
+        ("nextval('orders_seq') as row_id", "nextval(…)", "sequence"),
+        ("txid_current() as tx", "txid_current()", "transaction"),
+        (
+            "pg_current_xact_id() as tx",
+            "pg_current_xact_id()",
+            "transaction",
+        ),
+        ("pg_backend_pid() as pid", "pg_backend_pid()", "connection"),
+        ("clock_timestamp() as t", "clock_timestamp()", "clock"),
+        (
+            "statement_timestamp() as t",
+            "statement_timestamp()",
+            "clock",
+        ),
+        (
+            "transaction_timestamp() as t",
+            "transaction_timestamp()",
+            "clock",
+        ),
+        ("gen_random_uuid() as u", "gen_random_uuid()", "UUID"),
+        ("uuid_generate_v1() as u", "uuid_generate_v1()", "UUID"),
+        ("uuid_generate_v1mc() as u", "uuid_generate_v1mc()", "UUID"),
+        ("uuid_generate_v4() as u", "uuid_generate_v4()", "UUID"),
+        ("uuid_short() as u", "uuid_short()", "UUID"),
+        ("connection_id() as c", "connection_id()", "connection"),
+        ("sysdate() as t", "sysdate()", "clock"),
+        ("rand() as r", "rand()", "random"),
+        ("strftime('%Y-%m-%d') as d", "strftime(…)", "clock"),
+        ("strftime('%s', 'now') as d", "strftime('now')", "clock"),
+        ("date('now') as d", "date('now')", "clock"),
+        ("datetime() as d", "datetime()", "clock"),
+    ];
+    for (column, call, what) in cases {
+        let findings = replace(&with_column(column));
+        assert_eq!(findings.len(), 1, "{column}: {findings:#?}");
+        let f = &findings[0];
+        assert_eq!(f.severity, Severity::Error, "{column}");
+        assert_eq!(f.line, SQL_LINE + 1, "{column}");
+        assert!(f.message.starts_with(call), "{column}: {}", f.message);
+        assert!(f.message.contains(what), "{column}: {}", f.message);
+    }
+    // Deterministic relatives stay clean: a name-based UUID, a formatted
+    // column, the sequence's name as a column.
+    for column in [
+        "uuid_generate_v5(uuid_ns_url(), url) as u",
+        "strftime('%Y-%m-%d', created_at) as d",
+        "nextval_seen as n",
+    ] {
+        assert_eq!(replace(&with_column(column)), vec![], "{column}");
+    }
+}
+
 #[test]
 fn lookalikes_of_non_deterministic_functions_are_not_findings() {
     for column in [

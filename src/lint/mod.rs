@@ -205,6 +205,14 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
                 "generates a new UUID each time",
                 "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
             ),
+            Volatile::Sequence => (
+                "takes new numbers from a sequence",
+                "use the source's own id, or a hash of the natural key, e.g. md5(order_id || event_type)",
+            ),
+            Volatile::Session => (
+                "is the id of the connection or transaction running it",
+                "drop it from the SELECT; record the run in idem's ledger instead (idem log)",
+            ),
         };
         out.push(Finding::new(
             Severity::Error,

@@ -32,6 +32,10 @@ pub(super) enum Volatile {
     Clock,
     Random,
     Uuid,
+    /// A sequence's next value: every run takes new numbers.
+    Sequence,
+    /// The connection's or transaction's id: another for every run.
+    Session,
 }
 
 /// A call (or keyword) that makes the output non-deterministic.
@@ -292,6 +296,19 @@ const UUID: &[&str] = &[
     "sys_guid",
     "generate_uuid",
 ];
+/// Sequences, which hand out new numbers on every call.
+const SEQUENCE: &[&str] = &["nextval", "lastval", "setval"];
+/// Ids of the connection or transaction that runs the SQL.
+const SESSION: &[&str] = &[
+    "txid_current",
+    "txid_current_if_assigned",
+    "pg_current_xact_id",
+    "pg_current_xact_id_if_assigned",
+    "pg_backend_pid",
+    "connection_id",
+    "last_insert_id",
+    "last_insert_rowid",
+];
 const RANKS: &[&str] = &["row_number", "rank", "dense_rank"];
 
 /// The string literals PostgreSQL reads as the current time.
@@ -311,12 +328,18 @@ fn classify(name: &str, args: Option<(usize, bool)>) -> Option<Volatile> {
             if CLOCK.contains(&name)
                 || (n == 0 && CLOCK_WITHOUT_ARGS.contains(&name))
                 || (SQLITE_DATE.contains(&name) && (n == 0 || has_now))
+                // SQLite's strftime(format) formats the current time.
+                || (name == "strftime" && n == 1)
             {
                 Some(Volatile::Clock)
             } else if RANDOM.contains(&name) {
                 Some(Volatile::Random)
             } else if UUID.contains(&name) {
                 Some(Volatile::Uuid)
+            } else if SEQUENCE.contains(&name) {
+                Some(Volatile::Sequence)
+            } else if SESSION.contains(&name) {
+                Some(Volatile::Session)
             } else {
                 None
             }
