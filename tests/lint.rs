@@ -1282,3 +1282,73 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
     );
     wh.close().await;
 }
+
+/// QA: a SELECT column that differs from its target column only by case
+/// (`id as "ID"` into `id`) passed lint on PostgreSQL, then every partition
+/// failed with `column src.id does not exist`. Lint and the run both name
+/// the two spellings now; the column aliased as the target spells it loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn a_select_column_named_but_for_case_is_refused_by_lint_and_run_alike() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let jobs = [
+        common::replace_job(
+            "cased",
+            "fct",
+            "2026-01-02",
+            "select id as \"ID\", dt from src where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "plain",
+            "fct",
+            "2026-01-02",
+            "select id as ID, dt from src where dt >= :start and dt < :end",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let lint_of = |name: &str| {
+        let job = parsed.jobs.iter().find(|j| j.name == name).expect("job");
+        lint::warehouse_findings(&wh, job)
+    };
+    let found = lint_of("cased").await.expect("lint");
+    let cased: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.message.contains("only by case"))
+        .collect();
+    let [f] = cased.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("\"ID\"") && f.message.contains("column \"id\" of fct"),
+        "{}",
+        f.message
+    );
+    assert_eq!(lint_of("plain").await.expect("lint"), vec![]);
+
+    let (code, stdout, stderr) = idem_command(&config, &["run", "cased"]);
+    let said = format!("{stdout}{stderr}");
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains("only by case") && said.contains("\"ID\""),
+        "{said}"
+    );
+    assert!(!said.contains("does not exist"), "{said}");
+    let (code, stdout, stderr) = idem_command(&config, &["run", "plain"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    wh.close().await;
+}

@@ -595,6 +595,22 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     // missing partition column or key says it already, as
                     // does the field check of one the target lacks.)
                     let required = required_outputs(job);
+                    let engine = wh.dialect().engine();
+                    for name in names.iter().filter(|_| !missing) {
+                        // A column the target has but for case (PostgreSQL).
+                        let alike = target_columns.iter().find(|c| {
+                            c.name.as_str().eq_ignore_ascii_case(name)
+                                && !names_column(c.name.as_str(), name, engine)
+                        });
+                        if let Some(column) = alike {
+                            out.push(Finding::new(
+                                Severity::Error,
+                                first,
+                                column.case_misfit(name, &job.target),
+                                format!("write {} as {}", name, column.name),
+                            ));
+                        }
+                    }
                     let checked = names.iter().filter(|n| {
                         !missing && !required.iter().any(|r| r.eq_ignore_ascii_case(n))
                     });
