@@ -899,7 +899,54 @@ async fn partition_column_types(kind: Kind) {
     wh.close().await;
 }
 
-on_every_engine!(warehouse_checks, partition_column_types);
+/// QA: comments read as each server reads them. PostgreSQL nests block
+/// comments, so `/* /* */ :x */` is all comment (idem took `:x` for an
+/// unknown parameter); MariaDB reads `0--1` as arithmetic, so the `:start`
+/// after it is code (idem took the rest of the line for a comment and sent
+/// `:start` unbound). Lint is clean and the job loads its rows.
+async fn comments_are_read_as_the_server_reads_them(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let sql = match kind {
+        Kind::Postgres => {
+            "select id, dt from src /* a /* nested */ comment, :x */ where dt >= :start and dt < :end"
+        }
+        Kind::MySql => "select id, dt from src where 0--1 and dt >= :start and dt < :end",
+        Kind::Sqlite => "select id, dt from src /* :x */ where dt >= :start and dt < :end -- :y",
+    };
+    let jobs = common::replace_job("commented", "fct", "2026-01-02", sql);
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-05')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let job = &parsed.jobs[0];
+    assert_eq!(
+        lint::static_findings_as(job, wh.syntax()),
+        vec![],
+        "{kind:?}"
+    );
+    let (code, stdout, stderr) = idem_command(&config, &["run", "commented"]);
+    assert_eq!(code, 0, "{kind:?}: {stdout}{stderr}");
+    let mut sql = wh.sql();
+    sql.push("SELECT COUNT(*) FROM fct");
+    let loaded: i64 =
+        sqlx::Row::try_get(&sql.query().fetch_one(wh.pool()).await.expect("count"), 0)
+            .expect("count");
+    assert_eq!(loaded, 2, "{kind:?}");
+    wh.close().await;
+}
+
+on_every_engine!(
+    warehouse_checks,
+    partition_column_types,
+    comments_are_read_as_the_server_reads_them
+);
 
 // ---- the binary ----
 
