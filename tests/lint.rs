@@ -1399,3 +1399,69 @@ async fn a_select_column_named_but_for_case_is_refused_by_lint_and_run_alike() {
     assert_eq!(code, 0, "{stdout}{stderr}");
     wh.close().await;
 }
+
+/// QA: MariaDB keeps a DATE with a zero day ('2026-02-00') where the
+/// server's sql_mode lacks NO_ZERO_IN_DATE. The day's bounds put it in
+/// 2026-01-31's window (a load replaces it there), while status counted it
+/// under no partition. Lint names such values and says how to fix them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mariadb_zero_in_date_values_are_named() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let jobs = common::replace_job(
+        "daily",
+        "fct",
+        "2026-02-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO fct VALUES (1, '2026-02-00'), (2, '2026-01-31'), (3, '2026-00-00')",
+    ])
+    .await
+    .expect("fixture");
+    let found = lint::warehouse_findings(&wh, &config.jobs[0])
+        .await
+        .expect("lint");
+    let zero: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.message.contains("zero month or day"))
+        .collect();
+    let [f] = zero.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.line, config.jobs[0].lines.partition_column);
+    assert!(
+        f.message
+            .starts_with("2 rows of fct hold dt with a zero month or day, like '2026-0"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix.contains("NO_ZERO_IN_DATE"), "{}", f.fix);
+    let (code, stdout, stderr) = idem(&path, &["daily"]);
+    assert_eq!(code, 0, "a warning: {stdout}{stderr}");
+    assert!(stdout.contains("zero month or day"), "{stdout}");
+
+    // Real dates only: nothing to say.
+    wh.execute_script(&["DELETE FROM fct WHERE id <> 2"])
+        .await
+        .expect("delete");
+    let found = lint::warehouse_findings(&wh, &config.jobs[0])
+        .await
+        .expect("lint");
+    assert!(
+        found.iter().all(|f| !f.message.contains("zero month")),
+        "{found:#?}"
+    );
+    wh.close().await;
+}

@@ -14,6 +14,7 @@
 mod sql;
 mod sqlite_text;
 mod targets;
+mod zero_dates;
 
 use serde::Serialize;
 
@@ -509,6 +510,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
         if has_column(pcol.as_str()) {
             sqlite_text::findings(wh, job, pcol, &mut out).await?;
+            zero_dates::findings(wh, job, pcol, &target_columns, &mut out).await?;
         }
     }
 
