@@ -1465,3 +1465,91 @@ async fn mariadb_zero_in_date_values_are_named() {
     );
     wh.close().await;
 }
+
+/// Lint says what `idem verify` finds: for each call QA found lint let
+/// through, verify sees a re-run of the partition write other values, and
+/// lint's static check raises an error naming the call.
+async fn lint_flags_what_verify_catches(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let calls: &[(&str, &str)] = match kind {
+        Kind::Postgres => &[
+            ("cast(nextval('s') as text)", "nextval(…)"),
+            ("cast(txid_current() as text)", "txid_current()"),
+            ("cast(clock_timestamp() as text)", "clock_timestamp()"),
+            (
+                "cast(statement_timestamp() as text)",
+                "statement_timestamp()",
+            ),
+            ("cast(gen_random_uuid() as text)", "gen_random_uuid()"),
+        ],
+        _ => &[
+            ("cast(nextval(s) as char)", "nextval(…)"),
+            ("cast(uuid_short() as char)", "uuid_short()"),
+            ("cast(sysdate(6) as char)", "sysdate(…)"),
+            ("cast(rand() as char)", "rand()"),
+        ],
+    };
+    let jobs: String = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (expr, _))| {
+            common::replace_job(
+                &format!("j{i}"),
+                "fct",
+                "2026-01-02",
+                &format!("select id, {expr} as v, dt from src where dt >= :start and dt < :end"),
+            )
+        })
+        .collect();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE SEQUENCE s",
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, v VARCHAR(100) NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let day = idem::partition::Partition::parse(
+        idem::partition::Grain::Day,
+        "2026-01-01",
+        idem::partition::RangeEnd::From,
+    )
+    .expect("day");
+    for (job, (expr, call)) in config.jobs.iter().zip(calls) {
+        let verified = wh
+            .verify_partition(job, &day, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?} {expr}: {e}"));
+        assert!(!verified.is_idempotent(), "{kind:?} {expr}: verify");
+        let found = lint::static_findings_as(job, wh.syntax());
+        assert!(
+            found
+                .iter()
+                .any(|f| f.severity == Severity::Error && f.message.starts_with(call)),
+            "{kind:?} {expr}: {found:#?}"
+        );
+    }
+    wh.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn lint_flags_what_verify_catches_on_postgres() {
+    lint_flags_what_verify_catches(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn lint_flags_what_verify_catches_on_mariadb() {
+    lint_flags_what_verify_catches(Kind::MySql).await;
+}
