@@ -138,6 +138,7 @@ impl Reading {
 }
 
 pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
+    let syntax = syntax.into();
     let mut reading = Reading::default();
     let mut text = String::with_capacity(sql.len() + 64);
     let mut line = 1;
@@ -155,17 +156,20 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
         }
     }
 
-    let dialects: [&dyn Dialect; 4] = [
-        &PostgreSqlDialect {},
-        &MySqlDialect {},
-        &SQLiteDialect {},
-        &GenericDialect {},
-    ];
+    // The engine's own dialect first: it reads comments as its server does
+    // (MariaDB's `0--1` is arithmetic, PostgreSQL's `/* /* */ */` one comment).
+    let (postgres, mysql, sqlite) = (PostgreSqlDialect {}, MySqlDialect {}, SQLiteDialect {});
+    let own: &dyn Dialect = match syntax.engine {
+        crate::config::Engine::Postgres => &postgres,
+        crate::config::Engine::MySql => &mysql,
+        crate::config::Engine::Sqlite => &sqlite,
+    };
+    let dialects: [&dyn Dialect; 5] = [own, &postgres, &mysql, &sqlite, &GenericDialect {}];
     let parse = dialects
         .iter()
         .find_map(|d| Parser::parse_sql(*d, &text).ok().map(|s| (*d, s)));
     // Tokens as the dialect that parsed reads them: its comments and quotes.
-    let dialect = parse.as_ref().map_or(dialects[3], |(d, _)| *d);
+    let dialect = parse.as_ref().map_or(dialects[4], |(d, _)| *d);
     let tokens = match Tokenizer::new(dialect, &text).tokenize_with_location() {
         Ok(tokens) => tokens,
         Err(e) => {
@@ -659,6 +663,24 @@ mod tests {
         let cols: Vec<&str> = r.window_filters.iter().map(|w| w.column.as_str()).collect();
         assert_eq!(cols, vec!["d", "d"]);
         assert_eq!(r.window_filters[0].line, 3);
+    }
+
+    #[test]
+    fn each_engine_reads_comments_as_its_server_does() {
+        let filters = |sql: &str, engine: Engine| -> Vec<String> {
+            read(sql, engine)
+                .window_filters
+                .into_iter()
+                .map(|w| w.column)
+                .collect()
+        };
+        // MariaDB: `0--1` is arithmetic, and the window after it is code.
+        let dashes = "select id from t where 0--1 and dt >= :start and dt < :end";
+        assert_eq!(filters(dashes, Engine::MySql), ["dt", "dt"]);
+        // PostgreSQL: a nested block comment ends at its own `*/`.
+        let nested = "select id /* a /* b */ c */ from t where dt >= :start and dt < :end";
+        assert_eq!(filters(nested, Engine::Postgres), ["dt", "dt"]);
+        assert!(read(nested, Engine::Postgres).parsed);
     }
 
     #[test]
