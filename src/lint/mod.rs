@@ -4,12 +4,14 @@
 //! [`shared_target_findings`] compares a job with the others in its config.
 //!
 //! Severities: an **error** is a job that re-runs differently or cannot run
-//! (non-deterministic functions, duplicate-swallowing inserts, no window
-//! parameters on a replace job, a partition or key column missing, a merge
-//! key without a unique index). A **warning** is a likely mistake that lint
-//! cannot prove (a `row_number()` key, a window filter on another column than
-//! the partition's, NULLs left in the partition column, a merge job that
-//! reads its whole source every window).
+//! (non-deterministic functions, sequences and session ids,
+//! duplicate-swallowing inserts, no window parameters on a replace job, a
+//! partition or key column missing, a SELECT column that differs from its
+//! target column only by case on PostgreSQL, a merge key without a unique
+//! index). A **warning** is a likely mistake that lint cannot prove (a
+//! `row_number()` key, a window filter on another column than the
+//! partition's, NULLs or MariaDB zero-in-date values left in the partition
+//! column, a merge job that reads its whole source every window).
 
 mod sql;
 mod sqlite_text;
