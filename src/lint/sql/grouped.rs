@@ -79,10 +79,11 @@ pub(in crate::lint) fn bounds_as_row_filters(
         folds: Vec::new(),
         bounds: 0,
     };
-    match query.visit(&mut shape) {
-        ControlFlow::Break(()) => None,
-        ControlFlow::Continue(()) => Some(shape.bounds),
+    if query.visit(&mut shape).is_break() {
+        return None;
     }
+    // A window filter only in a CTE the query never reads filters nothing.
+    windowed(query.body.as_ref(), &shape.ctes_with_params).then_some(shape.bounds)
 }
 
 struct Shape {
