@@ -108,6 +108,67 @@ fn non_deterministic_functions_are_errors_on_their_line() {
     }
 }
 
+/// What QA found lint let through: sequences, transaction and connection
+/// ids, PostgreSQL's other clocks and UUIDs, MariaDB's, and SQLite's
+/// strftime with a format alone (the current time). A re-run of the
+/// partition writes other values for each (idem verify sees the sequences,
+/// clocks and UUIDs change inside its own transaction; ids differ between
+/// runs).
+#[test]
+fn sequences_session_ids_and_engine_clocks_are_errors() {
+    let cases = [
+        ("nextval('orders_seq') as row_id", "nextval(…)", "sequence"),
+        ("txid_current() as tx", "txid_current()", "transaction"),
+        (
+            "pg_current_xact_id() as tx",
+            "pg_current_xact_id()",
+            "transaction",
+        ),
+        ("pg_backend_pid() as pid", "pg_backend_pid()", "connection"),
+        ("clock_timestamp() as t", "clock_timestamp()", "clock"),
+        (
+            "statement_timestamp() as t",
+            "statement_timestamp()",
+            "clock",
+        ),
+        (
+            "transaction_timestamp() as t",
+            "transaction_timestamp()",
+            "clock",
+        ),
+        ("gen_random_uuid() as u", "gen_random_uuid()", "UUID"),
+        ("uuid_generate_v1() as u", "uuid_generate_v1()", "UUID"),
+        ("uuid_generate_v1mc() as u", "uuid_generate_v1mc()", "UUID"),
+        ("uuid_generate_v4() as u", "uuid_generate_v4()", "UUID"),
+        ("uuid_short() as u", "uuid_short()", "UUID"),
+        ("connection_id() as c", "connection_id()", "connection"),
+        ("sysdate() as t", "sysdate()", "clock"),
+        ("rand() as r", "rand()", "random"),
+        ("strftime('%Y-%m-%d') as d", "strftime(…)", "clock"),
+        ("strftime('%s', 'now') as d", "strftime('now')", "clock"),
+        ("date('now') as d", "date('now')", "clock"),
+        ("datetime() as d", "datetime()", "clock"),
+    ];
+    for (column, call, what) in cases {
+        let findings = replace(&with_column(column));
+        assert_eq!(findings.len(), 1, "{column}: {findings:#?}");
+        let f = &findings[0];
+        assert_eq!(f.severity, Severity::Error, "{column}");
+        assert_eq!(f.line, SQL_LINE + 1, "{column}");
+        assert!(f.message.starts_with(call), "{column}: {}", f.message);
+        assert!(f.message.contains(what), "{column}: {}", f.message);
+    }
+    // Deterministic relatives stay clean: a name-based UUID, a formatted
+    // column, the sequence's name as a column.
+    for column in [
+        "uuid_generate_v5(uuid_ns_url(), url) as u",
+        "strftime('%Y-%m-%d', created_at) as d",
+        "nextval_seen as n",
+    ] {
+        assert_eq!(replace(&with_column(column)), vec![], "{column}");
+    }
+}
+
 #[test]
 fn lookalikes_of_non_deterministic_functions_are_not_findings() {
     for column in [
@@ -838,7 +899,54 @@ async fn partition_column_types(kind: Kind) {
     wh.close().await;
 }
 
-on_every_engine!(warehouse_checks, partition_column_types);
+/// QA: comments read as each server reads them. PostgreSQL nests block
+/// comments, so `/* /* */ :x */` is all comment (idem took `:x` for an
+/// unknown parameter); MariaDB reads `0--1` as arithmetic, so the `:start`
+/// after it is code (idem took the rest of the line for a comment and sent
+/// `:start` unbound). Lint is clean and the job loads its rows.
+async fn comments_are_read_as_the_server_reads_them(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let sql = match kind {
+        Kind::Postgres => {
+            "select id, dt from src /* a /* nested */ comment, :x */ where dt >= :start and dt < :end"
+        }
+        Kind::MySql => "select id, dt from src where 0--1 and dt >= :start and dt < :end",
+        Kind::Sqlite => "select id, dt from src /* :x */ where dt >= :start and dt < :end -- :y",
+    };
+    let jobs = common::replace_job("commented", "fct", "2026-01-02", sql);
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-05')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let job = &parsed.jobs[0];
+    assert_eq!(
+        lint::static_findings_as(job, wh.syntax()),
+        vec![],
+        "{kind:?}"
+    );
+    let (code, stdout, stderr) = idem_command(&config, &["run", "commented"]);
+    assert_eq!(code, 0, "{kind:?}: {stdout}{stderr}");
+    let mut sql = wh.sql();
+    sql.push("SELECT COUNT(*) FROM fct");
+    let loaded: i64 =
+        sqlx::Row::try_get(&sql.query().fetch_one(wh.pool()).await.expect("count"), 0)
+            .expect("count");
+    assert_eq!(loaded, 2, "{kind:?}");
+    wh.close().await;
+}
+
+on_every_engine!(
+    warehouse_checks,
+    partition_column_types,
+    comments_are_read_as_the_server_reads_them
+);
 
 // ---- the binary ----
 
@@ -1220,4 +1328,228 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
         "{stdout}{stderr}"
     );
     wh.close().await;
+}
+
+/// QA: a SELECT column that differs from its target column only by case
+/// (`id as "ID"` into `id`) passed lint on PostgreSQL, then every partition
+/// failed with `column src.id does not exist`. Lint and the run both name
+/// the two spellings now; the column aliased as the target spells it loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn a_select_column_named_but_for_case_is_refused_by_lint_and_run_alike() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let jobs = [
+        common::replace_job(
+            "cased",
+            "fct",
+            "2026-01-02",
+            "select id as \"ID\", dt from src where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "plain",
+            "fct",
+            "2026-01-02",
+            "select id as ID, dt from src where dt >= :start and dt < :end",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let lint_of = |name: &str| {
+        let job = parsed.jobs.iter().find(|j| j.name == name).expect("job");
+        lint::warehouse_findings(&wh, job)
+    };
+    let found = lint_of("cased").await.expect("lint");
+    let cased: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.message.contains("only by case"))
+        .collect();
+    let [f] = cased.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.message.contains("\"ID\"") && f.message.contains("column \"id\" of fct"),
+        "{}",
+        f.message
+    );
+    assert_eq!(lint_of("plain").await.expect("lint"), vec![]);
+
+    let (code, stdout, stderr) = idem_command(&config, &["run", "cased"]);
+    let said = format!("{stdout}{stderr}");
+    assert_ne!(code, 0, "{said}");
+    assert!(
+        said.contains("only by case") && said.contains("\"ID\""),
+        "{said}"
+    );
+    assert!(!said.contains("does not exist"), "{said}");
+    let (code, stdout, stderr) = idem_command(&config, &["run", "plain"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    wh.close().await;
+}
+
+/// QA: MariaDB keeps a DATE with a zero day ('2026-02-00') where the
+/// server's sql_mode lacks NO_ZERO_IN_DATE. The day's bounds put it in
+/// 2026-01-31's window (a load replaces it there), while status counted it
+/// under no partition. Lint names such values and says how to fix them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mariadb_zero_in_date_values_are_named() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let jobs = common::replace_job(
+        "daily",
+        "fct",
+        "2026-02-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO fct VALUES (1, '2026-02-00'), (2, '2026-01-31'), (3, '2026-00-00')",
+    ])
+    .await
+    .expect("fixture");
+    let found = lint::warehouse_findings(&wh, &config.jobs[0])
+        .await
+        .expect("lint");
+    let zero: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.message.contains("zero month or day"))
+        .collect();
+    let [f] = zero.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.line, config.jobs[0].lines.partition_column);
+    assert!(
+        f.message
+            .starts_with("2 rows of fct hold dt with a zero month or day, like '2026-0"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix.contains("NO_ZERO_IN_DATE"), "{}", f.fix);
+    let (code, stdout, stderr) = idem(&path, &["daily"]);
+    assert_eq!(code, 0, "a warning: {stdout}{stderr}");
+    assert!(stdout.contains("zero month or day"), "{stdout}");
+
+    // Real dates only: nothing to say.
+    wh.execute_script(&["DELETE FROM fct WHERE id <> 2"])
+        .await
+        .expect("delete");
+    let found = lint::warehouse_findings(&wh, &config.jobs[0])
+        .await
+        .expect("lint");
+    assert!(
+        found.iter().all(|f| !f.message.contains("zero month")),
+        "{found:#?}"
+    );
+    wh.close().await;
+}
+
+/// Lint says what `idem verify` finds: for each call QA found lint let
+/// through, verify sees a re-run of the partition write other values, and
+/// lint's static check raises an error naming the call.
+async fn lint_flags_what_verify_catches(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let calls: &[(&str, &str)] = match kind {
+        Kind::Postgres => &[
+            ("cast(nextval('s') as text)", "nextval(…)"),
+            ("cast(txid_current() as text)", "txid_current()"),
+            ("cast(clock_timestamp() as text)", "clock_timestamp()"),
+            (
+                "cast(statement_timestamp() as text)",
+                "statement_timestamp()",
+            ),
+            ("cast(gen_random_uuid() as text)", "gen_random_uuid()"),
+        ],
+        _ => &[
+            ("cast(nextval(s) as char)", "nextval(…)"),
+            ("cast(uuid_short() as char)", "uuid_short()"),
+            ("cast(sysdate(6) as char)", "sysdate(…)"),
+            ("cast(rand() as char)", "rand()"),
+        ],
+    };
+    let jobs: String = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (expr, _))| {
+            common::replace_job(
+                &format!("j{i}"),
+                "fct",
+                "2026-01-02",
+                &format!("select id, {expr} as v, dt from src where dt >= :start and dt < :end"),
+            )
+        })
+        .collect();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE SEQUENCE s",
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, v VARCHAR(100) NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let day = idem::partition::Partition::parse(
+        idem::partition::Grain::Day,
+        "2026-01-01",
+        idem::partition::RangeEnd::From,
+    )
+    .expect("day");
+    for (job, (expr, call)) in config.jobs.iter().zip(calls) {
+        let verified = wh
+            .verify_partition(job, &day, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?} {expr}: {e}"));
+        assert!(!verified.is_idempotent(), "{kind:?} {expr}: verify");
+        let found = lint::static_findings_as(job, wh.syntax());
+        assert!(
+            found
+                .iter()
+                .any(|f| f.severity == Severity::Error && f.message.starts_with(call)),
+            "{kind:?} {expr}: {found:#?}"
+        );
+    }
+    wh.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+async fn lint_flags_what_verify_catches_on_postgres() {
+    lint_flags_what_verify_catches(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn lint_flags_what_verify_catches_on_mariadb() {
+    lint_flags_what_verify_catches(Kind::MySql).await;
 }

@@ -237,3 +237,129 @@ on_every_engine!(
     reconcile_flags_exactly_the_partitions_whose_source_counts_moved,
     windows_named_or_written_by_the_sql_are_counted_one_by_one,
 );
+
+/// A job parsed from `jobs_toml` alone (no warehouse is reached).
+fn parsed_job(jobs_toml: &str) -> idem::config::Job {
+    let text = format!("[warehouse]\nurl = \"sqlite://unused.db\"\n\n{jobs_toml}");
+    let config = idem::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    config.jobs.into_iter().next().expect("one job")
+}
+
+/// One grouped statement counts a window's rows only where they are the
+/// range's rows that fall in it. Any SQL whose rows depend on other rows of
+/// the window (window functions, DISTINCT ON, LIMIT, aggregates across
+/// partitions, subqueries, outer joins to the windowed rows), whose bounds
+/// are not half-open filters, or that filters another column than the one
+/// the partition is computed from, is counted window by window.
+#[test]
+fn only_sql_whose_windows_are_row_filters_is_counted_in_one_grouped_statement() {
+    let window = "where ts >= :start and ts < :end";
+    let grouped = [
+        format!("select id, v, substr(ts, 1, 10) as dt from src {window}"),
+        "select s.id, d.name, cast(s.ts as date) as dt from src s join dim d on d.id = s.id left join other o on o.id = s.id where s.ts >= cast(:start as timestamp) and s.ts < cast(:end as timestamp)".to_string(),
+        format!("select id, dt from (select id, substr(ts, 1, 10) as dt from src {window}) x"),
+        format!(
+            "with w as (select id, ts from src {window}) select id, substr(ts, 1, 10) as dt from w"
+        ),
+        format!("select substr(ts, 1, 10) as dt, count(*) as n from src {window} group by 1"),
+        format!(
+            "select substr(ts, 1, 10) as dt, count(distinct id) as n from src {window} group by substr(ts, 1, 10) having count(*) > 1"
+        ),
+        format!("select distinct id, substr(ts, 1, 10) as dt from src {window}"),
+        format!(
+            "select id, substr(ts, 1, 10) as dt from src {window} union all select id, substr(ts, 1, 10) as dt from src2 {window}"
+        ),
+        format!("select id, substr(ts, 1, 10) as dt from src {window} order by id"),
+    ];
+    let per_window = [
+        // The QA repro: the latest row per key of the window, not of the range.
+        format!("select id, dt, v from (select id, substr(ts,1,10) as dt, v, row_number() over (partition by id order by ts desc) rn from src {window}) where rn = 1"),
+        format!("select id, substr(ts, 1, 10) as dt, count(*) over () as n from src {window}"),
+        format!("select distinct on (id) id, substr(ts, 1, 10) as dt from src {window} order by id, ts desc"),
+        format!("select id, dt from (select distinct id, max(substr(ts, 1, 10)) as dt from src {window} group by id) x"),
+        format!("select id, substr(ts, 1, 10) as dt from src {window} limit 10"),
+        format!("select id, substr(ts, 1, 10) as dt from src {window} order by ts offset 5 rows fetch first 10 rows only"),
+        format!("select id, max(substr(ts, 1, 10)) as dt from src {window} group by id"),
+        format!("select id, max(substr(ts, 1, 10)) as dt from src {window} group by id having count(*) > 1"),
+        format!("select min(substr(ts, 1, 10)) as dt, count(*) as n from src {window}"),
+        format!("select id, substr(ts, 1, 10) as dt from src where id in (select id from src2 {window})"),
+        format!("select d.id, substr(s.ts, 1, 10) as dt from dim d left join (select id, ts from src {window}) s on s.id = d.id"),
+        format!("select id, substr(ts, 1, 10) as dt from src {window} union select id, substr(ts, 1, 10) as dt from src2 {window}"),
+        format!("select id, substr(ts, 1, 10) as dt from src {window} union all select id, dt from fixed"),
+        "select id, substr(ts, 1, 10) as dt from src where ts > :start and ts <= :end".to_string(),
+        "select id, substr(ts, 1, 10) as dt from src where ts between :start and :end".to_string(),
+        "select id, substr(ts, 1, 10) as dt from src where ts >= :start".to_string(),
+        "select id, substr(ts, 1, 10) as dt from src where ts >= :start and ts < :end or id = 0".to_string(),
+        "select id, substr(ts, 1, 10) as dt from src where ts >= :start and updated_at < :end".to_string(),
+        // Filters another column than the partition's.
+        "select id, substr(created_at, 1, 10) as dt from src where loaded_at >= :start and loaded_at < :end".to_string(),
+        "select id, :start as dt from src".to_string(),
+        // The window filters a CTE the query never reads.
+        format!("with w as (select id, ts from src {window}) select id, substr(ts, 1, 10) as dt from src"),
+    ];
+    let replace = |sql: &str| parsed_job(&common::replace_job("j", "t", "2026-01-03", sql));
+    for sql in &grouped {
+        assert!(
+            idem::lint::bounds_only_filter(&replace(sql)),
+            "should group: {sql}"
+        );
+    }
+    for sql in &per_window {
+        assert!(
+            !idem::lint::bounds_only_filter(&replace(sql)),
+            "should count per window: {sql}"
+        );
+    }
+    // A merge job with a partition column whose SQL filters on its load time.
+    let merge = parsed_job(
+        "[[jobs]]\nname = \"m\"\ntarget = \"t\"\nstrategy = \"merge_key\"\nunique_key = [\"id\"]\n\
+         partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+         sql = \"select id, cast(created_at as date) as dt from src where loaded_at >= :start and loaded_at < :end\"\n",
+    );
+    assert!(!idem::lint::bounds_only_filter(&merge));
+}
+
+/// The QA repro: the latest row per key of each day. Counted over the whole
+/// range in one statement, key 1's day-1 row lost to its day-2 row, and
+/// reconcile said "source 1 · loaded 2" for 2026-01-01 forever.
+#[tokio::test]
+async fn a_latest_row_per_key_dedup_is_counted_as_each_window_loads_it() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = common::replace_job(
+        "dedup",
+        "dedup",
+        "2026-01-03",
+        "select id, dt, v from (select id, substr(ts,1,10) as dt, v, row_number() over (partition by id order by ts desc) rn from src where ts >= :start and ts < :end) where rn = 1",
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER, ts TEXT, v TEXT)",
+        "INSERT INTO src VALUES (1, '2026-01-01 01:00:00', 'a'), (2, '2026-01-01 02:00:00', 'b'), (1, '2026-01-02 01:00:00', 'a2'), (3, '2026-01-03 05:00:00', 'c')",
+        "CREATE TABLE dedup (id INTEGER, dt TEXT, v TEXT)",
+    ])
+    .await
+    .expect("fixture");
+    stdout_ok(&idem(&config, &["run", "dedup"]));
+    let counted = reconciled(&config);
+    for (key, rows) in [
+        ("dedup 2026-01-01", 2),
+        ("dedup 2026-01-02", 1),
+        ("dedup 2026-01-03", 1),
+    ] {
+        assert_eq!(
+            counted.get(key),
+            Some(&(Some(rows), Some(false))),
+            "{key}: {counted:?}"
+        );
+    }
+    let out = stdout_ok(&idem(&config, &["run", "dedup", "--dry-run", "--json"]));
+    let plan: Value = serde_json::from_str(out.trim()).expect("json");
+    for p in plan["partitions"].as_array().expect("partitions") {
+        assert_eq!(p["rows_source"], p["rows_now"], "{p}");
+    }
+    wh.close().await;
+}

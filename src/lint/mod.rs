@@ -4,16 +4,19 @@
 //! [`shared_target_findings`] compares a job with the others in its config.
 //!
 //! Severities: an **error** is a job that re-runs differently or cannot run
-//! (non-deterministic functions, duplicate-swallowing inserts, no window
-//! parameters on a replace job, a partition or key column missing, a merge
-//! key without a unique index). A **warning** is a likely mistake that lint
-//! cannot prove (a `row_number()` key, a window filter on another column than
-//! the partition's, NULLs left in the partition column, a merge job that
-//! reads its whole source every window).
+//! (non-deterministic functions, sequences and session ids,
+//! duplicate-swallowing inserts, no window parameters on a replace job, a
+//! partition or key column missing, a SELECT column that differs from its
+//! target column only by case on PostgreSQL, a merge key without a unique
+//! index). A **warning** is a likely mistake that lint cannot prove (a
+//! `row_number()` key, a window filter on another column than the
+//! partition's, NULLs or MariaDB zero-in-date values left in the partition
+//! column, a merge job that reads its whole source every window).
 
 mod sql;
 mod sqlite_text;
 mod targets;
+mod zero_dates;
 
 use serde::Serialize;
 
@@ -85,17 +88,33 @@ pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
     sql::read(&job.sql, job.engine).tables
 }
 
-/// Whether the job's SQL uses its window's bounds only to filter rows:
-/// every `:start` and `:end` compared with a column, no `:partition`. Then
-/// one statement over a range of windows, grouped by the partition column,
-/// counts each window's rows as the windows one by one would; a SELECT that
-/// puts a bound in its output (`cast(:start as date) as dt`, a daily
-/// snapshot) or names its partition must be counted window by window.
+/// Whether one statement over a range of windows, grouped by the job's
+/// partition column, counts each window's rows as the windows one by one
+/// would: the SQL's `:start` and `:end` are only half-open filters
+/// (`col >= :start and col < :end`) on a column the partition column is
+/// computed from, no `:partition`, and no row of a window depends on rows
+/// of another (window functions, DISTINCT ON, LIMIT, aggregates other than
+/// per partition, outer joins to the windowed rows, subquery expressions).
+/// Anything else (a daily snapshot writing `:start` as its partition, a
+/// latest-row-per-key dedup, a watermark filter on `loaded_at`) is
+/// counted window by window.
 pub fn bounds_only_filter(job: &Job) -> bool {
+    let Some(pcol) = &job.partition_column else {
+        return false;
+    };
     let reading = sql::read(&job.sql, job.engine);
+    let lineage = reading.lineage(pcol.as_str());
     reading.parsed
-        && reading.params.iter().all(|(name, _)| name != "partition")
-        && reading.params_in_filters == reading.params.len()
+        && reading
+            .params
+            .iter()
+            .all(|(name, _)| matches!(name.as_str(), "start" | "end"))
+        && !reading.window_filters.is_empty()
+        && reading
+            .window_filters
+            .iter()
+            .all(|w| lineage.contains(&w.column))
+        && sql::bounds_as_row_filters(&reading.ast, pcol.as_str()) == Some(reading.params.len())
 }
 
 /// The findings that need no warehouse, the job's SQL read by its
@@ -188,6 +207,14 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
             Volatile::Uuid => (
                 "generates a new UUID each time",
                 "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
+            ),
+            Volatile::Sequence => (
+                "takes new numbers from a sequence",
+                "use the source's own id, or a hash of the natural key, e.g. md5(order_id || event_type)",
+            ),
+            Volatile::Session => (
+                "is the id of the connection or transaction running it",
+                "drop it from the SELECT; record the run in idem's ledger instead (idem log)",
             ),
         };
         out.push(Finding::new(
@@ -485,6 +512,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
         if has_column(pcol.as_str()) {
             sqlite_text::findings(wh, job, pcol, &mut out).await?;
+            zero_dates::findings(wh, job, pcol, &target_columns, &mut out).await?;
         }
     }
 
@@ -571,6 +599,22 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     // missing partition column or key says it already, as
                     // does the field check of one the target lacks.)
                     let required = required_outputs(job);
+                    let engine = wh.dialect().engine();
+                    for name in names.iter().filter(|_| !missing) {
+                        // A column the target has but for case (PostgreSQL).
+                        let alike = target_columns.iter().find(|c| {
+                            c.name.as_str().eq_ignore_ascii_case(name)
+                                && !names_column(c.name.as_str(), name, engine)
+                        });
+                        if let Some(column) = alike {
+                            out.push(Finding::new(
+                                Severity::Error,
+                                first,
+                                column.case_misfit(name, &job.target),
+                                format!("write {} as {}", name, column.name),
+                            ));
+                        }
+                    }
                     let checked = names.iter().filter(|n| {
                         !missing && !required.iter().any(|r| r.eq_ignore_ascii_case(n))
                     });

@@ -17,8 +17,10 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 use crate::warehouse::sql::{Piece, Syntax, split_parameters};
 
+mod grouped;
 mod tokens;
 
+pub(super) use grouped::bounds_as_row_filters;
 use tokens::{ignore_clauses, rank_tokens, statement_starts, volatile_tokens};
 
 /// The prefix of the identifiers that stand for idem's parameters.
@@ -30,6 +32,10 @@ pub(super) enum Volatile {
     Clock,
     Random,
     Uuid,
+    /// A sequence's next value: every run takes new numbers.
+    Sequence,
+    /// The connection's or transaction's id: another for every run.
+    Session,
 }
 
 /// A call (or keyword) that makes the output non-deterministic.
@@ -109,6 +115,8 @@ pub(super) struct Reading {
     /// The tables the SQL reads, lower-cased and as qualified as written
     /// (`raw.orders`, `orders`), CTEs left out.
     pub tables: BTreeSet<String>,
+    /// The parsed statements, when a dialect parsed the SQL.
+    pub ast: Vec<Statement>,
 }
 
 impl Reading {
@@ -130,6 +138,7 @@ impl Reading {
 }
 
 pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
+    let syntax = syntax.into();
     let mut reading = Reading::default();
     let mut text = String::with_capacity(sql.len() + 64);
     let mut line = 1;
@@ -147,17 +156,20 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
         }
     }
 
-    let dialects: [&dyn Dialect; 4] = [
-        &PostgreSqlDialect {},
-        &MySqlDialect {},
-        &SQLiteDialect {},
-        &GenericDialect {},
-    ];
+    // The engine's own dialect first: it reads comments as its server does
+    // (MariaDB's `0--1` is arithmetic, PostgreSQL's `/* /* */ */` one comment).
+    let (postgres, mysql, sqlite) = (PostgreSqlDialect {}, MySqlDialect {}, SQLiteDialect {});
+    let own: &dyn Dialect = match syntax.engine {
+        crate::config::Engine::Postgres => &postgres,
+        crate::config::Engine::MySql => &mysql,
+        crate::config::Engine::Sqlite => &sqlite,
+    };
+    let dialects: [&dyn Dialect; 5] = [own, &postgres, &mysql, &sqlite, &GenericDialect {}];
     let parse = dialects
         .iter()
         .find_map(|d| Parser::parse_sql(*d, &text).ok().map(|s| (*d, s)));
     // Tokens as the dialect that parsed reads them: its comments and quotes.
-    let dialect = parse.as_ref().map_or(dialects[3], |(d, _)| *d);
+    let dialect = parse.as_ref().map_or(dialects[4], |(d, _)| *d);
     let tokens = match Tokenizer::new(dialect, &text).tokenize_with_location() {
         Ok(tokens) => tokens,
         Err(e) => {
@@ -204,6 +216,7 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
                     start.is_query = matches!(statement, Statement::Query(_));
                 }
             }
+            reading.ast = statements;
         }
         None => {
             reading.volatile = volatile_tokens(&code);
@@ -287,6 +300,19 @@ const UUID: &[&str] = &[
     "sys_guid",
     "generate_uuid",
 ];
+/// Sequences, which hand out new numbers on every call.
+const SEQUENCE: &[&str] = &["nextval", "lastval", "setval"];
+/// Ids of the connection or transaction that runs the SQL.
+const SESSION: &[&str] = &[
+    "txid_current",
+    "txid_current_if_assigned",
+    "pg_current_xact_id",
+    "pg_current_xact_id_if_assigned",
+    "pg_backend_pid",
+    "connection_id",
+    "last_insert_id",
+    "last_insert_rowid",
+];
 const RANKS: &[&str] = &["row_number", "rank", "dense_rank"];
 
 /// The string literals PostgreSQL reads as the current time.
@@ -306,12 +332,18 @@ fn classify(name: &str, args: Option<(usize, bool)>) -> Option<Volatile> {
             if CLOCK.contains(&name)
                 || (n == 0 && CLOCK_WITHOUT_ARGS.contains(&name))
                 || (SQLITE_DATE.contains(&name) && (n == 0 || has_now))
+                // SQLite's strftime(format) formats the current time.
+                || (name == "strftime" && n == 1)
             {
                 Some(Volatile::Clock)
             } else if RANDOM.contains(&name) {
                 Some(Volatile::Random)
             } else if UUID.contains(&name) {
                 Some(Volatile::Uuid)
+            } else if SEQUENCE.contains(&name) {
+                Some(Volatile::Sequence)
+            } else if SESSION.contains(&name) {
+                Some(Volatile::Session)
             } else {
                 None
             }
@@ -631,6 +663,24 @@ mod tests {
         let cols: Vec<&str> = r.window_filters.iter().map(|w| w.column.as_str()).collect();
         assert_eq!(cols, vec!["d", "d"]);
         assert_eq!(r.window_filters[0].line, 3);
+    }
+
+    #[test]
+    fn each_engine_reads_comments_as_its_server_does() {
+        let filters = |sql: &str, engine: Engine| -> Vec<String> {
+            read(sql, engine)
+                .window_filters
+                .into_iter()
+                .map(|w| w.column)
+                .collect()
+        };
+        // MariaDB: `0--1` is arithmetic, and the window after it is code.
+        let dashes = "select id from t where 0--1 and dt >= :start and dt < :end";
+        assert_eq!(filters(dashes, Engine::MySql), ["dt", "dt"]);
+        // PostgreSQL: a nested block comment ends at its own `*/`.
+        let nested = "select id /* a /* b */ c */ from t where dt >= :start and dt < :end";
+        assert_eq!(filters(nested, Engine::Postgres), ["dt", "dt"]);
+        assert!(read(nested, Engine::Postgres).parsed);
     }
 
     #[test]

@@ -33,6 +33,12 @@ impl Column {
         ColumnKind::of_type_name(&self.type_name)
     }
 
+    /// Why the job's SELECT column `name`, this column of `table` but for
+    /// case, cannot fill it on PostgreSQL (see [`names_column`]).
+    pub fn case_misfit(&self, name: &str, table: &TableName) -> String {
+        case_misfit(name, &self.name, table)
+    }
+
     pub fn holds_instants(&self, engine: Engine) -> bool {
         let t = self.type_name.trim().to_ascii_lowercase();
         match engine {
@@ -317,6 +323,14 @@ pub fn no_such_column(field: &str, name: &str, table: &TableName, columns: &[&st
     }
 }
 
+/// Why a SELECT column spelled `name` cannot fill `table`'s column
+/// `column`, which differs from it only by case (PostgreSQL).
+fn case_misfit(name: &str, column: &Ident, table: &TableName) -> String {
+    format!(
+        "column \"{name}\" of the job's SELECT differs from column \"{column}\" of {table} only by case: PostgreSQL matches quoted names by case, so the load could not read \"{column}\" from the SELECT; alias it as {column} (or leave it unquoted)"
+    )
+}
+
 /// The job's output columns, checked against the target's.
 pub(super) async fn select_columns(
     warehouse: &Warehouse,
@@ -338,6 +352,16 @@ pub(super) async fn select_columns(
                 names.join(", ")
             )));
         };
+        let engine = warehouse.dialect().engine();
+        // The load reads `src."target"`: on PostgreSQL that names the
+        // SELECT's column only if spelled as the SELECT spells it.
+        if !names_column(target.as_str(), name, engine) {
+            return Err(WarehouseError::Misfit(case_misfit(
+                name,
+                target,
+                &job.target,
+            )));
+        }
         columns.push(target.clone());
     }
     let engine = warehouse.dialect().engine();

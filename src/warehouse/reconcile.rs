@@ -16,12 +16,14 @@ const WINDOWS_PER_STATEMENT: usize = 100;
 
 impl Warehouse {
     /// The statements that count the rows the job's SQL gives each
-    /// partition from `first` through `last`. Where the SQL uses the window
-    /// only to filter rows (`grouped`, as `lint::bounds_only_filter` reads
-    /// it), one statement grouped by the partition column of the SELECT's output;
-    /// otherwise (a job without a partition column, a bound or the
-    /// partition's name in the output) one bounded subquery per window,
-    /// `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement.
+    /// partition from `first` through `last`. Where the SQL provably gives
+    /// each window the rows of the whole range that fall in it (`grouped`,
+    /// as `lint::bounds_only_filter` reads it), one statement grouped by the
+    /// partition column of the SELECT's output; otherwise (a job without a
+    /// partition column, a bound or the partition's name in the output, a
+    /// window function, LIMIT or aggregate across windows, a filter on a
+    /// column the partition is not computed from) one bounded subquery per
+    /// window, `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement.
     pub fn source_counts_sql(
         &self,
         job: &Job,

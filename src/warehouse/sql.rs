@@ -337,7 +337,13 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool
             }
             Some((false, (i + 1).min(bytes.len())))
         }
-        b'-' if bytes.get(i + 1) == Some(&b'-') => line_comment(i),
+        // MariaDB/MySQL read `--` as a comment only before a space or a
+        // control character: `0--1` is zero minus minus one there.
+        b'-' if bytes.get(i + 1) == Some(&b'-')
+            && (engine != Engine::MySql || bytes.get(i + 2).is_none_or(|b| *b <= b' ')) =>
+        {
+            line_comment(i)
+        }
         b'#' if engine == Engine::MySql => line_comment(i),
         b'$' if engine == Engine::Postgres => {
             // `$$` or `$tag$`, the tag an identifier (`$1` is a parameter).
@@ -355,12 +361,34 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool
                 .map_or(bytes.len(), |n| tag_end + 1 + n + tag.len());
             Some((false, close))
         }
+        // MariaDB/MySQL run the text of `/*! … */` and `/*M! … */`.
+        b'/' if bytes.get(i + 1) == Some(&b'*')
+            && engine == Engine::MySql
+            && (bytes.get(i + 2) == Some(&b'!')
+                || bytes.get(i + 2..i + 4) == Some(b"M!".as_slice())) =>
+        {
+            None
+        }
         b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            // PostgreSQL's block comments nest; the others end at the first `*/`.
+            let nests = engine == Engine::Postgres;
+            let mut depth = 1;
             i += 2;
-            while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                i += 1;
+            while i < bytes.len() {
+                if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        return Some((true, i));
+                    }
+                } else if nests && bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else {
+                    i += 1;
+                }
             }
-            Some((true, (i + 2).min(bytes.len())))
+            Some((true, bytes.len()))
         }
         _ => None,
     }
@@ -532,6 +560,40 @@ mod tests {
             query_body("select '\\' as p; -- c", Engine::Sqlite),
             "select '\\' as p"
         );
+    }
+
+    #[test]
+    fn comments_are_read_as_each_engine_reads_them() {
+        // MariaDB/MySQL: `--` starts a comment only before whitespace or a
+        // control character; `0--1` is arithmetic, and `:start` after it
+        // must be bound.
+        let dashes = "select id from t where 0--1 and dt >= :start and dt < :end";
+        assert_eq!(params_of(dashes, Engine::MySql), ["start", "end"]);
+        assert_eq!(params_of(dashes, Engine::Postgres), Vec::<&str>::new());
+        assert_eq!(params_of(dashes, Engine::Sqlite), Vec::<&str>::new());
+        for comment in ["-- :no", "--\t:no", "--"] {
+            let sql = format!("select 1 {comment}\nfrom t where d >= :start");
+            assert_eq!(params_of(&sql, Engine::MySql), ["start"], "{sql:?}");
+        }
+        assert_eq!(query_body("select 1; --", Engine::MySql), "select 1");
+        assert_eq!(query_body("select 0--1", Engine::MySql), "select 0--1");
+        // PostgreSQL: block comments nest; elsewhere the first `*/` ends one.
+        let nested = "select 1 /* /* */ :x */ from t where d >= :start";
+        assert_eq!(params_of(nested, Engine::Postgres), ["start"]);
+        assert_eq!(params_of(nested, Engine::Sqlite), ["x", "start"]);
+        assert_eq!(params_of(nested, Engine::MySql), ["x", "start"]);
+        assert_eq!(
+            query_body("select 1 /* a /* b */ c */", Engine::Postgres),
+            "select 1"
+        );
+        assert_eq!(
+            params_of("select 1 /* /* :no */ from t", Engine::Postgres),
+            Vec::<&str>::new()
+        );
+        // MariaDB/MySQL run what `/*! … */` holds.
+        let versioned = "select 1 /*!50000 + :x */ from t where d >= :start";
+        assert_eq!(params_of(versioned, Engine::MySql), ["x", "start"]);
+        assert_eq!(params_of(versioned, Engine::Postgres), ["start"]);
     }
 
     #[test]
