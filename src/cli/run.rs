@@ -286,7 +286,7 @@ fn confirmed(
         return Ok(true);
     }
     for (backfill, statuses) in steps {
-        DryRun::new(backfill, statuses).print()?;
+        DryRun::new(backfill, statuses).show_for_confirmation();
     }
     noteln!(
         "run {total} partition{}? [y/N] ",
