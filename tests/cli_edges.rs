@@ -308,3 +308,52 @@ fn the_demo_replaces_only_an_earlier_demo() {
     assert!(err.contains("idem demo does not take --config"), "{err}");
     assert!(!fresh.exists());
 }
+
+/// A signal before the run starts (here while it waits up to
+/// connect_timeout for a server that never answers) ends `idem run` at once
+/// with exit 130 and says nothing was run, not the default death of the
+/// signal (143, 129) without a word.
+#[test]
+fn a_signal_before_the_run_starts_is_a_clean_cancel() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://etl@127.0.0.1:{port}/dw\"\nconnect_timeout = \"60s\"\n\n\
+             [[jobs]]\nname = \"fct\"\ntarget = \"fct\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nstrategy = \"replace_partition\"\n\
+             sql = \"select dt from src where dt >= :start and dt < :end\"\n"
+        ),
+    )
+    .unwrap();
+    for signal in ["TERM", "INT", "HUP"] {
+        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {err}");
+        assert!(
+            err.contains("cancelled, nothing was run"),
+            "SIG{signal}: {err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+    drop(silent);
+}

@@ -32,6 +32,10 @@ pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
 }
 
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
+    // From the first line: a signal while it connects (up to
+    // connect_timeout), sets up the ledger, previews or asks is a clean
+    // "nothing was run", exit 130, not the default death (143, 129).
+    let on_signal = super::OnSignal::install("no new partitions start, in-flight ones roll back");
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
     if args.through_latest && job.strategy != Strategy::MergeKey {
@@ -146,16 +150,17 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
-        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json).await;
+        let cancel = on_signal.begin();
+        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json, cancel).await;
     }
     let backfill = steps.remove(0).0;
 
-    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
+    let cancel = on_signal.begin();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
     let printer = spawn_printer(&config.warehouse.url, json, total, rx);
-    let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
+    let summary = engine::run(&warehouse, &backfill, &tx, cancel).await;
     drop(tx);
     let events_written = printer
         .await
@@ -328,12 +333,12 @@ async fn run_cascade(
     lineage: &crate::lineage::Lineage,
     steps: &[Backfill],
     json: bool,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Exit, Stop> {
-    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = spawn_printer(&warehouse.config().url, json, total, rx);
-    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, &cancel).await;
+    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
     drop(tx);
     let events_written = printer
         .await
