@@ -10,6 +10,7 @@ mod lint;
 mod output;
 mod run;
 mod run_args;
+mod run_progress;
 mod status;
 mod verify;
 

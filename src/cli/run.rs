@@ -3,18 +3,16 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
-use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::dry_run::DryRun;
-use super::output::{self, noteln, outln};
+use super::output::{noteln, outln};
 use super::run_args::shell_word;
 use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
-use crate::engine::{self, Backfill, Event};
+use crate::engine::{self, Backfill};
 use crate::exit::Exit;
 use crate::numbers::n_partitions;
 use crate::partition::{Partition, now_utc};
@@ -159,7 +157,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
-    let printer = spawn_printer(&config.warehouse.url, json, total, rx);
+    let printer = super::run_progress::spawn_printer(&config.warehouse.url, json, total, rx);
     let summary = engine::run(&warehouse, &backfill, &tx, cancel).await;
     drop(tx);
     let events_written = printer
@@ -337,7 +335,7 @@ async fn run_cascade(
 ) -> Result<Exit, Stop> {
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
-    let printer = spawn_printer(&warehouse.config().url, json, total, rx);
+    let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
     let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
     drop(tx);
     let events_written = printer
@@ -391,27 +389,6 @@ async fn run_cascade(
             Ok(code.max(Exit::Failed))
         }
     }
-}
-
-/// Shows a run's events as they come (progress bar, lines or JSON) and keeps
-/// them in the run logs; ends when the run drops its sender.
-fn spawn_printer(
-    url: &str,
-    json: bool,
-    total: u64,
-    mut rx: mpsc::UnboundedReceiver<Event>,
-) -> tokio::task::JoinHandle<Result<(), Stop>> {
-    let mut runlog = crate::runlog::RunLog::open(url);
-    tokio::spawn(async move {
-        let mut progress = Progress::new(json, total);
-        while let Some(event) = rx.recv().await {
-            if let Some(log) = &mut runlog {
-                log.record(&event);
-            }
-            progress.show(&event);
-        }
-        progress.finish()
-    })
 }
 
 /// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
@@ -515,189 +492,9 @@ fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
     ))
 }
 
-/// How run events are shown.
-enum Progress {
-    /// JSON lines on stdout, until a write fails.
-    Json(Result<(), Stop>),
-    /// The bar, and how many partitions failed so far.
-    Bar(ProgressBar, usize),
-    Lines,
-}
-
-impl Progress {
-    fn new(json: bool, total: u64) -> Progress {
-        if json {
-            Progress::Json(Ok(()))
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}",
-            ) {
-                bar.set_style(style);
-            }
-            bar.enable_steady_tick(Duration::from_millis(200));
-            Progress::Bar(bar, 0)
-        } else {
-            Progress::Lines
-        }
-    }
-
-    fn show(&mut self, event: &Event) {
-        match self {
-            Progress::Json(written) => {
-                if written.is_ok()
-                    && let Ok(line) = event.to_json_line()
-                {
-                    *written = output::line(format_args!("{line}"));
-                }
-            }
-            Progress::Bar(bar, failed) => match event {
-                Event::PartitionStarted { partition, .. } => {
-                    let failures = match *failed {
-                        0 => String::new(),
-                        n => format!("{n} failed · "),
-                    };
-                    bar.set_message(format!("{failures}{partition}"));
-                }
-                Event::PartitionSucceeded { .. } => bar.inc(1),
-                Event::PartitionFailed {
-                    will_retry: false, ..
-                } => {
-                    *failed += 1;
-                    bar.println(describe(event).unwrap_or_default());
-                    bar.inc(1);
-                }
-                Event::PartitionFailed { .. } => bar.println(describe(event).unwrap_or_default()),
-                _ => {}
-            },
-            Progress::Lines => {
-                if let Some(line) = describe(event) {
-                    noteln!("{line}");
-                }
-            }
-        }
-    }
-
-    /// Ends the display; an error if JSON events could not be written.
-    fn finish(self) -> Result<(), Stop> {
-        match self {
-            Progress::Json(written) => written,
-            Progress::Bar(bar, _) => {
-                bar.finish_and_clear();
-                Ok(())
-            }
-            Progress::Lines => Ok(()),
-        }
-    }
-}
-
-/// A plain line for an event worth a line of its own.
-fn describe(event: &Event) -> Option<String> {
-    Some(match event {
-        Event::RunStarted {
-            job,
-            partitions,
-            concurrency,
-            ..
-        } => format!(
-            "{job}: {}, concurrency {concurrency}",
-            n_partitions(partitions.len() as i64)
-        ),
-        Event::PartitionSucceeded {
-            partition,
-            rows_deleted,
-            rows_inserted,
-            rows_updated,
-            rows_after,
-            duration_ms,
-            content_changed,
-            ..
-        } => format!(
-            "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
-            if *rows_after > 0 {
-                "■ loaded"
-            } else {
-                "○ empty"
-            },
-            if *rows_updated > 0 {
-                format!(", updated {rows_updated}")
-            } else {
-                String::new()
-            },
-            *duration_ms as f64 / 1000.0,
-            if *content_changed {
-                "content changed"
-            } else {
-                "content unchanged"
-            }
-        ),
-        // A cancelled attempt did not fail: it rolled back, as the summary
-        // says.
-        Event::PartitionFailed {
-            partition, attempt, ..
-        } if matches!(
-            event.attempt_end(),
-            Some((_, crate::state::AttemptEnd::RolledBack))
-        ) =>
-        {
-            format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
-        }
-        // Refused by the shrink guard: nothing changed, as the ledger says.
-        Event::PartitionFailed {
-            partition,
-            attempt,
-            error,
-            ..
-        } if matches!(
-            event.attempt_end(),
-            Some((_, crate::state::AttemptEnd::Refused))
-        ) =>
-        {
-            format!("{partition} ⊖ refused (attempt {attempt}) · {error}")
-        }
-        Event::PartitionFailed {
-            partition,
-            attempt,
-            error,
-            will_retry,
-            ..
-        } => format!(
-            "{partition} ✗ failed (attempt {attempt}{}) · {error}",
-            if *will_retry { ", will retry" } else { "" }
-        ),
-        Event::PartitionSkipped {
-            job,
-            partition,
-            because,
-        } => format!("{job} {partition} skipped · {because}"),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
-        let failed = |error: &str| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-11-03".into(),
-            attempt: 1,
-            error: error.into(),
-            will_retry: false,
-            duration_ms: 5,
-        };
-        assert_eq!(
-            describe(&failed("cancelled; rolled back")).unwrap(),
-            "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
-        );
-        assert_eq!(
-            describe(&failed("relation \"t\" does not exist")).unwrap(),
-            "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
-        );
-    }
 
     #[test]
     fn a_word_the_shell_reads_specially_is_quoted() {
