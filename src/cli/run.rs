@@ -337,6 +337,18 @@ async fn run_cascade(
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
     let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
+    // A step the cancel kept from beginning has no events of its own: each
+    // of its partitions is said skipped, so that the stream accounts for
+    // every partition of the plan.
+    for outcome in &outcomes {
+        for p in &outcome.not_started {
+            let _ = tx.send(engine::Event::PartitionSkipped {
+                job: outcome.job.clone(),
+                partition: p.name(),
+                because: "the run was cancelled before this job's step began".into(),
+            });
+        }
+    }
     drop(tx);
     let events_written = printer
         .await
@@ -359,14 +371,23 @@ async fn run_cascade(
                 outcome.skipped.len()
             ));
         }
+        if !outcome.not_started.is_empty() {
+            code = code.max(Exit::Cancelled);
+            line.push_str(&format!(
+                ", {} not started (cancelled before its step began)",
+                outcome.not_started.len()
+            ));
+        }
         if let Some(s) = &outcome.summary {
             line.push_str(&format!(" · run {}", s.run_id));
-            if let Some(repeat) = repeat_command(config_path, &outcome.job, s) {
-                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
-            }
-            if let Some(refused) = refused_advice(config_path, &outcome.job, s) {
-                noteln!("idem: {}: {refused}", outcome.job);
-            }
+        }
+        if let Some(repeat) = repeat_step(config_path, outcome) {
+            noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+        }
+        if let Some(s) = &outcome.summary
+            && let Some(refused) = refused_advice(config_path, &outcome.job, s)
+        {
+            noteln!("idem: {}: {refused}", outcome.job);
         }
         lines.push(line);
     }
@@ -421,19 +442,60 @@ fn print_outcome(outcome: &str) -> Result<(), Stop> {
 /// Partitions the shrink guard refused are left out: a repeat would refuse
 /// them again ([`refused_advice`] says what to do for them).
 fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
-    let mut rest = summary
+    let undone: Vec<Partition> = summary
         .unfinished
         .iter()
-        .filter(|p| !summary.refused_partitions.contains(p));
-    let first = rest.next()?;
-    let last = rest.next_back().unwrap_or(first);
+        .filter(|p| !summary.refused_partitions.contains(p))
+        .copied()
+        .collect();
     let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
+    repeat_line(config, job, &undone, only_failed, false)
+}
+
+/// [`repeat_command`] for a job's step of a cascade: what it left undone
+/// (unfinished, skipped for an upstream partition that did not load, or
+/// never begun because the run was cancelled), repeated as a cascade, so
+/// that the jobs downstream of it are brought up to date too.
+fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<String> {
+    let mut undone: Vec<Partition> = outcome
+        .summary
+        .iter()
+        .flat_map(|s| {
+            s.unfinished
+                .iter()
+                .filter(|p| !s.refused_partitions.contains(p))
+        })
+        .chain(outcome.skipped.iter().map(|(p, _)| p))
+        .chain(&outcome.not_started)
+        .copied()
+        .collect();
+    undone.sort();
+    undone.dedup();
+    let only_failed = outcome.skipped.is_empty()
+        && outcome.not_started.is_empty()
+        && outcome
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
+    repeat_line(config, &outcome.job, &undone, only_failed, true)
+}
+
+/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
+fn repeat_line(
+    config: &Path,
+    job: &str,
+    undone: &[Partition],
+    only_failed: bool,
+    cascade: bool,
+) -> Option<String> {
+    let (first, last) = (undone.first()?, undone.last()?);
     Some(format!(
-        "idem{} run {job}{} --from {} --to {}",
+        "idem{} run {job}{} --from {} --to {}{}",
         config_flag(config),
         if only_failed { " --only failed" } else { "" },
         first.name(),
-        last.name()
+        last.name(),
+        if cascade { " --cascade" } else { "" }
     ))
 }
 
@@ -495,6 +557,56 @@ fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn day(name: &str) -> Partition {
+        Partition::parse(
+            crate::partition::Grain::Day,
+            name,
+            crate::partition::RangeEnd::From,
+        )
+        .expect("a day")
+    }
+
+    /// A cancelled cascade: the root rolled one day back and left one
+    /// unstarted; the step downstream never began. Each is repeated as a
+    /// cascade, and the downstream job's undone days are named.
+    #[test]
+    fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let root = engine::cascade::StepOutcome {
+            job: "ev".into(),
+            summary: Some(engine::RunSummary {
+                succeeded: 1,
+                not_started: 2,
+                rolled_back: 1,
+                cancelled: true,
+                unfinished: vec![day("2026-01-02"), day("2026-01-03")],
+                ..Default::default()
+            }),
+            skipped: Vec::new(),
+            not_started: Vec::new(),
+        };
+        assert_eq!(
+            repeat_step(config, &root).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade")
+        );
+        let downstream = engine::cascade::StepOutcome {
+            job: "daily".into(),
+            summary: None,
+            skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
+            not_started: vec![day("2026-01-01"), day("2026-01-03")],
+        };
+        assert_eq!(
+            repeat_step(config, &downstream).as_deref(),
+            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade")
+        );
+        // A run that is not a cascade is repeated as it was.
+        let summary = root.summary.as_ref().expect("summary");
+        assert_eq!(
+            repeat_command(config, "ev", summary).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03")
+        );
+    }
 
     #[test]
     fn a_word_the_shell_reads_specially_is_quoted() {
