@@ -357,3 +357,39 @@ fn a_signal_before_the_run_starts_is_a_clean_cancel() {
     }
     drop(silent);
 }
+
+/// `idem log JOB PARTITION` with a coarser name (a month of a daily job, a
+/// day of an hourly one) shows every partition in it, as --from/--to and
+/// verify read it, not only the first.
+#[test]
+fn a_coarser_name_logs_every_partition_in_it() {
+    let (_dir, config) = demo();
+    for (job, prefix_len) in [("fct_orders", 7), ("fct_pageviews_hourly", 10)] {
+        let all = text(&idem(&config, &["log", job]).stdout);
+        let first = all
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("{all}"));
+        let coarser = &first[..prefix_len];
+        let expected: Vec<&str> = all
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.starts_with(coarser))
+            })
+            .collect();
+        let out = idem(&config, &["log", job, coarser]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let shown = text(&out.stdout);
+        let lines: Vec<&str> = shown.lines().skip(1).collect();
+        let partitions: std::collections::BTreeSet<&str> = lines
+            .iter()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        assert!(partitions.len() > 1, "{job} {coarser}: {shown}");
+        assert_eq!(lines, expected, "{job} {coarser}");
+    }
+}
