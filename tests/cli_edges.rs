@@ -141,6 +141,16 @@ fn the_demo_through_the_headless_edges() {
         header.contains("PARTITION") && header.contains("STATUS"),
         "{header}"
     );
+    // Each column's name stands over its values.
+    let first = lines.next().unwrap();
+    for (column, value) in [("PARTITION", 1), ("TRY", 2), ("STATUS", 3)] {
+        let word = first.split_whitespace().nth(value).unwrap();
+        assert_eq!(
+            header.find(column),
+            first.find(&format!(" {word}")).map(|i| i + 1),
+            "{column}:\n{header}\n{first}"
+        );
+    }
     let failed: Vec<&str> = log.lines().filter(|l| l.contains(" failed ")).collect();
     assert!(!failed.is_empty(), "{log}");
     for line in failed {

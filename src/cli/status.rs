@@ -545,8 +545,16 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             );
             return Ok(Exit::Ok);
         }
+        // The column as wide as its widest time (24 characters:
+        // 2026-11-20T06:00:01.123Z), so that the header stands over it.
+        let when = attempts
+            .iter()
+            .map(|a| a.finished_at.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("FINISHED (UTC)".len());
         outln!(
-            "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "{:<when$} {:<14} {:<4} {:<9} {:<26} RUN · BY",
             "FINISHED (UTC)",
             "PARTITION",
             "TRY",
@@ -565,7 +573,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 "(rolled back)".to_string()
             };
             outln!(
-                "{:<23} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+                "{:<when$} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,
