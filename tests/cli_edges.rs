@@ -403,3 +403,38 @@ fn a_coarser_name_logs_every_partition_in_it() {
         assert_eq!(lines, expected, "{job} {coarser}");
     }
 }
+
+/// PostgreSQL's refusal to connect is said in the server's words, without
+/// the server's C source line that the driver appends ("at line 768").
+#[test]
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+fn a_postgres_connect_error_is_said_without_the_servers_source_line() {
+    let server = std::env::var("IDEM_TEST_POSTGRES_URL").expect("IDEM_TEST_POSTGRES_URL");
+    let (_, rest) = server.split_once("://").expect("a URL");
+    let (user, at) = rest.rsplit_once('@').unwrap_or(("", rest));
+    let host = at.split(['/', '?']).next().unwrap_or(at);
+    let user = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    for (url, says) in [
+        (
+            format!("postgres://idem_no_such_role@{host}/postgres"),
+            "role \"idem_no_such_role\" does not exist",
+        ),
+        (
+            format!("postgres://{user}{host}/idem_no_such_db"),
+            "database \"idem_no_such_db\" does not exist",
+        ),
+    ] {
+        std::fs::write(&config, format!("[warehouse]\nurl = \"{url}\"\n")).unwrap();
+        let out = idem(&config, &["status"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains(" at line "), "{err}");
+    }
+}
