@@ -54,6 +54,33 @@ fn the_demo_through_the_headless_edges() {
         assert!(err.contains("is not a partition of"), "{args:?}: {err}");
         assert!(err.contains("expected YYYY-MM"), "{args:?}: {err}");
     }
+    // A name finer than the job's grain would stand for more than it says:
+    // it is refused with the partition it falls in.
+    for (args, says) in [
+        (
+            &[
+                "run",
+                "agg_revenue_monthly",
+                "--from",
+                "2026-01-15",
+                "--dry-run",
+            ][..],
+            "--from 2026-01-15 is not a month partition; did you mean 2026-01?",
+        ),
+        (
+            &["status", "agg_revenue_monthly", "--to", "2026-01-31"],
+            "--to 2026-01-31 is not a month partition; did you mean 2026-01?",
+        ),
+        (
+            &["run", "fct_orders", "--from", "2026-09-01T05", "--dry-run"],
+            "--from 2026-09-01T05 is not a day partition; did you mean 2026-09-01?",
+        ),
+    ] {
+        let out = idem(&config, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let two_days = [
         "run",
         "fct_orders",

@@ -280,6 +280,16 @@ pub fn parse_bound(
     end: RangeEnd,
 ) -> Result<Option<Partition>, Stop> {
     let Some(text) = text else { return Ok(None) };
+    // A day of a monthly job would silently stand for its whole month.
+    if let Some(meant) = Partition::meant_by_finer(job.grain, text) {
+        return Err(Stop::usage(format!(
+            "{flag} {} is not a {} partition; did you mean {meant}? ({} has {} grain)",
+            text.trim(),
+            job.grain,
+            job.name,
+            job.grain
+        )));
+    }
     Partition::parse(job.grain, text, end)
         .map(Some)
         .ok_or_else(|| {
