@@ -172,7 +172,10 @@ fn describe(event: &Event) -> Option<String> {
             Some((_, crate::state::AttemptEnd::Refused))
         ) =>
         {
-            format!("{partition} ⊖ refused (attempt {attempt}) · {error}")
+            format!(
+                "{partition} ⊖ refused (attempt {attempt}) · {}",
+                one_line(error)
+            )
         }
         Event::PartitionFailed {
             partition,
@@ -181,8 +184,9 @@ fn describe(event: &Event) -> Option<String> {
             will_retry,
             ..
         } => format!(
-            "{partition} ✗ failed (attempt {attempt}{}) · {error}",
-            if *will_retry { ", will retry" } else { "" }
+            "{partition} ✗ failed (attempt {attempt}{}) · {}",
+            if *will_retry { ", will retry" } else { "" },
+            one_line(error)
         ),
         Event::PartitionSkipped {
             job,
@@ -191,6 +195,24 @@ fn describe(event: &Event) -> Option<String> {
         } => format!("{job} {partition} skipped · {because}"),
         _ => return None,
     })
+}
+
+/// The longest error a partition's line shows, in characters.
+const ERROR_CHARS: usize = 500;
+
+/// An error as one line of a run's output: its first line, cut at
+/// [`ERROR_CHARS`] (room for idem's own longest, a lock's holder and the
+/// statement that ends it), with "…" where anything was left out. A
+/// server's error can run to many lines and kilobytes (a statement quoted
+/// whole); the JSON events and the run log keep all of it.
+fn one_line(error: &str) -> String {
+    let error = error.trim();
+    let first = error.lines().next().unwrap_or("").trim_end();
+    let mut line: String = first.chars().take(ERROR_CHARS).collect();
+    if line.len() < error.len() {
+        line.push('…');
+    }
+    line
 }
 
 #[cfg(test)]
@@ -216,5 +238,33 @@ mod tests {
             describe(&failed("relation \"t\" does not exist")).unwrap(),
             "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
         );
+    }
+
+    #[test]
+    fn a_long_error_is_one_line_of_a_readable_length() {
+        let failed = |error: String| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 1,
+            error,
+            will_retry: false,
+            duration_ms: 5,
+        };
+        let huge = format!(
+            "syntax error at or near \"x\"\n{}",
+            "LINE 1: select ... x ...\n".repeat(9_000)
+        );
+        assert!(huge.len() > 180_000);
+        let line = describe(&failed(huge)).unwrap();
+        assert_eq!(
+            line,
+            "2026-11-03 ✗ failed (attempt 1) · syntax error at or near \"x\"…"
+        );
+        let wide = "y".repeat(5_000);
+        let line = describe(&failed(wide)).unwrap();
+        assert!(!line.contains('\n'));
+        assert!(line.ends_with('…'), "{line}");
+        assert!(line.chars().count() < 600, "{}", line.chars().count());
     }
 }
