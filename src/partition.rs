@@ -210,6 +210,15 @@ impl Partition {
         Some(Partition { start, grain })
     }
 
+    /// The partition of `grain` that a finer name falls in (a day named
+    /// for a monthly job, an hour for a daily one): such a name is refused,
+    /// as it would stand for more than it says, and this is what it likely
+    /// meant. `None` when `text` is not finer than `grain`.
+    pub fn meant_by_finer(grain: Grain, text: &str) -> Option<Partition> {
+        let (start, named) = parse_any(text.trim())?;
+        (named < grain).then(|| Partition::containing(grain, start))
+    }
+
     /// True when the window has not fully passed at `now`.
     pub fn is_future(&self, now: NaiveDateTime) -> bool {
         self.end() > now

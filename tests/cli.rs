@@ -508,6 +508,30 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
         )),
         "{stderr}"
     );
+    // With --json the refusal is marked on its event and counted apart in
+    // the run's end; the failure for another reason is not.
+    let out = idem(&config, &["run", "fct", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let failed: Vec<(&str, &serde_json::Value)> = events
+        .iter()
+        .filter(|e| e["event"] == "partition_failed")
+        .map(|e| (e["partition"].as_str().unwrap_or(""), &e["refused"]))
+        .collect();
+    assert_eq!(
+        failed,
+        [("2026-01-02", &true.into()), ("2026-01-03", &false.into())],
+        "{events:?}"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "run_finished")
+        .expect("run_finished");
+    assert_eq!(finished["failed"], 2, "{finished}");
+    assert_eq!(finished["refused"], 1, "{finished}");
 }
 
 /// A range error names what the operator typed, and a bound left out as

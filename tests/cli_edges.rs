@@ -54,6 +54,33 @@ fn the_demo_through_the_headless_edges() {
         assert!(err.contains("is not a partition of"), "{args:?}: {err}");
         assert!(err.contains("expected YYYY-MM"), "{args:?}: {err}");
     }
+    // A name finer than the job's grain would stand for more than it says:
+    // it is refused with the partition it falls in.
+    for (args, says) in [
+        (
+            &[
+                "run",
+                "agg_revenue_monthly",
+                "--from",
+                "2026-01-15",
+                "--dry-run",
+            ][..],
+            "--from 2026-01-15 is not a month partition; did you mean 2026-01?",
+        ),
+        (
+            &["status", "agg_revenue_monthly", "--to", "2026-01-31"],
+            "--to 2026-01-31 is not a month partition; did you mean 2026-01?",
+        ),
+        (
+            &["run", "fct_orders", "--from", "2026-09-01T05", "--dry-run"],
+            "--from 2026-09-01T05 is not a day partition; did you mean 2026-09-01?",
+        ),
+    ] {
+        let out = idem(&config, args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let two_days = [
         "run",
         "fct_orders",
@@ -141,6 +168,16 @@ fn the_demo_through_the_headless_edges() {
         header.contains("PARTITION") && header.contains("STATUS"),
         "{header}"
     );
+    // Each column's name stands over its values.
+    let first = lines.next().unwrap();
+    for (column, value) in [("PARTITION", 1), ("TRY", 2), ("STATUS", 3)] {
+        let word = first.split_whitespace().nth(value).unwrap();
+        assert_eq!(
+            header.find(column),
+            first.find(&format!(" {word}")).map(|i| i + 1),
+            "{column}:\n{header}\n{first}"
+        );
+    }
     let failed: Vec<&str> = log.lines().filter(|l| l.contains(" failed ")).collect();
     assert!(!failed.is_empty(), "{log}");
     for line in failed {
@@ -307,4 +344,124 @@ fn the_demo_replaces_only_an_earlier_demo() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("idem demo does not take --config"), "{err}");
     assert!(!fresh.exists());
+}
+
+/// A signal before the run starts (here while it waits up to
+/// connect_timeout for a server that never answers) ends `idem run` at once
+/// with exit 130 and says nothing was run, not the default death of the
+/// signal (143, 129) without a word.
+#[test]
+fn a_signal_before_the_run_starts_is_a_clean_cancel() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[warehouse]\nurl = \"postgres://etl@127.0.0.1:{port}/dw\"\nconnect_timeout = \"60s\"\n\n\
+             [[jobs]]\nname = \"fct\"\ntarget = \"fct\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nstrategy = \"replace_partition\"\n\
+             sql = \"select dt from src where dt >= :start and dt < :end\"\n"
+        ),
+    )
+    .unwrap();
+    for signal in ["TERM", "INT", "HUP"] {
+        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let started = std::time::Instant::now();
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "SIG{signal}: {err}");
+        assert!(
+            err.contains("cancelled, nothing was run"),
+            "SIG{signal}: {err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+    drop(silent);
+}
+
+/// `idem log JOB PARTITION` with a coarser name (a month of a daily job, a
+/// day of an hourly one) shows every partition in it, as --from/--to and
+/// verify read it, not only the first.
+#[test]
+fn a_coarser_name_logs_every_partition_in_it() {
+    let (_dir, config) = demo();
+    for (job, prefix_len) in [("fct_orders", 7), ("fct_pageviews_hourly", 10)] {
+        let all = text(&idem(&config, &["log", job]).stdout);
+        let first = all
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("{all}"));
+        let coarser = &first[..prefix_len];
+        let expected: Vec<&str> = all
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.starts_with(coarser))
+            })
+            .collect();
+        let out = idem(&config, &["log", job, coarser]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let shown = text(&out.stdout);
+        let lines: Vec<&str> = shown.lines().skip(1).collect();
+        let partitions: std::collections::BTreeSet<&str> = lines
+            .iter()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        assert!(partitions.len() > 1, "{job} {coarser}: {shown}");
+        assert_eq!(lines, expected, "{job} {coarser}");
+    }
+}
+
+/// PostgreSQL's refusal to connect is said in the server's words, without
+/// the server's C source line that the driver appends ("at line 768").
+#[test]
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+fn a_postgres_connect_error_is_said_without_the_servers_source_line() {
+    let server = std::env::var("IDEM_TEST_POSTGRES_URL").expect("IDEM_TEST_POSTGRES_URL");
+    let (_, rest) = server.split_once("://").expect("a URL");
+    let (user, at) = rest.rsplit_once('@').unwrap_or(("", rest));
+    let host = at.split(['/', '?']).next().unwrap_or(at);
+    let user = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    for (url, says) in [
+        (
+            format!("postgres://idem_no_such_role@{host}/postgres"),
+            "role \"idem_no_such_role\" does not exist",
+        ),
+        (
+            format!("postgres://{user}{host}/idem_no_such_db"),
+            "database \"idem_no_such_db\" does not exist",
+        ),
+    ] {
+        std::fs::write(&config, format!("[warehouse]\nurl = \"{url}\"\n")).unwrap();
+        let out = idem(&config, &["status"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains(" at line "), "{err}");
+    }
 }

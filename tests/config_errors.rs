@@ -73,6 +73,32 @@ fn bad_dates_name_the_field_and_format() {
     );
 }
 
+/// A name finer than the job's grain (a day for a monthly job, an hour for
+/// a daily one) is refused at its line, with the partition it falls in:
+/// taken as that partition, it would silently stand for more than it says.
+#[test]
+fn a_start_finer_than_the_grain_is_refused_with_what_it_meant() {
+    for (grain, start, meant) in [
+        ("month", "2026-01-15", "2026-01"),
+        ("day", "2026-01-15T05", "2026-01-15"),
+    ] {
+        let text = with_warehouse(
+            &GOOD_JOB
+                .replace("grain = \"day\"", &format!("grain = \"{grain}\""))
+                .replace("2026-01-01", start),
+        );
+        let e = error(&text);
+        assert_eq!(e.field, "jobs[0].start");
+        assert_eq!((e.line, e.column), (line_of(&text, "start ="), 9));
+        assert!(
+            e.message.contains(&format!(
+                "\"{start}\" is not a {grain} partition; did you mean \"{meant}\"?"
+            )),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn bad_grains_list_the_valid_ones() {
     let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\""));

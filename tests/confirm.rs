@@ -71,6 +71,16 @@ async fn without_a_terminal_a_large_run_needs_yes() {
 
 /// `idem run` in a pseudo-terminal: what it printed, and its exit code.
 fn run_in_terminal(config: &std::path::Path, args: &[&str], answer: &str) -> (String, u32) {
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.arg("--config");
+    cmd.arg(config);
+    cmd.args(args);
+    answer_in_terminal(cmd, answer)
+}
+
+/// Runs `cmd` in a pseudo-terminal, answers its prompt: what the terminal
+/// showed, and the exit code.
+fn answer_in_terminal(cmd: CommandBuilder, answer: &str) -> (String, u32) {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 50,
@@ -79,10 +89,6 @@ fn run_in_terminal(config: &std::path::Path, args: &[&str], answer: &str) -> (St
             pixel_height: 0,
         })
         .expect("openpty");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
-    cmd.arg("--config");
-    cmd.arg(config);
-    cmd.args(args);
     let mut child = pty.slave.spawn_command(cmd).expect("spawn");
     drop(pty.slave);
     let mut reader = pty.master.try_clone_reader().expect("reader");
@@ -140,5 +146,45 @@ async fn on_a_terminal_the_plan_is_shown_and_answered() {
     assert_eq!(rows(&wh).await, 0);
     let (text, code) = run_in_terminal(&config, &args, "y\r");
     assert_eq!(code, 0, "{text}");
+    assert_eq!(rows(&wh).await, 2);
+}
+
+/// With stdout redirected (`--json` into a file or a pipe) the plan asked
+/// about still reaches the operator, on the terminal with the prompt, and
+/// stdout carries the run's JSON events and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_stdout_redirected_the_plan_goes_with_the_prompt() {
+    let (db, config, wh) = setup().await;
+    let out = db.path().join("events.jsonl");
+    let mut cmd = CommandBuilder::new("sh");
+    cmd.arg("-c");
+    cmd.arg("out=$1; shift; exec \"$@\" > \"$out\"");
+    cmd.arg("sh");
+    cmd.arg(&out);
+    cmd.arg(env!("CARGO_BIN_EXE_idem"));
+    cmd.arg("--config");
+    cmd.arg(&config);
+    cmd.args([
+        "run",
+        "fct",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-05",
+        "--json",
+    ]);
+    let (text, code) = answer_in_terminal(cmd, "y\r");
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("dry run: fct · replace_partition · 5 partitions"),
+        "the operator saw the plan: {text}"
+    );
+    let stdout = std::fs::read_to_string(&out).expect("stdout");
+    assert!(!stdout.is_empty(), "events were written");
+    for line in stdout.lines() {
+        let event: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?} in\n{stdout}"));
+        assert!(event["event"].is_string(), "{line}");
+    }
     assert_eq!(rows(&wh).await, 2);
 }

@@ -135,3 +135,104 @@ fn a_file_that_is_not_a_manifest_is_a_usage_error() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));
     }
 }
+
+/// A model in a hand-written manifest: an incremental microbatch model.
+fn model(id: &str, name: &str, batch: &str, begin: &str, description: &str, sql: &str) -> String {
+    serde_json::json!({
+        "resource_type": "model",
+        "name": name,
+        "unique_id": id,
+        "schema": "marts",
+        "description": description,
+        "compiled_code": sql,
+        "config": {
+            "materialized": "incremental",
+            "incremental_strategy": "microbatch",
+            "event_time": "ts",
+            "batch_size": batch,
+            "begin": begin
+        }
+    })
+    .to_string()
+}
+
+/// Models of one name (two packages, two versions) become jobs of
+/// different names, said so; a description or SQL with a lone carriage
+/// return, control characters or DEL is escaped so that the output is TOML
+/// and keeps them; an hourly model's `begin` keeps its hour.
+#[test]
+fn what_the_manifest_holds_is_imported_as_valid_distinct_jobs() {
+    let odd = "line one\rstill one\u{1}\u{7f} \"quoted\" \\ end";
+    let sql = "select ts, 1 as n -- a\rcomment\u{7f}\nfrom src";
+    let nodes = [
+        ("model.shop.orders", "orders", "day", "2026-01-01"),
+        ("model.billing.orders", "orders", "day", "2026-01-01"),
+        (
+            "model.shop.events.v1",
+            "events",
+            "hour",
+            "2024-01-01T05:00:00",
+        ),
+        (
+            "model.shop.events.v2",
+            "events",
+            "hour",
+            "2024-01-01 07:00:00",
+        ),
+    ];
+    let manifest = format!(
+        "{{\"metadata\": {{\"adapter_type\": \"postgres\"}}, \"nodes\": {{{}}}}}",
+        nodes
+            .iter()
+            .map(|(id, name, batch, begin)| format!(
+                "\"{id}\": {}",
+                model(id, name, batch, begin, odd, sql)
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.json");
+    std::fs::write(&path, manifest).unwrap();
+    let out = idem(&["import-dbt", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let jobs_toml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let config_path = dir.path().join("idem.toml");
+    let text = format!("[warehouse]\nurl = \"sqlite://w.db\"\n\n{jobs_toml}");
+    let config = idem::config::parse(&config_path, &text, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}\n{jobs_toml:?}"));
+    let names: std::collections::BTreeSet<&str> =
+        config.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "events_shop_v1",
+            "events_shop_v2",
+            "orders_billing",
+            "orders_shop"
+        ]
+        .into_iter()
+        .collect(),
+        "{jobs_toml}"
+    );
+    assert!(
+        stderr.contains("model.billing.orders is imported as orders_billing"),
+        "{stderr}"
+    );
+    for job in &config.jobs {
+        assert_eq!(job.description.as_deref(), Some(odd), "{}", job.name);
+        assert!(job.sql.contains(sql), "{}: {:?}", job.name, job.sql);
+    }
+    let start = |name: &str| {
+        config
+            .jobs
+            .iter()
+            .find(|j| j.name == name)
+            .map(|j| j.start.name())
+            .unwrap_or_default()
+    };
+    assert_eq!(start("events_shop_v1"), "2024-01-01T05");
+    assert_eq!(start("events_shop_v2"), "2024-01-01T07");
+    assert_eq!(start("orders_shop"), "2026-01-01");
+}

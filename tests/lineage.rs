@@ -663,3 +663,81 @@ fn cycles_and_unknown_jobs_are_config_errors() {
         "{err}"
     );
 }
+
+/// A cascade cancelled while its root runs: the downstream step never
+/// begins. Its partitions are said skipped on the event stream, and the
+/// advice repeats each job as a cascade, the downstream one naming its days.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    // Each day's load counts to some millions first: long enough to signal
+    // the run while its root is loading.
+    let slow = "select id, dt from src where dt >= :start and dt < :end and \
+                (with recursive c(x) as (select 1 union all select x + 1 from c where x < 4000000) \
+                select count(*) from c) > 0";
+    let jobs = format!(
+        "{}{}",
+        common::replace_job("fct", "fct", "2026-01-04", slow),
+        common::replace_job(
+            "agg",
+            "agg",
+            "2026-01-04",
+            "select dt, count(*) as n from fct where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE agg (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03'), (4, '2026-01-04')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "fct", "--cascade", "--json", "--yes"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("idem ended");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    // The day whose upstream had loaded before the cancel never began: it
+    // is said too, not left out of the stream.
+    let skipped: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "partition_skipped" && e["job"] == "agg")
+        .filter_map(|e| e["partition"].as_str())
+        .collect();
+    assert_eq!(
+        skipped,
+        BTreeSet::from(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]),
+        "{events:?}"
+    );
+    let cfg = config.display();
+    assert!(
+        stderr.contains(&format!(
+            "idem: to finish agg, repeat: idem --config {cfg} run agg --from 2026-01-01 --to 2026-01-04 --cascade"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("idem: to finish fct, repeat: ") && l.ends_with(" --cascade")),
+        "{stderr}"
+    );
+}

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::Stop;
-use super::output::outln;
+use super::output::{noteln, outln};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
 use crate::numbers::{n_partitions, n_rows, thousands};
@@ -108,15 +108,34 @@ impl<'a> DryRun<'a> {
         }
     }
 
+    /// The plan on stdout: the output of `idem run --dry-run`.
     pub(super) fn print(&self) -> Result<(), Stop> {
+        for line in self.lines() {
+            outln!("{line}");
+        }
+        Ok(())
+    }
+
+    /// The plan on stderr, where the prompt that asks about it goes: stdout
+    /// may be a file or a pipe (`--json` carries events only), and the
+    /// operator must see what they are asked to confirm.
+    pub(super) fn show_for_confirmation(&self) {
+        for line in self.lines() {
+            noteln!("{line}");
+        }
+    }
+
+    /// The plan's lines, as [`DryRun::print`] shows them.
+    fn lines(&self) -> Vec<String> {
         let job = &self.backfill.job;
-        outln!(
+        let mut lines = Vec::new();
+        lines.push(format!(
             "dry run: {} · {} · {} · concurrency {}",
             job.name,
             job.strategy.as_str(),
             n_partitions(self.backfill.partitions.len() as i64),
             self.backfill.effective_concurrency()
-        );
+        ));
         let (mut refused, mut empty) = (0, 0);
         for (p, s) in self.partitions().iter().zip(&self.planned) {
             let source = match (s.rows_source, self.refused(s)) {
@@ -134,31 +153,31 @@ impl<'a> DryRun<'a> {
                 (Some(n), false) => format!(" → source {}", thousands(n)),
                 (None, _) => String::new(),
             };
-            outln!(
+            lines.push(format!(
                 "  {} {} {:<9} rows now {}{source}",
                 p.partition,
                 s.state.glyph(),
                 p.state,
                 s.rows().map_or("-".to_string(), thousands)
-            );
+            ));
         }
-        outln!("{}", self.plan_line());
+        lines.push(self.plan_line());
         if refused > 0 {
-            outln!(
+            lines.push(format!(
                 "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
                 n_partitions(refused),
                 if refused == 1 { "its" } else { "their" }
-            );
+            ));
         }
         if empty > 0 {
-            outln!(
+            lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
                 n_partitions(empty),
                 if empty == 1 { "it" } else { "them" },
                 if empty == 1 { "it" } else { "them" }
-            );
+            ));
         }
-        Ok(())
+        lines
     }
 
     /// One JSON object on one line, like the events of a real run.

@@ -5,7 +5,7 @@
 //! so that the window is bound to `:start` / `:end`. Every other incremental
 //! model is listed with the reason it was left out.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use super::Stop;
 use super::output::{noteln, outln};
 use crate::config::{Engine, Ident, TableName};
 use crate::exit::Exit;
-use crate::partition::{Grain, Partition, RangeEnd};
+use crate::partition::{Grain, Partition};
 
 pub fn import_dbt(manifest_path: &Path) -> Exit {
     import(manifest_path).unwrap_or_else(Stop::report)
@@ -135,30 +135,50 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         }
     }
 
-    let imported: HashSet<&str> = mapped.iter().map(|m| m.id).collect();
-    outln!(
+    let imported = job_names(&mapped);
+    let mut out = vec![format!(
         "# Imported by `idem import-dbt` from {}: {} of {} incremental models.",
-        manifest_path.display(),
+        comment(&manifest_path.display().to_string()),
         mapped.len(),
         mapped.len() + left_out.len()
-    );
+    )];
     for job in &mapped {
-        outln!("");
-        outln!("{}", job_toml(job, &manifest, &imported));
+        out.push(String::new());
+        out.push(job_toml(job, &manifest, &imported));
     }
     if !left_out.is_empty() {
-        outln!("");
-        outln!("# Incremental models left out:");
+        out.push(String::new());
+        out.push("# Incremental models left out:".into());
         for (name, reason) in &left_out {
-            outln!("#   {name}: {reason}");
+            out.push(format!("#   {}: {}", comment(name), comment(reason)));
         }
     }
     if !not_incremental.is_empty() {
-        outln!("");
-        outln!(
+        out.push(String::new());
+        out.push(format!(
             "# Not incremental (tables, views, ephemeral models), left out: {}",
-            not_incremental.join(", ")
-        );
+            comment(&not_incremental.join(", "))
+        ));
+    }
+    let text = out.join("\n");
+    // What is printed is meant to be appended to an idem.toml: it must
+    // read as TOML whatever the manifest held.
+    if let Err(e) = text.parse::<toml::Table>() {
+        return Err(Stop::failed(format!(
+            "the jobs made from {} would not read as TOML ({e}); nothing was printed",
+            manifest_path.display()
+        )));
+    }
+    outln!("{text}");
+    for job in &mapped {
+        let name = &imported[job.id];
+        if *name != job.node.name {
+            noteln!(
+                "idem: {} is imported as {name}: more than one imported model is named {}",
+                job.id,
+                job.node.name
+            );
+        }
     }
     noteln!(
         "idem: {} incremental model{} imported, {} left out (the output's last lines say why)",
@@ -217,13 +237,10 @@ fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, St
     };
     let start = match &config.begin {
         None => None,
-        Some(begin) => {
-            let day = begin.get(..10).unwrap_or(begin);
-            Some(
-                Partition::parse(grain, day, RangeEnd::From)
-                    .ok_or_else(|| format!("begin {begin} is not a date"))?,
-            )
-        }
+        Some(begin) => Some(Partition::containing(
+            grain,
+            begin_time(begin).ok_or_else(|| format!("begin {begin} is not a date"))?,
+        )),
     };
     let alias = node.alias.as_deref().unwrap_or(&node.name);
     let target_text = match &node.schema {
@@ -251,23 +268,132 @@ fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, St
     })
 }
 
-fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashSet<&str>) -> String {
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+/// Each imported model's job name (by the model's unique id): its name,
+/// unless other imported models have it too (models of other packages, or
+/// versions of one model), then its name with its package and version
+/// (`orders_shop_v2`), numbered in the rare case that still repeats.
+fn job_names<'a>(mapped: &[Mapped<'a>]) -> HashMap<&'a str, String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for m in mapped {
+        *count.entry(m.node.name.as_str()).or_default() += 1;
+    }
+    let mut taken: HashSet<String> = mapped
+        .iter()
+        .filter(|m| count[m.node.name.as_str()] == 1)
+        .map(|m| m.node.name.clone())
+        .collect();
+    let mut names = HashMap::new();
+    for m in mapped {
+        let name = &m.node.name;
+        if count[name.as_str()] == 1 {
+            names.insert(m.id, name.clone());
+            continue;
+        }
+        // model.PACKAGE.NAME, model.PACKAGE.NAME.v2 for a versioned model.
+        let parts: Vec<&str> = m.id.split('.').collect();
+        let mut unique = name.clone();
+        if let Some(package) = parts.get(1) {
+            unique.push('_');
+            unique.push_str(package);
+        }
+        if let Some(version) = parts.get(3) {
+            unique.push('_');
+            unique.push_str(version);
+        }
+        let mut candidate = unique.clone();
+        let mut n = 2;
+        while taken.contains(&candidate) {
+            candidate = format!("{unique}_{n}");
+            n += 1;
+        }
+        taken.insert(candidate.clone());
+        names.insert(m.id, candidate);
+    }
+    names
+}
+
+/// Text from the manifest on a comment line: a control character (a line
+/// end, a carriage return, DEL) would end the comment or break the TOML.
+fn comment(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// When a model's `begin` starts: a date (`2024-01-01`) or a time
+/// (`2024-01-01T05:00:00`, `2024-01-01 05:00`, with seconds' fractions or a
+/// `Z`), whose hour an hourly job keeps.
+fn begin_time(begin: &str) -> Option<chrono::NaiveDateTime> {
+    let text = begin.trim().trim_end_matches('Z');
+    [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ]
+    .iter()
+    .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+    .or_else(|| {
+        chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .ok()
+            .map(|d| d.and_time(chrono::NaiveTime::MIN))
+    })
+}
+
+/// A TOML basic string: quotes, backslashes and every control character
+/// (a lone carriage return, DEL, …) escaped, as TOML requires.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Whether `sql` can stand as it is in a multi-line literal string
+/// (`'''…'''`): TOML allows no control character there but tabs and
+/// line ends (a carriage return only before a line feed), nor the
+/// delimiter itself.
+fn fits_literal(sql: &str) -> bool {
+    !sql.contains("'''")
+        && !sql.contains('\r')
+        && !sql
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>) -> String {
+    let quote = toml_string;
     let node = job.node;
-    let mut lines = vec![
-        format!(
-            "# dbt {} ({}{})",
-            job.id,
-            node.config.incremental_strategy.as_deref().unwrap_or(""),
-            node.config
-                .batch_size
-                .as_deref()
-                .map(|b| format!(", batch_size {b}"))
-                .unwrap_or_default()
-        ),
-        "[[jobs]]".to_string(),
-        format!("name = {}", quote(&node.name)),
-    ];
+    let name = &imported[job.id];
+    let mut lines = vec![format!(
+        "# dbt {} ({}{})",
+        comment(job.id),
+        comment(node.config.incremental_strategy.as_deref().unwrap_or("")),
+        node.config
+            .batch_size
+            .as_deref()
+            .map(|b| format!(", batch_size {}", comment(b)))
+            .unwrap_or_default()
+    )];
+    if *name != node.name {
+        lines.push(format!(
+            "# named {name}: more than one imported dbt model is named {}",
+            node.name
+        ));
+    }
+    lines.push("[[jobs]]".to_string());
+    lines.push(format!("name = {}", quote(name)));
     if let Some(d) = node.description.as_deref().filter(|d| !d.trim().is_empty()) {
         lines.push(format!("description = {}", quote(d.trim())));
     }
@@ -293,9 +419,8 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashSet<&str>) -> Stri
         .depends_on
         .nodes
         .iter()
-        .filter(|id| imported.contains(id.as_str()))
-        .filter_map(|id| manifest.nodes.get(id))
-        .map(|n| n.name.clone())
+        .filter(|id| manifest.nodes.contains_key(id.as_str()))
+        .filter_map(|id| imported.get(id.as_str()).cloned())
         .collect();
     if !upstream.is_empty() {
         // dbt's refs, which the SQL no longer names once compiled.
@@ -303,8 +428,8 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashSet<&str>) -> Stri
         lines.push(format!("depends_on = [{}]", names.join(", ")));
     }
     // A literal string keeps the SQL as dbt compiled it, unless the SQL
-    // holds the literal's own delimiter.
-    if job.sql.contains("'''") {
+    // holds what a literal cannot.
+    if !fits_literal(&job.sql) {
         lines.push(format!("sql = {}", quote(&job.sql)));
     } else {
         lines.push(format!("sql = '''\n{}\n'''", job.sql));

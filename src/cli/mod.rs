@@ -10,6 +10,7 @@ mod lint;
 mod output;
 mod run;
 mod run_args;
+mod run_progress;
 mod status;
 mod verify;
 
@@ -154,24 +155,69 @@ pub async fn read_states_scoped(
 const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub fn cancel_on_signal(stopping: &'static str) -> CancellationToken {
+    watch_signals(stopping, None)
+}
+
+/// A command's signal handling from its first line, for a run: until
+/// [`OnSignal::begin`], nothing has been written (it is connecting, setting
+/// up the ledger, previewing or asking), and a signal ends the command at
+/// once, "cancelled, nothing was run", exit 130; from then on a signal
+/// cancels the run's token, as [`cancel_on_signal`].
+pub struct OnSignal {
+    cancel: CancellationToken,
+    begun: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl OnSignal {
+    pub fn install(stopping: &'static str) -> OnSignal {
+        let begun = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        OnSignal {
+            cancel: watch_signals(stopping, Some(begun.clone())),
+            begun,
+        }
+    }
+
+    /// The run begins: a signal from now on cancels it (the token).
+    pub fn begin(&self) -> &CancellationToken {
+        self.begun.store(true, std::sync::atomic::Ordering::SeqCst);
+        &self.cancel
+    }
+}
+
+/// Listens for Ctrl-C, SIGTERM and SIGHUP. The handlers are in place when
+/// this returns, so a signal a moment later is never the default one that
+/// ends the process without a word (exit 143 or 129). While `begun` is
+/// false, a signal ends the command at once: nothing has run.
+fn watch_signals(
+    stopping: &'static str,
+    begun: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+) -> CancellationToken {
+    use tokio::signal::unix::{SignalKind, signal};
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
+    let (Ok(mut interrupt), Ok(mut term), Ok(mut hangup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return cancel;
+    };
     tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hangup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return;
-        };
         let mut next = async || -> Option<&'static str> {
             tokio::select! {
-                r = tokio::signal::ctrl_c() => r.ok().map(|()| "Ctrl-C"),
+                r = interrupt.recv() => r.map(|()| "Ctrl-C"),
                 r = term.recv() => r.map(|()| "SIGTERM"),
                 r = hangup.recv() => r.map(|()| "SIGHUP"),
             }
         };
         if let Some(what) = next().await {
+            let begun = begun
+                .as_ref()
+                .is_none_or(|b| b.load(std::sync::atomic::Ordering::SeqCst));
+            if !begun {
+                noteln!("idem: {what}: cancelled, nothing was run");
+                std::process::exit(Exit::Cancelled.code().into());
+            }
             noteln!("idem: {what}: cancelling: {stopping} (Ctrl-C again to quit now)");
             on_signal.cancel();
             let first = std::time::Instant::now();
@@ -234,6 +280,16 @@ pub fn parse_bound(
     end: RangeEnd,
 ) -> Result<Option<Partition>, Stop> {
     let Some(text) = text else { return Ok(None) };
+    // A day of a monthly job would silently stand for its whole month.
+    if let Some(meant) = Partition::meant_by_finer(job.grain, text) {
+        return Err(Stop::usage(format!(
+            "{flag} {} is not a {} partition; did you mean {meant}? ({} has {} grain)",
+            text.trim(),
+            job.grain,
+            job.name,
+            job.grain
+        )));
+    }
     Partition::parse(job.grain, text, end)
         .map(Some)
         .ok_or_else(|| {

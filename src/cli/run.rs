@@ -3,18 +3,16 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
-use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::dry_run::DryRun;
-use super::output::{self, noteln, outln};
+use super::output::{noteln, outln};
 use super::run_args::shell_word;
 use super::{Stop, connect, find_job, load_config};
 use crate::config::Strategy;
-use crate::engine::{self, Backfill, Event};
+use crate::engine::{self, Backfill};
 use crate::exit::Exit;
 use crate::numbers::n_partitions;
 use crate::partition::{Partition, now_utc};
@@ -32,6 +30,10 @@ pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
 }
 
 async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
+    // From the first line: a signal while it connects (up to
+    // connect_timeout), sets up the ledger, previews or asks is a clean
+    // "nothing was run", exit 130, not the default death (143, 129).
+    let on_signal = super::OnSignal::install("no new partitions start, in-flight ones roll back");
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
     if args.through_latest && job.strategy != Strategy::MergeKey {
@@ -146,16 +148,17 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
-        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json).await;
+        let cancel = on_signal.begin();
+        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json, cancel).await;
     }
     let backfill = steps.remove(0).0;
 
-    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
+    let cancel = on_signal.begin();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
     let json = args.json;
-    let printer = spawn_printer(&config.warehouse.url, json, total, rx);
-    let summary = engine::run(&warehouse, &backfill, &tx, &cancel).await;
+    let printer = super::run_progress::spawn_printer(&config.warehouse.url, json, total, rx);
+    let summary = engine::run(&warehouse, &backfill, &tx, cancel).await;
     drop(tx);
     let events_written = printer
         .await
@@ -286,7 +289,7 @@ fn confirmed(
         return Ok(true);
     }
     for (backfill, statuses) in steps {
-        DryRun::new(backfill, statuses).print()?;
+        DryRun::new(backfill, statuses).show_for_confirmation();
     }
     noteln!(
         "run {total} partition{}? [y/N] ",
@@ -328,12 +331,24 @@ async fn run_cascade(
     lineage: &crate::lineage::Lineage,
     steps: &[Backfill],
     json: bool,
+    cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Exit, Stop> {
-    let cancel = super::cancel_on_signal("no new partitions start, in-flight ones roll back");
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
-    let printer = spawn_printer(&warehouse.config().url, json, total, rx);
-    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, &cancel).await;
+    let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
+    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
+    // A step the cancel kept from beginning has no events of its own: each
+    // of its partitions is said skipped, so that the stream accounts for
+    // every partition of the plan.
+    for outcome in &outcomes {
+        for p in &outcome.not_started {
+            let _ = tx.send(engine::Event::PartitionSkipped {
+                job: outcome.job.clone(),
+                partition: p.name(),
+                because: "the run was cancelled before this job's step began".into(),
+            });
+        }
+    }
     drop(tx);
     let events_written = printer
         .await
@@ -356,14 +371,23 @@ async fn run_cascade(
                 outcome.skipped.len()
             ));
         }
+        if !outcome.not_started.is_empty() {
+            code = code.max(Exit::Cancelled);
+            line.push_str(&format!(
+                ", {} not started (cancelled before its step began)",
+                outcome.not_started.len()
+            ));
+        }
         if let Some(s) = &outcome.summary {
             line.push_str(&format!(" · run {}", s.run_id));
-            if let Some(repeat) = repeat_command(config_path, &outcome.job, s) {
-                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
-            }
-            if let Some(refused) = refused_advice(config_path, &outcome.job, s) {
-                noteln!("idem: {}: {refused}", outcome.job);
-            }
+        }
+        if let Some(repeat) = repeat_step(config_path, outcome) {
+            noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+        }
+        if let Some(s) = &outcome.summary
+            && let Some(refused) = refused_advice(config_path, &outcome.job, s)
+        {
+            noteln!("idem: {}: {refused}", outcome.job);
         }
         lines.push(line);
     }
@@ -386,27 +410,6 @@ async fn run_cascade(
             Ok(code.max(Exit::Failed))
         }
     }
-}
-
-/// Shows a run's events as they come (progress bar, lines or JSON) and keeps
-/// them in the run logs; ends when the run drops its sender.
-fn spawn_printer(
-    url: &str,
-    json: bool,
-    total: u64,
-    mut rx: mpsc::UnboundedReceiver<Event>,
-) -> tokio::task::JoinHandle<Result<(), Stop>> {
-    let mut runlog = crate::runlog::RunLog::open(url);
-    tokio::spawn(async move {
-        let mut progress = Progress::new(json, total);
-        while let Some(event) = rx.recv().await {
-            if let Some(log) = &mut runlog {
-                log.record(&event);
-            }
-            progress.show(&event);
-        }
-        progress.finish()
-    })
 }
 
 /// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
@@ -439,19 +442,60 @@ fn print_outcome(outcome: &str) -> Result<(), Stop> {
 /// Partitions the shrink guard refused are left out: a repeat would refuse
 /// them again ([`refused_advice`] says what to do for them).
 fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
-    let mut rest = summary
+    let undone: Vec<Partition> = summary
         .unfinished
         .iter()
-        .filter(|p| !summary.refused_partitions.contains(p));
-    let first = rest.next()?;
-    let last = rest.next_back().unwrap_or(first);
+        .filter(|p| !summary.refused_partitions.contains(p))
+        .copied()
+        .collect();
     let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
+    repeat_line(config, job, &undone, only_failed, false)
+}
+
+/// [`repeat_command`] for a job's step of a cascade: what it left undone
+/// (unfinished, skipped for an upstream partition that did not load, or
+/// never begun because the run was cancelled), repeated as a cascade, so
+/// that the jobs downstream of it are brought up to date too.
+fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<String> {
+    let mut undone: Vec<Partition> = outcome
+        .summary
+        .iter()
+        .flat_map(|s| {
+            s.unfinished
+                .iter()
+                .filter(|p| !s.refused_partitions.contains(p))
+        })
+        .chain(outcome.skipped.iter().map(|(p, _)| p))
+        .chain(&outcome.not_started)
+        .copied()
+        .collect();
+    undone.sort();
+    undone.dedup();
+    let only_failed = outcome.skipped.is_empty()
+        && outcome.not_started.is_empty()
+        && outcome
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
+    repeat_line(config, &outcome.job, &undone, only_failed, true)
+}
+
+/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
+fn repeat_line(
+    config: &Path,
+    job: &str,
+    undone: &[Partition],
+    only_failed: bool,
+    cascade: bool,
+) -> Option<String> {
+    let (first, last) = (undone.first()?, undone.last()?);
     Some(format!(
-        "idem{} run {job}{} --from {} --to {}",
+        "idem{} run {job}{} --from {} --to {}{}",
         config_flag(config),
         if only_failed { " --only failed" } else { "" },
         first.name(),
-        last.name()
+        last.name(),
+        if cascade { " --cascade" } else { "" }
     ))
 }
 
@@ -510,187 +554,57 @@ fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
     ))
 }
 
-/// How run events are shown.
-enum Progress {
-    /// JSON lines on stdout, until a write fails.
-    Json(Result<(), Stop>),
-    /// The bar, and how many partitions failed so far.
-    Bar(ProgressBar, usize),
-    Lines,
-}
-
-impl Progress {
-    fn new(json: bool, total: u64) -> Progress {
-        if json {
-            Progress::Json(Ok(()))
-        } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}",
-            ) {
-                bar.set_style(style);
-            }
-            bar.enable_steady_tick(Duration::from_millis(200));
-            Progress::Bar(bar, 0)
-        } else {
-            Progress::Lines
-        }
-    }
-
-    fn show(&mut self, event: &Event) {
-        match self {
-            Progress::Json(written) => {
-                if written.is_ok()
-                    && let Ok(line) = event.to_json_line()
-                {
-                    *written = output::line(format_args!("{line}"));
-                }
-            }
-            Progress::Bar(bar, failed) => match event {
-                Event::PartitionStarted { partition, .. } => {
-                    let failures = match *failed {
-                        0 => String::new(),
-                        n => format!("{n} failed · "),
-                    };
-                    bar.set_message(format!("{failures}{partition}"));
-                }
-                Event::PartitionSucceeded { .. } => bar.inc(1),
-                Event::PartitionFailed {
-                    will_retry: false, ..
-                } => {
-                    *failed += 1;
-                    bar.println(describe(event).unwrap_or_default());
-                    bar.inc(1);
-                }
-                Event::PartitionFailed { .. } => bar.println(describe(event).unwrap_or_default()),
-                _ => {}
-            },
-            Progress::Lines => {
-                if let Some(line) = describe(event) {
-                    noteln!("{line}");
-                }
-            }
-        }
-    }
-
-    /// Ends the display; an error if JSON events could not be written.
-    fn finish(self) -> Result<(), Stop> {
-        match self {
-            Progress::Json(written) => written,
-            Progress::Bar(bar, _) => {
-                bar.finish_and_clear();
-                Ok(())
-            }
-            Progress::Lines => Ok(()),
-        }
-    }
-}
-
-/// A plain line for an event worth a line of its own.
-fn describe(event: &Event) -> Option<String> {
-    Some(match event {
-        Event::RunStarted {
-            job,
-            partitions,
-            concurrency,
-            ..
-        } => format!(
-            "{job}: {}, concurrency {concurrency}",
-            n_partitions(partitions.len() as i64)
-        ),
-        Event::PartitionSucceeded {
-            partition,
-            rows_deleted,
-            rows_inserted,
-            rows_updated,
-            rows_after,
-            duration_ms,
-            content_changed,
-            ..
-        } => format!(
-            "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
-            if *rows_after > 0 {
-                "■ loaded"
-            } else {
-                "○ empty"
-            },
-            if *rows_updated > 0 {
-                format!(", updated {rows_updated}")
-            } else {
-                String::new()
-            },
-            *duration_ms as f64 / 1000.0,
-            if *content_changed {
-                "content changed"
-            } else {
-                "content unchanged"
-            }
-        ),
-        // A cancelled attempt did not fail: it rolled back, as the summary
-        // says.
-        Event::PartitionFailed {
-            partition, attempt, ..
-        } if matches!(
-            event.attempt_end(),
-            Some((_, crate::state::AttemptEnd::RolledBack))
-        ) =>
-        {
-            format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
-        }
-        // Refused by the shrink guard: nothing changed, as the ledger says.
-        Event::PartitionFailed {
-            partition,
-            attempt,
-            error,
-            ..
-        } if matches!(
-            event.attempt_end(),
-            Some((_, crate::state::AttemptEnd::Refused))
-        ) =>
-        {
-            format!("{partition} ⊖ refused (attempt {attempt}) · {error}")
-        }
-        Event::PartitionFailed {
-            partition,
-            attempt,
-            error,
-            will_retry,
-            ..
-        } => format!(
-            "{partition} ✗ failed (attempt {attempt}{}) · {error}",
-            if *will_retry { ", will retry" } else { "" }
-        ),
-        Event::PartitionSkipped {
-            job,
-            partition,
-            because,
-        } => format!("{job} {partition} skipped · {because}"),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn day(name: &str) -> Partition {
+        Partition::parse(
+            crate::partition::Grain::Day,
+            name,
+            crate::partition::RangeEnd::From,
+        )
+        .expect("a day")
+    }
+
+    /// A cancelled cascade: the root rolled one day back and left one
+    /// unstarted; the step downstream never began. Each is repeated as a
+    /// cascade, and the downstream job's undone days are named.
     #[test]
-    fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
-        let failed = |error: &str| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-11-03".into(),
-            attempt: 1,
-            error: error.into(),
-            will_retry: false,
-            duration_ms: 5,
+    fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let root = engine::cascade::StepOutcome {
+            job: "ev".into(),
+            summary: Some(engine::RunSummary {
+                succeeded: 1,
+                not_started: 2,
+                rolled_back: 1,
+                cancelled: true,
+                unfinished: vec![day("2026-01-02"), day("2026-01-03")],
+                ..Default::default()
+            }),
+            skipped: Vec::new(),
+            not_started: Vec::new(),
         };
         assert_eq!(
-            describe(&failed("cancelled; rolled back")).unwrap(),
-            "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
+            repeat_step(config, &root).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade")
         );
+        let downstream = engine::cascade::StepOutcome {
+            job: "daily".into(),
+            summary: None,
+            skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
+            not_started: vec![day("2026-01-01"), day("2026-01-03")],
+        };
         assert_eq!(
-            describe(&failed("relation \"t\" does not exist")).unwrap(),
-            "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
+            repeat_step(config, &downstream).as_deref(),
+            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade")
+        );
+        // A run that is not a cascade is repeated as it was.
+        let summary = root.summary.as_ref().expect("summary");
+        assert_eq!(
+            repeat_command(config, "ev", summary).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03")
         );
     }
 

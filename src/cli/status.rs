@@ -513,26 +513,48 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
-        let partition = match partition {
-            Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?.map(|p| p.name()),
-            None => None,
-        };
+        // A coarser name (a day of an hourly job, a month of a daily one)
+        // covers every partition in it, as --from/--to and verify read it.
+        let span =
+            match partition {
+                Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
+                    .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
+                None => None,
+            };
+        let one = span
+            .filter(|(first, last)| first == last)
+            .map(|(p, _)| p.name());
         let warehouse = connect(&config, 2).await?;
-        let attempts = warehouse
-            .attempts(&job.name, partition.as_deref())
+        let mut attempts = warehouse
+            .attempts(&job.name, one.as_deref())
             .await
             .map_err(|e| Stop::failed(e.to_string()))?;
         warehouse.close().await;
+        if let Some((first, last)) = span {
+            // Names of one grain sort as their partitions do.
+            let (first, last) = (first.name(), last.name());
+            attempts.retain(|a| a.partition >= first && a.partition <= last);
+        }
         if attempts.is_empty() {
             outln!(
                 "no attempts recorded for {}{}",
                 job.name,
-                partition.map(|p| format!(" {p}")).unwrap_or_default()
+                partition
+                    .map(|p| format!(" {}", p.trim()))
+                    .unwrap_or_default()
             );
             return Ok(Exit::Ok);
         }
+        // The column as wide as its widest time (24 characters:
+        // 2026-11-20T06:00:01.123Z), so that the header stands over it.
+        let when = attempts
+            .iter()
+            .map(|a| a.finished_at.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("FINISHED (UTC)".len());
         outln!(
-            "{:<23} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "{:<when$} {:<14} {:<4} {:<9} {:<26} RUN · BY",
             "FINISHED (UTC)",
             "PARTITION",
             "TRY",
@@ -551,7 +573,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 "(rolled back)".to_string()
             };
             outln!(
-                "{:<23} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+                "{:<when$} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,

@@ -491,6 +491,16 @@ fn validate_job(
         ));
     }
     let partition = |s: &Spanned<String>, f: &str, end: RangeEnd| {
+        if let Some(meant) = Partition::meant_by_finer(grain, s.get_ref()) {
+            return Err(cx.error(
+                s.span(),
+                &field(f),
+                format!(
+                    "\"{}\" is not a {grain} partition; did you mean \"{meant}\"?",
+                    s.get_ref()
+                ),
+            ));
+        }
         Partition::parse(grain, s.get_ref(), end).ok_or_else(|| {
             cx.error(
                 s.span(),

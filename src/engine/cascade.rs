@@ -98,6 +98,9 @@ pub struct StepOutcome {
     /// Partitions not run because an upstream partition they read did not
     /// succeed, with that partition (`"job partition"`).
     pub skipped: Vec<(Partition, String)>,
+    /// Partitions of a step the run was cancelled before it began: left
+    /// undone, and a repeat must cover them.
+    pub not_started: Vec<Partition>,
 }
 
 /// Runs each step in order (upstream first), skipping what reads a failure.
@@ -160,7 +163,11 @@ pub async fn run_gated(
                 because: format!("{cause} did not load"),
             });
         }
-        let summary = if backfill.partitions.is_empty() || cancel.is_cancelled() {
+        let mut not_started = Vec::new();
+        let summary = if backfill.partitions.is_empty() {
+            None
+        } else if cancel.is_cancelled() {
+            not_started = backfill.partitions.clone();
             None
         } else {
             Some(super::run_gated(warehouse, &backfill, events, cancel, gate).await)
@@ -176,6 +183,7 @@ pub async fn run_gated(
             job: step.job.name.clone(),
             summary,
             skipped,
+            not_started,
         });
     }
     outcomes

@@ -68,6 +68,9 @@ pub enum Event {
         /// Of `not_started`, those in flight when the run was cancelled:
         /// begun, and rolled back.
         rolled_back: usize,
+        /// Of `failed`, those the shrink guard refused (they kept their
+        /// rows).
+        refused: usize,
         cancelled: bool,
         duration_ms: u64,
     },
@@ -138,14 +141,23 @@ struct Versioned<'a> {
     schema_version: u32,
     #[serde(flatten)]
     event: &'a Event,
+    /// On `partition_failed`: the shrink guard refused the partition (it
+    /// kept its rows), read from its error as the ledger reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<bool>,
 }
 
 impl Event {
     /// The event as one line of JSON, with its schema version.
     pub fn to_json_line(&self) -> serde_json::Result<String> {
+        let refused = match self {
+            Event::PartitionFailed { error, .. } => Some(error.starts_with(REFUSED)),
+            _ => None,
+        };
         serde_json::to_string(&Versioned {
             schema_version: SCHEMA_VERSION,
             event: self,
+            refused,
         })
     }
 }
@@ -181,5 +193,25 @@ mod tests {
             failed("CHECK constraint failed".into()).attempt_end(),
             Some(("2026-06-03", AttemptEnd::Failed))
         );
+    }
+
+    #[test]
+    fn a_refused_partition_says_so_in_its_json_line() {
+        let failed = |error: &str| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-03".into(),
+            attempt: 1,
+            error: error.into(),
+            will_retry: false,
+            duration_ms: 1,
+        };
+        let json = |e: Event| -> serde_json::Value {
+            serde_json::from_str(&e.to_json_line().expect("json")).expect("a JSON line")
+        };
+        let refused = json(failed(&format!("{REFUSED}: 10 rows, was 1000")));
+        assert_eq!(refused["refused"], true);
+        assert_eq!(refused["event"], "partition_failed");
+        assert_eq!(json(failed("CHECK constraint failed"))["refused"], false);
     }
 }

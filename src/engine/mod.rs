@@ -442,6 +442,7 @@ pub async fn run_gated(
         failed: summary.failed,
         not_started: summary.not_started,
         rolled_back: summary.rolled_back,
+        refused: summary.refused,
         cancelled: summary.cancelled,
         duration_ms: started.elapsed().as_millis() as u64,
     });

@@ -660,6 +660,7 @@ mod tests {
             failed: 0,
             not_started: 2,
             rolled_back: 1,
+            refused: 0,
             cancelled: true,
             duration_ms: 30,
         });

@@ -5,7 +5,10 @@ use super::{Dialect, columns};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WarehouseError {
-    #[error("cannot connect to {url}: {source}")]
+    /// The server's words for why, without the driver's wrapping (sqlx
+    /// shows a PostgreSQL error with the server's C source line, "at line
+    /// 768", which tells the operator nothing).
+    #[error("cannot connect to {url}: {}", sql_message(.source))]
     Connect { url: String, source: sqlx::Error },
     /// The server took the connection but did not answer (a firewall that
     /// drops packets, a server hung or restarting, a wrong port that a

@@ -1,0 +1,270 @@
+//! How `idem run` shows its events as they come: JSON lines on stdout
+//! (`--json`), a progress bar on a terminal's stderr, plain lines otherwise;
+//! and the run logs that keep them.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+
+use super::Stop;
+use super::output::{self, noteln};
+use crate::engine::Event;
+use crate::numbers::n_partitions;
+
+/// Shows a run's events as they come (progress bar, lines or JSON) and keeps
+/// them in the run logs; ends when the run drops its sender.
+pub(super) fn spawn_printer(
+    url: &str,
+    json: bool,
+    total: u64,
+    mut rx: mpsc::UnboundedReceiver<Event>,
+) -> tokio::task::JoinHandle<Result<(), Stop>> {
+    let mut runlog = crate::runlog::RunLog::open(url);
+    tokio::spawn(async move {
+        let mut progress = Progress::new(json, total);
+        while let Some(event) = rx.recv().await {
+            if let Some(log) = &mut runlog {
+                log.record(&event);
+            }
+            progress.show(&event);
+        }
+        progress.finish()
+    })
+}
+
+/// How run events are shown.
+enum Progress {
+    /// JSON lines on stdout, until a write fails.
+    Json(Result<(), Stop>),
+    /// The bar, and how many partitions failed so far.
+    Bar(ProgressBar, usize),
+    Lines,
+}
+
+impl Progress {
+    fn new(json: bool, total: u64) -> Progress {
+        if json {
+            Progress::Json(Ok(()))
+        } else if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}",
+            ) {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            Progress::Bar(bar, 0)
+        } else {
+            Progress::Lines
+        }
+    }
+
+    fn show(&mut self, event: &Event) {
+        match self {
+            Progress::Json(written) => {
+                if written.is_ok()
+                    && let Ok(line) = event.to_json_line()
+                {
+                    *written = output::line(format_args!("{line}"));
+                }
+            }
+            Progress::Bar(bar, failed) => match event {
+                Event::PartitionStarted { partition, .. } => {
+                    let failures = match *failed {
+                        0 => String::new(),
+                        n => format!("{n} failed · "),
+                    };
+                    bar.set_message(format!("{failures}{partition}"));
+                }
+                Event::PartitionSucceeded { .. } => bar.inc(1),
+                Event::PartitionFailed {
+                    will_retry: false, ..
+                } => {
+                    *failed += 1;
+                    bar.println(describe(event).unwrap_or_default());
+                    bar.inc(1);
+                }
+                Event::PartitionFailed { .. } => bar.println(describe(event).unwrap_or_default()),
+                _ => {}
+            },
+            Progress::Lines => {
+                if let Some(line) = describe(event) {
+                    noteln!("{line}");
+                }
+            }
+        }
+    }
+
+    /// Ends the display; an error if JSON events could not be written.
+    fn finish(self) -> Result<(), Stop> {
+        match self {
+            Progress::Json(written) => written,
+            Progress::Bar(bar, _) => {
+                bar.finish_and_clear();
+                Ok(())
+            }
+            Progress::Lines => Ok(()),
+        }
+    }
+}
+
+/// A plain line for an event worth a line of its own.
+fn describe(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::RunStarted {
+            job,
+            partitions,
+            concurrency,
+            ..
+        } => format!(
+            "{job}: {}, concurrency {concurrency}",
+            n_partitions(partitions.len() as i64)
+        ),
+        Event::PartitionSucceeded {
+            partition,
+            rows_deleted,
+            rows_inserted,
+            rows_updated,
+            rows_after,
+            duration_ms,
+            content_changed,
+            ..
+        } => format!(
+            "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
+            if *rows_after > 0 {
+                "■ loaded"
+            } else {
+                "○ empty"
+            },
+            if *rows_updated > 0 {
+                format!(", updated {rows_updated}")
+            } else {
+                String::new()
+            },
+            *duration_ms as f64 / 1000.0,
+            if *content_changed {
+                "content changed"
+            } else {
+                "content unchanged"
+            }
+        ),
+        // A cancelled attempt did not fail: it rolled back, as the summary
+        // says.
+        Event::PartitionFailed {
+            partition, attempt, ..
+        } if matches!(
+            event.attempt_end(),
+            Some((_, crate::state::AttemptEnd::RolledBack))
+        ) =>
+        {
+            format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
+        }
+        // Refused by the shrink guard: nothing changed, as the ledger says.
+        Event::PartitionFailed {
+            partition,
+            attempt,
+            error,
+            ..
+        } if matches!(
+            event.attempt_end(),
+            Some((_, crate::state::AttemptEnd::Refused))
+        ) =>
+        {
+            format!(
+                "{partition} ⊖ refused (attempt {attempt}) · {}",
+                one_line(error)
+            )
+        }
+        Event::PartitionFailed {
+            partition,
+            attempt,
+            error,
+            will_retry,
+            ..
+        } => format!(
+            "{partition} ✗ failed (attempt {attempt}{}) · {}",
+            if *will_retry { ", will retry" } else { "" },
+            one_line(error)
+        ),
+        Event::PartitionSkipped {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} skipped · {because}"),
+        _ => return None,
+    })
+}
+
+/// The longest error a partition's line shows, in characters.
+const ERROR_CHARS: usize = 500;
+
+/// An error as one line of a run's output: its first line, cut at
+/// [`ERROR_CHARS`] (room for idem's own longest, a lock's holder and the
+/// statement that ends it), with "…" where anything was left out. A
+/// server's error can run to many lines and kilobytes (a statement quoted
+/// whole); the JSON events and the run log keep all of it.
+fn one_line(error: &str) -> String {
+    let error = error.trim();
+    let first = error.lines().next().unwrap_or("").trim_end();
+    let mut line: String = first.chars().take(ERROR_CHARS).collect();
+    if line.len() < error.len() {
+        line.push('…');
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
+        let failed = |error: &str| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 1,
+            error: error.into(),
+            will_retry: false,
+            duration_ms: 5,
+        };
+        assert_eq!(
+            describe(&failed("cancelled; rolled back")).unwrap(),
+            "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
+        );
+        assert_eq!(
+            describe(&failed("relation \"t\" does not exist")).unwrap(),
+            "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
+        );
+    }
+
+    #[test]
+    fn a_long_error_is_one_line_of_a_readable_length() {
+        let failed = |error: String| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 1,
+            error,
+            will_retry: false,
+            duration_ms: 5,
+        };
+        let huge = format!(
+            "syntax error at or near \"x\"\n{}",
+            "LINE 1: select ... x ...\n".repeat(9_000)
+        );
+        assert!(huge.len() > 180_000);
+        let line = describe(&failed(huge)).unwrap();
+        assert_eq!(
+            line,
+            "2026-11-03 ✗ failed (attempt 1) · syntax error at or near \"x\"…"
+        );
+        let wide = "y".repeat(5_000);
+        let line = describe(&failed(wide)).unwrap();
+        assert!(!line.contains('\n'));
+        assert!(line.ends_with('…'), "{line}");
+        assert!(line.chars().count() < 600, "{}", line.chars().count());
+    }
+}
