@@ -1553,3 +1553,87 @@ async fn lint_flags_what_verify_catches_on_postgres() {
 async fn lint_flags_what_verify_catches_on_mariadb() {
     lint_flags_what_verify_catches(Kind::MySql).await;
 }
+
+/// MariaDB's `INSERT … ON DUPLICATE KEY UPDATE` matches a row by any unique
+/// index: a merge keyed on `k` into a table also unique on `email` would
+/// overwrite key 1's row with key 2's values (and count an insert), and
+/// one into a table unique on `(k, region)` only would count a new row as
+/// an update. Lint says so, and a run refuses before writing anything; a
+/// surrogate key the job does not write is no such index.
+#[cfg_attr(not(idem_test_mysql), ignore = "needs IDEM_TEST_MYSQL_URL")]
+#[tokio::test]
+async fn mariadb_a_merge_matched_by_another_unique_index_is_refused() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let select = "select k, email, name from src where loaded_at >= :start and loaded_at < :end";
+    let jobs = [
+        common::merge_job("dim", "dim", "2026-01-02", select),
+        common::merge_job("wide", "wide", "2026-01-02", select),
+        common::merge_job("surrogate", "surrogate", "2026-01-02", select),
+    ]
+    .concat()
+    .replace("unique_key = [\"id\"]", "unique_key = [\"k\"]");
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (k INTEGER NOT NULL, email VARCHAR(50) NOT NULL, name VARCHAR(20) NOT NULL, loaded_at DATETIME NOT NULL)",
+        "INSERT INTO src VALUES (1, 'x@example.com', 'one', '2026-01-01 01:00:00'), (2, 'x@example.com', 'two', '2026-01-02 01:00:00')",
+        "CREATE TABLE dim (k INTEGER NOT NULL PRIMARY KEY, email VARCHAR(50) NOT NULL UNIQUE, name VARCHAR(20) NOT NULL)",
+        "CREATE TABLE wide (k INTEGER NOT NULL, email VARCHAR(50) NOT NULL, name VARCHAR(20) NOT NULL, PRIMARY KEY (k, email))",
+        "CREATE TABLE surrogate (id INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY, k INTEGER NOT NULL UNIQUE, email VARCHAR(50) NOT NULL, name VARCHAR(20) NOT NULL)",
+    ])
+    .await
+    .expect("fixture");
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).unwrap();
+
+    let found = lint::warehouse_findings(&wh, job("dim"))
+        .await
+        .expect("lint");
+    let other: Vec<&Finding> = found
+        .iter()
+        .filter(|f| {
+            f.message
+                .contains("unique index on (email) besides unique_key (k)")
+        })
+        .collect();
+    let [f] = other.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(f.severity, Severity::Error);
+    assert_eq!(f.line, job("dim").lines.unique_key);
+    let surrogate = lint::warehouse_findings(&wh, job("surrogate"))
+        .await
+        .expect("lint");
+    assert!(
+        surrogate.iter().all(|f| f.severity != Severity::Error),
+        "{surrogate:#?}"
+    );
+
+    for (name, words) in [
+        (
+            "dim",
+            "has a unique index on (email) besides unique_key (k)",
+        ),
+        (
+            "wide",
+            "no primary key or unique index of wide is (k) alone",
+        ),
+    ] {
+        let (code, stdout, stderr) = idem_command(&path, &["run", name, "--yes"]);
+        assert_eq!(code, 1, "{stdout}{stderr}");
+        assert!(stderr.contains(words), "{name}: {stderr}");
+        let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url)
+            .await
+            .expect("connect");
+        let rows: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {name}")))
+                .fetch_one(&mut conn)
+                .await
+                .expect("count");
+        assert_eq!(rows, 0, "{name} was written");
+    }
+    let (code, stdout, stderr) = idem_command(&path, &["run", "surrogate", "--yes"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    wh.close().await;
+}

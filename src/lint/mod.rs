@@ -20,7 +20,7 @@ mod zero_dates;
 
 use serde::Serialize;
 
-use crate::config::{Job, Strategy};
+use crate::config::{Ident, Job, Strategy};
 use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Column, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
@@ -637,6 +637,30 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                                     "drop {name} from the SELECT, or add it to {}",
                                     job.target
                                 ),
+                            ));
+                        }
+                    }
+                    if job.strategy == Strategy::MergeKey
+                        && wh.dialect().upsert_matches_any_unique_index()
+                    {
+                        let written: Vec<Ident> = target_columns
+                            .iter()
+                            .filter(|c| {
+                                names
+                                    .iter()
+                                    .any(|n| c.name.as_str().eq_ignore_ascii_case(n))
+                            })
+                            .map(|c| c.name.clone())
+                            .collect();
+                        let sets = wh.unique_key_sets(&job.target).await?;
+                        if let Some(why) =
+                            crate::warehouse::other_unique_index(job, &sets, &written)
+                        {
+                            out.push(Finding::new(
+                                Severity::Error,
+                                job.lines.unique_key,
+                                why,
+                                crate::warehouse::OTHER_INDEX_ADVICE,
                             ));
                         }
                     }

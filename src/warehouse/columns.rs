@@ -331,6 +331,63 @@ fn case_misfit(name: &str, column: &Ident, table: &TableName) -> String {
     )
 }
 
+/// Why a merge's upsert would match a row by something other than its
+/// `unique_key`, on an engine whose upsert matches by any unique index
+/// (MariaDB/MySQL's `ON DUPLICATE KEY UPDATE`): no unique index is the key
+/// itself (a row of a new key colliding on a wider one is counted as an
+/// update), or [`other_unique_index`]. `sets`: the target's unique column
+/// sets, lower-cased; `written`: the target columns the job fills.
+pub(super) fn upsert_misfit(job: &Job, sets: &[Vec<String>], written: &[Ident]) -> Option<String> {
+    let key = lower_key(job);
+    if !sets
+        .iter()
+        .any(|set| set.len() == key.len() && holds(set, &key))
+    {
+        return Some(format!(
+            "no primary key or unique index of {} is ({}) alone: INSERT … ON DUPLICATE KEY UPDATE matches rows by the table's own unique indexes, so a new key could update another key's row, or be counted as an update; add one: create unique index on {} ({})",
+            job.target,
+            key.join(", "),
+            job.target,
+            key.join(", ")
+        ));
+    }
+    other_unique_index(job, sets, written).map(|why| format!("{why}; {OTHER_INDEX_ADVICE}"))
+}
+
+/// What to do about [`other_unique_index`].
+pub const OTHER_INDEX_ADVICE: &str =
+    "drop that index or make it part of unique_key, or load with replace_partition";
+
+/// A unique column set of the target that the job writes whole and that
+/// does not hold the merge's `unique_key`: where the upsert matches by any
+/// unique index, a source row whose values there another key's row holds
+/// overwrites that row.
+pub fn other_unique_index(job: &Job, sets: &[Vec<String>], written: &[Ident]) -> Option<String> {
+    let key = lower_key(job);
+    let written: Vec<String> = written.iter().map(|c| c.as_str().to_lowercase()).collect();
+    let other = sets
+        .iter()
+        .find(|set| !holds(set, &key) && set.iter().all(|c| written.contains(c)))?;
+    Some(format!(
+        "{} has a unique index on ({}) besides unique_key ({}): INSERT … ON DUPLICATE KEY UPDATE matches a row by any unique index, so a source row whose ({}) another key's row holds would overwrite that row",
+        job.target,
+        other.join(", "),
+        key.join(", "),
+        other.join(", ")
+    ))
+}
+
+fn lower_key(job: &Job) -> Vec<String> {
+    job.unique_key
+        .iter()
+        .map(|k| k.as_str().to_lowercase())
+        .collect()
+}
+
+fn holds(set: &[String], key: &[String]) -> bool {
+    key.iter().all(|k| set.contains(k))
+}
+
 /// The job's output columns, checked against the target's.
 pub(super) async fn select_columns(
     warehouse: &Warehouse,

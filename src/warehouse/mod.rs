@@ -27,7 +27,10 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
-pub use columns::{Column, ColumnKind, alike_tables, names_column, no_such_column};
+pub use columns::{
+    Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, names_column, no_such_column,
+    other_unique_index,
+};
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use error::WarehouseError;
 use error::sql_message;
@@ -287,6 +290,12 @@ pub trait Dialect: Send + Sync {
     /// The statement taking the partition's locks ([`Dialect::begin_statement`],
     /// [`Dialect::lock`]) waited `lock_timeout` in vain, as a whole.
     fn lock_refused(&self, _err: &dyn sqlx::error::DatabaseError) -> bool {
+        false
+    }
+    /// The upsert of a merge matches an existing row by any of the
+    /// target's unique indexes, not by the merge's key alone (MariaDB and
+    /// MySQL's `ON DUPLICATE KEY UPDATE`).
+    fn upsert_matches_any_unique_index(&self) -> bool {
         false
     }
     /// A load's statement gave up waiting for a lock another session holds

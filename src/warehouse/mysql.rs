@@ -457,6 +457,10 @@ impl Dialect for MySql {
             .is_some_and(|e| e.number() == 1969)
     }
 
+    fn upsert_matches_any_unique_index(&self) -> bool {
+        true
+    }
+
     /// InnoDB's row lock wait and the wait for a table's metadata lock.
     fn waited_on_lock(&self, err: &dyn sqlx::error::DatabaseError) -> bool {
         err.try_downcast_ref::<MySqlDatabaseError>()

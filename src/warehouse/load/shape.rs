@@ -135,6 +135,12 @@ impl Warehouse {
             }
             _ => Vec::new(),
         };
+        if job.strategy == Strategy::MergeKey && self.dialect().upsert_matches_any_unique_index() {
+            let sets = self.unique_key_sets(&job.target).await?;
+            if let Some(why) = crate::warehouse::columns::upsert_misfit(job, &sets, &insert) {
+                return Err(WarehouseError::Misfit(why));
+            }
+        }
         // Only a replace trusts a last load: a merge's shape needs no asking.
         let mut writers = self.sql();
         let rows_name_writer = job.strategy == Strategy::ReplacePartition
