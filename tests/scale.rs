@@ -1599,3 +1599,138 @@ async fn postgres_truncate_partitions_false_keeps_a_snapshot_readers_rows() {
     );
     wh.close().await;
 }
+
+/// A native partition that a TRUNCATE would wrong is emptied by DELETE in
+/// its load's transaction, and the load's log says why: a DELETE trigger
+/// (an audit trail) would not fire, a foreign key refers to it (the
+/// TRUNCATE fails), or the role may DELETE but not TRUNCATE it (as the
+/// README's grants have it).
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_a_truncate_would_wrong_is_deleted() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job_toml = |name: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+             sql = \"select id, d from src where d >= :start and d < :end\"\n\n"
+        )
+    };
+    let jobs = ["audited", "referred", "limited", "plain"]
+        .map(job_toml)
+        .concat();
+    let (config_path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let role = format!(
+        "idem_truncate_{}_{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_subsec_nanos()
+    );
+    let mut script = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-01')".into(),
+        "CREATE TABLE gone (id INTEGER NOT NULL)".into(),
+        "CREATE FUNCTION note_gone() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO gone VALUES (OLD.id); RETURN OLD; END $$".into(),
+        "CREATE TABLE refs (id INTEGER, d DATE)".into(),
+    ];
+    for name in ["audited", "referred", "limited", "plain"] {
+        script.push(format!(
+            "CREATE TABLE {name} (id INTEGER NOT NULL, d DATE NOT NULL, PRIMARY KEY (id, d)) PARTITION BY RANGE (d)"
+        ));
+        script.push(format!(
+            "CREATE TABLE {name}_0101 PARTITION OF {name} FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')"
+        ));
+    }
+    script.extend([
+        "CREATE TRIGGER audited_gone AFTER DELETE ON audited FOR EACH ROW EXECUTE FUNCTION note_gone()".to_string(),
+        "ALTER TABLE refs ADD FOREIGN KEY (id, d) REFERENCES referred (id, d)".into(),
+        format!("DROP ROLE IF EXISTS {role}"),
+        format!("CREATE ROLE {role} LOGIN"),
+    ]);
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.expect("fixture");
+
+    let load = async |wh: &Warehouse, config: &Config, name: &str| -> Vec<String> {
+        let backfill = Backfill::plan(wh, job(config, name), &Selection::default(), 1, 0)
+            .await
+            .expect("plan");
+        let (summary, events) = common::run(wh, &backfill).await;
+        assert_eq!(summary.failed, 0, "{name}: {:?}", common::errors(&events));
+        events
+            .into_iter()
+            .filter_map(|e| match e {
+                engine::Event::PartitionLog { line, .. } => Some(line),
+                _ => None,
+            })
+            .collect()
+    };
+    for name in ["audited", "referred", "limited", "plain"] {
+        load(&wh, &config, name).await;
+    }
+    wh.execute_script(&[
+        &format!("GRANT USAGE ON SCHEMA idem TO {role}"),
+        &format!("GRANT SELECT, INSERT ON idem.attempts, idem.definitions TO {role}"),
+        &format!("GRANT SELECT ON src TO {role}"),
+        &format!("GRANT SELECT, INSERT, DELETE ON limited TO {role}"),
+    ])
+    .await
+    .expect("grants");
+    let text = std::fs::read_to_string(&config_path)
+        .expect("config")
+        .replace("postgres://postgres@", &format!("postgres://{role}@"));
+    let role_path = config_path.with_file_name("as_loader.toml");
+    std::fs::write(&role_path, &text).expect("write");
+    let role_config = idem::config::parse(&role_path, &text, &|_| None).expect("parse");
+    let role_wh = Warehouse::connect(&role_config.warehouse, 2)
+        .await
+        .expect("connect as the loader");
+
+    for (name, why) in [
+        ("audited", "a TRUNCATE would not fire its DELETE triggers"),
+        ("referred", "a foreign key refers to it"),
+        ("limited", "this role may not TRUNCATE it"),
+    ] {
+        let file = relfilenode(&db, &format!("{name}_0101")).await;
+        let (wh, config) = match name {
+            "limited" => (&role_wh, &role_config),
+            _ => (&wh, &config),
+        };
+        let log = load(wh, config, name).await;
+        assert!(
+            log.iter()
+                .any(|l| l.contains("emptied by DELETE rather than TRUNCATE") && l.ends_with(why)),
+            "{name}: {log:#?}"
+        );
+        assert_eq!(
+            relfilenode(&db, &format!("{name}_0101")).await,
+            file,
+            "{name} was truncated"
+        );
+    }
+    let audited: i64 = {
+        let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        sqlx::query("SELECT COUNT(*) FROM gone")
+            .fetch_one(&mut conn)
+            .await
+            .expect("gone")
+            .get(0)
+    };
+    assert_eq!(audited, 3, "the DELETE trigger saw every replaced row");
+    // And a partition nothing stands in the way of is truncated as before.
+    let file = relfilenode(&db, "plain_0101").await;
+    load(&wh, &config, "plain").await;
+    assert_ne!(relfilenode(&db, "plain_0101").await, file);
+    role_wh.close().await;
+    wh.execute_script(&[
+        &format!("DROP OWNED BY {role}"),
+        &format!("DROP ROLE {role}"),
+    ])
+    .await
+    .expect("drop the role");
+    wh.close().await;
+}

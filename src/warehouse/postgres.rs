@@ -488,7 +488,13 @@ impl Dialect for Postgres {
 
     fn native_partitions_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
         sql.push(
-            "SELECT CAST(n.nspname AS text), CAST(c.relname AS text), pg_get_expr(c.relpartbound, c.oid) \
+            "SELECT CAST(n.nspname AS text), CAST(c.relname AS text), pg_get_expr(c.relpartbound, c.oid), \
+             CASE WHEN NOT has_table_privilege(c.oid, 'TRUNCATE') THEN 'this role may not TRUNCATE it' \
+             WHEN EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid IN (c.oid, i.inhparent) \
+             AND NOT t.tgisinternal AND (CAST(t.tgtype AS integer) & 8) <> 0) \
+             THEN 'a TRUNCATE would not fire its DELETE triggers' \
+             WHEN EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' \
+             AND f.confrelid IN (c.oid, i.inhparent)) THEN 'a foreign key refers to it' END \
              FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
              JOIN pg_namespace n ON n.oid = c.relnamespace \
              WHERE c.relkind = 'r' AND i.inhparent = CAST(",

@@ -37,10 +37,22 @@ pub(super) async fn replace(
     } = t;
     let w = Window::of(&t)?;
     let window = |sql: &mut Sql| w.from(sql);
-    let child = shape
+    let child = match shape
         .children
         .iter()
-        .find(|c| c.start == partition.start && c.end == partition.end());
+        .find(|c| c.start == partition.start && c.end == partition.end())
+    {
+        Some(child) if child.no_truncate.is_some() => {
+            log(format!(
+                "{} is this window's partition of {}, emptied by DELETE rather than TRUNCATE: {}",
+                child.table,
+                job.target,
+                child.no_truncate.as_deref().unwrap_or_default()
+            ));
+            None
+        }
+        child => child,
+    };
     let last_load = t.last_load.filter(|_| shape.rows_name_writer);
     let (before, rows_deleted) = match (child, last_load) {
         // The window is a table of its own: read it once, then empty it

@@ -35,6 +35,10 @@ pub(super) struct ChildPartition {
     pub(super) table: TableName,
     pub(super) start: NaiveDateTime,
     pub(super) end: NaiveDateTime,
+    /// Why it is emptied by DELETE rather than TRUNCATE, where it is: the
+    /// role may not truncate it, a DELETE trigger would not fire, a foreign
+    /// key refers to it.
+    pub(super) no_truncate: Option<String>,
 }
 
 impl Warehouse {
@@ -56,6 +60,7 @@ impl Warehouse {
             let schema: String = row.try_get(0)?;
             let name: String = row.try_get(1)?;
             let bound: Option<String> = row.try_get(2)?;
+            let no_truncate: Option<String> = row.try_get(3)?;
             let (Ok(schema), Ok(name), Some((start, end))) = (
                 Ident::parse(&schema),
                 Ident::parse(&name),
@@ -70,6 +75,7 @@ impl Warehouse {
                 },
                 start,
                 end,
+                no_truncate,
             });
         }
         Ok(children)
