@@ -1,0 +1,108 @@
+//! The run pane's own tests: rows through their states, bounded logs,
+//! drawing and hit-testing.
+
+use super::*;
+use crate::engine::Selection;
+use crate::tui::fixture::{draw, job_view, now};
+use crate::tui::run_logs::LOG_LINES;
+
+fn run() -> RunView {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let selection = Selection {
+        only: vec![LoadState::Failed],
+        ..Selection::default()
+    };
+    let backfill = Backfill::plan_from(&job.job, &selection, &job.statuses, now(), 4, 2).unwrap();
+    RunView::new(1, &backfill, now())
+}
+
+fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
+    f(partition.to_string())
+}
+
+#[test]
+fn events_move_rows_through_their_states() {
+    let mut r = run();
+    assert_eq!(r.partitions.len(), 2);
+    // The fixture's warehouse is SQLite: one writer.
+    assert_eq!(r.concurrency, 1);
+    r.apply(&event("2026-06-03", |partition| Event::PartitionStarted {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+    }));
+    assert_eq!(r.partitions[0].state, RunPartState::Running);
+    r.apply(&event("2026-06-03", |partition| Event::PartitionFailed {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+        error: "database is locked".into(),
+        will_retry: true,
+        duration_ms: 10,
+    }));
+    assert_eq!(r.partitions[0].state, RunPartState::Retrying);
+    assert_eq!(
+        r.logs.of(0).iter().collect::<Vec<_>>(),
+        ["attempt 2", "will retry: database is locked"]
+    );
+    r.apply(&Event::RunFinished {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        succeeded: 0,
+        failed: 0,
+        not_started: 2,
+        rolled_back: 1,
+        cancelled: true,
+        duration_ms: 30,
+    });
+    assert!(!r.active());
+    assert_eq!(r.count(RunPartState::Cancelled), 2);
+    assert_eq!(
+        r.ending(),
+        Some((
+            true,
+            "run of fct_orders cancelled: 0 succeeded, 0 failed, 1 rolled back, 1 not started"
+                .into()
+        ))
+    );
+}
+
+#[test]
+fn logs_are_bounded() {
+    let mut r = run();
+    for k in 0..LOG_LINES + 5 {
+        r.apply(&Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition: "2026-06-08".into(),
+            line: format!("line {k}"),
+        });
+    }
+    assert_eq!(r.logs.of(1).len(), LOG_LINES);
+    assert_eq!(r.logs.of(1).front().map(String::as_str), Some("line 5"));
+}
+
+#[test]
+fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
+    let mut runs = vec![run(), run()];
+    runs[1].id = 2;
+    let mut selected = 1;
+    direction(&mut runs, &mut selected, Action::Down);
+    assert_eq!(runs[1].selected, 1);
+    direction(&mut runs, &mut selected, Action::Left);
+    assert_eq!(selected, 0);
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = draw(110, 12, |f| {
+        render(f, area, &Theme::default_theme(), &runs, 0, true, now())
+    });
+    assert!(screen.contains("Runs (2)"), "{screen}");
+    assert!(screen.contains("▶ #1 fct_orders 0/2"), "{screen}");
+    assert!(screen.contains("· 2026-06-03"), "{screen}");
+    assert!(screen.contains("log 2026-06-03"), "{screen}");
+    assert_eq!(hit(&runs, 0, area, 3, 1), Some(Hit::Run(0)));
+    assert_eq!(hit(&runs, 0, area, 30, 1), Some(Hit::Run(1)));
+    assert_eq!(hit(&runs, 0, area, 3, 4), Some(Hit::RunRow(1)));
+    assert_eq!(hit(&runs, 0, area, 3, 2), None);
+}
