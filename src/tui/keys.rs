@@ -178,7 +178,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('['), code(KeyCode::PageUp)],
         "[ PgUp",
         PrevMonth,
-        "previous month (year for monthly jobs)",
+        "previous month (year for monthly jobs); runs pane: scroll the log back",
         None
     ),
     bind!(
@@ -186,7 +186,7 @@ pub static BINDINGS: &[Binding] = &[
         [k(']'), code(KeyCode::PageDown)],
         "] PgDn",
         NextMonth,
-        "next month (year for monthly jobs)",
+        "next month (year for monthly jobs); runs pane: scroll the log on",
         None
     ),
     bind!(
@@ -202,7 +202,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('G'), code(KeyCode::End)],
         "G End",
         Last,
-        "last complete partition",
+        "last complete partition; runs pane: the log's newest line",
         None
     ),
     bind!(Main, [k('J')], "J", NextJob, "next job", None),

@@ -203,6 +203,12 @@ impl App {
         self.shared.message = None;
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
+            // In the runs pane these scroll the selected partition's log.
+            Action::PrevMonth | Action::NextMonth | Action::Last
+                if self.shared.focus == Focus::Runs =>
+            {
+                self.direction(action)
+            }
             Action::PrevMonth | Action::NextMonth if self.shared.chart.large => {
                 if let Some(j) = self.shared.jobs.current_mut() {
                     self.shared.chart.shift(j, action == Action::PrevMonth);

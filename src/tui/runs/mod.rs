@@ -108,6 +108,9 @@ pub struct RunView {
     pub error: Option<String>,
     /// Each partition's live log, by row.
     pub logs: RunLogs,
+    /// Lines of the selected partition's log scrolled out below; 0 keeps
+    /// the log pinned to its newest line.
+    pub log_back: usize,
 }
 
 impl RunView {
@@ -133,6 +136,16 @@ impl RunView {
             finished: None,
             error: None,
             logs: RunLogs::new(backfill.partitions.len()),
+            log_back: 0,
+        }
+    }
+
+    /// Adds a line to row `i`'s log; a log scrolled back stays on the
+    /// lines it shows.
+    fn log(&mut self, i: usize, line: String) {
+        self.logs.push(i, line);
+        if i == self.selected && self.log_back > 0 {
+            self.log_back = (self.log_back + 1).min(self.logs.of(i).len().saturating_sub(1));
         }
     }
 
@@ -192,14 +205,14 @@ impl RunView {
                     let p = &mut self.partitions[i];
                     p.state = RunPartState::Running;
                     p.attempt = *attempt;
-                    self.logs.push(i, format!("attempt {attempt}"));
+                    self.log(i, format!("attempt {attempt}"));
                 }
             }
             Event::PartitionLog {
                 partition, line, ..
             } => {
                 if let Some(i) = self.row(partition) {
-                    self.logs.push(i, line.clone());
+                    self.log(i, line.clone());
                 }
             }
             Event::PartitionSucceeded {
@@ -220,7 +233,7 @@ impl RunView {
                     p.rows_inserted = *rows_inserted;
                     p.rows_updated = *rows_updated;
                     p.content_changed = Some(*content_changed);
-                    self.logs.push(
+                    self.log(
                         i,
                         format!(
                             "fingerprint {} · content {}",
@@ -252,7 +265,7 @@ impl RunView {
                     p.state = state;
                     p.duration_ms = Some(*duration_ms);
                     p.error = Some(error.clone());
-                    self.logs.push(
+                    self.log(
                         i,
                         format!(
                             "{}: {error}",
@@ -268,7 +281,7 @@ impl RunView {
                     let p = &mut self.partitions[i];
                     p.state = RunPartState::NotRun;
                     p.error = Some(format!("skipped: {because}"));
-                    self.logs.push(i, format!("skipped: {because}"));
+                    self.log(i, format!("skipped: {because}"));
                 }
                 // A cascade step whose every partition was skipped never starts.
                 if self.run_id.is_none()
@@ -404,12 +417,13 @@ impl RunView {
 }
 
 /// Moves within the run pane: rows of the selected run up and down, runs
-/// left and right.
+/// left and right, the selected partition's log back and forth.
 pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
     let count = runs.len();
     let Some(run) = runs.get_mut(*selected) else {
         return;
     };
+    let row = run.selected;
     match action {
         Action::Down => {
             run.selected = (run.selected + 1).min(run.partitions.len().saturating_sub(1))
@@ -417,7 +431,16 @@ pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
         Action::Up => run.selected = run.selected.saturating_sub(1),
         Action::Left => *selected = selected.saturating_sub(1),
         Action::Right => *selected = (*selected + 1).min(count - 1),
+        Action::PrevMonth => {
+            let lines = run.logs.of(run.selected).len();
+            run.log_back = (run.log_back + 1).min(lines.saturating_sub(1));
+        }
+        Action::NextMonth => run.log_back = run.log_back.saturating_sub(1),
+        Action::Last => run.log_back = 0,
         _ => {}
+    }
+    if run.selected != row {
+        run.log_back = 0;
     }
 }
 
@@ -578,7 +601,12 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
 
 fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
     let p = run.partitions.get(run.selected);
-    let title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    let log = run.logs.of(run.selected);
+    let back = run.log_back.min(log.len().saturating_sub(1));
+    let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    if back > 0 {
+        title.push_str(&format!("· {back} newer below (] or G) "));
+    }
     let b = block(t, title, false);
     let inner_log = b.inner(log_area);
     frame.render_widget(b, log_area);
@@ -586,22 +614,19 @@ fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
         return;
     }
     let n = inner_log.height as usize;
-    let log = run.logs.of(run.selected);
+    let shown = log.len() - back;
     let lines: Vec<Line> = log
         .iter()
-        .skip(log.len().saturating_sub(n))
+        .take(shown)
+        .skip(shown.saturating_sub(n))
         .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
         .collect();
-    // Long lines wrap; the newest stay in view.
-    let w = inner_log.width.max(1) as usize;
-    let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+    // Long lines wrap (at words, so counted as drawn); the newest shown
+    // stay in view.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let wrapped = text.line_count(inner_log.width.max(1));
     let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
-        inner_log,
-    );
+    frame.render_widget(text.scroll((scroll, 0)), inner_log);
 }
 
 #[cfg(test)]

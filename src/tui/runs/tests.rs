@@ -106,3 +106,52 @@ fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
     assert_eq!(hit(&runs, 0, area, 3, 4), Some(Hit::RunRow(1)));
     assert_eq!(hit(&runs, 0, area, 3, 2), None);
 }
+
+fn log_line(r: &mut RunView, line: &str) {
+    r.apply(&Event::PartitionLog {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition: "2026-06-03".into(),
+        line: line.into(),
+    });
+}
+
+/// One long error fills the log pane: `[` scrolls back to the lines before
+/// it, which stay put while lines arrive; `]` back to the end follows again.
+#[test]
+fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
+    let mut runs = vec![run()];
+    let mut selected = 0;
+    for line in ["BEGIN", "lock partition", "DELETE 12 rows"] {
+        log_line(&mut runs[0], line);
+    }
+    log_line(
+        &mut runs[0],
+        &format!("ERROR {}", "duplicate key ".repeat(40)),
+    );
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = |runs: &[RunView]| {
+        draw(110, 12, |f| {
+            render(f, area, &Theme::default_theme(), runs, 0, true, now())
+        })
+    };
+    let s = screen(&runs);
+    assert!(!s.contains("BEGIN"), "{s}");
+    direction(&mut runs, &mut selected, Action::PrevMonth);
+    let s = screen(&runs);
+    assert!(s.contains("BEGIN") && s.contains("DELETE 12 rows"), "{s}");
+    assert!(s.contains("1 newer below"), "{s}");
+    log_line(&mut runs[0], "ROLLBACK");
+    let s = screen(&runs);
+    assert!(s.contains("BEGIN") && !s.contains("ROLLBACK"), "{s}");
+    assert!(s.contains("2 newer below"), "{s}");
+    direction(&mut runs, &mut selected, Action::NextMonth);
+    direction(&mut runs, &mut selected, Action::NextMonth);
+    assert_eq!(runs[0].log_back, 0);
+    log_line(&mut runs[0], "retrying");
+    let s = screen(&runs);
+    assert!(s.contains("retrying") && !s.contains("newer below"), "{s}");
+    direction(&mut runs, &mut selected, Action::PrevMonth);
+    direction(&mut runs, &mut selected, Action::Last);
+    assert_eq!(runs[0].log_back, 0);
+}
