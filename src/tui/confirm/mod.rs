@@ -18,7 +18,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{more_line, replaces, strategy_words};
+use words::{left_out_words, more_line, replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -39,6 +39,9 @@ pub struct ConfirmDialog {
     pub job: usize,
     /// Partition indices chosen before the state filter.
     pub candidates: Vec<usize>,
+    /// How many were selected, those left out (future, running) included,
+    /// and the words on those left out.
+    selected: (usize, Option<String>),
     /// Only partitions in these states (empty: all).
     pub only: Vec<LoadState>,
     /// Merge jobs: also run every window after the chosen ones through the
@@ -101,15 +104,14 @@ impl ConfirmDialog {
         if let Some(why) = job.unread() {
             return Err(why);
         }
-        let runnable: Vec<usize> = candidates
-            .into_iter()
-            .filter(|i| {
+        let selected = candidates.len();
+        let (runnable, left_out): (Vec<usize>, Vec<usize>) =
+            candidates.into_iter().partition(|i| {
                 !matches!(
                     job.state_at(*i),
                     None | Some(LoadState::Future) | Some(LoadState::Running)
                 )
-            })
-            .collect();
+            });
         if runnable.is_empty() {
             return Err("nothing to run: the selection is in the future or already running".into());
         }
@@ -121,6 +123,7 @@ impl ConfirmDialog {
         let mut dialog = ConfirmDialog {
             job: index,
             candidates: runnable,
+            selected: (selected, left_out_words(job, &left_out)),
             only,
             through_latest: args.through_latest,
             reason: Input::new(args.reason.clone().unwrap_or_default()),
@@ -452,30 +455,35 @@ impl ConfirmDialog {
         const ONLY: u8 = 1;
         let mut optional: Vec<(usize, u8)> = Vec::new();
         let mut lines = Vec::new();
+        let (selected, left_out) = &self.selected;
+        let left_out = left_out
+            .as_deref()
+            .map(|w| format!("; {w}"))
+            .unwrap_or_default();
         let range = match (chosen.first(), chosen.last()) {
             (Some(a), Some(z)) if chosen.len() > filtered => format!(
-                "{} .. {}  ({}: {} of {} selected + {} later windows)",
+                "{} .. {}  ({}: {} of {} selected + {} later windows{left_out})",
                 name(a),
                 name(z),
                 n_partitions(chosen.len() as i64),
                 thousands(filtered as i64),
-                thousands(self.candidates.len() as i64),
+                thousands(*selected as i64),
                 thousands((chosen.len() - filtered) as i64)
             ),
             (Some(a), Some(z)) => format!(
-                "{} .. {}  ({} of {})",
+                "{} .. {}  ({} of {}{left_out})",
                 name(a),
                 name(z),
                 thousands(chosen.len() as i64),
                 count(
-                    self.candidates.len() as i64,
+                    *selected as i64,
                     "selected partition",
                     "selected partitions"
                 )
             ),
             _ => format!(
-                "nothing matches the filter ({} selected)",
-                thousands(self.candidates.len() as i64)
+                "nothing matches the filter ({} selected{left_out})",
+                thousands(*selected as i64)
             ),
         };
         lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));

@@ -236,3 +236,21 @@ fn a_dialog_too_tall_says_what_it_leaves_out() {
     assert!(!large.contains("more line"), "{large}");
     assert!(large.contains("same as"), "{large}");
 }
+
+/// Selected partitions the run leaves out (running, in the future)
+/// are counted in the selection and said, not silently dropped.
+#[test]
+fn the_range_line_says_what_the_selection_leaves_out() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗▶ ");
+    let c = open(&job, vec![7, 8, 9]);
+    assert_eq!(c.partitions(), &[7]);
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    // The line wraps at this width.
+    assert!(
+        shown.contains("(1 of 3 selected partitions; 1 running, 1 future, not ┃")
+            && shown.contains("┃run)"),
+        "{shown}"
+    );
+}

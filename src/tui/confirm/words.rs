@@ -5,8 +5,27 @@ use ratatui::text::{Line, Span};
 
 use crate::config::Strategy;
 use crate::numbers::{n_rows, thousands};
+use crate::state::LoadState;
 use crate::tui::job::JobView;
 use crate::tui::theme::Theme;
+
+/// The selected partitions the run leaves out, by why: "1 future, not
+/// run", "2 running, 1 future, not run".
+pub fn left_out_words(job: &JobView, left_out: &[usize]) -> Option<String> {
+    let running = left_out
+        .iter()
+        .filter(|i| job.state_at(**i) == Some(LoadState::Running))
+        .count();
+    let future = left_out.len() - running;
+    let mut words = Vec::new();
+    if running > 0 {
+        words.push(format!("{} running", thousands(running as i64)));
+    }
+    if future > 0 {
+        words.push(format!("{} future", thousands(future as i64)));
+    }
+    (!words.is_empty()).then(|| format!("{}, not run", words.join(", ")))
+}
 
 /// What the run replaces, in rows.
 pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
