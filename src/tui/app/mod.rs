@@ -602,7 +602,7 @@ impl App {
     }
 
     /// Shows an engine event in its run and in its job; a finished run
-    /// refreshes the job from the warehouse.
+    /// refreshes the job, and the jobs downstream of it, from the warehouse.
     fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
         let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
             return Vec::new();
@@ -617,8 +617,22 @@ impl App {
         }
         j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
         self.shared.message = r.ending();
-        let name = r.job.clone();
-        self.refresh_job(&name)
+        // What the run loaded may have made the jobs reading it stale.
+        let mut jobs = vec![r.job.clone()];
+        jobs.extend(self.shared.lineage.downstream_closure(&r.job));
+        let names: Vec<String> = jobs
+            .iter()
+            .flat_map(|name| self.refresh_job(name))
+            .flat_map(|e| match e {
+                Effect::Refresh(names) => names,
+                _ => Vec::new(),
+            })
+            .collect();
+        if names.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::Refresh(names)]
+        }
     }
 
     /// A confirm dialog shows the states as they are now.
