@@ -146,8 +146,8 @@ pub static BINDINGS: &[Binding] = &[
         [k('h'), code(KeyCode::Left)],
         "h ←",
         Left,
-        "previous partition",
-        None
+        "previous partition (calendar); previous run (runs pane)",
+        Some("prev run")
     ),
     bind!(
         Main,
@@ -155,7 +155,7 @@ pub static BINDINGS: &[Binding] = &[
         "j ↓",
         Down,
         "next week / day / year (calendar); next job or run row",
-        None
+        Some("next job")
     ),
     bind!(
         Main,
@@ -163,15 +163,15 @@ pub static BINDINGS: &[Binding] = &[
         "k ↑",
         Up,
         "previous week / day / year (calendar); previous job or run row",
-        None
+        Some("prev job")
     ),
     bind!(
         Main,
         [k('l'), code(KeyCode::Right)],
         "l →",
         Right,
-        "next partition",
-        None
+        "next partition (calendar); next run (runs pane); to the calendar (jobs pane)",
+        Some("next run")
     ),
     bind!(
         Main,
@@ -179,7 +179,7 @@ pub static BINDINGS: &[Binding] = &[
         "[ PgUp",
         PrevMonth,
         "previous month (year for monthly jobs); runs pane: scroll the log back",
-        None
+        Some("log back")
     ),
     bind!(
         Main,
@@ -187,7 +187,7 @@ pub static BINDINGS: &[Binding] = &[
         "] PgDn",
         NextMonth,
         "next month (year for monthly jobs); runs pane: scroll the log on",
-        None
+        Some("log on")
     ),
     bind!(
         Main,
@@ -469,7 +469,7 @@ pub static BINDINGS: &[Binding] = &[
         "x",
         ThroughLatest,
         "merge jobs: extend the run through the latest loaded window (again: undo)",
-        None
+        Some("through latest")
     ),
     bind!(
         Confirm,
@@ -484,8 +484,8 @@ pub static BINDINGS: &[Binding] = &[
         [k('S')],
         "S",
         AllowShrink,
-        "allow the run to shrink partitions past the shrink guard (again: off)",
-        None
+        "replace jobs: allow the run to shrink partitions past the shrink guard (again: off)",
+        Some("shrink")
     ),
     bind!(
         Question,

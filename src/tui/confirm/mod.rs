@@ -18,7 +18,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{left_out_words, more_line, replaces, strategy_words};
+use words::{hints, left_out_words, more_line, replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -413,6 +413,11 @@ impl ConfirmDialog {
                 self.args.cascade = !self.args.cascade;
                 ConfirmStep::Stay
             }
+            Some(Action::AllowShrink) if !self.offers(Action::AllowShrink, job) => {
+                ConfirmStep::Say(Some(
+                    "merge jobs delete no rows: the shrink guard does not apply".into(),
+                ))
+            }
             Some(Action::AllowShrink) => {
                 self.args.allow_shrink = !self.args.allow_shrink;
                 ConfirmStep::Stay
@@ -615,7 +620,11 @@ impl ConfirmDialog {
         }
         lines.push(Line::from(""));
         optional.push((lines.len() - 1, SPACING));
-        lines.push(self.hints(t));
+        let offered = [Action::AllowShrink, Action::ThroughLatest]
+            .into_iter()
+            .filter(|a| self.offers(*a, job))
+            .collect::<Vec<_>>();
+        lines.push(hints(t, &offered));
         let width = area.width.saturating_sub(2).min(92);
         let inner_w = width.saturating_sub(2).max(1);
         // As the paragraph wraps them, borders included.
@@ -699,41 +708,14 @@ impl ConfirmDialog {
         Line::from(filter)
     }
 
-    fn hints(&self, t: &Theme) -> Line<'static> {
-        let key = |action| keymap::key(Scope::Confirm, action);
-        let filters = [
-            Action::OnlyAll,
-            Action::OnlyFailed,
-            Action::OnlyMissing,
-            Action::OnlyStale,
-        ]
-        .map(key)
-        .join(" ");
-        let mut hints = vec![
-            (key(Action::Confirm).to_string(), " run  "),
-            (key(Action::Close).to_string(), " back  "),
-            (filters, " filter  "),
-            (key(Action::EditReason).to_string(), " reason  "),
-            (key(Action::Cascade).to_string(), " cascade  "),
-            (key(Action::AllowShrink).to_string(), " shrink"),
-        ];
-        if self.plan.risk.is_some() {
-            hints.push((
-                format!("  {}", key(Action::ThroughLatest)),
-                " through latest",
-            ));
+    /// Whether the dialog's `action` (shrink, through latest) applies to
+    /// this run: the footer and the hints offer only those that do.
+    pub fn offers(&self, action: Action, job: &JobView) -> bool {
+        match action {
+            Action::AllowShrink => job.job.strategy == Strategy::ReplacePartition,
+            Action::ThroughLatest => self.plan.risk.is_some() || self.through_latest,
+            _ => true,
         }
-        Line::from(
-            hints
-                .into_iter()
-                .flat_map(|(k, what)| {
-                    [
-                        Span::styled(k, t.style("highlight")),
-                        Span::styled(what, t.style("muted")),
-                    ]
-                })
-                .collect::<Vec<_>>(),
-        )
     }
 }
 

@@ -254,3 +254,28 @@ fn the_range_line_says_what_the_selection_leaves_out() {
         "{shown}"
     );
 }
+
+/// The shrink guard applies to replace jobs only: a merge job's dialog
+/// neither offers S nor adds --allow-shrink.
+#[test]
+fn a_merge_job_is_not_offered_the_shrink_override() {
+    let job = job_view("dim_customers", true, "■~~■■·■■··");
+    let mut c = open(&job, vec![1, 2]);
+    let step = c.key(&key('S'), &job, &Defaults::default(), now());
+    assert!(
+        matches!(step, ConfirmStep::Say(Some(ref w)) if w.contains("merge jobs delete no rows"))
+    );
+    assert!(!c.command().contains("--allow-shrink"), "{}", c.command());
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!shown.contains("shrink"), "{shown}");
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, vec![2]);
+    c.key(&key('S'), &job, &Defaults::default(), now());
+    assert!(c.command().contains("--allow-shrink"), "{}", c.command());
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(shown.contains("S shrink"), "{shown}");
+}

@@ -7,6 +7,8 @@ use crate::config::Strategy;
 use crate::numbers::{n_rows, thousands};
 use crate::state::LoadState;
 use crate::tui::job::JobView;
+use crate::tui::keymap;
+use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
 
 /// The selected partitions the run leaves out, by why: "1 future, not
@@ -114,4 +116,44 @@ mod tests {
             "no rows are deleted; of the 1,000 rows these 10 windows merged at their last loads, those whose values differ are updated"
         );
     }
+}
+
+/// The dialog's keys, with those of the `offered` actions (shrink,
+/// through latest) that apply to this run.
+pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
+    let key = |action| keymap::key(Scope::Confirm, action);
+    let filters = [
+        Action::OnlyAll,
+        Action::OnlyFailed,
+        Action::OnlyMissing,
+        Action::OnlyStale,
+    ]
+    .map(key)
+    .join(" ");
+    let mut hints = vec![
+        (key(Action::Confirm).to_string(), " run  "),
+        (key(Action::Close).to_string(), " back  "),
+        (filters, " filter  "),
+        (key(Action::EditReason).to_string(), " reason  "),
+        (key(Action::Cascade).to_string(), " cascade"),
+    ];
+    for (action, what) in [
+        (Action::AllowShrink, " shrink"),
+        (Action::ThroughLatest, " through latest"),
+    ] {
+        if offered.contains(&action) {
+            hints.push((format!("  {}", key(action)), what));
+        }
+    }
+    Line::from(
+        hints
+            .into_iter()
+            .flat_map(|(k, what)| {
+                [
+                    Span::styled(k, t.style("highlight")),
+                    Span::styled(what, t.style("muted")),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    )
 }
