@@ -298,7 +298,7 @@ impl App {
             }
             Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
             Action::Refresh => {
-                self.shared.message = Some((false, "refreshing…".into()));
+                self.shared.message = Some((false, super::REFRESHING.into()));
                 return self.refresh_all(false);
             }
             Action::Help => self.shared.modal = Modal::Help { scroll: 0 },

@@ -38,7 +38,7 @@ use super::layout::{calendar_capacity, screen};
 use super::reconcile::Reconciler;
 use super::runs;
 use super::theme::Theme;
-use super::widgets::inner;
+use super::widgets::{first_line, inner};
 use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
@@ -119,6 +119,9 @@ pub struct Shared {
     /// and cascades.
     pub lineage: Lineage,
 }
+
+/// The note R leaves while its reads are out.
+pub(super) const REFRESHING: &str = "refreshing…";
 
 /// The console: its state, and `update`, the one place that changes it.
 pub struct App {
@@ -584,6 +587,14 @@ impl App {
         }
         if std::mem::take(&mut j.refresh_again) {
             return self.refresh_job(name);
+        }
+        // R's "refreshing…" ends with the reads it started: said done, or
+        // why one failed.
+        let refreshing = matches!(&self.shared.message, Some((false, m)) if m == REFRESHING);
+        if refreshing && !self.shared.jobs.iter().any(|j| j.loading) {
+            let failed = self.shared.jobs.iter().find_map(|j| j.error.as_ref());
+            self.shared.message =
+                failed.map(|e| (true, format!("refresh failed: {}", first_line(e))));
         }
         Vec::new()
     }

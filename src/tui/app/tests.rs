@@ -175,3 +175,31 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
     }))));
     assert!(a.config_error.is_none());
 }
+
+/// R says "refreshing…" while its reads are out, and no longer once they
+/// are back: a failed one says why instead.
+#[test]
+fn refreshing_ends_when_the_reads_do() {
+    let mut a = app();
+    let effects = a.update(Msg::Key(key('R')));
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::Refresh(_))),
+        "{effects:?}"
+    );
+    assert_eq!(a.message, Some((false, "refreshing…".into())));
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Err("connection refused".into()),
+    });
+    assert_eq!(
+        a.message,
+        Some((true, "refresh failed: connection refused".into()))
+    );
+    a.update(Msg::Key(key('R')));
+    let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(statuses)),
+    });
+    assert_eq!(a.message, None);
+}
