@@ -359,15 +359,22 @@ impl RunView {
         ))
     }
 
+    /// The run's outcome as a glyph and a theme style: in flight, failed,
+    /// cancelled, succeeded.
+    fn outcome(&self) -> (char, &'static str) {
+        match &self.finished {
+            Some(f) if f.cancelled => ('⊘', "warning"),
+            Some(f) if f.failed > 0 => ('✗', "error"),
+            Some(_) => ('✓', "ok"),
+            None if self.error.is_some() => ('✗', "error"),
+            None if self.count(RunPartState::Failed) > 0 => ('▶', "error"),
+            None => ('▶', "gauge"),
+        }
+    }
+
     /// The label in the run pane's list of runs.
     fn label(&self) -> String {
-        let glyph = match &self.finished {
-            Some(f) if f.cancelled => '⊘',
-            Some(f) if f.failed > 0 => '✗',
-            Some(_) => '✓',
-            None if self.error.is_some() => '✗',
-            None => '▶',
-        };
+        let (glyph, _) = self.outcome();
         // In flight: how far it got; ended: how much of it succeeded, as
         // its summary says.
         let count = match &self.finished {
@@ -516,11 +523,14 @@ pub fn render(
     if area.height < 2 {
         return;
     }
+    // Failures show in the error style and in words with a glyph, never
+    // by the bar's colour alone: 12 of 12 failed is no full green bar.
     let total = run.partitions.len().max(1);
+    let (glyph, style) = run.outcome();
     let gauge = Gauge::default()
-        .gauge_style(t.style("gauge"))
+        .gauge_style(t.style(style))
         .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
-        .label(run.summary(now));
+        .label(format!("{glyph} {}", run.summary(now)));
     frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
     if area.height < 3 {
         return;

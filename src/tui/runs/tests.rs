@@ -155,3 +155,42 @@ fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
     direction(&mut runs, &mut selected, Action::Last);
     assert_eq!(runs[0].log_back, 0);
 }
+
+/// A run whose every partition failed does not look like one whose every
+/// partition succeeded: the gauge takes the error style and its label a ✗.
+#[test]
+fn the_gauge_shows_the_outcome_not_only_the_progress() {
+    let t = Theme::default_theme();
+    let area = Rect::new(0, 0, 110, 12);
+    let finish = |failed: usize| {
+        let mut r = run();
+        r.apply(&Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 2 - failed,
+            failed,
+            not_started: 0,
+            rolled_back: 0,
+            cancelled: false,
+            duration_ms: 30,
+        });
+        r
+    };
+    let gauge_cell = |runs: &[RunView]| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(110, 12)).unwrap();
+        term.draw(|f| render(f, area, &t, runs, 0, true, now()))
+            .unwrap();
+        let buf = term.backend().buffer().clone();
+        let line: String = (0..110).map(|x| buf[(x, 2)].symbol().to_string()).collect();
+        (line, buf[(1, 2)].style())
+    };
+    let (ok_line, ok_style) = gauge_cell(&[finish(0)]);
+    let (failed_line, failed_style) = gauge_cell(&[finish(2)]);
+    assert!(ok_line.contains("✓ finished: 2/2 succeeded"), "{ok_line}");
+    assert!(
+        failed_line.contains("✗ finished: 0/2 succeeded · 2 failed"),
+        "{failed_line}"
+    );
+    assert_ne!(ok_style, failed_style);
+    assert_eq!(failed_style.fg, t.style("error").fg);
+}
