@@ -451,6 +451,25 @@ pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
     }
 }
 
+/// The first run whose tab is drawn in a strip `width` wide: the first of
+/// all, or as far on as shows the selected run's tab whole (after a `‹`
+/// that says runs are scrolled out to the left).
+fn first_tab(runs: &[RunView], selected: usize, width: u16) -> usize {
+    let widths: Vec<usize> = runs.iter().map(|r| r.label().chars().count()).collect();
+    let through = selected.min(widths.len().saturating_sub(1));
+    let mut first = 0;
+    let mut used: usize = widths.iter().take(through + 1).sum();
+    while first < through && used > width as usize {
+        used -= widths[first];
+        first += 1;
+        // The ‹ takes a column once a tab is scrolled out.
+        if first == 1 {
+            used += 1;
+        }
+    }
+    first
+}
+
 /// What a position in the run pane (`area`, its border included) points at.
 pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Option<Hit> {
     let pos = Position::new(x, y);
@@ -459,8 +478,9 @@ pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Opt
         return None;
     }
     if y == body.y {
-        let mut left = body.x;
-        for (k, run) in runs.iter().enumerate() {
+        let first = first_tab(runs, selected, body.width);
+        let mut left = body.x + u16::from(first > 0);
+        for (k, run) in runs.iter().enumerate().skip(first) {
             let w = run.label().chars().count() as u16;
             if x >= left && x < left + w {
                 return Some(Hit::Run(k));
@@ -501,18 +521,19 @@ pub fn render(
     if area.height == 0 {
         return;
     }
-    let spans: Vec<Span> = runs
-        .iter()
-        .enumerate()
-        .map(|(k, run)| {
-            let style = if k == selected {
-                t.style("highlight").add_modifier(Modifier::REVERSED)
-            } else {
-                t.style("text")
-            };
-            Span::styled(run.label(), style)
-        })
-        .collect();
+    let first = first_tab(runs, selected, area.width);
+    let mut spans: Vec<Span> = Vec::new();
+    if first > 0 {
+        spans.push(Span::styled("‹", t.style("muted")));
+    }
+    spans.extend(runs.iter().enumerate().skip(first).map(|(k, run)| {
+        let style = if k == selected {
+            t.style("highlight").add_modifier(Modifier::REVERSED)
+        } else {
+            t.style("text")
+        };
+        Span::styled(run.label(), style)
+    }));
     frame.render_widget(
         Paragraph::new(Line::from(spans)),
         Rect::new(area.x, area.y, area.width, 1),

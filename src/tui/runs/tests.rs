@@ -194,3 +194,28 @@ fn the_gauge_shows_the_outcome_not_only_the_progress() {
     assert_ne!(ok_style, failed_style);
     assert_eq!(failed_style.fg, t.style("error").fg);
 }
+
+/// With more runs than the strip holds, it scrolls to show the selected
+/// run's tab whole, marks the runs out to the left, and clicks hit the tabs
+/// as drawn.
+#[test]
+fn the_run_strip_scrolls_to_the_selected_run() {
+    let mut runs: Vec<RunView> = (1..=7).map(|_| run()).collect();
+    for (k, r) in runs.iter_mut().enumerate() {
+        r.id = k + 1;
+    }
+    let area = Rect::new(0, 0, 120, 12);
+    let t = Theme::default_theme();
+    let screen = draw(120, 12, |f| render(f, area, &t, &runs, 6, true, now()));
+    let strip = screen.lines().nth(1).unwrap_or("");
+    assert!(strip.contains("▶ #7 fct_orders 0/2"), "{screen}");
+    assert!(strip.starts_with("┃‹ ▶ #"), "{screen}");
+    assert!(!strip.contains("#1 "), "{screen}");
+    let x7 = strip.chars().position(|c| c == '7').unwrap_or(0) as u16;
+    assert_eq!(hit(&runs, 6, area, x7, 1), Some(Hit::Run(6)));
+    let screen = draw(120, 12, |f| render(f, area, &t, &runs, 0, true, now()));
+    assert!(
+        screen.lines().nth(1).unwrap_or("").starts_with("┃ ▶ #1"),
+        "{screen}"
+    );
+}
