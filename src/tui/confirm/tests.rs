@@ -279,3 +279,26 @@ fn a_merge_job_is_not_offered_the_shrink_override() {
     });
     assert!(shown.contains("S shrink"), "{shown}");
 }
+
+/// A missing partition has nothing to delete: the dialog says it is loaded
+/// for the first time, not "0 rows … will be deleted and loaded again".
+#[test]
+fn a_missing_partition_is_loaded_for_the_first_time() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let screen = |c: &ConfirmDialog| {
+        draw(100, 30, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        })
+    };
+    let shown = screen(&open(&job, vec![4]));
+    assert!(
+        shown.contains("nothing yet in t: 1 partition never loaded, loaded for the first time"),
+        "{shown}"
+    );
+    assert!(!shown.contains("deleted"), "{shown}");
+    let shown = screen(&open(&job, vec![3, 4]));
+    assert!(
+        shown.contains("will be deleted and loaded again (and 1 missing)"),
+        "{shown}"
+    );
+}

@@ -37,11 +37,26 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 .iter()
                 .filter_map(|i| job.status_at(*i).and_then(|s| s.rows_now))
                 .sum();
-            format!(
+            let missing = chosen
+                .iter()
+                .filter(|i| job.state_at(**i) == Some(LoadState::Missing))
+                .count();
+            if missing == chosen.len() && rows_now == 0 {
+                return format!(
+                    "nothing yet in {}: {} never loaded, loaded for the first time",
+                    job.job.target,
+                    crate::numbers::n_partitions(missing as i64)
+                );
+            }
+            let mut words = format!(
                 "{} now in {} will be deleted and loaded again",
                 n_rows(rows_now),
                 job.job.target
-            )
+            );
+            if missing > 0 {
+                words.push_str(&format!(" (and {missing} missing)"));
+            }
+            words
         }
         Strategy::MergeKey => {
             let merged: i64 = chosen
@@ -92,32 +107,6 @@ pub(super) fn more_line(hidden: usize, t: &Theme) -> Line<'static> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tui::fixture::job_view;
-
-    #[test]
-    fn what_a_run_replaces_is_counted_as_people_read_numbers() {
-        let all: Vec<usize> = (0..10).collect();
-        let replace = job_view("fct", false, "■■■■■■■■■■");
-        assert_eq!(
-            replaces(&replace, &all),
-            "1,000 rows now in t will be deleted and loaded again"
-        );
-        let missing = job_view("fct", false, "··········");
-        assert_eq!(
-            replaces(&missing, &[0]),
-            "0 rows now in t will be deleted and loaded again"
-        );
-        let merge = job_view("fct", true, "■■■■■■■■■■");
-        assert_eq!(
-            replaces(&merge, &all),
-            "no rows are deleted; of the 1,000 rows these 10 windows merged at their last loads, those whose values differ are updated"
-        );
-    }
-}
-
 /// The dialog's keys, with those of the `offered` actions (shrink,
 /// through latest) that apply to this run.
 pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
@@ -156,4 +145,30 @@ pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
             })
             .collect::<Vec<_>>(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::job_view;
+
+    #[test]
+    fn what_a_run_replaces_is_counted_as_people_read_numbers() {
+        let all: Vec<usize> = (0..10).collect();
+        let replace = job_view("fct", false, "■■■■■■■■■■");
+        assert_eq!(
+            replaces(&replace, &all),
+            "1,000 rows now in t will be deleted and loaded again"
+        );
+        let missing = job_view("fct", false, "··········");
+        assert_eq!(
+            replaces(&missing, &[0]),
+            "nothing yet in t: 1 partition never loaded, loaded for the first time"
+        );
+        let merge = job_view("fct", true, "■■■■■■■■■■");
+        assert_eq!(
+            replaces(&merge, &all),
+            "no rows are deleted; of the 1,000 rows these 10 windows merged at their last loads, those whose values differ are updated"
+        );
+    }
 }
