@@ -655,10 +655,25 @@ impl App {
                         }
                     }
                     None => {
-                        self.shared.message = Some((
-                            true,
-                            format!(":goto needs a partition like {}", grain.name_format()),
-                        ))
+                        // Shaped like a date (digits where the format has
+                        // them) yet not one: 2026-02-30.
+                        let shaped = |format: &str| {
+                            format.len() == word.len()
+                                && format.chars().zip(word.chars()).all(|(f, w)| {
+                                    f.is_ascii_uppercase() && f != 'T' && w.is_ascii_digit()
+                                        || f == w
+                                })
+                        };
+                        let why = if grain
+                            .name_format()
+                            .split(" (or ")
+                            .any(|f| shaped(f.trim_end_matches(')')))
+                        {
+                            format!("{word}: no such date")
+                        } else {
+                            format!(":goto needs a partition like {}", grain.name_format())
+                        };
+                        self.shared.message = Some((true, why))
                     }
                 }
             }

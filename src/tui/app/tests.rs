@@ -203,3 +203,17 @@ fn refreshing_ends_when_the_reads_do() {
     });
     assert_eq!(a.message, None);
 }
+
+/// `:goto` on a date shaped right that does not exist says so, rather than
+/// asking for the format it was typed in.
+#[test]
+fn goto_a_date_that_does_not_exist_says_so() {
+    let mut a = app();
+    type_line(&mut a, "goto 2026-02-30");
+    assert_eq!(a.message, Some((true, "2026-02-30: no such date".into())));
+    type_line(&mut a, "goto June");
+    assert_eq!(
+        a.message,
+        Some((true, ":goto needs a partition like YYYY-MM-DD".into()))
+    );
+}
