@@ -151,6 +151,13 @@ impl JobsPane {
     /// name begins with it, or else contains it. Two or more such are named
     /// back, not one of them picked.
     pub fn find(&self, name: &str) -> Result<usize, String> {
+        if name.is_empty() {
+            let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
+            return Err(format!(
+                ":job needs a job's name; jobs: {}",
+                names.join(", ")
+            ));
+        }
         let matching = |f: &dyn Fn(&str) -> bool| -> Vec<usize> {
             (0..self.jobs.len())
                 .filter(|i| f(&self.jobs[*i].job.name))
@@ -485,7 +492,10 @@ mod tests {
                 .unwrap_err()
                 .contains("jobs: fct_orders, dim_customers")
         );
-        assert!(pane.find("").is_err());
+        assert_eq!(
+            pane.find(""),
+            Err(":job needs a job's name; jobs: fct_orders, dim_customers, fct_pages".into())
+        );
     }
 
     #[test]
