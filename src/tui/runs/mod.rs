@@ -15,7 +15,7 @@ use super::keys::{Action, Scope};
 use super::layout::{Hit, run_split};
 use super::run_logs::RunLogs;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, inner, put, thousands};
+use super::widgets::{abbreviate, block, duration_text, first_line, inner, put, thousands};
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
@@ -626,7 +626,16 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        put(buf, table, x, y, &rows_text, t.style("text"));
+        // Cut text ends in "…", so that it reads as cut.
+        let room = table.right().saturating_sub(x) as usize;
+        put(
+            buf,
+            table,
+            x,
+            y,
+            &abbreviate(&rows_text, room),
+            t.style("text"),
+        );
     }
 }
 

@@ -219,3 +219,30 @@ fn the_run_strip_scrolls_to_the_selected_run() {
         "{screen}"
     );
 }
+
+/// A row's error longer than the table ends in "…".
+#[test]
+fn a_cut_row_ends_in_an_ellipsis() {
+    let mut r = run();
+    r.apply(&Event::PartitionFailed {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition: "2026-06-03".into(),
+        attempt: 2,
+        error: format!(
+            "duplicate key value violates unique constraint {}",
+            "x".repeat(80)
+        ),
+        will_retry: false,
+        duration_ms: 10,
+    });
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = draw(110, 12, |f| {
+        render(f, area, &Theme::default_theme(), &[r], 0, true, now())
+    });
+    let row = screen
+        .lines()
+        .find(|l| l.contains("2026-06-03    failed"))
+        .unwrap_or("");
+    assert!(row.contains("duplicate key value v… ┌ log"), "{screen}");
+}
