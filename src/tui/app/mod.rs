@@ -82,6 +82,8 @@ pub struct Start {
     pub note: Option<String>,
     /// The theme files `:theme NAME` may load.
     pub theme_files: Vec<(String, PathBuf)>,
+    /// NO_COLOR is set: the terminal shows no colour, so mono stays.
+    pub no_color: bool,
 }
 
 /// The state that spans panes and what the panes own. Anyone may read it
@@ -128,6 +130,7 @@ pub struct App {
     shared: Shared,
     config: Config,
     theme_files: Vec<(String, PathBuf)>,
+    no_color: bool,
     /// Something changed since the last draw.
     dirty: bool,
     last_refresh: Option<NaiveDateTime>,
@@ -154,6 +157,7 @@ impl App {
                 mouse: true,
                 note: None,
                 theme_files: Vec::new(),
+                no_color: false,
             },
             now,
         )
@@ -194,6 +198,7 @@ impl App {
             },
             config,
             theme_files: start.theme_files,
+            no_color: start.no_color,
             dirty: true,
             last_refresh: None,
             last_connect: None,
@@ -445,6 +450,13 @@ impl App {
 
     /// `:theme NAME`: a built-in one at once, a file in the background.
     fn theme_command(&mut self, name: &str) -> Vec<Effect> {
+        if self.no_color && name != "mono" {
+            self.shared.message = Some((
+                true,
+                format!("NO_COLOR is set: the mono theme stays, not {name}"),
+            ));
+            return Vec::new();
+        }
         if let Some(theme) = Theme::builtin(name) {
             self.set_theme(theme);
             return Vec::new();

@@ -8,6 +8,7 @@ fn app() -> App {
         mouse: true,
         note: None,
         theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+        no_color: false,
     };
     let mut app = App::start_with(config, start, now());
     app.start();
@@ -216,4 +217,31 @@ fn goto_a_date_that_does_not_exist_says_so() {
         a.message,
         Some((true, ":goto needs a partition like YYYY-MM-DD".into()))
     );
+}
+
+/// Under NO_COLOR `:theme light` would hide the selection as a start with
+/// it would: mono stays, and the status bar says why.
+#[test]
+fn no_color_keeps_mono_on_theme_commands() {
+    let config = fixture::config("fct_orders", false);
+    let start = Start {
+        theme: Theme::builtin("mono").unwrap(),
+        mouse: true,
+        note: None,
+        theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+        no_color: true,
+    };
+    let mut a = App::start_with(config, start, now());
+    for name in ["light", "mine"] {
+        let effects = type_line(&mut a, &format!("theme {name}"));
+        assert!(effects.is_empty(), "{effects:?}");
+        assert_eq!(a.theme.name, "mono");
+        assert_eq!(
+            a.message,
+            Some((
+                true,
+                format!("NO_COLOR is set: the mono theme stays, not {name}")
+            ))
+        );
+    }
 }
