@@ -360,6 +360,55 @@ fn snapshot_run_in_progress() {
 
 // ---- update logic ----------------------------------------------------------
 
+fn footer(app: &App) -> String {
+    text(app).lines().last().unwrap_or("").to_string()
+}
+
+/// The footer shows the keys of the focused pane (h l switch runs and [ ]
+/// scroll the log only in the runs pane; j k step jobs in the jobs pane)
+/// and the dialog's keys that apply to its job (S shrink for a replace
+/// job, not for a merge job).
+#[test]
+fn the_footer_follows_the_focused_pane_and_the_dialog() {
+    let (mut a, _, _) = run_in_progress(140, 40);
+    assert_eq!(a.focus, Focus::Calendar);
+    let calendar = footer(&a);
+    assert!(
+        !calendar.contains("prev run") && !calendar.contains("next job"),
+        "{calendar}"
+    );
+    keys(&mut a, "\t");
+    assert_eq!(a.focus, Focus::Runs);
+    let runs = footer(&a);
+    assert!(
+        runs.contains("h prev run  l next run  [ log back  ] log on"),
+        "{runs}"
+    );
+    keys(&mut a, "\t");
+    assert_eq!(a.focus, Focus::Jobs);
+    assert!(
+        footer(&a).contains("j next job  k prev job"),
+        "{}",
+        footer(&a)
+    );
+    let mut a = app(140, 40);
+    keys(&mut a, "r");
+    let replace = footer(&a);
+    assert!(replace.contains("S shrink"), "{replace}");
+    assert!(!replace.contains("through latest"), "{replace}");
+    keys(&mut a, "\u{1b}");
+    select_job(&mut a, "dim_customers");
+    keys(&mut a, "r");
+    let merge = footer(&a);
+    assert!(
+        merge.contains("Enter run") && !merge.contains("shrink"),
+        "{merge}"
+    );
+    // Help says what h and l do in the runs pane.
+    keys(&mut a, "\u{1b}?");
+    assert!(text(&a).contains("previous run (runs pane)"));
+}
+
 #[test]
 fn range_selection_extends_with_movement_and_clears() {
     let mut a = app(100, 30);
@@ -530,8 +579,10 @@ fn live_events_turn_cells_running_then_loaded() {
             duration_ms: 3000,
         },
     });
+    // The job, and the jobs that read it (their states may have gone stale).
     assert!(
-        matches!(effects.as_slice(), [Effect::Refresh(n)] if n == &vec!["fct_orders".to_string()])
+        matches!(effects.as_slice(), [Effect::Refresh(n)] if n == &["fct_orders", "agg_revenue_monthly"]),
+        "{effects:?}"
     );
     assert_eq!(a.active_runs(), 0);
     assert!(a.job().unwrap().in_flight.is_empty());

@@ -522,6 +522,23 @@ fn no_color_draws_in_mono() {
     assert!(text.contains("\x1b[7m"), "reversed cursor and title");
 }
 
+/// NO_COLOR with a colour theme asked for: the terminal would drop the
+/// colours that mark the cursor, so mono is used, and the status bar says so.
+#[test]
+fn no_color_uses_mono_over_a_colour_theme() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = console_on_a_demo(&dir, &[("NO_COLOR", "1"), ("IDEM_THEME", "light")]);
+    c.wait_for(&[
+        "fct_orders",
+        "NO_COLOR is set: using the mono theme, not light",
+    ]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let raw = c.raw.lock().unwrap().clone();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("\x1b[7m"), "reversed cursor and title");
+}
+
 /// Under a locale that is not UTF-8 (tmux started under `LC_ALL=C` draws
 /// every other glyph as `_`) the console draws ASCII, each state with a
 /// glyph of its own.

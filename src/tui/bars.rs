@@ -6,7 +6,8 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 
-use super::keymap::footer;
+use super::keymap::footer_where;
+use super::keys::Action;
 use super::keys::Scope;
 use super::theme::Theme;
 use super::widgets::{abbreviate, put};
@@ -54,13 +55,15 @@ pub fn render_title(frame: &mut Frame, r: Rect, t: &Theme, title: &Title) {
     put(buf, r, r.right().saturating_sub(rw), r.y, &right, style);
 }
 
-/// The footer: the status note if there is one, else the scope's keys.
+/// The footer: the status note if there is one, else the scope's keys of
+/// the actions `shown` keeps (the focused pane's, the dialog's offers).
 pub fn render_footer(
     frame: &mut Frame,
     r: Rect,
     t: &Theme,
     message: Option<&(bool, String)>,
     scope: Scope,
+    shown: &dyn Fn(Action) -> bool,
 ) {
     let buf = frame.buffer_mut();
     if let Some((error, text)) = message {
@@ -75,7 +78,7 @@ pub fn render_footer(
         return;
     }
     let mut x = r.x + 1;
-    for (key, word) in footer(scope) {
+    for (key, word) in footer_where(scope, shown) {
         if x + (key.chars().count() + word.len() + 3) as u16 > r.right() {
             break;
         }
@@ -103,6 +106,7 @@ mod tests {
                 &Theme::default_theme(),
                 Some(&note),
                 Scope::Main,
+                &|_| true,
             )
         });
         assert_eq!(shown, " 2 partitions would shrink past the shr…");
@@ -114,6 +118,7 @@ mod tests {
                 &Theme::default_theme(),
                 Some(&short),
                 Scope::Main,
+                &|_| true,
             )
         });
         assert_eq!(shown, " loaded");

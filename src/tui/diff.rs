@@ -43,8 +43,33 @@ impl DiffView {
         let success = job
             .status_at(job.cursor)
             .and_then(|s| s.last_success.clone());
+        let status = job.status_at(job.cursor);
+        let upstream = status.map_or(&[][..], |s| s.stale_upstream.as_slice());
         let success = match (job.state_at(job.cursor), success) {
-            (None, _) => return Err("states are still loading; try again in a moment".into()),
+            (None, _) => {
+                return Err(job
+                    .unread()
+                    .unwrap_or_else(|| format!("{name} has no state read yet")));
+            }
+            // Stale only because what it read upstream changed: its own
+            // definition is as it was, so a diff would show nothing.
+            (Some(LoadState::Stale), Some(success))
+                if !upstream.is_empty() && success.definition_hash == job.job.definition_hash() =>
+            {
+                let more = upstream.len().saturating_sub(3);
+                let mut names = upstream
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if more > 0 {
+                    names.push_str(&format!(" and {more} more"));
+                }
+                return Err(format!(
+                    "{name} is stale because upstream partitions it read changed since its load ({names}); its definition is unchanged"
+                ));
+            }
             (Some(LoadState::Stale), Some(_)) if !connected => {
                 return Err("not connected to the warehouse".into());
             }
@@ -224,6 +249,40 @@ mod tests {
             "{screen}"
         );
         assert!(screen.contains("-old"), "{screen}");
+    }
+
+    /// A job whose states were not read says why, not "still loading"; a
+    /// partition stale only through its upstream names those partitions
+    /// rather than opening a diff of two equal definitions.
+    #[test]
+    fn d_says_why_there_is_no_diff() {
+        let seen = job_view("dim_customers", true, "■~~■■·■■··");
+        let mut job = JobView::new(seen.job.clone(), fixture::now());
+        job.error = Some("no such table: dim_customers".into());
+        let refused = DiffView::open(&job, true, 1).unwrap_err();
+        assert!(
+            refused.contains("could not be read: no such table: dim_customers"),
+            "{refused}"
+        );
+        let mut job = job_view("dim_customers", true, "■~~■■·■■··");
+        let mut statuses = job.statuses.clone();
+        let current = job.job.definition_hash();
+        for st in &mut statuses[1..3] {
+            st.stale_upstream = vec![
+                "fct_orders 2026-06-02".into(),
+                "fct_orders 2026-06-03".into(),
+            ];
+            if let Some(s) = &mut st.last_success {
+                std::sync::Arc::make_mut(s).definition_hash = current.clone();
+            }
+        }
+        job.apply_statuses(statuses);
+        job.cursor = 1;
+        let refused = DiffView::open(&job, true, 1).unwrap_err();
+        assert_eq!(
+            refused,
+            "2026-06-02 is stale because upstream partitions it read changed since its load (fct_orders 2026-06-02, fct_orders 2026-06-03); its definition is unchanged"
+        );
     }
 
     #[test]

@@ -86,6 +86,8 @@ fn normalise(message: &str, keep_ids: bool) -> String {
                 out.push_str("<n>");
             } else if (digits || word.contains(['_', '.'])) && !keep_ids {
                 out.push_str("<id>");
+            } else if out.ends_with("<n> ") {
+                out.push_str(&counted(&word));
             } else {
                 out.push_str(&word);
             }
@@ -94,6 +96,31 @@ fn normalise(message: &str, keep_ids: bool) -> String {
         }
     }
     out
+}
+
+/// A word counted by a number, singular or plural alike: "1 row" and
+/// "2 rows" read "<n> row(s)".
+fn counted(word: &str) -> String {
+    if !word.chars().all(|c| c.is_ascii_lowercase()) {
+        return word.to_string();
+    }
+    let mut stem = word;
+    if let Some(s) = stem
+        .strip_suffix('s')
+        .filter(|s| !s.ends_with('s') || s.ends_with("sse"))
+    {
+        stem = s;
+        if let Some(e) = ["che", "she", "xe", "sse", "ze"]
+            .iter()
+            .find_map(|end| stem.ends_with(end).then(|| &stem[..stem.len() - 1]))
+        {
+            stem = e;
+        }
+    }
+    if stem.len() < 3 {
+        return word.to_string();
+    }
+    format!("{stem}(s)")
 }
 
 /// The failed partitions among `statuses` by error signature, most first.
@@ -229,8 +256,18 @@ mod tests {
         );
         assert_eq!(
             error_signature("job wrote 12 rows outside its partition 2026-06-04"),
-            "job wrote <n> rows outside its partition <n>"
+            "job wrote <n> row(s) outside its partition <n>"
         );
+        // Singular and plural after a number group together.
+        assert_eq!(
+            error_signature("job wrote 1 row outside its partition 2026-06-04"),
+            error_signature("job wrote 2 rows outside its partition 2026-06-05"),
+        );
+        assert_eq!(
+            shown_signature("2 matches in 3 classes"),
+            shown_signature("1 match in 1 class")
+        );
+        assert_eq!(shown_signature("1 is bad"), "<n> is bad");
     }
 
     #[test]

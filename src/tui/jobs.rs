@@ -1,6 +1,8 @@
 //! The jobs pane: every job with its strategy, health summary and lint
 //! badge; `/` filters it by name. It holds the jobs and which one is shown.
 
+use std::cell::Cell;
+
 use chrono::NaiveDateTime;
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use ratatui::Frame;
@@ -20,6 +22,9 @@ pub struct JobsPane {
     jobs: Vec<JobView>,
     current: usize,
     filter: Input,
+    /// How many visible jobs the list scrolled past when last drawn; the
+    /// next draw moves it as little as keeps the current job in view.
+    scrolled: Cell<usize>,
 }
 
 /// The jobs a config read again changed, added and removed, by name.
@@ -46,6 +51,7 @@ impl JobsPane {
             jobs: jobs.iter().map(|j| JobView::new(j.clone(), now)).collect(),
             current: 0,
             filter: Input::default(),
+            scrolled: Cell::new(0),
         }
     }
 
@@ -145,6 +151,13 @@ impl JobsPane {
     /// name begins with it, or else contains it. Two or more such are named
     /// back, not one of them picked.
     pub fn find(&self, name: &str) -> Result<usize, String> {
+        if name.is_empty() {
+            let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
+            return Err(format!(
+                ":job needs a job's name; jobs: {}",
+                names.join(", ")
+            ));
+        }
         let matching = |f: &dyn Fn(&str) -> bool| -> Vec<usize> {
             (0..self.jobs.len())
                 .filter(|i| f(&self.jobs[*i].job.name))
@@ -241,13 +254,65 @@ impl JobsPane {
         }
     }
 
+    /// The jobs that fit a list `height` lines high, two lines each (one
+    /// when a single line is all there is).
+    fn rows(height: u16) -> usize {
+        (height / 2).max(height.min(1)) as usize
+    }
+
+    /// The first of `visible` listed in `rows` rows: where the list was
+    /// scrolled, moved just enough to show the current job.
+    fn first_listed(&self, visible: &[usize], rows: usize) -> usize {
+        let pos = visible.iter().position(|i| *i == self.current).unwrap_or(0);
+        let first = self.scrolled.get().min(visible.len().saturating_sub(rows));
+        if pos < first {
+            pos
+        } else if rows > 0 && pos >= first + rows {
+            pos + 1 - rows
+        } else {
+            first
+        }
+    }
+
     /// The job listed at (x, y) of the pane `area` (its border included).
     pub fn hit(&self, area: Rect, x: u16, y: u16) -> Option<usize> {
         let list = inner(area);
         if !list.contains(Position::new(x, y)) {
             return None;
         }
-        self.visible().get(((y - list.y) / 2) as usize).copied()
+        let visible = self.visible();
+        let first = self.first_listed(&visible, Self::rows(list.height));
+        visible.get(first + ((y - list.y) / 2) as usize).copied()
+    }
+
+    /// What the jobs scrolled out of the list hold: how many, and how many
+    /// of them have failed and missing partitions, in as much as `width`
+    /// takes ("↓12 more · ✗ in 2 · · in 5").
+    fn hidden_note(&self, hidden: &[usize], arrow: char, width: usize) -> Option<String> {
+        if hidden.is_empty() {
+            return None;
+        }
+        let with = |st: LoadState| {
+            hidden
+                .iter()
+                .filter(|i| self.jobs[**i].state_counts().get(&st).copied().unwrap_or(0) > 0)
+                .count()
+        };
+        let mut parts = vec![format!("{arrow}{} more", hidden.len())];
+        for st in [LoadState::Failed, LoadState::Missing] {
+            let n = with(st);
+            if n > 0 {
+                parts.push(format!("{} in {n}", st.glyph()));
+            }
+        }
+        let fits = |parts: &[String]| parts.join(" · ").chars().count() + 2 <= width;
+        if !fits(&parts) {
+            parts[0] = format!("{arrow}{}", hidden.len());
+        }
+        while parts.len() > 1 && !fits(&parts) {
+            parts.pop();
+        }
+        Some(format!(" {} ", parts.join(" · ")))
     }
 
     pub fn render(&self, frame: &mut Frame, r: Rect, t: &Theme, focused: bool, editing: bool) {
@@ -257,10 +322,26 @@ impl JobsPane {
         } else {
             " Jobs ".to_string()
         };
-        let b = block(t, title, focused);
+        let visible = self.visible();
+        let rows = Self::rows(inner(r).height);
+        let first = self.first_listed(&visible, rows);
+        self.scrolled.set(first);
+        let shown = &visible[first..visible.len().min(first + rows)];
+        let width = r.width.saturating_sub(2) as usize;
+        let mut b = block(t, title.clone(), focused);
+        let above = self.hidden_note(
+            &visible[..first],
+            '↑',
+            width.saturating_sub(title.chars().count()),
+        );
+        if let Some(note) = above {
+            b = b.title(ratatui::text::Line::styled(note, t.style("muted")).right_aligned());
+        }
+        if let Some(note) = self.hidden_note(&visible[first + shown.len()..], '↓', width) {
+            b = b.title_bottom(ratatui::text::Line::styled(note, t.style("muted")));
+        }
         let area = b.inner(r);
         frame.render_widget(b, r);
-        let visible = self.visible();
         if visible.is_empty() {
             let buf = frame.buffer_mut();
             put(
@@ -272,7 +353,7 @@ impl JobsPane {
                 t.style("muted"),
             );
         }
-        for (row, i) in visible.iter().enumerate() {
+        for (row, i) in shown.iter().enumerate() {
             let y = area.y + row as u16 * 2;
             if y >= area.bottom() {
                 break;
@@ -411,7 +492,10 @@ mod tests {
                 .unwrap_err()
                 .contains("jobs: fct_orders, dim_customers")
         );
-        assert!(pane.find("").is_err());
+        assert_eq!(
+            pane.find(""),
+            Err(":job needs a job's name; jobs: fct_orders, dim_customers, fct_pages".into())
+        );
     }
 
     #[test]
@@ -464,5 +548,62 @@ mod tests {
         assert_eq!(pane.hit(area, 3, 1), Some(0));
         assert_eq!(pane.hit(area, 3, 4), Some(1));
         assert_eq!(pane.hit(area, 3, 8), None);
+    }
+
+    /// Fifty-six jobs, the 1st, 30th and 50th with a failed partition.
+    fn many() -> JobsPane {
+        let jobs: Vec<Job> = (0..56)
+            .map(|i| job(&format!("bulk_{i:03}"), false))
+            .collect();
+        let mut pane = JobsPane::new(&jobs, now());
+        for i in 0..56 {
+            let glyphs = if [0, 30, 50].contains(&i) {
+                "■✗■■■■■■■■"
+            } else {
+                "■■■■■■■■■■"
+            };
+            let statuses = job_view("x", false, glyphs).statuses;
+            if let Some(j) = pane.get_mut(i) {
+                j.apply_statuses(statuses);
+            }
+        }
+        pane
+    }
+
+    /// The list scrolls to keep the current job in view, says what it hides
+    /// above and below (and how many of those jobs failed), and a click hits
+    /// the job drawn where it lands.
+    #[test]
+    fn the_list_scrolls_to_the_current_job_and_counts_what_it_hides() {
+        let mut pane = many();
+        let area = Rect::new(0, 0, 24, 12);
+        let t = Theme::default_theme();
+        let draw_pane = |pane: &JobsPane| draw(24, 12, |f| pane.render(f, area, &t, true, false));
+        let screen = draw_pane(&pane);
+        assert!(screen.contains("▶bulk_000"), "{screen}");
+        assert!(screen.contains("↓51 more · ✗ in 2"), "{screen}");
+        pane.show(pane.find("bulk_048").unwrap());
+        let screen = draw_pane(&pane);
+        assert!(screen.contains("▶bulk_048"), "{screen}");
+        assert!(screen.contains("Jobs ━━ ↑44 · ✗ in 2"), "{screen}");
+        assert!(screen.contains("↓7 more · ✗ in 1"), "{screen}");
+        // bulk_048 is the last of five rows: lines 9 and 10.
+        assert_eq!(pane.hit(area, 3, 9), Some(48));
+        assert_eq!(pane.hit(area, 3, 1), Some(44));
+        // Moving up within the rows shown does not scroll.
+        for _ in 0..4 {
+            pane.step(false);
+        }
+        let screen = draw_pane(&pane);
+        assert!(screen.contains("▶bulk_044"), "{screen}");
+        assert!(screen.contains("bulk_048"), "{screen}");
+        assert_eq!(pane.hit(area, 3, 1), Some(44));
+        for _ in 0..60 {
+            pane.step(true);
+        }
+        let screen = draw_pane(&pane);
+        assert!(screen.contains("▶bulk_055"), "{screen}");
+        assert!(!screen.contains("↓"), "{screen}");
+        assert_eq!(pane.hit(area, 3, 9), Some(55));
     }
 }

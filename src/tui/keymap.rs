@@ -141,9 +141,19 @@ impl Keymap {
     /// The footer's hints for a scope: each shown binding's first key and
     /// its word.
     pub fn footer(&self, scope: Scope) -> Vec<(&str, &'static str)> {
+        self.footer_where(scope, &|_| true)
+    }
+
+    /// The footer's hints for a scope, of the actions `shown` keeps (those
+    /// of the focused pane, those the open dialog offers).
+    pub fn footer_where(
+        &self,
+        scope: Scope,
+        shown: &dyn Fn(Action) -> bool,
+    ) -> Vec<(&str, &'static str)> {
         self.bound
             .iter()
-            .filter(|b| b.binding.scope == scope)
+            .filter(|b| b.binding.scope == scope && shown(b.binding.action))
             .filter_map(|b| {
                 let first = b.label.split(' ').next().unwrap_or(&b.label);
                 b.binding.footer.map(|word| (first, word))
@@ -182,9 +192,12 @@ pub fn key_pair(scope: Scope, a: Action, b: Action) -> String {
     format!("{} {}", key(scope, a), key(scope, b))
 }
 
-/// The footer's hints for a scope, with the keys in force.
-pub fn footer(scope: Scope) -> Vec<(&'static str, &'static str)> {
-    current().footer(scope)
+/// The footer's hints for a scope, of the actions `shown` keeps.
+pub fn footer_where(
+    scope: Scope,
+    shown: &dyn Fn(Action) -> bool,
+) -> Vec<(&'static str, &'static str)> {
+    current().footer_where(scope, shown)
 }
 
 fn matches(key: &Key, event: &KeyEvent) -> bool {
@@ -567,6 +580,6 @@ mod tests {
     #[test]
     fn without_an_install_the_registrys_keys_are_in_force() {
         assert_eq!(action_for(Scope::Main, &typed('q')), Some(Action::Quit));
-        assert!(footer(Scope::Main).contains(&("q", "quit")));
+        assert!(footer_where(Scope::Main, &|_| true).contains(&("q", "quit")));
     }
 }

@@ -146,8 +146,8 @@ pub static BINDINGS: &[Binding] = &[
         [k('h'), code(KeyCode::Left)],
         "h ←",
         Left,
-        "previous partition",
-        None
+        "previous partition (calendar); previous run (runs pane)",
+        Some("prev run")
     ),
     bind!(
         Main,
@@ -155,7 +155,7 @@ pub static BINDINGS: &[Binding] = &[
         "j ↓",
         Down,
         "next week / day / year (calendar); next job or run row",
-        None
+        Some("next job")
     ),
     bind!(
         Main,
@@ -163,31 +163,31 @@ pub static BINDINGS: &[Binding] = &[
         "k ↑",
         Up,
         "previous week / day / year (calendar); previous job or run row",
-        None
+        Some("prev job")
     ),
     bind!(
         Main,
         [k('l'), code(KeyCode::Right)],
         "l →",
         Right,
-        "next partition",
-        None
+        "next partition (calendar); next run (runs pane); to the calendar (jobs pane)",
+        Some("next run")
     ),
     bind!(
         Main,
         [k('['), code(KeyCode::PageUp)],
         "[ PgUp",
         PrevMonth,
-        "previous month (year for monthly jobs)",
-        None
+        "previous month (year for monthly jobs); runs pane: scroll the log back",
+        Some("log back")
     ),
     bind!(
         Main,
         [k(']'), code(KeyCode::PageDown)],
         "] PgDn",
         NextMonth,
-        "next month (year for monthly jobs)",
-        None
+        "next month (year for monthly jobs); runs pane: scroll the log on",
+        Some("log on")
     ),
     bind!(
         Main,
@@ -202,7 +202,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('G'), code(KeyCode::End)],
         "G End",
         Last,
-        "last complete partition",
+        "last complete partition; runs pane: the log's newest line",
         None
     ),
     bind!(Main, [k('J')], "J", NextJob, "next job", None),
@@ -469,7 +469,7 @@ pub static BINDINGS: &[Binding] = &[
         "x",
         ThroughLatest,
         "merge jobs: extend the run through the latest loaded window (again: undo)",
-        None
+        Some("through latest")
     ),
     bind!(
         Confirm,
@@ -484,8 +484,8 @@ pub static BINDINGS: &[Binding] = &[
         [k('S')],
         "S",
         AllowShrink,
-        "allow the run to shrink partitions past the shrink guard (again: off)",
-        None
+        "replace jobs: allow the run to shrink partitions past the shrink guard (again: off)",
+        Some("shrink")
     ),
     bind!(
         Question,

@@ -83,6 +83,7 @@ pub fn new_app(config: Config, options: &Options, now: chrono::NaiveDateTime) ->
         mouse: !options.no_mouse,
         note,
         theme_files: Theme::local_files(),
+        no_color,
     };
     App::start_with(config, start, now)
 }

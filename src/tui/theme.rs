@@ -184,22 +184,27 @@ impl Theme {
             .map(|(_, path)| path.clone())
     }
 
-    /// The theme to start with: `--theme`/`IDEM_THEME`, else mono under
-    /// `NO_COLOR`, else default. A broken theme falls back, with a message.
+    /// The theme to start with: `--theme`/`IDEM_THEME`, else default.
+    /// `NO_COLOR` selects mono whatever was asked for: the terminal drops
+    /// colours then, and the colour themes mark the selection by colour. A
+    /// broken theme falls back, with a message.
     pub fn resolve(requested: Option<&str>, no_color: bool) -> (Theme, Option<String>) {
-        let fallback = if no_color {
-            Theme::builtin("mono").unwrap_or_else(Theme::default_theme)
-        } else {
-            Theme::default_theme()
-        };
+        let requested = requested.filter(|name| !name.is_empty());
+        if no_color {
+            let mono = Theme::builtin("mono").unwrap_or_else(Theme::default_theme);
+            let note = requested
+                .filter(|name| *name != "mono")
+                .map(|name| format!("NO_COLOR is set: using the mono theme, not {name}"));
+            return (mono, note);
+        }
         match requested {
-            None | Some("") => (fallback, None),
+            None => (Theme::default_theme(), None),
             Some(name) => match Theme::load(name) {
                 Ok(t) => (t, None),
-                Err(e) => {
-                    let msg = format!("{e}; using the {} theme", fallback.name);
-                    (fallback, Some(msg))
-                }
+                Err(e) => (
+                    Theme::default_theme(),
+                    Some(format!("{e}; using the default theme")),
+                ),
             },
         }
     }
@@ -299,6 +304,22 @@ mod tests {
         let (t, msg) = Theme::resolve(None, true);
         assert_eq!(t.name, "mono");
         assert!(msg.is_none());
+    }
+
+    /// Under NO_COLOR the terminal shows no colour, so a colour theme would
+    /// show no selection: mono is used whatever was asked for, and says so.
+    #[test]
+    fn no_color_uses_mono_whatever_theme_was_asked_for() {
+        for asked in ["light", "colorblind", "default", "/nonexistent.toml"] {
+            let (t, msg) = Theme::resolve(Some(asked), true);
+            assert_eq!(t.name, "mono", "{asked}");
+            assert_eq!(
+                msg.as_deref(),
+                Some(format!("NO_COLOR is set: using the mono theme, not {asked}").as_str())
+            );
+        }
+        let (t, msg) = Theme::resolve(Some("mono"), true);
+        assert_eq!((t.name.as_str(), msg), ("mono", None));
     }
 
     #[test]

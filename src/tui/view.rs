@@ -14,6 +14,7 @@ use super::app::{App, Focus, Modal, Question, REFRESH_SECS};
 use super::bars::{Title, render_footer, render_title};
 use super::calendar::Waiting;
 use super::help;
+use super::keys::{Action, Scope};
 use super::layout::calendar_capacity;
 use super::lineage_view::upstream_lines;
 use crate::partition::Grain;
@@ -132,7 +133,26 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
                 t.style("text"),
             );
         }
-        _ => render_footer(frame, footer, t, app.message.as_ref(), app.scope()),
+        _ => {
+            let main = app.scope() == Scope::Main;
+            let shown = |action: Action| match (&app.modal, action) {
+                (Modal::Confirm(c), Action::AllowShrink | Action::ThroughLatest) => {
+                    app.jobs.get(c.job).is_some_and(|j| c.offers(action, j))
+                }
+                _ if !main => true,
+                // The focused pane's own keys; the runs pane's room goes to
+                // them rather than to the calendar's selections.
+                (_, Action::Left | Action::Right | Action::PrevMonth | Action::NextMonth) => {
+                    app.focus == Focus::Runs
+                }
+                (_, Action::RangeSelect | Action::SelectFailed | Action::ErrorGroups) => {
+                    app.focus != Focus::Runs
+                }
+                (_, Action::Up | Action::Down) => app.focus == Focus::Jobs,
+                _ => true,
+            };
+            render_footer(frame, footer, t, app.message.as_ref(), app.scope(), &shown)
+        }
     }
     match &app.modal {
         Modal::Help { scroll } => help::render(frame, area, t, *scroll),

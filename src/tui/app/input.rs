@@ -203,6 +203,12 @@ impl App {
         self.shared.message = None;
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
+            // In the runs pane these scroll the selected partition's log.
+            Action::PrevMonth | Action::NextMonth | Action::Last
+                if self.shared.focus == Focus::Runs =>
+            {
+                self.direction(action)
+            }
             Action::PrevMonth | Action::NextMonth if self.shared.chart.large => {
                 if let Some(j) = self.shared.jobs.current_mut() {
                     self.shared.chart.shift(j, action == Action::PrevMonth);
@@ -292,7 +298,7 @@ impl App {
             }
             Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
             Action::Refresh => {
-                self.shared.message = Some((false, "refreshing…".into()));
+                self.shared.message = Some((false, super::REFRESHING.into()));
                 return self.refresh_all(false);
             }
             Action::Help => self.shared.modal = Modal::Help { scroll: 0 },
@@ -649,10 +655,25 @@ impl App {
                         }
                     }
                     None => {
-                        self.shared.message = Some((
-                            true,
-                            format!(":goto needs a partition like {}", grain.name_format()),
-                        ))
+                        // Shaped like a date (digits where the format has
+                        // them) yet not one: 2026-02-30.
+                        let shaped = |format: &str| {
+                            format.len() == word.len()
+                                && format.chars().zip(word.chars()).all(|(f, w)| {
+                                    f.is_ascii_uppercase() && f != 'T' && w.is_ascii_digit()
+                                        || f == w
+                                })
+                        };
+                        let why = if grain
+                            .name_format()
+                            .split(" (or ")
+                            .any(|f| shaped(f.trim_end_matches(')')))
+                        {
+                            format!("{word}: no such date")
+                        } else {
+                            format!(":goto needs a partition like {}", grain.name_format())
+                        };
+                        self.shared.message = Some((true, why))
                     }
                 }
             }

@@ -38,7 +38,7 @@ use super::layout::{calendar_capacity, screen};
 use super::reconcile::Reconciler;
 use super::runs;
 use super::theme::Theme;
-use super::widgets::inner;
+use super::widgets::{first_line, inner};
 use crate::config::Config;
 use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
@@ -82,6 +82,8 @@ pub struct Start {
     pub note: Option<String>,
     /// The theme files `:theme NAME` may load.
     pub theme_files: Vec<(String, PathBuf)>,
+    /// NO_COLOR is set: the terminal shows no colour, so mono stays.
+    pub no_color: bool,
 }
 
 /// The state that spans panes and what the panes own. Anyone may read it
@@ -120,11 +122,15 @@ pub struct Shared {
     pub lineage: Lineage,
 }
 
+/// The note R leaves while its reads are out.
+pub(super) const REFRESHING: &str = "refreshing…";
+
 /// The console: its state, and `update`, the one place that changes it.
 pub struct App {
     shared: Shared,
     config: Config,
     theme_files: Vec<(String, PathBuf)>,
+    no_color: bool,
     /// Something changed since the last draw.
     dirty: bool,
     last_refresh: Option<NaiveDateTime>,
@@ -151,6 +157,7 @@ impl App {
                 mouse: true,
                 note: None,
                 theme_files: Vec::new(),
+                no_color: false,
             },
             now,
         )
@@ -191,6 +198,7 @@ impl App {
             },
             config,
             theme_files: start.theme_files,
+            no_color: start.no_color,
             dirty: true,
             last_refresh: None,
             last_connect: None,
@@ -442,6 +450,13 @@ impl App {
 
     /// `:theme NAME`: a built-in one at once, a file in the background.
     fn theme_command(&mut self, name: &str) -> Vec<Effect> {
+        if self.no_color && name != "mono" {
+            self.shared.message = Some((
+                true,
+                format!("NO_COLOR is set: the mono theme stays, not {name}"),
+            ));
+            return Vec::new();
+        }
         if let Some(theme) = Theme::builtin(name) {
             self.set_theme(theme);
             return Vec::new();
@@ -585,6 +600,14 @@ impl App {
         if std::mem::take(&mut j.refresh_again) {
             return self.refresh_job(name);
         }
+        // R's "refreshing…" ends with the reads it started: said done, or
+        // why one failed.
+        let refreshing = matches!(&self.shared.message, Some((false, m)) if m == REFRESHING);
+        if refreshing && !self.shared.jobs.iter().any(|j| j.loading) {
+            let failed = self.shared.jobs.iter().find_map(|j| j.error.as_ref());
+            self.shared.message =
+                failed.map(|e| (true, format!("refresh failed: {}", first_line(e))));
+        }
         Vec::new()
     }
 
@@ -602,7 +625,7 @@ impl App {
     }
 
     /// Shows an engine event in its run and in its job; a finished run
-    /// refreshes the job from the warehouse.
+    /// refreshes the job, and the jobs downstream of it, from the warehouse.
     fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
         let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
             return Vec::new();
@@ -617,8 +640,22 @@ impl App {
         }
         j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
         self.shared.message = r.ending();
-        let name = r.job.clone();
-        self.refresh_job(&name)
+        // What the run loaded may have made the jobs reading it stale.
+        let mut jobs = vec![r.job.clone()];
+        jobs.extend(self.shared.lineage.downstream_closure(&r.job));
+        let names: Vec<String> = jobs
+            .iter()
+            .flat_map(|name| self.refresh_job(name))
+            .flat_map(|e| match e {
+                Effect::Refresh(names) => names,
+                _ => Vec::new(),
+            })
+            .collect();
+        if names.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::Refresh(names)]
+        }
     }
 
     /// A confirm dialog shows the states as they are now.

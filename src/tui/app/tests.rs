@@ -8,6 +8,7 @@ fn app() -> App {
         mouse: true,
         note: None,
         theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+        no_color: false,
     };
     let mut app = App::start_with(config, start, now());
     app.start();
@@ -174,4 +175,73 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
         t.replace("select 1 as id", "select 2 as id")
     }))));
     assert!(a.config_error.is_none());
+}
+
+/// R says "refreshing…" while its reads are out, and no longer once they
+/// are back: a failed one says why instead.
+#[test]
+fn refreshing_ends_when_the_reads_do() {
+    let mut a = app();
+    let effects = a.update(Msg::Key(key('R')));
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::Refresh(_))),
+        "{effects:?}"
+    );
+    assert_eq!(a.message, Some((false, "refreshing…".into())));
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Err("connection refused".into()),
+    });
+    assert_eq!(
+        a.message,
+        Some((true, "refresh failed: connection refused".into()))
+    );
+    a.update(Msg::Key(key('R')));
+    let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(statuses)),
+    });
+    assert_eq!(a.message, None);
+}
+
+/// `:goto` on a date shaped right that does not exist says so, rather than
+/// asking for the format it was typed in.
+#[test]
+fn goto_a_date_that_does_not_exist_says_so() {
+    let mut a = app();
+    type_line(&mut a, "goto 2026-02-30");
+    assert_eq!(a.message, Some((true, "2026-02-30: no such date".into())));
+    type_line(&mut a, "goto June");
+    assert_eq!(
+        a.message,
+        Some((true, ":goto needs a partition like YYYY-MM-DD".into()))
+    );
+}
+
+/// Under NO_COLOR `:theme light` would hide the selection as a start with
+/// it would: mono stays, and the status bar says why.
+#[test]
+fn no_color_keeps_mono_on_theme_commands() {
+    let config = fixture::config("fct_orders", false);
+    let start = Start {
+        theme: Theme::builtin("mono").unwrap(),
+        mouse: true,
+        note: None,
+        theme_files: vec![("mine".into(), PathBuf::from("themes/mine.toml"))],
+        no_color: true,
+    };
+    let mut a = App::start_with(config, start, now());
+    for name in ["light", "mine"] {
+        let effects = type_line(&mut a, &format!("theme {name}"));
+        assert!(effects.is_empty(), "{effects:?}");
+        assert_eq!(a.theme.name, "mono");
+        assert_eq!(
+            a.message,
+            Some((
+                true,
+                format!("NO_COLOR is set: the mono theme stays, not {name}")
+            ))
+        );
+    }
 }

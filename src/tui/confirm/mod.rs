@@ -18,7 +18,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{more_line, replaces, strategy_words};
+use words::{hints, left_out_words, more_line, replaces, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -39,6 +39,9 @@ pub struct ConfirmDialog {
     pub job: usize,
     /// Partition indices chosen before the state filter.
     pub candidates: Vec<usize>,
+    /// How many were selected, those left out (future, running) included,
+    /// and the words on those left out.
+    selected: (usize, Option<String>),
     /// Only partitions in these states (empty: all).
     pub only: Vec<LoadState>,
     /// Merge jobs: also run every window after the chosen ones through the
@@ -101,15 +104,14 @@ impl ConfirmDialog {
         if let Some(why) = job.unread() {
             return Err(why);
         }
-        let runnable: Vec<usize> = candidates
-            .into_iter()
-            .filter(|i| {
+        let selected = candidates.len();
+        let (runnable, left_out): (Vec<usize>, Vec<usize>) =
+            candidates.into_iter().partition(|i| {
                 !matches!(
                     job.state_at(*i),
                     None | Some(LoadState::Future) | Some(LoadState::Running)
                 )
-            })
-            .collect();
+            });
         if runnable.is_empty() {
             return Err("nothing to run: the selection is in the future or already running".into());
         }
@@ -121,6 +123,7 @@ impl ConfirmDialog {
         let mut dialog = ConfirmDialog {
             job: index,
             candidates: runnable,
+            selected: (selected, left_out_words(job, &left_out)),
             only,
             through_latest: args.through_latest,
             reason: Input::new(args.reason.clone().unwrap_or_default()),
@@ -410,6 +413,11 @@ impl ConfirmDialog {
                 self.args.cascade = !self.args.cascade;
                 ConfirmStep::Stay
             }
+            Some(Action::AllowShrink) if !self.offers(Action::AllowShrink, job) => {
+                ConfirmStep::Say(Some(
+                    "merge jobs delete no rows: the shrink guard does not apply".into(),
+                ))
+            }
             Some(Action::AllowShrink) => {
                 self.args.allow_shrink = !self.args.allow_shrink;
                 ConfirmStep::Stay
@@ -452,30 +460,35 @@ impl ConfirmDialog {
         const ONLY: u8 = 1;
         let mut optional: Vec<(usize, u8)> = Vec::new();
         let mut lines = Vec::new();
+        let (selected, left_out) = &self.selected;
+        let left_out = left_out
+            .as_deref()
+            .map(|w| format!("; {w}"))
+            .unwrap_or_default();
         let range = match (chosen.first(), chosen.last()) {
             (Some(a), Some(z)) if chosen.len() > filtered => format!(
-                "{} .. {}  ({}: {} of {} selected + {} later windows)",
+                "{} .. {}  ({}: {} of {} selected + {} later windows{left_out})",
                 name(a),
                 name(z),
                 n_partitions(chosen.len() as i64),
                 thousands(filtered as i64),
-                thousands(self.candidates.len() as i64),
+                thousands(*selected as i64),
                 thousands((chosen.len() - filtered) as i64)
             ),
             (Some(a), Some(z)) => format!(
-                "{} .. {}  ({} of {})",
+                "{} .. {}  ({} of {}{left_out})",
                 name(a),
                 name(z),
                 thousands(chosen.len() as i64),
                 count(
-                    self.candidates.len() as i64,
+                    *selected as i64,
                     "selected partition",
                     "selected partitions"
                 )
             ),
             _ => format!(
-                "nothing matches the filter ({} selected)",
-                thousands(self.candidates.len() as i64)
+                "nothing matches the filter ({} selected{left_out})",
+                thousands(*selected as i64)
             ),
         };
         lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));
@@ -607,7 +620,11 @@ impl ConfirmDialog {
         }
         lines.push(Line::from(""));
         optional.push((lines.len() - 1, SPACING));
-        lines.push(self.hints(t));
+        let offered = [Action::AllowShrink, Action::ThroughLatest]
+            .into_iter()
+            .filter(|a| self.offers(*a, job))
+            .collect::<Vec<_>>();
+        lines.push(hints(t, &offered));
         let width = area.width.saturating_sub(2).min(92);
         let inner_w = width.saturating_sub(2).max(1);
         // As the paragraph wraps them, borders included.
@@ -691,41 +708,14 @@ impl ConfirmDialog {
         Line::from(filter)
     }
 
-    fn hints(&self, t: &Theme) -> Line<'static> {
-        let key = |action| keymap::key(Scope::Confirm, action);
-        let filters = [
-            Action::OnlyAll,
-            Action::OnlyFailed,
-            Action::OnlyMissing,
-            Action::OnlyStale,
-        ]
-        .map(key)
-        .join(" ");
-        let mut hints = vec![
-            (key(Action::Confirm).to_string(), " run  "),
-            (key(Action::Close).to_string(), " back  "),
-            (filters, " filter  "),
-            (key(Action::EditReason).to_string(), " reason  "),
-            (key(Action::Cascade).to_string(), " cascade  "),
-            (key(Action::AllowShrink).to_string(), " shrink"),
-        ];
-        if self.plan.risk.is_some() {
-            hints.push((
-                format!("  {}", key(Action::ThroughLatest)),
-                " through latest",
-            ));
+    /// Whether the dialog's `action` (shrink, through latest) applies to
+    /// this run: the footer and the hints offer only those that do.
+    pub fn offers(&self, action: Action, job: &JobView) -> bool {
+        match action {
+            Action::AllowShrink => job.job.strategy == Strategy::ReplacePartition,
+            Action::ThroughLatest => self.plan.risk.is_some() || self.through_latest,
+            _ => true,
         }
-        Line::from(
-            hints
-                .into_iter()
-                .flat_map(|(k, what)| {
-                    [
-                        Span::styled(k, t.style("highlight")),
-                        Span::styled(what, t.style("muted")),
-                    ]
-                })
-                .collect::<Vec<_>>(),
-        )
     }
 }
 

@@ -236,3 +236,69 @@ fn a_dialog_too_tall_says_what_it_leaves_out() {
     assert!(!large.contains("more line"), "{large}");
     assert!(large.contains("same as"), "{large}");
 }
+
+/// Selected partitions the run leaves out (running, in the future)
+/// are counted in the selection and said, not silently dropped.
+#[test]
+fn the_range_line_says_what_the_selection_leaves_out() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗▶ ");
+    let c = open(&job, vec![7, 8, 9]);
+    assert_eq!(c.partitions(), &[7]);
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    // The line wraps at this width.
+    assert!(
+        shown.contains("(1 of 3 selected partitions; 1 running, 1 future, not ┃")
+            && shown.contains("┃run)"),
+        "{shown}"
+    );
+}
+
+/// The shrink guard applies to replace jobs only: a merge job's dialog
+/// neither offers S nor adds --allow-shrink.
+#[test]
+fn a_merge_job_is_not_offered_the_shrink_override() {
+    let job = job_view("dim_customers", true, "■~~■■·■■··");
+    let mut c = open(&job, vec![1, 2]);
+    let step = c.key(&key('S'), &job, &Defaults::default(), now());
+    assert!(
+        matches!(step, ConfirmStep::Say(Some(ref w)) if w.contains("merge jobs delete no rows"))
+    );
+    assert!(!c.command().contains("--allow-shrink"), "{}", c.command());
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!shown.contains("shrink"), "{shown}");
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, vec![2]);
+    c.key(&key('S'), &job, &Defaults::default(), now());
+    assert!(c.command().contains("--allow-shrink"), "{}", c.command());
+    let shown = draw(100, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(shown.contains("S shrink"), "{shown}");
+}
+
+/// A missing partition has nothing to delete: the dialog says it is loaded
+/// for the first time, not "0 rows … will be deleted and loaded again".
+#[test]
+fn a_missing_partition_is_loaded_for_the_first_time() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let screen = |c: &ConfirmDialog| {
+        draw(100, 30, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        })
+    };
+    let shown = screen(&open(&job, vec![4]));
+    assert!(
+        shown.contains("nothing yet in t: 1 partition never loaded, loaded for the first time"),
+        "{shown}"
+    );
+    assert!(!shown.contains("deleted"), "{shown}");
+    let shown = screen(&open(&job, vec![3, 4]));
+    assert!(
+        shown.contains("will be deleted and loaded again (and 1 missing)"),
+        "{shown}"
+    );
+}

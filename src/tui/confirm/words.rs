@@ -5,8 +5,29 @@ use ratatui::text::{Line, Span};
 
 use crate::config::Strategy;
 use crate::numbers::{n_rows, thousands};
+use crate::state::LoadState;
 use crate::tui::job::JobView;
+use crate::tui::keymap;
+use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
+
+/// The selected partitions the run leaves out, by why: "1 future, not
+/// run", "2 running, 1 future, not run".
+pub fn left_out_words(job: &JobView, left_out: &[usize]) -> Option<String> {
+    let running = left_out
+        .iter()
+        .filter(|i| job.state_at(**i) == Some(LoadState::Running))
+        .count();
+    let future = left_out.len() - running;
+    let mut words = Vec::new();
+    if running > 0 {
+        words.push(format!("{} running", thousands(running as i64)));
+    }
+    if future > 0 {
+        words.push(format!("{} future", thousands(future as i64)));
+    }
+    (!words.is_empty()).then(|| format!("{}, not run", words.join(", ")))
+}
 
 /// What the run replaces, in rows.
 pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
@@ -16,11 +37,26 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 .iter()
                 .filter_map(|i| job.status_at(*i).and_then(|s| s.rows_now))
                 .sum();
-            format!(
+            let missing = chosen
+                .iter()
+                .filter(|i| job.state_at(**i) == Some(LoadState::Missing))
+                .count();
+            if missing == chosen.len() && rows_now == 0 {
+                return format!(
+                    "nothing yet in {}: {} never loaded, loaded for the first time",
+                    job.job.target,
+                    crate::numbers::n_partitions(missing as i64)
+                );
+            }
+            let mut words = format!(
                 "{} now in {} will be deleted and loaded again",
                 n_rows(rows_now),
                 job.job.target
-            )
+            );
+            if missing > 0 {
+                words.push_str(&format!(" (and {missing} missing)"));
+            }
+            words
         }
         Strategy::MergeKey => {
             let merged: i64 = chosen
@@ -71,6 +107,46 @@ pub(super) fn more_line(hidden: usize, t: &Theme) -> Line<'static> {
     ))
 }
 
+/// The dialog's keys, with those of the `offered` actions (shrink,
+/// through latest) that apply to this run.
+pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
+    let key = |action| keymap::key(Scope::Confirm, action);
+    let filters = [
+        Action::OnlyAll,
+        Action::OnlyFailed,
+        Action::OnlyMissing,
+        Action::OnlyStale,
+    ]
+    .map(key)
+    .join(" ");
+    let mut hints = vec![
+        (key(Action::Confirm).to_string(), " run  "),
+        (key(Action::Close).to_string(), " back  "),
+        (filters, " filter  "),
+        (key(Action::EditReason).to_string(), " reason  "),
+        (key(Action::Cascade).to_string(), " cascade"),
+    ];
+    for (action, what) in [
+        (Action::AllowShrink, " shrink"),
+        (Action::ThroughLatest, " through latest"),
+    ] {
+        if offered.contains(&action) {
+            hints.push((format!("  {}", key(action)), what));
+        }
+    }
+    Line::from(
+        hints
+            .into_iter()
+            .flat_map(|(k, what)| {
+                [
+                    Span::styled(k, t.style("highlight")),
+                    Span::styled(what, t.style("muted")),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,7 +163,7 @@ mod tests {
         let missing = job_view("fct", false, "··········");
         assert_eq!(
             replaces(&missing, &[0]),
-            "0 rows now in t will be deleted and loaded again"
+            "nothing yet in t: 1 partition never loaded, loaded for the first time"
         );
         let merge = job_view("fct", true, "■■■■■■■■■■");
         assert_eq!(

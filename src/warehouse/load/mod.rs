@@ -492,7 +492,7 @@ async fn begin<'c>(
     }
     match dialect.lock_plan() {
         LockPlan::Begin => log(format!(
-            "BEGIN IMMEDIATE (write lock covering {})",
+            "BEGIN IMMEDIATE: write lock covering {}",
             lock.label
         )),
         LockPlan::InTransaction => {

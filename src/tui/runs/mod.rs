@@ -15,7 +15,7 @@ use super::keys::{Action, Scope};
 use super::layout::{Hit, run_split};
 use super::run_logs::RunLogs;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, inner, put, thousands};
+use super::widgets::{abbreviate, block, duration_text, first_line, inner, put, thousands};
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
@@ -108,6 +108,9 @@ pub struct RunView {
     pub error: Option<String>,
     /// Each partition's live log, by row.
     pub logs: RunLogs,
+    /// Lines of the selected partition's log scrolled out below; 0 keeps
+    /// the log pinned to its newest line.
+    pub log_back: usize,
 }
 
 impl RunView {
@@ -133,6 +136,16 @@ impl RunView {
             finished: None,
             error: None,
             logs: RunLogs::new(backfill.partitions.len()),
+            log_back: 0,
+        }
+    }
+
+    /// Adds a line to row `i`'s log; a log scrolled back stays on the
+    /// lines it shows.
+    fn log(&mut self, i: usize, line: String) {
+        self.logs.push(i, line);
+        if i == self.selected && self.log_back > 0 {
+            self.log_back = (self.log_back + 1).min(self.logs.of(i).len().saturating_sub(1));
         }
     }
 
@@ -192,14 +205,14 @@ impl RunView {
                     let p = &mut self.partitions[i];
                     p.state = RunPartState::Running;
                     p.attempt = *attempt;
-                    self.logs.push(i, format!("attempt {attempt}"));
+                    self.log(i, format!("attempt {attempt}"));
                 }
             }
             Event::PartitionLog {
                 partition, line, ..
             } => {
                 if let Some(i) = self.row(partition) {
-                    self.logs.push(i, line.clone());
+                    self.log(i, line.clone());
                 }
             }
             Event::PartitionSucceeded {
@@ -220,7 +233,7 @@ impl RunView {
                     p.rows_inserted = *rows_inserted;
                     p.rows_updated = *rows_updated;
                     p.content_changed = Some(*content_changed);
-                    self.logs.push(
+                    self.log(
                         i,
                         format!(
                             "fingerprint {} · content {}",
@@ -252,7 +265,7 @@ impl RunView {
                     p.state = state;
                     p.duration_ms = Some(*duration_ms);
                     p.error = Some(error.clone());
-                    self.logs.push(
+                    self.log(
                         i,
                         format!(
                             "{}: {error}",
@@ -268,7 +281,7 @@ impl RunView {
                     let p = &mut self.partitions[i];
                     p.state = RunPartState::NotRun;
                     p.error = Some(format!("skipped: {because}"));
-                    self.logs.push(i, format!("skipped: {because}"));
+                    self.log(i, format!("skipped: {because}"));
                 }
                 // A cascade step whose every partition was skipped never starts.
                 if self.run_id.is_none()
@@ -346,15 +359,22 @@ impl RunView {
         ))
     }
 
+    /// The run's outcome as a glyph and a theme style: in flight, failed,
+    /// cancelled, succeeded.
+    fn outcome(&self) -> (char, &'static str) {
+        match &self.finished {
+            Some(f) if f.cancelled => ('⊘', "warning"),
+            Some(f) if f.failed > 0 => ('✗', "error"),
+            Some(_) => ('✓', "ok"),
+            None if self.error.is_some() => ('✗', "error"),
+            None if self.count(RunPartState::Failed) > 0 => ('▶', "error"),
+            None => ('▶', "gauge"),
+        }
+    }
+
     /// The label in the run pane's list of runs.
     fn label(&self) -> String {
-        let glyph = match &self.finished {
-            Some(f) if f.cancelled => '⊘',
-            Some(f) if f.failed > 0 => '✗',
-            Some(_) => '✓',
-            None if self.error.is_some() => '✗',
-            None => '▶',
-        };
+        let (glyph, _) = self.outcome();
         // In flight: how far it got; ended: how much of it succeeded, as
         // its summary says.
         let count = match &self.finished {
@@ -404,12 +424,13 @@ impl RunView {
 }
 
 /// Moves within the run pane: rows of the selected run up and down, runs
-/// left and right.
+/// left and right, the selected partition's log back and forth.
 pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
     let count = runs.len();
     let Some(run) = runs.get_mut(*selected) else {
         return;
     };
+    let row = run.selected;
     match action {
         Action::Down => {
             run.selected = (run.selected + 1).min(run.partitions.len().saturating_sub(1))
@@ -417,8 +438,36 @@ pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
         Action::Up => run.selected = run.selected.saturating_sub(1),
         Action::Left => *selected = selected.saturating_sub(1),
         Action::Right => *selected = (*selected + 1).min(count - 1),
+        Action::PrevMonth => {
+            let lines = run.logs.of(run.selected).len();
+            run.log_back = (run.log_back + 1).min(lines.saturating_sub(1));
+        }
+        Action::NextMonth => run.log_back = run.log_back.saturating_sub(1),
+        Action::Last => run.log_back = 0,
         _ => {}
     }
+    if run.selected != row {
+        run.log_back = 0;
+    }
+}
+
+/// The first run whose tab is drawn in a strip `width` wide: the first of
+/// all, or as far on as shows the selected run's tab whole (after a `‹`
+/// that says runs are scrolled out to the left).
+fn first_tab(runs: &[RunView], selected: usize, width: u16) -> usize {
+    let widths: Vec<usize> = runs.iter().map(|r| r.label().chars().count()).collect();
+    let through = selected.min(widths.len().saturating_sub(1));
+    let mut first = 0;
+    let mut used: usize = widths.iter().take(through + 1).sum();
+    while first < through && used > width as usize {
+        used -= widths[first];
+        first += 1;
+        // The ‹ takes a column once a tab is scrolled out.
+        if first == 1 {
+            used += 1;
+        }
+    }
+    first
 }
 
 /// What a position in the run pane (`area`, its border included) points at.
@@ -429,8 +478,9 @@ pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Opt
         return None;
     }
     if y == body.y {
-        let mut left = body.x;
-        for (k, run) in runs.iter().enumerate() {
+        let first = first_tab(runs, selected, body.width);
+        let mut left = body.x + u16::from(first > 0);
+        for (k, run) in runs.iter().enumerate().skip(first) {
             let w = run.label().chars().count() as u16;
             if x >= left && x < left + w {
                 return Some(Hit::Run(k));
@@ -471,18 +521,19 @@ pub fn render(
     if area.height == 0 {
         return;
     }
-    let spans: Vec<Span> = runs
-        .iter()
-        .enumerate()
-        .map(|(k, run)| {
-            let style = if k == selected {
-                t.style("highlight").add_modifier(Modifier::REVERSED)
-            } else {
-                t.style("text")
-            };
-            Span::styled(run.label(), style)
-        })
-        .collect();
+    let first = first_tab(runs, selected, area.width);
+    let mut spans: Vec<Span> = Vec::new();
+    if first > 0 {
+        spans.push(Span::styled("‹", t.style("muted")));
+    }
+    spans.extend(runs.iter().enumerate().skip(first).map(|(k, run)| {
+        let style = if k == selected {
+            t.style("highlight").add_modifier(Modifier::REVERSED)
+        } else {
+            t.style("text")
+        };
+        Span::styled(run.label(), style)
+    }));
     frame.render_widget(
         Paragraph::new(Line::from(spans)),
         Rect::new(area.x, area.y, area.width, 1),
@@ -493,11 +544,14 @@ pub fn render(
     if area.height < 2 {
         return;
     }
+    // Failures show in the error style and in words with a glyph, never
+    // by the bar's colour alone: 12 of 12 failed is no full green bar.
     let total = run.partitions.len().max(1);
+    let (glyph, style) = run.outcome();
     let gauge = Gauge::default()
-        .gauge_style(t.style("gauge"))
+        .gauge_style(t.style(style))
         .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
-        .label(run.summary(now));
+        .label(format!("{glyph} {}", run.summary(now)));
     frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
     if area.height < 3 {
         return;
@@ -572,13 +626,27 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        put(buf, table, x, y, &rows_text, t.style("text"));
+        // Cut text ends in "…", so that it reads as cut.
+        let room = table.right().saturating_sub(x) as usize;
+        put(
+            buf,
+            table,
+            x,
+            y,
+            &abbreviate(&rows_text, room),
+            t.style("text"),
+        );
     }
 }
 
 fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
     let p = run.partitions.get(run.selected);
-    let title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    let log = run.logs.of(run.selected);
+    let back = run.log_back.min(log.len().saturating_sub(1));
+    let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    if back > 0 {
+        title.push_str(&format!("· {back} newer below (] or G) "));
+    }
     let b = block(t, title, false);
     let inner_log = b.inner(log_area);
     frame.render_widget(b, log_area);
@@ -586,131 +654,20 @@ fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
         return;
     }
     let n = inner_log.height as usize;
-    let log = run.logs.of(run.selected);
+    let shown = log.len() - back;
     let lines: Vec<Line> = log
         .iter()
-        .skip(log.len().saturating_sub(n))
+        .take(shown)
+        .skip(shown.saturating_sub(n))
         .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
         .collect();
-    // Long lines wrap; the newest stay in view.
-    let w = inner_log.width.max(1) as usize;
-    let wrapped: usize = lines.iter().map(|l| l.width().max(1).div_ceil(w)).sum();
+    // Long lines wrap (at words, so counted as drawn); the newest shown
+    // stay in view.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let wrapped = text.line_count(inner_log.width.max(1));
     let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
-        inner_log,
-    );
+    frame.render_widget(text.scroll((scroll, 0)), inner_log);
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::Selection;
-    use crate::tui::fixture::{draw, job_view, now};
-    use crate::tui::run_logs::LOG_LINES;
-
-    fn run() -> RunView {
-        let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
-        let selection = Selection {
-            only: vec![LoadState::Failed],
-            ..Selection::default()
-        };
-        let backfill =
-            Backfill::plan_from(&job.job, &selection, &job.statuses, now(), 4, 2).unwrap();
-        RunView::new(1, &backfill, now())
-    }
-
-    fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
-        f(partition.to_string())
-    }
-
-    #[test]
-    fn events_move_rows_through_their_states() {
-        let mut r = run();
-        assert_eq!(r.partitions.len(), 2);
-        // The fixture's warehouse is SQLite: one writer.
-        assert_eq!(r.concurrency, 1);
-        r.apply(&event("2026-06-03", |partition| Event::PartitionStarted {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-        }));
-        assert_eq!(r.partitions[0].state, RunPartState::Running);
-        r.apply(&event("2026-06-03", |partition| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-            error: "database is locked".into(),
-            will_retry: true,
-            duration_ms: 10,
-        }));
-        assert_eq!(r.partitions[0].state, RunPartState::Retrying);
-        assert_eq!(
-            r.logs.of(0).iter().collect::<Vec<_>>(),
-            ["attempt 2", "will retry: database is locked"]
-        );
-        r.apply(&Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            succeeded: 0,
-            failed: 0,
-            not_started: 2,
-            rolled_back: 1,
-            refused: 0,
-            cancelled: true,
-            duration_ms: 30,
-        });
-        assert!(!r.active());
-        assert_eq!(r.count(RunPartState::Cancelled), 2);
-        assert_eq!(
-            r.ending(),
-            Some((
-                true,
-                "run of fct_orders cancelled: 0 succeeded, 0 failed, 1 rolled back, 1 not started"
-                    .into()
-            ))
-        );
-    }
-
-    #[test]
-    fn logs_are_bounded() {
-        let mut r = run();
-        for k in 0..LOG_LINES + 5 {
-            r.apply(&Event::PartitionLog {
-                run_id: "r".into(),
-                job: "fct_orders".into(),
-                partition: "2026-06-08".into(),
-                line: format!("line {k}"),
-            });
-        }
-        assert_eq!(r.logs.of(1).len(), LOG_LINES);
-        assert_eq!(r.logs.of(1).front().map(String::as_str), Some("line 5"));
-    }
-
-    #[test]
-    fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
-        let mut runs = vec![run(), run()];
-        runs[1].id = 2;
-        let mut selected = 1;
-        direction(&mut runs, &mut selected, Action::Down);
-        assert_eq!(runs[1].selected, 1);
-        direction(&mut runs, &mut selected, Action::Left);
-        assert_eq!(selected, 0);
-        let area = Rect::new(0, 0, 110, 12);
-        let screen = draw(110, 12, |f| {
-            render(f, area, &Theme::default_theme(), &runs, 0, true, now())
-        });
-        assert!(screen.contains("Runs (2)"), "{screen}");
-        assert!(screen.contains("▶ #1 fct_orders 0/2"), "{screen}");
-        assert!(screen.contains("· 2026-06-03"), "{screen}");
-        assert!(screen.contains("log 2026-06-03"), "{screen}");
-        assert_eq!(hit(&runs, 0, area, 3, 1), Some(Hit::Run(0)));
-        assert_eq!(hit(&runs, 0, area, 30, 1), Some(Hit::Run(1)));
-        assert_eq!(hit(&runs, 0, area, 3, 4), Some(Hit::RunRow(1)));
-        assert_eq!(hit(&runs, 0, area, 3, 2), None);
-    }
-}
+mod tests;

@@ -1,0 +1,249 @@
+//! The run pane's own tests: rows through their states, bounded logs,
+//! drawing and hit-testing.
+
+use super::*;
+use crate::engine::Selection;
+use crate::tui::fixture::{draw, job_view, now};
+use crate::tui::run_logs::LOG_LINES;
+
+fn run() -> RunView {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let selection = Selection {
+        only: vec![LoadState::Failed],
+        ..Selection::default()
+    };
+    let backfill = Backfill::plan_from(&job.job, &selection, &job.statuses, now(), 4, 2).unwrap();
+    RunView::new(1, &backfill, now())
+}
+
+fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
+    f(partition.to_string())
+}
+
+#[test]
+fn events_move_rows_through_their_states() {
+    let mut r = run();
+    assert_eq!(r.partitions.len(), 2);
+    // The fixture's warehouse is SQLite: one writer.
+    assert_eq!(r.concurrency, 1);
+    r.apply(&event("2026-06-03", |partition| Event::PartitionStarted {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+    }));
+    assert_eq!(r.partitions[0].state, RunPartState::Running);
+    r.apply(&event("2026-06-03", |partition| Event::PartitionFailed {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+        error: "database is locked".into(),
+        will_retry: true,
+        duration_ms: 10,
+    }));
+    assert_eq!(r.partitions[0].state, RunPartState::Retrying);
+    assert_eq!(
+        r.logs.of(0).iter().collect::<Vec<_>>(),
+        ["attempt 2", "will retry: database is locked"]
+    );
+    r.apply(&Event::RunFinished {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        succeeded: 0,
+        failed: 0,
+        not_started: 2,
+        rolled_back: 1,
+        refused: 0,
+        cancelled: true,
+        duration_ms: 30,
+    });
+    assert!(!r.active());
+    assert_eq!(r.count(RunPartState::Cancelled), 2);
+    assert_eq!(
+        r.ending(),
+        Some((
+            true,
+            "run of fct_orders cancelled: 0 succeeded, 0 failed, 1 rolled back, 1 not started"
+                .into()
+        ))
+    );
+}
+
+#[test]
+fn logs_are_bounded() {
+    let mut r = run();
+    for k in 0..LOG_LINES + 5 {
+        r.apply(&Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition: "2026-06-08".into(),
+            line: format!("line {k}"),
+        });
+    }
+    assert_eq!(r.logs.of(1).len(), LOG_LINES);
+    assert_eq!(r.logs.of(1).front().map(String::as_str), Some("line 5"));
+}
+
+#[test]
+fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
+    let mut runs = vec![run(), run()];
+    runs[1].id = 2;
+    let mut selected = 1;
+    direction(&mut runs, &mut selected, Action::Down);
+    assert_eq!(runs[1].selected, 1);
+    direction(&mut runs, &mut selected, Action::Left);
+    assert_eq!(selected, 0);
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = draw(110, 12, |f| {
+        render(f, area, &Theme::default_theme(), &runs, 0, true, now())
+    });
+    assert!(screen.contains("Runs (2)"), "{screen}");
+    assert!(screen.contains("▶ #1 fct_orders 0/2"), "{screen}");
+    assert!(screen.contains("· 2026-06-03"), "{screen}");
+    assert!(screen.contains("log 2026-06-03"), "{screen}");
+    assert_eq!(hit(&runs, 0, area, 3, 1), Some(Hit::Run(0)));
+    assert_eq!(hit(&runs, 0, area, 30, 1), Some(Hit::Run(1)));
+    assert_eq!(hit(&runs, 0, area, 3, 4), Some(Hit::RunRow(1)));
+    assert_eq!(hit(&runs, 0, area, 3, 2), None);
+}
+
+fn log_line(r: &mut RunView, line: &str) {
+    r.apply(&Event::PartitionLog {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition: "2026-06-03".into(),
+        line: line.into(),
+    });
+}
+
+/// One long error fills the log pane: `[` scrolls back to the lines before
+/// it, which stay put while lines arrive; `]` back to the end follows again.
+#[test]
+fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
+    let mut runs = vec![run()];
+    let mut selected = 0;
+    for line in ["BEGIN", "lock partition", "DELETE 12 rows"] {
+        log_line(&mut runs[0], line);
+    }
+    log_line(
+        &mut runs[0],
+        &format!("ERROR {}", "duplicate key ".repeat(40)),
+    );
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = |runs: &[RunView]| {
+        draw(110, 12, |f| {
+            render(f, area, &Theme::default_theme(), runs, 0, true, now())
+        })
+    };
+    let s = screen(&runs);
+    assert!(!s.contains("BEGIN"), "{s}");
+    direction(&mut runs, &mut selected, Action::PrevMonth);
+    let s = screen(&runs);
+    assert!(s.contains("BEGIN") && s.contains("DELETE 12 rows"), "{s}");
+    assert!(s.contains("1 newer below"), "{s}");
+    log_line(&mut runs[0], "ROLLBACK");
+    let s = screen(&runs);
+    assert!(s.contains("BEGIN") && !s.contains("ROLLBACK"), "{s}");
+    assert!(s.contains("2 newer below"), "{s}");
+    direction(&mut runs, &mut selected, Action::NextMonth);
+    direction(&mut runs, &mut selected, Action::NextMonth);
+    assert_eq!(runs[0].log_back, 0);
+    log_line(&mut runs[0], "retrying");
+    let s = screen(&runs);
+    assert!(s.contains("retrying") && !s.contains("newer below"), "{s}");
+    direction(&mut runs, &mut selected, Action::PrevMonth);
+    direction(&mut runs, &mut selected, Action::Last);
+    assert_eq!(runs[0].log_back, 0);
+}
+
+/// A run whose every partition failed does not look like one whose every
+/// partition succeeded: the gauge takes the error style and its label a ✗.
+#[test]
+fn the_gauge_shows_the_outcome_not_only_the_progress() {
+    let t = Theme::default_theme();
+    let area = Rect::new(0, 0, 110, 12);
+    let finish = |failed: usize| {
+        let mut r = run();
+        r.apply(&Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 2 - failed,
+            failed,
+            not_started: 0,
+            rolled_back: 0,
+            cancelled: false,
+            duration_ms: 30,
+        });
+        r
+    };
+    let gauge_cell = |runs: &[RunView]| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(110, 12)).unwrap();
+        term.draw(|f| render(f, area, &t, runs, 0, true, now()))
+            .unwrap();
+        let buf = term.backend().buffer().clone();
+        let line: String = (0..110).map(|x| buf[(x, 2)].symbol().to_string()).collect();
+        (line, buf[(1, 2)].style())
+    };
+    let (ok_line, ok_style) = gauge_cell(&[finish(0)]);
+    let (failed_line, failed_style) = gauge_cell(&[finish(2)]);
+    assert!(ok_line.contains("✓ finished: 2/2 succeeded"), "{ok_line}");
+    assert!(
+        failed_line.contains("✗ finished: 0/2 succeeded · 2 failed"),
+        "{failed_line}"
+    );
+    assert_ne!(ok_style, failed_style);
+    assert_eq!(failed_style.fg, t.style("error").fg);
+}
+
+/// With more runs than the strip holds, it scrolls to show the selected
+/// run's tab whole, marks the runs out to the left, and clicks hit the tabs
+/// as drawn.
+#[test]
+fn the_run_strip_scrolls_to_the_selected_run() {
+    let mut runs: Vec<RunView> = (1..=7).map(|_| run()).collect();
+    for (k, r) in runs.iter_mut().enumerate() {
+        r.id = k + 1;
+    }
+    let area = Rect::new(0, 0, 120, 12);
+    let t = Theme::default_theme();
+    let screen = draw(120, 12, |f| render(f, area, &t, &runs, 6, true, now()));
+    let strip = screen.lines().nth(1).unwrap_or("");
+    assert!(strip.contains("▶ #7 fct_orders 0/2"), "{screen}");
+    assert!(strip.starts_with("┃‹ ▶ #"), "{screen}");
+    assert!(!strip.contains("#1 "), "{screen}");
+    let x7 = strip.chars().position(|c| c == '7').unwrap_or(0) as u16;
+    assert_eq!(hit(&runs, 6, area, x7, 1), Some(Hit::Run(6)));
+    let screen = draw(120, 12, |f| render(f, area, &t, &runs, 0, true, now()));
+    assert!(
+        screen.lines().nth(1).unwrap_or("").starts_with("┃ ▶ #1"),
+        "{screen}"
+    );
+}
+
+/// A row's error longer than the table ends in "…".
+#[test]
+fn a_cut_row_ends_in_an_ellipsis() {
+    let mut r = run();
+    r.apply(&Event::PartitionFailed {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition: "2026-06-03".into(),
+        attempt: 2,
+        error: format!(
+            "duplicate key value violates unique constraint {}",
+            "x".repeat(80)
+        ),
+        will_retry: false,
+        duration_ms: 10,
+    });
+    let area = Rect::new(0, 0, 110, 12);
+    let screen = draw(110, 12, |f| {
+        render(f, area, &Theme::default_theme(), &[r], 0, true, now())
+    });
+    let row = screen
+        .lines()
+        .find(|l| l.contains("2026-06-03    failed"))
+        .unwrap_or("");
+    assert!(row.contains("duplicate key value v… ┌ log"), "{screen}");
+}
