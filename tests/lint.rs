@@ -1315,7 +1315,7 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
     for said in [
         "warning: 1 row of fct holds ts as text like '2024-03-10 05:00', which at the hour sorts before that hour's bound",
         "warning: 1 row of fct holds ts as text like '2024-03-10 05:30:00+02:00', whose offset a text comparison ignores",
-        "error: 1 row of agg holds month as text like '2024-02', which sorts before the first bound of its window",
+        "error: 1 row of agg holds month as text like '2024-02', which does not begin with a date written as the window bounds are",
     ] {
         assert!(stdout.contains(said), "{said}: {stdout}");
     }
@@ -1635,5 +1635,82 @@ async fn mariadb_a_merge_matched_by_another_unique_index_is_refused() {
     }
     let (code, stdout, stderr) = idem_command(&path, &["run", "surrogate", "--yes"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+    wh.close().await;
+}
+
+/// A SQLite day job's target holding dates not written as its bounds are
+/// ('2026-1-5', '2026-09'): status counts each in the window its text
+/// sorts into, the one whose load deletes it (a dry run says so before),
+/// and lint names them as such.
+#[tokio::test]
+async fn sqlite_dates_not_written_as_bounds_are_counted_where_loads_delete_them() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = common::replace_job(
+        "f",
+        "fct",
+        "2026-10-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    )
+    .replace("start = \"2026-01-01\"", "start = \"2026-08-30\"");
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (2, '2026-09-30')",
+        // '2026-1-5' sorts after '2026-09-30' and before '2026-10-01';
+        // '2026-09' before '2026-09-01'.
+        "INSERT INTO fct VALUES (100, '2026-1-5'), (101, '2026-09'), (102, '2026-09-30')",
+    ])
+    .await
+    .expect("fixture");
+    let cli = |args: &[&str]| idem_command(&path, args);
+    let (code, stdout, stderr) = cli(&["status", "f", "--format", "json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let status: Vec<serde_json::Value> = serde_json::from_str(&stdout).expect("json");
+    let rows_of = |name: &str| {
+        status
+            .iter()
+            .find(|p| p["partition"] == name)
+            .map(|p| p["rows_now"].clone())
+            .unwrap_or_else(|| panic!("no {name}: {stdout}"))
+    };
+    assert_eq!(rows_of("2026-09-30"), 2, "{stdout}");
+    assert_eq!(rows_of("2026-08-31"), 1, "{stdout}");
+    assert_eq!(rows_of("2026-09-01"), 0, "{stdout}");
+
+    let (_, stdout, stderr) = cli(&[
+        "run",
+        "f",
+        "--from",
+        "2026-09-30",
+        "--to",
+        "2026-09-30",
+        "--dry-run",
+    ]);
+    assert!(stdout.contains("2 rows"), "{stdout}{stderr}");
+    let (code, stdout, stderr) = cli(&[
+        "run",
+        "f",
+        "--from",
+        "2026-09-30",
+        "--to",
+        "2026-09-30",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("deleted 2"),
+        "{stdout}{stderr}"
+    );
+
+    let (code, stdout, stderr) = idem(&path, &[]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("error: 1 row of fct holds dt as text like '2026-09', which does not begin with a date written as the window bounds are"),
+        "{stdout}"
+    );
     wh.close().await;
 }

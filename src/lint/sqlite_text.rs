@@ -8,12 +8,12 @@ use super::{Finding, Severity};
 use crate::config::{Ident, Job};
 use crate::numbers::n_rows;
 use crate::partition::Grain;
-use crate::warehouse::{Engine, Warehouse, WarehouseError};
+use crate::warehouse::{DATE_GLOB, Engine, Warehouse, WarehouseError};
 
 /// A form of text that sorts into another window than its date's.
 struct Form {
     /// SQL true for a value `c` of that form.
-    test: &'static str,
+    test: String,
     severity: Severity,
     /// What such a value does, after "N rows of T hold C as text like 'V',".
     does: &'static str,
@@ -22,33 +22,41 @@ struct Form {
 
 /// The forms worth naming for a job of `grain`.
 fn forms(grain: Grain) -> Vec<Form> {
+    let not_a_date = Form {
+        test: format!("NOT c GLOB '{DATE_GLOB}'"),
+        severity: Severity::Error,
+        does: "which does not begin with a date written as the window bounds are ('YYYY-MM-DD'): it sorts by its text among them, not where its date lies, so a load writing it fails its window check, and the load of the window it sorts into (status counts it there) deletes it",
+        fix: "write dates as 'YYYY-MM-DD' (date(…) or strftime('%Y-%m-%d', …) in the job's SQL, a month's first day for a month; UPDATE {target} SET {pcol} = date({pcol}) where SQLite reads them)",
+    };
     match grain {
         Grain::Hour => vec![
+            not_a_date,
             Form {
-                test: "length(c) > 10 AND substr(c, 11, 1) <> ' '",
+                test: format!(
+                    "c GLOB '{DATE_GLOB}' AND length(c) > 10 AND substr(c, 11, 1) <> ' '"
+                ),
                 severity: Severity::Error,
                 does: "which sorts after every hour bound of its day ('YYYY-MM-DD HH:00:00'): only the day's last hour replaces it, so the load of its own hour adds its rows beside it",
                 fix: "rewrite them as SQLite's datetime() writes them (UPDATE {target} SET {pcol} = datetime({pcol})), and where the source holds such text compare datetime(its column) with :start and :end in the job's SQL",
             },
             Form {
-                test: "length(c) BETWEEN 11 AND 18 AND substr(c, 11, 1) = ' ' AND c < substr(c, 1, 13) || ':00:00'",
+                test: format!(
+                    "c GLOB '{DATE_GLOB}' AND length(c) BETWEEN 11 AND 18 AND substr(c, 11, 1) = ' ' AND c < substr(c, 1, 13) || ':00:00'"
+                ),
                 severity: Severity::Warning,
                 does: "which at the hour sorts before that hour's bound ('YYYY-MM-DD HH:00:00'): it is loaded and counted in the hour before",
                 fix: "write seconds too (datetime() does: UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
             },
             Form {
-                test: "length(c) > 19 AND substr(c, 20, 1) <> '.'",
+                test: format!(
+                    "c GLOB '{DATE_GLOB}' AND length(c) > 19 AND substr(c, 20, 1) <> '.'"
+                ),
                 severity: Severity::Warning,
                 does: "whose offset a text comparison ignores: it is loaded and counted in the hour as written, not in UTC as SQLite's date functions read it",
                 fix: "store UTC without an offset (UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
             },
         ],
-        Grain::Day | Grain::Month => vec![Form {
-            test: "length(c) < 10",
-            severity: Severity::Error,
-            does: "which sorts before the first bound of its window ('YYYY-MM-DD'): no load of it can write it, each fails its window check",
-            fix: "write a date: the day, or a month's first day (strftime('%Y-%m-01', …) in the job's SQL; UPDATE {target} SET {pcol} = {pcol} || '-01')",
-        }],
+        Grain::Day | Grain::Month => vec![not_a_date],
     }
 }
 

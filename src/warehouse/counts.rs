@@ -145,10 +145,14 @@ impl Warehouse {
             }
             whole => whole,
         };
+        let sqlite = dialect.engine() == Engine::Sqlite;
         let mut counts = Counts::new();
         self.each_row(
             |sql| {
                 sql.push(&name).push(", n");
+                if sqlite {
+                    sql.push(", CAST(b AS TEXT)");
+                }
             },
             |sql| {
                 sql.push(" FROM (SELECT ")
@@ -174,8 +178,14 @@ impl Warehouse {
                 sql.push(" GROUP BY ").push(&bucket).push(") g");
             },
             |row| {
-                let name: Option<String> = row.get(0)?;
+                let mut name: Option<String> = row.get(0)?;
                 let n: i64 = row.get(1)?;
+                // SQLite names no text that is not written as its bounds
+                // are: it lies where the text sorts, as loads compare it.
+                if name.is_none() && sqlite {
+                    let text: Option<String> = row.get(2)?;
+                    name = text.and_then(|t| super::sqlite::window_of_text(&t, job.grain));
+                }
                 // Several buckets can share a name (a date column holding times).
                 if let Some(name) = name {
                     *counts.entry(name).or_insert(0) += n;

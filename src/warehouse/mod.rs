@@ -40,6 +40,7 @@ pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
 pub(crate) use lock_holder::sqlite_openers;
 pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
+pub use sqlite::DATE_GLOB;
 pub use verify::{Difference, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};

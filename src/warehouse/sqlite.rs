@@ -1,7 +1,7 @@
 //! SQLite: the embedded warehouse. `BEGIN IMMEDIATE` takes the database's write
 //! lock up front, which serialises writers of every partition.
 
-use chrono::{NaiveDateTime, Timelike};
+use chrono::{NaiveDate, NaiveDateTime, Timelike};
 
 use super::columns::DescribeLimits;
 use super::fingerprint::RowHash;
@@ -339,9 +339,13 @@ pub(super) async fn describe(
 /// hour; `…T05:30` (a `T` sorts after every bound of its day) in its own
 /// day's last; a month written `2026-03` in February. `idem lint` names
 /// such values.
+///
+/// A value that does not begin with a date as bounds are written
+/// (`2026-1-5`, `2026-09`) is its own bucket: it is not named in SQL
+/// ([`window_of_text`] names it).
 fn text_bucket(column: &str, grain: Grain) -> String {
     let c = column;
-    match grain {
+    let bucket = match grain {
         Grain::Day => format!("substr({c}, 1, 10)"),
         Grain::Month => format!(
             "CASE WHEN length({c}) >= 10 THEN substr({c}, 1, 7) || '-01' \
@@ -353,5 +357,76 @@ fn text_bucket(column: &str, grain: Grain) -> String {
              WHEN {c} >= substr({c}, 1, 13) || ':00:00' THEN substr({c}, 1, 13) || ':00:00' \
              ELSE strftime('%Y-%m-%d %H:00:00', substr({c}, 1, 13) || ':00', '-1 hour') END"
         ),
+    };
+    format!("CASE WHEN {c} GLOB '{DATE_GLOB}' THEN {bucket} ELSE {c} END")
+}
+
+/// A text value that begins with a date written as window bounds are
+/// (`YYYY-MM-DD`), as a `GLOB` pattern.
+pub const DATE_GLOB: &str = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*";
+
+/// The name of the window (of `grain`) whose bounds, bound as text as
+/// [`Sqlite::instant_value`] writes them, `text` sorts between, as a load's
+/// DELETE and window check compare it: `2026-1-5` lies in day 2026-09-30
+/// (after `2026-09-30`, before `2026-10-01`), `2026-09` in 2026-08-31. None
+/// for text before the first window of year 1; text after every bound lies
+/// in the last window of year 9999.
+pub(super) fn window_of_text(text: &str, grain: Grain) -> Option<String> {
+    let first = NaiveDate::from_ymd_opt(1, 1, 1)?.and_time(chrono::NaiveTime::MIN);
+    let last = NaiveDate::from_ymd_opt(9999, 12, 31)?.and_time(chrono::NaiveTime::MIN);
+    let start = |i: i64| -> Option<NaiveDateTime> {
+        match grain {
+            Grain::Hour => first.checked_add_signed(chrono::Duration::hours(i)),
+            Grain::Day => first.checked_add_signed(chrono::Duration::days(i)),
+            Grain::Month => first.checked_add_months(chrono::Months::new(u32::try_from(i).ok()?)),
+        }
+    };
+    let bound = |i: i64| start(i).map(|t| Sqlite.instant_value(t, grain));
+    let below = |i: i64| matches!(bound(i), Some(Value::Text(b)) if b.as_str() <= text);
+    let mut hi = match grain {
+        Grain::Hour => (last - first).num_hours(),
+        Grain::Day => (last - first).num_days(),
+        Grain::Month => 9999 * 12 - 1,
+    };
+    if !below(0) {
+        return None;
+    }
+    // The last window whose first bound sorts at or before the text.
+    let mut lo = 0;
+    while lo < hi {
+        let mid = lo + (hi - lo + 1) / 2;
+        if below(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some(start(lo)?.format(grain.name_pattern()).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window_of_text;
+    use crate::partition::Grain;
+
+    #[test]
+    fn text_lies_in_the_window_it_sorts_into() {
+        let day = |t: &str| window_of_text(t, Grain::Day);
+        assert_eq!(day("2026-1-5").as_deref(), Some("2026-09-30"));
+        assert_eq!(day("2026-09").as_deref(), Some("2026-08-31"));
+        assert_eq!(day("2026-09-30").as_deref(), Some("2026-09-30"));
+        assert_eq!(day(" 2026-09-30"), None, "a space sorts before every bound");
+        assert_eq!(
+            day("x").as_deref(),
+            Some("9999-12-31"),
+            "a letter sorts after every bound"
+        );
+        let hour = |t: &str| window_of_text(t, Grain::Hour);
+        // '5' sorts after the '2' of 23:00:00.
+        assert_eq!(hour("2026-09-30 5:00").as_deref(), Some("2026-09-30T23"));
+        assert_eq!(hour("2026-09-30").as_deref(), Some("2026-09-29T23"));
+        let month = |t: &str| window_of_text(t, Grain::Month);
+        assert_eq!(month("2026-1").as_deref(), Some("2026-09"));
+        assert_eq!(month("2026-03").as_deref(), Some("2026-02"));
     }
 }

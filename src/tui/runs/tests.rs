@@ -171,6 +171,7 @@ fn the_gauge_shows_the_outcome_not_only_the_progress() {
             succeeded: 2 - failed,
             failed,
             not_started: 0,
+            refused: 0,
             rolled_back: 0,
             cancelled: false,
             duration_ms: 30,
