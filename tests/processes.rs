@@ -751,3 +751,58 @@ async fn postgres_a_load_waiting_on_another_sessions_rows_names_it() {
 async fn mysql_a_load_waiting_on_another_sessions_rows_names_it() {
     a_load_waiting_on_another_sessions_rows_names_it(Kind::MySql).await;
 }
+
+/// A start that waits on another session's lock on the ledger (an
+/// `ALTER`, a `LOCK TABLE`, a long maintenance) says it waited on a lock,
+/// once: not that its role may not make the ledger (a failed probe read as
+/// "not there"), after trying to make it three times over.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_locked_ledger_is_a_lock_wait_not_a_missing_ledger() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config_path, config) = db.config_with(
+        "lock_timeout = \"1s\"",
+        &common::replace_job("fct", "fct", "2026-01-01", SELECT),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .unwrap();
+    use sqlx::Connection;
+    let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN; LOCK TABLE idem.attempts IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let began = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args(["status", "fct"])
+        .output()
+        .unwrap();
+    let took = began.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("lock timeout"), "{stderr}");
+    assert!(!stderr.contains("permission"), "{stderr}");
+    assert!(!stderr.contains("cannot make"), "{stderr}");
+    // One wait of lock_timeout, where three rounds of three took 9.7 s.
+    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
+    drop(other);
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args(["status", "fct"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

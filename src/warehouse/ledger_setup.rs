@@ -24,7 +24,13 @@ pub(super) async fn ensure(
             for object in objects(dialect) {
                 let exists = match object.exists {
                     Probe::Rows(query) => query.query().fetch_optional(&mut *conn).await?.is_some(),
-                    Probe::Runs(statement) => conn.execute(AssertSqlSafe(statement)).await.is_ok(),
+                    // Only "no such table or column" says it is missing: a
+                    // lock wait or a lost connection says nothing of it.
+                    Probe::Runs(statement) => match conn.execute(AssertSqlSafe(statement)).await {
+                        Ok(_) => true,
+                        Err(e) if missing(&e) => false,
+                        Err(e) => return Err(e),
+                    },
                 };
                 if !exists {
                     conn.execute(AssertSqlSafe(object.create)).await?;
@@ -37,8 +43,13 @@ pub(super) async fn ensure(
             Ok(())
         }
         .await;
-        // A right the role lacks stays lacking.
-        if result.as_ref().err().is_none_or(denied) {
+        // A right the role lacks stays lacking, and a lock another
+        // session holds has been waited for as long as the role allows.
+        let waited = |e: &sqlx::Error| {
+            e.as_database_error()
+                .is_some_and(|db| dialect.waited_on_lock(db))
+        };
+        if result.as_ref().err().is_none_or(|e| denied(e) || waited(e)) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -189,4 +200,17 @@ fn superseded_index(dialect: &'static dyn Dialect) -> (Sql, String) {
 fn denied(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .is_some_and(|db| db.code().as_deref() == Some("42501") || db.message().contains("denied"))
+}
+
+/// The server said a table, column or schema is not there (PostgreSQL's
+/// SQLSTATE 42P01, 42703, 3F000; MariaDB/MySQL 42S02, 42S22; SQLite's
+/// words).
+fn missing(e: &sqlx::Error) -> bool {
+    e.as_database_error().is_some_and(|db| {
+        matches!(
+            db.code().as_deref(),
+            Some("42P01" | "42703" | "3F000" | "42S02" | "42S22")
+        ) || db.message().contains("no such table")
+            || db.message().contains("no such column")
+    })
 }
