@@ -453,13 +453,7 @@ async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
     .concat();
     let (config_path, config) = db.config_with("lock_timeout = \"1s\"", &jobs);
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    wh.execute_script(&TWO_ROWS).await.unwrap();
     let idem = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
         c.arg("--config").arg(&config_path).args(args);
@@ -502,13 +496,7 @@ async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
         "waited {:?}",
         started.elapsed()
     );
-    let out = String::from_utf8_lossy(&blocked.stdout);
-    let error = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e["event"] == "partition_failed")
-        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
-        .unwrap_or_else(|| panic!("no failure: {out}"));
+    let error = failure_of(&blocked);
     let refused = "could not take the lock on partition 2026-01-01 within the lock timeout: ";
     if kind == Kind::Sqlite {
         // SQLite's lock has no holder to ask: the processes with the file
@@ -575,6 +563,23 @@ async fn rerun_loads(rerun: &mut Command, wh: &Warehouse, config: &Config) {
     assert_eq!(fp.rows, 2);
 }
 
+/// A source of two rows on 2026-01-01, and an empty target.
+const TWO_ROWS: [&str; 3] = [
+    "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+    "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+    "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+];
+
+/// The error of the first failed partition of an `idem run --json`.
+fn failure_of(run: &std::process::Output) -> String {
+    let out = String::from_utf8_lossy(&run.stdout);
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "partition_failed")
+        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_else(|| panic!("no failure: {out}"))
+}
+
 mod held_by_another {
     use super::*;
     on_every_engine!(a_lock_held_by_a_dead_or_stopped_run_names_its_session);
@@ -595,13 +600,7 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
         &common::replace_job("fct", "fct", "2026-01-01", SELECT),
     );
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    wh.execute_script(&TWO_ROWS).await.unwrap();
     use sqlx::Connection;
     let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
     sqlx::query("SET application_name = 'nightly-maintenance'")
@@ -627,13 +626,7 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
     };
     let blocked = run();
     assert!(!blocked.status.success());
-    let out = String::from_utf8_lossy(&blocked.stdout);
-    let error = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e["event"] == "partition_failed")
-        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
-        .unwrap_or_else(|| panic!("no failure: {out}"));
+    let error = failure_of(&blocked);
     assert!(
         error.contains(&format!(
             "the lock on fct is held by session {pid} (\"nightly-maintenance\""
@@ -669,13 +662,7 @@ async fn a_load_waiting_on_another_sessions_rows_names_it(kind: Kind) {
         &common::replace_job("fct", "fct", "2026-01-01", SELECT),
     );
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
-    ])
-    .await
-    .unwrap();
+    wh.execute_script(&TWO_ROWS).await.unwrap();
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_idem"))
             .arg("--config")
@@ -704,13 +691,7 @@ async fn a_load_waiting_on_another_sessions_rows_names_it(kind: Kind) {
 
     let blocked = run(&["--json"]);
     assert!(!blocked.status.success());
-    let out = String::from_utf8_lossy(&blocked.stdout);
-    let error = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e["event"] == "partition_failed")
-        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
-        .unwrap_or_else(|| panic!("no failure: {out}"));
+    let error = failure_of(&blocked);
     let (session, end) = match kind {
         Kind::Postgres => (
             format!("the lock on fct is held by session {id} ("),
