@@ -570,6 +570,16 @@ const TWO_ROWS: [&str; 3] = [
     "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
 ];
 
+/// `idem --config CONFIG run fct --yes ARGS…`.
+fn fct_run(config: &std::path::Path, args: &[&str]) -> Command {
+    let mut run = Command::new(env!("CARGO_BIN_EXE_idem"));
+    run.arg("--config")
+        .arg(config)
+        .args(["run", "fct", "--yes"])
+        .args(args);
+    run
+}
+
 /// The error of the first failed partition of an `idem run --json`.
 fn failure_of(run: &std::process::Output) -> String {
     let out = String::from_utf8_lossy(&run.stdout);
@@ -616,15 +626,7 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
         .execute(&mut other)
         .await
         .unwrap();
-    let run = || {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&config_path)
-            .args(["run", "fct", "--json", "--yes"])
-            .output()
-            .unwrap()
-    };
-    let blocked = run();
+    let blocked = fct_run(&config_path, &["--json"]).output().unwrap();
     assert!(!blocked.status.success());
     let error = failure_of(&blocked);
     assert!(
@@ -641,12 +643,7 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
     assert!(error.ends_with(&end), "{error}");
     wh.execute_script(&[end.as_str()]).await.unwrap();
     drop(other);
-    let mut rerun = Command::new(env!("CARGO_BIN_EXE_idem"));
-    rerun
-        .arg("--config")
-        .arg(&config_path)
-        .args(["run", "fct", "--yes"]);
-    rerun_loads(&mut rerun, &wh, &config).await;
+    rerun_loads(&mut fct_run(&config_path, &[]), &wh, &config).await;
 }
 
 /// A load that waits on rows another session has written and not committed
@@ -663,15 +660,7 @@ async fn a_load_waiting_on_another_sessions_rows_names_it(kind: Kind) {
     );
     let wh = db.warehouse(&config).await;
     wh.execute_script(&TWO_ROWS).await.unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&config_path)
-            .args(["run", "fct", "--yes"])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| fct_run(&config_path, args).output().unwrap();
     assert!(run(&[]).status.success());
 
     use sqlx::Connection;
@@ -713,12 +702,7 @@ async fn a_load_waiting_on_another_sessions_rows_names_it(kind: Kind) {
     assert!(error.ends_with(&end), "{error}");
     wh.execute_script(&[end.as_str()]).await.unwrap();
     drop(other);
-    let mut rerun = Command::new(env!("CARGO_BIN_EXE_idem"));
-    rerun
-        .arg("--config")
-        .arg(&config_path)
-        .args(["run", "fct", "--yes"]);
-    rerun_loads(&mut rerun, &wh, &config).await;
+    rerun_loads(&mut fct_run(&config_path, &[]), &wh, &config).await;
 }
 
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
