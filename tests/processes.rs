@@ -771,3 +771,56 @@ async fn postgres_a_locked_ledger_is_a_lock_wait_not_a_missing_ledger() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A load waiting for its lock says so in its log after a second, rather
+/// than show as running with nothing said (SQLite: another writer holds
+/// the database's write lock); it loads once the lock is let go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_waiting_for_its_lock_says_so() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", SELECT));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&TWO_ROWS).await.unwrap();
+    use sqlx::Connection;
+    let mut writer = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut writer)
+        .await
+        .unwrap();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        sqlx::raw_sql("COMMIT").execute(&mut writer).await.unwrap();
+        writer
+    });
+    let backfill = idem::engine::Backfill::plan(
+        &wh,
+        &config.jobs[0],
+        &idem::engine::Selection::default(),
+        1,
+        0,
+    )
+    .await
+    .unwrap();
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    let log: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            idem::engine::Event::PartitionLog { line, .. } => Some(line.clone()),
+            _ => None,
+        })
+        .collect();
+    let waited = log
+        .iter()
+        .position(|l| l.starts_with("waiting for the lock covering fct"))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    let began = log
+        .iter()
+        .position(|l| l.starts_with("BEGIN IMMEDIATE"))
+        .unwrap_or_else(|| panic!("{log:#?}"));
+    assert!(waited < began, "{log:#?}");
+    drop(release.await.unwrap());
+    wh.close().await;
+}

@@ -189,7 +189,8 @@ impl Warehouse {
             // that releases a session lock; once released, it goes back to
             // the pool for the next partition.
             let names = self.session_lock_names(&mut conn.conn, &lock).await?;
-            let session = match take_lock(dialect, &mut conn.conn, &names, timeout).await? {
+            let taking = take_lock(dialect, &mut conn.conn, &names, timeout);
+            let session = match waiting_said(taking, &lock, log).await? {
                 Granted::Yes(session) => session,
                 Granted::No => {
                     // The hours it did take go first, so that the holder
@@ -460,6 +461,30 @@ async fn transact(
     Ok(Done::Loaded(outcome))
 }
 
+/// How long a BEGIN taking the partition's lock runs before its log says
+/// it is waiting for the lock: the console shows the load as running, and
+/// without a word it reads as stuck.
+const LOCK_WAIT_SAID: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `begin`, saying in the log once it has waited [`LOCK_WAIT_SAID`].
+async fn waiting_said<T>(
+    begin: impl std::future::Future<Output = T>,
+    lock: &PartitionLock,
+    log: &(dyn Fn(LoadStep) + Send + Sync),
+) -> T {
+    tokio::pin!(begin);
+    tokio::select! {
+        done = &mut begin => done,
+        () = tokio::time::sleep(LOCK_WAIT_SAID) => {
+            log(format!(
+                "waiting for the lock covering {}: another session holds it (waits up to lock_timeout)",
+                lock.label
+            ));
+            begin.await
+        }
+    }
+}
+
 /// Begins a partition's transaction, taking its lock where the BEGIN does
 /// (an `Err(LockTimeout)` whose partition and holder
 /// [`Warehouse::lock_timeout_error`] fills in).
@@ -473,7 +498,7 @@ async fn begin<'c>(
     let tx = match dialect.begin_statement(lock) {
         // The BEGIN takes the partition's locks and nothing else: a lock
         // timeout there is the partition's.
-        Some(begin) => match conn.begin_with(AssertSqlSafe(begin)).await {
+        Some(begin) => match waiting_said(conn.begin_with(AssertSqlSafe(begin)), lock, log).await {
             Err(sqlx::Error::Database(e)) if dialect.lock_refused(&*e) => {
                 return Err(WarehouseError::LockTimeout {
                     partition: String::new(),
