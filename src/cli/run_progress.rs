@@ -133,7 +133,9 @@ fn describe(event: &Event) -> Option<String> {
             ..
         } => format!(
             "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
-            if *rows_after > 0 {
+            // A merge's rows may lie in other windows of the partition
+            // column than the one it merged: written, it is not empty.
+            if *rows_after > 0 || rows_inserted + rows_updated > 0 {
                 "■ loaded"
             } else {
                 "○ empty"
@@ -238,6 +240,27 @@ mod tests {
             describe(&failed("relation \"t\" does not exist")).unwrap(),
             "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
         );
+    }
+
+    #[test]
+    fn a_merge_that_wrote_rows_elsewhere_is_not_called_empty() {
+        let succeeded = |inserted: i64, updated: i64, after: i64| Event::PartitionSucceeded {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 1,
+            rows_deleted: 0,
+            rows_inserted: inserted,
+            rows_updated: updated,
+            rows_after: after,
+            duration_ms: 5,
+            fingerprint: String::new(),
+            content_changed: true,
+        };
+        let line = |e: Event| describe(&e).unwrap();
+        assert!(line(succeeded(1, 1, 0)).contains("■ loaded"));
+        assert!(line(succeeded(0, 0, 0)).contains("○ empty"));
+        assert!(line(succeeded(2, 0, 2)).contains("■ loaded"));
     }
 
     #[test]
