@@ -183,6 +183,11 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
         sqlx::Error::PoolTimedOut => {
             "no connection to the warehouse within the connect timeout: the server is down, refusing connections or not answering".to_string()
         }
+        // A password with a `/` or `#` ends the URL's host part early, and
+        // reads as a port or a path.
+        sqlx::Error::Configuration(_) => format!(
+            "{e}; a user or password in the URL holding / # ? @ : % or a space must be percent-encoded (/ as %2F, # as %23, ? as %3F, @ as %40, : as %3A, % as %25, a space as %20), also when it comes from ${{VAR}}"
+        ),
         other => other.to_string(),
     }
 }
@@ -190,6 +195,15 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_that_does_not_parse_says_how_to_write_a_password() {
+        let e: sqlx::Error = "postgres://u:pa/ss#x@h/db"
+            .parse::<sqlx::postgres::PgConnectOptions>()
+            .unwrap_err();
+        let said = sql_message(&e);
+        assert!(said.contains("percent-encoded (/ as %2F, # as %23"), "{said}");
+    }
 
     #[test]
     fn a_lock_timeout_says_who_may_have_held_the_lock() {
