@@ -96,11 +96,28 @@ pub fn parse(text: &str, job: Option<&str>) -> Result<Option<Command>, String> {
         return Ok(None);
     };
     let rest: Vec<&str> = words.collect();
+    // A word more than a command takes is a mistyped command, not one to
+    // carry out in part (`:q later` quit at once).
+    let at_most = |n: usize, usage: &str| -> Result<(), String> {
+        match rest.get(n) {
+            Some(extra) => Err(format!(":{cmd} takes {usage}; what is {extra}?")),
+            None => Ok(()),
+        }
+    };
     Ok(Some(match cmd {
-        "q" | "quit" | "q!" => Command::Quit,
-        "goto" | "g" => Command::Goto(rest.first().copied().unwrap_or("").to_string()),
+        "q" | "quit" | "q!" => {
+            at_most(0, "no words")?;
+            Command::Quit
+        }
+        "goto" | "g" => {
+            at_most(1, "one partition, like 2026-06-04")?;
+            Command::Goto(rest.first().copied().unwrap_or("").to_string())
+        }
         "job" => Command::Job(rest.join(" ")),
-        "theme" => Command::Theme(rest.first().copied().unwrap_or("").to_string()),
+        "theme" => {
+            at_most(1, "one theme's name or path")?;
+            Command::Theme(rest.first().copied().unwrap_or("").to_string())
+        }
         "run" => {
             let job = job.ok_or_else(|| ":run: no job is on screen".to_string())?;
             Command::Run(Box::new(parse_run(job, &rest)?))
@@ -222,5 +239,16 @@ mod tests {
         assert!(matches!(parse("frobnicate", None), Err(e) if e.contains("unknown command")));
         assert!(matches!(parse("   ", None), Ok(None)));
         assert!(matches!(parse("q", None), Ok(Some(Command::Quit))));
+    }
+
+    #[test]
+    fn a_word_more_than_a_command_takes_is_refused_not_ignored() {
+        let err = |text: &str| parse(text, None).err().unwrap_or_default();
+        assert_eq!(err("q later"), ":q takes no words; what is later?");
+        assert!(err("goto 2026-06-04 junk").contains("what is junk?"));
+        assert!(err("theme light dark").contains("what is dark?"));
+        assert!(
+            matches!(parse("goto 2026-06-04", None), Ok(Some(Command::Goto(d))) if d == "2026-06-04")
+        );
     }
 }

@@ -202,7 +202,10 @@ mod tests {
             .parse::<sqlx::postgres::PgConnectOptions>()
             .unwrap_err();
         let said = sql_message(&e);
-        assert!(said.contains("percent-encoded (/ as %2F, # as %23"), "{said}");
+        assert!(
+            said.contains("percent-encoded (/ as %2F, # as %23"),
+            "{said}"
+        );
     }
 
     #[test]
