@@ -172,7 +172,23 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        // Help and version go to stdout, which may not take them (a full
+        // disk): that is a failure, as for every command's output.
+        Err(e) if !e.use_stderr() => match e.print() {
+            Ok(()) => return ExitCode::SUCCESS,
+            // A reader that stopped reading (`| head`) is no failure.
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                return ExitCode::SUCCESS;
+            }
+            Err(err) => {
+                eprintln!("idem: cannot write to standard output: {err}");
+                return ExitCode::from(1);
+            }
+        },
+        Err(e) => e.exit(),
+    };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

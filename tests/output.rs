@@ -71,6 +71,9 @@ fn a_closed_pipe_ends_every_command_quietly() {
         &["run", "fct_orders", "--dry-run", "--json"],
         &["lint"],
         &["config", "path"],
+        &["--help"],
+        &["--version"],
+        &["run", "--help"],
     ] {
         let out = with_closed_stdout(&config, args);
         let err = stderr(&out);
