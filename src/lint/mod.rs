@@ -653,8 +653,11 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                             .map(|c| c.name.clone())
                             .collect();
                         let sets = wh.unique_key_sets(&job.target).await?;
-                        if let Some(why) =
-                            crate::warehouse::other_unique_index(job, &sets, &written)
+                        // Without an index on the key itself, that is the
+                        // finding already.
+                        if crate::warehouse::key_has_index(job, &sets)
+                            && let Some(why) =
+                                crate::warehouse::other_unique_index(job, &sets, &written)
                         {
                             out.push(Finding::new(
                                 Severity::Error,

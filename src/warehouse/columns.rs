@@ -339,10 +339,7 @@ fn case_misfit(name: &str, column: &Ident, table: &TableName) -> String {
 /// sets, lower-cased; `written`: the target columns the job fills.
 pub(super) fn upsert_misfit(job: &Job, sets: &[Vec<String>], written: &[Ident]) -> Option<String> {
     let key = lower_key(job);
-    if !sets
-        .iter()
-        .any(|set| set.len() == key.len() && holds(set, &key))
-    {
+    if !key_has_index(job, sets) {
         return Some(format!(
             "no primary key or unique index of {} is ({}) alone: INSERT … ON DUPLICATE KEY UPDATE matches rows by the table's own unique indexes, so a new key could update another key's row, or be counted as an update; add one: create unique index on {} ({})",
             job.target,
@@ -375,6 +372,14 @@ pub fn other_unique_index(job: &Job, sets: &[Vec<String>], written: &[Ident]) ->
         key.join(", "),
         other.join(", ")
     ))
+}
+
+/// Whether one of the target's unique column sets is the merge's
+/// `unique_key` itself.
+pub fn key_has_index(job: &Job, sets: &[Vec<String>]) -> bool {
+    let key = lower_key(job);
+    sets.iter()
+        .any(|set| set.len() == key.len() && holds(set, &key))
 }
 
 fn lower_key(job: &Job) -> Vec<String> {

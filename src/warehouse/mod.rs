@@ -28,8 +28,8 @@ use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, Row};
 
 pub use columns::{
-    Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, names_column, no_such_column,
-    other_unique_index,
+    Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, key_has_index, names_column,
+    no_such_column, other_unique_index,
 };
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use error::WarehouseError;

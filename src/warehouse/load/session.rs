@@ -247,6 +247,7 @@ impl Warehouse {
     async fn ask_blockers(&self, stage: &StageCell) -> std::convert::Infallible {
         let every = (self.config().lock_timeout / 3).clamp(Duration::from_millis(300), WATCH);
         let mut conn: Option<sqlx::AnyConnection> = None;
+        let mut failures = 0;
         loop {
             tokio::time::sleep(every).await;
             let Stage::Holding(holder) = stage.get() else {
@@ -271,6 +272,7 @@ impl Warehouse {
             let answer = tokio::time::timeout(ASK, sql.query().fetch_optional(asking)).await;
             match answer {
                 Ok(Ok(row)) => {
+                    failures = 0;
                     let holder = row.and_then(|row| {
                         super::super::lock_holder::LockHolder::from_row(
                             self.dialect().engine(),
@@ -280,8 +282,16 @@ impl Warehouse {
                     });
                     stage.set_blocker(holder.map(|h| self.blocker_words(h)));
                 }
-                // A connection in an unknown state is not asked again.
-                _ => conn = None,
+                // A connection in an unknown state is not asked again; a
+                // server that never says (a role without the right to see
+                // others' locks) is asked no more after a few tries.
+                _ => {
+                    conn = None;
+                    failures += 1;
+                    if failures == 3 {
+                        return std::future::pending().await;
+                    }
+                }
             }
         }
     }
