@@ -103,15 +103,15 @@ impl StageCell {
         self.stage.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// The session the load's session waited for on a lock when the
-    /// server was last asked, described; None if it waited for none.
+    /// The session the load's session was last seen waiting for on a
+    /// lock, described; None if it was never seen waiting.
     pub(super) fn blocker(&self) -> Option<String> {
         self.blocker.lock().ok()?.clone()
     }
 
-    fn set_blocker(&self, blocker: Option<String>) {
+    fn set_blocker(&self, blocker: String) {
         if let Ok(mut now) = self.blocker.lock() {
-            *now = blocker;
+            *now = Some(blocker);
         }
     }
 
@@ -280,7 +280,12 @@ impl Warehouse {
                         )
                         .ok()
                     });
-                    stage.set_blocker(holder.map(|h| self.blocker_words(h)));
+                    // Kept until another is seen: the wait that ends in a
+                    // lock timeout is over by the time the load reports it,
+                    // and an ask in between finds nobody.
+                    if let Some(holder) = holder {
+                        stage.set_blocker(self.blocker_words(holder));
+                    }
                 }
                 // A connection in an unknown state is not asked again; a
                 // server that never says (a role without the right to see
