@@ -341,12 +341,16 @@ pub(super) async fn describe(
 /// such values.
 ///
 /// A value that does not begin with a date as bounds are written
-/// (`2026-1-5`, `2026-09`) is its own bucket: it is not named in SQL
-/// ([`window_of_text`] names it).
+/// (`2026-1-5`, `2026-09`) is its own bucket (a day's, its first ten
+/// characters): it is not named in SQL ([`window_of_text`] names it).
 fn text_bucket(column: &str, grain: Grain) -> String {
     let c = column;
     let bucket = match grain {
-        Grain::Day => format!("substr({c}, 1, 10)"),
+        // A bound of a day is a date's ten characters: how the text sorts
+        // among them is how its first ten do, which name a day when they
+        // are a date and are [`window_of_text`]'s otherwise. No test per
+        // row (a GLOB cost a quarter more on 2M rows, `sqlite3`).
+        Grain::Day => return format!("substr({c}, 1, 10)"),
         Grain::Month => format!(
             "CASE WHEN length({c}) >= 10 THEN substr({c}, 1, 7) || '-01' \
              ELSE strftime('%Y-%m-01', substr({c}, 1, 7) || '-01', '-1 month') END"
