@@ -145,12 +145,12 @@ impl Warehouse {
             }
             whole => whole,
         };
-        let sqlite = dialect.engine() == Engine::Sqlite;
+        let bucket_window = dialect.bucket_window();
         let mut counts = Counts::new();
         self.each_row(
             |sql| {
                 sql.push(&name).push(", n");
-                if sqlite {
+                if bucket_window.is_some() {
                     sql.push(", CAST(b AS TEXT)");
                 }
             },
@@ -180,11 +180,11 @@ impl Warehouse {
             |row| {
                 let mut name: Option<String> = row.get(0)?;
                 let n: i64 = row.get(1)?;
-                // SQLite names no text that is not written as its bounds
-                // are: it lies where the text sorts, as loads compare it.
-                if name.is_none() && sqlite {
+                if name.is_none()
+                    && let Some(window) = bucket_window
+                {
                     let text: Option<String> = row.get(2)?;
-                    name = text.and_then(|t| super::sqlite::window_of_text(&t, job.grain));
+                    name = text.and_then(|t| window(&t, job.grain));
                 }
                 // Several buckets can share a name (a date column holding times).
                 if let Some(name) = name {

@@ -199,6 +199,12 @@ pub trait Dialect: Send + Sync {
     /// per row than the engine's plain `GROUP BY column`. Named afterwards
     /// by [`Dialect::partition_name_expr`].
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String;
+    /// Names a bucket that [`Dialect::partition_name_expr`] leaves
+    /// unnamed, from its text (SQLite: text not written as the bounds are,
+    /// which lies where it sorts); None where every bucket is named in SQL.
+    fn bucket_window(&self) -> Option<fn(&str, Grain) -> Option<String>> {
+        None
+    }
     /// A query whose one row tells whether a table may have changed: an
     /// opaque token (equal tokens: no committed change between the two
     /// reads), the table's cumulative inserted / updated / deleted row

@@ -143,6 +143,10 @@ impl Dialect for Sqlite {
         format!("strftime('{format}', {})", text_bucket(column, grain))
     }
 
+    fn bucket_window(&self) -> Option<fn(&str, Grain) -> Option<String>> {
+        Some(window_of_text)
+    }
+
     /// Dates and timestamps are ISO text: a date column groups by itself,
     /// any other by [`text_bucket`].
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
@@ -375,7 +379,7 @@ pub const DATE_GLOB: &str = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*";
 /// (after `2026-09-30`, before `2026-10-01`), `2026-09` in 2026-08-31. None
 /// for text before the first window of year 1; text after every bound lies
 /// in the last window of year 9999.
-pub(super) fn window_of_text(text: &str, grain: Grain) -> Option<String> {
+fn window_of_text(text: &str, grain: Grain) -> Option<String> {
     let first = NaiveDate::from_ymd_opt(1, 1, 1)?.and_time(chrono::NaiveTime::MIN);
     let last = NaiveDate::from_ymd_opt(9999, 12, 31)?.and_time(chrono::NaiveTime::MIN);
     let start = |i: i64| -> Option<NaiveDateTime> {
