@@ -4,7 +4,8 @@
 //! ledger is told which objects and which grants it needs; one whose
 //! sessions are read-only reads the states and is refused a run up front;
 //! one whose sessions have a statement timeout of their own is bound by it
-//! unless the config lifts it.
+//! unless the config lifts it. Commands that only read make nothing: on a
+//! warehouse idem never ran on they leave no ledger behind.
 
 mod common;
 mod pty;
@@ -163,7 +164,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
                 ],
             )
             .await;
-            stdout_ok(&idem(&operator, &["status", "fct"]));
+            stdout_ok(&idem(&operator, &["run", "fct", "-y"]));
             let owner: String = sqlx::query(
                 "SELECT CAST(tableowner AS TEXT) FROM pg_tables WHERE schemaname = 'idem' AND tablename = 'attempts'",
             )
@@ -184,7 +185,11 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
             ],
         };
         exec(&admin, &gone).await;
-        let out = idem(&operator, &["status", "fct"]);
+        // Reading makes nothing, so the role reads: the target's rows
+        // are there, the attempts that were recorded are not.
+        let status = stdout_ok(&idem(&operator, &["status", "fct"]));
+        assert!(status.contains("2026-01-01"), "{status}");
+        let out = idem(&operator, &["run", "fct", "-y"]);
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         let grants = match kind {
@@ -375,3 +380,112 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
 }
 
 on_server_engines!(a_roles_own_statement_timeout_holds_unless_zero_lifts_it);
+
+/// The commands that only read, on a warehouse idem never ran on.
+mod fresh_warehouse {
+    use super::*;
+
+    /// How many of idem's ledger objects a warehouse has (its schema on
+    /// PostgreSQL, its tables elsewhere).
+    async fn ledger_objects(kind: Kind, db: &TestDb, wh: &idem::warehouse::Warehouse) -> i64 {
+        let query = match kind {
+            Kind::Postgres => {
+                "SELECT COUNT(*) FROM pg_namespace WHERE nspname = 'idem'".to_string()
+            }
+            Kind::MySql => format!(
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{}' AND table_name LIKE 'idem%'",
+                database(&db.url)
+            ),
+            Kind::Sqlite => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'idem%'".to_string()
+            }
+        };
+        sqlx::query(AssertSqlSafe(query))
+            .fetch_one(wh.pool())
+            .await
+            .expect("the catalogue")
+            .try_get::<i64, _>(0)
+            .expect("a count")
+    }
+
+    /// On a warehouse idem never ran on, the commands that only read (`status`,
+    /// `run --dry-run`, `log`, `lint`, `diff`) and the console until it runs
+    /// leave it as they found them: no ledger is made. The first run makes it;
+    /// a console opened before it sees that run's attempts at its next refresh.
+    async fn reading_a_warehouse_idem_never_ran_on_makes_nothing(kind: Kind) {
+        let db = TestDb::new(kind).await.expect("server");
+        let job = replace_job("fct", "fct", "2026-01-02", SRC);
+        let (path, config) = db.config(&job);
+        let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        exec(
+            &admin,
+            &[
+                "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+                "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')".into(),
+                "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            ],
+        )
+        .await;
+        let status = stdout_ok(&idem(&path, &["status", "fct"]));
+        assert_eq!(status.matches("missing").count(), 2, "{kind:?}: {status}");
+        let plan = stdout_ok(&idem(&path, &["run", "fct", "--dry-run"]));
+        assert!(plan.contains("2026-01-02"), "{kind:?}: {plan}");
+        stdout_ok(&idem(&path, &["log", "fct"]));
+        stdout_ok(&idem(&path, &["lint"]));
+        stdout_ok(&idem(&path, &["status", "fct", "--format", "json"]));
+        assert_eq!(ledger_objects(kind, &db, &admin).await, 0, "{kind:?}");
+
+        // The console reads, then its own run makes the ledger.
+        let arg = path.to_str().expect("a path");
+        let mut console = pty::Console::start(db.path(), &["--config", arg]);
+        console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+        assert_eq!(ledger_objects(kind, &db, &admin).await, 0, "{kind:?}");
+        console.send(":goto 2026-01-01\r");
+        console.wait_for(&[" 2026-01-01 "]);
+        console.send("r");
+        console.wait_for(&["Run fct?"]);
+        console.send("\r");
+        console.wait_for(&["1 succeeded"]);
+        console.send("q");
+        assert!(console.wait_exit().success());
+        assert!(ledger_objects(kind, &db, &admin).await > 0, "{kind:?}");
+        admin.close().await;
+    }
+
+    on_every_engine!(reading_a_warehouse_idem_never_ran_on_makes_nothing);
+}
+
+/// A console opened on a warehouse without a ledger sees a run made
+/// elsewhere at its next refresh: it looks for the ledger again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_opened_before_any_ledger_sees_a_run_made_elsewhere() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let job = replace_job("fct", "fct", "2026-01-02", SRC);
+    let (path, config) = db.config(&job);
+    let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    exec(
+        &admin,
+        &[
+            "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')".into(),
+            "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+        ],
+    )
+    .await;
+    let arg = path.to_str().expect("a path");
+    let mut console = pty::Console::start(db.path(), &["--config", arg]);
+    console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+    console.send(":goto 2026-01-02\r");
+    console.wait_for(&["missing"]);
+    stdout_ok(&idem(&path, &["run", "fct", "-y", "--from", "2026-01-02"]));
+    console.send("R");
+    // The run's attempt is read: the detail names its run.
+    console.wait_for(&["last attempt #1 succeeded"]);
+    console.send("q");
+    assert!(console.wait_exit().success());
+    admin.close().await;
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use similar::TextDiff;
 
 use super::output::outln;
-use super::{Stop, connect, find_job, load_config, parse_bound};
+use super::{Stop, connect_to_read, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
@@ -20,7 +20,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             None => None,
         };
         let lineage = super::lineage(&config)?;
-        let warehouse = connect(&config, 2).await?;
+        let warehouse = connect_to_read(&config, 2).await?;
         let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;
         // The partition asked for, or the most recently loaded stale one.
         let status = match wanted {

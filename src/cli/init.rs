@@ -68,7 +68,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
         std::env::var(name).ok()
     })
     .map_err(|e| Stop::usage(format!("{url}: {}", e.message)))?;
-    let warehouse = super::connect(&parsed, 2).await?;
+    let warehouse = super::connect_to_read(&parsed, 2).await?;
     let candidates = candidates(&warehouse)
         .await
         .map_err(|e| Stop::failed(format!("cannot read the warehouse's tables: {e}")))?;

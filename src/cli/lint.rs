@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::output::{noteln, outln};
-use super::{Stop, connect, find_job, load_config};
+use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Job;
 use crate::exit::Exit;
 use crate::lint::{self, Finding, LintFormat, Severity};
@@ -58,7 +58,7 @@ async fn lint_inner(
     // Jobs whose warehouse checks could not be made.
     let mut unchecked = 0;
     if !offline {
-        match connect(&config, 2).await {
+        match connect_to_read(&config, 2).await {
             Ok(warehouse) => {
                 for (job, found) in &mut findings {
                     // The SQL read again as this server reads it.

@@ -100,8 +100,16 @@ pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
     crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
 }
 
+/// A connection for a run, which makes idem's ledger if it is missing.
 pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect(&config.warehouse, max_connections)
+        .await
+        .map_err(|e| Stop::failed(e.to_string()))
+}
+
+/// A connection for a command that only reads: it creates nothing.
+pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
+    Warehouse::connect_to_read(&config.warehouse, max_connections)
         .await
         .map_err(|e| Stop::failed(e.to_string()))
 }

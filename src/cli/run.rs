@@ -10,7 +10,7 @@ use super::RunArgs;
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
 use super::run_args::shell_word;
-use super::{Stop, connect, find_job, load_config};
+use super::{Stop, connect, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
 use crate::exit::Exit;
@@ -51,7 +51,12 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let (first, _) = selection
         .range(job, now)
         .map_err(|e| Stop::usage(e.to_string()))?;
-    let warehouse = connect(&config, concurrency as u32 + 1).await?;
+    // A preview creates nothing, not even idem's ledger.
+    let warehouse = if args.dry_run {
+        connect_to_read(&config, concurrency as u32 + 1).await?
+    } else {
+        connect(&config, concurrency as u32 + 1).await?
+    };
     if !args.dry_run
         && let Some(refusal) = warehouse
             .read_only_refusal()

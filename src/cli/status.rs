@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{Stop, connect, find_job, load_config, parse_bound, parse_states};
+use super::{Stop, connect_to_read, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::engine::PlanError;
 use crate::exit::Exit;
@@ -152,7 +152,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         ranges.push((from, to));
     }
     let lineage = super::lineage(&config)?;
-    let warehouse = connect(&config, 2).await?;
+    let warehouse = connect_to_read(&config, 2).await?;
     // One job that cannot be read (its target dropped, say) is reported in
     // its place; the others are still shown, and the exit code says 1.
     let mut all: Vec<(&Job, Result<Vec<PartitionStatus>, String>)> = Vec::new();
@@ -396,7 +396,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         let lineage = super::lineage(&config)?;
-        let warehouse = connect(&config, 2).await?;
+        let warehouse = connect_to_read(&config, 2).await?;
         outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
             "JOB",
@@ -524,7 +524,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         let one = span
             .filter(|(first, last)| first == last)
             .map(|(p, _)| p.name());
-        let warehouse = connect(&config, 2).await?;
+        let warehouse = connect_to_read(&config, 2).await?;
         let mut attempts = warehouse
             .attempts(&job.name, one.as_deref())
             .await

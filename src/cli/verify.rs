@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::output::{noteln, outln};
-use super::{Stop, cancel_on_signal, connect, find_job, load_config, parse_bound};
+use super::{Stop, cancel_on_signal, connect_to_read, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::numbers::{n_partitions, n_rows};
 use crate::partition::{Partition, RangeEnd, range};
@@ -46,7 +46,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             .map_err(|e| Stop::usage(e.to_string()))?;
         let all = range(from, to);
         let begun = range(from, last_begun);
-        let warehouse = connect(&config, 2).await?;
+        let warehouse = connect_to_read(&config, 2).await?;
         let cancel = cancel_on_signal("the proof rolls back");
         let mut exit = Exit::Ok;
         let mut proved = 0;

@@ -96,7 +96,8 @@ impl Background {
                 let config = app.config().warehouse.clone();
                 let max = self.max_connections;
                 tokio::spawn(async move {
-                    let r = Warehouse::connect(&config, max)
+                    // It reads until a run: that makes idem's ledger.
+                    let r = Warehouse::connect_to_read(&config, max)
                         .await
                         .map_err(|e| e.to_string());
                     let _ = tx.send(Incoming::Warehouse(r));
@@ -164,7 +165,18 @@ impl Background {
                             break;
                         }
                     }
-                    if let Some(refusal) = missing.or(wh.read_only_refusal().await.ok().flatten()) {
+                    let refusal = match missing {
+                        Some(missing) => Some(missing),
+                        None => match wh.read_only_refusal().await {
+                            Ok(Some(refusal)) => Some(refusal),
+                            Ok(None) | Err(_) => wh
+                                .make_ledger()
+                                .await
+                                .err()
+                                .map(|e| format!("{e}; nothing was run")),
+                        },
+                    };
+                    if let Some(refusal) = refusal {
                         for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
                         {
                             unstarted(Msg::RunRejected {

@@ -250,6 +250,9 @@ impl Warehouse {
         range: (&str, &str),
     ) -> Result<HashMap<String, LastLoad>, WarehouseError> {
         let mut out = HashMap::new();
+        if !self.ledger_presence().await?.txid {
+            return Ok(out);
+        }
         let Some(sql) = last_loads_query(self.dialect(), job, range) else {
             return Ok(out);
         };
@@ -381,6 +384,9 @@ impl Warehouse {
 
     /// The definition text recorded under a hash, if any.
     pub async fn definition(&self, hash: &str) -> Result<Option<String>, WarehouseError> {
+        if !self.ledger_presence().await?.definitions {
+            return Ok(None);
+        }
         let mut sql = self.sql();
         sql.push("SELECT definition FROM ")
             .table(&definitions_table(self.dialect()))
@@ -411,6 +417,12 @@ impl Warehouse {
     /// Where a job's ledger stands: its latest row and how many it has.
     /// A refresh reads it once per job, for its counts and its summary.
     pub async fn ledger_mark(&self, job: &str) -> Result<LedgerMark, WarehouseError> {
+        if !self.ledger_presence().await?.attempts {
+            return Ok(LedgerMark {
+                last_id: 0,
+                rows: 0,
+            });
+        }
         let mut sql = self.sql();
         sql.push("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM ")
             .table(&self.dialect().ledger_table())
@@ -436,12 +448,15 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<LedgerSummary, WarehouseError> {
+        let mut out = LedgerSummary::new();
+        if !self.ledger_presence().await?.attempts {
+            return Ok(out);
+        }
         let table = self.dialect().ledger_table();
         // Each whole row by its own join on the key: an OR of the two keys
         // in one join made MariaDB scan the ledger once per partition. The
         // latest success is sent only when it is not the latest attempt
         // (most often it is): each row costs its columns' conversions.
-        let mut out = LedgerSummary::new();
         self.each_row(
             |sql| {
                 sql.push("g.partition_key, g.n, c.finished_at, g.latest, g.success, ");
@@ -505,8 +520,11 @@ impl Warehouse {
         job: &str,
         range: Option<(&str, &str)>,
     ) -> Result<ContentChanges, WarehouseError> {
-        let table = self.dialect().ledger_table();
         let mut out = ContentChanges::new();
+        if !self.ledger_presence().await?.attempts {
+            return Ok(out);
+        }
+        let table = self.dialect().ledger_table();
         self.each_row(
             |sql| {
                 sql.push("g.partition_key, c.finished_at");
@@ -533,6 +551,9 @@ impl Warehouse {
         partition: Option<&str>,
         after: Option<i64>,
     ) -> Result<Vec<Attempt>, WarehouseError> {
+        if !self.ledger_presence().await?.attempts {
+            return Ok(Vec::new());
+        }
         let dialect = self.dialect();
         let mut sql = self.sql();
         sql.push("SELECT ");

@@ -1,5 +1,8 @@
 //! How a start makes sure of the ledger: it probes each of its objects and
-//! creates only what is missing, and brings an older ledger up to date.
+//! creates only what is missing, and brings an older ledger up to date. A
+//! command that only reads probes and creates nothing: on a warehouse idem
+//! never ran on, `status` or `run --dry-run` leave no schema behind them,
+//! and a role that may only read can use them.
 
 use std::time::Duration;
 
@@ -10,6 +13,56 @@ use super::ledger::{TXID, definitions_table};
 use super::sql::Sql;
 use super::{Dialect, WarehouseError};
 use crate::config::TableName;
+
+/// Which of the ledger's objects a probe found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LedgerPresence {
+    /// The attempts table: without it, a read finds no attempt.
+    pub attempts: bool,
+    /// The definitions table: without it, a read finds no definition.
+    pub definitions: bool,
+    /// The attempts' `txid` column (engines whose rows name their writer).
+    pub txid: bool,
+    /// Everything a run writes through is there, as a start would make it.
+    pub complete: bool,
+}
+
+impl LedgerPresence {
+    /// As [`ensure`] leaves it.
+    pub const COMPLETE: LedgerPresence = LedgerPresence {
+        attempts: true,
+        definitions: true,
+        txid: true,
+        complete: true,
+    };
+}
+
+/// Which of the ledger's objects are there, creating none of them.
+pub(super) async fn probe(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+) -> Result<LedgerPresence, sqlx::Error> {
+    let mut found = LedgerPresence {
+        txid: dialect.transaction_ids().is_none(),
+        complete: true,
+        ..LedgerPresence::default()
+    };
+    for object in objects(dialect) {
+        let there = exists(&object.exists, conn).await?;
+        match object.kind {
+            Kind::Attempts => found.attempts = there,
+            Kind::Definitions => found.definitions = there,
+            Kind::Txid => found.txid = there && found.attempts,
+            Kind::Schema | Kind::Index => {}
+        }
+        found.complete &= there;
+    }
+    let (check, _) = superseded_index(dialect);
+    if found.attempts && check.query().fetch_optional(&mut *conn).await?.is_some() {
+        found.complete = false;
+    }
+    Ok(found)
+}
 
 /// Makes whatever of the ledger is missing (an older one's `txid` column
 /// among it), and drops an older one's superseded index.
@@ -22,17 +75,7 @@ pub(super) async fn ensure(
     for _ in 0..3 {
         result = async {
             for object in objects(dialect) {
-                let exists = match object.exists {
-                    Probe::Rows(query) => query.query().fetch_optional(&mut *conn).await?.is_some(),
-                    // Only "no such table or column" says it is missing: a
-                    // lock wait or a lost connection says nothing of it.
-                    Probe::Runs(statement) => match conn.execute(AssertSqlSafe(statement)).await {
-                        Ok(_) => true,
-                        Err(e) if missing(&e) => false,
-                        Err(e) => return Err(e),
-                    },
-                };
-                if !exists {
+                if !exists(&object.exists, conn).await? {
                     conn.execute(AssertSqlSafe(object.create)).await?;
                 }
             }
@@ -57,6 +100,20 @@ pub(super) async fn ensure(
     result
 }
 
+/// Whether a probe finds its object.
+async fn exists(probe: &Probe, conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    match probe {
+        Probe::Rows(query) => Ok(query.query().fetch_optional(&mut *conn).await?.is_some()),
+        // Only "no such table or column" says it is missing: a lock wait or
+        // a lost connection says nothing of it.
+        Probe::Runs(statement) => match conn.execute(AssertSqlSafe(statement.clone())).await {
+            Ok(_) => Ok(true),
+            Err(e) if missing(&e) => Ok(false),
+            Err(e) => Err(e),
+        },
+    }
+}
+
 /// One object of the ledger (its schema, a table, a column, an index), and
 /// how a start tells that it is there. A start creates only what is missing: a
 /// `CREATE … IF NOT EXISTS` of an object that exists still asks for the
@@ -65,8 +122,19 @@ pub(super) async fn ensure(
 /// index; MariaDB its CREATE and INDEX privileges), so an operator whose
 /// role was granted a ledger another role made could not start at all.
 struct LedgerObject {
+    kind: Kind,
     exists: Probe,
     create: String,
+}
+
+/// Which object of the ledger it is.
+#[derive(Clone, Copy)]
+enum Kind {
+    Schema,
+    Attempts,
+    Txid,
+    Definitions,
+    Index,
 }
 
 /// How a start tells that a ledger object is there.
@@ -86,6 +154,7 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
         let mut exists = Sql::new(dialect);
         dialect.schema_exists_query(&mut exists, schema);
         out.push(LedgerObject {
+            kind: Kind::Schema,
             exists: Probe::Rows(exists),
             create: format!("CREATE SCHEMA IF NOT EXISTS {}", dialect.quote(schema)),
         });
@@ -98,6 +167,7 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
     };
     let (text, long, int) = (t.text, t.long_text, t.int);
     out.push(LedgerObject {
+        kind: Kind::Attempts,
         exists: readable(&table),
         create: format!(
             "CREATE TABLE IF NOT EXISTS {quoted} (id {id}, run_id {text} NOT NULL, job {text} NOT NULL, \
@@ -119,12 +189,14 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
     if dialect.transaction_ids().is_some() {
         let quoted = dialect.quote_table(&table);
         out.push(LedgerObject {
+            kind: Kind::Txid,
             exists: Probe::Runs(format!("SELECT {TXID} FROM {quoted} WHERE 1 = 0")),
             create: format!("ALTER TABLE {quoted} ADD COLUMN IF NOT EXISTS {TXID} {int}"),
         });
     }
     let defs = definitions_table(dialect);
     out.push(LedgerObject {
+        kind: Kind::Definitions,
         exists: readable(&defs),
         create: format!(
             "CREATE TABLE IF NOT EXISTS {} (definition_hash {text} NOT NULL, job {text} NOT NULL, \
@@ -145,6 +217,7 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
         ", id"
     };
     out.push(LedgerObject {
+        kind: Kind::Index,
         exists: Probe::Rows(exists),
         create: format!(
             "CREATE INDEX IF NOT EXISTS {} ON {} (job, partition_key, status, content_changed{key})",

@@ -36,6 +36,7 @@ pub use error::WarehouseError;
 use error::sql_message;
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
+use ledger_setup::LedgerPresence;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
 pub(crate) use lock_holder::sqlite_openers;
 pub(crate) use partition_lock::lock_key_i64;
@@ -354,12 +355,67 @@ pub struct Warehouse {
     /// their partition's lock, with their job and partition, so that a load
     /// waiting for one of them says so.
     own_loads: Arc<Mutex<HashMap<i64, String>>>,
+    /// Which of idem's ledger objects are there: all of them once a
+    /// connection that writes made sure of them ([`Warehouse::make_ledger`]).
+    /// And when they were last looked for.
+    ledger: Arc<Mutex<(LedgerPresence, Option<std::time::Instant>)>>,
+}
+
+/// How often a connection that found no ledger looks for one again.
+const LEDGER_PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// A SQLite file the process may not write, as the error that says so.
+fn read_only_error(dialect: &dyn Dialect, url: &str, e: &sqlx::Error) -> Option<WarehouseError> {
+    let message = sql_message(e);
+    (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(|| {
+        WarehouseError::ReadOnly {
+            url: redact(url),
+            message,
+        }
+    })
+}
+
+/// A failure to probe or make idem's ledger, as the error that says why.
+fn ledger_error(dialect: &'static dyn Dialect, url: &str, e: sqlx::Error) -> WarehouseError {
+    read_only_error(dialect, url, &e)
+        .or_else(|| ledger_setup::denied_error(dialect, &redact(url), &e))
+        .unwrap_or(WarehouseError::Sql(e))
+}
+
+/// What a connection does about idem's ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LedgerUse {
+    /// Makes whatever of it is missing, as a run needs.
+    Make,
+    /// Only looks: what is not there reads as empty.
+    Read,
 }
 
 impl Warehouse {
+    /// A connection for a run: idem's ledger is made if it is missing.
     pub async fn connect(
         config: &WarehouseConfig,
         max_connections: u32,
+    ) -> Result<Warehouse, WarehouseError> {
+        Self::connect_for(config, max_connections, LedgerUse::Make).await
+    }
+
+    /// A connection that reads (`status`, `run --dry-run`, `log`, the
+    /// console until it runs): it creates nothing, so that a warehouse
+    /// idem never ran on is left as it was and a role that may only read
+    /// can use it; a ledger that is not there reads as no attempts. A run
+    /// on it calls [`Warehouse::make_ledger`] first.
+    pub async fn connect_to_read(
+        config: &WarehouseConfig,
+        max_connections: u32,
+    ) -> Result<Warehouse, WarehouseError> {
+        Self::connect_for(config, max_connections, LedgerUse::Read).await
+    }
+
+    async fn connect_for(
+        config: &WarehouseConfig,
+        max_connections: u32,
+        ledger_use: LedgerUse,
     ) -> Result<Warehouse, WarehouseError> {
         sqlx::any::install_default_drivers();
         let url = config.url.clone();
@@ -387,19 +443,12 @@ impl Warehouse {
             url
         };
         let timeouts = (config.lock_timeout, config.statement_timeout);
-        let read_only = |e: &sqlx::Error| {
-            let message = sql_message(e);
-            (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(
-                || WarehouseError::ReadOnly {
-                    url: redact(&config.url),
-                    message,
-                },
-            )
-        };
         let connect_error = |source: sqlx::Error| {
-            read_only(&source).unwrap_or_else(|| WarehouseError::Connect {
-                url: redact(&config.url),
-                source,
+            read_only_error(dialect, &config.url, &source).unwrap_or_else(|| {
+                WarehouseError::Connect {
+                    url: redact(&config.url),
+                    source,
+                }
             })
         };
         // One connection first, so that a wrong URL, a server that is down or
@@ -460,15 +509,21 @@ impl Warehouse {
                 drop(opened);
             });
         }
-        let ledger = ledger_setup::ensure(dialect, &mut first).await;
+        let ledger = match ledger_use {
+            LedgerUse::Make => ledger_setup::ensure(dialect, &mut first)
+                .await
+                .map(|()| LedgerPresence::COMPLETE),
+            LedgerUse::Read => ledger_setup::probe(dialect, &mut first).await,
+        };
         let _ = first.close().await;
-        if let Err(e) = ledger {
-            // The warm-up's sessions end as any other would, not dropped.
-            pool.close().await;
-            return Err(read_only(&e)
-                .or_else(|| ledger_setup::denied_error(dialect, &redact(&config.url), &e))
-                .unwrap_or(WarehouseError::Sql(e)));
-        }
+        let ledger = match ledger {
+            Ok(presence) => presence,
+            Err(e) => {
+                // The warm-up's sessions end as any other would, not dropped.
+                pool.close().await;
+                return Err(ledger_error(dialect, &config.url, e));
+            }
+        };
         Ok(Warehouse {
             pool,
             dialect,
@@ -478,7 +533,45 @@ impl Warehouse {
             recorded_definitions: Arc::default(),
             lock_probes: Arc::default(),
             own_loads: Arc::default(),
+            ledger: Arc::new(Mutex::new((ledger, Some(std::time::Instant::now())))),
         })
+    }
+
+    /// Makes whatever of idem's ledger is missing, before a run on a
+    /// connection made to read; nothing when it is all there.
+    pub async fn make_ledger(&self) -> Result<(), WarehouseError> {
+        if self.ledger.lock().is_ok_and(|p| p.0.complete) {
+            return Ok(());
+        }
+        let mut conn = self.pool.acquire().await?;
+        if let Err(e) = ledger_setup::ensure(self.dialect, &mut conn).await {
+            return Err(ledger_error(self.dialect, &self.config.url, e));
+        }
+        if let Ok(mut presence) = self.ledger.lock() {
+            *presence = (LedgerPresence::COMPLETE, Some(std::time::Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// Which of idem's ledger objects are there. A ledger without its
+    /// attempts is looked for again (a second at most since it was last
+    /// looked for): a run elsewhere may have made it since this connection,
+    /// which the console keeps open for hours, found none.
+    pub(crate) async fn ledger_presence(&self) -> Result<LedgerPresence, WarehouseError> {
+        let (known, probed_at) = self
+            .ledger
+            .lock()
+            .map(|p| *p)
+            .unwrap_or((LedgerPresence::default(), None));
+        if known.attempts || probed_at.is_some_and(|at| at.elapsed() < LEDGER_PROBE_EVERY) {
+            return Ok(known);
+        }
+        let mut conn = self.pool.acquire().await?;
+        let found = ledger_setup::probe(self.dialect, &mut conn).await?;
+        if let Ok(mut presence) = self.ledger.lock() {
+            *presence = (found, Some(std::time::Instant::now()));
+        }
+        Ok(found)
     }
 
     pub fn dialect(&self) -> &'static dyn Dialect {

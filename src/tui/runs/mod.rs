@@ -20,7 +20,6 @@ use crate::config::Strategy;
 use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
 use crate::state::{AttemptEnd, LoadState};
-use crate::warehouse::Fingerprint;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {
@@ -221,7 +220,6 @@ impl RunView {
                 rows_inserted,
                 rows_updated,
                 duration_ms,
-                fingerprint,
                 content_changed,
                 ..
             } => {
@@ -233,18 +231,7 @@ impl RunView {
                     p.rows_inserted = *rows_inserted;
                     p.rows_updated = *rows_updated;
                     p.content_changed = Some(*content_changed);
-                    self.log(
-                        i,
-                        format!(
-                            "fingerprint {} · content {}",
-                            Fingerprint::short(fingerprint),
-                            if *content_changed {
-                                "changed"
-                            } else {
-                                "unchanged"
-                            }
-                        ),
-                    );
+                    // The load's own log said its fingerprint.
                 }
             }
             Event::PartitionFailed {
