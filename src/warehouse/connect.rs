@@ -1,0 +1,251 @@
+//! Connecting to a warehouse: the first session (which says at once what
+//! is wrong with a URL or a server), the pool, each session's settings, and
+//! what a connection does about idem's ledger.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::{Connection, Executor};
+
+use super::error::sql_message;
+use super::ledger_setup::{self, LedgerPresence};
+use super::{Dialect, Engine, Warehouse, WarehouseError, mysql, postgres, redact, sqlite};
+use crate::config::WarehouseConfig;
+
+/// How often a connection that found no ledger looks for one again.
+const LEDGER_PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// A SQLite file the process may not write, as the error that says so.
+fn read_only_error(dialect: &dyn Dialect, url: &str, e: &sqlx::Error) -> Option<WarehouseError> {
+    let message = sql_message(e);
+    (dialect.engine() == Engine::Sqlite && message.contains("readonly database")).then(|| {
+        WarehouseError::ReadOnly {
+            url: redact(url),
+            message,
+        }
+    })
+}
+
+/// A failure to probe or make idem's ledger, as the error that says why.
+fn ledger_error(dialect: &'static dyn Dialect, url: &str, e: sqlx::Error) -> WarehouseError {
+    read_only_error(dialect, url, &e)
+        .or_else(|| ledger_setup::denied_error(dialect, &redact(url), &e))
+        .unwrap_or(WarehouseError::Sql(e))
+}
+
+/// What a connection does about idem's ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LedgerUse {
+    /// Makes whatever of it is missing, as a run needs.
+    Make,
+    /// Only looks: what is not there reads as empty.
+    Read,
+}
+
+impl Warehouse {
+    /// A connection for a run: idem's ledger is made if it is missing.
+    pub async fn connect(
+        config: &WarehouseConfig,
+        max_connections: u32,
+    ) -> Result<Warehouse, WarehouseError> {
+        Self::connect_for(config, max_connections, LedgerUse::Make).await
+    }
+
+    /// A connection that reads (`status`, `run --dry-run`, `log`, the
+    /// console until it runs): it creates nothing, so that a warehouse
+    /// idem never ran on is left as it was and a role that may only read
+    /// can use it; a ledger that is not there reads as no attempts. A run
+    /// on it calls [`Warehouse::make_ledger`] first.
+    pub async fn connect_to_read(
+        config: &WarehouseConfig,
+        max_connections: u32,
+    ) -> Result<Warehouse, WarehouseError> {
+        Self::connect_for(config, max_connections, LedgerUse::Read).await
+    }
+
+    async fn connect_for(
+        config: &WarehouseConfig,
+        max_connections: u32,
+        ledger_use: LedgerUse,
+    ) -> Result<Warehouse, WarehouseError> {
+        sqlx::any::install_default_drivers();
+        let url = config.url.clone();
+        let dialect: &'static dyn Dialect = match config.engine() {
+            Engine::Sqlite => &sqlite::Sqlite,
+            Engine::Postgres => &postgres::Postgres,
+            Engine::MySql => &mysql::MySql::DEFAULT,
+        };
+        // A file that is not there is a mistyped path far more often than
+        // a new warehouse: made empty, it would read as every partition
+        // missing, and a run would load into it.
+        if dialect.engine() == Engine::Sqlite
+            && !url.contains("mode=")
+            && let Some(file) = sqlite::database_file(&url)
+            && !file.exists()
+        {
+            return Err(WarehouseError::NoDatabaseFile {
+                url: redact(&config.url),
+                file: file.display().to_string(),
+            });
+        }
+        let url = if dialect.engine() == Engine::Sqlite && !url.contains("mode=") {
+            format!("{url}{}mode=rwc", if url.contains('?') { "&" } else { "?" })
+        } else {
+            url
+        };
+        let timeouts = (config.lock_timeout, config.statement_timeout);
+        let connect_error = |source: sqlx::Error| {
+            read_only_error(dialect, &config.url, &source).unwrap_or_else(|| {
+                WarehouseError::Connect {
+                    url: redact(&config.url),
+                    source,
+                }
+            })
+        };
+        // One connection first, so that a wrong URL, a server that is down or
+        // a failing session setup says so at once, in the driver's words,
+        // rather than as a pool timing out. It also makes sure of the
+        // ledger; the pool opens its connections as they are needed.
+        let mut first =
+            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| WarehouseError::ConnectTimeout {
+                    url: redact(&config.url),
+                    after: format!("{:?}", config.connect_timeout),
+                })?
+                .map_err(connect_error)?;
+        prepare_session(dialect, &mut first, timeouts)
+            .await
+            .map_err(connect_error)?;
+        let dialect: &'static dyn Dialect = match dialect.engine() {
+            Engine::MySql => mysql::as_the_server_reads(&mut first)
+                .await
+                .map_err(connect_error)?,
+            _ => dialect,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(config.connect_timeout)
+            // A connection used moments ago is alive: a ping before each use
+            // would cost a round trip per partition. One that sat idle is
+            // checked first (the server may have restarted meanwhile); one
+            // whose ping goes unanswered (a failover or a NAT left it open
+            // and silent) is closed for another, not waited on.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PING_WHEN_IDLE {
+                        match tokio::time::timeout(PING_TIMEOUT, conn.ping()).await {
+                            Ok(pinged) => pinged?,
+                            Err(_) => return Ok(false),
+                        }
+                    }
+                    Ok(true)
+                })
+            })
+            .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
+            .connect_lazy(&url)
+            .map_err(connect_error)?;
+        // A server's session takes milliseconds to open (a new process on
+        // PostgreSQL, then its setup): the pool's first two open while the
+        // ledger is made sure of, rather than one after the other when a
+        // command's first reads ask for them (with the describe run beside the
+        // state read, a 1-day PostgreSQL re-run took 55 ms instead of 65,
+        // median of 20).
+        if dialect.engine() != Engine::Sqlite {
+            let pool = pool.clone();
+            let warm = max_connections.clamp(1, 2);
+            tokio::spawn(async move {
+                let opened = futures::future::join_all((0..warm).map(|_| pool.acquire())).await;
+                drop(opened);
+            });
+        }
+        let ledger = match ledger_use {
+            LedgerUse::Make => ledger_setup::ensure(dialect, &mut first)
+                .await
+                .map(|()| LedgerPresence::COMPLETE),
+            LedgerUse::Read => ledger_setup::probe(dialect, &mut first).await,
+        };
+        let _ = first.close().await;
+        let ledger = match ledger {
+            Ok(presence) => presence,
+            Err(e) => {
+                // The warm-up's sessions end as any other would, not dropped.
+                pool.close().await;
+                return Err(ledger_error(dialect, &config.url, e));
+            }
+        };
+        Ok(Warehouse {
+            pool,
+            dialect,
+            config: config.clone(),
+            described: Arc::default(),
+            shapes: Arc::default(),
+            recorded_definitions: Arc::default(),
+            lock_probes: Arc::default(),
+            own_loads: Arc::default(),
+            ledger: Arc::new(Mutex::new((ledger, Some(std::time::Instant::now())))),
+        })
+    }
+
+    /// Makes whatever of idem's ledger is missing, before a run on a
+    /// connection made to read; nothing when it is all there.
+    pub async fn make_ledger(&self) -> Result<(), WarehouseError> {
+        if self.ledger.lock().is_ok_and(|p| p.0.complete) {
+            return Ok(());
+        }
+        let mut conn = self.pool.acquire().await?;
+        if let Err(e) = ledger_setup::ensure(self.dialect, &mut conn).await {
+            return Err(ledger_error(self.dialect, &self.config.url, e));
+        }
+        if let Ok(mut presence) = self.ledger.lock() {
+            *presence = (LedgerPresence::COMPLETE, Some(std::time::Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// Which of idem's ledger objects are there. A ledger without its
+    /// attempts is looked for again (a second at most since it was last
+    /// looked for): a run elsewhere may have made it since this connection,
+    /// which the console keeps open for hours, found none.
+    pub(crate) async fn ledger_presence(&self) -> Result<LedgerPresence, WarehouseError> {
+        let (known, probed_at) = self
+            .ledger
+            .lock()
+            .map(|p| *p)
+            .unwrap_or((LedgerPresence::default(), None));
+        if known.attempts || probed_at.is_some_and(|at| at.elapsed() < LEDGER_PROBE_EVERY) {
+            return Ok(known);
+        }
+        let mut conn = self.pool.acquire().await?;
+        let found = ledger_setup::probe(self.dialect, &mut conn).await?;
+        if let Ok(mut presence) = self.ledger.lock() {
+            *presence = (found, Some(std::time::Instant::now()));
+        }
+        Ok(found)
+    }
+}
+
+/// Session settings every connection gets: UTC, isolation, timeouts.
+async fn prepare_session(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+    (lock, statement): (Duration, Option<Duration>),
+) -> Result<(), sqlx::Error> {
+    for stmt in dialect.session_setup() {
+        conn.execute(*stmt).await?;
+    }
+    for stmt in dialect.session_timeouts(lock, statement) {
+        stmt.query().execute(&mut *conn).await?;
+    }
+    if let (Engine::MySql, Some(t)) = (dialect.engine(), statement) {
+        mysql::set_statement_timeout(conn, t).await?;
+    }
+    Ok(())
+}
+
+/// A pooled connection idle longer than this is pinged before its next use,
+/// and given this long to answer.
+const PING_WHEN_IDLE: Duration = Duration::from_secs(1);
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
