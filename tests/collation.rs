@@ -84,7 +84,107 @@ async fn a_case_only_change_is_a_change(kind: Kind) {
     assert_eq!(again["content_changed"], false, "{again}");
 }
 
-on_every_engine!(a_case_only_change_is_a_change);
+
+/// A merge's key matched by its collation (`alice@x.com` to `Alice@x.com`
+/// under NOCASE, a nondeterministic ICU collation, `_ci`; trailing spaces
+/// under PAD SPACE) takes the source's spelling, counted as an update; two
+/// source rows whose keys the target's unique index tells not apart are
+/// refused, as two equal keys are; and the counts and fingerprint of a
+/// window cover every row the upsert touched.
+async fn a_key_matched_by_its_collation_takes_the_sources_spelling(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select email, name from src where dt >= :start and dt < :end";
+    let job = format!(
+        "[[jobs]]\nname = \"users\"\ntarget = \"users\"\nstrategy = \"merge_key\"\nunique_key = [\"email\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\nsql = \"{select}\"\n"
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    let (setup, key): (&[&str], &str) = match kind {
+        Kind::Sqlite => (&[], "TEXT COLLATE NOCASE"),
+        Kind::Postgres => (
+            &[
+                "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+            ],
+            "TEXT COLLATE ci",
+        ),
+        Kind::MySql => (&[], "VARCHAR(40) COLLATE utf8mb4_general_ci"),
+    };
+    let mut script: Vec<String> = setup.iter().map(|s| s.to_string()).collect();
+    script.extend([
+        format!("CREATE TABLE src (email {key} NOT NULL, name TEXT NOT NULL, dt DATE NOT NULL)"),
+        format!("CREATE TABLE users (email {key} NOT NULL PRIMARY KEY, name TEXT NOT NULL)"),
+        "INSERT INTO src VALUES ('Alice@x.com', 'alice', '2026-01-01'), ('bob@x.com', 'bob', '2026-01-01')".into(),
+    ]);
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    let run = |day: &str| {
+        idem(
+            &path,
+            &[
+                "run", "users", "--json", "--yes", "--from", day, "--to", day,
+            ],
+        )
+    };
+    let first = succeeded(&stdout_ok(&run("2026-01-01")));
+    assert_eq!(first["rows_inserted"], 2, "{first}");
+
+    // The key's case changes, and with it a value.
+    wh.execute_script(&[
+        "UPDATE src SET email = 'alice@x.com', name = 'alice2' WHERE name = 'alice'",
+    ])
+    .await
+    .unwrap();
+    let merged = succeeded(&stdout_ok(&run("2026-01-01")));
+    assert_eq!(merged["rows_inserted"], 0, "{merged}");
+    assert_eq!(merged["rows_updated"], 1, "{merged}");
+    assert_eq!(merged["content_changed"], true, "{merged}");
+    // Only the key's case changes.
+    wh.execute_script(&["UPDATE src SET email = 'ALICE@x.com' WHERE name = 'alice2'"])
+        .await
+        .unwrap();
+    let recased = succeeded(&stdout_ok(&run("2026-01-01")));
+    assert_eq!(recased["rows_updated"], 1, "{recased}");
+    assert_eq!(recased["content_changed"], true, "{recased}");
+    let binary = match kind {
+        Kind::Sqlite => "email = 'ALICE@x.com' COLLATE BINARY",
+        Kind::Postgres => "email = 'ALICE@x.com' COLLATE \"C\"",
+        Kind::MySql => "BINARY email = BINARY 'ALICE@x.com'",
+    };
+    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM users WHERE {binary}"
+    )))
+    .fetch_one(wh.pool())
+    .await
+    .unwrap();
+    assert_eq!(n, 1, "users holds the source's spelling");
+    let again = succeeded(&stdout_ok(&run("2026-01-01")));
+    assert_eq!(again["rows_updated"], 0, "{again}");
+    assert_eq!(again["content_changed"], false, "{again}");
+
+    // Two rows of one window whose keys differ only in case: one key to
+    // the target, so the window is refused before it writes.
+    wh.execute_script(&[
+        "INSERT INTO src VALUES ('carol@x.com', 'carol1', '2026-01-02'), ('CAROL@X.COM', 'carol2', '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+    let out = run("2026-01-02");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
+    assert!(said.contains("more than once"), "{kind:?}: {said}");
+    let carols: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE name LIKE 'carol%'")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(carols, 0, "nothing of the refused window was written");
+}
+
+on_every_engine!(
+    a_case_only_change_is_a_change,
+    a_key_matched_by_its_collation_takes_the_sources_spelling
+);
 
 /// Loads `values[0]` into a merge job's and a replace job's `v` column of
 /// type `column`, then each next value in turn: every step is a change

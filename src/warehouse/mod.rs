@@ -317,6 +317,12 @@ pub trait Dialect: Send + Sync {
     fn blocker_query(&self, _sql: &mut Sql, _holder: &SessionHolder) -> bool {
         false
     }
+    /// A query returning `(index name, column name, collation)` rows, as
+    /// text, of the unique indexes of a table, where the stage a merge makes
+    /// from it loses its columns' collations (SQLite); false elsewhere.
+    fn key_collations_query(&self, _sql: &mut Sql, _table: &TableName) -> bool {
+        false
+    }
     /// A query returning `(index name, column name)` rows, as text, for the
     /// primary key and every unique index of a table (partial and expression
     /// indexes left out: they do not make a column set unique).

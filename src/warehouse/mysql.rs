@@ -424,7 +424,7 @@ impl Dialect for MySql {
         target: &TableName,
         stage: &Ident,
         columns: &[Column],
-        keys: &[Ident],
+        _keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
         let cols = columns
@@ -432,16 +432,12 @@ impl Dialect for MySql {
             .map(|c| q(&c.name))
             .collect::<Vec<_>>()
             .join(", ");
-        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
-        // With nothing but keys, a no-op assignment keeps duplicates from erroring.
-        let assigned: Vec<&Ident> = if values.is_empty() {
-            keys.iter().take(1).collect()
-        } else {
-            values.iter().map(|c| &c.name).collect()
-        };
-        let set = assigned
+        // Every column, keys among them: a key matched under a `_ci` or
+        // PAD SPACE collation may be spelled otherwise, and takes the
+        // source's spelling.
+        let set = columns
             .iter()
-            .map(|c| format!("{0} = VALUES({0})", q(c)))
+            .map(|c| format!("{0} = VALUES({0})", q(&c.name)))
             .collect::<Vec<_>>()
             .join(", ");
         format!(

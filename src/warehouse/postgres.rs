@@ -516,30 +516,30 @@ impl Dialect for Postgres {
             .map(|k| format!("t.{0} = s.{0}", q(k)))
             .collect::<Vec<_>>()
             .join(" AND ");
-        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
         let mut merge = format!(
             "MERGE INTO {} AS t USING {} AS s ON {on}",
             self.quote_table(target),
             self.quote(stage)
         );
-        if !values.is_empty() {
-            let changed = values
-                .iter()
-                .map(|c| {
-                    let n = q(&c.name);
-                    self.differs(&format!("t.{n}"), &format!("s.{n}"), c)
-                })
-                .collect::<Vec<_>>()
-                .join(" OR ");
-            let set = values
-                .iter()
-                .map(|c| format!("{0} = s.{0}", q(&c.name)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            merge.push_str(&format!(
-                " WHEN MATCHED AND ({changed}) THEN UPDATE SET {set}"
-            ));
-        }
+        // Every column, keys among them: a key matched by its type's or
+        // collation's equality (citext, a nondeterministic collation) may
+        // still be spelled otherwise, and takes the source's spelling.
+        let changed = columns
+            .iter()
+            .map(|c| {
+                let n = q(&c.name);
+                self.differs(&format!("t.{n}"), &format!("s.{n}"), c)
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let set = columns
+            .iter()
+            .map(|c| format!("{0} = s.{0}", q(&c.name)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        merge.push_str(&format!(
+            " WHEN MATCHED AND ({changed}) THEN UPDATE SET {set}"
+        ));
         let cols = columns
             .iter()
             .map(|c| q(&c.name))

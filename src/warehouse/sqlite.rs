@@ -242,29 +242,26 @@ impl Dialect for Sqlite {
             .collect::<Vec<_>>()
             .join(", ");
         let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
-        let values: Vec<&Column> = columns.iter().filter(|c| !keys.contains(&c.name)).collect();
         let target_name = self.quote(&target.name);
-        let action = if values.is_empty() {
-            "DO NOTHING".to_string()
-        } else {
-            let set = values
-                .iter()
-                .map(|c| format!("{0} = excluded.{0}", q(&c.name)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let changed = values
-                .iter()
-                .map(|c| {
-                    self.differs(
-                        &format!("{target_name}.{}", q(&c.name)),
-                        &format!("excluded.{}", q(&c.name)),
-                        c,
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(" OR ");
-            format!("DO UPDATE SET {set} WHERE {changed}")
-        };
+        // Every column, keys among them: a key matched under NOCASE or
+        // RTRIM may be spelled otherwise, and takes the source's spelling.
+        let set = columns
+            .iter()
+            .map(|c| format!("{0} = excluded.{0}", q(&c.name)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let changed = columns
+            .iter()
+            .map(|c| {
+                self.differs(
+                    &format!("{target_name}.{}", q(&c.name)),
+                    &format!("excluded.{}", q(&c.name)),
+                    c,
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let action = format!("DO UPDATE SET {set} WHERE {changed}");
         format!(
             "INSERT INTO {} ({cols}) SELECT {cols} FROM {} WHERE true ON CONFLICT ({key_cols}) {action}",
             self.quote_table(target),
@@ -293,6 +290,21 @@ impl Dialect for Sqlite {
     /// `INTEGER PRIMARY KEY` is the rowid and has no index of its own, so the
     /// primary key comes from `pragma_table_info`; unique constraints and
     /// indexes (and composite primary keys) from `pragma_index_list`.
+    fn key_collations_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        let schema = |sql: &mut Sql| {
+            if let Some(schema) = &table.schema {
+                sql.push(", ").bind(schema.as_str());
+            }
+        };
+        sql.push("SELECT CAST(il.name AS TEXT), CAST(ii.name AS TEXT), CAST(ii.coll AS TEXT) FROM pragma_index_list(")
+            .bind(table.name.as_str());
+        schema(sql);
+        sql.push(") AS il JOIN pragma_index_xinfo(il.name");
+        schema(sql);
+        sql.push(") AS ii WHERE il.\"unique\" = 1 AND il.partial = 0 AND ii.key = 1");
+        true
+    }
+
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         let schema = |sql: &mut Sql| {
             if let Some(schema) = &table.schema {

@@ -65,13 +65,23 @@ pub(super) async fn merge(
             if null_rows == 1 { "it" } else { "them" },
         )));
     }
+    // Grouped as the target's unique index tells keys apart (the stage
+    // may have lost the key's collation: SQLite's CREATE … AS SELECT).
+    let grouped: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(
+            |(i, k)| match shape.key_collations.get(i).and_then(Option::as_ref) {
+                Some(c) => format!("{} COLLATE {c}", dialect.quote(k)),
+                None => dialect.quote(k),
+            },
+        )
+        .collect();
     let mut dups = Sql::new(dialect);
-    dups.push("SELECT COUNT(*) FROM (SELECT ")
-        .ident_list("", keys)
-        .push(" FROM ")
+    dups.push("SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM ")
         .push(&stage)
         .push(" GROUP BY ")
-        .ident_list("", keys)
+        .push(&grouped.join(", "))
         .push(" HAVING COUNT(*) > 1) d");
     let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
     if duplicate_keys > 0 {
@@ -97,19 +107,17 @@ pub(super) async fn merge(
                 })
         })
         .collect();
-    let values: Vec<&Column> = typed.iter().filter(|c| !keys.contains(&c.name)).collect();
-    let changed_test = if values.is_empty() {
-        "1 = 0".to_string()
-    } else {
-        values
-            .iter()
-            .map(|c| {
-                let n = dialect.quote(&c.name);
-                dialect.differs(&format!("t.{n}"), &format!("s.{n}"), c)
-            })
-            .collect::<Vec<_>>()
-            .join(" OR ")
-    };
+    // Keys too: one that matched by its collation (`Alice@x.com` and
+    // `alice@x.com` under NOCASE, citext or `_ci`) may still differ, and is
+    // written as the source spells it.
+    let changed_test = typed
+        .iter()
+        .map(|c| {
+            let n = dialect.quote(&c.name);
+            dialect.differs(&format!("t.{n}"), &format!("s.{n}"), c)
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
     let mut matched = Sql::new(dialect);
     matched
         .push("SELECT COUNT(*), COUNT(CASE WHEN ")

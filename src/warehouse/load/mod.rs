@@ -584,7 +584,10 @@ fn key_match(dialect: &dyn Dialect, keys: &[Ident]) -> String {
     keys.iter()
         .map(|k| {
             let k = dialect.quote(k);
-            format!("s.{k} = t.{k}")
+            // The target's side first: SQLite compares by the left
+            // column's collation, and the stage (made by CREATE … AS
+            // SELECT) has none, where the target's key may be NOCASE.
+            format!("t.{k} = s.{k}")
         })
         .collect::<Vec<_>>()
         .join(" AND ")

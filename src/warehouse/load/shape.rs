@@ -28,6 +28,10 @@ pub(in crate::warehouse) struct TargetShape {
     /// (a PostgreSQL table, not a view): a replace can tell whether its
     /// window still holds its last load's rows.
     pub(super) rows_name_writer: bool,
+    /// A merge's key columns' collations, in the key's order, where the
+    /// stage made from the target loses them (SQLite): from the unique
+    /// index on exactly the key, which decides what the upsert matches.
+    pub(super) key_collations: Vec<Option<String>>,
 }
 
 /// One native partition of a target: its own table and its range.
@@ -79,6 +83,58 @@ impl Warehouse {
             });
         }
         Ok(children)
+    }
+}
+
+impl Warehouse {
+    /// [`TargetShape::key_collations`]: empty where the engine's stage keeps
+    /// them; a name that is not a plain word is left out.
+    async fn key_collations(
+        &self,
+        conn: &mut AnyConnection,
+        job: &Job,
+    ) -> Result<Vec<Option<String>>, WarehouseError> {
+        let mut sql = self.sql();
+        if !self.dialect().key_collations_query(&mut sql, &job.target) {
+            return Ok(Vec::new());
+        }
+        let mut indexes: std::collections::BTreeMap<String, Vec<(String, String)>> =
+            Default::default();
+        for row in sql.query().fetch_all(&mut *conn).await? {
+            let index: String = row.try_get(0)?;
+            let column: Option<String> = row.try_get(1)?;
+            let collation: Option<String> = row.try_get(2)?;
+            indexes.entry(index).or_default().push((
+                column.unwrap_or_default().to_lowercase(),
+                collation.unwrap_or_default(),
+            ));
+        }
+        let key: Vec<String> = job
+            .unique_key
+            .iter()
+            .map(|k| k.as_str().to_lowercase())
+            .collect();
+        let Some(columns) = indexes.values().find(|columns| {
+            columns.len() == key.len() && columns.iter().all(|(c, _)| key.contains(c))
+        }) else {
+            return Ok(Vec::new());
+        };
+        Ok(key
+            .iter()
+            .map(|k| {
+                columns
+                    .iter()
+                    .find(|(c, _)| c == k)
+                    .map(|(_, coll)| coll.clone())
+                    .filter(|coll| {
+                        !coll.is_empty()
+                            && !coll.eq_ignore_ascii_case("BINARY")
+                            && coll
+                                .chars()
+                                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+                    })
+            })
+            .collect())
     }
 }
 
@@ -147,6 +203,10 @@ impl Warehouse {
                 return Err(WarehouseError::Misfit(why));
             }
         }
+        let key_collations = match job.strategy {
+            Strategy::MergeKey => self.key_collations(conn, job).await?,
+            Strategy::ReplacePartition => Vec::new(),
+        };
         // Only a replace trusts a last load: a merge's shape needs no asking.
         let mut writers = self.sql();
         let rows_name_writer = job.strategy == Strategy::ReplacePartition
@@ -160,6 +220,7 @@ impl Warehouse {
             partition_kind,
             children,
             rows_name_writer,
+            key_collations,
         });
         if let Some(run) = run_id
             && let Ok(mut shapes) = self.shapes.lock()
