@@ -84,7 +84,6 @@ async fn a_case_only_change_is_a_change(kind: Kind) {
     assert_eq!(again["content_changed"], false, "{again}");
 }
 
-
 /// A merge's key matched by its collation (`alice@x.com` to `Alice@x.com`
 /// under NOCASE, a nondeterministic ICU collation, `_ci`; trailing spaces
 /// under PAD SPACE) takes the source's spelling, counted as an update; two

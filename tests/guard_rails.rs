@@ -312,7 +312,78 @@ async fn a_narrowed_merge_run_warns_of_later_windows(kind: Kind) {
     assert_eq!(amount_of(&wh, 1).await, 50);
 }
 
+/// A replace target that a foreign key refers to `ON DELETE CASCADE`: each
+/// load's DELETE of its window would delete the referring rows at every
+/// re-run, so a run refuses it before writing and lint says so; a key that
+/// restricts the DELETE is a warning (a re-run fails while rows refer).
+async fn a_replace_target_a_cascading_key_refers_to_is_refused(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let job = common::replace_job(
+        "orders",
+        "orders",
+        "2026-01-01",
+        "select id, dt from orders_src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE orders_src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO orders_src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        "CREATE TABLE orders (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL)",
+        "INSERT INTO orders VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        "CREATE TABLE notes (note TEXT, order_id INTEGER REFERENCES orders (id) ON DELETE CASCADE)",
+        "INSERT INTO notes VALUES ('call the customer', 1), ('refund', 2)",
+    ])
+    .await
+    .unwrap();
+    let count = |table: &'static str| {
+        let wh = wh.clone();
+        async move {
+            let n: i64 =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                    .fetch_one(wh.pool())
+                    .await
+                    .unwrap();
+            n
+        }
+    };
+
+    let lint = common::idem(&path, &["lint"]);
+    let said = String::from_utf8_lossy(&lint.stdout);
+    assert_eq!(lint.status.code(), Some(1), "{kind:?}: {said}");
+    assert!(said.contains("ON DELETE CASCADE"), "{kind:?}: {said}");
+    let out = common::idem(&path, &["run", "orders", "-y"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned()
+        + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
+    assert!(
+        said.contains("is referred to by foreign key") && said.contains("nothing was written"),
+        "{kind:?}: {said}"
+    );
+    assert_eq!(count("notes").await, 2, "{kind:?}: the notes are kept");
+    assert_eq!(count("orders").await, 2, "{kind:?}: the window is kept");
+
+    // A key that restricts: the run is not refused, lint warns.
+    wh.execute_script(&[
+        "DROP TABLE notes",
+        "CREATE TABLE notes (note TEXT, order_id INTEGER REFERENCES orders (id))",
+    ])
+    .await
+    .unwrap();
+    common::stdout_ok(&common::idem(&path, &["run", "orders", "-y"]));
+    let lint = common::idem(&path, &["lint"]);
+    let said = String::from_utf8_lossy(&lint.stdout);
+    assert!(
+        said.contains("fails while rows of") && said.contains("warning"),
+        "{kind:?}: {said}"
+    );
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_replace_target_a_cascading_key_refers_to_is_refused,
     a_failed_merge_window_stops_the_later_ones,
     a_narrowed_merge_run_warns_of_later_windows,
     a_partition_in_flight_elsewhere_shows_running,

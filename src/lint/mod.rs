@@ -13,6 +13,7 @@
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
+mod references;
 mod sql;
 mod sqlite_text;
 mod targets;
@@ -515,6 +516,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
             zero_dates::findings(wh, job, pcol, &target_columns, &mut out).await?;
         }
     }
+
+    references::findings(wh, job, &mut out).await?;
 
     if job.strategy == Strategy::MergeKey {
         let wanted: Vec<String> = job

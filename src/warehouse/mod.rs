@@ -16,6 +16,7 @@ mod mysql;
 mod partition_lock;
 mod postgres;
 mod reconcile;
+mod references;
 mod rows;
 pub mod sql;
 mod sqlite;
@@ -41,6 +42,7 @@ pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
 pub(crate) use lock_holder::sqlite_openers;
 pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
+pub use references::{DELETING_REFERENCE_ADVICE, Reference};
 pub use sqlite::DATE_GLOB;
 pub use verify::{Difference, Verification};
 
@@ -315,6 +317,12 @@ pub trait Dialect: Send + Sync {
     /// on a lock now, as [`Dialect::lock_holder_query`]'s row (none while
     /// it waits for nobody). False where the engine cannot tell.
     fn blocker_query(&self, _sql: &mut Sql, _holder: &SessionHolder) -> bool {
+        false
+    }
+    /// A query returning `(key name, referring table, ON DELETE action)`
+    /// rows, as text, of the foreign keys that refer to a table; false where
+    /// the engine cannot tell.
+    fn references_query(&self, _sql: &mut Sql, _table: &TableName) -> bool {
         false
     }
     /// A query returning `(index name, column name, collation)` rows, as

@@ -495,6 +495,12 @@ impl Dialect for MySql {
 
     /// A functional key part (MySQL 8) has no column name: its NULL makes the
     /// whole index drop out of the sets.
+    fn references_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        sql.push("SELECT CAST(constraint_name AS CHAR), CAST(CONCAT(constraint_schema, '.', table_name) AS CHAR), CAST(delete_rule AS CHAR) FROM information_schema.referential_constraints WHERE unique_constraint_schema = ");
+        sql.table_named(table, "DATABASE()", "referenced_table_name");
+        true
+    }
+
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push("SELECT CAST(index_name AS CHAR), CAST(column_name AS CHAR) FROM information_schema.statistics WHERE non_unique = 0 AND table_schema = ");
         sql.table_named(table, "DATABASE()", "table_name")

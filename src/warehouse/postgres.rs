@@ -596,6 +596,19 @@ impl Dialect for Postgres {
         true
     }
 
+    fn references_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        sql.push(
+            "SELECT CAST(c.conname AS text), CAST(CAST(c.conrelid AS regclass) AS text), \
+             CASE c.confdeltype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' \
+             WHEN 'd' THEN 'SET DEFAULT' WHEN 'r' THEN 'RESTRICT' ELSE 'NO ACTION' END \
+             FROM pg_constraint c JOIN pg_class t ON t.oid = c.confrelid \
+             JOIN pg_namespace n ON n.oid = t.relnamespace \
+             WHERE c.contype = 'f' AND c.conparentid = 0 AND n.nspname = ",
+        );
+        sql.table_named(table, "current_schema()", "t.relname");
+        true
+    }
+
     fn unique_key_sets_query(&self, sql: &mut Sql, table: &TableName) {
         sql.push(
             "SELECT CAST(i.relname AS text), CAST(a.attname AS text) \

@@ -290,6 +290,18 @@ impl Dialect for Sqlite {
     /// `INTEGER PRIMARY KEY` is the rowid and has no index of its own, so the
     /// primary key comes from `pragma_table_info`; unique constraints and
     /// indexes (and composite primary keys) from `pragma_index_list`.
+    /// Keys SQLite enforces: idem's sessions turn `foreign_keys` on.
+    fn references_query(&self, sql: &mut Sql, table: &TableName) -> bool {
+        sql.push(
+            "SELECT CAST(p.\"from\" AS TEXT), CAST(m.name AS TEXT), CAST(p.on_delete AS TEXT) \
+             FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) p \
+             WHERE m.type = 'table' AND p.\"table\" = ",
+        )
+        .bind(table.name.as_str())
+        .push(" COLLATE NOCASE");
+        true
+    }
+
     fn key_collations_query(&self, sql: &mut Sql, table: &TableName) -> bool {
         let schema = |sql: &mut Sql| {
             if let Some(schema) = &table.schema {

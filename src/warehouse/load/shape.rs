@@ -203,6 +203,14 @@ impl Warehouse {
                 return Err(WarehouseError::Misfit(why));
             }
         }
+        if job.strategy == Strategy::ReplacePartition {
+            let references = self.references_to(&job.target).await?;
+            if let Some(why) =
+                crate::warehouse::references::deleting_reference(&job.target, &references)
+            {
+                return Err(WarehouseError::Misfit(why));
+            }
+        }
         let key_collations = match job.strategy {
             Strategy::MergeKey => self.key_collations(conn, job).await?,
             Strategy::ReplacePartition => Vec::new(),
