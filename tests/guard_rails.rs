@@ -355,8 +355,8 @@ async fn a_replace_target_a_cascading_key_refers_to_is_refused(kind: Kind) {
     assert_eq!(lint.status.code(), Some(1), "{kind:?}: {said}");
     assert!(said.contains("ON DELETE CASCADE"), "{kind:?}: {said}");
     let out = common::idem(&path, &["run", "orders", "-y"]);
-    let said = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
     assert!(
         said.contains("is referred to by foreign key") && said.contains("nothing was written"),
@@ -432,4 +432,62 @@ fn idem_diff_shows_what_changed() {
         stdout.contains("+select id, amount + 1 as amount, dt from src"),
         "{stdout}"
     );
+}
+
+/// PostgreSQL: a target column whose name is not a plain identifier
+/// (`"unit price"`) is refused before writing, naming it, rather than left
+/// out of the load and its fingerprint; and of two columns named but for
+/// case (`a`, `A`), each SELECT column fills the one it names exactly.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_columns_are_named_as_written_or_refused() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let jobs = common::replace_job(
+        "ev",
+        "ev",
+        "2026-01-01",
+        "select id, dt from ev_src where dt >= :start and dt < :end",
+    ) + &common::replace_job(
+        "twocase",
+        "twocase",
+        "2026-01-01",
+        "select 1 as id, 'low' as a, 'UP' as \"A\", dt from ev_src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE ev_src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO ev_src VALUES (1, '2026-01-01')",
+        "CREATE TABLE ev (id INTEGER, dt DATE NOT NULL, \"unit price\" NUMERIC, \"Größe\" TEXT)",
+        "INSERT INTO ev VALUES (7, '2026-01-01', 9.5, 'XL')",
+        "CREATE TABLE twocase (id INTEGER, a TEXT, \"A\" TEXT, dt DATE NOT NULL)",
+    ])
+    .await
+    .unwrap();
+    let out = common::idem(&path, &["run", "ev", "-y"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("column \"unit price\" of ev is not a plain identifier")
+            && said.contains("nor are 1 other"),
+        "{said}"
+    );
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ev WHERE \"Größe\" = 'XL'")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(kept, 1, "the window is as it was");
+
+    common::stdout_ok(&common::idem(&path, &["run", "twocase", "-y"]));
+    let row = sqlx::query("SELECT a, \"A\" FROM twocase")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    let (low, up): (String, String) = (row.get(0), row.get(1));
+    assert_eq!((low.as_str(), up.as_str()), ("low", "UP"));
+    wh.close().await;
 }

@@ -135,11 +135,25 @@ impl Warehouse {
         executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
         table: &TableName,
     ) -> Result<Vec<Column>, WarehouseError> {
+        Ok(self.all_columns_on(executor, table).await?.0)
+    }
+
+    /// [`Warehouse::columns`], read through `executor`, and the names of
+    /// those left out: not plain identifiers (`unit price`, `Größe`), which
+    /// idem names in no statement it writes.
+    pub(super) async fn all_columns_on<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+        table: &TableName,
+    ) -> Result<(Vec<Column>, Vec<String>), WarehouseError> {
         let mut sql = self.sql();
         self.dialect.columns_query(&mut sql, table);
         let mut columns = Vec::new();
+        let mut odd = Vec::new();
         for row in sql.query().fetch_all(executor).await? {
-            let Ok(name) = Ident::parse(&row.try_get::<String, _>(0)?) else {
+            let text: String = row.try_get(0)?;
+            let Ok(name) = Ident::parse(&text) else {
+                odd.push(text);
                 continue;
             };
             columns.push(Column {
@@ -148,13 +162,13 @@ impl Warehouse {
                 nullable: row.try_get::<i64, _>(2)? == 1,
             });
         }
-        if columns.is_empty() {
+        if columns.is_empty() && odd.is_empty() {
             return Err(WarehouseError::NoTarget {
                 table: table.to_string(),
                 alike: self.tables_alike(table).await,
             });
         }
-        Ok(columns)
+        Ok((columns, odd))
     }
 
     /// The tables `table` names but for case, or but for its schema: what
@@ -401,11 +415,19 @@ pub(super) async fn select_columns(
     target_columns: &[Ident],
 ) -> Result<Vec<Ident>, WarehouseError> {
     let names = warehouse.job_output_columns(job, partition).await?;
+    let engine = warehouse.dialect().engine();
     let mut columns = Vec::new();
     for name in &names {
+        // The column the SELECT names as the engine reads names, before
+        // one named but for case (PostgreSQL's `a` beside `A`).
         let Some(target) = target_columns
             .iter()
-            .find(|t| t.as_str().eq_ignore_ascii_case(name))
+            .find(|t| names_column(t.as_str(), name, engine))
+            .or_else(|| {
+                target_columns
+                    .iter()
+                    .find(|t| t.as_str().eq_ignore_ascii_case(name))
+            })
         else {
             let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
             return Err(WarehouseError::Misfit(format!(
@@ -414,7 +436,6 @@ pub(super) async fn select_columns(
                 names.join(", ")
             )));
         };
-        let engine = warehouse.dialect().engine();
         // The load reads `src."target"`: on PostgreSQL that names the
         // SELECT's column only if spelled as the SELECT spells it.
         if !names_column(target.as_str(), name, engine) {
@@ -426,7 +447,6 @@ pub(super) async fn select_columns(
         }
         columns.push(target.clone());
     }
-    let engine = warehouse.dialect().engine();
     for key in &job.unique_key {
         let named = |c: &Ident| names_column(key.as_str(), c.as_str(), engine);
         if !columns.iter().any(named) {
@@ -441,6 +461,20 @@ pub(super) async fn select_columns(
         }
     }
     Ok(columns)
+}
+
+/// Why a load into `table` is refused when some of its columns have names
+/// idem cannot write (`odd`, not plain identifiers): its statements could
+/// not name them, and a fingerprint without them would miss their changes.
+pub(super) fn odd_columns_misfit(table: &TableName, odd: &[String]) -> Option<String> {
+    let first = odd.first()?;
+    Some(format!(
+        "column \"{first}\" of {table} is not a plain identifier (letters, digits and _){}: idem names every column of a target in the statements it writes and in its fingerprints, and cannot name this one; nothing was written. Rename the column, or load a view of {table} that names it plainly",
+        match odd.len() {
+            1 => String::new(),
+            n => format!(", nor are {} other{}", n - 1, if n == 2 { "" } else { "s" }),
+        }
+    ))
 }
 
 #[cfg(test)]

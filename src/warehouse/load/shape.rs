@@ -177,7 +177,10 @@ impl Warehouse {
         {
             return Ok(shape.clone());
         }
-        let columns = self.columns_on(&mut *conn, &job.target).await?;
+        let (columns, odd) = self.all_columns_on(&mut *conn, &job.target).await?;
+        if let Some(why) = crate::warehouse::columns::odd_columns_misfit(&job.target, &odd) {
+            return Err(WarehouseError::Misfit(why));
+        }
         let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
         let insert =
             crate::warehouse::columns::select_columns(self, job, partition, &names).await?;
