@@ -489,3 +489,86 @@ async fn a_console_opened_before_any_ledger_sees_a_run_made_elsewhere() {
     assert!(console.wait_exit().success());
     admin.close().await;
 }
+
+/// A statement the server refuses as such (SQLSTATE class 42: here a
+/// source the role may not read, which only running it tells) fails every
+/// partition alike: the run stops after the first, the others not started
+/// and not recorded. And `dt = :partition` compares a date column with the
+/// partition's name, as a literal would.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let job = replace_job(
+        "fct",
+        "fct",
+        "2026-01-03",
+        "select id, dt from src where dt = :partition",
+    );
+    let (admin_config, config) = db.config(&job);
+    let admin = db.warehouse(&config).await;
+    exec(
+        &admin,
+        &[
+            "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')".into(),
+            "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+        ],
+    )
+    .await;
+    // `:partition` against a date column loads.
+    let out = idem(&admin_config, &["run", "fct", "-y", "--to", "2026-01-01"]);
+    let said = stdout_ok(&out);
+    assert!(said.contains("1 succeeded, 0 failed"), "{said}");
+
+    let name = format!("{}_nosrc", database(&db.url));
+    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    let body = async {
+        exec(
+            &admin,
+            &[
+                format!("GRANT USAGE ON SCHEMA idem TO {name}"),
+                format!("GRANT SELECT, INSERT ON idem.attempts, idem.definitions TO {name}"),
+                format!("GRANT SELECT, INSERT, DELETE ON fct TO {name}"),
+            ],
+        )
+        .await;
+        let operator = config_as(&db, &name, &job);
+        let out = idem(
+            &operator,
+            &[
+                "run",
+                "fct",
+                "-y",
+                "--concurrency",
+                "1",
+                "--from",
+                "2026-01-02",
+            ],
+        );
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("permission denied"), "{said}");
+        assert!(said.contains("1 not started"), "{said}");
+        let failed: i64 = sqlx::query("SELECT COUNT(*) FROM idem.attempts WHERE status = 'failed'")
+            .fetch_one(admin.pool())
+            .await
+            .expect("the ledger")
+            .try_get(0)
+            .expect("a count");
+        assert_eq!(failed, 1, "one attempt, not one a partition: {said}");
+    };
+    with_cleanup(
+        body,
+        exec(
+            &admin,
+            &[format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
+        ),
+    )
+    .await;
+    admin.close().await;
+}

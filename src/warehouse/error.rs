@@ -131,10 +131,17 @@ impl WarehouseError {
     /// The job does not fit its target as the catalogue has it: a run stops
     /// at the first such failure rather than fail every partition alike.
     pub fn is_misfit(&self) -> bool {
-        matches!(
-            self,
-            WarehouseError::NoTarget { .. } | WarehouseError::Misfit(_)
-        )
+        match self {
+            WarehouseError::NoTarget { .. } | WarehouseError::Misfit(_) => true,
+            // The server refused the statement itself (SQLSTATE class 42:
+            // a syntax error, an operator or column that is not there, a
+            // type mismatch, a privilege the role lacks): every partition's
+            // statement is the same but for its bounds.
+            WarehouseError::Sql(sqlx::Error::Database(db)) => {
+                db.code().is_some_and(|code| code.starts_with("42"))
+            }
+            _ => false,
+        }
     }
 
     /// No connection to the warehouse could be had within the connect

@@ -225,8 +225,19 @@ impl Sql {
                 Piece::Param("end") => {
                     self.bind_instant(last.end(), last);
                 }
+                // Written as a literal, not bound: a bound value is text,
+                // which PostgreSQL will not compare with a date (`dt =
+                // :partition`: "operator does not exist: date = text"),
+                // where a literal takes the type its context asks for, as
+                // the describe of the SELECT (whose parameters have no type)
+                // took it. A name is digits, `-` and `T`.
                 Piece::Param("partition") => {
-                    self.bind(first.name());
+                    let name = first.name();
+                    if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                        self.push("'").push(&name).push("'");
+                    } else {
+                        self.bind(name);
+                    }
                 }
                 Piece::Param(other) => return Err(UnknownParameter(other.to_string())),
             }
