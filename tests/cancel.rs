@@ -636,4 +636,48 @@ on_server_engines!(
     a_cancelled_load_stops_on_the_server_and_frees_its_lock,
     a_verification_stopped_by_sigterm_stops_on_the_server,
     a_long_load_is_watched_and_left_alone,
+    a_commit_whose_reply_is_lost_is_read_back_from_the_ledger,
 );
+
+/// The server commits a load and its reply is lost (the connection fails
+/// under the COMMIT): the load reads the success row it committed with its
+/// data, once its session is gone from the server, and reports the
+/// partition loaded. Before, it reported and recorded a failure after the
+/// success row the server had committed: the ledger said both.
+async fn a_commit_whose_reply_is_lost_is_read_back_from_the_ledger(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (proxy, wh, backfill) = through_forgetting_proxy(&db, select, 0).await;
+    proxy.lose_the_next_commit_reply();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    assert_eq!(
+        (summary.succeeded, summary.failed),
+        (1, 0),
+        "{kind:?}: {:?}",
+        common::errors(&events)
+    );
+    let said_lost = events.iter().any(
+        |e| matches!(e, Event::PartitionLog { line, .. } if line.contains("its reply was lost")),
+    );
+    assert!(said_lost, "{kind:?}: {events:#?}");
+    let attempts = wh.attempts("forgotten", Some("2026-01-01")).await.unwrap();
+    assert_eq!(
+        attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+        [AttemptStatus::Succeeded],
+        "{kind:?}"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM fct")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "{kind:?}");
+    wh.close().await;
+}

@@ -476,6 +476,13 @@ async fn postgres_columns_are_named_as_written_or_refused() {
             && said.contains("nor are 1 other"),
         "{said}"
     );
+    let lint = common::idem(&path, &["lint", "ev"]);
+    let said = String::from_utf8_lossy(&lint.stdout);
+    assert!(
+        said.contains("column \"unit price\" of ev is not a plain identifier")
+            && said.contains("nor are Größe"),
+        "{said}"
+    );
     let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ev WHERE \"Größe\" = 'XL'")
         .fetch_one(wh.pool())
         .await

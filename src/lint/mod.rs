@@ -13,7 +13,7 @@
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
-mod references;
+mod refusals;
 mod sql;
 mod sqlite_text;
 mod targets;
@@ -517,7 +517,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
     }
 
-    references::findings(wh, job, &mut out).await?;
+    refusals::findings(wh, job, &mut out).await?;
 
     if job.strategy == Strategy::MergeKey {
         let wanted: Vec<String> = job

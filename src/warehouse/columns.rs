@@ -138,6 +138,15 @@ impl Warehouse {
         Ok(self.all_columns_on(executor, table).await?.0)
     }
 
+    /// The names of the columns of `table` that are not plain identifiers,
+    /// which [`Warehouse::columns`] leaves out (a run refuses such a target).
+    pub async fn columns_not_plain(
+        &self,
+        table: &TableName,
+    ) -> Result<Vec<String>, WarehouseError> {
+        Ok(self.all_columns_on(&self.pool, table).await?.1)
+    }
+
     /// [`Warehouse::columns`], read through `executor`, and the names of
     /// those left out: not plain identifiers (`unit price`, `Größe`), which
     /// idem names in no statement it writes.

@@ -382,6 +382,25 @@ impl Warehouse {
         Ok(())
     }
 
+    /// Whether the ledger holds the success row of this attempt (its run,
+    /// job, partition and number): the row a load commits with its data.
+    pub(super) async fn succeeded_attempt(&self, a: &Attempt) -> Result<bool, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT 1 FROM ")
+            .table(&self.dialect().ledger_table())
+            .push(" WHERE run_id = ")
+            .bind(a.run_id.as_str())
+            .push(" AND job = ")
+            .bind(a.job.as_str())
+            .push(" AND partition_key = ")
+            .bind(a.partition.as_str())
+            .push(" AND attempt = ")
+            .bind(a.attempt)
+            .push(" AND status = ")
+            .bind(AttemptStatus::Succeeded.as_str());
+        Ok(sql.query().fetch_optional(self.pool()).await?.is_some())
+    }
+
     /// The definition text recorded under a hash, if any.
     pub async fn definition(&self, hash: &str) -> Result<Option<String>, WarehouseError> {
         if !self.ledger_presence().await?.definitions {

@@ -10,6 +10,7 @@ pub struct Proxy {
     pub port: u16,
     cut: CancellationToken,
     forget: CancellationToken,
+    lose_commit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proxy {
@@ -30,6 +31,8 @@ impl Proxy {
         let port = listener.local_addr().expect("addr").port();
         let (cut, forget) = (CancellationToken::new(), CancellationToken::new());
         let (stop, forgetting) = (cut.clone(), forget.clone());
+        let lose_commit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let losing = lose_commit.clone();
         tokio::spawn(async move {
             loop {
                 let (mut inbound, _) = tokio::select! {
@@ -39,8 +42,12 @@ impl Proxy {
                         Err(_) => break,
                     },
                 };
-                let (upstream, stop, forgetting) =
-                    (upstream.clone(), stop.clone(), forgetting.clone());
+                let (upstream, stop, forgetting, losing) = (
+                    upstream.clone(),
+                    stop.clone(),
+                    forgetting.clone(),
+                    losing.clone(),
+                );
                 // Connections made once the proxy forgot are carried as usual.
                 let carried_before = !forgetting.is_cancelled();
                 tokio::spawn(async move {
@@ -55,7 +62,7 @@ impl Proxy {
                         }
                     };
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        () = carry(&mut inbound, &mut outbound, &losing) => {}
                         () = stop.cancelled() => {}
                         () = forgotten => {
                             drop(outbound);
@@ -67,7 +74,20 @@ impl Proxy {
                 });
             }
         });
-        Proxy { port, cut, forget }
+        Proxy {
+            port,
+            cut,
+            forget,
+            lose_commit,
+        }
+    }
+
+    /// The next COMMIT a client sends reaches the server, and its reply is
+    /// lost: the proxy closes that client's connection instead, as a
+    /// network failing at that moment would.
+    pub fn lose_the_next_commit_reply(&self) {
+        self.lose_commit
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Every connection is dropped and new ones are refused, as a server
@@ -82,5 +102,64 @@ impl Proxy {
     /// failover or a NAT that dropped it. New connections pass as before.
     pub fn forget(&self) {
         self.forget.cancel();
+    }
+}
+
+/// Carries bytes both ways until either side closes; once `losing` is
+/// set, a client message holding `COMMIT` is passed on and the connection
+/// then closed before any reply reaches the client.
+async fn carry(
+    inbound: &mut TcpStream,
+    outbound: &mut TcpStream,
+    losing: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut client_read, mut client_write) = inbound.split();
+    let (mut server_read, mut server_write) = outbound.split();
+    let lost = std::sync::atomic::AtomicBool::new(false);
+    let up = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match client_read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            let commit = buf[..n]
+                .windows(6)
+                .any(|w| w.eq_ignore_ascii_case(b"COMMIT"))
+                && losing.swap(false, Ordering::SeqCst);
+            if commit {
+                lost.store(true, Ordering::SeqCst);
+            }
+            if server_write.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            if commit {
+                // The server has the COMMIT; give it a moment to act on it.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                return;
+            }
+        }
+    };
+    let down = async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match server_read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if lost.load(Ordering::SeqCst) {
+                // The reply is dropped; the close follows.
+                std::future::pending::<()>().await;
+            }
+            if client_write.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = up => {}
+        () = down => {}
     }
 }

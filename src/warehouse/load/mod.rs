@@ -453,7 +453,29 @@ async fn transact(
         sql.query().execute(&mut *tx).await?;
     }
     stage.committing();
-    tx.commit().await?;
+    if let Err(e) = tx.commit().await {
+        // The server refused it: rolled back. Its connection failed under
+        // it: the COMMIT may have taken, and the ledger row it carried says.
+        if matches!(e, sqlx::Error::Database(_)) {
+            return Err(e.into());
+        }
+        match warehouse.commit_outcome(stage, &attempt).await {
+            Some(true) => {
+                log(format!(
+                    "COMMIT (its reply was lost: {e}; the ledger holds its row, so it took)"
+                ));
+                return Ok(Done::Loaded(outcome));
+            }
+            Some(false) => return Err(e.into()),
+            None => {
+                return Err(WarehouseError::Lost {
+                    url: crate::warehouse::redact(&warehouse.config().url),
+                    source: e,
+                    committing: true,
+                });
+            }
+        }
+    }
     if recording && let Ok(mut known) = warehouse.recorded_definitions.lock() {
         known.insert(hash.clone());
     }

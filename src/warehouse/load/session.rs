@@ -341,3 +341,39 @@ impl Warehouse {
         Ok(answer?)
     }
 }
+
+/// How long a COMMIT whose reply never came is given to be decided on the
+/// server (its session gone, or its lock freed) before it is unknown.
+const COMMIT_DECIDED: Duration = Duration::from_secs(30);
+
+impl Warehouse {
+    /// After a COMMIT whose reply never came (its connection failed under
+    /// it, not the server refusing it): whether it took, read from the
+    /// success row the load wrote in the same transaction, once the load's
+    /// session is gone from the server (its transaction is then decided
+    /// either way). None when that cannot be told: the server cannot be
+    /// reached, or still holds the session.
+    pub(super) async fn commit_outcome(
+        &self,
+        stage: &StageCell,
+        attempt: &crate::warehouse::ledger::Attempt,
+    ) -> Option<bool> {
+        if let Stage::Committing(Some(holder)) = stage.get() {
+            let deadline = tokio::time::Instant::now() + COMMIT_DECIDED;
+            loop {
+                match self.look_for(&holder).await {
+                    Seen::Gone => break,
+                    Seen::There | Seen::Unreachable(_)
+                        if tokio::time::Instant::now() >= deadline =>
+                    {
+                        return None;
+                    }
+                    Seen::There | Seen::Unreachable(_) => {
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                }
+            }
+        }
+        self.succeeded_attempt(attempt).await.ok()
+    }
+}

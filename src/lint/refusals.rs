@@ -1,19 +1,37 @@
-//! A `replace_partition` target that foreign keys refer to: each load
-//! DELETEs its window, so a key that deletes or rewrites the referring rows
-//! would do so at every re-run (a run refuses such a target), and a key
-//! that restricts the DELETE fails every re-run while rows refer to the
+//! Targets a run refuses before writing, said by lint first: one with a
+//! column whose name is not a plain identifier (idem could not name it in
+//! its statements or fingerprints), and a `replace_partition` target that
+//! a foreign key refers to `ON DELETE CASCADE` (each load's DELETE would
+//! reach the referring rows at every re-run). A key that restricts the
+//! DELETE is a warning: it fails every re-run while rows refer to the
 //! window.
 
 use super::{Finding, Severity};
 use crate::config::{Job, Strategy};
 use crate::warehouse::{DELETING_REFERENCE_ADVICE, Warehouse, WarehouseError};
 
-/// The findings for the foreign keys referring to a replace job's target.
+/// The findings for what a run would refuse of the job's target.
 pub(super) async fn findings(
     wh: &Warehouse,
     job: &Job,
     out: &mut Vec<Finding>,
 ) -> Result<(), WarehouseError> {
+    let odd = wh.columns_not_plain(&job.target).await?;
+    if let Some(first) = odd.first() {
+        out.push(Finding::new(
+            Severity::Error,
+            job.lines.target,
+            format!(
+                "column \"{first}\" of {} is not a plain identifier (letters, digits and _){}: idem cannot name it in the statements it writes or in its fingerprints, so a run refuses this target",
+                job.target,
+                match odd.len() {
+                    1 => String::new(),
+                    _ => format!(", nor are {}", odd[1..].join(", ")),
+                }
+            ),
+            format!("rename the column, or load a view of {} that names it plainly", job.target),
+        ));
+    }
     if job.strategy != Strategy::ReplacePartition {
         return Ok(());
     }
