@@ -572,3 +572,65 @@ async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
     .await;
     admin.close().await;
 }
+
+/// A read-only session on a warehouse idem never ran on: the states are
+/// read (no ledger is made for them), and a run is refused as read-only,
+/// not with the server's "cannot execute CREATE SCHEMA in a read-only
+/// transaction".
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_read_only_session_on_a_fresh_warehouse_reads_and_is_refused_a_run() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-02", SRC);
+    let (_, config) = db.config(&job);
+    let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 2)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    exec(
+        &admin,
+        &[
+            "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+            "INSERT INTO src VALUES (1, '2026-01-01')".into(),
+            "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
+        ],
+    )
+    .await;
+    let database = database(&db.url);
+    let name = format!("{database}_fresh_ro");
+    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    let body = async {
+        exec(
+            &admin,
+            &[
+                format!("GRANT SELECT ON src, fct TO {name}"),
+                format!("GRANT CREATE ON DATABASE {database} TO {name}"),
+                format!("ALTER ROLE {name} IN DATABASE {database} SET default_transaction_read_only = on"),
+            ],
+        )
+        .await;
+        let reader = config_as(&db, &name, &job);
+        let status = stdout_ok(&idem(&reader, &["status", "fct"]));
+        assert!(status.contains("missing"), "{status}");
+        let out = idem(&reader, &["run", "fct", "-y"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("is read-only for idem"), "{err}");
+        assert!(!err.contains("CREATE SCHEMA"), "{err}");
+    };
+    with_cleanup(
+        body,
+        exec(
+            &admin,
+            &[
+                format!("REVOKE CREATE ON DATABASE {database} FROM {name}"),
+                format!("DROP OWNED BY {name}"),
+                format!("DROP ROLE {name}"),
+            ],
+        ),
+    )
+    .await;
+    admin.close().await;
+}

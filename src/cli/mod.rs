@@ -100,14 +100,8 @@ pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
     crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
 }
 
-/// A connection for a run, which makes idem's ledger if it is missing.
-pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
-    Warehouse::connect(&config.warehouse, max_connections)
-        .await
-        .map_err(|e| Stop::failed(e.to_string()))
-}
-
-/// A connection for a command that only reads: it creates nothing.
+/// A connection that creates nothing: a run makes idem's ledger itself
+/// ([`Warehouse::make_ledger`]) once it knows it may write.
 pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect_to_read(&config.warehouse, max_connections)
         .await

@@ -10,7 +10,7 @@ use super::RunArgs;
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
 use super::run_args::shell_word;
-use super::{Stop, connect, connect_to_read, find_job, load_config};
+use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
 use crate::exit::Exit;
@@ -51,21 +51,24 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let (first, _) = selection
         .range(job, now)
         .map_err(|e| Stop::usage(e.to_string()))?;
-    // A preview creates nothing, not even idem's ledger.
-    let warehouse = if args.dry_run {
-        connect_to_read(&config, concurrency as u32 + 1).await?
-    } else {
-        connect(&config, concurrency as u32 + 1).await?
-    };
-    if !args.dry_run
-        && let Some(refusal) = warehouse
+    // A preview creates nothing, not even idem's ledger; a run makes the
+    // ledger once it knows the session may write (a read-only one is told
+    // so, not that a CREATE SCHEMA failed).
+    let warehouse = connect_to_read(&config, concurrency as u32 + 1).await?;
+    if !args.dry_run {
+        if let Some(refusal) = warehouse
             .read_only_refusal()
             .await
             .map_err(|e| Stop::failed(e.to_string()))?
-    {
-        return Err(Stop::failed(format!(
-            "{refusal} (`idem status` and `idem run --dry-run` work here)"
-        )));
+        {
+            return Err(Stop::failed(format!(
+                "{refusal} (`idem status` and `idem run --dry-run` work here)"
+            )));
+        }
+        warehouse
+            .make_ledger()
+            .await
+            .map_err(|e| Stop::failed(e.to_string()))?;
     }
     // A run on a target that is not there would fail its first partition
     // and record that failure in the ledger, where the partition would then
