@@ -176,6 +176,31 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
             assert_eq!(owner, role.name);
         }
 
+        // A ledger the role may not read: said as such, not as one to make.
+        let revoke = match kind {
+            Kind::Postgres => format!("REVOKE USAGE ON SCHEMA idem FROM {}", role.name),
+            _ => format!(
+                "REVOKE SELECT, INSERT ON {}.idem_attempts FROM '{}'@'%'",
+                database(&db.url),
+                role.name
+            ),
+        };
+        exec(&admin, &[revoke.clone()]).await;
+        let out = idem(&operator, &["status", "fct"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot read idem's ledger"), "{err}");
+        assert!(err.contains("grant this role"), "{err}");
+        // Granted again (MariaDB hides from a role with no right on a table
+        // whether it is there).
+        exec(
+            &admin,
+            &[revoke
+                .replacen("REVOKE", "GRANT", 1)
+                .replacen(" FROM ", " TO ", 1)],
+        )
+        .await;
+
         // No ledger, and no right to make one: said with what to grant.
         let gone: Vec<String> = match kind {
             Kind::Postgres => vec!["DROP SCHEMA idem CASCADE".into()],

@@ -28,9 +28,14 @@ fn read_only_error(dialect: &dyn Dialect, url: &str, e: &sqlx::Error) -> Option<
 }
 
 /// A failure to probe or make idem's ledger, as the error that says why.
-fn ledger_error(dialect: &'static dyn Dialect, url: &str, e: sqlx::Error) -> WarehouseError {
+fn ledger_error(
+    dialect: &'static dyn Dialect,
+    url: &str,
+    e: sqlx::Error,
+    reading: bool,
+) -> WarehouseError {
     read_only_error(dialect, url, &e)
-        .or_else(|| ledger_setup::denied_error(dialect, &redact(url), &e))
+        .or_else(|| ledger_setup::denied_error(dialect, &redact(url), &e, reading))
         .unwrap_or(WarehouseError::Sql(e))
 }
 
@@ -173,7 +178,8 @@ impl Warehouse {
             Err(e) => {
                 // The warm-up's sessions end as any other would, not dropped.
                 pool.close().await;
-                return Err(ledger_error(dialect, &config.url, e));
+                let reading = ledger_use == LedgerUse::Read;
+                return Err(ledger_error(dialect, &config.url, e, reading));
             }
         };
         Ok(Warehouse {
@@ -197,7 +203,7 @@ impl Warehouse {
         }
         let mut conn = self.pool.acquire().await?;
         if let Err(e) = ledger_setup::ensure(self.dialect, &mut conn).await {
-            return Err(ledger_error(self.dialect, &self.config.url, e));
+            return Err(ledger_error(self.dialect, &self.config.url, e, false));
         }
         if let Ok(mut presence) = self.ledger.lock() {
             *presence = (LedgerPresence::COMPLETE, Some(std::time::Instant::now()));

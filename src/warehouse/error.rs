@@ -28,13 +28,21 @@ pub enum WarehouseError {
     )]
     ReadOnly { url: String, message: String },
     #[error(
-        "cannot make idem's ledger ({ledger}) in {url}: {message}. idem records every load there: run idem once as a role that may create it, then grant this one {grants}; or grant this role the right to create it"
+        "cannot {} idem's ledger ({ledger}) in {url}: {message}. {}",
+        if *.reading { "read" } else { "make" },
+        if *.reading {
+            format!("idem reads every load's record there: grant this role {grants}")
+        } else {
+            format!("idem records every load there: run idem once as a role that may create it, then grant this one {grants}; or grant this role the right to create it")
+        }
     )]
     LedgerDenied {
         url: String,
         ledger: String,
         grants: String,
         message: String,
+        /// Denied a read of a ledger that is there, not its making.
+        reading: bool,
     },
     /// The target has no columns in the catalogue; `alike` are the tables
     /// it names but for case or schema.

@@ -228,13 +228,15 @@ fn objects(dialect: &'static dyn Dialect) -> Vec<LedgerObject> {
     out
 }
 
-/// A failure to make the ledger for want of a privilege, as the error
-/// that names the ledger and the privileges a role needs to use one that
-/// another role made: it reads and appends, nothing more.
+/// A failure to make the ledger (or, `reading`, to read one that is there)
+/// for want of a privilege, as the error that names the ledger and the
+/// privileges a role needs to use one that another role made: it reads and
+/// appends, nothing more.
 pub(super) fn denied_error(
     dialect: &'static dyn Dialect,
     url: &str,
     e: &sqlx::Error,
+    reading: bool,
 ) -> Option<WarehouseError> {
     if !denied(e) {
         return None;
@@ -250,6 +252,7 @@ pub(super) fn denied_error(
         ledger,
         grants,
         message: sql_message(e),
+        reading,
     })
 }
 
