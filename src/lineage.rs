@@ -40,13 +40,14 @@ impl Lineage {
                 .iter()
                 .map(|d| (d.name.clone(), Because::Declared))
                 .collect();
-            let read = crate::lint::tables_read(job);
+            let read = crate::lint::tables_read_as_written(job);
             for other in config.jobs.iter().filter(|o| o.name != job.name) {
                 if ups.iter().any(|(n, _)| *n == other.name) {
                     continue;
                 }
                 if let Some(table) = read.iter().find(|t| names_target(t, other)) {
-                    ups.push((other.name.clone(), Because::ReadsTarget(table.clone())));
+                    let written: Vec<&str> = table.iter().map(|(part, _)| part.as_str()).collect();
+                    ups.push((other.name.clone(), Because::ReadsTarget(written.join("."))));
                 }
             }
             for (up, _) in &ups {
@@ -178,20 +179,28 @@ impl Lineage {
     }
 }
 
-/// Whether a table name as the SQL wrote it (lower-cased) is `job`'s target:
-/// the same name, and the same schema where both say one.
-fn names_target(written: &str, job: &Job) -> bool {
+/// Whether a table name as the SQL wrote it (each part with whether it was
+/// quoted) is `job`'s target, matched as the job's engine matches names:
+/// the same name, and the same schema where both say one. The target is
+/// quoted as written; in the SQL an unquoted name folds to lower case on
+/// PostgreSQL, so `Orders` there reads `orders`, and `"Orders"` another
+/// table.
+fn names_target(written: &[(String, bool)], job: &Job) -> bool {
+    let engine = job.engine;
     let target = &job.target;
-    let name = target.name.as_str().to_lowercase();
-    match written.rsplit_once('.') {
-        Some((schema, table)) => {
-            table == name
-                && target.schema.as_ref().is_none_or(|s| {
-                    s.as_str()
-                        .eq_ignore_ascii_case(schema.rsplit('.').next().unwrap_or(schema))
-                })
+    let same = |(part, quoted): &(String, bool), name: &str| {
+        engine.same_table_name(&engine.stored_name(part, *quoted), name)
+    };
+    match written {
+        [.., schema, table] => {
+            same(table, target.name.as_str())
+                && target
+                    .schema
+                    .as_ref()
+                    .is_none_or(|s| same(schema, s.as_str()))
         }
-        None => written == name,
+        [table] => same(table, target.name.as_str()),
+        [] => false,
     }
 }
 
@@ -239,5 +248,87 @@ mod tests {
         let hour = p(Grain::Hour, "2026-06-30T23");
         assert_eq!(read_by(&hour, Grain::Month), vec![month]);
         assert_eq!(read_by(&month, Grain::Hour).len(), 30 * 24);
+    }
+
+    /// A config on `url` whose jobs are (name, target, the table its SQL reads).
+    fn config(url: &str, jobs: &[(&str, &str, &str)]) -> Config {
+        let mut text = format!("[warehouse]\nurl = \"{url}\"\n");
+        for (name, target, reads) in jobs {
+            text.push_str(&format!(
+                "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+                 partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\n\
+                 sql = '''select id, dt from {reads} where dt >= :start and dt < :end'''\n"
+            ));
+        }
+        crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn ups(lineage: &Lineage, job: &str) -> Vec<String> {
+        lineage
+            .upstream(job)
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    #[test]
+    fn tables_apart_but_for_case_are_apart_where_the_engine_keeps_them_apart() {
+        // Two tables, "Orders" and orders, each loaded by a job that reads it
+        // (as a starter's job once did): no cycle where the engine tells
+        // them apart. In the SQL an unquoted name folds to lower case on
+        // PostgreSQL only.
+        let pg = config(
+            "postgres://h/db",
+            &[
+                ("upper", "Orders", "\"Orders\""),
+                ("lower", "orders", "orders"),
+                ("reads_quoted", "r1", "\"Orders\""),
+                ("reads_unquoted", "r2", "Orders"),
+            ],
+        );
+        let lineage = Lineage::of(&pg).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&lineage, "upper"), Vec::<String>::new());
+        assert_eq!(ups(&lineage, "lower"), Vec::<String>::new());
+        assert_eq!(ups(&lineage, "reads_quoted"), ["upper"]);
+        assert_eq!(ups(&lineage, "reads_unquoted"), ["lower"]);
+        assert_eq!(
+            lineage.upstream("reads_quoted")[0].1,
+            Because::ReadsTarget("Orders".into())
+        );
+
+        let my = config(
+            "mysql://h/db",
+            &[
+                ("upper", "Orders", "`Orders`"),
+                ("lower", "orders", "orders"),
+                ("reads_upper", "r1", "Orders"),
+                ("reads_lower", "r2", "`orders`"),
+            ],
+        );
+        let lineage = Lineage::of(&my).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&lineage, "upper"), Vec::<String>::new());
+        assert_eq!(ups(&lineage, "reads_upper"), ["upper"]);
+        assert_eq!(ups(&lineage, "reads_lower"), ["lower"]);
+
+        // SQLite matches names in any case: ORDERS is Orders.
+        let lite = config(
+            "sqlite://w.db",
+            &[("upper", "Orders", "raw"), ("reads", "r", "ORDERS")],
+        );
+        let lineage = Lineage::of(&lite).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&lineage, "reads"), ["upper"]);
+        let cyclic = config(
+            "sqlite://w.db",
+            &[("upper", "Orders", "orders"), ("lower", "orders", "Orders")],
+        );
+        assert!(Lineage::of(&cyclic).is_err(), "one table on SQLite");
+
+        // Two replace jobs on Orders and orders write one table on SQLite
+        // alone.
+        for (config, same) in [(&pg, false), (&my, false), (&cyclic, true)] {
+            let findings = crate::lint::shared_target_findings(&config.jobs, &config.jobs[1]);
+            assert_eq!(!findings.is_empty(), same, "{findings:?}");
+        }
     }
 }

@@ -217,4 +217,377 @@ async fn init_lists_the_dated_tables(kind: Kind) {
     }
 }
 
-on_every_engine!(init_lists_the_dated_tables);
+/// A name quoted for `kind`, as a test's own SQL writes it.
+fn q(kind: Kind, name: &str) -> String {
+    match kind {
+        Kind::MySql => format!("`{name}`"),
+        _ => format!("\"{name}\""),
+    }
+}
+
+/// The one uncommented job of `starter` named `job`, as a config of its own.
+fn only_job(starter: &str, job: &str) -> String {
+    let text = uncommented(starter);
+    let mut out = String::new();
+    for (i, block) in text.split("\n[[jobs]]\n").enumerate() {
+        if i == 0 {
+            out.push_str(block);
+        } else if block.starts_with(&format!("name = \"{job}\"\n")) {
+            out.push_str("\n[[jobs]]\n");
+            out.push_str(
+                block
+                    .split("\"\"\"\n")
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("\"\"\"\n")
+                    .as_str(),
+            );
+            out.push_str("\"\"\"\n");
+        }
+    }
+    out
+}
+
+/// The names in a starter's SQL are quoted as the warehouse spells them: a
+/// column named like a keyword (`user`, PostgreSQL's current_user; `order`,
+/// `group`, `key`, syntax errors unquoted) or in mixed case keeps its
+/// values. The SQL reads a placeholder source, not its own target: left as
+/// it is, lint fails on it and a run changes nothing.
+async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let columns = format!(
+        "(id INTEGER NOT NULL, {} VARCHAR(20), {} INTEGER, {} INTEGER, {} INTEGER, {} INTEGER, dt DATE NOT NULL)",
+        q(kind, "user"),
+        q(kind, "order"),
+        q(kind, "group"),
+        q(kind, "key"),
+        q(kind, "Amount"),
+    );
+    let orders = q(kind, "Orders");
+    let script = [
+        format!("CREATE TABLE {orders} {columns}"),
+        format!("CREATE TABLE src_orders {columns}"),
+        format!(
+            "INSERT INTO {orders} VALUES (1, 'old', 0, 0, 0, 0, '2026-03-01'), (2, 'old', 0, 0, 0, 0, '2026-03-02')"
+        ),
+        "INSERT INTO src_orders VALUES (1, 'alice', 1, 2, 3, 40, '2026-03-01'), (2, 'bob', 5, 6, 7, 80, '2026-03-02')"
+            .to_string(),
+    ];
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&path).unwrap();
+    let job = only_job(&starter, "Orders");
+    assert!(job.contains("partition_column = \"dt\""), "{job}");
+    assert!(job.contains("start = \"2026-03-01\""), "{job}");
+    assert!(job.contains("from <source>"), "{job}");
+
+    // As uncommented: lint fails on the placeholder, a run writes nothing.
+    let config_path = db.path().join("idem.toml");
+    std::fs::write(&config_path, &job).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(1),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let run = idem(
+        &config_path,
+        &[
+            "run",
+            "Orders",
+            "--from",
+            "2026-03-01",
+            "--to",
+            "2026-03-02",
+        ],
+    );
+    assert_ne!(run.status.code(), Some(0), "{kind:?}");
+    let values = |sql: String| {
+        let wh = &wh;
+        async move {
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(wh.pool())
+                .await
+                .unwrap();
+            rows.iter()
+                .map(|r| {
+                    use sqlx::Row;
+                    (0..6)
+                        .map(|i| {
+                            r.try_get::<String, _>(i)
+                                .or_else(|_| r.try_get::<i64, _>(i).map(|n| n.to_string()))
+                                .or_else(|_| r.try_get::<i32, _>(i).map(|n| n.to_string()))
+                                .unwrap()
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let read = |table: &str| {
+        format!(
+            "SELECT id, {}, {}, {}, {}, {} FROM {table} ORDER BY id",
+            q(kind, "user"),
+            q(kind, "order"),
+            q(kind, "group"),
+            q(kind, "key"),
+            q(kind, "Amount")
+        )
+    };
+    assert_eq!(
+        values(read(&orders)).await,
+        ["1,old,0,0,0,0", "2,old,0,0,0,0"],
+        "{kind:?}: a run of the placeholder changed the target"
+    );
+
+    // Pointed at its source, it lints clean and loads every value as it is.
+    std::fs::write(&config_path, job.replace("<source>", "src_orders")).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let run = idem(
+        &config_path,
+        &[
+            "run",
+            "Orders",
+            "--from",
+            "2026-03-01",
+            "--to",
+            "2026-03-02",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        values(read(&orders)).await,
+        ["1,alice,1,2,3,40", "2,bob,5,6,7,80"],
+        "{kind:?}"
+    );
+    wh.close().await;
+}
+
+/// What init leaves out it names, with why: PostgreSQL's partitions (the
+/// parent is offered), views, materialized views, names a config cannot
+/// write, tables with no date column. A placeholder smallest value
+/// (`-infinity`, a BC date, MariaDB's `0000-00-00`) is not the start.
+async fn init_says_what_it_leaves_out(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let mut script = vec![
+        "CREATE TABLE counters (id INTEGER NOT NULL, n INTEGER)".to_string(),
+        format!("CREATE TABLE {} (dt DATE NOT NULL)", q(kind, "my table")),
+        "CREATE TABLE daily (d DATE NOT NULL, n INTEGER)".to_string(),
+        "INSERT INTO daily VALUES ('2026-03-02', 1), ('2026-03-01', 2)".to_string(),
+        "CREATE VIEW v_daily AS SELECT d, n FROM daily".to_string(),
+    ];
+    match kind {
+        Kind::Postgres => script.extend([
+            "INSERT INTO daily VALUES ('-infinity', 3), ('0044-03-15 BC', 4)".to_string(),
+            "CREATE TABLE events (id INTEGER, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)".into(),
+            "CREATE TABLE events_2026_01 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2026-02-01')".into(),
+            "CREATE TABLE events_2026_02 PARTITION OF events FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')".into(),
+            "INSERT INTO events VALUES (1, '2026-01-05 10:00:00+00'), (2, '2026-02-05 10:00:00+00')".into(),
+            "CREATE MATERIALIZED VIEW mv_daily AS SELECT d, n FROM daily".into(),
+        ]),
+        Kind::MySql => script.extend([
+            "SET SESSION sql_mode = ''".to_string(),
+            "INSERT INTO daily VALUES ('0000-00-00', 3)".into(),
+        ]),
+        Kind::Sqlite => {}
+    }
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    wh.close().await;
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&path).unwrap();
+    let jobs = jobs_of(&path, &uncommented(&starter));
+    let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+    for (what, names) in [
+        ("views (idem loads into tables): ", "v_daily"),
+        ("names a config cannot write", "\"my table\""),
+        ("no date or timestamp column", "counters"),
+    ] {
+        let line = said
+            .lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("{kind:?} {what}: {said}"));
+        assert!(line.contains(names), "{kind:?}: {line}");
+        assert!(
+            starter.contains(line.trim()),
+            "{kind:?}: {line} in\n{starter}"
+        );
+    }
+    let daily = jobs.iter().find(|j| j.name == "daily").unwrap();
+    assert_eq!(
+        daily.start.name(),
+        "2026-03-01",
+        "{kind:?}: the first real date"
+    );
+    if kind == Kind::Postgres {
+        assert!(names.contains(&"events"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("events_")), "{names:?}");
+        assert!(
+            said.contains("partitions of events (loaded through it, offered as events): events_2026_01, events_2026_02"),
+            "{said}"
+        );
+        assert!(
+            said.contains("materialized views") && said.contains("mv_daily"),
+            "{said}"
+        );
+    }
+    assert_eq!(
+        names.len(),
+        if kind == Kind::Postgres { 2 } else { 1 },
+        "{kind:?} {names:?}"
+    );
+}
+
+on_every_engine!(
+    init_lists_the_dated_tables,
+    a_starter_job_quotes_its_names_and_reads_no_target,
+    init_says_what_it_leaves_out
+);
+
+/// SQLite: a column is a date column when its values are dates whole, not
+/// text that begins with one. The URL is written to work from any folder,
+/// without `mode=rwc`. The starter's comments read right.
+#[test]
+fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let setup = Command::new("sqlite3")
+        .arg(&db)
+        .arg(
+            "CREATE TABLE notes (note TEXT, dt TEXT, at);
+             INSERT INTO notes VALUES ('2026-01-01 is a note', '2026-02-03', '2026-02-03 10:00:00'),
+                                      ('zzz', '2026-02-04', '2026-02-04 10:00:00');
+             CREATE TABLE hourly (hour_at, n INTEGER);
+             INSERT INTO hourly VALUES ('2026-02-03 10:00:00', 1);
+             CREATE TABLE monthly (month TEXT, n INTEGER);
+             INSERT INTO monthly VALUES ('2026-02', 1);",
+        )
+        .output()
+        .expect("sqlite3");
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    // Relative to the folder init runs in, with mode=rwc.
+    let config = dir.path().join("conf/idem.toml");
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir(dir.path())
+        .args([
+            "--config",
+            "conf/idem.toml",
+            "init",
+            "sqlite://s.db?mode=rwc",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&config).unwrap();
+    let jobs = jobs_of(&config, &uncommented(&starter));
+    let notes = jobs.iter().find(|j| j.name == "notes").expect("notes");
+    assert_eq!(
+        notes.partition_column.as_ref().unwrap().as_str(),
+        "dt",
+        "{starter}"
+    );
+    assert_eq!(notes.start.name(), "2026-02-03");
+    let canonical = std::fs::canonicalize(&db).unwrap();
+    assert!(
+        starter.contains(&format!(
+            "url = \"sqlite://{}\"   # or",
+            canonical.display()
+        )),
+        "{starter}"
+    );
+    assert!(!starter.contains("mode=rwc"), "{starter}");
+    // Comments: no `()` for an untyped column, aligned after any grain.
+    assert!(
+        starter.contains("# hourly: partitioned by hour_at, first value"),
+        "{starter}"
+    );
+    for grain in ["hour", "day", "month"] {
+        let line = format!("# grain = \"{grain}\"");
+        let at = starter
+            .lines()
+            .find(|l| l.starts_with(&line))
+            .unwrap_or_else(|| panic!("{grain} in {starter}"));
+        assert_eq!(at.find("# hour | day | month"), Some(35), "{at}");
+    }
+    // From another folder, the config names the same warehouse.
+    std::fs::write(&config, uncommented(&starter).replace("<source>", "notes")).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir(elsewhere.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["status", "notes", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+
+    // A URL from the environment is written as it was given.
+    let from_env = dir.path().join("env.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .env("DATABASE_URL", format!("sqlite://{}", db.display()))
+        .arg("--config")
+        .arg(&from_env)
+        .args(["init", "${DATABASE_URL}"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&from_env).unwrap();
+    assert!(
+        starter.contains("url = \"${DATABASE_URL}\"   # ${VAR} expands from the environment\n"),
+        "{starter}"
+    );
+}

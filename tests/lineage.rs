@@ -616,6 +616,49 @@ on_every_engine!(
     a_read_answers_unchanged_until_what_it_derives_from_moves
 );
 
+/// Its own module: its tests sit beside every engine's in `mod postgres`.
+mod case_apart {
+    use super::*;
+
+    /// The QA repro: tables `Orders` and `orders` on an engine that keeps them
+    /// apart, each loaded by a job reading its own table. Neither depends on
+    /// the other (no false cycle, exit 0), and lint finds no "same target".
+    async fn tables_apart_but_for_case_are_no_cycle_and_no_shared_target(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let (upper, lower) = match kind {
+            Kind::MySql => ("`Orders`", "`orders`"),
+            _ => ("\"Orders\"", "orders"),
+        };
+        let (_, config) = db.config("");
+        let wh = db.warehouse(&config).await;
+        let script = [
+            format!("CREATE TABLE {upper} (id INTEGER, dt DATE)"),
+            format!("CREATE TABLE {lower} (id INTEGER, dt DATE)"),
+        ];
+        let script: Vec<&str> = script.iter().map(String::as_str).collect();
+        wh.execute_script(&script).await.unwrap();
+        wh.close().await;
+        let range = ("2026-01-01", "2026-01-02");
+        let sql = |t: &str| format!("select id, dt from {t} where dt >= :start and dt < :end");
+        let jobs = format!(
+            "{}{}",
+            job("upper", "Orders", "day", "dt", range, &sql(upper)),
+            job("lower", "orders", "day", "dt", range, &sql(lower))
+        );
+        let (path, _) = db.config(&jobs);
+        let out = idem(&path, &["jobs"]);
+        let listed = stdout_ok(&out);
+        assert!(!listed.contains("← reads"), "{kind:?}: {listed}");
+        let lint = idem(&path, &["lint"]);
+        let found = String::from_utf8_lossy(&lint.stdout);
+        assert!(!found.contains("also replaces"), "{kind:?}: {found}");
+    }
+
+    on_server_engines!(tables_apart_but_for_case_are_no_cycle_and_no_shared_target);
+}
+
 #[test]
 fn cycles_and_unknown_jobs_are_config_errors() {
     let dir = tempfile::tempdir().expect("dir");

@@ -40,4 +40,24 @@ impl Engine {
     pub fn backslash_escapes(self) -> bool {
         self == Engine::MySql
     }
+
+    /// A table (or schema) name as a job's SQL writes it, as the warehouse
+    /// stores it: PostgreSQL folds an unquoted name to lower case; a quoted
+    /// one, and any name elsewhere, is kept as written.
+    pub fn stored_name(self, written: &str, quoted: bool) -> String {
+        match self {
+            Engine::Postgres if !quoted => written.to_lowercase(),
+            _ => written.to_string(),
+        }
+    }
+
+    /// Whether two stored table (or schema) names name one table:
+    /// PostgreSQL tells them apart by case, as does MariaDB/MySQL on Linux
+    /// (`lower_case_table_names = 0`, the default there); SQLite does not.
+    pub fn same_table_name(self, a: &str, b: &str) -> bool {
+        match self {
+            Engine::Sqlite => a.eq_ignore_ascii_case(b),
+            Engine::Postgres | Engine::MySql => a == b,
+        }
+    }
 }

@@ -89,6 +89,12 @@ pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
     sql::read(&job.sql, job.engine).tables
 }
 
+/// [`tables_read`] as written: each part of a name with whether it was
+/// quoted, for matching names as the job's engine does.
+pub fn tables_read_as_written(job: &Job) -> std::collections::BTreeSet<Vec<(String, bool)>> {
+    sql::read(&job.sql, job.engine).tables_written
+}
+
 /// Whether one statement over a range of windows, grouped by the job's
 /// partition column, counts each window's rows as the windows one by one
 /// would: the SQL's `:start` and `:end` are only half-open filters

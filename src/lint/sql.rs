@@ -115,6 +115,9 @@ pub(super) struct Reading {
     /// The tables the SQL reads, lower-cased and as qualified as written
     /// (`raw.orders`, `orders`), CTEs left out.
     pub tables: BTreeSet<String>,
+    /// The same tables as written: each part of the name with whether it
+    /// was quoted (PostgreSQL folds an unquoted one to lower case).
+    pub tables_written: BTreeSet<Vec<(String, bool)>>,
     /// The parsed statements, when a dialect parsed the SQL.
     pub ast: Vec<Statement>,
 }
@@ -197,6 +200,14 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
                 .relations
                 .into_iter()
                 .filter(|t| !walk.ctes.contains(t))
+                .collect();
+            reading.tables_written = walk
+                .written
+                .into_iter()
+                .filter(|parts| {
+                    let name: Vec<String> = parts.iter().map(|(p, _)| p.to_lowercase()).collect();
+                    !walk.ctes.contains(&name.join("."))
+                })
                 .collect();
             reading.aliases = walk.aliases;
             reading.ranks = walk
@@ -369,6 +380,7 @@ struct Walk {
     params_in_filters: usize,
     aliases: HashMap<String, BTreeSet<String>>,
     relations: BTreeSet<String>,
+    written: BTreeSet<Vec<(String, bool)>>,
     ctes: HashSet<String>,
 }
 
@@ -446,6 +458,14 @@ impl Visitor for Walk {
             .collect();
         if !parts.is_empty() {
             self.relations.insert(parts.join("."));
+            self.written.insert(
+                relation
+                    .0
+                    .iter()
+                    .filter_map(|p| p.as_ident())
+                    .map(|i| (i.value.clone(), i.quote_style.is_some()))
+                    .collect(),
+            );
         }
         ControlFlow::Continue(())
     }

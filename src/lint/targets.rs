@@ -1,15 +1,21 @@
 //! Findings across jobs: two jobs that write the same target table undo
 //! each other's loads, which neither job's own SQL shows.
 
-use crate::config::{Job, Strategy, TableName};
+use crate::config::{Engine, Ident, Job, Strategy, TableName};
 
 use super::{Finding, Severity};
 
-/// Whether two targets name the same table as written (identifiers compared
-/// as the warehouses fold them; `fct` and `public.fct` are not compared).
-fn same_table(a: &TableName, b: &TableName) -> bool {
-    let schema = |t: &TableName| t.schema.as_ref().map(|s| s.as_str().to_ascii_lowercase());
-    schema(a) == schema(b) && a.name.as_str().eq_ignore_ascii_case(b.name.as_str())
+/// Whether two targets, each quoted as written, name the same table on
+/// `engine` (PostgreSQL and MariaDB/MySQL on Linux tell `Orders` from
+/// `orders`, SQLite does not; `fct` and `public.fct` are not compared).
+fn same_table(a: &TableName, b: &TableName, engine: Engine) -> bool {
+    let same = |x: &Ident, y: &Ident| engine.same_table_name(x.as_str(), y.as_str());
+    let schemas = match (&a.schema, &b.schema) {
+        (Some(x), Some(y)) => same(x, y),
+        (None, None) => true,
+        _ => false,
+    };
+    schemas && same(&a.name, &b.name)
 }
 
 /// The findings of `job` against the jobs written before it in `jobs` (the
@@ -20,7 +26,7 @@ pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
     let earlier: Vec<&Job> = jobs
         .iter()
         .take_while(|other| other.name != job.name)
-        .filter(|other| same_table(&other.target, &job.target))
+        .filter(|other| same_table(&other.target, &job.target, job.engine))
         .collect();
     let first = |strategy: Strategy| earlier.iter().find(|o| o.strategy == strategy);
     let mut out = Vec::new();

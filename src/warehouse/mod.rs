@@ -2,6 +2,7 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod catalog;
 mod columns;
 mod connect;
 mod counts;
@@ -29,6 +30,7 @@ use std::time::Duration;
 use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
 
+pub use catalog::{Relation, RelationKind, config_sqlite_url};
 pub use columns::{
     Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, key_has_index, names_column,
     no_such_column, other_unique_index,

@@ -1,0 +1,277 @@
+//! Which of a warehouse's relations `idem init` offers as jobs, by which
+//! column, and which it leaves out and why.
+
+use crate::config::TableName;
+use crate::partition::{Grain, Partition, RangeEnd, now_utc};
+use crate::warehouse::{Column, Engine, RelationKind, Warehouse, WarehouseError};
+
+/// A table offered as a job, partitioned by one of its columns.
+pub(super) struct Candidate {
+    pub table: TableName,
+    pub columns: Vec<Column>,
+    pub partition_column: Column,
+    pub other_time_columns: Vec<String>,
+    pub grain: Grain,
+    pub start: Partition,
+    /// The column's first real date, as the warehouse writes it.
+    pub first_value: Option<String>,
+}
+
+/// Why a relation is not offered.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Why {
+    /// A PostgreSQL partition, loaded through its parent (named).
+    PartitionOf(String),
+    View,
+    MaterializedView,
+    /// Another kind of relation, as the engine calls it.
+    Other(String),
+    NotPlain,
+    NoDateColumn,
+}
+
+impl Why {
+    fn says(&self) -> String {
+        match self {
+            Why::PartitionOf(parent) => {
+                format!("partitions of {parent} (loaded through it, offered as {parent})")
+            }
+            Why::View => "views (idem loads into tables)".into(),
+            Why::MaterializedView => {
+                "materialized views (refreshed whole, never by partition)".into()
+            }
+            Why::Other(kind) => format!("{kind}s (idem loads into tables)"),
+            Why::NotPlain => {
+                "names a config cannot write (a letter or _, then letters, digits or _)".into()
+            }
+            Why::NoDateColumn => "tables with no date or timestamp column to partition by".into(),
+        }
+    }
+}
+
+/// What `idem init` found.
+#[derive(Default)]
+pub(super) struct Survey {
+    pub candidates: Vec<Candidate>,
+    /// Each relation left out, with why.
+    pub skipped: Vec<(String, Why)>,
+}
+
+impl Survey {
+    /// One line per reason: what it is, then the relations (at most ten
+    /// named).
+    pub fn skipped_lines(&self) -> Vec<String> {
+        let mut reasons: Vec<&Why> = self.skipped.iter().map(|(_, why)| why).collect();
+        reasons.sort();
+        reasons.dedup();
+        reasons
+            .into_iter()
+            .map(|why| {
+                let names: Vec<String> = self
+                    .skipped
+                    .iter()
+                    .filter(|(_, w)| w == why)
+                    .map(|(name, _)| match why {
+                        Why::NotPlain => format!("\"{name}\""),
+                        _ => name.clone(),
+                    })
+                    .collect();
+                let shown = names
+                    .iter()
+                    .take(10)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = match names.len() {
+                    n if n > 10 => format!(" and {} more", n - 10),
+                    _ => String::new(),
+                };
+                format!("{}: {shown}{more}", why.says())
+            })
+            .collect()
+    }
+}
+
+pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseError> {
+    let engine = warehouse.dialect().engine();
+    let mut survey = Survey::default();
+    for relation in warehouse.relations().await? {
+        let why = match &relation.kind {
+            RelationKind::Table => None,
+            RelationKind::PartitionOf(parent) => Some(Why::PartitionOf(parent.clone())),
+            RelationKind::View => Some(Why::View),
+            RelationKind::MaterializedView => Some(Why::MaterializedView),
+            RelationKind::Other(kind) => Some(Why::Other(kind.clone())),
+        };
+        let table = match (why, relation.table()) {
+            (Some(why), _) => {
+                survey.skipped.push((relation.name, why));
+                continue;
+            }
+            (None, None) => {
+                survey.skipped.push((relation.name, Why::NotPlain));
+                continue;
+            }
+            (None, Some(table)) => table,
+        };
+        let columns = warehouse.columns(&table).await?;
+        let mut time_columns = Vec::new();
+        for column in &columns {
+            if !column.holds_instants(engine) {
+                continue;
+            }
+            let range = warehouse.date_range_as_text(&table, column).await?;
+            let holds_dates = match (&range, engine) {
+                // SQLite declares dates as text: its values say whether they
+                // are, each whole (not a note that begins with a date).
+                (Some((min, max)), Engine::Sqlite) => is_date_text(min) && is_date_text(max),
+                (None, Engine::Sqlite) => declares_time(column),
+                _ => true,
+            };
+            if holds_dates {
+                time_columns.push((column.clone(), range.map(|(min, _)| min)));
+            }
+        }
+        let mut time_columns = time_columns.into_iter();
+        let Some((partition_column, first_value)) = time_columns.next() else {
+            survey.skipped.push((table.to_string(), Why::NoDateColumn));
+            continue;
+        };
+        let (grain, start) =
+            grain_and_start(partition_column.name.as_str(), first_value.as_deref());
+        survey.candidates.push(Candidate {
+            table,
+            other_time_columns: time_columns.map(|(c, _)| c.name.to_string()).collect(),
+            columns,
+            partition_column,
+            grain,
+            start,
+            first_value,
+        });
+    }
+    Ok(survey)
+}
+
+fn declares_time(column: &Column) -> bool {
+    let t = column.type_name.to_ascii_lowercase();
+    t.contains("date") || t.contains("time")
+}
+
+/// A whole value written as a date or a time: `2026-06`, `2026-06-04`,
+/// `2026-06-04T13`, `2026-06-04 13:22`, `2026-06-04 13:22:11.5`, with `T`
+/// or a space, and an optional `Z` or UTC offset.
+pub(super) fn is_date_text(value: &str) -> bool {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime};
+    let value = value.trim();
+    if !value
+        .get(..5)
+        .is_some_and(|y| y.ends_with('-') && y[..4].bytes().all(|b| b.is_ascii_digit()))
+    {
+        return false;
+    }
+    let date_time = |v: &str| {
+        [
+            "%Y-%m-%d %H:%M:%S%.f",
+            "%Y-%m-%dT%H:%M:%S%.f",
+            "%Y-%m-%d %H:%M",
+            "%Y-%m-%dT%H:%M",
+        ]
+        .iter()
+        .any(|f| NaiveDateTime::parse_from_str(v, f).is_ok())
+    };
+    let without_zone = value
+        .strip_suffix('Z')
+        .or_else(|| {
+            let cut = value.len().checked_sub(6)?;
+            let zone = value.get(cut..)?;
+            (zone.starts_with(['+', '-']) && zone.get(3..4) == Some(":")).then(|| &value[..cut])
+        })
+        .filter(|rest| rest.len() > 10);
+    NaiveDate::parse_from_str(value, "%Y-%m-%d").is_ok()
+        || date_time(value)
+        || without_zone.is_some_and(date_time)
+        || DateTime::parse_from_rfc3339(value).is_ok()
+        || (value.len() == 7 && Partition::parse(Grain::Month, value, RangeEnd::From).is_some())
+        || (value.len() == 13 && Partition::parse(Grain::Hour, value, RangeEnd::From).is_some())
+}
+
+/// The grain a column's values suggest, and the partition of its first value
+/// (this month's first day when the table is empty).
+pub(super) fn grain_and_start(column: &str, first: Option<&str>) -> (Grain, Partition) {
+    let today = || Partition::containing(Grain::Month, now_utc());
+    let Some(first) = first.map(str::trim) else {
+        let month = today();
+        return (Grain::Day, Partition::containing(Grain::Day, month.start));
+    };
+    let column = column.to_lowercase();
+    let grain = if first.len() == 7 || column.contains("month") {
+        Grain::Month
+    } else if first.len() == 13 || (first.len() > 10 && column.contains("hour")) {
+        Grain::Hour
+    } else {
+        Grain::Day
+    };
+    let prefix = match grain {
+        Grain::Month => first.get(..7).unwrap_or(first),
+        Grain::Day => first.get(..10).unwrap_or(first),
+        Grain::Hour => first.get(..13).unwrap_or(first),
+    };
+    let start = Partition::parse(grain, &prefix.replacen(' ', "T", 1), RangeEnd::From)
+        .unwrap_or_else(|| Partition::containing(grain, today().start));
+    (grain, start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grains_follow_the_first_value() {
+        let g = |col: &str, v: &str| {
+            let (grain, start) = grain_and_start(col, Some(v));
+            (grain, start.name())
+        };
+        assert_eq!(g("dt", "2026-06-04"), (Grain::Day, "2026-06-04".into()));
+        assert_eq!(g("month", "2026-06"), (Grain::Month, "2026-06".into()));
+        assert_eq!(g("month", "2026-06-01"), (Grain::Month, "2026-06".into()));
+        assert_eq!(
+            g("hour", "2026-06-04T13"),
+            (Grain::Hour, "2026-06-04T13".into())
+        );
+        assert_eq!(
+            g("event_hour", "2026-06-04 13:00:00"),
+            (Grain::Hour, "2026-06-04T13".into())
+        );
+        assert_eq!(
+            g("created_at", "2026-06-04 13:22:11"),
+            (Grain::Day, "2026-06-04".into())
+        );
+    }
+
+    #[test]
+    fn a_date_is_the_whole_value() {
+        for date in [
+            "2026-06-04",
+            "2026-06",
+            "2026-06-04T13",
+            "2026-06-04 13:22",
+            "2026-06-04 13:22:11",
+            "2026-06-04T13:22:11.250",
+            "2026-06-04T13:22:11Z",
+            "2026-06-04 13:22:11+02:00",
+        ] {
+            assert!(is_date_text(date), "{date}");
+        }
+        for not in [
+            "2026-01-01 is a note",
+            "2026-01-01T",
+            "2026-13-01",
+            "alice@example.com",
+            "DE",
+            "20260604",
+            "+2026-06-04",
+        ] {
+            assert!(!is_date_text(not), "{not}");
+        }
+    }
+}

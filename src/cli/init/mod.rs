@@ -1,0 +1,121 @@
+//! `idem init URL`: a commented starter `idem.toml` for a warehouse, with
+//! every table that has a date or timestamp column offered as a candidate
+//! job (commented out until someone points its SQL at a source), and what
+//! was not offered, with why.
+
+use std::path::Path;
+
+use super::Stop;
+use super::output::outln;
+use crate::config;
+use crate::exit::Exit;
+use crate::warehouse::{config_sqlite_url, redact};
+
+mod candidates;
+mod starter;
+
+pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
+    init_inner(config_path, url, force)
+        .await
+        .unwrap_or_else(Stop::report)
+}
+
+/// Writes `text` to `path` whole or not at all: into a file beside it, then
+/// renamed over it, so a full disk or a killed process leaves a config
+/// that `--force` was replacing as it was.
+fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    // Through a symlink, the file it names is the one replaced.
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = resolved.as_path();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "idem.toml".into());
+    let part = path.with_file_name(format!(".{name}.{}.part", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&part)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&part, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&part);
+    }
+    written
+}
+
+async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, Stop> {
+    if config_path.exists() && !force {
+        return Err(Stop::usage(format!(
+            "{} exists; pass --force to overwrite it",
+            config_path.display()
+        )));
+    }
+    // The URL is checked, and expanded, as the config will read it.
+    let url_toml = serde_json::to_string(url).map_err(|e| Stop::usage(e.to_string()))?;
+    let warehouse_toml = format!("[warehouse]\nurl = {url_toml}\n");
+    let parsed = config::parse(config_path, &warehouse_toml, &|name| {
+        std::env::var(name).ok()
+    })
+    .map_err(|e| Stop::usage(format!("{url}: {}", e.message)))?;
+    let warehouse = super::connect_to_read(&parsed, 2).await?;
+    let survey = candidates::survey(&warehouse)
+        .await
+        .map_err(|e| Stop::failed(format!("cannot read the warehouse's tables: {e}")))?;
+    let dialect = warehouse.dialect();
+    warehouse.close().await;
+
+    // A `${VAR}` is kept for the environment to fill; a SQLite URL written
+    // out is kept as it works from anywhere (see [`config_sqlite_url`]).
+    let url = if url.contains("${") {
+        url.to_string()
+    } else {
+        config_sqlite_url(url)
+    };
+    let url_toml = serde_json::to_string(&url).map_err(|e| Stop::usage(e.to_string()))?;
+    let text = starter::starter(&url, &url_toml, &survey, dialect);
+    write_whole(config_path, &text).map_err(|e| {
+        Stop::failed(format!(
+            "cannot write {}: {e}{}",
+            config_path.display(),
+            if force && config_path.exists() {
+                "; the config there is as it was"
+            } else {
+                ""
+            }
+        ))
+    })?;
+    let candidates = &survey.candidates;
+    outln!(
+        "wrote {} for {}: {} candidate job{} (commented out){}",
+        config_path.display(),
+        redact(&url),
+        candidates.len(),
+        if candidates.len() == 1 { "" } else { "s" },
+        if candidates.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                candidates
+                    .iter()
+                    .map(|c| c.table.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    let skipped = survey.skipped_lines();
+    if !skipped.is_empty() {
+        outln!("not offered:");
+        for line in skipped {
+            outln!("  {line}");
+        }
+    }
+    outln!(
+        "next: uncomment a job, replace {} in its SQL with the table it loads from, then `idem lint` and `idem status`",
+        starter::SOURCE_PLACEHOLDER
+    );
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,126 @@
+//! The text of the starter `idem.toml`: the warehouse's settings and each
+//! candidate job, commented out.
+
+use std::fmt::Write as _;
+
+use super::candidates::Survey;
+use crate::config::Ident;
+use crate::warehouse::{Dialect, redact};
+
+/// What the SQL of a candidate job reads until someone names its source:
+/// no engine parses it, so `idem lint` fails on it and no run starts with it
+/// (a job left reading its own target would delete a window, then read it
+/// back empty).
+pub(super) const SOURCE_PLACEHOLDER: &str = "<source>";
+
+/// Where the comment after a job's key begins, so that they line up.
+const COMMENT_AT: usize = 33;
+
+fn commented(key_value: String, comment: &str) -> String {
+    format!("{key_value:<COMMENT_AT$}# {comment}")
+}
+
+pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn Dialect) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# idem.toml for {}, written by `idem init`.\n\
+         # The README's \"Configuration\" explains every key. `idem lint` checks the\n\
+         # jobs, `idem status` shows their partitions, `idem` opens the console.\n",
+        redact(url)
+    );
+    let url_comment = if url.contains("${") {
+        "${VAR} expands from the environment"
+    } else {
+        "or \"${DATABASE_URL}\", read from the environment"
+    };
+    let _ = writeln!(
+        text,
+        "[warehouse]\n\
+         url = {url_toml}   # {url_comment}\n\
+         # statement_timeout = \"30m\"   # bounds every statement; \"0s\" is no limit\n\
+         # lock_timeout = \"10s\"        # waits for a partition's lock; \"0s\" does not wait\n\n\
+         [defaults]\n\
+         concurrency = 4                 # partitions in flight at once\n\
+         retries = 2                     # retries of transient errors, with backoff\n"
+    );
+    let skipped = survey.skipped_lines();
+    if !skipped.is_empty() {
+        let _ = writeln!(text, "# Not offered as jobs:");
+        for line in &skipped {
+            let _ = writeln!(text, "# - {line}");
+        }
+        let _ = writeln!(text);
+    }
+    if survey.candidates.is_empty() {
+        let _ = writeln!(
+            text,
+            "# No table here has a date or timestamp column to partition by. Add jobs\n\
+             # as the README shows: [[jobs]] with name, target, strategy, grain, start, sql."
+        );
+        return text;
+    }
+    let _ = writeln!(
+        text,
+        "# Candidate jobs: each table below has a date or timestamp column that can\n\
+         # partition it. Uncomment a job, replace {SOURCE_PLACEHOLDER} in its SQL with the table\n\
+         # it loads from (until then `idem lint` and every load of the job fail on it),\n\
+         # and keep the window on the source's time column: >= :start and < :end."
+    );
+    let quote = |name: &Ident| dialect.quote(name);
+    let mut names: Vec<String> = Vec::new();
+    for c in &survey.candidates {
+        let mut name = c.table.name.as_str().to_string();
+        if names.contains(&name) {
+            name = c.table.to_string().replace('.', "_");
+        }
+        names.push(name.clone());
+        let pcol = &c.partition_column.name;
+        let mut about = format!("\n# {}: partitioned by {pcol}", c.table);
+        if !c.partition_column.type_name.trim().is_empty() {
+            about.push_str(&format!(" ({})", c.partition_column.type_name));
+        }
+        match &c.first_value {
+            Some(v) => about.push_str(&format!(", first value {}", v.trim())),
+            None => about.push_str(", empty"),
+        }
+        if !c.other_time_columns.is_empty() {
+            about.push_str(&format!(
+                "; other date columns: {}",
+                c.other_time_columns.join(", ")
+            ));
+        }
+        let _ = writeln!(text, "{about}");
+        // Every name quoted as the warehouse spells it: a column named like
+        // a keyword (`user` is PostgreSQL's current_user, `order` a syntax
+        // error) or in mixed case reads as that column on every engine.
+        let columns: Vec<String> = c.columns.iter().map(|col| quote(&col.name)).collect();
+        let job = [
+            "[[jobs]]".to_string(),
+            format!("name = \"{name}\""),
+            format!("target = \"{}\"", c.table),
+            commented(
+                "strategy = \"replace_partition\"".into(),
+                "or \"merge_key\" with unique_key = [\"…\"]",
+            ),
+            format!("partition_column = \"{pcol}\""),
+            commented(
+                format!("grain = \"{}\"", c.grain.as_str()),
+                "hour | day | month",
+            ),
+            format!("start = \"{}\"", c.start.name()),
+            "sql = \"\"\"".into(),
+            format!("select {}", columns.join(", ")),
+            format!(
+                "from {SOURCE_PLACEHOLDER}   -- the table this job loads from, not {} (its target)",
+                c.table
+            ),
+            format!("where {} >= :start and {} < :end", quote(pcol), quote(pcol)),
+            "\"\"\"".into(),
+        ];
+        for line in job {
+            let _ = writeln!(text, "# {line}");
+        }
+    }
+    text
+}

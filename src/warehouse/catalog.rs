@@ -1,0 +1,163 @@
+//! What `idem init` reads of a warehouse: every relation a job could be
+//! offered for, with what it is (a table, a partition of one, a view), and
+//! the first real date of a column, placeholders such as PostgreSQL's
+//! `-infinity` or MariaDB's `0000-00-00` left out.
+
+use sqlx::Row;
+
+use super::{Column, Engine, Warehouse, WarehouseError};
+use crate::config::TableName;
+
+/// What a relation of the warehouse is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelationKind {
+    Table,
+    /// A PostgreSQL partition: its rows are loaded through its parent
+    /// (named as `schema.name` or `name`).
+    PartitionOf(String),
+    View,
+    MaterializedView,
+    /// Anything else the catalogue lists (a foreign table, a sequence), as
+    /// the engine calls it.
+    Other(String),
+}
+
+/// A relation as the catalogue names it: its name need not be a plain
+/// identifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relation {
+    /// As written in a config (`schema.name`, or `name` in the connection's
+    /// own schema), not quoted.
+    pub name: String,
+    pub kind: RelationKind,
+}
+
+impl Relation {
+    /// The name as a config's `target`, when it is made of plain identifiers.
+    pub fn table(&self) -> Option<TableName> {
+        TableName::parse(&self.name).ok()
+    }
+}
+
+/// The smallest date written in full that `idem init` takes for a real one.
+const FIRST_REAL_DATE: &str = "0001-01-01";
+
+impl Warehouse {
+    /// Every relation a job could write or that looks like one, idem's own
+    /// ledger left out, in the order a starter lists them.
+    pub async fn relations(&self) -> Result<Vec<Relation>, WarehouseError> {
+        let engine = self.dialect.engine();
+        let query = match engine {
+            Engine::Postgres => {
+                "SELECT CASE WHEN n.nspname = current_schema() THEN NULL ELSE CAST(n.nspname AS text) END, \
+                 CAST(c.relname AS text), \
+                 CASE WHEN c.relispartition THEN 'partition' ELSE CAST(c.relkind AS text) END, \
+                 (SELECT CASE WHEN pn.nspname = current_schema() THEN '' ELSE CAST(pn.nspname AS text) || '.' END \
+                         || CAST(p.relname AS text) \
+                    FROM pg_catalog.pg_inherits i \
+                    JOIN pg_catalog.pg_class p ON p.oid = i.inhparent \
+                    JOIN pg_catalog.pg_namespace pn ON pn.oid = p.relnamespace \
+                   WHERE i.inhrelid = c.oid LIMIT 1) \
+                 FROM pg_catalog.pg_class c \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') \
+                 AND n.nspname NOT IN ('information_schema', 'idem') \
+                 AND n.nspname NOT LIKE 'pg\\_%' \
+                 AND has_table_privilege(c.oid, 'SELECT') \
+                 ORDER BY n.nspname <> current_schema(), n.nspname, c.relname"
+            }
+            Engine::MySql => {
+                "SELECT CAST(NULL AS CHAR), CAST(table_name AS CHAR), CAST(table_type AS CHAR), \
+                 CAST(NULL AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() ORDER BY table_name"
+            }
+            Engine::Sqlite => {
+                "SELECT CAST(NULL AS TEXT), name, type, CAST(NULL AS TEXT) FROM sqlite_master \
+                 WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            }
+        };
+        let mut sql = self.sql();
+        sql.push(query);
+        let mut relations = Vec::new();
+        for row in sql.query().fetch_all(&self.pool).await? {
+            let schema: Option<String> = row.try_get(0)?;
+            let name: String = row.try_get(1)?;
+            let kind: String = row.try_get(2)?;
+            let parent: Option<String> = row.try_get(3)?;
+            // Without schemas, idem's own tables are named `idem_…`.
+            if schema.is_none() && engine != Engine::Postgres && name.starts_with("idem_") {
+                continue;
+            }
+            let kind = match kind.as_str() {
+                "r" | "p" | "table" | "BASE TABLE" | "SYSTEM VERSIONED" => RelationKind::Table,
+                "partition" => RelationKind::PartitionOf(parent.unwrap_or_default()),
+                "v" | "view" | "VIEW" => RelationKind::View,
+                "m" => RelationKind::MaterializedView,
+                "f" => RelationKind::Other("foreign table".into()),
+                other => RelationKind::Other(other.to_lowercase()),
+            };
+            let name = match schema {
+                Some(schema) => format!("{schema}.{name}"),
+                None => name,
+            };
+            relations.push(Relation { name, kind });
+        }
+        Ok(relations)
+    }
+
+    /// The smallest and largest values of `column` as text (`None` for an
+    /// empty table), counting only what can be a real date: year 1 AD or
+    /// later and finite. On SQLite, whose dates are text, a number is no
+    /// date either (numbers sort before any text).
+    pub async fn date_range_as_text(
+        &self,
+        table: &TableName,
+        column: &Column,
+    ) -> Result<Option<(String, String)>, WarehouseError> {
+        let quoted = self.dialect.quote(&column.name);
+        let mut sql = self.sql();
+        sql.push("SELECT ")
+            .push(&self.dialect.text_expr(&format!("MIN({quoted})")))
+            .push(", ")
+            .push(&self.dialect.text_expr(&format!("MAX({quoted})")))
+            .push(" FROM ")
+            .table(table)
+            // idem's own constants, not values: a bound parameter would be
+            // text, which PostgreSQL does not compare with a date.
+            .push(&format!(" WHERE {quoted} >= '{FIRST_REAL_DATE}'"));
+        if self.dialect.engine() == Engine::Postgres {
+            sql.push(&format!(" AND {quoted} < 'infinity'"));
+        }
+        let row = sql.query().fetch_one(&self.pool).await?;
+        let min: Option<String> = row.try_get(0)?;
+        let max: Option<String> = row.try_get(1)?;
+        Ok(min.zip(max))
+    }
+}
+
+/// A SQLite URL as a config keeps it: with the file's absolute path, as a
+/// relative one is read from wherever idem runs, not from the config's
+/// folder; and without `mode=rwc`, which would make a new, empty warehouse
+/// of a later typo in the path. Any other URL as it is.
+pub fn config_sqlite_url(url: &str) -> String {
+    let Some(file) = super::sqlite::database_file(url) else {
+        return url.to_string();
+    };
+    let file = std::fs::canonicalize(&file)
+        .or_else(|_| std::env::current_dir().map(|dir| dir.join(&file)))
+        .unwrap_or(file);
+    let query: Vec<&str> = url
+        .split_once('?')
+        .map(|(_, q)| {
+            q.split('&')
+                .filter(|p| !p.is_empty() && *p != "mode=rwc")
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = format!("sqlite://{}", file.display());
+    if !query.is_empty() {
+        out.push('?');
+        out.push_str(&query.join("&"));
+    }
+    out
+}
