@@ -266,7 +266,8 @@ async fn a_failed_merge_window_stops_the_later_ones(kind: Kind) {
         }
     }
     assert!(
-        error.contains("unique_key values more than once"),
+        error
+            .contains("job emitted 1 value of unique_key (id) more than once in window 2026-01-02"),
         "{error}"
     );
     // Nothing of the failed window landed: customer 1 still has day 1's value.

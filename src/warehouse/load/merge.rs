@@ -86,7 +86,12 @@ pub(super) async fn merge(
     let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
     if duplicate_keys > 0 {
         return Err(WarehouseError::Job(format!(
-            "job emitted {duplicate_keys} unique_key values more than once in window {}; a merge needs one row per key",
+            "job emitted {} of unique_key ({}) more than once in window {}; a merge needs one row per key",
+            crate::numbers::count(duplicate_keys, "value", "values"),
+            keys.iter()
+                .map(Ident::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
             partition.name()
         )));
     }
