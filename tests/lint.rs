@@ -169,6 +169,37 @@ fn sequences_session_ids_and_engine_clocks_are_errors() {
     }
 }
 
+/// QA: PostgreSQL's TABLESAMPLE picks other rows on every run (REPEATABLE
+/// keeps them only while the table's pages stay as they are): an error like
+/// random(), on its line; the word as a name or in a string is none.
+#[test]
+fn tablesample_is_random_like_random() {
+    for clause in [
+        "tablesample system (10)",
+        "TABLESAMPLE BERNOULLI (5) REPEATABLE (42)",
+    ] {
+        let sql = format!("select id, cast(created_at as date) as dt\nfrom src {clause}\n{WINDOW}");
+        let found = replace(&sql);
+        let [f] = found.as_slice() else {
+            panic!("{clause}: {found:#?}");
+        };
+        assert_eq!(f.severity, Severity::Error, "{clause}");
+        assert_eq!(f.line, SQL_LINE + 1, "{clause}");
+        assert!(
+            f.message.starts_with("tablesample picks rows at random"),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("hash of the natural key"), "{}", f.fix);
+    }
+    for clean in [
+        "select id, 'tablesample' as s, cast(created_at as date) as dt\nfrom src\n",
+        "select id, \"tablesample\", cast(created_at as date) as dt\nfrom src -- tablesample system (1)\n",
+    ] {
+        assert_eq!(replace(&format!("{clean}{WINDOW}")), vec![], "{clean}");
+    }
+}
+
 #[test]
 fn lookalikes_of_non_deterministic_functions_are_not_findings() {
     for column in [

@@ -223,6 +223,10 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
                 "is the id of the connection or transaction running it",
                 "drop it from the SELECT; record the run in idem's ledger instead (idem log)",
             ),
+            Volatile::Sample => (
+                "picks rows at random",
+                "drop TABLESAMPLE, or sample by a hash of the natural key, e.g. where abs(hashtext(order_id::text)) % 10 = 0",
+            ),
         };
         out.push(Finding::new(
             Severity::Error,

@@ -21,7 +21,7 @@ mod grouped;
 mod tokens;
 
 pub(super) use grouped::bounds_as_row_filters;
-use tokens::{ignore_clauses, rank_tokens, statement_starts, volatile_tokens};
+use tokens::{ignore_clauses, rank_tokens, sample_tokens, statement_starts, volatile_tokens};
 
 /// The prefix of the identifiers that stand for idem's parameters.
 const MARKER: &str = "__idem_param_";
@@ -36,6 +36,8 @@ pub(super) enum Volatile {
     Sequence,
     /// The connection's or transaction's id: another for every run.
     Session,
+    /// `TABLESAMPLE`: a random part of a table's rows.
+    Sample,
 }
 
 /// A call (or keyword) that makes the output non-deterministic.
@@ -234,6 +236,7 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
             reading.ranks = rank_tokens(&code);
         }
     }
+    reading.volatile.extend(sample_tokens(&code));
     reading
 }
 

@@ -147,3 +147,17 @@ pub(super) fn rank_tokens(code: &[&TokenWithSpan]) -> Vec<RankColumn> {
     }
     out
 }
+
+/// `TABLESAMPLE`, a keyword wherever it is one (PostgreSQL's sampling
+/// methods, SQL Server's): its rows are chosen at random, REPEATABLE or not
+/// (a seed repeats the pick only while the table's pages stay as they are).
+pub(super) fn sample_tokens(code: &[&TokenWithSpan]) -> Vec<VolatileCall> {
+    code.iter()
+        .filter(|t| is_word(Some(t), "tablesample"))
+        .map(|t| VolatileCall {
+            line: line_of(t.span),
+            call: "tablesample".to_string(),
+            kind: Volatile::Sample,
+        })
+        .collect()
+}
