@@ -1344,7 +1344,7 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
     let (code, stdout, stderr) = idem(&path, &[]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     for said in [
-        "warning: 1 row of fct holds ts as text like '2024-03-10 05:00', which at the hour sorts before that hour's bound",
+        "warning: 1 row of fct holds ts as text like '2024-03-10 05:00', which sorts before the bound of the hour it names",
         "warning: 1 row of fct holds ts as text like '2024-03-10 05:30:00+02:00', whose offset a text comparison ignores",
         "error: 1 row of agg holds month as text like '2024-02', which does not begin with a date written as the window bounds are",
     ] {
@@ -1358,6 +1358,65 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
         format!("{stdout}{stderr}").contains("SQLite compares them as text"),
         "{stdout}{stderr}"
     );
+    wh.close().await;
+}
+
+/// QA: a date alone ('2026-01-02') in a SQLite hourly job's column sorts
+/// before its day's first bound ('2026-01-02 00:00:00'): loads and status
+/// put it in the day before's hour 23. Lint warns of it as it does of an
+/// hour without seconds, and the fix (datetime()) moves it to hour 00.
+#[tokio::test]
+async fn sqlite_a_date_alone_in_an_hourly_column_is_named() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = r#"
+[[jobs]]
+name = "hourly"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "ts"
+grain = "hour"
+start = "2026-01-01T23"
+end = "2026-01-02T00"
+sql = "select id, ts from src where ts >= :start and ts < :end"
+"#;
+    let (path, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TEXT NOT NULL)",
+        "INSERT INTO fct VALUES (1, '2026-01-02')",
+    ])
+    .await
+    .expect("fixture");
+    let rows_in = |stdout: &str, name: &str| {
+        let status: Vec<serde_json::Value> = serde_json::from_str(stdout).expect("json");
+        status
+            .iter()
+            .find(|p| p["partition"] == name)
+            .map(|p| p["rows_now"].clone())
+            .unwrap_or_else(|| panic!("no {name}: {stdout}"))
+    };
+    let (_, stdout, _) = idem_command(&path, &["status", "hourly", "--format", "json"]);
+    assert_eq!(rows_in(&stdout, "2026-01-01T23"), 1, "{stdout}");
+    assert_eq!(rows_in(&stdout, "2026-01-02T00"), 0, "{stdout}");
+
+    let (code, stdout, stderr) = idem(&path, &["hourly"]);
+    assert_eq!(code, 0, "a warning: {stdout}{stderr}");
+    assert!(
+        stdout.contains("warning: 1 row of fct holds ts as text like '2026-01-02', which sorts before the bound of the hour it names"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("datetime(ts)"), "{stdout}");
+
+    wh.execute_script(&["UPDATE fct SET ts = datetime(ts)"])
+        .await
+        .expect("rewrite");
+    let (code, stdout, stderr) = idem(&path, &["hourly"]);
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+    let (_, stdout, _) = idem_command(&path, &["status", "hourly", "--format", "json"]);
+    assert_eq!(rows_in(&stdout, "2026-01-02T00"), 1, "{stdout}");
     wh.close().await;
 }
 

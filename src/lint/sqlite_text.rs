@@ -40,12 +40,14 @@ fn forms(grain: Grain) -> Vec<Form> {
                 fix: "rewrite them as SQLite's datetime() writes them (UPDATE {target} SET {pcol} = datetime({pcol})), and where the source holds such text compare datetime(its column) with :start and :end in the job's SQL",
             },
             Form {
+                // A date alone sorts before its day's first bound, as an
+                // hour without seconds before its own.
                 test: format!(
-                    "c GLOB '{DATE_GLOB}' AND length(c) BETWEEN 11 AND 18 AND substr(c, 11, 1) = ' ' AND c < substr(c, 1, 13) || ':00:00'"
+                    "c GLOB '{DATE_GLOB}' AND (length(c) = 10 OR length(c) BETWEEN 11 AND 18 AND substr(c, 11, 1) = ' ' AND c < substr(c, 1, 13) || ':00:00')"
                 ),
                 severity: Severity::Warning,
-                does: "which at the hour sorts before that hour's bound ('YYYY-MM-DD HH:00:00'): it is loaded and counted in the hour before",
-                fix: "write seconds too (datetime() does: UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
+                does: "which sorts before the bound of the hour it names ('YYYY-MM-DD HH:00:00'; a date alone, its day's hour 00): it is loaded and counted in the hour before (a date alone in the day before's hour 23)",
+                fix: "write the time with seconds (datetime() does: UPDATE {target} SET {pcol} = datetime({pcol})), in the job's SQL as well",
             },
             Form {
                 test: format!(
