@@ -447,6 +447,47 @@ fn sql_that_writes_or_has_several_statements_is_an_error() {
     }
 }
 
+/// QA: a replace job reading its own target loads nothing: its load
+/// deletes the window, then its SELECT reads the emptied window, while the
+/// dry run (before the delete) counted the old rows and the shrink guard's
+/// `--allow-shrink` then deleted them. An error; a merge deletes nothing.
+#[test]
+fn a_replace_job_reading_its_own_target_is_an_error() {
+    for sql in [
+        "select id, dt from t where dt >= :start and dt < :end",
+        "select s.id, s.dt from src s\njoin T on T.id = s.id\nwhere s.dt >= :start and s.dt < :end",
+        "with old as (select id, dt from main.t where dt >= :start and dt < :end)\nselect id, dt from old",
+    ] {
+        let found = replace(sql);
+        let [f] = found.as_slice() else {
+            panic!("{sql}: {found:#?}");
+        };
+        assert_eq!(f.severity, Severity::Error, "{sql}");
+        assert_eq!(f.line, SQL_LINE, "{sql}");
+        assert!(
+            f.message.contains(
+                ", the job's own target: a load deletes the window's rows before its SELECT runs"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(f.fix.contains("merge_key"), "{}", f.fix);
+    }
+    // A merge reads its target's rows as they are; a table named like the
+    // target in a string, or a CTE of its name, is no read of it.
+    assert_eq!(
+        merge("select id, dt from t where dt >= :start and dt < :end"),
+        vec![]
+    );
+    for sql in [
+        "select id, 't' as dt from src where dt >= :start and dt < :end",
+        "with t as (select id, dt from src where dt >= :start and dt < :end)\nselect id, dt from t",
+        "select id, dt from t_staging where dt >= :start and dt < :end",
+    ] {
+        assert_eq!(replace(sql), vec![], "{sql}");
+    }
+}
+
 #[test]
 fn a_partition_column_missing_from_the_select_is_an_error() {
     let findings = replace(&format!("select id, amount\nfrom src\n{WINDOW}"));

@@ -13,6 +13,7 @@
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
+mod own_target;
 mod refusals;
 mod sql;
 mod sqlite_text;
@@ -281,6 +282,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
 
     required_outputs_static(job, &reading, &mut out);
     watermark(job, &reading, &mut out);
+    own_target::findings(job, &reading, &mut out);
     out.sort_by_key(|f| (f.line, f.severity));
     out
 }
