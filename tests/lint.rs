@@ -200,6 +200,117 @@ fn tablesample_is_random_like_random() {
     }
 }
 
+/// QA: LIMIT (and OFFSET, FETCH FIRST, TOP) without ORDER BY keeps
+/// whichever rows the plan reads first, so a re-run can load others. An
+/// error on the clause's line, in a subquery or CTE as at the top; an
+/// ORDER BY in the same query, or an EXISTS, is none. SQL no dialect parses
+/// is read by its parentheses.
+#[test]
+fn limit_without_order_by_is_an_error() {
+    let flagged = [
+        ("select id, dt\nfrom src {W}\nlimit 100", "LIMIT", 2),
+        ("select id, dt\nfrom src {W}\nlimit 10, 100", "LIMIT", 2),
+        ("select id, dt\nfrom src {W}\noffset 5", "OFFSET", 2),
+        (
+            "select id, dt from src {W}\norder by id\nlimit 5 offset 5",
+            "",
+            0,
+        ),
+        (
+            "select id, dt\nfrom src {W}\nfetch first 10 rows only",
+            "FETCH FIRST",
+            2,
+        ),
+        (
+            "select id, dt from src {W}\noffset 5 rows\nfetch next 10 rows only",
+            "FETCH FIRST",
+            2,
+        ),
+        ("select top 10 id, dt\nfrom src {W}", "TOP", 0),
+        ("select top 10 id, dt from src {W} order by id", "", 0),
+        // The subquery's own ORDER BY orders its LIMIT; an outer one does not.
+        (
+            "select id, dt from (select id, dt from src {W}\n order by dt, id limit 10) s",
+            "",
+            0,
+        ),
+        (
+            "select id, dt from (select id, dt from src {W}\nlimit 10) s\norder by id",
+            "LIMIT",
+            1,
+        ),
+        (
+            "with last as (select id, dt from src {W}\nlimit 10)\nselect id, dt from last",
+            "LIMIT",
+            1,
+        ),
+        (
+            "select id, dt,\n (select rate from fx where fx.d <= src.dt\n limit 1) as rate\nfrom src {W}",
+            "LIMIT",
+            2,
+        ),
+        (
+            "select id, dt,\n (select rate from fx where fx.d <= src.dt order by fx.d desc limit 1) as rate\nfrom src {W}",
+            "",
+            0,
+        ),
+        (
+            "select id, dt from src {W}\nand exists (select 1 from orders o where o.id = src.id limit 1)",
+            "",
+            0,
+        ),
+        // Words and windows that only look alike.
+        (
+            "select id, dt, 'limit 10' as note, \"limit\" from src {W}",
+            "",
+            0,
+        ),
+        (
+            "select id, dt, sum(v) over (order by id) as running from src {W}",
+            "",
+            0,
+        ),
+    ];
+    for (sql, clause, line) in flagged {
+        let sql = sql.replace("{W}", "where dt >= :start and dt < :end");
+        let found = replace(&sql);
+        if clause.is_empty() {
+            assert_eq!(found, vec![], "{sql}");
+            continue;
+        }
+        let [f] = found.as_slice() else {
+            panic!("{sql}: {found:#?}");
+        };
+        assert_eq!(f.severity, Severity::Error, "{sql}");
+        assert_eq!(f.line, SQL_LINE + line, "{sql}: {f:?}");
+        assert!(
+            f.message
+                .starts_with(&format!("{clause} without ORDER BY keeps whichever rows")),
+            "{sql}: {}",
+            f.message
+        );
+        assert!(f.fix.contains("ORDER BY"), "{}", f.fix);
+    }
+    // No dialect parses these (three words in a row): their tokens are read.
+    let unparsed = |tail: &str| {
+        merge(&format!(
+            "select id, frobnicate frobnicate frobnicate from src where _loaded_at >= :start and _loaded_at < :end {tail}"
+        ))
+        .into_iter()
+        .filter(|f| f.message.contains("without ORDER BY"))
+        .map(|f| f.message)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(unparsed("limit 5").len(), 1);
+    assert!(unparsed("order by id limit 5").is_empty());
+    assert!(unparsed("and id in (select id from x order by id limit 5)").is_empty());
+    assert_eq!(
+        unparsed("and id in (select id from x limit 5) order by id").len(),
+        1
+    );
+    assert!(unparsed("and exists (select 1 from x limit 1)").is_empty());
+}
+
 #[test]
 fn lookalikes_of_non_deterministic_functions_are_not_findings() {
     for column in [

@@ -252,6 +252,21 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
         ));
     }
 
+    for u in &reading.unordered {
+        out.push(Finding::new(
+            Severity::Error,
+            at(u.line),
+            format!(
+                "{} without ORDER BY keeps whichever rows the plan reads first: a re-run of the same partition can write other rows",
+                u.clause
+            ),
+            format!(
+                "add an ORDER BY that gives every row its own place (e.g. order by created_at, order_id), or drop the {}",
+                u.clause
+            ),
+        ));
+    }
+
     for rank in &reading.ranks {
         let column = rank
             .alias

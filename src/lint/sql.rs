@@ -19,9 +19,11 @@ use crate::warehouse::sql::{Piece, Syntax, split_parameters};
 
 mod grouped;
 mod tokens;
+mod unordered;
 
 pub(super) use grouped::bounds_as_row_filters;
 use tokens::{ignore_clauses, rank_tokens, sample_tokens, statement_starts, volatile_tokens};
+pub(super) use unordered::Unordered;
 
 /// The prefix of the identifiers that stand for idem's parameters.
 const MARKER: &str = "__idem_param_";
@@ -102,6 +104,8 @@ pub(super) struct Reading {
     pub volatile: Vec<VolatileCall>,
     pub ranks: Vec<RankColumn>,
     pub ignores: Vec<IgnoreClause>,
+    /// `LIMIT` and its kin in a query without `ORDER BY`.
+    pub unordered: Vec<Unordered>,
     /// Each statement of the SQL: its first line and first keyword, and
     /// whether it is a query.
     pub statements: Vec<StatementStart>,
@@ -229,11 +233,13 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
                     start.is_query = matches!(statement, Statement::Query(_));
                 }
             }
+            reading.unordered = unordered::in_statements(&statements);
             reading.ast = statements;
         }
         None => {
             reading.volatile = volatile_tokens(&code);
             reading.ranks = rank_tokens(&code);
+            reading.unordered = unordered::in_tokens(&code);
         }
     }
     reading.volatile.extend(sample_tokens(&code));
