@@ -8,11 +8,14 @@
 //! duplicate-swallowing inserts, no window parameters on a replace job, a
 //! partition or key column missing, a SELECT column that differs from its
 //! target column only by case on PostgreSQL, a merge key without a unique
-//! index). A **warning** is a likely mistake that lint cannot prove (a
+//! index, a replace target's column the table numbers or stamps on every
+//! insert while the SELECT leaves it out, LIMIT without ORDER BY, a replace
+//! job reading its own target). A **warning** is a likely mistake that lint cannot prove (a
 //! `row_number()` key, a window filter on another column than the
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
+mod filled;
 mod own_target;
 mod refusals;
 mod sql;
@@ -206,29 +209,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
     }
 
     for call in &reading.volatile {
-        let (what, fix) = match call.kind {
-            Volatile::Clock => ("reads the clock", "pass the run date in: use :start / :end"),
-            Volatile::Random => (
-                "is random",
-                "derive the value from the row (e.g. a hash of its natural key), or pass the run date in: use :start / :end",
-            ),
-            Volatile::Uuid => (
-                "generates a new UUID each time",
-                "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
-            ),
-            Volatile::Sequence => (
-                "takes new numbers from a sequence",
-                "use the source's own id, or a hash of the natural key, e.g. md5(order_id || event_type)",
-            ),
-            Volatile::Session => (
-                "is the id of the connection or transaction running it",
-                "drop it from the SELECT; record the run in idem's ledger instead (idem log)",
-            ),
-            Volatile::Sample => (
-                "picks rows at random",
-                "drop TABLESAMPLE, or sample by a hash of the natural key, e.g. where abs(hashtext(order_id::text)) % 10 = 0",
-            ),
-        };
+        let (what, fix) = volatile_said(call.kind);
         out.push(Finding::new(
             Severity::Error,
             at(call.line),
@@ -300,6 +281,33 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
     own_target::findings(job, &reading, &mut out);
     out.sort_by_key(|f| (f.line, f.severity));
     out
+}
+
+/// What a volatile call does, after its name, and how to do without it.
+fn volatile_said(kind: Volatile) -> (&'static str, &'static str) {
+    match kind {
+        Volatile::Clock => ("reads the clock", "pass the run date in: use :start / :end"),
+        Volatile::Random => (
+            "is random",
+            "derive the value from the row (e.g. a hash of its natural key), or pass the run date in: use :start / :end",
+        ),
+        Volatile::Uuid => (
+            "generates a new UUID each time",
+            "use a hash of the natural key instead, e.g. md5(order_id || event_type)",
+        ),
+        Volatile::Sequence => (
+            "takes new numbers from a sequence",
+            "use the source's own id, or a hash of the natural key, e.g. md5(order_id || event_type)",
+        ),
+        Volatile::Session => (
+            "is the id of the connection or transaction running it",
+            "drop it from the SELECT; record the run in idem's ledger instead (idem log)",
+        ),
+        Volatile::Sample => (
+            "picks rows at random",
+            "drop TABLESAMPLE, or sample by a hash of the natural key, e.g. where abs(hashtext(order_id::text)) % 10 = 0",
+        ),
+    }
 }
 
 /// The columns the job's SELECT must output for its strategy.
@@ -670,6 +678,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                             ));
                         }
                     }
+                    filled::findings(wh, job, &names, &mut out).await?;
                     if job.strategy == Strategy::MergeKey
                         && wh.dialect().upsert_matches_any_unique_index()
                     {

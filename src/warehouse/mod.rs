@@ -7,6 +7,7 @@ mod columns;
 mod connect;
 mod counts;
 mod error;
+mod filled;
 mod fingerprint;
 pub mod ledger;
 mod ledger_reads;
@@ -37,6 +38,7 @@ pub use columns::{
 };
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use error::WarehouseError;
+pub use filled::{FilledColumn, Filler};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 use ledger_setup::LedgerPresence;
