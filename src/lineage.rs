@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::config::{Config, ConfigError, Job};
+use crate::config::{Config, ConfigError};
 use crate::partition::{Grain, Partition};
 
 /// Why one job depends on another.
@@ -45,7 +45,7 @@ impl Lineage {
                 if ups.iter().any(|(n, _)| *n == other.name) {
                     continue;
                 }
-                if let Some(table) = read.iter().find(|t| names_target(t, other)) {
+                if let Some(table) = read.iter().find(|t| crate::lint::names_target(t, other)) {
                     let written: Vec<&str> = table.iter().map(|(part, _)| part.as_str()).collect();
                     ups.push((other.name.clone(), Because::ReadsTarget(written.join("."))));
                 }
@@ -176,31 +176,6 @@ impl Lineage {
         path.reverse();
         path.insert(0, job.to_string());
         path
-    }
-}
-
-/// Whether a table name as the SQL wrote it (each part with whether it was
-/// quoted) is `job`'s target, matched as the job's engine matches names:
-/// the same name, and the same schema where both say one. The target is
-/// quoted as written; in the SQL an unquoted name folds to lower case on
-/// PostgreSQL, so `Orders` there reads `orders`, and `"Orders"` another
-/// table.
-fn names_target(written: &[(String, bool)], job: &Job) -> bool {
-    let engine = job.engine;
-    let target = &job.target;
-    let same = |(part, quoted): &(String, bool), name: &str| {
-        engine.same_table_name(&engine.stored_name(part, *quoted), name)
-    };
-    match written {
-        [.., schema, table] => {
-            same(table, target.name.as_str())
-                && target
-                    .schema
-                    .as_ref()
-                    .is_none_or(|s| same(schema, s.as_str()))
-        }
-        [table] => same(table, target.name.as_str()),
-        [] => false,
     }
 }
 

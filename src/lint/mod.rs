@@ -17,6 +17,7 @@
 
 mod filled;
 mod own_target;
+pub use own_target::names_target;
 mod refusals;
 mod sql;
 mod sqlite_text;

@@ -5,20 +5,29 @@
 use super::{Finding, Severity, file_line, sql::Reading};
 use crate::config::{Job, Strategy};
 
-/// Whether a table as the SQL names it (lower-cased, qualified as written)
-/// is `job`'s target: the same name, and the same schema where both say one
-/// (as lineage matches a job's reads with other jobs' targets).
-fn names_target(read: &str, job: &Job) -> bool {
+/// Whether a table name as the SQL wrote it (each part with whether it was
+/// quoted) is `job`'s target, matched as the job's engine matches names:
+/// the same name, and the same schema where both say one. The target is
+/// quoted as written; in the SQL an unquoted name folds to lower case on
+/// PostgreSQL, so `Orders` there reads `orders`, and `"Orders"` another
+/// table.
+pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
+    let engine = job.engine;
     let target = &job.target;
-    let (schema, name) = match read.rsplit_once('.') {
-        Some((schema, name)) => (Some(schema.rsplit('.').next().unwrap_or(schema)), name),
-        None => (None, read),
+    let same = |(part, quoted): &(String, bool), name: &str| {
+        engine.same_table_name(&engine.stored_name(part, *quoted), name)
     };
-    name.eq_ignore_ascii_case(target.name.as_str())
-        && match (schema, &target.schema) {
-            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b.as_str()),
-            _ => true,
+    match written {
+        [.., schema, table] => {
+            same(table, target.name.as_str())
+                && target
+                    .schema
+                    .as_ref()
+                    .is_none_or(|s| same(schema, s.as_str()))
         }
+        [table] => same(table, target.name.as_str()),
+        [] => false,
+    }
 }
 
 pub(super) fn findings(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
@@ -27,9 +36,14 @@ pub(super) fn findings(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
     if job.strategy != Strategy::ReplacePartition || !one_query {
         return;
     }
-    let Some(read) = reading.tables.iter().find(|t| names_target(t, job)) else {
+    let Some(read) = reading.tables_written.iter().find(|t| names_target(t, job)) else {
         return;
     };
+    let read = read
+        .iter()
+        .map(|(part, _)| part.as_str())
+        .collect::<Vec<_>>()
+        .join(".");
     out.push(Finding::new(
         Severity::Error,
         file_line(job, 1),
