@@ -263,6 +263,61 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
 /// A server that takes the connection and never answers (a firewall that
 /// drops packets, a hung server) is named as such after connect_timeout,
 /// with the setting that bounds the wait.
+/// A relative SQLite path is read from the current directory: the error
+/// names the whole path it tried and, when the config's folder has a file
+/// of that name, says so and how to reach it.
+#[test]
+fn a_relative_sqlite_path_is_named_whole_and_one_beside_the_config_is_pointed_at() {
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (project_dir, elsewhere_dir) = (
+        project.path().canonicalize().unwrap(),
+        elsewhere.path().canonicalize().unwrap(),
+    );
+    let config = project_dir.join("idem.toml");
+    std::fs::write(&config, "[warehouse]\nurl = \"sqlite://w.db\"\n").unwrap();
+    let status = |cwd: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(cwd)
+            .arg("--config")
+            .arg(&config)
+            .arg("status")
+            .output()
+            .unwrap()
+    };
+    let tried = elsewhere_dir.join("w.db");
+    let out = status(&elsewhere_dir);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("no SQLite database at {} (", tried.display())),
+        "{err}"
+    );
+    assert!(!err.contains("beside the config"), "{err}");
+
+    std::fs::write(project_dir.join("w.db"), b"").unwrap();
+    let err = text(&status(&elsewhere_dir).stderr);
+    assert!(
+        err.contains(&format!("no SQLite database at {} (", tried.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "there is one beside the config, at {}",
+            project_dir.join("w.db").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("run idem from {}", project_dir.display())),
+        "{err}"
+    );
+    assert!(
+        !tried.exists(),
+        "no database was made where it was looked for"
+    );
+}
+
 #[test]
 fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
     // Connections queue in the listen backlog; none is ever answered.

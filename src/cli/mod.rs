@@ -104,14 +104,53 @@ pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
 pub async fn connect(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect(&config.warehouse, max_connections)
         .await
-        .map_err(|e| Stop::failed(e.to_string()))
+        .map_err(|e| connect_stop(config, &e))
 }
 
 /// A connection for a command that only reads: it creates nothing.
 pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect_to_read(&config.warehouse, max_connections)
         .await
-        .map_err(|e| Stop::failed(e.to_string()))
+        .map_err(|e| connect_stop(config, &e))
+}
+
+/// Why a connection failed. A missing SQLite database is named by its
+/// whole path: a relative one is read from the current directory, not the
+/// config's, and when the config's folder has the file that was not found
+/// here, that is most likely the one meant.
+fn connect_stop(config: &Config, e: &crate::warehouse::WarehouseError) -> Stop {
+    use crate::warehouse::WarehouseError::NoDatabaseFile;
+    match e {
+        NoDatabaseFile { url, file } => {
+            let tried = std::path::absolute(file).unwrap_or_else(|_| file.into());
+            let named = NoDatabaseFile {
+                url: url.clone(),
+                file: tried.display().to_string(),
+            };
+            let beside = beside_config(config, Path::new(file)).unwrap_or_default();
+            Stop::failed(format!("{named}{beside}"))
+        }
+        _ => Stop::failed(e.to_string()),
+    }
+}
+
+/// `; there is one beside the config, at …` for a relative SQLite path
+/// that names a file in the config's folder and not in the current one.
+fn beside_config(config: &Config, file: &Path) -> Option<String> {
+    if file.is_absolute() {
+        return None;
+    }
+    let dir = std::path::absolute(config.path.parent()?).ok()?;
+    let there = dir.join(file);
+    let here = std::path::absolute(file).ok()?;
+    (there != here && there.exists()).then(|| {
+        format!(
+            "; there is one beside the config, at {}: a relative path is read from the current directory, not the config's; run idem from {}, or write the whole path, url = \"sqlite://{}\"",
+            there.display(),
+            dir.display(),
+            there.display()
+        )
+    })
 }
 
 /// A job's partition states, read as every command reads them. Reading can
