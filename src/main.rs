@@ -44,6 +44,14 @@ struct ConsoleArgs {
 }
 
 impl ConsoleArgs {
+    /// These options, else those of `other` (typed before the command).
+    fn or(self, other: ConsoleArgs) -> ConsoleArgs {
+        ConsoleArgs {
+            theme: self.theme.or(other.theme),
+            no_mouse: self.no_mouse || other.no_mouse,
+        }
+    }
+
     /// The console's options: the flag or the environment first, then the
     /// user config file. A user config that cannot be read, or whose keys do
     /// not check, stops the console before it opens (exit 2).
@@ -171,8 +179,48 @@ enum ConfigCommand {
     Path,
 }
 
+/// The commands that read no idem.toml: `--config` is not listed in their
+/// help, pages or completions (it stays global, so that `idem --config F
+/// COMMAND` and `idem COMMAND --config F` both work for the others, and
+/// `idem demo --config F` is refused with why).
+const WITHOUT_CONFIG: [&str; 5] = ["demo", "import-dbt", "config", "completions", "man"];
+
+/// The command line's definition: [`Cli`]'s, with `--config` hidden where
+/// it is not taken.
+fn command(cli: clap::Command) -> clap::Command {
+    // A command that has the global argument already is not given it
+    // again: these get it hidden (and pass it on to their own commands).
+    let config = cli
+        .get_arguments()
+        .find(|a| a.get_id() == "config")
+        .map(|a| a.clone().hide(true));
+    // (`mut_subcommands`, not `mut_subcommand`, keeps their order.)
+    match config {
+        Some(config) => cli.mut_subcommands(|sc| {
+            if WITHOUT_CONFIG.contains(&sc.get_name()) {
+                sc.arg(config.clone())
+            } else {
+                sc
+            }
+        }),
+        None => cli,
+    }
+}
+
+/// `--theme` or `--no-mouse` typed before a headless command: the console's
+/// options, which it does not take.
+fn console_option_typed(matches: &clap::ArgMatches) -> Option<&'static str> {
+    let typed = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    match matches.subcommand_name() {
+        None | Some("demo") => None,
+        Some(_) if typed("theme") => Some("--theme"),
+        Some(_) if typed("no_mouse") => Some("--no-mouse"),
+        Some(_) => None,
+    }
+}
+
 fn main() -> ExitCode {
-    let matches = match Cli::command().try_get_matches() {
+    let matches = match command(Cli::command()).try_get_matches() {
         Ok(matches) => matches,
         // Help and version go to stdout, which may not take them (a full
         // disk): that is a failure, as for every command's output.
@@ -189,6 +237,12 @@ fn main() -> ExitCode {
         },
         Err(e) => e.exit(),
     };
+    if let (Some(flag), Some(name)) = (console_option_typed(&matches), matches.subcommand_name()) {
+        let stop = cli::Stop::usage(format!(
+            "{flag} is an option of the console (`idem`, `idem demo`): `idem {name}` does not take it"
+        ));
+        return stop.report().into();
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -225,7 +279,8 @@ fn main() -> ExitCode {
                 cli.config.display()
             ))
             .report(),
-            Some(Command::Demo { path, console }) => match console.options() {
+            // `idem --theme light demo` is `idem demo --theme light`.
+            Some(Command::Demo { path, console }) => match console.or(cli.console).options() {
                 Ok(options) => match cli::demo(&path).await {
                     Ok(Some((demo, config))) => {
                         let code = console_exit(tui::run(config, options).await);
@@ -283,8 +338,11 @@ fn main() -> ExitCode {
             Some(Command::Config {
                 what: ConfigCommand::Path,
             }) => cli::config_path(),
-            Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
-            Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
+            Some(Command::Completions { shell }) => cli::completions(command(Cli::command()), shell),
+            Some(Command::Man { command: page }) => cli::man(
+                command(Cli::command().disable_help_subcommand(true)),
+                page.as_deref(),
+            ),
         }
     });
     code.into()

@@ -215,6 +215,45 @@ fn console_flags_belong_to_the_console() {
         assert!(!h.contains("--no-mouse"), "idem {headless} --help: {h}");
         assert!(h.contains("--config"), "idem {headless} --help: {h}");
     }
+    // Nor do they take them before their name: refused as after it.
+    let dir = tempfile::tempdir().unwrap();
+    for (args, command) in [
+        (&["--theme", "nosuch", "jobs"][..], "jobs"),
+        (&["--theme", "light", "status"], "status"),
+        (&["--no-mouse", "run", "fct"], "run"),
+        (&["--no-mouse", "completions", "bash"], "completions"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(dir.path())
+            .env_remove("IDEM_THEME")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "{} is an option of the console (`idem`, `idem demo`): `idem {command}` does not take it",
+                args[0]
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    // IDEM_THEME, set for the console, is no error for the rest.
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir(dir.path())
+        .env("IDEM_THEME", "light")
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The commands that read no config do not list --config.
+    for other in ["demo", "completions", "man", "import-dbt", "config"] {
+        let h = help(&[other]);
+        assert!(!h.contains("--config"), "idem {other} --help: {h}");
+    }
+    assert!(!help(&["config", "path"]).contains("--config"));
 }
 
 /// A mistyped SQLite path is an error naming it, and no file is made there
