@@ -168,7 +168,7 @@ enum Command {
     Completions { shell: clap_complete::Shell },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
     Man {
-        /// A command: run, status, jobs…
+        /// The command whose page to print (idem-COMMAND(1)); without one, idem(1).
         command: Option<String>,
     },
 }
@@ -186,7 +186,7 @@ enum ConfigCommand {
 const WITHOUT_CONFIG: [&str; 5] = ["demo", "import-dbt", "config", "completions", "man"];
 
 /// The command line's definition: [`Cli`]'s, with `--config` hidden where
-/// it is not taken.
+/// it is not taken and `idem man` completing command names.
 fn command(cli: clap::Command) -> clap::Command {
     // A command that has the global argument already is not given it
     // again: these get it hidden (and pass it on to their own commands).
@@ -195,7 +195,7 @@ fn command(cli: clap::Command) -> clap::Command {
         .find(|a| a.get_id() == "config")
         .map(|a| a.clone().hide(true));
     // (`mut_subcommands`, not `mut_subcommand`, keeps their order.)
-    match config {
+    let cli = match config {
         Some(config) => cli.mut_subcommands(|sc| {
             if WITHOUT_CONFIG.contains(&sc.get_name()) {
                 sc.arg(config.clone())
@@ -204,6 +204,54 @@ fn command(cli: clap::Command) -> clap::Command {
             }
         }),
         None => cli,
+    };
+    cli.mut_subcommands(|sc| match sc.get_name() {
+        "man" => sc.mut_arg("command", |a| a.value_parser(CommandName)),
+        _ => sc,
+    })
+}
+
+/// The commands with a page of their own, as [`Command`] names them
+/// (`tests/docs.rs` checks that completion offers every one after `idem man`).
+const PAGES: [&str; 13] = [
+    "demo",
+    "run",
+    "status",
+    "verify",
+    "diff",
+    "jobs",
+    "log",
+    "lint",
+    "init",
+    "import-dbt",
+    "config",
+    "completions",
+    "man",
+];
+
+/// `idem man COMMAND`: any text (`idem man` says which names it takes), with
+/// the command names offered to completion.
+#[derive(Clone)]
+struct CommandName;
+
+impl clap::builder::TypedValueParser for CommandName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            PAGES.into_iter().map(clap::builder::PossibleValue::new),
+        ))
     }
 }
 

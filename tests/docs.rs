@@ -67,7 +67,20 @@ fn completions_name_every_command() {
         // Flags of a command are there too.
         assert!(script.contains("dry-run"), "{shell}");
     }
-    assert!(stdout(&["completions", "bash"]).contains("complete -F _idem"));
+    let bash = stdout(&["completions", "bash"]);
+    assert!(bash.contains("complete -F _idem"));
+    // `idem man <TAB>` offers the pages there are.
+    let man = bash
+        .split("        idem__subcmd__man)")
+        .nth(1)
+        .and_then(|block| block.lines().find(|l| l.contains("opts=")))
+        .expect("bash completes idem man");
+    for command in &commands {
+        assert!(
+            man.split(['"', ' ']).any(|w| w == command),
+            "idem man <TAB> offers {command}: {man}"
+        );
+    }
     let bad = idem(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 }
