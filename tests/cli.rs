@@ -599,3 +599,50 @@ fn a_range_message_names_only_what_was_typed() {
         "{stderr}"
     );
 }
+
+/// A config of one daily job on a warehouse that never answers: what is
+/// refused here is refused before idem connects.
+fn one_job_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let config = dir.join("idem.toml");
+    std::fs::write(
+        &config,
+        "[warehouse]\nurl = \"postgres://idem@127.0.0.1:1/none\"\n\n[[jobs]]\nname = \"j\"\n\
+         target = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\n\
+         sql = \"select dt from src where dt >= :start and dt < :end\"\n",
+    )
+    .unwrap();
+    config
+}
+
+fn refused(config: &std::path::Path, args: &[&str]) -> String {
+    let out = idem(config, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    stderr
+}
+
+/// `running` and `future` are states, only not ones a run takes: said so,
+/// not "not a state".
+#[test]
+fn a_state_a_run_cannot_take_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = one_job_config(dir.path());
+    for (only, says) in [
+        (
+            "failed,running",
+            "--only \"running\" is a state, but not one a run takes: a running partition is being loaded now",
+        ),
+        (
+            "future",
+            "--only \"future\" is a state, but not one a run takes: a future partition's window has not ended",
+        ),
+    ] {
+        let stderr = refused(&config, &["run", "j", "--only", only]);
+        assert!(stderr.contains(says), "{only}: {stderr}");
+        assert!(!stderr.contains("is not a state"), "{only}: {stderr}");
+    }
+    // A state that is none is still said to be none.
+    let stderr = refused(&config, &["run", "j", "--only", "broken"]);
+    assert!(stderr.contains("\"broken\" is not a state"), "{stderr}");
+}

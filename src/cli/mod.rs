@@ -306,17 +306,35 @@ pub fn parse_states(
     names
         .iter()
         .map(|name| {
-            LoadState::parse(name.trim())
-                .filter(|st| allowed.contains(st))
-                .ok_or_else(|| {
-                    let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
-                    Stop::usage(format!(
-                        "{flag} \"{name}\" is not a state; expected one or more of {}",
-                        valid.join(", ")
-                    ))
+            let state = LoadState::parse(name.trim());
+            state.filter(|st| allowed.contains(st)).ok_or_else(|| {
+                let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
+                let valid = valid.join(", ");
+                Stop::usage(match state {
+                    // A state, only not one this flag takes (a run's --only).
+                    Some(st) => format!(
+                        "{flag} \"{}\" is a state, but not one a run takes: {}; expected one or more of {valid}",
+                        name.trim(),
+                        never_run(st)
+                    ),
+                    None => {
+                        format!("{flag} \"{name}\" is not a state; expected one or more of {valid}")
+                    }
                 })
+            })
         })
         .collect()
+}
+
+/// Why partitions in `state` are never chosen for a run.
+fn never_run(state: LoadState) -> &'static str {
+    match state {
+        LoadState::Running => "a running partition is being loaded now, by this process or another",
+        LoadState::Future => {
+            "a future partition's window has not ended (to load one early, name it with --from/--to and --allow-incomplete)"
+        }
+        _ => "partitions in it are never run",
+    }
 }
 
 /// Parses `--from` / `--to` for a job's grain.
