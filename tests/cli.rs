@@ -646,3 +646,26 @@ fn a_state_a_run_cannot_take_is_said_to_be_one() {
     let stderr = refused(&config, &["run", "j", "--only", "broken"]);
     assert!(stderr.contains("\"broken\" is not a state"), "{stderr}");
 }
+
+/// A partition name of the right form that the calendar lacks says which
+/// part is wrong: month 13 is no month (not a hint about February).
+#[test]
+fn a_date_the_calendar_lacks_says_which_part_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = one_job_config(dir.path());
+    let cases: [(&[&str], &str); 4] = [
+        (&["log", "j", "2026-13-01"], "months are 01 to 12"),
+        (&["status", "j", "--from", "2026-00"], "months are 01 to 12"),
+        (&["log", "j", "2026-02-30"], "2026-02 has 28 days"),
+        (&["verify", "j", "2028-02-30"], "2028-02 has 29 days"),
+    ];
+    for (args, says) in cases {
+        let stderr = refused(&config, args);
+        assert!(
+            stderr.contains("has the right form, but there is no such"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("February"), "{args:?}: {stderr}");
+    }
+}

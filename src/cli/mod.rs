@@ -360,7 +360,8 @@ pub fn parse_bound(
         .ok_or_else(|| {
             if let Some(what) = impossible_date(text.trim()) {
                 return Stop::usage(format!(
-                    "{flag} \"{text}\" has the right form, but there is no such {what}: check the calendar (February has 28 or 29 days, a day the hours 00 to 23)"
+                    "{flag} \"{text}\" has the right form, but there is no such {what}: {}",
+                    calendar_fault(text.trim())
                 ));
             }
             Stop::usage(format!(
@@ -401,6 +402,25 @@ fn impossible_date(text: &str) -> Option<&'static str> {
     .into_iter()
     .any(|g| Partition::parse(g, text, RangeEnd::From).is_some());
     (!exists).then_some(what)
+}
+
+/// Which part of a partition name of the right form the calendar lacks:
+/// `months are 01 to 12`, `2026-02 has 28 days`, `hours are 00 to 23`.
+fn calendar_fault(text: &str) -> String {
+    let number =
+        |range: std::ops::Range<usize>| text.get(range).and_then(|t| t.parse::<u32>().ok());
+    let (year, month) = (number(0..4).unwrap_or(0), number(5..7).unwrap_or(0));
+    if !(1..=12).contains(&month) {
+        return "months are 01 to 12".into();
+    }
+    let days = chrono::NaiveDate::from_ymd_opt(year as i32, month, 1)
+        .and_then(|first| first.checked_add_months(chrono::Months::new(1)))
+        .and_then(|next| next.pred_opt())
+        .map_or(31, |last| chrono::Datelike::day(&last));
+    match number(8..10) {
+        Some(day) if day == 0 || day > days => format!("{year:04}-{month:02} has {days} days"),
+        _ => "hours are 00 to 23".into(),
+    }
 }
 
 /// `idem` without a command: the config the console opens on, which must be
