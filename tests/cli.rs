@@ -412,6 +412,9 @@ async fn status_shows_every_other_job_when_one_cannot_be_read() {
     assert!(lines[1].starts_with("first ") && lines[2].starts_with("first "));
     assert!(lines[3].starts_with("lost "), "{stdout}");
     assert!(lines[3].contains("unreadable"), "{stdout}");
+    // Marked apart from every state's glyph: `?` is unmanaged's.
+    assert!(lines[3].contains(" - unreadable"), "{stdout}");
+    assert!(!lines[3].contains('?'), "{stdout}");
     assert!(lines[3].contains("nowhere"), "{stdout}");
     assert!(lines[4].starts_with("last ") && lines[5].starts_with("last "));
     let stderr = String::from_utf8_lossy(&table.stderr);

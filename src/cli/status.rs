@@ -235,10 +235,13 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             for (job, read) in &all {
                 let statuses = match read {
                     Ok(statuses) => statuses,
+                    // Marked `-`, as its partition is: it has no state,
+                    // and every state's glyph means that state (`?` is
+                    // unmanaged); the console shows the word alone.
                     Err(reason) => {
                         let _ = writeln!(
                             text,
-                            "{:<20} {:<14} ? {:<9} {:>9} {:>9}  {:<8} {}",
+                            "{:<20} {:<14} - {:<9} {:>9} {:>9}  {:<8} {}",
                             job.name,
                             "-",
                             UNREADABLE,
