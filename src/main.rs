@@ -99,6 +99,8 @@ enum Command {
         /// Last partition shown, included (default: each job's latest)
         #[arg(long)]
         to: Option<String>,
+        /// How to print the states: a table to read, or json or csv for
+        /// scripts (a row per partition).
         #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
         format: StatusFormat,
         /// Only partitions flagged as anomalies.
@@ -114,17 +116,29 @@ enum Command {
         reconcile: bool,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
-    Verify { job: String, partition: String },
+    Verify {
+        /// The job, as named in the config.
+        job: String,
+        /// The partition to prove, e.g. 2026-06-04 (a coarser name proves
+        /// each partition in it).
+        partition: String,
+    },
     /// What changed in a job's definition since a stale partition was loaded.
     Diff {
+        /// The job, as named in the config.
         job: String,
+        /// The stale partition whose load to compare with (default: the
+        /// latest stale one).
         partition: Option<String>,
     },
     /// Jobs with a health summary.
     Jobs,
     /// Attempt history of a job, or of one partition.
     Log {
+        /// The job, as named in the config.
         job: String,
+        /// Only this partition's attempts, e.g. 2026-06-04 (a coarser name
+        /// covers each partition in it).
         partition: Option<String>,
         /// The partition's run log instead: its last N lines (default 50), as
         /// runs on this machine wrote them under the state directory.
@@ -165,7 +179,10 @@ enum Command {
         what: ConfigCommand,
     },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
     Man {
         /// The command whose page to print (idem-COMMAND(1)); without one, idem(1).

@@ -258,6 +258,47 @@ fn console_flags_belong_to_the_console() {
     assert!(!help(&["config", "path"]).contains("--config"));
 }
 
+/// Every argument and option in every command's help says what it is:
+/// `<JOB>` with nothing beside it leaves the reader to guess.
+#[test]
+fn every_argument_and_option_is_described() {
+    let mut bare = Vec::new();
+    for command in [
+        "run",
+        "status",
+        "verify",
+        "diff",
+        "jobs",
+        "log",
+        "lint",
+        "init",
+        "import-dbt",
+        "completions",
+        "man",
+        "demo",
+    ] {
+        let h = help(&[command]);
+        let mut listed = false;
+        for line in h.lines() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                listed = line == "Arguments:" || line == "Options:";
+                continue;
+            }
+            let entry = line.trim_start();
+            let indent = line.len() - entry.len();
+            if !listed || !(2..=6).contains(&indent) || !entry.starts_with(['-', '<', '[']) {
+                continue;
+            }
+            // The name, then (after two spaces or more) what it is.
+            let said = entry.split_once("  ").map_or("", |(_, rest)| rest.trim());
+            if said.is_empty() || said.starts_with('[') {
+                bare.push(format!("idem {command}: {}", entry.trim_end()));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "undescribed:\n{}", bare.join("\n"));
+}
+
 /// A mistyped SQLite path is an error naming it, and no file is made there
 /// (an empty one would read as every partition missing, and take loads).
 /// And a demo whose database another process has open (a console on it)
