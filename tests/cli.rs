@@ -672,3 +672,32 @@ fn a_date_the_calendar_lacks_says_which_part_is_wrong() {
         assert!(!stderr.contains("February"), "{args:?}: {stderr}");
     }
 }
+
+/// A config with a warehouse and no jobs says so, rather than printing a
+/// header over nothing.
+#[test]
+fn a_config_without_jobs_says_how_to_get_some() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    std::fs::File::create(&db).unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        format!("[warehouse]\nurl = \"sqlite://{}\"\n", db.display()),
+    )
+    .unwrap();
+    for args in [&["status"][..], &["jobs"], &["status", "--format", "json"]] {
+        let out = idem(&config, args);
+        assert!(out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("idem: no jobs in {}", config.display())),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("`idem init URL"), "{args:?}: {stderr}");
+    }
+    // What scripts read stays what it was: an empty list.
+    let json = idem(&config, &["status", "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(rows.is_empty());
+}

@@ -95,6 +95,17 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
     Ok(config)
 }
 
+/// Says, on stderr, that a config has no jobs and how to get some: a
+/// table's header over nothing would leave the reader to guess why.
+pub fn note_no_jobs(config: &Config) {
+    if config.jobs.is_empty() {
+        noteln!(
+            "idem: no jobs in {}: add a [[jobs]] table per load (see the README's Configuration), or let `idem init URL --config candidates.toml` write the warehouse's dated tables as candidate jobs to copy from",
+            config.path.display()
+        );
+    }
+}
+
 /// The config's job graph; a cycle is a config error.
 pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
     crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))

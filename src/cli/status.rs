@@ -115,6 +115,7 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
 
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
+    super::note_no_jobs(&config);
     let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
@@ -398,6 +399,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
 pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
+        super::note_no_jobs(&config);
         let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
         outln!(
