@@ -701,3 +701,68 @@ fn a_config_without_jobs_says_how_to_get_some() {
     let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
     assert!(rows.is_empty());
 }
+
+/// `idem log` labels a load's row count for what it is: a merge never
+/// deletes, so what it reports after the load is the rows it merged (the
+/// target may hold more in the window), a replace's the rows in the window.
+#[tokio::test]
+async fn the_log_labels_what_a_merge_and_a_replace_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, strategy: &str, target: &str, key: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"{strategy}\"\n{key}\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+             sql = \"select id, v, dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}",
+        db.display(),
+        job("merged", "merge_key", "dim", "unique_key = [\"id\"]"),
+        job(
+            "replaced",
+            "replace_partition",
+            "fct",
+            "partition_column = \"dt\""
+        ),
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER, v INTEGER, dt TEXT)",
+        "INSERT INTO src VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, v INTEGER, dt TEXT)",
+        // A row of the window the source no longer has: a merge keeps it.
+        "INSERT INTO dim VALUES (3, 30, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER, v INTEGER, dt TEXT)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    for job in ["merged", "replaced"] {
+        let out = idem(&config, &["run", job, "--yes"]);
+        assert!(
+            out.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let log = idem(&config, &["log", "merged"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(!log.contains("NOW"), "{log}");
+    let line = log.lines().find(|l| l.contains(" succeeded ")).unwrap();
+    assert!(line.contains("+2 ~0 of 2 merged"), "{log}");
+    assert!(!line.contains("= 2"), "{log}");
+
+    let log = idem(&config, &["log", "replaced"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    let line = log.lines().find(|l| l.contains(" succeeded ")).unwrap();
+    assert!(line.contains("-0 +2 → 2 in window"), "{log}");
+}
