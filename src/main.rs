@@ -44,6 +44,14 @@ struct ConsoleArgs {
 }
 
 impl ConsoleArgs {
+    /// These options, else those of `other` (typed before the command).
+    fn or(self, other: ConsoleArgs) -> ConsoleArgs {
+        ConsoleArgs {
+            theme: self.theme.or(other.theme),
+            no_mouse: self.no_mouse || other.no_mouse,
+        }
+    }
+
     /// The console's options: the flag or the environment first, then the
     /// user config file. A user config that cannot be read, or whose keys do
     /// not check, stops the console before it opens (exit 2).
@@ -91,6 +99,8 @@ enum Command {
         /// Last partition shown, included (default: each job's latest)
         #[arg(long)]
         to: Option<String>,
+        /// How to print the states: a table to read, or json or csv for
+        /// scripts (a row per partition).
         #[arg(long, value_enum, default_value_t = StatusFormat::Table)]
         format: StatusFormat,
         /// Only partitions flagged as anomalies.
@@ -106,17 +116,29 @@ enum Command {
         reconcile: bool,
     },
     /// Prove a partition's load idempotent: run it twice, compare, roll back.
-    Verify { job: String, partition: String },
+    Verify {
+        /// The job, as named in the config.
+        job: String,
+        /// The partition to prove, e.g. 2026-06-04 (a coarser name proves
+        /// each partition in it).
+        partition: String,
+    },
     /// What changed in a job's definition since a stale partition was loaded.
     Diff {
+        /// The job, as named in the config.
         job: String,
+        /// The stale partition whose load to compare with (default: the
+        /// latest stale one).
         partition: Option<String>,
     },
     /// Jobs with a health summary.
     Jobs,
     /// Attempt history of a job, or of one partition.
     Log {
+        /// The job, as named in the config.
         job: String,
+        /// Only this partition's attempts, e.g. 2026-06-04 (a coarser name
+        /// covers each partition in it).
         partition: Option<String>,
         /// The partition's run log instead: its last N lines (default 50), as
         /// runs on this machine wrote them under the state directory.
@@ -157,10 +179,13 @@ enum Command {
         what: ConfigCommand,
     },
     /// Print a shell completion script (e.g. `idem completions bash > /etc/bash_completion.d/idem`).
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
     /// Print the man page, or a command's (e.g. `idem man run | man -l -`).
     Man {
-        /// A command: run, status, jobs…
+        /// The command whose page to print (idem-COMMAND(1)); without one, idem(1).
         command: Option<String>,
     },
 }
@@ -171,8 +196,96 @@ enum ConfigCommand {
     Path,
 }
 
+/// The commands that read no idem.toml: `--config` is not listed in their
+/// help, pages or completions (it stays global, so that `idem --config F
+/// COMMAND` and `idem COMMAND --config F` both work for the others, and
+/// `idem demo --config F` is refused with why).
+const WITHOUT_CONFIG: [&str; 5] = ["demo", "import-dbt", "config", "completions", "man"];
+
+/// The command line's definition: [`Cli`]'s, with `--config` hidden where
+/// it is not taken and `idem man` completing command names.
+fn command(cli: clap::Command) -> clap::Command {
+    // A command that has the global argument already is not given it
+    // again: these get it hidden (and pass it on to their own commands).
+    let config = cli
+        .get_arguments()
+        .find(|a| a.get_id() == "config")
+        .map(|a| a.clone().hide(true));
+    // (`mut_subcommands`, not `mut_subcommand`, keeps their order.)
+    let cli = match config {
+        Some(config) => cli.mut_subcommands(|sc| {
+            if WITHOUT_CONFIG.contains(&sc.get_name()) {
+                sc.arg(config.clone())
+            } else {
+                sc
+            }
+        }),
+        None => cli,
+    };
+    cli.mut_subcommands(|sc| match sc.get_name() {
+        "man" => sc.mut_arg("command", |a| a.value_parser(CommandName)),
+        _ => sc,
+    })
+}
+
+/// The commands with a page of their own, as [`Command`] names them
+/// (`tests/docs.rs` checks that completion offers every one after `idem man`).
+const PAGES: [&str; 13] = [
+    "demo",
+    "run",
+    "status",
+    "verify",
+    "diff",
+    "jobs",
+    "log",
+    "lint",
+    "init",
+    "import-dbt",
+    "config",
+    "completions",
+    "man",
+];
+
+/// `idem man COMMAND`: any text (`idem man` says which names it takes), with
+/// the command names offered to completion.
+#[derive(Clone)]
+struct CommandName;
+
+impl clap::builder::TypedValueParser for CommandName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            PAGES.into_iter().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// `--theme` or `--no-mouse` typed before a headless command: the console's
+/// options, which it does not take.
+fn console_option_typed(matches: &clap::ArgMatches) -> Option<&'static str> {
+    let typed = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    match matches.subcommand_name() {
+        None | Some("demo") => None,
+        Some(_) if typed("theme") => Some("--theme"),
+        Some(_) if typed("no_mouse") => Some("--no-mouse"),
+        Some(_) => None,
+    }
+}
+
 fn main() -> ExitCode {
-    let matches = match Cli::command().try_get_matches() {
+    let matches = match command(Cli::command()).try_get_matches() {
         Ok(matches) => matches,
         // Help and version go to stdout, which may not take them (a full
         // disk): that is a failure, as for every command's output.
@@ -189,6 +302,12 @@ fn main() -> ExitCode {
         },
         Err(e) => e.exit(),
     };
+    if let (Some(flag), Some(name)) = (console_option_typed(&matches), matches.subcommand_name()) {
+        let stop = cli::Stop::usage(format!(
+            "{flag} is an option of the console (`idem`, `idem demo`): `idem {name}` does not take it"
+        ));
+        return stop.report().into();
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -225,7 +344,8 @@ fn main() -> ExitCode {
                 cli.config.display()
             ))
             .report(),
-            Some(Command::Demo { path, console }) => match console.options() {
+            // `idem --theme light demo` is `idem demo --theme light`.
+            Some(Command::Demo { path, console }) => match console.or(cli.console).options() {
                 Ok(options) => match cli::demo(&path).await {
                     Ok(Some((demo, config))) => {
                         let code = console_exit(tui::run(config, options).await);
@@ -283,8 +403,11 @@ fn main() -> ExitCode {
             Some(Command::Config {
                 what: ConfigCommand::Path,
             }) => cli::config_path(),
-            Some(Command::Completions { shell }) => cli::completions(Cli::command(), shell),
-            Some(Command::Man { command }) => cli::man(Cli::command(), command.as_deref()),
+            Some(Command::Completions { shell }) => cli::completions(command(Cli::command()), shell),
+            Some(Command::Man { command: page }) => cli::man(
+                command(Cli::command().disable_help_subcommand(true)),
+                page.as_deref(),
+            ),
         }
     });
     code.into()

@@ -412,6 +412,9 @@ async fn status_shows_every_other_job_when_one_cannot_be_read() {
     assert!(lines[1].starts_with("first ") && lines[2].starts_with("first "));
     assert!(lines[3].starts_with("lost "), "{stdout}");
     assert!(lines[3].contains("unreadable"), "{stdout}");
+    // Marked apart from every state's glyph: `?` is unmanaged's.
+    assert!(lines[3].contains(" - unreadable"), "{stdout}");
+    assert!(!lines[3].contains('?'), "{stdout}");
     assert!(lines[3].contains("nowhere"), "{stdout}");
     assert!(lines[4].starts_with("last ") && lines[5].starts_with("last "));
     let stderr = String::from_utf8_lossy(&table.stderr);
@@ -598,4 +601,168 @@ fn a_range_message_names_only_what_was_typed() {
         stderr.contains("is after the last complete partition "),
         "{stderr}"
     );
+}
+
+/// A config of one daily job on a warehouse that never answers: what is
+/// refused here is refused before idem connects.
+fn one_job_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let config = dir.join("idem.toml");
+    std::fs::write(
+        &config,
+        "[warehouse]\nurl = \"postgres://idem@127.0.0.1:1/none\"\n\n[[jobs]]\nname = \"j\"\n\
+         target = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+         grain = \"day\"\nstart = \"2026-01-01\"\n\
+         sql = \"select dt from src where dt >= :start and dt < :end\"\n",
+    )
+    .unwrap();
+    config
+}
+
+fn refused(config: &std::path::Path, args: &[&str]) -> String {
+    let out = idem(config, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    stderr
+}
+
+/// `running` and `future` are states, only not ones a run takes: said so,
+/// not "not a state".
+#[test]
+fn a_state_a_run_cannot_take_is_said_to_be_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = one_job_config(dir.path());
+    for (only, says) in [
+        (
+            "failed,running",
+            "--only \"running\" is a state, but not one a run takes: a running partition is being loaded now",
+        ),
+        (
+            "future",
+            "--only \"future\" is a state, but not one a run takes: a future partition's window has not ended",
+        ),
+    ] {
+        let stderr = refused(&config, &["run", "j", "--only", only]);
+        assert!(stderr.contains(says), "{only}: {stderr}");
+        assert!(!stderr.contains("is not a state"), "{only}: {stderr}");
+    }
+    // A state that is none is still said to be none.
+    let stderr = refused(&config, &["run", "j", "--only", "broken"]);
+    assert!(stderr.contains("\"broken\" is not a state"), "{stderr}");
+}
+
+/// A partition name of the right form that the calendar lacks says which
+/// part is wrong: month 13 is no month (not a hint about February).
+#[test]
+fn a_date_the_calendar_lacks_says_which_part_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = one_job_config(dir.path());
+    let cases: [(&[&str], &str); 4] = [
+        (&["log", "j", "2026-13-01"], "months are 01 to 12"),
+        (&["status", "j", "--from", "2026-00"], "months are 01 to 12"),
+        (&["log", "j", "2026-02-30"], "2026-02 has 28 days"),
+        (&["verify", "j", "2028-02-30"], "2028-02 has 29 days"),
+    ];
+    for (args, says) in cases {
+        let stderr = refused(&config, args);
+        assert!(
+            stderr.contains("has the right form, but there is no such"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("February"), "{args:?}: {stderr}");
+    }
+}
+
+/// A config with a warehouse and no jobs says so, rather than printing a
+/// header over nothing.
+#[test]
+fn a_config_without_jobs_says_how_to_get_some() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    std::fs::File::create(&db).unwrap();
+    let config = dir.path().join("idem.toml");
+    std::fs::write(
+        &config,
+        format!("[warehouse]\nurl = \"sqlite://{}\"\n", db.display()),
+    )
+    .unwrap();
+    for args in [&["status"][..], &["jobs"], &["status", "--format", "json"]] {
+        let out = idem(&config, args);
+        assert!(out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("idem: no jobs in {}", config.display())),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("`idem init URL"), "{args:?}: {stderr}");
+    }
+    // What scripts read stays what it was: an empty list.
+    let json = idem(&config, &["status", "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(rows.is_empty());
+}
+
+/// `idem log` labels a load's row count for what it is: a merge never
+/// deletes, so what it reports after the load is the rows it merged (the
+/// target may hold more in the window), a replace's the rows in the window.
+#[tokio::test]
+async fn the_log_labels_what_a_merge_and_a_replace_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let job = |name: &str, strategy: &str, target: &str, key: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"{strategy}\"\n{key}\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+             sql = \"select id, v, dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}",
+        db.display(),
+        job("merged", "merge_key", "dim", "unique_key = [\"id\"]"),
+        job(
+            "replaced",
+            "replace_partition",
+            "fct",
+            "partition_column = \"dt\""
+        ),
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER, v INTEGER, dt TEXT)",
+        "INSERT INTO src VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, v INTEGER, dt TEXT)",
+        // A row of the window the source no longer has: a merge keeps it.
+        "INSERT INTO dim VALUES (3, 30, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER, v INTEGER, dt TEXT)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    for job in ["merged", "replaced"] {
+        let out = idem(&config, &["run", job, "--yes"]);
+        assert!(
+            out.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let log = idem(&config, &["log", "merged"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(!log.contains("NOW"), "{log}");
+    let line = log.lines().find(|l| l.contains(" succeeded ")).unwrap();
+    assert!(line.contains("+2 ~0 of 2 merged"), "{log}");
+    assert!(!line.contains("= 2"), "{log}");
+
+    let log = idem(&config, &["log", "replaced"]);
+    let log = String::from_utf8_lossy(&log.stdout);
+    let line = log.lines().find(|l| l.contains(" succeeded ")).unwrap();
+    assert!(line.contains("-0 +2 → 2 in window"), "{log}");
 }

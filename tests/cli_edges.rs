@@ -140,20 +140,22 @@ fn the_demo_through_the_headless_edges() {
     let all: Vec<Value> = serde_json::from_slice(&everything.stdout).unwrap();
     assert!(all.len() > rows.len());
 
-    for (args, listed) in [
+    for (args, says, listed) in [
         (
             &["status", "--state", "failed,brokn"][..],
+            "\"brokn\" is not a state",
             "running, failed",
         ),
         (
             &["run", "fct_orders", "--only", "future"],
+            "\"future\" is a state, but not one a run takes",
             "failed, missing, stale",
         ),
     ] {
         let out = idem(&config, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = text(&out.stderr);
-        assert!(err.contains("is not a state"), "{err}");
+        assert!(err.contains(says), "{err}");
         assert!(err.contains(listed), "{err}");
     }
 
@@ -186,7 +188,7 @@ fn the_demo_through_the_headless_edges() {
     }
     assert!(
         log.lines()
-            .any(|l| l.contains(" succeeded ") && l.contains(" = "))
+            .any(|l| l.contains(" succeeded ") && l.contains(" in window "))
     );
 }
 
@@ -215,6 +217,86 @@ fn console_flags_belong_to_the_console() {
         assert!(!h.contains("--no-mouse"), "idem {headless} --help: {h}");
         assert!(h.contains("--config"), "idem {headless} --help: {h}");
     }
+    // Nor do they take them before their name: refused as after it.
+    let dir = tempfile::tempdir().unwrap();
+    for (args, command) in [
+        (&["--theme", "nosuch", "jobs"][..], "jobs"),
+        (&["--theme", "light", "status"], "status"),
+        (&["--no-mouse", "run", "fct"], "run"),
+        (&["--no-mouse", "completions", "bash"], "completions"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(dir.path())
+            .env_remove("IDEM_THEME")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "{} is an option of the console (`idem`, `idem demo`): `idem {command}` does not take it",
+                args[0]
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    // IDEM_THEME, set for the console, is no error for the rest.
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir(dir.path())
+        .env("IDEM_THEME", "light")
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The commands that read no config do not list --config.
+    for other in ["demo", "completions", "man", "import-dbt", "config"] {
+        let h = help(&[other]);
+        assert!(!h.contains("--config"), "idem {other} --help: {h}");
+    }
+    assert!(!help(&["config", "path"]).contains("--config"));
+}
+
+/// Every argument and option in every command's help says what it is:
+/// `<JOB>` with nothing beside it leaves the reader to guess.
+#[test]
+fn every_argument_and_option_is_described() {
+    let mut bare = Vec::new();
+    for command in [
+        "run",
+        "status",
+        "verify",
+        "diff",
+        "jobs",
+        "log",
+        "lint",
+        "init",
+        "import-dbt",
+        "completions",
+        "man",
+        "demo",
+    ] {
+        let h = help(&[command]);
+        let mut listed = false;
+        for line in h.lines() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                listed = line == "Arguments:" || line == "Options:";
+                continue;
+            }
+            let entry = line.trim_start();
+            let indent = line.len() - entry.len();
+            if !listed || !(2..=6).contains(&indent) || !entry.starts_with(['-', '<', '[']) {
+                continue;
+            }
+            // The name, then (after two spaces or more) what it is.
+            let said = entry.split_once("  ").map_or("", |(_, rest)| rest.trim());
+            if said.is_empty() || said.starts_with('[') {
+                bare.push(format!("idem {command}: {}", entry.trim_end()));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "undescribed:\n{}", bare.join("\n"));
 }
 
 /// A mistyped SQLite path is an error naming it, and no file is made there
@@ -263,6 +345,61 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
 /// A server that takes the connection and never answers (a firewall that
 /// drops packets, a hung server) is named as such after connect_timeout,
 /// with the setting that bounds the wait.
+/// A relative SQLite path is read from the current directory: the error
+/// names the whole path it tried and, when the config's folder has a file
+/// of that name, says so and how to reach it.
+#[test]
+fn a_relative_sqlite_path_is_named_whole_and_one_beside_the_config_is_pointed_at() {
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (project_dir, elsewhere_dir) = (
+        project.path().canonicalize().unwrap(),
+        elsewhere.path().canonicalize().unwrap(),
+    );
+    let config = project_dir.join("idem.toml");
+    std::fs::write(&config, "[warehouse]\nurl = \"sqlite://w.db\"\n").unwrap();
+    let status = |cwd: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(cwd)
+            .arg("--config")
+            .arg(&config)
+            .arg("status")
+            .output()
+            .unwrap()
+    };
+    let tried = elsewhere_dir.join("w.db");
+    let out = status(&elsewhere_dir);
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("no SQLite database at {} (", tried.display())),
+        "{err}"
+    );
+    assert!(!err.contains("beside the config"), "{err}");
+
+    std::fs::write(project_dir.join("w.db"), b"").unwrap();
+    let err = text(&status(&elsewhere_dir).stderr);
+    assert!(
+        err.contains(&format!("no SQLite database at {} (", tried.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "there is one beside the config, at {}",
+            project_dir.join("w.db").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("run idem from {}", project_dir.display())),
+        "{err}"
+    );
+    assert!(
+        !tried.exists(),
+        "no database was made where it was looked for"
+    );
+}
+
 #[test]
 fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
     // Connections queue in the listen backlog; none is ever answered.
@@ -409,7 +546,9 @@ fn a_coarser_name_logs_every_partition_in_it() {
             .and_then(|l| l.split_whitespace().nth(1))
             .unwrap_or_else(|| panic!("{all}"));
         let coarser = &first[..prefix_len];
-        let expected: Vec<&str> = all
+        // Word by word: a column is as wide as its widest value shown.
+        let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+        let expected: Vec<String> = all
             .lines()
             .skip(1)
             .filter(|l| {
@@ -417,6 +556,7 @@ fn a_coarser_name_logs_every_partition_in_it() {
                     .nth(1)
                     .is_some_and(|p| p.starts_with(coarser))
             })
+            .map(words)
             .collect();
         let out = idem(&config, &["log", job, coarser]);
         assert!(out.status.success(), "{}", text(&out.stderr));
@@ -427,6 +567,7 @@ fn a_coarser_name_logs_every_partition_in_it() {
             .filter_map(|l| l.split_whitespace().nth(1))
             .collect();
         assert!(partitions.len() > 1, "{job} {coarser}: {shown}");
+        let lines: Vec<String> = lines.into_iter().map(words).collect();
         assert_eq!(lines, expected, "{job} {coarser}");
     }
 }

@@ -448,3 +448,95 @@ fn a_config_that_cannot_be_read_says_why_and_what_to_do() {
         "{stderr}"
     );
 }
+
+/// A value of a kind the field never takes names the field and what it
+/// takes, not the reader's words for a Rust type.
+#[test]
+fn a_value_of_another_kind_says_what_the_field_takes() {
+    for (written, says) in [
+        (
+            "\"50%\"",
+            "write shrink_guard = 0.5 (a number, without quotes)",
+        ),
+        (
+            "\"0.5\"",
+            "write shrink_guard = 0.5 (a number, without quotes)",
+        ),
+        ("true", "true is not a fraction"),
+        ("[0.5]", "e.g. shrink_guard = 0.5"),
+    ] {
+        let line = format!("shrink_guard = {written}");
+        let text = with_warehouse(
+            &GOOD_JOB.replace("grain = \"day\"", &format!("grain = \"day\"\n{line}")),
+        );
+        let e = error(&text);
+        assert_eq!(e.field, "jobs[0].shrink_guard", "{written}: {e}");
+        assert_eq!(e.line, line_of(&text, &line), "{written}: {e}");
+        assert!(e.message.contains("a fraction from 0"), "{written}: {e}");
+        assert!(e.message.contains(says), "{written}: {e}");
+        assert!(!e.message.contains("untagged"), "{written}: {e}");
+        // The same in [defaults].
+        let text = with_warehouse(&format!("[defaults]\n{line}\n{GOOD_JOB}"));
+        let e = error(&text);
+        assert_eq!(e.field, "defaults.shrink_guard", "{written}: {e}");
+        assert!(e.message.contains("a fraction from 0"), "{written}: {e}");
+    }
+
+    let text = with_warehouse(&GOOD_JOB.replace(
+        "strategy = \"replace_partition\"",
+        "strategy = [\"replace_partition\"]",
+    ));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].strategy", "{e}");
+    assert_eq!(
+        (e.line, e.column),
+        (line_of(&text, "strategy ="), 12),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("write strategy = \"replace_partition\" or \"merge_key\""),
+        "{e}"
+    );
+
+    let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = 1"));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].grain", "{e}");
+    assert!(e.message.contains("hour, day, month"), "{e}");
+
+    let text = with_warehouse(&GOOD_JOB.replace("[[jobs]]", "[jobs]"));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs (fct_orders)", "{e}");
+    assert!(e.message.contains("write each job under [[jobs]]"), "{e}");
+
+    let text = with_warehouse(GOOD_JOB).replace("[warehouse]", "[[warehouse]]");
+    let e = error(&text);
+    assert_eq!(e.field, "warehouse", "{e}");
+    assert!(e.message.contains("write [warehouse] (one bracket)"), "{e}");
+}
+
+/// A URL made of an empty environment variable says where the empty text
+/// came from.
+#[test]
+fn a_url_from_an_empty_variable_names_the_variable() {
+    let text = format!("[warehouse]\nurl = \"${{QA_EMPTY}}\"\n{GOOD_JOB}");
+    let env = |name: &str| (name == "QA_EMPTY").then(String::new);
+    let Err(e) = config::parse(Path::new("idem.toml"), &text, &env) else {
+        panic!("an empty URL parsed");
+    };
+    assert_eq!(
+        (e.field.as_str(), e.line, e.column),
+        ("warehouse.url", 2, 7)
+    );
+    assert!(
+        e.message
+            .contains("\"\" is not a warehouse URL (it comes from ${QA_EMPTY}, which is empty)"),
+        "{e}"
+    );
+    // Set but wrong, it is named without "empty".
+    let env = |name: &str| (name == "QA_EMPTY").then(|| "w.db".to_string());
+    let Err(e) = config::parse(Path::new("idem.toml"), &text, &env) else {
+        panic!("a bad URL parsed");
+    };
+    assert!(e.message.contains("(it comes from ${QA_EMPTY});"), "{e}");
+}

@@ -1234,6 +1234,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
                 second: "run 2 (on top of run 1)",
                 only_in_first: 3,
                 only_in_second: 5,
+                columns: vec!["id".into(), "dt".into(), "amount".into()],
                 sample_first: vec!["7 | 2026-06-01 | 10.50".into()],
                 sample_second: vec!["7 | 2026-06-01 | 21.00".into()],
             }),

@@ -163,6 +163,23 @@ fn the_cli_exits_0_when_idempotent_and_1_when_not() {
         out.contains("NOT idempotent") && out.contains("rows only in run 1"),
         "{out}"
     );
+    // The differing rows come under their columns' names, in the table's
+    // order (id, amount, dt), as the rows are printed.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("rows only in run 1"))
+        .unwrap();
+    assert_eq!(lines[at + 1].trim(), "id | amount | dt", "{out}");
+    let row: Vec<&str> = lines[at + 2].trim().split(" | ").collect();
+    assert_eq!(row.len(), 3, "{out}");
+    assert!(
+        row[0]
+            .parse::<i64>()
+            .is_ok_and(|id| (200..220).contains(&id)),
+        "{out}"
+    );
+    assert_eq!(row[2], "2026-01-03", "{out}");
 }
 
 /// A day given to an hourly job is its 24 hours, as `run --from DAY` reads

@@ -95,6 +95,17 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
     Ok(config)
 }
 
+/// Says, on stderr, that a config has no jobs and how to get some: a
+/// table's header over nothing would leave the reader to guess why.
+pub fn note_no_jobs(config: &Config) {
+    if config.jobs.is_empty() {
+        noteln!(
+            "idem: no jobs in {}: add a [[jobs]] table per load (see the README's Configuration), or let `idem init URL --config candidates.toml` write the warehouse's dated tables as candidate jobs to copy from",
+            config.path.display()
+        );
+    }
+}
+
 /// The config's job graph; a cycle is a config error.
 pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
     crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
@@ -105,7 +116,46 @@ pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
 pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
     Warehouse::connect_to_read(&config.warehouse, max_connections)
         .await
-        .map_err(|e| Stop::failed(e.to_string()))
+        .map_err(|e| connect_stop(config, &e))
+}
+
+/// Why a connection failed. A missing SQLite database is named by its
+/// whole path: a relative one is read from the current directory, not the
+/// config's, and when the config's folder has the file that was not found
+/// here, that is most likely the one meant.
+fn connect_stop(config: &Config, e: &crate::warehouse::WarehouseError) -> Stop {
+    use crate::warehouse::WarehouseError::NoDatabaseFile;
+    match e {
+        NoDatabaseFile { url, file } => {
+            let tried = std::path::absolute(file).unwrap_or_else(|_| file.into());
+            let named = NoDatabaseFile {
+                url: url.clone(),
+                file: tried.display().to_string(),
+            };
+            let beside = beside_config(config, Path::new(file)).unwrap_or_default();
+            Stop::failed(format!("{named}{beside}"))
+        }
+        _ => Stop::failed(e.to_string()),
+    }
+}
+
+/// `; there is one beside the config, at …` for a relative SQLite path
+/// that names a file in the config's folder and not in the current one.
+fn beside_config(config: &Config, file: &Path) -> Option<String> {
+    if file.is_absolute() {
+        return None;
+    }
+    let dir = std::path::absolute(config.path.parent()?).ok()?;
+    let there = dir.join(file);
+    let here = std::path::absolute(file).ok()?;
+    (there != here && there.exists()).then(|| {
+        format!(
+            "; there is one beside the config, at {}: a relative path is read from the current directory, not the config's; run idem from {}, or write the whole path, url = \"sqlite://{}\"",
+            there.display(),
+            dir.display(),
+            there.display()
+        )
+    })
 }
 
 /// A job's partition states, read as every command reads them. Reading can
@@ -261,17 +311,35 @@ pub fn parse_states(
     names
         .iter()
         .map(|name| {
-            LoadState::parse(name.trim())
-                .filter(|st| allowed.contains(st))
-                .ok_or_else(|| {
-                    let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
-                    Stop::usage(format!(
-                        "{flag} \"{name}\" is not a state; expected one or more of {}",
-                        valid.join(", ")
-                    ))
+            let state = LoadState::parse(name.trim());
+            state.filter(|st| allowed.contains(st)).ok_or_else(|| {
+                let valid: Vec<&str> = allowed.iter().map(|st| st.name()).collect();
+                let valid = valid.join(", ");
+                Stop::usage(match state {
+                    // A state, only not one this flag takes (a run's --only).
+                    Some(st) => format!(
+                        "{flag} \"{}\" is a state, but not one a run takes: {}; expected one or more of {valid}",
+                        name.trim(),
+                        never_run(st)
+                    ),
+                    None => {
+                        format!("{flag} \"{name}\" is not a state; expected one or more of {valid}")
+                    }
                 })
+            })
         })
         .collect()
+}
+
+/// Why partitions in `state` are never chosen for a run.
+fn never_run(state: LoadState) -> &'static str {
+    match state {
+        LoadState::Running => "a running partition is being loaded now, by this process or another",
+        LoadState::Future => {
+            "a future partition's window has not ended (to load one early, name it with --from/--to and --allow-incomplete)"
+        }
+        _ => "partitions in it are never run",
+    }
 }
 
 /// Parses `--from` / `--to` for a job's grain.
@@ -297,7 +365,8 @@ pub fn parse_bound(
         .ok_or_else(|| {
             if let Some(what) = impossible_date(text.trim()) {
                 return Stop::usage(format!(
-                    "{flag} \"{text}\" has the right form, but there is no such {what}: check the calendar (February has 28 or 29 days, a day the hours 00 to 23)"
+                    "{flag} \"{text}\" has the right form, but there is no such {what}: {}",
+                    calendar_fault(text.trim())
                 ));
             }
             Stop::usage(format!(
@@ -338,6 +407,25 @@ fn impossible_date(text: &str) -> Option<&'static str> {
     .into_iter()
     .any(|g| Partition::parse(g, text, RangeEnd::From).is_some());
     (!exists).then_some(what)
+}
+
+/// Which part of a partition name of the right form the calendar lacks:
+/// `months are 01 to 12`, `2026-02 has 28 days`, `hours are 00 to 23`.
+fn calendar_fault(text: &str) -> String {
+    let number =
+        |range: std::ops::Range<usize>| text.get(range).and_then(|t| t.parse::<u32>().ok());
+    let (year, month) = (number(0..4).unwrap_or(0), number(5..7).unwrap_or(0));
+    if !(1..=12).contains(&month) {
+        return "months are 01 to 12".into();
+    }
+    let days = chrono::NaiveDate::from_ymd_opt(year as i32, month, 1)
+        .and_then(|first| first.checked_add_months(chrono::Months::new(1)))
+        .and_then(|next| next.pred_opt())
+        .map_or(31, |last| chrono::Datelike::day(&last));
+    match number(8..10) {
+        Some(day) if day == 0 || day > days => format!("{year:04}-{month:02} has {days} days"),
+        _ => "hours are 00 to 23".into(),
+    }
 }
 
 /// `idem` without a command: the config the console opens on, which must be

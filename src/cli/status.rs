@@ -115,6 +115,7 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
 
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
+    super::note_no_jobs(&config);
     let states = parse_states("--state", &args.states, &LoadState::ALL)?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
@@ -235,10 +236,13 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             for (job, read) in &all {
                 let statuses = match read {
                     Ok(statuses) => statuses,
+                    // Marked `-`, as its partition is: it has no state,
+                    // and every state's glyph means that state (`?` is
+                    // unmanaged); the console shows the word alone.
                     Err(reason) => {
                         let _ = writeln!(
                             text,
-                            "{:<20} {:<14} ? {:<9} {:>9} {:>9}  {:<8} {}",
+                            "{:<20} {:<14} - {:<9} {:>9} {:>9}  {:<8} {}",
                             job.name,
                             "-",
                             UNREADABLE,
@@ -395,6 +399,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
 pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
+        super::note_no_jobs(&config);
         let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
         outln!(
@@ -471,6 +476,33 @@ fn lint_badge(job: &Job, syntax: Syntax) -> String {
         (0, 0) => "ok".into(),
         (0, w) => plural(w, "warning"),
         (e, _) => plural(e, "error"),
+    }
+}
+
+/// What an attempt did to the target's rows, each number named for what
+/// it counts. A replace deleted and inserted, and reports the rows in the
+/// window after (`-3 +3 → 3 in window`); a merge inserts and updates and
+/// never deletes: with a partition column it reports the window's rows
+/// after (`+1 ~1 → 3 in window`), without one the rows it merged, which
+/// the target may hold more of (`+1 ~1 of 2 merged`). A failed or
+/// cancelled attempt rolled back: its zeros say nothing of the target.
+fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
+    if a.status != AttemptStatus::Succeeded {
+        return "(rolled back)".to_string();
+    }
+    match (job.strategy, &job.partition_column) {
+        (crate::config::Strategy::ReplacePartition, _) => format!(
+            "-{} +{} → {} in window",
+            a.rows_deleted, a.rows_inserted, a.rows_after
+        ),
+        (crate::config::Strategy::MergeKey, Some(_)) => format!(
+            "+{} ~{} → {} in window",
+            a.rows_inserted, a.rows_updated, a.rows_after
+        ),
+        (crate::config::Strategy::MergeKey, None) => format!(
+            "+{} ~{} of {} merged",
+            a.rows_inserted, a.rows_updated, a.rows_after
+        ),
     }
 }
 
@@ -553,27 +585,24 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             .max()
             .unwrap_or(0)
             .max("FINISHED (UTC)".len());
+        let rows: Vec<String> = attempts.iter().map(|a| rows_of(job, a)).collect();
+        let width = rows
+            .iter()
+            .map(|r| r.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("ROWS".len());
         outln!(
-            "{:<when$} {:<14} {:<4} {:<9} {:<26} RUN · BY",
+            "{:<when$} {:<14} {:<4} {:<9} {:<width$} RUN · BY",
             "FINISHED (UTC)",
             "PARTITION",
             "TRY",
             "STATUS",
-            "ROWS -DEL +INS ~UPD = NOW"
+            "ROWS"
         );
-        for a in &attempts {
-            // A failed or cancelled attempt rolled back: it changed no rows,
-            // and its zeros say nothing about what the target holds.
-            let rows = if a.status == AttemptStatus::Succeeded {
-                format!(
-                    "-{} +{} ~{} = {}",
-                    a.rows_deleted, a.rows_inserted, a.rows_updated, a.rows_after
-                )
-            } else {
-                "(rolled back)".to_string()
-            };
+        for (a, rows) in attempts.iter().zip(&rows) {
             outln!(
-                "{:<when$} {:<14} #{:<3} {:<9} {:<26} {} by {}@{}{}{}",
+                "{:<when$} {:<14} #{:<3} {:<9} {:<width$} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
                 a.attempt,

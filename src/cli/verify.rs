@@ -124,7 +124,12 @@ fn print(v: &crate::warehouse::Verification) -> Result<bool, Stop> {
         d.first,
         d.second
     );
+    // Each side's rows under the target's column names, in its order.
+    let header = d.columns.join(" | ");
     outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);
+    if !d.sample_first.is_empty() {
+        outln!("    {header}");
+    }
     for r in &d.sample_first {
         outln!("    {r}");
     }
@@ -133,6 +138,9 @@ fn print(v: &crate::warehouse::Verification) -> Result<bool, Stop> {
         n_rows(d.only_in_second as i64),
         d.second
     );
+    if !d.sample_second.is_empty() {
+        outln!("    {header}");
+    }
     for r in &d.sample_second {
         outln!("    {r}");
     }

@@ -115,15 +115,16 @@ fn field_at(text: &str, offset: usize) -> Option<(String, TomlKind)> {
                     .map_or(name.to_string(), |n| format!("{name} ({n})"));
                 here(value).map(|(_, kind)| (named, kind))
             }),
-            DeValue::Array(items) => {
-                items
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, item)| match item.get_ref() {
-                        DeValue::Table(_) => within(item, &format!("{name}[{i}]"), offset),
-                        _ => here(item),
-                    })
-            }
+            // An item of the list, else the list itself (a list where one
+            // value was expected: the error is at its bracket).
+            DeValue::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| match item.get_ref() {
+                    DeValue::Table(_) => within(item, &format!("{name}[{i}]"), offset),
+                    _ => here(item),
+                })
+                .or_else(|| here(value)),
             _ => here(value),
         }
     }
@@ -137,12 +138,25 @@ fn type_hint(field: &str, message: &str) -> String {
     if !message.starts_with("invalid type") {
         return String::new();
     }
+    // `[jobs]` makes one table where idem reads a list of them; the field is
+    // named `jobs (NAME)` by the job's name.
+    if !field.contains('.') && field.split(' ').next() == Some("jobs") {
+        return "; write each job under [[jobs]] (two brackets: one table per job), not [jobs]"
+            .into();
+    }
     match key {
+        "strategy" => format!("; write {key} = \"replace_partition\" or \"merge_key\""),
+        "grain" => format!("; expected one of hour, day, month, e.g. {key} = \"day\""),
+        "url" => format!(
+            "; write it in quotes: sqlite://PATH, postgres://… or mysql://…, e.g. {key} = \"${{DATABASE_URL}}\""
+        ),
         "statement_timeout" | "lock_timeout" | "connect_timeout" => {
             format!("; write a duration in quotes, e.g. {key} = \"10s\"")
         }
         "concurrency" | "retries" => format!("; write a whole number, e.g. {key} = 4"),
-        "shrink_guard" => format!("; write a fraction, e.g. {key} = 0.5"),
+        "shrink_guard" => {
+            format!("; write a fraction from 0 to below 1, without quotes, e.g. {key} = 0.5")
+        }
         "unique_key" => format!("; write a list of column names, e.g. {key} = [\"id\"]"),
         "depends_on" => format!("; write a list of job names, e.g. {key} = [\"stg_orders\"]"),
         "start" | "end" => format!("; write the date in quotes, e.g. {key} = \"2026-01-01\""),
@@ -185,6 +199,19 @@ impl Positions<'_> {
             message
         };
         match field_at(text, span.start) {
+            // `[[warehouse]]` makes a list of tables where idem reads one.
+            Some((field, _))
+                if ["warehouse[", "defaults["]
+                    .iter()
+                    .any(|t| field.starts_with(t)) =>
+            {
+                let table = field.split('[').next().unwrap_or_default();
+                self.error(
+                    span,
+                    table,
+                    format!("[[{table}]] makes a list of tables; write [{table}] (one bracket): there is one"),
+                )
+            }
             Some((field, value)) => {
                 // TOML reads a date written without quotes as a date-time,
                 // which the reader's message calls a map.
@@ -192,6 +219,11 @@ impl Positions<'_> {
                     TomlKind::Datetime if message.starts_with("invalid type") => {
                         "invalid type: a TOML date (written without quotes), expected text"
                             .to_string()
+                    }
+                    // A shrink guard of another kind than those read
+                    // (a list, a table): the reader's words name a Rust type.
+                    _ if message.contains("untagged enum Fraction") => {
+                        "invalid type, expected a number".to_string()
                     }
                     // The reader's words for Rust's types, in the config's.
                     _ => message

@@ -2,6 +2,7 @@
 //! and field, then validated into [`Config`] with checked identifiers.
 
 mod engine;
+mod env;
 mod errors;
 mod ident;
 
@@ -14,6 +15,7 @@ use serde_spanned::Spanned;
 use sha2::{Digest, Sha256};
 
 pub use engine::Engine;
+use env::{expand_env, expanded_from};
 pub use errors::ConfigError;
 use errors::Positions;
 pub use ident::{Ident, TableName};
@@ -218,12 +220,16 @@ struct RawDefaults {
     shrink_guard: Option<Spanned<Fraction>>,
 }
 
-/// A number in TOML, written with or without a decimal point.
-#[derive(Deserialize, Clone, Copy)]
+/// A `shrink_guard` as written: a number in TOML, with or without a
+/// decimal point; text and booleans are read too, to say what to write
+/// instead.
+#[derive(Deserialize, Clone)]
 #[serde(untagged)]
 enum Fraction {
     Int(i64),
     Float(f64),
+    Bool(bool),
+    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -244,18 +250,46 @@ struct RawJob {
     depends_on: Option<Vec<Spanned<String>>>,
 }
 
+/// What a `shrink_guard` may be, for its errors.
+const FRACTION: &str =
+    "expected a fraction from 0 (refuse only a replace with no rows) to below 1, e.g. 0.5";
+
 /// A `shrink_guard` value: a fraction from 0 to 1 (exclusive).
 fn shrink_guard(cx: &Positions, v: &Spanned<Fraction>, field: &str) -> Result<f64, ConfigError> {
-    let x = match *v.get_ref() {
-        Fraction::Int(n) => n as f64,
-        Fraction::Float(x) => x,
+    let key = field.rsplit('.').next().unwrap_or(field);
+    let x = match v.get_ref() {
+        Fraction::Int(n) => *n as f64,
+        Fraction::Float(x) => *x,
+        Fraction::Bool(b) => {
+            return Err(cx.error(
+                v.span(),
+                field,
+                format!(
+                    "{b} is not a fraction; {FRACTION} (a run that may shrink partitions takes --allow-shrink)"
+                ),
+            ));
+        }
+        Fraction::Text(text) => {
+            // "50%" or "0.5": the number meant, written as TOML reads one.
+            let trimmed = text.trim();
+            let meant = match trimmed.strip_suffix('%') {
+                Some(percent) => percent.trim().parse::<f64>().ok().map(|p| p / 100.0),
+                None => trimmed.parse::<f64>().ok(),
+            }
+            .filter(|x| (0.0..1.0).contains(x));
+            let fix = match meant {
+                Some(x) => format!("write {key} = {x} (a number, without quotes)"),
+                None => format!("write a number without quotes, e.g. {key} = 0.5"),
+            };
+            return Err(cx.error(
+                v.span(),
+                field,
+                format!("\"{text}\" is text, not a fraction; {FRACTION}; {fix}"),
+            ));
+        }
     };
     if !(0.0..1.0).contains(&x) {
-        return Err(cx.error(
-            v.span(),
-            field,
-            format!("{x} is out of range; expected a fraction from 0 (refuse only a replace with no rows) to below 1, e.g. 0.5"),
-        ));
+        return Err(cx.error(v.span(), field, format!("{x} is out of range; {FRACTION}")));
     }
     Ok(x)
 }
@@ -287,7 +321,10 @@ pub fn parse(
         return Err(cx.error(
             wh.url.span(),
             "warehouse.url",
-            format!("\"{url}\" is not a warehouse URL; expected sqlite://PATH, postgres://… or mysql://…"),
+            format!(
+                "\"{url}\" is not a warehouse URL{}; expected sqlite://PATH, postgres://… or mysql://…",
+                expanded_from(wh.url.get_ref(), env)
+            ),
         ));
     }
     let duration =
@@ -582,27 +619,6 @@ fn validate_job(
     })
 }
 
-/// Expands `${VAR}` from the environment; an unset variable is an error.
-fn expand_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| format!("unclosed \"${{\" in \"{text}\"; write ${{VAR}}"))?;
-        let name = &after[..close];
-        let value = env(name).ok_or_else(|| {
-            format!("environment variable {name} is not set (used as ${{{name}}})")
-        })?;
-        out.push_str(&value);
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 /// The longest timeout every engine takes: PostgreSQL and SQLite hold one
 /// as a 32-bit count of milliseconds (about 24.8 days).
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
@@ -694,16 +710,5 @@ mod tests {
         // 0 refuses only a replace with no rows.
         assert!(shrinks_too_far(10, 0, 0.0));
         assert!(!shrinks_too_far(10, 1, 0.0));
-    }
-
-    #[test]
-    fn env_expansion() {
-        let env = |k: &str| (k == "DB").then(|| "sqlite://x.db".to_string());
-        assert_eq!(expand_env("${DB}", &env).unwrap(), "sqlite://x.db");
-        assert!(
-            expand_env("${NOPE}", &env)
-                .unwrap_err()
-                .contains("NOPE is not set")
-        );
     }
 }

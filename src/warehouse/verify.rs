@@ -34,7 +34,9 @@ pub struct Difference {
     pub second: &'static str,
     pub only_in_first: usize,
     pub only_in_second: usize,
-    /// A few of the rows on each side, columns in name order.
+    /// The target's columns, in the table's order: the samples' order.
+    pub columns: Vec<String>,
+    /// A few of the rows on each side, their values joined by ` | `.
     pub sample_first: Vec<String>,
     pub sample_second: Vec<String>,
 }
@@ -51,8 +53,21 @@ impl Warehouse {
         let mut runs = self.rows_after_runs(job, partition, 2, cancel).await?;
         runs.extend(self.rows_after_runs(job, partition, 1, cancel).await?);
         let rows = runs.iter().map(Vec::len).collect();
-        let difference = compare(&runs[0], &runs[1], "run 1", "run 2 (on top of run 1)")
-            .or_else(|| compare(&runs[0], &runs[2], "run 1", "run 3 (a later transaction)"));
+        let columns = Columns::of(&self.columns(&job.target).await?);
+        let difference = compare(
+            &runs[0],
+            &runs[1],
+            ("run 1", "run 2 (on top of run 1)"),
+            &columns,
+        )
+        .or_else(|| {
+            compare(
+                &runs[0],
+                &runs[2],
+                ("run 1", "run 3 (a later transaction)"),
+                &columns,
+            )
+        });
         Ok(Verification {
             job: job.name.clone(),
             partition: partition.name(),
@@ -62,27 +77,61 @@ impl Warehouse {
     }
 }
 
-fn compare(a: &Rows, b: &Rows, first: &'static str, second: &'static str) -> Option<Difference> {
+/// The target's columns as the rows are shown: the rows are read with
+/// their columns in name order (as fingerprints read them), and shown in
+/// the table's order, under its names.
+struct Columns {
+    names: Vec<String>,
+    /// For each column of the table, where its value is in a row read.
+    place: Vec<usize>,
+}
+
+impl Columns {
+    fn of(columns: &[super::Column]) -> Columns {
+        let mut by_name: Vec<usize> = (0..columns.len()).collect();
+        by_name.sort_by(|&a, &b| columns[a].name.cmp(&columns[b].name));
+        let mut place = vec![0; columns.len()];
+        for (read_at, &column) in by_name.iter().enumerate() {
+            place[column] = read_at;
+        }
+        Columns {
+            names: columns.iter().map(|c| c.name.to_string()).collect(),
+            place,
+        }
+    }
+
+    /// A row's values in the table's order (as read, should the table have
+    /// changed since).
+    fn show(&self, row: &Row) -> String {
+        let value = |v: &Option<String>| v.as_deref().unwrap_or("NULL").to_string();
+        let values: Vec<String> = if row.len() == self.place.len() {
+            self.place.iter().map(|&i| value(&row[i])).collect()
+        } else {
+            row.iter().map(value).collect()
+        };
+        values.join(" | ")
+    }
+}
+
+fn compare(
+    a: &Rows,
+    b: &Rows,
+    (first, second): (&'static str, &'static str),
+    columns: &Columns,
+) -> Option<Difference> {
     let (only_a, only_b) = multiset_difference(a, b);
     if only_a.is_empty() && only_b.is_empty() {
         return None;
     }
     let show = |rows: &[&Row]| -> Vec<String> {
-        rows.iter()
-            .take(SAMPLE)
-            .map(|r| {
-                r.iter()
-                    .map(|v| v.as_deref().unwrap_or("NULL"))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            })
-            .collect()
+        rows.iter().take(SAMPLE).map(|r| columns.show(r)).collect()
     };
     Some(Difference {
         first,
         second,
         only_in_first: only_a.len(),
         only_in_second: only_b.len(),
+        columns: columns.names.clone(),
         sample_first: show(&only_a),
         sample_second: show(&only_b),
     })
@@ -130,6 +179,10 @@ mod tests {
         let (a, b) = (rows(&["x", "x", "y"]), rows(&["y", "x"]));
         let (only_a, only_b) = multiset_difference(&a, &b);
         assert_eq!((only_a.len(), only_b.len()), (1, 0));
-        assert!(compare(&a, &a, "1", "2").is_none());
+        let columns = Columns {
+            names: vec!["x".into()],
+            place: vec![0],
+        };
+        assert!(compare(&a, &a, ("1", "2"), &columns).is_none());
     }
 }

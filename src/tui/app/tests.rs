@@ -73,7 +73,7 @@ fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
     // The fixture's warehouse is SQLite: one writer.
     assert_eq!(a.runs[0].concurrency, 1);
     for (line, says) in [
-        ("run --only running", "is not a state"),
+        ("run --only running", "is a state, but not one a run takes"),
         ("run --concurrency 0", "out of range"),
         ("run 2026-07-01..2026-07-09", "no partitions"),
     ] {
