@@ -185,7 +185,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
                 role.name
             ),
         };
-        exec(&admin, &[revoke.clone()]).await;
+        exec(&admin, std::slice::from_ref(&revoke)).await;
         let out = idem(&operator, &["status", "fct"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
