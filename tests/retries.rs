@@ -336,3 +336,68 @@ async fn mysql_hours_held_one_after_another_wait_lock_timeout_in_all() {
     );
     assert!(waited < Duration::from_millis(3500), "waited {waited:?}");
 }
+
+/// A run whose partition's lock another writer holds past `lock_timeout`
+/// (SQLite's write lock, here held by another session until the refused
+/// attempt is being recorded) records that attempt as refused: it wrote
+/// nothing, and the partition loaded before stays loaded, where "failed"
+/// would have marked it for a re-run it does not need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_timeout_is_refused_and_changes_no_state() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let path = db.path().join("idem.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[warehouse]\nurl = \"{}\"\nlock_timeout = \"3s\"\n\n[defaults]\nretries = 0\n\n{job}",
+            db.url
+        ),
+    )
+    .expect("config");
+    let mut holder = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    for s in [
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ] {
+        holder.execute(s).await.unwrap();
+    }
+    common::stdout_ok(&common::idem(&path, &["run", "fct", "-y"]));
+
+    holder.execute("BEGIN IMMEDIATE").await.unwrap();
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&path)
+        .args(["run", "fct", "-y"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("idem ran");
+    // Past its lock timeout (3 s from its start), while its attempt waits
+    // to be recorded (up to 3 s more).
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    holder.execute("ROLLBACK").await.unwrap();
+    let out = refused.wait_with_output().expect("idem ended");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("could not take the lock"), "{said}");
+
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM idem_attempts ORDER BY id DESC LIMIT 1")
+            .fetch_one(&mut holder)
+            .await
+            .unwrap();
+    assert_eq!(status, "refused", "{said}");
+    let states = common::stdout_ok(&common::idem(&path, &["status", "fct"]));
+    assert!(
+        states.contains("loaded") && !states.contains("failed"),
+        "{states}"
+    );
+}

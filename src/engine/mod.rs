@@ -618,8 +618,16 @@ impl PartitionRun<'_> {
                         && !self.halted.is_cancelled();
                     let message = e.to_string();
                     log(format!("ROLLBACK: {message}"));
+                    // An attempt that never had its partition's lock wrote
+                    // nothing: recorded as refused, it changes no state (a
+                    // run that loaded the partition meanwhile stays its last
+                    // word), where "failed" would mark a loaded partition.
+                    let status = match e {
+                        WarehouseError::LockTimeout { .. } => AttemptStatus::Refused,
+                        _ => AttemptStatus::Failed,
+                    };
                     let recorded = self
-                        .record_failure(&partition, &meta, AttemptStatus::Failed, &message)
+                        .record_failure(&partition, &meta, status, &message)
                         .await;
                     self.failed(&name, attempt, message, will_retry, duration_ms);
                     if !will_retry {

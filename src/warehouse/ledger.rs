@@ -28,8 +28,9 @@ pub enum AttemptStatus {
     Succeeded,
     Failed,
     Cancelled,
-    /// Refused before writing (the shrink guard): the data was not at fault
-    /// and the partition kept its rows.
+    /// Refused before writing (the shrink guard, or its partition's lock
+    /// held elsewhere past the lock timeout): the data was not at fault and
+    /// the partition kept its rows.
     Refused,
 }
 
