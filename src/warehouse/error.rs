@@ -165,11 +165,12 @@ impl WarehouseError {
     }
 }
 
-/// What a lock timeout's message leaves out: who may have held the lock.
-/// On MariaDB/MySQL that includes the load of the next partition of the
-/// same run: InnoDB locks the first row past the window a DELETE clears,
-/// and a neighbour's uncommitted rows hold it until that load commits.
-fn lock_wait_hint(message: &str) -> Option<String> {
+/// What a timeout's message leaves out. A lock timeout: who may have held
+/// the lock (on MariaDB/MySQL that includes the load of the next partition
+/// of the same run: InnoDB locks the first row past the window a DELETE
+/// clears, and a neighbour's uncommitted rows hold it until that load
+/// commits). A statement timeout: which setting bounds it.
+fn timeout_hint(message: &str) -> Option<String> {
     const ANOTHER: &str = "another session held a lock idem needed for longer than lock_timeout (an ALTER TABLE, LOCK TABLE or long transaction on the table?)";
     if message.contains("Lock wait timeout") {
         Some(format!(
@@ -178,6 +179,11 @@ fn lock_wait_hint(message: &str) -> Option<String> {
         ))
     } else if message.contains("lock timeout") {
         Some(ANOTHER.to_string())
+    } else if message.contains("statement timeout") || message.contains("max_statement_time") {
+        Some(
+            "the statement ran longer than the statement timeout: warehouse.statement_timeout in the config bounds every statement of idem's (where it is left out, the role's or server's own applies); raise it, or load smaller windows"
+                .to_string(),
+        )
     } else {
         None
     }
@@ -188,7 +194,7 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => {
             let message = db.message();
-            match lock_wait_hint(message) {
+            match timeout_hint(message) {
                 Some(hint) => format!("{message}: {hint}"),
                 None => message.to_string(),
             }
@@ -224,17 +230,24 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_timeout_says_who_may_have_held_the_lock() {
-        let pg = lock_wait_hint("canceling statement due to lock timeout").unwrap_or_default();
+    fn a_timeout_says_what_its_message_leaves_out() {
+        let pg = timeout_hint("canceling statement due to lock timeout").unwrap_or_default();
         assert!(pg.starts_with("another session held a lock"), "{pg}");
         assert!(!pg.contains("InnoDB"), "{pg}");
-        let maria = lock_wait_hint("Lock wait timeout exceeded; try restarting transaction")
+        let maria = timeout_hint("Lock wait timeout exceeded; try restarting transaction")
             .unwrap_or_default();
         assert!(maria.starts_with("another session held a lock"), "{maria}");
         assert!(
             maria.contains("this run's load of the next partition"),
             "{maria}"
         );
-        assert_eq!(lock_wait_hint("relation \"x\" does not exist"), None);
+        assert_eq!(timeout_hint("relation \"x\" does not exist"), None);
+        for statement in [
+            "canceling statement due to statement timeout",
+            "Query execution was interrupted (max_statement_time exceeded)",
+        ] {
+            let said = timeout_hint(statement).unwrap_or_default();
+            assert!(said.contains("warehouse.statement_timeout"), "{said}");
+        }
     }
 }

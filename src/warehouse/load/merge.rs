@@ -32,7 +32,17 @@ pub(super) async fn merge(
         .push(" FROM ")
         .table(&job.target)
         .push(" WHERE 1 = 0");
-    create.query().execute(&mut *tx).await?;
+    create.query().execute(&mut *tx).await.map_err(|e| {
+        // MariaDB/MySQL say "Access denied … to database", which reads
+        // as a right on the data the role has.
+        match e.as_database_error() {
+            Some(db) if db.message().contains("denied") => WarehouseError::Job(format!(
+                "{}: a merge stages its window in a temporary table, so the role needs CREATE TEMPORARY TABLES on the target's database",
+                db.message()
+            )),
+            _ => e.into(),
+        }
+    })?;
     let mut fill = Sql::new(dialect);
     insert_job_rows(&mut fill, &stage, columns, job, partition)?;
     let source_rows = fill.query().execute(&mut *tx).await?.rows_affected() as i64;
