@@ -262,10 +262,13 @@ async fn with_upstream(
 pub const SLOW_READ: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What idem says of a state read of `job` that outlasts [`SLOW_READ`]:
-/// what it may be waiting on, and for how long at most.
+/// what it may be waiting on. A lock is waited for up to `lock_timeout`; a
+/// count of a large table, or a server that does not answer, takes as long
+/// as it takes (up to `statement_timeout`, where one is set), which the
+/// note does not promise otherwise.
 pub fn slow_read_note(job: &Job, lock_timeout: std::time::Duration) -> String {
     format!(
-        "still reading {} from {}: the warehouse is busy, or another session holds a lock on it (idem waits up to lock_timeout = {lock_timeout:?}, then gives up)",
+        "still reading {} from {}: a large table is being counted, the warehouse is busy or not answering, or another session holds a lock on it (a lock is waited for up to lock_timeout = {lock_timeout:?}; the read as a whole, up to statement_timeout where one is set)",
         job.name, job.target
     )
 }
