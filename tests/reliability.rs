@@ -1087,3 +1087,67 @@ mod locked_source {
 
     on_server_engines!(a_locked_source_bounds_a_run);
 }
+
+/// A SQLite file this user may not write (its folder writable): `status`
+/// and a dry run read it, and a run is refused before it starts, naming
+/// the file, instead of failing every partition. Run as another user
+/// (`nobody`), since file modes do not stop root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_file_this_user_may_not_write_refuses_a_run_up_front() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let file = db.path().join("warehouse.db");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(db.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args(args)
+            .env("XDG_STATE_HOME", db.path())
+            .output()
+            .expect("setpriv ran")
+    };
+    let probe = as_nobody(&["--version"]);
+    if !probe.status.success() {
+        // Not root: this user cannot become another, and file modes
+        // stop this one already.
+        eprintln!(
+            "skipped: cannot run as another user ({})",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        return;
+    }
+    let status = as_nobody(&["status", "fct"]);
+    assert!(status.status.success(), "{status:?}");
+    let out = as_nobody(&["run", "fct", "-y"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("is read-only for idem: this user may not write"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("attempt to write a readonly database"),
+        "{said}"
+    );
+}

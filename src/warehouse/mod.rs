@@ -418,6 +418,19 @@ impl Warehouse {
     /// role): a run says so before it starts, rather than failing every
     /// partition.
     pub async fn read_only_refusal(&self) -> Result<Option<String>, WarehouseError> {
+        // A SQLite file this user may not write opens read-only, and
+        // reads: every partition's first write would fail.
+        if self.dialect.engine() == Engine::Sqlite
+            && let Some(file) = sqlite::database_file(&self.config.url)
+            && let Err(e) = std::fs::OpenOptions::new().write(true).open(&file)
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            return Ok(Some(format!(
+                "{} is read-only for idem: this user may not write {} ({e}); a run needs the file and its folder writable",
+                self.display_url(),
+                file.display()
+            )));
+        }
         let Some(query) = self.dialect.read_only_query() else {
             return Ok(None);
         };
