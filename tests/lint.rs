@@ -2094,3 +2094,37 @@ async fn sqlite_dates_not_written_as_bounds_are_counted_where_loads_delete_them(
     );
     wh.close().await;
 }
+
+/// SQLite: a SELECT naming two columns alike but for case (`v`, `V`) is
+/// said as such by lint and the run, not under the name SQLite gives the
+/// second (`V:1`), which the job's SQL never wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_two_select_columns_alike_but_for_case_are_named_as_written() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let job = common::replace_job(
+        "clash",
+        "clash",
+        "2026-01-01",
+        "select id, v, V2 as V, dt from clash_src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE clash (id, v, dt)",
+        "CREATE TABLE clash_src (id, v, V2, dt)",
+        "INSERT INTO clash_src VALUES (1, 'lower', 'UPPER', '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    for args in [&["lint"][..], &["run", "clash", "-y"][..]] {
+        let out = common::idem(&path, args);
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("returns two columns named v"),
+            "{args:?}: {said}"
+        );
+        assert!(!said.contains("drop V:1"), "{args:?}: {said}");
+    }
+}

@@ -661,7 +661,18 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         let fits = target_columns
                             .iter()
                             .any(|c| c.name.as_str().eq_ignore_ascii_case(name));
-                        if !fits {
+                        if let (false, Some(twin)) =
+                            (fits, crate::warehouse::renamed_duplicate(name, &names))
+                        {
+                            out.push(Finding::new(
+                                Severity::Error,
+                                first,
+                                format!(
+                                    "the job's SELECT returns two columns named {twin} (in any case, as SQLite matches names; it calls the second {name}): every load would fail"
+                                ),
+                                "give each column of the SELECT its own name",
+                            ));
+                        } else if !fits {
                             let columns: Vec<&str> =
                                 target_columns.iter().map(|c| c.name.as_str()).collect();
                             out.push(Finding::new(

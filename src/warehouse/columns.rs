@@ -438,6 +438,11 @@ pub(super) async fn select_columns(
                     .find(|t| t.as_str().eq_ignore_ascii_case(name))
             })
         else {
+            if let Some(first) = renamed_duplicate(name, &names) {
+                return Err(WarehouseError::Misfit(format!(
+                    "the job's SELECT returns two columns named {first} (in any case, as SQLite matches names; it calls the second \"{name}\"): each target column is filled by one SELECT column, so give each its own name"
+                )));
+            }
             let names: Vec<&str> = target_columns.iter().map(Ident::as_str).collect();
             return Err(WarehouseError::Misfit(format!(
                 "column \"{name}\" of the job's SELECT is not a column of {} (its columns: {})",
@@ -486,6 +491,19 @@ pub(super) fn odd_columns_misfit(table: &TableName, odd: &[String]) -> Option<St
     ))
 }
 
+/// SQLite names a SELECT's second column of a name (in any case) `name:1`:
+/// the first of that name, where `name` is such a renaming.
+pub fn renamed_duplicate<'a>(name: &str, names: &'a [String]) -> Option<&'a str> {
+    let (base, n) = name.rsplit_once(':')?;
+    if n.is_empty() || !n.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    names
+        .iter()
+        .find(|other| other.eq_ignore_ascii_case(base))
+        .map(String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,6 +514,14 @@ mod tests {
             type_name: type_name.into(),
             nullable: true,
         }
+    }
+
+    #[test]
+    fn a_name_sqlite_gave_a_second_column_is_told_apart() {
+        let names: Vec<String> = ["id", "v", "V:1", "dt"].map(String::from).into();
+        assert_eq!(renamed_duplicate("V:1", &names), Some("v"));
+        assert_eq!(renamed_duplicate("a:b", &names), None);
+        assert_eq!(renamed_duplicate("x:1", &names), None);
     }
 
     #[test]

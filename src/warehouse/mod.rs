@@ -34,7 +34,7 @@ use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
 pub use catalog::{Relation, RelationKind, config_sqlite_url};
 pub use columns::{
     Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, key_has_index, names_column,
-    no_such_column, other_unique_index,
+    no_such_column, other_unique_index, renamed_duplicate,
 };
 pub use counts::{CountSource, Counts, RefreshCache};
 pub use error::WarehouseError;
