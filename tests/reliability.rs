@@ -637,7 +637,52 @@ async fn a_row_written_into_the_window_during_the_load_refuses_it_postgres() {
     a_row_written_into_the_window_during_the_load_refuses_it(Kind::Postgres).await;
 }
 
+/// idem's ledger altered by hand (a column dropped): every command says
+/// the ledger is not as idem made it and what to do, not the server's bare
+/// "column l.reason does not exist".
+async fn a_ledger_altered_by_hand_is_said_as_such(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    let ledger = match kind {
+        Kind::Postgres => "idem.attempts",
+        _ => "idem_attempts",
+    };
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        &format!("ALTER TABLE {ledger} DROP COLUMN reason"),
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    for args in [
+        &["status", "fct"][..],
+        &["run", "fct", "-y"][..],
+        &["log", "fct"][..],
+    ] {
+        let out = common::idem(&path, args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{kind:?} {args:?}: {said}");
+        assert!(
+            said.contains(&format!("idem's ledger {ledger} is not as idem made it"))
+                && said.contains("reason"),
+            "{kind:?} {args:?}: {said}"
+        );
+    }
+}
+
 on_every_engine!(
+    a_ledger_altered_by_hand_is_said_as_such,
     a_null_partition_value_fails_the_window_check,
     two_grains_on_one_target_never_duplicate,
     month_partitions_load_under_their_locks,

@@ -172,14 +172,22 @@ impl Warehouse {
                 .map(|()| LedgerPresence::COMPLETE),
             LedgerUse::Read => ledger_setup::probe(dialect, &mut first).await,
         };
+        let ledger = match ledger {
+            Ok(presence) => ledger_setup::check_shape(dialect, &mut first, presence)
+                .await
+                .map(|()| presence),
+            Err(e) => {
+                let reading = ledger_use == LedgerUse::Read;
+                Err(ledger_error(dialect, &config.url, e, reading))
+            }
+        };
         let _ = first.close().await;
         let ledger = match ledger {
             Ok(presence) => presence,
             Err(e) => {
                 // The warm-up's sessions end as any other would, not dropped.
                 pool.close().await;
-                let reading = ledger_use == LedgerUse::Read;
-                return Err(ledger_error(dialect, &config.url, e, reading));
+                return Err(e);
             }
         };
         Ok(Warehouse {

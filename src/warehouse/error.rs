@@ -44,6 +44,11 @@ pub enum WarehouseError {
         /// Denied a read of a ledger that is there, not its making.
         reading: bool,
     },
+    /// idem's ledger is there but not as idem made it.
+    #[error(
+        "idem's ledger {table} is not as idem made it: {message}. A column was dropped or renamed by hand: put it back as the README's \"The ledger\" lists its columns, or rename the table aside and let idem make a new one (the loads it recorded then read as never loaded)"
+    )]
+    LedgerShape { table: String, message: String },
     /// The target has no columns in the catalogue; `alike` are the tables
     /// it names but for case or schema.
     #[error("target table {table} does not exist or has no columns{}", columns::alike_tables(.alike))]

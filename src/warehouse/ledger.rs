@@ -140,7 +140,8 @@ impl PartitionLedger {
     }
 }
 
-const COLUMNS: &[&str] = &[
+/// An attempt's columns, as every read and write of the ledger names them.
+pub(super) const COLUMNS: &[&str] = &[
     "run_id",
     "job",
     "partition_key",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sqlx::{AssertSqlSafe, Executor};
 
 use super::error::sql_message;
-use super::ledger::{TXID, definitions_table};
+use super::ledger::{COLUMNS, TXID, definitions_table};
 use super::sql::Sql;
 use super::{Dialect, WarehouseError};
 use crate::config::TableName;
@@ -98,6 +98,50 @@ pub(super) async fn ensure(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     result
+}
+
+/// A ledger that is there but not as idem made it (a column dropped or
+/// renamed by hand), as the error that says so: every read and write of it
+/// would fail on the server's bare words.
+pub(super) async fn check_shape(
+    dialect: &'static dyn Dialect,
+    conn: &mut sqlx::AnyConnection,
+    presence: LedgerPresence,
+) -> Result<(), WarehouseError> {
+    let attempts = dialect.ledger_table();
+    let definitions = definitions_table(dialect);
+    let reads = [
+        (
+            presence.attempts,
+            attempts,
+            format!("id, {}", COLUMNS.join(", ")),
+        ),
+        (
+            presence.definitions,
+            definitions,
+            "definition_hash, job, recorded_at, definition".to_string(),
+        ),
+    ];
+    for (there, table, columns) in reads {
+        if !there {
+            continue;
+        }
+        let read = format!(
+            "SELECT {columns} FROM {} WHERE 1 = 0",
+            dialect.quote_table(&table)
+        );
+        match conn.execute(AssertSqlSafe(read)).await {
+            Err(e) if missing(&e) => {
+                return Err(WarehouseError::LedgerShape {
+                    table: table.to_string(),
+                    message: sql_message(&e),
+                });
+            }
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Whether a probe finds its object.
