@@ -495,8 +495,12 @@ impl Dialect for MySql {
 
     /// A functional key part (MySQL 8) has no column name: its NULL makes the
     /// whole index drop out of the sets.
+    /// Keys of tables in the target's own database: the server looks up
+    /// `referential_constraints` by the referring table's database, and
+    /// without it reads every database's tables (14 ms for 292 tables here,
+    /// 0.5 ms with it). A key from another database is not seen.
     fn references_query(&self, sql: &mut Sql, table: &TableName) -> bool {
-        sql.push("SELECT CAST(constraint_name AS CHAR), CAST(CONCAT(constraint_schema, '.', table_name) AS CHAR), CAST(delete_rule AS CHAR) FROM information_schema.referential_constraints WHERE unique_constraint_schema = ");
+        sql.push("SELECT CAST(constraint_name AS CHAR), CAST(CONCAT(constraint_schema, '.', table_name) AS CHAR), CAST(delete_rule AS CHAR) FROM information_schema.referential_constraints WHERE constraint_schema = unique_constraint_schema AND unique_constraint_schema = ");
         sql.table_named(table, "DATABASE()", "referenced_table_name");
         true
     }
