@@ -144,21 +144,6 @@ async fn changed_sql_turns_loaded_partitions_stale_until_rerun(kind: Kind) {
         .unwrap();
     assert!(states(loaded).iter().all(|s| *s == LoadState::Loaded));
 
-    // Re-indented and commented, the SQL is the same query: still loaded.
-    let mut reformatted = fct.clone();
-    reformatted.sql = format!(
-        "-- the orders, by day\n{}\n  /* reviewed */ ;",
-        fct.sql.replace(' ', "\n    ")
-    );
-    let same = state::job_status(&wh, &reformatted, now, &Default::default())
-        .await
-        .unwrap();
-    assert!(
-        states(same).iter().all(|s| *s == LoadState::Loaded),
-        "{}",
-        reformatted.sql
-    );
-
     let mut changed = fct.clone();
     changed.sql =
         "select id, amount * 2 as amount, dt from src where dt >= :start and dt < :end".into();

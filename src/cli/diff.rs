@@ -47,7 +47,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             return Ok(Exit::Ok);
         };
         let current = job.definition_text();
-        if job.is_definition(&success.definition_hash) {
+        if success.definition_hash == job.definition_hash() {
             outln!(
                 "{} {}: loaded under the current definition",
                 job.name,

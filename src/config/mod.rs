@@ -1,13 +1,10 @@
 //! `idem.toml`: parsed with spans so that every error names file, line, column
 //! and field, then validated into [`Config`] with checked identifiers.
 
-mod definition;
 mod engine;
 mod env;
 mod errors;
 mod ident;
-pub mod sql_text;
-pub use definition::Definition;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -15,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_spanned::Spanned;
+use sha2::{Digest, Sha256};
 
 pub use engine::Engine;
 use env::{expand_env, expanded_from};
@@ -129,6 +127,27 @@ pub struct FieldLines {
 }
 
 impl Job {
+    /// Everything that changes what the job writes, as text: what the
+    /// definition hash covers, and what `idem diff` compares.
+    pub fn definition_text(&self) -> String {
+        let keys: Vec<&str> = self.unique_key.iter().map(Ident::as_str).collect();
+        format!(
+            "strategy = {}\ntarget = {}\npartition_column = {}\nunique_key = [{}]\ngrain = {}\nsql:\n{}\n",
+            self.strategy.as_str(),
+            self.target,
+            self.partition_column.as_ref().map_or("", |c| c.as_str()),
+            keys.join(", "),
+            self.grain,
+            self.sql.trim()
+        )
+    }
+
+    /// Hash of [`Job::definition_text`]: a partition last loaded under
+    /// another hash is stale.
+    pub fn definition_hash(&self) -> String {
+        hex(&Sha256::digest(self.definition_text().as_bytes())[..8])
+    }
+
     /// The last partition a run covers by default: `end`, or the last
     /// complete window before `now`.
     pub fn last_partition(&self, now: chrono::NaiveDateTime) -> Partition {

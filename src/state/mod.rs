@@ -160,7 +160,7 @@ pub fn derive(
     now: NaiveDateTime,
     running: &HashSet<String>,
 ) -> Vec<PartitionStatus> {
-    let definition = job.definition();
+    let hash = job.definition_hash();
     let counts = counts.filter(|_| job.partition_column.is_some());
     let mut out: Vec<PartitionStatus> = partitions
         .iter()
@@ -194,7 +194,7 @@ pub fn derive(
                 // vanished partition stays vanished until it is re-run.
                 match loaded_state(s.rows_after, rows_now) {
                     LoadState::Vanished => LoadState::Vanished,
-                    _ if !definition.is(&s.definition_hash) => LoadState::Stale,
+                    _ if s.definition_hash != hash => LoadState::Stale,
                     state => state,
                 }
             } else if rows_now.unwrap_or(0) > 0 {

@@ -54,7 +54,7 @@ impl DiffView {
             // Stale only because what it read upstream changed: its own
             // definition is as it was, so a diff would show nothing.
             (Some(LoadState::Stale), Some(success))
-                if !upstream.is_empty() && job.job.is_definition(&success.definition_hash) =>
+                if !upstream.is_empty() && success.definition_hash == job.job.definition_hash() =>
             {
                 let more = upstream.len().saturating_sub(3);
                 let mut names = upstream

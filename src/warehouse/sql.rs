@@ -6,7 +6,7 @@ use sqlx::any::AnyArguments;
 use sqlx::{Arguments, AssertSqlSafe};
 
 use super::{ColumnKind, Dialect};
-use crate::config::{Ident, TableName};
+use crate::config::{Engine, Ident, TableName};
 use crate::partition::{Grain, Partition};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -274,14 +274,22 @@ impl Sql {
     }
 }
 
-pub use crate::config::sql_text::Syntax;
-pub(crate) use crate::config::sql_text::query_body;
-use crate::config::sql_text::quoted_or_comment;
-
 #[derive(Debug, PartialEq)]
 pub(crate) enum Piece<'a> {
     Text(&'a str),
     Param(&'a str),
+}
+
+/// How a server reads the quoting of SQL text: its engine's rules, and
+/// whether a backslash in a string escapes the next character. That is
+/// the engine's default ([`Engine::backslash_escapes`]) unless the server
+/// says otherwise: a MariaDB/MySQL server whose `sql_mode` has
+/// `NO_BACKSLASH_ESCAPES` reads `'C:\'` as a whole string, where by
+/// default it is the start of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Syntax {
+    pub engine: Engine,
+    pub backslash_escapes: bool,
 }
 
 impl Syntax {
@@ -292,6 +300,133 @@ impl Syntax {
             backslash_escapes: dialect.backslash_escapes(),
         }
     }
+}
+
+impl From<Engine> for Syntax {
+    fn from(engine: Engine) -> Syntax {
+        Syntax {
+            engine,
+            backslash_escapes: engine.backslash_escapes(),
+        }
+    }
+}
+
+/// A string literal, quoted name or comment starting at `i`, as `syntax`
+/// reads them: whether it is a comment, and where it ends. A backslash
+/// escapes the next character where the syntax says so, and in
+/// PostgreSQL's `E'…'` strings; PostgreSQL also quotes with `$tag$…$tag$`,
+/// and MariaDB/MySQL also comment with `#`.
+fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool, usize)> {
+    let engine = syntax.engine;
+    let line_comment = |mut i: usize| {
+        while i < bytes.len() && bytes[i] != b'\n' {
+            i += 1;
+        }
+        Some((true, i))
+    };
+    match bytes[i] {
+        q @ (b'\'' | b'"' | b'`') => {
+            let escapes = syntax.backslash_escapes
+                || (q == b'\''
+                    && engine == Engine::Postgres
+                    && i > 0
+                    && matches!(bytes[i - 1], b'e' | b'E')
+                    && (i < 2 || !(bytes[i - 2].is_ascii_alphanumeric() || bytes[i - 2] == b'_')));
+            i += 1;
+            while i < bytes.len() {
+                if bytes[i] == q {
+                    if bytes.get(i + 1) == Some(&q) {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                if bytes[i] == b'\\' && escapes && q != b'`' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            Some((false, (i + 1).min(bytes.len())))
+        }
+        // MariaDB/MySQL read `--` as a comment only before a space or a
+        // control character: `0--1` is zero minus minus one there.
+        b'-' if bytes.get(i + 1) == Some(&b'-')
+            && (engine != Engine::MySql || bytes.get(i + 2).is_none_or(|b| *b <= b' ')) =>
+        {
+            line_comment(i)
+        }
+        b'#' if engine == Engine::MySql => line_comment(i),
+        b'$' if engine == Engine::Postgres => {
+            // `$$` or `$tag$`, the tag an identifier (`$1` is a parameter).
+            let tag_end = bytes[i + 1..]
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                .map(|n| i + 1 + n)?;
+            if bytes[tag_end] != b'$' || bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                return None;
+            }
+            let tag = &bytes[i..=tag_end];
+            let close = bytes[tag_end + 1..]
+                .windows(tag.len())
+                .position(|w| w == tag)
+                .map_or(bytes.len(), |n| tag_end + 1 + n + tag.len());
+            Some((false, close))
+        }
+        // MariaDB/MySQL run the text of `/*! … */` and `/*M! … */`.
+        b'/' if bytes.get(i + 1) == Some(&b'*')
+            && engine == Engine::MySql
+            && (bytes.get(i + 2) == Some(&b'!')
+                || bytes.get(i + 2..i + 4) == Some(b"M!".as_slice())) =>
+        {
+            None
+        }
+        b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            // PostgreSQL's block comments nest; the others end at the first `*/`.
+            let nests = engine == Engine::Postgres;
+            let mut depth = 1;
+            i += 2;
+            while i < bytes.len() {
+                if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        return Some((true, i));
+                    }
+                } else if nests && bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+            }
+            Some((true, bytes.len()))
+        }
+        _ => None,
+    }
+}
+
+/// A job's query without what may follow it: whitespace, comments and
+/// semicolons (`select …; -- done`), which would break the statement idem
+/// wraps it in.
+pub(crate) fn query_body(sql: &str, syntax: impl Into<Syntax>) -> &str {
+    let syntax = syntax.into();
+    let bytes = sql.as_bytes();
+    let (mut end, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some((comment, next)) = quoted_or_comment(bytes, i, syntax) {
+            if !comment {
+                end = next;
+            }
+            i = next;
+            continue;
+        }
+        if !bytes[i].is_ascii_whitespace() && bytes[i] != b';' {
+            end = i + 1;
+        }
+        i += 1;
+    }
+    // `end` follows an ASCII byte or a whole literal: a char boundary.
+    sql.get(..end).unwrap_or(sql)
 }
 
 /// Splits SQL into text and `:name` parameters, skipping string literals,
@@ -338,7 +473,6 @@ pub(crate) fn split_parameters(sql: &str, syntax: impl Into<Syntax>) -> Vec<Piec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Engine;
 
     fn params(sql: &str) -> Vec<&str> {
         params_of(sql, Engine::Postgres)
