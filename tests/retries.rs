@@ -388,6 +388,12 @@ async fn a_lock_held_past_the_timeout_is_refused_and_changes_no_state() {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("could not take the lock"), "{said}");
+    // The partition's state is as it was (loaded): the repeat covers it by
+    // its range, not by `--only failed`, which would pick nothing.
+    assert!(
+        said.contains("to finish, repeat:") && !said.contains("--only failed"),
+        "{said}"
+    );
 
     let status: String =
         sqlx::query_scalar("SELECT status FROM idem_attempts ORDER BY id DESC LIMIT 1")

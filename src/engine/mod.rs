@@ -637,7 +637,12 @@ impl PartitionRun<'_> {
                         if job.strategy == Strategy::MergeKey || e.is_misfit() {
                             self.halted.cancel();
                         }
-                        return PartitionResult::Failed { recorded };
+                        // A refused lock is recorded, but as no failure:
+                        // `--only failed` would not pick the partition again.
+                        let recorded_failed = recorded && status == AttemptStatus::Failed;
+                        return PartitionResult::Failed {
+                            recorded: recorded_failed,
+                        };
                     }
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));

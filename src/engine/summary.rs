@@ -28,7 +28,8 @@ pub struct RunSummary {
     /// repeat refuses them again unless the source is fixed or the run
     /// allows the shrink.
     pub refused_partitions: Vec<Partition>,
-    /// Failures the ledger could not record (the warehouse was gone), so
+    /// Failures the ledger could not record (the warehouse was gone), or
+    /// recorded as refused (the partition's lock was held elsewhere), so
     /// `--only failed` would not select them.
     pub unrecorded: usize,
     /// Why the run stopped starting partitions early: the warehouse could
@@ -99,6 +100,8 @@ pub fn stopped_short(not_started: usize, rolled_back: usize, sep: &str) -> Strin
 pub(super) enum PartitionResult {
     Succeeded,
     Failed {
+        /// Recorded in the ledger as failed: a state `--only failed` picks
+        /// (a refused lock is recorded, as refused, and changes no state).
         recorded: bool,
     },
     Refused,
