@@ -302,11 +302,12 @@ fn main() -> ExitCode {
         },
         Err(e) => e.exit(),
     };
+    // Said, not refused: a cron line that carried one (earlier releases
+    // took it silently) keeps loading.
     if let (Some(flag), Some(name)) = (console_option_typed(&matches), matches.subcommand_name()) {
-        let stop = cli::Stop::usage(format!(
-            "{flag} is an option of the console (`idem`, `idem demo`): `idem {name}` does not take it"
-        ));
-        return stop.report().into();
+        eprintln!(
+            "idem: note: {flag} is an option of the console (`idem`, `idem demo`): `idem {name}` leaves it aside"
+        );
     }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
