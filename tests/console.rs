@@ -48,7 +48,10 @@ fn fixture() -> &'static Fixture {
                 let demo = idem::demo::create_at(dir.path(), day(), &|_| {})
                     .await
                     .unwrap();
-                let config = idem::config::load(&demo.config).unwrap();
+                let mut config = idem::config::load(&demo.config).unwrap();
+                // The default's name, as a console opened in the demo's
+                // folder has it: the dialog's "same as:" names no --config.
+                config.path = std::path::PathBuf::from(idem::cli::DEFAULT_CONFIG);
                 let wh = idem::warehouse::Warehouse::connect(&config.warehouse, 2)
                     .await
                     .unwrap();
@@ -454,6 +457,37 @@ fn f_m_s_select_by_state() {
         j.selected
             .iter()
             .all(|i| j.state_at(*i) == Some(LoadState::Stale))
+    );
+}
+
+#[test]
+fn the_equivalent_command_names_a_config_other_than_the_default() {
+    let f = fixture();
+    let mut config = f.config.clone();
+    config.path = std::path::PathBuf::from("/srv/etl/idem_tmp.toml");
+    let mut a = App::new(config, Theme::default_theme(), now());
+    a.update(Msg::Resize(100, 30));
+    a.start();
+    a.update(connected("sqlite:///demo/warehouse.db"));
+    for (job, s) in &f.statuses {
+        a.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::States(s.clone())),
+        });
+    }
+    let failed = failed_days(&a);
+    keys(&mut a, &format!(":goto {}\n", failed[0]));
+    keys(&mut a, "r");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no confirm dialog");
+    };
+    // Pasted elsewhere, it runs on the warehouse the console shows.
+    assert_eq!(
+        a.equivalent_command(c),
+        format!(
+            "idem --config /srv/etl/idem_tmp.toml run fct_orders --from {0} --to {0}",
+            failed[0]
+        )
     );
 }
 

@@ -24,6 +24,10 @@ const RUNNABLE: [LoadState; 7] = [
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct RunArgs {
+    /// The config the command reads, where a printed command must name it
+    /// (the console's "same as:" line): not an argument of `run`.
+    #[arg(skip)]
+    pub config: Option<std::path::PathBuf>,
     /// The job to backfill.
     pub job: String,
     /// First partition (default: the job's start).
@@ -97,7 +101,14 @@ impl RunArgs {
     /// The `idem run` command line that gives these arguments, words quoted
     /// for a POSIX shell. A new flag gets its line here too.
     pub fn command_line(&self) -> String {
-        let mut words = vec!["idem".to_string(), "run".to_string(), shell_word(&self.job)];
+        let mut words = vec!["idem".to_string()];
+        if let Some(config) = &self.config
+            && config != std::path::Path::new(super::DEFAULT_CONFIG)
+        {
+            words.push("--config".to_string());
+            words.push(shell_word(&config.display().to_string()));
+        }
+        words.extend(["run".to_string(), shell_word(&self.job)]);
         let mut flag = |name: &str, value: Option<String>| {
             words.push(name.to_string());
             words.extend(value.map(|v| shell_word(&v)));

@@ -374,10 +374,12 @@ impl App {
             return Vec::new();
         };
         let candidates = candidates.unwrap_or_else(|| j.chosen());
-        let args = args.unwrap_or_else(|| RunArgs {
+        let mut args = args.unwrap_or_else(|| RunArgs {
             job: j.job.name.clone(),
             ..RunArgs::default()
         });
+        // The same command reads the same config.
+        args.config = Some(self.config.path.clone());
         match ConfirmDialog::open(
             index,
             j,
