@@ -290,6 +290,13 @@ pub trait Dialect: Send + Sync {
     /// Creates the staging table of a merge from a SELECT.
     fn create_stage(&self, stage: &Ident) -> String;
     fn drop_stage(&self, stage: &Ident) -> String;
+    /// The statement giving the planner the filled stage's statistics,
+    /// where it has none of a new table (PostgreSQL: a temporary table is
+    /// never analyzed by itself, and a MERGE planned for an empty stage
+    /// hashed the whole target for each window).
+    fn analyze_stage(&self, _stage: &Ident) -> Option<String> {
+        None
+    }
     /// Upserts every row of the stage into the target by key.
     fn upsert(
         &self,

@@ -503,6 +503,10 @@ impl Dialect for Postgres {
         format!("DROP TABLE IF EXISTS pg_temp.{}", self.quote(stage))
     }
 
+    fn analyze_stage(&self, stage: &Ident) -> Option<String> {
+        Some(format!("ANALYZE pg_temp.{}", self.quote(stage)))
+    }
+
     fn upsert(
         &self,
         target: &TableName,

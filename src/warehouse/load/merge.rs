@@ -47,6 +47,9 @@ pub(super) async fn merge(
     insert_job_rows(&mut fill, &stage, columns, job, partition)?;
     let source_rows = fill.query().execute(&mut *tx).await?.rows_affected() as i64;
     log(format!("staged {source_rows} source rows"));
+    if let Some(analyze) = dialect.analyze_stage(&stage_table) {
+        run(tx, analyze).await?;
+    }
 
     let keys = &job.unique_key;
     // A NULL key matches no row, not even the NULL-keyed row the last run
