@@ -137,7 +137,7 @@ async fn on_a_terminal_the_plan_is_shown_and_answered() {
     let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-05"];
     let (text, code) = run_in_terminal(&config, &args, "n\r");
     assert!(
-        text.contains("dry run: fct · replace_partition · 5 partitions"),
+        text.contains("plan: fct · replace_partition · 5 partitions"),
         "{text}"
     );
     assert!(text.contains("run 5 partitions? [y/N]"), "{text}");
@@ -176,7 +176,7 @@ async fn with_stdout_redirected_the_plan_goes_with_the_prompt() {
     let (text, code) = answer_in_terminal(cmd, "y\r");
     assert_eq!(code, 0, "{text}");
     assert!(
-        text.contains("dry run: fct · replace_partition · 5 partitions"),
+        text.contains("plan: fct · replace_partition · 5 partitions"),
         "the operator saw the plan: {text}"
     );
     let stdout = std::fs::read_to_string(&out).expect("stdout");

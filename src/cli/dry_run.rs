@@ -110,7 +110,7 @@ impl<'a> DryRun<'a> {
 
     /// The plan on stdout: the output of `idem run --dry-run`.
     pub(super) fn print(&self) -> Result<(), Stop> {
-        for line in self.lines() {
+        for line in self.lines("dry run") {
             outln!("{line}");
         }
         Ok(())
@@ -120,17 +120,18 @@ impl<'a> DryRun<'a> {
     /// may be a file or a pipe (`--json` carries events only), and the
     /// operator must see what they are asked to confirm.
     pub(super) fn show_for_confirmation(&self) {
-        for line in self.lines() {
+        for line in self.lines("plan") {
             noteln!("{line}");
         }
     }
 
-    /// The plan's lines, as [`DryRun::print`] shows them.
-    fn lines(&self) -> Vec<String> {
+    /// The plan's lines, as [`DryRun::print`] shows them, headed
+    /// `heading` ("dry run", or "plan" above a run's prompt).
+    fn lines(&self, heading: &str) -> Vec<String> {
         let job = &self.backfill.job;
         let mut lines = Vec::new();
         lines.push(format!(
-            "dry run: {} · {} · {} · concurrency {}",
+            "{heading}: {} · {} · {} · concurrency {}",
             job.name,
             job.strategy.as_str(),
             n_partitions(self.backfill.partitions.len() as i64),
