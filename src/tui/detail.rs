@@ -351,10 +351,14 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
         }
         return lines;
     }
-    let Some(a) = job.status_at(i).and_then(|s| s.last_attempt.as_ref()) else {
+    let status = job.status_at(i);
+    let Some(a) = status.and_then(|s| s.last_attempt.as_ref()) else {
         lines.push(Line::from(Span::styled("no attempt recorded", muted)));
         return lines;
     };
+    // The last attempt shown is the last that could change something;
+    // those after it (numbered on from it) were refused or cancelled.
+    let after = status.map_or(0, |s| s.attempts as i64 - a.attempt);
     let dur = attempt_duration(&a.started_at, &a.finished_at)
         .map(duration_text)
         .unwrap_or_default();
@@ -379,6 +383,16 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
             muted,
         ),
     ]));
+    if after > 0 {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "then {} refused or cancelled, which changed nothing (idem log lists {})",
+                crate::numbers::count(after, "attempt", "attempts"),
+                if after == 1 { "it" } else { "them" }
+            ),
+            t.style("warning"),
+        )));
+    }
     if let Some(e) = &a.error {
         let same = job
             .error_groups()
@@ -527,6 +541,23 @@ mod tests {
         });
         assert!(
             screen.contains("idempotent: same 100 rows on every run"),
+            "{screen}"
+        );
+    }
+
+    #[test]
+    fn attempts_after_the_last_that_counts_are_said_refused_or_cancelled() {
+        let mut job = job_view("fct_orders", false, "■■■■■■■■■■");
+        job.cursor = 3;
+        let mut statuses = job.statuses.clone();
+        // Two attempts after the success, refused (the shrink guard).
+        statuses[3].attempts += 2;
+        job.apply_statuses(statuses);
+        let screen = draw(100, 14, |f| {
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
+        });
+        assert!(
+            screen.contains("then 2 attempts refused or cancelled, which changed nothing"),
             "{screen}"
         );
     }
