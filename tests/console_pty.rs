@@ -160,7 +160,13 @@ fn rerun_a_failed_range_from_the_console() {
         &format!("{first} .. {last}"),
         "✗ failed 3",
     ]);
-    c.wait_for(&[&format!("idem run fct_orders --from {first} --to {last}")]);
+    // The demo's config is not ./idem.toml, so the command names it and
+    // wraps, each line but the last continued for a shell.
+    c.wait_for(&[
+        "idem --config ",
+        &format!("run fct_orders --from {first} \\"),
+        &format!("  --to {last}"),
+    ]);
     c.send("\r");
     c.wait_for(&["finished: 3/3 succeeded", "0 failed"]);
     // The calendar and the health summary follow: no failed day is left.

@@ -99,19 +99,29 @@ impl RunArgs {
     }
 
     /// The `idem run` command line that gives these arguments, words quoted
-    /// for a POSIX shell. A new flag gets its line here too.
+    /// for a POSIX shell.
     pub fn command_line(&self) -> String {
+        self.command_pieces().join(" ")
+    }
+
+    /// The command line in the pieces a wrapped display keeps whole: a flag
+    /// with its value, `run` with the job. A new flag gets its line here.
+    pub fn command_pieces(&self) -> Vec<String> {
         let mut words = vec!["idem".to_string()];
         if let Some(config) = &self.config
             && config != std::path::Path::new(super::DEFAULT_CONFIG)
         {
-            words.push("--config".to_string());
-            words.push(shell_word(&config.display().to_string()));
+            words.push(format!(
+                "--config {}",
+                shell_word(&config.display().to_string())
+            ));
         }
-        words.extend(["run".to_string(), shell_word(&self.job)]);
+        words.push(format!("run {}", shell_word(&self.job)));
         let mut flag = |name: &str, value: Option<String>| {
-            words.push(name.to_string());
-            words.extend(value.map(|v| shell_word(&v)));
+            words.push(match value {
+                Some(v) => format!("{name} {}", shell_word(&v)),
+                None => name.to_string(),
+            });
         };
         if let Some(from) = &self.from {
             flag("--from", Some(from.clone()));
@@ -149,7 +159,7 @@ impl RunArgs {
         if self.json {
             flag("--json", None);
         }
-        words.join(" ")
+        words
     }
 }
 

@@ -18,7 +18,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{hints, left_out_words, more_line, replaces, strategy_words};
+use words::{hints, left_out_words, more_line, replaces, shell_lines, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -76,8 +76,9 @@ struct Plan {
     backfill: Option<Backfill>,
     concurrency: usize,
     retries: u32,
-    /// The equivalent `idem run`; None when nothing would run.
-    command: Option<String>,
+    /// The equivalent `idem run` in the pieces a wrapped display keeps
+    /// whole; None when nothing would run.
+    command: Option<Vec<String>>,
 }
 
 /// What a key did in the dialog.
@@ -191,8 +192,8 @@ impl ConfirmDialog {
     }
 
     /// The equivalent headless command ("" when nothing would run).
-    pub fn command(&self) -> &str {
-        self.plan.command.as_deref().unwrap_or_default()
+    pub fn command(&self) -> String {
+        self.plan.command.as_deref().unwrap_or_default().join(" ")
     }
 
     /// The backfill to run, with the reason typed; `None` when nothing
@@ -291,7 +292,7 @@ impl ConfirmDialog {
         chosen: &[usize],
         risk: bool,
         loads: usize,
-    ) -> Option<String> {
+    ) -> Option<Vec<String>> {
         let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
             return None;
         };
@@ -318,19 +319,19 @@ impl ConfirmDialog {
             yes: self.args.yes || loads > crate::cli::CONFIRM_ABOVE,
             ..self.args.clone()
         };
-        let mut line = args.command_line();
+        let mut pieces = args.command_pieces();
         let covered = span
             .iter()
             .filter(|i| job.state_at(**i).is_some_and(|s| only.contains(&s)))
             .count();
         if !only.is_empty() && covered > chosen.len() {
-            line.push_str(&format!(
-                "   # also takes {} more {} in between",
+            pieces.push(format!(
+                "  # also takes {} more {} in between",
                 covered - chosen.len(),
                 names.join("/")
             ));
         }
-        Some(line)
+        Some(pieces)
     }
 
     /// Text pasted into the dialog: into the reason while it is typed,
@@ -608,15 +609,16 @@ impl ConfirmDialog {
             label("reason"),
             Span::styled(reason, reason_style),
         ]));
+        let width = area.width.saturating_sub(2).min(92);
+        let inner_w = width.saturating_sub(2).max(1);
         if let Some(command) = &self.plan.command {
+            let first = lines.len();
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
-            lines.push(Line::from(Span::styled(
-                command.clone(),
-                t.style("highlight"),
-            )));
-            let n = lines.len();
-            optional.extend([(n - 3, SAME_AS), (n - 2, SAME_AS), (n - 1, SAME_AS)]);
+            for line in shell_lines(command, inner_w as usize) {
+                lines.push(Line::from(Span::styled(line, t.style("highlight"))));
+            }
+            optional.extend((first..lines.len()).map(|i| (i, SAME_AS)));
         }
         lines.push(Line::from(""));
         optional.push((lines.len() - 1, SPACING));
@@ -625,8 +627,6 @@ impl ConfirmDialog {
             .filter(|a| self.offers(*a, job))
             .collect::<Vec<_>>();
         lines.push(hints(t, &offered));
-        let width = area.width.saturating_sub(2).min(92);
-        let inner_w = width.saturating_sub(2).max(1);
         // As the paragraph wraps them, borders included.
         let height_of = |lines: &[Line]| -> usize {
             Paragraph::new(lines.to_vec())

@@ -2,6 +2,7 @@
 //! job's strategy loads.
 
 use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
 
 use crate::config::Strategy;
 use crate::numbers::{n_rows, thousands};
@@ -147,6 +148,32 @@ pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
     )
 }
 
+/// A command laid out in lines of at most `width` columns that a POSIX
+/// shell reads back as one command: each line but the last ends in ` \`, so
+/// a copy of the wrapped lines pastes as it reads. Pieces are never split
+/// (one wider than `width` gets a line of its own); a `#` comment piece is
+/// what it is on any line.
+pub fn shell_lines(pieces: &[String], width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for (k, piece) in pieces.iter().enumerate() {
+        let last = k + 1 == pieces.len();
+        // Room for the continuation, unless nothing follows.
+        let tail = if last { 0 } else { 2 };
+        if !line.is_empty() && line.width() + 1 + piece.width() + tail > width {
+            lines.push(format!("{line} \\"));
+            line = format!("  {}", piece.trim_start());
+        } else {
+            if !line.is_empty() && !piece.starts_with(' ') {
+                line.push(' ');
+            }
+            line.push_str(piece);
+        }
+    }
+    lines.push(line);
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +197,35 @@ mod tests {
             replaces(&merge, &all),
             "no rows are deleted; of the 1,000 rows these 10 windows merged at their last loads, those whose values differ are updated"
         );
+    }
+
+    #[test]
+    fn a_wrapped_command_reads_back_as_one_command() {
+        let pieces: Vec<String> = [
+            "idem",
+            "--config /tmp/a/long/path/idem.toml",
+            "run fct_orders",
+            "--from 2026-09-15",
+            "--to 2026-09-17",
+            "--reason 'late source'",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let lines = shell_lines(&pieces, 42);
+        assert_eq!(
+            lines,
+            [
+                "idem --config /tmp/a/long/path/idem.toml \\",
+                "  run fct_orders --from 2026-09-15 \\",
+                "  --to 2026-09-17 --reason 'late source'",
+            ]
+        );
+        assert!(lines.iter().all(|l| l.width() <= 42), "{lines:?}");
+        // Joined as a shell joins continued lines, it is the command again.
+        let joined = lines.join("\n").replace(" \\\n  ", " ");
+        assert_eq!(joined, pieces.join(" "));
+        // Wide enough, it is one line with no continuation.
+        assert_eq!(shell_lines(&pieces, 200), [pieces.join(" ")]);
     }
 }
