@@ -2,6 +2,7 @@
 //! console on a fresh demo, press keys, wait for the screen, and check what is
 //! on it, what the terminal received and what is in the warehouse.
 
+mod common;
 mod pty;
 
 use std::collections::{HashMap, HashSet};
@@ -787,4 +788,58 @@ fn without_a_terminal() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs a terminal"), "{err}");
+}
+
+/// The warehouse went away after the console read its states: a run is
+/// refused within about one connect timeout, not after one for each check
+/// a run makes before it starts, and nothing is recorded.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt
+        .block_on(common::TestDb::new(common::Kind::Postgres))
+        .expect("test database");
+    let job = common::replace_job(
+        "gone",
+        "fct",
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&job);
+    let wh = rt.block_on(db.warehouse(&config));
+    rt.block_on(wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ]))
+    .unwrap();
+    let (proxy, through) = rt.block_on(common::proxy::Proxy::before(&db.url));
+    std::fs::write(
+        db.path().join("idem.toml"),
+        format!("[warehouse]\nurl = \"{through}\"\nconnect_timeout = \"3s\"\n\n{job}"),
+    )
+    .unwrap();
+    let mut c = Console::start(db.path(), &[]);
+    c.wait_for(&["gone", "Mo Tu We Th Fr Sa Su"]);
+    proxy.cut();
+    c.send(":run 2026-01-01..2026-01-02\r");
+    c.wait_for(&["Run gone?"]);
+    let asked = std::time::Instant::now();
+    c.send("\r");
+    c.wait_for(&["run not started: cannot connect to"]);
+    let took = asked.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "refused after {took:?}, connect_timeout is 3 s"
+    );
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(async {
+        assert!(wh.attempts("gone", None).await.unwrap().is_empty());
+        wh.close().await;
+    });
 }

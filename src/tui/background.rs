@@ -155,14 +155,23 @@ impl Background {
                     // partition into the ledger: refused, as `idem run` does.
                     let jobs = std::iter::once(&req.backfill.job)
                         .chain(req.cascade.iter().map(|(_, b)| &b.job));
-                    let mut missing = None;
+                    // One that cannot be reached is refused at once, not
+                    // after a connect timeout for each check that follows.
+                    let mut missing = match wh.reach().await {
+                        Err(e) if e.is_unreachable() => {
+                            Some(format!("{e}; nothing was run or recorded"))
+                        }
+                        _ => None,
+                    };
                     for job in jobs {
+                        if missing.is_some() {
+                            break;
+                        }
                         if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
                             wh.columns(&job.target).await
                         {
                             missing =
                                 Some(format!("{}: {e}; nothing was run or recorded", job.name));
-                            break;
                         }
                     }
                     let refusal = match missing {

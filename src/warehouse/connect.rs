@@ -203,6 +203,29 @@ impl Warehouse {
         })
     }
 
+    /// Whether the warehouse answers now: a new connection, made beside
+    /// the pool (whose idle connections may be ones the server or network
+    /// closed since, and fail only when used), within the connect timeout.
+    pub async fn reach(&self) -> Result<(), WarehouseError> {
+        use sqlx::{ConnectOptions, Connection};
+        let options = self.pool.connect_options();
+        let timeout = self.config.connect_timeout;
+        match tokio::time::timeout(timeout, options.connect()).await {
+            Ok(Ok(conn)) => {
+                let _ = conn.close().await;
+                Ok(())
+            }
+            Ok(Err(source)) => Err(WarehouseError::Connect {
+                url: redact(&self.config.url),
+                source,
+            }),
+            Err(_) => Err(WarehouseError::ConnectTimeout {
+                url: redact(&self.config.url),
+                after: format!("{timeout:?}"),
+            }),
+        }
+    }
+
     /// Makes whatever of idem's ledger is missing, before a run on a
     /// connection made to read; nothing when it is all there.
     pub async fn make_ledger(&self) -> Result<(), WarehouseError> {
