@@ -249,10 +249,39 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         .await
         .expect("late change");
     let hour = "2026-01-31T09";
-    stdout_ok(&idem(
+    // The plan says which downstream partitions read the hour; the run,
+    // which of them it made stale and the command that loads them.
+    let plan = idem(
         config,
-        &["run", "ev_hourly", "--from", hour, "--to", hour],
-    ));
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            hour,
+            "--to",
+            hour,
+            "--dry-run",
+        ],
+    );
+    let said = String::from_utf8_lossy(&plan.stderr);
+    assert!(
+        said.contains("idem: daily reads what this run replaces: its 1 partition 2026-01-31 goes stale if those rows change (--cascade loads it after the run)"),
+        "{said}"
+    );
+    let ran = idem(config, &["run", "ev_hourly", "--from", hour, "--to", hour]);
+    stdout_ok(&ran);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    let command = format!(
+        "idem --config {} run daily --from 2026-01-31 --to 2026-01-31",
+        config.display()
+    );
+    assert!(
+        said.contains(&format!(
+            "idem: daily reads what this run changed: its 1 partition 2026-01-31 is stale until loaded again: {command}"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("monthly"), "the month reads the day: {said}");
     let stale = stale_upstream(config);
     assert_eq!(
         stale,
@@ -291,8 +320,9 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         Some("loaded"),
         "the month reads the day, not the hour: {month:?}"
     );
-    // Re-running an hour whose source did not change makes nothing stale.
-    stdout_ok(&idem(
+    // Re-running an hour whose source did not change makes nothing stale,
+    // and the run says nothing of the day that reads it.
+    let ran = idem(
         config,
         &[
             "run",
@@ -302,7 +332,10 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
             "--to",
             "2026-02-02T01",
         ],
-    ));
+    );
+    stdout_ok(&ran);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(!said.contains("stale until loaded again"), "{said}");
     assert_eq!(stale_upstream(config).len(), 1);
 
     // Another late change, run with --cascade: the dry run lists the day and

@@ -136,7 +136,19 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             preview_sources(&warehouse, backfill, statuses).await?;
         }
     }
+    // Without --cascade, the jobs downstream are left reading what the run
+    // replaces: the plan says so, and the end of the run how to load them.
+    let left_downstream = if args.cascade {
+        Vec::new()
+    } else {
+        downstream_words(&config, &lineage, &steps[0].0, now)
+    };
     if args.dry_run {
+        if !args.json {
+            for line in &left_downstream {
+                noteln!("idem: {line}");
+            }
+        }
         for (i, (backfill, statuses)) in steps.iter().enumerate() {
             let plan = DryRun::new(backfill, statuses);
             if args.json {
@@ -149,6 +161,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         }
         return Ok(Exit::Ok);
+    }
+    if !args.yes && interactive {
+        for line in &left_downstream {
+            noteln!("idem: {line}");
+        }
     }
     if !args.yes && !confirmed(&steps, interactive)? {
         noteln!("idem: nothing run");
@@ -171,6 +188,12 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let events_written = printer
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
+    let mut loaded = backfill;
+    loaded
+        .partitions
+        .retain(|p| !summary.unfinished.contains(p));
+    let stale_downstream =
+        stale_downstream(&warehouse, &config, &lineage, &loaded, now, config_path).await;
     warehouse.close().await;
     let mut outcome = format!("{}: {}", job.name, counted(&summary));
     if summary.cancelled {
@@ -199,6 +222,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     if let Some(refused) = refused_advice(config_path, &job.name, &summary) {
         noteln!("idem: {refused}");
+    }
+    for line in stale_downstream {
+        noteln!("idem: {line}");
     }
     match printed {
         Ok(()) => Ok(summary.exit_code()),
@@ -486,6 +512,103 @@ fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<
             .as_ref()
             .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
     repeat_line(config, &outcome.job, &undone, only_failed, true)
+}
+
+/// The partitions of jobs downstream of `root` that read what it loads,
+/// which a run without `--cascade` leaves as they are: one line per job, in
+/// dependency order, for the plan.
+fn downstream_words(
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    root: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Vec<String> {
+    if root.partitions.is_empty() {
+        return Vec::new();
+    }
+    engine::cascade::downstream_partitions(config, lineage, root, now)
+        .into_iter()
+        .filter_map(|(job, partitions)| {
+            let (go, them) = if partitions.len() == 1 {
+                ("goes", "it")
+            } else {
+                ("go", "them")
+            };
+            Some(format!(
+                "{} reads what this run replaces: its {} {} {go} stale if those rows change (--cascade loads {them} after the run)",
+                job.name,
+                n_partitions(partitions.len() as i64),
+                span(&partitions)?,
+            ))
+        })
+        .collect()
+}
+
+/// After a run without `--cascade`: the downstream partitions that read
+/// what it changed (stale, upstream), per job in dependency order, each with
+/// the command that loads them again. Read from the ledger; nothing is
+/// said where that read fails.
+async fn stale_downstream(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    loaded: &Backfill,
+    now: chrono::NaiveDateTime,
+    config_path: &Path,
+) -> Vec<String> {
+    if loaded.partitions.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, loaded, now) {
+        let scope = state::StatusScope {
+            from: partitions.first().copied(),
+            to: partitions.last().copied(),
+            ledger_only: true,
+            ..Default::default()
+        };
+        let Ok(statuses) = state::job_status_in(
+            warehouse,
+            config,
+            lineage,
+            job,
+            now,
+            &Default::default(),
+            &scope,
+        )
+        .await
+        else {
+            continue;
+        };
+        let stale: Vec<Partition> = statuses
+            .iter()
+            .filter(|s| !s.stale_upstream.is_empty() && partitions.contains(&s.partition))
+            .map(|s| s.partition)
+            .collect();
+        let (Some(span), Some(command)) = (
+            span(&stale),
+            repeat_line(config_path, &job.name, &stale, false, false),
+        ) else {
+            continue;
+        };
+        lines.push(format!(
+            "{} reads what this run changed: its {} {span} {} stale until loaded again: {command}",
+            job.name,
+            n_partitions(stale.len() as i64),
+            if stale.len() == 1 { "is" } else { "are" },
+        ));
+    }
+    lines
+}
+
+/// `FIRST .. LAST`, or the one partition's name.
+fn span(partitions: &[Partition]) -> Option<String> {
+    let (first, last) = (partitions.first()?, partitions.last()?);
+    Some(if first == last {
+        first.name()
+    } else {
+        format!("{} .. {}", first.name(), last.name())
+    })
 }
 
 /// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
