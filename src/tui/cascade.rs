@@ -17,6 +17,10 @@ use crate::state::LoadState;
 /// job could not be planned.
 #[derive(Debug, Clone, Default)]
 pub struct CascadePlan {
+    /// The job the run loads first.
+    pub root: String,
+    /// Every job downstream of it, planned or not.
+    pub readers: Vec<String>,
     pub steps: Vec<Backfill>,
     /// Per step, how many of its partitions were never loaded (missing):
     /// those are loaded for the first time, not made stale.
@@ -34,7 +38,11 @@ impl CascadePlan {
         find: impl Fn(&str) -> Option<&'a JobView>,
         now: NaiveDateTime,
     ) -> CascadePlan {
-        let mut plan = CascadePlan::default();
+        let mut plan = CascadePlan {
+            root: root.job.name.clone(),
+            readers: lineage.downstream_closure(&root.job.name),
+            ..CascadePlan::default()
+        };
         for (job, partitions) in cascade::downstream_partitions(config, lineage, root, now) {
             let Some(view) = find(&job.name).filter(|v| v.loaded) else {
                 plan.problems
@@ -42,7 +50,7 @@ impl CascadePlan {
                 continue;
             };
             match cascade::plan_step(job, &partitions, &view.statuses, root, now) {
-                Ok(Some(step)) => {
+                Ok(Some(step)) if !step.partitions.is_empty() => {
                     let missing = step
                         .partitions
                         .iter()
@@ -54,7 +62,7 @@ impl CascadePlan {
                     plan.never_loaded.push(missing);
                     plan.steps.push(step);
                 }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(e) => plan.problems.push(format!("{}: {e}", job.name)),
             }
         }
@@ -68,10 +76,7 @@ impl CascadePlan {
         if self.steps.is_empty() && self.problems.is_empty() {
             lines.push(Line::from(vec![
                 label("cascade"),
-                Span::styled(
-                    "on, but no downstream partition reads what this run loads",
-                    t.style("muted"),
-                ),
+                Span::styled(self.nothing_downstream(), t.style("muted")),
             ]));
         }
         for (k, step) in self.steps.iter().enumerate() {
@@ -108,6 +113,57 @@ impl CascadePlan {
         }
         lines
     }
+
+    /// With cascade off: the downstream partitions the run leaves to go
+    /// stale, on one line, and the key that takes them along. None when
+    /// nothing downstream reads the run's partitions.
+    pub fn off_line(&self, t: &Theme, label: Span<'static>, key: &str) -> Option<Line<'static>> {
+        if self.steps.is_empty() {
+            return None;
+        }
+        let n: usize = self.steps.iter().map(|s| s.partitions.len()).sum();
+        let words = match self.steps.as_slice() {
+            [one] if n == 1 => format!(
+                "off: {} {} reads these: may go stale ({key} loads it too)",
+                one.job.name,
+                one.partitions.first().map(|p| p.name()).unwrap_or_default()
+            ),
+            steps => format!(
+                "off: {} downstream ({}) read these: may go stale ({key} loads them too)",
+                crate::numbers::n_partitions(n as i64),
+                steps
+                    .iter()
+                    .map(|s| format!("{} {}", s.job.name, s.partitions.len()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Some(Line::from(vec![
+            label,
+            Span::styled(words, t.style("muted")),
+        ]))
+    }
+
+    /// Why a cascade that is on loads nothing after the run: no job reads
+    /// the root, or those that do have no partition over this range that
+    /// can run now (one still open, in the future or running).
+    fn nothing_downstream(&self) -> String {
+        match self.readers.as_slice() {
+            [] => format!(
+                "on, but no job reads {}: nothing to load after it",
+                self.root
+            ),
+            [one] => format!(
+                "on: {one} reads {}, but none of its partitions over this range can run now (not complete yet, or running)",
+                self.root
+            ),
+            many => format!(
+                "on: {} read {}, but none of their partitions over this range can run now (not complete yet, or running)",
+                many.join(", "),
+                self.root
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +184,7 @@ mod tests {
             let plan = CascadePlan {
                 steps: vec![backfill.clone()],
                 never_loaded: vec![never_loaded],
-                problems: Vec::new(),
+                ..CascadePlan::default()
             };
             plan.lines(&t, |s| Span::raw(s.to_string()))[0].to_string()
         };
@@ -137,5 +193,69 @@ mod tests {
         );
         assert!(line(3).contains("10 partitions loaded: 7 made stale, 3 never loaded"));
         assert!(line(10).contains("10 partitions never loaded, loaded: 2026-06-01"));
+    }
+
+    /// A cascade with nothing to load says why: no reader, or readers
+    /// whose partitions over the range cannot run yet; never a line that
+    /// says a reading job reads nothing.
+    #[test]
+    fn an_empty_cascade_says_why() {
+        let t = Theme::default_theme();
+        let line = |readers: &[&str]| {
+            let plan = CascadePlan {
+                root: "fct_orders".into(),
+                readers: readers.iter().map(|s| s.to_string()).collect(),
+                ..CascadePlan::default()
+            };
+            let lines = plan.lines(&t, |s| Span::raw(s.to_string()));
+            assert_eq!(lines.len(), 1);
+            lines[0].to_string()
+        };
+        assert_eq!(
+            line(&[]),
+            "cascadeon, but no job reads fct_orders: nothing to load after it"
+        );
+        assert!(
+            line(&["agg_revenue_monthly"]).contains(
+                "on: agg_revenue_monthly reads fct_orders, but none of its partitions over this range can run now"
+            ),
+            "{}",
+            line(&["agg_revenue_monthly"])
+        );
+        assert!(
+            line(&["a", "b"]).starts_with("cascadeon: a, b read fct_orders, but none of their")
+        );
+    }
+
+    /// With cascade off, one line names what is left to go stale, and the
+    /// key that takes it along; nothing when nothing reads the run.
+    #[test]
+    fn cascade_off_names_what_goes_stale() {
+        let job = job_view("agg", false, "■■■■■■■■■■");
+        let backfill =
+            Backfill::plan_from(&job.job, &Selection::default(), &job.statuses, now(), 4, 2)
+                .expect("a plan");
+        let t = Theme::default_theme();
+        let off = |steps: Vec<Backfill>| {
+            let plan = CascadePlan {
+                steps,
+                ..CascadePlan::default()
+            };
+            plan.off_line(&t, Span::raw("cascade "), "c")
+                .map(|l| l.to_string())
+        };
+        assert_eq!(off(Vec::new()), None);
+        let mut one = backfill.clone();
+        one.partitions.truncate(1);
+        assert_eq!(
+            off(vec![one.clone()]).as_deref(),
+            Some("cascade off: agg 2026-06-01 reads these: may go stale (c loads it too)")
+        );
+        assert_eq!(
+            off(vec![backfill, one]).as_deref(),
+            Some(
+                "cascade off: 11 partitions downstream (agg 10, agg 1) read these: may go stale (c loads them too)"
+            )
+        );
     }
 }

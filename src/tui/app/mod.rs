@@ -668,14 +668,14 @@ impl App {
         self.replan_cascade();
     }
 
-    /// A confirm dialog with cascade on lists the downstream steps, planned
-    /// from the states of the jobs downstream.
+    /// A confirm dialog lists the downstream steps, planned from the states
+    /// of the jobs downstream: to run with cascade on, to be left off.
     fn replan_cascade(&mut self) {
         let Modal::Confirm(c) = &mut self.shared.modal else {
             return;
         };
         let jobs = &self.shared.jobs;
-        let plan = c.backfill().filter(|_| c.cascade_on()).map(|root| {
+        let plan = c.backfill().map(|root| {
             CascadePlan::of(
                 &self.config,
                 &self.shared.lineage,

@@ -57,7 +57,8 @@ pub struct ConfirmDialog {
     /// JOB`): flags the dialog does not set itself carry into its command.
     args: RunArgs,
     plan: Plan,
-    /// The downstream steps, planned by the app while cascade is on.
+    /// The downstream steps, planned by the app whether cascade is on or
+    /// not: off, the dialog says what the run leaves to go stale.
     cascade: Option<CascadePlan>,
     /// The source's count of the candidates, for the shrink guard's preview.
     source: SourceCount,
@@ -265,7 +266,7 @@ impl ConfirmDialog {
             })
             .unwrap_or_default();
         let loads = partitions.len()
-            + self.cascade.as_ref().map_or(0, |c| {
+            + self.cascade().map_or(0, |c| {
                 c.steps.iter().map(|b| b.partitions.len()).sum::<usize>()
             });
         let command = self.command_line(job, &filtered, risk.is_some(), loads);
@@ -546,6 +547,9 @@ impl ConfirmDialog {
         ));
         if let Some(plan) = self.cascade() {
             lines.extend(plan.lines(t, label));
+        } else if let Some(plan) = &self.cascade {
+            let key = keymap::key(Scope::Confirm, Action::Cascade);
+            lines.extend(plan.off_line(t, label("cascade"), key));
         }
         if let Some(risk) = &self.plan.risk {
             if self.through_latest {
