@@ -268,7 +268,23 @@ impl Warehouse {
             && last <= entry.last
         {
             if signal.unchanged_since(&entry.signal) {
-                return Ok((Arc::clone(&entry.counts), CountSource::Unchanged));
+                if mark <= entry.ledger_mark {
+                    return Ok((Arc::clone(&entry.counts), CountSource::Unchanged));
+                }
+                // The job's ledger moved but the table's signal did not yet:
+                // PostgreSQL publishes a session's counters up to a second
+                // after its commit. Its own loads since give their counts
+                // now; the entry keeps its signal and mark, so the next
+                // refresh checks the counters against those loads.
+                if job.strategy == Strategy::ReplacePartition
+                    && let Some((loads, _)) = self.own_loads_since(entry).await?
+                {
+                    let counts = Arc::make_mut(&mut entry.counts);
+                    for a in loads {
+                        counts.insert(a.partition, a.rows_after);
+                    }
+                    return Ok((Arc::clone(&entry.counts), CountSource::Ledger));
+                }
             }
             if job.strategy == Strategy::ReplacePartition
                 && self.apply_own_loads(entry, &signal, mark).await?
@@ -311,16 +327,9 @@ impl Warehouse {
         if !entry.signal.settled || signal.token != entry.signal.token {
             return Ok(false);
         }
-        let loads = self.attempts_after(&entry.job, entry.ledger_mark).await?;
-        let mut expected = [0i64; 3];
-        for a in &loads {
-            if a.status != super::ledger::AttemptStatus::Succeeded {
-                return Ok(false);
-            }
-            expected[0] += a.rows_inserted;
-            expected[1] += a.rows_updated;
-            expected[2] += a.rows_deleted;
-        }
+        let Some((loads, expected)) = self.own_loads_since(entry).await? else {
+            return Ok(false);
+        };
         let moved = [now[0] - before[0], now[1] - before[1], now[2] - before[2]];
         if moved != expected {
             return Ok(false);
@@ -332,6 +341,25 @@ impl Warehouse {
         entry.signal = signal.clone();
         entry.ledger_mark = mark;
         Ok(true)
+    }
+
+    /// The job's attempts since the entry's ledger mark, when every one
+    /// succeeded, with the rows they inserted, updated and deleted in all.
+    async fn own_loads_since(
+        &self,
+        entry: &Entry,
+    ) -> Result<Option<(Vec<super::ledger::Attempt>, [i64; 3])>, WarehouseError> {
+        let loads = self.attempts_after(&entry.job, entry.ledger_mark).await?;
+        let mut expected = [0i64; 3];
+        for a in &loads {
+            if a.status != super::ledger::AttemptStatus::Succeeded {
+                return Ok(None);
+            }
+            expected[0] += a.rows_inserted;
+            expected[1] += a.rows_updated;
+            expected[2] += a.rows_deleted;
+        }
+        Ok(Some((loads, expected)))
     }
 
     async fn change_signal(
