@@ -363,3 +363,109 @@ async fn a_latest_row_per_key_dedup_is_counted_as_each_window_loads_it() {
     }
     wh.close().await;
 }
+
+/// The grouped count buckets the SELECT's partition column by its start
+/// and names the buckets after grouping: at every grain, over a date or a
+/// timestamp (PostgreSQL: also a zoned one), it gives each
+/// window what counting the window alone gives, boundaries included.
+async fn a_grouped_count_gives_each_window_what_the_window_alone_counts(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let mut columns = vec![("ts", "TIMESTAMP"), ("d", "DATE")];
+    match kind {
+        Kind::MySql => columns[0].1 = "DATETIME",
+        Kind::Postgres => columns.push(("tz", "TIMESTAMPTZ")),
+        Kind::Sqlite => {}
+    }
+    let job = |name: &str, column: &str, grain: &str, start: &str, end: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"t_{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"{start}\"\nend = \"{end}\"\n\
+             sql = \"select * from src where {column} >= :start and {column} < :end\"\n\n"
+        )
+    };
+    let mut jobs = String::new();
+    let mut names = Vec::new();
+    for (column, _) in &columns {
+        for (grain, start, end) in [
+            ("hour", "2026-01-31T20", "2026-02-01T03"),
+            ("day", "2026-01-30", "2026-02-02"),
+            ("month", "2025-12", "2026-03"),
+        ] {
+            let name = format!("{column}_{grain}");
+            jobs.push_str(&job(&name, column, grain, start, end));
+            names.push(name);
+        }
+    }
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let declared: Vec<String> = columns
+        .iter()
+        .map(|(c, t)| format!("{c} {t} NOT NULL"))
+        .collect();
+    let mut rows = Vec::new();
+    for (i, at) in [
+        "2025-12-31 23:59:59",
+        "2026-01-01 00:00:00",
+        "2026-01-30 00:00:00",
+        "2026-01-31 20:00:00",
+        "2026-01-31 20:59:59",
+        "2026-01-31 23:59:59",
+        "2026-02-01 00:00:00",
+        "2026-02-01 00:00:00",
+        "2026-02-01 02:30:00",
+        "2026-02-02 12:00:00",
+        "2026-03-31 23:59:59",
+        "2026-04-01 00:00:00",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let values: Vec<String> = columns
+            .iter()
+            .map(|(_, t)| match *t {
+                "DATE" => format!("'{}'", &at[..10]),
+                "TIMESTAMPTZ" => format!("'{at}+00'"),
+                _ => format!("'{at}'"),
+            })
+            .collect();
+        rows.push(format!("({i}, {})", values.join(", ")));
+    }
+    wh.execute_script(&[
+        &format!(
+            "CREATE TABLE src (id INTEGER NOT NULL, {})",
+            declared.join(", ")
+        ),
+        &format!("INSERT INTO src VALUES {}", rows.join(", ")),
+    ])
+    .await
+    .expect("setup");
+    for name in &names {
+        let job = config.jobs.iter().find(|j| j.name == *name).expect("job");
+        let (first, last) = (job.start, job.end.expect("end"));
+        let grouped = wh
+            .source_counts(job, first, last, true)
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?} {name}: {e}"));
+        let alone = wh
+            .source_counts(job, first, last, false)
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?} {name}: {e}"));
+        let nonzero = |c: &idem::warehouse::Counts| -> BTreeMap<String, i64> {
+            c.iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(p, n)| (p.clone(), *n))
+                .collect()
+        };
+        assert_eq!(nonzero(&grouped), nonzero(&alone), "{kind:?} {name}");
+        assert!(!nonzero(&alone).is_empty(), "{kind:?} {name}: no rows");
+    }
+    wh.close().await;
+}
+
+mod grouped {
+    use super::*;
+
+    on_every_engine!(a_grouped_count_gives_each_window_what_the_window_alone_counts);
+}

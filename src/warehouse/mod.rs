@@ -206,6 +206,12 @@ pub trait Dialect: Send + Sync {
     /// per row than the engine's plain `GROUP BY column`. Named afterwards
     /// by [`Dialect::partition_name_expr`].
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String;
+    /// [`Dialect::partition_bucket`] of a job SELECT's output column, whose
+    /// type idem does not know: valid for a date or a timestamp, zoned or
+    /// not (and, on SQLite and MariaDB/MySQL, their text).
+    fn source_bucket(&self, column: &str, grain: Grain) -> String {
+        self.partition_bucket(column, grain, ColumnKind::Timestamp)
+    }
     /// Names a bucket that [`Dialect::partition_name_expr`] leaves
     /// unnamed, from its text (SQLite: text not written as the bounds are,
     /// which lies where it sorts); None where every bucket is named in SQL.

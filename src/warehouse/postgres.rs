@@ -360,6 +360,16 @@ impl Dialect for Postgres {
         format!("to_char({column}, '{format}')")
     }
 
+    /// Cast first, so that a date and a timestamp of either kind (a zoned
+    /// one by the session's time zone, which idem sets to UTC) bucket alike.
+    fn source_bucket(&self, column: &str, grain: Grain) -> String {
+        match grain {
+            Grain::Day => format!("CAST({column} AS date)"),
+            Grain::Hour => format!("date_trunc('hour', CAST({column} AS timestamp))"),
+            Grain::Month => format!("date_trunc('month', CAST({column} AS timestamp))"),
+        }
+    }
+
     fn partition_bucket(&self, column: &str, grain: Grain, kind: ColumnKind) -> String {
         // A zoned timestamp is bucketed by its UTC wall time, whatever the
         // session's time zone (idem sets UTC, but a session may change it).

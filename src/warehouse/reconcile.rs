@@ -36,14 +36,18 @@ impl Warehouse {
         if let Some(col) = &job.partition_column
             && grouped
         {
+            // Grouped by the partition's start, named after grouping: a
+            // name formatted for each row cost PostgreSQL 3.5x the plain
+            // GROUP BY (RESULTS §22).
             let mut sql = self.sql();
-            let name =
-                dialect.partition_name_expr(&format!("src.{}", dialect.quote(col)), job.grain);
+            let bucket = dialect.source_bucket(&format!("src.{}", dialect.quote(col)), job.grain);
             sql.push("SELECT ")
-                .push(&name)
-                .push(" AS p, COUNT(*) AS n FROM (");
+                .push(&dialect.partition_name_expr("g.b", job.grain))
+                .push(" AS p, g.n FROM (SELECT ")
+                .push(&bucket)
+                .push(" AS b, COUNT(*) AS n FROM (");
             sql.job_sql_over(&job.sql, &first, &last).map_err(unknown)?;
-            sql.push(") src GROUP BY ").push(&name);
+            sql.push(") src GROUP BY ").push(&bucket).push(") g");
             return Ok(vec![sql]);
         }
         let text = match dialect.engine() {
