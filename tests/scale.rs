@@ -348,16 +348,10 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     );
 }
 
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan() {
-    let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
-        return;
-    };
-    let job = job(&config, "by_day_of_date");
+/// The events table on PostgreSQL with a source row for 2026-01-31 that
+/// the target has not got yet, every session ended.
+async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config)> {
+    let (db, config, wh) = events_table(Kind::Postgres).await?;
     wh.execute_script(&[
         "INSERT INTO src (id, ts, d) VALUES (8, '2026-01-31 10:00:00', '2026-01-31')",
     ])
@@ -365,6 +359,19 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     .expect("source row");
     wh.close().await;
     settle(&db).await;
+    Some((db, config))
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan() {
+    let Some((db, config)) = a_source_row_not_loaded_yet().await else {
+        return;
+    };
+    let job = job(&config, "by_day_of_date");
     let cache = RefreshCache::default();
     let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(counts.get("2026-01-31"), Some(&1));
@@ -399,17 +406,10 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_load_shows_in_the_next_refresh_before_its_counters_are_published() {
-    let Some((db, config, wh)) = events_table(Kind::Postgres).await else {
+    let Some((db, config)) = a_source_row_not_loaded_yet().await else {
         return;
     };
     let job = job(&config, "by_day_of_date");
-    wh.execute_script(&[
-        "INSERT INTO src (id, ts, d) VALUES (8, '2026-01-31 10:00:00', '2026-01-31')",
-    ])
-    .await
-    .expect("source row");
-    wh.close().await;
-    settle(&db).await;
     let cache = RefreshCache::default();
     let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(counts.get("2026-01-31"), Some(&1));
