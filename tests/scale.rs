@@ -349,8 +349,9 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
 }
 
 /// The events table on PostgreSQL with a source row for 2026-01-31 that
-/// the target has not got yet, every session ended.
-async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config)> {
+/// the target has not got yet, every session ended, and a cache that has
+/// counted the target of `by_day_of_date` once.
+async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config, RefreshCache)> {
     let (db, config, wh) = events_table(Kind::Postgres).await?;
     wh.execute_script(&[
         "INSERT INTO src (id, ts, d) VALUES (8, '2026-01-31 10:00:00', '2026-01-31')",
@@ -359,7 +360,10 @@ async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config)> {
     .expect("source row");
     wh.close().await;
     settle(&db).await;
-    Some((db, config))
+    let cache = RefreshCache::default();
+    let (counts, _) = refresh_alone(&db, &config, &cache, job(&config, "by_day_of_date")).await;
+    assert_eq!(counts.get("2026-01-31"), Some(&1));
+    Some((db, config, cache))
 }
 
 #[cfg_attr(
@@ -368,13 +372,10 @@ async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config)> {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan() {
-    let Some((db, config)) = a_source_row_not_loaded_yet().await else {
+    let Some((db, config, cache)) = a_source_row_not_loaded_yet().await else {
         return;
     };
     let job = job(&config, "by_day_of_date");
-    let cache = RefreshCache::default();
-    let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
-    assert_eq!(counts.get("2026-01-31"), Some(&1));
 
     let wh = db.warehouse(&config).await;
     let day = Partition::parse(job.grain, "2026-01-31", RangeEnd::From).expect("day");
@@ -406,13 +407,10 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_load_shows_in_the_next_refresh_before_its_counters_are_published() {
-    let Some((db, config)) = a_source_row_not_loaded_yet().await else {
+    let Some((db, config, cache)) = a_source_row_not_loaded_yet().await else {
         return;
     };
     let job = job(&config, "by_day_of_date");
-    let cache = RefreshCache::default();
-    let (counts, _) = refresh_alone(&db, &config, &cache, job).await;
-    assert_eq!(counts.get("2026-01-31"), Some(&1));
 
     // The loading session stays open, its counters unpublished for now.
     let wh = db.warehouse(&config).await;
