@@ -1196,3 +1196,71 @@ async fn a_sqlite_file_this_user_may_not_write_refuses_a_run_up_front() {
         "{said}"
     );
 }
+
+/// The check the console makes before a run, that the warehouse answers,
+/// opens a connection of its own: a server that refuses it itself (here the
+/// role's connection limit, reached by the pool's busy session) is there,
+/// and the run may use the pool; an address nothing answers is not.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reach_tells_a_server_that_refuses_from_one_that_is_gone() {
+    use sqlx::{Connection, Executor};
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let database = db.url.rsplit('/').next().expect("database").to_string();
+    let role = format!("idem_limited_{}", std::process::id());
+    let mut admin = sqlx::PgConnection::connect(&db.url).await.expect("admin");
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "CREATE ROLE {role} LOGIN; GRANT ALL ON DATABASE {database} TO {role}"
+        )))
+        .await
+        .expect("role");
+    let limited = db.url.replacen("://postgres@", &format!("://{role}@"), 1);
+    let parse = |url: &str| {
+        let text = format!("[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"2s\"\n");
+        idem::config::parse(&db.path().join("idem.toml"), &text, &|_| None).expect("config")
+    };
+    let wh = Warehouse::connect(&parse(&limited).warehouse, 2)
+        .await
+        .expect("connect");
+    let busy = wh.pool().acquire().await.expect("a session of the pool");
+    // The role may open no session beside those it has.
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "ALTER ROLE {role} CONNECTION LIMIT 1"
+        )))
+        .await
+        .expect("limit");
+    let another = sqlx::PgConnection::connect(&limited).await;
+    let refused_by_server = wh.reach().await;
+    drop(busy);
+    wh.close().await;
+
+    let (proxy, through) = Proxy::before(&db.url).await;
+    let gone = Warehouse::connect(&parse(&through).warehouse, 2)
+        .await
+        .expect("connect");
+    proxy.cut();
+    let unreachable = gone.reach().await;
+    gone.close().await;
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "DROP OWNED BY {role}; DROP ROLE {role}"
+        )))
+        .await
+        .expect("drop role");
+
+    let code = match another {
+        Err(sqlx::Error::Database(e)) => e.code().map(|c| c.to_string()),
+        other => panic!("the role's limit did not refuse: {other:?}"),
+    };
+    assert_eq!(code.as_deref(), Some("53300"), "too many connections");
+    assert!(refused_by_server.is_ok(), "{refused_by_server:?}");
+    match unreachable {
+        Err(e) => assert!(e.is_unreachable(), "{e}"),
+        Ok(()) => panic!("a cut proxy answered"),
+    }
+}

@@ -206,6 +206,8 @@ impl Warehouse {
     /// Whether the warehouse answers now: a new connection, made beside
     /// the pool (whose idle connections may be ones the server or network
     /// closed since, and fail only when used), within the connect timeout.
+    /// A server that answers with a refusal of its own (too many clients, a
+    /// password changed since) is there: the pool's sessions may still serve.
     pub async fn reach(&self) -> Result<(), WarehouseError> {
         use sqlx::{ConnectOptions, Connection};
         let options = self.pool.connect_options();
@@ -215,6 +217,7 @@ impl Warehouse {
                 let _ = conn.close().await;
                 Ok(())
             }
+            Ok(Err(sqlx::Error::Database(_))) => Ok(()),
             Ok(Err(source)) => Err(WarehouseError::Connect {
                 url: redact(&self.config.url),
                 source,
