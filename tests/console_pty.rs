@@ -504,6 +504,87 @@ fn a_hangup_cancels_the_run_and_records_it() {
     assert!(!parser.screen().alternate_screen());
 }
 
+/// The terminal gone before its hangup is handled (its pty closed: reads
+/// and writes fail with EIO, and the console sees that first): the console
+/// stops as on SIGHUP, its run cancelled and recorded so, exit 130. Before,
+/// it returned the read error at once, its loads left running on the server
+/// unrecorded, and panicked showing the cursor on the dead terminal (101).
+/// Python's `pty` drives it: the test's own pty cannot be closed while its
+/// reader thread holds it.
+#[test]
+fn a_terminal_gone_mid_run_cancels_the_run_and_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    assert!(
+        idem(dir.path(), &["demo", "--path", demo.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let config_path = demo.join("idem.toml");
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(CLOSE_THE_PTY_MID_RUN)
+        .args([
+            env!("CARGO_BIN_EXE_idem"),
+            config_path.to_str().unwrap(),
+            &job.start.name(),
+            &job.last_partition(now_utc()).name(),
+        ])
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .expect("python3");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(said.trim(), "130", "idem's exit code");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let cancelled = wh
+            .attempts(&job.name, None)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|a| a.status == idem::warehouse::ledger::AttemptStatus::Cancelled)
+            .count();
+        assert!(
+            cancelled >= 1,
+            "the partition in flight is recorded cancelled"
+        );
+        wh.close().await;
+    });
+}
+
+/// Starts idem's console (argv: idem, config, first, last) in a pty, runs
+/// the range, closes the pty once a partition runs, and prints idem's exit
+/// code.
+const CLOSE_THE_PTY_MID_RUN: &str = r#"
+import os, pty, sys, time, select, fcntl, termios, struct
+idem, config, first, last = sys.argv[1:5]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "xterm-256color"
+    os.execv(idem, [idem, "--config", config])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+def read_for(secs):
+    end = time.time() + secs
+    while time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            os.read(fd, 65536)
+read_for(4)
+os.write(fd, (":run %s..%s\r" % (first, last)).encode())
+read_for(2)
+os.write(fd, b"\r")
+read_for(2)
+os.close(fd)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"#;
+
 /// The console on a demo made beforehand, with `env` set.
 fn console_on_a_demo(dir: &tempfile::TempDir, env: &[(&str, &str)]) -> Console {
     let demo = dir.path().join("demo");

@@ -102,16 +102,26 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
     #[cfg(unix)]
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let mut last_draw = Instant::now() - FRAME;
+    // Reading or drawing failed (EIO: the terminal is gone, or its pty
+    // closed before the hangup arrived): stop as on SIGHUP, cancelling
+    // what is in flight, and draw no more.
+    let mut gone = false;
     // The test of the panic hook needs a panic with the console on screen.
     let panic_after_draw = std::env::var_os("IDEM_TEST_PANIC").is_some();
     loop {
-        if app.needs_redraw() && last_draw.elapsed() >= FRAME {
-            terminal.draw(|f| {
+        if !gone && app.needs_redraw() && last_draw.elapsed() >= FRAME {
+            let drawn = terminal.draw(|f| {
                 view::render(f, app);
                 if ascii {
                     super::glyphs::to_ascii(f.buffer_mut());
                 }
-            })?;
+            });
+            if drawn.is_err() {
+                gone = true;
+                for effect in app.update(Msg::Terminate) {
+                    bg.apply(app, effect);
+                }
+            }
             app.update(Msg::Drawn);
             last_draw = Instant::now();
             if panic_after_draw {
@@ -137,11 +147,13 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
             // The terminal and SIGTERM first: a key waits for at most one
             // drain of a flood, never for a coin toss among ready branches.
             biased;
-            ev = events.next() => match ev {
+            ev = events.next(), if !gone => match ev {
                 Some(Ok(ev)) => Msg::from_terminal(ev),
-                Some(Err(e)) => return Err(e),
                 // The terminal went away: stop as on SIGTERM.
-                None => Some(Msg::Terminate),
+                Some(Err(_)) | None => {
+                    gone = true;
+                    Some(Msg::Terminate)
+                }
             },
             // SIGTERM (or SIGHUP) does not ask: cancel and leave.
             _ = term_signal => Some(Msg::Terminate),
@@ -170,6 +182,10 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
         }
     }
     restore_terminal();
+    // restore_terminal showed the cursor, if the terminal is still there.
+    // Its drop would show it again and, on a terminal that is gone (a
+    // hangup), report the failure on a stderr that is gone too: a panic.
+    std::mem::forget(terminal);
     bg.shut_down().await;
     Ok(())
 }
