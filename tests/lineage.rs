@@ -268,11 +268,15 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         said.contains("idem: daily reads what this run replaces: its 1 partition 2026-01-31 goes stale if those rows change (--cascade loads it after the run)"),
         "{said}"
     );
+    assert!(
+        said.contains("idem: monthly reads daily, downstream of what this run replaces: its 1 partition 2026-01 goes stale"),
+        "{said}"
+    );
     let ran = idem(config, &["run", "ev_hourly", "--from", hour, "--to", hour]);
     stdout_ok(&ran);
     let said = String::from_utf8_lossy(&ran.stderr);
     let command = format!(
-        "idem --config {} run daily --from 2026-01-31 --to 2026-01-31",
+        "idem --config {} run daily --only stale --from 2026-01-31 --to 2026-01-31",
         config.display()
     );
     assert!(
@@ -333,6 +337,12 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
             "2026-02-02T01",
         ],
     );
+    stdout_ok(&ran);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert!(!said.contains("stale until loaded again"), "{said}");
+    // Nor does an unchanged re-run of the hour whose day is still stale
+    // from before: this run changed nothing it reads.
+    let ran = idem(config, &["run", "ev_hourly", "--from", hour, "--to", hour]);
     stdout_ok(&ran);
     let said = String::from_utf8_lossy(&ran.stderr);
     assert!(!said.contains("stale until loaded again"), "{said}");

@@ -192,8 +192,16 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     loaded
         .partitions
         .retain(|p| !summary.unfinished.contains(p));
-    let stale_downstream =
-        stale_downstream(&warehouse, &config, &lineage, &loaded, now, config_path).await;
+    let stale_downstream = stale_downstream(
+        &warehouse,
+        &config,
+        &lineage,
+        &loaded,
+        &summary.run_id,
+        now,
+        config_path,
+    )
+    .await;
     warehouse.close().await;
     let mut outcome = format!("{}: {}", job.name, counted(&summary));
     if summary.cancelled {
@@ -535,8 +543,9 @@ fn downstream_words(
                 ("go", "them")
             };
             Some(format!(
-                "{} reads what this run replaces: its {} {} {go} stale if those rows change (--cascade loads {them} after the run)",
+                "{} {} replaces: its {} {} {go} stale if those rows change (--cascade loads {them} after the run)",
                 job.name,
+                reads(lineage, &job.name, &root.job.name),
                 n_partitions(partitions.len() as i64),
                 span(&partitions)?,
             ))
@@ -553,14 +562,34 @@ async fn stale_downstream(
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     loaded: &Backfill,
+    run_id: &str,
     now: chrono::NaiveDateTime,
     config_path: &Path,
 ) -> Vec<String> {
-    if loaded.partitions.is_empty() {
+    if engine::cascade::downstream_partitions(config, lineage, loaded, now).is_empty() {
+        return Vec::new();
+    }
+    // Of the partitions loaded, those whose content this run changed: an
+    // unchanged re-run makes nothing stale, whatever was stale before it.
+    let Ok(attempts) = warehouse.attempts(&loaded.job.name, None).await else {
+        return Vec::new();
+    };
+    let mut changed = loaded.clone();
+    changed.partitions.retain(|p| {
+        let name = p.name();
+        attempts.iter().any(|a| {
+            a.run_id == run_id
+                && a.partition == name
+                && a.status == crate::warehouse::ledger::AttemptStatus::Succeeded
+                && a.content_changed != Some(false)
+        })
+    });
+    if changed.partitions.is_empty() {
         return Vec::new();
     }
     let mut lines = Vec::new();
-    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, loaded, now) {
+    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, &changed, now)
+    {
         let scope = state::StatusScope {
             from: partitions.first().copied(),
             to: partitions.last().copied(),
@@ -585,20 +614,39 @@ async fn stale_downstream(
             .filter(|s| !s.stale_upstream.is_empty() && partitions.contains(&s.partition))
             .map(|s| s.partition)
             .collect();
-        let (Some(span), Some(command)) = (
-            span(&stale),
-            repeat_line(config_path, &job.name, &stale, false, false),
-        ) else {
+        let (Some(span), Some(first), Some(last)) = (span(&stale), stale.first(), stale.last())
+        else {
             continue;
         };
         lines.push(format!(
-            "{} reads what this run changed: its {} {span} {} stale until loaded again: {command}",
+            "{} {} changed: its {} {span} {} stale until loaded again: idem{} run {} --only stale --from {} --to {}",
             job.name,
+            reads(lineage, &job.name, &loaded.job.name),
             n_partitions(stale.len() as i64),
             if stale.len() == 1 { "is" } else { "are" },
+            config_flag(config_path),
+            job.name,
+            first.name(),
+            last.name(),
         ));
     }
     lines
+}
+
+/// How a downstream `job` reads what a run of `root` does: "reads what
+/// this run", or, a step further down, "reads daily, downstream of what this
+/// run" (followed by "replaces" or "changed").
+fn reads(lineage: &crate::lineage::Lineage, job: &str, root: &str) -> String {
+    let upstream: Vec<&str> = lineage
+        .upstream(job)
+        .iter()
+        .map(|(u, _)| u.as_str())
+        .collect();
+    if upstream.contains(&root) {
+        "reads what this run".to_string()
+    } else {
+        format!("reads {}, downstream of what this run", upstream.join(", "))
+    }
 }
 
 /// `FIRST .. LAST`, or the one partition's name.

@@ -619,8 +619,16 @@ impl ConfirmDialog {
             let first = lines.len();
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
-            for line in shell_lines(command, inner_w as usize) {
-                lines.push(Line::from(Span::styled(line, t.style("highlight"))));
+            match shell_lines(command, inner_w as usize) {
+                Some(command) => lines.extend(
+                    command
+                        .into_iter()
+                        .map(|l| Line::from(Span::styled(l, t.style("highlight")))),
+                ),
+                None => lines.push(Line::from(Span::styled(
+                    "(wider than this dialog: widen the terminal to copy it whole)",
+                    t.style("muted"),
+                ))),
             }
             optional.extend((first..lines.len()).map(|i| (i, SAME_AS)));
         }

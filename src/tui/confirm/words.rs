@@ -150,14 +150,35 @@ pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
 
 /// A command laid out in lines of at most `width` columns that a POSIX
 /// shell reads back as one command: each line but the last ends in ` \`, so
-/// a copy of the wrapped lines pastes as it reads. Pieces are never split
-/// (one wider than `width` gets a line of its own); a `#` comment piece is
-/// what it is on any line.
-pub fn shell_lines(pieces: &[String], width: usize) -> Vec<String> {
+/// a copy of the wrapped lines pastes as it reads. A line never breaks
+/// inside a piece: a flag whose value does not fit beside it on a line of
+/// its own goes on one line, its value on the next; a `#` comment that does
+/// not fit is left out. None when a piece is wider than any line (a long
+/// `--config` path): the terminal would break it, and a copy would not run.
+pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
+    // A continued line is indented 2 and ends in " \".
+    let fits = |piece: &str| 2 + piece.trim_start().width() + 2 <= width;
+    let mut units: Vec<&str> = Vec::new();
+    for piece in pieces {
+        if fits(piece) {
+            units.push(piece);
+        } else if piece.trim_start().starts_with('#') {
+            continue;
+        } else if let Some((flag, value)) = piece.split_once(' ')
+            && flag.starts_with("--")
+        {
+            units.extend([flag, value]);
+        } else {
+            units.push(piece);
+        }
+    }
+    if !units.iter().all(|u| fits(u)) {
+        return None;
+    }
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    for (k, piece) in pieces.iter().enumerate() {
-        let last = k + 1 == pieces.len();
+    for (k, piece) in units.iter().enumerate() {
+        let last = k + 1 == units.len();
         // Room for the continuation, unless nothing follows.
         let tail = if last { 0 } else { 2 };
         if !line.is_empty() && line.width() + 1 + piece.width() + tail > width {
@@ -171,7 +192,7 @@ pub fn shell_lines(pieces: &[String], width: usize) -> Vec<String> {
         }
     }
     lines.push(line);
-    lines
+    Some(lines)
 }
 
 #[cfg(test)]
@@ -212,7 +233,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let lines = shell_lines(&pieces, 42);
+        let lines = shell_lines(&pieces, 42).expect("fits");
         assert_eq!(
             lines,
             [
@@ -226,6 +247,25 @@ mod tests {
         let joined = lines.join("\n").replace(" \\\n  ", " ");
         assert_eq!(joined, pieces.join(" "));
         // Wide enough, it is one line with no continuation.
-        assert_eq!(shell_lines(&pieces, 200), [pieces.join(" ")]);
+        assert_eq!(shell_lines(&pieces, 200), Some(vec![pieces.join(" ")]));
+        // A flag whose value does not fit beside it: the value on a line of
+        // its own, never broken inside (the space inside its quotes stays).
+        let long = vec![
+            "idem".to_string(),
+            "--config '/tmp/a dir with spaces/idem.toml'".to_string(),
+            "run fct_orders".to_string(),
+            "  # also takes 2 more failed in between".to_string(),
+        ];
+        assert_eq!(
+            shell_lines(&long, 40),
+            Some(vec![
+                "idem --config \\".to_string(),
+                "  '/tmp/a dir with spaces/idem.toml' \\".to_string(),
+                "  run fct_orders".to_string(),
+            ]),
+            "the comment that does not fit is left out"
+        );
+        // A piece no line can hold: no command rather than a broken one.
+        assert_eq!(shell_lines(&long, 30), None);
     }
 }
