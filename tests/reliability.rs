@@ -552,7 +552,8 @@ async fn a_null_partition_value_fails_the_window_check(kind: Kind) {
     let errors = errors(&events);
     assert_eq!((summary.succeeded, summary.failed), (2, 1), "{errors:?}");
     assert!(
-        errors[0].contains("job wrote 1 row outside its partition 2026-01-02"),
+        errors[0].contains("job wrote 1 row outside its partition 2026-01-02")
+            && errors[0].contains("a NULL dt lies in none"),
         "{errors:?}"
     );
     assert_eq!(

@@ -264,12 +264,13 @@ fn checked(
             n_rows(rows_inserted)
         ));
         return Err(WarehouseError::Job(format!(
-            "job wrote {} outside its partition {} (its {} values must lie in [{}, {})){}",
+            "job wrote {} outside its partition {} (its {} values must lie in [{}, {}); a NULL {} lies in none){}",
             n_rows(outside),
             partition.name(),
             w.column,
             partition.start,
             partition.end(),
+            w.column,
             if t.job.engine == crate::warehouse::Engine::Sqlite {
                 "; SQLite compares them as text, so each must be written as the bounds are, \
                  'YYYY-MM-DD' or 'YYYY-MM-DD HH:MM:SS' ('2026-03' sorts before '2026-03-01')"
