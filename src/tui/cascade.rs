@@ -154,11 +154,11 @@ impl CascadePlan {
                 self.root
             ),
             [one] => format!(
-                "on: {one} reads {}, but none of its partitions over this range can run now (not complete yet, or running)",
+                "on: {one} reads {}, but none of its partitions over this range can run now (past its end, not complete yet, or running)",
                 self.root
             ),
             many => format!(
-                "on: {} read {}, but none of their partitions over this range can run now (not complete yet, or running)",
+                "on: {} read {}, but none of their partitions over this range can run now (past their ends, not complete yet, or running)",
                 many.join(", "),
                 self.root
             ),

@@ -381,7 +381,7 @@ impl App {
             }
             Msg::RunRejected { run, error } => {
                 if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) {
-                    r.error = Some(error.clone());
+                    r.rejected(&error);
                 }
                 self.shared.message = Some((true, format!("run not started: {error}")));
                 Vec::new()

@@ -83,6 +83,44 @@ fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
     }
 }
 
+/// A run refused before it starts keeps its reason where the operator
+/// finds it after the status bar moved on: on each partition's row and in
+/// its log, none of them left "queued".
+#[test]
+fn a_run_refused_before_it_starts_says_why_on_its_rows() {
+    let mut a = app();
+    type_line(&mut a, "run 2026-06-03..2026-06-05");
+    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("no run: {effects:?}");
+    };
+    let run = req.run;
+    a.update(Msg::RunRejected {
+        run,
+        error: "cannot connect to sqlite://w.db: gone; nothing was run or recorded".into(),
+    });
+    a.update(Msg::Key(key('x')));
+    let r = &a.runs[0];
+    assert_eq!(r.partitions.len(), 3);
+    for (i, p) in r.partitions.iter().enumerate() {
+        assert_eq!(p.state, crate::tui::runs::RunPartState::NotRun);
+        assert!(
+            p.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("not started: cannot connect")),
+            "{:?}",
+            p.error
+        );
+        assert!(
+            r.logs
+                .of(i)
+                .iter()
+                .any(|l| l.contains("nothing was run or recorded")),
+            "the reason is in the partition's log"
+        );
+    }
+}
+
 #[test]
 fn drawing_and_stopping_are_messages() {
     let mut a = app();

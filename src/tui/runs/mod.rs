@@ -141,6 +141,18 @@ impl RunView {
 
     /// Adds a line to row `i`'s log; a log scrolled back stays on the
     /// lines it shows.
+    /// The run was refused before it started: every partition not run,
+    /// the reason on each row and in its log, where it stays once the
+    /// status bar has moved on.
+    pub fn rejected(&mut self, error: &str) {
+        self.error = Some(error.to_string());
+        for i in 0..self.partitions.len() {
+            self.partitions[i].state = RunPartState::NotRun;
+            self.partitions[i].error = Some(format!("not started: {error}"));
+            self.log(i, format!("not started: {error}"));
+        }
+    }
+
     fn log(&mut self, i: usize, line: String) {
         self.logs.push(i, line);
         if i == self.selected && self.log_back > 0 {
