@@ -367,6 +367,16 @@ impl JobView {
         self.selected.retain(|i| *i < n);
     }
 
+    /// Forgets the source counts: an operator's refresh reads what is
+    /// there now, and a count of the source from before would be shown as
+    /// if it were as new.
+    pub(super) fn forget_source(&mut self) {
+        for s in &mut self.statuses {
+            s.rows_source = None;
+        }
+        self.source = None;
+    }
+
     /// A reconciliation counted the source of `first..=last`: it replaces
     /// the one before.
     pub(super) fn reconciled(&mut self, counts: Counts, first: Partition, last: Partition) {

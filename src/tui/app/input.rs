@@ -298,6 +298,9 @@ impl App {
             }
             Action::Command => self.shared.modal = Modal::Command(CommandLine::default()),
             Action::Refresh => {
+                for j in self.shared.jobs.iter_mut() {
+                    j.forget_source();
+                }
                 self.shared.message = Some((false, super::REFRESHING.into()));
                 return self.refresh_all(false);
             }

@@ -121,6 +121,29 @@ fn a_run_refused_before_it_starts_says_why_on_its_rows() {
     }
 }
 
+/// `R` reads what is there now: a source count from before (the run
+/// dialog's) is forgotten, not shown beside the new states as if as new.
+#[test]
+fn a_refresh_forgets_the_source_counts_from_before() {
+    let mut a = app();
+    let effects = type_line(&mut a, "run 2026-06-03");
+    let [Effect::Reconcile(req)] = effects.as_slice() else {
+        panic!("no source count: {effects:?}");
+    };
+    let id = req.id;
+    let counts = crate::warehouse::Counts::from([("2026-06-03".to_string(), 206)]);
+    a.update(Msg::Reconciled {
+        id,
+        result: Ok(counts),
+    });
+    a.update(Msg::Key(code(crossterm::event::KeyCode::Esc)));
+    let source =
+        |a: &App| a.shared.jobs.by_name("fct_orders").expect("job").statuses[2].rows_source;
+    assert_eq!(source(&a), Some(206));
+    a.update(Msg::Key(key('R')));
+    assert_eq!(source(&a), None);
+}
+
 #[test]
 fn drawing_and_stopping_are_messages() {
     let mut a = app();
