@@ -3,6 +3,7 @@
 
 mod diff;
 mod docs;
+mod downstream;
 mod dry_run;
 mod import_dbt;
 mod init;

@@ -7,9 +7,10 @@ use std::path::Path;
 use tokio::sync::mpsc;
 
 use super::RunArgs;
+use super::downstream::{downstream_words, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
-use super::run_args::shell_word;
+use super::run_args::config_flag;
 use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
@@ -522,143 +523,6 @@ fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<
     repeat_line(config, &outcome.job, &undone, only_failed, true)
 }
 
-/// The partitions of jobs downstream of `root` that read what it loads,
-/// which a run without `--cascade` leaves as they are: one line per job, in
-/// dependency order, for the plan.
-fn downstream_words(
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    root: &Backfill,
-    now: chrono::NaiveDateTime,
-) -> Vec<String> {
-    if root.partitions.is_empty() {
-        return Vec::new();
-    }
-    engine::cascade::downstream_partitions(config, lineage, root, now)
-        .into_iter()
-        .filter_map(|(job, partitions)| {
-            let (go, them) = if partitions.len() == 1 {
-                ("goes", "it")
-            } else {
-                ("go", "them")
-            };
-            Some(format!(
-                "{} {} replaces: its {} {} {go} stale if those rows change (--cascade loads {them} after the run)",
-                job.name,
-                reads(lineage, &job.name, &root.job.name),
-                n_partitions(partitions.len() as i64),
-                span(&partitions)?,
-            ))
-        })
-        .collect()
-}
-
-/// After a run without `--cascade`: the downstream partitions that read
-/// what it changed (stale, upstream), per job in dependency order, each with
-/// the command that loads them again. Read from the ledger; nothing is
-/// said where that read fails.
-async fn stale_downstream(
-    warehouse: &crate::warehouse::Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    loaded: &Backfill,
-    run_id: &str,
-    now: chrono::NaiveDateTime,
-    config_path: &Path,
-) -> Vec<String> {
-    if engine::cascade::downstream_partitions(config, lineage, loaded, now).is_empty() {
-        return Vec::new();
-    }
-    // Of the partitions loaded, those whose content this run changed: an
-    // unchanged re-run makes nothing stale, whatever was stale before it.
-    let Ok(attempts) = warehouse.attempts(&loaded.job.name, None).await else {
-        return Vec::new();
-    };
-    let mut changed = loaded.clone();
-    changed.partitions.retain(|p| {
-        let name = p.name();
-        attempts.iter().any(|a| {
-            a.run_id == run_id
-                && a.partition == name
-                && a.status == crate::warehouse::ledger::AttemptStatus::Succeeded
-                && a.content_changed != Some(false)
-        })
-    });
-    if changed.partitions.is_empty() {
-        return Vec::new();
-    }
-    let mut lines = Vec::new();
-    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, &changed, now)
-    {
-        let scope = state::StatusScope {
-            from: partitions.first().copied(),
-            to: partitions.last().copied(),
-            ledger_only: true,
-            ..Default::default()
-        };
-        let Ok(statuses) = state::job_status_in(
-            warehouse,
-            config,
-            lineage,
-            job,
-            now,
-            &Default::default(),
-            &scope,
-        )
-        .await
-        else {
-            continue;
-        };
-        let stale: Vec<Partition> = statuses
-            .iter()
-            .filter(|s| !s.stale_upstream.is_empty() && partitions.contains(&s.partition))
-            .map(|s| s.partition)
-            .collect();
-        let (Some(span), Some(first), Some(last)) = (span(&stale), stale.first(), stale.last())
-        else {
-            continue;
-        };
-        lines.push(format!(
-            "{} {} changed: its {} {span} {} stale until loaded again: idem{} run {} --only stale --from {} --to {}",
-            job.name,
-            reads(lineage, &job.name, &loaded.job.name),
-            n_partitions(stale.len() as i64),
-            if stale.len() == 1 { "is" } else { "are" },
-            config_flag(config_path),
-            job.name,
-            first.name(),
-            last.name(),
-        ));
-    }
-    lines
-}
-
-/// How a downstream `job` reads what a run of `root` does: "reads what
-/// this run", or, a step further down, "reads daily, downstream of what this
-/// run" (followed by "replaces" or "changed").
-fn reads(lineage: &crate::lineage::Lineage, job: &str, root: &str) -> String {
-    let upstream: Vec<&str> = lineage
-        .upstream(job)
-        .iter()
-        .map(|(u, _)| u.as_str())
-        .collect();
-    if upstream.contains(&root) {
-        "reads what this run".to_string()
-    } else {
-        format!("reads {}, downstream of what this run", upstream.join(", "))
-    }
-}
-
-/// `FIRST .. LAST`, or the one partition's name.
-fn span(partitions: &[Partition]) -> Option<String> {
-    let (first, last) = (partitions.first()?, partitions.last()?);
-    Some(if first == last {
-        first.name()
-    } else {
-        format!("{} .. {}", first.name(), last.name())
-    })
-}
-
 /// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
 fn repeat_line(
     config: &Path,
@@ -676,16 +540,6 @@ fn repeat_line(
         last.name(),
         if cascade { " --cascade" } else { "" }
     ))
-}
-
-/// ` --config PATH` unless the config is the default `./idem.toml`, so
-/// that a printed command runs as it stands from any directory.
-fn config_flag(config: &Path) -> String {
-    if config == Path::new(super::DEFAULT_CONFIG) {
-        String::new()
-    } else {
-        format!(" --config {}", shell_word(&config.display().to_string()))
-    }
 }
 
 /// What to do about the partitions the shrink guard refused: their source
@@ -736,6 +590,7 @@ fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::run_args::shell_word;
 
     fn day(name: &str) -> Partition {
         Partition::parse(

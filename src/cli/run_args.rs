@@ -163,6 +163,16 @@ impl RunArgs {
     }
 }
 
+/// ` --config PATH` unless the config is the default `./idem.toml`, so
+/// that a printed command runs as it stands from any directory.
+pub(super) fn config_flag(config: &std::path::Path) -> String {
+    if config == std::path::Path::new(super::DEFAULT_CONFIG) {
+        String::new()
+    } else {
+        format!(" --config {}", shell_word(&config.display().to_string()))
+    }
+}
+
 /// A word as a POSIX shell reads it back: bare when it is plain, else in
 /// single quotes.
 pub(super) fn shell_word(word: &str) -> String {
