@@ -647,7 +647,9 @@ impl ConfirmDialog {
                 + 2
         };
         let mut rank = SPACING;
-        while height_of(&lines) > area.height as usize && rank > 0 {
+        // What `centered` leaves the dialog: the area less a row each side.
+        let fits = area.height.saturating_sub(2) as usize;
+        while height_of(&lines) > fits && rank > 0 {
             let mut gone: Vec<usize> = optional
                 .iter()
                 .filter(|(_, r)| *r == rank)
@@ -663,9 +665,22 @@ impl ConfirmDialog {
             optional.retain(|(_, r)| *r != rank);
             rank -= 1;
         }
+        // The command gave way: said, where a line is left for it.
+        if self.plan.command.is_some() && rank < SAME_AS {
+            let at = lines.len().saturating_sub(1);
+            lines.insert(
+                at,
+                Line::from(Span::styled(
+                    "same as: hidden at this size",
+                    t.style("muted"),
+                )),
+            );
+            if height_of(&lines) > fits {
+                lines.remove(at);
+            }
+        }
         // Still too tall: the last lines above the keys give way to a line
         // that says so, never silently (lint or the reason could hide).
-        let fits = area.height as usize;
         if height_of(&lines) > fits && lines.len() > 2 {
             let hints = lines.pop().unwrap_or_default();
             let mut hidden = 0;

@@ -63,7 +63,18 @@ fn a_small_terminal_keeps_what_decides_the_run() {
     ] {
         assert!(small.contains(kept), "{kept}:\n{small}");
     }
-    assert!(!small.contains("same as"), "{small}");
+    assert!(!small.contains("idem run"), "{small}");
+    // Where the command gives way and a line is left, that line says so;
+    // the keys that run or leave stay at every height.
+    let mut said_hidden = false;
+    for height in 15..=30 {
+        let shown = draw(80, height, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        assert!(shown.contains("Enter run"), "{height}:\n{shown}");
+        said_hidden |= shown.contains("same as: hidden at this size");
+    }
+    assert!(said_hidden, "no height says the command is hidden");
     let large = draw(120, 40, |f| {
         c.render(f, f.area(), &Theme::default_theme(), &job)
     });
