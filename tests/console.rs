@@ -2507,7 +2507,7 @@ fn a_config_that_no_longer_loads_is_named_in_the_title_bar() {
     )));
     let first = text(&app);
     let title = first.lines().next().unwrap_or_default();
-    assert!(title.contains("✗ idem.toml does not load"), "{first}");
+    assert!(title.contains("✗ idem.toml:12:7 does not load"), "{first}");
     assert!(
         first.contains("jobs[0].grain: expected one of hour"),
         "{first}"

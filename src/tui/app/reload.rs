@@ -20,8 +20,21 @@ impl App {
                     .path
                     .file_name()
                     .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+                // Where, in the title bar, which stays while the status
+                // bar moves on to a run's messages.
+                let at = e
+                    .split(": ")
+                    .next()
+                    .and_then(|head| {
+                        let mut parts = head.rsplitn(3, ':');
+                        let (col, line) = (parts.next()?, parts.next()?);
+                        let digits =
+                            |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                        (digits(line) && digits(col)).then(|| format!(":{line}:{col}"))
+                    })
+                    .unwrap_or_default();
                 if self.keep_config(format!(
-                    "{name} does not load: keeping the jobs opened with"
+                    "{name}{at} does not load: the console keeps the jobs it opened with"
                 )) {
                     self.shared.message = Some((
                         true,

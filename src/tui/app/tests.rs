@@ -217,7 +217,10 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
         "idem.toml:12:7: expected a string".into()
     )));
     let why = a.config_error.clone().expect("kept");
-    assert!(why.contains("idem.toml does not load"), "{why}");
+    assert_eq!(
+        why, "idem.toml:12:7 does not load: the console keeps the jobs it opened with",
+        "where it fails stays in the title bar"
+    );
     let (error, note) = a.message.clone().expect("the error");
     assert!(
         error && note.starts_with("idem.toml:12:7: expected a string"),
