@@ -212,7 +212,15 @@ async fn failures_exit_1_and_a_missing_target_is_refused_before_the_run() {
         stdout.contains("0 succeeded, 1 failed, 1 not started"),
         "{stdout}"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no such column: nope"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no such column: nope"), "{stderr}");
+    // Repeating it as it is would fail alike: the command is for after the fix.
+    assert!(
+        stderr.contains("idem: stopped: broken does not fit its warehouse as written")
+            && stderr.contains("idem: once the job is fixed, repeat: ")
+            && !stderr.contains("to finish, repeat"),
+        "{stderr}"
+    );
 
     // A target that is not there is refused before the run starts: no
     // failed attempt lands in the ledger (the partition would then read as

@@ -226,8 +226,18 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         );
     }
+    if let Some(why) = &summary.misfit {
+        noteln!(
+            "idem: stopped: {} does not fit its warehouse as written, so every partition would fail alike ({why})",
+            job.name
+        );
+    }
     if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
-        noteln!("idem: to finish, repeat: {repeat}");
+        if summary.misfit.is_some() {
+            noteln!("idem: once the job is fixed, repeat: {repeat}");
+        } else {
+            noteln!("idem: to finish, repeat: {repeat}");
+        }
     }
     if let Some(refused) = refused_advice(config_path, &job.name, &summary) {
         noteln!("idem: {refused}");

@@ -356,6 +356,7 @@ pub async fn run_gated(
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
     let unreachable = std::sync::Mutex::new(None);
+    let misfit = std::sync::Mutex::new(None);
     let mut summary = RunSummary {
         run_id: run_id.clone(),
         ..RunSummary::default()
@@ -375,6 +376,7 @@ pub async fn run_gated(
                 gate,
                 halted: &halted,
                 unreachable: &unreachable,
+                misfit: &misfit,
                 last_loads: &last_loads,
             };
             async move { (partition, ctx.run(partition).await) }
@@ -389,6 +391,7 @@ pub async fn run_gated(
     summary.unfinished.sort();
     summary.refused_partitions.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
+    summary.misfit = misfit.lock().ok().and_then(|mut m| m.take());
     let _ = events.send(Event::RunFinished {
         run_id,
         job: job.name.clone(),
@@ -415,6 +418,8 @@ struct PartitionRun<'a> {
     halted: &'a CancellationToken,
     /// Set by the first partition that finds the warehouse unreachable.
     unreachable: &'a std::sync::Mutex<Option<String>>,
+    /// Set by the first partition that finds the job does not fit.
+    misfit: &'a std::sync::Mutex<Option<String>>,
     /// Each partition's last load, as the run found it.
     last_loads: &'a HashMap<String, ledger::LastLoad>,
 }
@@ -588,6 +593,11 @@ impl PartitionRun<'_> {
                         // A merge's later windows must not pass a failed
                         // one; a job that does not fit its target would
                         // fail every partition alike.
+                        if e.is_misfit()
+                            && let Ok(mut first) = self.misfit.lock()
+                        {
+                            first.get_or_insert(e.to_string());
+                        }
                         if job.strategy == Strategy::MergeKey || e.is_misfit() {
                             self.halted.cancel();
                         }

@@ -35,6 +35,10 @@ pub struct RunSummary {
     /// Why the run stopped starting partitions early: the warehouse could
     /// not be reached.
     pub unreachable: Option<String>,
+    /// Why the run stopped starting partitions early: the job does not
+    /// fit its warehouse as written (a source or column not there, SQL the
+    /// server rejects), so every partition would fail alike.
+    pub misfit: Option<String>,
 }
 
 impl RunSummary {
