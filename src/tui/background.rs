@@ -151,40 +151,9 @@ impl Background {
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 self.track(tokio::spawn(async move {
-                    // A target the warehouse does not have would fail each
-                    // partition into the ledger: refused, as `idem run` does.
                     let jobs = std::iter::once(&req.backfill.job)
                         .chain(req.cascade.iter().map(|(_, b)| &b.job));
-                    // One that cannot be reached is refused at once, not
-                    // after a connect timeout for each check that follows.
-                    let mut missing = match wh.reach().await {
-                        Err(e) if e.is_unreachable() => {
-                            Some(format!("{e}; nothing was run or recorded"))
-                        }
-                        _ => None,
-                    };
-                    for job in jobs {
-                        if missing.is_some() {
-                            break;
-                        }
-                        if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
-                            wh.columns(&job.target).await
-                        {
-                            missing =
-                                Some(format!("{}: {e}; nothing was run or recorded", job.name));
-                        }
-                    }
-                    let refusal = match missing {
-                        Some(missing) => Some(missing),
-                        None => match wh.read_only_refusal().await {
-                            Ok(Some(refusal)) => Some(refusal),
-                            Ok(None) | Err(_) => wh
-                                .make_ledger()
-                                .await
-                                .err()
-                                .map(|e| format!("{e}; nothing was run")),
-                        },
-                    };
+                    let refusal = refusal_before_a_run(&wh, jobs).await;
                     if let Some(refusal) = refusal {
                         for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
                         {
@@ -464,4 +433,35 @@ pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
         })
         .map_err(|e| e.to_string());
     Msg::DefinitionDiff { id: req.id, result }
+}
+
+/// Why a console run of `jobs` may not start, checked before it does, as
+/// `idem run` checks: a warehouse that does not answer (refused at once,
+/// not after a connect timeout for each check that follows), a target it
+/// does not have (each partition would fail into the ledger), a read-only
+/// session, or a ledger that cannot be made.
+async fn refusal_before_a_run(
+    wh: &Warehouse,
+    jobs: impl Iterator<Item = &crate::config::Job>,
+) -> Option<String> {
+    if let Err(e) = wh.reach().await
+        && e.is_unreachable()
+    {
+        return Some(format!("{e}; nothing was run or recorded"));
+    }
+    for job in jobs {
+        if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
+            wh.columns(&job.target).await
+        {
+            return Some(format!("{}: {e}; nothing was run or recorded", job.name));
+        }
+    }
+    match wh.read_only_refusal().await {
+        Ok(Some(refusal)) => Some(refusal),
+        Ok(None) | Err(_) => wh
+            .make_ledger()
+            .await
+            .err()
+            .map(|e| format!("{e}; nothing was run")),
+    }
 }

@@ -71,6 +71,16 @@ struct Entry {
     ledger_mark: i64,
 }
 
+impl Entry {
+    /// The counts the job's successful loads left: each one's `rows_after`.
+    fn apply(&mut self, loads: Vec<super::ledger::Attempt>) {
+        let counts = Arc::make_mut(&mut self.counts);
+        for a in loads {
+            counts.insert(a.partition, a.rows_after);
+        }
+    }
+}
+
 /// One reading of an engine's change signal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Signal {
@@ -279,10 +289,7 @@ impl Warehouse {
                 if job.strategy == Strategy::ReplacePartition
                     && let Some((loads, _)) = self.own_loads_since(entry).await?
                 {
-                    let counts = Arc::make_mut(&mut entry.counts);
-                    for a in loads {
-                        counts.insert(a.partition, a.rows_after);
-                    }
+                    entry.apply(loads);
                     return Ok((Arc::clone(&entry.counts), CountSource::Ledger));
                 }
             }
@@ -334,10 +341,7 @@ impl Warehouse {
         if moved != expected {
             return Ok(false);
         }
-        let counts = Arc::make_mut(&mut entry.counts);
-        for a in loads {
-            counts.insert(a.partition, a.rows_after);
-        }
+        entry.apply(loads);
         entry.signal = signal.clone();
         entry.ledger_mark = mark;
         Ok(true)
