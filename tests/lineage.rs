@@ -272,6 +272,12 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         said.contains("idem: monthly reads daily, downstream of what this run replaces: its 1 partition 2026-01 goes stale"),
         "{said}"
     );
+    // daily_clean reads the hour too, but has never been loaded: it stays
+    // missing, it does not go stale.
+    assert!(
+        said.contains("idem: daily_clean reads what this run replaces: its 1 partition 2026-01-31 was never loaded (--cascade loads it after the run)"),
+        "{said}"
+    );
     let ran = idem(config, &["run", "ev_hourly", "--from", hour, "--to", hour]);
     stdout_ok(&ran);
     let said = String::from_utf8_lossy(&ran.stderr);

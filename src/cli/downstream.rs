@@ -12,8 +12,11 @@ use crate::state;
 
 /// The partitions of jobs downstream of `root` that read what it loads,
 /// which a run without `--cascade` leaves as they are: one line per job, in
-/// dependency order, for the plan.
-pub(super) fn downstream_words(
+/// dependency order, for the plan. Those never loaded are said to be, not
+/// to go stale (a partition with no success stays missing); where their
+/// ledger cannot be read, every partition is taken as loaded.
+pub(super) async fn downstream_words(
+    warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     root: &Backfill,
@@ -22,23 +25,84 @@ pub(super) fn downstream_words(
     if root.partitions.is_empty() {
         return Vec::new();
     }
-    engine::cascade::downstream_partitions(config, lineage, root, now)
-        .into_iter()
-        .filter_map(|(job, partitions)| {
-            let (go, them) = if partitions.len() == 1 {
-                ("goes", "it")
-            } else {
-                ("go", "them")
-            };
-            Some(format!(
-                "{} {} replaces: its {} {} {go} stale if those rows change (--cascade loads {them} after the run)",
-                job.name,
-                reads(lineage, &job.name, &root.job.name),
-                n_partitions(partitions.len() as i64),
-                span(&partitions)?,
-            ))
-        })
-        .collect()
+    let mut lines = Vec::new();
+    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, root, now) {
+        let never: Vec<Partition> =
+            ledger_states(warehouse, config, lineage, job, &partitions, now)
+                .await
+                .map(|statuses| {
+                    statuses
+                        .iter()
+                        .filter(|s| s.last_success.is_none() && partitions.contains(&s.partition))
+                        .map(|s| s.partition)
+                        .collect()
+                })
+                .unwrap_or_default();
+        let loaded: Vec<Partition> = partitions
+            .iter()
+            .filter(|p| !never.contains(p))
+            .copied()
+            .collect();
+        let them = if partitions.len() == 1 { "it" } else { "them" };
+        let what = match (span(&loaded), span(&never)) {
+            (Some(loaded_span), never_span) => {
+                let go = if loaded.len() == 1 { "goes" } else { "go" };
+                let mut what = format!(
+                    "its {} {loaded_span} {go} stale if those rows change",
+                    n_partitions(loaded.len() as i64)
+                );
+                if never_span.is_some() {
+                    what.push_str(&format!(
+                        ", and {} more over this range {} never loaded",
+                        never.len(),
+                        if never.len() == 1 { "was" } else { "were" }
+                    ));
+                }
+                what
+            }
+            (None, Some(never_span)) => format!(
+                "its {} {never_span} {} never loaded",
+                n_partitions(never.len() as i64),
+                if never.len() == 1 { "was" } else { "were" }
+            ),
+            (None, None) => continue,
+        };
+        lines.push(format!(
+            "{} {} replaces: {what} (--cascade loads {them} after the run)",
+            job.name,
+            reads(lineage, &job.name, &root.job.name),
+        ));
+    }
+    lines
+}
+
+/// The ledger's states of `job` over the span of `partitions` (its target
+/// not read), or `None` where they cannot be read.
+async fn ledger_states(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    job: &crate::config::Job,
+    partitions: &[Partition],
+    now: chrono::NaiveDateTime,
+) -> Option<Vec<state::PartitionStatus>> {
+    let scope = state::StatusScope {
+        from: partitions.first().copied(),
+        to: partitions.last().copied(),
+        ledger_only: true,
+        ..Default::default()
+    };
+    state::job_status_in(
+        warehouse,
+        config,
+        lineage,
+        job,
+        now,
+        &Default::default(),
+        &scope,
+    )
+    .await
+    .ok()
 }
 
 /// After a run without `--cascade`: the downstream partitions that read
@@ -78,22 +142,7 @@ pub(super) async fn stale_downstream(
     let mut lines = Vec::new();
     for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, &changed, now)
     {
-        let scope = state::StatusScope {
-            from: partitions.first().copied(),
-            to: partitions.last().copied(),
-            ledger_only: true,
-            ..Default::default()
-        };
-        let Ok(statuses) = state::job_status_in(
-            warehouse,
-            config,
-            lineage,
-            job,
-            now,
-            &Default::default(),
-            &scope,
-        )
-        .await
+        let Some(statuses) = ledger_states(warehouse, config, lineage, job, &partitions, now).await
         else {
             continue;
         };

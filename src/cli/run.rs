@@ -139,16 +139,15 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     // Without --cascade, the jobs downstream are left reading what the run
     // replaces: the plan says so, and the end of the run how to load them.
-    let left_downstream = if args.cascade {
+    let shows_plan = (args.dry_run && !args.json) || (interactive && !args.yes);
+    let left_downstream = if args.cascade || !shows_plan {
         Vec::new()
     } else {
-        downstream_words(&config, &lineage, &steps[0].0, now)
+        downstream_words(&warehouse, &config, &lineage, &steps[0].0, now).await
     };
     if args.dry_run {
-        if !args.json {
-            for line in &left_downstream {
-                noteln!("idem: {line}");
-            }
+        for line in &left_downstream {
+            noteln!("idem: {line}");
         }
         for (i, (backfill, statuses)) in steps.iter().enumerate() {
             let plan = DryRun::new(backfill, statuses);
@@ -163,10 +162,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         return Ok(Exit::Ok);
     }
-    if !args.yes && interactive {
-        for line in &left_downstream {
-            noteln!("idem: {line}");
-        }
+    for line in &left_downstream {
+        noteln!("idem: {line}");
     }
     if !args.yes && !confirmed(&steps, interactive)? {
         noteln!("idem: nothing run");
@@ -235,6 +232,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
         if summary.misfit.is_some() {
             noteln!("idem: once the job is fixed, repeat: {repeat}");
+        } else if summary.repeat_fails_alike() {
+            noteln!("idem: once the cause of these failures is fixed, repeat: {repeat}");
         } else {
             noteln!("idem: to finish, repeat: {repeat}");
         }
@@ -435,7 +434,20 @@ async fn run_cascade(
             line.push_str(&format!(" · run {}", s.run_id));
         }
         if let Some(repeat) = repeat_step(config_path, outcome) {
-            noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            if outcome
+                .summary
+                .as_ref()
+                .is_some_and(|s| s.repeat_fails_alike())
+                && outcome.skipped.is_empty()
+                && outcome.not_started.is_empty()
+            {
+                noteln!(
+                    "idem: once the cause of {}'s failures is fixed, repeat: {repeat}",
+                    outcome.job
+                );
+            } else {
+                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
+            }
         }
         if let Some(s) = &outcome.summary
             && let Some(refused) = refused_advice(config_path, &outcome.job, s)

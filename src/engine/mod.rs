@@ -551,7 +551,10 @@ impl PartitionRun<'_> {
                     let message = e.to_string();
                     log(message.clone());
                     self.failed(&name, attempt, message, false, duration_ms);
-                    return PartitionResult::Failed { recorded: false };
+                    return PartitionResult::Failed {
+                        recorded: false,
+                        lasting: false,
+                    };
                 }
                 Err(e) if e.is_unreachable() => {
                     // No connection could be had (or the one the load had
@@ -567,7 +570,10 @@ impl PartitionRun<'_> {
                     }
                     self.halted.cancel();
                     self.failed(&name, attempt, message, false, duration_ms);
-                    return PartitionResult::Failed { recorded: false };
+                    return PartitionResult::Failed {
+                        recorded: false,
+                        lasting: false,
+                    };
                 }
                 Err(e) => {
                     let transient = e.is_transient(self.warehouse.dialect());
@@ -606,6 +612,7 @@ impl PartitionRun<'_> {
                         let recorded_failed = recorded && status == AttemptStatus::Failed;
                         return PartitionResult::Failed {
                             recorded: recorded_failed,
+                            lasting: !transient,
                         };
                     }
                     let backoff =
@@ -703,7 +710,10 @@ mod tests {
         let mut summary = RunSummary::default();
         for d in (0..3650).rev() {
             let result = match d {
-                7 => PartitionResult::Failed { recorded: true },
+                7 => PartitionResult::Failed {
+                    recorded: true,
+                    lasting: true,
+                },
                 3 => PartitionResult::Refused,
                 1 => PartitionResult::NotStarted,
                 _ => PartitionResult::Succeeded,
@@ -715,6 +725,7 @@ mod tests {
             (3647, 2, 1)
         );
         assert_eq!(summary.not_started, 1);
+        assert_eq!(summary.lasting, 1);
         assert_eq!(summary.unfinished, vec![day(7), day(3), day(1)]);
         assert!(summary.unfinished.capacity() < 16, "one slot per partition");
     }

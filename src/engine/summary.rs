@@ -28,6 +28,10 @@ pub struct RunSummary {
     /// repeat refuses them again unless the source is fixed or the run
     /// allows the shrink.
     pub refused_partitions: Vec<Partition>,
+    /// Of the failed, those whose error is not of the passing kind (a
+    /// deadlock, a lock wait, a connection lost): the job's SQL, its data or
+    /// the schema, which fail a plain repeat alike until fixed.
+    pub lasting: usize,
     /// Failures the ledger could not record (the warehouse was gone), or
     /// recorded as refused (the partition's lock was held elsewhere), so
     /// `--only failed` would not select them.
@@ -50,9 +54,10 @@ impl RunSummary {
                 self.succeeded += 1;
                 return;
             }
-            PartitionResult::Failed { recorded } => {
+            PartitionResult::Failed { recorded, lasting } => {
                 self.failed += 1;
                 self.unrecorded += usize::from(!recorded);
+                self.lasting += usize::from(lasting);
             }
             PartitionResult::Refused => {
                 self.failed += 1;
@@ -72,6 +77,15 @@ impl RunSummary {
     /// (", 1 rolled back, 20 not started"), or nothing.
     pub fn stopped_short(&self) -> String {
         stopped_short(self.not_started, self.rolled_back, ", ")
+    }
+
+    /// Whether every partition a repeat would cover failed for a lasting
+    /// cause (see [`RunSummary::lasting`]): a repeat as things stand fails
+    /// them again, so it is advised for after the fix, not to finish.
+    pub fn repeat_fails_alike(&self) -> bool {
+        self.misfit.is_some()
+            || (self.lasting > 0
+                && self.lasting + self.refused_partitions.len() == self.unfinished.len())
     }
 
     /// How the process ends after this run.
@@ -107,6 +121,8 @@ pub(super) enum PartitionResult {
         /// Recorded in the ledger as failed: a state `--only failed` picks
         /// (a refused lock is recorded, as refused, and changes no state).
         recorded: bool,
+        /// Its error is not of the passing kind: a repeat fails alike.
+        lasting: bool,
     },
     Refused,
     /// In flight when the run was cancelled: its transaction rolled back.

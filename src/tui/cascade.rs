@@ -122,14 +122,21 @@ impl CascadePlan {
             return None;
         }
         let n: usize = self.steps.iter().map(|s| s.partitions.len()).sum();
+        // A partition never loaded stays missing: it does not go stale.
+        let never = self.never_loaded.iter().sum::<usize>().min(n);
+        let fate = match (n - never, never) {
+            (_, 0) => "may go stale".to_string(),
+            (0, _) => "never loaded".to_string(),
+            (stale, never) => format!("{stale} may go stale, {never} never loaded"),
+        };
         let words = match self.steps.as_slice() {
             [one] if n == 1 => format!(
-                "off: {} {} reads these: may go stale ({key} loads it too)",
+                "off: {} {} reads these: {fate} ({key} loads it too)",
                 one.job.name,
                 one.partitions.first().map(|p| p.name()).unwrap_or_default()
             ),
             steps => format!(
-                "off: {} downstream ({}) read these: may go stale ({key} loads them too)",
+                "off: {} downstream ({}) read these: {fate} ({key} loads them too)",
                 crate::numbers::n_partitions(n as i64),
                 steps
                     .iter()
@@ -227,8 +234,9 @@ mod tests {
         );
     }
 
-    /// With cascade off, one line names what is left to go stale, and the
-    /// key that takes it along; nothing when nothing reads the run.
+    /// With cascade off, one line names what is left to go stale (or was
+    /// never loaded), and the key that takes it along; nothing when nothing
+    /// reads the run.
     #[test]
     fn cascade_off_names_what_goes_stale() {
         let job = job_view("agg", false, "■■■■■■■■■■");
@@ -252,9 +260,29 @@ mod tests {
             Some("cascade off: agg 2026-06-01 reads these: may go stale (c loads it too)")
         );
         assert_eq!(
-            off(vec![backfill, one]).as_deref(),
+            off(vec![backfill.clone(), one.clone()]).as_deref(),
             Some(
                 "cascade off: 11 partitions downstream (agg 10, agg 1) read these: may go stale (c loads them too)"
+            )
+        );
+        // Partitions never loaded stay missing: they are not said to go stale.
+        let off_never = |steps: Vec<Backfill>, never_loaded: Vec<usize>| {
+            CascadePlan {
+                steps,
+                never_loaded,
+                ..CascadePlan::default()
+            }
+            .off_line(&t, Span::raw("cascade "), "c")
+            .map(|l| l.to_string())
+        };
+        assert_eq!(
+            off_never(vec![one.clone()], vec![1]).as_deref(),
+            Some("cascade off: agg 2026-06-01 reads these: never loaded (c loads it too)")
+        );
+        assert_eq!(
+            off_never(vec![backfill, one], vec![3, 0]).as_deref(),
+            Some(
+                "cascade off: 11 partitions downstream (agg 10, agg 1) read these: 8 may go stale, 3 never loaded (c loads them too)"
             )
         );
     }

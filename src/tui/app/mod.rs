@@ -630,7 +630,7 @@ impl App {
         let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
             return Vec::new();
         };
-        r.apply(&event);
+        r.apply(&event, self.shared.now);
         let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
             return Vec::new();
         };

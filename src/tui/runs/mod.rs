@@ -57,6 +57,10 @@ pub struct RunPartition {
     pub state: RunPartState,
     pub attempt: i64,
     pub duration_ms: Option<u64>,
+    /// When its attempt in flight began, as the console saw it: a running
+    /// partition shows how long it has been at it (a load waiting on a
+    /// lock or on a server that does not answer is not a frozen row).
+    pub running_since: Option<NaiveDateTime>,
     pub rows_deleted: i64,
     pub rows_inserted: i64,
     pub rows_updated: i64,
@@ -71,6 +75,7 @@ impl RunPartition {
             state: RunPartState::Queued,
             attempt: 0,
             duration_ms: None,
+            running_since: None,
             rows_deleted: 0,
             rows_inserted: 0,
             rows_updated: 0,
@@ -198,8 +203,9 @@ impl RunView {
         self.index.get(partition).copied()
     }
 
-    /// Shows an engine event of this run in its table and logs.
-    pub fn apply(&mut self, event: &Event) {
+    /// Shows an engine event of this run in its table and logs; `now` is
+    /// when the console received it.
+    pub fn apply(&mut self, event: &Event, now: NaiveDateTime) {
         match event {
             Event::RunStarted {
                 run_id,
@@ -215,6 +221,7 @@ impl RunView {
                 if let Some(i) = self.row(partition) {
                     let p = &mut self.partitions[i];
                     p.state = RunPartState::Running;
+                    p.running_since = Some(now);
                     p.attempt = *attempt;
                     self.log(i, format!("attempt {attempt}"));
                 }
@@ -557,13 +564,20 @@ pub fn render(
     }
     let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
     let (table, log_area) = run_split(body);
-    render_table(frame, table, t, run, focused);
+    render_table(frame, table, t, run, focused, now);
     if let Some(log_area) = log_area {
         render_log(frame, log_area, t, run);
     }
 }
 
-fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focused: bool) {
+fn render_table(
+    frame: &mut Frame,
+    table: Rect,
+    t: &Theme,
+    run: &RunView,
+    focused: bool,
+    now: NaiveDateTime,
+) {
     let buf = frame.buffer_mut();
     let rows = table.height as usize;
     let first = run.selected.saturating_sub(rows.saturating_sub(1));
@@ -596,7 +610,18 @@ fn render_table(frame: &mut Frame, table: Rect, t: &Theme, run: &RunView, focuse
             row_style(style),
         );
         x = put(buf, table, x, y, &format!("{word:<9} "), row_style(style));
-        let dur = p.duration_ms.map(duration_text).unwrap_or_default();
+        let dur = match (p.state, p.running_since) {
+            // Whole seconds: the clock turns once a second.
+            (RunPartState::Running, Some(since)) => {
+                let ms = (now - since).num_seconds().max(0) as u64 * 1000;
+                if ms < 60_000 {
+                    format!("{} s", ms / 1000)
+                } else {
+                    duration_text(ms)
+                }
+            }
+            _ => p.duration_ms.map(duration_text).unwrap_or_default(),
+        };
         x = put(buf, table, x, y, &format!("{dur:>8}  "), t.style("muted"));
         let rows_text = match p.state {
             RunPartState::Succeeded => {

@@ -26,38 +26,47 @@ fn events_move_rows_through_their_states() {
     assert_eq!(r.partitions.len(), 2);
     // The fixture's warehouse is SQLite: one writer.
     assert_eq!(r.concurrency, 1);
-    r.apply(&event("2026-06-03", |partition| Event::PartitionStarted {
-        run_id: "r".into(),
-        job: "fct_orders".into(),
-        partition,
-        attempt: 2,
-    }));
+    r.apply(
+        &event("2026-06-03", |partition| Event::PartitionStarted {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+        }),
+        now(),
+    );
     assert_eq!(r.partitions[0].state, RunPartState::Running);
-    r.apply(&event("2026-06-03", |partition| Event::PartitionFailed {
-        run_id: "r".into(),
-        job: "fct_orders".into(),
-        partition,
-        attempt: 2,
-        error: "database is locked".into(),
-        will_retry: true,
-        duration_ms: 10,
-    }));
+    r.apply(
+        &event("2026-06-03", |partition| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+            error: "database is locked".into(),
+            will_retry: true,
+            duration_ms: 10,
+        }),
+        now(),
+    );
     assert_eq!(r.partitions[0].state, RunPartState::Retrying);
     assert_eq!(
         r.logs.of(0).iter().collect::<Vec<_>>(),
         ["attempt 2", "will retry: database is locked"]
     );
-    r.apply(&Event::RunFinished {
-        run_id: "r".into(),
-        job: "fct_orders".into(),
-        succeeded: 0,
-        failed: 0,
-        not_started: 2,
-        rolled_back: 1,
-        refused: 0,
-        cancelled: true,
-        duration_ms: 30,
-    });
+    r.apply(
+        &Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 0,
+            failed: 0,
+            not_started: 2,
+            rolled_back: 1,
+            refused: 0,
+            cancelled: true,
+            duration_ms: 30,
+        },
+        now(),
+    );
     assert!(!r.active());
     assert_eq!(r.count(RunPartState::Cancelled), 2);
     assert_eq!(
@@ -70,16 +79,64 @@ fn events_move_rows_through_their_states() {
     );
 }
 
+/// A partition in flight shows how long it has been at it, and the clock
+/// moves with the console's: a load waiting out a connect timeout is not a
+/// frozen row.
+#[test]
+fn a_running_partition_shows_its_clock() {
+    let mut runs = vec![run()];
+    runs[0].apply(
+        &event("2026-06-03", |partition| Event::PartitionStarted {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+        }),
+        now(),
+    );
+    let area = Rect::new(0, 0, 110, 12);
+    let row_at = |later: chrono::Duration| {
+        let screen = draw(110, 12, |f| {
+            render(
+                f,
+                area,
+                &Theme::default_theme(),
+                &runs,
+                0,
+                true,
+                now() + later,
+            )
+        });
+        screen
+            .lines()
+            .find(|l| l.contains("2026-06-03"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| panic!("no row for 2026-06-03: {screen}"))
+    };
+    let first = row_at(chrono::Duration::zero());
+    assert!(first.contains("2026-06-03 running 0 s"), "{first}");
+    let later = row_at(chrono::Duration::milliseconds(12_400));
+    assert!(later.contains("2026-06-03 running 12 s"), "{later}");
+    let much_later = row_at(chrono::Duration::seconds(95));
+    assert!(
+        much_later.contains("2026-06-03 running 1m35s"),
+        "{much_later}"
+    );
+}
+
 #[test]
 fn logs_are_bounded() {
     let mut r = run();
     for k in 0..LOG_LINES + 5 {
-        r.apply(&Event::PartitionLog {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition: "2026-06-08".into(),
-            line: format!("line {k}"),
-        });
+        r.apply(
+            &Event::PartitionLog {
+                run_id: "r".into(),
+                job: "fct_orders".into(),
+                partition: "2026-06-08".into(),
+                line: format!("line {k}"),
+            },
+            now(),
+        );
     }
     assert_eq!(r.logs.of(1).len(), LOG_LINES);
     assert_eq!(r.logs.of(1).front().map(String::as_str), Some("line 5"));
@@ -109,12 +166,15 @@ fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
 }
 
 fn log_line(r: &mut RunView, line: &str) {
-    r.apply(&Event::PartitionLog {
-        run_id: "r".into(),
-        job: "fct_orders".into(),
-        partition: "2026-06-03".into(),
-        line: line.into(),
-    });
+    r.apply(
+        &Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition: "2026-06-03".into(),
+            line: line.into(),
+        },
+        now(),
+    );
 }
 
 /// One long error fills the log pane: `[` scrolls back to the lines before
@@ -165,17 +225,20 @@ fn the_gauge_shows_the_outcome_not_only_the_progress() {
     let area = Rect::new(0, 0, 110, 12);
     let finish = |failed: usize| {
         let mut r = run();
-        r.apply(&Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            succeeded: 2 - failed,
-            failed,
-            not_started: 0,
-            refused: 0,
-            rolled_back: 0,
-            cancelled: false,
-            duration_ms: 30,
-        });
+        r.apply(
+            &Event::RunFinished {
+                run_id: "r".into(),
+                job: "fct_orders".into(),
+                succeeded: 2 - failed,
+                failed,
+                not_started: 0,
+                refused: 0,
+                rolled_back: 0,
+                cancelled: false,
+                duration_ms: 30,
+            },
+            now(),
+        );
         r
     };
     let gauge_cell = |runs: &[RunView]| {
@@ -226,18 +289,21 @@ fn the_run_strip_scrolls_to_the_selected_run() {
 #[test]
 fn a_cut_row_ends_in_an_ellipsis() {
     let mut r = run();
-    r.apply(&Event::PartitionFailed {
-        run_id: "r".into(),
-        job: "fct_orders".into(),
-        partition: "2026-06-03".into(),
-        attempt: 2,
-        error: format!(
-            "duplicate key value violates unique constraint {}",
-            "x".repeat(80)
-        ),
-        will_retry: false,
-        duration_ms: 10,
-    });
+    r.apply(
+        &Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition: "2026-06-03".into(),
+            attempt: 2,
+            error: format!(
+                "duplicate key value violates unique constraint {}",
+                "x".repeat(80)
+            ),
+            will_retry: false,
+            duration_ms: 10,
+        },
+        now(),
+    );
     let area = Rect::new(0, 0, 110, 12);
     let screen = draw(110, 12, |f| {
         render(f, area, &Theme::default_theme(), &[r], 0, true, now())
