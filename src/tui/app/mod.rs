@@ -137,6 +137,9 @@ pub struct App {
     last_connect: Option<NaiveDateTime>,
     next_run: usize,
     next_request: usize,
+    /// An explicit refresh (`R`) asked: a config that still does not load
+    /// says why in the status bar again, not only in the title bar.
+    retell_config_error: bool,
 }
 
 /// Read access to the state, for views and tests.
@@ -204,6 +207,7 @@ impl App {
             last_connect: None,
             next_run: 1,
             next_request: 1,
+            retell_config_error: false,
         };
         app.fix_scroll_all();
         app
@@ -498,6 +502,7 @@ impl App {
     /// Reads every job's states again; a `quiet` (periodic) refresh shows
     /// no spinner unless a read is slow.
     pub(super) fn refresh_all(&mut self, quiet: bool) -> Vec<Effect> {
+        self.retell_config_error |= !quiet;
         let mut effects = vec![Effect::ReadConfig(self.config.path.clone())];
         effects.extend(self.refresh_states(quiet));
         effects

@@ -99,9 +99,11 @@ impl App {
     }
 
     /// Keeps the config the console has, `why` in the title bar: true when
-    /// that is news (the status bar then says more, once).
+    /// that is news, or an explicit refresh asked (the status bar then says
+    /// more).
     fn keep_config(&mut self, why: String) -> bool {
-        if self.shared.config_error.as_ref() == Some(&why) {
+        let retell = std::mem::take(&mut self.retell_config_error);
+        if self.shared.config_error.as_ref() == Some(&why) && !retell {
             return false;
         }
         self.shared.config_error = Some(why);
@@ -110,6 +112,7 @@ impl App {
     }
 
     fn keep_config_clear(&mut self) {
+        self.retell_config_error = false;
         if self.shared.config_error.take().is_some() {
             self.dirty = true;
         }

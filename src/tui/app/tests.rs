@@ -227,6 +227,19 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
         "{note}"
     );
     assert!(a.config().jobs[0].sql.contains("select 2 as id"));
+    // A periodic read that finds it still broken says nothing new; `R`
+    // asks, and the status bar says the whole error again.
+    a.shared.message = None;
+    let still = || Msg::ConfigRead(Err("idem.toml:12:7: expected a string".into()));
+    a.update(still());
+    assert_eq!(a.message, None, "a quiet re-read repeats nothing");
+    a.update(Msg::Key(key('R')));
+    a.update(still());
+    let (error, note) = a.message.clone().expect("the error again");
+    assert!(
+        error && note.starts_with("idem.toml:12:7: expected a string"),
+        "{note}"
+    );
 
     let elsewhere = config_edited(|t| t.replace("sqlite://w.db", "sqlite://other.db"));
     a.update(Msg::ConfigRead(Ok(elsewhere)));
