@@ -168,6 +168,19 @@ fn rerun_a_failed_range_from_the_console() {
         &format!("run fct_orders --from {first} \\"),
         &format!("  --to {last}"),
     ]);
+    // Y puts it on the clipboard through the terminal, on one line.
+    c.send("Y");
+    c.wait_for(&["sent to the clipboard through the terminal (OSC 52)"]);
+    let command = format!(
+        "idem --config {} run fct_orders --from {first} --to {last}",
+        config_path.display()
+    );
+    let osc52 = format!(
+        "\x1b]52;c;{}\x1b\\",
+        base64::Engine::encode(&base64::prelude::BASE64_STANDARD, &command)
+    );
+    let sent = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    assert!(sent.contains(&osc52), "no {osc52:?} for {command}");
     c.send("\r");
     c.wait_for(&["finished: 3/3 succeeded", "0 failed"]);
     // The calendar and the health summary follow: no failed day is left.

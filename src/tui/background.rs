@@ -279,6 +279,14 @@ impl Background {
                     if shut { gate.shut() } else { gate.open() }
                 }
             }
+            Effect::Copy(text) => {
+                // Nothing answers an OSC 52: a terminal that does not take
+                // it ignores it, and the status bar says what was sent.
+                let _ = crossterm::execute!(
+                    std::io::stdout(),
+                    crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+                );
+            }
             Effect::Quit => {}
         }
     }

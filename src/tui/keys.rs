@@ -53,6 +53,7 @@ pub enum Action {
     ThroughLatest,
     Cascade,
     AllowShrink,
+    CopyCommand,
     // Questions (cancel a run? quit?).
     Yes,
     No,
@@ -486,6 +487,14 @@ pub static BINDINGS: &[Binding] = &[
         AllowShrink,
         "replace jobs: allow the run to shrink partitions past the shrink guard (again: off)",
         Some("shrink")
+    ),
+    bind!(
+        Confirm,
+        [k('Y')],
+        "Y",
+        CopyCommand,
+        "copy the same-as command to the clipboard, through the terminal (OSC 52)",
+        Some("copy")
     ),
     bind!(
         Question,

@@ -185,5 +185,9 @@ pub enum Effect {
     /// Read the config file again; the answer comes back as
     /// [`Msg::ConfigRead`].
     ReadConfig(PathBuf),
+    /// Put this text on the clipboard through the terminal (OSC 52), which
+    /// works over ssh and in tmux (with `set-clipboard on`), where the
+    /// console's mouse capture keeps the terminal from selecting text.
+    Copy(String),
     Quit,
 }

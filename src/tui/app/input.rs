@@ -114,6 +114,16 @@ impl App {
                         self.shared.message = note.map(|n| (false, n));
                         self.shared.modal = Modal::Confirm(c);
                     }
+                    ConfirmStep::Copy(command) => {
+                        self.shared.message = Some((
+                            false,
+                            format!(
+                                "sent to the clipboard through the terminal (OSC 52): {command}"
+                            ),
+                        ));
+                        effects.push(Effect::Copy(command));
+                        self.shared.modal = Modal::Confirm(c);
+                    }
                 }
                 self.replan_cascade();
                 return effects;

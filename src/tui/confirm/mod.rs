@@ -14,11 +14,12 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
+mod fit;
 mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{hints, left_out_words, more_line, replaces, shell_lines, strategy_words};
+use words::{hints, left_out_words, replaces, shell_lines, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -90,6 +91,8 @@ pub enum ConfirmStep {
     Say(Option<String>),
     Close,
     Run,
+    /// Stay, and put this command on the clipboard.
+    Copy(String),
 }
 
 impl ConfirmDialog {
@@ -395,6 +398,12 @@ impl ConfirmDialog {
         let step = match action {
             Some(Action::Confirm) => return ConfirmStep::Run,
             Some(Action::Close) => return ConfirmStep::Close,
+            Some(Action::CopyCommand) => {
+                return match self.plan.command {
+                    Some(_) => ConfirmStep::Copy(self.command()),
+                    None => ConfirmStep::Say(Some("nothing would run: no command to copy".into())),
+                };
+            }
             Some(Action::OnlyAll) => {
                 self.only.clear();
                 ConfirmStep::Stay
@@ -453,13 +462,7 @@ impl ConfirmDialog {
                 .map(Partition::name)
                 .unwrap_or_default()
         };
-        // Lines a small terminal goes without, first dropped first: what
-        // decides the run (range, states, what it replaces, the source and
-        // the shrink guard, lint, the reason, the keys) always shows.
-        const SPACING: u8 = 4;
-        const SAME_AS: u8 = 3;
-        const STRATEGY: u8 = 2;
-        const ONLY: u8 = 1;
+        use fit::{ONLY, SAME_AS, SPACING, STRATEGY};
         let mut optional: Vec<(usize, u8)> = Vec::new();
         let mut lines = Vec::new();
         let (selected, left_out) = &self.selected;
@@ -618,7 +621,13 @@ impl ConfirmDialog {
         if let Some(command) = &self.plan.command {
             let first = lines.len();
             lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled("same as:", t.style("muted"))));
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "same as ({} copies it):",
+                    keymap::key(Scope::Confirm, Action::CopyCommand)
+                ),
+                t.style("muted"),
+            )));
             match shell_lines(command, inner_w as usize) {
                 Some(command) => lines.extend(
                     command
@@ -626,7 +635,7 @@ impl ConfirmDialog {
                         .map(|l| Line::from(Span::styled(l, t.style("highlight")))),
                 ),
                 None => lines.push(Line::from(Span::styled(
-                    "(wider than this dialog: widen the terminal to copy it whole)",
+                    "(wider than this dialog: widen the terminal to see it whole)",
                     t.style("muted"),
                 ))),
             }
@@ -639,65 +648,14 @@ impl ConfirmDialog {
             .filter(|a| self.offers(*a, job))
             .collect::<Vec<_>>();
         lines.push(hints(t, &offered));
-        // As the paragraph wraps them, borders included.
-        let height_of = |lines: &[Line]| -> usize {
-            Paragraph::new(lines.to_vec())
-                .wrap(Wrap { trim: false })
-                .line_count(inner_w)
-                + 2
-        };
-        let mut rank = SPACING;
-        // What `centered` leaves the dialog: the area less a row each side.
-        let fits = area.height.saturating_sub(2) as usize;
-        while height_of(&lines) > fits && rank > 0 {
-            let mut gone: Vec<usize> = optional
-                .iter()
-                .filter(|(_, r)| *r == rank)
-                .map(|(i, _)| *i)
-                .collect();
-            gone.sort_unstable_by(|a, b| b.cmp(a));
-            for i in gone {
-                lines.remove(i);
-                for (j, _) in optional.iter_mut().filter(|(j, _)| *j > i) {
-                    *j -= 1;
-                }
-            }
-            optional.retain(|(_, r)| *r != rank);
-            rank -= 1;
-        }
-        // The command gave way: said, where a line is left for it.
-        if self.plan.command.is_some() && rank < SAME_AS {
-            let at = lines.len().saturating_sub(1);
-            lines.insert(
-                at,
-                Line::from(Span::styled(
-                    "same as: hidden at this size",
-                    t.style("muted"),
-                )),
-            );
-            if height_of(&lines) > fits {
-                lines.remove(at);
-            }
-        }
-        // Still too tall: the last lines above the keys give way to a line
-        // that says so, never silently (lint or the reason could hide).
-        if height_of(&lines) > fits && lines.len() > 2 {
-            let hints = lines.pop().unwrap_or_default();
-            let mut hidden = 0;
-            while lines.len() > 1 {
-                let mut probe = lines.clone();
-                probe.push(more_line(hidden, t));
-                probe.push(hints.clone());
-                if height_of(&probe) <= fits {
-                    break;
-                }
-                lines.pop();
-                hidden += 1;
-            }
-            lines.push(more_line(hidden, t));
-            lines.push(hints);
-        }
-        let height = height_of(&lines);
+        let (lines, height) = fit::to_height(
+            lines,
+            optional,
+            inner_w,
+            area.height.saturating_sub(2) as usize,
+            self.plan.command.is_some(),
+            t,
+        );
         let r = centered(area, width, height.min(u16::MAX as usize) as u16);
         frame.render_widget(Clear, r);
         let b = block(t, format!(" Run {}? ", job.job.name), true);

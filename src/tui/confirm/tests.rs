@@ -102,9 +102,29 @@ fn a_choice_with_gaps_reads_as_its_states_and_a_reason_is_quoted() {
         c.command()
     );
     assert_eq!(c.backfill().unwrap().reason.as_deref(), Some("it's fixed"));
+    // Y copies the command on one line, quoted as shown.
+    assert_eq!(
+        c.key(&key('Y'), &job, &Defaults::default(), now()),
+        ConfirmStep::Copy(
+            "idem run fct_orders --from 2026-06-03 --to 2026-06-05 --only failed,missing --reason 'it'\\''s fixed'"
+                .into()
+        )
+    );
     assert_eq!(
         c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now()),
         ConfirmStep::Run
+    );
+}
+
+/// With nothing to run there is no command: Y says so, and copies nothing.
+#[test]
+fn y_copies_nothing_when_nothing_would_run() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, vec![2]);
+    c.key(&key('s'), &job, &Defaults::default(), now());
+    assert_eq!(
+        c.key(&key('Y'), &job, &Defaults::default(), now()),
+        ConfirmStep::Say(Some("nothing would run: no command to copy".into()))
     );
 }
 
