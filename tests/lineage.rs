@@ -765,7 +765,7 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
     // Each day's load counts to some millions first: long enough to signal
     // the run while its root is loading.
     let slow = "select id, dt from src where dt >= :start and dt < :end and \
-                (with recursive c(x) as (select 1 union all select x + 1 from c where x < 4000000) \
+                (with recursive c(x) as (select 1 union all select x + 1 from c where x < 8000000) \
                 select count(*) from c) > 0";
     let jobs = format!(
         "{}{}",
@@ -797,16 +797,39 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn idem");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Signalled once the root's first day has loaded, with three to go:
+    // a fixed sleep signalled a quiet machine after the whole run.
+    let mut child = child;
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    while let Ok(line) = lines_rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        let first_day_done = line.contains("\"partition_succeeded\"");
+        seen.push(line);
+        if first_day_done {
+            break;
+        }
+    }
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("kill");
     assert!(sent.success());
     let out = child.wait_with_output().expect("idem ended");
+    reader.join().expect("reader");
+    seen.extend(lines_rx.try_iter());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let events = json_lines(&seen.join("\n"));
     // The day whose upstream had loaded before the cancel never began: it
     // is said too, not left out of the stream.
     let skipped: BTreeSet<&str> = events

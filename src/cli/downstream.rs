@@ -114,7 +114,7 @@ pub(super) async fn stale_downstream(
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     loaded: &Backfill,
-    run_id: &str,
+    (run_id, mark): (&str, Option<crate::warehouse::ledger::LedgerMark>),
     now: chrono::NaiveDateTime,
     config_path: &Path,
 ) -> Vec<String> {
@@ -123,7 +123,16 @@ pub(super) async fn stale_downstream(
     }
     // Of the partitions loaded, those whose content this run changed: an
     // unchanged re-run makes nothing stale, whatever was stale before it.
-    let Ok(attempts) = warehouse.attempts(&loaded.job.name, None).await else {
+    // Read from where the ledger stood before the run, where that is known.
+    let attempts = match mark {
+        Some(mark) => {
+            warehouse
+                .attempts_after(&loaded.job.name, mark.last_id)
+                .await
+        }
+        None => warehouse.attempts(&loaded.job.name, None).await,
+    };
+    let Ok(attempts) = attempts else {
         return Vec::new();
     };
     let mut changed = loaded.clone();

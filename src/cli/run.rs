@@ -176,6 +176,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     let backfill = steps.remove(0).0;
 
+    // Where the job's ledger stands before the run, when jobs read it:
+    // what the run changed is read after this mark, not from its history.
+    let mark = if lineage.downstream(&job.name).is_empty() {
+        None
+    } else {
+        warehouse.ledger_mark(&job.name).await.ok()
+    };
     let cancel = on_signal.begin();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = backfill.partitions.len() as u64;
@@ -195,7 +202,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         &config,
         &lineage,
         &loaded,
-        &summary.run_id,
+        (&summary.run_id, mark),
         now,
         config_path,
     )

@@ -427,7 +427,7 @@ impl Warehouse {
     }
 
     /// The attempts of a job recorded after the ledger row `mark`.
-    pub(super) async fn attempts_after(
+    pub async fn attempts_after(
         &self,
         job: &str,
         mark: i64,
