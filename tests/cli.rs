@@ -546,6 +546,89 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
     assert_eq!(finished["refused"], 1, "{finished}");
 }
 
+/// A run that loads partitions empty (their source had no rows, as a late
+/// source has none yet) says so, and how to load them once it lands; it
+/// still exits 0, and a re-run that finds them empty again says nothing
+/// new. The command it gives loads the late rows.
+#[tokio::test]
+async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-04\"\n\
+         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
+        db.display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+
+    let out = idem(&config, &["run", "fct", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let cfg = config.display();
+    assert!(
+        stderr.contains(&format!(
+            "idem: 2 partitions loaded empty, the source having no rows in their windows (2026-01-03 .. 2026-01-04). If it is late, load them again once it lands: idem --config {cfg} run fct --only empty --from 2026-01-03 --to 2026-01-04\n"
+        )),
+        "{stderr}"
+    );
+    let finished: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .find(|e| e["event"] == "run_finished")
+        .expect("run_finished");
+    assert_eq!(
+        (&finished["succeeded"], &finished["empty"]),
+        (&4.into(), &2.into()),
+        "{finished}"
+    );
+
+    // Empty again: nothing new to say.
+    let out = idem(&config, &["run", "fct", "--from", "2026-01-03"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("loaded empty"), "{stderr}");
+
+    // The source lands: the command said loads it.
+    wh.execute_script(&["INSERT INTO src VALUES (3, '2026-01-03'), (4, '2026-01-04')"])
+        .await
+        .unwrap();
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct",
+            "--only",
+            "empty",
+            "--from",
+            "2026-01-03",
+            "--to",
+            "2026-01-04",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let loaded: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM fct")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(loaded, 4);
+    wh.close().await;
+}
+
 /// A range error names what the operator typed, and a bound left out as
 /// the job's own: the default --to (the last complete partition, or the
 /// job's end), the job's start; a date in the right form that does not

@@ -573,8 +573,8 @@ fn a_terminal_gone_mid_run_cancels_the_run_and_records_it() {
 }
 
 /// Starts idem's console (argv: idem, config, first, last) in a pty, runs
-/// the range, closes the pty once a partition runs, and prints idem's exit
-/// code.
+/// the range, closes the pty once a partition runs (as drawn), and prints
+/// idem's exit code.
 const CLOSE_THE_PTY_MID_RUN: &str = r#"
 import os, pty, sys, time, select, fcntl, termios, struct
 idem, config, first, last = sys.argv[1:5]
@@ -583,16 +583,27 @@ if pid == 0:
     os.environ["TERM"] = "xterm-256color"
     os.execv(idem, [idem, "--config", config])
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-def read_for(secs):
+seen = b""
+def wait_for(text, secs):
+    # True once `text` has been drawn (fixed sleeps failed on a busy machine).
+    global seen
     end = time.time() + secs
     while time.time() < end:
         if select.select([fd], [], [], 0.1)[0]:
-            os.read(fd, 65536)
-read_for(4)
-os.write(fd, (":run %s..%s\r" % (first, last)).encode())
-read_for(2)
+            seen += os.read(fd, 65536)
+            if text in seen:
+                seen = b""
+                return True
+    return False
+# The dialog opens once the job's states are read: asked again until then.
+for _ in range(30):
+    os.write(fd, (":run %s..%s\r" % (first, last)).encode())
+    if wait_for(b"Run fct_orders?", 4):
+        break
+    os.write(fd, b"\x1b")
 os.write(fd, b"\r")
-read_for(2)
+if not wait_for(b"running", 60):
+    sys.exit("no partition started")
 os.close(fd)
 _, status = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(status))

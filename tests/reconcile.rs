@@ -166,8 +166,9 @@ async fn reconcile_flags_exactly_the_partitions_whose_source_counts_moved(kind: 
 }
 
 /// Jobs whose SQL does more with the window than filter on it: a daily
-/// snapshot that writes its window's start as the partition value, and a
-/// job that selects its partition by name. Counted over a range in one
+/// snapshot that writes its window's start as the partition value, a job
+/// that selects its partition by name, and a self-join bounded on both
+/// sides (pairs across days are in no window). Counted over a range in one
 /// grouped statement, the whole source fell on the first partition and
 /// every other looked emptied ("source 0", a shrink guard refusal in the
 /// dry run); each window is counted as its own load reads it.
@@ -188,6 +189,15 @@ async fn windows_named_or_written_by_the_sql_are_counted_one_by_one(kind: Kind) 
             "2026-01-03",
             "select id, batch as dt from batches where cast(batch as char(10)) = :partition",
         ),
+        // Both sides of a self-join bounded by the window (QA): grouped over
+        // the range, a day-1 row kept its pair from day 2.
+        common::replace_job(
+            "pairs",
+            "pairs",
+            "2026-01-03",
+            "select x.id as a, y.id as b, x.dt as dt from visits x join visits y on x.cust = y.cust \
+             where x.dt >= :start and x.dt < :end and y.dt >= :start and y.dt < :end",
+        ),
     ]
     .concat();
     let (config, parsed) = db.config(&jobs);
@@ -199,6 +209,9 @@ async fn windows_named_or_written_by_the_sql_are_counted_one_by_one(kind: Kind) 
         "CREATE TABLE batches (id INTEGER NOT NULL, batch DATE NOT NULL)",
         "INSERT INTO batches VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-02'), (4, '2026-01-03')",
         "CREATE TABLE named (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE visits (id INTEGER NOT NULL, cust INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO visits VALUES (1, 1, '2026-01-01'), (2, 1, '2026-01-02'), (3, 2, '2026-01-01'), (4, 2, '2026-01-01')",
+        "CREATE TABLE pairs (a INTEGER NOT NULL, b INTEGER NOT NULL, dt DATE NOT NULL)",
     ])
     .await
     .expect("fixture");
@@ -213,6 +226,8 @@ async fn windows_named_or_written_by_the_sql_are_counted_one_by_one(kind: Kind) 
         ("named 2026-01-01", 1),
         ("named 2026-01-02", 2),
         ("named 2026-01-03", 1),
+        ("pairs 2026-01-01", 5),
+        ("pairs 2026-01-02", 1),
     ];
     let counted = reconciled(&config);
     for (key, rows) in expected {
@@ -222,7 +237,7 @@ async fn windows_named_or_written_by_the_sql_are_counted_one_by_one(kind: Kind) 
             "{kind:?} {key}: {counted:?}"
         );
     }
-    for job in ["snap", "named"] {
+    for job in ["snap", "named", "pairs"] {
         let out = stdout_ok(&idem(&config, &["run", job, "--dry-run", "--json"]));
         let plan: Value = serde_json::from_str(out.trim()).expect("json");
         for p in plan["partitions"].as_array().expect("partitions") {
@@ -292,6 +307,13 @@ fn only_sql_whose_windows_are_row_filters_is_counted_in_one_grouped_statement() 
         "select id, substr(ts, 1, 10) as dt from src where ts >= :start".to_string(),
         "select id, substr(ts, 1, 10) as dt from src where ts >= :start and ts < :end or id = 0".to_string(),
         "select id, substr(ts, 1, 10) as dt from src where ts >= :start and updated_at < :end".to_string(),
+        // Two windowed sources in one row (QA: a self-join bounded on both
+        // sides counted 631 for a window of 208): grouped over the range,
+        // pairs from different days were kept.
+        "select cast(x.ts as date) as dt, x.id as a, y.id as b from src x join src y on x.cust = y.cust where x.ts >= :start and x.ts < :end and y.ts >= :start and y.ts < :end".to_string(),
+        format!("select cast(x.ts as date) as dt, x.id from src x join (select cust from src2 {window}) y on x.cust = y.cust where x.ts >= :start and x.ts < :end"),
+        format!("select cast(x.ts as date) as dt, x.id from (select id, cust, ts from src {window}) x join (select cust from src2 {window}) y on x.cust = y.cust"),
+        "select id, substr(ts, 1, 10) as dt from src where ts >= :start and ts < :end and updated_at >= :start and updated_at < :end".to_string(),
         // Filters another column than the partition's.
         "select id, substr(created_at, 1, 10) as dt from src where loaded_at >= :start and loaded_at < :end".to_string(),
         "select id, :start as dt from src".to_string(),

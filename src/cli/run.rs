@@ -174,6 +174,14 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         let cancel = on_signal.begin();
         return run_cascade(config_path, &warehouse, &lineage, &steps, args.json, cancel).await;
     }
+    // Loaded empty before: a run that loads them empty again says nothing
+    // new of them (a weekend with no orders), unlike one loaded empty now.
+    let empty_before: Vec<Partition> = steps[0]
+        .1
+        .iter()
+        .filter(|s| s.state == state::LoadState::Empty)
+        .map(|s| s.partition)
+        .collect();
     let backfill = steps.remove(0).0;
 
     // Where the job's ledger stands before the run, when jobs read it:
@@ -235,6 +243,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             "idem: stopped: {} does not fit its warehouse as written, so every partition would fail alike ({why})",
             job.name
         );
+    }
+    if let Some(note) = empty_note(config_path, &job.name, &summary, &empty_before) {
+        noteln!("idem: {note}");
     }
     if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
         if summary.misfit.is_some() {
@@ -499,6 +510,42 @@ fn counted(s: &engine::RunSummary) -> String {
         },
         s.stopped_short()
     )
+}
+
+/// What to do about partitions this run loaded empty that were not empty
+/// before: their source had no rows in their windows, which is what a late
+/// source looks like. Said on stderr, with the command that loads them
+/// again once it lands; a cron run's exit code stays 0.
+fn empty_note(
+    config: &Path,
+    job: &str,
+    summary: &engine::RunSummary,
+    empty_before: &[Partition],
+) -> Option<String> {
+    let now_empty: Vec<Partition> = summary
+        .empty
+        .iter()
+        .filter(|p| !empty_before.contains(p))
+        .copied()
+        .collect();
+    let (first, last) = (now_empty.first()?, now_empty.last()?);
+    let (span, them) = if first == last {
+        (first.name(), "it")
+    } else {
+        (format!("{} .. {}", first.name(), last.name()), "them")
+    };
+    Some(format!(
+        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {job} --only empty --from {} --to {}",
+        n_partitions(now_empty.len() as i64),
+        if now_empty.len() == 1 {
+            "its window"
+        } else {
+            "their windows"
+        },
+        config_flag(config),
+        first.name(),
+        last.name(),
+    ))
 }
 
 fn print_outcome(outcome: &str) -> Result<(), Stop> {

@@ -71,6 +71,9 @@ pub enum Event {
         /// Of `failed`, those the shrink guard refused (they kept their
         /// rows).
         refused: usize,
+        /// Of `succeeded`, those loaded with no rows: their source had
+        /// none in their windows (a late source loads so).
+        empty: usize,
         cancelled: bool,
         duration_ms: u64,
     },

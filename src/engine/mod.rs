@@ -390,6 +390,7 @@ pub async fn run_gated(
     summary.cancelled = cancel.is_cancelled();
     summary.unfinished.sort();
     summary.refused_partitions.sort();
+    summary.empty.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     summary.misfit = misfit.lock().ok().and_then(|mut m| m.take());
     let _ = events.send(Event::RunFinished {
@@ -400,6 +401,7 @@ pub async fn run_gated(
         not_started: summary.not_started,
         rolled_back: summary.rolled_back,
         refused: summary.refused,
+        empty: summary.empty.len(),
         cancelled: summary.cancelled,
         duration_ms: started.elapsed().as_millis() as u64,
     });
@@ -509,7 +511,7 @@ impl PartitionRun<'_> {
                         &partition,
                         &meta,
                         AttemptStatus::Cancelled,
-                        "cancelled by operator",
+                        "cancelled before its COMMIT (the run was stopped): rolled back",
                     )
                     .await;
                     self.failed(
@@ -522,6 +524,10 @@ impl PartitionRun<'_> {
                     return PartitionResult::RolledBack;
                 }
                 Ok(o) => {
+                    // A merge's rows may lie in other windows of the
+                    // partition column than the one it merged: written, it
+                    // is not empty.
+                    let empty = o.rows_after == 0 && o.rows_inserted + o.rows_updated == 0;
                     let _ = self.events.send(Event::PartitionSucceeded {
                         run_id: self.run_id.to_string(),
                         job: job.name.clone(),
@@ -535,7 +541,7 @@ impl PartitionRun<'_> {
                         fingerprint: o.fingerprint.to_string(),
                         content_changed: o.content_changed,
                     });
-                    return PartitionResult::Succeeded;
+                    return PartitionResult::Succeeded { empty };
                 }
                 Err(e @ WarehouseError::SourceShrank { .. }) => {
                     let message = e.to_string();
@@ -716,7 +722,7 @@ mod tests {
                 },
                 3 => PartitionResult::Refused,
                 1 => PartitionResult::NotStarted,
-                _ => PartitionResult::Succeeded,
+                _ => PartitionResult::Succeeded { empty: false },
             };
             summary.count(day(d), result);
         }

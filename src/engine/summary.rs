@@ -9,6 +9,9 @@ use crate::partition::Partition;
 pub struct RunSummary {
     pub run_id: String,
     pub succeeded: usize,
+    /// Of the succeeded, those loaded with no rows, oldest first: their
+    /// source had none in their windows, as a late one has none yet.
+    pub empty: Vec<Partition>,
     pub failed: usize,
     /// Of the failed, those the shrink guard refused (they kept their rows).
     pub refused: usize,
@@ -50,8 +53,11 @@ impl RunSummary {
     /// also kept in [`RunSummary::unfinished`] (sorted once the run ends).
     pub(super) fn count(&mut self, partition: Partition, result: PartitionResult) {
         match result {
-            PartitionResult::Succeeded => {
+            PartitionResult::Succeeded { empty } => {
                 self.succeeded += 1;
+                if empty {
+                    self.empty.push(partition);
+                }
                 return;
             }
             PartitionResult::Failed { recorded, lasting } => {
@@ -116,7 +122,10 @@ pub fn stopped_short(not_started: usize, rolled_back: usize, sep: &str) -> Strin
 }
 
 pub(super) enum PartitionResult {
-    Succeeded,
+    Succeeded {
+        /// Loaded with no rows.
+        empty: bool,
+    },
     Failed {
         /// Recorded in the ledger as failed: a state `--only failed` picks
         /// (a refused lock is recorded, as refused, and changes no state).

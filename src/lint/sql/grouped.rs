@@ -2,7 +2,8 @@
 //! column, returns each window's rows as the windows one by one would: the
 //! SQL's rows must each stand alone (no window function, LIMIT, DISTINCT ON,
 //! aggregate across rows of several partitions, outer join to the windowed
-//! rows, subquery expression) and its bounds must be half-open row filters.
+//! rows, subquery expression, join of two windowed sources) and its bounds
+//! must be half-open row filters.
 
 use super::*;
 use sqlparser::ast::{
@@ -167,9 +168,10 @@ impl Shape {
         }
     }
 
-    /// Counts the WHERE's `col >= :start` / `col < :end` conjuncts; false
-    /// when a column is bounded on one side only.
-    fn where_bounds(&mut self, selection: &Expr) -> bool {
+    /// Counts the WHERE's `col >= :start` / `col < :end` conjuncts, and
+    /// returns how many columns they bound; None when a column is bounded
+    /// on one side only.
+    fn where_bounds(&mut self, selection: &Expr) -> Option<usize> {
         let mut conjuncts = vec![selection];
         let mut starts = BTreeSet::new();
         let mut ends = BTreeSet::new();
@@ -206,7 +208,7 @@ impl Shape {
                 _ => {}
             }
         }
-        starts == ends
+        (starts == ends).then_some(starts.len())
     }
 }
 
@@ -291,8 +293,16 @@ impl Visitor for Shape {
         if spans_rows {
             return ControlFlow::Break(());
         }
+        // Each row of the SELECT may come from one windowed source only:
+        // two (a join of two bounded tables, a bounded table and a windowed
+        // subquery, two bounded columns of one row) keep, grouped over the
+        // range, the pairs whose sides lie in different windows, which no
+        // window alone gives.
+        let mut windowed_sources = 0;
         for from in &select.from {
+            windowed_sources += usize::from(windowed(&from.relation, &self.ctes_with_params));
             for join in &from.joins {
+                windowed_sources += usize::from(windowed(&join.relation, &self.ctes_with_params));
                 match &join.join_operator {
                     JoinOperator::Join(_)
                     | JoinOperator::Inner(_)
@@ -310,9 +320,13 @@ impl Visitor for Shape {
                 }
             }
         }
-        if let Some(selection) = &select.selection
-            && !self.where_bounds(selection)
-        {
+        if let Some(selection) = &select.selection {
+            match self.where_bounds(selection) {
+                Some(columns) => windowed_sources += columns,
+                None => return ControlFlow::Break(()),
+            }
+        }
+        if windowed_sources > 1 {
             return ControlFlow::Break(());
         }
         self.folds.push(grouped);

@@ -87,6 +87,8 @@ impl RunPartition {
 
 pub struct RunFinish {
     pub succeeded: usize,
+    /// Of the succeeded, those loaded with no rows.
+    pub empty: usize,
     pub failed: usize,
     pub not_started: usize,
     pub rolled_back: usize,
@@ -298,6 +300,7 @@ impl RunView {
                 {
                     self.finished = Some(RunFinish {
                         succeeded: 0,
+                        empty: 0,
                         failed: 0,
                         not_started: self.partitions.len(),
                         rolled_back: 0,
@@ -308,6 +311,7 @@ impl RunView {
             }
             Event::RunFinished {
                 succeeded,
+                empty,
                 failed,
                 not_started,
                 rolled_back,
@@ -329,6 +333,7 @@ impl RunView {
                 }
                 self.finished = Some(RunFinish {
                     succeeded: *succeeded,
+                    empty: *empty,
                     failed: *failed,
                     not_started: *not_started,
                     rolled_back: *rolled_back,
@@ -347,10 +352,15 @@ impl RunView {
         Some((
             f.failed > 0 || f.cancelled,
             format!(
-                "run of {} {}: {} succeeded, {} failed{}{}",
+                "run of {} {}: {} succeeded{}, {} failed{}{}",
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
+                match f.empty {
+                    0 => String::new(),
+                    1 => " (1 loaded empty: a late source?)".to_string(),
+                    n => format!(" ({n} loaded empty: a late source?)"),
+                },
                 f.failed.saturating_sub(refused),
                 if refused > 0 {
                     format!(
@@ -397,13 +407,26 @@ impl RunView {
 
     fn summary(&self, now: NaiveDateTime) -> String {
         let total = self.partitions.len();
+        // The engine counts refusals among failures; they read apart, as
+        // in the status bar.
+        let refused = self.count(RunPartState::Refused);
+        let refused_words = if refused > 0 {
+            format!(" · {refused} refused")
+        } else {
+            String::new()
+        };
         match &self.finished {
             Some(f) => format!(
-                "{}: {}/{} succeeded · {} failed{} · {}",
+                "{}: {}/{} succeeded{} · {} failed{refused_words}{} · {}",
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
                 total,
-                f.failed,
+                if f.empty > 0 {
+                    format!(" ({} empty)", f.empty)
+                } else {
+                    String::new()
+                },
+                f.failed.saturating_sub(refused),
                 stopped_short(f.not_started, f.rolled_back, " · "),
                 duration_text(f.duration_ms)
             ),
@@ -411,7 +434,7 @@ impl RunView {
             None => {
                 let (rate, eta) = self.rate_eta(now);
                 format!(
-                    "{}/{} · {} failed · {:.1} p/s · ETA {}{}",
+                    "{}/{} · {} failed{refused_words} · {:.1} p/s · ETA {}{}",
                     self.done(),
                     total,
                     self.count(RunPartState::Failed),

@@ -62,6 +62,7 @@ fn events_move_rows_through_their_states() {
             not_started: 2,
             rolled_back: 1,
             refused: 0,
+            empty: 0,
             cancelled: true,
             duration_ms: 30,
         },
@@ -121,6 +122,75 @@ fn a_running_partition_shows_its_clock() {
     assert!(
         much_later.contains("2026-06-03 running 1m35s"),
         "{much_later}"
+    );
+}
+
+/// A refusal by the shrink guard reads as refused in the gauge as in the
+/// status bar, not among the failures; a partition loaded empty is said,
+/// as a late source loads so.
+#[test]
+fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
+    let mut r = run();
+    r.apply(
+        &event("2026-06-03", |partition| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+            error: "source looks incomplete: would replace 2 rows with 0".into(),
+            will_retry: false,
+            duration_ms: 10,
+        }),
+        now(),
+    );
+    r.apply(
+        &event("2026-06-08", |partition| Event::PartitionSucceeded {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_after: 0,
+            duration_ms: 10,
+            fingerprint: String::new(),
+            content_changed: false,
+        }),
+        now(),
+    );
+    assert!(
+        r.summary(now()).contains("2/2 · 0 failed · 1 refused"),
+        "{}",
+        r.summary(now())
+    );
+    r.apply(
+        &Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 1,
+            not_started: 0,
+            rolled_back: 0,
+            refused: 1,
+            empty: 1,
+            cancelled: false,
+            duration_ms: 30,
+        },
+        now(),
+    );
+    let gauge = r.summary(now());
+    assert!(
+        gauge.starts_with("finished: 1/2 succeeded (1 empty) · 0 failed · 1 refused"),
+        "{gauge}"
+    );
+    let (bad, ending) = r.ending().expect("ended");
+    assert!(bad);
+    assert!(
+        ending.starts_with(
+            "run of fct_orders finished: 1 succeeded (1 loaded empty: a late source?), 0 failed, 1 refused by the shrink guard"
+        ),
+        "{ending}"
     );
 }
 
@@ -233,6 +303,7 @@ fn the_gauge_shows_the_outcome_not_only_the_progress() {
                 failed,
                 not_started: 0,
                 refused: 0,
+                empty: 0,
                 rolled_back: 0,
                 cancelled: false,
                 duration_ms: 30,
