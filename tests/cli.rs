@@ -629,6 +629,49 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
     wh.close().await;
 }
 
+/// A merge stops at a window its data fails (a NULL key): the windows after
+/// it never start, and the repeat is advised for once the cause is fixed,
+/// since a repeat as it stands stops at the same window.
+#[tokio::test]
+async fn a_merge_stopped_by_its_data_advises_the_repeat_for_after_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"dim\"\ntarget = \"dim\"\n\
+         strategy = \"merge_key\"\nunique_key = [\"id\"]\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+         sql = \"select id, v from src where dt >= :start and dt < :end\"\n",
+        db.display()
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(&db).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER, v TEXT NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, v TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, 'a', '2026-01-01'), (NULL, 'b', '2026-01-02'), (3, 'c', '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let out = idem(&config, &["run", "dim"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NULL unique_key"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "idem: once the cause of these failures is fixed, repeat: idem --config {} run dim --from 2026-01-02 --to 2026-01-03\n",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("to finish, repeat"), "{stderr}");
+}
+
 /// A range error names what the operator typed, and a bound left out as
 /// the job's own: the default --to (the last complete partition, or the
 /// job's end), the job's start; a date in the right form that does not

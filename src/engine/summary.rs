@@ -86,12 +86,16 @@ impl RunSummary {
     }
 
     /// Whether every partition a repeat would cover failed for a lasting
-    /// cause (see [`RunSummary::lasting`]): a repeat as things stand fails
-    /// them again, so it is advised for after the fix, not to finish.
+    /// cause (see [`RunSummary::lasting`]), or was left unstarted because
+    /// of one (a merge stops at its first failed window): a repeat as
+    /// things stand fails them again, so it is advised for after the fix,
+    /// not to finish.
     pub fn repeat_fails_alike(&self) -> bool {
         self.misfit.is_some()
             || (self.lasting > 0
-                && self.lasting + self.refused_partitions.len() == self.unfinished.len())
+                && !self.cancelled
+                && self.unreachable.is_none()
+                && self.lasting + self.refused == self.failed)
     }
 
     /// How the process ends after this run.
