@@ -113,6 +113,7 @@ fn missing(app: &App) -> Vec<PartitionStatus> {
             drift: false,
             stale_upstream: Vec::new(),
             rows_source: None,
+            refused: None,
         })
         .collect()
 }

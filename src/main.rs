@@ -106,6 +106,10 @@ enum Command {
         /// Only partitions flagged as anomalies.
         #[arg(long)]
         anomalies: bool,
+        /// Only partitions whose latest load the shrink guard refused (the
+        /// source looked incomplete), with no success since.
+        #[arg(long)]
+        refused: bool,
         /// Only partitions in these states: running, failed, stale, vanished, unmanaged, loaded, empty, missing, future.
         #[arg(long, value_delimiter = ',')]
         state: Vec<String>,
@@ -365,6 +369,7 @@ fn main() -> ExitCode {
                 to,
                 format,
                 anomalies,
+                refused,
                 state,
                 reconcile,
             }) => {
@@ -374,6 +379,7 @@ fn main() -> ExitCode {
                     to,
                     format,
                     anomalies_only: anomalies,
+                    refused_only: refused,
                     states: state,
                     reconcile,
                 };

@@ -1121,6 +1121,7 @@ sql = "select 1 as x from s"
                 drift: false,
                 stale_upstream: Vec::new(),
                 rows_source: None,
+                refused: None,
             })
             .collect();
         a.update(Msg::Status {

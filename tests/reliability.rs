@@ -516,6 +516,50 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
             .filter(|s| s.partition.name() != "2026-01-03")
             .all(|s| s.state == LoadState::Loaded)
     );
+    // ...and can be found afterwards: flagged refused, with the refusal
+    // that stands (QA: they read as plain loaded everywhere but `idem log`).
+    let refused = |path: &std::path::Path| -> Vec<(String, i64, String)> {
+        let out = common::stdout_ok(&common::idem(
+            path,
+            &["status", "--refused", "--format", "json"],
+        ));
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("json");
+        rows.iter()
+            .map(|r| {
+                (
+                    r["partition"].as_str().unwrap_or("").to_string(),
+                    r["refused"]["attempt"].as_i64().unwrap_or(0),
+                    r["refused"]["error"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let standing = refused(&path);
+    assert_eq!(
+        standing
+            .iter()
+            .map(|(p, attempt, _)| (p.as_str(), *attempt))
+            .collect::<Vec<_>>(),
+        [("2026-01-01", 2), ("2026-01-02", 2)],
+        "{standing:?}"
+    );
+    assert!(
+        standing[0]
+            .2
+            .starts_with("source looks incomplete: would replace 2,000 rows with 0")
+    );
+    let table = common::stdout_ok(&common::idem(&path, &["status"]));
+    assert!(
+        table.lines().any(|l| l.contains("2026-01-02")
+            && l.contains(" refused ")
+            && l.contains("attempt 2 refused")),
+        "{table}"
+    );
+    let health = common::stdout_ok(&common::idem(&path, &["jobs"]));
+    assert!(
+        health.contains("⊖2 refused by the shrink guard"),
+        "{health}"
+    );
 
     // The operator says the source really shrank.
     let mut allowed = plan(&wh, fct, "2026-01-01", "2026-01-02").await;
@@ -523,6 +567,8 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     let (summary, _) = run(&wh, &allowed).await;
     assert_eq!(summary.failed, 0);
     assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 100);
+    // A success since: no refusal stands.
+    assert_eq!(refused(&path), Vec::new());
 }
 
 // A job that writes a NULL partition value: the row lies in no window, so

@@ -15,7 +15,7 @@ use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
-use crate::warehouse::ledger::AttemptStatus;
+use crate::warehouse::ledger::{AttemptStatus, Refusal};
 use crate::warehouse::sql::Syntax;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -31,6 +31,8 @@ pub struct StatusArgs {
     pub to: Option<String>,
     pub format: StatusFormat,
     pub anomalies_only: bool,
+    /// `--refused`: only partitions with a standing shrink-guard refusal.
+    pub refused_only: bool,
     /// `--state`: only partitions in these states (all when empty).
     pub states: Vec<String>,
     /// `--reconcile`: count what each partition's SQL would write now.
@@ -53,6 +55,9 @@ struct StatusRow<'a> {
     last_error: Option<&'a str>,
     /// Upstream partitions changed since this one was loaded.
     stale_upstream: &'a [String],
+    /// The latest attempt the shrink guard refused, where no success came
+    /// since: the partition kept its rows, and waits for its source.
+    refused: Option<&'a Refusal>,
     /// With `--reconcile`: rows the job's SQL would write now, and whether
     /// that differs from what is loaded.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,6 +80,7 @@ impl<'a> StatusRow<'a> {
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
             stale_upstream: &s.stale_upstream,
+            refused: s.refused.as_deref(),
             rows_source: s.rows_source,
             out_of_date: s.rows_source.map(|_| s.out_of_date().is_some()),
         }
@@ -95,6 +101,7 @@ impl<'a> StatusRow<'a> {
             last_finished: None,
             last_error: Some(reason),
             stale_upstream: &[],
+            refused: None,
             rows_source: None,
             out_of_date: None,
         }
@@ -177,6 +184,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             statuses
                 .into_iter()
                 .filter(|s| !args.anomalies_only || s.anomaly)
+                .filter(|s| !args.refused_only || s.refused.is_some())
                 .filter(|s| states.is_empty() || states.contains(&s.state))
                 .collect()
         });
@@ -203,12 +211,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut text = String::new();
             let _ = writeln!(
                 text,
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,refused"
             );
             for r in &rows {
                 let _ = writeln!(
                     text,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition.as_deref().unwrap_or(""),
                     r.state,
@@ -221,7 +229,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     csv(r.last_error.unwrap_or("")),
                     csv(&r.stale_upstream.join("; ")),
                     opt(r.rows_source),
-                    r.out_of_date.map_or(String::new(), |o| o.to_string())
+                    r.out_of_date.map_or(String::new(), |o| o.to_string()),
+                    csv(r.refused.map_or("", |r| r.error.as_str()))
                 );
             }
             outln!("{}", text.trim_end_matches('\n'));
@@ -260,10 +269,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                         flags.push_str("anomaly ");
                     }
                     if s.drift {
-                        flags.push_str("drift");
+                        flags.push_str("drift ");
                     }
-                    let upstream =
-                        out_of_date_text(s).unwrap_or_else(|| upstream_cause(&s.stale_upstream));
+                    if s.refused.is_some() {
+                        flags.push_str("refused");
+                    }
+                    let upstream = out_of_date_text(s)
+                        .or_else(|| s.refused.as_ref().map(|r| refusal_cause(r)))
+                        .unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
                         .as_ref()
@@ -387,6 +400,16 @@ fn csv(s: &str) -> String {
     }
 }
 
+/// A standing shrink-guard refusal, as the cause column says it.
+fn refusal_cause(r: &Refusal) -> String {
+    format!(
+        "attempt {} refused {}: {}",
+        r.attempt,
+        r.finished_at,
+        first_line(&r.error)
+    )
+}
+
 /// Counts of each state, for health summaries.
 pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
     LoadState::ALL
@@ -412,11 +435,18 @@ pub async fn jobs(config_path: &Path) -> Exit {
         );
         for job in &config.jobs {
             let health = match read_status(&warehouse, &config, &lineage, job).await {
-                Ok(statuses) => state_counts(&statuses)
-                    .into_iter()
-                    .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
-                    .collect::<Vec<_>>()
-                    .join("  "),
+                Ok(statuses) => {
+                    let mut parts: Vec<String> = state_counts(&statuses)
+                        .into_iter()
+                        .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
+                        .collect();
+                    // Loaded, but waiting for a source the guard found short.
+                    let refused = statuses.iter().filter(|s| s.refused.is_some()).count();
+                    if refused > 0 {
+                        parts.push(format!("⊖{refused} refused by the shrink guard"));
+                    }
+                    parts.join("  ")
+                }
                 Err(e) => format!("unreadable: {}", e.message),
             };
             outln!(

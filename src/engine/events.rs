@@ -132,7 +132,7 @@ pub(crate) const CANCELLED: &str = "cancelled";
 
 /// How the error of an attempt the shrink guard refused begins
 /// ([`crate::warehouse::WarehouseError::SourceShrank`]).
-const REFUSED: &str = "source looks incomplete";
+const REFUSED: &str = crate::warehouse::ledger::SHRINK_REFUSAL;
 
 /// The version of the `--json` event lines. It changes only when a field is
 /// removed or changes meaning; new fields and events may appear within one

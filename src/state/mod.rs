@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::config::{Job, Strategy};
 use crate::partition::Partition;
 use crate::warehouse::Counts;
-use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary};
+use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary, Refusal};
 
 mod anomaly;
 mod derived;
@@ -117,6 +117,9 @@ pub struct PartitionStatus {
     /// Rows the job's SQL would write to this partition now, when a
     /// reconciliation counted them (see [`reconcile`]).
     pub rows_source: Option<i64>,
+    /// Its latest attempt the shrink guard refused, where no success came
+    /// since: its rows wait for a complete source (or an allowed shrink).
+    pub refused: Option<Arc<Refusal>>,
 }
 
 fn partition_name<S: serde::Serializer>(p: &Partition, s: S) -> Result<S::Ok, S::Error> {
@@ -221,6 +224,7 @@ pub fn derive(
                 drift,
                 stale_upstream: Vec::new(),
                 rows_source: None,
+                refused: h.and_then(|h| h.refused.clone()),
             }
         })
         .collect();

@@ -87,7 +87,15 @@ impl Calendar {
                 let n = matching.len();
                 job.select(matching);
                 let name = &job.job.name;
-                return Some(if n == 0 {
+                // Refusals are no failures, but are what an operator looking
+                // for failures wants to hear of.
+                let refused = job.statuses.iter().filter(|s| s.refused.is_some()).count();
+                return Some(if n == 0 && state == LoadState::Failed && refused > 0 {
+                    format!(
+                        "no failed partitions in {name}; {refused} refused by the shrink guard (marked {}) keep their rows until their source is complete",
+                        super::glyphs::REFUSED_FLAG
+                    )
+                } else if n == 0 {
                     format!("no {} partitions in {name}", state.name())
                 } else {
                     format!(
@@ -257,6 +265,8 @@ impl Calendar {
         let flag = match status.and_then(|s| s.out_of_date()) {
             Some(d) if d > 0 => '+',
             Some(_) => '-',
+            // A refusal waits on the operator; an anomaly only asks a look.
+            None if status.is_some_and(|s| s.refused.is_some()) => super::glyphs::REFUSED_FLAG,
             None if anomaly => '*',
             None => ' ',
         };
@@ -465,6 +475,30 @@ mod tests {
         assert_eq!(note.as_deref(), Some("selected 2 failed partitions of j"));
         let none = cal.act(&mut job, Action::SelectStale, now());
         assert_eq!(none.as_deref(), Some("no stale partitions in j"));
+    }
+
+    /// A partition the shrink guard refused is marked beside its state in
+    /// the calendar and counted in the jobs pane, and `f` finding no
+    /// failure says where the refusals are.
+    #[test]
+    fn a_standing_refusal_is_marked_and_said_when_failures_are_asked_for() {
+        let mut job = job_view("j", false, "■■■■■■■■■■");
+        job.statuses[3].refused = Some(std::sync::Arc::new(crate::warehouse::ledger::Refusal {
+            attempt: 2,
+            finished_at: "2026-06-05T03:00:00.000Z".into(),
+            error: "source looks incomplete: would replace 2 rows with 0".into(),
+        }));
+        let (text, _) = Calendar::default().cell_text(&Theme::default_theme(), &job, 3, 3, 1);
+        assert_eq!(text, " ■⊖");
+        let (text, _) = Calendar::default().cell_text(&Theme::default_theme(), &job, 2, 3, 1);
+        assert_eq!(text, " ■ ");
+        let note = Calendar::default().act(&mut job, Action::SelectFailed, now());
+        assert_eq!(
+            note.as_deref(),
+            Some(
+                "no failed partitions in j; 1 refused by the shrink guard (marked ⊖) keep their rows until their source is complete"
+            )
+        );
     }
 
     #[test]

@@ -126,6 +126,7 @@ pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
                 drift: false,
                 stale_upstream: Vec::new(),
                 rows_source: None,
+                refused: None,
             }
         })
         .collect();

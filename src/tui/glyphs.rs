@@ -8,6 +8,11 @@
 use ratatui::buffer::Buffer;
 use unicode_width::UnicodeWidthStr;
 
+/// The mark of a partition whose latest load the shrink guard refused (its
+/// source looked incomplete), with no success since: beside its state's
+/// glyph in the calendar, and counted in the jobs pane.
+pub const REFUSED_FLAG: char = '⊖';
+
 /// Whether to draw ASCII: `IDEM_GLYPHS=ascii|unicode` says so; else the
 /// locale does (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set, as
 /// C's `setlocale` reads them), UTF-8 unless it names another charset or

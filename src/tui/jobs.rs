@@ -10,6 +10,7 @@ use ratatui::layout::{Position, Rect};
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
+use super::glyphs::REFUSED_FLAG;
 use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
@@ -448,6 +449,20 @@ impl JobsPane {
                     any = true;
                 }
             }
+            // Loaded, but waiting for a source the shrink guard found short.
+            let refused = j.statuses.iter().filter(|s| s.refused.is_some()).count();
+            if refused > 0 {
+                x = put(
+                    buf,
+                    area,
+                    x,
+                    y2,
+                    &format!("{REFUSED_FLAG}{refused} "),
+                    t.style("warning"),
+                );
+                any = true;
+            }
+            let _ = x;
             if !any {
                 put(buf, area, x, y2, "■ ok", t.state(LoadState::Loaded));
             }
@@ -548,6 +563,23 @@ mod tests {
         assert_eq!(pane.hit(area, 3, 1), Some(0));
         assert_eq!(pane.hit(area, 3, 4), Some(1));
         assert_eq!(pane.hit(area, 3, 8), None);
+
+        // A refusal of the shrink guard that stands is counted, not "ok".
+        let mut pane = pane;
+        if let Some(j) = pane.get_mut(2) {
+            let mut statuses = job_view("x", false, "■■■■■■■■■■").statuses;
+            statuses[4].refused = Some(std::sync::Arc::new(crate::warehouse::ledger::Refusal {
+                attempt: 2,
+                finished_at: String::new(),
+                error: "source looks incomplete".into(),
+            }));
+            j.apply_statuses(statuses);
+        }
+        let screen = draw(24, 10, |f| {
+            pane.render(f, area, &Theme::default_theme(), true, false)
+        });
+        assert!(screen.contains("repl·day ⊖1"), "{screen}");
+        assert!(!screen.contains("■ ok"), "{screen}");
     }
 
     /// Fifty-six jobs, the 1st, 30th and 50th with a failed partition.

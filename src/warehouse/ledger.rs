@@ -96,7 +96,23 @@ pub struct PartitionLedger {
     /// success that changed it (or did not say). Attempts at one partition
     /// run one at a time, under its lock.
     pub changed_at: Option<String>,
+    /// Its latest attempt the shrink guard refused, where no success came
+    /// since: the source looked incomplete, and the rows it kept wait for
+    /// the source to be fixed (or the shrink allowed).
+    pub refused: Option<Arc<Refusal>>,
 }
+
+/// An attempt the shrink guard refused, as a partition's state shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refusal {
+    pub attempt: i64,
+    pub finished_at: String,
+    pub error: String,
+}
+
+/// How the shrink guard's refusals begin (`WarehouseError::SourceShrank`):
+/// the ledger's refused rows that are not a lock another run held.
+pub const SHRINK_REFUSAL: &str = "source looks incomplete";
 
 /// Each partition's [`PartitionLedger`], by partition name.
 pub type LedgerSummary = HashMap<String, PartitionLedger>;
@@ -131,6 +147,16 @@ impl PartitionLedger {
                     p.changed_at = Some(a.finished_at.clone());
                 }
                 p.success = Some(Arc::clone(&a));
+                p.refused = None;
+            }
+            if a.status == AttemptStatus::Refused
+                && let Some(error) = a.error.as_deref().filter(|e| e.starts_with(SHRINK_REFUSAL))
+            {
+                p.refused = Some(Arc::new(Refusal {
+                    attempt: a.attempt,
+                    finished_at: a.finished_at.clone(),
+                    error: error.to_string(),
+                }));
             }
             if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
                 p.latest = Some(a);
@@ -456,116 +482,6 @@ impl Warehouse {
         })
     }
 
-    /// Each partition's [`PartitionLedger`] for a job, optionally only of
-    /// the partitions named from `first` through `last` (names of one grain
-    /// sort as their times). One statement: the ledger groups the job's
-    /// rows by partition through an index that covers the grouping, and
-    /// sends back at most three whole rows of each, not its history. With
-    /// 100,000 attempts of one job, `idem status` when every attempt was
-    /// read: 0.79 s (PostgreSQL), 0.75 s (MariaDB), 1.78 s (SQLite); now
-    /// 0.28 s, 0.17 s and 0.12 s.
-    pub async fn ledger_summary(
-        &self,
-        job: &str,
-        range: Option<(&str, &str)>,
-    ) -> Result<LedgerSummary, WarehouseError> {
-        let mut out = LedgerSummary::new();
-        if !self.ledger_presence().await?.attempts {
-            return Ok(out);
-        }
-        let table = self.dialect().ledger_table();
-        // Each whole row by its own join on the key: an OR of the two keys
-        // in one join made MariaDB scan the ledger once per partition. The
-        // latest success is sent only when it is not the latest attempt
-        // (most often it is): each row costs its columns' conversions.
-        self.each_row(
-            |sql| {
-                sql.push("g.partition_key, g.n, c.finished_at, g.latest, g.success, ");
-                push_columns(sql, "l.");
-                sql.push(", ");
-                push_columns(sql, "s.");
-            },
-            |sql| {
-                sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
-                    .bind(AttemptStatus::Cancelled.as_str())
-                    .push(" AND status <> ")
-                    .bind(AttemptStatus::Refused.as_str())
-                    .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
-                    .bind(AttemptStatus::Succeeded.as_str())
-                    .push(" THEN id END) AS success, ");
-                push_changed_by_partition(sql, job, range);
-                sql.push(" LEFT JOIN ")
-                    .table(&table)
-                    .push(" l ON l.id = g.latest LEFT JOIN ")
-                    .table(&table)
-                    .push(
-                        " s ON s.id = g.success AND (g.latest IS NULL OR g.success <> g.latest) LEFT JOIN ",
-                    )
-                    .table(&table)
-                    .push(" c ON c.id = g.changed");
-            },
-            |row| {
-                let latest_id: Option<i64> = row.get(3)?;
-                let success_id: Option<i64> = row.get(4)?;
-                let latest = latest_id
-                    .map(|_| attempt_at(row, 5).map(Arc::new))
-                    .transpose()?;
-                let success = match success_id {
-                    None => None,
-                    Some(id) if Some(id) == latest_id => latest.clone(),
-                    Some(_) => Some(Arc::new(attempt_at(row, 5 + COLUMNS.len())?)),
-                };
-                out.insert(
-                    row.get(0)?,
-                    PartitionLedger {
-                        latest,
-                        success,
-                        attempts: usize::try_from(row.get::<i64>(1)?).unwrap_or(0),
-                        changed_at: row.get(2)?,
-                    },
-                );
-                Ok(())
-            },
-        )
-        .await?;
-        Ok(out)
-    }
-
-    /// When each partition of a job last had its content changed by a
-    /// load ([`PartitionLedger::changed_at`]), optionally only of the
-    /// partitions named from `first` through `last`: what a downstream
-    /// job's staleness needs of it, without the attempts themselves (an
-    /// hourly job's ten years are 87,600 of them).
-    pub async fn content_changes(
-        &self,
-        job: &str,
-        range: Option<(&str, &str)>,
-    ) -> Result<ContentChanges, WarehouseError> {
-        let mut out = ContentChanges::new();
-        if !self.ledger_presence().await?.attempts {
-            return Ok(out);
-        }
-        let table = self.dialect().ledger_table();
-        self.each_row(
-            |sql| {
-                sql.push("g.partition_key, c.finished_at");
-            },
-            |sql| {
-                sql.push(" FROM (SELECT partition_key, ");
-                push_changed_by_partition(sql, job, range);
-                sql.push(" JOIN ")
-                    .table(&table)
-                    .push(" c ON c.id = g.changed");
-            },
-            |row| {
-                out.insert(row.get(0)?, row.get(1)?);
-                Ok(())
-            },
-        )
-        .await?;
-        Ok(out)
-    }
-
     async fn read_attempts(
         &self,
         job: &str,
@@ -599,33 +515,9 @@ impl Warehouse {
     }
 }
 
-/// The end of a grouped read of a job's ledger, `g` (its select list
-/// begun): the id of each partition's latest success that changed its
-/// content (or did not say) as `changed`, from the job's rows, optionally
-/// only of the partitions named from `first` through `last` (names of one
-/// grain sort as their times).
-fn push_changed_by_partition(sql: &mut Sql, job: &str, range: Option<(&str, &str)>) {
-    let table = sql.dialect().ledger_table();
-    sql.push("MAX(CASE WHEN status = ")
-        .bind(AttemptStatus::Succeeded.as_str())
-        .push(
-            " AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
-        )
-        .table(&table)
-        .push(" WHERE job = ")
-        .bind(job);
-    if let Some((first, last)) = range {
-        sql.push(" AND partition_key >= ")
-            .bind(first)
-            .push(" AND partition_key <= ")
-            .bind(last);
-    }
-    sql.push(" GROUP BY partition_key) g");
-}
-
 /// `alias.run_id, alias.job, …`: an attempt's [`COLUMNS`], as
 /// [`attempt_at`] reads them.
-fn push_columns(sql: &mut Sql, alias: &str) {
+pub(super) fn push_columns(sql: &mut Sql, alias: &str) {
     for (i, c) in COLUMNS.iter().enumerate() {
         if i > 0 {
             sql.push(", ");
@@ -654,7 +546,7 @@ fn plain_lines(text: &str) -> String {
 
 /// The attempt whose [`COLUMNS`] start at column `at` of `row`; its words
 /// made plain for a terminal.
-fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
+pub(super) fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
     let status: String = row.get(at + 4)?;
     let changed: Option<i64> = row.get(at + 14)?;
     Ok(Attempt {
@@ -689,6 +581,69 @@ fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, WarehouseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shrink-guard refusal stands until a success comes after it; a
+    /// lock another run held is no such refusal.
+    #[test]
+    fn a_refusal_stands_until_a_success_follows_it() {
+        let attempt = |n: i64, status: AttemptStatus, error: Option<&str>| Attempt {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-01-01".into(),
+            attempt: n,
+            status,
+            started_at: format!("t{n}"),
+            locked_at: None,
+            finished_at: format!("t{n}"),
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_after: 0,
+            definition_hash: String::new(),
+            fingerprint: None,
+            content_changed: None,
+            error: error.map(str::to_string),
+            operator: String::new(),
+            host: String::new(),
+            reason: None,
+        };
+        let shrink = Some("source looks incomplete: would replace 2 rows with 0");
+        let lock = Some("could not take the lock of 2026-01-01");
+        let of = |attempts: Vec<Attempt>| {
+            PartitionLedger::summarize(attempts)
+                .remove("2026-01-01")
+                .and_then(|p| p.refused)
+                .map(|r| r.attempt)
+        };
+        use AttemptStatus::{Refused, Succeeded};
+        assert_eq!(
+            of(vec![
+                attempt(1, Succeeded, None),
+                attempt(2, Refused, shrink)
+            ]),
+            Some(2)
+        );
+        assert_eq!(
+            of(vec![
+                attempt(1, Succeeded, None),
+                attempt(2, Refused, shrink),
+                attempt(3, Refused, lock)
+            ]),
+            Some(2),
+            "a lock refusal after it leaves it standing"
+        );
+        assert_eq!(
+            of(vec![
+                attempt(1, Refused, shrink),
+                attempt(2, Succeeded, None)
+            ]),
+            None
+        );
+        assert_eq!(
+            of(vec![attempt(1, Succeeded, None), attempt(2, Refused, lock)]),
+            None
+        );
+    }
 
     #[test]
     fn timestamps_are_written_as_their_pattern_writes_them() {

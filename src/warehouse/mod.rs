@@ -10,6 +10,7 @@ mod error;
 mod filled;
 mod fingerprint;
 pub mod ledger;
+mod ledger_grouped;
 mod ledger_reads;
 mod ledger_setup;
 mod load;
