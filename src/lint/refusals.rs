@@ -10,12 +10,14 @@ use super::{Finding, Severity};
 use crate::config::{Job, Strategy};
 use crate::warehouse::{DELETING_REFERENCE_ADVICE, Warehouse, WarehouseError};
 
-/// The findings for what a run would refuse of the job's target.
+/// The findings for what a run would refuse of the job's target; returns
+/// the target's columns not named plainly, which other checks still count
+/// as its columns.
 pub(super) async fn findings(
     wh: &Warehouse,
     job: &Job,
     out: &mut Vec<Finding>,
-) -> Result<(), WarehouseError> {
+) -> Result<Vec<String>, WarehouseError> {
     let odd = wh.columns_not_plain(&job.target).await?;
     if let Some(first) = odd.first() {
         out.push(Finding::new(
@@ -33,7 +35,7 @@ pub(super) async fn findings(
         ));
     }
     if job.strategy != Strategy::ReplacePartition {
-        return Ok(());
+        return Ok(odd);
     }
     for key in wh.references_to(&job.target).await? {
         let (severity, message, fix) = if key.acts_on_delete() {
@@ -60,5 +62,5 @@ pub(super) async fn findings(
         };
         out.push(Finding::new(severity, job.lines.target, message, fix));
     }
-    Ok(())
+    Ok(odd)
 }
