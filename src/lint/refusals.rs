@@ -24,7 +24,7 @@ pub(super) async fn findings(
             Severity::Error,
             job.lines.target,
             format!(
-                "column \"{first}\" of {} is not a plain identifier (letters, digits and _){}: idem cannot name it in the statements it writes or in its fingerprints, so a run refuses this target",
+                "column \"{first}\" of {} is not a plain identifier (ASCII letters, digits and _, not beginning with a digit){}: idem cannot name it in the statements it writes or in its fingerprints, so a run refuses this target",
                 job.target,
                 match odd.len() {
                     1 => String::new(),

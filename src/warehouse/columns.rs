@@ -489,7 +489,7 @@ pub(super) async fn select_columns(
 pub(super) fn odd_columns_misfit(table: &TableName, odd: &[String]) -> Option<String> {
     let first = odd.first()?;
     Some(format!(
-        "column \"{first}\" of {table} is not a plain identifier (letters, digits and _){}: idem names every column of a target in the statements it writes and in its fingerprints, and cannot name this one; nothing was written. Rename the column, or load a view of {table} that names it plainly",
+        "column \"{first}\" of {table} is not a plain identifier (ASCII letters, digits and _, not beginning with a digit){}: idem names every column of a target in the statements it writes and in its fingerprints, and cannot name this one; nothing was written. Rename the column, or load a view of {table} that names it plainly",
         match odd.len() {
             1 => String::new(),
             n => format!(", nor are {} other{}", n - 1, if n == 2 { "" } else { "s" }),
