@@ -383,7 +383,7 @@ fn config_path_prints_where_the_user_config_is_read() {
 /// others: `idem status` shows them, and the broken one in its place as
 /// unreadable with the reason, in every format; the exit code says 1.
 #[tokio::test]
-async fn status_shows_every_other_job_when_one_cannot_be_read() {
+async fn status_and_jobs_show_every_other_job_when_one_cannot_be_read() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
@@ -451,6 +451,26 @@ async fn status_shows_every_other_job_when_one_cannot_be_read() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 6, "{text}");
+
+    // `idem jobs` lists every job, and exits and says on stderr as status does.
+    let jobs = idem(&config, &["jobs"]);
+    assert_eq!(jobs.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&jobs.stdout);
+    let names: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["first", "lost", "last"], "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("lost ") && l.contains("unreadable") && l.contains("nowhere")),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&jobs.stderr);
+    assert!(stderr.contains("idem: lost: unreadable: "), "{stderr}");
+    assert!(stderr.contains("nowhere"), "{stderr}");
 }
 
 /// A partition the shrink guard refused reads as refused, and is not in the

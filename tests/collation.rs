@@ -173,6 +173,12 @@ async fn a_key_matched_by_its_collation_takes_the_sources_spelling(kind: Kind) {
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{kind:?}: {said}");
     assert!(said.contains("more than once"), "{kind:?}: {said}");
+    // Named as one key, in one of its spellings.
+    assert!(
+        said.to_lowercase()
+            .contains("(2 rows share email = 'carol@x.com')"),
+        "{kind:?}: {said}"
+    );
     let carols: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE name LIKE 'carol%'")
         .fetch_one(wh.pool())
         .await

@@ -180,6 +180,37 @@ fn identifiers_must_be_plain() {
     assert_eq!(e.column, 21);
 }
 
+/// Names are ASCII: the errors say so, not "letters" that `ñ` is one of.
+#[test]
+fn names_say_they_are_ascii() {
+    let text = with_warehouse(&GOOD_JOB.replace("name = \"fct_orders\"", "name = \"año\""));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].name");
+    assert_eq!(e.line, line_of(&text, "name ="));
+    assert!(
+        e.message
+            .contains("use only ASCII letters (a-z, A-Z), digits (0-9), _, - and ."),
+        "{e}"
+    );
+    for (field, text) in [
+        (
+            "jobs[0].partition_column",
+            GOOD_JOB.replace("partition_column = \"dt\"", "partition_column = \"año\""),
+        ),
+        (
+            "jobs[0].target",
+            GOOD_JOB.replace("analytics.fct_orders", "analytics.años"),
+        ),
+    ] {
+        let e = error(&with_warehouse(&text));
+        assert_eq!(e.field, field);
+        assert!(
+            e.message.contains("ASCII letter") && !e.message.contains(" a letter"),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn missing_required_keys_are_named() {
     let e = error("[defaults]\nretries = 1\n");

@@ -751,6 +751,48 @@ fn quitting_asks_while_a_run_is_in_flight() {
     assert!(matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit]));
 }
 
+/// The quit question counts its runs in words, and a run that ends while
+/// it is asked leaves no "0 runs in flight" behind.
+#[test]
+fn the_quit_question_says_how_many_runs_it_cancels() {
+    let (mut a, run, _) = run_in_progress(120, 40);
+    keys(&mut a, "q");
+    let screen = text(&a);
+    assert!(
+        screen.contains("1 run in flight, starting no new"),
+        "{screen}"
+    );
+    assert!(screen.contains("cancel it?"), "{screen}");
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 0,
+            not_started: 2,
+            rolled_back: 0,
+            refused: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    assert_eq!(a.active_runs(), 0);
+    assert!(matches!(a.modal, Modal::Question(Question::Quit)));
+    let screen = text(&a);
+    assert!(!screen.contains("0 run"), "{screen}");
+    assert!(
+        screen.contains("No run is in flight any more. Quit?"),
+        "{screen}"
+    );
+    let effects = keys(&mut a, "y");
+    assert!(a.quit);
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Cancel(_))),
+        "{effects:?}"
+    );
+}
+
 #[test]
 fn error_groups_select_a_whole_group() {
     let mut a = app(100, 30);

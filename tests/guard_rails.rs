@@ -266,8 +266,9 @@ async fn a_failed_merge_window_stops_the_later_ones(kind: Kind) {
         }
     }
     assert!(
-        error
-            .contains("job emitted 1 value of unique_key (id) more than once in window 2026-01-02"),
+        error.contains(
+            "job emitted 1 value of unique_key (id) more than once in window 2026-01-02 (2 rows share id = 1)"
+        ),
         "{error}"
     );
     // Nothing of the failed window landed: customer 1 still has day 1's value.
@@ -383,7 +384,79 @@ async fn a_replace_target_a_cascading_key_refers_to_is_refused(kind: Kind) {
     wh.close().await;
 }
 
+/// A merge window it cannot take names a key to look for: of repeated
+/// keys, the one the most rows share (and how many); of a key of several
+/// columns with NULLs, which columns, and one such row by its key.
+async fn a_failed_merge_names_a_key_value(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = "[[jobs]]\nname = \"regional\"\ntarget = \"regional\"\nstrategy = \"merge_key\"\n\
+        unique_key = [\"region\", \"id\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+        sql = \"select region, id, amount, dt from rsrc where dt >= :start and dt < :end\"\n";
+    let (_, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE rsrc (region VARCHAR(10), id INTEGER, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE regional (region VARCHAR(10), id INTEGER, amount INTEGER NOT NULL, dt DATE NOT NULL, UNIQUE (region, id))",
+        "INSERT INTO rsrc VALUES ('EU', 1, 1, '2026-01-01'), ('EU', 1, 2, '2026-01-01'), \
+         ('EU', 1, 3, '2026-01-01'), ('O''Hare', 2, 4, '2026-01-01'), ('O''Hare', 2, 5, '2026-01-01'), \
+         ('US', 3, 6, '2026-01-01'), \
+         ('EU', NULL, 7, '2026-01-02'), (NULL, 5, 8, '2026-01-02'), (NULL, 5, 9, '2026-01-02'), \
+         ('US', 4, 10, '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+    let regional = job(&config, "regional");
+    let error_of = |d: &'static str| {
+        let wh = wh.clone();
+        async move {
+            let one_day = Selection {
+                from: Some(day(d)),
+                to: Some(day(d)),
+                ..Selection::default()
+            };
+            let plan = Backfill::plan(&wh, regional, &one_day, 1, 0).await.unwrap();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let summary = engine::run(&wh, &plan, &tx, &Default::default()).await;
+            drop(tx);
+            assert_eq!(summary.failed, 1, "{kind:?} {d}");
+            let mut error = String::new();
+            while let Some(e) = rx.recv().await {
+                if let engine::Event::PartitionFailed { error: e, .. } = e {
+                    error = e;
+                }
+            }
+            error
+        }
+    };
+    let error = error_of("2026-01-01").await;
+    assert!(
+        error.contains(
+            "job emitted 2 values of unique_key (region, id) more than once in window 2026-01-01 \
+             (the most: 3 rows share region = 'EU', id = 1); a merge needs one row per key"
+        ),
+        "{kind:?}: {error}"
+    );
+    let error = error_of("2026-01-02").await;
+    let said = "job emitted 3 rows with a NULL unique_key (region, id) in window 2026-01-02 \
+                (region is NULL in 2 rows, id is NULL in 1 row; one of them has ";
+    assert!(
+        ["region = NULL, id = 5);", "region = 'EU', id = NULL);"]
+            .iter()
+            .any(|row| error.contains(&format!("{said}{row}"))),
+        "{kind:?}: {error}"
+    );
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM regional")
+        .fetch_one(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(count, 0, "nothing written");
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_failed_merge_names_a_key_value,
     a_replace_target_a_cascading_key_refers_to_is_refused,
     a_failed_merge_window_stops_the_later_ones,
     a_narrowed_merge_run_warns_of_later_windows,

@@ -1262,7 +1262,68 @@ async fn columns_the_table_fills_anew(kind: Kind) {
     wh.close().await;
 }
 
+/// A SELECT column with a non-ASCII name (`montö`) that the target has is
+/// one of the target's columns: lint says only that a run refuses such a
+/// column, not also that the SELECT returns a column the target lacks, and
+/// a column the target does lack is told among all of its columns.
+async fn a_column_named_beyond_ascii_is_the_targets(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let window = "from ventas_src where dt >= :start and dt < :end";
+    let jobs = common::replace_job(
+        "ventas",
+        "ventas",
+        "2026-01-02",
+        &format!("select id, dt, montö {window}"),
+    ) + &common::replace_job(
+        "extra",
+        "ventas",
+        "2026-01-02",
+        &format!("select id, dt, montö, 1 as extra {window}"),
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE ventas_src (id INTEGER NOT NULL, dt DATE NOT NULL, montö INTEGER)",
+        "CREATE TABLE ventas (id INTEGER NOT NULL, dt DATE NOT NULL, montö INTEGER)",
+    ])
+    .await
+    .expect("fixture");
+    let messages = |found: Vec<Finding>| -> Vec<String> {
+        found
+            .into_iter()
+            .filter(|f| f.severity == Severity::Error)
+            .map(|f| f.message)
+            .collect()
+    };
+    let found = messages(
+        lint::warehouse_findings(&wh, &config.jobs[0])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.len(), 1, "{kind:?}: {found:#?}");
+    assert!(
+        found[0].starts_with("column \"montö\" of ventas is not a plain identifier"),
+        "{kind:?}: {found:#?}"
+    );
+    let found = messages(
+        lint::warehouse_findings(&wh, &config.jobs[1])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found.len(), 2, "{kind:?}: {found:#?}");
+    assert!(
+        found[1].starts_with(
+            "the job's SELECT returns extra, which is not a column of ventas (its columns: id, dt, montö)"
+        ),
+        "{kind:?}: {found:#?}"
+    );
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_column_named_beyond_ascii_is_the_targets,
     columns_the_table_fills_anew,
     warehouse_checks,
     partition_column_types,

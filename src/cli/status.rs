@@ -433,6 +433,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
             "TARGET",
             "LINT"
         );
+        let mut unreadable = Vec::new();
         for job in &config.jobs {
             let health = match read_status(&warehouse, &config, &lineage, job).await {
                 Ok(statuses) => {
@@ -447,7 +448,10 @@ pub async fn jobs(config_path: &Path) -> Exit {
                     }
                     parts.join("  ")
                 }
-                Err(e) => format!("unreadable: {}", e.message),
+                Err(e) => {
+                    unreadable.push((job, unreadable_reason(job, &e)));
+                    format!("unreadable: {}", e.message)
+                }
             };
             outln!(
                 "{:<22} {:<18} {:<6} {:<28} {:<10} {health}",
@@ -462,7 +466,16 @@ pub async fn jobs(config_path: &Path) -> Exit {
             }
         }
         warehouse.close().await;
-        Ok::<_, Stop>(Exit::Ok)
+        // As `idem status` says it: a script reading the table learns of
+        // the job it could not read from the exit code.
+        for (job, reason) in &unreadable {
+            super::output::noteln!("idem: {}: unreadable: {reason}", job.name);
+        }
+        Ok::<_, Stop>(if unreadable.is_empty() {
+            Exit::Ok
+        } else {
+            Exit::Failed
+        })
     }
     .await;
     result.unwrap_or_else(Stop::report)

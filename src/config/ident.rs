@@ -16,7 +16,7 @@ impl Ident {
             Ok(Ident(text.to_string()))
         } else {
             Err(format!(
-                "\"{text}\" is not a plain identifier; expected a letter or _ followed by letters, digits or _ (at most 63)"
+                "\"{text}\" is not a plain identifier; expected an ASCII letter (a-z, A-Z) or _, then ASCII letters, digits (0-9) or _, at most 63 characters in all"
             ))
         }
     }
@@ -61,7 +61,7 @@ impl TableName {
         let parts: Vec<&str> = text.split('.').collect();
         let bad = |_| {
             format!(
-                "\"{text}\" is not a table name; expected table or schema.table of plain identifiers"
+                "\"{text}\" is not a table name; expected table or schema.table of plain identifiers (ASCII letters, digits and _, not beginning with a digit)"
             )
         };
         match parts.as_slice() {

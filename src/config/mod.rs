@@ -453,7 +453,9 @@ fn validate_job(
         return Err(cx.error(
             raw.name.span(),
             &field("name"),
-            format!("\"{name}\" is not a job name; use letters, digits, _ - and ."),
+            format!(
+                "\"{name}\" is not a job name; use only ASCII letters (a-z, A-Z), digits (0-9), _, - and ."
+            ),
         ));
     }
     if name.starts_with(['-', '.']) {

@@ -553,7 +553,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
         }
     }
 
-    refusals::findings(wh, job, &mut out).await?;
+    let not_plain = refusals::findings(wh, job, &mut out).await?;
 
     if job.strategy == Strategy::MergeKey {
         let wanted: Vec<String> = job
@@ -658,9 +658,12 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         !missing && !required.iter().any(|r| r.eq_ignore_ascii_case(n))
                     });
                     for name in checked {
+                        // A column not named plainly is a column still
+                        // (the refusal above names it).
                         let fits = target_columns
                             .iter()
-                            .any(|c| c.name.as_str().eq_ignore_ascii_case(name));
+                            .any(|c| c.name.as_str().eq_ignore_ascii_case(name))
+                            || not_plain.iter().any(|c| names_column(name, c, engine));
                         if let (false, Some(twin)) =
                             (fits, crate::warehouse::renamed_duplicate(name, &names))
                         {
@@ -673,8 +676,11 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                                 "give each column of the SELECT its own name",
                             ));
                         } else if !fits {
-                            let columns: Vec<&str> =
-                                target_columns.iter().map(|c| c.name.as_str()).collect();
+                            let columns: Vec<&str> = target_columns
+                                .iter()
+                                .map(|c| c.name.as_str())
+                                .chain(not_plain.iter().map(String::as_str))
+                                .collect();
                             out.push(Finding::new(
                                 Severity::Error,
                                 first,

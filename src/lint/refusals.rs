@@ -10,19 +10,21 @@ use super::{Finding, Severity};
 use crate::config::{Job, Strategy};
 use crate::warehouse::{DELETING_REFERENCE_ADVICE, Warehouse, WarehouseError};
 
-/// The findings for what a run would refuse of the job's target.
+/// The findings for what a run would refuse of the job's target; returns
+/// the target's columns not named plainly, which other checks still count
+/// as its columns.
 pub(super) async fn findings(
     wh: &Warehouse,
     job: &Job,
     out: &mut Vec<Finding>,
-) -> Result<(), WarehouseError> {
+) -> Result<Vec<String>, WarehouseError> {
     let odd = wh.columns_not_plain(&job.target).await?;
     if let Some(first) = odd.first() {
         out.push(Finding::new(
             Severity::Error,
             job.lines.target,
             format!(
-                "column \"{first}\" of {} is not a plain identifier (letters, digits and _){}: idem cannot name it in the statements it writes or in its fingerprints, so a run refuses this target",
+                "column \"{first}\" of {} is not a plain identifier (ASCII letters, digits and _, not beginning with a digit){}: idem cannot name it in the statements it writes or in its fingerprints, so a run refuses this target",
                 job.target,
                 match odd.len() {
                     1 => String::new(),
@@ -33,7 +35,7 @@ pub(super) async fn findings(
         ));
     }
     if job.strategy != Strategy::ReplacePartition {
-        return Ok(());
+        return Ok(odd);
     }
     for key in wh.references_to(&job.target).await? {
         let (severity, message, fix) = if key.acts_on_delete() {
@@ -60,5 +62,5 @@ pub(super) async fn findings(
         };
         out.push(Finding::new(severity, job.lines.target, message, fix));
     }
-    Ok(())
+    Ok(odd)
 }

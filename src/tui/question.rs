@@ -19,17 +19,25 @@ pub enum Question {
 }
 
 impl Question {
+    /// The question in words. The runs may all end while it is asked:
+    /// quitting then cancels nothing, and it says so.
+    pub fn text(&self, active_runs: usize, job: &str) -> String {
+        match (self, active_runs) {
+            (Question::Quit, 0) => "No run is in flight any more. Quit?".to_string(),
+            (Question::Quit, 1) => "1 run in flight, starting no new partition while you answer. Quit and cancel it? Its in-flight partitions roll back.".to_string(),
+            (Question::Quit, n) => format!(
+                "{n} runs in flight, starting no new partition while you answer. Quit and cancel them? Their in-flight partitions roll back."
+            ),
+            (Question::CancelRun(id), _) => format!(
+                "Cancel run #{id} of {job}? No new partition starts while you answer; on yes, in-flight ones roll back."
+            ),
+        }
+    }
+
     /// Draws the question; `active_runs` counts runs in flight, `job` names
     /// the job of the run to cancel.
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, active_runs: usize, job: &str) {
-        let text = match self {
-            Question::Quit => format!(
-                "{active_runs} run(s) in flight, starting no new partition while you answer. Quit and cancel them? In-flight partitions roll back."
-            ),
-            Question::CancelRun(id) => format!(
-                "Cancel run #{id} of {job}? No new partition starts while you answer; on yes, in-flight ones roll back."
-            ),
-        };
+        let text = self.text(active_runs, job);
         let r = centered(area, 64, 6);
         frame.render_widget(Clear, r);
         let b = block(t, " Are you sure? ", true);
@@ -55,5 +63,23 @@ impl Question {
             .wrap(Wrap { trim: true }),
             inner_r,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Question;
+
+    #[test]
+    fn the_quit_question_counts_its_runs_in_words() {
+        let quit = |n| Question::Quit.text(n, "");
+        assert_eq!(quit(0), "No run is in flight any more. Quit?");
+        assert!(quit(1).starts_with("1 run in flight,"), "{}", quit(1));
+        assert!(quit(1).contains("Quit and cancel it?"), "{}", quit(1));
+        assert!(quit(3).starts_with("3 runs in flight,"), "{}", quit(3));
+        assert!(quit(3).contains("Quit and cancel them?"), "{}", quit(3));
+        for n in 0..3 {
+            assert!(!quit(n).contains("(s)"), "{}", quit(n));
+        }
     }
 }

@@ -304,9 +304,15 @@ impl DescribeLimits {
 
 /// Whether `name`, quoted as idem quotes every name, names the column
 /// `column` on `engine`: PostgreSQL matches a quoted name by case,
-/// MariaDB/MySQL and SQLite match column names whatever their case.
+/// MariaDB/MySQL and SQLite match column names whatever their case (SQLite
+/// knows the case of ASCII letters only: `MONTÖ` does not name `montö`).
 pub fn names_column(name: &str, column: &str, engine: Engine) -> bool {
-    column == name || engine != Engine::Postgres && column.eq_ignore_ascii_case(name)
+    column == name
+        || match engine {
+            Engine::Postgres => false,
+            Engine::Sqlite => column.eq_ignore_ascii_case(name),
+            Engine::MySql => column.to_lowercase() == name.to_lowercase(),
+        }
 }
 
 /// The column of `columns` (`table`'s) that a job's partition column
@@ -483,7 +489,7 @@ pub(super) async fn select_columns(
 pub(super) fn odd_columns_misfit(table: &TableName, odd: &[String]) -> Option<String> {
     let first = odd.first()?;
     Some(format!(
-        "column \"{first}\" of {table} is not a plain identifier (letters, digits and _){}: idem names every column of a target in the statements it writes and in its fingerprints, and cannot name this one; nothing was written. Rename the column, or load a view of {table} that names it plainly",
+        "column \"{first}\" of {table} is not a plain identifier (ASCII letters, digits and _, not beginning with a digit){}: idem names every column of a target in the statements it writes and in its fingerprints, and cannot name this one; nothing was written. Rename the column, or load a view of {table} that names it plainly",
         match odd.len() {
             1 => String::new(),
             n => format!(", nor are {} other{}", n - 1, if n == 2 { "" } else { "s" }),
@@ -522,6 +528,17 @@ mod tests {
         assert_eq!(renamed_duplicate("V:1", &names), Some("v"));
         assert_eq!(renamed_duplicate("a:b", &names), None);
         assert_eq!(renamed_duplicate("x:1", &names), None);
+    }
+
+    /// As each server was seen to match a name beyond ASCII: MariaDB in
+    /// any case, SQLite only where ASCII letters differ, PostgreSQL exactly.
+    #[test]
+    fn names_match_as_each_engine_matches_them() {
+        assert!(names_column("MONTÖ", "montö", Engine::MySql));
+        assert!(!names_column("MONTÖ", "montö", Engine::Sqlite));
+        assert!(names_column("MONTö", "montö", Engine::Sqlite));
+        assert!(!names_column("Montö", "montö", Engine::Postgres));
+        assert!(names_column("montö", "montö", Engine::Postgres));
     }
 
     #[test]

@@ -42,7 +42,7 @@ impl Why {
             }
             Why::Other(kind) => format!("{kind}s (idem loads into tables)"),
             Why::NotPlain => {
-                "names a config cannot write (a letter or _, then letters, digits or _)".into()
+                "names a config cannot write (an ASCII letter or _, then ASCII letters, digits or _)".into()
             }
             Why::NoDateColumn => "tables with no date or timestamp column to partition by".into(),
         }

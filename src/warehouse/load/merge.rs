@@ -52,62 +52,7 @@ pub(super) async fn merge(
     }
 
     let keys = &job.unique_key;
-    // A NULL key matches no row, not even the NULL-keyed row the last run
-    // inserted: every re-run would add it again.
-    let mut null_keys = Sql::new(dialect);
-    null_keys
-        .push("SELECT COUNT(*) FROM ")
-        .push(&stage)
-        .push(" WHERE ");
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            null_keys.push(" OR ");
-        }
-        null_keys.ident(k).push(" IS NULL");
-    }
-    let null_rows: i64 = null_keys.query().fetch_one(&mut *tx).await?.try_get(0)?;
-    if null_rows > 0 {
-        return Err(WarehouseError::Job(format!(
-            "job emitted {null_rows} row{} with a NULL unique_key ({}) in window {}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
-            if null_rows == 1 { "" } else { "s" },
-            keys.iter()
-                .map(Ident::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
-            partition.name(),
-            if null_rows == 1 { "it" } else { "them" },
-        )));
-    }
-    // Grouped as the target's unique index tells keys apart (the stage
-    // may have lost the key's collation: SQLite's CREATE … AS SELECT).
-    let grouped: Vec<String> = keys
-        .iter()
-        .enumerate()
-        .map(
-            |(i, k)| match shape.key_collations.get(i).and_then(Option::as_ref) {
-                Some(c) => format!("{} COLLATE {c}", dialect.quote(k)),
-                None => dialect.quote(k),
-            },
-        )
-        .collect();
-    let mut dups = Sql::new(dialect);
-    dups.push("SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM ")
-        .push(&stage)
-        .push(" GROUP BY ")
-        .push(&grouped.join(", "))
-        .push(" HAVING COUNT(*) > 1) d");
-    let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
-    if duplicate_keys > 0 {
-        return Err(WarehouseError::Job(format!(
-            "job emitted {} of unique_key ({}) more than once in window {}; a merge needs one row per key",
-            crate::numbers::count(duplicate_keys, "value", "values"),
-            keys.iter()
-                .map(Ident::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
-            partition.name()
-        )));
-    }
+    check_keys(dialect, tx, &stage, job, partition, shape).await?;
 
     let key_match = key_match(dialect, keys);
     // The stage's columns are the target's (made from it), with its types.
@@ -192,4 +137,194 @@ pub(super) async fn merge(
         fingerprint: after,
         content_changed,
     })
+}
+
+/// Fails a window whose staged rows have a NULL in the key or a key more
+/// than once, naming a key value (or a row) the operator can look for.
+async fn check_keys(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    stage: &str,
+    job: &Job,
+    partition: &Partition,
+    shape: &TargetShape,
+) -> Result<(), WarehouseError> {
+    let keys = &job.unique_key;
+    let key_names = keys
+        .iter()
+        .map(Ident::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Each key column as text, for naming a value (typed as the target's).
+    let texts: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            let type_name = shape
+                .columns
+                .iter()
+                .find(|c| c.name == *k)
+                .map_or("", |c| c.type_name.as_str());
+            dialect.value_text(&dialect.quote(k), type_name)
+        })
+        .collect();
+    // A NULL key matches no row, not even the NULL-keyed row the last run
+    // inserted: every re-run would add it again.
+    let mut any_null = Sql::new(dialect);
+    for (i, k) in keys.iter().enumerate() {
+        any_null.push(if i > 0 { " OR " } else { "" });
+        any_null.ident(k).push(" IS NULL");
+    }
+    let mut null_keys = Sql::new(dialect);
+    null_keys.push("SELECT COUNT(*)");
+    for k in keys {
+        null_keys
+            .push(", COUNT(CASE WHEN ")
+            .ident(k)
+            .push(" IS NULL THEN 1 END)");
+    }
+    null_keys
+        .push(" FROM ")
+        .push(stage)
+        .push(" WHERE ")
+        .push(any_null.text());
+    let row = null_keys.query().fetch_one(&mut *tx).await?;
+    let null_rows: i64 = row.try_get(0)?;
+    if null_rows > 0 {
+        // Of a key of several columns, say which are NULL, and one such
+        // row by the parts it has.
+        let mut which = String::new();
+        if keys.len() > 1 {
+            let mut nulls = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                let n: i64 = row.try_get(i + 1)?;
+                if n > 0 {
+                    nulls.push(format!("{k} is NULL in {}", n_rows(n)));
+                }
+            }
+            let mut example = Sql::new(dialect);
+            example
+                .push("SELECT ")
+                .push(&texts.join(", "))
+                .push(" FROM ")
+                .push(stage)
+                .push(" WHERE ")
+                .push(any_null.text())
+                .push(" LIMIT 1");
+            let row = example.query().fetch_one(&mut *tx).await?;
+            which = format!(
+                " ({}; one of them has {})",
+                nulls.join(", "),
+                key_values(keys, &row)?
+            );
+        }
+        return Err(WarehouseError::Job(format!(
+            "job emitted {} with a NULL unique_key ({key_names}) in window {}{which}; a merge cannot match a NULL key, so every re-run would insert {} again. Filter them out or coalesce the key in the job's SQL",
+            n_rows(null_rows),
+            partition.name(),
+            if null_rows == 1 { "it" } else { "them" },
+        )));
+    }
+    // Grouped as the target's unique index tells keys apart (the stage
+    // may have lost the key's collation: SQLite's CREATE … AS SELECT).
+    let grouped: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(
+            |(i, k)| match shape.key_collations.get(i).and_then(Option::as_ref) {
+                Some(c) => format!("{} COLLATE {c}", dialect.quote(k)),
+                None => dialect.quote(k),
+            },
+        )
+        .collect();
+    let mut dups = Sql::new(dialect);
+    dups.push("SELECT COUNT(*) FROM (SELECT COUNT(*) AS n FROM ")
+        .push(stage)
+        .push(" GROUP BY ")
+        .push(&grouped.join(", "))
+        .push(" HAVING COUNT(*) > 1) d");
+    let duplicate_keys: i64 = dups.query().fetch_one(&mut *tx).await?.try_get(0)?;
+    if duplicate_keys == 0 {
+        return Ok(());
+    }
+    // The key the most rows share (a value as the group spells one: keys
+    // that match by collation may be written in several ways).
+    let mut most = Sql::new(dialect);
+    most.push("SELECT COUNT(*) AS idem_n");
+    for (i, text) in texts.iter().enumerate() {
+        most.push(&format!(", MIN({text}) AS idem_k{i}"));
+    }
+    most.push(" FROM ")
+        .push(stage)
+        .push(" GROUP BY ")
+        .push(&grouped.join(", "))
+        .push(" HAVING COUNT(*) > 1 ORDER BY idem_n DESC");
+    for i in 0..keys.len() {
+        most.push(&format!(", idem_k{i}"));
+    }
+    most.push(" LIMIT 1");
+    let row = most.query().fetch_one(&mut *tx).await?;
+    let shared: i64 = row.try_get(0)?;
+    let mut values = Vec::with_capacity(keys.len());
+    for i in 0..keys.len() {
+        values.push(row.try_get::<Option<String>, _>(i + 1)?);
+    }
+    Err(WarehouseError::Job(format!(
+        "job emitted {} of unique_key ({key_names}) more than once in window {} ({}{} share {}); a merge needs one row per key",
+        crate::numbers::count(duplicate_keys, "value", "values"),
+        partition.name(),
+        if duplicate_keys > 1 { "the most: " } else { "" },
+        n_rows(shared),
+        key_list(keys, &values),
+    )))
+}
+
+/// `region = 'EU', id = NULL`: the key values of a row whose columns are
+/// the key's, as text.
+fn key_values(keys: &[Ident], row: &sqlx::any::AnyRow) -> Result<String, WarehouseError> {
+    let mut values = Vec::with_capacity(keys.len());
+    for i in 0..keys.len() {
+        values.push(row.try_get::<Option<String>, _>(i)?);
+    }
+    Ok(key_list(keys, &values))
+}
+
+fn key_list(keys: &[Ident], values: &[Option<String>]) -> String {
+    keys.iter()
+        .zip(values)
+        .map(|(k, v)| format!("{k} = {}", literal(v.as_deref())))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A key value as it would be written in SQL: a number bare, other text
+/// quoted (a long one cut short: it names the key, it need not be whole).
+fn literal(value: Option<&str>) -> String {
+    const LONGEST: usize = 60;
+    match value {
+        None => "NULL".to_string(),
+        Some(v) if v.parse::<f64>().is_ok_and(f64::is_finite) => v.to_string(),
+        Some(v) if v.chars().count() > LONGEST => {
+            let start: String = v.chars().take(LONGEST).collect();
+            format!("'{}'…", start.replace('\'', "''"))
+        }
+        Some(v) => format!("'{}'", v.replace('\'', "''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn key_values_read_as_sql_literals() {
+        assert_eq!(literal(Some("42")), "42");
+        assert_eq!(literal(Some("-1.5")), "-1.5");
+        assert_eq!(literal(Some("O'Brien")), "'O''Brien'");
+        assert_eq!(literal(Some("2026-01-02")), "'2026-01-02'");
+        assert_eq!(literal(Some("inf")), "'inf'");
+        assert_eq!(literal(Some(" 7")), "' 7'");
+        assert_eq!(literal(None), "NULL");
+        let long = "ö".repeat(70);
+        assert_eq!(literal(Some(&long)), format!("'{}'…", "ö".repeat(60)));
+    }
 }
