@@ -1117,6 +1117,7 @@ sql = "select 1 as x from s"
                 last_success: None,
                 anomaly: false,
                 drift: false,
+                moved_out: false,
                 stale_upstream: Vec::new(),
                 rows_source: None,
             })

@@ -48,6 +48,9 @@ struct StatusRow<'a> {
     rows_at_load: Option<i64>,
     anomaly: bool,
     drift: bool,
+    /// A merge window whose rows later windows' loads moved out: loaded,
+    /// and superseded.
+    moved_out: bool,
     attempts: usize,
     last_finished: Option<&'a str>,
     last_error: Option<&'a str>,
@@ -71,6 +74,7 @@ impl<'a> StatusRow<'a> {
             rows_at_load: s.rows_at_load,
             anomaly: s.anomaly,
             drift: s.drift,
+            moved_out: s.moved_out,
             attempts: s.attempts,
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
@@ -91,6 +95,7 @@ impl<'a> StatusRow<'a> {
             rows_at_load: None,
             anomaly: false,
             drift: false,
+            moved_out: false,
             attempts: 0,
             last_finished: None,
             last_error: Some(reason),
@@ -203,12 +208,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut text = String::new();
             let _ = writeln!(
                 text,
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out"
             );
             for r in &rows {
                 let _ = writeln!(
                     text,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition.as_deref().unwrap_or(""),
                     r.state,
@@ -221,7 +226,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     csv(r.last_error.unwrap_or("")),
                     csv(&r.stale_upstream.join("; ")),
                     opt(r.rows_source),
-                    r.out_of_date.map_or(String::new(), |o| o.to_string())
+                    r.out_of_date.map_or(String::new(), |o| o.to_string()),
+                    r.moved_out
                 );
             }
             outln!("{}", text.trim_end_matches('\n'));
@@ -260,15 +266,19 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                         flags.push_str("anomaly ");
                     }
                     if s.drift {
-                        flags.push_str("drift");
+                        flags.push_str("drift ");
                     }
-                    let upstream =
-                        out_of_date_text(s).unwrap_or_else(|| upstream_cause(&s.stale_upstream));
+                    if s.moved_out {
+                        flags.push_str("moved");
+                    }
+                    let cause = out_of_date_text(s)
+                        .or_else(|| s.moved_out_note())
+                        .unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
-                        .unwrap_or(&upstream);
+                        .unwrap_or(&cause);
                     let _ = writeln!(
                         text,
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",
