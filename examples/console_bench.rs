@@ -111,6 +111,7 @@ fn missing(app: &App) -> Vec<PartitionStatus> {
             last_success: None,
             anomaly: false,
             drift: false,
+            moved_out: false,
             stale_upstream: Vec::new(),
             rows_source: None,
             refused: None,

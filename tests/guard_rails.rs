@@ -1,5 +1,6 @@
 //! Guard rails beyond running SQL: stale partitions after a definition
-//! change (and what changed), and the merge-order warning.
+//! change (and what changed), the merge-order warning, and merge windows
+//! whose rows later windows moved out read loaded, not vanished.
 
 mod common;
 
@@ -314,6 +315,156 @@ async fn a_narrowed_merge_run_warns_of_later_windows(kind: Kind) {
     assert_eq!(amount_of(&wh, 1).await, 50);
 }
 
+/// A merge job counted by its partition column: a key loaded again by a
+/// later window moves its row there, out of the older window. The older
+/// window reads loaded (moved out, no drift), not vanished, so `--only
+/// vanished` leaves it alone and the key keeps its newer value; rows
+/// deleted behind idem's back, with no later load, still read drift and
+/// vanished, and their re-run restores them.
+async fn rows_later_windows_moved_out_are_no_vanished_window(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (ts, dt) = match kind {
+        Kind::Sqlite => ("TEXT", "date(_loaded_at)"),
+        Kind::Postgres => ("TIMESTAMP", "cast(_loaded_at as date)"),
+        Kind::MySql => ("DATETIME", "cast(_loaded_at as date)"),
+    };
+    let job = format!(
+        "[[jobs]]\nname = \"dim2\"\ntarget = \"dim2\"\nstrategy = \"merge_key\"\n\
+         unique_key = [\"customer_id\"]\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-11-01\"\nend = \"2026-11-05\"\nsql = \"\"\"\n\
+         select customer_id, email, {dt} as dt from src2\n\
+         where _loaded_at >= :start and _loaded_at < :end\n\"\"\"\n"
+    );
+    let (path, config) = db.config(&job);
+    let wh = db.warehouse(&config).await;
+    // Key 3 again on 11-04 (2 rows on 11-03 at its load), key 2 again on
+    // 11-05 (11-02's only row).
+    wh.execute_script(&[
+        &format!("CREATE TABLE src2 (customer_id INT NOT NULL, email TEXT NOT NULL, _loaded_at {ts} NOT NULL)"),
+        "CREATE TABLE dim2 (customer_id INT PRIMARY KEY, email TEXT NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src2 (customer_id, email, _loaded_at) VALUES \
+         (1, 'a1', '2026-11-01 08:00:00'), (2, 'b1', '2026-11-02 08:00:00'), \
+         (3, 'c1', '2026-11-03 08:00:00'), (4, 'd1', '2026-11-03 09:00:00'), \
+         (3, 'c2', '2026-11-04 08:00:00'), (5, 'e1', '2026-11-05 08:00:00'), \
+         (2, 'b2', '2026-11-05 09:00:00')",
+    ])
+    .await
+    .unwrap();
+    let idem = |args: &[&str]| common::stdout_ok(&common::idem(&path, args));
+    let status = || -> Vec<(String, String, i64, i64, bool, bool)> {
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(&idem(&["status", "dim2", "--format", "json"])).unwrap();
+        rows.iter()
+            .map(|r| {
+                (
+                    r["partition"].as_str().unwrap().to_string(),
+                    r["state"].as_str().unwrap().to_string(),
+                    r["rows_now"].as_i64().unwrap(),
+                    r["rows_at_load"].as_i64().unwrap(),
+                    r["moved_out"].as_bool().unwrap(),
+                    r["drift"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let vanished_plan = || -> Vec<String> {
+        let plan = idem(&["run", "dim2", "--only", "vanished", "--dry-run", "--json"]);
+        let plan: serde_json::Value = serde_json::from_str(plan.trim()).unwrap();
+        plan["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["partition"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let email = |id: i64| {
+        let wh = wh.clone();
+        async move {
+            let mut sql = wh.sql();
+            sql.push("SELECT email FROM dim2 WHERE customer_id = ")
+                .bind(id);
+            let email: String = sql.query().fetch_one(wh.pool()).await.unwrap().get(0);
+            email
+        }
+    };
+    let row = |p: &str, st: &str, now: i64, at_load: i64, moved: bool, drift: bool| {
+        (p.to_string(), st.to_string(), now, at_load, moved, drift)
+    };
+
+    idem(&["run", "dim2"]);
+    assert_eq!(
+        status(),
+        [
+            row("2026-11-01", "loaded", 1, 1, false, false),
+            row("2026-11-02", "loaded", 0, 1, true, false),
+            row("2026-11-03", "loaded", 1, 2, true, false),
+            row("2026-11-04", "loaded", 1, 1, false, false),
+            row("2026-11-05", "loaded", 2, 2, false, false),
+        ],
+        "{kind:?}"
+    );
+    let table = idem(&["status", "dim2"]);
+    assert!(!table.contains("vanished"), "{kind:?}: {table}");
+    assert!(
+        table.contains(
+            "1 row moved out by later windows' loads (newer values of its keys, not a deletion)"
+        ),
+        "{kind:?}: {table}"
+    );
+    let jobs = idem(&["jobs"]);
+    assert!(
+        jobs.contains("■5 loaded") && !jobs.contains("vanished"),
+        "{kind:?}: {jobs}"
+    );
+    assert_eq!(vanished_plan(), Vec::<String>::new(), "{kind:?}");
+    idem(&["run", "dim2", "--only", "vanished"]);
+    assert_eq!(
+        (email(2).await, email(3).await),
+        ("b2".to_string(), "c2".to_string()),
+        "{kind:?}: the keys keep their newer values"
+    );
+
+    // Rows deleted behind idem's back from the latest window: no load
+    // since explains them. One of two is drift; both, vanished.
+    wh.execute_script(&["DELETE FROM dim2 WHERE customer_id = 5"])
+        .await
+        .unwrap();
+    assert_eq!(
+        status()[4],
+        row("2026-11-05", "loaded", 1, 2, false, true),
+        "{kind:?}"
+    );
+    wh.execute_script(&["DELETE FROM dim2 WHERE customer_id = 2"])
+        .await
+        .unwrap();
+    assert_eq!(
+        status()[4],
+        row("2026-11-05", "vanished", 0, 2, false, true),
+        "{kind:?}"
+    );
+    assert_eq!(vanished_plan(), ["2026-11-05"], "{kind:?}");
+    idem(&["run", "dim2", "--only", "vanished"]);
+    let after = status();
+    assert_eq!(
+        after[4],
+        row("2026-11-05", "loaded", 2, 2, false, false),
+        "{kind:?}"
+    );
+    assert_eq!(
+        after[1],
+        row("2026-11-02", "loaded", 0, 1, true, false),
+        "{kind:?}"
+    );
+    assert_eq!(
+        (email(2).await, email(3).await),
+        ("b2".to_string(), "c2".to_string()),
+        "{kind:?}"
+    );
+    wh.close().await;
+}
+
 /// A replace target that a foreign key refers to `ON DELETE CASCADE`: each
 /// load's DELETE of its window would delete the referring rows at every
 /// re-run, so a run refuses it before writing and lint says so; a key that
@@ -462,6 +613,7 @@ on_every_engine!(
     a_narrowed_merge_run_warns_of_later_windows,
     a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
+    rows_later_windows_moved_out_are_no_vanished_window,
     changed_sql_turns_loaded_partitions_stale_until_rerun,
 );
 

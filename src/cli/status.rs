@@ -50,6 +50,9 @@ struct StatusRow<'a> {
     rows_at_load: Option<i64>,
     anomaly: bool,
     drift: bool,
+    /// A merge window whose rows later windows' loads moved out: loaded,
+    /// and superseded.
+    moved_out: bool,
     attempts: usize,
     last_finished: Option<&'a str>,
     last_error: Option<&'a str>,
@@ -76,6 +79,7 @@ impl<'a> StatusRow<'a> {
             rows_at_load: s.rows_at_load,
             anomaly: s.anomaly,
             drift: s.drift,
+            moved_out: s.moved_out,
             attempts: s.attempts,
             last_finished: s.last_attempt.as_ref().map(|a| a.finished_at.as_str()),
             last_error: s.last_attempt.as_ref().and_then(|a| a.error.as_deref()),
@@ -97,6 +101,7 @@ impl<'a> StatusRow<'a> {
             rows_at_load: None,
             anomaly: false,
             drift: false,
+            moved_out: false,
             attempts: 0,
             last_finished: None,
             last_error: Some(reason),
@@ -211,12 +216,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut text = String::new();
             let _ = writeln!(
                 text,
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,refused"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out,refused"
             );
             for r in &rows {
                 let _ = writeln!(
                     text,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition.as_deref().unwrap_or(""),
                     r.state,
@@ -230,6 +235,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     csv(&r.stale_upstream.join("; ")),
                     opt(r.rows_source),
                     r.out_of_date.map_or(String::new(), |o| o.to_string()),
+                    r.moved_out,
                     csv(r.refused.map_or("", |r| r.error.as_str()))
                 );
             }
@@ -271,17 +277,21 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     if s.drift {
                         flags.push_str("drift ");
                     }
+                    if s.moved_out {
+                        flags.push_str("moved ");
+                    }
                     if s.refused.is_some() {
                         flags.push_str("refused");
                     }
-                    let upstream = out_of_date_text(s)
+                    let cause = out_of_date_text(s)
                         .or_else(|| s.refused.as_ref().map(|r| refusal_cause(r)))
+                        .or_else(|| s.moved_out_note())
                         .unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
                         .as_ref()
                         .and_then(|a| a.error.as_deref())
-                        .unwrap_or(&upstream);
+                        .unwrap_or(&cause);
                     let _ = writeln!(
                         text,
                         "{:<20} {:<14} {} {:<9} {:>9} {:>9}  {:<8} {}",

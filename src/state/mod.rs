@@ -14,6 +14,7 @@ use crate::warehouse::ledger::{Attempt, AttemptStatus, LedgerSummary, Refusal};
 
 mod anomaly;
 mod derived;
+mod moved;
 mod read;
 mod upstream;
 
@@ -108,8 +109,14 @@ pub struct PartitionStatus {
     pub last_success: Option<Arc<Attempt>>,
     /// Row count is an outlier against its neighbours.
     pub anomaly: bool,
-    /// Row count differs from the count at its last load.
+    /// Row count differs from the count at its last load, and idem's own
+    /// loads do not account for it.
     pub drift: bool,
+    /// A `merge_key` window with fewer rows than at its load because later
+    /// windows were merged after it: their newer rows for its keys carry
+    /// another partition column value. It was loaded and superseded, not
+    /// emptied: loaded, never vanished, and no drift.
+    pub moved_out: bool,
     /// Upstream partitions (`"job partition"`) whose content changed after
     /// this partition was last loaded: it read data that is gone. Such a
     /// partition is stale, with this as its cause.
@@ -165,6 +172,11 @@ pub fn derive(
 ) -> Vec<PartitionStatus> {
     let hash = job.definition_hash();
     let counts = counts.filter(|_| job.partition_column.is_some());
+    // A merge counted by window moves a key's row where its newest values
+    // put it: later loads tell such moves from rows deleted.
+    let width = partitions.first().map_or(0, |p| p.name().len());
+    let later_loads = (job.strategy == Strategy::MergeKey && counts.is_some())
+        .then(|| moved::LaterLoads::of(ledger, width));
     let mut out: Vec<PartitionStatus> = partitions
         .iter()
         .map(|p| {
@@ -174,6 +186,12 @@ pub fn derive(
             let latest = h.and_then(|h| h.latest.clone());
             let rows_now = counts.map(|c| c.get(&name).copied().unwrap_or(0));
             let rows_at_load = success.as_ref().map(|s| s.rows_after);
+            let (moved_out, merge_drift) = match (&later_loads, &success, rows_now) {
+                (Some(loads), Some(s), Some(now)) => {
+                    moved::merge_window_change(loads, &name, &s.finished_at, s.rows_after, now)
+                }
+                _ => (false, false),
+            };
             let state = if running.contains(&name) {
                 LoadState::Running
             } else if latest
@@ -187,17 +205,20 @@ pub fn derive(
                 // A load of a window still filling is never final.
                 if p.is_future(now) {
                     LoadState::Future
-                } else if rows_now.unwrap_or(s.rows_after) > 0 {
+                } else if rows_now.unwrap_or(s.rows_after) > 0 || moved_out {
                     LoadState::Stale
                 } else {
                     LoadState::Missing
                 }
             } else if let Some(s) = &success {
                 // Rows gone are more urgent than a changed definition: a
-                // vanished partition stays vanished until it is re-run.
+                // vanished partition stays vanished until it is re-run. A
+                // merge window whose rows later loads moved out is loaded:
+                // its re-run would roll its keys back.
                 match loaded_state(s.rows_after, rows_now) {
-                    LoadState::Vanished => LoadState::Vanished,
+                    LoadState::Vanished if !moved_out => LoadState::Vanished,
                     _ if s.definition_hash != hash => LoadState::Stale,
+                    LoadState::Vanished => LoadState::Loaded,
                     state => state,
                 }
             } else if rows_now.unwrap_or(0) > 0 {
@@ -210,8 +231,12 @@ pub fn derive(
             let drift = matches!(
                 state,
                 LoadState::Loaded | LoadState::Stale | LoadState::Vanished
-            ) && job.strategy == Strategy::ReplacePartition
-                && matches!((rows_now, rows_at_load), (Some(a), Some(b)) if a != b);
+            ) && match job.strategy {
+                Strategy::ReplacePartition => {
+                    matches!((rows_now, rows_at_load), (Some(a), Some(b)) if a != b)
+                }
+                Strategy::MergeKey => merge_drift,
+            };
             PartitionStatus {
                 partition: *p,
                 state,
@@ -222,6 +247,7 @@ pub fn derive(
                 last_success: success,
                 anomaly: false,
                 drift,
+                moved_out: moved_out && matches!(state, LoadState::Loaded | LoadState::Stale),
                 stale_upstream: Vec::new(),
                 rows_source: None,
                 refused: h.and_then(|h| h.refused.clone()),
@@ -314,6 +340,7 @@ pub fn apply_attempt(
             s.state = loaded_state(rows_after, s.rows_now);
             s.attempts += 1;
             s.drift = false;
+            s.moved_out = false;
         }
         AttemptEnd::Failed => {
             s.state = LoadState::Failed;

@@ -166,6 +166,9 @@ impl Detail {
         if s.drift {
             first.push(Span::styled(" · drift since last load", t.style("warning")));
         }
+        if s.moved_out {
+            first.push(Span::styled(" · superseded by later loads", muted));
+        }
         let mut lines = vec![Line::from(first)];
         if let Some(v) = self.for_cursor(job) {
             lines.extend(verification_lines(t, v));
@@ -275,6 +278,7 @@ fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
         first.push_str(&format!(" · {source}"));
     }
     let mut lines = vec![first];
+    lines.extend(s.moved_out_note());
     let Some(n) = s.rows().filter(|n| *n > 0) else {
         return lines;
     };
@@ -560,6 +564,28 @@ mod tests {
             screen.contains("then 2 attempts refused or cancelled, which changed nothing"),
             "{screen}"
         );
+    }
+
+    #[test]
+    fn a_window_whose_rows_later_loads_moved_out_says_so() {
+        let mut job = job_view("fct_orders", false, "■■■■■■■■■■");
+        job.cursor = 3;
+        let mut statuses = job.statuses.clone();
+        let s = &mut statuses[3];
+        (s.rows_at_load, s.rows_now, s.moved_out) = (Some(2), Some(0), true);
+        job.apply_statuses(statuses);
+        let screen = draw(120, 14, |f| {
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
+        });
+        assert!(
+            screen.contains("■ loaded · 1 attempt · superseded by later loads"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("2 rows moved out by later windows' loads"),
+            "{screen}"
+        );
+        assert!(!screen.contains("drift"), "{screen}");
     }
 
     #[test]

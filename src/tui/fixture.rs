@@ -124,6 +124,7 @@ pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
                 last_success: success.map(std::sync::Arc::new),
                 anomaly: false,
                 drift: false,
+                moved_out: false,
                 stale_upstream: Vec::new(),
                 rows_source: None,
                 refused: None,
