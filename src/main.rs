@@ -114,8 +114,10 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         state: Vec<String>,
         /// Count the rows each partition's SQL would write now (one read-only
-        /// query per job) and flag partitions whose source gained or lost rows
-        /// since they were loaded: out of date.
+        /// query per job) and flag partitions where that count differs from
+        /// what their last load wrote: out of date. It compares the SQL's
+        /// output rows, not the source's: late rows that change an aggregate's
+        /// values but not its number of rows are not seen.
         #[arg(long)]
         reconcile: bool,
     },

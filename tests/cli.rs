@@ -6,6 +6,21 @@ use std::process::Command;
 use serde_json::Value;
 use sqlx::Row;
 
+/// Writes `text` as the config at `config`, makes its SQLite warehouse
+/// file `db`, and connects to it.
+async fn sqlite_warehouse(
+    config: &std::path::Path,
+    db: &std::path::Path,
+    text: &str,
+) -> idem::warehouse::Warehouse {
+    std::fs::write(config, text).unwrap();
+    std::fs::File::create(db).unwrap();
+    let parsed = idem::config::parse(config, text, &|_| None).unwrap();
+    idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap()
+}
+
 fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("--config")
@@ -193,12 +208,7 @@ async fn failures_exit_1_and_a_missing_target_is_refused_before_the_run() {
         ),
         job("lost", "nowhere", "select :start as dt")
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
         .await
         .unwrap();
@@ -235,6 +245,7 @@ async fn failures_exit_1_and_a_missing_target_is_refused_before_the_run() {
         )),
         "{stderr}"
     );
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
     let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
         .await
         .unwrap();
@@ -401,12 +412,7 @@ async fn status_and_jobs_show_every_other_job_when_one_cannot_be_read() {
         job("lost", "nowhere"),
         job("last", "t")
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&["CREATE TABLE t (dt TEXT)"])
         .await
         .unwrap();
@@ -490,12 +496,7 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
          sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
         db.display()
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
@@ -582,12 +583,7 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
          sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
         db.display()
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL, dt TEXT NOT NULL)",
@@ -664,12 +660,7 @@ async fn a_merge_stopped_by_its_data_advises_the_repeat_for_after_the_fix() {
          sql = \"select id, v from src where dt >= :start and dt < :end\"\n",
         db.display()
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER, v TEXT NOT NULL, dt TEXT NOT NULL)",
         "CREATE TABLE dim (id INTEGER PRIMARY KEY, v TEXT NOT NULL)",
@@ -883,12 +874,7 @@ async fn the_log_labels_what_a_merge_and_a_replace_count() {
             "partition_column = \"dt\""
         ),
     );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(&db).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
+    let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER, v INTEGER, dt TEXT)",
         "INSERT INTO src VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01')",

@@ -481,7 +481,7 @@ fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = whole_history_dialog(&dir);
     c.send("\r\x03");
-    c.wait_for(&["Quit and cancel them?"]);
+    c.wait_for(&["Quit and cancel it?"]);
     c.send("n");
     c.wait_for(&["▶ 1 running"]);
     // SIGTERM does not ask: the run is cancelled and the terminal restored.
@@ -583,27 +583,42 @@ if pid == 0:
     os.environ["TERM"] = "xterm-256color"
     os.execv(idem, [idem, "--config", config])
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
-seen = b""
-def wait_for(text, secs):
-    # True once `text` has been drawn (fixed sleeps failed on a busy machine).
-    global seen
+seen = last_seen = b""
+def wait_for(*texts, secs=60):
+    # True once one of `texts` has been drawn (fixed sleeps failed on a busy
+    # machine). The screen comes as changes: a cell equal to the one below
+    # it is skipped, so a word drawn over others may arrive broken; each of
+    # several short marks is asked for.
+    global seen, last_seen
     end = time.time() + secs
     while time.time() < end:
         if select.select([fd], [], [], 0.1)[0]:
             seen += os.read(fd, 65536)
-            if text in seen:
-                seen = b""
+            if any(t in seen for t in texts):
+                last_seen, seen = seen, b""
                 return True
     return False
-# The dialog opens once the job's states are read: asked again until then.
-for _ in range(30):
+# Typed once the job's states are read (its failed days drawn): typed
+# before, a key could land outside the command line ('r' runs the cursor's
+# partition alone).
+if not wait_for("\u2717".encode()):
+    sys.exit("the states were not drawn")
+# The calendar draws the ledger's states before the target's counts are
+# read; until they are, a run is refused ("try again in a moment").
+for _ in range(60):
     os.write(fd, (":run %s..%s\r" % (first, last)).encode())
-    if wait_for(b"Run fct_orders?", 4):
+    if not wait_for(b"try again", b"Run fct", b"--yes", b"copies it", b"of 120", secs=30):
+        sys.exit("the run dialog did not open")
+    if b"try again" not in last_seen:
         break
-    os.write(fd, b"\x1b")
+    time.sleep(0.5)
+else:
+    sys.exit("the states were never read")
 os.write(fd, b"\r")
-if not wait_for(b"running", 60):
-    sys.exit("no partition started")
+# The run's gauge (its rate, "p/s"), drawn once the run is under way.
+if not wait_for(b"p/s", b"ETA"):
+    sys.exit("the run did not start")
+time.sleep(0.5)
 os.close(fd)
 _, status = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(status))

@@ -1025,8 +1025,16 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
                 content_changed: [Some(true), Some(false), None][k % 3],
                 // An error's text as a driver or the job may write it,
                 // with what JSON escapes (SQLite reads it as JSON).
-                error: (statuses[k % 4] == AttemptStatus::Failed)
-                    .then(|| format!("boom: \"{i}\" \\ \n\tline 2 é ✗ \u{1}")),
+                error: match statuses[k % 4] {
+                    AttemptStatus::Failed => Some(format!("boom: \"{i}\" \\ \n\tline 2 é ✗ \u{1}")),
+                    // The shrink guard's refusals stand until a success;
+                    // a lock another run held is no such refusal.
+                    AttemptStatus::Refused if k % 8 == 3 => Some(format!(
+                        "source looks incomplete: would replace {i} rows with 0"
+                    )),
+                    AttemptStatus::Refused => Some("could not take the lock".into()),
+                    _ => None,
+                },
                 operator: "ops".into(),
                 host: "h".into(),
                 reason: None,
@@ -1067,6 +1075,13 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
         whole
             .values()
             .any(|p| p.success.is_some() && p.changed_at.is_none())
+    );
+    // Refusals of the shrink guard that stand, and ones a success ended.
+    assert!(whole.values().any(|p| p.refused.is_some()));
+    assert!(
+        whole
+            .values()
+            .any(|p| p.refused.is_none() && p.attempts > 1 && p.success.is_some())
     );
     assert_eq!(wh.ledger_summary("j", None).await.unwrap(), whole);
 
