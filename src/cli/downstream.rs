@@ -26,6 +26,8 @@ pub(super) async fn downstream_words(
         return Vec::new();
     }
     let mut lines = Vec::new();
+    // Both in partition order: the downstream partitions, and the statuses
+    // read over their span.
     for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, root, now) {
         let never: Vec<Partition> =
             ledger_states(warehouse, config, lineage, job, &partitions, now)
@@ -33,14 +35,17 @@ pub(super) async fn downstream_words(
                 .map(|statuses| {
                     statuses
                         .iter()
-                        .filter(|s| s.last_success.is_none() && partitions.contains(&s.partition))
+                        .filter(|s| {
+                            s.last_success.is_none()
+                                && partitions.binary_search(&s.partition).is_ok()
+                        })
                         .map(|s| s.partition)
                         .collect()
                 })
                 .unwrap_or_default();
         let loaded: Vec<Partition> = partitions
             .iter()
-            .filter(|p| !never.contains(p))
+            .filter(|p| never.binary_search(p).is_err())
             .copied()
             .collect();
         let them = if partitions.len() == 1 { "it" } else { "them" };
