@@ -96,9 +96,11 @@ pub struct PartitionLedger {
     /// success that changed it (or did not say). Attempts at one partition
     /// run one at a time, under its lock.
     pub changed_at: Option<String>,
-    /// Its latest attempt the shrink guard refused, where no success came
-    /// since: the source looked incomplete, and the rows it kept wait for
-    /// the source to be fixed (or the shrink allowed).
+    /// Its latest refused attempt, where the shrink guard refused it and no
+    /// success came since: the source looked incomplete, and the rows it
+    /// kept wait for the source to be fixed (or the shrink allowed). A
+    /// later refusal for a lock another run held ends it: that run's load
+    /// is the partition's word.
     pub refused: Option<Arc<Refusal>>,
 }
 
@@ -149,14 +151,18 @@ impl PartitionLedger {
                 p.success = Some(Arc::clone(&a));
                 p.refused = None;
             }
-            if a.status == AttemptStatus::Refused
-                && let Some(error) = a.error.as_deref().filter(|e| e.starts_with(SHRINK_REFUSAL))
-            {
-                p.refused = Some(Arc::new(Refusal {
-                    attempt: a.attempt,
-                    finished_at: a.finished_at.clone(),
-                    error: error.to_string(),
-                }));
+            if a.status == AttemptStatus::Refused {
+                p.refused = a
+                    .error
+                    .as_deref()
+                    .filter(|e| e.starts_with(SHRINK_REFUSAL))
+                    .map(|error| {
+                        Arc::new(Refusal {
+                            attempt: a.attempt,
+                            finished_at: a.finished_at.clone(),
+                            error: error.to_string(),
+                        })
+                    });
             }
             if !matches!(a.status, AttemptStatus::Cancelled | AttemptStatus::Refused) {
                 p.latest = Some(a);
@@ -582,8 +588,9 @@ pub(super) fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, Warehouse
 mod tests {
     use super::*;
 
-    /// A shrink-guard refusal stands until a success comes after it; a
-    /// lock another run held is no such refusal.
+    /// A shrink-guard refusal stands until a success, or a refusal for a
+    /// lock another run held, comes after it; such a lock refusal alone is
+    /// no refusal of the guard.
     #[test]
     fn a_refusal_stands_until_a_success_follows_it() {
         let attempt = |n: i64, status: AttemptStatus, error: Option<&str>| Attempt {
@@ -629,8 +636,16 @@ mod tests {
                 attempt(2, Refused, shrink),
                 attempt(3, Refused, lock)
             ]),
-            Some(2),
-            "a lock refusal after it leaves it standing"
+            None,
+            "another run held the partition since: its load is the word"
+        );
+        assert_eq!(
+            of(vec![
+                attempt(1, Succeeded, None),
+                attempt(2, Refused, lock),
+                attempt(3, Refused, shrink)
+            ]),
+            Some(3)
         );
         assert_eq!(
             of(vec![

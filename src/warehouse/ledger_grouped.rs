@@ -53,8 +53,6 @@ impl Warehouse {
                     .bind(AttemptStatus::Succeeded.as_str())
                     .push(" THEN id END) AS success, MAX(CASE WHEN status = ")
                     .bind(AttemptStatus::Refused.as_str())
-                    .push(" AND error LIKE ")
-                    .bind(format!("{SHRINK_REFUSAL}%"))
                     .push(" THEN id END) AS refused, ");
                 push_changed_by_partition(sql, job, range);
                 sql.push(" LEFT JOIN ")
@@ -67,8 +65,13 @@ impl Warehouse {
                     .table(&table)
                     .push(" c ON c.id = g.changed LEFT JOIN ")
                     .table(&table)
-                    // Only a refusal no success has followed stands.
-                    .push(" r ON r.id = g.refused AND (g.success IS NULL OR g.refused > g.success)");
+                    // The grouping reads the index alone (the error is not
+                    // in it: asking it there made MariaDB look up every row,
+                    // 0.04 → 0.15 s over 100,000 attempts); the latest
+                    // refusal is the guard's or not, and stands only where
+                    // no success has followed it.
+                    .push(" r ON r.id = g.refused AND (g.success IS NULL OR g.refused > g.success) AND r.error LIKE ")
+                    .bind(format!("{SHRINK_REFUSAL}%"));
             },
             |row| {
                 let latest_id: Option<i64> = row.get(3)?;
