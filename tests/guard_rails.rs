@@ -465,6 +465,44 @@ async fn rows_later_windows_moved_out_are_no_vanished_window(kind: Kind) {
     wh.close().await;
 }
 
+/// QA: a merge window's rows deleted behind idem's back read vanished even
+/// when later windows were loaded after it, so long as those loads only
+/// inserted: no later merge updated a key, so none moved its rows out.
+async fn rows_deleted_after_insert_only_later_loads_read_vanished(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let job = "[[jobs]]\nname = \"dim3\"\ntarget = \"dim3\"\nstrategy = \"merge_key\"\n\
+               unique_key = [\"k\"]\npartition_column = \"dt\"\ngrain = \"day\"\n\
+               start = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+               sql = \"select k, v, dt from src3 where dt >= :start and dt < :end\"\n";
+    let (path, config) = db.config(job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src3 (k INT NOT NULL, v TEXT NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim3 (k INT PRIMARY KEY, v TEXT NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src3 VALUES (1, 'a', '2026-01-01'), (2, 'b', '2026-01-02'), (3, 'c', '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    common::stdout_ok(&common::idem(&path, &["run", "dim3"]));
+    wh.execute_script(&["DELETE FROM dim3 WHERE k = 1"])
+        .await
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&common::stdout_ok(&common::idem(
+        &path,
+        &["status", "dim3", "--format", "json"],
+    )))
+    .unwrap();
+    assert_eq!(rows[0]["partition"], "2026-01-01", "{kind:?}");
+    assert_eq!(
+        (&rows[0]["state"], &rows[0]["moved_out"]),
+        (&"vanished".into(), &false.into()),
+        "{kind:?}: {rows:?}"
+    );
+    wh.close().await;
+}
+
 /// A replace target that a foreign key refers to `ON DELETE CASCADE`: each
 /// load's DELETE of its window would delete the referring rows at every
 /// re-run, so a run refuses it before writing and lint says so; a key that
@@ -614,6 +652,7 @@ on_every_engine!(
     a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
     rows_later_windows_moved_out_are_no_vanished_window,
+    rows_deleted_after_insert_only_later_loads_read_vanished,
     changed_sql_turns_loaded_partitions_stale_until_rerun,
 );
 

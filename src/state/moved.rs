@@ -18,6 +18,11 @@ pub(super) struct LaterLoads<'a> {
     before: Vec<&'a str>,
     /// The latest finish among `loads[i..]`, at `i`.
     from: Vec<&'a str>,
+    /// The latest finish among the loads of `loads[i..]`'s windows that
+    /// changed their content and may have updated keys (they updated some,
+    /// or their count of updates is not kept: a later success that changed
+    /// nothing stands in front of them), at `i`.
+    moving_from: Vec<&'a str>,
 }
 
 impl<'a> LaterLoads<'a> {
@@ -25,43 +30,58 @@ impl<'a> LaterLoads<'a> {
     /// (`width` characters: a row of another grain, from before the job's
     /// grain was changed, names no window of it).
     pub fn of(ledger: &'a LedgerSummary, width: usize) -> LaterLoads<'a> {
-        let mut loads: Vec<(&str, &str)> = ledger
+        let mut loads: Vec<(&str, &str, &str)> = ledger
             .iter()
             .filter(|(name, _)| name.len() == width)
             .filter_map(|(name, p)| {
                 let s = p.success.as_ref()?;
-                Some((name.as_str(), s.finished_at.as_str()))
+                // Only a merge that updated rows moves a key's row out of
+                // an older window; one that inserted only moves none.
+                let moving = match p.changed_at.as_deref() {
+                    Some(at) if at == s.finished_at && s.content_changed != Some(false) => {
+                        if s.rows_updated > 0 { at } else { "" }
+                    }
+                    Some(at) => at,
+                    None => "",
+                };
+                Some((name.as_str(), s.finished_at.as_str(), moving))
             })
             .collect();
         loads.sort_unstable();
         let mut before = Vec::with_capacity(loads.len() + 1);
         before.push("");
-        for (_, at) in &loads {
+        for (_, at, _) in &loads {
             let latest = before.last().copied().unwrap_or("");
             before.push(latest.max(*at));
         }
         let mut from = vec![""; loads.len() + 1];
-        for (i, (_, at)) in loads.iter().enumerate().rev() {
+        let mut moving_from = vec![""; loads.len() + 1];
+        for (i, (_, at, moving)) in loads.iter().enumerate().rev() {
             from[i] = from[i + 1].max(*at);
+            moving_from[i] = moving_from[i + 1].max(*moving);
         }
         LaterLoads {
-            loads,
+            loads: loads.iter().map(|(n, at, _)| (*n, *at)).collect(),
             before,
             from,
+            moving_from,
         }
     }
 
-    /// Whether a window after `window` was loaded after `loaded_at`.
+    /// Whether a window after `window` was merged after `loaded_at` by a
+    /// load that may have updated keys: one that could have moved its rows
+    /// on.
     pub fn later_window_after(&self, window: &str, loaded_at: &str) -> bool {
         let i = self.loads.partition_point(|(name, _)| *name <= window);
-        self.from.get(i).is_some_and(|at| *at > loaded_at)
+        self.moving_from.get(i).is_some_and(|at| *at > loaded_at)
     }
 
     /// Whether any window but `window` was loaded after `loaded_at`.
     pub fn other_window_after(&self, window: &str, loaded_at: &str) -> bool {
         let i = self.loads.partition_point(|(name, _)| *name < window);
+        let later = self.loads.partition_point(|(name, _)| *name <= window);
         self.before.get(i).is_some_and(|at| *at > loaded_at)
-            || self.later_window_after(window, loaded_at)
+            || self.from.get(later).is_some_and(|at| *at > loaded_at)
     }
 }
 
@@ -118,12 +138,13 @@ mod tests {
     use crate::warehouse::ledger::{AttemptStatus, PartitionLedger};
 
     /// A ledger of windows each loaded once, finishing at the given hour
-    /// of 2026-06-09.
+    /// of 2026-06-09, each updating a row (a merge that may move keys).
     fn ledger(loads: &[(&str, u32)]) -> LedgerSummary {
         let (job, _) = job_and_statuses("strategy = \"merge_key\"\nunique_key = [\"x\"]");
         PartitionLedger::summarize(loads.iter().map(|(window, hour)| {
             let mut a = attempt(&job, window, 1, AttemptStatus::Succeeded);
             a.finished_at = format!("2026-06-09T{hour:02}:00:00.000Z");
+            a.rows_updated = 1;
             a
         }))
     }
@@ -169,29 +190,35 @@ mod tests {
     }
 
     /// A merge job counted by `dt` whose windows 06-01, 06-02 and 06-03
-    /// were loaded in order with 2, 1 and 3 rows: the states read from
-    /// counts now, after `more` loads (window, hour, rows after).
-    fn merge_states(now: [i64; 3], more: &[(&str, u32, i64)]) -> Vec<(LoadState, bool, bool)> {
+    /// were loaded in order with 2, 1 and 3 rows (06-03's merge updating
+    /// `updated_by_0603` rows): the states read from counts now, after
+    /// `more` loads (window, hour, rows after, rows updated, content
+    /// changed).
+    fn merge_states_after(
+        now: [i64; 3],
+        updated_by_0603: i64,
+        more: &[(&str, u32, i64, i64, bool)],
+    ) -> Vec<(LoadState, bool, bool)> {
         let (job, _) = job_and_statuses(
             "strategy = \"merge_key\"\nunique_key = [\"x\"]\npartition_column = \"dt\"",
         );
         let loads = [
-            ("2026-06-01", 1, 2),
-            ("2026-06-02", 2, 1),
-            ("2026-06-03", 3, 3),
+            ("2026-06-01", 1, 2, 0, true),
+            ("2026-06-02", 2, 1, 0, true),
+            ("2026-06-03", 3, 3, updated_by_0603, true),
         ];
-        let history = loads
-            .iter()
-            .chain(more)
-            .enumerate()
-            .map(|(n, (window, hour, rows))| {
+        let history = loads.iter().chain(more).enumerate().map(
+            |(n, (window, hour, rows, updated, changed))| {
                 let mut a = attempt(&job, window, n as i64 + 1, AttemptStatus::Succeeded);
                 a.finished_at = format!("2026-06-09T{hour:02}:00:00.000Z");
                 a.rows_after = *rows;
+                a.rows_updated = *updated;
+                a.content_changed = Some(*changed);
                 a
-            });
+            },
+        );
         let mut counts = Counts::new();
-        for ((window, _, _), n) in loads.iter().zip(now) {
+        for ((window, ..), n) in loads.iter().zip(now) {
             counts.insert(window.to_string(), n);
         }
         let at = june_10();
@@ -206,6 +233,46 @@ mod tests {
         .iter()
         .map(|s| (s.state, s.moved_out, s.drift))
         .collect()
+    }
+
+    /// [`merge_states_after`] where 06-03's merge updated 2 rows, and a
+    /// later load of a window updated 1 row and changed its content.
+    fn merge_states(now: [i64; 3], more: &[(&str, u32, i64)]) -> Vec<(LoadState, bool, bool)> {
+        let more: Vec<_> = more
+            .iter()
+            .map(|(w, hour, rows)| (*w, *hour, *rows, 1, true))
+            .collect();
+        merge_states_after(now, 2, &more)
+    }
+
+    /// QA: only a later merge that updated rows moves keys out. Rows gone
+    /// after later loads that only inserted were deleted (or pulled back
+    /// into an older window): vanished, as a re-run restores them. A later
+    /// re-run that changed nothing hides how many rows the load before it
+    /// updated: that load may have moved them.
+    #[test]
+    fn only_a_later_merge_that_updated_rows_moved_them_out() {
+        let loaded = LoadState::Loaded;
+        assert_eq!(
+            merge_states_after([2, 0, 3], 0, &[])[1],
+            (LoadState::Vanished, false, true)
+        );
+        assert_eq!(
+            merge_states_after([2, 0, 3], 2, &[])[1],
+            (loaded, true, false)
+        );
+        // 06-03 loaded again, changing nothing: the load that changed it
+        // (and may have updated keys) is still after 06-02's.
+        assert_eq!(
+            merge_states_after([2, 0, 3], 0, &[("2026-06-03", 5, 3, 0, false)])[1],
+            (loaded, true, false)
+        );
+        // Loaded again, inserting only and changing content: it updated
+        // nothing, and the load before it is no longer known.
+        assert_eq!(
+            merge_states_after([2, 0, 4], 0, &[("2026-06-03", 5, 4, 0, true)])[1],
+            (LoadState::Vanished, false, true)
+        );
     }
 
     #[test]
