@@ -37,10 +37,11 @@ impl<'a> LaterLoads<'a> {
                 let s = p.success.as_ref()?;
                 // Only a merge that updated rows moves a key's row out of
                 // an older window; one that inserted only moves none.
+                let latest_changed =
+                    |at: &str| at == s.finished_at && s.content_changed != Some(false);
                 let moving = match p.changed_at.as_deref() {
-                    Some(at) if at == s.finished_at && s.content_changed != Some(false) => {
-                        if s.rows_updated > 0 { at } else { "" }
-                    }
+                    Some(at) if latest_changed(at) && s.rows_updated > 0 => at,
+                    Some(at) if latest_changed(at) => "",
                     Some(at) => at,
                     None => "",
                 };
