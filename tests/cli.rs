@@ -537,10 +537,24 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
     );
     assert!(
         stderr.contains(&format!(
-            "idem: the source looks incomplete for 2026-01-02 (the shrink guard refused it, and kept its rows): fix the source and run it again, or if it really shrank: idem --config {cfg} run fct --from 2026-01-02 --to 2026-01-02 --allow-shrink\n"
+            "idem: the source looks incomplete for 2026-01-02 (the shrink guard refused it, and kept its rows): fix the source and run it again (idem --config {cfg} run fct --only refused --from 2026-01-02 --to 2026-01-02), or if it really shrank: idem --config {cfg} run fct --only refused --from 2026-01-02 --to 2026-01-02 --allow-shrink\n"
         )),
         "{stderr}"
     );
+    // The command takes the refused partition alone, whatever its range.
+    let plan = idem(
+        &config,
+        &["run", "fct", "--only", "refused", "--dry-run", "--json"],
+    );
+    assert_eq!(plan.status.code(), Some(0));
+    let plan: Value = serde_json::from_str(String::from_utf8_lossy(&plan.stdout).trim()).unwrap();
+    let planned: Vec<&str> = plan["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["partition"].as_str())
+        .collect();
+    assert_eq!(planned, ["2026-01-02"]);
     // With --json the refusal is marked on its event and counted apart in
     // the run's end; the failure for another reason is not.
     let out = idem(&config, &["run", "fct", "--json"]);

@@ -1,6 +1,7 @@
 //! Headless commands: each returns how the process ends ([`Exit`]: success,
 //! some partitions failed, usage or config error, cancelled).
 
+mod advice;
 mod diff;
 mod docs;
 mod downstream;

@@ -7,10 +7,10 @@ use std::path::Path;
 use tokio::sync::mpsc;
 
 use super::RunArgs;
+use super::advice;
 use super::downstream::{downstream_words, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
-use super::run_args::config_flag;
 use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
@@ -169,19 +169,29 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: nothing run");
         return Ok(Exit::Cancelled);
     }
+    // Loaded empty before: a run that loads them empty again says nothing
+    // new of them (a weekend with no orders), unlike one loaded empty now.
+    let mut empty_before: Vec<Vec<Partition>> = steps
+        .iter()
+        .map(|(_, statuses)| {
+            statuses
+                .iter()
+                .filter(|s| s.state == state::LoadState::Empty)
+                .map(|s| s.partition)
+                .collect()
+        })
+        .collect();
     if args.cascade {
         let steps: Vec<Backfill> = steps.into_iter().map(|(b, _)| b).collect();
         let cancel = on_signal.begin();
-        return run_cascade(config_path, &warehouse, &lineage, &steps, args.json, cancel).await;
+        let run = CascadeRun {
+            steps: &steps,
+            empty_before: &empty_before,
+            json: args.json,
+        };
+        return run_cascade(config_path, &warehouse, &lineage, run, cancel).await;
     }
-    // Loaded empty before: a run that loads them empty again says nothing
-    // new of them (a weekend with no orders), unlike one loaded empty now.
-    let empty_before: Vec<Partition> = steps[0]
-        .1
-        .iter()
-        .filter(|s| s.state == state::LoadState::Empty)
-        .map(|s| s.partition)
-        .collect();
+    let empty_before = empty_before.swap_remove(0);
     let backfill = steps.remove(0).0;
 
     // Where the job's ledger stands before the run, when jobs read it:
@@ -216,7 +226,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     )
     .await;
     warehouse.close().await;
-    let mut outcome = format!("{}: {}", job.name, counted(&summary));
+    let mut outcome = format!("{}: {}", job.name, advice::counted(&summary));
     if summary.cancelled {
         outcome.push_str(" (cancelled)");
     }
@@ -227,37 +237,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         Ok(())
     });
-    if let Some(why) = &summary.unreachable {
-        noteln!(
-            "idem: stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
-            summary.unfinished.len(),
-            if summary.unfinished.len() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        );
-    }
-    if let Some(why) = &summary.misfit {
-        noteln!(
-            "idem: stopped: {} does not fit its warehouse as written, so every partition would fail alike ({why})",
-            job.name
-        );
-    }
-    if let Some(note) = empty_note(config_path, &job.name, &summary, &empty_before) {
-        noteln!("idem: {note}");
-    }
-    if let Some(repeat) = repeat_command(config_path, &job.name, &summary) {
-        if summary.misfit.is_some() {
-            noteln!("idem: once the job is fixed, repeat: {repeat}");
-        } else if summary.repeat_fails_alike() {
-            noteln!("idem: once the cause of these failures is fixed, repeat: {repeat}");
-        } else {
-            noteln!("idem: to finish, repeat: {repeat}");
-        }
-    }
-    if let Some(refused) = refused_advice(config_path, &job.name, &summary) {
-        noteln!("idem: {refused}");
+    for line in advice::after_run(config_path, job, &summary, &empty_before) {
+        noteln!("idem: {line}");
     }
     for line in stale_downstream {
         noteln!("idem: {line}");
@@ -395,14 +376,26 @@ async fn plan_cascade(
 }
 
 /// Runs a cascade's steps in dependency order and reports each.
+/// A planned cascade: its steps, what each had loaded empty before, and
+/// whether its events go out as JSON.
+struct CascadeRun<'a> {
+    steps: &'a [Backfill],
+    empty_before: &'a [Vec<Partition>],
+    json: bool,
+}
+
 async fn run_cascade(
     config_path: &Path,
     warehouse: &crate::warehouse::Warehouse,
     lineage: &crate::lineage::Lineage,
-    steps: &[Backfill],
-    json: bool,
+    run: CascadeRun<'_>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Exit, Stop> {
+    let CascadeRun {
+        steps,
+        empty_before,
+        json,
+    } = run;
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
@@ -424,13 +417,16 @@ async fn run_cascade(
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
+    for line in advice::after_cascade(config_path, steps, empty_before, &outcomes) {
+        noteln!("idem: {line}");
+    }
     let mut code = Exit::Ok;
     let mut lines = Vec::new();
     for outcome in &outcomes {
         let mut line = match &outcome.summary {
             Some(s) => {
                 code = code.max(s.exit_code());
-                format!("{}: {}", outcome.job, counted(s))
+                format!("{}: {}", outcome.job, advice::counted(s))
             }
             None => format!("{}: nothing run", outcome.job),
         };
@@ -450,27 +446,6 @@ async fn run_cascade(
         }
         if let Some(s) = &outcome.summary {
             line.push_str(&format!(" · run {}", s.run_id));
-        }
-        if let Some(repeat) = repeat_step(config_path, outcome) {
-            if outcome
-                .summary
-                .as_ref()
-                .is_some_and(|s| s.repeat_fails_alike())
-                && outcome.skipped.is_empty()
-                && outcome.not_started.is_empty()
-            {
-                noteln!(
-                    "idem: once the cause of {}'s failures is fixed, repeat: {repeat}",
-                    outcome.job
-                );
-            } else {
-                noteln!("idem: to finish {}, repeat: {repeat}", outcome.job);
-            }
-        }
-        if let Some(s) = &outcome.summary
-            && let Some(refused) = refused_advice(config_path, &outcome.job, s)
-        {
-            noteln!("idem: {}: {refused}", outcome.job);
         }
         lines.push(line);
     }
@@ -495,235 +470,7 @@ async fn run_cascade(
     }
 }
 
-/// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
-/// the engine counts refusals among failures; they read apart, as in the
-/// console and the ledger.
-fn counted(s: &engine::RunSummary) -> String {
-    format!(
-        "{} succeeded, {} failed{}{}",
-        s.succeeded,
-        s.failed.saturating_sub(s.refused),
-        if s.refused > 0 {
-            format!(", {} refused by the shrink guard", s.refused)
-        } else {
-            String::new()
-        },
-        s.stopped_short()
-    )
-}
-
-/// What to do about partitions this run loaded empty that were not empty
-/// before: their source had no rows in their windows, which is what a late
-/// source looks like. Said on stderr, with the command that loads them
-/// again once it lands; a cron run's exit code stays 0.
-fn empty_note(
-    config: &Path,
-    job: &str,
-    summary: &engine::RunSummary,
-    empty_before: &[Partition],
-) -> Option<String> {
-    let now_empty: Vec<Partition> = summary
-        .empty
-        .iter()
-        .filter(|p| !empty_before.contains(p))
-        .copied()
-        .collect();
-    let (first, last) = (now_empty.first()?, now_empty.last()?);
-    let (span, them) = if first == last {
-        (first.name(), "it")
-    } else {
-        (format!("{} .. {}", first.name(), last.name()), "them")
-    };
-    Some(format!(
-        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {job} --only empty --from {} --to {}",
-        n_partitions(now_empty.len() as i64),
-        if now_empty.len() == 1 {
-            "its window"
-        } else {
-            "their windows"
-        },
-        config_flag(config),
-        first.name(),
-        last.name(),
-    ))
-}
-
 fn print_outcome(outcome: &str) -> Result<(), Stop> {
     outln!("{outcome}");
     Ok(())
-}
-
-/// The command that runs again exactly what this run left undone, or more
-/// (re-running a partition that succeeded is safe), never less: `--only
-/// failed` only when every unfinished partition failed and is in the ledger.
-/// It names the config unless it is the default `./idem.toml`, so that it
-/// runs as it stands from any directory.
-/// Partitions the shrink guard refused are left out: a repeat would refuse
-/// them again ([`refused_advice`] says what to do for them).
-fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
-    let undone: Vec<Partition> = summary
-        .unfinished
-        .iter()
-        .filter(|p| !summary.refused_partitions.contains(p))
-        .copied()
-        .collect();
-    let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
-    repeat_line(config, job, &undone, only_failed, false)
-}
-
-/// [`repeat_command`] for a job's step of a cascade: what it left undone
-/// (unfinished, skipped for an upstream partition that did not load, or
-/// never begun because the run was cancelled), repeated as a cascade, so
-/// that the jobs downstream of it are brought up to date too.
-fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<String> {
-    let mut undone: Vec<Partition> = outcome
-        .summary
-        .iter()
-        .flat_map(|s| {
-            s.unfinished
-                .iter()
-                .filter(|p| !s.refused_partitions.contains(p))
-        })
-        .chain(outcome.skipped.iter().map(|(p, _)| p))
-        .chain(&outcome.not_started)
-        .copied()
-        .collect();
-    undone.sort();
-    undone.dedup();
-    let only_failed = outcome.skipped.is_empty()
-        && outcome.not_started.is_empty()
-        && outcome
-            .summary
-            .as_ref()
-            .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
-    repeat_line(config, &outcome.job, &undone, only_failed, true)
-}
-
-/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
-fn repeat_line(
-    config: &Path,
-    job: &str,
-    undone: &[Partition],
-    only_failed: bool,
-    cascade: bool,
-) -> Option<String> {
-    let (first, last) = (undone.first()?, undone.last()?);
-    Some(format!(
-        "idem{} run {job}{} --from {} --to {}{}",
-        config_flag(config),
-        if only_failed { " --only failed" } else { "" },
-        first.name(),
-        last.name(),
-        if cascade { " --cascade" } else { "" }
-    ))
-}
-
-/// What to do about the partitions the shrink guard refused: their source
-/// looks incomplete, so a plain repeat would be refused again. Fix the
-/// source and run them again, or allow the shrink: the command names each
-/// run of consecutive refused partitions (or their whole span past three).
-fn refused_advice(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
-    let refused = &summary.refused_partitions;
-    let (first, last) = (refused.first()?, refused.last()?);
-    let mut spans: Vec<(Partition, Partition)> = Vec::new();
-    for &p in refused {
-        match spans.last_mut() {
-            Some((_, end)) if end.next() == p => *end = p,
-            _ => spans.push((p, p)),
-        }
-    }
-    if spans.len() > 3 {
-        spans = vec![(*first, *last)];
-    }
-    let named: Vec<String> = refused.iter().take(5).map(Partition::name).collect();
-    let more = refused.len().saturating_sub(named.len());
-    let commands: Vec<String> = spans
-        .iter()
-        .map(|(from, to)| {
-            format!(
-                "idem{} run {job} --from {} --to {} --allow-shrink",
-                config_flag(config),
-                from.name(),
-                to.name()
-            )
-        })
-        .collect();
-    Some(format!(
-        "the source looks incomplete for {}{} (the shrink guard refused {}, and kept {} rows): fix the source and run {} again, or if it really shrank: {}",
-        named.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        },
-        if refused.len() == 1 { "it" } else { "them" },
-        if refused.len() == 1 { "its" } else { "their" },
-        if refused.len() == 1 { "it" } else { "them" },
-        commands.join(" ; ")
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::run_args::shell_word;
-
-    fn day(name: &str) -> Partition {
-        Partition::parse(
-            crate::partition::Grain::Day,
-            name,
-            crate::partition::RangeEnd::From,
-        )
-        .expect("a day")
-    }
-
-    /// A cancelled cascade: the root rolled one day back and left one
-    /// unstarted; the step downstream never began. Each is repeated as a
-    /// cascade, and the downstream job's undone days are named.
-    #[test]
-    fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
-        let config = Path::new(crate::cli::DEFAULT_CONFIG);
-        let root = engine::cascade::StepOutcome {
-            job: "ev".into(),
-            summary: Some(engine::RunSummary {
-                succeeded: 1,
-                not_started: 2,
-                rolled_back: 1,
-                cancelled: true,
-                unfinished: vec![day("2026-01-02"), day("2026-01-03")],
-                ..Default::default()
-            }),
-            skipped: Vec::new(),
-            not_started: Vec::new(),
-        };
-        assert_eq!(
-            repeat_step(config, &root).as_deref(),
-            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade")
-        );
-        let downstream = engine::cascade::StepOutcome {
-            job: "daily".into(),
-            summary: None,
-            skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
-            not_started: vec![day("2026-01-01"), day("2026-01-03")],
-        };
-        assert_eq!(
-            repeat_step(config, &downstream).as_deref(),
-            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade")
-        );
-        // A run that is not a cascade is repeated as it was.
-        let summary = root.summary.as_ref().expect("summary");
-        assert_eq!(
-            repeat_command(config, "ev", summary).as_deref(),
-            Some("idem run ev --from 2026-01-02 --to 2026-01-03")
-        );
-    }
-
-    #[test]
-    fn a_word_the_shell_reads_specially_is_quoted() {
-        assert_eq!(shell_word("/srv/etl/idem.toml"), "/srv/etl/idem.toml");
-        assert_eq!(shell_word("my configs/idem.toml"), "'my configs/idem.toml'");
-        assert_eq!(shell_word("it's.toml"), "'it'\\''s.toml'");
-        assert_eq!(shell_word("$HOME/x"), "'$HOME/x'");
-        assert_eq!(shell_word(""), "''");
-    }
 }

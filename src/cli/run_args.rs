@@ -12,6 +12,10 @@ use crate::state::LoadState;
 
 /// The states `--only` takes: a partition running elsewhere or not complete
 /// yet is never run.
+/// The word `--only` takes for the partitions whose latest load the shrink
+/// guard refused, with no success since.
+const REFUSED: &str = "refused";
+
 const RUNNABLE: [LoadState; 7] = [
     LoadState::Failed,
     LoadState::Missing,
@@ -36,7 +40,7 @@ pub struct RunArgs {
     /// Last partition, included (default: the last complete one).
     #[arg(long)]
     pub to: Option<String>,
-    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty.
+    /// Only partitions in these states: failed, missing, stale, vanished, unmanaged, loaded, empty; or refused (those the shrink guard refused, with no success since).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Partitions in flight at once (default from [defaults]).
@@ -79,10 +83,20 @@ impl RunArgs {
     /// `--only` states and `--allow-incomplete`, checked as `idem run`
     /// checks them.
     pub fn selection(&self, job: &Job) -> Result<Selection, Stop> {
+        // `refused` is no state: a loaded partition may carry a refusal.
+        let (refused, states): (Vec<String>, Vec<String>) =
+            self.only.iter().cloned().partition(|w| w.trim() == REFUSED);
+        let only = parse_states("--only", &states, &RUNNABLE).map_err(|e| {
+            Stop::usage(format!(
+                "{}, or {REFUSED} (the partitions the shrink guard refused)",
+                e.message
+            ))
+        })?;
         Ok(Selection {
             from: parse_bound(job, "--from", self.from.as_deref(), RangeEnd::From)?,
             to: parse_bound(job, "--to", self.to.as_deref(), RangeEnd::To)?,
-            only: parse_states("--only", &self.only, &RUNNABLE)?,
+            only,
+            refused: !refused.is_empty(),
             allow_incomplete: self.allow_incomplete,
         })
     }
@@ -189,6 +203,15 @@ pub(super) fn shell_word(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_word_the_shell_reads_specially_is_quoted() {
+        assert_eq!(shell_word("/srv/etl/idem.toml"), "/srv/etl/idem.toml");
+        assert_eq!(shell_word("my configs/idem.toml"), "'my configs/idem.toml'");
+        assert_eq!(shell_word("it's.toml"), "'it'\\''s.toml'");
+        assert_eq!(shell_word("$HOME/x"), "'$HOME/x'");
+        assert_eq!(shell_word(""), "''");
+    }
+
     use clap::Parser;
 
     use super::*;

@@ -39,6 +39,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             from: Some(from),
             to: Some(last_begun),
             only: Vec::new(),
+            refused: false,
             allow_incomplete: true,
         };
         asked

@@ -89,8 +89,12 @@ impl MergeOrderRisk {
 pub struct Selection {
     pub from: Option<Partition>,
     pub to: Option<Partition>,
-    /// Only partitions in these states; empty means all.
+    /// Only partitions in these states (and, with `refused`, those the
+    /// shrink guard refused); neither means all.
     pub only: Vec<LoadState>,
+    /// Also the partitions whose latest load the shrink guard refused, with
+    /// no success since (`--only refused`).
+    pub refused: bool,
     /// Also load windows that have not ended yet (their loads are never
     /// taken as final).
     pub allow_incomplete: bool,
@@ -197,17 +201,18 @@ impl Backfill {
         retries: u32,
     ) -> Result<Backfill, PlanError> {
         let (from, to) = selection.range(job, now)?;
-        let state_of: HashMap<Partition, LoadState> = if selection.only.is_empty() {
-            HashMap::new()
-        } else {
-            statuses.iter().map(|s| (s.partition, s.state)).collect()
-        };
+        let all = selection.only.is_empty() && !selection.refused;
+        let chosen: HashSet<Partition> = statuses
+            .iter()
+            .filter(|s| {
+                !all && (selection.only.contains(&s.state)
+                    || (selection.refused && s.refused.is_some()))
+            })
+            .map(|s| s.partition)
+            .collect();
         let partitions: Vec<Partition> = crate::partition::range(from, to)
             .into_iter()
-            .filter(|p| {
-                selection.only.is_empty()
-                    || state_of.get(p).is_some_and(|s| selection.only.contains(s))
-            })
+            .filter(|p| all || chosen.contains(p))
             .collect();
         let prior_attempts = statuses
             .iter()

@@ -231,6 +231,7 @@ impl ConfirmDialog {
             from: keep.iter().min().copied(),
             to: keep.iter().max().copied(),
             only: self.only.clone(),
+            refused: false,
             allow_incomplete: self.args.allow_incomplete,
         };
         let concurrency = self.args.concurrency.unwrap_or(defaults.concurrency);

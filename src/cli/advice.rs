@@ -1,0 +1,445 @@
+//! What a run says to do once it is over: its counts in words, the command
+//! that repeats what it left undone (and whether a repeat as it stands
+//! would meet the same failures), what to do about the partitions the
+//! shrink guard refused or that loaded empty. Each command runs as printed,
+//! from any directory and without a terminal.
+
+use std::path::Path;
+
+use super::run::CONFIRM_ABOVE;
+use super::run_args::config_flag;
+use crate::config::{Job, Strategy};
+use crate::engine;
+use crate::numbers::n_partitions;
+use crate::partition::Partition;
+
+/// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
+/// the engine counts refusals among failures; they read apart, as in the
+/// console and the ledger.
+pub(super) fn counted(s: &engine::RunSummary) -> String {
+    format!(
+        "{} succeeded, {} failed{}{}",
+        s.succeeded,
+        s.failed.saturating_sub(s.refused),
+        if s.refused > 0 {
+            format!(", {} refused by the shrink guard", s.refused)
+        } else {
+            String::new()
+        },
+        s.stopped_short()
+    )
+}
+
+/// What to do about partitions this run loaded empty that were not empty
+/// before: their source had no rows in their windows, which is what a late
+/// source looks like. Said on stderr, with the command that loads them
+/// again once it lands; a cron run's exit code stays 0. A merge's command
+/// goes on through its latest loaded window, whose keys a late row of an
+/// older window would otherwise roll back.
+fn empty_note(
+    config: &Path,
+    job: &Job,
+    summary: &engine::RunSummary,
+    empty_before: &[Partition],
+) -> Option<String> {
+    let now_empty: Vec<Partition> = summary
+        .empty
+        .iter()
+        .filter(|p| !empty_before.contains(p))
+        .copied()
+        .collect();
+    let (first, last) = (now_empty.first()?, now_empty.last()?);
+    let (span, them) = if first == last {
+        (first.name(), "it")
+    } else {
+        (format!("{} .. {}", first.name(), last.name()), "them")
+    };
+    Some(format!(
+        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}",
+        n_partitions(now_empty.len() as i64),
+        if now_empty.len() == 1 {
+            "its window"
+        } else {
+            "their windows"
+        },
+        config_flag(config),
+        job.name,
+        first.name(),
+        last.name(),
+        if job.strategy == Strategy::MergeKey {
+            " --through-latest"
+        } else {
+            ""
+        },
+        yes_if_wide(*first, *last),
+    ))
+}
+
+/// ` --yes` where a command's range holds more partitions than a run
+/// takes without a terminal unasked ([`CONFIRM_ABOVE`]): printed for a
+/// script or a cron line, it must run as printed.
+fn yes_if_wide(first: Partition, last: Partition) -> &'static str {
+    if crate::partition::range(first, last).len() > CONFIRM_ABOVE {
+        " --yes"
+    } else {
+        ""
+    }
+}
+
+/// The notes after a run of one job, in the order to act on them: why it
+/// stopped, what loaded empty, the repeat (and whether a repeat as things
+/// stand would meet the same failures), the refusals.
+pub(super) fn after_run(
+    config: &Path,
+    job: &Job,
+    summary: &engine::RunSummary,
+    empty_before: &[Partition],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(why) = &summary.unreachable {
+        notes.push(format!(
+            "stopped: the warehouse cannot be reached ({why}). The {} partition{} that did not succeed were left exactly as they were.",
+            summary.unfinished.len(),
+            if summary.unfinished.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(why) = &summary.misfit {
+        notes.push(format!(
+            "stopped: {} does not fit its warehouse as written, so every partition would fail alike ({why})",
+            job.name
+        ));
+    }
+    notes.extend(empty_note(config, job, summary, empty_before));
+    if let Some(repeat) = repeat_command(config, &job.name, summary) {
+        notes.push(if summary.misfit.is_some() {
+            format!("once the job is fixed, repeat: {repeat}")
+        } else if summary.repeat_fails_alike() {
+            format!("once the cause of these failures is fixed, repeat: {repeat}")
+        } else {
+            format!("to finish, repeat: {repeat}")
+        });
+    }
+    notes.extend(refused_advice(config, &job.name, summary));
+    notes
+}
+
+/// The notes after a cascade, step by step: each step's repeat (as a
+/// cascade), its refusals and what it loaded empty that was not empty
+/// before (`empty_before`, by step). A step whose only
+/// undone partitions were skipped, for an upstream partition that did not
+/// load, is in the repeat of that upstream step, which cascades to it; it
+/// is named apart only where no such repeat was given (the upstream was
+/// refused by its shrink guard), for once the upstream loads.
+pub(super) fn after_cascade(
+    config: &Path,
+    steps: &[engine::Backfill],
+    empty_before: &[Vec<Partition>],
+    outcomes: &[engine::cascade::StepOutcome],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut repeated_upstream = false;
+    for outcome in outcomes {
+        let own_undone = outcome.summary.as_ref().is_some_and(|s| {
+            s.unfinished
+                .iter()
+                .any(|p| !s.refused_partitions.contains(p))
+        });
+        let only_skipped =
+            !own_undone && outcome.not_started.is_empty() && !outcome.skipped.is_empty();
+        if let Some(repeat) = repeat_step(config, outcome) {
+            if only_skipped && repeated_upstream {
+                // In the upstream step's repeat, which cascades to it.
+            } else if only_skipped {
+                notes.push(format!(
+                    "once what {} reads has loaded, repeat: {repeat}",
+                    outcome.job
+                ));
+            } else if outcome
+                .summary
+                .as_ref()
+                .is_some_and(|s| s.repeat_fails_alike())
+                && outcome.skipped.is_empty()
+                && outcome.not_started.is_empty()
+            {
+                notes.push(format!(
+                    "once the cause of {}'s failures is fixed, repeat: {repeat}",
+                    outcome.job
+                ));
+                repeated_upstream = true;
+            } else {
+                notes.push(format!("to finish {}, repeat: {repeat}", outcome.job));
+                repeated_upstream = true;
+            }
+        }
+        if let Some(s) = &outcome.summary {
+            if let Some(refused) = refused_advice(config, &outcome.job, s) {
+                notes.push(format!("{}: {refused}", outcome.job));
+            }
+            if let Some(k) = steps.iter().position(|b| b.job.name == outcome.job) {
+                let before = empty_before.get(k).map_or(&[][..], Vec::as_slice);
+                notes.extend(empty_note(config, &steps[k].job, s, before));
+            }
+        }
+    }
+    notes
+}
+
+/// The command that runs again exactly what this run left undone, or more
+/// (re-running a partition that succeeded is safe), never less: `--only
+/// failed` only when every unfinished partition failed and is in the ledger.
+/// It names the config unless it is the default `./idem.toml`, so that it
+/// runs as it stands from any directory.
+/// Partitions the shrink guard refused are left out: a repeat would refuse
+/// them again ([`refused_advice`] says what to do for them).
+fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
+    let undone: Vec<Partition> = summary
+        .unfinished
+        .iter()
+        .filter(|p| !summary.refused_partitions.contains(p))
+        .copied()
+        .collect();
+    let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
+    repeat_line(config, job, &undone, only_failed, false)
+}
+
+/// [`repeat_command`] for a job's step of a cascade: what it left undone
+/// (unfinished, skipped for an upstream partition that did not load, or
+/// never begun because the run was cancelled), repeated as a cascade, so
+/// that the jobs downstream of it are brought up to date too.
+fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<String> {
+    let mut undone: Vec<Partition> = outcome
+        .summary
+        .iter()
+        .flat_map(|s| {
+            s.unfinished
+                .iter()
+                .filter(|p| !s.refused_partitions.contains(p))
+        })
+        .chain(outcome.skipped.iter().map(|(p, _)| p))
+        .chain(&outcome.not_started)
+        .copied()
+        .collect();
+    undone.sort();
+    undone.dedup();
+    let only_failed = outcome.skipped.is_empty()
+        && outcome.not_started.is_empty()
+        && outcome
+            .summary
+            .as_ref()
+            .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
+    repeat_line(config, &outcome.job, &undone, only_failed, true)
+}
+
+/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
+fn repeat_line(
+    config: &Path,
+    job: &str,
+    undone: &[Partition],
+    only_failed: bool,
+    cascade: bool,
+) -> Option<String> {
+    let (first, last) = (undone.first()?, undone.last()?);
+    Some(format!(
+        "idem{} run {job}{} --from {} --to {}{}{}",
+        config_flag(config),
+        if only_failed { " --only failed" } else { "" },
+        first.name(),
+        last.name(),
+        if cascade { " --cascade" } else { "" },
+        yes_if_wide(*first, *last),
+    ))
+}
+
+/// What to do about the partitions the shrink guard refused: their source
+/// looks incomplete, so a plain repeat would be refused again. Fix the
+/// source and run them again, or allow the shrink: each command takes the
+/// refused partitions alone (`--only refused`), never one the guard let
+/// through between them.
+pub(super) fn refused_advice(
+    config: &Path,
+    job: &str,
+    summary: &engine::RunSummary,
+) -> Option<String> {
+    let refused = &summary.refused_partitions;
+    let (first, last) = (refused.first()?, refused.last()?);
+    let named: Vec<String> = refused.iter().take(5).map(Partition::name).collect();
+    let more = refused.len().saturating_sub(named.len());
+    let command = format!(
+        "idem{} run {job} --only refused --from {} --to {}{}",
+        config_flag(config),
+        first.name(),
+        last.name(),
+        yes_if_wide(*first, *last),
+    );
+    let (them, their) = if refused.len() == 1 {
+        ("it", "its")
+    } else {
+        ("them", "their")
+    };
+    Some(format!(
+        "the source looks incomplete for {}{} (the shrink guard refused {them}, and kept {their} rows): fix the source and run {them} again ({command}), or if it really shrank: {command} --allow-shrink",
+        named.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(name: &str) -> Partition {
+        Partition::parse(
+            crate::partition::Grain::Day,
+            name,
+            crate::partition::RangeEnd::From,
+        )
+        .expect("a day")
+    }
+
+    /// A command whose range holds more partitions than a run without a
+    /// terminal takes unasked carries --yes: printed for a cron line, it
+    /// runs as printed (QA: it exited 2 asking for --yes).
+    #[test]
+    fn a_wide_command_carries_yes() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let narrow = [day("2026-01-01"), day("2026-01-05")];
+        assert_eq!(
+            repeat_line(config, "j", &narrow, true, false).as_deref(),
+            Some("idem run j --only failed --from 2026-01-01 --to 2026-01-05")
+        );
+        let wide = [day("2026-01-01"), day("2026-06-30")];
+        assert_eq!(
+            repeat_line(config, "j", &wide, false, true).as_deref(),
+            Some("idem run j --from 2026-01-01 --to 2026-06-30 --cascade --yes")
+        );
+        let summary = engine::RunSummary {
+            refused: 2,
+            failed: 2,
+            refused_partitions: wide.to_vec(),
+            ..Default::default()
+        };
+        assert!(
+            refused_advice(config, "j", &summary).is_some_and(|a| a.ends_with(
+                "idem run j --only refused --from 2026-01-01 --to 2026-06-30 --yes --allow-shrink"
+            )),
+            "{:?}",
+            refused_advice(config, "j", &summary)
+        );
+    }
+
+    /// A merge's late window is loaded again through its latest window:
+    /// merged alone, a late row of an older window would roll back the
+    /// newer values later windows gave its keys (QA).
+    #[test]
+    fn an_empty_merge_window_is_loaded_again_through_the_latest() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let text = "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"dim\"\n\
+                    target = \"dim\"\nstrategy = \"merge_key\"\nunique_key = [\"id\"]\n\
+                    grain = \"day\"\nstart = \"2026-01-01\"\n\
+                    sql = \"select id from s where dt >= :start and dt < :end\"\n";
+        let parsed = crate::config::parse(config, text, &|_| None).expect("a config");
+        let summary = engine::RunSummary {
+            succeeded: 2,
+            empty: vec![day("2026-01-03"), day("2026-01-04")],
+            ..Default::default()
+        };
+        let note = empty_note(config, &parsed.jobs[0], &summary, &[day("2026-01-04")]);
+        assert_eq!(
+            note.as_deref(),
+            Some(
+                "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest"
+            )
+        );
+    }
+
+    /// A cascade step whose only undone partitions were skipped, for an
+    /// upstream partition that failed, is in the upstream's repeat (which
+    /// cascades); where the upstream's were refused, it is named for once
+    /// they load (QA: it said "to finish", which reloaded nothing new).
+    #[test]
+    fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let upstream = |refused: bool| engine::cascade::StepOutcome {
+            job: "fct".into(),
+            summary: Some(engine::RunSummary {
+                failed: 1,
+                refused: usize::from(refused),
+                lasting: usize::from(!refused),
+                unfinished: vec![day("2026-01-06")],
+                refused_partitions: if refused {
+                    vec![day("2026-01-06")]
+                } else {
+                    Vec::new()
+                },
+                ..Default::default()
+            }),
+            skipped: Vec::new(),
+            not_started: Vec::new(),
+        };
+        let agg = engine::cascade::StepOutcome {
+            job: "agg".into(),
+            summary: None,
+            skipped: vec![(day("2026-01-06"), "fct 2026-01-06".into())],
+            not_started: Vec::new(),
+        };
+        let failed = after_cascade(config, &[], &[], &[upstream(false), agg.clone()]);
+        assert_eq!(
+            failed,
+            [
+                "once the cause of fct's failures is fixed, repeat: idem run fct --only failed --from 2026-01-06 --to 2026-01-06 --cascade"
+            ]
+        );
+        let refused = after_cascade(config, &[], &[], &[upstream(true), agg]);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(refused[0].starts_with("fct: the source looks incomplete for 2026-01-06"));
+        assert_eq!(
+            refused[1],
+            "once what agg reads has loaded, repeat: idem run agg --from 2026-01-06 --to 2026-01-06 --cascade"
+        );
+    }
+
+    /// A cancelled cascade: the root rolled one day back and left one
+    /// unstarted; the step downstream never began. Each is repeated as a
+    /// cascade, and the downstream job's undone days are named.
+    #[test]
+    fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
+        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let root = engine::cascade::StepOutcome {
+            job: "ev".into(),
+            summary: Some(engine::RunSummary {
+                succeeded: 1,
+                not_started: 2,
+                rolled_back: 1,
+                cancelled: true,
+                unfinished: vec![day("2026-01-02"), day("2026-01-03")],
+                ..Default::default()
+            }),
+            skipped: Vec::new(),
+            not_started: Vec::new(),
+        };
+        assert_eq!(
+            repeat_step(config, &root).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade")
+        );
+        let downstream = engine::cascade::StepOutcome {
+            job: "daily".into(),
+            summary: None,
+            skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
+            not_started: vec![day("2026-01-01"), day("2026-01-03")],
+        };
+        assert_eq!(
+            repeat_step(config, &downstream).as_deref(),
+            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade")
+        );
+        // A run that is not a cascade is repeated as it was.
+        let summary = root.summary.as_ref().expect("summary");
+        assert_eq!(
+            repeat_command(config, "ev", summary).as_deref(),
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03")
+        );
+    }
+}
