@@ -170,6 +170,28 @@ impl Detail {
             first.push(Span::styled(" · superseded by later loads", muted));
         }
         let mut lines = vec![Line::from(first)];
+        // Loaded, but its latest load was refused: the reason, as `idem
+        // status` gives it.
+        if let Some(r) = &s.refused {
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!(
+                        "{} refused by the shrink guard ",
+                        crate::tui::glyphs::REFUSED_FLAG
+                    ),
+                    t.style("warning"),
+                ),
+                Span::styled(
+                    format!(
+                        "(attempt {}, {}): {}",
+                        r.attempt,
+                        attempt_time(&r.finished_at),
+                        first_line(&r.error)
+                    ),
+                    muted,
+                ),
+            ]));
+        }
         if let Some(v) = self.for_cursor(job) {
             lines.extend(verification_lines(t, v));
         }
@@ -237,6 +259,11 @@ fn legend(t: &Theme, width: u16, out_of_date: bool) -> Vec<Line<'static>> {
         "stale (upstream)".into(),
     ));
     entries.push(("*".into(), t.style("anomaly"), "anomaly".into()));
+    entries.push((
+        crate::tui::glyphs::REFUSED_FLAG.to_string(),
+        t.style("warning"),
+        "refused".into(),
+    ));
     if out_of_date {
         entries.push(("+".into(), t.style("warning"), "source changed".into()));
     }
@@ -588,6 +615,29 @@ mod tests {
         assert!(!screen.contains("drift"), "{screen}");
     }
 
+    /// QA: the detail of a partition the shrink guard refused named no
+    /// guard; it says why, as `idem status` does.
+    #[test]
+    fn a_refused_partition_says_the_guard_refused_it_and_why() {
+        let mut job = job_view("fct_orders", false, "■■■■■■■■■■");
+        job.cursor = 3;
+        let mut statuses = job.statuses.clone();
+        statuses[3].refused = Some(std::sync::Arc::new(crate::warehouse::ledger::Refusal {
+            attempt: 2,
+            finished_at: "2026-06-05T03:00:00.000Z".into(),
+            error: "source looks incomplete: would replace 2 rows with 0 in 2026-06-04".into(),
+        }));
+        job.apply_statuses(statuses);
+        let screen = draw(140, 14, |f| {
+            Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
+        });
+        assert!(
+            screen.contains("⊖ refused by the shrink guard (attempt 2, ")
+                && screen.contains("): source looks incomplete: would replace 2 rows with 0"),
+            "{screen}"
+        );
+    }
+
     #[test]
     fn the_detail_tells_state_rows_attempt_and_error_group() {
         let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
@@ -620,7 +670,13 @@ mod tests {
         assert!(narrow.len() > 1, "{narrow:?}");
         assert!(narrow.iter().all(|l| l.chars().count() <= 94), "{narrow:?}");
         let joined = narrow.join("  ");
-        for needle in ["✗ failed", "· missing", "≈ stale (upstream)", "* anomaly"] {
+        for needle in [
+            "✗ failed",
+            "· missing",
+            "≈ stale (upstream)",
+            "* anomaly",
+            "⊖ refused",
+        ] {
             assert!(joined.contains(needle), "{needle} in {joined}");
         }
     }

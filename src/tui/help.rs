@@ -65,6 +65,16 @@ pub fn lines(t: &Theme, keymap: &Keymap, width: u16) -> Vec<Line<'static>> {
         Span::styled("  *  ", t.style("anomaly")),
         Span::styled("anomaly: row count is an outlier", t.style("text")),
     ]));
+    lines.push(Line::from(vec![
+        Span::styled(
+            format!("  {}  ", crate::tui::glyphs::REFUSED_FLAG),
+            t.style("warning"),
+        ),
+        Span::styled(
+            "refused: its latest load was refused by the shrink guard (the source looked incomplete)",
+            t.style("text"),
+        ),
+    ]));
     lines
 }
 
