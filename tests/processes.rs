@@ -646,6 +646,68 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
     rerun_loads(&mut fct_run(&config_path, &[]), &wh, &config).await;
 }
 
+/// A statement someone stopped once (`pg_cancel_backend`) is not retried,
+/// but need not recur: the run's advice is to finish, not to fix a cause
+/// first (QA: it said "once the cause of these failures is fixed"). A
+/// statement timeout, which the same load meets again, says to fix it.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_statement_cancelled_once_is_repeated_to_finish() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let slow = "select id, amount, dt from src cross join (select pg_sleep(30) as p) pause \
+                where dt >= :start and dt < :end";
+    let (config_path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", slow));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&TWO_ROWS).await.unwrap();
+    let child = fct_run(&config_path, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The load's statement, once it sleeps in the server.
+    let started = Instant::now();
+    let pid = loop {
+        let mut sql = wh.sql();
+        sql.push(
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'idem%' \
+             AND state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()",
+        );
+        if let Some(row) = sql.query().fetch_optional(wh.pool()).await.unwrap() {
+            break sqlx::Row::get::<i32, _>(&row, 0);
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no load began");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    wh.execute_script(&[format!("SELECT pg_cancel_backend({pid})").as_str()])
+        .await
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("canceling statement due to user request"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("idem: to finish, repeat: "), "{stderr}");
+    assert!(!stderr.contains("once the cause"), "{stderr}");
+
+    // A statement timeout recurs: fix it (or raise it) first.
+    let (config_path, _) = db.config_with(
+        "statement_timeout = \"1s\"",
+        &common::replace_job("fct", "fct", "2026-01-01", slow),
+    );
+    let out = fct_run(&config_path, &[]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("idem: once the cause of these failures is fixed, repeat: "),
+        "{stderr}"
+    );
+    wh.close().await;
+}
+
 /// A load that waits on rows another session has written and not committed
 /// (a fix by hand left open in a shell) past `lock_timeout` names that
 /// session, which the server no longer says once the wait has ended, and

@@ -623,7 +623,7 @@ impl PartitionRun<'_> {
                         let recorded_failed = recorded && status == AttemptStatus::Failed;
                         return PartitionResult::Failed {
                             recorded: recorded_failed,
-                            lasting: !transient,
+                            lasting: e.is_lasting(self.warehouse.dialect()),
                         };
                     }
                     let backoff =

@@ -62,6 +62,18 @@ fn normalise(message: &str, keep_ids: bool) -> String {
         } else if c.is_alphanumeric() || c == '_' {
             let mut word = String::from(c);
             while let Some(&d) = chars.peek() {
+                // An apostrophe inside a word (idem's, don't) is no quote.
+                if d == '\'' && c.is_alphabetic() {
+                    let mut ahead = chars.clone();
+                    ahead.next();
+                    if ahead.peek().is_some_and(|e| e.is_alphabetic())
+                        && word.chars().last().is_some_and(char::is_alphabetic)
+                    {
+                        word.push(d);
+                        chars.next();
+                        continue;
+                    }
+                }
                 if d.is_alphanumeric() || d == '_' || d == '.' || d == '-' || d == ':' {
                     // Keep a trailing ':' or '.' as punctuation.
                     if matches!(d, '.' | ':' | '-') {
@@ -268,6 +280,16 @@ mod tests {
             shown_signature("1 match in 1 class")
         );
         assert_eq!(shown_signature("1 is bad"), "<n> is bad");
+        // An apostrophe inside a word is no quote (QA: idem's own hint read
+        // "idem'…'s or server'…'").
+        assert_eq!(
+            shown_signature("canceled after 30 s: idem's or the server's statement_timeout"),
+            "canceled after <n> s: idem's or the server's statement_timeout"
+        );
+        assert_eq!(
+            shown_signature("invalid input for type date: 'x'"),
+            "invalid input for type date: '…'"
+        );
     }
 
     #[test]

@@ -157,6 +157,23 @@ impl WarehouseError {
         }
     }
 
+    /// Whether the error would meet a repeat as things stand: not of the
+    /// passing kind (a deadlock, a lock wait, a lost connection), nor a
+    /// statement someone stopped once (PostgreSQL's `pg_cancel_backend`,
+    /// MariaDB's `KILL QUERY`), which is not retried but need not recur.
+    /// A statement timeout recurs: the same load takes as long again.
+    pub fn is_lasting(&self, dialect: &dyn Dialect) -> bool {
+        let stopped_once = match self {
+            WarehouseError::Sql(sqlx::Error::Database(db)) => match db.code().as_deref() {
+                Some("57014") => db.message().contains("user request"),
+                Some("70100") => true,
+                _ => false,
+            },
+            _ => false,
+        };
+        !self.is_transient(dialect) && !stopped_once
+    }
+
     /// No connection to the warehouse could be had within the connect
     /// timeout: nothing reached it.
     pub fn is_unreachable(&self) -> bool {

@@ -485,7 +485,20 @@ impl App {
         for b in std::iter::once(&backfill).chain(&steps) {
             let run = self.next_run;
             self.next_run += 1;
-            self.shared.runs.push(RunView::new(run, b, self.shared.now));
+            let mut view = RunView::new(run, b, self.shared.now);
+            if let Some(j) = self.shared.jobs.by_name(&b.job.name) {
+                let empty: std::collections::HashSet<String> = b
+                    .partitions
+                    .iter()
+                    .filter(|p| {
+                        j.index_of(**p).and_then(|i| j.state_at(i))
+                            == Some(crate::state::LoadState::Empty)
+                    })
+                    .map(Partition::name)
+                    .collect();
+                view.empty_before(|name| empty.contains(name));
+            }
+            self.shared.runs.push(view);
             numbered.push(run);
         }
         self.shared.selected_run = self.shared.runs.len() - 1 - steps.len();

@@ -66,6 +66,10 @@ pub struct RunPartition {
     pub rows_updated: i64,
     pub content_changed: Option<bool>,
     pub error: Option<String>,
+    /// Empty before the run, as its job's states said when it started.
+    pub was_empty: bool,
+    /// Loaded with no rows by this run.
+    pub loaded_empty: bool,
 }
 
 impl RunPartition {
@@ -81,14 +85,14 @@ impl RunPartition {
             rows_updated: 0,
             content_changed: None,
             error: None,
+            was_empty: false,
+            loaded_empty: false,
         }
     }
 }
 
 pub struct RunFinish {
     pub succeeded: usize,
-    /// Of the succeeded, those loaded with no rows.
-    pub empty: usize,
     pub failed: usize,
     pub not_started: usize,
     pub rolled_back: usize,
@@ -240,6 +244,7 @@ impl RunView {
                 rows_deleted,
                 rows_inserted,
                 rows_updated,
+                rows_after,
                 duration_ms,
                 content_changed,
                 ..
@@ -252,6 +257,7 @@ impl RunView {
                     p.rows_inserted = *rows_inserted;
                     p.rows_updated = *rows_updated;
                     p.content_changed = Some(*content_changed);
+                    p.loaded_empty = *rows_after == 0 && rows_inserted + rows_updated == 0;
                     // The load's own log said its fingerprint.
                 }
             }
@@ -300,7 +306,6 @@ impl RunView {
                 {
                     self.finished = Some(RunFinish {
                         succeeded: 0,
-                        empty: 0,
                         failed: 0,
                         not_started: self.partitions.len(),
                         rolled_back: 0,
@@ -311,7 +316,6 @@ impl RunView {
             }
             Event::RunFinished {
                 succeeded,
-                empty,
                 failed,
                 not_started,
                 rolled_back,
@@ -333,7 +337,6 @@ impl RunView {
                 }
                 self.finished = Some(RunFinish {
                     succeeded: *succeeded,
-                    empty: *empty,
                     failed: *failed,
                     not_started: *not_started,
                     rolled_back: *rolled_back,
@@ -342,6 +345,23 @@ impl RunView {
                 });
             }
         }
+    }
+
+    /// Marks the partitions that were empty when the run started: loaded
+    /// empty again, they are no news (a weekend with no orders).
+    pub fn empty_before(&mut self, empty: impl Fn(&str) -> bool) {
+        for p in &mut self.partitions {
+            p.was_empty = empty(&p.name);
+        }
+    }
+
+    /// Partitions this run loaded empty that were not empty before: what a
+    /// late source loads.
+    fn newly_empty(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.loaded_empty && !p.was_empty)
+            .count()
     }
 
     /// The status-bar note on how the run ended: (is bad news, text).
@@ -356,7 +376,7 @@ impl RunView {
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
-                match f.empty {
+                match self.newly_empty() {
                     0 => String::new(),
                     1 => " (1 loaded empty: a late source?)".to_string(),
                     n => format!(" ({n} loaded empty: a late source?)"),
@@ -421,10 +441,9 @@ impl RunView {
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
                 total,
-                if f.empty > 0 {
-                    format!(" ({} empty)", f.empty)
-                } else {
-                    String::new()
+                match self.newly_empty() {
+                    0 => String::new(),
+                    n => format!(" ({n} loaded empty)"),
                 },
                 f.failed.saturating_sub(refused),
                 stopped_short(f.not_started, f.rolled_back, " · "),

@@ -181,7 +181,7 @@ fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
     );
     let gauge = r.summary(now());
     assert!(
-        gauge.starts_with("finished: 1/2 succeeded (1 empty) · 0 failed · 1 refused"),
+        gauge.starts_with("finished: 1/2 succeeded (1 loaded empty) · 0 failed · 1 refused"),
         "{gauge}"
     );
     let (bad, ending) = r.ending().expect("ended");
@@ -192,6 +192,12 @@ fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
         ),
         "{ending}"
     );
+    // Empty before the run too: no news (QA: the console said it, the CLI
+    // did not).
+    r.empty_before(|name| name == "2026-06-08");
+    let (_, ending) = r.ending().expect("ended");
+    assert!(!ending.contains("empty"), "{ending}");
+    assert!(!r.summary(now()).contains("empty"), "{}", r.summary(now()));
 }
 
 #[test]
