@@ -348,11 +348,28 @@ mod tests {
             ..Default::default()
         };
         let note = empty_note(config, &parsed.jobs[0], &summary, &[day("2026-01-04")]);
+        let said = "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest";
+        assert_eq!(note.as_deref(), Some(said));
+        // A cascade's step says so too (QA: only a run without --cascade
+        // did), with what that step had empty before.
+        let step = engine::Backfill {
+            job: parsed.jobs[0].clone(),
+            partitions: vec![day("2026-01-03"), day("2026-01-04")],
+            concurrency: 1,
+            retries: 0,
+            reason: None,
+            prior_attempts: Default::default(),
+            allow_shrink: false,
+        };
+        let outcome = engine::cascade::StepOutcome {
+            job: "dim".into(),
+            summary: Some(summary),
+            skipped: Vec::new(),
+            not_started: Vec::new(),
+        };
         assert_eq!(
-            note.as_deref(),
-            Some(
-                "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest"
-            )
+            after_cascade(config, &[step], &[vec![day("2026-01-04")]], &[outcome]),
+            [said]
         );
     }
 
