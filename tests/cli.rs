@@ -6,6 +6,18 @@ use std::process::Command;
 use serde_json::Value;
 use sqlx::Row;
 
+/// The config of a SQLite warehouse at `db` with one daily replace job,
+/// `fct`, from 2026-01-01 through `end`, reading `src (id, dt)`.
+fn daily_fct(db: &std::path::Path, end: &str) -> String {
+    format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"{end}\"\n\
+         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
+        db.display()
+    )
+}
+
 /// Writes `text` as the config at `config`, makes its SQLite warehouse
 /// file `db`, and connects to it.
 async fn sqlite_warehouse(
@@ -489,13 +501,7 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
-    let text = format!(
-        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
-         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
-         start = \"2026-01-01\"\nend = \"2026-01-03\"\n\
-         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
-        db.display()
-    );
+    let text = daily_fct(&db, "2026-01-03");
     let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
@@ -590,13 +596,7 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
-    let text = format!(
-        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
-         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
-         start = \"2026-01-01\"\nend = \"2026-01-04\"\n\
-         sql = \"select id, dt from src where dt >= :start and dt < :end\"\n",
-        db.display()
-    );
+    let text = daily_fct(&db, "2026-01-04");
     let wh = sqlite_warehouse(&config, &db, &text).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
