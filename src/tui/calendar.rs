@@ -85,17 +85,28 @@ impl Calendar {
                     .filter(|i| job.state_at(*i) == Some(state))
                     .collect();
                 let n = matching.len();
-                job.select(matching);
-                let name = &job.job.name;
                 // Refusals are no failures, but are what an operator looking
-                // for failures wants to hear of.
-                let refused = job.statuses.iter().filter(|s| s.refused.is_some()).count();
-                return Some(if n == 0 && state == LoadState::Failed && refused > 0 {
-                    format!(
-                        "no failed partitions in {name}; {refused} refused by the shrink guard (marked {}) keep their rows until their source is complete",
-                        super::glyphs::REFUSED_FLAG
-                    )
-                } else if n == 0 {
+                // for failures wants next: with none failed, `f` takes them.
+                let refused: Vec<usize> = (0..job.partitions.len())
+                    .filter(|i| job.status_at(*i).is_some_and(|s| s.refused.is_some()))
+                    .collect();
+                let name = job.job.name.clone();
+                if n == 0 && state == LoadState::Failed && !refused.is_empty() {
+                    let k = refused.len();
+                    job.select(refused);
+                    return Some(format!(
+                        "no failed partitions in {name}; selected the {k} the shrink guard refused (marked {}): they keep their rows until their source is complete ({} runs them, {} in its dialog allows the shrink)",
+                        super::glyphs::REFUSED_FLAG,
+                        crate::tui::keymap::key(crate::tui::keys::Scope::Main, Action::Run),
+                        crate::tui::keymap::key(
+                            crate::tui::keys::Scope::Confirm,
+                            Action::AllowShrink
+                        ),
+                    ));
+                }
+                job.select(matching);
+                let name = &name;
+                return Some(if n == 0 {
                     format!("no {} partitions in {name}", state.name())
                 } else {
                     format!(
@@ -496,9 +507,10 @@ mod tests {
         assert_eq!(
             note.as_deref(),
             Some(
-                "no failed partitions in j; 1 refused by the shrink guard (marked ⊖) keep their rows until their source is complete"
+                "no failed partitions in j; selected the 1 the shrink guard refused (marked ⊖): they keep their rows until their source is complete (r runs them, S in its dialog allows the shrink)"
             )
         );
+        assert_eq!(job.selected.iter().copied().collect::<Vec<_>>(), vec![3]);
     }
 
     #[test]

@@ -245,7 +245,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('f')],
         "f",
         SelectFailed,
-        "select all failed partitions of the job",
+        "select all failed partitions of the job (none failed: those the shrink guard refused)",
         Some("failed")
     ),
     bind!(
