@@ -805,9 +805,19 @@ fn a_state_a_run_cannot_take_is_said_to_be_one() {
         assert!(stderr.contains(says), "{only}: {stderr}");
         assert!(!stderr.contains("is not a state"), "{only}: {stderr}");
     }
-    // A state that is none is still said to be none.
+    // A state that is none is still said to be none; `refused` is a word
+    // of its own for a run, and a flag (--refused) for status.
     let stderr = refused(&config, &["run", "j", "--only", "broken"]);
     assert!(stderr.contains("\"broken\" is not a state"), "{stderr}");
+    assert!(
+        stderr.contains("or refused (the partitions the shrink guard refused)"),
+        "{stderr}"
+    );
+    let stderr = refused(&config, &["status", "--state", "refused"]);
+    assert!(
+        stderr.contains("the partitions the shrink guard refused are listed by --refused"),
+        "{stderr}"
+    );
 }
 
 /// A partition name of the right form that the calendar lacks says which

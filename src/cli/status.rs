@@ -128,7 +128,17 @@ pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
 async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     super::note_no_jobs(&config);
-    let states = parse_states("--state", &args.states, &LoadState::ALL)?;
+    let states = parse_states("--state", &args.states, &LoadState::ALL).map_err(|e| {
+        if args.states.iter().any(|s| s.trim() == "refused") {
+            // A loaded partition may carry a refusal: it is a flag.
+            Stop::usage(format!(
+                "{}; the partitions the shrink guard refused are listed by --refused",
+                e.message
+            ))
+        } else {
+            e
+        }
+    })?;
     let jobs: Vec<&Job> = match &args.job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
