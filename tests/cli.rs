@@ -659,6 +659,49 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
     wh.close().await;
 }
 
+/// A printed command runs as printed from another directory (QA): run from
+/// the config's directory without --config, the repeat names the config
+/// by its absolute path.
+#[tokio::test]
+async fn a_printed_repeat_runs_from_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let wh = sqlite_warehouse(&config, &db, &daily_fct(&db, "2026-01-03")).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (-2, '2026-01-02'), (3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir(dir.path())
+        .args(["run", "fct"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let absolute = std::fs::canonicalize(&config).unwrap();
+    let repeat = format!(
+        "idem --config {} run fct --only failed --from 2026-01-02 --to 2026-01-02",
+        absolute.display()
+    );
+    assert!(stderr.contains(&repeat), "{stderr}");
+    // The cause fixed, the command as printed, from elsewhere.
+    wh.execute_script(&["UPDATE src SET id = 2 WHERE id = -2"])
+        .await
+        .unwrap();
+    let words: Vec<&str> = repeat.split(' ').skip(1).collect();
+    let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir("/")
+        .args(&words)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    wh.close().await;
+}
+
 /// A merge stops at a window its data fails (a NULL key): the windows after
 /// it never start, and the repeat is advised for once the cause is fixed,
 /// since a repeat as it stands stops at the same window.

@@ -852,7 +852,8 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
     assert!(
         stderr
             .lines()
-            .any(|l| l.starts_with("idem: to finish fct, repeat: ") && l.ends_with(" --cascade")),
+            .any(|l| l.starts_with("idem: to finish fct, repeat: ")
+                && l.ends_with(" --cascade --yes")),
         "{stderr}"
     );
 }

@@ -13,6 +13,36 @@ use crate::engine;
 use crate::numbers::n_partitions;
 use crate::partition::Partition;
 
+/// How the run that printed a command was asked for, as its commands must
+/// repeat it: the config, `--only`, `--allow-incomplete`.
+pub(super) struct AsRun<'a> {
+    pub config: &'a Path,
+    /// `--only` as typed (none: every partition of the range).
+    pub only: &'a [String],
+    pub allow_incomplete: bool,
+}
+
+impl<'a> AsRun<'a> {
+    #[cfg(test)]
+    fn plain(config: &'a Path) -> AsRun<'a> {
+        AsRun {
+            config,
+            only: &[],
+            allow_incomplete: false,
+        }
+    }
+
+    /// ` --allow-incomplete` where the run had it: a window still open is
+    /// refused without it.
+    fn incomplete(&self) -> &'static str {
+        if self.allow_incomplete {
+            " --allow-incomplete"
+        } else {
+            ""
+        }
+    }
+}
+
 /// `1 succeeded, 0 failed, 1 refused by the shrink guard, 3 not started`:
 /// the engine counts refusals among failures; they read apart, as in the
 /// console and the ledger.
@@ -37,7 +67,7 @@ pub(super) fn counted(s: &engine::RunSummary) -> String {
 /// goes on through its latest loaded window, whose keys a late row of an
 /// older window would otherwise roll back.
 fn empty_note(
-    config: &Path,
+    run: &AsRun<'_>,
     job: &Job,
     summary: &engine::RunSummary,
     empty_before: &[Partition],
@@ -55,14 +85,14 @@ fn empty_note(
         (format!("{} .. {}", first.name(), last.name()), "them")
     };
     Some(format!(
-        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}",
+        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}{}",
         n_partitions(now_empty.len() as i64),
         if now_empty.len() == 1 {
             "its window"
         } else {
             "their windows"
         },
-        config_flag(config),
+        config_flag(run.config),
         job.name,
         first.name(),
         last.name(),
@@ -71,15 +101,18 @@ fn empty_note(
         } else {
             ""
         },
-        yes_if_wide(*first, *last),
+        run.incomplete(),
+        yes_for(*first, *last, job.strategy == Strategy::MergeKey),
     ))
 }
 
 /// ` --yes` where a command's range holds more partitions than a run
-/// takes without a terminal unasked ([`CONFIRM_ABOVE`]): printed for a
-/// script or a cron line, it must run as printed.
-fn yes_if_wide(first: Partition, last: Partition) -> &'static str {
-    if crate::partition::range(first, last).len() > CONFIRM_ABOVE {
+/// takes without a terminal unasked ([`CONFIRM_ABOVE`]), or where it takes
+/// more than its range says (`beyond`: a cascade's downstream steps, a
+/// merge through its latest window): printed for a script or a cron line,
+/// it must run as printed.
+fn yes_for(first: Partition, last: Partition, beyond: bool) -> &'static str {
+    if beyond || crate::partition::range(first, last).len() > CONFIRM_ABOVE {
         " --yes"
     } else {
         ""
@@ -90,7 +123,7 @@ fn yes_if_wide(first: Partition, last: Partition) -> &'static str {
 /// stopped, what loaded empty, the repeat (and whether a repeat as things
 /// stand would meet the same failures), the refusals.
 pub(super) fn after_run(
-    config: &Path,
+    run: &AsRun<'_>,
     job: &Job,
     summary: &engine::RunSummary,
     empty_before: &[Partition],
@@ -109,8 +142,8 @@ pub(super) fn after_run(
             job.name
         ));
     }
-    notes.extend(empty_note(config, job, summary, empty_before));
-    if let Some(repeat) = repeat_command(config, &job.name, summary) {
+    notes.extend(empty_note(run, job, summary, empty_before));
+    if let Some(repeat) = repeat_command(run, &job.name, summary) {
         notes.push(if summary.misfit.is_some() {
             format!("once the job is fixed, repeat: {repeat}")
         } else if summary.repeat_fails_alike() {
@@ -119,7 +152,7 @@ pub(super) fn after_run(
             format!("to finish, repeat: {repeat}")
         });
     }
-    notes.extend(refused_advice(config, &job.name, summary));
+    notes.extend(refused_advice(run, &job.name, summary));
     notes
 }
 
@@ -131,7 +164,7 @@ pub(super) fn after_run(
 /// is named apart only where no such repeat was given (the upstream was
 /// refused by its shrink guard), for once the upstream loads.
 pub(super) fn after_cascade(
-    config: &Path,
+    run: &AsRun<'_>,
     steps: &[engine::Backfill],
     empty_before: &[Vec<Partition>],
     outcomes: &[engine::cascade::StepOutcome],
@@ -146,7 +179,7 @@ pub(super) fn after_cascade(
         });
         let only_skipped =
             !own_undone && outcome.not_started.is_empty() && !outcome.skipped.is_empty();
-        if let Some(repeat) = repeat_step(config, outcome) {
+        if let Some(repeat) = repeat_step(run, outcome) {
             if only_skipped && repeated_upstream {
                 // In the upstream step's repeat, which cascades to it.
             } else if only_skipped {
@@ -172,12 +205,12 @@ pub(super) fn after_cascade(
             }
         }
         if let Some(s) = &outcome.summary {
-            if let Some(refused) = refused_advice(config, &outcome.job, s) {
+            if let Some(refused) = refused_advice(run, &outcome.job, s) {
                 notes.push(format!("{}: {refused}", outcome.job));
             }
             if let Some(k) = steps.iter().position(|b| b.job.name == outcome.job) {
                 let before = empty_before.get(k).map_or(&[][..], Vec::as_slice);
-                notes.extend(empty_note(config, &steps[k].job, s, before));
+                notes.extend(empty_note(run, &steps[k].job, s, before));
             }
         }
     }
@@ -187,11 +220,11 @@ pub(super) fn after_cascade(
 /// The command that runs again exactly what this run left undone, or more
 /// (re-running a partition that succeeded is safe), never less: `--only
 /// failed` only when every unfinished partition failed and is in the ledger.
-/// It names the config unless it is the default `./idem.toml`, so that it
-/// runs as it stands from any directory.
+/// It names the config by its absolute path, so that it runs as it stands
+/// from any directory.
 /// Partitions the shrink guard refused are left out: a repeat would refuse
 /// them again ([`refused_advice`] says what to do for them).
-fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Option<String> {
+fn repeat_command(run: &AsRun<'_>, job: &str, summary: &engine::RunSummary) -> Option<String> {
     let undone: Vec<Partition> = summary
         .unfinished
         .iter()
@@ -199,14 +232,14 @@ fn repeat_command(config: &Path, job: &str, summary: &engine::RunSummary) -> Opt
         .copied()
         .collect();
     let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
-    repeat_line(config, job, &undone, only_failed, false)
+    repeat_line(run, job, &undone, only_failed, false)
 }
 
 /// [`repeat_command`] for a job's step of a cascade: what it left undone
 /// (unfinished, skipped for an upstream partition that did not load, or
 /// never begun because the run was cancelled), repeated as a cascade, so
 /// that the jobs downstream of it are brought up to date too.
-fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<String> {
+fn repeat_step(run: &AsRun<'_>, outcome: &engine::cascade::StepOutcome) -> Option<String> {
     let mut undone: Vec<Partition> = outcome
         .summary
         .iter()
@@ -227,62 +260,103 @@ fn repeat_step(config: &Path, outcome: &engine::cascade::StepOutcome) -> Option<
             .summary
             .as_ref()
             .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
-    repeat_line(config, &outcome.job, &undone, only_failed, true)
+    repeat_line(run, &outcome.job, &undone, only_failed, true)
 }
 
-/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first).
+/// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first), as
+/// the run was asked for: its `--only` (with `failed`, as a partition it
+/// selected may have failed since) or `--only failed` where every undone
+/// partition failed; its `--allow-incomplete`; `--yes` for a cascade,
+/// whose downstream steps a range does not count, or a wide range.
 fn repeat_line(
-    config: &Path,
+    run: &AsRun<'_>,
     job: &str,
     undone: &[Partition],
     only_failed: bool,
     cascade: bool,
 ) -> Option<String> {
     let (first, last) = (undone.first()?, undone.last()?);
+    let mut only: Vec<&str> = run.only.iter().map(|w| w.trim()).collect();
+    if (only_failed || !only.is_empty()) && !only.contains(&"failed") {
+        only.push("failed");
+    }
+    let only = if only.is_empty() {
+        String::new()
+    } else {
+        format!(" --only {}", only.join(","))
+    };
     Some(format!(
-        "idem{} run {job}{} --from {} --to {}{}{}",
-        config_flag(config),
-        if only_failed { " --only failed" } else { "" },
+        "idem{} run {job}{only} --from {} --to {}{}{}{}",
+        config_flag(run.config),
         first.name(),
         last.name(),
+        run.incomplete(),
         if cascade { " --cascade" } else { "" },
-        yes_if_wide(*first, *last),
+        yes_for(*first, *last, cascade),
     ))
 }
 
 /// What to do about the partitions the shrink guard refused: their source
 /// looks incomplete, so a plain repeat would be refused again. Fix the
-/// source and run them again, or allow the shrink: each command takes the
-/// refused partitions alone (`--only refused`), never one the guard let
-/// through between them.
+/// source and run them again, or allow the shrink: a command per run of
+/// consecutive refused partitions, each taking the refused ones alone
+/// (`--only refused`); past three runs, one over their whole span, which
+/// also takes any partition refused before between them, and says so.
 pub(super) fn refused_advice(
-    config: &Path,
+    run: &AsRun<'_>,
     job: &str,
     summary: &engine::RunSummary,
 ) -> Option<String> {
     let refused = &summary.refused_partitions;
     let (first, last) = (refused.first()?, refused.last()?);
+    let mut spans: Vec<(Partition, Partition)> = Vec::new();
+    for &p in refused {
+        match spans.last_mut() {
+            Some((_, end)) if end.next() == p => *end = p,
+            _ => spans.push((p, p)),
+        }
+    }
+    let widened = spans.len() > 3;
+    if widened {
+        spans = vec![(*first, *last)];
+    }
+    let command = |allow: &str| {
+        spans
+            .iter()
+            .map(|(from, to)| {
+                format!(
+                    "idem{} run {job} --only refused --from {} --to {}{}{allow}{}",
+                    config_flag(run.config),
+                    from.name(),
+                    to.name(),
+                    run.incomplete(),
+                    yes_for(*from, *to, false),
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ; ")
+    };
     let named: Vec<String> = refused.iter().take(5).map(Partition::name).collect();
     let more = refused.len().saturating_sub(named.len());
-    let command = format!(
-        "idem{} run {job} --only refused --from {} --to {}{}",
-        config_flag(config),
-        first.name(),
-        last.name(),
-        yes_if_wide(*first, *last),
-    );
     let (them, their) = if refused.len() == 1 {
         ("it", "its")
     } else {
         ("them", "their")
     };
     Some(format!(
-        "the source looks incomplete for {}{} (the shrink guard refused {them}, and kept {their} rows): fix the source and run {them} again ({command}), or if it really shrank: {command} --allow-shrink",
+        "the source looks incomplete for {}{} (the shrink guard refused {them}, and kept {their} rows): fix the source and run {them} again ({}), or if it really shrank: {}{}",
         named.join(", "),
         if more > 0 {
             format!(" and {more} more")
         } else {
             String::new()
+        },
+        command(""),
+        command(" --allow-shrink"),
+        if widened {
+            " (over their whole span, which also takes any partition refused before between them)"
+        } else {
+            ""
         },
     ))
 }
@@ -305,7 +379,7 @@ mod tests {
     /// runs as printed (QA: it exited 2 asking for --yes).
     #[test]
     fn a_wide_command_carries_yes() {
-        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
         let narrow = [day("2026-01-01"), day("2026-01-05")];
         assert_eq!(
             repeat_line(config, "j", &narrow, true, false).as_deref(),
@@ -322,12 +396,30 @@ mod tests {
             refused_partitions: wide.to_vec(),
             ..Default::default()
         };
+        let apart = refused_advice(config, "j", &summary).unwrap_or_default();
         assert!(
-            refused_advice(config, "j", &summary).is_some_and(|a| a.ends_with(
-                "idem run j --only refused --from 2026-01-01 --to 2026-06-30 --yes --allow-shrink"
-            )),
-            "{:?}",
-            refused_advice(config, "j", &summary)
+            apart.ends_with(
+                "idem run j --only refused --from 2026-01-01 --to 2026-01-01 --allow-shrink ; idem run j --only refused --from 2026-06-30 --to 2026-06-30 --allow-shrink"
+            ),
+            "{apart}"
+        );
+        let scattered = engine::RunSummary {
+            refused: 4,
+            failed: 4,
+            refused_partitions: vec![
+                day("2026-01-01"),
+                day("2026-02-01"),
+                day("2026-03-01"),
+                day("2026-06-30"),
+            ],
+            ..Default::default()
+        };
+        let wide = refused_advice(config, "j", &scattered).unwrap_or_default();
+        assert!(
+            wide.ends_with(
+                "idem run j --only refused --from 2026-01-01 --to 2026-06-30 --allow-shrink --yes (over their whole span, which also takes any partition refused before between them)"
+            ),
+            "{wide}"
         );
     }
 
@@ -336,19 +428,19 @@ mod tests {
     /// newer values later windows gave its keys (QA).
     #[test]
     fn an_empty_merge_window_is_loaded_again_through_the_latest() {
-        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
         let text = "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"dim\"\n\
                     target = \"dim\"\nstrategy = \"merge_key\"\nunique_key = [\"id\"]\n\
                     grain = \"day\"\nstart = \"2026-01-01\"\n\
                     sql = \"select id from s where dt >= :start and dt < :end\"\n";
-        let parsed = crate::config::parse(config, text, &|_| None).expect("a config");
+        let parsed = crate::config::parse(config.config, text, &|_| None).expect("a config");
         let summary = engine::RunSummary {
             succeeded: 2,
             empty: vec![day("2026-01-03"), day("2026-01-04")],
             ..Default::default()
         };
         let note = empty_note(config, &parsed.jobs[0], &summary, &[day("2026-01-04")]);
-        let said = "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest";
+        let said = "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest --yes";
         assert_eq!(note.as_deref(), Some(said));
         // A cascade's step says so too (QA: only a run without --cascade
         // did), with what that step had empty before.
@@ -379,7 +471,7 @@ mod tests {
     /// they load (QA: it said "to finish", which reloaded nothing new).
     #[test]
     fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
-        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
         let upstream = |refused: bool| engine::cascade::StepOutcome {
             job: "fct".into(),
             summary: Some(engine::RunSummary {
@@ -407,7 +499,7 @@ mod tests {
         assert_eq!(
             failed,
             [
-                "once the cause of fct's failures is fixed, repeat: idem run fct --only failed --from 2026-01-06 --to 2026-01-06 --cascade"
+                "once the cause of fct's failures is fixed, repeat: idem run fct --only failed --from 2026-01-06 --to 2026-01-06 --cascade --yes"
             ]
         );
         let refused = after_cascade(config, &[], &[], &[upstream(true), agg]);
@@ -415,7 +507,7 @@ mod tests {
         assert!(refused[0].starts_with("fct: the source looks incomplete for 2026-01-06"));
         assert_eq!(
             refused[1],
-            "once what agg reads has loaded, repeat: idem run agg --from 2026-01-06 --to 2026-01-06 --cascade"
+            "once what agg reads has loaded, repeat: idem run agg --from 2026-01-06 --to 2026-01-06 --cascade --yes"
         );
     }
 
@@ -424,7 +516,7 @@ mod tests {
     /// cascade, and the downstream job's undone days are named.
     #[test]
     fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
-        let config = Path::new(crate::cli::DEFAULT_CONFIG);
+        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
         let root = engine::cascade::StepOutcome {
             job: "ev".into(),
             summary: Some(engine::RunSummary {
@@ -440,7 +532,7 @@ mod tests {
         };
         assert_eq!(
             repeat_step(config, &root).as_deref(),
-            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade")
+            Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade --yes")
         );
         let downstream = engine::cascade::StepOutcome {
             job: "daily".into(),
@@ -450,13 +542,29 @@ mod tests {
         };
         assert_eq!(
             repeat_step(config, &downstream).as_deref(),
-            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade")
+            Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade --yes")
         );
         // A run that is not a cascade is repeated as it was.
         let summary = root.summary.as_ref().expect("summary");
         assert_eq!(
             repeat_command(config, "ev", summary).as_deref(),
             Some("idem run ev --from 2026-01-02 --to 2026-01-03")
+        );
+        // With its --only (and failed: a partition it chose may have
+        // failed since) and --allow-incomplete (QA: the repeat of an --only
+        // run reloaded every partition between, and an open window's was
+        // refused without the flag).
+        let only = ["stale".to_string()];
+        let as_asked = AsRun {
+            config: config.config,
+            only: &only,
+            allow_incomplete: true,
+        };
+        assert_eq!(
+            repeat_command(&as_asked, "ev", summary).as_deref(),
+            Some(
+                "idem run ev --only stale,failed --from 2026-01-02 --to 2026-01-03 --allow-incomplete"
+            )
         );
     }
 }

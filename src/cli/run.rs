@@ -188,8 +188,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             steps: &steps,
             empty_before: &empty_before,
             json: args.json,
+            as_run: advice::AsRun {
+                config: config_path,
+                only: &args.only,
+                allow_incomplete: args.allow_incomplete,
+            },
         };
-        return run_cascade(config_path, &warehouse, &lineage, run, cancel).await;
+        return run_cascade(&warehouse, &lineage, run, cancel).await;
     }
     let empty_before = empty_before.swap_remove(0);
     let backfill = steps.remove(0).0;
@@ -237,7 +242,12 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         Ok(())
     });
-    for line in advice::after_run(config_path, job, &summary, &empty_before) {
+    let as_run = advice::AsRun {
+        config: config_path,
+        only: &args.only,
+        allow_incomplete: args.allow_incomplete,
+    };
+    for line in advice::after_run(&as_run, job, &summary, &empty_before) {
         noteln!("idem: {line}");
     }
     for line in stale_downstream {
@@ -382,10 +392,11 @@ struct CascadeRun<'a> {
     steps: &'a [Backfill],
     empty_before: &'a [Vec<Partition>],
     json: bool,
+    /// How the cascade was asked for, as the commands it prints repeat it.
+    as_run: advice::AsRun<'a>,
 }
 
 async fn run_cascade(
-    config_path: &Path,
     warehouse: &crate::warehouse::Warehouse,
     lineage: &crate::lineage::Lineage,
     run: CascadeRun<'_>,
@@ -395,6 +406,7 @@ async fn run_cascade(
         steps,
         empty_before,
         json,
+        as_run,
     } = run;
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
@@ -417,7 +429,7 @@ async fn run_cascade(
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    for line in advice::after_cascade(config_path, steps, empty_before, &outcomes) {
+    for line in advice::after_cascade(&as_run, steps, empty_before, &outcomes) {
         noteln!("idem: {line}");
     }
     let mut code = Exit::Ok;

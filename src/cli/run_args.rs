@@ -122,13 +122,8 @@ impl RunArgs {
     /// with its value, `run` with the job. A new flag gets its line here.
     pub fn command_pieces(&self) -> Vec<String> {
         let mut words = vec!["idem".to_string()];
-        if let Some(config) = &self.config
-            && config != std::path::Path::new(super::DEFAULT_CONFIG)
-        {
-            words.push(format!(
-                "--config {}",
-                shell_word(&config.display().to_string())
-            ));
+        if let Some(path) = self.config.as_deref().and_then(config_path) {
+            words.push(format!("--config {path}"));
         }
         words.push(format!("run {}", shell_word(&self.job)));
         let mut flag = |name: &str, value: Option<String>| {
@@ -177,13 +172,22 @@ impl RunArgs {
     }
 }
 
-/// ` --config PATH` unless the config is the default `./idem.toml`, so
-/// that a printed command runs as it stands from any directory.
+/// ` --config PATH`, the config's absolute path, so that a printed command
+/// runs as it stands from any directory (QA: a relative path, or the
+/// default `./idem.toml` left out, ran only where the first run had).
 pub(super) fn config_flag(config: &std::path::Path) -> String {
-    if config == std::path::Path::new(super::DEFAULT_CONFIG) {
-        String::new()
-    } else {
-        format!(" --config {}", shell_word(&config.display().to_string()))
+    config_path(config)
+        .map(|path| format!(" --config {path}"))
+        .unwrap_or_default()
+}
+
+/// The config's path as a printed command names it: absolute, as a shell
+/// word; as given where it cannot be resolved (none for the default).
+fn config_path(config: &std::path::Path) -> Option<String> {
+    match std::fs::canonicalize(config) {
+        Ok(absolute) => Some(shell_word(&absolute.display().to_string())),
+        Err(_) if config == std::path::Path::new(super::DEFAULT_CONFIG) => None,
+        Err(_) => Some(shell_word(&config.display().to_string())),
     }
 }
 
