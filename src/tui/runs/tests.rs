@@ -20,21 +20,23 @@ fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
     f(partition.to_string())
 }
 
+/// The start of `partition`'s second attempt.
+fn started(partition: &str) -> Event {
+    event(partition, |partition| Event::PartitionStarted {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+    })
+}
+
 #[test]
 fn events_move_rows_through_their_states() {
     let mut r = run();
     assert_eq!(r.partitions.len(), 2);
     // The fixture's warehouse is SQLite: one writer.
     assert_eq!(r.concurrency, 1);
-    r.apply(
-        &event("2026-06-03", |partition| Event::PartitionStarted {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-        }),
-        now(),
-    );
+    r.apply(&started("2026-06-03"), now());
     assert_eq!(r.partitions[0].state, RunPartState::Running);
     r.apply(
         &event("2026-06-03", |partition| Event::PartitionFailed {
@@ -86,15 +88,7 @@ fn events_move_rows_through_their_states() {
 #[test]
 fn a_running_partition_shows_its_clock() {
     let mut runs = vec![run()];
-    runs[0].apply(
-        &event("2026-06-03", |partition| Event::PartitionStarted {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-        }),
-        now(),
-    );
+    runs[0].apply(&started("2026-06-03"), now());
     let area = Rect::new(0, 0, 110, 12);
     let row_at = |later: chrono::Duration| {
         let screen = draw(110, 12, |f| {
