@@ -171,7 +171,15 @@ pub(super) fn after_cascade(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let mut repeated_upstream = false;
-    for outcome in outcomes {
+    // `--only` chose the root's partitions; each step downstream loads
+    // those its upstream made stale, whatever their states.
+    let downstream = AsRun {
+        config: run.config,
+        only: &[],
+        allow_incomplete: run.allow_incomplete,
+    };
+    for (k, outcome) in outcomes.iter().enumerate() {
+        let run = if k == 0 { run } else { &downstream };
         let own_undone = outcome.summary.as_ref().is_some_and(|s| {
             s.unfinished
                 .iter()
@@ -543,6 +551,21 @@ mod tests {
         assert_eq!(
             repeat_step(config, &downstream).as_deref(),
             Some("idem run daily --from 2026-01-01 --to 2026-01-03 --cascade --yes")
+        );
+        // The root's --only is the root's: the step downstream loads what
+        // it made stale, whatever their states.
+        let only = ["failed".to_string()];
+        let asked = AsRun {
+            config: config.config,
+            only: &only,
+            allow_incomplete: false,
+        };
+        assert_eq!(
+            after_cascade(&asked, &[], &[], &[root.clone(), downstream.clone()]),
+            [
+                "to finish ev, repeat: idem run ev --only failed --from 2026-01-02 --to 2026-01-03 --cascade --yes",
+                "to finish daily, repeat: idem run daily --from 2026-01-01 --to 2026-01-03 --cascade --yes"
+            ]
         );
         // A run that is not a cascade is repeated as it was.
         let summary = root.summary.as_ref().expect("summary");
