@@ -656,6 +656,28 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
         .await
         .unwrap();
     assert_eq!(loaded, 4);
+    // Again: nothing is empty now, which is said, and no run starts.
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct",
+            "--only",
+            "empty",
+            "--from",
+            "2026-01-03",
+            "--to",
+            "2026-01-04",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "idem: nothing to run: no partition of fct from 2026-01-03 to 2026-01-04 is empty"
+        ),
+        "{out:?}"
+    );
     wh.close().await;
 }
 

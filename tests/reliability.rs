@@ -567,8 +567,13 @@ async fn late_source_does_not_wipe_a_loaded_partition(kind: Kind) {
     let (summary, _) = run(&wh, &allowed).await;
     assert_eq!(summary.failed, 0);
     assert_eq!(scalar(&wh, "SELECT COUNT(*) FROM fct").await, 100);
-    // A success since: no refusal stands.
+    // A success since: no refusal stands, which is said.
     assert_eq!(refused(&path), Vec::new());
+    let none = common::idem(&path, &["status", "--refused"]);
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("idem: no partition matches"),
+        "{none:?}"
+    );
 }
 
 // A job that writes a NULL partition value: the row lies in no window, so

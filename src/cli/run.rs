@@ -49,7 +49,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let now = now_utc();
     // Bad input is said before connecting: at once, and whether or not the
     // warehouse answers.
-    let (first, _) = selection
+    let (first, last) = selection
         .range(job, now)
         .map_err(|e| Stop::usage(e.to_string()))?;
     // A preview creates nothing, not even idem's ledger; a run makes the
@@ -139,6 +139,22 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     // Without --cascade, the jobs downstream are left reading what the run
     // replaces: the plan says so, and the end of the run how to load them.
+    // Nothing chosen: said, and no run started (QA: a run of no partition
+    // took a run id). A script reading --json still gets its events.
+    if !args.dry_run && !args.json && steps.iter().all(|(b, _)| b.partitions.is_empty()) {
+        let why = if args.only.is_empty() {
+            String::new()
+        } else {
+            format!(" is {}", args.only.join(" or "))
+        };
+        noteln!(
+            "idem: nothing to run: no partition of {} from {} to {}{why}",
+            job.name,
+            first.name(),
+            last.name(),
+        );
+        return Ok(Exit::Ok);
+    }
     let shows_plan = (args.dry_run && !args.json) || (interactive && !args.yes);
     let left_downstream = if args.cascade || !shows_plan {
         Vec::new()

@@ -213,6 +213,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             Err(reason) => vec![StatusRow::unreadable(job, reason)],
         })
         .collect();
+    // A filter that keeps nothing says so: a header alone reads as a
+    // table that failed to fill.
+    if rows.is_empty() && (args.refused_only || args.anomalies_only || !states.is_empty()) {
+        super::output::noteln!("idem: no partition matches: nothing is listed");
+    }
     match args.format {
         StatusFormat::Json => {
             let text =
