@@ -634,22 +634,25 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
     assert!(!stderr.contains("loaded empty"), "{stderr}");
 
     // The source lands: the command said loads it.
+    let load_empty = || {
+        idem(
+            &config,
+            &[
+                "run",
+                "fct",
+                "--only",
+                "empty",
+                "--from",
+                "2026-01-03",
+                "--to",
+                "2026-01-04",
+            ],
+        )
+    };
     wh.execute_script(&["INSERT INTO src VALUES (3, '2026-01-03'), (4, '2026-01-04')"])
         .await
         .unwrap();
-    let out = idem(
-        &config,
-        &[
-            "run",
-            "fct",
-            "--only",
-            "empty",
-            "--from",
-            "2026-01-03",
-            "--to",
-            "2026-01-04",
-        ],
-    );
+    let out = load_empty();
     assert_eq!(out.status.code(), Some(0));
     let loaded: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM fct")
         .fetch_one(wh.pool())
@@ -657,19 +660,7 @@ async fn partitions_loaded_empty_are_said_with_the_command_for_when_the_source_l
         .unwrap();
     assert_eq!(loaded, 4);
     // Again: nothing is empty now, which is said, and no run starts.
-    let out = idem(
-        &config,
-        &[
-            "run",
-            "fct",
-            "--only",
-            "empty",
-            "--from",
-            "2026-01-03",
-            "--to",
-            "2026-01-04",
-        ],
-    );
+    let out = load_empty();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     assert!(

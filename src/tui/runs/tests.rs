@@ -20,6 +20,21 @@ fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
     f(partition.to_string())
 }
 
+/// The end of `partition`'s second attempt in `error` (`will_retry`: a
+/// transient one, retried).
+fn failed(partition: &str, error: &str, will_retry: bool) -> Event {
+    let error = error.to_string();
+    event(partition, |partition| Event::PartitionFailed {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        partition,
+        attempt: 2,
+        error,
+        will_retry,
+        duration_ms: 10,
+    })
+}
+
 /// The start of `partition`'s second attempt.
 fn started(partition: &str) -> Event {
     event(partition, |partition| Event::PartitionStarted {
@@ -38,18 +53,7 @@ fn events_move_rows_through_their_states() {
     assert_eq!(r.concurrency, 1);
     r.apply(&started("2026-06-03"), now());
     assert_eq!(r.partitions[0].state, RunPartState::Running);
-    r.apply(
-        &event("2026-06-03", |partition| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-            error: "database is locked".into(),
-            will_retry: true,
-            duration_ms: 10,
-        }),
-        now(),
-    );
+    r.apply(&failed("2026-06-03", "database is locked", true), now());
     assert_eq!(r.partitions[0].state, RunPartState::Retrying);
     assert_eq!(
         r.logs.of(0).iter().collect::<Vec<_>>(),
@@ -126,15 +130,11 @@ fn a_running_partition_shows_its_clock() {
 fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
     let mut r = run();
     r.apply(
-        &event("2026-06-03", |partition| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-            error: "source looks incomplete: would replace 2 rows with 0".into(),
-            will_retry: false,
-            duration_ms: 10,
-        }),
+        &failed(
+            "2026-06-03",
+            "source looks incomplete: would replace 2 rows with 0",
+            false,
+        ),
         now(),
     );
     r.apply(
