@@ -137,8 +137,6 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             preview_sources(&warehouse, backfill, statuses).await?;
         }
     }
-    // Without --cascade, the jobs downstream are left reading what the run
-    // replaces: the plan says so, and the end of the run how to load them.
     // Nothing chosen: said, and no run started (QA: a run of no partition
     // took a run id). A script reading --json still gets its events.
     if !args.dry_run && !args.json && steps.iter().all(|(b, _)| b.partitions.is_empty()) {
@@ -155,6 +153,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         );
         return Ok(Exit::Ok);
     }
+    // Without --cascade, the jobs downstream are left reading what the run
+    // replaces: the plan says so, and the end of the run how to load them.
     let shows_plan = (args.dry_run && !args.json) || (interactive && !args.yes);
     let left_downstream = if args.cascade || !shows_plan {
         Vec::new()
