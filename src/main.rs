@@ -134,7 +134,7 @@ enum Command {
         /// The job, as named in the config.
         job: String,
         /// The stale partition whose load to compare with (default: the
-        /// latest stale one).
+        /// latest stale one; of a coarser name, the latest stale one in it).
         partition: Option<String>,
     },
     /// Jobs with a health summary.

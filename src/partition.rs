@@ -246,8 +246,12 @@ pub fn parse_any(text: &str) -> Option<(NaiveDateTime, Grain)> {
             return None;
         }
         let d = NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
-        let hour = hour.split(':').next()?;
-        let h: u32 = hour.parse().ok()?;
+        // `13:00` is the hour 13; `13:30` is a moment inside it, not a name.
+        let mut parts = hour.split(':');
+        let h: u32 = parts.next()?.parse().ok()?;
+        if parts.any(|p| p != "00") {
+            return None;
+        }
         return Some((d.and_hms_opt(h, 0, 0)?, Grain::Hour));
     }
     if shaped(text, "0000-00-00") {
@@ -366,6 +370,8 @@ mod tests {
             "2026-09-01T1:00",
             "+2026-09-01",
             "2026-09-01T13x",
+            "2026-09-01T13:30",
+            "2026-09-01 13:00:01",
         ] {
             for g in [Grain::Hour, Grain::Day, Grain::Month] {
                 assert_eq!(p(g, loose, RangeEnd::From), "", "{loose} at {g:?}");

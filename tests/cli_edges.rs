@@ -47,6 +47,9 @@ fn the_demo_through_the_headless_edges() {
             "--dry-run",
         ],
         &["log", "fct_orders", "2026-9-1"],
+        // A moment inside an hour is not the hour's name.
+        &["status", "fct_pageviews_hourly", "--from", "2026-11-21T05:30"],
+        &["verify", "fct_pageviews_hourly", "2026-11-21 05:00:01"],
     ] {
         let out = idem(&config, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -574,6 +577,53 @@ fn a_coarser_name_logs_every_partition_in_it() {
         let lines: Vec<String> = lines.into_iter().map(words).collect();
         assert_eq!(lines, expected, "{job} {coarser}");
     }
+}
+
+/// `idem diff` of a coarser name (a day of an hourly job) looks at every
+/// partition in it, as `log` and `verify` do: it took the first hour alone,
+/// and said a day whose other hours were stale was "loaded under the
+/// current definition".
+#[test]
+fn a_coarser_name_diffs_the_stale_partitions_in_it() {
+    let (_dir, config) = demo();
+    let job = "fct_pageviews_hourly";
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let (head, tail) = toml.split_once(&format!("name = \"{job}\"")).unwrap();
+    let edited = tail.replacen("sql = \"\"\"\n", "sql = \"\"\"\n-- reviewed\n", 1);
+    std::fs::write(&config, format!("{head}name = \"{job}\"{edited}")).unwrap();
+
+    let out = idem(&config, &["status", job, "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let stale = |p: &str| {
+        rows.iter()
+            .any(|r| r["partition"] == p && r["state"] == "stale")
+    };
+    // A day whose first hour and another are stale now.
+    let day = rows
+        .iter()
+        .filter_map(|r| r["partition"].as_str())
+        .filter_map(|p| p.strip_suffix("T00"))
+        .find(|d| stale(&format!("{d}T00")) && stale(&format!("{d}T01")))
+        .unwrap_or_else(|| panic!("no day with stale hours: {}", text(&out.stdout)))
+        .to_string();
+    let first = format!("{day}T00");
+    let out = idem(&config, &["run", job, "--from", &first, "--to", &first]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let out = idem(&config, &["diff", job, &day]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(!said.contains(&first), "{said}");
+    assert!(said.contains("was loaded under definition"), "{said}");
+    assert!(said.contains("+-- reviewed"), "{said}");
+
+    let out = idem(&config, &["run", job, "--from", &day, "--to", &day]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&idem(&config, &["diff", job, &day]).stdout);
+    assert_eq!(
+        said.trim(),
+        format!("{job}: no stale partitions in {day}: every load there used the current definition")
+    );
 }
 
 /// PostgreSQL's refusal to connect is said in the server's words, without

@@ -15,39 +15,68 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
+        // A coarser name (a day of an hourly job) covers the partitions in
+        // it, as `log` and `verify` read it: not only its first.
         let wanted = match partition {
-            Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?,
+            Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
+                .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
             None => None,
         };
         let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
         let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;
-        // The partition asked for, or the most recently loaded stale one.
-        let status = match wanted {
-            Some(p) => statuses.iter().find(|s| s.partition == p),
-            None => statuses
+        let latest_stale = |within: &dyn Fn(&state::PartitionStatus) -> bool| {
+            statuses
                 .iter()
-                .filter(|s| s.state == LoadState::Stale)
+                .filter(|s| s.state == LoadState::Stale && within(s))
                 .max_by(|a, b| {
                     let at = |s: &state::PartitionStatus| {
                         s.last_success.as_ref().map(|a| a.finished_at.clone())
                     };
                     at(a).cmp(&at(b))
-                }),
+                })
+        };
+        // The partition asked for (of a coarser name, its most recently
+        // loaded stale one, else its first loaded one), or the most recently
+        // loaded stale one.
+        let status = match wanted {
+            Some((first, last)) => {
+                let inside = |s: &state::PartitionStatus| {
+                    s.partition.start >= first.start && s.partition.start <= last.start
+                };
+                latest_stale(&inside).or_else(|| {
+                    statuses
+                        .iter()
+                        .find(|s| inside(s) && s.last_success.is_some())
+                })
+            }
+            None => latest_stale(&|_| true),
         };
         let Some(success) = status.and_then(|s| s.last_success.as_ref()) else {
             outln!(
                 "{}: {}",
                 job.name,
-                match wanted {
-                    Some(p) => format!("{p} has no successful load to compare with"),
-                    None => "no stale partitions: every load used the current definition".into(),
+                match (wanted, partition) {
+                    (Some(_), Some(p)) => {
+                        format!("{} has no successful load to compare with", p.trim())
+                    }
+                    _ => "no stale partitions: every load used the current definition".into(),
                 }
             );
             return Ok(Exit::Ok);
         };
         let current = job.definition_text();
         if success.definition_hash == job.definition_hash() {
+            if let (Some((first, last)), Some(p)) = (wanted, partition)
+                && first != last
+            {
+                outln!(
+                    "{}: no stale partitions in {}: every load there used the current definition",
+                    job.name,
+                    p.trim()
+                );
+                return Ok(Exit::Ok);
+            }
             outln!(
                 "{} {}: loaded under the current definition",
                 job.name,
