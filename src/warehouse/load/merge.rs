@@ -4,8 +4,12 @@
 use sqlx::AnyConnection;
 
 use crate::numbers::{n_rows, thousands};
+use crate::warehouse::Engine;
 
 use super::*;
+
+/// Below PostgreSQL's 1,664 columns a row may hold, with room to spare.
+const PG_JOINED_COLUMNS: usize = 1600;
 
 pub(super) async fn merge(
     dialect: &'static dyn Dialect,
@@ -82,15 +86,32 @@ pub(super) async fn merge(
         .collect::<Vec<_>>()
         .join(" OR ");
     let mut matched = Sql::new(dialect);
-    matched
-        .push("SELECT COUNT(*), COUNT(CASE WHEN ")
-        .push(&changed_test)
-        .push(" THEN 1 END) FROM ")
-        .table(&job.target)
-        .push(" t JOIN ")
-        .push(&stage)
-        .push(" s ON ")
-        .push(&key_match);
+    if dialect.engine() == Engine::Postgres && 2 * typed.len() > PG_JOINED_COLUMNS {
+        // A join's rows hold both sides' columns, at most 1,664 on
+        // PostgreSQL: a table over 832 columns is compared within each
+        // target row's own lookup (its key's unique index), which yields the
+        // test alone. `OFFSET 0` keeps the planner from pulling it up.
+        matched
+            .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM ")
+            .push(&stage)
+            .push(" s CROSS JOIN LATERAL (SELECT ")
+            .push(&changed_test)
+            .push(" AS d FROM ")
+            .table(&job.target)
+            .push(" t WHERE ")
+            .push(&key_match)
+            .push(" OFFSET 0) m");
+    } else {
+        matched
+            .push("SELECT COUNT(*), COUNT(CASE WHEN ")
+            .push(&changed_test)
+            .push(" THEN 1 END) FROM ")
+            .table(&job.target)
+            .push(" t JOIN ")
+            .push(&stage)
+            .push(" s ON ")
+            .push(&key_match);
+    }
     let row = matched.query().fetch_one(&mut *tx).await?;
     let existing: i64 = row.try_get(0)?;
     let rows_updated: i64 = row.try_get(1)?;
