@@ -48,7 +48,12 @@ fn the_demo_through_the_headless_edges() {
         ],
         &["log", "fct_orders", "2026-9-1"],
         // A moment inside an hour is not the hour's name.
-        &["status", "fct_pageviews_hourly", "--from", "2026-11-21T05:30"],
+        &[
+            "status",
+            "fct_pageviews_hourly",
+            "--from",
+            "2026-11-21T05:30",
+        ],
         &["verify", "fct_pageviews_hourly", "2026-11-21 05:00:01"],
     ] {
         let out = idem(&config, args);
@@ -622,8 +627,49 @@ fn a_coarser_name_diffs_the_stale_partitions_in_it() {
     let said = text(&idem(&config, &["diff", job, &day]).stdout);
     assert_eq!(
         said.trim(),
-        format!("{job}: no stale partitions in {day}: every load there used the current definition")
+        format!(
+            "{job}: no stale partitions in {day}: every load there used the current definition"
+        )
     );
+}
+
+/// `idem verify` of a coarser name that the job's start cuts (the month its
+/// first day lies in) proves the job's partitions in it, as `status` shows
+/// them: it refused the whole name, naming a day the operator never typed
+/// ("2026-08-01 is outside fct_orders's partitions").
+#[test]
+fn verify_of_a_month_the_jobs_start_cuts_proves_the_days_from_its_start() {
+    let (_dir, config) = demo();
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let (_, job) = toml.split_once("name = \"fct_orders\"").unwrap();
+    let start = job
+        .lines()
+        .find_map(|l| l.strip_prefix("start = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap()
+        .to_string();
+    let month = &start[..7];
+    let first: chrono::NaiveDate = start.parse().unwrap();
+    let next_month: chrono::NaiveDate =
+        format!("{month}-01").parse::<chrono::NaiveDate>().unwrap() + chrono::Months::new(1);
+    let days = (next_month - first).num_days();
+    let out = idem(&config, &["verify", "fct_orders", month]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains(&format!("idempotent: fct_orders {start} ")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "{days} of {days} partitions of fct_orders {month} are idempotent"
+        )),
+        "{said}"
+    );
+    // A month wholly before the job is still refused.
+    let out = idem(&config, &["verify", "fct_orders", "2020-01"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("outside fct_orders's partitions"));
 }
 
 /// PostgreSQL's refusal to connect is said in the server's words, without

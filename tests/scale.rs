@@ -1832,9 +1832,7 @@ async fn postgres_a_merge_into_a_table_of_900_columns_loads_again_and_verifies()
         "wide",
         "wide",
         "2026-01-02",
-        &format!(
-            "SELECT s.id, s.dt, {select} FROM src s WHERE s.dt >= :start AND s.dt < :end"
-        ),
+        &format!("SELECT s.id, s.dt, {select} FROM src s WHERE s.dt >= :start AND s.dt < :end"),
     ));
     let wh = db.warehouse(&config).await;
     let defs = columns

@@ -17,11 +17,12 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         let job = find_job(&config, job_name)?;
         // A coarser name (a day of an hourly job) covers the partitions in
         // it, as `log` and `verify` read it: not only its first.
-        let wanted = match partition {
-            Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
-                .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
-            None => None,
-        };
+        let wanted =
+            match partition {
+                Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
+                    .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
+                None => None,
+            };
         let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
         let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;

@@ -23,6 +23,13 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         ) else {
             return Err(Stop::usage("PARTITION is required"));
         };
+        // A coarser name the job's start or end cuts (the month its first
+        // day lies in) is proved over the job's partitions in it, as `status`
+        // shows them; one wholly outside them is refused below.
+        let (from, to) = match (from.max(job.start), job.end.map_or(to, |e| to.min(e))) {
+            (first, last) if from != to && first <= last => (first, last),
+            _ => (from, to),
+        };
         // A window outside the job's partitions, or not begun, is refused
         // before connecting; one still open may be proved (it all rolls back).
         let now = crate::partition::now_utc();
