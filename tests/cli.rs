@@ -331,11 +331,12 @@ fn a_bad_range_is_refused_before_connecting() {
         ),
         (
             &["status", "j", "--from", "2025-01-05", "--to", "2025-01-31"],
-            "2025-01-05 to 2025-01-31 is outside j's partitions (2026-01-01 to 2026-01-31)",
+            "--to 2025-01-31 is before j's first partition (2026-01-01 to 2026-01-31): nothing to show; choose --to 2026-01-01 or later",
         ),
         (
             &["status", "j", "--from", "2027-01-05"],
-            "2027-01-05 to 2026-01-31 is outside j's partitions",
+            // The range is said as given, not reversed against a default.
+            "--from 2027-01-05 is after j's last partition (2026-01-01 to 2026-01-31): nothing to show; choose --from 2026-01-31 or earlier",
         ),
         (
             &["verify", "j", "2025-12-30"],

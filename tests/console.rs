@@ -1338,6 +1338,28 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
     assert!(!text(&a).contains("idempotent"));
     keys(&mut a, "h");
     assert!(text(&a).contains("NOT idempotent"));
+    // Runs that all wrote no rows are alike, but prove nothing of the SQL.
+    let empty = verify_request(keys(&mut a, "V"));
+    a.update(Msg::Verified {
+        id: empty.id,
+        result: Ok(Verification {
+            job: "fct_orders".into(),
+            partition: "2026-06-01".into(),
+            rows: vec![0, 0, 0],
+            difference: None,
+        }),
+    });
+    let screen = text(&a);
+    assert!(
+        screen.contains("verify not proved: no rows on any run"),
+        "{screen}"
+    );
+    assert!(!screen.contains("idempotent"), "{screen}");
+    assert!(
+        a.message.as_ref().unwrap().1.contains("not proved"),
+        "{:?}",
+        a.message
+    );
     // A window still open may be proved, as `idem verify` proves it (it
     // all rolls back): the last partition, today's.
     keys(&mut a, ":goto 2026-06-20\n");

@@ -79,10 +79,11 @@ fn empty_note(
         .copied()
         .collect();
     let (first, last) = (now_empty.first()?, now_empty.last()?);
-    let (span, them) = if first == last {
-        (first.name(), "it")
+    let them = if first == last { "it" } else { "them" };
+    let span = if first != last && crate::partition::range(*first, *last).len() == now_empty.len() {
+        format!("{} .. {}", first.name(), last.name())
     } else {
-        (format!("{} .. {}", first.name(), last.name()), "them")
+        listed(&now_empty)
     };
     Some(format!(
         "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}{}",
@@ -104,6 +105,15 @@ fn empty_note(
         run.incomplete(),
         yes_for(*first, *last, job.strategy == Strategy::MergeKey),
     ))
+}
+
+/// The first five partitions' names, and how many more there are.
+fn listed(partitions: &[Partition]) -> String {
+    let named: Vec<String> = partitions.iter().take(5).map(Partition::name).collect();
+    match partitions.len() - named.len() {
+        0 => named.join(", "),
+        more => format!("{} and {more} more", named.join(", ")),
+    }
 }
 
 /// ` --yes` where a command's range holds more partitions than a run
@@ -344,21 +354,14 @@ pub(super) fn refused_advice(
             .collect::<Vec<_>>()
             .join(" ; ")
     };
-    let named: Vec<String> = refused.iter().take(5).map(Partition::name).collect();
-    let more = refused.len().saturating_sub(named.len());
     let (them, their) = if refused.len() == 1 {
         ("it", "its")
     } else {
         ("them", "their")
     };
     Some(format!(
-        "the source looks incomplete for {}{} (the shrink guard refused {them}, and kept {their} rows): fix the source and run {them} again ({}), or if it really shrank: {}{}",
-        named.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        },
+        "the source looks incomplete for {} (the shrink guard refused {them}, and kept {their} rows): fix the source and run {them} again ({}), or if it really shrank: {}{}",
+        listed(refused),
         command(""),
         command(" --allow-shrink"),
         if widened {
@@ -447,6 +450,17 @@ mod tests {
             empty: vec![day("2026-01-03"), day("2026-01-04")],
             ..Default::default()
         };
+        // Days apart are named, not spanned as though the days between
+        // loaded empty too (QA).
+        let apart = engine::RunSummary {
+            empty: vec![day("2026-01-03"), day("2026-01-05"), day("2026-01-06")],
+            ..Default::default()
+        };
+        let note = empty_note(config, &parsed.jobs[0], &apart, &[]).unwrap();
+        assert!(
+            note.starts_with("3 partitions loaded empty, the source having no rows in their windows (2026-01-03, 2026-01-05, 2026-01-06). If it is late, load them again"),
+            "{note}"
+        );
         let note = empty_note(config, &parsed.jobs[0], &summary, &[day("2026-01-04")]);
         let said = "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest --yes";
         assert_eq!(note.as_deref(), Some(said));

@@ -159,18 +159,26 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         // Asked of one job, a range wholly outside its partitions is a
         // mistyped one (a year off, say), not an empty answer.
         let last = job.latest_partition(now_utc());
-        if args.job.is_some()
-            && last >= job.start
-            && (to.is_some_and(|t| t < job.start) || from.is_some_and(|f| f > last))
-        {
-            return Err(Stop::usage(format!(
-                "{} to {} is outside {}'s partitions ({} to {}): nothing to show",
-                from.unwrap_or(job.start).name(),
-                to.unwrap_or(last).name(),
-                job.name,
-                job.start.name(),
-                last.name()
-            )));
+        if args.job.is_some() && last >= job.start {
+            let span = format!("{} to {}", job.start.name(), last.name());
+            let outside = match (from, to) {
+                (Some(f), _) if f > last => Some(format!(
+                    "--from {} is after {}'s last partition ({span}): nothing to show; choose --from {} or earlier",
+                    f.name(),
+                    job.name,
+                    last.name()
+                )),
+                (_, Some(t)) if t < job.start => Some(format!(
+                    "--to {} is before {}'s first partition ({span}): nothing to show; choose --to {} or later",
+                    t.name(),
+                    job.name,
+                    job.start.name()
+                )),
+                _ => None,
+            };
+            if let Some(message) = outside {
+                return Err(Stop::usage(message));
+            }
         }
         ranges.push((from, to));
     }

@@ -57,7 +57,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         let warehouse = connect_to_read(&config, 2).await?;
         let cancel = cancel_on_signal("the proof rolls back");
         let mut exit = Exit::Ok;
-        let mut proved = 0;
+        let (mut proved, mut empty) = (0, 0);
         for p in &begun {
             let v = warehouse.verify_partition(job, p, &cancel).await;
             let v = match v {
@@ -73,8 +73,9 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
                 Ok(v) => v,
             };
             match print(&v) {
-                Ok(true) => proved += 1,
-                Ok(false) => exit = Exit::Failed,
+                Ok(Proof::Idempotent) => proved += 1,
+                Ok(Proof::Empty) => empty += 1,
+                Ok(Proof::Differs) => exit = Exit::Failed,
                 Err(stop) => {
                     warehouse.close().await;
                     return Err(stop);
@@ -100,8 +101,13 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
             );
         }
         if all.len() > 1 {
+            let unproved = if empty > 0 {
+                format!(" ({empty} wrote no rows: not proved)")
+            } else {
+                String::new()
+            };
             outln!(
-                "{proved} of {} of {} {} {} idempotent",
+                "{proved} of {} of {} {} {} idempotent{unproved}",
                 n_partitions(begun.len() as i64),
                 job.name,
                 partition.trim(),
@@ -114,16 +120,33 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
     result.unwrap_or_else(Stop::report)
 }
 
-/// Prints one partition's proof; whether it was idempotent.
-fn print(v: &crate::warehouse::Verification) -> Result<bool, Stop> {
+/// What one partition's proof showed.
+enum Proof {
+    Idempotent,
+    /// Every run wrote no rows: the same, but the SQL's `now()` or
+    /// `random()` had nothing to show up in.
+    Empty,
+    Differs,
+}
+
+/// Prints one partition's proof.
+fn print(v: &crate::warehouse::Verification) -> Result<Proof, Stop> {
     let Some(d) = &v.difference else {
+        if v.wrote_nothing() {
+            outln!(
+                "not proved: {} {} writes no rows (its source has none in the window), which shows nothing of its SQL; everything was rolled back; verify a partition whose source has rows",
+                v.job,
+                v.partition
+            );
+            return Ok(Proof::Empty);
+        }
         outln!(
             "idempotent: {} {} gives the same {} on every run; everything was rolled back",
             v.job,
             v.partition,
             n_rows(v.rows[0] as i64)
         );
-        return Ok(true);
+        return Ok(Proof::Idempotent);
     };
     outln!(
         "NOT idempotent: {} {}: {} and {} differ",
@@ -156,5 +179,5 @@ fn print(v: &crate::warehouse::Verification) -> Result<bool, Stop> {
         "everything was rolled back; `idem lint {}` may name the cause",
         v.job
     );
-    Ok(false)
+    Ok(Proof::Differs)
 }

@@ -88,6 +88,10 @@ impl Detail {
         let v = self.verification.as_mut().filter(|v| v.id == id)?;
         let what = format!("{} {}", v.job, v.partition.name());
         let note = match &result {
+            Ok(r) if r.wrote_nothing() => (
+                false,
+                format!("{what}: not proved, no rows on any run; rolled back"),
+            ),
             Ok(r) if r.is_idempotent() => (false, format!("{what}: idempotent; rolled back")),
             Ok(_) => (true, format!("{what}: NOT idempotent; rolled back")),
             Err(e) => (true, format!("{what}: verify failed: {e}")),
@@ -485,6 +489,14 @@ fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
             Span::styled(format!("error: {}", first_line(e)), t.style("error")),
         ])],
         Some(Ok(r)) => match &r.difference {
+            None if r.wrote_nothing() => vec![Line::from(vec![
+                label,
+                Span::styled("not proved", t.style("warning")),
+                Span::styled(
+                    ": no rows on any run (its source has none here), which shows nothing of its SQL; rolled back",
+                    t.style("text"),
+                ),
+            ])],
             None => vec![Line::from(vec![
                 label,
                 Span::styled("idempotent", t.style("ok")),
