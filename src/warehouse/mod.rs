@@ -294,6 +294,27 @@ pub trait Dialect: Send + Sync {
     fn written_by(&self, _sql: &mut Sql, _txid: i64, _scope: &dyn Fn(&mut Sql)) {}
     /// A null-safe "values differ" test of two values of `column`'s type.
     fn differs(&self, a: &str, b: &str, column: &Column) -> String;
+    /// Whether any of `columns` differs between the rows named `a` and `b`
+    /// ([`Dialect::differs`] of each). Past 100 columns the tests are
+    /// ORed in parenthesised groups of 100: SQLite nests an expression at
+    /// most 1,000 deep, and a chain of 1,200 ORs is that deep.
+    fn any_differs(&self, a: &str, b: &str, columns: &[Column]) -> String {
+        let tests: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                let n = self.quote(&c.name);
+                self.differs(&format!("{a}.{n}"), &format!("{b}.{n}"), c)
+            })
+            .collect();
+        if tests.len() <= 100 {
+            return tests.join(" OR ");
+        }
+        tests
+            .chunks(100)
+            .map(|group| format!("({})", group.join(" OR ")))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    }
     /// Creates the staging table of a merge from a SELECT.
     fn create_stage(&self, stage: &Ident) -> String;
     fn drop_stage(&self, stage: &Ident) -> String;

@@ -538,14 +538,7 @@ impl Dialect for Postgres {
         // Every column, keys among them: a key matched by its type's or
         // collation's equality (citext, a nondeterministic collation) may
         // still be spelled otherwise, and takes the source's spelling.
-        let changed = columns
-            .iter()
-            .map(|c| {
-                let n = q(&c.name);
-                self.differs(&format!("t.{n}"), &format!("s.{n}"), c)
-            })
-            .collect::<Vec<_>>()
-            .join(" OR ");
+        let changed = self.any_differs("t", "s", columns);
         let set = columns
             .iter()
             .map(|c| format!("{0} = s.{0}", q(&c.name)))

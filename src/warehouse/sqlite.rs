@@ -201,10 +201,24 @@ impl Dialect for Sqlite {
     /// writes it. Built straight on the table's columns, not through a
     /// subquery, where each row's array would lose its JSON subtype and be
     /// quoted again.
+    ///
+    /// A function takes at most 1,000 arguments: a row of more columns is
+    /// an array of arrays of 1,000 (such a table never loaded before, so no
+    /// fingerprint recorded of it changes).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
+        const MOST_ARGUMENTS: usize = 1000;
         let rows = |value: &dyn Fn(&str) -> String| {
             let values: Vec<String> = columns.iter().map(|(c, _)| value(c)).collect();
-            format!("json_group_array(json_array({}))", values.join(", "))
+            let row = if values.len() <= MOST_ARGUMENTS {
+                values.join(", ")
+            } else {
+                values
+                    .chunks(MOST_ARGUMENTS)
+                    .map(|chunk| format!("json_array({})", chunk.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!("json_group_array(json_array({row}))")
         };
         RowHash::Json {
             plain: rows(&|c| c.to_string()),
@@ -250,17 +264,7 @@ impl Dialect for Sqlite {
             .map(|c| format!("{0} = excluded.{0}", q(&c.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let changed = columns
-            .iter()
-            .map(|c| {
-                self.differs(
-                    &format!("{target_name}.{}", q(&c.name)),
-                    &format!("excluded.{}", q(&c.name)),
-                    c,
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" OR ");
+        let changed = self.any_differs(&target_name, "excluded", columns);
         let action = format!("DO UPDATE SET {set} WHERE {changed}");
         format!(
             "INSERT INTO {} ({cols}) SELECT {cols} FROM {} WHERE true ON CONFLICT ({key_cols}) {action}",

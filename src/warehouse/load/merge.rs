@@ -10,6 +10,8 @@ use super::*;
 
 /// Below PostgreSQL's 1,664 columns a row may hold, with room to spare.
 const PG_JOINED_COLUMNS: usize = 1600;
+/// The terms (columns read, aggregates) a SQLite aggregate query may hold.
+const SQLITE_AGGREGATE_TERMS: usize = 2000;
 
 pub(super) async fn merge(
     dialect: &'static dyn Dialect,
@@ -77,14 +79,7 @@ pub(super) async fn merge(
     // Keys too: one that matched by its collation (`Alice@x.com` and
     // `alice@x.com` under NOCASE, citext or `_ci`) may still differ, and is
     // written as the source spells it.
-    let changed_test = typed
-        .iter()
-        .map(|c| {
-            let n = dialect.quote(&c.name);
-            dialect.differs(&format!("t.{n}"), &format!("s.{n}"), c)
-        })
-        .collect::<Vec<_>>()
-        .join(" OR ");
+    let changed_test = dialect.any_differs("t", "s", &typed);
     let mut matched = Sql::new(dialect);
     if dialect.engine() == Engine::Postgres && 2 * typed.len() > PG_JOINED_COLUMNS {
         // A join's rows hold both sides' columns, at most 1,664 on
@@ -101,6 +96,20 @@ pub(super) async fn merge(
             .push(" t WHERE ")
             .push(&key_match)
             .push(" OFFSET 0) m");
+    } else if dialect.engine() == Engine::Sqlite && 2 * typed.len() + 2 > SQLITE_AGGREGATE_TERMS {
+        // SQLite's aggregate query reads at most 2,000 terms, each column
+        // one: the test is made in a subquery that aggregates nothing, which
+        // `LIMIT -1` keeps from being flattened into the count.
+        matched
+            .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM (SELECT ")
+            .push(&changed_test)
+            .push(" AS d FROM ")
+            .table(&job.target)
+            .push(" t JOIN ")
+            .push(&stage)
+            .push(" s ON ")
+            .push(&key_match)
+            .push(" LIMIT -1) m");
     } else {
         matched
             .push("SELECT COUNT(*), COUNT(CASE WHEN ")
