@@ -14,12 +14,15 @@ use crate::numbers::n_partitions;
 use crate::partition::Partition;
 
 /// How the run that printed a command was asked for, as its commands must
-/// repeat it: the config, `--only`, `--allow-incomplete`.
+/// repeat it: the config, `--only`, `--allow-incomplete`, `--cascade`.
 pub(super) struct AsRun<'a> {
     pub config: &'a Path,
     /// `--only` as typed (none: every partition of the range).
     pub only: &'a [String],
     pub allow_incomplete: bool,
+    /// A cascade's commands cascade too, so that the jobs downstream of
+    /// what they load are brought up to date with it.
+    pub cascade: bool,
 }
 
 impl<'a> AsRun<'a> {
@@ -29,6 +32,7 @@ impl<'a> AsRun<'a> {
             config,
             only: &[],
             allow_incomplete: false,
+            cascade: false,
         }
     }
 
@@ -40,6 +44,11 @@ impl<'a> AsRun<'a> {
         } else {
             ""
         }
+    }
+
+    /// ` --cascade` where the run was one.
+    fn cascading(&self) -> &'static str {
+        if self.cascade { " --cascade" } else { "" }
     }
 }
 
@@ -86,7 +95,7 @@ fn empty_note(
         listed(&now_empty)
     };
     Some(format!(
-        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}{}",
+        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}{}{}",
         n_partitions(now_empty.len() as i64),
         if now_empty.len() == 1 {
             "its window"
@@ -103,7 +112,12 @@ fn empty_note(
             ""
         },
         run.incomplete(),
-        yes_for(*first, *last, job.strategy == Strategy::MergeKey),
+        run.cascading(),
+        yes_for(
+            *first,
+            *last,
+            job.strategy == Strategy::MergeKey || run.cascade
+        ),
     ))
 }
 
@@ -187,6 +201,7 @@ pub(super) fn after_cascade(
         config: run.config,
         only: &[],
         allow_incomplete: run.allow_incomplete,
+        cascade: true,
     };
     for (k, outcome) in outcomes.iter().enumerate() {
         let run = if k == 0 { run } else { &downstream };
@@ -205,6 +220,8 @@ pub(super) fn after_cascade(
                     "once what {} reads has loaded, repeat: {repeat}",
                     outcome.job
                 ));
+                // Its repeat cascades to the steps it skipped in turn.
+                repeated_upstream = true;
             } else if outcome
                 .summary
                 .as_ref()
@@ -225,6 +242,8 @@ pub(super) fn after_cascade(
         if let Some(s) = &outcome.summary {
             if let Some(refused) = refused_advice(run, &outcome.job, s) {
                 notes.push(format!("{}: {refused}", outcome.job));
+                // Its commands cascade to the steps the refusals skipped.
+                repeated_upstream = true;
             }
             if let Some(k) = steps.iter().position(|b| b.job.name == outcome.job) {
                 let before = empty_before.get(k).map_or(&[][..], Vec::as_slice);
@@ -343,12 +362,13 @@ pub(super) fn refused_advice(
             .iter()
             .map(|(from, to)| {
                 format!(
-                    "idem{} run {job} --only refused --from {} --to {}{}{allow}{}",
+                    "idem{} run {job} --only refused --from {} --to {}{}{allow}{}{}",
                     config_flag(run.config),
                     from.name(),
                     to.name(),
                     run.incomplete(),
-                    yes_for(*from, *to, false),
+                    run.cascading(),
+                    yes_for(*from, *to, run.cascade),
                 )
             })
             .collect::<Vec<_>>()
@@ -481,9 +501,14 @@ mod tests {
             skipped: Vec::new(),
             not_started: Vec::new(),
         };
+        // Its command cascades, as the run did.
+        let cascade = &AsRun {
+            cascade: true,
+            ..AsRun::plain(config.config)
+        };
         assert_eq!(
-            after_cascade(config, &[step], &[vec![day("2026-01-04")]], &[outcome]),
-            [said]
+            after_cascade(cascade, &[step], &[vec![day("2026-01-04")]], &[outcome]),
+            [said.replace(" --yes", " --cascade --yes")]
         );
     }
 
@@ -524,12 +549,35 @@ mod tests {
                 "once the cause of fct's failures is fixed, repeat: idem run fct --only failed --from 2026-01-06 --to 2026-01-06 --cascade --yes"
             ]
         );
-        let refused = after_cascade(config, &[], &[], &[upstream(true), agg]);
-        assert_eq!(refused.len(), 2, "{refused:?}");
-        assert!(refused[0].starts_with("fct: the source looks incomplete for 2026-01-06"));
+        // A step skipped in turn, for agg's skipped day, is in agg's
+        // repeat, which cascades to it (QA: it was named again).
+        let monthly = engine::cascade::StepOutcome {
+            job: "monthly".into(),
+            summary: None,
+            skipped: vec![(
+                Partition::parse(
+                    crate::partition::Grain::Month,
+                    "2026-01",
+                    crate::partition::RangeEnd::From,
+                )
+                .unwrap(),
+                "agg 2026-01-06".into(),
+            )],
+            not_started: Vec::new(),
+        };
+        // The refusal's commands cascade, as the run did: they load the
+        // steps it skipped, which are not named again (QA: agg's and
+        // monthly's repeats followed, each naming what the first loads).
+        let cascade = &AsRun {
+            cascade: true,
+            ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
+        };
+        let refused = after_cascade(cascade, &[], &[], &[upstream(true), agg, monthly]);
         assert_eq!(
-            refused[1],
-            "once what agg reads has loaded, repeat: idem run agg --from 2026-01-06 --to 2026-01-06 --cascade --yes"
+            refused,
+            [
+                "fct: the source looks incomplete for 2026-01-06 (the shrink guard refused it, and kept its rows): fix the source and run it again (idem run fct --only refused --from 2026-01-06 --to 2026-01-06 --cascade --yes), or if it really shrank: idem run fct --only refused --from 2026-01-06 --to 2026-01-06 --allow-shrink --cascade --yes"
+            ]
         );
     }
 
@@ -573,6 +621,7 @@ mod tests {
             config: config.config,
             only: &only,
             allow_incomplete: false,
+            cascade: true,
         };
         assert_eq!(
             after_cascade(&asked, &[], &[], &[root.clone(), downstream.clone()]),
@@ -596,6 +645,7 @@ mod tests {
             config: config.config,
             only: &only,
             allow_incomplete: true,
+            cascade: false,
         };
         assert_eq!(
             repeat_command(&as_asked, "ev", summary).as_deref(),

@@ -208,6 +208,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 config: config_path,
                 only: &args.only,
                 allow_incomplete: args.allow_incomplete,
+                cascade: true,
             },
         };
         return run_cascade(&warehouse, &lineage, run, cancel).await;
@@ -262,6 +263,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         config: config_path,
         only: &args.only,
         allow_incomplete: args.allow_incomplete,
+        cascade: false,
     };
     for line in advice::after_run(&as_run, job, &summary, &empty_before) {
         noteln!("idem: {line}");
