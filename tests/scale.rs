@@ -1806,6 +1806,85 @@ async fn postgres_a_partition_a_truncate_would_wrong_is_deleted() {
     wh.close().await;
 }
 
+/// A table of `n` integer columns `c0`…: the job's SQL (each column the
+/// source's `v` plus its number) and the columns' definitions.
+fn wide_columns(n: usize) -> (String, String) {
+    let columns: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+    let select = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("s.v + {i} AS {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let defs = columns
+        .iter()
+        .map(|c| format!("{c} INTEGER"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (
+        format!("SELECT s.id, s.dt, {select} FROM src s WHERE s.dt >= :start AND s.dt < :end"),
+        defs,
+    )
+}
+
+/// `idem run JOB --json`'s partition_succeeded events, the run having
+/// exited 0.
+fn run_succeeded(path: &std::path::Path, job: &str) -> Vec<serde_json::Value> {
+    let out = common::idem(path, &["run", job, "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{job}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "partition_succeeded")
+        .collect()
+}
+
+/// Loads `jobs` (40 source rows over two days), loads them again
+/// unchanged, verifies a day, then changes one source row: its day alone
+/// changes content, and a merge updates that row alone.
+async fn wide_jobs_load_again_and_verify(
+    wh: &idem::warehouse::Warehouse,
+    path: &std::path::Path,
+    jobs: &[&str],
+) {
+    for &job in jobs {
+        assert_eq!(run_succeeded(path, job).len(), 2, "{job}");
+        let again = run_succeeded(path, job);
+        assert!(
+            again
+                .iter()
+                .all(|e| e["rows_updated"] == 0 && e["content_changed"] == false),
+            "{job}: {again:?}"
+        );
+        let said = common::stdout_ok(&common::idem(path, &["verify", job, "2026-01-02"]));
+        assert!(said.starts_with("idempotent"), "{job}: {said}");
+    }
+    wh.execute_script(&["UPDATE src SET v = 1000 WHERE id = 2"])
+        .await
+        .expect("update");
+    for &job in jobs {
+        let events = run_succeeded(path, job);
+        let changed: Vec<&str> = events
+            .iter()
+            .filter(|e| e["content_changed"] == true)
+            .map(|e| e["partition"].as_str().unwrap())
+            .collect();
+        assert_eq!(changed, ["2026-01-01"], "{job}: {events:?}");
+        let updated: i64 = events
+            .iter()
+            .map(|e| e["rows_updated"].as_i64().unwrap())
+            .sum();
+        let merged = job.contains("merge");
+        assert_eq!(updated, i64::from(merged), "{job}: {events:?}");
+    }
+}
+
 /// A merge into a table of more than 832 columns on PostgreSQL: comparing
 /// the target's rows with the staged ones joined both sides' columns, past
 /// the 1,664 a row may hold, so every window that matched a key failed
@@ -1820,26 +1899,9 @@ async fn postgres_a_merge_into_a_table_of_900_columns_loads_again_and_verifies()
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let wide = 900;
-    let columns: Vec<String> = (0..wide).map(|i| format!("c{i}")).collect();
-    let select = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("s.v + {i} AS {c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let (path, config) = db.config(&common::merge_job(
-        "wide",
-        "wide",
-        "2026-01-02",
-        &format!("SELECT s.id, s.dt, {select} FROM src s WHERE s.dt >= :start AND s.dt < :end"),
-    ));
+    let (sql, defs) = wide_columns(900);
+    let (path, config) = db.config(&common::merge_job("wide_merge", "wide", "2026-01-02", &sql));
     let wh = db.warehouse(&config).await;
-    let defs = columns
-        .iter()
-        .map(|c| format!("{c} INTEGER"))
-        .collect::<Vec<_>>()
-        .join(", ");
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
         "INSERT INTO src SELECT i, DATE '2026-01-01' + i % 2, i FROM generate_series(1, 40) i",
@@ -1847,74 +1909,27 @@ async fn postgres_a_merge_into_a_table_of_900_columns_loads_again_and_verifies()
     ])
     .await
     .expect("fixture");
-    let load = || common::idem(&path, &["run", "wide", "--json"]);
-    let succeeded = |out: &std::process::Output| -> Vec<serde_json::Value> {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|e| e["event"] == "partition_succeeded")
-            .collect()
-    };
-    assert_eq!(succeeded(&load()).len(), 2);
-    // Again, unchanged: the keys match and nothing is updated.
-    let again = succeeded(&load());
-    assert!(
-        again
-            .iter()
-            .all(|e| e["rows_updated"] == 0 && e["content_changed"] == false),
-        "{again:?}"
-    );
-    // One source row changes: its target row is updated, and only it.
-    wh.execute_script(&["UPDATE src SET v = 1000 WHERE id = 2"])
-        .await
-        .expect("update");
-    let changed = succeeded(&load());
-    let updated: i64 = changed
-        .iter()
-        .map(|e| e["rows_updated"].as_i64().unwrap())
-        .sum();
-    assert_eq!(updated, 1, "{changed:?}");
-    let out = common::idem(&path, &["verify", "wide", "2026-01-02"]);
-    let said = common::stdout_ok(&out);
-    assert!(said.starts_with("idempotent"), "{said}");
+    wide_jobs_load_again_and_verify(&wh, &path, &["wide_merge"]).await;
 }
 
 /// A SQLite table may hold 2,000 columns, but a function takes at most
-/// 1,000 arguments and an expression nests at most 1,000 deep: a table of
-/// 1,200 columns loads, loads again unchanged, merges one changed row, and
-/// verifies, by replace and by merge (QA: the fingerprint's row array and
-/// the merge's change test failed every load, writing nothing).
+/// 1,000 arguments, an expression nests at most 1,000 deep and an
+/// aggregate query reads at most 2,000 columns: a table of 1,200 columns
+/// loads, loads again unchanged, merges one changed row, and verifies, by
+/// replace and by merge (QA: the fingerprint's row array and the merge's
+/// change test failed every load, writing nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
     let Some(db) = TestDb::new(Kind::Sqlite).await else {
         return;
     };
-    let columns: Vec<String> = (0..1200).map(|i| format!("c{i}")).collect();
-    let select = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("s.v + {i} AS {c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql =
-        format!("SELECT s.id, s.dt, {select} FROM src s WHERE s.dt >= :start AND s.dt < :end");
+    let (sql, defs) = wide_columns(1200);
     let (path, config) = db.config(&format!(
         "{}{}",
         common::replace_job("wide_replace", "wide_replace", "2026-01-02", &sql),
         common::merge_job("wide_merge", "wide_merge", "2026-01-02", &sql)
     ));
     let wh = db.warehouse(&config).await;
-    let defs = columns
-        .iter()
-        .map(|c| format!("{c} INTEGER"))
-        .collect::<Vec<_>>()
-        .join(", ");
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL, v INTEGER NOT NULL)",
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40) \
@@ -1924,60 +1939,7 @@ async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
     ])
     .await
     .expect("fixture");
-    for job in ["wide_replace", "wide_merge"] {
-        let load = || common::idem(&path, &["run", job, "--json"]);
-        let succeeded = |out: &std::process::Output| -> Vec<serde_json::Value> {
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{job}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .filter(|e| e["event"] == "partition_succeeded")
-                .collect()
-        };
-        let first = succeeded(&load());
-        assert_eq!(first.len(), 2, "{job}: {first:?}");
-        let again = succeeded(&load());
-        assert!(
-            again.iter().all(|e| e["content_changed"] == false),
-            "{job}: {again:?}"
-        );
-        let out = common::idem(&path, &["verify", job, "2026-01-02"]);
-        let said = common::stdout_ok(&out);
-        assert!(said.starts_with("idempotent"), "{job}: {said}");
-    }
-    // One source row changes: the replaced window's content changes, and
-    // the merge updates that row alone.
-    wh.execute_script(&["UPDATE src SET v = 1000 WHERE id = 2"])
-        .await
-        .expect("update");
-    for job in ["wide_replace", "wide_merge"] {
-        let out = common::idem(&path, &["run", job, "--json"]);
-        let said = common::stdout_ok(&out);
-        let events: Vec<serde_json::Value> = said
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .filter(|e: &serde_json::Value| e["event"] == "partition_succeeded")
-            .collect();
-        let changed: Vec<&str> = events
-            .iter()
-            .filter(|e| e["content_changed"] == true)
-            .map(|e| e["partition"].as_str().unwrap())
-            .collect();
-        assert_eq!(changed, ["2026-01-01"], "{job}: {events:?}");
-        if job == "wide_merge" {
-            let updated: i64 = events
-                .iter()
-                .map(|e| e["rows_updated"].as_i64().unwrap())
-                .sum();
-            assert_eq!(updated, 1, "{events:?}");
-        }
-    }
+    wide_jobs_load_again_and_verify(&wh, &path, &["wide_replace", "wide_merge"]).await;
     let c1199: i64 = sqlx::query_scalar("SELECT c1199 FROM wide_merge WHERE id = 2")
         .fetch_one(wh.pool())
         .await
