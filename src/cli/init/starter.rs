@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::candidates::Survey;
-use crate::config::Ident;
+use crate::config::{Ident, TableName};
 use crate::warehouse::{Dialect, redact};
 
 /// What the SQL of a candidate job reads until someone names its source:
@@ -70,10 +70,7 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
     let quote = |name: &Ident| dialect.quote(name);
     let mut names: Vec<String> = Vec::new();
     for c in &survey.candidates {
-        let mut name = c.table.name.as_str().to_string();
-        if names.contains(&name) {
-            name = c.table.to_string().replace('.', "_");
-        }
+        let name = job_name(&names, &c.table);
         names.push(name.clone());
         let pcol = &c.partition_column.name;
         let mut about = format!("\n# {}: partitioned by {pcol}", c.table);
@@ -123,4 +120,42 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
         }
     }
     text
+}
+
+
+/// The candidate job's name for `table`: the table's, unless a job before
+/// it took that; then with its schema, and a number if that is taken too
+/// (`raw.orders` beside a `raw_orders`): uncommented, two jobs of one name
+/// would not load.
+fn job_name(taken: &[String], table: &TableName) -> String {
+    let name = table.name.as_str().to_string();
+    if !taken.contains(&name) {
+        return name;
+    }
+    let qualified = table.to_string().replace('.', "_");
+    let mut name = qualified.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        name = format!("{qualified}_{n}");
+        n += 1;
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_jobs_are_named_apart() {
+        let mut names: Vec<String> = Vec::new();
+        for table in ["raw_orders", "analytics.orders", "raw.orders", "staging.raw_orders"] {
+            let name = job_name(&names, &TableName::parse(table).unwrap());
+            names.push(name);
+        }
+        assert_eq!(
+            names,
+            ["raw_orders", "orders", "raw_orders_2", "staging_raw_orders"]
+        );
+    }
 }
