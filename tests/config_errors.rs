@@ -571,3 +571,43 @@ fn a_url_from_an_empty_variable_names_the_variable() {
     };
     assert!(e.message.contains("(it comes from ${QA_EMPTY});"), "{e}");
 }
+
+/// A SQLite URL that names no file (`sqlite://`, an empty `${DB}` after
+/// it, `:memory:`) would open an empty database in memory: every target
+/// missing, a ledger gone at exit. It is an error at its line.
+#[test]
+fn a_sqlite_url_naming_no_file_is_refused() {
+    let env = |name: &str| (name == "QA_EMPTY").then(String::new);
+    for url in [
+        "sqlite://",
+        "sqlite://${QA_EMPTY}",
+        "sqlite::memory:",
+        "sqlite://?mode=rwc",
+        "sqlite://w.db?mode=memory",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        let Err(e) = config::parse(Path::new("idem.toml"), &text, &env) else {
+            panic!("{url} parsed");
+        };
+        assert_eq!(
+            (e.field.as_str(), e.line, e.column),
+            ("warehouse.url", 2, 7),
+            "{url}"
+        );
+        assert!(e.message.contains("names no database file"), "{url}: {e}");
+        assert!(e.message.contains("expected sqlite://PATH"), "{url}: {e}");
+    }
+    let text = format!("[warehouse]\nurl = \"sqlite://${{QA_EMPTY}}\"\n{GOOD_JOB}");
+    let e = config::parse(Path::new("idem.toml"), &text, &env).unwrap_err();
+    assert!(
+        e.message.contains("(it comes from ${QA_EMPTY}, which is empty)"),
+        "{e}"
+    );
+    for url in ["sqlite://w.db", "sqlite:///srv/w.db?mode=rwc", "sqlite:w.db"] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        assert!(
+            config::parse(Path::new("idem.toml"), &text, &env).is_ok(),
+            "{url}"
+        );
+    }
+}

@@ -33,6 +33,21 @@ impl Engine {
         }
     }
 
+    /// Whether a SQLite URL names no database file (`sqlite://`,
+    /// `sqlite::memory:`, `mode=memory`, or `sqlite://${DB}` with `DB`
+    /// empty): SQLite would open an empty database in memory, gone when
+    /// idem exits, where every target reads as missing.
+    pub fn sqlite_in_memory(url: &str) -> bool {
+        let Some(rest) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        else {
+            return false;
+        };
+        let (file, query) = rest.split_once('?').unwrap_or((rest, ""));
+        file.is_empty() || file == ":memory:" || query.split('&').any(|p| p == "mode=memory")
+    }
+
     /// A backslash in a quoted string escapes the next character (MariaDB
     /// and MySQL by default; PostgreSQL only in `E'…'` strings, SQLite
     /// never): where a job's strings end, and so which `:start` is a

@@ -327,6 +327,16 @@ pub fn parse(
             ),
         ));
     }
+    if Engine::sqlite_in_memory(&url) {
+        return Err(cx.error(
+            wh.url.span(),
+            "warehouse.url",
+            format!(
+                "\"{url}\" names no database file{}: SQLite would open an empty one in memory, gone when idem exits; expected sqlite://PATH, e.g. sqlite:///srv/idem/warehouse.db",
+                expanded_from(wh.url.get_ref(), env)
+            ),
+        ));
+    }
     let duration =
         |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, ConfigError> {
             match v {
