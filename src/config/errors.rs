@@ -198,7 +198,10 @@ impl Positions<'_> {
         } else {
             message
         };
-        match field_at(text, span.start) {
+        // `warehouse` is missing from the file as a whole, not from the
+        // table that happens to begin it (`[[jobs]]`, `[defaults]`).
+        let top_level = message.starts_with("missing required key `warehouse`");
+        match field_at(text, span.start).filter(|_| !top_level) {
             // `[[warehouse]]` makes a list of tables where idem reads one.
             Some((field, _))
                 if ["warehouse[", "defaults["]
