@@ -126,7 +126,10 @@ fn duplicate_job_names_point_at_the_second() {
         + 1;
     assert_eq!(e.line, second);
     assert!(
-        e.message.contains("duplicate job name \"fct_orders\""),
+        e.message.contains(&format!(
+            "duplicate job name \"fct_orders\" (first at line {})",
+            line_of(&text, "name =")
+        )),
         "{e}"
     );
 }
@@ -605,10 +608,15 @@ fn a_sqlite_url_naming_no_file_is_refused() {
     let text = format!("[warehouse]\nurl = \"sqlite://${{QA_EMPTY}}\"\n{GOOD_JOB}");
     let e = config::parse(Path::new("idem.toml"), &text, &env).unwrap_err();
     assert!(
-        e.message.contains("(it comes from ${QA_EMPTY}, which is empty)"),
+        e.message
+            .contains("(it comes from ${QA_EMPTY}, which is empty)"),
         "{e}"
     );
-    for url in ["sqlite://w.db", "sqlite:///srv/w.db?mode=rwc", "sqlite:w.db"] {
+    for url in [
+        "sqlite://w.db",
+        "sqlite:///srv/w.db?mode=rwc",
+        "sqlite:w.db",
+    ] {
         let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
         assert!(
             config::parse(Path::new("idem.toml"), &text, &env).is_ok(),

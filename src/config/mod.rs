@@ -400,13 +400,17 @@ pub fn parse(
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
         let job = validate_job(&cx, i, raw_job.get_ref(), &defaults, warehouse.engine())?;
-        if jobs.iter().any(|j| j.name == job.name) {
+        if let Some(first) = raw.jobs[..i]
+            .iter()
+            .find(|j| j.get_ref().name.get_ref() == &job.name)
+        {
             let name = &raw_job.get_ref().name;
+            let (line, _) = cx.line_col(first.get_ref().name.span().start);
             return Err(cx.error(
                 name.span(),
                 &format!("jobs[{i}].name"),
                 format!(
-                    "duplicate job name \"{}\"; job names must be unique",
+                    "duplicate job name \"{}\" (first at line {line}); job names must be unique: rename or remove one",
                     job.name
                 ),
             ));

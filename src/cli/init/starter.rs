@@ -122,7 +122,6 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
     text
 }
 
-
 /// The candidate job's name for `table`: the table's, unless a job before
 /// it took that; then with its schema, and a number if that is taken too
 /// (`raw.orders` beside a `raw_orders`): uncommented, two jobs of one name
@@ -149,7 +148,12 @@ mod tests {
     #[test]
     fn candidate_jobs_are_named_apart() {
         let mut names: Vec<String> = Vec::new();
-        for table in ["raw_orders", "analytics.orders", "raw.orders", "staging.raw_orders"] {
+        for table in [
+            "raw_orders",
+            "analytics.orders",
+            "raw.orders",
+            "staging.raw_orders",
+        ] {
             let name = job_name(&names, &TableName::parse(table).unwrap());
             names.push(name);
         }
