@@ -24,10 +24,13 @@ pub fn import_dbt(manifest_path: &Path) -> Exit {
 /// other field is ignored.
 #[derive(Deserialize)]
 struct Manifest {
-    #[serde(default)]
     nodes: BTreeMap<String, Node>,
     #[serde(default)]
     metadata: Metadata,
+    /// Models (and other nodes) turned off with `enabled: false`, each id
+    /// with its versions; only their names and kinds are read.
+    #[serde(default)]
+    disabled: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -35,6 +38,24 @@ struct Metadata {
     /// `postgres`, `mysql`, `sqlite`, …: how the compiled SQL is lexed.
     #[serde(default)]
     adapter_type: Option<String>,
+    /// `https://schemas.getdbt.com/dbt/manifest/v12.json`: which of dbt's
+    /// files this is, and its schema's version.
+    #[serde(default)]
+    dbt_schema_version: Option<String>,
+}
+
+/// The schema version of the manifest that idem reads.
+const MANIFEST_VERSION: u32 = 12;
+
+impl Metadata {
+    /// The kind of dbt file and its version, from `dbt_schema_version`
+    /// (`manifest`, 12).
+    fn artifact(&self) -> Option<(&str, Option<u32>)> {
+        let url = self.dbt_schema_version.as_deref()?;
+        let (kind, file) = url.trim_end_matches(".json").rsplit_once('/')?;
+        let kind = kind.rsplit('/').next()?;
+        Some((kind, file.strip_prefix('v').and_then(|v| v.parse().ok())))
+    }
 }
 
 impl Metadata {
@@ -110,12 +131,36 @@ struct Mapped<'a> {
 fn import(manifest_path: &Path) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|e| Stop::usage(format!("cannot read {}: {e}", manifest_path.display())))?;
+    // dbt's other files (run_results.json, catalog.json, sources.json)
+    // say which they are: named, rather than read as a manifest of nothing.
+    #[derive(Deserialize)]
+    struct Header {
+        #[serde(default)]
+        metadata: Metadata,
+    }
+    let header: Option<Header> = serde_json::from_str(&text).ok();
+    if let Some((kind, _)) = header.as_ref().and_then(|h| h.metadata.artifact())
+        && kind != "manifest"
+    {
+        return Err(Stop::usage(format!(
+            "{} is dbt's {kind} file, not its manifest: pass target/manifest.json (dbt writes it at `dbt compile`)",
+            manifest_path.display()
+        )));
+    }
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         Stop::usage(format!(
             "{} is not a dbt manifest.json: {e}",
             manifest_path.display()
         ))
     })?;
+    if let Some((_, Some(version))) = manifest.metadata.artifact()
+        && version > MANIFEST_VERSION
+    {
+        noteln!(
+            "idem: {} is a v{version} manifest, newer than the v{MANIFEST_VERSION} that idem reads: a field dbt has since moved or renamed reads as missing, so check each job against its model",
+            manifest_path.display()
+        );
+    }
     let models: Vec<(&String, &Node)> = manifest
         .nodes
         .iter()
@@ -153,6 +198,14 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             out.push(format!("#   {}: {}", comment(name), comment(reason)));
         }
     }
+    let disabled = disabled_models(&manifest);
+    if !disabled.is_empty() {
+        out.push(String::new());
+        out.push(format!(
+            "# Disabled in dbt (enabled: false), left out: {}",
+            comment(&disabled.join(", "))
+        ));
+    }
     if !not_incremental.is_empty() {
         out.push(String::new());
         out.push(format!(
@@ -187,6 +240,21 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         left_out.len()
     );
     Ok(Exit::Ok)
+}
+
+/// The names of the models turned off in dbt, each once (a model's
+/// versions share its name).
+fn disabled_models(manifest: &Manifest) -> Vec<String> {
+    let mut names: Vec<String> = manifest
+        .disabled
+        .values()
+        .filter_map(|versions| versions.as_array())
+        .flatten()
+        .filter(|node| node.get("resource_type").and_then(|r| r.as_str()) == Some("model"))
+        .filter_map(|node| node.get("name").and_then(|n| n.as_str()).map(String::from))
+        .collect();
+    names.dedup();
+    names
 }
 
 /// The job a model maps to, or why it cannot.
