@@ -600,3 +600,34 @@ fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
         "{starter}"
     );
 }
+
+/// A warehouse with no dated table: the starter and the output say to add
+/// jobs, not to uncomment ones that are not there.
+#[test]
+fn a_warehouse_without_dated_tables_is_told_to_add_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let setup = Command::new("sqlite3")
+        .arg(&db)
+        .arg("CREATE TABLE counters (id INTEGER, n INTEGER);")
+        .output()
+        .expect("sqlite3");
+    assert!(setup.status.success());
+    let config = dir.path().join("idem.toml");
+    let out = idem(&config, &["init", &format!("sqlite://{}", db.display())]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("0 candidate jobs"), "{said}");
+    assert!(!said.contains("uncomment"), "{said}");
+    assert!(
+        said.contains("next: add a [[jobs]] table per load"),
+        "{said}"
+    );
+    let starter = std::fs::read_to_string(&config).unwrap();
+    assert!(starter.contains("Add jobs"), "{starter}");
+    assert!(jobs_of(&config, &starter).is_empty());
+}

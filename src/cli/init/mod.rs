@@ -113,9 +113,16 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             outln!("  {line}");
         }
     }
-    outln!(
-        "next: uncomment a job, replace {} in its SQL with the table it loads from, then `idem lint` and `idem status`",
-        starter::SOURCE_PLACEHOLDER
-    );
+    if candidates.is_empty() {
+        outln!(
+            "next: add a [[jobs]] table per load to {} (the README's \"Configuration\" shows one), then `idem lint` and `idem status`",
+            config_path.display()
+        );
+    } else {
+        outln!(
+            "next: uncomment a job, replace {} in its SQL with the table it loads from, then `idem lint` and `idem status`",
+            starter::SOURCE_PLACEHOLDER
+        );
+    }
     Ok(Exit::Ok)
 }
