@@ -624,3 +624,38 @@ fn a_sqlite_url_naming_no_file_is_refused() {
         );
     }
 }
+
+/// A MariaDB/MySQL URL without a database selects none: every command
+/// stopped at the server's "No database selected". It is a config error
+/// at its line that says what to write (and shows no password).
+#[test]
+fn a_mysql_url_without_a_database_is_refused() {
+    for url in [
+        "mysql://root@127.0.0.1:3306",
+        "mysql://root:s3cret@db/",
+        "mysql://root@db:3306?ssl-mode=disabled",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        let e = error(&text);
+        assert_eq!(
+            (e.field.as_str(), e.line, e.column),
+            ("warehouse.url", 2, 7),
+            "{url}"
+        );
+        assert!(
+            e.message.contains("names no database")
+                && e.message
+                    .contains("expected mysql://USER@HOST:PORT/DATABASE"),
+            "{url}: {e}"
+        );
+        assert!(!e.message.contains("s3cret"), "{e}");
+    }
+    for url in [
+        "mysql://root@127.0.0.1:3306/test",
+        "mysql://r:p%2Fq@db/w?ssl-mode=disabled",
+        "postgres://db:5432",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        assert!(parse(&text).is_ok(), "{url}");
+    }
+}

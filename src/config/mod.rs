@@ -327,14 +327,12 @@ pub fn parse(
             ),
         ));
     }
-    if Engine::sqlite_in_memory(&url) {
+    if let Some((what, why)) = Engine::url_lacks(&url) {
+        let from = expanded_from(wh.url.get_ref(), env);
         return Err(cx.error(
             wh.url.span(),
             "warehouse.url",
-            format!(
-                "\"{url}\" names no database file{}: SQLite would open an empty one in memory, gone when idem exits; expected sqlite://PATH, e.g. sqlite:///srv/idem/warehouse.db",
-                expanded_from(wh.url.get_ref(), env)
-            ),
+            format!("{what}{from}: {why}"),
         ));
     }
     let duration =
