@@ -631,3 +631,17 @@ fn a_warehouse_without_dated_tables_is_told_to_add_jobs() {
     assert!(starter.contains("Add jobs"), "{starter}");
     assert!(jobs_of(&config, &starter).is_empty());
 }
+
+/// A URL init refuses before connecting is named without its password.
+#[test]
+fn a_refused_url_is_said_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = idem(
+        &dir.path().join("idem.toml"),
+        &["init", "mysql://root:s3cret@127.0.0.1:1"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("names no database"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}

@@ -58,7 +58,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     let parsed = config::parse(config_path, &warehouse_toml, &|name| {
         std::env::var(name).ok()
     })
-    .map_err(|e| Stop::usage(format!("{url}: {}", e.message)))?;
+    .map_err(|e| Stop::usage(format!("{}: {}", redact(url), e.message)))?;
     let warehouse = super::connect_to_read(&parsed, 2).await?;
     let survey = candidates::survey(&warehouse)
         .await
