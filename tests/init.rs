@@ -645,3 +645,22 @@ fn a_refused_url_is_said_without_its_password() {
     assert!(stderr.contains("names no database"), "{stderr}");
     assert!(!stderr.contains("s3cret"), "{stderr}");
 }
+
+/// A --config in a folder that is not there is a usage error said before
+/// the warehouse is read, naming the folder to make.
+#[test]
+fn a_config_in_a_missing_folder_is_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("conf/sub/idem.toml");
+    // A URL that would fail to connect: the folder is said first.
+    let out = idem(&config, &["init", "postgres://postgres@127.0.0.1:1/none"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "there is no folder {}; make it first",
+            dir.path().join("conf/sub").display()
+        )),
+        "{stderr}"
+    );
+}

@@ -52,6 +52,17 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             config_path.display()
         )));
     }
+    // Before the warehouse is read, not after: the folder must be there.
+    if let Some(folder) = config_path.parent().filter(|f| !f.as_os_str().is_empty())
+        && !folder.is_dir()
+    {
+        return Err(Stop::usage(format!(
+            "cannot write {}: there is no folder {}; make it first (mkdir -p {}), or pass another --config",
+            config_path.display(),
+            folder.display(),
+            folder.display()
+        )));
+    }
     // The URL is checked, and expanded, as the config will read it.
     let url_toml = serde_json::to_string(url).map_err(|e| Stop::usage(e.to_string()))?;
     let warehouse_toml = format!("[warehouse]\nurl = {url_toml}\n");
