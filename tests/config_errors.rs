@@ -659,3 +659,26 @@ fn a_mysql_url_without_a_database_is_refused() {
         assert!(parse(&text).is_ok(), "{url}");
     }
 }
+
+/// A key or table given twice is named, with what to do (the TOML reader
+/// said "duplicate key" alone).
+#[test]
+fn a_key_given_twice_is_named() {
+    let text =
+        with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"day\"\ngrain = \"hour\""));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "grain = \"hour\""));
+    assert!(
+        e.message
+            .contains("duplicate key `grain`: a table takes each key once"),
+        "{e}"
+    );
+    let text = format!("{}[warehouse]\nlock_timeout = \"1s\"\n", with_warehouse(""));
+    let e = error(&text);
+    assert_eq!(e.line, 3, "{e}");
+    assert!(
+        e.message
+            .contains("[warehouse] is given twice; write its keys under one [warehouse]"),
+        "{e}"
+    );
+}

@@ -195,6 +195,14 @@ impl Positions<'_> {
                 _ => "",
             };
             format!("missing required key {rest}{example}")
+        } else if message == "duplicate key" {
+            // The reader names neither the key nor what to do.
+            let key = text.get(span.clone()).unwrap_or_default().trim();
+            if text[..span.start.min(text.len())].trim_end().ends_with('[') {
+                format!("[{key}] is given twice; write its keys under one [{key}]")
+            } else {
+                format!("duplicate key `{key}`: a table takes each key once; keep one")
+            }
         } else {
             message
         };
