@@ -77,6 +77,13 @@ fn incremental_models_become_jobs() {
     assert_eq!(sessions.strategy.as_str(), "replace_partition");
     assert_eq!(sessions.grain.as_str(), "hour");
     assert_eq!(sessions.start.name(), "2026-03-01T00");
+    // dbt's delete+insert deletes by its unique_key, which a replace does
+    // not: said in a comment, not written as a key idem would not use.
+    assert!(sessions.unique_key.is_empty(), "{jobs_toml}");
+    assert!(
+        jobs_toml.contains("# dbt deletes by the model's unique_key; idem replaces each hour window whole, so a key whose"),
+        "{jobs_toml}"
+    );
 
     // Upstream models that were imported become dependencies.
     let orders = job("fct_orders");

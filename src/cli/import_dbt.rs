@@ -473,7 +473,19 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
     ));
     if !job.unique_key.is_empty() {
         let keys: Vec<String> = job.unique_key.iter().map(|k| quote(k.as_str())).collect();
-        lines.push(format!("unique_key = [{}]", keys.join(", ")));
+        let keys = format!("unique_key = [{}]", keys.join(", "));
+        if job.strategy == "merge_key" {
+            lines.push(keys);
+        } else {
+            // A replace deletes the window, not the keys: written as a key,
+            // it would read as a promise idem does not keep.
+            lines.push(format!(
+                "# dbt deletes by the model's unique_key; idem replaces each {} window whole, so a key whose {} moves to another window keeps its old row there: if keys move, load with strategy = \"merge_key\" and {}",
+                job.grain.as_str(),
+                job.partition_column,
+                comment(&keys)
+            ));
+        }
     }
     lines.push(format!("grain = \"{}\"", job.grain.as_str()));
     match job.start {
