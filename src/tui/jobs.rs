@@ -351,8 +351,8 @@ impl JobsPane {
                 &[
                     "no jobs yet: add",
                     "[[jobs]] to the",
-                    "config (idem init",
-                    "writes candidates)",
+                    "config; idem init",
+                    "writes candidates",
                 ]
             } else {
                 &["no job matches"]
