@@ -627,6 +627,18 @@ fn a_warehouse_without_dated_tables_is_told_to_add_jobs() {
         said.contains("next: add a [[jobs]] table per load"),
         "{said}"
     );
+    // The commands it prints name the config it wrote, so they run as
+    // printed from anywhere.
+    let config_flag = format!(
+        "--config {}",
+        std::fs::canonicalize(&config).unwrap().display()
+    );
+    assert!(
+        said.contains(&format!(
+            "then `idem {config_flag} lint` and `idem {config_flag} status`"
+        )),
+        "{said}"
+    );
     let starter = std::fs::read_to_string(&config).unwrap();
     assert!(starter.contains("Add jobs"), "{starter}");
     assert!(jobs_of(&config, &starter).is_empty());

@@ -124,14 +124,19 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             outln!("  {line}");
         }
     }
+    // Commands that run as printed from anywhere: they name the config
+    // written, not `./idem.toml` (QA: `--config starter.toml` was told to
+    // run `idem lint`, which read another file or none).
+    let config = super::run_args::config_flag(config_path);
+    let then = format!("then `idem{config} lint` and `idem{config} status`");
     if candidates.is_empty() {
         outln!(
-            "next: add a [[jobs]] table per load to {} (the README's \"Configuration\" shows one), then `idem lint` and `idem status`",
+            "next: add a [[jobs]] table per load to {} (the README's \"Configuration\" shows one), {then}",
             config_path.display()
         );
     } else {
         outln!(
-            "next: uncomment a job, replace {} in its SQL with the table it loads from, then `idem lint` and `idem status`",
+            "next: uncomment a job, replace {} in its SQL with the table it loads from, {then}",
             starter::SOURCE_PLACEHOLDER
         );
     }
