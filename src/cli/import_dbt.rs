@@ -390,9 +390,17 @@ fn comment(text: &str) -> String {
 
 /// When a model's `begin` starts: a date (`2024-01-01`) or a time
 /// (`2024-01-01T05:00:00`, `2024-01-01 05:00`, with seconds' fractions or a
-/// `Z`), whose hour an hourly job keeps.
+/// `Z`), whose hour an hourly job keeps; a time with an offset
+/// (`2024-01-01T00:00:00+02:00`, as Python writes an aware datetime) in UTC,
+/// as idem's windows are.
 fn begin_time(begin: &str) -> Option<chrono::NaiveDateTime> {
     let text = begin.trim().trim_end_matches('Z');
+    let zoned = ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%.f%:z"]
+        .iter()
+        .find_map(|f| chrono::DateTime::parse_from_str(text, f).ok());
+    if let Some(zoned) = zoned {
+        return Some(zoned.naive_utc());
+    }
     [
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M:%S%.f",
@@ -515,4 +523,28 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
         lines.push(format!("sql = '''\n{}\n'''", job.sql));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_begin_with_an_offset_is_read_in_utc() {
+        let at = |s: &str| begin_time(s).map(|t| t.to_string());
+        assert_eq!(
+            at("2026-01-01T00:00:00+02:00").as_deref(),
+            Some("2025-12-31 22:00:00")
+        );
+        assert_eq!(
+            at("2026-01-01 05:30:00+00:00").as_deref(),
+            Some("2026-01-01 05:30:00")
+        );
+        assert_eq!(at("2026-01-01").as_deref(), Some("2026-01-01 00:00:00"));
+        assert_eq!(
+            at("2026-01-01T05:00:00Z").as_deref(),
+            Some("2026-01-01 05:00:00")
+        );
+        assert_eq!(at("next tuesday"), None);
+    }
 }
