@@ -95,21 +95,24 @@ impl Survey {
 pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseError> {
     let engine = warehouse.dialect().engine();
     let mut survey = Survey::default();
-    for relation in warehouse.relations().await? {
+    let relations = warehouse.relations().await?;
+    for relation in &relations {
         let why = match &relation.kind {
             RelationKind::Table => None,
-            RelationKind::PartitionOf(parent) => Some(Why::PartitionOf(parent.clone())),
+            RelationKind::PartitionOf(parent) => {
+                Some(Why::PartitionOf(partitioned_root(&relations, parent)))
+            }
             RelationKind::View => Some(Why::View),
             RelationKind::MaterializedView => Some(Why::MaterializedView),
             RelationKind::Other(kind) => Some(Why::Other(kind.clone())),
         };
         let table = match (why, relation.table()) {
             (Some(why), _) => {
-                survey.skipped.push((relation.name, why));
+                survey.skipped.push((relation.name.clone(), why));
                 continue;
             }
             (None, None) => {
-                survey.skipped.push((relation.name, Why::NotPlain));
+                survey.skipped.push((relation.name.clone(), Why::NotPlain));
                 continue;
             }
             (None, Some(table)) => table,
@@ -150,6 +153,21 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         });
     }
     Ok(survey)
+}
+
+/// The table a partition is loaded through: its parent's parent, and so
+/// on, for a partition of a partition (`pt_2026_eu` of `pt_2026` of `pt`),
+/// since only the topmost table is offered.
+fn partitioned_root(relations: &[crate::warehouse::Relation], parent: &str) -> String {
+    let mut root = parent.to_string();
+    // Bounded by the number of relations, should the catalogue loop.
+    for _ in 0..relations.len() {
+        match relations.iter().find(|r| r.name == root).map(|r| &r.kind) {
+            Some(RelationKind::PartitionOf(up)) => root = up.clone(),
+            _ => break,
+        }
+    }
+    root
 }
 
 fn declares_time(column: &Column) -> bool {
