@@ -290,7 +290,7 @@ fn a_file_says_what_it_is_and_disabled_models_are_named() {
     let newer = write(
         "manifest.json",
         serde_json::json!({
-            "metadata": {"dbt_schema_version": schema("manifest", 13)},
+            "metadata": {"dbt_schema_version": schema("manifest", 13), "adapter_type": "snowflake"},
             "nodes": {"model.shop.fct_events": model},
             "disabled": {
                 "model.shop.fct_old": [{"resource_type": "model", "name": "fct_old", "config": {"enabled": false}}],
@@ -304,6 +304,10 @@ fn a_file_says_what_it_is_and_disabled_models_are_named() {
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("is a v13 manifest, newer than the v12 that idem reads"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("was compiled by dbt-snowflake: idem loads PostgreSQL, MariaDB/MySQL and SQLite warehouses"),
         "{stderr}"
     );
     assert!(

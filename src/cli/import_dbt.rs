@@ -153,6 +153,14 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             manifest_path.display()
         ))
     })?;
+    if let Some(adapter) = manifest.metadata.adapter_type.as_deref()
+        && !matches!(adapter, "postgres" | "mysql" | "mariadb" | "sqlite")
+    {
+        noteln!(
+            "idem: {} was compiled by dbt-{adapter}: idem loads PostgreSQL, MariaDB/MySQL and SQLite warehouses, and its SQL is {adapter}'s",
+            manifest_path.display()
+        );
+    }
     if let Some((_, Some(version))) = manifest.metadata.artifact()
         && version > MANIFEST_VERSION
     {
