@@ -682,3 +682,31 @@ fn a_key_given_twice_is_named() {
         "{e}"
     );
 }
+
+/// Where a job's SQL begins, which every lint finding counts from: after a
+/// multi-line string's opening quotes and the line end TOML trims there,
+/// `\r\n` too (a config saved on Windows put every finding a line early),
+/// and past a line-ending backslash.
+#[test]
+fn the_sql_begins_where_toml_reads_its_first_line() {
+    let head = "[warehouse]\nurl = \"sqlite://w.db\"\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\n";
+    for (sql, line) in [
+        ("sql = \"select 1 as dt\"\n", 10),
+        ("sql = \"\"\"select 1\nas dt\"\"\"\n", 10),
+        ("sql = \"\"\"\nselect 1 as dt\"\"\"\n", 11),
+        ("sql = '''\nselect 1 as dt'''\n", 11),
+        ("sql = \"\"\"\n\nselect 1 as dt\"\"\"\n", 11),
+        ("sql = \"\"\"\\\n\n   select 1 as dt\"\"\"\n", 12),
+    ] {
+        for crlf in [false, true] {
+            let text = format!("{head}{sql}");
+            let text = if crlf {
+                text.replace('\n', "\r\n")
+            } else {
+                text
+            };
+            let config = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(config.jobs[0].sql_line, line, "{sql:?} crlf {crlf}");
+        }
+    }
+}

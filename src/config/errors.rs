@@ -255,6 +255,35 @@ impl Positions<'_> {
         (line, column)
     }
 
+    /// The line where a string value's text begins: after the opening
+    /// quotes, past the line end TOML trims there (`\n` or `\r\n`: QA, a
+    /// config saved with Windows line ends put every lint finding a line
+    /// early) and, in a basic string, past a line-ending backslash and the
+    /// blank lines it swallows.
+    pub(super) fn content_line(&self, span: Range<usize>) -> usize {
+        let value = self.text.get(span.clone()).unwrap_or_default();
+        let (line, _) = self.line_col(span.start);
+        let Some(rest) = value
+            .strip_prefix("\"\"\"")
+            .or_else(|| value.strip_prefix("'''"))
+        else {
+            return line;
+        };
+        let mut text = rest
+            .strip_prefix("\r\n")
+            .or_else(|| rest.strip_prefix('\n'))
+            .unwrap_or(rest);
+        if value.starts_with('"')
+            && let Some(escaped) = text.trim_start_matches([' ', '\t']).strip_prefix('\\')
+            && escaped
+                .trim_start_matches([' ', '\t'])
+                .starts_with(['\n', '\r'])
+        {
+            text = escaped.trim_start();
+        }
+        line + rest[..rest.len() - text.len()].matches('\n').count()
+    }
+
     pub(super) fn error(&self, span: Range<usize>, field: &str, message: String) -> ConfigError {
         let (line, column) = self.line_col(span.start);
         ConfigError {

@@ -587,15 +587,7 @@ fn validate_job(
             "is empty; give the SELECT that computes one partition".into(),
         ));
     }
-    let (sql_line, _) = cx.line_col(raw.sql.span().start);
-    // A multi-line basic string starts on the line after its opening quotes.
-    let sql_line = if cx.text[raw.sql.span()].starts_with("\"\"\"\n")
-        || cx.text[raw.sql.span()].starts_with("'''\n")
-    {
-        sql_line + 1
-    } else {
-        sql_line
-    };
+    let sql_line = cx.content_line(raw.sql.span());
     let shrink_guard = match &raw.shrink_guard {
         Some(g) => shrink_guard(cx, g, &field("shrink_guard"))?,
         None => defaults.shrink_guard,
