@@ -354,6 +354,21 @@ async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
         "{kind:?}: a run of the placeholder changed the target"
     );
 
+    // Pointed at a source without one of its columns, lint says so: on
+    // SQLite too, which reads a double-quoted name of no column as a string.
+    wh.execute_script(&["CREATE TABLE src_short (id INTEGER NOT NULL, dt DATE NOT NULL)"])
+        .await
+        .unwrap();
+    std::fs::write(&config_path, job.replace("<source>", "src_short")).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(1),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+
     // Pointed at its source, it lints clean and loads every value as it is.
     std::fs::write(&config_path, job.replace("<source>", "src_orders")).unwrap();
     let lint = idem(&config_path, &["lint"]);

@@ -67,7 +67,14 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
          # it loads from (until then `idem lint` and every load of the job fail on it),\n\
          # and keep the window on the source's time column: >= :start and < :end."
     );
-    let quote = |name: &Ident| dialect.quote(name);
+    // SQLite reads a double-quoted name that no table of the query has as
+    // a string (QA: a source without the target's `created_at` loaded the
+    // text 'created_at', and lint passed); quoted with backticks, such a
+    // name is "no such column".
+    let quote = |name: &Ident| match dialect.engine() {
+        crate::warehouse::Engine::Sqlite => format!("`{name}`"),
+        _ => dialect.quote(name),
+    };
     let mut names: Vec<String> = Vec::new();
     for c in &survey.candidates {
         let name = job_name(&names, &c.table);
