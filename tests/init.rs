@@ -507,10 +507,84 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
     );
 }
 
+/// A column the table computes (generated, stored or virtual) cannot be
+/// written by an INSERT: the starter's SELECT leaves it out, and says so,
+/// so that the job loads as written (QA: it selected it, lint passed and
+/// every load failed with "cannot insert a non-DEFAULT value").
+async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE sales (id INTEGER NOT NULL, n INTEGER, doubled INTEGER GENERATED ALWAYS AS (n * 2) STORED, d DATE NOT NULL)",
+        "CREATE TABLE src_sales (id INTEGER NOT NULL, n INTEGER, d DATE NOT NULL)",
+        "INSERT INTO src_sales (id, n, d) VALUES (1, 5, '2026-03-01'), (2, 7, '2026-03-02')",
+        "INSERT INTO sales (id, n, d) VALUES (1, 1, '2026-03-01')",
+    ])
+    .await
+    .unwrap();
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    assert!(
+        out.status.success(),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        starter.contains("# Left out of the SELECT, as the table computes them and an INSERT may not write them: doubled (generated)"),
+        "{kind:?}: {starter}"
+    );
+    let job = only_job(&starter, "sales");
+    let select = job.lines().find(|l| l.starts_with("select ")).unwrap();
+    assert!(!select.contains("doubled"), "{kind:?}: {job}");
+    assert!(
+        select.contains("id") && select.contains("n"),
+        "{kind:?}: {job}"
+    );
+
+    let config_path = db.path().join("idem.toml");
+    std::fs::write(&config_path, job.replace("<source>", "src_sales")).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let run = idem(
+        &config_path,
+        &["run", "sales", "--from", "2026-03-01", "--to", "2026-03-02"],
+    );
+    assert!(
+        run.status.success(),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(
+        "SELECT CAST(SUM(doubled) AS INTEGER) FROM sales".to_string(),
+    ))
+    .fetch_one(wh.pool())
+    .await
+    .unwrap();
+    use sqlx::Row;
+    let sum: i64 = rows
+        .try_get::<i64, _>(0)
+        .or_else(|_| rows.try_get::<i32, _>(0).map(i64::from))
+        .unwrap();
+    assert_eq!(sum, 24, "{kind:?}: the table computed doubled");
+    wh.close().await;
+}
+
 on_every_engine!(
     init_lists_the_dated_tables,
     a_starter_job_quotes_its_names_and_reads_no_target,
-    init_says_what_it_leaves_out
+    init_says_what_it_leaves_out,
+    a_starter_leaves_out_what_the_table_computes
 );
 
 /// SQLite: a column is a date column when its values are dates whole, not

@@ -11,6 +11,9 @@ pub(super) struct Candidate {
     pub columns: Vec<Column>,
     pub partition_column: Column,
     pub other_time_columns: Vec<String>,
+    /// Columns the table computes, which an INSERT may not write, with
+    /// what each is: left out of the starter's SELECT.
+    pub generated: Vec<(String, &'static str)>,
     pub grain: Grain,
     pub start: Partition,
     /// The column's first real date, as the warehouse writes it.
@@ -142,7 +145,9 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         };
         let (grain, start) =
             grain_and_start(partition_column.name.as_str(), first_value.as_deref());
+        let generated = warehouse.generated_columns(&table).await?;
         survey.candidates.push(Candidate {
+            generated,
             table,
             other_time_columns: time_columns.map(|(c, _)| c.name.to_string()).collect(),
             columns,

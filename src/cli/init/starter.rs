@@ -94,11 +94,27 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
                 c.other_time_columns.join(", ")
             ));
         }
+        if !c.generated.is_empty() {
+            let said: Vec<String> = c
+                .generated
+                .iter()
+                .map(|(name, what)| format!("{name} ({what})"))
+                .collect();
+            about.push_str(&format!(
+                "\n# Left out of the SELECT, as the table computes them and an INSERT may not write them: {}",
+                said.join(", ")
+            ));
+        }
         let _ = writeln!(text, "{about}");
         // Every name quoted as the warehouse spells it: a column named like
         // a keyword (`user` is PostgreSQL's current_user, `order` a syntax
         // error) or in mixed case reads as that column on every engine.
-        let columns: Vec<String> = c.columns.iter().map(|col| quote(&col.name)).collect();
+        let columns: Vec<String> = c
+            .columns
+            .iter()
+            .filter(|col| !c.generated.iter().any(|(g, _)| g == col.name.as_str()))
+            .map(|col| quote(&col.name))
+            .collect();
         let job = [
             "[[jobs]]".to_string(),
             format!("name = \"{name}\""),
