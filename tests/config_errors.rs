@@ -126,7 +126,10 @@ fn duplicate_job_names_point_at_the_second() {
         + 1;
     assert_eq!(e.line, second);
     assert!(
-        e.message.contains("duplicate job name \"fct_orders\""),
+        e.message.contains(&format!(
+            "duplicate job name \"fct_orders\" (first at line {})",
+            line_of(&text, "name =")
+        )),
         "{e}"
     );
 }
@@ -213,11 +216,16 @@ fn names_say_they_are_ascii() {
 
 #[test]
 fn missing_required_keys_are_named() {
-    let e = error("[defaults]\nretries = 1\n");
-    assert!(
-        e.message.contains("missing required key `warehouse`"),
-        "{e}"
-    );
+    // Missing from the file, not from the table that begins it (jobs
+    // pasted from `idem import-dbt` into an empty file).
+    for text in ["[defaults]\nretries = 1\n", GOOD_JOB.trim_start()] {
+        let e = error(text);
+        assert!(
+            e.message.contains("missing required key `warehouse`"),
+            "{e}"
+        );
+        assert_eq!(e.field, "", "{e}");
+    }
     let text = with_warehouse(&GOOD_JOB.replace("target = \"analytics.fct_orders\"\n", ""));
     let e = error(&text);
     assert!(e.message.contains("missing required key `target`"), "{e}");
@@ -570,4 +578,135 @@ fn a_url_from_an_empty_variable_names_the_variable() {
         panic!("a bad URL parsed");
     };
     assert!(e.message.contains("(it comes from ${QA_EMPTY});"), "{e}");
+}
+
+/// A SQLite URL that names no file (`sqlite://`, an empty `${DB}` after
+/// it, `:memory:`) would open an empty database in memory: every target
+/// missing, a ledger gone at exit. It is an error at its line.
+#[test]
+fn a_sqlite_url_naming_no_file_is_refused() {
+    let env = |name: &str| (name == "QA_EMPTY").then(String::new);
+    for url in [
+        "sqlite://",
+        "sqlite://${QA_EMPTY}",
+        "sqlite::memory:",
+        "sqlite://?mode=rwc",
+        "sqlite://w.db?mode=memory",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        let Err(e) = config::parse(Path::new("idem.toml"), &text, &env) else {
+            panic!("{url} parsed");
+        };
+        assert_eq!(
+            (e.field.as_str(), e.line, e.column),
+            ("warehouse.url", 2, 7),
+            "{url}"
+        );
+        assert!(e.message.contains("names no database file"), "{url}: {e}");
+        assert!(e.message.contains("expected sqlite://PATH"), "{url}: {e}");
+    }
+    let text = format!("[warehouse]\nurl = \"sqlite://${{QA_EMPTY}}\"\n{GOOD_JOB}");
+    let e = config::parse(Path::new("idem.toml"), &text, &env).unwrap_err();
+    assert!(
+        e.message
+            .contains("(it comes from ${QA_EMPTY}, which is empty)"),
+        "{e}"
+    );
+    for url in [
+        "sqlite://w.db",
+        "sqlite:///srv/w.db?mode=rwc",
+        "sqlite:w.db",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        assert!(
+            config::parse(Path::new("idem.toml"), &text, &env).is_ok(),
+            "{url}"
+        );
+    }
+}
+
+/// A MariaDB/MySQL URL without a database selects none: every command
+/// stopped at the server's "No database selected". It is a config error
+/// at its line that says what to write (and shows no password).
+#[test]
+fn a_mysql_url_without_a_database_is_refused() {
+    for url in [
+        "mysql://root@127.0.0.1:3306",
+        "mysql://root:s3cret@db/",
+        "mysql://root@db:3306?ssl-mode=disabled",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        let e = error(&text);
+        assert_eq!(
+            (e.field.as_str(), e.line, e.column),
+            ("warehouse.url", 2, 7),
+            "{url}"
+        );
+        assert!(
+            e.message.contains("names no database")
+                && e.message
+                    .contains("expected mysql://USER@HOST:PORT/DATABASE"),
+            "{url}: {e}"
+        );
+        assert!(!e.message.contains("s3cret"), "{e}");
+    }
+    for url in [
+        "mysql://root@127.0.0.1:3306/test",
+        "mysql://r:p%2Fq@db/w?ssl-mode=disabled",
+        "postgres://db:5432",
+    ] {
+        let text = format!("[warehouse]\nurl = \"{url}\"\n{GOOD_JOB}");
+        assert!(parse(&text).is_ok(), "{url}");
+    }
+}
+
+/// A key or table given twice is named, with what to do (the TOML reader
+/// said "duplicate key" alone).
+#[test]
+fn a_key_given_twice_is_named() {
+    let text =
+        with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"day\"\ngrain = \"hour\""));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "grain = \"hour\""));
+    assert!(
+        e.message
+            .contains("duplicate key `grain`: a table takes each key once"),
+        "{e}"
+    );
+    let text = format!("{}[warehouse]\nlock_timeout = \"1s\"\n", with_warehouse(""));
+    let e = error(&text);
+    assert_eq!(e.line, 3, "{e}");
+    assert!(
+        e.message
+            .contains("[warehouse] is given twice; write its keys under one [warehouse]"),
+        "{e}"
+    );
+}
+
+/// Where a job's SQL begins, which every lint finding counts from: after a
+/// multi-line string's opening quotes and the line end TOML trims there,
+/// `\r\n` too (a config saved on Windows put every finding a line early),
+/// and past a line-ending backslash.
+#[test]
+fn the_sql_begins_where_toml_reads_its_first_line() {
+    let head = "[warehouse]\nurl = \"sqlite://w.db\"\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\n";
+    for (sql, line) in [
+        ("sql = \"select 1 as dt\"\n", 10),
+        ("sql = \"\"\"select 1\nas dt\"\"\"\n", 10),
+        ("sql = \"\"\"\nselect 1 as dt\"\"\"\n", 11),
+        ("sql = '''\nselect 1 as dt'''\n", 11),
+        ("sql = \"\"\"\n\nselect 1 as dt\"\"\"\n", 11),
+        ("sql = \"\"\"\\\n\n   select 1 as dt\"\"\"\n", 12),
+    ] {
+        for crlf in [false, true] {
+            let text = format!("{head}{sql}");
+            let text = if crlf {
+                text.replace('\n', "\r\n")
+            } else {
+                text
+            };
+            let config = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(config.jobs[0].sql_line, line, "{sql:?} crlf {crlf}");
+        }
+    }
 }

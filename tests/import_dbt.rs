@@ -77,6 +77,13 @@ fn incremental_models_become_jobs() {
     assert_eq!(sessions.strategy.as_str(), "replace_partition");
     assert_eq!(sessions.grain.as_str(), "hour");
     assert_eq!(sessions.start.name(), "2026-03-01T00");
+    // dbt's delete+insert deletes by its unique_key, which a replace does
+    // not: said in a comment, not written as a key idem would not use.
+    assert!(sessions.unique_key.is_empty(), "{jobs_toml}");
+    assert!(
+        jobs_toml.contains("# dbt deletes by the model's unique_key; idem replaces each hour window whole, so a key whose"),
+        "{jobs_toml}"
+    );
 
     // Upstream models that were imported become dependencies.
     let orders = job("fct_orders");
@@ -235,4 +242,78 @@ fn what_the_manifest_holds_is_imported_as_valid_distinct_jobs() {
     assert_eq!(start("events_shop_v1"), "2024-01-01T05");
     assert_eq!(start("events_shop_v2"), "2024-01-01T07");
     assert_eq!(start("orders_shop"), "2026-01-01");
+}
+
+/// What import-dbt reads says what it is: another of dbt's files (run
+/// results, the catalog) or one without models is refused, naming the file
+/// to pass, where it printed "0 of 0 incremental models" and exited 0; a
+/// manifest newer than v12 is read with a note to check the jobs; models
+/// disabled in dbt are named among those left out.
+#[test]
+fn a_file_says_what_it_is_and_disabled_models_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, json: serde_json::Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, json.to_string()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let schema = |kind: &str, v: u32| format!("https://schemas.getdbt.com/dbt/{kind}/v{v}.json");
+    for (path, says) in [
+        (
+            write(
+                "run_results.json",
+                serde_json::json!({"metadata": {"dbt_schema_version": schema("run-results", 6)}, "results": []}),
+            ),
+            "is dbt's run-results file, not its manifest: pass target/manifest.json",
+        ),
+        (
+            write("empty.json", serde_json::json!({})),
+            "is not a dbt manifest.json: missing field `nodes`",
+        ),
+    ] {
+        let out = idem(&["import-dbt", &path]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path}: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+
+    let model: serde_json::Value = serde_json::from_str(&model(
+        "model.shop.fct_events",
+        "fct_events",
+        "day",
+        "2026-01-01",
+        "",
+        "select ts from raw.events",
+    ))
+    .unwrap();
+    let newer = write(
+        "manifest.json",
+        serde_json::json!({
+            "metadata": {"dbt_schema_version": schema("manifest", 13), "adapter_type": "snowflake"},
+            "nodes": {"model.shop.fct_events": model},
+            "disabled": {
+                "model.shop.fct_old": [{"resource_type": "model", "name": "fct_old", "config": {"enabled": false}}],
+                "seed.shop.countries": [{"resource_type": "seed", "name": "countries"}]
+            }
+        }),
+    );
+    let out = idem(&["import-dbt", &newer]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is a v13 manifest, newer than the v12 that idem reads"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("was compiled by dbt-snowflake: idem loads PostgreSQL, MariaDB/MySQL and SQLite warehouses"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("# Disabled in dbt (enabled: false), left out: fct_old\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("countries"), "{stdout}");
+    assert!(stdout.contains("name = \"fct_events\""), "{stdout}");
 }

@@ -354,6 +354,21 @@ async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
         "{kind:?}: a run of the placeholder changed the target"
     );
 
+    // Pointed at a source without one of its columns, lint says so: on
+    // SQLite too, which reads a double-quoted name of no column as a string.
+    wh.execute_script(&["CREATE TABLE src_short (id INTEGER NOT NULL, dt DATE NOT NULL)"])
+        .await
+        .unwrap();
+    std::fs::write(&config_path, job.replace("<source>", "src_short")).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(1),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+
     // Pointed at its source, it lints clean and loads every value as it is.
     std::fs::write(&config_path, job.replace("<source>", "src_orders")).unwrap();
     let lint = idem(&config_path, &["lint"]);
@@ -413,6 +428,14 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
             "CREATE TABLE events_2026_02 PARTITION OF events FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')".into(),
             "INSERT INTO events VALUES (1, '2026-01-05 10:00:00+00'), (2, '2026-02-05 10:00:00+00')".into(),
             "CREATE MATERIALIZED VIEW mv_daily AS SELECT d, n FROM daily".into(),
+            // A range of dates is no date: its type name begins with "date",
+            // and min() of it is an error that stopped init as a whole.
+            // A partition of a partition is loaded through the topmost table.
+            "CREATE TABLE sales (id INTEGER, region TEXT, d DATE NOT NULL) PARTITION BY RANGE (d)".into(),
+            "CREATE TABLE sales_2026 PARTITION OF sales FOR VALUES FROM ('2026-01-01') TO ('2027-01-01') PARTITION BY LIST (region)".into(),
+            "CREATE TABLE sales_2026_eu PARTITION OF sales_2026 FOR VALUES IN ('eu')".into(),
+            "CREATE TABLE spans (id INTEGER, valid DATERANGE)".into(),
+            "INSERT INTO spans VALUES (1, '[2026-01-01,2026-02-01)')".into(),
         ]),
         Kind::MySql => script.extend([
             "SET SESSION sql_mode = ''".to_string(),
@@ -467,18 +490,101 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
             said.contains("materialized views") && said.contains("mv_daily"),
             "{said}"
         );
+        assert!(
+            said.lines()
+                .any(|l| l.contains("no date or timestamp column") && l.contains("spans")),
+            "{said}"
+        );
+        assert!(
+            said.contains("partitions of sales (loaded through it, offered as sales): sales_2026, sales_2026_eu"),
+            "{said}"
+        );
     }
     assert_eq!(
         names.len(),
-        if kind == Kind::Postgres { 2 } else { 1 },
+        if kind == Kind::Postgres { 3 } else { 1 },
         "{kind:?} {names:?}"
     );
+}
+
+/// A column the table computes (generated, stored or virtual) cannot be
+/// written by an INSERT: the starter's SELECT leaves it out, and says so,
+/// so that the job loads as written (QA: it selected it, lint passed and
+/// every load failed with "cannot insert a non-DEFAULT value").
+async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE sales (id INTEGER NOT NULL, n INTEGER, doubled INTEGER GENERATED ALWAYS AS (n * 2) STORED, d DATE NOT NULL)",
+        "CREATE TABLE src_sales (id INTEGER NOT NULL, n INTEGER, d DATE NOT NULL)",
+        "INSERT INTO src_sales (id, n, d) VALUES (1, 5, '2026-03-01'), (2, 7, '2026-03-02')",
+        "INSERT INTO sales (id, n, d) VALUES (1, 1, '2026-03-01')",
+    ])
+    .await
+    .unwrap();
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    assert!(
+        out.status.success(),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let starter = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        starter.contains("# Left out of the SELECT, as the table computes them and an INSERT may not write them: doubled (generated)"),
+        "{kind:?}: {starter}"
+    );
+    let job = only_job(&starter, "sales");
+    let select = job.lines().find(|l| l.starts_with("select ")).unwrap();
+    assert!(!select.contains("doubled"), "{kind:?}: {job}");
+    assert!(
+        select.contains("id") && select.contains("n"),
+        "{kind:?}: {job}"
+    );
+
+    let config_path = db.path().join("idem.toml");
+    std::fs::write(&config_path, job.replace("<source>", "src_sales")).unwrap();
+    let lint = idem(&config_path, &["lint"]);
+    assert_eq!(
+        lint.status.code(),
+        Some(0),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let run = idem(
+        &config_path,
+        &["run", "sales", "--from", "2026-03-01", "--to", "2026-03-02"],
+    );
+    assert!(
+        run.status.success(),
+        "{kind:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(
+        "SELECT CAST(SUM(doubled) AS INTEGER) FROM sales".to_string(),
+    ))
+    .fetch_one(wh.pool())
+    .await
+    .unwrap();
+    use sqlx::Row;
+    let sum: i64 = rows
+        .try_get::<i64, _>(0)
+        .or_else(|_| rows.try_get::<i32, _>(0).map(i64::from))
+        .unwrap();
+    assert_eq!(sum, 24, "{kind:?}: the table computed doubled");
+    wh.close().await;
 }
 
 on_every_engine!(
     init_lists_the_dated_tables,
     a_starter_job_quotes_its_names_and_reads_no_target,
-    init_says_what_it_leaves_out
+    init_says_what_it_leaves_out,
+    a_starter_leaves_out_what_the_table_computes
 );
 
 /// SQLite: a column is a date column when its values are dates whole, not
@@ -589,5 +695,81 @@ fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
     assert!(
         starter.contains("url = \"${DATABASE_URL}\"   # ${VAR} expands from the environment\n"),
         "{starter}"
+    );
+}
+
+/// A warehouse with no dated table: the starter and the output say to add
+/// jobs, not to uncomment ones that are not there.
+#[test]
+fn a_warehouse_without_dated_tables_is_told_to_add_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let setup = Command::new("sqlite3")
+        .arg(&db)
+        .arg("CREATE TABLE counters (id INTEGER, n INTEGER);")
+        .output()
+        .expect("sqlite3");
+    assert!(setup.status.success());
+    let config = dir.path().join("idem.toml");
+    let out = idem(&config, &["init", &format!("sqlite://{}", db.display())]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("0 candidate jobs"), "{said}");
+    assert!(!said.contains("uncomment"), "{said}");
+    assert!(
+        said.contains("next: add a [[jobs]] table per load"),
+        "{said}"
+    );
+    // The commands it prints name the config it wrote, so they run as
+    // printed from anywhere.
+    let config_flag = format!(
+        "--config {}",
+        std::fs::canonicalize(&config).unwrap().display()
+    );
+    assert!(
+        said.contains(&format!(
+            "then `idem {config_flag} lint` and `idem {config_flag} status`"
+        )),
+        "{said}"
+    );
+    let starter = std::fs::read_to_string(&config).unwrap();
+    assert!(starter.contains("Add jobs"), "{starter}");
+    assert!(jobs_of(&config, &starter).is_empty());
+}
+
+/// A URL init refuses before connecting is named without its password.
+#[test]
+fn a_refused_url_is_said_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = idem(
+        &dir.path().join("idem.toml"),
+        &["init", "mysql://root:s3cret@127.0.0.1:1"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("names no database"), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+/// A --config in a folder that is not there is a usage error said before
+/// the warehouse is read, naming the folder to make.
+#[test]
+fn a_config_in_a_missing_folder_is_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("conf/sub/idem.toml");
+    // A URL that would fail to connect: the folder is said first.
+    let out = idem(&config, &["init", "postgres://postgres@127.0.0.1:1/none"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "there is no folder {}; make it first",
+            dir.path().join("conf/sub").display()
+        )),
+        "{stderr}"
     );
 }

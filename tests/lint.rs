@@ -599,6 +599,64 @@ fn a_replace_job_reading_its_own_target_is_an_error() {
     }
 }
 
+/// A starter job of `idem init` uncommented as it was written reads
+/// `<source>`: said at its line offline too, with what to put there (it
+/// passed `--offline`, and the warehouse said only "syntax error at or
+/// near <"). In a comment or a string it is no read.
+#[test]
+fn a_starter_jobs_source_placeholder_is_an_error() {
+    for strategy in ["replace_partition", "merge_key"] {
+        let found = lint::static_findings(&job(
+            strategy,
+            "select \"id\", \"dt\"\nfrom <source>   -- the table this job loads from, not t (its target)\nwhere \"dt\" >= :start and \"dt\" < :end",
+        ));
+        let [f] = matching(&found, "<source>")[..] else {
+            panic!("{strategy}: {found:#?}");
+        };
+        assert_eq!(f.severity, Severity::Error);
+        assert_eq!(f.line, SQL_LINE + 1);
+        assert!(
+            f.message.contains("the placeholder idem init wrote"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.fix
+                .contains("replace <source> with the table this job loads from (not t"),
+            "{}",
+            f.fix
+        );
+    }
+    let sql = "select id, '<source>' as dt\nfrom src -- was <source>\nwhere created_at >= :start and created_at < :end";
+    assert!(matching(&replace(sql), "<source>").is_empty());
+}
+
+/// A unique_key on a replace job does nothing (a replace matches no row by
+/// key): a warning at its line, rather than silence that reads as
+/// deduplication.
+#[test]
+fn a_unique_key_on_a_replace_job_is_said_to_do_nothing() {
+    let text = "[warehouse]\nurl = \"sqlite://unused.db\"\n\n[[jobs]]\nname = \"j\"\ntarget = \"t\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\nunique_key = [\"id\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select id, dt from src where dt >= :start and dt < :end\"\n";
+    let config = config::parse(Path::new("idem.toml"), text, &|_| None).unwrap();
+    let found = lint::static_findings(&config.jobs[0]);
+    let [f] = found.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!((f.severity, f.line), (Severity::Warning, 9));
+    assert!(
+        f.message
+            .starts_with("unique_key (id) is not used by replace_partition"),
+        "{}",
+        f.message
+    );
+    assert!(f.fix.contains("merge_key"), "{}", f.fix);
+    // A merge uses it.
+    assert_eq!(
+        merge("select id, dt from src where dt >= :start and dt < :end"),
+        vec![]
+    );
+}
+
 #[test]
 fn a_partition_column_missing_from_the_select_is_an_error() {
     let findings = replace(&format!("select id, amount\nfrom src\n{WINDOW}"));

@@ -24,10 +24,13 @@ pub fn import_dbt(manifest_path: &Path) -> Exit {
 /// other field is ignored.
 #[derive(Deserialize)]
 struct Manifest {
-    #[serde(default)]
     nodes: BTreeMap<String, Node>,
     #[serde(default)]
     metadata: Metadata,
+    /// Models (and other nodes) turned off with `enabled: false`, each id
+    /// with its versions; only their names and kinds are read.
+    #[serde(default)]
+    disabled: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -35,6 +38,24 @@ struct Metadata {
     /// `postgres`, `mysql`, `sqlite`, …: how the compiled SQL is lexed.
     #[serde(default)]
     adapter_type: Option<String>,
+    /// `https://schemas.getdbt.com/dbt/manifest/v12.json`: which of dbt's
+    /// files this is, and its schema's version.
+    #[serde(default)]
+    dbt_schema_version: Option<String>,
+}
+
+/// The schema version of the manifest that idem reads.
+const MANIFEST_VERSION: u32 = 12;
+
+impl Metadata {
+    /// The kind of dbt file and its version, from `dbt_schema_version`
+    /// (`manifest`, 12).
+    fn artifact(&self) -> Option<(&str, Option<u32>)> {
+        let url = self.dbt_schema_version.as_deref()?;
+        let (kind, file) = url.trim_end_matches(".json").rsplit_once('/')?;
+        let kind = kind.rsplit('/').next()?;
+        Some((kind, file.strip_prefix('v').and_then(|v| v.parse().ok())))
+    }
 }
 
 impl Metadata {
@@ -110,12 +131,44 @@ struct Mapped<'a> {
 fn import(manifest_path: &Path) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|e| Stop::usage(format!("cannot read {}: {e}", manifest_path.display())))?;
+    // dbt's other files (run_results.json, catalog.json, sources.json)
+    // say which they are: named, rather than read as a manifest of nothing.
+    #[derive(Deserialize)]
+    struct Header {
+        #[serde(default)]
+        metadata: Metadata,
+    }
+    let header: Option<Header> = serde_json::from_str(&text).ok();
+    if let Some((kind, _)) = header.as_ref().and_then(|h| h.metadata.artifact())
+        && kind != "manifest"
+    {
+        return Err(Stop::usage(format!(
+            "{} is dbt's {kind} file, not its manifest: pass target/manifest.json (dbt writes it at `dbt compile`)",
+            manifest_path.display()
+        )));
+    }
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         Stop::usage(format!(
             "{} is not a dbt manifest.json: {e}",
             manifest_path.display()
         ))
     })?;
+    if let Some(adapter) = manifest.metadata.adapter_type.as_deref()
+        && !matches!(adapter, "postgres" | "mysql" | "mariadb" | "sqlite")
+    {
+        noteln!(
+            "idem: {} was compiled by dbt-{adapter}: idem loads PostgreSQL, MariaDB/MySQL and SQLite warehouses, and its SQL is {adapter}'s",
+            manifest_path.display()
+        );
+    }
+    if let Some((_, Some(version))) = manifest.metadata.artifact()
+        && version > MANIFEST_VERSION
+    {
+        noteln!(
+            "idem: {} is a v{version} manifest, newer than the v{MANIFEST_VERSION} that idem reads: a field dbt has since moved or renamed reads as missing, so check each job against its model",
+            manifest_path.display()
+        );
+    }
     let models: Vec<(&String, &Node)> = manifest
         .nodes
         .iter()
@@ -153,6 +206,14 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             out.push(format!("#   {}: {}", comment(name), comment(reason)));
         }
     }
+    let disabled = disabled_models(&manifest);
+    if !disabled.is_empty() {
+        out.push(String::new());
+        out.push(format!(
+            "# Disabled in dbt (enabled: false), left out: {}",
+            comment(&disabled.join(", "))
+        ));
+    }
     if !not_incremental.is_empty() {
         out.push(String::new());
         out.push(format!(
@@ -187,6 +248,21 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         left_out.len()
     );
     Ok(Exit::Ok)
+}
+
+/// The names of the models turned off in dbt, each once (a model's
+/// versions share its name).
+fn disabled_models(manifest: &Manifest) -> Vec<String> {
+    let mut names: Vec<String> = manifest
+        .disabled
+        .values()
+        .filter_map(|versions| versions.as_array())
+        .flatten()
+        .filter(|node| node.get("resource_type").and_then(|r| r.as_str()) == Some("model"))
+        .filter_map(|node| node.get("name").and_then(|n| n.as_str()).map(String::from))
+        .collect();
+    names.dedup();
+    names
 }
 
 /// The job a model maps to, or why it cannot.
@@ -322,9 +398,17 @@ fn comment(text: &str) -> String {
 
 /// When a model's `begin` starts: a date (`2024-01-01`) or a time
 /// (`2024-01-01T05:00:00`, `2024-01-01 05:00`, with seconds' fractions or a
-/// `Z`), whose hour an hourly job keeps.
+/// `Z`), whose hour an hourly job keeps; a time with an offset
+/// (`2024-01-01T00:00:00+02:00`, as Python writes an aware datetime) in UTC,
+/// as idem's windows are.
 fn begin_time(begin: &str) -> Option<chrono::NaiveDateTime> {
     let text = begin.trim().trim_end_matches('Z');
+    let zoned = ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%d %H:%M:%S%.f%:z"]
+        .iter()
+        .find_map(|f| chrono::DateTime::parse_from_str(text, f).ok());
+    if let Some(zoned) = zoned {
+        return Some(zoned.naive_utc());
+    }
     [
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M:%S%.f",
@@ -405,7 +489,19 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
     ));
     if !job.unique_key.is_empty() {
         let keys: Vec<String> = job.unique_key.iter().map(|k| quote(k.as_str())).collect();
-        lines.push(format!("unique_key = [{}]", keys.join(", ")));
+        let keys = format!("unique_key = [{}]", keys.join(", "));
+        if job.strategy == "merge_key" {
+            lines.push(keys);
+        } else {
+            // A replace deletes the window, not the keys: written as a key,
+            // it would read as a promise idem does not keep.
+            lines.push(format!(
+                "# dbt deletes by the model's unique_key; idem replaces each {} window whole, so a key whose {} moves to another window keeps its old row there: if keys move, load with strategy = \"merge_key\" and {}",
+                job.grain.as_str(),
+                job.partition_column,
+                comment(&keys)
+            ));
+        }
     }
     lines.push(format!("grain = \"{}\"", job.grain.as_str()));
     match job.start {
@@ -435,4 +531,28 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
         lines.push(format!("sql = '''\n{}\n'''", job.sql));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_begin_with_an_offset_is_read_in_utc() {
+        let at = |s: &str| begin_time(s).map(|t| t.to_string());
+        assert_eq!(
+            at("2026-01-01T00:00:00+02:00").as_deref(),
+            Some("2025-12-31 22:00:00")
+        );
+        assert_eq!(
+            at("2026-01-01 05:30:00+00:00").as_deref(),
+            Some("2026-01-01 05:30:00")
+        );
+        assert_eq!(at("2026-01-01").as_deref(), Some("2026-01-01 00:00:00"));
+        assert_eq!(
+            at("2026-01-01T05:00:00Z").as_deref(),
+            Some("2026-01-01 05:00:00")
+        );
+        assert_eq!(at("next tuesday"), None);
+    }
 }

@@ -33,6 +33,53 @@ impl Engine {
         }
     }
 
+    /// What a URL of a known engine lacks, if anything, and why it cannot
+    /// do without: a config error's words.
+    pub fn url_lacks(url: &str) -> Option<(String, &'static str)> {
+        if Engine::sqlite_in_memory(url) {
+            Some((
+                format!("\"{url}\" names no database file"),
+                "SQLite would open an empty one in memory, gone when idem exits; expected sqlite://PATH, e.g. sqlite:///srv/idem/warehouse.db",
+            ))
+        } else if Engine::mysql_without_database(url) {
+            // Not the URL itself: it may hold a password.
+            Some((
+                "the URL names no database".into(),
+                "idem keeps its ledger in the connection's database, and MariaDB/MySQL selects none without one; expected mysql://USER@HOST:PORT/DATABASE",
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Whether a SQLite URL names no database file (`sqlite://`,
+    /// `sqlite::memory:`, `mode=memory`, or `sqlite://${DB}` with `DB`
+    /// empty): SQLite would open an empty database in memory, gone when
+    /// idem exits, where every target reads as missing.
+    fn sqlite_in_memory(url: &str) -> bool {
+        let Some(rest) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        else {
+            return false;
+        };
+        let (file, query) = rest.split_once('?').unwrap_or((rest, ""));
+        file.is_empty() || file == ":memory:" || query.split('&').any(|p| p == "mode=memory")
+    }
+
+    /// Whether a MariaDB/MySQL URL names no database
+    /// (`mysql://root@db:3306`): the server then has none selected, where
+    /// idem's ledger and unqualified targets live.
+    fn mysql_without_database(url: &str) -> bool {
+        let Some(rest) = url.strip_prefix("mysql://") else {
+            return false;
+        };
+        let rest = rest.split('?').next().unwrap_or(rest);
+        let host = rest.rfind('@').map_or(rest, |at| &rest[at + 1..]);
+        host.split_once('/')
+            .is_none_or(|(_, database)| database.trim_matches('/').is_empty())
+    }
+
     /// A backslash in a quoted string escapes the next character (MariaDB
     /// and MySQL by default; PostgreSQL only in `E'…'` strings, SQLite
     /// never): where a job's strings end, and so which `:start` is a

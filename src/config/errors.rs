@@ -195,10 +195,21 @@ impl Positions<'_> {
                 _ => "",
             };
             format!("missing required key {rest}{example}")
+        } else if message == "duplicate key" {
+            // The reader names neither the key nor what to do.
+            let key = text.get(span.clone()).unwrap_or_default().trim();
+            if text[..span.start.min(text.len())].trim_end().ends_with('[') {
+                format!("[{key}] is given twice; write its keys under one [{key}]")
+            } else {
+                format!("duplicate key `{key}`: a table takes each key once; keep one")
+            }
         } else {
             message
         };
-        match field_at(text, span.start) {
+        // `warehouse` is missing from the file as a whole, not from the
+        // table that happens to begin it (`[[jobs]]`, `[defaults]`).
+        let top_level = message.starts_with("missing required key `warehouse`");
+        match field_at(text, span.start).filter(|_| !top_level) {
             // `[[warehouse]]` makes a list of tables where idem reads one.
             Some((field, _))
                 if ["warehouse[", "defaults["]
@@ -242,6 +253,35 @@ impl Positions<'_> {
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         (line, column)
+    }
+
+    /// The line where a string value's text begins: after the opening
+    /// quotes, past the line end TOML trims there (`\n` or `\r\n`: QA, a
+    /// config saved with Windows line ends put every lint finding a line
+    /// early) and, in a basic string, past a line-ending backslash and the
+    /// blank lines it swallows.
+    pub(super) fn content_line(&self, span: Range<usize>) -> usize {
+        let value = self.text.get(span.clone()).unwrap_or_default();
+        let (line, _) = self.line_col(span.start);
+        let Some(rest) = value
+            .strip_prefix("\"\"\"")
+            .or_else(|| value.strip_prefix("'''"))
+        else {
+            return line;
+        };
+        let mut text = rest
+            .strip_prefix("\r\n")
+            .or_else(|| rest.strip_prefix('\n'))
+            .unwrap_or(rest);
+        if value.starts_with('"')
+            && let Some(escaped) = text.trim_start_matches([' ', '\t']).strip_prefix('\\')
+            && escaped
+                .trim_start_matches([' ', '\t'])
+                .starts_with(['\n', '\r'])
+        {
+            text = escaped.trim_start();
+        }
+        line + rest[..rest.len() - text.len()].matches('\n').count()
     }
 
     pub(super) fn error(&self, span: Range<usize>, field: &str, message: String) -> ConfigError {

@@ -327,6 +327,14 @@ pub fn parse(
             ),
         ));
     }
+    if let Some((what, why)) = Engine::url_lacks(&url) {
+        let from = expanded_from(wh.url.get_ref(), env);
+        return Err(cx.error(
+            wh.url.span(),
+            "warehouse.url",
+            format!("{what}{from}: {why}"),
+        ));
+    }
     let duration =
         |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, ConfigError> {
             match v {
@@ -390,13 +398,17 @@ pub fn parse(
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
         let job = validate_job(&cx, i, raw_job.get_ref(), &defaults, warehouse.engine())?;
-        if jobs.iter().any(|j| j.name == job.name) {
+        if let Some(first) = raw.jobs[..i]
+            .iter()
+            .find(|j| j.get_ref().name.get_ref() == &job.name)
+        {
             let name = &raw_job.get_ref().name;
+            let (line, _) = cx.line_col(first.get_ref().name.span().start);
             return Err(cx.error(
                 name.span(),
                 &format!("jobs[{i}].name"),
                 format!(
-                    "duplicate job name \"{}\"; job names must be unique",
+                    "duplicate job name \"{}\" (first at line {line}); job names must be unique: rename or remove one",
                     job.name
                 ),
             ));
@@ -575,15 +587,7 @@ fn validate_job(
             "is empty; give the SELECT that computes one partition".into(),
         ));
     }
-    let (sql_line, _) = cx.line_col(raw.sql.span().start);
-    // A multi-line basic string starts on the line after its opening quotes.
-    let sql_line = if cx.text[raw.sql.span()].starts_with("\"\"\"\n")
-        || cx.text[raw.sql.span()].starts_with("'''\n")
-    {
-        sql_line + 1
-    } else {
-        sql_line
-    };
+    let sql_line = cx.content_line(raw.sql.span());
     let shrink_guard = match &raw.shrink_guard {
         Some(g) => shrink_guard(cx, g, &field("shrink_guard"))?,
         None => defaults.shrink_guard,

@@ -22,6 +22,7 @@ mod refusals;
 mod sql;
 mod sqlite_text;
 mod targets;
+mod unused_keys;
 mod zero_dates;
 
 use serde::Serialize;
@@ -280,6 +281,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
     required_outputs_static(job, &reading, &mut out);
     watermark(job, &reading, &mut out);
     own_target::findings(job, &reading, &mut out);
+    unused_keys::findings(job, &mut out);
     out.sort_by_key(|f| (f.line, f.severity));
     out
 }

@@ -1,6 +1,7 @@
 //! A `replace_partition` job whose SQL reads its own target: the load
 //! deletes the window's rows before its SELECT runs, so the SELECT sees
-//! none of them, while a dry run (before the delete) counts them.
+//! none of them, while a dry run (before the delete) counts them. And a
+//! starter job of `idem init` that reads no table yet.
 
 use super::{Finding, Severity, file_line, sql::Reading};
 use crate::config::{Job, Strategy};
@@ -31,6 +32,19 @@ pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
 }
 
 pub(super) fn findings(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
+    // A starter job that reads no table yet (`idem init` writes `<source>`
+    // rather than its target, which a load would read back empty).
+    if let Some(line) = reading.placeholder {
+        out.push(Finding::new(
+            Severity::Error,
+            file_line(job, line),
+            "the SQL still reads <source>, the placeholder idem init wrote: no engine runs it, so every load of the job fails".into(),
+            format!(
+                "replace <source> with the table this job loads from (not {}, its target)",
+                job.target
+            ),
+        ));
+    }
     // SQL that writes a table is a finding of its own, which names it.
     let one_query = matches!(reading.statements.as_slice(), [s] if s.is_query);
     if job.strategy != Strategy::ReplacePartition || !one_query {

@@ -22,7 +22,9 @@ mod tokens;
 mod unordered;
 
 pub(super) use grouped::bounds_as_row_filters;
-use tokens::{ignore_clauses, rank_tokens, sample_tokens, statement_starts, volatile_tokens};
+use tokens::{
+    ignore_clauses, placeholder, rank_tokens, sample_tokens, statement_starts, volatile_tokens,
+};
 pub(super) use unordered::Unordered;
 
 /// The prefix of the identifiers that stand for idem's parameters.
@@ -126,6 +128,9 @@ pub(super) struct Reading {
     pub tables_written: BTreeSet<Vec<(String, bool)>>,
     /// The parsed statements, when a dialect parsed the SQL.
     pub ast: Vec<Statement>,
+    /// The line of `<source>`, `idem init`'s stand-in for the table a
+    /// starter job loads from, while it is still there.
+    pub placeholder: Option<usize>,
 }
 
 impl Reading {
@@ -192,6 +197,7 @@ pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
         .collect();
     reading.ignores = ignore_clauses(&code);
     reading.statements = statement_starts(&code);
+    reading.placeholder = placeholder(&code);
 
     let statements = parse.map(|(_, s)| s);
     match statements {

@@ -344,15 +344,23 @@ impl JobsPane {
         let area = b.inner(r);
         frame.render_widget(b, r);
         if visible.is_empty() {
+            // A config with no jobs yet (a starter of `idem init` whose
+            // candidates are all still commented out) is not a filter
+            // that matched none.
+            let said: &[&str] = if self.jobs.is_empty() {
+                &[
+                    "no jobs yet: add",
+                    "[[jobs]] to the",
+                    "config; idem init",
+                    "writes candidates",
+                ]
+            } else {
+                &["no job matches"]
+            };
             let buf = frame.buffer_mut();
-            put(
-                buf,
-                area,
-                area.x + 1,
-                area.y,
-                "no job matches",
-                t.style("muted"),
-            );
+            for (row, line) in (area.y..area.bottom()).zip(said) {
+                put(buf, area, area.x + 1, row, line, t.style("muted"));
+            }
         }
         for (row, i) in shown.iter().enumerate() {
             let y = area.y + row as u16 * 2;
@@ -580,6 +588,20 @@ mod tests {
         });
         assert!(screen.contains("repl·day ⊖1"), "{screen}");
         assert!(!screen.contains("■ ok"), "{screen}");
+    }
+
+    /// A config without jobs says so, and what to do; it is no filter that
+    /// matched none.
+    #[test]
+    fn no_jobs_at_all_says_how_to_add_some() {
+        let pane = JobsPane::new(&[], now());
+        let area = Rect::new(0, 0, 24, 8);
+        let screen = draw(24, 8, |f| {
+            pane.render(f, area, &Theme::default_theme(), true, false)
+        });
+        assert!(!screen.contains("no job matches"), "{screen}");
+        assert!(screen.contains("no jobs yet: add"), "{screen}");
+        assert!(screen.contains("[[jobs]] to the"), "{screen}");
     }
 
     /// Fifty-six jobs, the 1st, 30th and 50th with a failed partition.

@@ -133,6 +133,63 @@ impl Warehouse {
         let max: Option<String> = row.try_get(1)?;
         Ok(min.zip(max))
     }
+
+    /// The columns of `table` that the table computes itself and an INSERT
+    /// may not write: generated columns (stored or virtual) and, on
+    /// PostgreSQL, identity columns `GENERATED ALWAYS`. Each with what it
+    /// is, for `idem init`, whose starter leaves them out of its SELECT.
+    pub async fn generated_columns(
+        &self,
+        table: &TableName,
+    ) -> Result<Vec<(String, &'static str)>, WarehouseError> {
+        let mut sql = self.sql();
+        match self.dialect.engine() {
+            Engine::Postgres => {
+                sql.push(
+                    "SELECT CAST(a.attname AS text), CASE WHEN a.attidentity = 'a' THEN 'identity' ELSE 'generated' END \
+                     FROM pg_catalog.pg_attribute a \
+                     JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE a.attnum > 0 AND NOT a.attisdropped \
+                     AND (a.attgenerated <> '' OR a.attidentity = 'a') AND n.nspname = ",
+                )
+                .table_named(table, "current_schema()", "c.relname")
+                .push(" ORDER BY a.attnum");
+            }
+            Engine::MySql => {
+                sql.push(
+                    "SELECT CAST(column_name AS CHAR), CAST('generated' AS CHAR) \
+                     FROM information_schema.columns \
+                     WHERE COALESCE(generation_expression, '') <> '' AND table_schema = ",
+                )
+                .table_named(table, "DATABASE()", "table_name")
+                .push(" ORDER BY ordinal_position");
+            }
+            Engine::Sqlite => {
+                // hidden: 2 a virtual generated column, 3 a stored one.
+                sql.push("SELECT name, 'generated' FROM pragma_table_xinfo(")
+                    .bind(table.name.as_str());
+                if let Some(schema) = &table.schema {
+                    sql.push(", ").bind(schema.as_str());
+                }
+                sql.push(") WHERE hidden IN (2, 3) ORDER BY cid");
+            }
+        }
+        let mut generated = Vec::new();
+        for row in sql.query().fetch_all(&self.pool).await? {
+            let name: String = row.try_get(0)?;
+            let kind: String = row.try_get(1)?;
+            generated.push((
+                name,
+                if kind == "identity" {
+                    "an identity GENERATED ALWAYS"
+                } else {
+                    "generated"
+                },
+            ));
+        }
+        Ok(generated)
+    }
 }
 
 /// A SQLite URL as a config keeps it: with the file's absolute path, as a

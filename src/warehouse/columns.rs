@@ -39,6 +39,8 @@ impl Column {
         case_misfit(name, &self.name, table)
     }
 
+    /// A date or a timestamp, not a range of them (PostgreSQL's
+    /// `daterange` also begins with "date", and has no `min()`).
     pub fn holds_instants(&self, engine: Engine) -> bool {
         let t = self.type_name.trim().to_ascii_lowercase();
         match engine {
@@ -48,7 +50,9 @@ impl Column {
                         .iter()
                         .any(|word| t.contains(word))
             }
-            Engine::Postgres | Engine::MySql => t.starts_with("date") || t.starts_with("timestamp"),
+            Engine::Postgres | Engine::MySql => {
+                t == "date" || t.starts_with("datetime") || t.starts_with("timestamp")
+            }
         }
     }
 }
@@ -555,6 +559,8 @@ mod tests {
             "text",
             "character varying",
             "time without time zone",
+            "daterange",
+            "datemultirange",
         ] {
             assert!(!column(t).holds_instants(Engine::Postgres), "{t}");
         }

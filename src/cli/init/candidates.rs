@@ -11,6 +11,9 @@ pub(super) struct Candidate {
     pub columns: Vec<Column>,
     pub partition_column: Column,
     pub other_time_columns: Vec<String>,
+    /// Columns the table computes, which an INSERT may not write, with
+    /// what each is: left out of the starter's SELECT.
+    pub generated: Vec<(String, &'static str)>,
     pub grain: Grain,
     pub start: Partition,
     /// The column's first real date, as the warehouse writes it.
@@ -95,21 +98,24 @@ impl Survey {
 pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseError> {
     let engine = warehouse.dialect().engine();
     let mut survey = Survey::default();
-    for relation in warehouse.relations().await? {
+    let relations = warehouse.relations().await?;
+    for relation in &relations {
         let why = match &relation.kind {
             RelationKind::Table => None,
-            RelationKind::PartitionOf(parent) => Some(Why::PartitionOf(parent.clone())),
+            RelationKind::PartitionOf(parent) => {
+                Some(Why::PartitionOf(partitioned_root(&relations, parent)))
+            }
             RelationKind::View => Some(Why::View),
             RelationKind::MaterializedView => Some(Why::MaterializedView),
             RelationKind::Other(kind) => Some(Why::Other(kind.clone())),
         };
         let table = match (why, relation.table()) {
             (Some(why), _) => {
-                survey.skipped.push((relation.name, why));
+                survey.skipped.push((relation.name.clone(), why));
                 continue;
             }
             (None, None) => {
-                survey.skipped.push((relation.name, Why::NotPlain));
+                survey.skipped.push((relation.name.clone(), Why::NotPlain));
                 continue;
             }
             (None, Some(table)) => table,
@@ -139,7 +145,9 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         };
         let (grain, start) =
             grain_and_start(partition_column.name.as_str(), first_value.as_deref());
+        let generated = warehouse.generated_columns(&table).await?;
         survey.candidates.push(Candidate {
+            generated,
             table,
             other_time_columns: time_columns.map(|(c, _)| c.name.to_string()).collect(),
             columns,
@@ -150,6 +158,21 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         });
     }
     Ok(survey)
+}
+
+/// The table a partition is loaded through: its parent's parent, and so
+/// on, for a partition of a partition (`pt_2026_eu` of `pt_2026` of `pt`),
+/// since only the topmost table is offered.
+fn partitioned_root(relations: &[crate::warehouse::Relation], parent: &str) -> String {
+    let mut root = parent.to_string();
+    // Bounded by the number of relations, should the catalogue loop.
+    for _ in 0..relations.len() {
+        match relations.iter().find(|r| r.name == root).map(|r| &r.kind) {
+            Some(RelationKind::PartitionOf(up)) => root = up.clone(),
+            _ => break,
+        }
+    }
+    root
 }
 
 fn declares_time(column: &Column) -> bool {

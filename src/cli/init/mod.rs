@@ -52,13 +52,24 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             config_path.display()
         )));
     }
+    // Before the warehouse is read, not after: the folder must be there.
+    if let Some(folder) = config_path.parent().filter(|f| !f.as_os_str().is_empty())
+        && !folder.is_dir()
+    {
+        return Err(Stop::usage(format!(
+            "cannot write {}: there is no folder {}; make it first (mkdir -p {}), or pass another --config",
+            config_path.display(),
+            folder.display(),
+            folder.display()
+        )));
+    }
     // The URL is checked, and expanded, as the config will read it.
     let url_toml = serde_json::to_string(url).map_err(|e| Stop::usage(e.to_string()))?;
     let warehouse_toml = format!("[warehouse]\nurl = {url_toml}\n");
     let parsed = config::parse(config_path, &warehouse_toml, &|name| {
         std::env::var(name).ok()
     })
-    .map_err(|e| Stop::usage(format!("{url}: {}", e.message)))?;
+    .map_err(|e| Stop::usage(format!("{}: {}", redact(url), e.message)))?;
     let warehouse = super::connect_to_read(&parsed, 2).await?;
     let survey = candidates::survey(&warehouse)
         .await
@@ -113,9 +124,21 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             outln!("  {line}");
         }
     }
-    outln!(
-        "next: uncomment a job, replace {} in its SQL with the table it loads from, then `idem lint` and `idem status`",
-        starter::SOURCE_PLACEHOLDER
-    );
+    // Commands that run as printed from anywhere: they name the config
+    // written, not `./idem.toml` (QA: `--config starter.toml` was told to
+    // run `idem lint`, which read another file or none).
+    let config = super::run_args::config_flag(config_path);
+    let then = format!("then `idem{config} lint` and `idem{config} status`");
+    if candidates.is_empty() {
+        outln!(
+            "next: add a [[jobs]] table per load to {} (the README's \"Configuration\" shows one), {then}",
+            config_path.display()
+        );
+    } else {
+        outln!(
+            "next: uncomment a job, replace {} in its SQL with the table it loads from, {then}",
+            starter::SOURCE_PLACEHOLDER
+        );
+    }
     Ok(Exit::Ok)
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::candidates::Survey;
-use crate::config::Ident;
+use crate::config::{Ident, TableName};
 use crate::warehouse::{Dialect, redact};
 
 /// What the SQL of a candidate job reads until someone names its source:
@@ -67,13 +67,17 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
          # it loads from (until then `idem lint` and every load of the job fail on it),\n\
          # and keep the window on the source's time column: >= :start and < :end."
     );
-    let quote = |name: &Ident| dialect.quote(name);
+    // SQLite reads a double-quoted name that no table of the query has as
+    // a string (QA: a source without the target's `created_at` loaded the
+    // text 'created_at', and lint passed); quoted with backticks, such a
+    // name is "no such column".
+    let quote = |name: &Ident| match dialect.engine() {
+        crate::warehouse::Engine::Sqlite => format!("`{name}`"),
+        _ => dialect.quote(name),
+    };
     let mut names: Vec<String> = Vec::new();
     for c in &survey.candidates {
-        let mut name = c.table.name.as_str().to_string();
-        if names.contains(&name) {
-            name = c.table.to_string().replace('.', "_");
-        }
+        let name = job_name(&names, &c.table);
         names.push(name.clone());
         let pcol = &c.partition_column.name;
         let mut about = format!("\n# {}: partitioned by {pcol}", c.table);
@@ -90,11 +94,27 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
                 c.other_time_columns.join(", ")
             ));
         }
+        if !c.generated.is_empty() {
+            let said: Vec<String> = c
+                .generated
+                .iter()
+                .map(|(name, what)| format!("{name} ({what})"))
+                .collect();
+            about.push_str(&format!(
+                "\n# Left out of the SELECT, as the table computes them and an INSERT may not write them: {}",
+                said.join(", ")
+            ));
+        }
         let _ = writeln!(text, "{about}");
         // Every name quoted as the warehouse spells it: a column named like
         // a keyword (`user` is PostgreSQL's current_user, `order` a syntax
         // error) or in mixed case reads as that column on every engine.
-        let columns: Vec<String> = c.columns.iter().map(|col| quote(&col.name)).collect();
+        let columns: Vec<String> = c
+            .columns
+            .iter()
+            .filter(|col| !c.generated.iter().any(|(g, _)| g == col.name.as_str()))
+            .map(|col| quote(&col.name))
+            .collect();
         let job = [
             "[[jobs]]".to_string(),
             format!("name = \"{name}\""),
@@ -123,4 +143,46 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
         }
     }
     text
+}
+
+/// The candidate job's name for `table`: the table's, unless a job before
+/// it took that; then with its schema, and a number if that is taken too
+/// (`raw.orders` beside a `raw_orders`): uncommented, two jobs of one name
+/// would not load.
+fn job_name(taken: &[String], table: &TableName) -> String {
+    let name = table.name.as_str().to_string();
+    if !taken.contains(&name) {
+        return name;
+    }
+    let qualified = table.to_string().replace('.', "_");
+    let mut name = qualified.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        name = format!("{qualified}_{n}");
+        n += 1;
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_jobs_are_named_apart() {
+        let mut names: Vec<String> = Vec::new();
+        for table in [
+            "raw_orders",
+            "analytics.orders",
+            "raw.orders",
+            "staging.raw_orders",
+        ] {
+            let name = job_name(&names, &TableName::parse(table).unwrap());
+            names.push(name);
+        }
+        assert_eq!(
+            names,
+            ["raw_orders", "orders", "raw_orders_2", "staging_raw_orders"]
+        );
+    }
 }

@@ -24,6 +24,15 @@ pub(super) fn statement_starts(code: &[&TokenWithSpan]) -> Vec<StatementStart> {
         .collect()
 }
 
+/// Where `<source>` stands (outside comments and strings): the placeholder
+/// `idem init` writes for a starter job's source.
+pub(super) fn placeholder(code: &[&TokenWithSpan]) -> Option<usize> {
+    code.windows(3).find_map(|w| {
+        (w[0].token == Token::Lt && is_word(Some(&w[1]), "source") && w[2].token == Token::Gt)
+            .then(|| line_of(w[0].span))
+    })
+}
+
 fn word(t: &TokenWithSpan) -> Option<&Word> {
     match &t.token {
         Token::Word(w) if w.quote_style.is_none() => Some(w),
