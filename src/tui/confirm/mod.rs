@@ -19,7 +19,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{hints, left_out_words, replaces, shell_lines, strategy_words};
+use words::{dialog_width, hints, left_out_words, replaces, shell_lines, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -617,7 +617,7 @@ impl ConfirmDialog {
             label("reason"),
             Span::styled(reason, reason_style),
         ]));
-        let width = area.width.saturating_sub(2).min(92);
+        let width = dialog_width(area.width, self.plan.command.as_deref());
         let inner_w = width.saturating_sub(2).max(1);
         if let Some(command) = &self.plan.command {
             let first = lines.len();
