@@ -89,7 +89,7 @@ impl Theme {
         let at = |offset: usize| {
             let before = &text[..offset.min(text.len())];
             let line = before.matches('\n').count() + 1;
-            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             format!("theme {origin}:{line}:{column}")
         };
         let file: ThemeFile = toml::from_str(text).map_err(|e| {
