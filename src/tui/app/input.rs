@@ -193,9 +193,10 @@ impl App {
         self.shared.message = Some((
             false,
             format!(
-                "selected {} failing with: {}; r re-runs them",
+                "selected {} failing with: {}; {} re-runs them",
                 crate::numbers::n_partitions(g.partitions.len() as i64),
-                g.signature
+                g.signature,
+                crate::tui::keymap::key(Scope::Main, Action::Run)
             ),
         ));
     }

@@ -386,7 +386,9 @@ impl ConfirmDialog {
                 CommandStep::Submitted(text) => {
                     self.typed_command = None;
                     ConfirmStep::Say(Some(format!(
-                        ":{text} not run: the run dialog is open. Enter runs it, Esc closes it; commands work after"
+                        ":{text} not run: the run dialog is open. {} runs it, {} closes it; commands work after",
+                        keymap::key(Scope::Confirm, Action::Confirm),
+                        keymap::key(Scope::Confirm, Action::Close)
                     )))
                 }
             };
@@ -605,7 +607,10 @@ impl ConfirmDialog {
             t.style("muted")
         };
         let reason = if self.reason.value().is_empty() && !self.editing_reason {
-            "(optional; Tab to type)".to_string()
+            format!(
+                "(optional; {} to type)",
+                keymap::key(Scope::Confirm, Action::EditReason)
+            )
         } else {
             format!(
                 "{}{}",
