@@ -64,16 +64,21 @@ impl UserConfig {
     /// broken one an error that names the file.
     pub fn read(path: &Path) -> Result<UserConfig, String> {
         match std::fs::read_to_string(path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| {
-                let message = e.message().lines().next().unwrap_or("cannot be read");
-                match e.span() {
-                    Some(span) => {
-                        let (line, column) = line_col(&text, span.start);
-                        format!("{}:{line}:{column}: {message}", path.display())
+            Ok(text) => toml::from_str(&text)
+                .map(|user: UserConfig| UserConfig {
+                    theme: user.theme.map(|theme| beside(path, theme)),
+                    ..user
+                })
+                .map_err(|e| {
+                    let message = e.message().lines().next().unwrap_or("cannot be read");
+                    match e.span() {
+                        Some(span) => {
+                            let (line, column) = line_col(&text, span.start);
+                            format!("{}:{line}:{column}: {message}", path.display())
+                        }
+                        None => format!("{}: {message}", path.display()),
                     }
-                    None => format!("{}: {message}", path.display()),
-                }
-            }),
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UserConfig::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
@@ -85,6 +90,19 @@ impl UserConfig {
         asked
             .filter(|t| !t.is_empty())
             .or_else(|| self.theme.clone())
+    }
+}
+
+/// The theme the file at `file` names: a theme file named by a relative
+/// path is read from the file's folder, where one would keep it, not from
+/// wherever idem is run; a built-in name stays as it is.
+fn beside(file: &Path, theme: String) -> String {
+    let is_path = theme.contains(['/', '\\']) || theme.ends_with(".toml");
+    match file.parent() {
+        Some(dir) if is_path && Path::new(&theme).is_relative() => {
+            dir.join(&theme).display().to_string()
+        }
+        _ => theme,
     }
 }
 
@@ -132,6 +150,31 @@ mod tests {
         );
         std::fs::write(&file, "colour = \"x\"\n").unwrap();
         assert!(UserConfig::read(&file).is_err(), "unknown keys are refused");
+    }
+
+    /// `theme = "mine.toml"` is the file beside config.toml wherever idem
+    /// is run (it was read from the current directory); absolute paths and
+    /// built-in names are as written.
+    #[test]
+    fn a_theme_file_named_by_a_relative_path_is_read_beside_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        for (written, read) in [
+            (
+                "mine.toml",
+                dir.path().join("mine.toml").display().to_string(),
+            ),
+            (
+                "themes/mine",
+                dir.path().join("themes/mine").display().to_string(),
+            ),
+            ("/etc/idem/mine.toml", "/etc/idem/mine.toml".to_string()),
+            ("light", "light".to_string()),
+        ] {
+            std::fs::write(&file, format!("theme = \"{written}\"\n")).unwrap();
+            let user = UserConfig::read(&file).unwrap();
+            assert_eq!(user.theme(None), Some(read), "{written}");
+        }
     }
 
     #[test]

@@ -2592,3 +2592,25 @@ fn a_config_that_no_longer_loads_is_named_in_the_title_bar() {
             .contains("does not load")
     );
 }
+
+/// Below the minimum size the screen names the quit key, and while the
+/// quit question is asked it shows the question and its keys (the only
+/// keys it answers to then), not "q quits".
+#[test]
+fn the_too_small_screen_names_the_quit_key_and_shows_the_question() {
+    let (mut a, _, _) = run_in_progress(120, 40);
+    a.update(Msg::Resize(40, 10));
+    let shown = text(&a);
+    assert!(
+        shown.contains("terminal too small") && shown.contains("q quits"),
+        "{shown}"
+    );
+    keys(&mut a, "q");
+    assert!(matches!(a.modal, Modal::Question(Question::Quit)));
+    let shown = text(&a);
+    assert!(
+        shown.contains("1 run in flight") && shown.contains("y yes   n no"),
+        "{shown}"
+    );
+    assert!(!shown.contains("q quits"), "{shown}");
+}

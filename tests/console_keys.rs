@@ -112,3 +112,33 @@ fn keys_that_do_not_check_stop_the_console_before_it_opens() {
     }
     assert!(!demo.exists(), "the demo stops before it is created");
 }
+
+/// The notes and overlays that name a key name the one in force: with run,
+/// error groups, reconcile and what-changed remapped, none of them says
+/// r, e, O or d (which do nothing then).
+#[test]
+fn hints_in_notes_and_overlays_name_the_remapped_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = demo_config(dir.path());
+    let (xdg, _) = user_config(
+        dir.path(),
+        "[keys.main]\nrun = \"F5\"\nerror_groups = \"E\"\nreconcile = \"F6\"\nwhat_changed = \"D\"\n",
+    );
+    let mut c = Console::start_with(
+        dir.path(),
+        &["--config", config.to_str().unwrap()],
+        &[("XDG_CONFIG_HOME", xdg.to_str().unwrap())],
+    );
+    c.wait_for(&["failures of fct_orders by error (E selects a group)"]);
+    c.send("o");
+    c.wait_for(&["is out of date with its source (F6 reconciles)"]);
+    c.send("D");
+    c.wait_for(&["D shows what changed since a stale partition was loaded"]);
+    c.send("E");
+    c.wait_for(&["Enter selects the group's partitions (then F5 re-runs them)"]);
+    c.send("\r");
+    c.wait_for(&["; F5 re-runs them"]);
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "exit status {status:?}");
+}

@@ -77,13 +77,30 @@ pub fn render_footer(
         put(buf, r, r.x + 1, r.y, &abbreviate(text, room), style);
         return;
     }
+    // Help and quit keep their place at the end at any width: a terminal
+    // too narrow for every hint drops the others, from the end, so that
+    // the key to learn the rest and the key to leave always show.
+    let last = |a: Action| matches!(a, Action::Help | Action::Quit);
+    let width = |(key, word): &(&str, &str)| (key.chars().count() + word.len() + 3) as u16;
+    let kept = footer_where(scope, &|a| shown(a) && last(a));
+    let kept_w: u16 = kept.iter().map(width).sum();
     let mut x = r.x + 1;
-    for (key, word) in footer_where(scope, shown) {
-        if x + (key.chars().count() + word.len() + 3) as u16 > r.right() {
+    let mut hints = Vec::new();
+    for hint in footer_where(scope, &|a| shown(a) && !last(a)) {
+        if x + width(&hint) + kept_w > r.right() {
             break;
         }
-        x = put(buf, r, x, r.y, key, t.style("highlight"));
-        x = put(buf, r, x, r.y, &format!(" {word}  "), t.style("muted"));
+        x += width(&hint);
+        hints.push(hint);
+    }
+    hints.extend(kept);
+    let mut x = r.x + 1;
+    for hint in hints {
+        if x + width(&hint) > r.right() {
+            break;
+        }
+        x = put(buf, r, x, r.y, hint.0, t.style("highlight"));
+        x = put(buf, r, x, r.y, &format!(" {}  ", hint.1), t.style("muted"));
     }
 }
 
@@ -122,5 +139,29 @@ mod tests {
             )
         });
         assert_eq!(shown, " loaded");
+    }
+
+    /// At 80 columns not every hint of the main screen fits: the others
+    /// give way, never the help and quit keys.
+    #[test]
+    fn a_narrow_footer_keeps_the_help_and_quit_keys() {
+        let footer = |w| {
+            draw(w, 1, |f| {
+                render_footer(
+                    f,
+                    f.area(),
+                    &Theme::default_theme(),
+                    None,
+                    Scope::Main,
+                    &|_| true,
+                )
+            })
+        };
+        let wide = footer(300);
+        assert!(wide.trim_end().ends_with("? help  q quit"), "{wide}");
+        let narrow = footer(80);
+        assert!(narrow.trim_end().ends_with("? help  q quit"), "{narrow}");
+        let first = wide.split("  ").next().unwrap_or_default();
+        assert!(narrow.starts_with(first), "the first hints stay: {narrow}");
     }
 }

@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::job::JobView;
-use super::keys::Action;
+use super::keymap;
+use super::keys::{Action, Scope};
 use super::layout::{DAY_BLOCK_H, DAY_BLOCK_W, HOUR_LABEL_W, MONTH_LABEL_W, units_in};
 use super::theme::Theme;
 use super::widgets::{block, put};
@@ -126,10 +127,17 @@ impl Calendar {
                 let n = late.len();
                 job.select(late);
                 let name = &job.job.name;
+                let key = |action| keymap::key(Scope::Main, action);
                 return Some(if n == 0 {
-                    format!("no partition of {name} is out of date with its source (O reconciles)")
+                    format!(
+                        "no partition of {name} is out of date with its source ({} reconciles)",
+                        key(Action::Reconcile)
+                    )
                 } else {
-                    format!("selected {n} out-of-date partitions of {name}; r re-runs them")
+                    format!(
+                        "selected {n} out-of-date partitions of {name}; {} re-runs them",
+                        key(Action::Run)
+                    )
                 });
             }
             Action::ClearSelection => job.clear_selection(),

@@ -222,7 +222,11 @@ impl Detail {
         if !groups.is_empty() && area.height >= 12 {
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(
-                format!("failures of {} by error (e selects a group):", job.job.name),
+                format!(
+                    "failures of {} by error ({} selects a group):",
+                    job.job.name,
+                    keymap::key(Scope::Main, Action::ErrorGroups)
+                ),
                 muted,
             )));
             for g in groups.iter().take(3) {

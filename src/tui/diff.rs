@@ -81,8 +81,9 @@ impl DiffView {
             }
             (Some(state), _) => {
                 return Err(format!(
-                    "{name} is not stale ({}): d shows what changed since a stale partition was loaded",
-                    state.name()
+                    "{name} is not stale ({}): {} shows what changed since a stale partition was loaded",
+                    state.name(),
+                    keymap::key(Scope::Main, Action::WhatChanged)
                 ));
             }
         };

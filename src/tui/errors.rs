@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::keymap::action_for;
+use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{block, centered, first_line};
@@ -237,7 +237,12 @@ impl ErrorList {
         }
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
-            " Enter selects the group's partitions (then r re-runs them) · Esc closes",
+            format!(
+                " {} selects the group's partitions (then {} re-runs them) · {} closes",
+                keymap::key(Scope::List, Action::Confirm),
+                keymap::key(Scope::Main, Action::Run),
+                keymap::key(Scope::List, Action::Close)
+            ),
             t.style("muted"),
         )));
         frame.render_widget(Paragraph::new(lines), inner_r);

@@ -57,7 +57,7 @@ struct ThemeFile {
     name: Option<String>,
     extends: Option<String>,
     #[serde(default)]
-    styles: BTreeMap<String, String>,
+    styles: BTreeMap<toml::Spanned<String>, toml::Spanned<String>>,
 }
 
 impl Theme {
@@ -84,8 +84,18 @@ impl Theme {
 
     /// Parses theme text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Theme, String> {
-        let file: ThemeFile =
-            toml::from_str(text).map_err(|e| format!("theme {origin}: {}", e.message().trim()))?;
+        // Errors name the line and column, as the config's do, so that the
+        // file can be fixed where it is wrong.
+        let at = |offset: usize| {
+            let before = &text[..offset.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("theme {origin}:{line}:{column}")
+        };
+        let file: ThemeFile = toml::from_str(text).map_err(|e| {
+            let place = e.span().map_or(format!("theme {origin}"), |s| at(s.start));
+            format!("{place}: {}", e.message().trim())
+        })?;
         let base = match file.extends.as_deref() {
             None | Some("") => None,
             Some(name) => Some(Theme::builtin(name).ok_or_else(|| {
@@ -99,15 +109,21 @@ impl Theme {
             (None, _) => Theme::default_theme().styles,
         };
         for (key, value) in &file.styles {
-            if !KEYS.contains(&key.as_str()) {
+            let (name, text) = (key.get_ref(), value.get_ref());
+            if !KEYS.contains(&name.as_str()) {
                 return Err(format!(
-                    "theme {origin}: unknown style key \"{key}\"; known keys: {}",
+                    "{}: unknown style key \"{name}\"; known keys: {}",
+                    at(key.span().start),
                     KEYS.join(", ")
                 ));
             }
-            let style = parse_style(value)
-                .map_err(|e| format!("theme {origin}: styles.{key} = \"{value}\": {e}"))?;
-            styles.insert(key.clone(), style);
+            let style = parse_style(text).map_err(|e| {
+                format!(
+                    "{}: styles.{name} = \"{text}\": {e}",
+                    at(value.span().start)
+                )
+            })?;
+            styles.insert(name.clone(), style);
         }
         Ok(Theme {
             name: file.name.unwrap_or_else(|| origin.to_string()),
@@ -340,6 +356,27 @@ mod tests {
             msg.ends_with("it is a directory; pass the theme file inside it"),
             "{msg}"
         );
+    }
+
+    /// A theme file's error names its line and column, as a config error
+    /// does: a bad colour, an unknown key, a TOML syntax error.
+    #[test]
+    fn a_theme_error_names_its_line_and_column() {
+        for (text, says) in [
+            (
+                "name = \"x\"\n[styles]\nfailed = \"#zzzzzz bold\"\n",
+                "theme t.toml:3:10: styles.failed",
+            ),
+            (
+                "[styles]\nloaded = \"green\"\n bogus = \"red\"\n",
+                "theme t.toml:3:2: unknown style key \"bogus\"",
+            ),
+            ("name = \"x\"\n[styles\n", "theme t.toml:2:8: "),
+            ("colours = 1\n", "theme t.toml:1:1: unknown field `colours`"),
+        ] {
+            let e = Theme::parse(text, "t.toml").unwrap_err();
+            assert!(e.starts_with(says), "{text:?}: {e}");
+        }
     }
 
     #[test]

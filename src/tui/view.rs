@@ -14,6 +14,7 @@ use super::app::{App, Focus, Modal, Question, REFRESH_SECS};
 use super::bars::{Title, render_footer, render_title};
 use super::calendar::Waiting;
 use super::help;
+use super::keymap;
 use super::keys::{Action, Scope};
 use super::layout::calendar_capacity;
 use super::lineage_view::upstream_lines;
@@ -28,7 +29,7 @@ pub fn hit_test(app: &App, area: Rect, x: u16, y: u16) -> Option<Hit> {
 pub fn render(frame: &mut Frame, app: &App) {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        render_too_small(frame, area);
+        render_too_small(frame, area, app);
         return;
     }
     let t = &app.theme;
@@ -193,26 +194,48 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
     }
 }
 
-fn render_too_small(frame: &mut Frame, area: Rect) {
-    let text = vec![
-        Line::from("terminal too small"),
-        Line::from(format!(
-            "{}×{} — idem needs at least {MIN_WIDTH}×{MIN_HEIGHT}",
-            area.width, area.height
-        )),
-        Line::from("q quits"),
-    ];
-    let y = area.height / 2;
+/// What a terminal below the minimum shows: its size, and how to quit, or
+/// the question in force and its keys (the only keys it answers to).
+fn render_too_small(frame: &mut Frame, area: Rect, app: &App) {
+    let size = format!(
+        "{}×{} — idem needs at least {MIN_WIDTH}×{MIN_HEIGHT}",
+        area.width, area.height
+    );
+    let text = match &app.modal {
+        Modal::Question(q) => {
+            let job = match q {
+                Question::CancelRun(id) => app
+                    .runs
+                    .iter()
+                    .find(|r| r.id == *id)
+                    .map_or("", |r| r.job.as_str()),
+                Question::Quit => "",
+            };
+            vec![
+                Line::from(format!("terminal too small: {size}")),
+                Line::from(q.text(app.active_runs(), job)),
+                Line::from(format!(
+                    "{} yes   {} no",
+                    keymap::key(Scope::Question, Action::Yes),
+                    keymap::key(Scope::Question, Action::No)
+                )),
+            ]
+        }
+        _ => vec![
+            Line::from("terminal too small"),
+            Line::from(size),
+            Line::from(format!("{} quits", keymap::key(Scope::Main, Action::Quit))),
+        ],
+    };
+    let paragraph = Paragraph::new(text)
+        .alignment(Alignment::Center)
+        .wrap(Wrap { trim: true });
+    let height = (paragraph.line_count(area.width) as u16).min(area.height);
     let r = Rect::new(
         area.x,
-        area.y + y.saturating_sub(1),
+        area.y + (area.height - height) / 2,
         area.width,
-        area.height.min(3),
+        height,
     );
-    frame.render_widget(
-        Paragraph::new(text)
-            .alignment(Alignment::Center)
-            .wrap(Wrap { trim: true }),
-        r.intersection(area),
-    );
+    frame.render_widget(paragraph, r.intersection(area));
 }

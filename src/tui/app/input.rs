@@ -66,6 +66,11 @@ impl App {
                 shut: true,
             }];
         }
+        if self.too_small()
+            && let Some(effects) = self.key_too_small(&key)
+        {
+            return effects;
+        }
         let modal = std::mem::replace(&mut self.shared.modal, Modal::None);
         match modal {
             Modal::None => {
@@ -188,9 +193,10 @@ impl App {
         self.shared.message = Some((
             false,
             format!(
-                "selected {} failing with: {}; r re-runs them",
+                "selected {} failing with: {}; {} re-runs them",
                 crate::numbers::n_partitions(g.partitions.len() as i64),
-                g.signature
+                g.signature,
+                crate::tui::keymap::key(Scope::Main, Action::Run)
             ),
         ));
     }
@@ -209,7 +215,7 @@ impl App {
     }
 
     /// Does what a main-screen action asks.
-    fn action(&mut self, action: Action) -> Vec<Effect> {
+    pub(super) fn action(&mut self, action: Action) -> Vec<Effect> {
         self.shared.message = None;
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
@@ -593,7 +599,7 @@ impl App {
     }
 
     pub(super) fn mouse_event(&mut self, m: MouseEvent) -> Vec<Effect> {
-        if !self.shared.mouse || !matches!(self.shared.modal, Modal::None) {
+        if !self.shared.mouse || !matches!(self.shared.modal, Modal::None) || self.too_small() {
             return Vec::new();
         }
         let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);

@@ -322,3 +322,34 @@ fn no_color_keeps_mono_on_theme_commands() {
         );
     }
 }
+
+/// Below the minimum size the screen shows only how to quit, so keys must
+/// not act on what it hides (a blind `r` then Enter started a run); the
+/// quit key quits, asking first while a run is in flight, and the question
+/// takes its answer (the screen: `tests/console.rs`
+/// `the_too_small_screen_names_the_quit_key_and_shows_the_question`).
+#[test]
+fn a_terminal_too_small_answers_only_the_quit_key_and_the_question_it_shows() {
+    use crossterm::event::KeyCode;
+    let mut a = app();
+    a.update(Msg::Resize(40, 10));
+    let mut effects = a.update(Msg::Key(key('r')));
+    effects.extend(a.update(Msg::Key(code(KeyCode::Enter))));
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(matches!(a.modal, Modal::None) && a.runs.is_empty());
+    // A run in flight, and a dialog open when the terminal shrank.
+    a.update(Msg::Resize(80, 24));
+    type_line(&mut a, "run 2026-06-03");
+    a.update(Msg::Key(code(KeyCode::Enter)));
+    type_line(&mut a, "run 2026-06-05");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(Msg::Resize(40, 10));
+    let effects = a.update(Msg::Key(code(KeyCode::Enter)));
+    assert!(effects.is_empty(), "{effects:?}");
+    assert_eq!(a.runs.len(), 1, "the hidden dialog started nothing");
+    a.update(Msg::Key(key('q')));
+    assert!(matches!(a.modal, Modal::Question(Question::Quit)));
+    assert!(!a.quit);
+    a.update(Msg::Key(key('y')));
+    assert!(a.quit);
+}

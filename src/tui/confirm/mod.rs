@@ -19,7 +19,7 @@ mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{hints, left_out_words, replaces, shell_lines, strategy_words};
+use words::{dialog_width, hints, left_out_words, replaces, shell_lines, strategy_words};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -386,7 +386,9 @@ impl ConfirmDialog {
                 CommandStep::Submitted(text) => {
                     self.typed_command = None;
                     ConfirmStep::Say(Some(format!(
-                        ":{text} not run: the run dialog is open. Enter runs it, Esc closes it; commands work after"
+                        ":{text} not run: the run dialog is open. {} runs it, {} closes it; commands work after",
+                        keymap::key(Scope::Confirm, Action::Confirm),
+                        keymap::key(Scope::Confirm, Action::Close)
                     )))
                 }
             };
@@ -605,7 +607,10 @@ impl ConfirmDialog {
             t.style("muted")
         };
         let reason = if self.reason.value().is_empty() && !self.editing_reason {
-            "(optional; Tab to type)".to_string()
+            format!(
+                "(optional; {} to type)",
+                keymap::key(Scope::Confirm, Action::EditReason)
+            )
         } else {
             format!(
                 "{}{}",
@@ -617,7 +622,7 @@ impl ConfirmDialog {
             label("reason"),
             Span::styled(reason, reason_style),
         ]));
-        let width = area.width.saturating_sub(2).min(92);
+        let width = dialog_width(area.width, self.plan.command.as_deref());
         let inner_w = width.saturating_sub(2).max(1);
         if let Some(command) = &self.plan.command {
             let first = lines.len();

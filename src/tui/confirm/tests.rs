@@ -333,3 +333,26 @@ fn a_missing_partition_is_loaded_for_the_first_time() {
         "{shown}"
     );
 }
+
+/// A job name (or a config path) too long for the usual width widens the
+/// dialog up to the screen: a wide terminal shows the command whole, where
+/// the dialog said "widen the terminal" however wide it was.
+#[test]
+fn a_long_job_name_widens_the_dialog_to_show_its_command() {
+    let name = format!("fct_{}v2", "very_long_".repeat(10));
+    let job = job_view(&name, false, "■■✗■·■■✗■■");
+    let c = open(&job, (1..=8).collect());
+    let shown = |w| {
+        draw(w, 40, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        })
+    };
+    let wide = shown(200);
+    assert!(
+        wide.contains(&format!("idem run {name} --from 2026-06-02")),
+        "{wide}"
+    );
+    assert!(!wide.contains("wider than this dialog"), "{wide}");
+    let narrow = shown(100);
+    assert!(narrow.contains("wider than this dialog"), "{narrow}");
+}

@@ -148,6 +148,20 @@ pub fn hints(t: &Theme, offered: &[Action]) -> Line<'static> {
     )
 }
 
+/// The run dialog's width on a screen `screen` columns wide: 92 at most,
+/// unless a word of its command (a long job name, a deep config path) needs
+/// more to show whole; that widens it up to the screen, so that widening
+/// the terminal shows it.
+pub fn dialog_width(screen: u16, command: Option<&[String]>) -> u16 {
+    let usual = screen.saturating_sub(2).min(92);
+    match command {
+        Some(c) if shell_lines(c, usual.saturating_sub(2) as usize).is_none() => {
+            screen.saturating_sub(2)
+        }
+        _ => usual,
+    }
+}
+
 /// A command laid out in lines of at most `width` columns that a POSIX
 /// shell reads back as one command: each line but the last ends in ` \`, so
 /// a copy of the wrapped lines pastes as it reads. A line never breaks
