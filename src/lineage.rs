@@ -248,6 +248,44 @@ mod tests {
     }
 
     #[test]
+    fn a_target_without_a_schema_is_in_the_home_schema_not_any() {
+        // staging.orders → raw.orders → orders, the last in the home schema
+        // (PostgreSQL's public, MariaDB's URL database): a chain, not a
+        // cycle, and no job reads its own target.
+        for url in ["postgres://h/db", "mysql://h/shop"] {
+            let layers = config(
+                url,
+                &[
+                    ("orders", "orders", "raw.orders"),
+                    ("raw_orders", "raw.orders", "staging.orders"),
+                ],
+            );
+            let lineage = Lineage::of(&layers).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(ups(&lineage, "orders"), ["raw_orders"], "{url}");
+            assert_eq!(ups(&lineage, "raw_orders"), Vec::<String>::new(), "{url}");
+        }
+        // The home schema named, or a name without one, is the same table.
+        let pg = config(
+            "postgres://h/db",
+            &[
+                ("orders", "orders", "raw.orders"),
+                ("reads_public", "r1", "public.orders"),
+                ("reads_raw_bare", "r2", "orders"),
+                ("raw_orders", "raw.orders", "staging.orders"),
+            ],
+        );
+        let lineage = Lineage::of(&pg).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&lineage, "reads_public"), ["orders"]);
+        assert_eq!(ups(&lineage, "reads_raw_bare"), ["orders"]);
+        let my = config(
+            "mysql://h/shop",
+            &[("orders", "orders", "raw.x"), ("r", "r", "shop.orders")],
+        );
+        let lineage = Lineage::of(&my).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&lineage, "r"), ["orders"]);
+    }
+
+    #[test]
     fn tables_apart_but_for_case_are_apart_where_the_engine_keeps_them_apart() {
         // Two tables, "Orders" and orders, each loaded by a job that reads it
         // (as a starter's job once did): no cycle where the engine tells

@@ -594,6 +594,9 @@ fn a_replace_job_reading_its_own_target_is_an_error() {
         "select id, 't' as dt from src where dt >= :start and dt < :end",
         "with t as (select id, dt from src where dt >= :start and dt < :end)\nselect id, dt from t",
         "select id, dt from t_staging where dt >= :start and dt < :end",
+        // Another schema's t (an attached database's): the target t is
+        // main's.
+        "select id, dt from raw.t where dt >= :start and dt < :end",
     ] {
         assert_eq!(replace(sql), vec![], "{sql}");
     }

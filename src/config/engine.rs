@@ -107,4 +107,53 @@ impl Engine {
             Engine::Postgres | Engine::MySql => a == b,
         }
     }
+
+    /// The schema a table name without one means on a warehouse at `url`:
+    /// PostgreSQL's `public` (the default `search_path`; None where the URL
+    /// sets its own), the database a MariaDB/MySQL URL names, SQLite's
+    /// `main`. None when it cannot be told from the URL.
+    pub fn home_schema(self, url: &str) -> Option<String> {
+        match self {
+            Engine::Sqlite => Some("main".into()),
+            Engine::Postgres if url.contains("search_path") => None,
+            Engine::Postgres => Some("public".into()),
+            Engine::MySql => {
+                let rest = url.split_once("://")?.1;
+                let path = rest.split(['?', '#']).next()?;
+                let (_, database) = path.split_once('/')?;
+                (!database.is_empty() && !database.contains('/')).then(|| database.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Engine;
+
+    #[test]
+    fn a_name_without_a_schema_is_in_the_urls_home_schema() {
+        let home = |engine: Engine, url: &str| engine.home_schema(url);
+        assert_eq!(
+            home(Engine::MySql, "mysql://u:p@h:3306/shop?ssl-mode=disabled").as_deref(),
+            Some("shop")
+        );
+        assert_eq!(home(Engine::MySql, "mysql://u@h"), None);
+        assert_eq!(home(Engine::MySql, "mysql://u@h/"), None);
+        assert_eq!(
+            home(Engine::Postgres, "postgres://u@h/db").as_deref(),
+            Some("public")
+        );
+        assert_eq!(
+            home(
+                Engine::Postgres,
+                "postgres://u@h/db?options=-c%20search_path%3Draw"
+            ),
+            None
+        );
+        assert_eq!(
+            home(Engine::Sqlite, "sqlite://w.db").as_deref(),
+            Some("main")
+        );
+    }
 }

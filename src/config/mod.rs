@@ -115,6 +115,10 @@ pub struct Job {
     /// The warehouse's engine, which reads `sql`: where its strings and
     /// comments end (see [`Engine::backslash_escapes`]).
     pub engine: Engine,
+    /// The schema a table name without one means (see
+    /// [`Engine::home_schema`]): `orders` is not `raw.orders` where it is
+    /// `public` or the URL's database.
+    pub home_schema: Option<String>,
 }
 
 /// Lines of `idem.toml` where a job's fields are written. A field the job
@@ -397,7 +401,8 @@ pub fn parse(
 
     let mut jobs: Vec<Job> = Vec::new();
     for (i, raw_job) in raw.jobs.iter().enumerate() {
-        let job = validate_job(&cx, i, raw_job.get_ref(), &defaults, warehouse.engine())?;
+        let mut job = validate_job(&cx, i, raw_job.get_ref(), &defaults, warehouse.engine())?;
+        job.home_schema = warehouse.engine().home_schema(&warehouse.url);
         if let Some(first) = raw.jobs[..i]
             .iter()
             .find(|j| j.get_ref().name.get_ref() == &job.name)
@@ -622,6 +627,7 @@ fn validate_job(
         sql_line,
         lines,
         engine,
+        home_schema: None,
     })
 }
 

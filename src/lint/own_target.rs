@@ -8,25 +8,34 @@ use crate::config::{Job, Strategy};
 
 /// Whether a table name as the SQL wrote it (each part with whether it was
 /// quoted) is `job`'s target, matched as the job's engine matches names:
-/// the same name, and the same schema where both say one. The target is
-/// quoted as written; in the SQL an unquoted name folds to lower case on
-/// PostgreSQL, so `Orders` there reads `orders`, and `"Orders"` another
-/// table.
+/// the same name, in the same schema, a name without one being in the
+/// job's home schema (`raw.orders` is not a target `orders` in `public` or
+/// the URL's database; where the home cannot be told, any schema matches).
+/// The target is quoted as written; in the SQL an unquoted name folds to
+/// lower case on PostgreSQL, so `Orders` there reads `orders`, and
+/// `"Orders"` another table.
 pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
     let engine = job.engine;
     let target = &job.target;
     let same = |(part, quoted): &(String, bool), name: &str| {
         engine.same_table_name(&engine.stored_name(part, *quoted), name)
     };
+    let home = job.home_schema.as_deref();
     match written {
         [.., schema, table] => {
             same(table, target.name.as_str())
-                && target
-                    .schema
-                    .as_ref()
-                    .is_none_or(|s| same(schema, s.as_str()))
+                && match target.schema.as_ref().map(|s| s.as_str()).or(home) {
+                    Some(s) => same(schema, s),
+                    None => true,
+                }
         }
-        [table] => same(table, target.name.as_str()),
+        [table] => {
+            same(table, target.name.as_str())
+                && match (target.schema.as_ref(), home) {
+                    (Some(s), Some(home)) => engine.same_table_name(s.as_str(), home),
+                    _ => true,
+                }
+        }
         [] => false,
     }
 }
