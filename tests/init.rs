@@ -405,7 +405,9 @@ async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
 
 /// What init leaves out it names, with why: PostgreSQL's partitions (the
 /// parent is offered), views, materialized views, names a config cannot
-/// write, tables with no date column. A placeholder smallest value
+/// write, tables with a column a run cannot name (QA: they were offered, their
+/// SELECT leaving the column out, and every load of them was refused), tables
+/// with no date column. A placeholder smallest value
 /// (`-infinity`, a BC date, MariaDB's `0000-00-00`) is not the start.
 async fn init_says_what_it_leaves_out(kind: Kind) {
     let Some(db) = TestDb::new(kind).await else {
@@ -416,6 +418,12 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
     let mut script = vec![
         "CREATE TABLE counters (id INTEGER NOT NULL, n INTEGER)".to_string(),
         format!("CREATE TABLE {} (dt DATE NOT NULL)", q(kind, "my table")),
+        // A column a run cannot name: its starter job could never load.
+        format!(
+            "CREATE TABLE priced (dt DATE NOT NULL, {} INTEGER)",
+            q(kind, "unit price")
+        ),
+        format!("CREATE TABLE dated_oddly ({} DATE)", q(kind, "créé")),
         "CREATE TABLE daily (d DATE NOT NULL, n INTEGER)".to_string(),
         "INSERT INTO daily VALUES ('2026-03-02', 1), ('2026-03-01', 2)".to_string(),
         "CREATE VIEW v_daily AS SELECT d, n FROM daily".to_string(),
@@ -462,6 +470,14 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
         ("views (idem loads into tables): ", "v_daily"),
         ("names a config cannot write", "\"my table\""),
         ("no date or timestamp column", "counters"),
+        (
+            "a column whose name idem cannot write",
+            "priced (\"unit price\")",
+        ),
+        (
+            "a column whose name idem cannot write",
+            "dated_oddly (\"créé\")",
+        ),
     ] {
         let line = said
             .lines()

@@ -30,6 +30,8 @@ pub(super) enum Why {
     /// Another kind of relation, as the engine calls it.
     Other(String),
     NotPlain,
+    /// A column whose name a config cannot write: a run refuses the table.
+    ColumnNotPlain,
     NoDateColumn,
 }
 
@@ -46,6 +48,9 @@ impl Why {
             Why::Other(kind) => format!("{kind}s (idem loads into tables)"),
             Why::NotPlain => {
                 "names a config cannot write (an ASCII letter or _, then ASCII letters, digits or _)".into()
+            }
+            Why::ColumnNotPlain => {
+                "tables with a column whose name idem cannot write (a run refuses them: rename the column)".into()
             }
             Why::NoDateColumn => "tables with no date or timestamp column to partition by".into(),
         }
@@ -121,6 +126,14 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             (None, Some(table)) => table,
         };
         let columns = warehouse.columns(&table).await?;
+        let odd = warehouse.columns_not_plain(&table).await?;
+        if !odd.is_empty() {
+            let odd: Vec<String> = odd.iter().map(|c| format!("\"{c}\"")).collect();
+            survey
+                .skipped
+                .push((format!("{table} ({})", odd.join(", ")), Why::ColumnNotPlain));
+            continue;
+        }
         let mut time_columns = Vec::new();
         for column in &columns {
             if !column.holds_instants(engine) {
