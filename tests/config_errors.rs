@@ -71,6 +71,24 @@ fn bad_dates_name_the_field_and_format() {
             .starts_with(&format!("idem.toml:{}:9: jobs[0].start:", e.line)),
         "{e}"
     );
+    // QA: a date in that form but not of the calendar said only the form
+    // the operator had written; it says what the calendar lacks, as
+    // --from does.
+    for (bad, fault) in [
+        ("2026-13-01", "there is no such date (months are 01 to 12)"),
+        ("2026-02-30", "there is no such date (2026-02 has 28 days)"),
+        ("2024-02-30", "there is no such date (2024-02 has 29 days)"),
+    ] {
+        let e = error(&with_warehouse(&GOOD_JOB.replace("2026-01-01", bad)));
+        assert!(e.message.contains(fault), "{bad}: {e}");
+    }
+    let text = with_warehouse(&GOOD_JOB.replace(
+        "start = \"2026-01-01\"",
+        "start = \"2026-01-01\"\nend = \"2026-04-31\"",
+    ));
+    let e = error(&text);
+    assert_eq!(e.field, "jobs[0].end");
+    assert!(e.message.contains("(2026-04 has 30 days)"), "{e}");
 }
 
 /// A name finer than the job's grain (a day for a monthly job, an hour for

@@ -365,10 +365,10 @@ pub fn parse_bound(
     Partition::parse(job.grain, text, end)
         .map(Some)
         .ok_or_else(|| {
-            if let Some(what) = impossible_date(text.trim()) {
+            if let Some(what) = crate::partition::impossible_date(text.trim()) {
                 return Stop::usage(format!(
                     "{flag} \"{text}\" has the right form, but there is no such {what}: {}",
-                    calendar_fault(text.trim())
+                    crate::partition::calendar_fault(text.trim())
                 ));
             }
             Stop::usage(format!(
@@ -378,56 +378,6 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
-}
-
-/// What `text` names that does not exist (`date`, `hour`, `month`) when
-/// it has the shape of a partition name (`YYYY-MM`, `YYYY-MM-DD`,
-/// `YYYY-MM-DDTHH`) but no partition of any grain has that name, as
-/// `2026-02-30`; `None` when its shape is wrong or it exists.
-fn impossible_date(text: &str) -> Option<&'static str> {
-    let shape = |pattern: &str| {
-        text.len() == pattern.len()
-            && text.chars().zip(pattern.chars()).all(|(c, p)| match p {
-                '9' => c.is_ascii_digit(),
-                _ => c == p,
-            })
-    };
-    let what = if shape("9999-99-99T99") {
-        "hour"
-    } else if shape("9999-99-99") {
-        "date"
-    } else if shape("9999-99") {
-        "month"
-    } else {
-        return None;
-    };
-    let exists = [
-        crate::partition::Grain::Hour,
-        crate::partition::Grain::Day,
-        crate::partition::Grain::Month,
-    ]
-    .into_iter()
-    .any(|g| Partition::parse(g, text, RangeEnd::From).is_some());
-    (!exists).then_some(what)
-}
-
-/// Which part of a partition name of the right form the calendar lacks:
-/// `months are 01 to 12`, `2026-02 has 28 days`, `hours are 00 to 23`.
-fn calendar_fault(text: &str) -> String {
-    let number =
-        |range: std::ops::Range<usize>| text.get(range).and_then(|t| t.parse::<u32>().ok());
-    let (year, month) = (number(0..4).unwrap_or(0), number(5..7).unwrap_or(0));
-    if !(1..=12).contains(&month) {
-        return "months are 01 to 12".into();
-    }
-    let days = chrono::NaiveDate::from_ymd_opt(year as i32, month, 1)
-        .and_then(|first| first.checked_add_months(chrono::Months::new(1)))
-        .and_then(|next| next.pred_opt())
-        .map_or(31, |last| chrono::Datelike::day(&last));
-    match number(8..10) {
-        Some(day) if day == 0 || day > days => format!("{year:04}-{month:02} has {days} days"),
-        _ => "hours are 00 to 23".into(),
-    }
 }
 
 /// `idem` without a command: the config the console opens on, which must be

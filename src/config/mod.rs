@@ -558,15 +558,19 @@ fn validate_job(
             ));
         }
         Partition::parse(grain, s.get_ref(), end).ok_or_else(|| {
-            cx.error(
-                s.span(),
-                &field(f),
-                format!(
-                    "\"{}\" is not a {grain} partition; expected {}",
-                    s.get_ref(),
-                    grain.name_format()
-                ),
-            )
+            let text = s.get_ref().trim();
+            let no_such = crate::partition::impossible_date(text)
+                .map(|what| {
+                    let fault = crate::partition::calendar_fault(text);
+                    format!(": there is no such {what} ({fault})")
+                })
+                .unwrap_or_default();
+            let message = format!(
+                "\"{}\" is not a {grain} partition{no_such}; expected {}",
+                s.get_ref(),
+                grain.name_format()
+            );
+            cx.error(s.span(), &field(f), message)
         })
     };
     let start = partition(&raw.start, "start", RangeEnd::From)?;
