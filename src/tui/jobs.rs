@@ -15,7 +15,7 @@ use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{abbreviate, block, inner, put};
+use super::widgets::{abbreviate_name, block, inner, put};
 use crate::config::{Job, Strategy};
 use crate::state::LoadState;
 
@@ -406,7 +406,7 @@ impl JobsPane {
             area,
             x,
             y,
-            &abbreviate(&j.job.name, name_w),
+            &abbreviate_name(&j.job.name, name_w),
             name_style,
         );
         if bw > 0 {
@@ -602,6 +602,29 @@ mod tests {
         assert!(!screen.contains("no job matches"), "{screen}");
         assert!(screen.contains("no jobs yet: add"), "{screen}");
         assert!(screen.contains("[[jobs]] to the"), "{screen}");
+    }
+
+    /// Jobs whose long names share their start are told apart by their
+    /// ends, which a cut at the end hid: both rows read the same.
+    #[test]
+    fn long_names_that_share_a_start_still_differ() {
+        let names = [
+            "marketing_attribution_pipeline_eu",
+            "marketing_attribution_pipeline_us",
+        ];
+        let jobs: Vec<Job> = names.iter().map(|n| job(n, false)).collect();
+        let pane = JobsPane::new(&jobs, now());
+        let screen = draw(24, 8, |f| {
+            pane.render(
+                f,
+                Rect::new(0, 0, 24, 8),
+                &Theme::default_theme(),
+                true,
+                false,
+            )
+        });
+        assert!(screen.contains("marketing_…peline_eu"), "{screen}");
+        assert!(screen.contains("marketing_…peline_us"), "{screen}");
     }
 
     /// Fifty-six jobs, the 1st, 30th and 50th with a failed partition.

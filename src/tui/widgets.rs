@@ -117,6 +117,22 @@ pub fn abbreviate(s: &str, max: usize) -> String {
     }
 }
 
+/// A name cut to `max` characters in its middle, keeping its end: names
+/// that share a long prefix (`orders_daily_eu`, `orders_daily_us`) differ
+/// at the end, which a cut at the end would hide.
+pub fn abbreviate_name(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 5 {
+        return abbreviate(s, max);
+    }
+    let tail = (max - 1) / 2;
+    let head = max - 1 - tail;
+    let mut t: String = s.chars().take(head).collect();
+    t.push('…');
+    t.extend(s.chars().skip(n - tail));
+    t
+}
+
 /// The first line of a message.
 pub fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
@@ -137,5 +153,8 @@ mod tests {
         assert_eq!(pct(-1, 100_000.0), " (−0.0%)");
         assert_eq!(duration_text(61_500), "1m01s");
         assert_eq!(abbreviate("fct_orders", 5), "fct_…");
+        assert_eq!(abbreviate_name("fct_orders", 10), "fct_orders");
+        assert_eq!(abbreviate_name("fct_orders_daily_eu", 11), "fct_o…ly_eu");
+        assert_eq!(abbreviate_name("fct_orders", 4), "fct…");
     }
 }
