@@ -1066,7 +1066,7 @@ fn an_unreachable_warehouse_shows_and_is_retried() {
     // on their states says why there are none rather than "no failed
     // partitions".
     // (cut to the pane's width)
-    assert!(screen.contains("repl·day unreada"), "{screen}");
+    assert!(screen.contains("│ unreadable "), "{screen}");
     assert!(!screen.contains("loading…"), "{screen}");
     keys(&mut a, "f");
     let screen = text(&a);

@@ -7,6 +7,7 @@ use chrono::NaiveDateTime;
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
+use ratatui::style::Style;
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
@@ -422,60 +423,65 @@ impl JobsPane {
             Strategy::ReplacePartition => "repl",
             Strategy::MergeKey => "merge",
         };
-        let mut x = put(
-            buf,
-            area,
-            area.x + 1,
-            y2,
-            &format!("{strategy}·{} ", j.job.grain),
-            t.style("muted"),
-        );
-        if j.error.is_some() && !j.loaded {
-            put(buf, area, x, y2, "unreadable", t.style("error"));
-        } else if !j.loaded {
-            put(buf, area, x, y2, "loading…", t.style("muted"));
-        } else {
-            let mut any = false;
-            let counts = j.state_counts();
-            for st in [
-                LoadState::Running,
-                LoadState::Failed,
-                LoadState::Vanished,
-                LoadState::Missing,
-                LoadState::Stale,
-            ] {
-                let n = counts.get(&st).copied().unwrap_or(0);
-                if n > 0 {
-                    x = put(
-                        buf,
-                        area,
-                        x,
-                        y2,
-                        &format!("{}{n} ", st.glyph()),
-                        t.state(st),
-                    );
-                    any = true;
-                }
+        let kind = format!("{strategy}·{} ", j.job.grain);
+        let health = health(j, t);
+        // Counts come whole or not at all: a count cut at the pane's edge
+        // read as another number (·13 as ·1). The job's kind, also in the
+        // calendar's title, gives way to them first; what still does not
+        // fit ends in "…".
+        let len = |s: &str| s.chars().count() as u16;
+        let all: u16 = health.iter().map(|(s, _)| len(s) + 1).sum();
+        let room = area.right().saturating_sub(area.x + 1);
+        let mut x = area.x + 1;
+        if len(&kind) + all.saturating_sub(1) <= room {
+            x = put(buf, area, x, y2, &kind, t.style("muted"));
+        }
+        for (n, (text, style)) in health.iter().enumerate() {
+            let rest = area.right().saturating_sub(x);
+            // This one, and room for " …" after it unless it is the last.
+            let needs = len(text) + if n + 1 == health.len() { 0 } else { 2 };
+            if needs > rest {
+                put(buf, area, x, y2, "…", t.style("muted"));
+                break;
             }
-            // Loaded, but waiting for a source the shrink guard found short.
-            let refused = j.statuses.iter().filter(|s| s.refused.is_some()).count();
-            if refused > 0 {
-                x = put(
-                    buf,
-                    area,
-                    x,
-                    y2,
-                    &format!("{REFUSED_FLAG}{refused} "),
-                    t.style("warning"),
-                );
-                any = true;
-            }
-            let _ = x;
-            if !any {
-                put(buf, area, x, y2, "■ ok", t.state(LoadState::Loaded));
-            }
+            x = put(buf, area, x, y2, text, *style);
+            x = put(buf, area, x, y2, " ", t.style("muted"));
         }
     }
+}
+
+/// A job's health for its row in the list: each count of a state that
+/// needs a look, with its glyph, else "ok" (or why there is none yet).
+fn health(j: &JobView, t: &Theme) -> Vec<(String, Style)> {
+    if j.error.is_some() && !j.loaded {
+        return vec![("unreadable".into(), t.style("error"))];
+    }
+    if !j.loaded {
+        return vec![("loading…".into(), t.style("muted"))];
+    }
+    let counts = j.state_counts();
+    let mut items = Vec::new();
+    for st in [
+        LoadState::Running,
+        LoadState::Failed,
+        LoadState::Vanished,
+        LoadState::Missing,
+        LoadState::Stale,
+    ] {
+        let n = counts.get(&st).copied().unwrap_or(0);
+        if n > 0 {
+            items.push((format!("{}{n}", st.glyph()), t.state(st)));
+        }
+    }
+    // Loaded, but waiting for a source the shrink guard found short.
+    let refused = j.statuses.iter().filter(|s| s.refused.is_some()).count();
+    if refused > 0 {
+        items.push((format!("{REFUSED_FLAG}{refused}"), t.style("warning")));
+    }
+    if items.is_empty() {
+        items.push(("■ ok".into(), t.state(LoadState::Loaded)));
+    }
+    items
 }
 
 #[cfg(test)]
@@ -625,6 +631,36 @@ mod tests {
         });
         assert!(screen.contains("marketing_…peline_eu"), "{screen}");
         assert!(screen.contains("marketing_…peline_us"), "{screen}");
+    }
+
+    /// At 80 columns the pane is 20 wide: counts that do not all fit come
+    /// whole or not at all. "·13" was cut to "·1", and the stale count
+    /// after it was not drawn, with nothing to say so.
+    #[test]
+    fn health_counts_are_never_cut_into_other_numbers() {
+        let mut pane = JobsPane::new(&[job("fct_orders", false)], now());
+        let draw_pane = |pane: &JobsPane, w: u16| {
+            draw(w, 4, |f| {
+                pane.render(
+                    f,
+                    Rect::new(0, 0, w, 4),
+                    &Theme::default_theme(),
+                    true,
+                    false,
+                )
+            })
+        };
+        let statuses = job_view("x", false, "■✗✗✗!·············~~").statuses;
+        pane.get_mut(0).unwrap().apply_statuses(statuses);
+        // Wide enough: the kind and every count.
+        let wide = draw_pane(&pane, 30);
+        assert!(wide.contains("repl·day ✗3 !1 ·13 ~2"), "{wide}");
+        // Not: the kind gives way, then the counts that fit, then "…".
+        let narrow = draw_pane(&pane, 20);
+        assert!(narrow.contains("┃ ✗3 !1 ·13 ~2"), "{narrow}");
+        let narrower = draw_pane(&pane, 12);
+        assert!(narrower.contains("┃ ✗3 !1 …"), "{narrower}");
+        assert!(!narrower.contains("·1"), "{narrower}");
     }
 
     /// Fifty-six jobs, the 1st, 30th and 50th with a failed partition.
