@@ -1609,9 +1609,9 @@ fn d_on_a_stale_partition_asks_for_its_definition_and_shows_the_diff() {
     };
     assert_eq!(Some(find("+select")), a.theme.style("ok").fg);
     assert_eq!(Some(find("-select")), a.theme.style("error").fg);
-    // j scrolls, d closes.
+    // The diff fits: j has nothing to scroll; d closes.
     keys(&mut a, "j");
-    assert!(matches!(a.modal, Modal::Diff { scroll: 1 }));
+    assert!(matches!(a.modal, Modal::Diff { scroll: 0 }));
     keys(&mut a, "d");
     assert!(matches!(a.modal, Modal::None));
     // An error reading the ledger shows as an error line.
@@ -1621,6 +1621,48 @@ fn d_on_a_stale_partition_asks_for_its_definition_and_shows_the_diff() {
         result: Err("no such table: _idem_definitions".into()),
     });
     assert!(text(&a).contains("error: no such table: _idem_definitions"));
+}
+
+/// Holding j past the end of the help or of a long diff kept counting, so
+/// that k then did nothing for as many presses: the view stops at its end
+/// and the first k moves it back.
+#[test]
+fn scrolling_past_the_end_of_help_or_a_diff_comes_back_at_once() {
+    let mut a = app(80, 24);
+    keys(&mut a, "?");
+    let lines = |a: &App| {
+        text(a)
+            .lines()
+            .find_map(|l| l.find("lines ").map(|i| l[i..].to_string()))
+            .unwrap_or_default()
+    };
+    keys(&mut a, &"j".repeat(300));
+    let bottom = lines(&a);
+    assert!(bottom.starts_with("lines "), "{bottom}");
+    keys(&mut a, "k");
+    assert_ne!(lines(&a), bottom, "k after the end moves the help back");
+    keys(&mut a, "\u{1b}");
+
+    let (_, _) = on_a_stale_customer_window(&mut a);
+    let req = diff_request(keys(&mut a, "d"));
+    let mut diff = String::from("--- loaded under\n+++ now\n@@ -1,60 +1,60 @@\n");
+    for i in 0..60 {
+        diff.push_str(&format!("-select c{i}\n+select d{i}\n"));
+    }
+    a.update(Msg::DefinitionDiff {
+        id: req.id,
+        result: Ok(Some(diff)),
+    });
+    keys(&mut a, &"j".repeat(500));
+    let Modal::Diff { scroll: end } = a.modal else {
+        panic!("the diff is open");
+    };
+    assert!(end > 0 && end < 500, "{end}");
+    let last = text(&a);
+    assert!(last.contains("+select d59"), "{last}");
+    keys(&mut a, "k");
+    assert!(matches!(a.modal, Modal::Diff { scroll } if scroll == end - 1));
+    assert!(!text(&a).contains("+select d59"), "k after the end moves the diff back");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::job::JobView;
 use super::keymap::{self, action_for};
@@ -160,27 +160,38 @@ impl DiffView {
         lines
     }
 
-    pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
-        let lines = self.lines(t);
-        let r = centered(
-            area,
-            100,
-            (lines.len() as u16).saturating_add(4).min(area.height),
-        );
-        frame.render_widget(Clear, r);
+    /// The overlay's frame and the body its lines scroll in.
+    fn frames(&self, area: Rect, t: &Theme, lines: usize) -> (Rect, Block<'static>, Rect) {
+        let r = centered(area, 100, (lines as u16).saturating_add(4).min(area.height));
         let b = block(
             t,
             format!(" What changed · {} {} ", self.job, self.partition.name()),
             true,
         );
         let inner_r = b.inner(r);
-        frame.render_widget(b, r);
         let body = Rect::new(
             inner_r.x,
             inner_r.y,
             inner_r.width,
             inner_r.height.saturating_sub(1),
         );
+        (r, b, body)
+    }
+
+    /// The farthest the view scrolls on a screen of `area`: a key past it
+    /// is not kept, so that the first key back moves the view.
+    pub fn max_scroll(&self, area: Rect, t: &Theme) -> u16 {
+        let lines = self.lines(t).len();
+        let (_, _, body) = self.frames(area, t, lines);
+        (lines as u16).saturating_sub(body.height)
+    }
+
+    pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
+        let lines = self.lines(t);
+        let (r, b, body) = self.frames(area, t, lines.len());
+        frame.render_widget(Clear, r);
+        let inner_r = b.inner(r);
+        frame.render_widget(b, r);
         let max_scroll = (lines.len() as u16).saturating_sub(body.height);
         frame.render_widget(
             Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),

@@ -95,16 +95,27 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// The farthest the overlay scrolls on a screen of `area`: a key past it
+/// is not kept, so that the first key back moves the view.
+pub fn max_scroll(area: Rect, t: &Theme) -> u16 {
+    let inner_r = block(t, " Help · keys ", true).inner(frame_of(area));
+    let total = lines(t, keymap::current(), inner_r.width).len() as u16;
+    total.saturating_sub(inner_r.height)
+}
+
+fn frame_of(area: Rect) -> Rect {
+    centered(area, 96, area.height.saturating_sub(2))
+}
+
 pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
-    let r = centered(area, 96, area.height.saturating_sub(2));
+    let r = frame_of(area);
     frame.render_widget(Clear, r);
     let b = block(t, " Help · keys ", true);
     let inner_r = b.inner(r);
     frame.render_widget(b, r);
     let lines = lines(t, keymap::current(), inner_r.width);
     let total = lines.len() as u16;
-    let max_scroll = total.saturating_sub(inner_r.height);
-    let scroll = scroll.min(max_scroll);
+    let scroll = scroll.min(max_scroll(area, t));
     frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), inner_r);
     if let Some(mark) = scroll_mark(scroll, inner_r.height, total) {
         let w = mark.chars().count() as u16;

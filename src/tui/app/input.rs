@@ -80,12 +80,26 @@ impl App {
             }
             Modal::Help { scroll } => {
                 if let Some(scroll) = help::key(scroll, &key) {
-                    self.shared.modal = Modal::Help { scroll };
+                    let most = help::max_scroll(
+                        Rect::new(0, 0, self.shared.size.0, self.shared.size.1),
+                        &self.shared.theme,
+                    );
+                    self.shared.modal = Modal::Help {
+                        scroll: scroll.min(most),
+                    };
                 }
             }
             Modal::Diff { scroll } => {
                 if let Some(scroll) = diff::key(scroll, &key) {
-                    self.shared.modal = Modal::Diff { scroll };
+                    let most = self.shared.definition_diff.as_ref().map_or(0, |d| {
+                        d.max_scroll(
+                            Rect::new(0, 0, self.shared.size.0, self.shared.size.1),
+                            &self.shared.theme,
+                        )
+                    });
+                    self.shared.modal = Modal::Diff {
+                        scroll: scroll.min(most),
+                    };
                 }
             }
             Modal::Filter => match self.shared.jobs.filter_key(&key) {
