@@ -60,8 +60,14 @@ impl ConsoleArgs {
             Some(path) => read_user_config(&path).map_err(cli::Stop::usage)?,
             None => (UserConfig::default(), Keymap::default()),
         };
+        let asked = self.theme.filter(|t| !t.is_empty());
+        let theme_from = match (&asked, &user.theme) {
+            (None, Some(_)) => idem::user_config::path(),
+            _ => None,
+        };
         Ok(tui::Options {
-            theme: user.theme(self.theme),
+            theme: user.theme(asked),
+            theme_from,
             no_mouse: self.no_mouse,
             keys,
         })

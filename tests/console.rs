@@ -1006,6 +1006,26 @@ fn a_job_whose_states_cannot_be_read_is_not_shown_as_loading() {
     );
 }
 
+/// A theme named in the user config file that does not load says which
+/// file named it: the note read as if it came from nowhere (no --theme, no
+/// IDEM_THEME was given).
+#[test]
+fn a_broken_theme_from_the_user_config_names_the_file() {
+    let options = idem::tui::Options {
+        theme: Some("nope".into()),
+        theme_from: Some("/home/ops/.config/idem/config.toml".into()),
+        no_mouse: true,
+        ..Default::default()
+    };
+    let a = idem::tui::new_app(fixture().config.clone(), &options, now());
+    let (_, message) = a.message.clone().unwrap();
+    assert!(
+        message.starts_with("/home/ops/.config/idem/config.toml: theme: "),
+        "{message}"
+    );
+    assert!(message.contains("nope"), "{message}");
+}
+
 #[test]
 fn a_broken_theme_is_reported_and_falls_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -1662,7 +1682,10 @@ fn scrolling_past_the_end_of_help_or_a_diff_comes_back_at_once() {
     assert!(last.contains("+select d59"), "{last}");
     keys(&mut a, "k");
     assert!(matches!(a.modal, Modal::Diff { scroll } if scroll == end - 1));
-    assert!(!text(&a).contains("+select d59"), "k after the end moves the diff back");
+    assert!(
+        !text(&a).contains("+select d59"),
+        "k after the end moves the diff back"
+    );
 }
 
 #[test]

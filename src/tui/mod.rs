@@ -54,6 +54,9 @@ use crate::partition::now_utc;
 pub struct Options {
     /// `--theme NAME|PATH` or `IDEM_THEME`.
     pub theme: Option<String>,
+    /// The user config file, when the theme is the one it names: a theme
+    /// that does not load says which file asked for it.
+    pub theme_from: Option<std::path::PathBuf>,
     pub no_mouse: bool,
     /// The keys: the registry's with the user config's overrides.
     pub keys: Keymap,
@@ -77,7 +80,10 @@ pub enum Outcome {
 /// the environment (a broken theme shows its message in the status bar).
 pub fn new_app(config: Config, options: &Options, now: chrono::NaiveDateTime) -> App {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let (theme, note) = Theme::resolve(options.theme.as_deref(), no_color);
+    let (theme, mut note) = Theme::resolve(options.theme.as_deref(), no_color);
+    if let (Some(file), Some(n)) = (&options.theme_from, &mut note) {
+        *n = format!("{}: theme: {n}", file.display());
+    }
     let start = app::Start {
         theme,
         mouse: !options.no_mouse,
