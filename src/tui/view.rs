@@ -163,14 +163,7 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
             }
         }
         Modal::Question(q) => {
-            let job = match q {
-                Question::CancelRun(id) => app
-                    .runs
-                    .iter()
-                    .find(|r| r.id == *id)
-                    .map_or("", |r| r.job.as_str()),
-                Question::Quit => "",
-            };
+            let job = question_job(app, q);
             q.render(frame, area, t, app.active_runs(), job);
         }
         Modal::Errors(list) => {
@@ -194,6 +187,18 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
     }
 }
 
+/// The job a question is about: the one whose run it would cancel.
+fn question_job<'a>(app: &'a App, q: &Question) -> &'a str {
+    match q {
+        Question::CancelRun(id) => app
+            .runs
+            .iter()
+            .find(|r| r.id == *id)
+            .map_or("", |r| r.job.as_str()),
+        Question::Quit => "",
+    }
+}
+
 /// What a terminal below the minimum shows: its size, and how to quit, or
 /// the question in force and its keys (the only keys it answers to).
 fn render_too_small(frame: &mut Frame, area: Rect, app: &App) {
@@ -203,14 +208,7 @@ fn render_too_small(frame: &mut Frame, area: Rect, app: &App) {
     );
     let text = match &app.modal {
         Modal::Question(q) => {
-            let job = match q {
-                Question::CancelRun(id) => app
-                    .runs
-                    .iter()
-                    .find(|r| r.id == *id)
-                    .map_or("", |r| r.job.as_str()),
-                Question::Quit => "",
-            };
+            let job = question_job(app, q);
             vec![
                 Line::from(format!("terminal too small: {size}")),
                 Line::from(q.text(app.active_runs(), job)),
