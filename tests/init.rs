@@ -17,6 +17,17 @@ fn idem(config: &Path, args: &[&str]) -> Output {
         .expect("run idem")
 }
 
+/// Asserts that idem exited with `code`, showing what it said where not.
+fn exits(kind: Kind, out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{kind:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The starter with every candidate job uncommented.
 fn uncommented(starter: &str) -> String {
     let mut out = String::new();
@@ -361,24 +372,12 @@ async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
         .unwrap();
     std::fs::write(&config_path, job.replace("<source>", "src_short")).unwrap();
     let lint = idem(&config_path, &["lint"]);
-    assert_eq!(
-        lint.status.code(),
-        Some(1),
-        "{kind:?}: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    exits(kind, &lint, 1);
 
     // Pointed at its source, it lints clean and loads every value as it is.
     std::fs::write(&config_path, job.replace("<source>", "src_orders")).unwrap();
     let lint = idem(&config_path, &["lint"]);
-    assert_eq!(
-        lint.status.code(),
-        Some(0),
-        "{kind:?}: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    exits(kind, &lint, 0);
     let run = idem(
         &config_path,
         &[
@@ -390,11 +389,7 @@ async fn a_starter_job_quotes_its_names_and_reads_no_target(kind: Kind) {
             "2026-03-02",
         ],
     );
-    assert!(
-        run.status.success(),
-        "{kind:?}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    exits(kind, &run, 0);
     assert_eq!(
         values(read(&orders)).await,
         ["1,alice,1,2,3,40", "2,bob,5,6,7,80"],
@@ -544,11 +539,7 @@ async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
 
     let path = db.path().join("starter.toml");
     let out = idem(&path, &["init", &db.url]);
-    assert!(
-        out.status.success(),
-        "{kind:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(kind, &out, 0);
     let starter = std::fs::read_to_string(&path).unwrap();
     assert!(
         starter.contains("# Left out of the SELECT, as the table computes them and an INSERT may not write them: doubled (generated)"),
@@ -565,22 +556,12 @@ async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
     let config_path = db.path().join("idem.toml");
     std::fs::write(&config_path, job.replace("<source>", "src_sales")).unwrap();
     let lint = idem(&config_path, &["lint"]);
-    assert_eq!(
-        lint.status.code(),
-        Some(0),
-        "{kind:?}: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    exits(kind, &lint, 0);
     let run = idem(
         &config_path,
         &["run", "sales", "--from", "2026-03-01", "--to", "2026-03-02"],
     );
-    assert!(
-        run.status.success(),
-        "{kind:?}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    exits(kind, &run, 0);
     let rows = sqlx::query(sqlx::AssertSqlSafe(
         "SELECT CAST(SUM(doubled) AS INTEGER) FROM sales".to_string(),
     ))
