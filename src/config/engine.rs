@@ -71,13 +71,17 @@ impl Engine {
     /// (`mysql://root@db:3306`): the server then has none selected, where
     /// idem's ledger and unqualified targets live.
     fn mysql_without_database(url: &str) -> bool {
-        let Some(rest) = url.strip_prefix("mysql://") else {
-            return false;
-        };
-        let rest = rest.split('?').next().unwrap_or(rest);
+        url.starts_with("mysql://") && Engine::mysql_database(url).is_none()
+    }
+
+    /// The database a MariaDB/MySQL URL names: the path after its host (a
+    /// password may hold `/` or `@`, so the host follows the last `@`).
+    fn mysql_database(url: &str) -> Option<&str> {
+        let rest = url.split_once("://")?.1;
+        let rest = rest.split(['?', '#']).next()?;
         let host = rest.rfind('@').map_or(rest, |at| &rest[at + 1..]);
-        host.split_once('/')
-            .is_none_or(|(_, database)| database.trim_matches('/').is_empty())
+        let database = host.split_once('/')?.1.trim_matches('/');
+        (!database.is_empty()).then_some(database)
     }
 
     /// A backslash in a quoted string escapes the next character (MariaDB
@@ -117,12 +121,7 @@ impl Engine {
             Engine::Sqlite => Some("main".into()),
             Engine::Postgres if url.contains("search_path") => None,
             Engine::Postgres => Some("public".into()),
-            Engine::MySql => {
-                let rest = url.split_once("://")?.1;
-                let path = rest.split(['?', '#']).next()?;
-                let (_, database) = path.split_once('/')?;
-                (!database.is_empty() && !database.contains('/')).then(|| database.to_string())
-            }
+            Engine::MySql => Engine::mysql_database(url).map(str::to_string),
         }
     }
 }
