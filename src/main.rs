@@ -347,7 +347,10 @@ fn main() -> ExitCode {
                     cli::console_config(&cli.config).map(|config| (config, options))
                 });
                 match opened {
-                    Ok((config, options)) => console_exit(tui::run(config, options).await),
+                    Ok((config, options)) => {
+                        let path = config.path.clone();
+                        console_exit(&path, tui::run(config, options).await)
+                    }
                     Err(stop) => stop.report(),
                 }
             }
@@ -361,7 +364,8 @@ fn main() -> ExitCode {
             Some(Command::Demo { path, console }) => match console.or(cli.console).options() {
                 Ok(options) => match cli::demo(&path).await {
                     Ok(Some((demo, config))) => {
-                        let code = console_exit(tui::run(config, options).await);
+                        let path = config.path.clone();
+                        let code = console_exit(&path, tui::run(config, options).await);
                         cli::demo_closed(&demo);
                         code
                     }
@@ -428,11 +432,15 @@ fn main() -> ExitCode {
     code.into()
 }
 
-/// How the process ends after a console session.
-fn console_exit(outcome: tui::Outcome) -> Exit {
+/// How the process ends after a console session of the config at
+/// `config`, having said what became of the runs it left in flight.
+fn console_exit(config: &std::path::Path, outcome: tui::Outcome) -> Exit {
+    let left = |left: tui::LeftInFlight, quiet| {
+        cli::runs_left_by_the_console(config, &left.reports, &left.unended, quiet)
+    };
     match outcome {
-        tui::Outcome::Quit => Exit::Ok,
-        tui::Outcome::Terminated => Exit::Cancelled,
+        tui::Outcome::Quit(l) => left(l, Exit::Ok),
+        tui::Outcome::Terminated(l) => left(l, Exit::Cancelled),
         tui::Outcome::NoTerminal(e) => {
             cli::Stop::failed(format!("cannot open the terminal: {e}")).report()
         }

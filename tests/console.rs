@@ -740,15 +740,19 @@ fn quitting_asks_while_a_run_is_in_flight() {
     assert!(matches!(a.modal, Modal::Question(Question::Quit)));
     let effects = a.update(ctrl_c());
     assert!(a.quit);
-    assert!(matches!(effects.as_slice(), [Effect::Cancel(r), Effect::Quit] if *r == run));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Cancel(r), Effect::Quit { in_flight }] if *r == run && in_flight == &[run])
+    );
 
     let mut idle = app(80, 24);
     let effects = keys(&mut idle, "q");
     assert!(idle.quit);
-    assert!(matches!(effects.as_slice(), [Effect::Quit]));
+    assert!(matches!(effects.as_slice(), [Effect::Quit { in_flight }] if in_flight.is_empty()));
     let mut idle = app(80, 24);
     keys(&mut idle, ":");
-    assert!(matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit]));
+    assert!(
+        matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit { in_flight }] if in_flight.is_empty())
+    );
 }
 
 /// The quit question counts its runs in words, and a run that ends while

@@ -493,10 +493,100 @@ fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
     assert!(!parser.screen().hide_cursor());
     drop(parser);
     let raw = c.raw.lock().unwrap().clone();
-    let tail = &raw[raw.len().saturating_sub(400)..];
+    let text = String::from_utf8_lossy(&raw);
+    // What the run did and left is said, as for a quit, once the alternate
+    // screen is left (nothing is drawn after it).
+    let left = text
+        .rfind("\x1b[?1049l")
+        .expect("left the alternate screen");
+    let said = text
+        .find("idem: fct_orders: ")
+        .unwrap_or_else(|| panic!("no report of the run in {text}"));
+    assert!(left < said, "{text}");
+    assert!(text[said..].contains(" (cancelled) · run "), "{text}");
+    assert!(!text[left..].contains("\x1b[?1049h"), "{text}");
+}
+
+/// Quitting with a run in flight (q, then y): once the terminal is
+/// restored, idem says what the run did and left, as `idem run` would, with
+/// the command that finishes it, and exits 130 as a cancelled run does.
+/// Before, it printed nothing and exited 0: the operator had to find what
+/// was left undone in the ledger. The printed command, run as printed,
+/// finishes every partition the quit left.
+#[test]
+fn quitting_with_a_run_in_flight_says_what_it_left_and_how_to_finish_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = whole_history_dialog(&dir);
+    let config_path = dir.path().join("demo").join("idem.toml");
+    c.send("\r");
+    c.wait_for(&["▶ 1 running"]);
+    c.send("q");
+    c.wait_for(&["Quit and cancel it?"]);
+    c.send("y");
+    let code = c.wait_exit().exit_code();
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    let tail = &raw[raw.len().saturating_sub(2000)..];
+    assert_eq!(code, 130, "{tail}");
+    let said: Vec<&str> = raw
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with("idem: "))
+        .collect();
+    let outcome = said
+        .iter()
+        .find(|l| l.starts_with("idem: fct_orders: ") && l.contains(" (cancelled) · run "))
+        .unwrap_or_else(|| panic!("no outcome line in {said:#?}"));
+    let quit_run = outcome.rsplit(" · run ").next().unwrap().to_string();
+    let repeat = said
+        .iter()
+        .find_map(|l| l.split_once("repeat: ").map(|(_, command)| command))
+        .unwrap_or_else(|| panic!("no repeat command in {said:#?}"));
+    let canonical = config_path.canonicalize().unwrap();
+    let prefix = format!(
+        "idem --config {} run fct_orders --from ",
+        canonical.display()
+    );
+    assert!(repeat.starts_with(&prefix), "{repeat}");
+    let words: Vec<&str> = repeat.split_whitespace().skip(1).collect();
+    let out = idem(dir.path(), &words);
+    let code = out.status.code();
+    // The demo's three days whose rows break a CHECK fail again.
+    assert!(matches!(code, Some(0 | 1)), "{code:?}: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let repeat_run = stdout.rsplit(" · run ").next().unwrap().trim().to_string();
+    // Every partition of the run the quit cancelled has an attempt that
+    // ended (loaded or failed) in that run or in the repeat.
+    let (config, job) = demo_job(&config_path, "fct_orders");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ended: HashSet<String> = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 2).await.unwrap();
+        let attempts = wh.attempts(&job.name, None).await.unwrap();
+        wh.close().await;
+        attempts
+            .into_iter()
+            .filter(|a| a.run_id == quit_run || a.run_id == repeat_run)
+            .filter(|a| {
+                matches!(
+                    a.status,
+                    idem::warehouse::ledger::AttemptStatus::Succeeded
+                        | idem::warehouse::ledger::AttemptStatus::Failed
+                )
+            })
+            .map(|a| a.partition)
+            .collect()
+    });
+    // The dialog's range: the job's start to its last complete partition.
+    let last = job.last_partition(now_utc());
+    let unfinished: Vec<String> = job
+        .partitions(now_utc())
+        .iter()
+        .filter(|p| **p <= last)
+        .map(|p| p.name())
+        .filter(|name| !ended.contains(name))
+        .collect();
     assert!(
-        tail.windows(8).any(|w| w == b"\x1b[?1049l"),
-        "left the alternate screen at the end"
+        unfinished.is_empty(),
+        "left unfinished: {unfinished:?}\n{}\n{stdout}",
+        said.join("\n")
     );
 }
 

@@ -11,6 +11,7 @@ use super::advice;
 use super::downstream::{downstream_words, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
+use super::report::RunReport;
 use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
@@ -248,36 +249,35 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     )
     .await;
     warehouse.close().await;
-    let mut outcome = format!("{}: {}", job.name, advice::counted(&summary));
-    if summary.cancelled {
-        outcome.push_str(" (cancelled)");
-    }
-    outcome.push_str(&format!(" · run {}", summary.run_id));
-    let printed = events_written.and_then(|()| {
-        if !json {
-            print_outcome(&outcome)?;
-        }
-        Ok(())
-    });
     let as_run = advice::AsRun {
         config: config_path,
         only: &args.only,
         allow_incomplete: args.allow_incomplete,
         cascade: false,
     };
-    for line in advice::after_run(&as_run, job, &summary, &empty_before) {
-        noteln!("idem: {line}");
-    }
-    for line in stale_downstream {
+    let report = RunReport::of_run(&as_run, job, &summary, &empty_before);
+    let printed = events_written.and_then(|()| {
+        if !json {
+            for line in &report.outcomes {
+                print_outcome(line)?;
+            }
+        }
+        Ok(())
+    });
+    for line in report.notes.iter().chain(&stale_downstream) {
         noteln!("idem: {line}");
     }
     match printed {
-        Ok(()) => Ok(summary.exit_code()),
+        Ok(()) => Ok(report.exit),
         // What was committed stays committed; the outcome goes where it can
         // still be read, and the exit code says the output is incomplete.
         Err(stop) => {
-            noteln!("idem: {}; the run itself: {outcome}", stop.message);
-            Ok(summary.exit_code().max(Exit::Failed))
+            noteln!(
+                "idem: {}; the run itself: {}",
+                stop.message,
+                report.outcomes.join("; ")
+            );
+            Ok(report.exit.max(Exit::Failed))
         }
     }
 }
@@ -447,55 +447,27 @@ async fn run_cascade(
         .await
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
-    for line in advice::after_cascade(&as_run, steps, empty_before, &outcomes) {
+    let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
+    for line in &report.notes {
         noteln!("idem: {line}");
-    }
-    let mut code = Exit::Ok;
-    let mut lines = Vec::new();
-    for outcome in &outcomes {
-        let mut line = match &outcome.summary {
-            Some(s) => {
-                code = code.max(s.exit_code());
-                format!("{}: {}", outcome.job, advice::counted(s))
-            }
-            None => format!("{}: nothing run", outcome.job),
-        };
-        if !outcome.skipped.is_empty() {
-            code = code.max(Exit::Failed);
-            line.push_str(&format!(
-                ", {} skipped (an upstream partition they read did not load)",
-                outcome.skipped.len()
-            ));
-        }
-        if !outcome.not_started.is_empty() {
-            code = code.max(Exit::Cancelled);
-            line.push_str(&format!(
-                ", {} not started (cancelled before its step began)",
-                outcome.not_started.len()
-            ));
-        }
-        if let Some(s) = &outcome.summary {
-            line.push_str(&format!(" · run {}", s.run_id));
-        }
-        lines.push(line);
     }
     let printed = events_written.and_then(|()| {
         if !json {
-            for line in &lines {
+            for line in &report.outcomes {
                 print_outcome(line)?;
             }
         }
         Ok(())
     });
     match printed {
-        Ok(()) => Ok(code),
+        Ok(()) => Ok(report.exit),
         Err(stop) => {
             noteln!(
                 "idem: {}; the run itself: {}",
                 stop.message,
-                lines.join("; ")
+                report.outcomes.join("; ")
             );
-            Ok(code.max(Exit::Failed))
+            Ok(report.exit.max(Exit::Failed))
         }
     }
 }

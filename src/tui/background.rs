@@ -12,12 +12,30 @@ use tokio_util::sync::CancellationToken;
 use super::app::App;
 use super::msg::{Connection, DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
 use super::theme::Theme;
+use crate::cli::{Ended, RunReport};
 use crate::config::Job;
 use crate::partition::{Partition, now_utc};
 use crate::state::{
     Derivations, StatusScope, job_status_in, job_status_since, noticing_slow, slow_read_note,
 };
 use crate::warehouse::{RefreshCache, Warehouse};
+
+/// A task that writes to the warehouse.
+struct Tracked {
+    /// The console's numbers for the run's steps (none: a verification).
+    runs: Vec<usize>,
+    job: String,
+    task: JoinHandle<Option<RunReport>>,
+}
+
+/// The runs a console had in flight when it was left, once cancelled.
+#[derive(Debug, Default)]
+pub struct LeftInFlight {
+    /// Each run's report, as `idem run` would give it.
+    pub reports: Vec<RunReport>,
+    /// The jobs whose runs had not ended when idem stopped waiting.
+    pub unended: Vec<String>,
+}
 
 /// What background tasks send to the event loop.
 pub enum Incoming {
@@ -31,8 +49,10 @@ pub struct Background {
     connecting: bool,
     tokens: HashMap<usize, CancellationToken>,
     gates: HashMap<usize, crate::engine::Gate>,
-    /// The runs and verifications in flight (and some just ended).
-    runs: Vec<JoinHandle<()>>,
+    /// The runs and verifications in flight, and some just ended.
+    runs: Vec<Tracked>,
+    /// The console's runs in flight when it quit: what it reports.
+    left: HashSet<usize>,
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
     /// Stops the verifications in flight (on leaving: each holds its
@@ -52,6 +72,7 @@ impl Background {
             tokens: HashMap::new(),
             gates: HashMap::new(),
             runs: Vec::new(),
+            left: HashSet::new(),
             reconciling: None,
             verifying: CancellationToken::new(),
             max_connections: (concurrency as u32 * 2 + 2).max(4),
@@ -150,40 +171,67 @@ impl Background {
                 let mut runlog = crate::runlog::RunLog::open(&wh.config().url);
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
-                self.track(tokio::spawn(async move {
-                    let jobs = std::iter::once(&req.backfill.job)
-                        .chain(req.cascade.iter().map(|(_, b)| &b.job));
-                    let refusal = refusal_before_a_run(&wh, jobs).await;
-                    if let Some(refusal) = refusal {
-                        for step in std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
-                        {
-                            unstarted(Msg::RunRejected {
-                                run: step,
-                                error: refusal.clone(),
-                            });
+                let numbers = std::iter::once(run)
+                    .chain(req.cascade.iter().map(|(step, _)| *step))
+                    .collect();
+                let job = req.backfill.job.name.clone();
+                self.track(
+                    numbers,
+                    job,
+                    tokio::spawn(async move {
+                        let jobs = std::iter::once(&req.backfill.job)
+                            .chain(req.cascade.iter().map(|(_, b)| &b.job));
+                        let refusal = refusal_before_a_run(&wh, jobs).await;
+                        if let Some(refusal) = refusal {
+                            for step in
+                                std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
+                            {
+                                unstarted(Msg::RunRejected {
+                                    run: step,
+                                    error: refusal.clone(),
+                                });
+                            }
+                            return None;
                         }
-                        return;
-                    }
-                    if req.cascade.is_empty() {
-                        crate::engine::run_gated(&wh, &req.backfill, &etx, &token, &gate).await;
-                        return;
-                    }
-                    let mut steps = vec![req.backfill.clone()];
-                    steps.extend(req.cascade.iter().map(|(_, b)| b.clone()));
-                    let outcomes = crate::engine::cascade::run_gated(
-                        &wh, &lineage, &steps, &etx, &token, &gate,
-                    )
-                    .await;
-                    // A step a cancel kept from starting has no events of its own.
-                    for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
-                        if outcome.summary.is_none() && outcome.skipped.len() < b.partitions.len() {
-                            unstarted(Msg::RunRejected {
-                                run: *step,
-                                error: format!("{}: cancelled before it started", b.job.name),
-                            });
+                        if req.cascade.is_empty() {
+                            let summary =
+                                crate::engine::run_gated(&wh, &req.backfill, &etx, &token, &gate)
+                                    .await;
+                            let ended = Ended::One(summary);
+                            let steps = std::slice::from_ref(&req.backfill);
+                            return Some(RunReport::of_console_run(
+                                &req.args,
+                                steps,
+                                &req.empty_before,
+                                &ended,
+                            ));
                         }
-                    }
-                }));
+                        let mut steps = vec![req.backfill.clone()];
+                        steps.extend(req.cascade.iter().map(|(_, b)| b.clone()));
+                        let outcomes = crate::engine::cascade::run_gated(
+                            &wh, &lineage, &steps, &etx, &token, &gate,
+                        )
+                        .await;
+                        // A step a cancel kept from starting has no events of its own.
+                        for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
+                            if outcome.summary.is_none()
+                                && outcome.skipped.len() < b.partitions.len()
+                            {
+                                unstarted(Msg::RunRejected {
+                                    run: *step,
+                                    error: format!("{}: cancelled before it started", b.job.name),
+                                });
+                            }
+                        }
+                        let ended = Ended::Cascade(outcomes);
+                        Some(RunReport::of_console_run(
+                            &req.args,
+                            &steps,
+                            &req.empty_before,
+                            &ended,
+                        ))
+                    }),
+                );
                 tokio::spawn(async move {
                     while let Some(event) = erx.recv().await {
                         if let Some(log) = &mut runlog {
@@ -203,9 +251,14 @@ impl Background {
                     return;
                 };
                 let cancel = self.verifying.clone();
-                self.track(tokio::spawn(async move {
-                    send(verify(&wh, &req, &cancel).await)
-                }));
+                self.track(
+                    Vec::new(),
+                    req.job.name.clone(),
+                    tokio::spawn(async move {
+                        send(verify(&wh, &req, &cancel).await);
+                        None
+                    }),
+                );
             }
             Effect::DefinitionDiff(req) => {
                 let Some(wh) = self.warehouse.clone() else {
@@ -287,19 +340,23 @@ impl Background {
                     crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
                 );
             }
-            Effect::Quit => {}
+            Effect::Quit { in_flight } => self.left.extend(in_flight),
         }
     }
 
-    /// Cancels every run, gives them a moment to roll back and record it,
-    /// and closes the warehouse.
-    /// A task that writes to the warehouse, waited for on leaving.
-    fn track(&mut self, task: JoinHandle<()>) {
-        self.runs.retain(|t| !t.is_finished());
-        self.runs.push(task);
+    /// A task that writes to the warehouse, waited for on leaving: a run of
+    /// `job` whose steps the console numbers `runs`, or a verification
+    /// (no runs).
+    fn track(&mut self, runs: Vec<usize>, job: String, task: JoinHandle<Option<RunReport>>) {
+        self.runs.retain(|t| !t.task.is_finished());
+        self.runs.push(Tracked { runs, job, task });
     }
 
-    pub async fn shut_down(self) {
+    /// Cancels every run, gives them a moment to roll back and record it,
+    /// and closes the warehouse. What became of the runs in flight when the
+    /// console was left: their reports, and the jobs of those that had not
+    /// ended when it stopped waiting.
+    pub async fn shut_down(self) -> LeftInFlight {
         for t in self.tokens.values() {
             t.cancel();
         }
@@ -308,12 +365,19 @@ impl Background {
         }
         self.verifying.cancel();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-        for h in self.runs {
-            let _ = tokio::time::timeout_at(deadline, h).await;
+        let mut left = LeftInFlight::default();
+        for t in self.runs {
+            let reported = t.runs.iter().any(|r| self.left.contains(r));
+            match tokio::time::timeout_at(deadline, t.task).await {
+                Ok(Ok(Some(report))) if reported => left.reports.push(report),
+                Err(_) if reported => left.unended.push(t.job),
+                _ => {}
+            }
         }
         if let Some(wh) = self.warehouse {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), wh.close()).await;
         }
+        left
     }
 }
 

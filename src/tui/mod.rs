@@ -41,7 +41,7 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{Seen, definition_diff, read_states, reconcile, verify};
+pub use background::{LeftInFlight, Seen, definition_diff, read_states, reconcile, verify};
 pub use keymap::Keymap;
 pub use terminal::DRAIN;
 pub use theme::Theme;
@@ -65,11 +65,11 @@ pub struct Options {
 /// How a console session ended.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The operator quit.
-    Quit,
+    /// The operator quit, with what became of the runs then in flight.
+    Quit(LeftInFlight),
     /// The process was asked to stop (SIGTERM, the terminal gone): what a
     /// script that started it reads as a cancel.
-    Terminated,
+    Terminated(LeftInFlight),
     /// The terminal could not be put into the console's mode.
     NoTerminal(std::io::Error),
     /// Reading the terminal or drawing on it failed mid-session.
@@ -109,8 +109,8 @@ pub async fn run(config: Config, options: Options) -> Outcome {
     let result = terminal::event_loop(&mut app, ascii).await;
     drop(guard);
     match result {
-        Ok(()) if app.terminated => Outcome::Terminated,
-        Ok(()) => Outcome::Quit,
+        Ok(left) if app.terminated => Outcome::Terminated(left),
+        Ok(left) => Outcome::Quit(left),
         Err(e) => Outcome::Broken(e),
     }
 }

@@ -115,6 +115,12 @@ pub struct RunRequest {
     /// A cascade's downstream steps after `backfill`, in dependency order,
     /// each with the console's number for its run.
     pub cascade: Vec<(usize, Backfill)>,
+    /// The equivalent `idem run`'s arguments: the commands of the run's
+    /// report repeat them.
+    pub args: crate::cli::RunArgs,
+    /// Per step (`backfill` first), its partitions loaded empty before:
+    /// the report says what this run loaded empty anew.
+    pub empty_before: Vec<Vec<Partition>>,
 }
 
 /// A run request reads as the backfill it carries.
@@ -189,5 +195,9 @@ pub enum Effect {
     /// works over ssh and in tmux (with `set-clipboard on`), where the
     /// console's mouse capture keeps the terminal from selecting text.
     Copy(String),
-    Quit,
+    /// Leave: the console's runs `in_flight` (cancelled by the effects
+    /// before it) are reported once the terminal is restored.
+    Quit {
+        in_flight: Vec<usize>,
+    },
 }

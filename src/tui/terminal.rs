@@ -19,7 +19,7 @@ use ratatui::backend::CrosstermBackend;
 use tokio::sync::mpsc;
 
 use super::app::App;
-use super::background::{Background, Incoming};
+use super::background::{Background, Incoming, LeftInFlight};
 use super::msg::Msg;
 use super::view;
 use crate::partition::now_utc;
@@ -82,7 +82,7 @@ impl Drop for TerminalGuard {
 
 /// Runs the console until `update` says it quits; `ascii` draws it without
 /// UTF-8 (see [`super::glyphs`]).
-pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
+pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<LeftInFlight> {
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Incoming>();
@@ -186,6 +186,5 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<()> {
     // Its drop would show it again and, on a terminal that is gone (a
     // hangup), report the failure on a stderr that is gone too: a panic.
     std::mem::forget(terminal);
-    bg.shut_down().await;
-    Ok(())
+    Ok(bg.shut_down().await)
 }

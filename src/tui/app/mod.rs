@@ -6,6 +6,7 @@
 
 mod input;
 mod reload;
+mod start;
 mod too_small;
 
 use std::ops::Deref;

@@ -81,6 +81,8 @@ struct Plan {
     /// The equivalent `idem run` in the pieces a wrapped display keeps
     /// whole; None when nothing would run.
     command: Option<Vec<String>>,
+    /// That command's arguments: how a run's report repeats it.
+    args: Option<RunArgs>,
 }
 
 /// What a key did in the dialog.
@@ -200,6 +202,11 @@ impl ConfirmDialog {
         self.plan.command.as_deref().unwrap_or_default().join(" ")
     }
 
+    /// The arguments of the equivalent headless command.
+    pub fn run_args(&self) -> Option<RunArgs> {
+        self.plan.args.clone()
+    }
+
     /// The backfill to run, with the reason typed; `None` when nothing
     /// matches the filter.
     pub fn backfill(&self) -> Option<Backfill> {
@@ -273,7 +280,9 @@ impl ConfirmDialog {
             + self.cascade().map_or(0, |c| {
                 c.steps.iter().map(|b| b.partitions.len()).sum::<usize>()
             });
-        let command = self.command_line(job, &filtered, risk.is_some(), loads);
+        let (args, command) = self
+            .command_line(job, &filtered, risk.is_some(), loads)
+            .unzip();
         self.plan = Plan {
             filtered,
             partitions,
@@ -283,6 +292,7 @@ impl ConfirmDialog {
             backfill,
             retries: defaults.retries,
             command,
+            args,
         };
     }
 
@@ -297,7 +307,7 @@ impl ConfirmDialog {
         chosen: &[usize],
         risk: bool,
         loads: usize,
-    ) -> Option<Vec<String>> {
+    ) -> Option<(RunArgs, Vec<String>)> {
         let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
             return None;
         };
@@ -336,7 +346,7 @@ impl ConfirmDialog {
                 names.join("/")
             ));
         }
-        Some(pieces)
+        Some((args, pieces))
     }
 
     /// Text pasted into the dialog: into the reason while it is typed,

@@ -1,0 +1,275 @@
+//! What a run says once it is over: a line per job with its counts, the
+//! notes on what to do next, and the exit code. `idem run` prints it; so
+//! does the console, after its terminal is restored, for the runs a quit
+//! cancelled in flight.
+
+use std::path::Path;
+
+use super::RunArgs;
+use super::advice::{self, AsRun};
+use super::output::noteln;
+use super::run_args::{config_flag, shell_word};
+use crate::config::Job;
+use crate::engine::{Backfill, RunSummary, cascade::StepOutcome};
+use crate::exit::Exit;
+use crate::partition::Partition;
+
+/// How a run ended: one job's, or a cascade's steps.
+pub enum Ended {
+    One(RunSummary),
+    Cascade(Vec<StepOutcome>),
+}
+
+/// A run's report, in the words of `idem run`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    /// A line per job: its counts and its run id.
+    pub outcomes: Vec<String>,
+    /// What to do next: the repeat, refusals, empty loads (each said after
+    /// `idem: `).
+    pub notes: Vec<String>,
+    pub exit: Exit,
+}
+
+impl RunReport {
+    /// The report of one job's run.
+    pub(super) fn of_run(
+        run: &AsRun<'_>,
+        job: &Job,
+        summary: &RunSummary,
+        empty_before: &[Partition],
+    ) -> RunReport {
+        let mut outcome = format!("{}: {}", job.name, advice::counted(summary));
+        if summary.cancelled {
+            outcome.push_str(" (cancelled)");
+        }
+        outcome.push_str(&format!(" · run {}", summary.run_id));
+        RunReport {
+            outcomes: vec![outcome],
+            notes: advice::after_run(run, job, summary, empty_before),
+            exit: summary.exit_code(),
+        }
+    }
+
+    /// The report of a cascade: a line per step, in dependency order.
+    pub(super) fn of_cascade(
+        run: &AsRun<'_>,
+        steps: &[Backfill],
+        empty_before: &[Vec<Partition>],
+        outcomes: &[StepOutcome],
+    ) -> RunReport {
+        let mut exit = Exit::Ok;
+        let mut lines = Vec::new();
+        for outcome in outcomes {
+            let mut line = match &outcome.summary {
+                Some(s) => {
+                    exit = exit.max(s.exit_code());
+                    let cancelled = if s.cancelled { " (cancelled)" } else { "" };
+                    format!("{}: {}{cancelled}", outcome.job, advice::counted(s))
+                }
+                None => format!("{}: nothing run", outcome.job),
+            };
+            if !outcome.skipped.is_empty() {
+                exit = exit.max(Exit::Failed);
+                line.push_str(&format!(
+                    ", {} skipped (an upstream partition they read did not load)",
+                    outcome.skipped.len()
+                ));
+            }
+            if !outcome.not_started.is_empty() {
+                exit = exit.max(Exit::Cancelled);
+                line.push_str(&format!(
+                    ", {} not started (cancelled before its step began)",
+                    outcome.not_started.len()
+                ));
+            }
+            if let Some(s) = &outcome.summary {
+                line.push_str(&format!(" · run {}", s.run_id));
+            }
+            lines.push(line);
+        }
+        RunReport {
+            outcomes: lines,
+            notes: advice::after_cascade(run, steps, empty_before, outcomes),
+            exit,
+        }
+    }
+
+    /// The report of a run the console started with `args` (whose config
+    /// is the console's): `steps` are its backfill and, for a cascade, the
+    /// steps downstream; `empty_before` what each had loaded empty before.
+    pub fn of_console_run(
+        args: &RunArgs,
+        steps: &[Backfill],
+        empty_before: &[Vec<Partition>],
+        ended: &Ended,
+    ) -> RunReport {
+        let config = args.config.as_deref().unwrap_or(Path::new(""));
+        let run = AsRun {
+            config,
+            only: &args.only,
+            allow_incomplete: args.allow_incomplete,
+            cascade: matches!(ended, Ended::Cascade(_)),
+        };
+        match ended {
+            Ended::One(summary) => {
+                let before = empty_before.first().map_or(&[][..], Vec::as_slice);
+                RunReport::of_run(&run, &steps[0].job, summary, before)
+            }
+            Ended::Cascade(outcomes) => RunReport::of_cascade(&run, steps, empty_before, outcomes),
+        }
+    }
+}
+
+/// Says, once the console's terminal is restored, what became of the runs
+/// it had in flight when it was left: each one's report as `idem run` gives
+/// it, and the jobs whose runs had not ended when idem stopped waiting
+/// (the server rolls back what they had in flight as their connections
+/// close). The exit code is the worst of theirs; `quiet` is the code when
+/// no run was in flight.
+pub fn runs_left_by_the_console(
+    config: &Path,
+    reports: &[RunReport],
+    unended: &[String],
+    quiet: Exit,
+) -> Exit {
+    if reports.is_empty() && unended.is_empty() {
+        return quiet;
+    }
+    noteln!("idem: the console was left with runs in flight; they were cancelled:");
+    let mut exit = quiet;
+    for report in reports {
+        for line in &report.outcomes {
+            noteln!("idem: {line}");
+        }
+        for line in &report.notes {
+            noteln!("idem: {line}");
+        }
+        exit = exit.max(report.exit);
+    }
+    for job in unended {
+        noteln!(
+            "idem: {job}: its run had not finished rolling back when idem stopped waiting; the server rolls back what it had in flight as its connections close; where it stands: idem{} status {}",
+            config_flag(config),
+            shell_word(job)
+        );
+        exit = exit.max(Exit::Cancelled);
+    }
+    exit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::cascade::StepOutcome;
+    use crate::partition::{Grain, RangeEnd};
+
+    fn day(name: &str) -> Partition {
+        Partition::parse(Grain::Day, name, RangeEnd::From).expect("a day")
+    }
+
+    fn backfill(config: &Path, name: &str) -> Backfill {
+        let text = format!(
+            "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"{name}\"\n\
+             target = \"{name}\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\n\
+             sql = \"select dt from s where dt >= :start and dt < :end\"\n"
+        );
+        let parsed = crate::config::parse(config, &text, &|_| None).expect("a config");
+        Backfill {
+            job: parsed.jobs[0].clone(),
+            partitions: vec![],
+            concurrency: 1,
+            retries: 0,
+            reason: None,
+            prior_attempts: Default::default(),
+            allow_shrink: false,
+        }
+    }
+
+    /// A run the console's quit cancelled reads as `idem run` says it, and
+    /// its repeat keeps the dialog's state filter and open windows, naming
+    /// the console's config.
+    #[test]
+    fn a_console_run_cancelled_by_a_quit_is_reported_with_its_repeat() {
+        let config = Path::new("/srv/etl/idem.toml");
+        let args = RunArgs {
+            config: Some(config.to_path_buf()),
+            job: "orders".into(),
+            only: vec!["missing".into()],
+            allow_incomplete: true,
+            ..RunArgs::default()
+        };
+        let summary = RunSummary {
+            run_id: "r1".into(),
+            succeeded: 1,
+            not_started: 3,
+            rolled_back: 1,
+            cancelled: true,
+            unfinished: vec![day("2026-01-02"), day("2026-01-03"), day("2026-01-04")],
+            ..Default::default()
+        };
+        let steps = [backfill(config, "orders")];
+        let report = RunReport::of_console_run(&args, &steps, &[], &Ended::One(summary));
+        assert_eq!(
+            report.outcomes,
+            ["orders: 1 succeeded, 0 failed, 1 rolled back, 2 not started (cancelled) · run r1"]
+        );
+        assert_eq!(
+            report.notes,
+            [
+                "to finish, repeat: idem --config /srv/etl/idem.toml run orders --only missing,failed --from 2026-01-02 --to 2026-01-04 --allow-incomplete"
+            ]
+        );
+        assert_eq!(report.exit, Exit::Cancelled);
+    }
+
+    /// A cascade the quit cancelled before its second step began: both
+    /// steps are said, and the repeat cascades.
+    #[test]
+    fn a_console_cascade_cancelled_by_a_quit_repeats_as_a_cascade() {
+        let config = Path::new("/srv/etl/idem.toml");
+        let args = RunArgs {
+            config: Some(config.to_path_buf()),
+            job: "hourly".into(),
+            cascade: true,
+            ..RunArgs::default()
+        };
+        let steps = [backfill(config, "hourly"), backfill(config, "daily")];
+        let outcomes = vec![
+            StepOutcome {
+                job: "hourly".into(),
+                summary: Some(RunSummary {
+                    run_id: "r2".into(),
+                    not_started: 1,
+                    cancelled: true,
+                    unfinished: vec![day("2026-01-02")],
+                    ..Default::default()
+                }),
+                skipped: vec![],
+                not_started: vec![],
+            },
+            StepOutcome {
+                job: "daily".into(),
+                summary: None,
+                skipped: vec![],
+                not_started: vec![day("2026-01-02")],
+            },
+        ];
+        let report = RunReport::of_console_run(&args, &steps, &[], &Ended::Cascade(outcomes));
+        assert_eq!(
+            report.outcomes,
+            [
+                "hourly: 0 succeeded, 0 failed, 1 not started (cancelled) · run r2",
+                "daily: nothing run, 1 not started (cancelled before its step began)"
+            ]
+        );
+        assert!(
+            report.notes.iter().any(|n| n
+                == "to finish hourly, repeat: idem --config /srv/etl/idem.toml run hourly --from 2026-01-02 --to 2026-01-02 --cascade --yes"),
+            "{:#?}",
+            report.notes
+        );
+        assert_eq!(report.exit, Exit::Cancelled);
+    }
+}

@@ -1,0 +1,173 @@
+//! The run dialog opened on a choice of partitions, and the run it
+//! confirms started: what other runs of this console have queued is left
+//! out, and the request carries what the run's report needs.
+
+use super::{App, Modal};
+use crate::cli::RunArgs;
+use crate::partition::Partition;
+use crate::tui::confirm::ConfirmDialog;
+use crate::tui::msg::{Effect, RunRequest};
+use crate::tui::runs::{RunPartState, RunView};
+
+impl App {
+    /// Opens the confirm dialog on `candidates` (else the selection, else
+    /// the cursor's partition) with `args` (else a bare `idem run JOB`).
+    pub(super) fn open_confirm(
+        &mut self,
+        candidates: Option<Vec<usize>>,
+        args: Option<RunArgs>,
+    ) -> Vec<Effect> {
+        let index = self.shared.jobs.current_index();
+        let Some(j) = self.shared.jobs.current() else {
+            return Vec::new();
+        };
+        let candidates = candidates.unwrap_or_else(|| j.chosen());
+        let mut args = args.unwrap_or_else(|| RunArgs {
+            job: j.job.name.clone(),
+            ..RunArgs::default()
+        });
+        // The same command reads the same config.
+        args.config = Some(self.config.path.clone());
+        match ConfirmDialog::open(
+            index,
+            j,
+            candidates,
+            args,
+            &self.config.defaults,
+            self.shared.now,
+        ) {
+            Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
+            Err(e) => self.shared.message = Some((true, e)),
+        }
+        self.replan_cascade();
+        self.count_source_for_run()
+    }
+
+    /// A replace job's confirm dialog shows what the shrink guard will
+    /// refuse: the source of its partitions is counted in the background.
+    fn count_source_for_run(&mut self) -> Vec<Effect> {
+        let Modal::Confirm(c) = &mut self.shared.modal else {
+            return Vec::new();
+        };
+        let Some(job) = self.shared.jobs.get(c.job) else {
+            return Vec::new();
+        };
+        let Some((first, last)) = c.source_span(job).filter(|_| self.shared.connected) else {
+            return Vec::new();
+        };
+        let id = self.next_request;
+        self.next_request += 1;
+        c.counting_source(id);
+        vec![self.shared.reconciler.count_for_run(job, first, last, id)]
+    }
+
+    pub(super) fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
+        let Some(mut backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
+            self.shared.message =
+                Some((true, "no partition matches the filter; nothing ran".into()));
+            return Vec::new();
+        };
+        // Partitions another run of this console has yet to load are its:
+        // both would load them, one after the other.
+        let queued: std::collections::HashSet<&str> = self
+            .shared
+            .runs
+            .iter()
+            .filter(|r| r.active() && r.job == backfill.job.name)
+            .flat_map(|r| &r.partitions)
+            .filter(|p| matches!(p.state, RunPartState::Queued | RunPartState::Retrying))
+            .map(|p| p.name.as_str())
+            .collect();
+        let before = backfill.partitions.len();
+        backfill
+            .partitions
+            .retain(|p| !queued.contains(p.name().as_str()));
+        let left_out = before - backfill.partitions.len();
+        if backfill.partitions.is_empty() {
+            self.shared.message = Some((
+                true,
+                format!(
+                    "{} queued in a run of this console already; nothing ran",
+                    if left_out == 1 {
+                        "it is"
+                    } else {
+                        "they are all"
+                    }
+                ),
+            ));
+            return Vec::new();
+        }
+        if !self.shared.connected {
+            self.shared.message =
+                Some((true, "not connected to the warehouse; nothing ran".into()));
+            return Vec::new();
+        }
+        let steps = match c.cascade() {
+            Some(plan) if !plan.problems.is_empty() => {
+                self.shared.message = Some((
+                    true,
+                    format!("cannot cascade: {}; nothing ran", plan.problems.join("; ")),
+                ));
+                return Vec::new();
+            }
+            Some(plan) => plan.steps.clone(),
+            None => Vec::new(),
+        };
+        if let Some(j) = self.shared.jobs.get_mut(c.job) {
+            j.clear_selection();
+        }
+        let mut numbered = Vec::new();
+        let mut empty_before = Vec::new();
+        for b in std::iter::once(&backfill).chain(&steps) {
+            let run = self.next_run;
+            self.next_run += 1;
+            let mut view = RunView::new(run, b, self.shared.now);
+            let empty: Vec<Partition> = self
+                .shared
+                .jobs
+                .by_name(&b.job.name)
+                .map(|j| {
+                    b.partitions
+                        .iter()
+                        .filter(|p| {
+                            j.index_of(**p).and_then(|i| j.state_at(i))
+                                == Some(crate::state::LoadState::Empty)
+                        })
+                        .copied()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let names: std::collections::HashSet<String> =
+                empty.iter().map(Partition::name).collect();
+            view.empty_before(|name| names.contains(name));
+            empty_before.push(empty);
+            self.shared.runs.push(view);
+            numbered.push(run);
+        }
+        self.shared.selected_run = self.shared.runs.len() - 1 - steps.len();
+        if left_out > 0 {
+            self.shared.message = Some((
+                false,
+                format!(
+                    "{} left out: queued in a run of this console already",
+                    crate::numbers::n_partitions(left_out as i64)
+                ),
+            ));
+        }
+        let cascade = numbered[1..].iter().copied().zip(steps).collect();
+        let args = c.run_args().unwrap_or_else(|| RunArgs {
+            job: backfill.job.name.clone(),
+            ..RunArgs::default()
+        });
+        vec![Effect::StartRun(Box::new(RunRequest {
+            run: numbered[0],
+            backfill,
+            cascade,
+            args: RunArgs {
+                config: Some(self.config.path.clone()),
+                ..args
+            },
+            empty_before,
+        }))]
+    }
+}
