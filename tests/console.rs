@@ -269,6 +269,33 @@ fn snapshot_help_overlay() {
     insta::assert_snapshot!(text(&a));
 }
 
+/// The help reads a page at a time and jumps to its end: PgDn closed it,
+/// and a long help was read a line at a time.
+#[test]
+fn the_help_pages_down_and_jumps_to_its_end() {
+    let mut a = app(110, 40);
+    keys(&mut a, "?");
+    a.update(code(KeyCode::PageDown));
+    let Modal::Help { scroll: paged } = a.modal else {
+        panic!("PgDn closed the help");
+    };
+    assert!(paged > 1, "{paged}");
+    assert!(
+        text(&a).contains(&format!("lines {}–", paged + 1)),
+        "{}",
+        text(&a)
+    );
+    a.update(code(KeyCode::End));
+    let Modal::Help { scroll: end } = a.modal else {
+        panic!("End closed the help");
+    };
+    assert!(text(&a).contains("States"), "the end shows the legend");
+    keys(&mut a, "g");
+    assert!(matches!(a.modal, Modal::Help { scroll: 0 }), "{end}");
+    keys(&mut a, "x");
+    assert!(matches!(a.modal, Modal::None), "any other key closes it");
+}
+
 #[test]
 fn snapshot_too_small() {
     let a = app(50, 12);

@@ -13,7 +13,7 @@ use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::msg::{DiffRequest, Effect};
 use super::theme::Theme;
-use super::widgets::{block, centered, first_line};
+use super::widgets::{block, centered, first_line, scrolled};
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -178,12 +178,13 @@ impl DiffView {
         (r, b, body)
     }
 
-    /// The farthest the view scrolls on a screen of `area`: a key past it
-    /// is not kept, so that the first key back moves the view.
-    pub fn max_scroll(&self, area: Rect, t: &Theme) -> u16 {
+    /// The lines the view shows on a screen of `area`, and the farthest it
+    /// scrolls: a key past it is not kept, so that the first key back
+    /// moves the view.
+    pub fn extent(&self, area: Rect, t: &Theme) -> (u16, u16) {
         let lines = self.lines(t).len();
         let (_, _, body) = self.frames(area, t, lines);
-        (lines as u16).saturating_sub(body.height)
+        (body.height, (lines as u16).saturating_sub(body.height))
     }
 
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
@@ -225,12 +226,11 @@ impl DiffView {
 }
 
 /// A key in the overlay: the new scroll, or `None` when it closes.
-pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
+pub fn key(scroll: u16, key: &KeyEvent, (page, most): (u16, u16)) -> Option<u16> {
     match action_for(Scope::Diff, key) {
-        Some(Action::Down) => Some(scroll.saturating_add(1)),
-        Some(Action::Up) => Some(scroll.saturating_sub(1)),
         Some(Action::Close) => None,
-        _ => Some(scroll),
+        Some(a) => Some(scrolled(scroll, a, page, most).unwrap_or(scroll)),
+        None => Some(scroll),
     }
 }
 
@@ -299,13 +299,21 @@ mod tests {
 
     #[test]
     fn keys_scroll_and_close() {
-        assert_eq!(key(3, &fixture::key('j')), Some(4));
-        assert_eq!(key(3, &fixture::key('k')), Some(2));
+        use crossterm::event::KeyCode;
+        // 10 lines shown of 40: it scrolls to 30 at most.
+        let extent = (10, 30);
+        assert_eq!(key(3, &fixture::key('j'), extent), Some(4));
+        assert_eq!(key(3, &fixture::key('k'), extent), Some(2));
         assert_eq!(
-            key(3, &fixture::key('z')),
+            key(3, &fixture::key('z'), extent),
             Some(3),
             "other keys keep it open"
         );
-        assert_eq!(key(0, &code(crossterm::event::KeyCode::Esc)), None);
+        assert_eq!(key(3, &code(KeyCode::PageDown), extent), Some(12));
+        assert_eq!(key(25, &code(KeyCode::PageDown), extent), Some(30));
+        assert_eq!(key(12, &code(KeyCode::PageUp), extent), Some(3));
+        assert_eq!(key(12, &fixture::key('g'), extent), Some(0));
+        assert_eq!(key(0, &fixture::key('G'), extent), Some(30));
+        assert_eq!(key(0, &code(KeyCode::Esc), extent), None);
     }
 }

@@ -11,17 +11,14 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::keymap::{self, Keymap, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered, put};
+use super::widgets::{block, centered, put, scrolled};
 use crate::state::LoadState;
 
-/// A key in the overlay: the new scroll, or `None` when it closes (any key
-/// but the scrolling ones does).
-pub fn key(scroll: u16, key: &KeyEvent) -> Option<u16> {
-    match action_for(Scope::Help, key) {
-        Some(Action::Down) => Some(scroll.saturating_add(1)),
-        Some(Action::Up) => Some(scroll.saturating_sub(1)),
-        _ => None,
-    }
+/// A key in the overlay showing `page` lines and scrolling at most `most`:
+/// the new scroll, or `None` when it closes (any key but the scrolling ones
+/// does).
+pub fn key(scroll: u16, key: &KeyEvent, (page, most): (u16, u16)) -> Option<u16> {
+    action_for(Scope::Help, key).and_then(|a| scrolled(scroll, a, page, most))
 }
 
 /// Every binding by scope, with the keys of `keymap`, then the states.
@@ -95,12 +92,13 @@ fn wrap_words(text: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// The farthest the overlay scrolls on a screen of `area`: a key past it
-/// is not kept, so that the first key back moves the view.
-pub fn max_scroll(area: Rect, t: &Theme) -> u16 {
+/// The lines the overlay shows on a screen of `area`, and the farthest it
+/// scrolls: a key past it is not kept, so that the first key back moves
+/// the view.
+pub fn extent(area: Rect, t: &Theme) -> (u16, u16) {
     let inner_r = block(t, " Help · keys ", true).inner(frame_of(area));
     let total = lines(t, keymap::current(), inner_r.width).len() as u16;
-    total.saturating_sub(inner_r.height)
+    (inner_r.height, total.saturating_sub(inner_r.height))
 }
 
 fn frame_of(area: Rect) -> Rect {
@@ -115,7 +113,7 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
     frame.render_widget(b, r);
     let lines = lines(t, keymap::current(), inner_r.width);
     let total = lines.len() as u16;
-    let scroll = scroll.min(max_scroll(area, t));
+    let scroll = scroll.min(extent(area, t).1);
     frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), inner_r);
     if let Some(mark) = scroll_mark(scroll, inner_r.height, total) {
         let w = mark.chars().count() as u16;
@@ -216,8 +214,21 @@ mod tests {
     #[test]
     fn scroll_keys_scroll_and_others_close() {
         let k = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-        assert_eq!(key(0, &k('j')), Some(1));
-        assert_eq!(key(0, &k('k')), Some(0));
-        assert_eq!(key(3, &k('x')), None);
+        let c = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        // 20 lines shown of 100: it scrolls to 80 at most.
+        let extent = (20, 80);
+        assert_eq!(key(0, &k('j'), extent), Some(1));
+        assert_eq!(key(0, &k('k'), extent), Some(0));
+        assert_eq!(key(3, &k('x'), extent), None);
+        // A page keeps one line of the last for context; before, PgDn
+        // closed the help and a long one was read a line at a time.
+        assert_eq!(key(0, &c(KeyCode::PageDown), extent), Some(19));
+        assert_eq!(key(0, &k(' '), extent), Some(19));
+        assert_eq!(key(70, &c(KeyCode::PageDown), extent), Some(80));
+        assert_eq!(key(30, &c(KeyCode::PageUp), extent), Some(11));
+        assert_eq!(key(5, &c(KeyCode::PageUp), extent), Some(0));
+        assert_eq!(key(40, &k('g'), extent), Some(0));
+        assert_eq!(key(0, &k('G'), extent), Some(80));
+        assert_eq!(key(0, &c(KeyCode::End), extent), Some(80));
     }
 }

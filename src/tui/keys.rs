@@ -15,6 +15,9 @@ pub enum Action {
     NextMonth,
     First,
     Last,
+    /// A screenful down or up, in a scrolled overlay.
+    PageDown,
+    PageUp,
     NextJob,
     PrevJob,
     FocusNext,
@@ -562,6 +565,38 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         Help,
+        [code(KeyCode::PageDown), k(' ')],
+        "PgDn Space",
+        PageDown,
+        "a page down",
+        Some("page")
+    ),
+    bind!(
+        Help,
+        [code(KeyCode::PageUp)],
+        "PgUp",
+        PageUp,
+        "a page up",
+        None
+    ),
+    bind!(
+        Help,
+        [k('g'), code(KeyCode::Home)],
+        "g Home",
+        First,
+        "to the top",
+        None
+    ),
+    bind!(
+        Help,
+        [k('G'), code(KeyCode::End)],
+        "G End",
+        Last,
+        "to the end",
+        None
+    ),
+    bind!(
+        Help,
         [code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::F(1))],
         "Esc q",
         Close,
@@ -582,6 +617,38 @@ pub static BINDINGS: &[Binding] = &[
         "k ↑",
         Up,
         "scroll up",
+        None
+    ),
+    bind!(
+        Diff,
+        [code(KeyCode::PageDown), k(' ')],
+        "PgDn Space",
+        PageDown,
+        "a page down",
+        Some("page")
+    ),
+    bind!(
+        Diff,
+        [code(KeyCode::PageUp)],
+        "PgUp",
+        PageUp,
+        "a page up",
+        None
+    ),
+    bind!(
+        Diff,
+        [k('g'), code(KeyCode::Home)],
+        "g Home",
+        First,
+        "to the top",
+        None
+    ),
+    bind!(
+        Diff,
+        [k('G'), code(KeyCode::End)],
+        "G End",
+        Last,
+        "to the end",
         None
     ),
     bind!(

@@ -7,11 +7,29 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, BorderType, Borders};
 
+use super::keys::Action;
 use super::theme::Theme;
 
 /// Pasted text typed into a one-line input: line breaks and tabs become
 /// spaces, other control characters (escape sequences among them) are
 /// dropped.
+/// Where a scrolled view goes for `action`: a line, a page (`page` lines
+/// shown, one kept for context), or its top or end (`most`, the farthest
+/// it scrolls); `None` for an action that does not scroll.
+pub fn scrolled(scroll: u16, action: Action, page: u16, most: u16) -> Option<u16> {
+    let step = page.saturating_sub(1).max(1);
+    let to = match action {
+        Action::Down => scroll.saturating_add(1),
+        Action::Up => scroll.saturating_sub(1),
+        Action::PageDown => scroll.saturating_add(step),
+        Action::PageUp => scroll.saturating_sub(step),
+        Action::First => 0,
+        Action::Last => most,
+        _ => return None,
+    };
+    Some(to.min(most))
+}
+
 pub fn paste_into(input: &mut tui_input::Input, text: &str) {
     for c in text.chars() {
         let c = match c {

@@ -78,27 +78,21 @@ impl App {
                 }
             }
             Modal::Help { scroll } => {
-                if let Some(scroll) = help::key(scroll, &key) {
-                    let most = help::max_scroll(
-                        Rect::new(0, 0, self.shared.size.0, self.shared.size.1),
-                        &self.shared.theme,
-                    );
-                    self.shared.modal = Modal::Help {
-                        scroll: scroll.min(most),
-                    };
+                let screen = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+                let extent = help::extent(screen, &self.shared.theme);
+                if let Some(scroll) = help::key(scroll, &key, extent) {
+                    self.shared.modal = Modal::Help { scroll };
                 }
             }
             Modal::Diff { scroll } => {
-                if let Some(scroll) = diff::key(scroll, &key) {
-                    let most = self.shared.definition_diff.as_ref().map_or(0, |d| {
-                        d.max_scroll(
-                            Rect::new(0, 0, self.shared.size.0, self.shared.size.1),
-                            &self.shared.theme,
-                        )
-                    });
-                    self.shared.modal = Modal::Diff {
-                        scroll: scroll.min(most),
-                    };
+                let screen = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+                let extent = self
+                    .shared
+                    .definition_diff
+                    .as_ref()
+                    .map_or((0, 0), |d| d.extent(screen, &self.shared.theme));
+                if let Some(scroll) = diff::key(scroll, &key, extent) {
+                    self.shared.modal = Modal::Diff { scroll };
                 }
             }
             Modal::Filter => match self.shared.jobs.filter_key(&key) {
