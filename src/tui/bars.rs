@@ -4,13 +4,14 @@
 use chrono::NaiveDateTime;
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Clear, Widget};
 
 use super::keymap::footer_where;
 use super::keys::Action;
 use super::keys::Scope;
 use super::theme::Theme;
-use super::widgets::{abbreviate, put};
+use super::widgets::{abbreviate, put, wrap_words};
 
 /// What the title bar tells.
 pub struct Title<'a> {
@@ -65,18 +66,16 @@ pub fn render_footer(
     scope: Scope,
     shown: &dyn Fn(Action) -> bool,
 ) {
-    let buf = frame.buffer_mut();
     if let Some((error, text)) = message {
         let style = if *error {
             t.style("error")
         } else {
             t.style("text")
         };
-        // A note wider than the screen ends in "…", so that it reads as cut.
-        let room = r.width.saturating_sub(1) as usize;
-        put(buf, r, r.x + 1, r.y, &abbreviate(text, room), style);
+        render_note(frame, r, text, style, t);
         return;
     }
+    let buf = frame.buffer_mut();
     // Help and quit keep their place at the end at any width: a terminal
     // too narrow for every hint drops the others, from the end, so that
     // the key to learn the rest and the key to leave always show.
@@ -104,10 +103,83 @@ pub fn render_footer(
     }
 }
 
+/// The most lines a status note takes; past them it ends in "…".
+const NOTE_LINES: usize = 4;
+
+/// A status note on the footer line `r`: one wider than the screen goes on
+/// in lines above it, over the panes, under a rule, until the next key
+/// clears it (a note of a failure, with the command that mends it, was cut
+/// off mid-word). Where there is no room above, or past [`NOTE_LINES`], it
+/// ends in "…", so that it reads as cut.
+fn render_note(frame: &mut Frame, r: Rect, text: &str, style: Style, t: &Theme) {
+    let room = r.width.saturating_sub(1) as usize;
+    let above = r.y.saturating_sub(frame.area().y) as usize;
+    // Each line past the first takes one above, and the rule one more.
+    let most = NOTE_LINES.min(above.max(1));
+    let mut lines = wrap_words(text, room);
+    if lines.len() > most {
+        let rest = lines.split_off(most - 1).join(" ");
+        lines.push(rest);
+    }
+    let n = lines.len() as u16;
+    let band = Rect::new(r.x, r.y + 1 - n, r.width, n);
+    let buf = frame.buffer_mut();
+    if n > 1 {
+        Clear.render(band, buf);
+        let rule = Rect::new(r.x, band.y - 1, r.width, 1);
+        Clear.render(rule, buf);
+        let line = "─".repeat(r.width as usize);
+        put(buf, rule, rule.x, rule.y, &line, t.style("muted"));
+    }
+    for (k, line) in lines.iter().enumerate() {
+        let y = band.y + k as u16;
+        put(buf, band, r.x + 1, y, &abbreviate(line, room), style);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::fixture::draw;
+
+    /// A note wider than the screen goes on above the footer, whole, up to
+    /// four lines; past them, or with no room above, it ends in "…".
+    #[test]
+    fn a_long_status_note_reads_whole_above_the_footer() {
+        let note = (
+            true,
+            "fct_orders 2026-06-03 failed: CHECK constraint failed: amount_usd >= 0; fix the source, then r runs it again"
+                .to_string(),
+        );
+        let footer = |f: &mut Frame| {
+            let area = f.area();
+            let r = Rect::new(0, area.bottom() - 1, area.width, 1);
+            render_footer(
+                f,
+                r,
+                &Theme::default_theme(),
+                Some(&note),
+                Scope::Main,
+                &|_| true,
+            )
+        };
+        let shown = draw(40, 8, footer);
+        let lines: Vec<&str> = shown.lines().map(str::trim_end).collect();
+        assert_eq!(
+            lines[4..],
+            [
+                "────────────────────────────────────────",
+                " fct_orders 2026-06-03 failed: CHECK",
+                " constraint failed: amount_usd >= 0; fix",
+                " the source, then r runs it again",
+            ]
+        );
+        // Three rows: two lines and the rule; the second ends cut.
+        let shown = draw(40, 3, footer);
+        let lines: Vec<&str> = shown.lines().map(str::trim_end).collect();
+        assert_eq!(lines[1], " fct_orders 2026-06-03 failed: CHECK");
+        assert!(lines[2].ends_with('…'), "{shown}");
+    }
 
     #[test]
     fn a_status_note_wider_than_the_screen_ends_in_an_ellipsis() {

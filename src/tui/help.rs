@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::keymap::{self, Keymap, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered, put, scrolled};
+use super::widgets::{block, centered, put, scrolled, wrap_words};
 use crate::state::LoadState;
 
 /// A key in the overlay showing `page` lines and scrolling at most `most`:
@@ -73,23 +73,6 @@ pub fn lines(t: &Theme, keymap: &Keymap, width: u16) -> Vec<Line<'static>> {
         ),
     ]));
     lines
-}
-
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let mut out = vec![String::new()];
-    for word in text.split(' ') {
-        let last = out.last_mut().map(|l| l.chars().count()).unwrap_or(0);
-        if last > 0 && last + 1 + word.chars().count() > width {
-            out.push(String::new());
-        }
-        if let Some(line) = out.last_mut() {
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-    }
-    out
 }
 
 /// The lines the overlay shows on a screen of `area`, and the farthest it

@@ -30,6 +30,25 @@ pub fn scrolled(scroll: u16, action: Action, page: u16, most: u16) -> Option<u16
     Some(to.min(most))
 }
 
+/// `text` in lines of at most `width` characters, broken between words (a
+/// word longer than that keeps its own line, whole).
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let last = out.last_mut().map(|l| l.chars().count()).unwrap_or(0);
+        if last > 0 && last + 1 + word.chars().count() > width {
+            out.push(String::new());
+        }
+        if let Some(line) = out.last_mut() {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    out
+}
+
 pub fn paste_into(input: &mut tui_input::Input, text: &str) {
     for c in text.chars() {
         let c = match c {
