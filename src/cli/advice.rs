@@ -269,7 +269,7 @@ fn repeat_command(run: &AsRun<'_>, job: &str, summary: &engine::RunSummary) -> O
         .copied()
         .collect();
     let only_failed = summary.unrecorded == 0 && summary.not_started == 0;
-    repeat_line(run, job, &undone, only_failed, false)
+    repeat_line(run, job, &undone, only_failed)
 }
 
 /// [`repeat_command`] for a job's step of a cascade: what it left undone
@@ -297,7 +297,7 @@ fn repeat_step(run: &AsRun<'_>, outcome: &engine::cascade::StepOutcome) -> Optio
             .summary
             .as_ref()
             .is_some_and(|s| s.unrecorded == 0 && s.not_started == 0);
-    repeat_line(run, &outcome.job, &undone, only_failed, true)
+    repeat_line(run, &outcome.job, &undone, only_failed)
 }
 
 /// `idem run JOB --from FIRST --to LAST` over `undone` (oldest first), as
@@ -310,7 +310,6 @@ fn repeat_line(
     job: &str,
     undone: &[Partition],
     only_failed: bool,
-    cascade: bool,
 ) -> Option<String> {
     let (first, last) = (undone.first()?, undone.last()?);
     let mut only: Vec<&str> = run.only.iter().map(|w| w.trim()).collect();
@@ -328,8 +327,8 @@ fn repeat_line(
         first.name(),
         last.name(),
         run.incomplete(),
-        if cascade { " --cascade" } else { "" },
-        yes_for(*first, *last, cascade),
+        run.cascading(),
+        yes_for(*first, *last, run.cascade),
     ))
 }
 
@@ -411,14 +410,18 @@ mod tests {
     #[test]
     fn a_wide_command_carries_yes() {
         let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
+        let cascading = AsRun {
+            cascade: true,
+            ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
+        };
         let narrow = [day("2026-01-01"), day("2026-01-05")];
         assert_eq!(
-            repeat_line(config, "j", &narrow, true, false).as_deref(),
+            repeat_line(config, "j", &narrow, true).as_deref(),
             Some("idem run j --only failed --from 2026-01-01 --to 2026-01-05")
         );
         let wide = [day("2026-01-01"), day("2026-06-30")];
         assert_eq!(
-            repeat_line(config, "j", &wide, false, true).as_deref(),
+            repeat_line(&cascading, "j", &wide, false).as_deref(),
             Some("idem run j --from 2026-01-01 --to 2026-06-30 --cascade --yes")
         );
         let summary = engine::RunSummary {
@@ -518,7 +521,11 @@ mod tests {
     /// they load (QA: it said "to finish", which reloaded nothing new).
     #[test]
     fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
-        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
+        // A cascade's notes are made for a cascade.
+        let config = &AsRun {
+            cascade: true,
+            ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
+        };
         let upstream = |refused: bool| engine::cascade::StepOutcome {
             job: "fct".into(),
             summary: Some(engine::RunSummary {
@@ -586,7 +593,11 @@ mod tests {
     /// cascade, and the downstream job's undone days are named.
     #[test]
     fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
-        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
+        // A cascade's notes are made for a cascade.
+        let config = &AsRun {
+            cascade: true,
+            ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
+        };
         let root = engine::cascade::StepOutcome {
             job: "ev".into(),
             summary: Some(engine::RunSummary {
@@ -633,7 +644,7 @@ mod tests {
         // A run that is not a cascade is repeated as it was.
         let summary = root.summary.as_ref().expect("summary");
         assert_eq!(
-            repeat_command(config, "ev", summary).as_deref(),
+            repeat_command(&AsRun::plain(config.config), "ev", summary).as_deref(),
             Some("idem run ev --from 2026-01-02 --to 2026-01-03")
         );
         // With its --only (and failed: a partition it chose may have

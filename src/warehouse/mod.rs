@@ -88,6 +88,19 @@ pub enum LockPlan {
     Session,
 }
 
+/// How a merge counts its matched and changed rows ([`Dialect::match_form`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchForm {
+    /// The target joined with the stage, counted at once.
+    Join,
+    /// Each stage row's target row looked up in a lateral subquery, which
+    /// yields the test alone (the joined row would be too wide).
+    Lateral,
+    /// The join made in a subquery that aggregates nothing (the aggregate
+    /// query would read too many terms).
+    Subquery,
+}
+
 /// What differs between engines. Implemented once per engine module.
 pub trait Dialect: Send + Sync {
     fn engine(&self) -> Engine;
@@ -294,6 +307,14 @@ pub trait Dialect: Send + Sync {
     fn written_by(&self, _sql: &mut Sql, _txid: i64, _scope: &dyn Fn(&mut Sql)) {}
     /// A null-safe "values differ" test of two values of `column`'s type.
     fn differs(&self, a: &str, b: &str, column: &Column) -> String;
+    /// How a merge joins the target's rows with the stage's to count the
+    /// matched and changed ones, for a table of `columns` columns: a plain
+    /// join, unless the engine's limits on a row's or a query's width need
+    /// another form.
+    fn match_form(&self, columns: usize) -> MatchForm {
+        let _ = columns;
+        MatchForm::Join
+    }
     /// Whether any of `columns` differs between the rows named `a` and `b`
     /// ([`Dialect::differs`] of each). Past 100 columns the tests are
     /// ORed in parenthesised groups of 100: SQLite nests an expression at

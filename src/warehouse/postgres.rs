@@ -10,8 +10,8 @@ use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{
-    Column, ColumnKind, Dialect, Engine, LockPlan, PartitionLock, SessionAsk, SessionHolder,
-    TransactionIds, lock_key_i64,
+    Column, ColumnKind, Dialect, Engine, LockPlan, MatchForm, PartitionLock, SessionAsk,
+    SessionHolder, TransactionIds, lock_key_i64,
 };
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
@@ -34,6 +34,16 @@ fn index_of(table: &TableName, index: &Ident) -> TableName {
 impl Dialect for Postgres {
     fn engine(&self) -> Engine {
         Engine::Postgres
+    }
+
+    /// A join's rows hold both sides' columns, at most 1,664: past 800
+    /// columns (with room to spare) the compare runs per target row.
+    fn match_form(&self, columns: usize) -> MatchForm {
+        if 2 * columns > 1600 {
+            MatchForm::Lateral
+        } else {
+            MatchForm::Join
+        }
     }
 
     fn quote(&self, ident: &Ident) -> String {

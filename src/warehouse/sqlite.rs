@@ -7,7 +7,7 @@ use super::columns::DescribeLimits;
 use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
-use super::{Column, ColumnKind, Dialect, Engine, LockPlan, WholeTable};
+use super::{Column, ColumnKind, Dialect, Engine, LockPlan, MatchForm, WholeTable};
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
@@ -26,6 +26,16 @@ pub(crate) fn database_file(url: &str) -> Option<std::path::PathBuf> {
 impl Dialect for Sqlite {
     fn engine(&self) -> Engine {
         Engine::Sqlite
+    }
+
+    /// An aggregate query reads at most 2,000 terms, each column one, and
+    /// the two counts.
+    fn match_form(&self, columns: usize) -> MatchForm {
+        if 2 * columns + 2 > 2000 {
+            MatchForm::Subquery
+        } else {
+            MatchForm::Join
+        }
     }
 
     fn quote(&self, ident: &Ident) -> String {

@@ -4,14 +4,9 @@
 use sqlx::AnyConnection;
 
 use crate::numbers::{n_rows, thousands};
-use crate::warehouse::Engine;
+use crate::warehouse::MatchForm;
 
 use super::*;
-
-/// Below PostgreSQL's 1,664 columns a row may hold, with room to spare.
-const PG_JOINED_COLUMNS: usize = 1600;
-/// The terms (columns read, aggregates) a SQLite aggregate query may hold.
-const SQLITE_AGGREGATE_TERMS: usize = 2000;
 
 pub(super) async fn merge(
     dialect: &'static dyn Dialect,
@@ -81,45 +76,47 @@ pub(super) async fn merge(
     // written as the source spells it.
     let changed_test = dialect.any_differs("t", "s", &typed);
     let mut matched = Sql::new(dialect);
-    if dialect.engine() == Engine::Postgres && 2 * typed.len() > PG_JOINED_COLUMNS {
-        // A join's rows hold both sides' columns, at most 1,664 on
-        // PostgreSQL: a table over 832 columns is compared within each
-        // target row's own lookup (its key's unique index), which yields the
-        // test alone. `OFFSET 0` keeps the planner from pulling it up.
-        matched
-            .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM ")
-            .push(&stage)
-            .push(" s CROSS JOIN LATERAL (SELECT ")
-            .push(&changed_test)
-            .push(" AS d FROM ")
-            .table(&job.target)
-            .push(" t WHERE ")
-            .push(&key_match)
-            .push(" OFFSET 0) m");
-    } else if dialect.engine() == Engine::Sqlite && 2 * typed.len() + 2 > SQLITE_AGGREGATE_TERMS {
-        // SQLite's aggregate query reads at most 2,000 terms, each column
-        // one: the test is made in a subquery that aggregates nothing, which
-        // `LIMIT -1` keeps from being flattened into the count.
-        matched
-            .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM (SELECT ")
-            .push(&changed_test)
-            .push(" AS d FROM ")
-            .table(&job.target)
-            .push(" t JOIN ")
-            .push(&stage)
-            .push(" s ON ")
-            .push(&key_match)
-            .push(" LIMIT -1) m");
-    } else {
-        matched
-            .push("SELECT COUNT(*), COUNT(CASE WHEN ")
-            .push(&changed_test)
-            .push(" THEN 1 END) FROM ")
-            .table(&job.target)
-            .push(" t JOIN ")
-            .push(&stage)
-            .push(" s ON ")
-            .push(&key_match);
+    match dialect.match_form(typed.len()) {
+        // Compared within each target row's own lookup (its key's unique
+        // index), which yields the test alone. `OFFSET 0` keeps the
+        // planner from pulling it up.
+        MatchForm::Lateral => {
+            matched
+                .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM ")
+                .push(&stage)
+                .push(" s CROSS JOIN LATERAL (SELECT ")
+                .push(&changed_test)
+                .push(" AS d FROM ")
+                .table(&job.target)
+                .push(" t WHERE ")
+                .push(&key_match)
+                .push(" OFFSET 0) m");
+        }
+        // The test made in a subquery that aggregates nothing, which
+        // `LIMIT -1` keeps SQLite from flattening into the count.
+        MatchForm::Subquery => {
+            matched
+                .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM (SELECT ")
+                .push(&changed_test)
+                .push(" AS d FROM ")
+                .table(&job.target)
+                .push(" t JOIN ")
+                .push(&stage)
+                .push(" s ON ")
+                .push(&key_match)
+                .push(" LIMIT -1) m");
+        }
+        MatchForm::Join => {
+            matched
+                .push("SELECT COUNT(*), COUNT(CASE WHEN ")
+                .push(&changed_test)
+                .push(" THEN 1 END) FROM ")
+                .table(&job.target)
+                .push(" t JOIN ")
+                .push(&stage)
+                .push(" s ON ")
+                .push(&key_match);
+        }
     }
     let row = matched.query().fetch_one(&mut *tx).await?;
     let existing: i64 = row.try_get(0)?;
