@@ -877,7 +877,7 @@ fn command_line() {
     keys(&mut a, ":run 2026-06-09..2026-06-02\n");
     assert_eq!(
         a.message.as_ref().map(|(_, m)| m.as_str()),
-        Some("--from 2026-06-09 is after --to 2026-06-02")
+        Some("2026-06-09..2026-06-02 ends before it starts; did you mean 2026-06-02..2026-06-09?")
     );
     keys(&mut a, ":q\n");
     assert!(a.quit);

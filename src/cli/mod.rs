@@ -346,7 +346,8 @@ fn never_run(state: LoadState) -> &'static str {
     }
 }
 
-/// Parses `--from` / `--to` for a job's grain.
+/// Parses `--from` / `--to` for a job's grain; messages name the bound
+/// as `flag` (none: as typed alone).
 pub fn parse_bound(
     job: &Job,
     flag: &str,
@@ -354,10 +355,15 @@ pub fn parse_bound(
     end: RangeEnd,
 ) -> Result<Option<Partition>, Stop> {
     let Some(text) = text else { return Ok(None) };
+    let flag = if flag.is_empty() {
+        String::new()
+    } else {
+        format!("{flag} ")
+    };
     // A day of a monthly job would silently stand for its whole month.
     if let Some(meant) = Partition::meant_by_finer(job.grain, text) {
         return Err(Stop::usage(format!(
-            "{flag} {} is not a {} partition; did you mean {meant}? ({} has {} grain)",
+            "{flag}{} is not a {} partition; did you mean {meant}? ({} has {} grain)",
             text.trim(),
             job.grain,
             job.name,
@@ -369,12 +375,12 @@ pub fn parse_bound(
         .ok_or_else(|| {
             if let Some(what) = crate::partition::impossible_date(text.trim()) {
                 return Stop::usage(format!(
-                    "{flag} \"{text}\" has the right form, but there is no such {what}: {}",
+                    "{flag}\"{text}\" has the right form, but there is no such {what}: {}",
                     crate::partition::calendar_fault(text.trim())
                 ));
             }
             Stop::usage(format!(
-                "{flag} \"{text}\" is not a partition of {} ({} grain); expected {}",
+                "{flag}\"{text}\" is not a partition of {} ({} grain); expected {}",
                 job.name,
                 job.grain,
                 job.grain.name_format()

@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// (the console's "same as:" line): not an argument of `run`.
     #[arg(skip)]
     pub config: Option<std::path::PathBuf>,
+    /// The range came typed as `A..B` (the console's `:run`): messages name
+    /// its ends as typed, not as flags nobody typed.
+    #[arg(skip)]
+    pub typed_range: bool,
     /// The job to backfill.
     pub job: String,
     /// First partition (default: the job's start).
@@ -92,9 +96,14 @@ impl RunArgs {
                 e.message
             ))
         })?;
+        let (from, to) = if self.typed_range {
+            ("", "")
+        } else {
+            ("--from", "--to")
+        };
         Ok(Selection {
-            from: parse_bound(job, "--from", self.from.as_deref(), RangeEnd::From)?,
-            to: parse_bound(job, "--to", self.to.as_deref(), RangeEnd::To)?,
+            from: parse_bound(job, from, self.from.as_deref(), RangeEnd::From)?,
+            to: parse_bound(job, to, self.to.as_deref(), RangeEnd::To)?,
             only,
             refused: !refused.is_empty(),
             allow_incomplete: self.allow_incomplete,

@@ -145,6 +145,7 @@ fn parse_run(job: &str, words: &[&str]) -> Result<RunArgs, String> {
         let (a, b) = range.split_once("..").unwrap_or((&range, &range));
         args.from = Some(a.to_string());
         args.to = Some(b.to_string());
+        args.typed_range = true;
     }
     if args.dry_run || args.json {
         return Err(
@@ -169,15 +170,16 @@ pub fn run_range(
     if selection.from.is_none() && selection.to.is_none() {
         return Ok(None);
     }
-    // Said as `idem run` says it, not as a range with nothing in it.
+    // Said as it was typed, not as a range with nothing in it.
     if let (Some(from), Some(to)) = (selection.from, selection.to)
         && from > to
     {
-        return Err(crate::engine::PlanError::EmptyRange {
-            from: from.name(),
-            to: to.name(),
-        }
-        .to_string());
+        let (from, to) = (from.name(), to.name());
+        return Err(if args.typed_range {
+            format!("{from}..{to} ends before it starts; did you mean {to}..{from}?")
+        } else {
+            crate::engine::PlanError::EmptyRange { from, to }.to_string()
+        });
     }
     let from = selection.from.unwrap_or(job.job.start);
     let to = selection.to.unwrap_or_else(|| job.job.last_partition(now));
@@ -199,14 +201,39 @@ mod tests {
         }
     }
 
+    /// A range is said as it was typed: as `A..B`, or with the flags
+    /// (QA: `:run 2026-13-01` answered of a `--from` nobody typed).
     #[test]
-    fn a_range_written_backwards_is_said_as_idem_run_says_it() {
+    fn a_range_written_backwards_or_wrong_is_said_as_it_was_typed() {
         let job = crate::tui::fixture::job_view("fct_orders", false, "■■■■■■■■■■");
+        let now = crate::tui::fixture::now();
         let args = run("run 2026-06-09..2026-06-02").unwrap();
         assert_eq!(
-            run_range(&args, &job, crate::tui::fixture::now()),
+            run_range(&args, &job, now),
+            Err("2026-06-09..2026-06-02 ends before it starts; did you mean 2026-06-02..2026-06-09?".to_string())
+        );
+        let args = run("run --from 2026-06-09 --to 2026-06-02").unwrap();
+        assert_eq!(
+            run_range(&args, &job, now),
             Err("--from 2026-06-09 is after --to 2026-06-02".to_string())
         );
+        let args = run("run 2026-13-01").unwrap();
+        assert_eq!(
+            run_range(&args, &job, now),
+            Err(
+                "\"2026-13-01\" has the right form, but there is no such date: months are 01 to 12"
+                    .to_string()
+            )
+        );
+        let args = run("run 2026-06-01..2026-06-31").unwrap();
+        let said = run_range(&args, &job, now).unwrap_err();
+        assert!(
+            said.starts_with("\"2026-06-31\" has the right form"),
+            "{said}"
+        );
+        let args = run("run --from 2026-13-01").unwrap();
+        let said = run_range(&args, &job, now).unwrap_err();
+        assert!(said.starts_with("--from \"2026-13-01\""), "{said}");
     }
 
     #[test]
