@@ -24,9 +24,9 @@ impl Question {
     pub fn text(&self, active_runs: usize, job: &str) -> String {
         match (self, active_runs) {
             (Question::Quit, 0) => "No run is in flight any more. Quit?".to_string(),
-            (Question::Quit, 1) => "1 run in flight, starting no new partition while you answer. Quit and cancel it? Its in-flight partitions roll back.".to_string(),
+            (Question::Quit, 1) => "1 run in flight, starting no new partition while you answer. Quit and cancel it? Its in-flight partitions roll back, and idem says what it left and the command that finishes it.".to_string(),
             (Question::Quit, n) => format!(
-                "{n} runs in flight, starting no new partition while you answer. Quit and cancel them? Their in-flight partitions roll back."
+                "{n} runs in flight, starting no new partition while you answer. Quit and cancel them? Their in-flight partitions roll back, and idem says what each left and the command that finishes it."
             ),
             (Question::CancelRun(id), _) => format!(
                 "Cancel run #{id} of {job}? No new partition starts while you answer; on yes, in-flight ones roll back."
