@@ -1383,7 +1383,121 @@ async fn a_column_named_beyond_ascii_is_the_targets(kind: Kind) {
     wh.close().await;
 }
 
+/// A SELECT that writes a column the target computes (a generated column;
+/// on PostgreSQL also an identity `GENERATED ALWAYS`) fails every load at
+/// its first partition with the server's refusal: lint says so first, as
+/// an error naming the column, at the job's SQL, and says nothing else of
+/// it (SQLite lists no generated column among a table's columns, which
+/// must not read as a column the target lacks). A SELECT that leaves it
+/// out is clean.
+async fn a_select_writing_a_computed_column_is_an_error(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let window = "from gen_src where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job(
+            "writes_half",
+            "gen_fct",
+            "2026-01-02",
+            &format!("select id, dt, n, n / 2 as half {window}"),
+        ),
+        common::replace_job(
+            "leaves_half",
+            "gen_fct",
+            "2026-01-02",
+            &format!("select id, dt, n {window}"),
+        ),
+        common::replace_job(
+            "writes_seq",
+            "gen_identity",
+            "2026-01-02",
+            &format!("select id as seq, dt {window}"),
+        ),
+    ]
+    .concat();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let (generated, identity) = match kind {
+        Kind::Postgres => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER GENERATED ALWAYS AS (n / 2) STORED)",
+            "CREATE TABLE gen_identity (seq BIGINT GENERATED ALWAYS AS IDENTITY, dt DATE NOT NULL)",
+        ),
+        Kind::MySql => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER AS (n DIV 2) VIRTUAL)",
+            "CREATE TABLE gen_identity (seq BIGINT AS (1) STORED, dt DATE NOT NULL)",
+        ),
+        Kind::Sqlite => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER AS (n / 2))",
+            "CREATE TABLE gen_identity (seq INTEGER AS (1) STORED, dt DATE NOT NULL)",
+        ),
+    };
+    wh.execute_script(&[
+        "CREATE TABLE gen_src (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER)",
+        "INSERT INTO gen_src VALUES (1, '2026-01-01', 4)",
+        generated,
+        identity,
+    ])
+    .await
+    .expect("fixture");
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).expect("job");
+
+    let found = lint::warehouse_findings(&wh, job("writes_half"))
+        .await
+        .expect("lint");
+    let [finding] = found.as_slice() else {
+        panic!("{kind:?}: {found:#?}");
+    };
+    assert_eq!(finding.severity, Severity::Error, "{kind:?}");
+    assert_eq!(finding.line, job("writes_half").sql_line, "{kind:?}");
+    assert!(
+        finding.message.starts_with(
+            "the job's SELECT writes half, a generated column of gen_fct: the table computes it"
+        ),
+        "{kind:?}: {}",
+        finding.message
+    );
+    assert!(
+        finding.fix.starts_with("drop half from the job's SELECT"),
+        "{}",
+        finding.fix
+    );
+    // What lint says is what a run meets: the server refuses the load.
+    let day = idem::partition::Partition::parse(
+        idem::partition::Grain::Day,
+        "2026-01-01",
+        idem::partition::RangeEnd::From,
+    )
+    .expect("day");
+    let verified = wh
+        .verify_partition(job("writes_half"), &day, &Default::default())
+        .await;
+    assert!(verified.is_err(), "{kind:?}: {verified:?}");
+
+    let found = lint::warehouse_findings(&wh, job("leaves_half"))
+        .await
+        .expect("lint");
+    assert_eq!(found, vec![], "{kind:?}");
+
+    let found = lint::warehouse_findings(&wh, job("writes_seq"))
+        .await
+        .expect("lint");
+    let what = match kind {
+        Kind::Postgres => "an identity GENERATED ALWAYS column",
+        _ => "a generated column",
+    };
+    assert!(
+        found.iter().any(|f| f.severity == Severity::Error
+            && f.message.starts_with(&format!(
+                "the job's SELECT writes seq, {what} of gen_identity"
+            ))),
+        "{kind:?}: {found:#?}"
+    );
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_select_writing_a_computed_column_is_an_error,
     a_column_named_beyond_ascii_is_the_targets,
     columns_the_table_fills_anew,
     warehouse_checks,

@@ -10,12 +10,14 @@
 //! target column only by case on PostgreSQL, a merge key without a unique
 //! index, a replace target's column the table numbers or stamps on every
 //! insert while the SELECT leaves it out, LIMIT without ORDER BY, a replace
-//! job reading its own target). A **warning** is a likely mistake that lint cannot prove (a
+//! job reading its own target, a SELECT writing a column the table
+//! computes). A **warning** is a likely mistake that lint cannot prove (a
 //! `row_number()` key, a window filter on another column than the
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
 mod filled;
+mod generated;
 mod own_target;
 pub use own_target::names_target;
 mod refusals;
@@ -591,6 +593,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     // does the field check of one the target lacks.)
                     let required = required_outputs(job);
                     let engine = wh.dialect().engine();
+                    let computed = generated::findings(wh, job, &names, &mut out).await?;
                     for name in names.iter().filter(|_| !missing) {
                         // A column the target has but for case (PostgreSQL).
                         let alike = target_columns.iter().find(|c| {
@@ -615,7 +618,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         let fits = target_columns
                             .iter()
                             .any(|c| c.name.as_str().eq_ignore_ascii_case(name))
-                            || not_plain.iter().any(|c| names_column(name, c, engine));
+                            || not_plain.iter().any(|c| names_column(name, c, engine))
+                            || computed.iter().any(|c| names_column(name, c, engine));
                         if let (false, Some(twin)) =
                             (fits, crate::warehouse::renamed_duplicate(name, &names))
                         {
