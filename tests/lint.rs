@@ -2364,3 +2364,68 @@ async fn sqlite_two_select_columns_alike_but_for_case_are_named_as_written() {
         assert!(!said.contains("drop V:1"), "{args:?}: {said}");
     }
 }
+
+/// SQLite reads a double-quoted name that names no column or table as a
+/// string: `select "amount_usd"` from a source without that column loads
+/// the text into every row. Lint warns at the name's line, naming it with
+/// how to write it; a double-quoted name that is a column, an alias or a
+/// table, a name in backticks, and a string in single quotes are no
+/// finding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_double_quoted_name_read_as_text_is_named() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = [
+        common::replace_job(
+            "text_for_a_column",
+            "dq_fct",
+            "2026-01-02",
+            "select id, dt,\n  \"amount_usd\" as amount\nfrom \"dq_src\" where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "real_columns",
+            "dq_fct",
+            "2026-01-02",
+            "select \"id\", \"dt\", `amount` as \"amount\"\nfrom \"dq_src\" where \"dt\" >= :start and dt < :end and 'amount_usd' <> ''",
+        ),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE dq_src (id INTEGER NOT NULL, dt DATE NOT NULL, amount INTEGER)",
+        "INSERT INTO dq_src VALUES (1, '2026-01-01', 5)",
+        "CREATE TABLE dq_fct (id INTEGER NOT NULL, dt DATE NOT NULL, amount INTEGER)",
+    ])
+    .await
+    .expect("fixture");
+    let job = &config.jobs[0];
+    let found = lint::warehouse_findings(&wh, job).await.expect("lint");
+    let [finding] = found.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(finding.severity, Severity::Warning);
+    assert_eq!(finding.line, job.sql_line + 1, "the name's own line");
+    assert!(
+        finding.message.starts_with(
+            "\"amount_usd\" names no column or table where it stands, so SQLite reads it as the text 'amount_usd'"
+        ),
+        "{}",
+        finding.message
+    );
+    assert!(finding.fix.contains("`amount_usd`"), "{}", finding.fix);
+    let found = lint::warehouse_findings(&wh, &config.jobs[1])
+        .await
+        .expect("lint");
+    assert_eq!(found, vec![]);
+    wh.close().await;
+    // The binary names the job and the line, and a warning alone exits 0.
+    let (code, stdout, stderr) = idem(&path, &["text_for_a_column"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "idem.toml:{}: job text_for_a_column: warning: \"amount_usd\" names no column",
+            job.sql_line + 1
+        )),
+        "{stdout}{stderr}"
+    );
+}

@@ -22,6 +22,7 @@ mod own_target;
 pub use own_target::names_target;
 mod refusals;
 mod sql;
+mod sqlite_quotes;
 mod sqlite_text;
 mod targets;
 mod unused_keys;
@@ -653,6 +654,9 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         }
                     }
                     filled::findings(wh, job, &names, &mut out).await?;
+                    if engine == crate::warehouse::Engine::Sqlite {
+                        sqlite_quotes::findings(wh, job, &mut out).await?;
+                    }
                     if job.strategy == Strategy::MergeKey
                         && wh.dialect().upsert_matches_any_unique_index()
                     {
