@@ -577,11 +577,57 @@ async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
     wh.close().await;
 }
 
+/// The grain a starter job suggests follows a sample of the column's
+/// values, not its first alone: a table whose first row lies at midnight
+/// and the others on the hour is hourly, one whose dates are all months'
+/// first days monthly, and midnights of several days are daily whatever
+/// the column is called (QA: each was guessed from the first value).
+async fn init_guesses_the_grain_from_a_sample_of_values(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let timestamp = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let script = [
+        format!("CREATE TABLE by_hour (id INTEGER NOT NULL, ts {timestamp} NOT NULL)"),
+        "INSERT INTO by_hour VALUES (1, '2026-03-01 00:00:00'), (2, '2026-03-01 01:00:00'), (3, '2026-03-01 02:00:00'), (4, '2026-03-02 23:00:00')".to_string(),
+        "CREATE TABLE by_month (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO by_month VALUES (1, '2026-01-01'), (2, '2026-02-01'), (3, '2026-03-01')".to_string(),
+        format!("CREATE TABLE by_day (id INTEGER NOT NULL, at_hour {timestamp} NOT NULL)"),
+        "INSERT INTO by_day VALUES (1, '2026-03-01 00:00:00'), (2, '2026-03-02 00:00:00')".to_string(),
+    ];
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    wh.close().await;
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    exits(kind, &out, 0);
+    let starter = std::fs::read_to_string(&path).unwrap();
+    let jobs = jobs_of(&path, &uncommented(&starter));
+    let guess = |name: &str| {
+        let job = jobs
+            .iter()
+            .find(|j| j.name == name)
+            .unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"));
+        (job.grain.as_str(), job.start.name())
+    };
+    assert_eq!(guess("by_hour"), ("hour", "2026-03-01T00".into()), "{kind:?}");
+    assert_eq!(guess("by_month"), ("month", "2026-01".into()), "{kind:?}");
+    assert_eq!(guess("by_day"), ("day", "2026-03-01".into()), "{kind:?}");
+}
+
 on_every_engine!(
     init_lists_the_dated_tables,
     a_starter_job_quotes_its_names_and_reads_no_target,
     init_says_what_it_leaves_out,
-    a_starter_leaves_out_what_the_table_computes
+    a_starter_leaves_out_what_the_table_computes,
+    init_guesses_the_grain_from_a_sample_of_values
 );
 
 /// SQLite: a column is a date column when its values are dates whole, not

@@ -12,6 +12,7 @@ use crate::exit::Exit;
 use crate::warehouse::{config_sqlite_url, redact};
 
 mod candidates;
+mod grain;
 mod starter;
 
 pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
