@@ -816,3 +816,77 @@ fn a_config_in_a_missing_folder_is_refused_first() {
         "{stderr}"
     );
 }
+
+/// `--config` a symlink: init writes the file it names, and the link stays
+/// a link. A dangling link (a dotfiles link made before its file) has its
+/// file made, where that file's folder is there; where it is not, init
+/// refuses before reading the warehouse, naming both; an existing file
+/// behind a link needs --force as any existing config does; a loop of
+/// links is refused (QA: a dangling link was replaced by a plain file).
+#[test]
+fn init_writes_through_a_symlink_even_a_dangling_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    std::fs::File::create(&db).unwrap();
+    let url = format!("sqlite://{}", db.display());
+    let is_link = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    };
+
+    // Dangling, relative, into a folder that is there.
+    std::fs::create_dir(dir.path().join("dotfiles")).unwrap();
+    let link = dir.path().join("idem.toml");
+    std::os::unix::fs::symlink("dotfiles/idem.toml", &link).unwrap();
+    let out = idem(&link, &["init", &url]);
+    exits(Kind::Sqlite, &out, 0);
+    assert!(is_link(&link), "the link was replaced");
+    let written = std::fs::read_to_string(dir.path().join("dotfiles/idem.toml")).unwrap();
+    assert!(written.contains("[warehouse]"), "{written}");
+
+    // Now it names a file: as any existing config, it needs --force.
+    let again = idem(&link, &["init", &url]);
+    exits(Kind::Sqlite, &again, 2);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pass --force"));
+    exits(Kind::Sqlite, &idem(&link, &["init", &url, "--force"]), 0);
+    assert!(is_link(&link));
+
+    // A chain of links, the last dangling: the file at its end.
+    let chained = dir.path().join("chained.toml");
+    std::os::unix::fs::symlink(dir.path().join("middle.toml"), &chained).unwrap();
+    std::os::unix::fs::symlink("dotfiles/end.toml", dir.path().join("middle.toml")).unwrap();
+    exits(Kind::Sqlite, &idem(&chained, &["init", &url]), 0);
+    assert!(is_link(&chained) && is_link(&dir.path().join("middle.toml")));
+    assert!(dir.path().join("dotfiles/end.toml").is_file());
+
+    // Into a folder that is not there: refused, naming the link's file.
+    let nowhere = dir.path().join("nowhere.toml");
+    std::os::unix::fs::symlink(dir.path().join("gone/idem.toml"), &nowhere).unwrap();
+    let out = idem(&nowhere, &["init", &url]);
+    exits(Kind::Sqlite, &out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot write {} (a symlink to {}): there is no folder {}",
+            nowhere.display(),
+            dir.path().join("gone/idem.toml").display(),
+            dir.path().join("gone").display()
+        )),
+        "{stderr}"
+    );
+    assert!(is_link(&nowhere));
+
+    // A loop.
+    let looped = dir.path().join("loop.toml");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let out = idem(&looped, &["init", &url]);
+    exits(Kind::Sqlite, &out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a symlink that leads to itself"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_link(&looped));
+}
