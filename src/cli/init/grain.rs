@@ -147,6 +147,18 @@ pub(super) fn grain_and_start(
         Grain::Day => first.get(..10).unwrap_or(first),
         Grain::Hour => first.get(..13).unwrap_or(first),
     };
+    // MariaDB's zero month or day (`2026-02-00`, allowed without
+    // NO_ZERO_IN_DATE) sorts before the month's first day: the first real
+    // date is on or after that day, not this month (QA: a table from
+    // 2026-02-00 on was started at the current month).
+    let prefix = match prefix.as_bytes() {
+        [_, _, _, _, b'-', b'0', b'0', ..] => format!("{}-01{}", &prefix[..4], &prefix[7..])
+            .replacen("-00", "-01", 1),
+        [_, _, _, _, b'-', _, _, b'-', b'0', b'0', ..] => {
+            format!("{}-01{}", &prefix[..7], &prefix[10..])
+        }
+        _ => prefix.to_string(),
+    };
     let start = Partition::parse(grain, &prefix.replacen(' ', "T", 1), RangeEnd::From)
         .unwrap_or_else(|| Partition::containing(grain, today().start));
     (grain, start)
@@ -238,6 +250,17 @@ mod tests {
                 &["2026-06-04 00:13:07"]
             ),
             (Grain::Hour, "2026-06-04T00".into())
+        );
+        // A zero month or day (MariaDB) starts at the first day after it.
+        assert_eq!(g("d", "2026-02-00", &[]), (Grain::Day, "2026-02-01".into()));
+        assert_eq!(g("d", "2026-00-00", &[]), (Grain::Day, "2026-01-01".into()));
+        assert_eq!(
+            g("ts", "2026-02-00 05:00:00", &[]),
+            (Grain::Day, "2026-02-01".into())
+        );
+        assert_eq!(
+            g("m", "2026-03-00", &["2026-04-00", "2026-05-00"]),
+            (Grain::Day, "2026-03-01".into())
         );
         // One value repeated says nothing more than one value.
         assert_eq!(
