@@ -562,6 +562,27 @@ fn sql_that_writes_or_has_several_statements_is_an_error() {
 /// deletes the window, then its SELECT reads the emptied window, while the
 /// dry run (before the delete) counted the old rows and the shrink guard's
 /// `--allow-shrink` then deleted them. An error; a merge deletes nothing.
+/// SQL of comments alone passes the config's "is empty" check but is no
+/// statement: one error says so, not the window parameters it lacks
+/// (QA: lint said only that :start was never used).
+#[test]
+fn sql_of_comments_alone_is_an_error() {
+    for sql in ["-- nothing yet", "/* select 1 */\n-- :start", ";"] {
+        for found in [replace(sql), merge(sql)] {
+            let [finding] = found.as_slice() else {
+                panic!("{sql:?}: {found:#?}");
+            };
+            assert_eq!(finding.severity, Severity::Error, "{sql:?}");
+            assert_eq!(finding.line, SQL_LINE, "{sql:?}");
+            assert!(
+                finding.message.starts_with("the SQL holds no statement, only comments"),
+                "{sql:?}: {}",
+                finding.message
+            );
+        }
+    }
+}
+
 #[test]
 fn a_replace_job_reading_its_own_target_is_an_error() {
     for sql in [

@@ -157,6 +157,15 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
         return out;
     }
 
+    if reading.statements.is_empty() {
+        out.push(Finding::new(
+            Severity::Error,
+            at(1),
+            "the SQL holds no statement, only comments: every load of the job would fail".into(),
+            "give the SELECT that computes one partition's rows",
+        ));
+        return out;
+    }
     if let Some(second) = reading.statements.get(1) {
         out.push(Finding::new(
             Severity::Error,
