@@ -372,3 +372,38 @@ fn a_microbatch_lookback_is_said_with_what_to_do() {
         .unwrap_or_else(|e| panic!("{e}\n{jobs_toml}"));
     assert_eq!(config.jobs.len(), 4);
 }
+
+/// A manifest saved with a byte-order mark (as some Windows tools write
+/// one) is read as the manifest it is; an empty file is said to be empty,
+/// with the file to pass (QA: "expected value at line 1 column 1" and "EOF
+/// while parsing a value").
+#[test]
+fn a_manifest_with_a_byte_order_mark_is_read_and_an_empty_file_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = dir.path().join("manifest.json");
+    let text = std::fs::read_to_string(MANIFEST).unwrap();
+    std::fs::write(&bom, format!("\u{feff}{text}")).unwrap();
+    let out = idem(&["import-dbt", bom.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The same jobs as from the manifest without the mark, but for the
+    // path the first line names.
+    let plain = String::from_utf8_lossy(&idem(&["import-dbt", MANIFEST]).stdout)
+        .replace(MANIFEST, bom.to_str().unwrap());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), plain);
+
+    for empty in ["", " \n"] {
+        let path = dir.path().join("empty.json");
+        std::fs::write(&path, empty).unwrap();
+        let out = idem(&["import-dbt", path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{} is empty: pass dbt's target/manifest.json",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+}

@@ -152,6 +152,14 @@ struct Mapped<'a> {
 fn import(manifest_path: &Path) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|e| Stop::usage(format!("cannot read {}: {e}", manifest_path.display())))?;
+    // A byte-order mark, as some Windows tools write one, is no JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if text.trim().is_empty() {
+        return Err(Stop::usage(format!(
+            "{} is empty: pass dbt's target/manifest.json (dbt writes it at `dbt compile`)",
+            manifest_path.display()
+        )));
+    }
     // dbt's other files (run_results.json, catalog.json, sources.json)
     // say which they are: named, rather than read as a manifest of nothing.
     #[derive(Deserialize)]
@@ -159,7 +167,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         #[serde(default)]
         metadata: Metadata,
     }
-    let header: Option<Header> = serde_json::from_str(&text).ok();
+    let header: Option<Header> = serde_json::from_str(text).ok();
     if let Some((kind, _)) = header.as_ref().and_then(|h| h.metadata.artifact())
         && kind != "manifest"
     {
@@ -168,7 +176,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             manifest_path.display()
         )));
     }
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+    let manifest: Manifest = serde_json::from_str(text).map_err(|e| {
         Stop::usage(format!(
             "{} is not a dbt manifest.json: {e}",
             manifest_path.display()
