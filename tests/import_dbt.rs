@@ -325,9 +325,15 @@ fn a_file_says_what_it_is_and_disabled_models_are_named() {
 #[test]
 fn a_microbatch_lookback_is_said_with_what_to_do() {
     let with = |id: &str, name: &str, lookback: Option<serde_json::Value>| {
-        let mut node: serde_json::Value =
-            serde_json::from_str(&model(id, name, "hour", "2026-01-01", "", "select ts from src"))
-                .unwrap();
+        let mut node: serde_json::Value = serde_json::from_str(&model(
+            id,
+            name,
+            "hour",
+            "2026-01-01",
+            "",
+            "select ts from src",
+        ))
+        .unwrap();
         if let Some(lookback) = lookback {
             node["config"]["lookback"] = lookback;
         }
@@ -335,8 +341,16 @@ fn a_microbatch_lookback_is_said_with_what_to_do() {
     };
     let nodes: serde_json::Map<String, serde_json::Value> = [
         with("model.shop.late", "late", Some(serde_json::json!(3))),
-        with("model.shop.one_back", "one_back", Some(serde_json::json!("1"))),
-        with("model.shop.none_back", "none_back", Some(serde_json::json!(0))),
+        with(
+            "model.shop.one_back",
+            "one_back",
+            Some(serde_json::json!("1")),
+        ),
+        with(
+            "model.shop.none_back",
+            "none_back",
+            Some(serde_json::json!(0)),
+        ),
         with("model.shop.unset", "unset", None),
     ]
     .into_iter()
@@ -361,9 +375,15 @@ fn a_microbatch_lookback_is_said_with_what_to_do() {
         jobs_toml.contains("dbt re-runs the hour before each new batch (lookback 1)"),
         "{jobs_toml}"
     );
-    assert!(stderr.contains("model.shop.one_back has lookback 1"), "{stderr}");
+    assert!(
+        stderr.contains("model.shop.one_back has lookback 1"),
+        "{stderr}"
+    );
     for quiet in ["none_back", "unset"] {
-        assert!(!stderr.contains(&format!("model.shop.{quiet} has")), "{stderr}");
+        assert!(
+            !stderr.contains(&format!("model.shop.{quiet} has")),
+            "{stderr}"
+        );
     }
     assert_eq!(jobs_toml.matches("(lookback ").count(), 2, "{jobs_toml}");
     // Still a config.

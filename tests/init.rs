@@ -617,7 +617,11 @@ async fn init_guesses_the_grain_from_a_sample_of_values(kind: Kind) {
             .unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"));
         (job.grain.as_str(), job.start.name())
     };
-    assert_eq!(guess("by_hour"), ("hour", "2026-03-01T00".into()), "{kind:?}");
+    assert_eq!(
+        guess("by_hour"),
+        ("hour", "2026-03-01T00".into()),
+        "{kind:?}"
+    );
     assert_eq!(guess("by_month"), ("month", "2026-01".into()), "{kind:?}");
     assert_eq!(guess("by_day"), ("day", "2026-03-01".into()), "{kind:?}");
 }

@@ -575,7 +575,9 @@ fn sql_of_comments_alone_is_an_error() {
             assert_eq!(finding.severity, Severity::Error, "{sql:?}");
             assert_eq!(finding.line, SQL_LINE, "{sql:?}");
             assert!(
-                finding.message.starts_with("the SQL holds no statement, only comments"),
+                finding
+                    .message
+                    .starts_with("the SQL holds no statement, only comments"),
                 "{sql:?}: {}",
                 finding.message
             );

@@ -555,7 +555,10 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
         }
     }
     if let Some(lookback) = node.config.lookback() {
-        lines.push(format!("# {}", comment(&lookback_said(name, lookback, job.grain))));
+        lines.push(format!(
+            "# {}",
+            comment(&lookback_said(name, lookback, job.grain))
+        ));
     }
     lines.push(format!("grain = \"{}\"", job.grain.as_str()));
     match job.start {

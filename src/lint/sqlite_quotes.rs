@@ -35,7 +35,8 @@ pub(super) async fn findings(
             continue;
         }
         sql.push(") src");
-        let Err(WarehouseError::Sql(sqlx::Error::Database(db))) = wh.output_columns(sql.text()).await
+        let Err(WarehouseError::Sql(sqlx::Error::Database(db))) =
+            wh.output_columns(sql.text()).await
         else {
             continue;
         };
@@ -93,7 +94,11 @@ fn double_quoted_names(sql: &str) -> Vec<(String, usize, Vec<(usize, usize)>)> {
         if let Some((_, _, spans)) = names.iter_mut().find(|(n, _, _)| *n == w.value) {
             spans.push((start, end));
         } else if names.len() < MOST_NAMES {
-            names.push((w.value.clone(), t.span.start.line as usize, vec![(start, end)]));
+            names.push((
+                w.value.clone(),
+                t.span.start.line as usize,
+                vec![(start, end)],
+            ));
         }
     }
     names
@@ -105,7 +110,8 @@ mod tests {
 
     #[test]
     fn double_quoted_names_are_found_outside_strings_and_comments() {
-        let sql = "select \"a\", 'x \"b\" y', `c` -- \"d\"\nfrom t where \"é\" = \"a\" and e = '\"f\"'";
+        let sql =
+            "select \"a\", 'x \"b\" y', `c` -- \"d\"\nfrom t where \"é\" = \"a\" and e = '\"f\"'";
         let names = double_quoted_names(sql);
         let found: Vec<(&str, usize)> = names.iter().map(|(n, l, _)| (n.as_str(), *l)).collect();
         assert_eq!(found, [("a", 1), ("é", 2)]);

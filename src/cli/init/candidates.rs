@@ -158,8 +158,7 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         };
         // The last value too: the first rows read may all be of one day.
         let (first_value, last_value) = range.unzip();
-        let mut sample =
-            super::grain::sample_as_text(warehouse, &table, &partition_column).await?;
+        let mut sample = super::grain::sample_as_text(warehouse, &table, &partition_column).await?;
         sample.extend(last_value);
         let (grain, start) = super::grain::grain_and_start(
             partition_column.name.as_str(),

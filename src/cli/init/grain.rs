@@ -75,7 +75,11 @@ fn shape(value: &str) -> Option<Shape> {
     let (hour, minute, second) = if time.is_empty() {
         (0.0, 0.0, 0.0)
     } else {
-        (number(parts.next())?, number(parts.next())?, number(parts.next())?)
+        (
+            number(parts.next())?,
+            number(parts.next())?,
+            number(parts.next())?,
+        )
     };
     use chrono::Datelike;
     Some(Shape {
@@ -152,8 +156,9 @@ pub(super) fn grain_and_start(
     // date is on or after that day, not this month (QA: a table from
     // 2026-02-00 on was started at the current month).
     let prefix = match prefix.as_bytes() {
-        [_, _, _, _, b'-', b'0', b'0', ..] => format!("{}-01{}", &prefix[..4], &prefix[7..])
-            .replacen("-00", "-01", 1),
+        [_, _, _, _, b'-', b'0', b'0', ..] => {
+            format!("{}-01{}", &prefix[..4], &prefix[7..]).replacen("-00", "-01", 1)
+        }
         [_, _, _, _, b'-', _, _, b'-', b'0', b'0', ..] => {
             format!("{}-01{}", &prefix[..7], &prefix[10..])
         }
@@ -203,12 +208,20 @@ mod tests {
             g(
                 "ts",
                 "2026-06-04 00:00:00",
-                &["2026-06-04 00:00:00", "2026-06-04 01:00:00", "2026-06-04 02:00:00"]
+                &[
+                    "2026-06-04 00:00:00",
+                    "2026-06-04 01:00:00",
+                    "2026-06-04 02:00:00"
+                ]
             ),
             (Grain::Hour, "2026-06-04T00".into())
         );
         assert_eq!(
-            g("ts", "2026-06-04T00:00:00.000+00:00", &["2026-06-04T05:00:00+02"]),
+            g(
+                "ts",
+                "2026-06-04T00:00:00.000+00:00",
+                &["2026-06-04T05:00:00+02"]
+            ),
             (Grain::Hour, "2026-06-04T00".into())
         );
         // Midnights of several days: daily, whatever the name says.
