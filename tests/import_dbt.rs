@@ -317,3 +317,113 @@ fn a_file_says_what_it_is_and_disabled_models_are_named() {
     assert!(!stdout.contains("countries"), "{stdout}");
     assert!(stdout.contains("name = \"fct_events\""), "{stdout}");
 }
+
+/// A microbatch model's `lookback` (dbt re-runs that many batches before
+/// each new one, for late rows) has no idem setting: the job says so in a
+/// comment over its grain, and a note on stderr names the model, each with
+/// what to schedule instead. A lookback of 0, or none, says nothing.
+#[test]
+fn a_microbatch_lookback_is_said_with_what_to_do() {
+    let with = |id: &str, name: &str, lookback: Option<serde_json::Value>| {
+        let mut node: serde_json::Value = serde_json::from_str(&model(
+            id,
+            name,
+            "hour",
+            "2026-01-01",
+            "",
+            "select ts from src",
+        ))
+        .unwrap();
+        if let Some(lookback) = lookback {
+            node["config"]["lookback"] = lookback;
+        }
+        (id.to_string(), node)
+    };
+    let nodes: serde_json::Map<String, serde_json::Value> = [
+        with("model.shop.late", "late", Some(serde_json::json!(3))),
+        with(
+            "model.shop.one_back",
+            "one_back",
+            Some(serde_json::json!("1")),
+        ),
+        with(
+            "model.shop.none_back",
+            "none_back",
+            Some(serde_json::json!(0)),
+        ),
+        with("model.shop.unset", "unset", None),
+    ]
+    .into_iter()
+    .collect();
+    let manifest = serde_json::json!({"metadata": {"adapter_type": "postgres"}, "nodes": nodes});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.json");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let out = idem(&["import-dbt", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let jobs_toml = String::from_utf8_lossy(&out.stdout).into_owned();
+    let said = "dbt re-runs the 3 hours before each new batch (lookback 3), for rows that land late; idem loads only the windows a run names, so start each scheduled run 3 hours earlier (idem run late --from";
+    assert!(
+        stderr.contains(&format!(
+            "idem: model.shop.late has lookback 3, which idem has no setting for: {said}"
+        )),
+        "{stderr}"
+    );
+    assert!(jobs_toml.contains(&format!("# {said}")), "{jobs_toml}");
+    assert!(
+        jobs_toml.contains("dbt re-runs the hour before each new batch (lookback 1)"),
+        "{jobs_toml}"
+    );
+    assert!(
+        stderr.contains("model.shop.one_back has lookback 1"),
+        "{stderr}"
+    );
+    for quiet in ["none_back", "unset"] {
+        assert!(
+            !stderr.contains(&format!("model.shop.{quiet} has")),
+            "{stderr}"
+        );
+    }
+    assert_eq!(jobs_toml.matches("(lookback ").count(), 2, "{jobs_toml}");
+    // Still a config.
+    let text = format!("[warehouse]\nurl = \"sqlite://w.db\"\n\n{jobs_toml}");
+    let config = idem::config::parse(&dir.path().join("idem.toml"), &text, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}\n{jobs_toml}"));
+    assert_eq!(config.jobs.len(), 4);
+}
+
+/// A manifest saved with a byte-order mark (as some Windows tools write
+/// one) is read as the manifest it is; an empty file is said to be empty,
+/// with the file to pass (QA: "expected value at line 1 column 1" and "EOF
+/// while parsing a value").
+#[test]
+fn a_manifest_with_a_byte_order_mark_is_read_and_an_empty_file_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = dir.path().join("manifest.json");
+    let text = std::fs::read_to_string(MANIFEST).unwrap();
+    std::fs::write(&bom, format!("\u{feff}{text}")).unwrap();
+    let out = idem(&["import-dbt", bom.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The same jobs as from the manifest without the mark, but for the
+    // path the first line names.
+    let plain = String::from_utf8_lossy(&idem(&["import-dbt", MANIFEST]).stdout)
+        .replace(MANIFEST, bom.to_str().unwrap());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), plain);
+
+    for empty in ["", " \n"] {
+        let path = dir.path().join("empty.json");
+        std::fs::write(&path, empty).unwrap();
+        let out = idem(&["import-dbt", path.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{} is empty: pass dbt's target/manifest.json",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+}

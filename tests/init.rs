@@ -577,11 +577,61 @@ async fn a_starter_leaves_out_what_the_table_computes(kind: Kind) {
     wh.close().await;
 }
 
+/// The grain a starter job suggests follows a sample of the column's
+/// values, not its first alone: a table whose first row lies at midnight
+/// and the others on the hour is hourly, one whose dates are all months'
+/// first days monthly, and midnights of several days are daily whatever
+/// the column is called (QA: each was guessed from the first value).
+async fn init_guesses_the_grain_from_a_sample_of_values(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let timestamp = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    let script = [
+        format!("CREATE TABLE by_hour (id INTEGER NOT NULL, ts {timestamp} NOT NULL)"),
+        "INSERT INTO by_hour VALUES (1, '2026-03-01 00:00:00'), (2, '2026-03-01 01:00:00'), (3, '2026-03-01 02:00:00'), (4, '2026-03-02 23:00:00')".to_string(),
+        "CREATE TABLE by_month (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO by_month VALUES (1, '2026-01-01'), (2, '2026-02-01'), (3, '2026-03-01')".to_string(),
+        format!("CREATE TABLE by_day (id INTEGER NOT NULL, at_hour {timestamp} NOT NULL)"),
+        "INSERT INTO by_day VALUES (1, '2026-03-01 00:00:00'), (2, '2026-03-02 00:00:00')".to_string(),
+    ];
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    wh.close().await;
+
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    exits(kind, &out, 0);
+    let starter = std::fs::read_to_string(&path).unwrap();
+    let jobs = jobs_of(&path, &uncommented(&starter));
+    let guess = |name: &str| {
+        let job = jobs
+            .iter()
+            .find(|j| j.name == name)
+            .unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"));
+        (job.grain.as_str(), job.start.name())
+    };
+    assert_eq!(
+        guess("by_hour"),
+        ("hour", "2026-03-01T00".into()),
+        "{kind:?}"
+    );
+    assert_eq!(guess("by_month"), ("month", "2026-01".into()), "{kind:?}");
+    assert_eq!(guess("by_day"), ("day", "2026-03-01".into()), "{kind:?}");
+}
+
 on_every_engine!(
     init_lists_the_dated_tables,
     a_starter_job_quotes_its_names_and_reads_no_target,
     init_says_what_it_leaves_out,
-    a_starter_leaves_out_what_the_table_computes
+    a_starter_leaves_out_what_the_table_computes,
+    init_guesses_the_grain_from_a_sample_of_values
 );
 
 /// SQLite: a column is a date column when its values are dates whole, not
@@ -769,4 +819,78 @@ fn a_config_in_a_missing_folder_is_refused_first() {
         )),
         "{stderr}"
     );
+}
+
+/// `--config` a symlink: init writes the file it names, and the link stays
+/// a link. A dangling link (a dotfiles link made before its file) has its
+/// file made, where that file's folder is there; where it is not, init
+/// refuses before reading the warehouse, naming both; an existing file
+/// behind a link needs --force as any existing config does; a loop of
+/// links is refused (QA: a dangling link was replaced by a plain file).
+#[test]
+fn init_writes_through_a_symlink_even_a_dangling_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    std::fs::File::create(&db).unwrap();
+    let url = format!("sqlite://{}", db.display());
+    let is_link = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    };
+
+    // Dangling, relative, into a folder that is there.
+    std::fs::create_dir(dir.path().join("dotfiles")).unwrap();
+    let link = dir.path().join("idem.toml");
+    std::os::unix::fs::symlink("dotfiles/idem.toml", &link).unwrap();
+    let out = idem(&link, &["init", &url]);
+    exits(Kind::Sqlite, &out, 0);
+    assert!(is_link(&link), "the link was replaced");
+    let written = std::fs::read_to_string(dir.path().join("dotfiles/idem.toml")).unwrap();
+    assert!(written.contains("[warehouse]"), "{written}");
+
+    // Now it names a file: as any existing config, it needs --force.
+    let again = idem(&link, &["init", &url]);
+    exits(Kind::Sqlite, &again, 2);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pass --force"));
+    exits(Kind::Sqlite, &idem(&link, &["init", &url, "--force"]), 0);
+    assert!(is_link(&link));
+
+    // A chain of links, the last dangling: the file at its end.
+    let chained = dir.path().join("chained.toml");
+    std::os::unix::fs::symlink(dir.path().join("middle.toml"), &chained).unwrap();
+    std::os::unix::fs::symlink("dotfiles/end.toml", dir.path().join("middle.toml")).unwrap();
+    exits(Kind::Sqlite, &idem(&chained, &["init", &url]), 0);
+    assert!(is_link(&chained) && is_link(&dir.path().join("middle.toml")));
+    assert!(dir.path().join("dotfiles/end.toml").is_file());
+
+    // Into a folder that is not there: refused, naming the link's file.
+    let nowhere = dir.path().join("nowhere.toml");
+    std::os::unix::fs::symlink(dir.path().join("gone/idem.toml"), &nowhere).unwrap();
+    let out = idem(&nowhere, &["init", &url]);
+    exits(Kind::Sqlite, &out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot write {} (a symlink to {}): there is no folder {}",
+            nowhere.display(),
+            dir.path().join("gone/idem.toml").display(),
+            dir.path().join("gone").display()
+        )),
+        "{stderr}"
+    );
+    assert!(is_link(&nowhere));
+
+    // A loop.
+    let looped = dir.path().join("loop.toml");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let out = idem(&looped, &["init", &url]);
+    exits(Kind::Sqlite, &out, 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a symlink that leads to itself"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(is_link(&looped));
 }

@@ -562,6 +562,29 @@ fn sql_that_writes_or_has_several_statements_is_an_error() {
 /// deletes the window, then its SELECT reads the emptied window, while the
 /// dry run (before the delete) counted the old rows and the shrink guard's
 /// `--allow-shrink` then deleted them. An error; a merge deletes nothing.
+/// SQL of comments alone passes the config's "is empty" check but is no
+/// statement: one error says so, not the window parameters it lacks
+/// (QA: lint said only that :start was never used).
+#[test]
+fn sql_of_comments_alone_is_an_error() {
+    for sql in ["-- nothing yet", "/* select 1 */\n-- :start", ";"] {
+        for found in [replace(sql), merge(sql)] {
+            let [finding] = found.as_slice() else {
+                panic!("{sql:?}: {found:#?}");
+            };
+            assert_eq!(finding.severity, Severity::Error, "{sql:?}");
+            assert_eq!(finding.line, SQL_LINE, "{sql:?}");
+            assert!(
+                finding
+                    .message
+                    .starts_with("the SQL holds no statement, only comments"),
+                "{sql:?}: {}",
+                finding.message
+            );
+        }
+    }
+}
+
 #[test]
 fn a_replace_job_reading_its_own_target_is_an_error() {
     for sql in [
@@ -1383,7 +1406,121 @@ async fn a_column_named_beyond_ascii_is_the_targets(kind: Kind) {
     wh.close().await;
 }
 
+/// A SELECT that writes a column the target computes (a generated column;
+/// on PostgreSQL also an identity `GENERATED ALWAYS`) fails every load at
+/// its first partition with the server's refusal: lint says so first, as
+/// an error naming the column, at the job's SQL, and says nothing else of
+/// it (SQLite lists no generated column among a table's columns, which
+/// must not read as a column the target lacks). A SELECT that leaves it
+/// out is clean.
+async fn a_select_writing_a_computed_column_is_an_error(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let window = "from gen_src where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job(
+            "writes_half",
+            "gen_fct",
+            "2026-01-02",
+            &format!("select id, dt, n, n / 2 as half {window}"),
+        ),
+        common::replace_job(
+            "leaves_half",
+            "gen_fct",
+            "2026-01-02",
+            &format!("select id, dt, n {window}"),
+        ),
+        common::replace_job(
+            "writes_seq",
+            "gen_identity",
+            "2026-01-02",
+            &format!("select id as seq, dt {window}"),
+        ),
+    ]
+    .concat();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let (generated, identity) = match kind {
+        Kind::Postgres => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER GENERATED ALWAYS AS (n / 2) STORED)",
+            "CREATE TABLE gen_identity (seq BIGINT GENERATED ALWAYS AS IDENTITY, dt DATE NOT NULL)",
+        ),
+        Kind::MySql => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER AS (n DIV 2) VIRTUAL)",
+            "CREATE TABLE gen_identity (seq BIGINT AS (1) STORED, dt DATE NOT NULL)",
+        ),
+        Kind::Sqlite => (
+            "CREATE TABLE gen_fct (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER, half INTEGER AS (n / 2))",
+            "CREATE TABLE gen_identity (seq INTEGER AS (1) STORED, dt DATE NOT NULL)",
+        ),
+    };
+    wh.execute_script(&[
+        "CREATE TABLE gen_src (id INTEGER NOT NULL, dt DATE NOT NULL, n INTEGER)",
+        "INSERT INTO gen_src VALUES (1, '2026-01-01', 4)",
+        generated,
+        identity,
+    ])
+    .await
+    .expect("fixture");
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).expect("job");
+
+    let found = lint::warehouse_findings(&wh, job("writes_half"))
+        .await
+        .expect("lint");
+    let [finding] = found.as_slice() else {
+        panic!("{kind:?}: {found:#?}");
+    };
+    assert_eq!(finding.severity, Severity::Error, "{kind:?}");
+    assert_eq!(finding.line, job("writes_half").sql_line, "{kind:?}");
+    assert!(
+        finding.message.starts_with(
+            "the job's SELECT writes half, a generated column of gen_fct: the table computes it"
+        ),
+        "{kind:?}: {}",
+        finding.message
+    );
+    assert!(
+        finding.fix.starts_with("drop half from the job's SELECT"),
+        "{}",
+        finding.fix
+    );
+    // What lint says is what a run meets: the server refuses the load.
+    let day = idem::partition::Partition::parse(
+        idem::partition::Grain::Day,
+        "2026-01-01",
+        idem::partition::RangeEnd::From,
+    )
+    .expect("day");
+    let verified = wh
+        .verify_partition(job("writes_half"), &day, &Default::default())
+        .await;
+    assert!(verified.is_err(), "{kind:?}: {verified:?}");
+
+    let found = lint::warehouse_findings(&wh, job("leaves_half"))
+        .await
+        .expect("lint");
+    assert_eq!(found, vec![], "{kind:?}");
+
+    let found = lint::warehouse_findings(&wh, job("writes_seq"))
+        .await
+        .expect("lint");
+    let what = match kind {
+        Kind::Postgres => "an identity GENERATED ALWAYS column",
+        _ => "a generated column",
+    };
+    assert!(
+        found.iter().any(|f| f.severity == Severity::Error
+            && f.message.starts_with(&format!(
+                "the job's SELECT writes seq, {what} of gen_identity"
+            ))),
+        "{kind:?}: {found:#?}"
+    );
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_select_writing_a_computed_column_is_an_error,
     a_column_named_beyond_ascii_is_the_targets,
     columns_the_table_fills_anew,
     warehouse_checks,
@@ -2249,4 +2386,69 @@ async fn sqlite_two_select_columns_alike_but_for_case_are_named_as_written() {
         );
         assert!(!said.contains("drop V:1"), "{args:?}: {said}");
     }
+}
+
+/// SQLite reads a double-quoted name that names no column or table as a
+/// string: `select "amount_usd"` from a source without that column loads
+/// the text into every row. Lint warns at the name's line, naming it with
+/// how to write it; a double-quoted name that is a column, an alias or a
+/// table, a name in backticks, and a string in single quotes are no
+/// finding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_double_quoted_name_read_as_text_is_named() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = [
+        common::replace_job(
+            "text_for_a_column",
+            "dq_fct",
+            "2026-01-02",
+            "select id, dt,\n  \"amount_usd\" as amount\nfrom \"dq_src\" where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "real_columns",
+            "dq_fct",
+            "2026-01-02",
+            "select \"id\", \"dt\", `amount` as \"amount\"\nfrom \"dq_src\" where \"dt\" >= :start and dt < :end and 'amount_usd' <> ''",
+        ),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE dq_src (id INTEGER NOT NULL, dt DATE NOT NULL, amount INTEGER)",
+        "INSERT INTO dq_src VALUES (1, '2026-01-01', 5)",
+        "CREATE TABLE dq_fct (id INTEGER NOT NULL, dt DATE NOT NULL, amount INTEGER)",
+    ])
+    .await
+    .expect("fixture");
+    let job = &config.jobs[0];
+    let found = lint::warehouse_findings(&wh, job).await.expect("lint");
+    let [finding] = found.as_slice() else {
+        panic!("{found:#?}");
+    };
+    assert_eq!(finding.severity, Severity::Warning);
+    assert_eq!(finding.line, job.sql_line + 1, "the name's own line");
+    assert!(
+        finding.message.starts_with(
+            "\"amount_usd\" names no column or table where it stands, so SQLite reads it as the text 'amount_usd'"
+        ),
+        "{}",
+        finding.message
+    );
+    assert!(finding.fix.contains("`amount_usd`"), "{}", finding.fix);
+    let found = lint::warehouse_findings(&wh, &config.jobs[1])
+        .await
+        .expect("lint");
+    assert_eq!(found, vec![]);
+    wh.close().await;
+    // The binary names the job and the line, and a warning alone exits 0.
+    let (code, stdout, stderr) = idem(&path, &["text_for_a_column"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "idem.toml:{}: job text_for_a_column: warning: \"amount_usd\" names no column",
+            job.sql_line + 1
+        )),
+        "{stdout}{stderr}"
+    );
 }

@@ -100,6 +100,27 @@ struct ModelConfig {
     batch_size: Option<String>,
     #[serde(default)]
     begin: Option<String>,
+    /// A microbatch model's batches before the current one that dbt
+    /// re-runs with it, for late rows: a number (as dbt writes it, or
+    /// as text).
+    #[serde(default)]
+    lookback: Option<serde_json::Value>,
+}
+
+impl ModelConfig {
+    /// The batches dbt re-runs before each new one, where the model says
+    /// so and is a microbatch model (the only strategy dbt reads it for).
+    fn lookback(&self) -> Option<u64> {
+        if self.incremental_strategy.as_deref() != Some("microbatch") {
+            return None;
+        }
+        match self.lookback.as_ref()? {
+            serde_json::Value::Number(n) => n.as_u64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .filter(|n| *n > 0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -131,6 +152,14 @@ struct Mapped<'a> {
 fn import(manifest_path: &Path) -> Result<Exit, Stop> {
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|e| Stop::usage(format!("cannot read {}: {e}", manifest_path.display())))?;
+    // A byte-order mark, as some Windows tools write one, is no JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if text.trim().is_empty() {
+        return Err(Stop::usage(format!(
+            "{} is empty: pass dbt's target/manifest.json (dbt writes it at `dbt compile`)",
+            manifest_path.display()
+        )));
+    }
     // dbt's other files (run_results.json, catalog.json, sources.json)
     // say which they are: named, rather than read as a manifest of nothing.
     #[derive(Deserialize)]
@@ -138,7 +167,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         #[serde(default)]
         metadata: Metadata,
     }
-    let header: Option<Header> = serde_json::from_str(&text).ok();
+    let header: Option<Header> = serde_json::from_str(text).ok();
     if let Some((kind, _)) = header.as_ref().and_then(|h| h.metadata.artifact())
         && kind != "manifest"
     {
@@ -147,7 +176,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             manifest_path.display()
         )));
     }
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+    let manifest: Manifest = serde_json::from_str(text).map_err(|e| {
         Stop::usage(format!(
             "{} is not a dbt manifest.json: {e}",
             manifest_path.display()
@@ -238,6 +267,15 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
                 "idem: {} is imported as {name}: more than one imported model is named {}",
                 job.id,
                 job.node.name
+            );
+        }
+    }
+    for job in &mapped {
+        if let Some(lookback) = job.node.config.lookback() {
+            noteln!(
+                "idem: {} has lookback {lookback}, which idem has no setting for: {}",
+                job.id,
+                lookback_said(&imported[job.id], lookback, job.grain)
             );
         }
     }
@@ -396,6 +434,19 @@ fn comment(text: &str) -> String {
         .collect()
 }
 
+/// What a model's `lookback` asks of whoever schedules its job: dbt
+/// re-runs that many batches before each new one, where idem loads the
+/// windows it is given.
+fn lookback_said(job: &str, lookback: u64, grain: Grain) -> String {
+    let grains = match lookback {
+        1 => grain.as_str().to_string(),
+        n => format!("{n} {}s", grain.as_str()),
+    };
+    format!(
+        "dbt re-runs the {grains} before each new batch (lookback {lookback}), for rows that land late; idem loads only the windows a run names, so start each scheduled run {grains} earlier (idem run {job} --from <{grains} before the new one> --to <the new one>), or find late windows with idem status {job} --reconcile"
+    )
+}
+
 /// When a model's `begin` starts: a date (`2024-01-01`) or a time
 /// (`2024-01-01T05:00:00`, `2024-01-01 05:00`, with seconds' fractions or a
 /// `Z`), whose hour an hourly job keeps; a time with an offset
@@ -502,6 +553,12 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
                 comment(&keys)
             ));
         }
+    }
+    if let Some(lookback) = node.config.lookback() {
+        lines.push(format!(
+            "# {}",
+            comment(&lookback_said(name, lookback, job.grain))
+        ));
     }
     lines.push(format!("grain = \"{}\"", job.grain.as_str()));
     match job.start {

@@ -10,19 +10,23 @@
 //! target column only by case on PostgreSQL, a merge key without a unique
 //! index, a replace target's column the table numbers or stamps on every
 //! insert while the SELECT leaves it out, LIMIT without ORDER BY, a replace
-//! job reading its own target). A **warning** is a likely mistake that lint cannot prove (a
+//! job reading its own target, a SELECT writing a column the table
+//! computes). A **warning** is a likely mistake that lint cannot prove (a
 //! `row_number()` key, a window filter on another column than the
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
 mod filled;
+mod generated;
 mod own_target;
 pub use own_target::names_target;
 mod refusals;
 mod sql;
+mod sqlite_quotes;
 mod sqlite_text;
 mod targets;
 mod unused_keys;
+mod watermark;
 mod zero_dates;
 
 use serde::Serialize;
@@ -153,6 +157,15 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
         return out;
     }
 
+    if reading.statements.is_empty() {
+        out.push(Finding::new(
+            Severity::Error,
+            at(1),
+            "the SQL holds no statement, only comments: every load of the job would fail".into(),
+            "give the SELECT that computes one partition's rows",
+        ));
+        return out;
+    }
     if let Some(second) = reading.statements.get(1) {
         out.push(Finding::new(
             Severity::Error,
@@ -279,7 +292,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
     }
 
     required_outputs_static(job, &reading, &mut out);
-    watermark(job, &reading, &mut out);
+    watermark::findings(job, &reading, &mut out);
     own_target::findings(job, &reading, &mut out);
     unused_keys::findings(job, &mut out);
     out.sort_by_key(|f| (f.line, f.severity));
@@ -371,57 +384,6 @@ fn outputs_known(reading: &Reading, job: &Job) -> bool {
                 .iter()
                 .any(|o| o.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(c)))
         })
-}
-
-/// The seed's "created_at as watermark" mistake: a replace job whose
-/// partition column is computed from one column while the window filters
-/// another, so a row can land in a partition whose run never selects it.
-fn watermark(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
-    if job.strategy != Strategy::ReplacePartition || reading.window_filters.is_empty() {
-        return;
-    }
-    let Some(pcol) = &job.partition_column else {
-        return;
-    };
-    let Some(outputs) = &reading.outputs else {
-        return;
-    };
-    let Some(output) = outputs.iter().find(|o| {
-        o.name
-            .as_deref()
-            .is_some_and(|n| n.eq_ignore_ascii_case(pcol.as_str()))
-    }) else {
-        return;
-    };
-    if output.sources.is_empty() {
-        return;
-    }
-    let mut lineage = std::collections::BTreeSet::new();
-    for source in &output.sources {
-        lineage.extend(reading.lineage(source));
-    }
-    if reading
-        .window_filters
-        .iter()
-        .any(|w| lineage.contains(&w.column))
-    {
-        return;
-    }
-    let filter = &reading.window_filters[0];
-    let sources: Vec<&str> = output.sources.iter().map(String::as_str).collect();
-    let source = sources.join(", ");
-    out.push(Finding::new(
-        Severity::Warning,
-        file_line(job, filter.line),
-        format!(
-            "the window filters on {} but partition column {pcol} takes its value from {source}: a row whose {} falls outside its {pcol} window is never loaded, or lands in another run's partition",
-            filter.column, filter.column
-        ),
-        format!(
-            "filter on the column the partition is computed from: where {} >= :start and {} < :end",
-            sources[0], sources[0]
-        ),
-    ));
 }
 
 /// The window's bounds compare with the partition column as instants: an
@@ -641,6 +603,7 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     // does the field check of one the target lacks.)
                     let required = required_outputs(job);
                     let engine = wh.dialect().engine();
+                    let computed = generated::findings(wh, job, &names, &mut out).await?;
                     for name in names.iter().filter(|_| !missing) {
                         // A column the target has but for case (PostgreSQL).
                         let alike = target_columns.iter().find(|c| {
@@ -665,7 +628,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         let fits = target_columns
                             .iter()
                             .any(|c| c.name.as_str().eq_ignore_ascii_case(name))
-                            || not_plain.iter().any(|c| names_column(name, c, engine));
+                            || not_plain.iter().any(|c| names_column(name, c, engine))
+                            || computed.iter().any(|c| names_column(name, c, engine));
                         if let (false, Some(twin)) =
                             (fits, crate::warehouse::renamed_duplicate(name, &names))
                         {
@@ -699,6 +663,9 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         }
                     }
                     filled::findings(wh, job, &names, &mut out).await?;
+                    if engine == crate::warehouse::Engine::Sqlite {
+                        sqlite_quotes::findings(wh, job, &mut out).await?;
+                    }
                     if job.strategy == Strategy::MergeKey
                         && wh.dialect().upsert_matches_any_unique_index()
                     {

@@ -2,7 +2,7 @@
 //! column, and which it leaves out and why.
 
 use crate::config::TableName;
-use crate::partition::{Grain, Partition, RangeEnd, now_utc};
+use crate::partition::{Grain, Partition, RangeEnd};
 use crate::warehouse::{Column, Engine, RelationKind, Warehouse, WarehouseError};
 
 /// A table offered as a job, partitioned by one of its columns.
@@ -148,16 +148,23 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
                 _ => true,
             };
             if holds_dates {
-                time_columns.push((column.clone(), range.map(|(min, _)| min)));
+                time_columns.push((column.clone(), range));
             }
         }
         let mut time_columns = time_columns.into_iter();
-        let Some((partition_column, first_value)) = time_columns.next() else {
+        let Some((partition_column, range)) = time_columns.next() else {
             survey.skipped.push((table.to_string(), Why::NoDateColumn));
             continue;
         };
-        let (grain, start) =
-            grain_and_start(partition_column.name.as_str(), first_value.as_deref());
+        // The last value too: the first rows read may all be of one day.
+        let (first_value, last_value) = range.unzip();
+        let mut sample = super::grain::sample_as_text(warehouse, &table, &partition_column).await?;
+        sample.extend(last_value);
+        let (grain, start) = super::grain::grain_and_start(
+            partition_column.name.as_str(),
+            first_value.as_deref(),
+            &sample,
+        );
         let generated = warehouse.generated_columns(&table).await?;
         survey.candidates.push(Candidate {
             generated,
@@ -231,58 +238,9 @@ pub(super) fn is_date_text(value: &str) -> bool {
         || (value.len() == 13 && Partition::parse(Grain::Hour, value, RangeEnd::From).is_some())
 }
 
-/// The grain a column's values suggest, and the partition of its first value
-/// (this month's first day when the table is empty).
-pub(super) fn grain_and_start(column: &str, first: Option<&str>) -> (Grain, Partition) {
-    let today = || Partition::containing(Grain::Month, now_utc());
-    let Some(first) = first.map(str::trim) else {
-        let month = today();
-        return (Grain::Day, Partition::containing(Grain::Day, month.start));
-    };
-    let column = column.to_lowercase();
-    let grain = if first.len() == 7 || column.contains("month") {
-        Grain::Month
-    } else if first.len() == 13 || (first.len() > 10 && column.contains("hour")) {
-        Grain::Hour
-    } else {
-        Grain::Day
-    };
-    let prefix = match grain {
-        Grain::Month => first.get(..7).unwrap_or(first),
-        Grain::Day => first.get(..10).unwrap_or(first),
-        Grain::Hour => first.get(..13).unwrap_or(first),
-    };
-    let start = Partition::parse(grain, &prefix.replacen(' ', "T", 1), RangeEnd::From)
-        .unwrap_or_else(|| Partition::containing(grain, today().start));
-    (grain, start)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grains_follow_the_first_value() {
-        let g = |col: &str, v: &str| {
-            let (grain, start) = grain_and_start(col, Some(v));
-            (grain, start.name())
-        };
-        assert_eq!(g("dt", "2026-06-04"), (Grain::Day, "2026-06-04".into()));
-        assert_eq!(g("month", "2026-06"), (Grain::Month, "2026-06".into()));
-        assert_eq!(g("month", "2026-06-01"), (Grain::Month, "2026-06".into()));
-        assert_eq!(
-            g("hour", "2026-06-04T13"),
-            (Grain::Hour, "2026-06-04T13".into())
-        );
-        assert_eq!(
-            g("event_hour", "2026-06-04 13:00:00"),
-            (Grain::Hour, "2026-06-04T13".into())
-        );
-        assert_eq!(
-            g("created_at", "2026-06-04 13:22:11"),
-            (Grain::Day, "2026-06-04".into())
-        );
-    }
 
     #[test]
     fn a_date_is_the_whole_value() {

@@ -12,6 +12,7 @@ use crate::exit::Exit;
 use crate::warehouse::{config_sqlite_url, redact};
 
 mod candidates;
+mod grain;
 mod starter;
 
 pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
@@ -22,12 +23,10 @@ pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
 
 /// Writes `text` to `path` whole or not at all: into a file beside it, then
 /// renamed over it, so a full disk or a killed process leaves a config
-/// that `--force` was replacing as it was.
+/// that `--force` was replacing as it was. `path` is a file, not a
+/// symlink (see [`written_file`]): the rename would replace the link.
 fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    // Through a symlink, the file it names is the one replaced.
-    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let path = resolved.as_path();
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -45,6 +44,28 @@ fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
+/// The file a config at `path` is written to: `path`, or through a
+/// symlink (a chain of them) the file it names, whether or not that file
+/// is there yet (a dotfiles link made before its file), so that the link
+/// stays a link. Err: a loop of links.
+fn written_file(path: &Path) -> Result<std::path::PathBuf, Stop> {
+    let mut file = path.to_path_buf();
+    // As the kernel gives up on a path, after 40 links.
+    for _ in 0..40 {
+        let Ok(to) = std::fs::read_link(&file) else {
+            return Ok(file);
+        };
+        file = match file.parent() {
+            Some(folder) if to.is_relative() => folder.join(to),
+            _ => to,
+        };
+    }
+    Err(Stop::usage(format!(
+        "cannot write {}: it is a symlink that leads to itself; point it at a file, or pass another --config",
+        path.display()
+    )))
+}
+
 async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, Stop> {
     if config_path.exists() && !force {
         return Err(Stop::usage(format!(
@@ -52,13 +73,19 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             config_path.display()
         )));
     }
+    let file = written_file(config_path)?;
     // Before the warehouse is read, not after: the folder must be there.
-    if let Some(folder) = config_path.parent().filter(|f| !f.as_os_str().is_empty())
+    if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty())
         && !folder.is_dir()
     {
         return Err(Stop::usage(format!(
-            "cannot write {}: there is no folder {}; make it first (mkdir -p {}), or pass another --config",
+            "cannot write {}{}: there is no folder {}; make it first (mkdir -p {}), or pass another --config",
             config_path.display(),
+            if file == config_path {
+                String::new()
+            } else {
+                format!(" (a symlink to {})", file.display())
+            },
             folder.display(),
             folder.display()
         )));
@@ -86,7 +113,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     };
     let url_toml = serde_json::to_string(&url).map_err(|e| Stop::usage(e.to_string()))?;
     let text = starter::starter(&url, &url_toml, &survey, dialect);
-    write_whole(config_path, &text).map_err(|e| {
+    write_whole(&file, &text).map_err(|e| {
         Stop::failed(format!(
             "cannot write {}: {e}{}",
             config_path.display(),
