@@ -1,10 +1,15 @@
 //! The run pane's own tests: rows through their states, bounded logs,
 //! drawing and hit-testing.
 
+use ratatui::layout::Rect;
+
 use super::*;
 use crate::engine::Selection;
+use crate::state::LoadState;
 use crate::tui::fixture::{draw, job_view, now};
+use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
+use crate::tui::theme::Theme;
 
 fn run() -> RunView {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
