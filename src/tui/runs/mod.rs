@@ -29,9 +29,10 @@ pub enum RunPartState {
     Refused,
     Cancelled,
     /// The run ended without starting it, not cancelled: stopped by a
-    /// failure (the warehouse gone, a merge window failed), or skipped
-    /// because what it reads did not load.
+    /// failure (the warehouse gone, a merge window failed).
     NotRun,
+    /// A cascade left it out: an upstream partition it reads did not load.
+    Skipped,
 }
 
 impl RunPartState {
@@ -45,6 +46,7 @@ impl RunPartState {
             RunPartState::Refused => ("refused", '⊖'),
             RunPartState::Cancelled => ("cancelled", '⊘'),
             RunPartState::NotRun => ("not run", '–'),
+            RunPartState::Skipped => ("skipped", '–'),
         }
     }
 }
@@ -290,7 +292,7 @@ impl RunView {
             } => {
                 if let Some(i) = self.row(partition) {
                     let p = &mut self.partitions[i];
-                    p.state = RunPartState::NotRun;
+                    p.state = RunPartState::Skipped;
                     p.error = Some(format!("skipped: {because}"));
                     self.log(i, format!("skipped: {because}"));
                 }
@@ -299,12 +301,12 @@ impl RunView {
                     && self
                         .partitions
                         .iter()
-                        .all(|p| p.state == RunPartState::NotRun)
+                        .all(|p| p.state == RunPartState::Skipped)
                 {
                     self.finished = Some(RunFinish {
                         succeeded: 0,
                         failed: 0,
-                        not_started: self.partitions.len(),
+                        not_started: 0,
                         rolled_back: 0,
                         cancelled: false,
                         duration_ms: 0,
@@ -366,10 +368,11 @@ impl RunView {
         let f = self.finished.as_ref()?;
         // The engine counts refusals among failures; they read apart.
         let refused = self.count(RunPartState::Refused);
+        let skipped = self.count(RunPartState::Skipped);
         Some((
-            f.failed > 0 || f.cancelled,
+            f.failed > 0 || f.cancelled || skipped > 0,
             format!(
-                "run of {} {}: {} succeeded{}, {} failed{}{}",
+                "run of {} {}: {} succeeded{}, {} failed{}{}{}",
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
@@ -387,6 +390,7 @@ impl RunView {
                 } else {
                     String::new()
                 },
+                skipped_words(skipped, ", "),
                 stopped_short(f.not_started, f.rolled_back, ", ")
             ),
         ))
@@ -398,6 +402,9 @@ impl RunView {
         match &self.finished {
             Some(f) if f.cancelled => ('⊘', "warning"),
             Some(f) if f.failed > 0 => ('✗', "error"),
+            // A step of a cascade that left partitions out is no success:
+            // what they read did not load (a headless run exits 1).
+            Some(_) if self.count(RunPartState::Skipped) > 0 => ('–', "warning"),
             Some(_) => ('✓', "ok"),
             None if self.error.is_some() => ('✗', "error"),
             None if self.count(RunPartState::Failed) > 0 => ('▶', "error"),
@@ -434,7 +441,7 @@ impl RunView {
         };
         match &self.finished {
             Some(f) => format!(
-                "{}: {}/{} succeeded{} · {} failed{refused_words}{} · {}",
+                "{}: {}/{} succeeded{} · {} failed{refused_words}{}{} · {}",
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
                 total,
@@ -443,6 +450,7 @@ impl RunView {
                     n => format!(" ({n} loaded empty)"),
                 },
                 f.failed.saturating_sub(refused),
+                skipped_words(self.count(RunPartState::Skipped), " · "),
                 stopped_short(f.not_started, f.rolled_back, " · "),
                 duration_text(f.duration_ms)
             ),
@@ -465,6 +473,15 @@ impl RunView {
                 )
             }
         }
+    }
+}
+
+/// The partitions a cascade left out of a step, and why, after `sep`;
+/// nothing when none was.
+fn skipped_words(skipped: usize, sep: &str) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!("{sep}{n} skipped: what they read did not load"),
     }
 }
 

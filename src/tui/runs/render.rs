@@ -201,7 +201,8 @@ fn render_table(
             RunPartState::Failed
             | RunPartState::Refused
             | RunPartState::Retrying
-            | RunPartState::NotRun => p
+            | RunPartState::NotRun
+            | RunPartState::Skipped => p
                 .error
                 .as_deref()
                 .map(|e| first_line(e).to_string())
