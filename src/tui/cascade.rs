@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::job::JobView;
 use super::theme::Theme;
+use super::widgets::first_line;
 use crate::config::Config;
 use crate::engine::{Backfill, cascade};
 use crate::lineage::Lineage;
@@ -45,8 +46,15 @@ impl CascadePlan {
         };
         for (job, partitions) in cascade::downstream_partitions(config, lineage, root, now) {
             let Some(view) = find(&job.name).filter(|v| v.loaded) else {
+                // A read that failed is no read still on its way: waiting
+                // would not plan the step.
                 plan.problems
-                    .push(format!("{}: states are still loading", job.name));
+                    .push(match find(&job.name).and_then(|v| v.error.as_deref()) {
+                        Some(e) => {
+                            format!("{}: its states cannot be read: {}", job.name, first_line(e))
+                        }
+                        None => format!("{}: states are still loading", job.name),
+                    });
                 continue;
             };
             match cascade::plan_step(job, &partitions, &view.statuses, root, now) {
@@ -200,6 +208,66 @@ mod tests {
         );
         assert!(line(3).contains("10 partitions loaded: 7 made stale, 3 never loaded"));
         assert!(line(10).contains("10 partitions never loaded, loaded: 2026-06-01"));
+    }
+
+    /// A downstream job whose states could not be read is said so, with
+    /// why, not as still loading: no wait plans its step.
+    #[test]
+    fn a_reader_whose_states_cannot_be_read_is_not_said_to_be_loading() {
+        let toml = r#"
+[warehouse]
+url = "sqlite://w.db"
+
+[[jobs]]
+name = "daily"
+target = "d"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-10"
+sql = "select dt from s where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "reader"
+target = "r"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-10"
+sql = "select dt from d where dt >= :start and dt < :end"
+"#;
+        let config =
+            crate::config::parse(std::path::Path::new("idem.toml"), toml, &|_| None).unwrap();
+        let lineage = Lineage::of(&config).unwrap();
+        let daily = job_view("daily", false, "■■■■■■■■■■");
+        let root = Backfill::plan_from(
+            &config.jobs[0],
+            &Selection::default(),
+            &daily.statuses,
+            now(),
+            4,
+            2,
+        )
+        .expect("a plan");
+        let mut reader = JobView::new(config.jobs[1].clone(), now());
+        let plan = |reader: &JobView| {
+            CascadePlan::of(
+                &config,
+                &lineage,
+                &root,
+                |name| (name == "reader").then_some(reader),
+                now(),
+            )
+            .problems
+        };
+        assert_eq!(plan(&reader), ["reader: states are still loading"]);
+        reader.error = Some("target table r does not exist or has no columns".into());
+        assert_eq!(
+            plan(&reader),
+            ["reader: its states cannot be read: target table r does not exist or has no columns"]
+        );
     }
 
     /// A cascade with nothing to load says why: no reader, or readers

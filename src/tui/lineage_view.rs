@@ -14,7 +14,7 @@ use super::job::JobView;
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered};
+use super::widgets::{abbreviate_name, block, centered};
 use crate::lineage::{Because, Lineage};
 use crate::state::{LoadState, PartitionStatus};
 
@@ -106,6 +106,25 @@ impl LineageView {
         find: impl Fn(&str) -> Option<&'a JobView>,
     ) {
         let list = neighbours(lineage, job);
+        let width = area.width.saturating_sub(4).min(96);
+        // A long name is cut in its middle rather than push its health
+        // off the view's right edge.
+        let name_width = list
+            .iter()
+            .map(|n| n.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(28, 28.max(usize::from(width.saturating_sub(2)) * 2 / 5));
+        // The health column leaves the reason its room where it can.
+        let healths: Vec<(String, Style)> = list.iter().map(|n| health(t, find(&n.name))).collect();
+        let longest = |texts: &mut dyn Iterator<Item = &String>| {
+            texts.map(|s| s.chars().count()).max().unwrap_or(0)
+        };
+        let health_width =
+            36.min(usize::from(width.saturating_sub(2)).saturating_sub(
+                3 + name_width + 2 + longest(&mut list.iter().map(|n| &n.because)),
+            ))
+            .max(longest(&mut healths.iter().map(|(h, _)| h)));
         let mut lines = Vec::new();
         for (upstream, title) in [
             (true, format!("upstream: the jobs {job} reads")),
@@ -119,17 +138,21 @@ impl LineageView {
                 .filter(|(_, n)| n.upstream == upstream)
             {
                 any = true;
-                let (health, style) = health(t, find(&n.name));
+                let (health, style) = &healths[k];
                 let mut name_style = t.style("text");
                 if k == self.selected {
                     name_style = name_style.add_modifier(Modifier::REVERSED);
                 }
                 lines.push(Line::from(vec![
                     Span::styled(
-                        format!(" {} {:<28}", if upstream { "↑" } else { "↓" }, n.name),
+                        format!(
+                            " {} {:<name_width$}",
+                            if upstream { "↑" } else { "↓" },
+                            abbreviate_name(&n.name, name_width)
+                        ),
                         name_style,
                     ),
-                    Span::styled(format!(" {health:<36}"), style),
+                    Span::styled(format!(" {health:<health_width$}"), *style),
                     Span::styled(format!(" {}", n.because), t.style("muted")),
                 ]));
             }
@@ -156,7 +179,7 @@ impl LineageView {
             Span::styled(" close", t.style("muted")),
         ]));
         let height = (lines.len() as u16 + 2).min(area.height);
-        let r = centered(area, area.width.saturating_sub(4).min(96), height);
+        let r = centered(area, width, height);
         frame.render_widget(Clear, r);
         let b = block(t, format!(" Lineage of {job} "), true);
         let inner = b.inner(r);
@@ -275,5 +298,55 @@ mod tests {
             "nothing to jump to"
         );
         assert_eq!(v.key(&key('q'), 3), LineageStep::Close);
+    }
+
+    /// A job with a very long name is cut in its middle: its health still
+    /// shows at 80 columns.
+    #[test]
+    fn a_long_name_leaves_room_for_its_health() {
+        let long = "agg_monthly_with_a_very_long_name_that_goes_on_and_on_forever";
+        let toml = format!(
+            r#"
+[warehouse]
+url = "sqlite://w.db"
+
+[[jobs]]
+name = "daily"
+target = "d"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-10"
+sql = "select dt from s where dt >= :start and dt < :end"
+
+[[jobs]]
+name = "{long}"
+target = "m"
+strategy = "replace_partition"
+partition_column = "dt"
+grain = "day"
+start = "2026-06-01"
+end = "2026-06-10"
+sql = "select dt from d where dt >= :start and dt < :end"
+"#
+        );
+        let config =
+            crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None).unwrap();
+        let lineage = Lineage::of(&config).unwrap();
+        let monthly = fixture::job_view(long, false, "■■■■■■■■■✗");
+        let t = Theme::default_theme();
+        let screen = fixture::draw(80, 24, |f| {
+            LineageView::default().render(f, f.area(), &t, "daily", &lineage, |name| {
+                (name == long).then_some(&monthly)
+            })
+        });
+        let row = screen
+            .lines()
+            .find(|l| l.contains(" ↓ "))
+            .unwrap_or_else(|| panic!("no downstream row:\n{screen}"));
+        assert!(row.contains("✗ 1 failed"), "{screen}");
+        assert!(row.contains("agg_monthly_wi…and_on_forever"), "{screen}");
+        assert!(row.contains("reads d"), "{screen}");
     }
 }

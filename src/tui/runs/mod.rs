@@ -4,22 +4,19 @@
 use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
-use ratatui::Frame;
-use ratatui::layout::{Position, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
 use super::keymap;
 use super::keys::{Action, Scope};
-use super::layout::{Hit, run_split};
 use super::run_logs::RunLogs;
-use super::theme::Theme;
-use super::widgets::{abbreviate, block, duration_text, first_line, inner, put, thousands};
+use super::widgets::duration_text;
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
-use crate::state::{AttemptEnd, LoadState};
+use crate::state::AttemptEnd;
+
+mod render;
+
+pub use render::{hit, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {
@@ -32,9 +29,10 @@ pub enum RunPartState {
     Refused,
     Cancelled,
     /// The run ended without starting it, not cancelled: stopped by a
-    /// failure (the warehouse gone, a merge window failed), or skipped
-    /// because what it reads did not load.
+    /// failure (the warehouse gone, a merge window failed).
     NotRun,
+    /// A cascade left it out: an upstream partition it reads did not load.
+    Skipped,
 }
 
 impl RunPartState {
@@ -48,6 +46,7 @@ impl RunPartState {
             RunPartState::Refused => ("refused", '⊖'),
             RunPartState::Cancelled => ("cancelled", '⊘'),
             RunPartState::NotRun => ("not run", '–'),
+            RunPartState::Skipped => ("skipped", '–'),
         }
     }
 }
@@ -293,7 +292,7 @@ impl RunView {
             } => {
                 if let Some(i) = self.row(partition) {
                     let p = &mut self.partitions[i];
-                    p.state = RunPartState::NotRun;
+                    p.state = RunPartState::Skipped;
                     p.error = Some(format!("skipped: {because}"));
                     self.log(i, format!("skipped: {because}"));
                 }
@@ -302,12 +301,12 @@ impl RunView {
                     && self
                         .partitions
                         .iter()
-                        .all(|p| p.state == RunPartState::NotRun)
+                        .all(|p| p.state == RunPartState::Skipped)
                 {
                     self.finished = Some(RunFinish {
                         succeeded: 0,
                         failed: 0,
-                        not_started: self.partitions.len(),
+                        not_started: 0,
                         rolled_back: 0,
                         cancelled: false,
                         duration_ms: 0,
@@ -369,10 +368,11 @@ impl RunView {
         let f = self.finished.as_ref()?;
         // The engine counts refusals among failures; they read apart.
         let refused = self.count(RunPartState::Refused);
+        let skipped = self.count(RunPartState::Skipped);
         Some((
-            f.failed > 0 || f.cancelled,
+            f.failed > 0 || f.cancelled || skipped > 0,
             format!(
-                "run of {} {}: {} succeeded{}, {} failed{}{}",
+                "run of {} {}: {} succeeded{}, {} failed{}{}{}",
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
@@ -390,6 +390,7 @@ impl RunView {
                 } else {
                     String::new()
                 },
+                skipped_words(skipped, ", "),
                 stopped_short(f.not_started, f.rolled_back, ", ")
             ),
         ))
@@ -401,6 +402,9 @@ impl RunView {
         match &self.finished {
             Some(f) if f.cancelled => ('⊘', "warning"),
             Some(f) if f.failed > 0 => ('✗', "error"),
+            // A step of a cascade that left partitions out is no success:
+            // what they read did not load (a headless run exits 1).
+            Some(_) if self.count(RunPartState::Skipped) > 0 => ('–', "warning"),
             Some(_) => ('✓', "ok"),
             None if self.error.is_some() => ('✗', "error"),
             None if self.count(RunPartState::Failed) > 0 => ('▶', "error"),
@@ -437,7 +441,7 @@ impl RunView {
         };
         match &self.finished {
             Some(f) => format!(
-                "{}: {}/{} succeeded{} · {} failed{refused_words}{} · {}",
+                "{}: {}/{} succeeded{} · {} failed{refused_words}{}{} · {}",
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
                 total,
@@ -446,6 +450,7 @@ impl RunView {
                     n => format!(" ({n} loaded empty)"),
                 },
                 f.failed.saturating_sub(refused),
+                skipped_words(self.count(RunPartState::Skipped), " · "),
                 stopped_short(f.not_started, f.rolled_back, " · "),
                 duration_text(f.duration_ms)
             ),
@@ -468,6 +473,15 @@ impl RunView {
                 )
             }
         }
+    }
+}
+
+/// The partitions a cascade left out of a step, and why, after `sep`;
+/// nothing when none was.
+fn skipped_words(skipped: usize, sep: &str) -> String {
+    match skipped {
+        0 => String::new(),
+        n => format!("{sep}{n} skipped: what they read did not load"),
     }
 }
 
@@ -497,242 +511,6 @@ pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
     if run.selected != row {
         run.log_back = 0;
     }
-}
-
-/// The first run whose tab is drawn in a strip `width` wide: the first of
-/// all, or as far on as shows the selected run's tab whole (after a `‹`
-/// that says runs are scrolled out to the left).
-fn first_tab(runs: &[RunView], selected: usize, width: u16) -> usize {
-    let widths: Vec<usize> = runs.iter().map(|r| r.label().chars().count()).collect();
-    let through = selected.min(widths.len().saturating_sub(1));
-    let mut first = 0;
-    let mut used: usize = widths.iter().take(through + 1).sum();
-    while first < through && used > width as usize {
-        used -= widths[first];
-        first += 1;
-        // The ‹ takes a column once a tab is scrolled out.
-        if first == 1 {
-            used += 1;
-        }
-    }
-    first
-}
-
-/// What a position in the run pane (`area`, its border included) points at.
-pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Option<Hit> {
-    let pos = Position::new(x, y);
-    let body = inner(area);
-    if !body.contains(pos) {
-        return None;
-    }
-    if y == body.y {
-        let first = first_tab(runs, selected, body.width);
-        let mut left = body.x + u16::from(first > 0);
-        for (k, run) in runs.iter().enumerate().skip(first) {
-            let w = run.label().chars().count() as u16;
-            if x >= left && x < left + w {
-                return Some(Hit::Run(k));
-            }
-            left += w;
-        }
-        return None;
-    }
-    if y < body.y + 2 {
-        return None;
-    }
-    let run = runs.get(selected)?;
-    let (table, _) = run_split(Rect::new(body.x, body.y + 2, body.width, body.height - 2));
-    if !table.contains(pos) {
-        return None;
-    }
-    let first = run
-        .selected
-        .saturating_sub((table.height as usize).saturating_sub(1));
-    Some(Hit::RunRow(first + (y - table.y) as usize))
-}
-
-/// Draws the run pane: the list of runs, the selected one's gauge, its
-/// partition table and the selected partition's log.
-pub fn render(
-    frame: &mut Frame,
-    r: Rect,
-    theme: &Theme,
-    runs: &[RunView],
-    selected: usize,
-    focused: bool,
-    now: NaiveDateTime,
-) {
-    let t = theme;
-    let b = block(t, format!(" Runs ({}) ", runs.len()), focused);
-    let area = b.inner(r);
-    frame.render_widget(b, r);
-    if area.height == 0 {
-        return;
-    }
-    let first = first_tab(runs, selected, area.width);
-    let mut spans: Vec<Span> = Vec::new();
-    if first > 0 {
-        spans.push(Span::styled("‹", t.style("muted")));
-    }
-    spans.extend(runs.iter().enumerate().skip(first).map(|(k, run)| {
-        let style = if k == selected {
-            t.style("highlight").add_modifier(Modifier::REVERSED)
-        } else {
-            t.style("text")
-        };
-        Span::styled(run.label(), style)
-    }));
-    frame.render_widget(
-        Paragraph::new(Line::from(spans)),
-        Rect::new(area.x, area.y, area.width, 1),
-    );
-    let Some(run) = runs.get(selected) else {
-        return;
-    };
-    if area.height < 2 {
-        return;
-    }
-    // Failures show in the error style and in words with a glyph, never
-    // by the bar's colour alone: 12 of 12 failed is no full green bar.
-    let total = run.partitions.len().max(1);
-    let (glyph, style) = run.outcome();
-    let gauge = Gauge::default()
-        .gauge_style(t.style(style))
-        .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
-        .label(format!("{glyph} {}", run.summary(now)));
-    frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
-    if area.height < 3 {
-        return;
-    }
-    let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
-    let (table, log_area) = run_split(body);
-    render_table(frame, table, t, run, focused, now);
-    if let Some(log_area) = log_area {
-        render_log(frame, log_area, t, run);
-    }
-}
-
-fn render_table(
-    frame: &mut Frame,
-    table: Rect,
-    t: &Theme,
-    run: &RunView,
-    focused: bool,
-    now: NaiveDateTime,
-) {
-    let buf = frame.buffer_mut();
-    let rows = table.height as usize;
-    let first = run.selected.saturating_sub(rows.saturating_sub(1));
-    for (k, p) in run.partitions.iter().enumerate().skip(first).take(rows) {
-        let y = table.y + (k - first) as u16;
-        let (word, glyph) = p.state.label();
-        let style = match p.state {
-            RunPartState::Succeeded => t.style("ok"),
-            RunPartState::Failed => t.style("error"),
-            RunPartState::Refused => t.style("warning"),
-            RunPartState::Running | RunPartState::Retrying => t.state(LoadState::Running),
-            _ => t.style("muted"),
-        };
-        let sel = k == run.selected && focused;
-        let row_style = |s: Style| if sel { s.patch(t.style("cursor")) } else { s };
-        let mut x = put(
-            buf,
-            table,
-            table.x,
-            y,
-            if k == run.selected { "›" } else { " " },
-            t.style("highlight"),
-        );
-        x = put(
-            buf,
-            table,
-            x,
-            y,
-            &format!("{glyph} {:<14}", p.name),
-            row_style(style),
-        );
-        x = put(buf, table, x, y, &format!("{word:<9} "), row_style(style));
-        let dur = match (p.state, p.running_since) {
-            // Whole seconds: the clock turns once a second.
-            (RunPartState::Running, Some(since)) => {
-                let ms = (now - since).num_seconds().max(0) as u64 * 1000;
-                if ms < 60_000 {
-                    format!("{} s", ms / 1000)
-                } else {
-                    duration_text(ms)
-                }
-            }
-            _ => p.duration_ms.map(duration_text).unwrap_or_default(),
-        };
-        x = put(buf, table, x, y, &format!("{dur:>8}  "), t.style("muted"));
-        let rows_text = match p.state {
-            RunPartState::Succeeded => {
-                let mut s = format!(
-                    "−{} → +{}",
-                    thousands(p.rows_deleted),
-                    thousands(p.rows_inserted)
-                );
-                if p.rows_updated > 0 {
-                    s.push_str(&format!(" ~{}", thousands(p.rows_updated)));
-                }
-                match p.content_changed {
-                    Some(true) => s.push_str(" · changed"),
-                    Some(false) => s.push_str(" · same content"),
-                    None => {}
-                }
-                s
-            }
-            RunPartState::Failed
-            | RunPartState::Refused
-            | RunPartState::Retrying
-            | RunPartState::NotRun => p
-                .error
-                .as_deref()
-                .map(|e| first_line(e).to_string())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        // Cut text ends in "…", so that it reads as cut.
-        let room = table.right().saturating_sub(x) as usize;
-        put(
-            buf,
-            table,
-            x,
-            y,
-            &abbreviate(&rows_text, room),
-            t.style("text"),
-        );
-    }
-}
-
-fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
-    let p = run.partitions.get(run.selected);
-    let log = run.logs.of(run.selected);
-    let back = run.log_back.min(log.len().saturating_sub(1));
-    let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
-    if back > 0 {
-        title.push_str(&format!("· {back} newer below (] or G) "));
-    }
-    let b = block(t, title, false);
-    let inner_log = b.inner(log_area);
-    frame.render_widget(b, log_area);
-    if p.is_none() {
-        return;
-    }
-    let n = inner_log.height as usize;
-    let shown = log.len() - back;
-    let lines: Vec<Line> = log
-        .iter()
-        .take(shown)
-        .skip(shown.saturating_sub(n))
-        .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
-        .collect();
-    // Long lines wrap (at words, so counted as drawn); the newest shown
-    // stay in view.
-    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
-    let wrapped = text.line_count(inner_log.width.max(1));
-    let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
-    frame.render_widget(text.scroll((scroll, 0)), inner_log);
 }
 
 #[cfg(test)]

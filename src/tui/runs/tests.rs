@@ -1,10 +1,15 @@
 //! The run pane's own tests: rows through their states, bounded logs,
 //! drawing and hit-testing.
 
+use ratatui::layout::Rect;
+
 use super::*;
 use crate::engine::Selection;
+use crate::state::LoadState;
 use crate::tui::fixture::{draw, job_view, now};
+use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
+use crate::tui::theme::Theme;
 
 fn run() -> RunView {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
@@ -384,4 +389,80 @@ fn a_cut_row_ends_in_an_ellipsis() {
         .find(|l| l.contains("2026-06-03    failed"))
         .unwrap_or("");
     assert!(row.contains("duplicate key value v… ┌ log"), "{screen}");
+}
+
+/// The skip of `partition` by a cascade, an upstream partition it reads
+/// having failed.
+fn skipped(partition: &str) -> Event {
+    event(partition, |partition| Event::PartitionSkipped {
+        job: "fct_orders".into(),
+        partition,
+        because: "stg_orders 2026-06-03 did not load".into(),
+    })
+}
+
+/// A cascade step left out because what it reads failed upstream is no
+/// success: it reads as skipped in its tab, its gauge and the status bar,
+/// never with a ✓ over partitions that did not load (a headless cascade
+/// exits 1).
+#[test]
+fn a_cascade_step_skipped_upstream_reads_as_skipped_not_succeeded() {
+    let draw_runs = |runs: &[RunView]| {
+        draw(110, 8, |f| {
+            render(
+                f,
+                Rect::new(0, 0, 110, 8),
+                &Theme::default_theme(),
+                runs,
+                0,
+                true,
+                now(),
+            )
+        })
+    };
+    // Every partition of the step skipped: the step never starts.
+    let mut all = run();
+    all.apply(&skipped("2026-06-03"), now());
+    all.apply(&skipped("2026-06-08"), now());
+    assert!(!all.active());
+    let screen = draw_runs(std::slice::from_ref(&all));
+    assert!(!screen.contains('✓'), "{screen}");
+    assert!(screen.contains("– #1 fct_orders 0/2"), "{screen}");
+    assert!(
+        screen.contains(
+            "finished: 0/2 succeeded · 0 failed · 2 skipped: what they read did not load"
+        ),
+        "{screen}"
+    );
+    assert!(!screen.contains("not started"), "{screen}");
+    assert!(screen.contains("skipped   "), "{screen}");
+    // One skipped, the other loaded: the ending says so, as bad news.
+    let mut some = run();
+    some.apply(&skipped("2026-06-03"), now());
+    some.apply(&started("2026-06-08"), now());
+    some.apply(
+        &Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 0,
+            not_started: 0,
+            rolled_back: 0,
+            refused: 0,
+            empty: 0,
+            cancelled: false,
+            duration_ms: 30,
+        },
+        now(),
+    );
+    assert_eq!(
+        some.ending(),
+        Some((
+            true,
+            "run of fct_orders finished: 1 succeeded, 0 failed, 1 skipped: what they read did not load"
+                .into()
+        ))
+    );
+    let screen = draw_runs(std::slice::from_ref(&some));
+    assert!(screen.contains("– #1 fct_orders 1/2"), "{screen}");
 }

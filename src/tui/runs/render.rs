@@ -1,0 +1,253 @@
+//! Drawing the run pane: the list of runs, the selected one's gauge, its
+//! partition table and the selected partition's log; and what a click on
+//! it points at.
+
+use chrono::NaiveDateTime;
+use ratatui::Frame;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Gauge, Paragraph, Wrap};
+
+use super::{RunPartState, RunView};
+use crate::state::LoadState;
+use crate::tui::layout::{Hit, run_split};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{abbreviate, block, duration_text, first_line, inner, put, thousands};
+
+/// The first run whose tab is drawn in a strip `width` wide: the first of
+/// all, or as far on as shows the selected run's tab whole (after a `‹`
+/// that says runs are scrolled out to the left).
+fn first_tab(runs: &[RunView], selected: usize, width: u16) -> usize {
+    let widths: Vec<usize> = runs.iter().map(|r| r.label().chars().count()).collect();
+    let through = selected.min(widths.len().saturating_sub(1));
+    let mut first = 0;
+    let mut used: usize = widths.iter().take(through + 1).sum();
+    while first < through && used > width as usize {
+        used -= widths[first];
+        first += 1;
+        // The ‹ takes a column once a tab is scrolled out.
+        if first == 1 {
+            used += 1;
+        }
+    }
+    first
+}
+
+/// What a position in the run pane (`area`, its border included) points at.
+pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    let pos = Position::new(x, y);
+    let body = inner(area);
+    if !body.contains(pos) {
+        return None;
+    }
+    if y == body.y {
+        let first = first_tab(runs, selected, body.width);
+        let mut left = body.x + u16::from(first > 0);
+        for (k, run) in runs.iter().enumerate().skip(first) {
+            let w = run.label().chars().count() as u16;
+            if x >= left && x < left + w {
+                return Some(Hit::Run(k));
+            }
+            left += w;
+        }
+        return None;
+    }
+    if y < body.y + 2 {
+        return None;
+    }
+    let run = runs.get(selected)?;
+    let (table, _) = run_split(Rect::new(body.x, body.y + 2, body.width, body.height - 2));
+    if !table.contains(pos) {
+        return None;
+    }
+    let first = run
+        .selected
+        .saturating_sub((table.height as usize).saturating_sub(1));
+    Some(Hit::RunRow(first + (y - table.y) as usize))
+}
+
+/// Draws the run pane: the list of runs, the selected one's gauge, its
+/// partition table and the selected partition's log.
+pub fn render(
+    frame: &mut Frame,
+    r: Rect,
+    theme: &Theme,
+    runs: &[RunView],
+    selected: usize,
+    focused: bool,
+    now: NaiveDateTime,
+) {
+    let t = theme;
+    let b = block(t, format!(" Runs ({}) ", runs.len()), focused);
+    let area = b.inner(r);
+    frame.render_widget(b, r);
+    if area.height == 0 {
+        return;
+    }
+    let first = first_tab(runs, selected, area.width);
+    let mut spans: Vec<Span> = Vec::new();
+    if first > 0 {
+        spans.push(Span::styled("‹", t.style("muted")));
+    }
+    spans.extend(runs.iter().enumerate().skip(first).map(|(k, run)| {
+        let style = if k == selected {
+            t.style("highlight").add_modifier(Modifier::REVERSED)
+        } else {
+            t.style("text")
+        };
+        Span::styled(run.label(), style)
+    }));
+    frame.render_widget(
+        Paragraph::new(Line::from(spans)),
+        Rect::new(area.x, area.y, area.width, 1),
+    );
+    let Some(run) = runs.get(selected) else {
+        return;
+    };
+    if area.height < 2 {
+        return;
+    }
+    // Failures show in the error style and in words with a glyph, never
+    // by the bar's colour alone: 12 of 12 failed is no full green bar.
+    let total = run.partitions.len().max(1);
+    let (glyph, style) = run.outcome();
+    let gauge = Gauge::default()
+        .gauge_style(t.style(style))
+        .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
+        .label(format!("{glyph} {}", run.summary(now)));
+    frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
+    if area.height < 3 {
+        return;
+    }
+    let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
+    let (table, log_area) = run_split(body);
+    render_table(frame, table, t, run, focused, now);
+    if let Some(log_area) = log_area {
+        render_log(frame, log_area, t, run);
+    }
+}
+
+fn render_table(
+    frame: &mut Frame,
+    table: Rect,
+    t: &Theme,
+    run: &RunView,
+    focused: bool,
+    now: NaiveDateTime,
+) {
+    let buf = frame.buffer_mut();
+    let rows = table.height as usize;
+    let first = run.selected.saturating_sub(rows.saturating_sub(1));
+    for (k, p) in run.partitions.iter().enumerate().skip(first).take(rows) {
+        let y = table.y + (k - first) as u16;
+        let (word, glyph) = p.state.label();
+        let style = match p.state {
+            RunPartState::Succeeded => t.style("ok"),
+            RunPartState::Failed => t.style("error"),
+            RunPartState::Refused => t.style("warning"),
+            RunPartState::Running | RunPartState::Retrying => t.state(LoadState::Running),
+            _ => t.style("muted"),
+        };
+        let sel = k == run.selected && focused;
+        let row_style = |s: Style| if sel { s.patch(t.style("cursor")) } else { s };
+        let mut x = put(
+            buf,
+            table,
+            table.x,
+            y,
+            if k == run.selected { "›" } else { " " },
+            t.style("highlight"),
+        );
+        x = put(
+            buf,
+            table,
+            x,
+            y,
+            &format!("{glyph} {:<14}", p.name),
+            row_style(style),
+        );
+        x = put(buf, table, x, y, &format!("{word:<9} "), row_style(style));
+        let dur = match (p.state, p.running_since) {
+            // Whole seconds: the clock turns once a second.
+            (RunPartState::Running, Some(since)) => {
+                let ms = (now - since).num_seconds().max(0) as u64 * 1000;
+                if ms < 60_000 {
+                    format!("{} s", ms / 1000)
+                } else {
+                    duration_text(ms)
+                }
+            }
+            _ => p.duration_ms.map(duration_text).unwrap_or_default(),
+        };
+        x = put(buf, table, x, y, &format!("{dur:>8}  "), t.style("muted"));
+        let rows_text = match p.state {
+            RunPartState::Succeeded => {
+                let mut s = format!(
+                    "−{} → +{}",
+                    thousands(p.rows_deleted),
+                    thousands(p.rows_inserted)
+                );
+                if p.rows_updated > 0 {
+                    s.push_str(&format!(" ~{}", thousands(p.rows_updated)));
+                }
+                match p.content_changed {
+                    Some(true) => s.push_str(" · changed"),
+                    Some(false) => s.push_str(" · same content"),
+                    None => {}
+                }
+                s
+            }
+            RunPartState::Failed
+            | RunPartState::Refused
+            | RunPartState::Retrying
+            | RunPartState::NotRun
+            | RunPartState::Skipped => p
+                .error
+                .as_deref()
+                .map(|e| first_line(e).to_string())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        // Cut text ends in "…", so that it reads as cut.
+        let room = table.right().saturating_sub(x) as usize;
+        put(
+            buf,
+            table,
+            x,
+            y,
+            &abbreviate(&rows_text, room),
+            t.style("text"),
+        );
+    }
+}
+
+fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
+    let p = run.partitions.get(run.selected);
+    let log = run.logs.of(run.selected);
+    let back = run.log_back.min(log.len().saturating_sub(1));
+    let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    if back > 0 {
+        title.push_str(&format!("· {back} newer below (] or G) "));
+    }
+    let b = block(t, title, false);
+    let inner_log = b.inner(log_area);
+    frame.render_widget(b, log_area);
+    if p.is_none() {
+        return;
+    }
+    let n = inner_log.height as usize;
+    let shown = log.len() - back;
+    let lines: Vec<Line> = log
+        .iter()
+        .take(shown)
+        .skip(shown.saturating_sub(n))
+        .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
+        .collect();
+    // Long lines wrap (at words, so counted as drawn); the newest shown
+    // stay in view.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let wrapped = text.line_count(inner_log.width.max(1));
+    let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
+    frame.render_widget(text.scroll((scroll, 0)), inner_log);
+}
