@@ -4,7 +4,7 @@
 //! upstream partition its window overlaps (24 hours for a day, the days of a
 //! month, the month of a day).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::config::{Config, ConfigError};
 use crate::partition::{Grain, Partition};
@@ -40,9 +40,10 @@ impl Lineage {
                 .iter()
                 .map(|d| (d.name.clone(), Because::Declared))
                 .collect();
+            let declared: HashSet<&str> = job.depends_on.iter().map(|d| d.name.as_str()).collect();
             let read = crate::lint::tables_read_as_written(job);
             for other in config.jobs.iter().filter(|o| o.name != job.name) {
-                if ups.iter().any(|(n, _)| *n == other.name) {
+                if declared.contains(other.name.as_str()) {
                     continue;
                 }
                 if let Some(table) = read.iter().find(|t| crate::lint::names_target(t, other)) {
@@ -128,7 +129,12 @@ impl Lineage {
         if order.len() == config.jobs.len() {
             return Ok(order);
         }
-        let Some(job) = config.jobs.iter().find(|j| !order.contains(&j.name)) else {
+        let ordered: HashSet<&str> = order.iter().map(String::as_str).collect();
+        let Some(job) = config
+            .jobs
+            .iter()
+            .find(|j| !ordered.contains(j.name.as_str()))
+        else {
             return Ok(order);
         };
         let cycle = self.cycle_through(&job.name);
@@ -153,17 +159,26 @@ impl Lineage {
     }
 
     /// A cycle of dependencies through `job`, as names, `job` first and last.
+    /// Each job is walked from once: one that led nowhere before leads
+    /// nowhere again (QA: 2,000 jobs merging into one table they all read
+    /// took 40 s to be told of their cycle).
     fn cycle_through(&self, job: &str) -> Vec<String> {
-        fn walk(l: &Lineage, at: &str, goal: &str, path: &mut Vec<String>) -> bool {
+        fn walk<'a>(
+            l: &'a Lineage,
+            at: &str,
+            goal: &str,
+            path: &mut Vec<String>,
+            seen: &mut HashSet<&'a str>,
+        ) -> bool {
             for (up, _) in l.upstream(at) {
                 if up == goal {
                     return true;
                 }
-                if path.contains(up) {
+                if !seen.insert(up.as_str()) {
                     continue;
                 }
                 path.push(up.clone());
-                if walk(l, up, goal, path) {
+                if walk(l, up, goal, path, seen) {
                     return true;
                 }
                 path.pop();
@@ -171,7 +186,7 @@ impl Lineage {
             false
         }
         let mut path = vec![job.to_string()];
-        walk(self, job, job, &mut path);
+        walk(self, job, job, &mut path, &mut HashSet::new());
         // Found by walking upstream: read it the way data flows.
         path.reverse();
         path.insert(0, job.to_string());
