@@ -913,7 +913,13 @@ fn a_config_without_jobs_says_how_to_get_some() {
         format!("[warehouse]\nurl = \"sqlite://{}\"\n", db.display()),
     )
     .unwrap();
-    for args in [&["status"][..], &["jobs"], &["status", "--format", "json"]] {
+    for args in [
+        &["status"][..],
+        &["jobs"],
+        &["status", "--format", "json"],
+        &["lint"],
+        &["lint", "--offline"],
+    ] {
         let out = idem(&config, args);
         assert!(out.status.success(), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -40,6 +40,7 @@ async fn lint_inner(
     offline: bool,
 ) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
+    super::note_no_jobs(&config);
     let jobs: Vec<&Job> = match job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
