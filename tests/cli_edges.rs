@@ -198,6 +198,41 @@ fn the_demo_through_the_headless_edges() {
         log.lines()
             .any(|l| l.contains(" succeeded ") && l.contains(" in window "))
     );
+
+    // A merge window without a partition column has no rows to count now:
+    // the preview says the rows its last load merged as such, as the
+    // console's detail does (QA: it said them as "rows now").
+    let loaded = idem::config::load(&config).unwrap();
+    let dim = loaded
+        .jobs
+        .iter()
+        .find(|j| j.name == "dim_customers")
+        .unwrap();
+    let (first, second) = (dim.start.next().next(), dim.start.next().next().next());
+    let (from, to) = (first.name(), second.name());
+    let merge = idem(
+        &config,
+        &[
+            "run",
+            "dim_customers",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--dry-run",
+        ],
+    );
+    let preview = text(&merge.stdout);
+    assert!(merge.status.success(), "{preview}");
+    let windows: Vec<&str> = preview
+        .lines()
+        .filter(|l| l.starts_with(&format!("  {from}")) || l.starts_with(&format!("  {to}")))
+        .collect();
+    assert_eq!(windows.len(), 2, "{preview}");
+    for line in windows {
+        assert!(line.contains(" rows at last load "), "{line}");
+        assert!(!line.contains("rows now"), "{line}");
+    }
 }
 
 fn help(args: &[&str]) -> String {

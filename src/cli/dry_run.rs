@@ -154,12 +154,19 @@ impl<'a> DryRun<'a> {
                 (Some(n), false) => format!(" → source {}", thousands(n)),
                 (None, _) => String::new(),
             };
+            // A merge window without a partition column has no rows of its
+            // own to count now: said as the rows its last load merged, not
+            // as rows now (the console's detail says it so too).
+            let rows = match (s.rows_now, s.rows_at_load) {
+                (Some(n), _) => format!("rows now {}", thousands(n)),
+                (None, Some(n)) => format!("rows at last load {}", thousands(n)),
+                (None, None) => "rows now -".to_string(),
+            };
             lines.push(format!(
-                "  {} {} {:<9} rows now {}{source}",
+                "  {} {} {:<9} {rows}{source}",
                 p.partition,
                 s.state.glyph(),
                 p.state,
-                s.rows().map_or("-".to_string(), thousands)
             ));
         }
         lines.push(self.plan_line());
