@@ -646,6 +646,56 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
     rerun_loads(&mut fct_run(&config_path, &[]), &wh, &config).await;
 }
 
+/// `idem status` that waits on a lock on the target past `lock_timeout` (a
+/// load's TRUNCATE of a native partition holds one until its COMMIT) names
+/// the session holding it, as a load does; it said only what kind of
+/// session it might be ("an ALTER TABLE, LOCK TABLE or long transaction").
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_status_behind_a_table_lock_names_its_holder() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config_path, config) = db.config_with(
+        "lock_timeout = \"1s\"",
+        &common::replace_job("fct", "fct", "2026-01-01", SELECT),
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&TWO_ROWS).await.unwrap();
+    use sqlx::Connection;
+    let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::query("SET application_name = 'nightly-maintenance'")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut other)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("LOCK TABLE fct IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let status = common::idem(&config_path, &["status", "fct"]);
+    assert_eq!(status.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        said.contains(&format!(
+            "fct: unreadable: canceling statement due to lock timeout: the lock on fct is held by session {pid} (\"nightly-maintenance\""
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("SELECT pg_terminate_backend({pid})")),
+        "{said}"
+    );
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+    let status = common::idem(&config_path, &["status", "fct"]);
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+    wh.close().await;
+}
+
 /// A statement someone stopped once (`pg_cancel_backend`) is not retried,
 /// but need not recur: the run's advice is to finish, not to fix a cause
 /// first (QA: it said "once the cause of these failures is fixed"). A

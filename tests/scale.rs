@@ -1806,6 +1806,121 @@ async fn postgres_a_partition_a_truncate_would_wrong_is_deleted() {
     wh.close().await;
 }
 
+/// A partition detached while a run goes on (a retention job archiving
+/// it) is a table of its own by the time the run loads its window: the
+/// load leaves it as it is and deletes the window's rows from the target,
+/// where it used to TRUNCATE it, emptying the archive, because the run had
+/// read the target's partitions at its start.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_detached_during_the_run_keeps_its_rows() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (_, config) = db.config(
+        "[[jobs]]\nname = \"arch\"\ntarget = \"arch\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+         sql = \"select id, d from src cross join (select pg_sleep(1)) z where d >= :start and d < :end\"\n",
+    );
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-02'), (4, '2026-01-02')",
+        "CREATE TABLE arch (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)",
+        "CREATE TABLE arch_0101 PARTITION OF arch FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE arch_0102 PARTITION OF arch FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
+        "CREATE TABLE arch_rest PARTITION OF arch DEFAULT",
+    ])
+    .await
+    .expect("fixture");
+    let arch = job(&config, "arch");
+    let backfill = Backfill::plan(&wh, arch, &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+
+    // Again, and while its first partition loads, the other is detached.
+    let gate = engine::Gate::default();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let run = {
+        let (wh, backfill, gate) = (wh.clone(), backfill.clone(), gate.clone());
+        tokio::spawn(async move {
+            engine::run_gated(&wh, &backfill, &tx, &CancellationToken::new(), &gate).await
+        })
+    };
+    let mut events = Vec::new();
+    let first = loop {
+        let event = rx.recv().await.expect("a partition starts");
+        let started = match &event {
+            engine::Event::PartitionStarted { partition, .. } => Some(partition.clone()),
+            _ => None,
+        };
+        events.push(event);
+        if let Some(partition) = started {
+            gate.shut();
+            break partition;
+        }
+    };
+    let other = if first == "2026-01-01" {
+        "0102"
+    } else {
+        "0101"
+    };
+    // A plain DETACH waits for the first load's COMMIT.
+    external(
+        &db,
+        &format!("ALTER TABLE arch DETACH PARTITION arch_{other}"),
+    )
+    .await;
+    gate.open();
+    let summary = run.await.expect("run");
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let kept: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM arch_{other}"
+    )))
+    .fetch_one(&mut conn)
+    .await
+    .expect("archive")
+    .get(0);
+    assert_eq!(kept, 2, "the detached partition was emptied");
+    let loaded: Vec<(String, i64)> =
+        sqlx::query("SELECT CAST(d AS text), COUNT(*) FROM arch GROUP BY d ORDER BY d")
+            .fetch_all(&mut conn)
+            .await
+            .expect("target")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+    assert_eq!(
+        loaded,
+        expect(&[("2026-01-01", 2), ("2026-01-02", 2)]),
+        "each window holds its rows, the detached one's in the DEFAULT partition"
+    );
+    let logs: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            engine::Event::PartitionLog { line, .. } => Some(line.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        logs.iter().any(|l| l.contains(&format!(
+            "arch_{other} is no longer this window's partition of arch"
+        ))),
+        "{logs:#?}"
+    );
+    conn.close().await.expect("close");
+    wh.close().await;
+}
+
 /// A table of `n` integer columns `c0`…: the job's SQL (each column the
 /// source's `v` plus its number) and the columns' definitions.
 fn wide_columns(n: usize) -> (String, String) {

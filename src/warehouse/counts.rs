@@ -157,54 +157,58 @@ impl Warehouse {
         };
         let bucket_window = dialect.bucket_window();
         let mut counts = Counts::new();
-        self.each_row(
-            |sql| {
-                sql.push(&name).push(", n");
-                if bucket_window.is_some() {
-                    sql.push(", CAST(b AS TEXT)");
-                }
-            },
-            |sql| {
-                sql.push(" FROM (SELECT ")
-                    .push(&bucket)
-                    .push(" AS b, COUNT(*) AS n FROM ")
-                    .table(&job.target);
-                match whole {
-                    // The table lies in the range: no row needs testing.
-                    WholeTable::AskedFirst => {}
-                    WholeTable::WithinOrRange => {
-                        sql.push(" WHERE ");
-                        push_table_within(sql, &job.target, col, (&first, &last), kind);
-                        sql.push(" OR (")
-                            .range_filter_as("", col, (&first, &last), kind)
-                            .push(")");
+        let read = self
+            .each_row(
+                |sql| {
+                    sql.push(&name).push(", n");
+                    if bucket_window.is_some() {
+                        sql.push(", CAST(b AS TEXT)");
                     }
-                    WholeTable::Filtered => {
-                        sql.push(" WHERE (")
-                            .range_filter_as("", col, (&first, &last), kind)
-                            .push(")");
+                },
+                |sql| {
+                    sql.push(" FROM (SELECT ")
+                        .push(&bucket)
+                        .push(" AS b, COUNT(*) AS n FROM ")
+                        .table(&job.target);
+                    match whole {
+                        // The table lies in the range: no row needs testing.
+                        WholeTable::AskedFirst => {}
+                        WholeTable::WithinOrRange => {
+                            sql.push(" WHERE ");
+                            push_table_within(sql, &job.target, col, (&first, &last), kind);
+                            sql.push(" OR (")
+                                .range_filter_as("", col, (&first, &last), kind)
+                                .push(")");
+                        }
+                        WholeTable::Filtered => {
+                            sql.push(" WHERE (")
+                                .range_filter_as("", col, (&first, &last), kind)
+                                .push(")");
+                        }
                     }
-                }
-                sql.push(" GROUP BY ").push(&bucket).push(") g");
-            },
-            |row| {
-                let mut name: Option<String> = row.get(0)?;
-                let n: i64 = row.get(1)?;
-                if name.is_none()
-                    && let Some(window) = bucket_window
-                {
-                    let text: Option<String> = row.get(2)?;
-                    name = text.and_then(|t| window(&t, job.grain));
-                }
-                // Several buckets can share a name (a date column holding times).
-                if let Some(name) = name {
-                    *counts.entry(name).or_insert(0) += n;
-                }
-                Ok(())
-            },
-        )
-        .await?;
-        Ok(counts)
+                    sql.push(" GROUP BY ").push(&bucket).push(") g");
+                },
+                |row| {
+                    let mut name: Option<String> = row.get(0)?;
+                    let n: i64 = row.get(1)?;
+                    if name.is_none()
+                        && let Some(window) = bucket_window
+                    {
+                        let text: Option<String> = row.get(2)?;
+                        name = text.and_then(|t| window(&t, job.grain));
+                    }
+                    // Several buckets can share a name (a date column holding times).
+                    if let Some(name) = name {
+                        *counts.entry(name).or_insert(0) += n;
+                    }
+                    Ok(())
+                },
+            )
+            .await;
+        match read {
+            Ok(()) => Ok(counts),
+            Err(e) => Err(self.naming_table_holder(&job.target, e).await),
+        }
     }
 
     /// Whether an index of the table starts with the column.

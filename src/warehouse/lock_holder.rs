@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Engine, PartitionLock, Warehouse};
+use super::{Engine, PartitionLock, Warehouse, WarehouseError};
 
 /// The session holding a partition's lock, as the server describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -304,6 +304,32 @@ impl Warehouse {
             Engine::Postgres | Engine::Sqlite => "",
         };
         format!("held by this run's own load of {load} ({session}) until it commits{why}")
+    }
+
+    /// `e`, naming the session that holds a lock on `table` (or one of its
+    /// partitions) where the statement waited on it past `lock_timeout`:
+    /// a state read behind a load's TRUNCATE of a native partition said
+    /// only what such a session might be.
+    pub(super) async fn naming_table_holder(
+        &self,
+        table: &crate::config::TableName,
+        e: WarehouseError,
+    ) -> WarehouseError {
+        match e {
+            WarehouseError::Sql(sqlx::Error::Database(db))
+                if self.dialect().waited_on_lock(&*db) =>
+            {
+                match self.table_lock_holder(table).await {
+                    Some(holder) => WarehouseError::TableLocked {
+                        table: table.to_string(),
+                        message: db.message().to_string(),
+                        holder,
+                    },
+                    None => WarehouseError::Sql(sqlx::Error::Database(db)),
+                }
+            }
+            e => e,
+        }
     }
 
     /// Who holds a lock on `table` that a load waits on (see

@@ -256,6 +256,18 @@ pub trait Dialect: Send + Sync {
     fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false
     }
+    /// The bound of `child`, written as [`Dialect::native_partitions_query`]
+    /// writes it, in a row where it is a partition of `table` now, and no
+    /// row where it is not (detached since): false where idem does not use
+    /// native partitions.
+    fn partition_bound_query(
+        &self,
+        _sql: &mut Sql,
+        _table: &TableName,
+        _child: &TableName,
+    ) -> bool {
+        false
+    }
     /// Where a replace takes its fingerprints from the hashes its DELETE
     /// and INSERT return, row by row, instead of reading the window before
     /// and after (MariaDB, which cannot aggregate what a statement

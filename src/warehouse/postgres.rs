@@ -475,6 +475,18 @@ impl Dialect for Postgres {
         true
     }
 
+    fn partition_bound_query(&self, sql: &mut Sql, table: &TableName, child: &TableName) -> bool {
+        sql.push(
+            "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i \
+             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhrelid = CAST(",
+        )
+        .bind(self.quote_table(child))
+        .push(" AS regclass) AND i.inhparent = CAST(")
+        .bind(self.quote_table(table))
+        .push(" AS regclass)");
+        true
+    }
+
     /// Values of a type with no equality (`json`, `xml`, `point`), or whose
     /// `=` is not sameness (`box` and `circle` compare areas, `numeric`
     /// ignores scale, floats the sign of zero, `interval` its units), and values of

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use sqlx::{AnyConnection, Row};
 
-use super::super::{Column, ColumnKind, Warehouse, WarehouseError};
+use super::super::sql::Sql;
+use super::super::{Column, ColumnKind, Dialect, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
@@ -135,6 +136,30 @@ impl Warehouse {
                     })
             })
             .collect())
+    }
+}
+
+impl ChildPartition {
+    /// Whether this is still the partition of `table` it was when the run
+    /// read the target's shape: a partition detached since (to archive it)
+    /// is a table of its own, whose TRUNCATE would empty it for nothing.
+    /// Asked once the caller has read the child, whose lock a DETACH waits
+    /// on until the load's COMMIT.
+    pub(super) async fn still_of(
+        &self,
+        dialect: &'static dyn Dialect,
+        conn: &mut AnyConnection,
+        table: &TableName,
+    ) -> Result<bool, WarehouseError> {
+        let mut sql = Sql::new(dialect);
+        if !dialect.partition_bound_query(&mut sql, table, &self.table) {
+            return Ok(false);
+        }
+        let Some(row) = sql.query().fetch_optional(&mut *conn).await? else {
+            return Ok(false);
+        };
+        let bound: Option<String> = row.try_get(0)?;
+        Ok(bound.as_deref().and_then(range_bound) == Some((self.start, self.end)))
     }
 }
 
