@@ -58,10 +58,13 @@ pub(super) async fn findings(
     Ok(())
 }
 
+/// A double-quoted name of a job's SQL: the name, the 1-based line of its
+/// first use, and the byte ranges of all its uses.
+type QuotedName = (String, usize, Vec<(usize, usize)>);
+
 /// Each distinct double-quoted name of `sql` (outside strings and
-/// comments), with the 1-based line of its first use and the byte ranges
-/// of all its uses.
-fn double_quoted_names(sql: &str) -> Vec<(String, usize, Vec<(usize, usize)>)> {
+/// comments).
+fn double_quoted_names(sql: &str) -> Vec<QuotedName> {
     let Ok(tokens) = Tokenizer::new(&SQLiteDialect {}, sql).tokenize_with_location() else {
         return Vec::new();
     };
@@ -77,7 +80,7 @@ fn double_quoted_names(sql: &str) -> Vec<(String, usize, Vec<(usize, usize)>)> {
             .map(|(i, _)| line_start + i)
             .or((column == sql[line_start..].chars().count()).then_some(sql.len()))
     };
-    let mut names: Vec<(String, usize, Vec<(usize, usize)>)> = Vec::new();
+    let mut names: Vec<QuotedName> = Vec::new();
     for t in &tokens {
         let Token::Word(w) = &t.token else { continue };
         if w.quote_style != Some('"') {
