@@ -784,6 +784,52 @@ async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() 
     wh.close().await;
 }
 
+/// A window no native partition of the target covers fails saying which
+/// bounds are missing and that creating that partition (or a DEFAULT one)
+/// lets it load: it said only the server's `no partition of relation "fct"
+/// found for row`. Once created, the window loads.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_window_no_native_partition_covers_says_which_to_create() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config_path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-02", SELECT));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL) \
+         PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_0101 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+    let run = fct_run(&config_path, &["--json"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let error = failure_of(&run);
+    assert!(
+        error.starts_with("no partition of relation \"fct\" found for row"),
+        "{error}"
+    );
+    assert!(
+        error.contains(
+            "fct has no partition for 2026-01-02 (FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')). \
+             Create it (CREATE TABLE … PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')), \
+             or a DEFAULT partition (CREATE TABLE … PARTITION OF fct DEFAULT)"
+        ),
+        "{error}"
+    );
+    wh.execute_script(&[
+        "CREATE TABLE fct_0102 PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let again = fct_run(&config_path, &[]).output().unwrap();
+    assert!(again.status.success(), "{again:?}");
+    wh.close().await;
+}
+
 /// The row of `partition` in `idem status --format json`.
 fn row_of<'a>(rows: &'a serde_json::Value, partition: &str) -> &'a serde_json::Value {
     rows.as_array()
