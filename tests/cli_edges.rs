@@ -619,6 +619,35 @@ fn a_coarser_name_logs_every_partition_in_it() {
     }
 }
 
+/// `idem log JOB PARTITION` of a partition outside the job's (a year off,
+/// before its start) is a usage error naming its range and form, as `run
+/// --from` refuses it; it printed "no attempts recorded" and exit 0. A month
+/// the job's start cuts still shows the days from it.
+#[test]
+fn a_log_of_a_partition_outside_the_job_is_a_usage_error() {
+    let (_dir, config) = demo();
+    for partition in ["2099-01-01", "2020-01-01", "2026-07"] {
+        let out = idem(&config, &["log", "fct_orders", partition]);
+        assert_eq!(out.status.code(), Some(2), "{partition}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "PARTITION {partition} is outside fct_orders's partitions (2026-08-06 to "
+            )),
+            "{partition}: {err}"
+        );
+        assert!(err.contains("day grain, YYYY-MM-DD"), "{partition}: {err}");
+        assert!(text(&out.stdout).is_empty(), "{partition}");
+    }
+    let cut = idem(&config, &["log", "fct_orders", "2026-08"]);
+    assert_eq!(cut.status.code(), Some(0), "{}", text(&cut.stderr));
+    assert!(
+        text(&cut.stdout).contains(" 2026-08-"),
+        "{}",
+        text(&cut.stdout)
+    );
+}
+
 /// `idem diff` of a coarser name (a day of an hourly job) looks at every
 /// partition in it, as `log` and `verify` do: it took the first hour alone,
 /// and said a day whose other hours were stale was "loaded under the

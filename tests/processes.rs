@@ -696,6 +696,147 @@ async fn postgres_status_behind_a_table_lock_names_its_holder() {
     wh.close().await;
 }
 
+/// `idem status` while a load TRUNCATEs one native partition of the target
+/// (its ACCESS EXCLUSIVE lock held until the load's COMMIT, longer than
+/// `lock_timeout`) still answers for every other partition, and shows the
+/// one being loaded as running: the job was unreadable (exit 1) for as long
+/// as the load ran, a backfill's whole night.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let slow = "select id, amount, dt from src cross join (select pg_sleep(8) as p) pause \
+                where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job("fct", "fct", "2026-01-03", SELECT),
+        common::replace_job("fct_slow", "fct", "2026-01-03", slow),
+    ]
+    .concat();
+    let (config_path, config) = db.config_with("lock_timeout = \"1s\"", &jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL) \
+         PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_0101 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE fct_0102 PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
+        "CREATE TABLE fct_0103 PARTITION OF fct FOR VALUES FROM ('2026-01-03') TO ('2026-01-04')",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01'), \
+         (3, 30, '2026-01-02'), (4, 40, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let loaded = fct_run(&config_path, &[]).output().unwrap();
+    assert!(loaded.status.success(), "{loaded:?}");
+    let load = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config_path)
+        .args([
+            "run",
+            "fct_slow",
+            "--from",
+            "2026-01-02",
+            "--to",
+            "2026-01-02",
+        ])
+        .args(["--yes", "--reason", "backfill"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the load's TRUNCATE holds its partition.
+    let started = Instant::now();
+    loop {
+        let mut sql = wh.sql();
+        sql.push(
+            "SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.relation = CAST('fct_0102' AS regclass) AND l.mode = 'AccessExclusiveLock' \
+             AND l.granted AND a.application_name LIKE 'idem#%'",
+        );
+        if sql
+            .query()
+            .fetch_optional(wh.pool())
+            .await
+            .unwrap()
+            .is_some()
+        {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no TRUNCATE");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = common::idem(&config_path, &["status", "fct", "--format", "json"]);
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(status.status.code(), Some(0), "{said}");
+    let rows: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(row_of(&rows, "2026-01-01")["rows_now"], 2, "{rows}");
+    assert_eq!(row_of(&rows, "2026-01-03")["rows_now"], 1, "{rows}");
+    assert_eq!(row_of(&rows, "2026-01-02")["state"], "running", "{rows}");
+    let out = load.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Once it committed, the partition is counted again.
+    let status = common::idem(&config_path, &["status", "fct", "--format", "json"]);
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(row_of(&rows, "2026-01-02")["rows_now"], 1, "{rows}");
+    wh.close().await;
+}
+
+/// A window no native partition of the target covers fails saying which
+/// bounds are missing and that creating that partition (or a DEFAULT one)
+/// lets it load: it said only the server's `no partition of relation "fct"
+/// found for row`. Once created, the window loads.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_window_no_native_partition_covers_says_which_to_create() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config_path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-02", SELECT));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL) \
+         PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_0101 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+    let run = fct_run(&config_path, &["--json"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let error = failure_of(&run);
+    assert!(
+        error.starts_with("no partition of relation \"fct\" found for row"),
+        "{error}"
+    );
+    assert!(
+        error.contains(
+            "fct has no partition for 2026-01-02 (FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')). \
+             Create it (CREATE TABLE … PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')), \
+             or a DEFAULT partition (CREATE TABLE … PARTITION OF fct DEFAULT)"
+        ),
+        "{error}"
+    );
+    wh.execute_script(&[
+        "CREATE TABLE fct_0102 PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let again = fct_run(&config_path, &[]).output().unwrap();
+    assert!(again.status.success(), "{again:?}");
+    wh.close().await;
+}
+
+/// The row of `partition` in `idem status --format json`.
+fn row_of<'a>(rows: &'a serde_json::Value, partition: &str) -> &'a serde_json::Value {
+    rows.as_array()
+        .and_then(|rows| rows.iter().find(|r| r["partition"] == partition))
+        .unwrap_or_else(|| panic!("{partition}: {rows}"))
+}
+
 /// A statement someone stopped once (`pg_cancel_backend`) is not retried,
 /// but need not recur: the run's advice is to finish, not to fix a cause
 /// first (QA: it said "once the cause of these failures is fixed"). A

@@ -122,6 +122,58 @@ impl Warehouse {
         first: Partition,
         last: Partition,
     ) -> Result<Counts, WarehouseError> {
+        Ok(self
+            .partition_counts_around_loads(job, first, last)
+            .await?
+            .0)
+    }
+
+    /// [`Warehouse::partition_counts`], and whether some were left out: a
+    /// count that waited past `lock_timeout` on a native partition an idem
+    /// load holds (its TRUNCATE's lock, until its COMMIT) counts again
+    /// around the partitions such loads hold, which a state read shows as
+    /// running, rather than fail the whole job. A lock of any other
+    /// session's is named as the error.
+    async fn partition_counts_around_loads(
+        &self,
+        job: &Job,
+        first: Partition,
+        last: Partition,
+    ) -> Result<(Counts, bool), WarehouseError> {
+        let mut held = Vec::new();
+        // Loads may take other partitions between the tries.
+        for _ in 0..3 {
+            let e = match self.count_rows(job, first, last, &held).await {
+                Ok(counts) => return Ok((counts, !held.is_empty())),
+                Err(e) => e,
+            };
+            let waited = matches!(&e, WarehouseError::Sql(sqlx::Error::Database(db))
+                if self.dialect().waited_on_lock(&**db));
+            let now_held = match waited {
+                true => self.partitions_held_by_loads(&job.target).await?,
+                false => Vec::new(),
+            };
+            let more: Vec<_> = now_held.into_iter().filter(|h| !held.contains(h)).collect();
+            if more.is_empty() {
+                return Err(self.naming_table_holder(&job.target, e).await);
+            }
+            held.extend(more);
+        }
+        Err(WarehouseError::Job(format!(
+            "{} could not be counted: idem loads kept taking its partitions' locks; try again",
+            job.target
+        )))
+    }
+
+    /// The counts, read around the `held` ranges (see
+    /// [`super::held_partitions::around`]).
+    async fn count_rows(
+        &self,
+        job: &Job,
+        first: Partition,
+        last: Partition,
+        held: &[(chrono::NaiveDateTime, chrono::NaiveDateTime)],
+    ) -> Result<Counts, WarehouseError> {
         let Some(col) = &job.partition_column else {
             return Ok(Counts::new());
         };
@@ -155,6 +207,14 @@ impl Warehouse {
             }
             whole => whole,
         };
+        let parts = super::held_partitions::around((first.start, last.end()), held);
+        let whole = if held.is_empty() {
+            whole
+        } else if parts.is_empty() {
+            return Ok(Counts::new());
+        } else {
+            WholeTable::Filtered
+        };
         let bucket_window = dialect.bucket_window();
         let mut counts = Counts::new();
         let read = self
@@ -180,10 +240,25 @@ impl Warehouse {
                                 .range_filter_as("", col, (&first, &last), kind)
                                 .push(")");
                         }
-                        WholeTable::Filtered => {
+                        WholeTable::Filtered if held.is_empty() => {
                             sql.push(" WHERE (")
                                 .range_filter_as("", col, (&first, &last), kind)
                                 .push(")");
+                        }
+                        // Bounds the planner folds into constants, so that
+                        // it prunes the held partitions and locks none.
+                        WholeTable::Filtered => {
+                            for (i, (start, end)) in parts.iter().enumerate() {
+                                sql.push(if i == 0 { " WHERE ((" } else { " OR (" })
+                                    .ident(col)
+                                    .push(" >= ");
+                                sql.bind_instant_as(*start, &first, kind)
+                                    .push(" AND ")
+                                    .ident(col)
+                                    .push(" < ");
+                                sql.bind_instant_as(*end, &first, kind).push(")");
+                            }
+                            sql.push(")");
                         }
                     }
                     sql.push(" GROUP BY ").push(&bucket).push(") g");
@@ -205,10 +280,7 @@ impl Warehouse {
                 },
             )
             .await;
-        match read {
-            Ok(()) => Ok(counts),
-            Err(e) => Err(self.naming_table_holder(&job.target, e).await),
-        }
+        read.map(|()| counts)
     }
 
     /// Whether an index of the table starts with the column.
@@ -303,7 +375,14 @@ impl Warehouse {
                 return Ok((Arc::clone(&entry.counts), CountSource::Ledger));
             }
         }
-        let counts = Arc::new(self.partition_counts(job, first, last).await?);
+        let (counts, partial) = self.partition_counts_around_loads(job, first, last).await?;
+        let counts = Arc::new(counts);
+        // Counts that left out partitions loads held are not kept as the
+        // table's: the next refresh counts again.
+        let signal = Signal {
+            settled: signal.settled && !partial,
+            ..signal
+        };
         state.entries.insert(
             job.name.clone(),
             Entry {

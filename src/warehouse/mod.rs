@@ -9,6 +9,7 @@ mod counts;
 mod error;
 mod filled;
 mod fingerprint;
+mod held_partitions;
 pub mod ledger;
 mod ledger_grouped;
 mod ledger_reads;

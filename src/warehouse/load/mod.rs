@@ -152,6 +152,12 @@ impl Warehouse {
                     None => Err(WarehouseError::Sql(sqlx::Error::Database(e))),
                 }
             }
+            Err(WarehouseError::Sql(sqlx::Error::Database(e))) => {
+                match super::error::missing_partition(&job.target, partition, &*e) {
+                    Some(why) => Err(WarehouseError::Job(why)),
+                    None => Err(WarehouseError::Sql(sqlx::Error::Database(e))),
+                }
+            }
             result => result,
         }
     }
