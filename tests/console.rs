@@ -2405,7 +2405,7 @@ fn snapshot_confirm_cascade() {
     let screen = text(&a);
     assert!(
         screen.contains(&format!(
-            "then agg_revenue_monthly 1 partition made stale, loaded again: {month}"
+            "then agg_revenue_monthly loads again 1 partition made stale: {month}"
         )),
         "{screen}"
     );

@@ -268,7 +268,7 @@ fn a_cascade_rerun_of_the_failed_days_reloads_the_month_after_them() {
     c.wait_for(&["Run fct_orders?", "✗ failed 3"]);
     c.send("c");
     c.wait_for(&[
-        &format!("then agg_revenue_monthly 1 partition made stale, loaded again: {month}"),
+        &format!("then agg_revenue_monthly loads again 1 partition made stale: {month}"),
         "--cascade",
     ]);
     c.send("\r");

@@ -644,7 +644,69 @@ async fn a_failed_merge_names_a_key_value(kind: Kind) {
     wh.close().await;
 }
 
+/// A later merge window that merged no rows rolls no key back when older
+/// windows merge alone: the warning counts, and the extension reaches, only
+/// the later windows that loaded rows (QA: "27 later windows are already
+/// loaded" of a month of mostly empty change windows).
+async fn empty_later_merge_windows_are_no_order_risk(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config(&common::merge_job("dim", "dim", "2026-01-08", SELECT));
+    let wh = db.warehouse(&config).await;
+    // Rows on days 1, 2, 3 and 5; none on 4, 6, 7 and 8.
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (1, 20, '2026-01-02'), \
+         (1, 30, '2026-01-03'), (1, 50, '2026-01-05')",
+    ])
+    .await
+    .unwrap();
+    let dim = job(&config, "dim");
+    let all = Backfill::plan(&wh, dim, &Selection::default(), 4, 0)
+        .await
+        .unwrap();
+    run(&wh, &all).await;
+
+    let first_day = Selection {
+        from: Some(day("2026-01-01")),
+        to: Some(day("2026-01-01")),
+        ..Selection::default()
+    };
+    let alone = Backfill::plan(&wh, dim, &first_day, 4, 0).await.unwrap();
+    let risk = alone
+        .merge_order_risk(&wh)
+        .await
+        .unwrap()
+        .expect("a warning");
+    let later: Vec<String> = risk.later_loaded.iter().map(Partition::name).collect();
+    assert_eq!(
+        later,
+        ["2026-01-02", "2026-01-03", "2026-01-05"],
+        "{kind:?}"
+    );
+    assert!(
+        risk.warning().starts_with(
+            "3 later windows (2026-01-02…2026-01-05) are already loaded: merging older windows alone can roll their rows back to older values; extend the run through 2026-01-05"
+        ),
+        "{kind:?}: {}",
+        risk.warning()
+    );
+    // After the latest window with rows, nothing is set back: a run of
+    // the empty windows alone is no risk.
+    let last_days = Selection {
+        from: Some(day("2026-01-06")),
+        to: Some(day("2026-01-07")),
+        ..Selection::default()
+    };
+    let tail = Backfill::plan(&wh, dim, &last_days, 4, 0).await.unwrap();
+    assert_eq!(tail.merge_order_risk(&wh).await.unwrap(), None, "{kind:?}");
+    wh.close().await;
+}
+
 on_every_engine!(
+    empty_later_merge_windows_are_no_order_risk,
     a_failed_merge_names_a_key_value,
     a_replace_target_a_cascading_key_refers_to_is_refused,
     a_failed_merge_window_stops_the_later_ones,

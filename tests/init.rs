@@ -443,6 +443,9 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
         Kind::MySql => script.extend([
             "SET SESSION sql_mode = ''".to_string(),
             "INSERT INTO daily VALUES ('0000-00-00', 3)".into(),
+            // A zero day in a real month is no date either (QA: the
+            // comment said "first value 2026-02-00").
+            "INSERT INTO daily VALUES ('2026-02-00', 5)".into(),
         ]),
         Kind::Sqlite => {}
     }
@@ -489,6 +492,14 @@ async fn init_says_what_it_leaves_out(kind: Kind) {
         daily.start.name(),
         "2026-03-01",
         "{kind:?}: the first real date"
+    );
+    let about = starter
+        .lines()
+        .find(|l| l.starts_with("# daily: partitioned by d"))
+        .unwrap_or_else(|| panic!("{kind:?}: {starter}"));
+    assert!(
+        about.contains(", first value 2026-03-01"),
+        "{kind:?}: the comment says the start's value: {about}"
     );
     if kind == Kind::Postgres {
         assert!(names.contains(&"events"), "{names:?}");

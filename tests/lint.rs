@@ -1519,7 +1519,79 @@ async fn a_select_writing_a_computed_column_is_an_error(kind: Kind) {
     wh.close().await;
 }
 
+/// `idem jobs`' LINT column is `idem lint`'s word on each job, the
+/// warehouse's checks with the SQL's: a target that is not there is an
+/// error in both, not `ok` in one.
+async fn the_jobs_listing_badge_agrees_with_lint(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = [
+        common::replace_job(
+            "clean",
+            "fct",
+            "2026-01-03",
+            "select id, dt from src where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "no_target",
+            "nowhere",
+            "2026-01-03",
+            "select id, dt from src where dt >= :start and dt < :end",
+        ),
+        common::merge_job(
+            "no_key_index",
+            "dim",
+            "2026-01-03",
+            "select id, v from src_dim where dt >= :start and dt < :end",
+        ),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE src_dim (id INTEGER NOT NULL, v INTEGER, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER NOT NULL, v INTEGER)",
+    ])
+    .await
+    .expect("fixture");
+    wh.close().await;
+
+    let (code, stdout, stderr) = idem(&path, &["--format", "json"]);
+    assert_eq!(code, 1, "{kind:?}: {stdout}{stderr}");
+    let found: Vec<serde_json::Value> = serde_json::from_str(&stdout).expect("lint JSON");
+    let errors = |job: &str| {
+        found
+            .iter()
+            .filter(|f| f["job"] == job && f["severity"] == "error")
+            .count()
+    };
+    assert_eq!(errors("clean"), 0, "{kind:?}: {stdout}");
+    assert_eq!(errors("no_target"), 1, "{kind:?}: {stdout}");
+    assert_eq!(errors("no_key_index"), 1, "{kind:?}: {stdout}");
+
+    let (_, listing, stderr) = idem_command(&path, &["jobs"]);
+    let badge = |job: &str| {
+        let line = listing
+            .lines()
+            .find(|l| l.starts_with(&format!("{job} ")))
+            .unwrap_or_else(|| panic!("{kind:?}: no {job} in {listing}{stderr}"));
+        // JOB, STRATEGY, GRAIN, TARGET, then the badge (one or two words).
+        line.split_whitespace()
+            .skip(4)
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(badge("clean").starts_with("ok"), "{kind:?}: {listing}");
+    assert_eq!(badge("no_target"), "1 error", "{kind:?}: {listing}");
+    assert_eq!(badge("no_key_index"), "1 error", "{kind:?}: {listing}");
+}
+
 on_every_engine!(
+    the_jobs_listing_badge_agrees_with_lint,
     a_select_writing_a_computed_column_is_an_error,
     a_column_named_beyond_ascii_is_the_targets,
     columns_the_table_fills_anew,

@@ -94,14 +94,25 @@ fn empty_note(
     } else {
         listed(&now_empty)
     };
+    let one = now_empty.len() == 1;
+    // A merge reads change data: a window in which no row changed merged
+    // nothing, as is usual, and is said as such; a replace's window with no
+    // rows at all is more likely a source that has not landed.
+    let said = if job.strategy == Strategy::MergeKey {
+        format!(
+            "{} merged no rows, the source having no changes in {} ({span}). Should rows for {them} land later, merge {them} again",
+            crate::numbers::count(now_empty.len() as i64, "window", "windows"),
+            if one { "it" } else { "them" },
+        )
+    } else {
+        format!(
+            "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands",
+            n_partitions(now_empty.len() as i64),
+            if one { "its window" } else { "their windows" },
+        )
+    };
     Some(format!(
-        "{} loaded empty, the source having no rows in {} ({span}). If it is late, load {them} again once it lands: idem{} run {} --only empty --from {} --to {}{}{}{}{}",
-        n_partitions(now_empty.len() as i64),
-        if now_empty.len() == 1 {
-            "its window"
-        } else {
-            "their windows"
-        },
+        "{said}: idem{} run {} --only empty --from {} --to {}{}{}{}{}",
         config_flag(run.config),
         job.name,
         first.name(),
@@ -457,6 +468,28 @@ mod tests {
         );
     }
 
+    /// A replace's window with no rows at all is likely a source that has
+    /// not landed, and is said so, with the command for once it has.
+    #[test]
+    fn an_empty_replace_window_is_said_as_a_late_source() {
+        let config = &AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG));
+        let text = "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"fct\"\n\
+                    target = \"fct\"\nstrategy = \"replace_partition\"\npartition_column = \"dt\"\n\
+                    grain = \"day\"\nstart = \"2026-01-01\"\n\
+                    sql = \"select id, dt from s where dt >= :start and dt < :end\"\n";
+        let parsed = crate::config::parse(config.config, text, &|_| None).expect("a config");
+        let summary = engine::RunSummary {
+            empty: vec![day("2026-01-03"), day("2026-01-04")],
+            ..Default::default()
+        };
+        assert_eq!(
+            empty_note(config, &parsed.jobs[0], &summary, &[]).as_deref(),
+            Some(
+                "2 partitions loaded empty, the source having no rows in their windows (2026-01-03 .. 2026-01-04). If it is late, load them again once it lands: idem run fct --only empty --from 2026-01-03 --to 2026-01-04"
+            )
+        );
+    }
+
     /// A merge's late window is loaded again through its latest window:
     /// merged alone, a late row of an older window would roll back the
     /// newer values later windows gave its keys (QA).
@@ -481,11 +514,13 @@ mod tests {
         };
         let note = empty_note(config, &parsed.jobs[0], &apart, &[]).unwrap();
         assert!(
-            note.starts_with("3 partitions loaded empty, the source having no rows in their windows (2026-01-03, 2026-01-05, 2026-01-06). If it is late, load them again"),
+            note.starts_with("3 windows merged no rows, the source having no changes in them (2026-01-03, 2026-01-05, 2026-01-06). Should rows for them land later, merge them again: idem run dim --only empty"),
             "{note}"
         );
         let note = empty_note(config, &parsed.jobs[0], &summary, &[day("2026-01-04")]);
-        let said = "1 partition loaded empty, the source having no rows in its window (2026-01-03). If it is late, load it again once it lands: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest --yes";
+        // A merge window in which no row changed is usual for change data:
+        // said as what it is, not as a source that may be late (QA).
+        let said = "1 window merged no rows, the source having no changes in it (2026-01-03). Should rows for it land later, merge it again: idem run dim --only empty --from 2026-01-03 --to 2026-01-03 --through-latest --yes";
         assert_eq!(note.as_deref(), Some(said));
         // A cascade's step says so too (QA: only a run without --cascade
         // did), with what that step had empty before.

@@ -45,16 +45,12 @@ async fn lint_inner(
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),
     };
-    // What a job's own SQL says, and what it does to the jobs before it
-    // that write the same target.
-    let own = |job: &Job, found: Vec<Finding>| {
-        let mut found = [found, lint::shared_target_findings(&config.jobs, job)].concat();
-        found.sort_by_key(|f| (f.line, f.severity));
-        found
-    };
     let mut findings: Vec<(&Job, Vec<Finding>)> = jobs
         .iter()
-        .map(|job| (*job, own(job, lint::static_findings(job))))
+        .map(|job| {
+            let found = lint::config_findings(&config.jobs, job, job.engine.into());
+            (*job, found)
+        })
         .collect();
     // Jobs whose warehouse checks could not be made.
     let mut unchecked = 0;
@@ -62,18 +58,14 @@ async fn lint_inner(
         match connect_to_read(&config, 2).await {
             Ok(warehouse) => {
                 for (job, found) in &mut findings {
-                    // The SQL read again as this server reads it.
-                    *found = own(job, lint::static_findings_as(job, warehouse.syntax()));
-                    match lint::warehouse_findings(&warehouse, job).await {
-                        Ok(more) => {
-                            found.extend(more);
-                            found.sort_by_key(|f| (f.line, f.severity));
-                        }
-                        Err(e) => {
+                    *found = match lint::all_findings(&warehouse, &config.jobs, job).await {
+                        Ok(all) => all,
+                        Err((own, e)) => {
                             unchecked += 1;
                             noteln!("idem: job {}: warehouse checks failed: {e}", job.name);
+                            own
                         }
-                    }
+                    };
                 }
                 warehouse.close().await;
             }

@@ -16,7 +16,6 @@ use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
 use crate::warehouse::ledger::{AttemptStatus, Refusal};
-use crate::warehouse::sql::Syntax;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -468,7 +467,20 @@ pub async fn jobs(config_path: &Path) -> Exit {
         );
         let mut unreadable = Vec::new();
         for job in &config.jobs {
-            let health = match read_status(&warehouse, &config, &lineage, job).await {
+            // The badge is `idem lint`'s word on the job, warehouse checks
+            // and all, read alongside its states.
+            let (status, lint) = futures::join!(
+                read_status(&warehouse, &config, &lineage, job),
+                crate::lint::all_findings(&warehouse, &config.jobs, job)
+            );
+            let lint = lint.unwrap_or_else(|(own, e)| {
+                super::output::noteln!(
+                    "idem: job {}: lint's warehouse checks failed: {e}",
+                    job.name
+                );
+                own
+            });
+            let health = match status {
                 Ok(statuses) => {
                     let mut parts: Vec<String> = state_counts(&statuses)
                         .into_iter()
@@ -492,7 +504,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
                 job.strategy.as_str(),
                 job.grain.as_str(),
                 job.target.to_string(),
-                lint_badge(job, warehouse.syntax())
+                lint_badge(&lint)
             );
             for line in lineage_lines(&lineage, &job.name) {
                 outln!("  {line}");
@@ -538,10 +550,8 @@ fn lineage_lines(lineage: &crate::lineage::Lineage, job: &str) -> Vec<String> {
     out
 }
 
-/// The static lint findings of a job, its SQL read as the server reads it,
-/// in a word: `ok`, `2 errors`, `1 warning`.
-fn lint_badge(job: &Job, syntax: Syntax) -> String {
-    let findings = crate::lint::static_findings_as(job, syntax);
+/// A job's lint findings in a word: `ok`, `2 errors`, `1 warning`.
+fn lint_badge(findings: &[crate::lint::Finding]) -> String {
     let errors = findings
         .iter()
         .filter(|f| f.severity == crate::lint::Severity::Error)

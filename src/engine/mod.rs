@@ -48,7 +48,8 @@ pub struct Backfill {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeOrderRisk {
     pub last_planned: Partition,
-    /// Every loaded window after the plan, oldest first.
+    /// Every window after the plan whose latest load merged rows, oldest
+    /// first.
     pub later_loaded: Vec<Partition>,
 }
 
@@ -252,9 +253,14 @@ impl Backfill {
         else {
             return None;
         };
+        // A later window whose latest load merged no rows holds no key's
+        // newer value: merging older windows sets nothing of it back.
         let later_loaded: Vec<Partition> = statuses
             .iter()
-            .filter(|s| s.partition > last_planned && s.last_success.is_some())
+            .filter(|s| {
+                s.partition > last_planned
+                    && s.last_success.as_ref().is_some_and(|a| a.rows_after > 0)
+            })
             .map(|s| s.partition)
             .collect();
         (!later_loaded.is_empty()).then_some(MergeOrderRisk {

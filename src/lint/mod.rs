@@ -140,6 +140,38 @@ pub fn static_findings(job: &Job) -> Vec<Finding> {
     static_findings_as(job, job.engine.into())
 }
 
+/// What a job's config says without the warehouse, as `idem lint` and the
+/// job listings say it: its SQL read as `syntax` reads it, and what it does
+/// to the jobs of `jobs` before it that write the same target; by line.
+pub fn config_findings(jobs: &[Job], job: &Job, syntax: Syntax) -> Vec<Finding> {
+    let mut found = [
+        static_findings_as(job, syntax),
+        shared_target_findings(jobs, job),
+    ]
+    .concat();
+    found.sort_by_key(|f| (f.line, f.severity));
+    found
+}
+
+/// A job's whole lint on a connected warehouse, as `idem lint` says it:
+/// [`config_findings`] and [`warehouse_findings`], by line. The error is
+/// the warehouse's, with the findings that need none.
+pub async fn all_findings(
+    wh: &Warehouse,
+    jobs: &[Job],
+    job: &Job,
+) -> Result<Vec<Finding>, (Vec<Finding>, WarehouseError)> {
+    let mut found = config_findings(jobs, job, wh.syntax());
+    match warehouse_findings(wh, job).await {
+        Ok(more) => {
+            found.extend(more);
+            found.sort_by_key(|f| (f.line, f.severity));
+            Ok(found)
+        }
+        Err(e) => Err((found, e)),
+    }
+}
+
 /// [`static_findings`], the SQL read as a connected server reads it (a
 /// MariaDB/MySQL `sql_mode` may turn backslash escapes off).
 pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {

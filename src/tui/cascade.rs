@@ -101,10 +101,10 @@ impl CascadePlan {
             let missing = self.never_loaded.get(k).copied().unwrap_or(0).min(n);
             let partitions = |n: usize| if n == 1 { "partition" } else { "partitions" };
             let what = match (n - missing, missing) {
-                (stale, 0) => format!("{stale} {} made stale, loaded again", partitions(stale)),
-                (0, missing) => format!("{missing} {} never loaded, loaded", partitions(missing)),
+                (stale, 0) => format!("loads again {stale} {} made stale", partitions(stale)),
+                (0, missing) => format!("loads {missing} {} never loaded", partitions(missing)),
                 (stale, missing) => {
-                    format!("{n} partitions loaded: {stale} made stale, {missing} never loaded")
+                    format!("loads {n} partitions: {stale} made stale, {missing} never loaded")
                 }
             };
             lines.push(Line::from(vec![
@@ -187,7 +187,8 @@ mod tests {
     use crate::engine::Selection;
     use crate::tui::fixture::{job_view, now};
 
-    /// Partitions never loaded are not "made stale, loaded again".
+    /// Partitions never loaded are not said to be made stale: the line
+    /// reads as what the step does to them.
     #[test]
     fn never_loaded_partitions_are_not_called_stale() {
         let job = job_view("agg", false, "■■·■··■■■■");
@@ -203,11 +204,18 @@ mod tests {
             };
             plan.lines(&t, |s| Span::raw(s.to_string()))[0].to_string()
         };
-        assert!(
-            line(0).contains("10 partitions made stale, loaded again: 2026-06-01 .. 2026-06-10")
+        assert_eq!(
+            line(0),
+            "cascadethen agg loads again 10 partitions made stale: 2026-06-01 .. 2026-06-10"
         );
-        assert!(line(3).contains("10 partitions loaded: 7 made stale, 3 never loaded"));
-        assert!(line(10).contains("10 partitions never loaded, loaded: 2026-06-01"));
+        assert_eq!(
+            line(3),
+            "cascadethen agg loads 10 partitions: 7 made stale, 3 never loaded: 2026-06-01 .. 2026-06-10"
+        );
+        assert_eq!(
+            line(10),
+            "cascadethen agg loads 10 partitions never loaded: 2026-06-01 .. 2026-06-10"
+        );
     }
 
     /// A downstream job whose states could not be read is said so, with

@@ -125,8 +125,20 @@ impl Warehouse {
             // idem's own constants, not values: a bound parameter would be
             // text, which PostgreSQL does not compare with a date.
             .push(&format!(" WHERE {quoted} >= '{FIRST_REAL_DATE}'"));
-        if self.dialect.engine() == Engine::Postgres {
-            sql.push(&format!(" AND {quoted} < 'infinity'"));
+        match self.dialect.engine() {
+            Engine::Postgres => {
+                sql.push(&format!(" AND {quoted} < 'infinity'"));
+            }
+            // MariaDB's zero month or day (`2026-02-00`, allowed without
+            // NO_ZERO_IN_DATE) is no date, as its zero year is none: no
+            // window holds it, and `idem init` would name it as the first
+            // value of a table its starter job starts later.
+            Engine::MySql => {
+                sql.push(&format!(
+                    " AND MONTH({quoted}) <> 0 AND DAYOFMONTH({quoted}) <> 0"
+                ));
+            }
+            Engine::Sqlite => {}
         }
         let row = sql.query().fetch_one(&self.pool).await?;
         let min: Option<String> = row.try_get(0)?;

@@ -376,10 +376,13 @@ impl RunView {
                 self.job,
                 if f.cancelled { "cancelled" } else { "finished" },
                 f.succeeded,
-                match self.newly_empty() {
-                    0 => String::new(),
-                    1 => " (1 loaded empty: a late source?)".to_string(),
-                    n => format!(" ({n} loaded empty: a late source?)"),
+                match (self.newly_empty(), self.strategy) {
+                    (0, _) => String::new(),
+                    // No changed rows in a merge window is usual for change
+                    // data: no sign of a late source.
+                    (n, Strategy::MergeKey) => format!(" ({n} merged no rows)"),
+                    (1, _) => " (1 loaded empty: a late source?)".to_string(),
+                    (n, _) => format!(" ({n} loaded empty: a late source?)"),
                 },
                 f.failed.saturating_sub(refused),
                 if refused > 0 {

@@ -191,6 +191,14 @@ fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
         ),
         "{ending}"
     );
+    // A merge window in which no row changed is usual for change data,
+    // not a late source.
+    r.strategy = crate::config::Strategy::MergeKey;
+    let (_, ending) = r.ending().expect("ended");
+    assert!(
+        ending.starts_with("run of fct_orders finished: 1 succeeded (1 merged no rows), 0 failed"),
+        "{ending}"
+    );
     // Empty before the run too: no news (QA: the console said it, the CLI
     // did not).
     r.empty_before(|name| name == "2026-06-08");
