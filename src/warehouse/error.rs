@@ -235,6 +235,35 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
     }
 }
 
+/// A load's rows that found no native partition of the target for them
+/// (PostgreSQL: `no partition of relation "fct" found for row`, SQLSTATE
+/// 23514) said only that: the words add which bounds are missing and that
+/// creating that partition, or a DEFAULT one, lets the window load.
+pub(super) fn missing_partition(
+    target: &crate::config::TableName,
+    partition: &crate::partition::Partition,
+    db: &dyn sqlx::error::DatabaseError,
+) -> Option<String> {
+    let message = db.message();
+    if db.code().as_deref() != Some("23514") || !message.starts_with("no partition of relation") {
+        return None;
+    }
+    let format = match partition.grain {
+        crate::partition::Grain::Hour => "%Y-%m-%d %H:%M:%S",
+        crate::partition::Grain::Day | crate::partition::Grain::Month => "%Y-%m-%d",
+    };
+    let bounds = format!(
+        "FOR VALUES FROM ('{}') TO ('{}')",
+        partition.start.format(format),
+        partition.end().format(format)
+    );
+    Some(format!(
+        "{message}: {target} has no partition for {} ({bounds}). Create it (CREATE TABLE … PARTITION OF {target} {bounds}), \
+         or a DEFAULT partition (CREATE TABLE … PARTITION OF {target} DEFAULT), and run the window again",
+        partition.name()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,33 +301,4 @@ mod tests {
             assert!(said.contains("warehouse.statement_timeout"), "{said}");
         }
     }
-}
-
-/// A load's rows that found no native partition of the target for them
-/// (PostgreSQL: `no partition of relation "fct" found for row`, SQLSTATE
-/// 23514) said only that: the words add which bounds are missing and that
-/// creating that partition, or a DEFAULT one, lets the window load.
-pub(super) fn missing_partition(
-    target: &crate::config::TableName,
-    partition: &crate::partition::Partition,
-    db: &dyn sqlx::error::DatabaseError,
-) -> Option<String> {
-    let message = db.message();
-    if db.code().as_deref() != Some("23514") || !message.starts_with("no partition of relation") {
-        return None;
-    }
-    let format = match partition.grain {
-        crate::partition::Grain::Hour => "%Y-%m-%d %H:%M:%S",
-        crate::partition::Grain::Day | crate::partition::Grain::Month => "%Y-%m-%d",
-    };
-    let bounds = format!(
-        "FOR VALUES FROM ('{}') TO ('{}')",
-        partition.start.format(format),
-        partition.end().format(format)
-    );
-    Some(format!(
-        "{message}: {target} has no partition for {} ({bounds}). Create it (CREATE TABLE … PARTITION OF {target} {bounds}), \
-         or a DEFAULT partition (CREATE TABLE … PARTITION OF {target} DEFAULT), and run the window again",
-        partition.name()
-    ))
 }
