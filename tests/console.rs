@@ -112,7 +112,7 @@ fn app_with(theme: Theme, w: u16, h: u16) -> App {
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
     assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names)] if names.len() == 4),
+        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint] if names.len() == 4),
         "{effects:?}"
     );
     for (job, s) in &f.statuses {

@@ -1588,6 +1588,29 @@ async fn the_jobs_listing_badge_agrees_with_lint(kind: Kind) {
     assert!(badge("clean").starts_with("ok"), "{kind:?}: {listing}");
     assert_eq!(badge("no_target"), "1 error", "{kind:?}: {listing}");
     assert_eq!(badge("no_key_index"), "1 error", "{kind:?}: {listing}");
+
+    // The console's jobs pane says the same once the warehouse's lint
+    // answers (it showed the SQL text's findings alone: no badge at all).
+    let mut app = idem::tui::new_app(
+        config.clone(),
+        &idem::tui::Options::default(),
+        idem::partition::now_utc(),
+    );
+    let errors = |app: &idem::tui::App, job: &str| {
+        let j = app.jobs.by_name(job).expect("the job");
+        j.lint().iter().filter(|n| n.error).count()
+    };
+    assert_eq!(errors(&app, "no_target"), 0, "before the warehouse answers");
+    let wh = db.warehouse(&config).await;
+    let said = std::sync::Mutex::new(Vec::new());
+    idem::tui::lint_jobs(&wh, &config.jobs, |m| said.lock().expect("lock").push(m)).await;
+    wh.close().await;
+    for m in said.into_inner().expect("lock") {
+        app.update(m);
+    }
+    assert_eq!(errors(&app, "clean"), 0, "{kind:?}");
+    assert_eq!(errors(&app, "no_target"), 1, "{kind:?}");
+    assert_eq!(errors(&app, "no_key_index"), 1, "{kind:?}");
 }
 
 on_every_engine!(

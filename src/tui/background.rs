@@ -306,6 +306,13 @@ impl Background {
                     token.cancel();
                 }
             }
+            Effect::Lint => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                let jobs = app.config().jobs.clone();
+                tokio::spawn(async move { lint_jobs(&wh, &jobs, send).await });
+            }
             Effect::LoadTheme(path) => {
                 tokio::task::spawn_blocking(move || {
                     send(Msg::ThemeLoaded(Theme::load_file(&path)))
@@ -378,6 +385,24 @@ impl Background {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), wh.close()).await;
         }
         left
+    }
+}
+
+/// Lints each of `jobs` on the warehouse, one after the other, as `idem lint`
+/// does, and answers each with a [`Msg::Linted`]: the jobs pane's badge and
+/// the run dialog then say what `idem lint` says (they said only what the
+/// SQL's text shows, "ok" for a job whose target is not there). A job
+/// whose warehouse checks fail keeps the findings that need none.
+pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) {
+    for job in jobs {
+        let findings = crate::lint::all_findings(warehouse, jobs, job)
+            .await
+            .unwrap_or_else(|(found, _)| found);
+        send(Msg::Linted {
+            job: job.name.clone(),
+            sql: job.sql.clone(),
+            notes: super::job::notes_of(findings),
+        });
     }
 }
 

@@ -21,9 +21,15 @@ pub struct LintNote {
     pub message: String,
 }
 
-/// The static lint findings of a job, its SQL read as `syntax` reads it.
+/// The static lint findings of a job, its SQL read as `syntax` reads it:
+/// what the console shows until the warehouse's lint answers.
 pub fn lint_notes(job: &Job, syntax: Syntax) -> Vec<LintNote> {
-    crate::lint::static_findings_as(job, syntax)
+    notes_of(crate::lint::static_findings_as(job, syntax))
+}
+
+/// Lint findings as the console shows them.
+pub fn notes_of(findings: Vec<crate::lint::Finding>) -> Vec<LintNote> {
+    findings
         .into_iter()
         .map(|f| LintNote {
             error: f.severity == crate::lint::Severity::Error,
@@ -144,6 +150,21 @@ impl JobView {
     /// backslash escapes off).
     pub fn read_lint_as(&mut self, syntax: Syntax) {
         self.lint = lint_notes(&self.job, syntax);
+    }
+
+    /// The job's lint findings as the console shows them.
+    pub fn lint(&self) -> &[LintNote] {
+        &self.lint
+    }
+
+    /// The job's lint as the warehouse answered it for the definition whose
+    /// SQL is `sql`; an answer for a definition reloaded since is dropped.
+    pub fn linted(&mut self, sql: &str, notes: Vec<LintNote>) -> bool {
+        if self.job.sql != sql {
+            return false;
+        }
+        self.lint = notes;
+        true
     }
 
     /// Whether the job's pane says its states are being read: a read the

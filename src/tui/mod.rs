@@ -41,7 +41,9 @@ pub mod view;
 mod widgets;
 
 pub use app::{App, Effect, Msg};
-pub use background::{LeftInFlight, Seen, definition_diff, read_states, reconcile, verify};
+pub use background::{
+    LeftInFlight, Seen, definition_diff, lint_jobs, read_states, reconcile, verify,
+};
 pub use keymap::Keymap;
 pub use terminal::DRAIN;
 pub use theme::Theme;

@@ -90,6 +90,13 @@ pub enum Msg {
     ThemeLoaded(Result<Theme, String>),
     /// The config file, read again at a refresh: what it says now.
     ConfigRead(Result<crate::config::Config, String>),
+    /// A job's lint on the connected warehouse, as `idem lint` says it, for
+    /// the definition whose SQL is `sql` (a reload since makes it stale).
+    Linted {
+        job: String,
+        sql: String,
+        notes: Vec<crate::tui::job::LintNote>,
+    },
 }
 
 impl Msg {
@@ -195,6 +202,9 @@ pub enum Effect {
     /// works over ssh and in tmux (with `set-clipboard on`), where the
     /// console's mouse capture keeps the terminal from selecting text.
     Copy(String),
+    /// Lint every job of the config on the warehouse, as `idem lint` does:
+    /// answered by a [`Msg::Linted`] per job.
+    Lint,
     /// Leave: the console's runs `in_flight` (cancelled by the effects
     /// before it) are reported once the terminal is restored.
     Quit {

@@ -363,6 +363,12 @@ impl App {
                 self.quit_now()
             }
             Msg::Connected(r) => self.connected_msg(r),
+            Msg::Linted { job, sql, notes } => {
+                if let Some(j) = self.shared.jobs.by_name_mut(&job) {
+                    j.linted(&sql, notes);
+                }
+                Vec::new()
+            }
             Msg::Status { job, result } => {
                 let effects = self.status_msg(&job, result);
                 self.replan_confirm();
@@ -569,7 +575,9 @@ impl App {
                 self.shared.url = url;
                 self.shared.connected = true;
                 self.shared.db_error = None;
-                self.refresh_all(false)
+                let mut effects = self.refresh_all(false);
+                effects.push(Effect::Lint);
+                effects
             }
             Err(e) => {
                 self.shared.connected = false;

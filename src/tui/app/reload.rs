@@ -95,7 +95,15 @@ impl App {
         self.shared.message = Some((false, note));
         self.fix_scroll_all();
         self.dirty = true;
-        self.refresh_states(false)
+        let mut effects = self.refresh_states(false);
+        let jobs_changed = [&summary.changed, &summary.added, &summary.removed]
+            .iter()
+            .any(|n| !n.is_empty());
+        if jobs_changed {
+            // Lint reads the jobs together (two writing one target).
+            effects.push(Effect::Lint);
+        }
+        effects
     }
 
     /// Keeps the config the console has, `why` in the title bar: true when

@@ -33,6 +33,45 @@ fn type_line(app: &mut App, line: &str) -> Vec<Effect> {
     effects
 }
 
+/// Once connected, the jobs are linted on the warehouse as `idem lint`
+/// does; an answer for a definition reloaded since is dropped.
+#[test]
+fn jobs_are_linted_on_the_warehouse_once_connected() {
+    let config = fixture::config("fct_orders", false);
+    let mut a = App::new(config, Theme::default_theme(), now());
+    let effects = a.update(Msg::Connected(Ok(Connection {
+        url: "sqlite://w.db".into(),
+        syntax: crate::config::Engine::Sqlite.into(),
+    })));
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::Lint)),
+        "{effects:?}"
+    );
+    let note = |message: &str| crate::tui::job::LintNote {
+        error: true,
+        message: message.into(),
+    };
+    let sql = a.config().jobs[0].sql.clone();
+    a.update(Msg::Linted {
+        job: "fct_orders".into(),
+        sql: "select 0 as old".into(),
+        notes: vec![note("stale")],
+    });
+    assert!(
+        a.job().is_some_and(|j| j.lint().is_empty()),
+        "a stale answer is dropped"
+    );
+    a.update(Msg::Linted {
+        job: "fct_orders".into(),
+        sql,
+        notes: vec![note("line 9: the target is not there")],
+    });
+    assert!(
+        a.job()
+            .is_some_and(|j| j.lint().len() == 1 && j.lint()[0].error)
+    );
+}
+
 #[test]
 fn theme_files_are_read_in_the_background() {
     let mut a = app();
@@ -192,10 +231,8 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
     );
 
     // The same file: nothing happens.
-    assert!(
-        a.update(Msg::ConfigRead(Ok(config_edited(|t| t.to_string()))))
-            .is_empty()
-    );
+    let same = a.update(Msg::ConfigRead(Ok(config_edited(|t| t.to_string()))));
+    assert!(same.is_empty(), "{same:?}");
 
     let fixed = config_edited(|t| t.replace("select 1 as id", "select 2 as id"));
     let effects = a.update(Msg::ConfigRead(Ok(fixed)));
@@ -203,8 +240,9 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
     let job = a.job().expect("a job");
     assert!(!job.loaded, "the changed job's states are read again");
     assert!(job.job.sql.contains("select 2 as id"));
+    // Read again, and linted again on the warehouse.
     assert!(
-        matches!(effects.as_slice(), [Effect::Refresh(names)] if names == &["fct_orders"]),
+        matches!(effects.as_slice(), [Effect::Refresh(names), Effect::Lint] if names == &["fct_orders"]),
         "{effects:?}"
     );
     let (error, note) = a.message.clone().expect("a note");
