@@ -1136,6 +1136,74 @@ fn an_unreachable_warehouse_shows_and_is_retried() {
     ));
 }
 
+/// A warehouse that refused the console at launch and came up later: once
+/// the states are read, the status bar no longer says they could not be
+/// (it did until the next key, under a calendar of states read).
+#[test]
+fn states_read_once_the_warehouse_returns_clear_the_note_that_they_could_not_be() {
+    let f = fixture();
+    let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(120, 40));
+    a.start();
+    a.update(Msg::Connected(Err(
+        "cannot connect to sqlite://x: refused".into()
+    )));
+    keys(&mut a, "f");
+    let note = "the states of fct_orders could not be read: cannot connect";
+    assert!(text(&a).contains(note), "{}", text(&a));
+    a.update(connected("sqlite:///demo/warehouse.db"));
+    for (job, s) in &f.statuses {
+        a.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::States(s.clone())),
+        });
+    }
+    let screen = text(&a);
+    assert!(!screen.contains("could not be read"), "{screen}");
+    assert!(!screen.contains("cannot connect"), "{screen}");
+    // A note about another job's states stays while that job's are unread.
+    let mut b = App::new(f.config.clone(), Theme::default_theme(), now());
+    b.update(Msg::Resize(120, 40));
+    b.start();
+    b.update(Msg::Connected(Err(
+        "cannot connect to sqlite://x: refused".into()
+    )));
+    keys(&mut b, "f");
+    b.update(connected("sqlite:///demo/warehouse.db"));
+    let (other, s) = &f.statuses[1];
+    assert_ne!(other, "fct_orders");
+    b.update(Msg::Status {
+        job: other.clone(),
+        result: Ok(StatesRead::States(s.clone())),
+    });
+    assert!(text(&b).contains(note), "{}", text(&b));
+    // R while the server is down fails; the next refresh, the server back,
+    // ends the failure said in the status bar as in the title bar.
+    let mut c = app(120, 40);
+    keys(&mut c, "R");
+    for (job, _) in &f.statuses {
+        c.update(Msg::Status {
+            job: job.clone(),
+            result: Err("cannot connect to sqlite://x: refused".into()),
+        });
+    }
+    assert!(
+        text(&c).contains("refresh failed: cannot connect"),
+        "{}",
+        text(&c)
+    );
+    c.update(Msg::Tick(now() + Duration::seconds(16)));
+    for (job, _) in &f.statuses {
+        c.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::Unchanged),
+        });
+    }
+    let screen = text(&c);
+    assert!(!screen.contains("refresh failed"), "{screen}");
+    assert!(!screen.contains("cannot connect"), "{screen}");
+}
+
 #[test]
 fn a_job_without_partitions_yet_breaks_nothing() {
     let toml = r#"

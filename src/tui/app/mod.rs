@@ -126,6 +126,7 @@ pub struct Shared {
 
 /// The note R leaves while its reads are out.
 pub(super) const REFRESHING: &str = "refreshing…";
+const REFRESH_FAILED: &str = "refresh failed: ";
 
 /// The console: its state, and `update`, the one place that changes it.
 pub struct App {
@@ -590,6 +591,12 @@ impl App {
         };
         j.loading = false;
         j.slow = None;
+        // Why the states could not be read, as said when acting on them:
+        // once they are, the status bar no longer says so.
+        let unread = j.unread().filter(|_| result.is_ok());
+        if unread.is_some_and(|why| matches!(&self.shared.message, Some((_, m)) if *m == why)) {
+            self.shared.message = None;
+        }
         match result {
             Ok(StatesRead::States(statuses)) => {
                 j.apply_statuses(statuses);
@@ -609,11 +616,14 @@ impl App {
         }
         // R's "refreshing…" ends with the reads it started: said done, or
         // why one failed.
+        // A later read that finds every job again ends its failure too.
         let refreshing = matches!(&self.shared.message, Some((false, m)) if m == REFRESHING);
-        if refreshing && !self.shared.jobs.iter().any(|j| j.loading) {
+        let failed =
+            matches!(&self.shared.message, Some((true, m)) if m.starts_with(REFRESH_FAILED));
+        if (refreshing || failed) && !self.shared.jobs.iter().any(|j| j.loading) {
             let failed = self.shared.jobs.iter().find_map(|j| j.error.as_ref());
             self.shared.message =
-                failed.map(|e| (true, format!("refresh failed: {}", first_line(e))));
+                failed.map(|e| (true, format!("{REFRESH_FAILED}{}", first_line(e))));
         }
         Vec::new()
     }
