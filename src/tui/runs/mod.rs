@@ -55,6 +55,9 @@ pub struct RunPartition {
     pub name: String,
     pub state: RunPartState,
     pub attempt: i64,
+    /// Attempts this run made at it: the ledger's `attempt` counts the
+    /// runs before too.
+    pub tries: u32,
     pub duration_ms: Option<u64>,
     /// When its attempt in flight began, as the console saw it: a running
     /// partition shows how long it has been at it (a load waiting on a
@@ -77,6 +80,7 @@ impl RunPartition {
             name,
             state: RunPartState::Queued,
             attempt: 0,
+            tries: 0,
             duration_ms: None,
             running_since: None,
             rows_deleted: 0,
@@ -105,6 +109,8 @@ pub struct RunView {
     pub job: String,
     pub strategy: Strategy,
     pub concurrency: usize,
+    /// Retries of a transient error each partition may take.
+    pub retries: u32,
     pub reason: Option<String>,
     pub started: NaiveDateTime,
     pub partitions: Vec<RunPartition>,
@@ -132,6 +138,7 @@ impl RunView {
             job: backfill.job.name.clone(),
             strategy: backfill.job.strategy,
             concurrency: backfill.effective_concurrency(),
+            retries: backfill.retries,
             reason: backfill.reason.clone(),
             started,
             index: names
@@ -228,6 +235,7 @@ impl RunView {
                     p.state = RunPartState::Running;
                     p.running_since = Some(now);
                     p.attempt = *attempt;
+                    p.tries += 1;
                     self.log(i, format!("attempt {attempt}"));
                 }
             }
