@@ -196,8 +196,11 @@ pub enum Effect {
     /// console's mouse capture keeps the terminal from selecting text.
     Copy(String),
     /// Leave: the console's runs `in_flight` (cancelled by the effects
-    /// before it) are reported once the terminal is restored.
+    /// before it) are reported once the terminal is restored; `as_left`
+    /// says how far each had got, for a run that does not end in time to
+    /// report itself.
     Quit {
         in_flight: Vec<usize>,
+        as_left: Vec<(usize, String)>,
     },
 }

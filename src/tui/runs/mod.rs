@@ -177,6 +177,26 @@ impl RunView {
         }
     }
 
+    /// How far this run had got when the console was left with it in
+    /// flight: said once the terminal is restored if it has not ended by
+    /// then, where it would otherwise report itself.
+    pub fn as_left(&self) -> String {
+        let loaded = match self.count(RunPartState::Succeeded) {
+            0 => "none".to_string(),
+            n => n.to_string(),
+        };
+        let in_flight = self.count(RunPartState::Running) + self.count(RunPartState::Retrying);
+        let id = self
+            .run_id
+            .as_ref()
+            .map(|id| format!("run {id}: "))
+            .unwrap_or_default();
+        format!(
+            "{id}{loaded} of {} loaded, {in_flight} in flight when the console was left",
+            crate::numbers::n_partitions(self.partitions.len() as i64)
+        )
+    }
+
     pub fn active(&self) -> bool {
         self.finished.is_none() && self.error.is_none()
     }
