@@ -2058,6 +2058,69 @@ fn the_detail_tells_the_last_loads_of_the_partition_read_from_the_ledger() {
     assert!(screen.contains("31,000 rows changed"), "{screen}");
 }
 
+/// The ledger could not be read for the detail while the server was down:
+/// once a refresh reads the states again, the last loads are asked for
+/// again, where "cannot read the ledger: no connection …" stayed under the
+/// states read afresh until the cursor moved.
+#[test]
+fn last_loads_unread_while_the_server_was_down_are_read_again_once_it_is_back() {
+    let mut a = app(140, 40);
+    let spike = spike_day(&a);
+    let loads = |effects: &[Effect]| -> Vec<LoadsRequest> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Loads(r) => Some((**r).clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let effects = keys(&mut a, &format!(":goto {spike}\n"));
+    let Ok([req]) = <[LoadsRequest; 1]>::try_from(loads(&effects)) else {
+        panic!("one loads request expected: {effects:?}");
+    };
+    let down = "no connection to the warehouse within the connect timeout";
+    a.update(Msg::Loads {
+        id: req.id,
+        result: Err(down.into()),
+    });
+    assert!(text(&a).contains("cannot read the ledger: no connection"));
+    // While the server stays down, a failed refresh asks nothing again.
+    let mut asked = Vec::new();
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(16))));
+    for (job, _) in &fixture().statuses {
+        asked.extend(a.update(Msg::Status {
+            job: job.clone(),
+            result: Err(down.into()),
+        }));
+    }
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(17))));
+    assert!(loads(&asked).is_empty(), "{asked:?}");
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(32))));
+    for (job, _) in &fixture().statuses {
+        asked.extend(a.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::Unchanged),
+        }));
+    }
+    let Ok([again]) = <[LoadsRequest; 1]>::try_from(loads(&asked)) else {
+        panic!("the loads asked again once: {asked:?}");
+    };
+    assert_eq!(again.partition, req.partition);
+    let result = against_demo(async |wh| {
+        wh.attempts(&again.job, Some(&again.partition.name()))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    a.update(Msg::Loads {
+        id: again.id,
+        result,
+    });
+    let screen = text(&a);
+    assert!(!screen.contains("cannot read the ledger"), "{screen}");
+    assert!(screen.contains("31,000 rows changed"), "{screen}");
+}
+
 fn reconcile_request(effects: Vec<Effect>) -> ReconcileRequest {
     match effects.as_slice() {
         [Effect::Reconcile(req)] => (**req).clone(),

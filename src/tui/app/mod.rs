@@ -436,18 +436,20 @@ impl App {
         let current = self.job().map(|j| j.job.name.clone());
         let mut effects = effects;
         effects.extend(self.shared.reconciler.follow(current.as_deref()));
-        // The detail reads the last loads of the partition under the cursor.
-        if let Some(j) = self.shared.jobs.current()
-            && let Some(e) =
-                self.shared
-                    .detail
-                    .loads
-                    .follow(j, self.shared.connected, self.next_request)
-        {
-            self.next_request += 1;
-            effects.push(e);
-        }
+        effects.extend(self.follow_loads());
         effects
+    }
+
+    /// The detail reads the last loads of the partition under the cursor.
+    fn follow_loads(&mut self) -> Option<Effect> {
+        let j = self.shared.jobs.current()?;
+        let e = self
+            .shared
+            .detail
+            .loads
+            .follow(j, self.shared.connected, self.next_request)?;
+        self.next_request += 1;
+        Some(e)
     }
 
     fn set_theme(&mut self, theme: Theme) {
@@ -597,6 +599,9 @@ impl App {
         if unread.is_some_and(|why| matches!(&self.shared.message, Some((_, m)) if *m == why)) {
             self.shared.message = None;
         }
+        if result.is_ok() {
+            self.shared.detail.loads.read_again_if_failed(name);
+        }
         match result {
             Ok(StatesRead::States(statuses)) => {
                 j.apply_statuses(statuses);
@@ -638,7 +643,10 @@ impl App {
                 .by_name_mut(name)
                 .is_some_and(|j| j.shows_loading() || j.error.is_some());
         self.dirty |= shown;
-        self.status_msg(name, Ok(StatesRead::Unchanged))
+        let mut effects = self.status_msg(name, Ok(StatesRead::Unchanged));
+        // Loads that could not be read while the server was down.
+        effects.extend(self.follow_loads());
+        effects
     }
 
     /// Shows an engine event in its run and in its job; a finished run
