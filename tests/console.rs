@@ -768,17 +768,32 @@ fn quitting_asks_while_a_run_is_in_flight() {
     let effects = a.update(ctrl_c());
     assert!(a.quit);
     assert!(
-        matches!(effects.as_slice(), [Effect::Cancel(r), Effect::Quit { in_flight }] if *r == run && in_flight == &[run])
+        matches!(effects.as_slice(), [Effect::Cancel(r), Effect::Quit { in_flight, .. }] if *r == run && in_flight == &[run])
+    );
+    // How far the run had got goes with it, for a run that does not end in
+    // time to report itself (a server gone silent under it).
+    let Some(Effect::Quit { as_left, .. }) = effects.last() else {
+        panic!("{effects:?}");
+    };
+    let total = a.runs[0].partitions.len();
+    assert_eq!(
+        as_left,
+        &[(
+            run,
+            format!(
+                "run r1: 1 of {total} partitions loaded, 1 in flight when the console was left"
+            )
+        )]
     );
 
     let mut idle = app(80, 24);
     let effects = keys(&mut idle, "q");
     assert!(idle.quit);
-    assert!(matches!(effects.as_slice(), [Effect::Quit { in_flight }] if in_flight.is_empty()));
+    assert!(matches!(effects.as_slice(), [Effect::Quit { in_flight, .. }] if in_flight.is_empty()));
     let mut idle = app(80, 24);
     keys(&mut idle, ":");
     assert!(
-        matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit { in_flight }] if in_flight.is_empty())
+        matches!(idle.update(ctrl_c()).as_slice(), [Effect::Quit { in_flight, .. }] if in_flight.is_empty())
     );
 }
 
@@ -1134,6 +1149,74 @@ fn an_unreachable_warehouse_shows_and_is_retried() {
             .as_slice(),
         [Effect::Connect]
     ));
+}
+
+/// A warehouse that refused the console at launch and came up later: once
+/// the states are read, the status bar no longer says they could not be
+/// (it did until the next key, under a calendar of states read).
+#[test]
+fn states_read_once_the_warehouse_returns_clear_the_note_that_they_could_not_be() {
+    let f = fixture();
+    let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+    a.update(Msg::Resize(120, 40));
+    a.start();
+    a.update(Msg::Connected(Err(
+        "cannot connect to sqlite://x: refused".into()
+    )));
+    keys(&mut a, "f");
+    let note = "the states of fct_orders could not be read: cannot connect";
+    assert!(text(&a).contains(note), "{}", text(&a));
+    a.update(connected("sqlite:///demo/warehouse.db"));
+    for (job, s) in &f.statuses {
+        a.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::States(s.clone())),
+        });
+    }
+    let screen = text(&a);
+    assert!(!screen.contains("could not be read"), "{screen}");
+    assert!(!screen.contains("cannot connect"), "{screen}");
+    // A note about another job's states stays while that job's are unread.
+    let mut b = App::new(f.config.clone(), Theme::default_theme(), now());
+    b.update(Msg::Resize(120, 40));
+    b.start();
+    b.update(Msg::Connected(Err(
+        "cannot connect to sqlite://x: refused".into()
+    )));
+    keys(&mut b, "f");
+    b.update(connected("sqlite:///demo/warehouse.db"));
+    let (other, s) = &f.statuses[1];
+    assert_ne!(other, "fct_orders");
+    b.update(Msg::Status {
+        job: other.clone(),
+        result: Ok(StatesRead::States(s.clone())),
+    });
+    assert!(text(&b).contains(note), "{}", text(&b));
+    // R while the server is down fails; the next refresh, the server back,
+    // ends the failure said in the status bar as in the title bar.
+    let mut c = app(120, 40);
+    keys(&mut c, "R");
+    for (job, _) in &f.statuses {
+        c.update(Msg::Status {
+            job: job.clone(),
+            result: Err("cannot connect to sqlite://x: refused".into()),
+        });
+    }
+    assert!(
+        text(&c).contains("refresh failed: cannot connect"),
+        "{}",
+        text(&c)
+    );
+    c.update(Msg::Tick(now() + Duration::seconds(16)));
+    for (job, _) in &f.statuses {
+        c.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::Unchanged),
+        });
+    }
+    let screen = text(&c);
+    assert!(!screen.contains("refresh failed"), "{screen}");
+    assert!(!screen.contains("cannot connect"), "{screen}");
 }
 
 #[test]
@@ -1972,6 +2055,69 @@ fn the_detail_tells_the_last_loads_of_the_partition_read_from_the_ledger() {
     a.update(Msg::Loads { id: req.id, result });
     let screen = text(&a);
     assert!(screen.contains("last loads: "), "{screen}");
+    assert!(screen.contains("31,000 rows changed"), "{screen}");
+}
+
+/// The ledger could not be read for the detail while the server was down:
+/// once a refresh reads the states again, the last loads are asked for
+/// again, where "cannot read the ledger: no connection …" stayed under the
+/// states read afresh until the cursor moved.
+#[test]
+fn last_loads_unread_while_the_server_was_down_are_read_again_once_it_is_back() {
+    let mut a = app(140, 40);
+    let spike = spike_day(&a);
+    let loads = |effects: &[Effect]| -> Vec<LoadsRequest> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Loads(r) => Some((**r).clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let effects = keys(&mut a, &format!(":goto {spike}\n"));
+    let Ok([req]) = <[LoadsRequest; 1]>::try_from(loads(&effects)) else {
+        panic!("one loads request expected: {effects:?}");
+    };
+    let down = "no connection to the warehouse within the connect timeout";
+    a.update(Msg::Loads {
+        id: req.id,
+        result: Err(down.into()),
+    });
+    assert!(text(&a).contains("cannot read the ledger: no connection"));
+    // While the server stays down, a failed refresh asks nothing again.
+    let mut asked = Vec::new();
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(16))));
+    for (job, _) in &fixture().statuses {
+        asked.extend(a.update(Msg::Status {
+            job: job.clone(),
+            result: Err(down.into()),
+        }));
+    }
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(17))));
+    assert!(loads(&asked).is_empty(), "{asked:?}");
+    asked.extend(a.update(Msg::Tick(now() + Duration::seconds(32))));
+    for (job, _) in &fixture().statuses {
+        asked.extend(a.update(Msg::Status {
+            job: job.clone(),
+            result: Ok(StatesRead::Unchanged),
+        }));
+    }
+    let Ok([again]) = <[LoadsRequest; 1]>::try_from(loads(&asked)) else {
+        panic!("the loads asked again once: {asked:?}");
+    };
+    assert_eq!(again.partition, req.partition);
+    let result = against_demo(async |wh| {
+        wh.attempts(&again.job, Some(&again.partition.name()))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    a.update(Msg::Loads {
+        id: again.id,
+        result,
+    });
+    let screen = text(&a);
+    assert!(!screen.contains("cannot read the ledger"), "{screen}");
     assert!(screen.contains("31,000 rows changed"), "{screen}");
 }
 

@@ -130,7 +130,7 @@ impl RunReport {
 pub fn runs_left_by_the_console(
     config: &Path,
     reports: &[RunReport],
-    unended: &[String],
+    unended: &[(String, String)],
     quiet: Exit,
 ) -> Exit {
     if reports.is_empty() && unended.is_empty() {
@@ -147,15 +147,27 @@ pub fn runs_left_by_the_console(
         }
         exit = exit.max(report.exit);
     }
-    for job in unended {
-        noteln!(
-            "idem: {job}: its run had not finished rolling back when idem stopped waiting; the server rolls back what it had in flight as its connections close; where it stands: idem{} status {}",
-            config_flag(config),
-            shell_word(job)
-        );
+    for (job, as_left) in unended {
+        noteln!("idem: {}", unended_line(config, job, as_left));
         exit = exit.max(Exit::Cancelled);
     }
     exit
+}
+
+/// What is said of a run of `job` that had not ended when idem stopped
+/// waiting: which run, and how far it had got when the console was left
+/// (`as_left`: what it had loaded stands, whatever became of the rest).
+fn unended_line(config: &Path, job: &str, as_left: &str) -> String {
+    let seen = if as_left.is_empty() {
+        String::new()
+    } else {
+        format!(" {as_left};")
+    };
+    format!(
+        "{job}:{seen} its run had not finished rolling back when idem stopped waiting; the server rolls back what it had in flight as its connections close; where it stands: idem{} status {}",
+        config_flag(config),
+        shell_word(job)
+    )
 }
 
 #[cfg(test)]
@@ -185,6 +197,36 @@ mod tests {
             prior_attempts: Default::default(),
             allow_shrink: false,
         }
+    }
+
+    /// Two runs of one job that had not ended when idem stopped waiting
+    /// (a server gone silent under them) read apart: each names its run
+    /// and how far it had got, where both read the same line, naming
+    /// neither what one had loaded.
+    #[test]
+    fn runs_that_had_not_ended_name_their_run_and_how_far_they_got() {
+        let config = Path::new("/srv/etl/idem.toml");
+        let first = unended_line(
+            config,
+            "orders",
+            "run 20261204T154813.581-4679: 2 of 20 partitions loaded, 2 in flight when the console was left",
+        );
+        let second = unended_line(
+            config,
+            "orders",
+            "run 20261204T154820.002-4679: none of 18 partitions loaded, 2 in flight when the console was left",
+        );
+        assert_ne!(first, second);
+        assert!(
+            first.starts_with(
+                "orders: run 20261204T154813.581-4679: 2 of 20 partitions loaded, 2 in flight when the console was left; its run had not finished"
+            ),
+            "{first}"
+        );
+        assert!(
+            first.ends_with("idem --config /srv/etl/idem.toml status orders"),
+            "{first}"
+        );
     }
 
     /// A run the console's quit cancelled reads as `idem run` says it, and

@@ -33,8 +33,9 @@ struct Tracked {
 pub struct LeftInFlight {
     /// Each run's report, as `idem run` would give it.
     pub reports: Vec<RunReport>,
-    /// The jobs whose runs had not ended when idem stopped waiting.
-    pub unended: Vec<String>,
+    /// The jobs whose runs had not ended when idem stopped waiting, each
+    /// with how far its run had got when the console was left.
+    pub unended: Vec<(String, String)>,
 }
 
 /// What background tasks send to the event loop.
@@ -51,8 +52,9 @@ pub struct Background {
     gates: HashMap<usize, crate::engine::Gate>,
     /// The runs and verifications in flight, and some just ended.
     runs: Vec<Tracked>,
-    /// The console's runs in flight when it quit: what it reports.
-    left: HashSet<usize>,
+    /// The console's runs in flight when it quit, and how far each had
+    /// got: what it reports.
+    left: HashMap<usize, String>,
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
     /// Stops the verifications in flight (on leaving: each holds its
@@ -72,7 +74,7 @@ impl Background {
             tokens: HashMap::new(),
             gates: HashMap::new(),
             runs: Vec::new(),
-            left: HashSet::new(),
+            left: HashMap::new(),
             reconciling: None,
             verifying: CancellationToken::new(),
             max_connections: (concurrency as u32 * 2 + 2).max(4),
@@ -347,7 +349,7 @@ impl Background {
                     crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
                 );
             }
-            Effect::Quit { in_flight } => self.left.extend(in_flight),
+            Effect::Quit { as_left, .. } => self.left.extend(as_left),
         }
     }
 
@@ -374,10 +376,15 @@ impl Background {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         let mut left = LeftInFlight::default();
         for t in self.runs {
-            let reported = t.runs.iter().any(|r| self.left.contains(r));
+            let as_left: Vec<&str> = t
+                .runs
+                .iter()
+                .filter_map(|r| self.left.get(r).map(String::as_str))
+                .collect();
+            let reported = !as_left.is_empty();
             match tokio::time::timeout_at(deadline, t.task).await {
                 Ok(Ok(Some(report))) if reported => left.reports.push(report),
-                Err(_) if reported => left.unended.push(t.job),
+                Err(_) if reported => left.unended.push((t.job, as_left.join("; "))),
                 _ => {}
             }
         }

@@ -53,6 +53,16 @@ impl Loads {
         })))
     }
 
+    /// The states of `job` were read: loads of its partition that could not
+    /// be read (the server was down) are asked for again, once per read of
+    /// the states rather than at every message while it stays down.
+    pub fn read_again_if_failed(&mut self, job: &str) {
+        let failed = matches!(self.attempts, Some(Err(_)));
+        if failed && self.key.as_ref().is_some_and(|k| k.job == job) {
+            self.key = None;
+        }
+    }
+
     /// The ledger answered; an answer for a partition since left is dropped.
     pub fn answered(&mut self, id: usize, result: Result<Vec<Attempt>, String>) {
         if self.id == id && self.key.is_some() {

@@ -206,8 +206,11 @@ pub enum Effect {
     /// answered by a [`Msg::Linted`] per job.
     Lint,
     /// Leave: the console's runs `in_flight` (cancelled by the effects
-    /// before it) are reported once the terminal is restored.
+    /// before it) are reported once the terminal is restored; `as_left`
+    /// says how far each had got, for a run that does not end in time to
+    /// report itself.
     Quit {
         in_flight: Vec<usize>,
+        as_left: Vec<(usize, String)>,
     },
 }

@@ -126,6 +126,7 @@ pub struct Shared {
 
 /// The note R leaves while its reads are out.
 pub(super) const REFRESHING: &str = "refreshing…";
+const REFRESH_FAILED: &str = "refresh failed: ";
 
 /// The console: its state, and `update`, the one place that changes it.
 pub struct App {
@@ -441,18 +442,20 @@ impl App {
         let current = self.job().map(|j| j.job.name.clone());
         let mut effects = effects;
         effects.extend(self.shared.reconciler.follow(current.as_deref()));
-        // The detail reads the last loads of the partition under the cursor.
-        if let Some(j) = self.shared.jobs.current()
-            && let Some(e) =
-                self.shared
-                    .detail
-                    .loads
-                    .follow(j, self.shared.connected, self.next_request)
-        {
-            self.next_request += 1;
-            effects.push(e);
-        }
+        effects.extend(self.follow_loads());
         effects
+    }
+
+    /// The detail reads the last loads of the partition under the cursor.
+    fn follow_loads(&mut self) -> Option<Effect> {
+        let j = self.shared.jobs.current()?;
+        let e = self
+            .shared
+            .detail
+            .loads
+            .follow(j, self.shared.connected, self.next_request)?;
+        self.next_request += 1;
+        Some(e)
     }
 
     fn set_theme(&mut self, theme: Theme) {
@@ -598,6 +601,15 @@ impl App {
         };
         j.loading = false;
         j.slow = None;
+        // Why the states could not be read, as said when acting on them:
+        // once they are, the status bar no longer says so.
+        let unread = j.unread().filter(|_| result.is_ok());
+        if unread.is_some_and(|why| matches!(&self.shared.message, Some((_, m)) if *m == why)) {
+            self.shared.message = None;
+        }
+        if result.is_ok() {
+            self.shared.detail.loads.read_again_if_failed(name);
+        }
         match result {
             Ok(StatesRead::States(statuses)) => {
                 j.apply_statuses(statuses);
@@ -617,11 +629,14 @@ impl App {
         }
         // R's "refreshing…" ends with the reads it started: said done, or
         // why one failed.
+        // A later read that finds every job again ends its failure too.
         let refreshing = matches!(&self.shared.message, Some((false, m)) if m == REFRESHING);
-        if refreshing && !self.shared.jobs.iter().any(|j| j.loading) {
+        let failed =
+            matches!(&self.shared.message, Some((true, m)) if m.starts_with(REFRESH_FAILED));
+        if (refreshing || failed) && !self.shared.jobs.iter().any(|j| j.loading) {
             let failed = self.shared.jobs.iter().find_map(|j| j.error.as_ref());
             self.shared.message =
-                failed.map(|e| (true, format!("refresh failed: {}", first_line(e))));
+                failed.map(|e| (true, format!("{REFRESH_FAILED}{}", first_line(e))));
         }
         Vec::new()
     }
@@ -636,7 +651,10 @@ impl App {
                 .by_name_mut(name)
                 .is_some_and(|j| j.shows_loading() || j.error.is_some());
         self.dirty |= shown;
-        self.status_msg(name, Ok(StatesRead::Unchanged))
+        let mut effects = self.status_msg(name, Ok(StatesRead::Unchanged));
+        // Loads that could not be read while the server was down.
+        effects.extend(self.follow_loads());
+        effects
     }
 
     /// Shows an engine event in its run and in its job; a finished run

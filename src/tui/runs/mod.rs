@@ -55,6 +55,9 @@ pub struct RunPartition {
     pub name: String,
     pub state: RunPartState,
     pub attempt: i64,
+    /// Attempts this run made at it: the ledger's `attempt` counts the
+    /// runs before too.
+    pub tries: u32,
     pub duration_ms: Option<u64>,
     /// When its attempt in flight began, as the console saw it: a running
     /// partition shows how long it has been at it (a load waiting on a
@@ -77,6 +80,7 @@ impl RunPartition {
             name,
             state: RunPartState::Queued,
             attempt: 0,
+            tries: 0,
             duration_ms: None,
             running_since: None,
             rows_deleted: 0,
@@ -105,6 +109,8 @@ pub struct RunView {
     pub job: String,
     pub strategy: Strategy,
     pub concurrency: usize,
+    /// Retries of a transient error each partition may take.
+    pub retries: u32,
     pub reason: Option<String>,
     pub started: NaiveDateTime,
     pub partitions: Vec<RunPartition>,
@@ -132,6 +138,7 @@ impl RunView {
             job: backfill.job.name.clone(),
             strategy: backfill.job.strategy,
             concurrency: backfill.effective_concurrency(),
+            retries: backfill.retries,
             reason: backfill.reason.clone(),
             started,
             index: names
@@ -168,6 +175,26 @@ impl RunView {
         if i == self.selected && self.log_back > 0 {
             self.log_back = (self.log_back + 1).min(self.logs.of(i).len().saturating_sub(1));
         }
+    }
+
+    /// How far this run had got when the console was left with it in
+    /// flight: said once the terminal is restored if it has not ended by
+    /// then, where it would otherwise report itself.
+    pub fn as_left(&self) -> String {
+        let loaded = match self.count(RunPartState::Succeeded) {
+            0 => "none".to_string(),
+            n => n.to_string(),
+        };
+        let in_flight = self.count(RunPartState::Running) + self.count(RunPartState::Retrying);
+        let id = self
+            .run_id
+            .as_ref()
+            .map(|id| format!("run {id}: "))
+            .unwrap_or_default();
+        format!(
+            "{id}{loaded} of {} loaded, {in_flight} in flight when the console was left",
+            crate::numbers::n_partitions(self.partitions.len() as i64)
+        )
     }
 
     pub fn active(&self) -> bool {
@@ -228,6 +255,7 @@ impl RunView {
                     p.state = RunPartState::Running;
                     p.running_since = Some(now);
                     p.attempt = *attempt;
+                    p.tries += 1;
                     self.log(i, format!("attempt {attempt}"));
                 }
             }

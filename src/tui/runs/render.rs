@@ -198,6 +198,20 @@ fn render_table(
                 }
                 s
             }
+            // A retry says so, and what the attempt before it met: its
+            // clock counts this attempt alone.
+            RunPartState::Running if p.tries > 1 => {
+                let mut s = format!("retry {} of {}", p.tries - 1, run.retries);
+                if let Some(e) = &p.error {
+                    s.push_str(&format!(" · after: {}", first_line(e)));
+                }
+                s
+            }
+            RunPartState::Failed if p.tries > 1 => format!(
+                "after {} attempts: {}",
+                p.tries,
+                p.error.as_deref().map(first_line).unwrap_or_default()
+            ),
             RunPartState::Failed
             | RunPartState::Refused
             | RunPartState::Retrying

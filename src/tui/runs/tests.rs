@@ -416,10 +416,10 @@ fn skipped(partition: &str) -> Event {
 #[test]
 fn a_cascade_step_skipped_upstream_reads_as_skipped_not_succeeded() {
     let draw_runs = |runs: &[RunView]| {
-        draw(110, 8, |f| {
+        draw(220, 8, |f| {
             render(
                 f,
-                Rect::new(0, 0, 110, 8),
+                Rect::new(0, 0, 220, 8),
                 &Theme::default_theme(),
                 runs,
                 0,
@@ -473,4 +473,54 @@ fn a_cascade_step_skipped_upstream_reads_as_skipped_not_succeeded() {
     );
     let screen = draw_runs(std::slice::from_ref(&some));
     assert!(screen.contains("– #1 fct_orders 1/2"), "{screen}");
+}
+
+/// A partition retrying a transient error says which retry it is on and
+/// what the attempt before met, and one that failed after retries says how
+/// many attempts it took: the row read "running 0 s" on each new attempt
+/// and "failed 5.0 s" at the end, as if once, under a lock held for minutes.
+/// The count is this run's: the ledger's attempt numbers go on from the
+/// runs before.
+#[test]
+fn a_retried_partition_says_its_retry_and_its_attempts() {
+    let mut r = run();
+    assert_eq!(r.retries, 2);
+    let lock = "canceling statement due to lock timeout";
+    let screen = |r: &RunView| {
+        draw(220, 8, |f| {
+            render(
+                f,
+                Rect::new(0, 0, 220, 8),
+                &Theme::default_theme(),
+                std::slice::from_ref(r),
+                0,
+                true,
+                now(),
+            )
+        })
+    };
+    // Attempt 2 in the ledger, this run's first: no retry.
+    r.apply(&started("2026-06-03"), now());
+    let s = screen(&r);
+    assert!(!s.contains("retry"), "{s}");
+    r.apply(&failed("2026-06-03", lock, true), now());
+    r.apply(&started("2026-06-03"), now());
+    let s = screen(&r);
+    assert!(
+        s.contains("retry 1 of 2 · after: canceling statement due to lock"),
+        "{s}"
+    );
+    r.apply(&failed("2026-06-03", lock, true), now());
+    r.apply(&started("2026-06-03"), now());
+    assert!(
+        screen(&r).contains("retry 2 of 2 · after: "),
+        "{}",
+        screen(&r)
+    );
+    r.apply(&failed("2026-06-03", lock, false), now());
+    let s = screen(&r);
+    assert!(
+        s.contains("failed") && s.contains("after 3 attempts: canceling statement"),
+        "{s}"
+    );
 }
