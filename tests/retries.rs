@@ -407,3 +407,57 @@ async fn a_lock_held_past_the_timeout_is_refused_and_changes_no_state() {
         "{states}"
     );
 }
+
+/// A partition whose attempt failed, waiting to retry when the run is
+/// cancelled, counts as failed, as the ledger has it, not as never started
+/// (QA: a console quit said "0 failed, 18 not started" where `idem status`
+/// showed the failures).
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_cancelled_before_its_retry_counts_as_failed() {
+    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+    let (wh, mut backfill) = one_day(&db, "1s").await;
+    backfill.retries = 3;
+    let mut blocker = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    blocker.execute("BEGIN").await.unwrap();
+    blocker
+        .execute(AssertSqlSafe(
+            "LOCK TABLE fct IN ACCESS EXCLUSIVE MODE".to_string(),
+        ))
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = {
+        let (wh, backfill, cancel) = (wh.clone(), backfill.clone(), cancel.clone());
+        tokio::spawn(async move { engine::run(&wh, &backfill, &tx, &cancel).await })
+    };
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        let retrying = matches!(
+            e,
+            Event::PartitionFailed {
+                will_retry: true,
+                ..
+            }
+        );
+        events.push(e);
+        if retrying {
+            cancel.cancel();
+        }
+    }
+    let summary = run.await.unwrap();
+    blocker.execute("ROLLBACK").await.unwrap();
+    assert!(summary.cancelled, "{events:#?}");
+    assert_eq!(
+        (summary.failed, summary.not_started),
+        (1, 0),
+        "{summary:?}\n{events:#?}"
+    );
+    assert_eq!(summary.unfinished.len(), 1, "the repeat still covers it");
+    let attempts = wh.attempts("fct", Some("2026-01-01")).await.unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:#?}");
+}

@@ -9,8 +9,10 @@ pub use gate::Gate;
 pub use plan_error::PlanError;
 mod events;
 mod identity;
+mod merge_order;
 mod summary;
 pub use identity::{host, new_run_id, operator};
+pub use merge_order::MergeOrderRisk;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -42,47 +44,6 @@ pub struct Backfill {
     pub prior_attempts: HashMap<String, i64>,
     /// Let replaces shrink partitions past the job's shrink guard.
     pub allow_shrink: bool,
-}
-
-/// Loaded merge windows after the last planned one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeOrderRisk {
-    pub last_planned: Partition,
-    /// Every window after the plan whose latest load merged rows, oldest
-    /// first.
-    pub later_loaded: Vec<Partition>,
-}
-
-impl MergeOrderRisk {
-    pub fn latest(&self) -> Partition {
-        self.later_loaded
-            .last()
-            .copied()
-            .unwrap_or(self.last_planned)
-    }
-
-    pub fn warning(&self) -> String {
-        format!(
-            "{} later window{} ({}…{}) {} already loaded: merging older windows alone can roll their rows back to older values; extend the run through {}",
-            self.later_loaded.len(),
-            if self.later_loaded.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            self.later_loaded
-                .first()
-                .map(Partition::name)
-                .unwrap_or_default(),
-            self.latest().name(),
-            if self.later_loaded.len() == 1 {
-                "is"
-            } else {
-                "are"
-            },
-            self.latest().name()
-        )
-    }
 }
 
 /// Which partitions of a range a backfill loads.
@@ -470,6 +431,9 @@ impl PartitionRun<'_> {
             .copied()
             .unwrap_or(0);
         let mut retry = 0u32;
+        // A retry that does not start leaves its last attempt's failure, as
+        // the ledger has it (not a partition never started).
+        let mut failed_before = PartitionResult::NotStarted;
         loop {
             if self.gate.is_shut() {
                 tokio::select! {
@@ -478,7 +442,7 @@ impl PartitionRun<'_> {
                 }
             }
             if self.cancel.is_cancelled() || self.halted.is_cancelled() {
-                return PartitionResult::NotStarted;
+                return failed_before;
             }
             let attempt = prior + 1 + retry as i64;
             let started_at = Utc::now();
@@ -612,6 +576,9 @@ impl PartitionRun<'_> {
                         .record_failure(&partition, &meta, status, &message)
                         .await;
                     self.failed(&name, attempt, message, will_retry, duration_ms);
+                    // A refused lock is recorded, but as no failure:
+                    // `--only failed` would not pick the partition again.
+                    let recorded_failed = recorded && status == AttemptStatus::Failed;
                     if !will_retry {
                         // A merge's later windows must not pass a failed
                         // one; a job that does not fit its target would
@@ -624,21 +591,20 @@ impl PartitionRun<'_> {
                         if job.strategy == Strategy::MergeKey || e.is_misfit() {
                             self.halted.cancel();
                         }
-                        // A refused lock is recorded, but as no failure:
-                        // `--only failed` would not pick the partition again.
-                        let recorded_failed = recorded && status == AttemptStatus::Failed;
                         return PartitionResult::Failed {
                             recorded: recorded_failed,
                             lasting: e.is_lasting(self.warehouse.dialect()),
                         };
                     }
+                    failed_before = PartitionResult::Failed {
+                        recorded: recorded_failed,
+                        lasting: false,
+                    };
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
-                        // Its attempt failed and was recorded; the retry
-                        // does not start.
-                        _ = self.cancel.cancelled() => return PartitionResult::NotStarted,
+                        _ = self.cancel.cancelled() => return failed_before,
                     }
                     retry += 1;
                 }

@@ -351,16 +351,16 @@ impl RunView {
                 ..
             } => {
                 for p in &mut self.partitions {
-                    if matches!(
-                        p.state,
-                        RunPartState::Queued | RunPartState::Running | RunPartState::Retrying
-                    ) {
-                        p.state = if *cancelled {
+                    p.state = match p.state {
+                        // Its last attempt failed, and is in the ledger so;
+                        // the retry did not start.
+                        RunPartState::Retrying => RunPartState::Failed,
+                        RunPartState::Queued | RunPartState::Running if *cancelled => {
                             RunPartState::Cancelled
-                        } else {
-                            RunPartState::NotRun
-                        };
-                    }
+                        }
+                        RunPartState::Queued | RunPartState::Running => RunPartState::NotRun,
+                        state => state,
+                    };
                 }
                 self.finished = Some(RunFinish {
                     succeeded: *succeeded,
