@@ -595,16 +595,18 @@ mod held_by_another {
     on_every_engine!(a_lock_held_by_a_dead_or_stopped_run_names_its_session);
 }
 
-/// A load that waits on a lock on the target table itself (another session
-/// holds it through `LOCK TABLE`, an `ALTER TABLE`…) past `lock_timeout`
-/// names that session and the statement that ends it, as a partition's
-/// lock does; ended as the message says, the load goes through.
-#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
-#[tokio::test]
-async fn postgres_a_table_locked_by_another_session_names_it() {
-    let Some(db) = TestDb::new(Kind::Postgres).await else {
-        return;
-    };
+/// A PostgreSQL job `fct` of one day (`lock_timeout` 1 s) whose target
+/// another session, named "nightly-maintenance", holds in ACCESS EXCLUSIVE
+/// mode inside its open transaction.
+struct Locked {
+    config_path: std::path::PathBuf,
+    config: idem::config::Config,
+    wh: idem::warehouse::Warehouse,
+    other: sqlx::PgConnection,
+    pid: i32,
+}
+
+async fn locked_by_maintenance(db: &TestDb) -> Locked {
     let (config_path, config) = db.config_with(
         "lock_timeout = \"1s\"",
         &common::replace_job("fct", "fct", "2026-01-01", SELECT),
@@ -626,6 +628,32 @@ async fn postgres_a_table_locked_by_another_session_names_it() {
         .execute(&mut other)
         .await
         .unwrap();
+    Locked {
+        config_path,
+        config,
+        wh,
+        other,
+        pid,
+    }
+}
+
+/// A load that waits on a lock on the target table itself (another session
+/// holds it through `LOCK TABLE`, an `ALTER TABLE`…) past `lock_timeout`
+/// names that session and the statement that ends it, as a partition's
+/// lock does; ended as the message says, the load goes through.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_table_locked_by_another_session_names_it() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let Locked {
+        config_path,
+        config,
+        wh,
+        other,
+        pid,
+    } = locked_by_maintenance(&db).await;
     let blocked = fct_run(&config_path, &["--json"]).output().unwrap();
     assert!(!blocked.status.success());
     let error = failure_of(&blocked);
@@ -656,27 +684,13 @@ async fn postgres_status_behind_a_table_lock_names_its_holder() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let (config_path, config) = db.config_with(
-        "lock_timeout = \"1s\"",
-        &common::replace_job("fct", "fct", "2026-01-01", SELECT),
-    );
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&TWO_ROWS).await.unwrap();
-    use sqlx::Connection;
-    let mut other = sqlx::PgConnection::connect(&db.url).await.unwrap();
-    sqlx::query("SET application_name = 'nightly-maintenance'")
-        .execute(&mut other)
-        .await
-        .unwrap();
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut other)
-        .await
-        .unwrap();
-    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
-    sqlx::query("LOCK TABLE fct IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut other)
-        .await
-        .unwrap();
+    let Locked {
+        config_path,
+        config: _,
+        wh,
+        mut other,
+        pid,
+    } = locked_by_maintenance(&db).await;
     let status = common::idem(&config_path, &["status", "fct"]);
     assert_eq!(status.status.code(), Some(1));
     let said = String::from_utf8_lossy(&status.stderr);
