@@ -2200,6 +2200,53 @@ async fn mariadb_zero_in_date_values_are_named() {
     wh.close().await;
 }
 
+/// QA: MariaDB answers `IS NULL` on a NOT NULL date column with its
+/// '0000-00-00' values, so lint said such a row "has NULL in partition
+/// column dt ... the signature of a renamed partition column" beside the
+/// zero-date finding that names it truly: one row, two stories, one false.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mariadb_zero_dates_are_not_called_null() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let jobs = common::replace_job(
+        "daily",
+        "fct",
+        "2026-02-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATETIME NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATETIME NOT NULL)",
+        "SET SESSION sql_mode = ''",
+        "INSERT INTO fct VALUES (1, '0000-00-00 00:00:00'), (2, '2026-02-02 10:00:00')",
+    ])
+    .await
+    .expect("fixture");
+    let found = lint::warehouse_findings(&wh, &config.jobs[0])
+        .await
+        .expect("lint");
+    assert!(
+        found
+            .iter()
+            .any(|f| f.message.contains("zero month or day")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|f| !f.message.contains("NULL in partition column")),
+        "{found:#?}"
+    );
+    wh.close().await;
+}
+
 /// Lint says what `idem verify` finds: for each call QA found lint let
 /// through, verify sees a re-run of the partition write other values, and
 /// lint's static check raises an error naming the call.

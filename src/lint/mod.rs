@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use crate::config::{Ident, Job, Strategy};
 use crate::warehouse::sql::Syntax;
-use crate::warehouse::{Column, Warehouse, WarehouseError, names_column};
+use crate::warehouse::{Column, Engine, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
 pub use targets::shared_target_findings;
 
@@ -527,7 +527,11 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                 .table(&job.target)
                 .push(" WHERE ")
                 .ident(pcol)
-                .push(" IS NULL");
+                // MariaDB's IS NULL also matches a NOT NULL date's zero date.
+                .push(match job.engine {
+                    Engine::MySql => " <=> NULL",
+                    _ => " IS NULL",
+                });
             let nulls: i64 = sqlx::Row::try_get(&sql.query().fetch_one(wh.pool()).await?, 0)?;
             if nulls > 0 {
                 out.push(Finding::new(
