@@ -310,3 +310,33 @@ async fn mysql_a_floats_seventh_digit_and_a_value_of_megabytes_are_changes() {
     )
     .await;
 }
+
+/// QA: MariaDB answers `IS NULL` on a NOT NULL date with its '0000-00-00',
+/// so a merge whose DATE key held one failed its window ("job emitted 1
+/// row with a NULL unique_key"), though the key matches itself as any
+/// other: the window loads, and a re-run of it changes nothing.
+#[cfg_attr(not(idem_test_mysql), ignore = "needs IDEM_TEST_MYSQL_URL")]
+#[tokio::test]
+async fn mysql_a_zero_date_key_is_a_key_not_null() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let jobs = "[[jobs]]\nname = \"dim\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\n\
+                unique_key = [\"d\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+                sql = \"select d, v from src where at >= :start and at < :end\"\n";
+    let (path, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "SET SESSION sql_mode = ''",
+        "CREATE TABLE src (d DATE NOT NULL, v INTEGER, at DATETIME NOT NULL)",
+        "CREATE TABLE dim (d DATE NOT NULL PRIMARY KEY, v INTEGER)",
+        "INSERT INTO src VALUES ('0000-00-00', 1, '2026-01-01 01:00:00'), ('2026-01-01', 2, '2026-01-01 02:00:00')",
+    ])
+    .await
+    .expect("fixture");
+    let first = succeeded(&stdout_ok(&idem(&path, &["run", "dim", "--json"])));
+    assert_eq!(first["rows_inserted"], 2, "{first}");
+    let again = succeeded(&stdout_ok(&idem(&path, &["run", "dim", "--json"])));
+    assert_eq!(again["content_changed"], false, "{again}");
+    wh.close().await;
+}

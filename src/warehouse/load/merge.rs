@@ -195,11 +195,16 @@ async fn check_keys(
         })
         .collect();
     // A NULL key matches no row, not even the NULL-keyed row the last run
-    // inserted: every re-run would add it again.
+    // inserted: every re-run would add it again. (MariaDB's IS NULL also
+    // matches a NOT NULL date's '0000-00-00', a key like any other.)
+    let is_null = match dialect.engine() {
+        crate::warehouse::Engine::MySql => " <=> NULL",
+        _ => " IS NULL",
+    };
     let mut any_null = Sql::new(dialect);
     for (i, k) in keys.iter().enumerate() {
         any_null.push(if i > 0 { " OR " } else { "" });
-        any_null.ident(k).push(" IS NULL");
+        any_null.ident(k).push(is_null);
     }
     let mut null_keys = Sql::new(dialect);
     null_keys.push("SELECT COUNT(*)");
@@ -207,7 +212,8 @@ async fn check_keys(
         null_keys
             .push(", COUNT(CASE WHEN ")
             .ident(k)
-            .push(" IS NULL THEN 1 END)");
+            .push(is_null)
+            .push(" THEN 1 END)");
     }
     null_keys
         .push(" FROM ")
