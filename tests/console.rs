@@ -2493,6 +2493,36 @@ fn a_stale_upstream_month_has_its_own_glyph_and_says_what_changed() {
     assert!(line.contains("loaded 2026-06-14 02:00"), "{line}");
 }
 
+/// QA: a partition stale for its own definition and for upstream changes
+/// showed ≈ and "≈ stale (upstream)", as if its cascade were all it
+/// needed, while `idem status` said `~ stale` with the upstream cause: it
+/// is `~`, its definition changed, and the detail still names the cause.
+#[test]
+fn a_month_stale_for_its_definition_too_is_not_drawn_as_upstream_only() {
+    let mut a = app(120, 36);
+    select_job(&mut a, "agg_revenue_monthly");
+    let i = stale_upstream_month(&a);
+    let j = a.job().unwrap();
+    let mut statuses = j.statuses.clone();
+    let mut success = (**statuses[i].last_success.as_ref().unwrap()).clone();
+    success.definition_hash = "an older definition".into();
+    statuses[i].last_success = Some(std::sync::Arc::new(success));
+    let (name, month) = (j.job.name.clone(), j.partitions[i].name());
+    a.update(Msg::Status {
+        job: name,
+        result: Ok(StatesRead::States(statuses)),
+    });
+    let j = a.job().unwrap();
+    assert_eq!(j.state_at(i), Some(LoadState::Stale));
+    assert_eq!(j.glyph_at(i), LoadState::Stale.glyph());
+    keys(&mut a, &format!(":goto {month}\n"));
+    let screen = text(&a);
+    assert!(screen.contains("~ stale · "), "{screen}");
+    assert!(!screen.contains("≈ stale (upstream) · "), "{screen}");
+    let cause = &a.job().unwrap().statuses[i].stale_upstream[0];
+    assert!(screen.contains(cause.as_str()), "{screen}");
+}
+
 #[test]
 fn snapshot_lineage_view() {
     let mut a = app(110, 34);

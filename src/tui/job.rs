@@ -186,14 +186,18 @@ impl JobView {
     }
 
     /// The glyph shown for partition `i`: its state's, or
-    /// [`LoadState::UPSTREAM_GLYPH`] when it is stale because of upstream
-    /// partitions, so that the cause reads without colour.
+    /// [`LoadState::UPSTREAM_GLYPH`] when it is stale only because of
+    /// upstream partitions (not its own definition too), so that the cause
+    /// reads without colour.
     pub fn glyph_at(&self, i: usize) -> char {
         let state = self.state_at(i).unwrap_or(LoadState::Future);
-        let upstream = self
-            .status_at(i)
-            .is_some_and(|s| !s.stale_upstream.is_empty());
-        if state == LoadState::Stale && upstream {
+        let upstream_only = |s: &PartitionStatus| {
+            !s.stale_upstream.is_empty()
+                && s.last_success
+                    .as_ref()
+                    .is_some_and(|a| a.definition_hash == self.job.definition_hash())
+        };
+        if state == LoadState::Stale && self.status_at(i).is_some_and(upstream_only) {
             LoadState::UPSTREAM_GLYPH
         } else {
             state.glyph()
