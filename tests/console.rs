@@ -2144,7 +2144,7 @@ fn reconciliation_marks_the_calendar_and_o_selects_the_late_days() {
     assert_eq!(req.last.name(), "2026-06-14", "not the future");
     assert!(a.message.as_ref().unwrap().1.contains("reconciling"));
     // A refresh keeps nothing new running, and pressing O again stops it.
-    let msg = against_demo(async |wh| idem::tui::reconcile(wh, &req).await);
+    let msg = against_demo(async |wh| idem::tui::reconcile(wh, &req, &Default::default()).await);
     let again = keys(&mut a, "O");
     assert!(matches!(again.as_slice(), [Effect::StopReconcile(id)] if *id == req.id));
     a.update(msg);
@@ -2155,7 +2155,7 @@ fn reconciliation_marks_the_calendar_and_o_selects_the_late_days() {
     // For real this time; moving to another job would stop it too.
     let req = reconcile_request(keys(&mut a, "O"));
     a.update(against_demo(async |wh| {
-        idem::tui::reconcile(wh, &req).await
+        idem::tui::reconcile(wh, &req, &Default::default()).await
     }));
     let late = out_of_date(&a);
     assert_eq!(late.len(), 3, "{late:?}");

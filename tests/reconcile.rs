@@ -491,3 +491,106 @@ mod grouped {
 
     on_every_engine!(a_grouped_count_gives_each_window_what_the_window_alone_counts);
 }
+
+mod stopping {
+    use super::*;
+    use sqlx::Connection;
+
+    /// Statements of other sessions running a query that holds `marker`.
+    async fn running(kind: Kind, url: &str, marker: &str) -> i64 {
+        match kind {
+            Kind::Postgres => {
+                let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' \
+                     AND pid <> pg_backend_pid() AND strpos(query, $1) > 0",
+                )
+                .bind(marker)
+                .fetch_one(&mut c)
+                .await
+                .expect("activity")
+            }
+            _ => {
+                let mut c = sqlx::MySqlConnection::connect(url).await.expect("connect");
+                sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Sleep' AND LOCATE(?, INFO) > 0",
+                )
+                .bind(marker)
+                .fetch_one(&mut c)
+                .await
+                .expect("processlist")
+            }
+        }
+    }
+
+    /// A count the console stops (its run dialog closed, `O` pressed
+    /// again, the console left) stops on the server too. Dropped alone, it
+    /// ran on there to its end, one more for each time (QA on MariaDB: the
+    /// counts were still in SHOW PROCESSLIST after idem had exited).
+    async fn a_stopped_count_stops_on_the_server(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let marker = match kind {
+            Kind::Postgres => "pg_sleep(0.5) IS NOT NULL",
+            _ => "SLEEP(0.5) = 0",
+        };
+        let job = common::replace_job(
+            "slow_count",
+            "fct",
+            "2026-01-04",
+            &format!("select id, dt from src where dt >= :start and dt < :end and {marker}"),
+        );
+        let (_, config) = db.config(&job);
+        let wh = db.warehouse(&config).await;
+        let rows: Vec<String> = (1..=30)
+            .map(|id| format!("({id}, '2026-01-0{}')", id % 3 + 1))
+            .collect();
+        let insert = format!("INSERT INTO src (id, dt) VALUES {}", rows.join(", "));
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            &insert,
+        ])
+        .await
+        .expect("fixture");
+        let job = config.jobs[0].clone();
+        let parts = job.partitions(idem::partition::now_utc());
+        let (first, last) = (parts[0], *parts.last().expect("a partition"));
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let counting = {
+            let (wh, cancel) = (wh.clone(), cancel.clone());
+            tokio::spawn(async move {
+                wh.source_counts_until(&job, (first, last), false, &cancel)
+                    .await
+            })
+        };
+        // 30 rows of half a second: 15 s on the server, once it runs.
+        let started = std::time::Instant::now();
+        while running(kind, &db.url, marker).await == 0 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "the count never ran"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        cancel.cancel();
+        let stopped = counting.await.expect("joined");
+        assert!(
+            matches!(stopped, Err(idem::warehouse::WarehouseError::Cancelled)),
+            "{stopped:?}"
+        );
+        let cancelled = std::time::Instant::now();
+        while running(kind, &db.url, marker).await > 0 {
+            assert!(
+                cancelled.elapsed() < std::time::Duration::from_secs(3),
+                "{kind:?}: the count still runs on the server"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        wh.close().await;
+    }
+
+    on_server_engines!(a_stopped_count_stops_on_the_server);
+}

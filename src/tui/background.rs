@@ -57,6 +57,9 @@ pub struct Background {
     left: HashMap<usize, String>,
     /// The reconciliation in flight, to stop.
     reconciling: Option<(usize, CancellationToken)>,
+    /// The reconciliations' tasks: on leaving, each stops its count on the
+    /// server before the process ends.
+    counting: Vec<JoinHandle<()>>,
     /// Stops the verifications in flight (on leaving: each holds its
     /// partition's lock until it rolls back).
     verifying: CancellationToken,
@@ -76,6 +79,7 @@ impl Background {
             runs: Vec::new(),
             left: HashMap::new(),
             reconciling: None,
+            counting: Vec::new(),
             verifying: CancellationToken::new(),
             max_connections: (concurrency as u32 * 2 + 2).max(4),
             seen: Seen::default(),
@@ -284,12 +288,13 @@ impl Background {
                 if let Some((_, old)) = self.reconciling.replace((req.id, token.clone())) {
                     old.cancel();
                 }
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = token.cancelled() => {}
-                        msg = reconcile(&wh, &req) => send(msg),
+                self.counting.retain(|t| !t.is_finished());
+                self.counting.push(tokio::spawn(async move {
+                    let msg = reconcile(&wh, &req, &token).await;
+                    if !token.is_cancelled() {
+                        send(msg);
                     }
-                });
+                }));
             }
             Effect::Loads(req) => {
                 let Some(wh) = self.warehouse.clone() else {
@@ -374,6 +379,9 @@ impl Background {
         }
         self.verifying.cancel();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        for t in self.counting {
+            let _ = tokio::time::timeout_at(deadline, t).await;
+        }
         let mut left = LeftInFlight::default();
         for t in self.runs {
             let as_left: Vec<&str> = t
@@ -504,16 +512,22 @@ pub async fn verify(warehouse: &Warehouse, req: &VerifyRequest, cancel: &Cancell
 }
 
 /// Counts what a job's SQL would write now for the partitions asked (one
-/// read-only query) and answers with the message for the console.
-pub async fn reconcile(warehouse: &Warehouse, req: &ReconcileRequest) -> Msg {
+/// read-only query) and answers with the message for the console; stopped
+/// on the server too when `cancel` is (the dialog closed, `O` again, the
+/// console left).
+pub async fn reconcile(
+    warehouse: &Warehouse,
+    req: &ReconcileRequest,
+    cancel: &CancellationToken,
+) -> Msg {
     Msg::Reconciled {
         id: req.id,
         result: warehouse
-            .source_counts(
+            .source_counts_until(
                 &req.job,
-                req.first,
-                req.last,
+                (req.first, req.last),
                 crate::lint::bounds_only_filter(&req.job),
+                cancel,
             )
             .await
             .map_err(|e| e.to_string()),

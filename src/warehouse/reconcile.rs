@@ -4,7 +4,8 @@
 //! since its load is out of date; counts cannot see changed values.
 
 use futures::TryStreamExt;
-use sqlx::{Acquire, Row};
+use sqlx::{Connection, Row};
+use tokio_util::sync::CancellationToken;
 
 use super::sql::Sql;
 use super::{Counts, Engine, Warehouse, WarehouseError};
@@ -83,26 +84,92 @@ impl Warehouse {
         last: Partition,
         grouped: bool,
     ) -> Result<Counts, WarehouseError> {
+        let never = CancellationToken::new();
+        self.source_counts_until(job, (first, last), grouped, &never)
+            .await
+    }
+
+    /// [`Warehouse::source_counts`] until `cancel`: then the count is
+    /// stopped on the server too (`pg_cancel_backend`, `KILL QUERY`), not
+    /// only dropped here. A dropped read runs on to its end on the server,
+    /// which notices its client gone only when it answers: a dialog closed
+    /// or a reconcile asked again left a long count behind for each time.
+    /// SQLite's counts run in this process, and end with it.
+    pub async fn source_counts_until(
+        &self,
+        job: &Job,
+        (first, last): (Partition, Partition),
+        grouped: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Counts, WarehouseError> {
         let statements = self.source_counts_sql(job, first, last, grouped)?;
         let mut conn = self.pool().acquire().await?;
-        let mut tx = conn.begin().await?;
-        if self.dialect().engine() == Engine::Postgres {
-            sqlx::query("SET TRANSACTION READ ONLY")
-                .execute(&mut *tx)
-                .await?;
-        }
-        let mut counts = Counts::new();
-        for sql in &statements {
-            let mut rows = sql.query().fetch(&mut *tx);
-            while let Some(row) = rows.try_next().await? {
-                let name: Option<String> = row.try_get(0)?;
-                let n: i64 = row.try_get(1)?;
-                if let Some(name) = name {
-                    *counts.entry(name).or_default() += n;
+        let session = match self.dialect().engine() {
+            Engine::Postgres => Some("SELECT CAST(pg_backend_pid() AS bigint)"),
+            Engine::MySql => Some("SELECT CAST(CONNECTION_ID() AS SIGNED)"),
+            Engine::Sqlite => None,
+        };
+        let session: Option<i64> = match session {
+            Some(sql) => Some(sqlx::query_scalar(sql).fetch_one(&mut *conn).await?),
+            None => None,
+        };
+        let counted = tokio::select! {
+            counted = count_on(self, &mut conn, &statements) => counted,
+            () = cancel.cancelled() => {
+                // Not returned to the pool mid-statement.
+                drop(conn.detach());
+                if let Some(id) = session {
+                    let _ = self.cancel_statement(id).await;
                 }
+                return Err(WarehouseError::Cancelled);
+            }
+        };
+        counted
+    }
+
+    /// Stops the statement session `id` is running (not the session), on a
+    /// connection of its own.
+    async fn cancel_statement(&self, id: i64) -> Result<(), WarehouseError> {
+        let sql = match self.dialect().engine() {
+            Engine::Postgres => format!("SELECT pg_cancel_backend({id})"),
+            Engine::MySql => format!("KILL QUERY {id}"),
+            Engine::Sqlite => return Ok(()),
+        };
+        let connect = sqlx::AnyConnection::connect(&self.config().url);
+        let mut conn = tokio::time::timeout(self.config().connect_timeout, connect)
+            .await
+            .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))??;
+        let stopped = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&mut conn)
+            .await;
+        let _ = conn.close().await;
+        stopped.map(|_| ()).map_err(WarehouseError::from)
+    }
+}
+
+/// The counts of `statements` in one read-only transaction, rolled back.
+async fn count_on(
+    wh: &Warehouse,
+    conn: &mut sqlx::AnyConnection,
+    statements: &[Sql],
+) -> Result<Counts, WarehouseError> {
+    let mut tx = Connection::begin(conn).await?;
+    if wh.dialect().engine() == Engine::Postgres {
+        sqlx::query("SET TRANSACTION READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+    }
+    let mut counts = Counts::new();
+    for sql in statements {
+        let mut rows = sql.query().fetch(&mut *tx);
+        while let Some(row) = rows.try_next().await? {
+            let name: Option<String> = row.try_get(0)?;
+            let n: i64 = row.try_get(1)?;
+            if let Some(name) = name {
+                *counts.entry(name).or_default() += n;
             }
         }
-        tx.rollback().await?;
-        Ok(counts)
     }
+    tx.rollback().await?;
+    Ok(counts)
 }
