@@ -259,8 +259,8 @@ pub trait Dialect: Send + Sync {
     }
     /// The bound of `child`, written as [`Dialect::native_partitions_query`]
     /// writes it, in a row where it is a partition of `table` now, and no
-    /// row where it is not (detached since): false where idem does not use
-    /// native partitions.
+    /// row where it is not (detached or dropped since: a missing table is no
+    /// error): false where idem does not use native partitions.
     fn partition_bound_query(
         &self,
         _sql: &mut Sql,

@@ -478,12 +478,12 @@ impl Dialect for Postgres {
     fn partition_bound_query(&self, sql: &mut Sql, table: &TableName, child: &TableName) -> bool {
         sql.push(
             "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i \
-             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhrelid = CAST(",
+             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhrelid = to_regclass(",
         )
         .bind(self.quote_table(child))
-        .push(" AS regclass) AND i.inhparent = CAST(")
+        .push(") AND i.inhparent = to_regclass(")
         .bind(self.quote_table(table))
-        .push(" AS regclass)");
+        .push(")");
         true
     }
 
