@@ -2202,3 +2202,88 @@ async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
         .expect("read");
     assert_eq!(c1199, 1000 + 1199);
 }
+
+/// `idem run --dry-run` on a target partitioned by range on the job's
+/// partition column, with no DEFAULT partition, says which windows no
+/// partition covers (the run would fail them) and what to create; and
+/// says nothing of targets whose partitions take every row, or that are
+/// partitioned otherwise.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_dry_run_says_which_windows_no_native_partition_covers() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let targets = ["gap", "with_default", "sub", "by_id", "by_list", "plain"];
+    let jobs: String = targets
+        .iter()
+        .map(|t| {
+            format!(
+                "[[jobs]]\nname = \"{t}\"\ntarget = \"{t}\"\nstrategy = \"replace_partition\"\n\
+                 partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+                 sql = \"select id, d from src where d >= :start and d < :end\"\n\n"
+            )
+        })
+        .collect();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let day = |t: &str, from: &str, to: &str| {
+        format!(
+            "CREATE TABLE {t}_{from} PARTITION OF {t} FOR VALUES FROM ('2026-01-{from}') TO ('2026-01-{to}')"
+        )
+    };
+    let mut fixture = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')"
+            .to_string(),
+    ];
+    for t in ["gap", "with_default"] {
+        fixture.push(format!(
+            "CREATE TABLE {t} (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)"
+        ));
+        fixture.push(day(t, "01", "02"));
+        fixture.push(day(t, "03", "04"));
+    }
+    fixture.extend([
+        "CREATE TABLE with_default_rest PARTITION OF with_default DEFAULT".to_string(),
+        "CREATE TABLE sub (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)"
+            .to_string(),
+        "CREATE TABLE sub_all PARTITION OF sub FOR VALUES FROM (MINVALUE) TO ('2026-02-01') PARTITION BY RANGE (id)".to_string(),
+        "CREATE TABLE sub_all_low PARTITION OF sub_all FOR VALUES FROM (0) TO (100)".to_string(),
+        "CREATE TABLE by_id (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (id)"
+            .to_string(),
+        "CREATE TABLE by_id_low PARTITION OF by_id FOR VALUES FROM (0) TO (100)".to_string(),
+        "CREATE TABLE by_list (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY LIST (d)"
+            .to_string(),
+        "CREATE TABLE by_list_1 PARTITION OF by_list FOR VALUES IN ('2026-01-01')".to_string(),
+        "CREATE TABLE plain (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+    ]);
+    let fixture: Vec<&str> = fixture.iter().map(String::as_str).collect();
+    wh.execute_script(&fixture).await.expect("fixture");
+    for t in targets {
+        let out = common::idem(&path, &["run", t, "--dry-run"]);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{t}: {said}");
+        if t == "gap" {
+            assert!(
+                said.contains(
+                    "1 partition would fail: no partition of gap covers it, and it has no DEFAULT partition"
+                ) && said.contains(
+                    "  2026-01-02: CREATE TABLE … PARTITION OF gap FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')"
+                ) && !said.contains("2026-01-01: CREATE")
+                    && !said.contains("2026-01-03: CREATE"),
+                "{said}"
+            );
+        } else {
+            assert!(!said.contains("would fail"), "{t}: {said}");
+        }
+    }
+    wh.close().await;
+}

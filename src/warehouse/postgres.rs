@@ -16,6 +16,7 @@ use super::{
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
+mod cover;
 mod row_hash;
 
 use row_hash::{hash_value, null_hash};
@@ -473,6 +474,10 @@ impl Dialect for Postgres {
         .bind(column)
         .push(") || ')'");
         true
+    }
+
+    fn partition_cover_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
+        cover::partition_cover_query(self, sql, table, column)
     }
 
     fn partition_bound_query(&self, sql: &mut Sql, table: &TableName, child: &TableName) -> bool {
