@@ -1811,39 +1811,60 @@ async fn postgres_a_partition_a_truncate_would_wrong_is_deleted() {
 /// load leaves it as it is and deletes the window's rows from the target,
 /// where it used to TRUNCATE it, emptying the archive, because the run had
 /// read the target's partitions at its start.
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_partition_detached_during_the_run_keeps_its_rows() {
-    let Some(db) = TestDb::new(Kind::Postgres).await else {
-        return;
-    };
+/// A two-day job `arch` over a PostgreSQL target partitioned by day, one
+/// child a day (`arch_0101`, `arch_0102`) but those `without` names, and a
+/// DEFAULT partition if `default`; loaded once.
+async fn arch_fixture(
+    db: &TestDb,
+    default: bool,
+    without: &[&str],
+) -> (Config, Warehouse, Backfill) {
     let (_, config) = db.config(
         "[[jobs]]\nname = \"arch\"\ntarget = \"arch\"\nstrategy = \"replace_partition\"\n\
          partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
          sql = \"select id, d from src cross join (select pg_sleep(1)) z where d >= :start and d < :end\"\n",
     );
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-02'), (4, '2026-01-02')",
-        "CREATE TABLE arch (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)",
-        "CREATE TABLE arch_0101 PARTITION OF arch FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
-        "CREATE TABLE arch_0102 PARTITION OF arch FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
-        "CREATE TABLE arch_rest PARTITION OF arch DEFAULT",
-    ])
-    .await
-    .expect("fixture");
-    let arch = job(&config, "arch");
-    let backfill = Backfill::plan(&wh, arch, &Selection::default(), 1, 0)
+    let mut fixture = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01'), (3, '2026-01-02'), (4, '2026-01-02')".to_string(),
+        "CREATE TABLE arch (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)".to_string(),
+    ];
+    for day in ["0101", "0102"].iter().filter(|d| !without.contains(d)) {
+        let next = if *day == "0101" { "0102" } else { "0103" };
+        fixture.push(format!(
+            "CREATE TABLE arch_{day} PARTITION OF arch FOR VALUES FROM ('2026-{}-{}') TO ('2026-{}-{}')",
+            &day[..2],
+            &day[2..],
+            &next[..2],
+            &next[2..]
+        ));
+    }
+    if default {
+        fixture.push("CREATE TABLE arch_rest PARTITION OF arch DEFAULT".to_string());
+    }
+    let fixture: Vec<&str> = fixture.iter().map(String::as_str).collect();
+    wh.execute_script(&fixture).await.expect("fixture");
+    let backfill = Backfill::plan(&wh, job(&config, "arch"), &Selection::default(), 1, 0)
         .await
         .expect("plan");
     let (summary, events) = common::run(&wh, &backfill).await;
-    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    if without.is_empty() || default {
+        assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    }
+    (config, wh, backfill)
+}
 
-    // Again, and while its first partition loads, the other is detached.
+/// Runs `backfill` again, and while its first partition loads (the run
+/// having read the target's shape), runs `change` of the other day
+/// (`0101` or `0102`) on a session of its own. The run's summary and
+/// events, and that other day.
+async fn run_changing_the_other_day(
+    db: &TestDb,
+    wh: &Warehouse,
+    backfill: &Backfill,
+    change: impl Fn(&str) -> Vec<String>,
+) -> (engine::RunSummary, Vec<engine::Event>, &'static str) {
     let gate = engine::Gate::default();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let run = {
@@ -1870,17 +1891,56 @@ async fn postgres_a_partition_detached_during_the_run_keeps_its_rows() {
     } else {
         "0101"
     };
-    // A plain DETACH waits for the first load's COMMIT.
-    external(
-        &db,
-        &format!("ALTER TABLE arch DETACH PARTITION arch_{other}"),
-    )
-    .await;
+    // A plain DETACH (or DROP) waits for the first load's COMMIT.
+    for sql in change(other) {
+        external(db, &sql).await;
+    }
     gate.open();
     let summary = run.await.expect("run");
     while let Some(event) = rx.recv().await {
         events.push(event);
     }
+    (summary, events, other)
+}
+
+/// The target's rows per day.
+async fn arch_days(db: &TestDb) -> Vec<(String, i64)> {
+    let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+    let loaded = sqlx::query("SELECT CAST(d AS text), COUNT(*) FROM arch GROUP BY d ORDER BY d")
+        .fetch_all(&mut conn)
+        .await
+        .expect("target")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    conn.close().await.expect("close");
+    loaded
+}
+
+fn partition_logs(events: &[engine::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            engine::Event::PartitionLog { line, .. } => Some(line.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_detached_during_the_run_keeps_its_rows() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (_, wh, backfill) = arch_fixture(&db, true, &[]).await;
+    let (summary, events, other) = run_changing_the_other_day(&db, &wh, &backfill, |other| {
+        vec![format!("ALTER TABLE arch DETACH PARTITION arch_{other}")]
+    })
+    .await;
     assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
     let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
     let kept: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -1891,33 +1951,114 @@ async fn postgres_a_partition_detached_during_the_run_keeps_its_rows() {
     .expect("archive")
     .get(0);
     assert_eq!(kept, 2, "the detached partition was emptied");
-    let loaded: Vec<(String, i64)> =
-        sqlx::query("SELECT CAST(d AS text), COUNT(*) FROM arch GROUP BY d ORDER BY d")
-            .fetch_all(&mut conn)
-            .await
-            .expect("target")
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
+    conn.close().await.expect("close");
     assert_eq!(
-        loaded,
+        arch_days(&db).await,
         expect(&[("2026-01-01", 2), ("2026-01-02", 2)]),
         "each window holds its rows, the detached one's in the DEFAULT partition"
     );
-    let logs: Vec<String> = events
-        .iter()
-        .filter_map(|e| match e {
-            engine::Event::PartitionLog { line, .. } => Some(line.clone()),
-            _ => None,
-        })
-        .collect();
+    let logs = partition_logs(&events);
     assert!(
         logs.iter().any(|l| l.contains(&format!(
             "arch_{other} is no longer this window's partition of arch"
         ))),
         "{logs:#?}"
     );
-    conn.close().await.expect("close");
+    wh.close().await;
+}
+
+/// A partition dropped while a run goes on (the run having read the
+/// target's shape) is no longer the window's: its rows go to the DEFAULT
+/// partition, or without one the window fails saying which partition to
+/// create, not `relation "arch_0102" does not exist` on every retry.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_dropped_during_the_run_is_no_longer_the_windows() {
+    for default in [true, false] {
+        for detach_first in [false, true] {
+            let case = format!("default {default}, detached first {detach_first}");
+            let Some(db) = TestDb::new(Kind::Postgres).await else {
+                return;
+            };
+            let (_, wh, backfill) = arch_fixture(&db, default, &[]).await;
+            let (summary, events, other) =
+                run_changing_the_other_day(&db, &wh, &backfill, |other| {
+                    let mut change = Vec::new();
+                    if detach_first {
+                        change.push(format!("ALTER TABLE arch DETACH PARTITION arch_{other}"));
+                    }
+                    change.push(format!("DROP TABLE arch_{other}"));
+                    change
+                })
+                .await;
+            let errors = common::errors(&events);
+            let day = format!("2026-{}-{}", &other[..2], &other[2..]);
+            if default {
+                assert_eq!(summary.failed, 0, "{case}: {errors:?}");
+                assert_eq!(
+                    arch_days(&db).await,
+                    expect(&[("2026-01-01", 2), ("2026-01-02", 2)]),
+                    "{case}: the dropped partition's window is in the DEFAULT partition"
+                );
+            } else {
+                assert_eq!(summary.failed, 1, "{case}: {errors:?}");
+                assert!(
+                    errors.iter().all(|e| e.contains(&format!(
+                        "arch has no partition for {day} (FOR VALUES FROM ('{day}')"
+                    ))),
+                    "{case}: {errors:?}"
+                );
+            }
+            assert!(
+                !errors.iter().any(|e| e.contains("does not exist")),
+                "{case}: {errors:?}"
+            );
+            wh.close().await;
+        }
+    }
+}
+
+/// A partition attached while a run goes on, for a window that had none,
+/// takes that window's rows (the run read the target before it was there).
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_partition_attached_during_the_run_takes_its_window() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (_, wh, backfill) = arch_fixture(&db, false, &["0101", "0102"]).await;
+    // Neither day has a partition yet: the first fails, and while it loads
+    // the other day's is made.
+    let (_, events, other) = run_changing_the_other_day(&db, &wh, &backfill, |other| {
+        let day = format!("2026-{}-{}", &other[..2], &other[2..]);
+        vec![
+            format!("CREATE TABLE arch_{other} (id INTEGER NOT NULL, d DATE NOT NULL)"),
+            format!(
+                "ALTER TABLE arch ATTACH PARTITION arch_{other} FOR VALUES FROM ('{day}') TO ('{day}'::date + 1)"
+            ),
+        ]
+    })
+    .await;
+    let day = format!("2026-{}-{}", &other[..2], &other[2..]);
+    let failed: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            engine::Event::PartitionFailed { partition, .. } => Some(partition),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !failed.contains(&&day),
+        "the attached partition's window failed: {:?}",
+        common::errors(&events)
+    );
+    assert_eq!(arch_days(&db).await, expect(&[(day.as_str(), 2)]));
     wh.close().await;
 }
 
@@ -2060,4 +2201,89 @@ async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
         .await
         .expect("read");
     assert_eq!(c1199, 1000 + 1199);
+}
+
+/// `idem run --dry-run` on a target partitioned by range on the job's
+/// partition column, with no DEFAULT partition, says which windows no
+/// partition covers (the run would fail them) and what to create; and
+/// says nothing of targets whose partitions take every row, or that are
+/// partitioned otherwise.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_dry_run_says_which_windows_no_native_partition_covers() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let targets = ["gap", "with_default", "sub", "by_id", "by_list", "plain"];
+    let jobs: String = targets
+        .iter()
+        .map(|t| {
+            format!(
+                "[[jobs]]\nname = \"{t}\"\ntarget = \"{t}\"\nstrategy = \"replace_partition\"\n\
+                 partition_column = \"d\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+                 sql = \"select id, d from src where d >= :start and d < :end\"\n\n"
+            )
+        })
+        .collect();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    let day = |t: &str, from: &str, to: &str| {
+        format!(
+            "CREATE TABLE {t}_{from} PARTITION OF {t} FOR VALUES FROM ('2026-01-{from}') TO ('2026-01-{to}')"
+        )
+    };
+    let mut fixture = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')"
+            .to_string(),
+    ];
+    for t in ["gap", "with_default"] {
+        fixture.push(format!(
+            "CREATE TABLE {t} (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)"
+        ));
+        fixture.push(day(t, "01", "02"));
+        fixture.push(day(t, "03", "04"));
+    }
+    fixture.extend([
+        "CREATE TABLE with_default_rest PARTITION OF with_default DEFAULT".to_string(),
+        "CREATE TABLE sub (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (d)"
+            .to_string(),
+        "CREATE TABLE sub_all PARTITION OF sub FOR VALUES FROM (MINVALUE) TO ('2026-02-01') PARTITION BY RANGE (id)".to_string(),
+        "CREATE TABLE sub_all_low PARTITION OF sub_all FOR VALUES FROM (0) TO (100)".to_string(),
+        "CREATE TABLE by_id (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY RANGE (id)"
+            .to_string(),
+        "CREATE TABLE by_id_low PARTITION OF by_id FOR VALUES FROM (0) TO (100)".to_string(),
+        "CREATE TABLE by_list (id INTEGER NOT NULL, d DATE NOT NULL) PARTITION BY LIST (d)"
+            .to_string(),
+        "CREATE TABLE by_list_1 PARTITION OF by_list FOR VALUES IN ('2026-01-01')".to_string(),
+        "CREATE TABLE plain (id INTEGER NOT NULL, d DATE NOT NULL)".to_string(),
+    ]);
+    let fixture: Vec<&str> = fixture.iter().map(String::as_str).collect();
+    wh.execute_script(&fixture).await.expect("fixture");
+    for t in targets {
+        let out = common::idem(&path, &["run", t, "--dry-run"]);
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{t}: {said}");
+        if t == "gap" {
+            assert!(
+                said.contains(
+                    "1 partition would fail: no partition of gap covers it, and it has no DEFAULT partition"
+                ) && said.contains(
+                    "  2026-01-02: CREATE TABLE … PARTITION OF gap FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')"
+                ) && !said.contains("2026-01-01: CREATE")
+                    && !said.contains("2026-01-03: CREATE"),
+                "{said}"
+            );
+        } else {
+            assert!(!said.contains("would fail"), "{t}: {said}");
+        }
+    }
+    wh.close().await;
 }

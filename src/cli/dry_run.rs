@@ -12,11 +12,15 @@ use crate::engine::{self, Backfill};
 use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::partition::Partition;
 use crate::state;
+use crate::warehouse::UncoveredWindow;
 
 /// What a dry run shows: the partitions it would run, as they are now.
 pub(super) struct DryRun<'a> {
     backfill: &'a Backfill,
     planned: Vec<&'a state::PartitionStatus>,
+    /// Its windows no native partition of the target covers (PostgreSQL,
+    /// no DEFAULT partition): the run would fail them.
+    uncovered: Vec<UncoveredWindow>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -59,7 +63,17 @@ impl<'a> DryRun<'a> {
             .iter()
             .filter(|s| planned_partitions.contains(&s.partition))
             .collect();
-        DryRun { backfill, planned }
+        DryRun {
+            backfill,
+            planned,
+            uncovered: Vec::new(),
+        }
+    }
+
+    /// The plan, saying which of its windows no native partition covers.
+    pub(super) fn uncovered(mut self, uncovered: Vec<UncoveredWindow>) -> DryRun<'a> {
+        self.uncovered = uncovered;
+        self
     }
 
     fn partitions(&self) -> Vec<DryRunPartition> {
@@ -177,6 +191,9 @@ impl<'a> DryRun<'a> {
                 if refused == 1 { "its" } else { "their" }
             ));
         }
+        if !self.uncovered.is_empty() {
+            lines.extend(self.uncovered_lines());
+        }
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -184,6 +201,31 @@ impl<'a> DryRun<'a> {
                 if empty == 1 { "it" } else { "them" },
                 if empty == 1 { "it" } else { "them" }
             ));
+        }
+        lines
+    }
+
+    /// Which windows no native partition covers, and what to create.
+    fn uncovered_lines(&self) -> Vec<String> {
+        const SHOWN: usize = 5;
+        let target = &self.backfill.job.target;
+        let n = self.uncovered.len();
+        let mut lines = vec![format!(
+            "{} would fail: no partition of {target} covers {}, and it has no DEFAULT partition. Create {} (or a DEFAULT partition: CREATE TABLE … PARTITION OF {target} DEFAULT):",
+            n_partitions(n as i64),
+            if n == 1 { "it" } else { "them" },
+            if n == 1 { "it" } else { "them" },
+        )];
+        for window in self.uncovered.iter().take(SHOWN) {
+            for bounds in &window.create {
+                lines.push(format!(
+                    "  {}: CREATE TABLE … PARTITION OF {target} {bounds}",
+                    window.partition.name()
+                ));
+            }
+        }
+        if n > SHOWN {
+            lines.push(format!("  … and {} more", n - SHOWN));
         }
         lines
     }

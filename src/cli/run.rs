@@ -167,7 +167,12 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             noteln!("idem: {line}");
         }
         for (i, (backfill, statuses)) in steps.iter().enumerate() {
-            let plan = DryRun::new(backfill, statuses);
+            // A warning, not a check: one that cannot be read is not said.
+            let uncovered = warehouse
+                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
+                .await
+                .unwrap_or_default();
+            let plan = DryRun::new(backfill, statuses).uncovered(uncovered);
             if args.json {
                 plan.print_json()?;
             } else {

@@ -248,15 +248,8 @@ pub(super) fn missing_partition(
     if db.code().as_deref() != Some("23514") || !message.starts_with("no partition of relation") {
         return None;
     }
-    let format = match partition.grain {
-        crate::partition::Grain::Hour => "%Y-%m-%d %H:%M:%S",
-        crate::partition::Grain::Day | crate::partition::Grain::Month => "%Y-%m-%d",
-    };
-    let bounds = format!(
-        "FOR VALUES FROM ('{}') TO ('{}')",
-        partition.start.format(format),
-        partition.end().format(format)
-    );
+    let bounds =
+        super::partition_cover::for_values(partition.grain, partition.start, partition.end());
     Some(format!(
         "{message}: {target} has no partition for {} ({bounds}). Create it (CREATE TABLE … PARTITION OF {target} {bounds}), \
          or a DEFAULT partition (CREATE TABLE … PARTITION OF {target} DEFAULT), and run the window again",

@@ -17,6 +17,7 @@ mod ledger_setup;
 mod load;
 mod lock_holder;
 mod mysql;
+mod partition_cover;
 mod partition_lock;
 mod postgres;
 mod reconcile;
@@ -46,6 +47,7 @@ use fingerprint::RowHash;
 use ledger_setup::LedgerPresence;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
 pub(crate) use lock_holder::sqlite_openers;
+pub use partition_cover::UncoveredWindow;
 pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
 pub use references::{DELETING_REFERENCE_ADVICE, Reference};
@@ -257,10 +259,16 @@ pub trait Dialect: Send + Sync {
     fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false
     }
+    /// Whether `table` is partitioned by range on `column`, and each of its
+    /// partitions' bounds, DEFAULT included: no row where it is not
+    /// partitioned; false where idem does not use native partitions.
+    fn partition_cover_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
+        false
+    }
     /// The bound of `child`, written as [`Dialect::native_partitions_query`]
     /// writes it, in a row where it is a partition of `table` now, and no
-    /// row where it is not (detached since): false where idem does not use
-    /// native partitions.
+    /// row where it is not (detached or dropped since: a missing table is no
+    /// error): false where idem does not use native partitions.
     fn partition_bound_query(
         &self,
         _sql: &mut Sql,

@@ -16,6 +16,7 @@ use super::{
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
+mod cover;
 mod row_hash;
 
 use row_hash::{hash_value, null_hash};
@@ -475,15 +476,19 @@ impl Dialect for Postgres {
         true
     }
 
+    fn partition_cover_query(&self, sql: &mut Sql, table: &TableName, column: &str) -> bool {
+        cover::partition_cover_query(self, sql, table, column)
+    }
+
     fn partition_bound_query(&self, sql: &mut Sql, table: &TableName, child: &TableName) -> bool {
         sql.push(
             "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i \
-             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhrelid = CAST(",
+             JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhrelid = to_regclass(",
         )
         .bind(self.quote_table(child))
-        .push(" AS regclass) AND i.inhparent = CAST(")
+        .push(") AND i.inhparent = to_regclass(")
         .bind(self.quote_table(table))
-        .push(" AS regclass)");
+        .push(")");
         true
     }
 

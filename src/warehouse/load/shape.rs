@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use sqlx::{AnyConnection, Row};
 
+use super::super::partition_cover::range_bound;
 use super::super::sql::Sql;
 use super::super::{Column, ColumnKind, Dialect, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, Strategy, TableName};
@@ -163,25 +164,6 @@ impl ChildPartition {
     }
 }
 
-/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
-/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
-/// several columns, zoned values).
-fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
-    let quoted = |text: &str| -> Option<NaiveDateTime> {
-        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
-        NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
-            .ok()
-            .or_else(|| {
-                chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
-                    .ok()
-                    .map(|d| d.and_time(chrono::NaiveTime::MIN))
-            })
-    };
-    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
-    let (from, to) = rest.split_once(" TO ")?;
-    Some((quoted(from.trim())?, quoted(to.trim())?))
-}
-
 /// A target's shape as one run read it: (run id, shape).
 pub(in crate::warehouse) type RunShape = (String, Arc<TargetShape>);
 
@@ -264,37 +246,5 @@ impl Warehouse {
             shapes.insert(job.name.clone(), (run.to_string(), shape.clone()));
         }
         Ok(shape)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::range_bound;
-
-    #[test]
-    fn native_partition_bounds_are_read_from_postgres_text() {
-        let day = |d: &str| {
-            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
-                .unwrap()
-                .and_hms_opt(0, 0, 0)
-                .unwrap()
-        };
-        assert_eq!(
-            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
-            Some((day("2026-06-04"), day("2026-06-05")))
-        );
-        assert_eq!(
-            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
-                .map(|(a, b)| (b - a).num_hours()),
-            Some(1)
-        );
-        for other in [
-            "DEFAULT",
-            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
-            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
-            "FOR VALUES IN ('a')",
-        ] {
-            assert_eq!(range_bound(other), None, "{other}");
-        }
     }
 }

@@ -1,0 +1,222 @@
+//! A PostgreSQL target's native range partitions as ranges: the bound of
+//! one (which a load matches its window against), and the windows of a
+//! run that none covers, which the run would fail.
+
+use chrono::NaiveDateTime;
+use sqlx::Row;
+
+use super::{Warehouse, WarehouseError};
+use crate::config::Job;
+use crate::partition::{Grain, Partition};
+
+/// A window of a run that no native partition of its target covers, the
+/// target having no DEFAULT partition: its rows would find no table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncoveredWindow {
+    pub partition: Partition,
+    /// The bounds of the partitions to create for it (`FOR VALUES FROM
+    /// ('2026-01-02') TO ('2026-01-03')`): the window's, or those of its
+    /// parts no partition covers.
+    pub create: Vec<String>,
+}
+
+impl Warehouse {
+    /// The windows of `partitions` that no native partition of `job`'s
+    /// target covers, where the target is partitioned by range on the job's
+    /// partition column and has no DEFAULT partition. Nothing where a
+    /// bound is not one idem reads (zoned, several columns): no warning is
+    /// better than a false one.
+    pub async fn windows_no_partition_covers(
+        &self,
+        job: &Job,
+        partitions: &[Partition],
+    ) -> Result<Vec<UncoveredWindow>, WarehouseError> {
+        let Some(column) = &job.partition_column else {
+            return Ok(Vec::new());
+        };
+        let mut sql = self.sql();
+        if !self
+            .dialect()
+            .partition_cover_query(&mut sql, &job.target, column.as_str())
+        {
+            return Ok(Vec::new());
+        }
+        // No row: the target is not partitioned. One with a NULL bound: it
+        // has no partition yet.
+        let rows = sql.query().fetch_all(self.pool()).await?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ranges = Vec::new();
+        for row in rows {
+            let by_column: Option<bool> = row.try_get(0)?;
+            let bound: Option<String> = row.try_get(1)?;
+            if by_column != Some(true) {
+                return Ok(Vec::new());
+            }
+            let Some(bound) = bound else { continue };
+            match cover_bound(&bound) {
+                Some(range) => ranges.push(range),
+                // DEFAULT takes every row; anything else unread.
+                None => return Ok(Vec::new()),
+            }
+        }
+        ranges.sort();
+        Ok(partitions
+            .iter()
+            .filter_map(|p| {
+                let gaps = gaps(&ranges, p.start, p.end());
+                (!gaps.is_empty()).then(|| UncoveredWindow {
+                    partition: *p,
+                    create: gaps
+                        .iter()
+                        .map(|(from, to)| for_values(p.grain, *from, *to))
+                        .collect(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// The parts of [start, end) that none of `ranges` (sorted) covers.
+fn gaps(
+    ranges: &[(NaiveDateTime, NaiveDateTime)],
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+) -> Vec<(NaiveDateTime, NaiveDateTime)> {
+    let mut gaps = Vec::new();
+    let mut at = start;
+    for &(from, to) in ranges {
+        if at >= end {
+            break;
+        }
+        if to <= at {
+            continue;
+        }
+        if from > at {
+            gaps.push((at, from.min(end)));
+        }
+        at = at.max(to);
+    }
+    if at < end {
+        gaps.push((at, end));
+    }
+    gaps
+}
+
+/// `FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`, as a window of
+/// `grain` is written.
+pub(super) fn for_values(grain: Grain, from: NaiveDateTime, to: NaiveDateTime) -> String {
+    let format = match grain {
+        Grain::Hour => "%Y-%m-%d %H:%M:%S",
+        Grain::Day | Grain::Month => "%Y-%m-%d",
+    };
+    format!(
+        "FOR VALUES FROM ('{}') TO ('{}')",
+        from.format(format),
+        to.format(format)
+    )
+}
+
+/// One value of a bound: `('2026-06-04')` or `('2026-06-04 13:00:00')`.
+fn bound_value(text: &str) -> Option<NaiveDateTime> {
+    let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+    NaiveDateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S")
+        .ok()
+        .or_else(|| {
+            chrono::NaiveDate::parse_from_str(inner, "%Y-%m-%d")
+                .ok()
+                .map(|d| d.and_time(chrono::NaiveTime::MIN))
+        })
+}
+
+/// The two sides of `FOR VALUES FROM (…) TO (…)`.
+fn sides(bound: &str) -> Option<(&str, &str)> {
+    let rest = bound.trim().strip_prefix("FOR VALUES FROM ")?;
+    let (from, to) = rest.split_once(" TO ")?;
+    Some((from.trim(), to.trim()))
+}
+
+/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
+/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
+/// several columns, zoned values).
+pub(super) fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    let (from, to) = sides(bound)?;
+    Some((bound_value(from)?, bound_value(to)?))
+}
+
+/// [`range_bound`], MINVALUE and MAXVALUE read as the ends of time.
+fn cover_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
+    let (from, to) = sides(bound)?;
+    let from = match from {
+        "(MINVALUE)" => NaiveDateTime::MIN,
+        from => bound_value(from)?,
+    };
+    let to = match to {
+        "(MAXVALUE)" => NaiveDateTime::MAX,
+        to => bound_value(to)?,
+    };
+    Some((from, to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: &str) -> NaiveDateTime {
+        chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+    }
+
+    #[test]
+    fn native_partition_bounds_are_read_from_postgres_text() {
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')"),
+            Some((day("2026-06-04"), day("2026-06-05")))
+        );
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 13:00:00') TO ('2026-06-04 14:00:00')")
+                .map(|(a, b)| (b - a).num_hours()),
+            Some(1)
+        );
+        for other in [
+            "DEFAULT",
+            "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
+            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
+            "FOR VALUES IN ('a')",
+        ] {
+            assert_eq!(range_bound(other), None, "{other}");
+        }
+        assert_eq!(
+            cover_bound("FOR VALUES FROM (MINVALUE) TO ('2026-01-01')"),
+            Some((NaiveDateTime::MIN, day("2026-01-01")))
+        );
+    }
+
+    #[test]
+    fn the_gaps_of_a_window_are_the_parts_no_range_covers() {
+        let ranges = [
+            (NaiveDateTime::MIN, day("2026-01-03")),
+            (day("2026-01-05"), day("2026-01-06")),
+            (day("2026-01-06"), day("2026-01-08")),
+        ];
+        assert_eq!(gaps(&ranges, day("2026-01-01"), day("2026-01-03")), vec![]);
+        assert_eq!(
+            gaps(&ranges, day("2026-01-02"), day("2026-01-06")),
+            vec![(day("2026-01-03"), day("2026-01-05"))]
+        );
+        assert_eq!(
+            gaps(&ranges, day("2026-01-04"), day("2026-01-10")),
+            vec![
+                (day("2026-01-04"), day("2026-01-05")),
+                (day("2026-01-08"), day("2026-01-10"))
+            ]
+        );
+        assert_eq!(
+            gaps(&[], day("2026-01-04"), day("2026-01-05")),
+            vec![(day("2026-01-04"), day("2026-01-05"))]
+        );
+    }
+}
