@@ -694,6 +694,78 @@ fn a_run_stopped_short_lists_what_it_never_started_as_not_run() {
     assert!(!screen.contains("cancelled"), "{screen}");
 }
 
+/// QA: the server went away mid-run. The detail said "✗ failed · 2
+/// attempts" beside "last attempt #3", and once the states were read again
+/// "failed · 1 attempt" beside an attempt the ledger never got, without
+/// saying so: `idem log` has nothing for it.
+#[test]
+fn an_attempt_the_ledger_could_not_record_is_said_unrecorded() {
+    let mut a = app(120, 40);
+    keys(&mut a, "fr");
+    let Some(Effect::StartRun(req)) = keys(&mut a, "\n").into_iter().next() else {
+        panic!("no run started");
+    };
+    let run = req.run;
+    let first = req.partitions[0].name();
+    assert_eq!(a.job().unwrap().cursor, partition(&a, &first));
+    let ev = |event: Event| Msg::Engine { run, event };
+    for (attempt, will_retry) in [(2, true), (3, false)] {
+        a.update(ev(Event::PartitionStarted {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: first.clone(),
+            attempt,
+        }));
+        a.update(ev(Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: first.clone(),
+            attempt,
+            error: "no connection to the warehouse within the connect timeout".into(),
+            will_retry,
+            duration_ms: 10,
+        }));
+    }
+    let screen = text(&a);
+    assert!(screen.contains("✗ failed · 3 attempts"), "{screen}");
+    assert!(screen.contains("last attempt #3 failed"), "{screen}");
+    // A read begun before the attempt ended lacks it, and says nothing.
+    let ledger = fixture().statuses[0].1.clone();
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(ledger.clone())),
+    });
+    assert!(!text(&a).contains("not recorded"), "{}", text(&a));
+    let effects = a.update(ev(Event::RunFinished {
+        run_id: "r1".into(),
+        job: "fct_orders".into(),
+        succeeded: 0,
+        failed: 1,
+        not_started: 2,
+        rolled_back: 0,
+        refused: 0,
+        empty: 0,
+        cancelled: false,
+        duration_ms: 3000,
+    }));
+    assert!(
+        matches!(effects.as_slice(), [Effect::Refresh(n)] if n[0] == "fct_orders"),
+        "{effects:?}"
+    );
+    // The read begun after it still lacks it: the ledger never got it.
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(ledger)),
+    });
+    let screen = text(&a);
+    assert!(screen.contains("✗ failed · 1 attempt"), "{screen}");
+    assert!(screen.contains("last attempt #3 failed"), "{screen}");
+    assert!(
+        screen.contains("not recorded in the ledger (the warehouse could not be written)"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn several_runs_at_once_are_each_listed() {
     let mut a = app(120, 40);

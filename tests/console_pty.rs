@@ -1061,3 +1061,71 @@ fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
         wh.close().await;
     });
 }
+
+/// QA: quitting while a run's check of the warehouse waited on a stalled
+/// server (Enter in the dialog, then q y within the connect timeout)
+/// exited 0 and said nothing once the check refused the run, where every
+/// other quit with a run in flight reports it and exits 130. It says the
+/// run never started, with the command that runs it, and exits 130.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn quitting_while_a_run_waits_on_a_stalled_server_says_it_never_started() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt
+        .block_on(common::TestDb::new(common::Kind::Postgres))
+        .expect("test database");
+    let job = common::replace_job(
+        "stalled",
+        "fct",
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&job);
+    let wh = rt.block_on(db.warehouse(&config));
+    rt.block_on(wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ]))
+    .unwrap();
+    let (proxy, through) = rt.block_on(common::proxy::Proxy::before(&db.url));
+    std::fs::write(
+        db.path().join("idem.toml"),
+        format!("[warehouse]\nurl = \"{through}\"\nconnect_timeout = \"3s\"\n\n{job}"),
+    )
+    .unwrap();
+    let mut c = Console::start(db.path(), &[]);
+    c.wait_for(&["stalled", "Mo Tu We Th Fr Sa Su"]);
+    c.send(":run 2026-01-01..2026-01-02\r");
+    c.wait_for(&["Run stalled?"]);
+    proxy.stall();
+    c.send("\r");
+    c.send("q");
+    c.wait_for(&["Quit and cancel it?"]);
+    c.send("y");
+    let code = c.wait_exit().exit_code();
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    let said: Vec<&str> = raw
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with("idem: "))
+        .collect();
+    assert_eq!(code, 130, "{said:#?}");
+    assert!(
+        said.iter().any(|l| l.starts_with(
+            "idem: stalled: never started (the console was left while its check of the warehouse was waiting; nothing was loaded or recorded)"
+        )),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("idem: to run it: idem --config ")
+                && l.ends_with(" run stalled --from 2026-01-01 --to 2026-01-02")),
+        "{said:#?}"
+    );
+    rt.block_on(async {
+        assert!(wh.attempts("stalled", None).await.unwrap().is_empty());
+        wh.close().await;
+    });
+}

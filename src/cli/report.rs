@@ -95,6 +95,25 @@ impl RunReport {
         }
     }
 
+    /// The report of a run the console started with `args` that never
+    /// began: its check of the warehouse refused it (`refusal`), or the
+    /// console was left while the check was waiting (none). Nothing was
+    /// loaded or recorded; the dialog's command runs it.
+    pub fn never_started(args: &RunArgs, refusal: Option<&str>) -> RunReport {
+        let (why, exit) = match refusal {
+            Some(r) => (format!("refused before it began: {r}"), Exit::Failed),
+            None => (
+                "the console was left while its check of the warehouse was waiting; nothing was loaded or recorded".to_string(),
+                Exit::Cancelled,
+            ),
+        };
+        RunReport {
+            outcomes: vec![format!("{}: never started ({why})", args.job)],
+            notes: vec![format!("to run it: {}", args.command_line())],
+            exit,
+        }
+    }
+
     /// The report of a run the console started with `args` (whose config
     /// is the console's): `steps` are its backfill and, for a cascade, the
     /// steps downstream; `empty_before` what each had loaded empty before.

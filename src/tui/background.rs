@@ -187,7 +187,12 @@ impl Background {
                     tokio::spawn(async move {
                         let jobs = std::iter::once(&req.backfill.job)
                             .chain(req.cascade.iter().map(|(_, b)| &b.job));
-                        let refusal = refusal_before_a_run(&wh, jobs).await;
+                        // A quit (or a cancel) while the check waits on a
+                        // stalled server ends the run before it begins.
+                        let refusal = tokio::select! {
+                            refusal = refusal_before_a_run(&wh, jobs) => refusal,
+                            () = token.cancelled() => Some(CANCELLED_BEFORE_IT_BEGAN.into()),
+                        };
                         if let Some(refusal) = refusal {
                             for step in
                                 std::iter::once(run).chain(req.cascade.iter().map(|(s, _)| *s))
@@ -197,7 +202,8 @@ impl Background {
                                     error: refusal.clone(),
                                 });
                             }
-                            return None;
+                            let refused = Some(refusal.as_str()).filter(|_| !token.is_cancelled());
+                            return Some(RunReport::never_started(&req.args, refused));
                         }
                         if req.cascade.is_empty() {
                             let summary =
@@ -552,6 +558,9 @@ pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
         .map_err(|e| e.to_string());
     Msg::DefinitionDiff { id: req.id, result }
 }
+
+/// What a run cancelled while its check of the warehouse waited says.
+const CANCELLED_BEFORE_IT_BEGAN: &str = "cancelled before it began; nothing was run or recorded";
 
 /// Why a console run of `jobs` may not start, checked before it does, as
 /// `idem run` checks: a warehouse that does not answer (refused at once,

@@ -382,6 +382,12 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
                 muted,
             ),
         ]));
+        if l.unrecorded {
+            lines.push(Line::from(Span::styled(
+                "not recorded in the ledger (the warehouse could not be written): idem log does not list it",
+                t.style("warning"),
+            )));
+        }
         if let Some(e) = &l.error {
             lines.push(Line::from(Span::styled(
                 format!("error: {}", first_line(e)),

@@ -45,6 +45,12 @@ pub struct LiveAttempt {
     pub succeeded: bool,
     pub duration_ms: u64,
     pub error: Option<String>,
+    /// Reads of the job's states begun when it ended: one landing that
+    /// began later and lacks it found no ledger row for it.
+    reads_begun: u64,
+    /// A read of the states begun after it ended found no ledger row for
+    /// it: the warehouse could not be written, and `idem log` cannot list it.
+    pub unrecorded: bool,
 }
 
 pub struct JobView {
@@ -64,6 +70,8 @@ pub struct JobView {
     /// shown until it lands (by partition index).
     pub(super) early: HashMap<usize, LoadState>,
     pub(super) loading: bool,
+    /// Reads of the states begun; the one landing is the last of them.
+    pub(super) reads_begun: u64,
     /// The read in flight is the periodic one: it shows no spinner unless
     /// it is slow, so an idle console draws nothing.
     pub(super) quiet: bool,
@@ -128,6 +136,7 @@ impl JobView {
             loaded: false,
             early: HashMap::new(),
             loading: false,
+            reads_begun: 0,
             quiet: false,
             as_read: false,
             slow: None,
@@ -361,6 +370,13 @@ impl JobView {
         }
     }
 
+    /// A read of the states starts; `quiet` for the periodic one.
+    pub(super) fn begin_read(&mut self, quiet: bool) {
+        self.loading = true;
+        self.quiet = quiet;
+        self.reads_begun += 1;
+    }
+
     /// Applies fresh states, keeping cursor and selection.
     pub(super) fn apply_statuses(&mut self, statuses: Vec<PartitionStatus>) {
         if !self.live.is_empty() {
@@ -374,6 +390,11 @@ impl JobView {
                 .collect();
             self.live
                 .retain(|name, l| seen.get(name).is_none_or(|a| *a < l.attempt));
+            // A read begun after the attempt ended that still lacks it: the
+            // ledger row was never written (the server went away).
+            for l in self.live.values_mut() {
+                l.unrecorded |= self.reads_begun > l.reads_begun;
+            }
         }
         self.partitions = statuses.iter().map(|s| s.partition).collect();
         self.statuses = statuses;
@@ -420,6 +441,23 @@ impl JobView {
             self.groups = group_failures(&self.statuses);
             self.as_read = false;
         }
+        // Every attempt that ended counts, a retried one too: the count
+        // beside "last attempt #N" says N.
+        if let Event::PartitionSucceeded {
+            partition, attempt, ..
+        }
+        | Event::PartitionFailed {
+            partition, attempt, ..
+        } = event
+            && let Some(s) = self
+                .statuses
+                .iter_mut()
+                .find(|s| s.partition.name() == *partition)
+            && (s.attempts as i64) < *attempt
+        {
+            s.attempts = *attempt as usize;
+            self.as_read = false;
+        }
         match event {
             Event::PartitionStarted { partition, .. } => {
                 if let Some(p) = self.named(partition) {
@@ -440,6 +478,8 @@ impl JobView {
                         succeeded: true,
                         duration_ms: *duration_ms,
                         error: None,
+                        reads_begun: self.reads_begun,
+                        unrecorded: false,
                     },
                 );
             }
@@ -460,6 +500,8 @@ impl JobView {
                             succeeded: false,
                             duration_ms: *duration_ms,
                             error: Some(error.clone()),
+                            reads_begun: self.reads_begun,
+                            unrecorded: false,
                         },
                     );
                 }

@@ -94,6 +94,7 @@ impl JobsPane {
             }
             fresh.in_flight = std::mem::take(&mut view.in_flight);
             fresh.live = std::mem::take(&mut view.live);
+            fresh.reads_begun = view.reads_begun;
             self.jobs.push(fresh);
         }
         reloaded.removed = old.into_iter().map(|v| v.job.name).collect();

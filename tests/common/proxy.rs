@@ -10,6 +10,7 @@ pub struct Proxy {
     pub port: u16,
     cut: CancellationToken,
     forget: CancellationToken,
+    stall: CancellationToken,
     lose_commit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -30,7 +31,8 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let (cut, forget) = (CancellationToken::new(), CancellationToken::new());
-        let (stop, forgetting) = (cut.clone(), forget.clone());
+        let stall = CancellationToken::new();
+        let (stop, forgetting, stalled) = (cut.clone(), forget.clone(), stall.clone());
         let lose_commit = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let losing = lose_commit.clone();
         tokio::spawn(async move {
@@ -42,6 +44,18 @@ impl Proxy {
                         Err(_) => break,
                     },
                 };
+                if stalled.is_cancelled() {
+                    // Accepted, and never answered.
+                    let stop = stop.clone();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = stop.cancelled() => {}
+                            () = tokio::time::sleep(Duration::from_secs(600)) => {}
+                        }
+                        drop(inbound);
+                    });
+                    continue;
+                }
                 let (upstream, stop, forgetting, losing) = (
                     upstream.clone(),
                     stop.clone(),
@@ -78,6 +92,7 @@ impl Proxy {
             port,
             cut,
             forget,
+            stall,
             lose_commit,
         }
     }
@@ -94,6 +109,13 @@ impl Proxy {
     /// that died would.
     pub fn cut(&self) {
         self.cut.cancel();
+    }
+
+    /// New connections are accepted and never answered, as a server that
+    /// stalled (or a network that drops its replies) looks to a client
+    /// until its connect timeout.
+    pub fn stall(&self) {
+        self.stall.cancel();
     }
 
     /// The connections carried so far are forgotten: each one's server side

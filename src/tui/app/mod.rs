@@ -538,8 +538,7 @@ impl App {
                     j.refresh_again = true;
                     None
                 } else {
-                    j.loading = true;
-                    j.quiet = quiet;
+                    j.begin_read(quiet);
                     Some(j.job.name.clone())
                 }
             })
@@ -563,8 +562,7 @@ impl App {
             j.refresh_again = true;
             return Vec::new();
         }
-        j.loading = true;
-        j.quiet = false;
+        j.begin_read(false);
         vec![Effect::Refresh(vec![name.to_string()])]
     }
 
