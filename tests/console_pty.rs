@@ -1008,21 +1008,18 @@ fn without_a_terminal() {
     assert!(err.contains("needs a terminal"), "{err}");
 }
 
-/// The warehouse went away after the console read its states: a run is
-/// refused within about one connect timeout, not after one for each check
-/// a run makes before it starts, and nothing is recorded.
-#[test]
-#[cfg_attr(
-    not(idem_test_postgres),
-    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
-)]
-fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
+/// A PostgreSQL job `name` of two days (its source holding a row a day)
+/// in a console whose warehouse URL goes through a proxy the test can cut
+/// or stall (connect timeout 3 s), its states on screen.
+fn console_through_a_proxy(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+) -> (common::TestDb, Warehouse, common::proxy::Proxy, Console) {
     let db = rt
         .block_on(common::TestDb::new(common::Kind::Postgres))
         .expect("test database");
     let job = common::replace_job(
-        "gone",
+        name,
         "fct",
         "2026-01-02",
         "select id, dt from src where dt >= :start and dt < :end",
@@ -1042,7 +1039,21 @@ fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
     )
     .unwrap();
     let mut c = Console::start(db.path(), &[]);
-    c.wait_for(&["gone", "Mo Tu We Th Fr Sa Su"]);
+    c.wait_for(&[name, "Mo Tu We Th Fr Sa Su"]);
+    (db, wh, proxy, c)
+}
+
+/// The warehouse went away after the console read its states: a run is
+/// refused within about one connect timeout, not after one for each check
+/// a run makes before it starts, and nothing is recorded.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (_db, wh, proxy, mut c) = console_through_a_proxy(&rt, "gone");
     proxy.cut();
     c.send(":run 2026-01-01..2026-01-02\r");
     c.wait_for(&["Run gone?"]);
@@ -1074,30 +1085,7 @@ fn a_run_on_a_warehouse_gone_away_is_refused_within_one_connect_timeout() {
 )]
 fn quitting_while_a_run_waits_on_a_stalled_server_says_it_never_started() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let db = rt
-        .block_on(common::TestDb::new(common::Kind::Postgres))
-        .expect("test database");
-    let job = common::replace_job(
-        "stalled",
-        "fct",
-        "2026-01-02",
-        "select id, dt from src where dt >= :start and dt < :end",
-    );
-    let (_, config) = db.config(&job);
-    let wh = rt.block_on(db.warehouse(&config));
-    rt.block_on(wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-    ]))
-    .unwrap();
-    let (proxy, through) = rt.block_on(common::proxy::Proxy::before(&db.url));
-    std::fs::write(
-        db.path().join("idem.toml"),
-        format!("[warehouse]\nurl = \"{through}\"\nconnect_timeout = \"3s\"\n\n{job}"),
-    )
-    .unwrap();
-    let mut c = Console::start(db.path(), &[]);
-    c.wait_for(&["stalled", "Mo Tu We Th Fr Sa Su"]);
+    let (_db, wh, proxy, mut c) = console_through_a_proxy(&rt, "stalled");
     c.send(":run 2026-01-01..2026-01-02\r");
     c.wait_for(&["Run stalled?"]);
     proxy.stall();

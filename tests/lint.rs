@@ -2134,6 +2134,37 @@ async fn a_select_column_named_but_for_case_is_refused_by_lint_and_run_alike() {
     wh.close().await;
 }
 
+/// A MariaDB job `daily` into `fct (id, dt)`, its partition column of
+/// `dt_type`, whose target holds `rows` written with the server's zero
+/// dates allowed (an empty sql_mode).
+async fn zero_dates(
+    db: &TestDb,
+    dt_type: &str,
+    rows: &str,
+) -> (
+    std::path::PathBuf,
+    idem::config::Config,
+    idem::warehouse::Warehouse,
+) {
+    let jobs = common::replace_job(
+        "daily",
+        "fct",
+        "2026-02-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        &format!("CREATE TABLE src (id INTEGER NOT NULL, dt {dt_type} NOT NULL)"),
+        &format!("CREATE TABLE fct (id INTEGER NOT NULL, dt {dt_type} NOT NULL)"),
+        "SET SESSION sql_mode = ''",
+        &format!("INSERT INTO fct VALUES {rows}"),
+    ])
+    .await
+    .expect("fixture");
+    (path, config, wh)
+}
+
 /// QA: MariaDB keeps a DATE with a zero day ('2026-02-00') where the
 /// server's sql_mode lacks NO_ZERO_IN_DATE. The day's bounds put it in
 /// 2026-01-31's window (a load replaces it there), while status counted it
@@ -2147,22 +2178,12 @@ async fn mariadb_zero_in_date_values_are_named() {
     let Some(db) = TestDb::new(Kind::MySql).await else {
         return;
     };
-    let jobs = common::replace_job(
-        "daily",
-        "fct",
-        "2026-02-02",
-        "select id, dt from src where dt >= :start and dt < :end",
-    );
-    let (path, config) = db.config(&jobs);
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO fct VALUES (1, '2026-02-00'), (2, '2026-01-31'), (3, '2026-00-00')",
-    ])
-    .await
-    .expect("fixture");
+    let (path, config, wh) = zero_dates(
+        &db,
+        "DATE",
+        "(1, '2026-02-00'), (2, '2026-01-31'), (3, '2026-00-00')",
+    )
+    .await;
     let found = lint::warehouse_findings(&wh, &config.jobs[0])
         .await
         .expect("lint");
@@ -2213,22 +2234,12 @@ async fn mariadb_zero_dates_are_not_called_null() {
     let Some(db) = TestDb::new(Kind::MySql).await else {
         return;
     };
-    let jobs = common::replace_job(
-        "daily",
-        "fct",
-        "2026-02-02",
-        "select id, dt from src where dt >= :start and dt < :end",
-    );
-    let (_path, config) = db.config(&jobs);
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATETIME NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATETIME NOT NULL)",
-        "SET SESSION sql_mode = ''",
-        "INSERT INTO fct VALUES (1, '0000-00-00 00:00:00'), (2, '2026-02-02 10:00:00')",
-    ])
-    .await
-    .expect("fixture");
+    let (_path, config, wh) = zero_dates(
+        &db,
+        "DATETIME",
+        "(1, '0000-00-00 00:00:00'), (2, '2026-02-02 10:00:00')",
+    )
+    .await;
     let found = lint::warehouse_findings(&wh, &config.jobs[0])
         .await
         .expect("lint");
