@@ -135,10 +135,7 @@ impl Warehouse {
             Engine::MySql => format!("KILL QUERY {id}"),
             Engine::Sqlite => return Ok(()),
         };
-        let connect = sqlx::AnyConnection::connect(&self.config().url);
-        let mut conn = tokio::time::timeout(self.config().connect_timeout, connect)
-            .await
-            .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))??;
+        let mut conn = self.connection_aside().await?;
         let stopped = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
             .execute(&mut conn)
             .await;

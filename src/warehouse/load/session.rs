@@ -258,13 +258,7 @@ impl Warehouse {
                 return std::future::pending().await;
             }
             if conn.is_none() {
-                conn = tokio::time::timeout(
-                    self.config().connect_timeout,
-                    sqlx::AnyConnection::connect(&self.config().url),
-                )
-                .await
-                .ok()
-                .and_then(Result::ok);
+                conn = self.connection_aside().await.ok();
             }
             let Some(asking) = conn.as_mut() else {
                 continue;
@@ -311,6 +305,20 @@ impl Warehouse {
         }
     }
 
+    /// A connection of its own, outside the pool (whose connections may
+    /// all be busy with loads), within the connect timeout.
+    pub(in crate::warehouse) async fn connection_aside(
+        &self,
+    ) -> Result<sqlx::AnyConnection, WarehouseError> {
+        tokio::time::timeout(
+            self.config().connect_timeout,
+            sqlx::AnyConnection::connect(&self.config().url),
+        )
+        .await
+        .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))?
+        .map_err(WarehouseError::from)
+    }
+
     /// Asks the server about the session holding `holder`, on a connection
     /// of its own: the pool's may all be busy with loads. How many sessions
     /// the ask found (or ended), where the server says.
@@ -323,13 +331,7 @@ impl Warehouse {
         if !self.dialect().load_session(&mut sql, holder, ask) {
             return Ok(None);
         }
-        let url = &self.config().url;
-        let mut conn = tokio::time::timeout(
-            self.config().connect_timeout,
-            sqlx::AnyConnection::connect(url),
-        )
-        .await
-        .map_err(|_| WarehouseError::Sql(sqlx::Error::PoolTimedOut))??;
+        let mut conn = self.connection_aside().await?;
         // Each ask answers a count, but for MariaDB's `KILL`, which answers
         // nothing (and an error for an id it does not know).
         let answer = sql
