@@ -525,7 +525,7 @@ fn quitting_with_a_run_in_flight_says_what_it_left_and_how_to_finish_it() {
     c.send("y");
     let code = c.wait_exit().exit_code();
     let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
-    let tail = &raw[raw.len().saturating_sub(2000)..];
+    let tail = &raw[raw.floor_char_boundary(raw.len().saturating_sub(2000))..];
     assert_eq!(code, 130, "{tail}");
     let said: Vec<&str> = raw
         .split(['\r', '\n'])
