@@ -2706,6 +2706,62 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
         panic!("no run: {effects:?}")
     };
     let (step_run, step) = &req.cascade[0];
+    let (root_run, root) = (req.run, req.backfill.clone());
+    // Upstream: its first partition fails, the rest load.
+    for (i, p) in root.partitions.iter().enumerate() {
+        let (partition, run_id, job) = (p.name(), "r1".to_string(), root.job.name.clone());
+        a.update(Msg::Engine {
+            run: root_run,
+            event: if i == 0 {
+                Event::PartitionFailed {
+                    run_id,
+                    job,
+                    partition,
+                    attempt: 1,
+                    error: "CHECK constraint failed".into(),
+                    will_retry: false,
+                    duration_ms: 5,
+                }
+            } else {
+                Event::PartitionSucceeded {
+                    run_id,
+                    job,
+                    partition,
+                    attempt: 1,
+                    rows_deleted: 0,
+                    rows_inserted: 10,
+                    rows_updated: 0,
+                    rows_after: 10,
+                    duration_ms: 5,
+                    fingerprint: "f".into(),
+                    content_changed: true,
+                }
+            },
+        });
+    }
+    a.update(Msg::Engine {
+        run: root_run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: root.job.name.clone(),
+            succeeded: root.partitions.len() - 1,
+            failed: 1,
+            not_started: 0,
+            rolled_back: 0,
+            refused: 0,
+            empty: 0,
+            cancelled: false,
+            duration_ms: 20,
+        },
+    });
+    // The cascade is not over while a step waits.
+    assert!(
+        a.message
+            .as_ref()
+            .is_some_and(|(_, m)| m.starts_with("run of fct_orders finished: ")),
+        "{:?}",
+        a.message
+    );
     for p in &step.partitions {
         a.update(Msg::Engine {
             run: *step_run,
@@ -2725,6 +2781,21 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
             .is_some_and(|e| e.starts_with("skipped: fct_orders 2026-06-03")),
         "{:?}",
         r.partitions[0].error
+    );
+    // The status bar says how the whole cascade ended, the step skipped
+    // whole too: it used to keep the upstream's ending, as if nothing
+    // downstream had been left out.
+    let (bad, ending) = a.message.clone().expect("an ending");
+    assert!(bad, "{ending}");
+    assert_eq!(
+        ending,
+        format!(
+            "cascade from fct_orders finished: fct_orders: {} succeeded, 1 failed · \
+             {}: 0 succeeded, 0 failed, {} skipped: what they read did not load",
+            root.partitions.len() - 1,
+            step.job.name,
+            step.partitions.len()
+        )
     );
 }
 

@@ -6,6 +6,7 @@
 
 mod input;
 mod reload;
+mod run_events;
 mod start;
 mod too_small;
 
@@ -393,10 +394,7 @@ impl App {
                 effects
             }
             Msg::RunRejected { run, error } => {
-                if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) {
-                    r.rejected(&error);
-                }
-                self.shared.message = Some((true, format!("run not started: {error}")));
+                self.run_rejected(run, &error);
                 Vec::new()
             }
             Msg::Verified { id, result } => {
@@ -653,40 +651,6 @@ impl App {
         // Loads that could not be read while the server was down.
         effects.extend(self.follow_loads());
         effects
-    }
-
-    /// Shows an engine event in its run and in its job; a finished run
-    /// refreshes the job, and the jobs downstream of it, from the warehouse.
-    fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
-        let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
-            return Vec::new();
-        };
-        r.apply(&event, self.shared.now);
-        let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
-            return Vec::new();
-        };
-        j.apply_event(&event);
-        if !matches!(event, Event::RunFinished { .. }) {
-            return Vec::new();
-        }
-        j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
-        self.shared.message = r.ending();
-        // What the run loaded may have made the jobs reading it stale.
-        let mut jobs = vec![r.job.clone()];
-        jobs.extend(self.shared.lineage.downstream_closure(&r.job));
-        let names: Vec<String> = jobs
-            .iter()
-            .flat_map(|name| self.refresh_job(name))
-            .flat_map(|e| match e {
-                Effect::Refresh(names) => names,
-                _ => Vec::new(),
-            })
-            .collect();
-        if names.is_empty() {
-            Vec::new()
-        } else {
-            vec![Effect::Refresh(names)]
-        }
     }
 
     /// A confirm dialog shows the states as they are now.

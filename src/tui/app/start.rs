@@ -118,10 +118,12 @@ impl App {
         }
         let mut numbered = Vec::new();
         let mut empty_before = Vec::new();
+        let first = self.next_run;
         for b in std::iter::once(&backfill).chain(&steps) {
             let run = self.next_run;
             self.next_run += 1;
             let mut view = RunView::new(run, b, self.shared.now);
+            view.cascade = (!steps.is_empty()).then_some(first);
             let empty: Vec<Partition> = self
                 .shared
                 .jobs

@@ -121,6 +121,9 @@ pub struct RunView {
     pub finished: Option<RunFinish>,
     /// Why the run never started.
     pub error: Option<String>,
+    /// The id of the first run of the cascade this run is a step of (the
+    /// first run's own id for it); none for a run on its own.
+    pub cascade: Option<usize>,
     /// Each partition's live log, by row.
     pub logs: RunLogs,
     /// Lines of the selected partition's log scrolled out below; 0 keeps
@@ -151,13 +154,12 @@ impl RunView {
             cancel_requested: false,
             finished: None,
             error: None,
+            cascade: None,
             logs: RunLogs::new(backfill.partitions.len()),
             log_back: 0,
         }
     }
 
-    /// Adds a line to row `i`'s log; a log scrolled back stays on the
-    /// lines it shows.
     /// The run was refused before it started: every partition not run,
     /// the reason on each row and in its log, where it stays once the
     /// status bar has moved on.
@@ -170,6 +172,8 @@ impl RunView {
         }
     }
 
+    /// Adds a line to row `i`'s log; a log scrolled back stays on the
+    /// lines it shows.
     fn log(&mut self, i: usize, line: String) {
         self.logs.push(i, line);
         if i == self.selected && self.log_back > 0 {
@@ -394,15 +398,27 @@ impl RunView {
     /// The status-bar note on how the run ended: (is bad news, text).
     pub fn ending(&self) -> Option<(bool, String)> {
         let f = self.finished.as_ref()?;
+        let (bad, words) = self.ended_words()?;
+        Some((
+            bad,
+            format!(
+                "run of {} {}: {words}",
+                self.job,
+                if f.cancelled { "cancelled" } else { "finished" },
+            ),
+        ))
+    }
+
+    /// What the run did, once ended: (is bad news, its counts in words).
+    fn ended_words(&self) -> Option<(bool, String)> {
+        let f = self.finished.as_ref()?;
         // The engine counts refusals among failures; they read apart.
         let refused = self.count(RunPartState::Refused);
         let skipped = self.count(RunPartState::Skipped);
         Some((
             f.failed > 0 || f.cancelled || skipped > 0,
             format!(
-                "run of {} {}: {} succeeded{}, {} failed{}{}{}",
-                self.job,
-                if f.cancelled { "cancelled" } else { "finished" },
+                "{} succeeded{}, {} failed{}{}{}",
                 f.succeeded,
                 match (self.newly_empty(), self.strategy) {
                     (0, _) => String::new(),
@@ -505,6 +521,43 @@ impl RunView {
             }
         }
     }
+}
+
+/// The status-bar note on how a cascade ended, once each of its `steps`
+/// (upstream first) has: each step's counts, so a step skipped whole, or
+/// one a cancel kept from starting, is not hidden behind the last to
+/// finish. None while a step is in flight, or when none began (the
+/// refusal that stopped them says why).
+pub fn cascade_ending(steps: &[&RunView]) -> Option<(bool, String)> {
+    if steps.iter().any(|s| s.active()) || steps.iter().all(|s| s.finished.is_none()) {
+        return None;
+    }
+    let mut bad = false;
+    let mut cancelled = false;
+    let words: Vec<String> = steps
+        .iter()
+        .map(|s| match s.ended_words() {
+            Some((step_bad, words)) => {
+                bad |= step_bad;
+                cancelled |= s.finished.as_ref().is_some_and(|f| f.cancelled);
+                format!("{}: {words}", s.job)
+            }
+            None => {
+                bad = true;
+                cancelled = true;
+                format!("{}: not started", s.job)
+            }
+        })
+        .collect();
+    Some((
+        bad,
+        format!(
+            "cascade from {} {}: {}",
+            steps.first()?.job,
+            if cancelled { "cancelled" } else { "finished" },
+            words.join(" · ")
+        ),
+    ))
 }
 
 /// The partitions a cascade left out of a step, and why, after `sep`;

@@ -526,3 +526,46 @@ fn a_retried_partition_says_its_retry_and_its_attempts() {
         "{s}"
     );
 }
+
+/// A cascade cancelled in its first step: the status bar says so for the
+/// whole of it, the step the cancel kept from starting by name, once that
+/// step has ended too; while it has not, there is no cascade ending yet.
+#[test]
+fn a_cancelled_cascade_names_the_step_it_kept_from_starting() {
+    let mut root = run();
+    root.cascade = Some(1);
+    let mut step = run();
+    step.id = 2;
+    step.job = "agg_daily".into();
+    step.cascade = Some(1);
+    root.apply(
+        &Event::RunFinished {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 0,
+            not_started: 1,
+            rolled_back: 0,
+            refused: 0,
+            empty: 0,
+            cancelled: true,
+            duration_ms: 30,
+        },
+        now(),
+    );
+    assert_eq!(cascade_ending(&[&root, &step]), None);
+    step.rejected("agg_daily: cancelled before it started");
+    assert_eq!(
+        cascade_ending(&[&root, &step]),
+        Some((
+            true,
+            "cascade from fct_orders cancelled: fct_orders: 1 succeeded, 0 failed, 1 not started · agg_daily: not started"
+                .into()
+        ))
+    );
+    // Refused before any step began: the refusal says why, not this.
+    let (mut a, mut b) = (run(), run());
+    a.rejected("cannot connect");
+    b.rejected("cannot connect");
+    assert_eq!(cascade_ending(&[&a, &b]), None);
+}

@@ -1,0 +1,77 @@
+//! What the runs the console started report: the engine's events, a run
+//! refused before it began, and the status-bar note on how each ended.
+
+use super::{App, Effect, Event, RunView};
+
+impl App {
+    /// Shows an engine event in its run and in its job; a finished run
+    /// refreshes the job, and the jobs downstream of it, from the warehouse.
+    pub(super) fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
+        let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
+            return Vec::new();
+        };
+        let was_active = r.active();
+        r.apply(&event, self.shared.now);
+        // A cascade step skipped whole ends without a RunFinished.
+        let ended = was_active && !r.active();
+        let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
+            return Vec::new();
+        };
+        j.apply_event(&event);
+        if ended {
+            self.shared.message = self.ending_of(run);
+        }
+        if !matches!(event, Event::RunFinished { .. }) {
+            return Vec::new();
+        }
+        let Some(r) = self.shared.runs.iter().find(|r| r.id == run) else {
+            return Vec::new();
+        };
+        if let Some(j) = self.shared.jobs.by_name_mut(&r.job) {
+            j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
+        }
+        // What the run loaded may have made the jobs reading it stale.
+        let mut jobs = vec![r.job.clone()];
+        jobs.extend(self.shared.lineage.downstream_closure(&r.job));
+        let names: Vec<String> = jobs
+            .iter()
+            .flat_map(|name| self.refresh_job(name))
+            .flat_map(|e| match e {
+                Effect::Refresh(names) => names,
+                _ => Vec::new(),
+            })
+            .collect();
+        if names.is_empty() {
+            Vec::new()
+        } else {
+            vec![Effect::Refresh(names)]
+        }
+    }
+
+    /// The status-bar note on how run `id` ended: its own, or its
+    /// cascade's once every step has ended.
+    fn ending_of(&self, id: usize) -> Option<(bool, String)> {
+        let r = self.shared.runs.iter().find(|r| r.id == id)?;
+        let Some(first) = r.cascade else {
+            return r.ending();
+        };
+        let steps: Vec<&RunView> = self
+            .shared
+            .runs
+            .iter()
+            .filter(|s| s.cascade == Some(first))
+            .collect();
+        crate::tui::runs::cascade_ending(&steps).or_else(|| r.ending())
+    }
+
+    /// Run `id` was refused before it began: every partition reads as not
+    /// run, and the status bar says why, or how its cascade ended.
+    pub(super) fn run_rejected(&mut self, id: usize, error: &str) {
+        if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == id) {
+            r.rejected(error);
+        }
+        self.shared.message = self
+            .ending_of(id)
+            .or_else(|| Some((true, format!("run not started: {error}"))));
+    }
+}
