@@ -360,7 +360,7 @@ impl Background {
                     crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
                 );
             }
-            Effect::Quit { as_left, .. } => self.left.extend(as_left),
+            Effect::Quit { as_left } => self.left.extend(as_left),
         }
     }
 

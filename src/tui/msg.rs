@@ -205,12 +205,11 @@ pub enum Effect {
     /// Lint every job of the config on the warehouse, as `idem lint` does:
     /// answered by a [`Msg::Linted`] per job.
     Lint,
-    /// Leave: the console's runs `in_flight` (cancelled by the effects
+    /// Leave: the console's runs in flight (cancelled by the effects
     /// before it) are reported once the terminal is restored; `as_left`
-    /// says how far each had got, for a run that does not end in time to
-    /// report itself.
+    /// names each, with how far it had got, for a run that does not end in
+    /// time to report itself.
     Quit {
-        in_flight: Vec<usize>,
         as_left: Vec<(usize, String)>,
     },
 }

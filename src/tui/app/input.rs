@@ -210,11 +210,12 @@ impl App {
 
     pub(super) fn quit_now(&mut self) -> Vec<Effect> {
         self.shared.quit = true;
-        let active = self.shared.runs.iter().filter(|r| r.active());
-        let in_flight: Vec<usize> = active.clone().map(|r| r.id).collect();
-        let as_left = active.map(|r| (r.id, r.as_left())).collect();
-        let mut effects: Vec<Effect> = in_flight.iter().map(|r| Effect::Cancel(*r)).collect();
-        effects.push(Effect::Quit { in_flight, as_left });
+        let as_left: Vec<(usize, String)> = (self.shared.runs.iter())
+            .filter(|r| r.active())
+            .map(|r| (r.id, r.as_left()))
+            .collect();
+        let mut effects: Vec<Effect> = as_left.iter().map(|(r, _)| Effect::Cancel(*r)).collect();
+        effects.push(Effect::Quit { as_left });
         effects
     }
 

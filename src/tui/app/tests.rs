@@ -197,7 +197,7 @@ fn drawing_and_stopping_are_messages() {
     assert!(a.quit, "SIGTERM does not ask");
     assert!(matches!(
         effects.as_slice(),
-        [Effect::Cancel(1), Effect::Quit { in_flight, .. }] if in_flight == &[1]
+        [Effect::Cancel(1), Effect::Quit { as_left }] if as_left.len() == 1 && as_left[0].0 == 1
     ));
 }
 
