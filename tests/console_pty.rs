@@ -1039,7 +1039,7 @@ fn console_through_a_proxy(
     )
     .unwrap();
     let mut c = Console::start(db.path(), &[]);
-    c.wait_for(&[name, "Mo Tu We Th Fr Sa Su"]);
+    c.wait_for_states(&[name, "Mo Tu We Th Fr Sa Su"]);
     (db, wh, proxy, c)
 }
 

@@ -326,7 +326,7 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
         // The console shows the states and refuses the run the same way.
         let reader_arg = reader.to_str().expect("a path");
         let mut console = pty::Console::start(db.path(), &["--config", reader_arg]);
-        console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+        console.wait_for_states(&["fct", "Mo Tu We Th Fr Sa Su"]);
         console.send(":goto 2026-01-01\r");
         console.wait_for(&[" 2026-01-01 "]);
         console.send("r");
@@ -484,7 +484,7 @@ mod fresh_warehouse {
         // The console reads, then its own run makes the ledger.
         let arg = path.to_str().expect("a path");
         let mut console = pty::Console::start(db.path(), &["--config", arg]);
-        console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+        console.wait_for_states(&["fct", "Mo Tu We Th Fr Sa Su"]);
         assert_eq!(ledger_objects(kind, &db, &admin).await, 0, "{kind:?}");
         console.send(":goto 2026-01-01\r");
         console.wait_for(&[" 2026-01-01 "]);
@@ -522,7 +522,7 @@ async fn a_console_opened_before_any_ledger_sees_a_run_made_elsewhere() {
     .await;
     let arg = path.to_str().expect("a path");
     let mut console = pty::Console::start(db.path(), &["--config", arg]);
-    console.wait_for(&["fct", "Mo Tu We Th Fr Sa Su"]);
+    console.wait_for_states(&["fct", "Mo Tu We Th Fr Sa Su"]);
     console.send(":goto 2026-01-02\r");
     console.wait_for(&["missing"]);
     stdout_ok(&idem(&path, &["run", "fct", "-y", "--from", "2026-01-02"]));

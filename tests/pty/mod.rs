@@ -113,6 +113,37 @@ impl Console {
         }
     }
 
+    /// Waits until every text is on the screen and every job's states are
+    /// read (no "loading…" in the jobs pane): a run asked for before then is
+    /// refused until they are, so a test that goes on to run waits for this.
+    /// The calendar's header alone shows before the states land.
+    pub fn wait_for_states(&mut self, texts: &[&str]) -> String {
+        loop {
+            let screen = self.wait_for(texts);
+            if !screen.contains("loading…") {
+                return screen;
+            }
+            self.wait_for_gone("loading…");
+        }
+    }
+
+    /// Waits until `text` is off the screen.
+    fn wait_for_gone(&mut self, text: &str) {
+        let start = Instant::now();
+        while self.contents().contains(text) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("idem exited ({status:?}) with {text:?} still on the screen");
+            }
+            if start.elapsed() > WAIT {
+                panic!(
+                    "timed out waiting for {text:?} to go; screen:\n{}",
+                    self.contents()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn send(&mut self, keys: &str) {
         let mut w = self.writer.lock().unwrap();
         w.write_all(keys.as_bytes()).unwrap();
