@@ -121,6 +121,13 @@ pub trait Dialect: Send + Sync {
             None => self.quote(&table.name),
         }
     }
+    /// The quoted names of `columns`, comma-separated, in their order.
+    fn column_list(&self, columns: &[Column]) -> String {
+        (columns.iter())
+            .map(|c| self.quote(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
     /// Placeholder for the n-th bound value (1-based).
     fn placeholder(&self, n: usize) -> String;
     /// Wraps a placeholder bound with [`Dialect::instant_value`] so that it

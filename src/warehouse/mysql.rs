@@ -427,11 +427,7 @@ impl Dialect for MySql {
         _keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
-        let cols = columns
-            .iter()
-            .map(|c| q(&c.name))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let cols = self.column_list(columns);
         // Every column, keys among them: a key matched under a `_ci` or
         // PAD SPACE collation may be spelled otherwise, and takes the
         // source's spelling.

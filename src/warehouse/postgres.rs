@@ -574,11 +574,7 @@ impl Dialect for Postgres {
         merge.push_str(&format!(
             " WHEN MATCHED AND ({changed}) THEN UPDATE SET {set}"
         ));
-        let cols = columns
-            .iter()
-            .map(|c| q(&c.name))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let cols = self.column_list(columns);
         let vals = columns
             .iter()
             .map(|c| format!("s.{}", q(&c.name)))

@@ -260,11 +260,7 @@ impl Dialect for Sqlite {
         keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
-        let cols = columns
-            .iter()
-            .map(|c| q(&c.name))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let cols = self.column_list(columns);
         let key_cols = keys.iter().map(q).collect::<Vec<_>>().join(", ");
         let target_name = self.quote(&target.name);
         // Every column, keys among them: a key matched under NOCASE or
