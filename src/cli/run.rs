@@ -261,21 +261,34 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         cascade: false,
     };
     let report = RunReport::of_run(&as_run, job, &summary, &empty_before);
+    said(&report, events_written, json, &stale_downstream)
+}
+
+/// Says how a run ended, once its events are written (`events_written`):
+/// its outcome lines on stdout (unless `json`: the events said it), then
+/// its notes and `more` on stderr. Output that could not be written leaves
+/// the run as it is: what was committed stays committed, the outcome goes
+/// where it can still be read, and the exit code says the output is
+/// incomplete.
+fn said(
+    report: &RunReport,
+    events_written: Result<(), Stop>,
+    json: bool,
+    more: &[String],
+) -> Result<Exit, Stop> {
     let printed = events_written.and_then(|()| {
         if !json {
             for line in &report.outcomes {
-                print_outcome(line)?;
+                outln!("{line}");
             }
         }
         Ok(())
     });
-    for line in report.notes.iter().chain(&stale_downstream) {
+    for line in report.notes.iter().chain(more) {
         noteln!("idem: {line}");
     }
     match printed {
         Ok(()) => Ok(report.exit),
-        // What was committed stays committed; the outcome goes where it can
-        // still be read, and the exit code says the output is incomplete.
         Err(stop) => {
             noteln!(
                 "idem: {}; the run itself: {}",
@@ -453,31 +466,5 @@ async fn run_cascade(
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
-    for line in &report.notes {
-        noteln!("idem: {line}");
-    }
-    let printed = events_written.and_then(|()| {
-        if !json {
-            for line in &report.outcomes {
-                print_outcome(line)?;
-            }
-        }
-        Ok(())
-    });
-    match printed {
-        Ok(()) => Ok(report.exit),
-        Err(stop) => {
-            noteln!(
-                "idem: {}; the run itself: {}",
-                stop.message,
-                report.outcomes.join("; ")
-            );
-            Ok(report.exit.max(Exit::Failed))
-        }
-    }
-}
-
-fn print_outcome(outcome: &str) -> Result<(), Stop> {
-    outln!("{outcome}");
-    Ok(())
+    said(&report, events_written, json, &[])
 }
