@@ -697,6 +697,28 @@ fn a_coarser_name_diffs_the_stale_partitions_in_it() {
     );
 }
 
+/// `idem diff` of a partition no partition of the job's lies in (a year
+/// off) is refused as `log` refuses it, naming the job's partitions: it
+/// said "has no successful load to compare with" and exited 0, as of a
+/// partition of the job's not loaded yet.
+#[test]
+fn a_diff_outside_the_jobs_partitions_is_refused() {
+    let (_dir, config) = demo();
+    let job = "fct_pageviews_hourly";
+    for partition in ["1999-01-01", "2099-01-01T00"] {
+        let out = idem(&config, &["diff", job, partition]);
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{partition}: {said}");
+        assert!(
+            said.contains(&format!(
+                "PARTITION {partition} is outside {job}'s partitions ("
+            )) && said.contains("no load of it to compare with"),
+            "{said}"
+        );
+        assert!(text(&out.stdout).is_empty(), "{partition}");
+    }
+}
+
 /// `idem verify` of a coarser name that the job's start cuts (the month its
 /// first day lies in) proves the job's partitions in it, as `status` shows
 /// them: it refused the whole name, naming a day the operator never typed

@@ -284,3 +284,87 @@ async fn a_day_of_an_hourly_job_proves_its_hours_and_an_open_partition_is_said()
         );
     }
 }
+
+/// Values whose text hides what they hold: a float apart from another by
+/// less than its text's digits (SQLite writes 15, MariaDB a FLOAT's six),
+/// bytes that are no UTF-8. A job writing them at random is caught, its
+/// rows shown; one writing them the same each time is proved.
+mod odd_values {
+    use super::*;
+
+    async fn floats_and_bytes_are_compared_by_what_they_hold(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let (types, float_noise, byte_noise, bytes) = match kind {
+            Kind::Sqlite => (
+                ("REAL", "BLOB"),
+                "1 + (abs(random()) % 4) * 2.220446049250313e-16",
+                "randomblob(4)",
+                "x'00ff80'",
+            ),
+            Kind::Postgres => (
+                ("real", "bytea"),
+                "cast(1 + floor(random() * 4) * 1e-6 as real)",
+                "decode(md5(cast(random() as text)), 'hex')",
+                "decode('00ff80', 'hex')",
+            ),
+            Kind::MySql => (
+                ("FLOAT", "VARBINARY(32)"),
+                "1 + floor(rand() * 4) * 1e-6",
+                "unhex(md5(rand()))",
+                "unhex('00FF80')",
+            ),
+        };
+        let job = |name: &str, f: &str, b: &str| {
+            common::replace_job(
+                name,
+                "odd",
+                "2026-01-05",
+                &format!(
+                    "select id, {f} as f, {b} as b, dt from src where dt >= :start and dt < :end"
+                ),
+            )
+        };
+        let jobs = [
+            job("float_noise", float_noise, bytes),
+            job("byte_noise", "id", byte_noise),
+            job("steady", "id / 10.0", bytes),
+        ]
+        .concat();
+        let (_, config) = db.config(&jobs);
+        let wh = db.warehouse(&config).await;
+        let values: Vec<String> = (0..20).map(|k| format!("({k}, '2026-01-02')")).collect();
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            &format!(
+                "CREATE TABLE odd (id INTEGER NOT NULL, f {}, b {}, dt DATE NOT NULL)",
+                types.0, types.1
+            ),
+            &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+        ])
+        .await
+        .unwrap();
+        let day = Partition::parse(Grain::Day, "2026-01-02", RangeEnd::From).unwrap();
+        let job = |name: &str| config.jobs.iter().find(|j| j.name == name).unwrap().clone();
+        let steady = wh
+            .verify_partition(&job("steady"), &day, &Default::default())
+            .await
+            .unwrap();
+        assert!(steady.is_idempotent(), "{:?}", steady.difference);
+        assert_eq!(steady.rows, [20, 20, 20]);
+        for name in ["float_noise", "byte_noise"] {
+            let v = wh
+                .verify_partition(&job(name), &day, &Default::default())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let d = v
+                .difference
+                .unwrap_or_else(|| panic!("{name}: the values written at random must be caught"));
+            assert!(d.only_in_first > 0 && !d.sample_first.is_empty(), "{d:?}");
+        }
+        wh.close().await;
+    }
+
+    on_every_engine!(floats_and_bytes_are_compared_by_what_they_hold);
+}

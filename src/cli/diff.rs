@@ -23,6 +23,9 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
                     .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
                 None => None,
             };
+        if let (Some((first, last)), Some(p)) = (wanted, partition) {
+            super::outside_the_job(job, first, last, p, "no load of it to compare with")?;
+        }
         let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
         let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;

@@ -468,3 +468,34 @@ fn print_demo_commands(demo: &crate::demo::Demo) -> Result<(), Stop> {
     outln!("  {idem} --config {config} run fct_orders --only failed,missing");
     Ok(())
 }
+
+/// A partition asked of `idem log` or `idem diff` that no partition of the
+/// job's lies in (a year off, one after the job's end or not begun) is a
+/// mistyped one, as `run --from` says of it, not an empty answer ("no
+/// attempts recorded"); `so` says what follows for the command. A coarser
+/// name the job's start or end cuts still shows the partitions in it.
+pub(crate) fn outside_the_job(
+    job: &Job,
+    first: Partition,
+    last: Partition,
+    asked: &str,
+    so: &str,
+) -> Result<(), Stop> {
+    let latest = job.latest_partition(crate::partition::now_utc());
+    if last >= job.start && first <= latest {
+        return Ok(());
+    }
+    let through = if job.end == Some(latest) {
+        latest.name()
+    } else {
+        format!("{}, the one open now", latest.name())
+    };
+    Err(Stop::usage(format!(
+        "PARTITION {} is outside {}'s partitions ({} to {through}; {} grain, {}): {so}",
+        asked.trim(),
+        job.name,
+        job.start.name(),
+        job.grain,
+        job.grain.name_format()
+    )))
+}

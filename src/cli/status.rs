@@ -640,7 +640,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 None => None,
             };
         if let (Some((first, last)), Some(p)) = (span, partition) {
-            outside_the_job(job, first, last, p)?;
+            super::outside_the_job(job, first, last, p, "no attempt of it can be recorded")?;
         }
         let one = span
             .filter(|(first, last)| first == last)
@@ -714,33 +714,4 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
     }
     .await;
     result.unwrap_or_else(Stop::report)
-}
-
-/// A partition asked of `idem log` that no partition of the job's lies in
-/// (a year off, one after the job's end or not begun) is a mistyped one, as
-/// `run --from` says of it, not an empty answer ("no attempts recorded"). A
-/// coarser name the job's start or end cuts still shows the partitions in it.
-fn outside_the_job(
-    job: &Job,
-    first: crate::partition::Partition,
-    last: crate::partition::Partition,
-    asked: &str,
-) -> Result<(), Stop> {
-    let latest = job.latest_partition(now_utc());
-    if last >= job.start && first <= latest {
-        return Ok(());
-    }
-    let through = if job.end == Some(latest) {
-        latest.name()
-    } else {
-        format!("{}, the one open now", latest.name())
-    };
-    Err(Stop::usage(format!(
-        "PARTITION {} is outside {}'s partitions ({} to {through}; {} grain, {}): no attempt of it can be recorded",
-        asked.trim(),
-        job.name,
-        job.start.name(),
-        job.grain,
-        job.grain.name_format()
-    )))
 }

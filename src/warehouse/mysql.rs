@@ -362,7 +362,8 @@ impl Dialect for MySql {
         format!("CAST({column} AS CHAR)")
     }
 
-    /// A spatial value cannot be cast to text: it is shown as its WKT.
+    /// A spatial value cannot be cast to text: it is shown as its WKT;
+    /// bytes and a FLOAT as below.
     fn value_text(&self, column: &str, type_name: &str) -> String {
         const SPATIAL: [&str; 8] = [
             "geometry",
@@ -374,8 +375,24 @@ impl Dialect for MySql {
             "multipolygon",
             "geometrycollection",
         ];
-        if SPATIAL.contains(&type_name.to_ascii_lowercase().as_str()) {
+        const BINARY: [&str; 6] = [
+            "binary",
+            "varbinary",
+            "tinyblob",
+            "blob",
+            "mediumblob",
+            "longblob",
+        ];
+        let type_name = type_name.to_ascii_lowercase();
+        if SPATIAL.contains(&type_name.as_str()) {
             format!("ST_AsText({column})")
+        } else if BINARY.contains(&type_name.as_str()) {
+            // Bytes need not be UTF-8: shown as the literal that writes them.
+            format!("CONCAT('0x', HEX({column}))")
+        } else if type_name == "float" {
+            // Its text has six digits, which floats apart share
+            // (1770000000 and 1770000128); the DOUBLE it widens to is exact.
+            format!("CAST(CAST({column} AS DOUBLE) AS CHAR)")
         } else {
             self.text_expr(column)
         }

@@ -201,6 +201,19 @@ impl Dialect for Sqlite {
         format!("CAST({column} AS TEXT)")
     }
 
+    /// A value by what it holds, whatever its column declares: a REAL's
+    /// text has 15 digits, which two values may share (1 against 1 + 2^-52,
+    /// both `1.0`), so one that does not read back as itself is written
+    /// with 17; a BLOB, which need not be UTF-8, as its `X'…'` literal.
+    fn value_text(&self, column: &str, _type_name: &str) -> String {
+        format!(
+            "CASE typeof({column}) \
+             WHEN 'real' THEN iif(CAST(CAST({column} AS TEXT) AS REAL) = {column}, \
+             CAST({column} AS TEXT), printf('%!.17g', {column})) \
+             WHEN 'blob' THEN quote({column}) ELSE CAST({column} AS TEXT) END"
+        )
+    }
+
     /// SQLite has no hash function: the window's rows reach idem as one
     /// JSON array of row arrays, and idem hashes each row's JSON text. JSON
     /// keeps a value's kind (`1`, `"1"`, `null`). A BLOB, which JSON cannot

@@ -109,7 +109,7 @@ impl Columns {
     /// A row's values in the table's order (as read, should the table have
     /// changed since).
     fn show(&self, row: &Row) -> String {
-        let value = |v: &Option<String>| v.as_deref().unwrap_or("NULL").to_string();
+        let value = |v: &Option<String>| v.as_deref().map_or("NULL".into(), shown);
         let values: Vec<String> = if row.len() == self.place.len() {
             self.place.iter().map(|&i| value(&row[i])).collect()
         } else {
@@ -117,6 +117,29 @@ impl Columns {
         };
         values.join(" | ")
     }
+}
+
+/// Characters of a value shown before the rest is only counted.
+const SHOWN_CHARS: usize = 200;
+
+/// A value as one line of a terminal: its control characters (a newline
+/// would cut the row, an escape would restyle the terminal) written as
+/// Rust writes them (`\n`, `\u{1b}`), and a long value cut short with the
+/// count of what was left out.
+fn shown(value: &str) -> String {
+    let mut out = String::new();
+    let mut chars = value.chars();
+    for c in chars.by_ref().take(SHOWN_CHARS) {
+        match c {
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    let more = chars.count();
+    if more > 0 {
+        out.push_str(&format!("… ({more} more characters)"));
+    }
+    out
 }
 
 fn compare(
@@ -178,6 +201,28 @@ mod tests {
 
     fn rows(v: &[&str]) -> Rows {
         v.iter().map(|s| vec![Some(s.to_string())]).collect()
+    }
+
+    #[test]
+    fn a_shown_value_stays_on_its_line_and_short() {
+        assert_eq!(
+            shown("a\tb\nc\u{1b}[31m\0é😀"),
+            "a\\tb\\nc\\u{1b}[31m\\0é😀"
+        );
+        let long = "x".repeat(SHOWN_CHARS + 7);
+        assert_eq!(
+            shown(&long),
+            format!("{}… (7 more characters)", "x".repeat(SHOWN_CHARS))
+        );
+        assert_eq!(shown(&long[..SHOWN_CHARS]), long[..SHOWN_CHARS]);
+        let columns = Columns {
+            names: vec!["a".into(), "b".into()],
+            place: vec![0, 1],
+        };
+        assert_eq!(
+            columns.show(&vec![None, Some("x\ny".into())]),
+            "NULL | x\\ny"
+        );
     }
 
     #[test]
