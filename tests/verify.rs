@@ -368,3 +368,85 @@ mod odd_values {
 
     on_every_engine!(floats_and_bytes_are_compared_by_what_they_hold);
 }
+
+/// SQLite keeps whatever bytes a TEXT value was given, UTF-8 or not. A
+/// source holding such a value used to fail every load and every verify
+/// ("error occurred while decoding: invalid utf-8 sequence"), naming
+/// neither the column nor the value: now it loads, its fingerprint is the
+/// bytes' (a re-run reads as unchanged, a changed byte as changed), and
+/// verify shows each byte that is not UTF-8 as `\xNN`.
+#[tokio::test]
+async fn sqlite_text_that_is_not_utf8_loads_and_verifies() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = [
+        common::replace_job(
+            "bytes",
+            "odd",
+            "2026-01-05",
+            "select id, s, dt from src where dt >= :start and dt < :end",
+        ),
+        common::replace_job(
+            "noisy",
+            "odd_noisy",
+            "2026-01-05",
+            "select id, s || abs(random()) as s, dt from src where dt >= :start and dt < :end",
+        ),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, s TEXT, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 'a' || CAST(x'ff' AS TEXT), '2026-01-02'), (2, 'ok', '2026-01-02')",
+        "CREATE TABLE odd (id INTEGER NOT NULL, s TEXT, dt DATE NOT NULL)",
+        "CREATE TABLE odd_noisy (id INTEGER NOT NULL, s TEXT, dt DATE NOT NULL)",
+    ])
+    .await
+    .unwrap();
+    let run = |changed: &str| {
+        let out = common::idem(
+            &path,
+            &[
+                "run",
+                "bytes",
+                "--from",
+                "2026-01-02",
+                "--to",
+                "2026-01-02",
+                "-y",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("inserted 2 · ") && stderr.contains(changed),
+            "{stderr}"
+        );
+    };
+    run("content changed");
+    run("content unchanged");
+    // One byte changed behind idem's back (0xff to 0xfe): the content did.
+    wh.execute_script(&["UPDATE src SET s = 'a' || CAST(x'fe' AS TEXT) WHERE id = 1"])
+        .await
+        .unwrap();
+    run("content changed");
+    let out = common::idem(&path, &["verify", "bytes", "2026-01-02"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("idempotent: "), "{stdout}");
+    let out = common::idem(&path, &["verify", "noisy", "2026-01-02"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("1 | a\\xfe"), "{stdout}");
+    wh.close().await;
+}

@@ -638,8 +638,27 @@ impl Warehouse {
 
 pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Error> {
     (0..row.len())
-        .map(|i| row.try_get::<Option<String>, _>(i))
+        .map(|i| match row.try_get::<Option<String>, _>(i) {
+            Err(sqlx::Error::ColumnDecode { .. }) => {
+                let bytes = row.try_get::<Option<Vec<u8>>, _>(i)?;
+                Ok(bytes.map(|b| text_of_bytes(&b)))
+            }
+            text => text,
+        })
         .collect()
+}
+
+/// The text of a value read as bytes (a SQLite TEXT need not be UTF-8):
+/// as it is where it is UTF-8, each byte that is not written `\xNN`.
+fn text_of_bytes(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            text.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    text
 }
 
 /// Hides the password of a URL.

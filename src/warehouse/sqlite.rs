@@ -204,13 +204,15 @@ impl Dialect for Sqlite {
     /// A value by what it holds, whatever its column declares: a REAL's
     /// text has 15 digits, which two values may share (1 against 1 + 2^-52,
     /// both `1.0`), so one that does not read back as itself is written
-    /// with 17; a BLOB, which need not be UTF-8, as its `X'…'` literal.
+    /// with 17; a BLOB as its `X'…'` literal; a TEXT as its bytes, which
+    /// need not be UTF-8 (see [`super::text_columns`]).
     fn value_text(&self, column: &str, _type_name: &str) -> String {
         format!(
             "CASE typeof({column}) \
              WHEN 'real' THEN iif(CAST(CAST({column} AS TEXT) AS REAL) = {column}, \
              CAST({column} AS TEXT), printf('%!.17g', {column})) \
-             WHEN 'blob' THEN quote({column}) ELSE CAST({column} AS TEXT) END"
+             WHEN 'blob' THEN quote({column}) \
+             WHEN 'text' THEN CAST({column} AS BLOB) ELSE CAST({column} AS TEXT) END"
         )
     }
 
@@ -241,7 +243,9 @@ impl Dialect for Sqlite {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            format!("json_group_array(json_array({row}))")
+            // As bytes: a TEXT value need not be UTF-8, and its row hashes
+            // as the bytes it holds (the same as its text when it is).
+            format!("CAST(json_group_array(json_array({row})) AS BLOB)")
         };
         RowHash::Json {
             plain: rows(&|c| c.to_string()),
