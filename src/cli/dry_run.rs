@@ -36,6 +36,16 @@ struct DryRunEvent<'a> {
     /// Rows the run would delete before inserting (replace jobs only).
     rows_replaced: Option<i64>,
     plan: String,
+    /// The native partitions to create for the windows none covers
+    /// (PostgreSQL, no DEFAULT partition), which the run would fail.
+    partitions_to_create: Vec<ToCreate>,
+}
+
+/// A window no native partition covers, and the bounds to create for it.
+#[derive(Serialize)]
+struct ToCreate {
+    partition: String,
+    create: Vec<String>,
 }
 
 /// One partition of `idem run --dry-run --json`.
@@ -51,6 +61,9 @@ struct DryRunPartition {
     /// It holds no rows and its source has none yet: it would load empty
     /// (and count as loaded).
     loads_empty: bool,
+    /// No native partition of the target covers it (and there is no
+    /// DEFAULT partition): the run would fail it.
+    uncovered: bool,
 }
 
 impl<'a> DryRun<'a> {
@@ -86,6 +99,7 @@ impl<'a> DryRun<'a> {
                 rows_source: s.rows_source,
                 refused: self.refused(s),
                 loads_empty: self.backfill.loads_empty(s),
+                uncovered: self.uncovered.iter().any(|u| u.partition == s.partition),
             })
             .collect()
     }
@@ -192,7 +206,8 @@ impl<'a> DryRun<'a> {
             ));
         }
         if !self.uncovered.is_empty() {
-            lines.extend(self.uncovered_lines());
+            let target = &self.backfill.job.target;
+            lines.extend(UncoveredWindow::warning(target, &self.uncovered, 5));
         }
         if empty > 0 {
             lines.push(format!(
@@ -201,31 +216,6 @@ impl<'a> DryRun<'a> {
                 if empty == 1 { "it" } else { "them" },
                 if empty == 1 { "it" } else { "them" }
             ));
-        }
-        lines
-    }
-
-    /// Which windows no native partition covers, and what to create.
-    fn uncovered_lines(&self) -> Vec<String> {
-        const SHOWN: usize = 5;
-        let target = &self.backfill.job.target;
-        let n = self.uncovered.len();
-        let mut lines = vec![format!(
-            "{} would fail: no partition of {target} covers {}, and it has no DEFAULT partition. Create {} (or a DEFAULT partition: CREATE TABLE … PARTITION OF {target} DEFAULT):",
-            n_partitions(n as i64),
-            if n == 1 { "it" } else { "them" },
-            if n == 1 { "it" } else { "them" },
-        )];
-        for window in self.uncovered.iter().take(SHOWN) {
-            for bounds in &window.create {
-                lines.push(format!(
-                    "  {}: CREATE TABLE … PARTITION OF {target} {bounds}",
-                    window.partition.name()
-                ));
-            }
-        }
-        if n > SHOWN {
-            lines.push(format!("  … and {} more", n - SHOWN));
         }
         lines
     }
@@ -244,6 +234,14 @@ impl<'a> DryRun<'a> {
             rows_replaced: (job.strategy == Strategy::ReplacePartition)
                 .then(|| self.rows_replaced()),
             plan: self.plan_line(),
+            partitions_to_create: self
+                .uncovered
+                .iter()
+                .map(|u| ToCreate {
+                    partition: u.partition.name(),
+                    create: u.create.clone(),
+                })
+                .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         outln!("{line}");

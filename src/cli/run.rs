@@ -131,11 +131,20 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
     }
 
+    // A preview says what the run will find: each partition's source
+    // count now, which replaces the shrink guard will refuse, and which
+    // windows no native partition of the target covers.
+    let mut uncovered = Vec::new();
     if previewed {
-        // A preview says what the run will find: each partition's source
-        // count now, and which replaces the shrink guard will refuse.
         for (backfill, statuses) in &mut steps {
             preview_sources(&warehouse, backfill, statuses).await?;
+            // A warning, not a check: one that cannot be read is not said.
+            uncovered.push(
+                warehouse
+                    .windows_no_partition_covers(&backfill.job, &backfill.partitions)
+                    .await
+                    .unwrap_or_default(),
+            );
         }
     }
     // Nothing chosen: said, and no run started (QA: a run of no partition
@@ -166,12 +175,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         for line in &left_downstream {
             noteln!("idem: {line}");
         }
-        for (i, (backfill, statuses)) in steps.iter().enumerate() {
-            // A warning, not a check: one that cannot be read is not said.
-            let uncovered = warehouse
-                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
-                .await
-                .unwrap_or_default();
+        for (i, ((backfill, statuses), uncovered)) in steps.iter().zip(uncovered).enumerate() {
             let plan = DryRun::new(backfill, statuses).uncovered(uncovered);
             if args.json {
                 plan.print_json()?;
@@ -187,7 +191,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     for line in &left_downstream {
         noteln!("idem: {line}");
     }
-    if !args.yes && !confirmed(&steps, interactive)? {
+    if !args.yes && !confirmed(&steps, uncovered, interactive)? {
         noteln!("idem: nothing run");
         return Ok(Exit::Cancelled);
     }
@@ -346,6 +350,7 @@ async fn preview_sources(
 /// partitions is refused.
 fn confirmed(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
+    uncovered: Vec<Vec<crate::warehouse::UncoveredWindow>>,
     interactive: bool,
 ) -> Result<bool, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -372,8 +377,10 @@ fn confirmed(
         }
         return Ok(true);
     }
-    for (backfill, statuses) in steps {
-        DryRun::new(backfill, statuses).show_for_confirmation();
+    for ((backfill, statuses), uncovered) in steps.iter().zip(uncovered) {
+        DryRun::new(backfill, statuses)
+            .uncovered(uncovered)
+            .show_for_confirmation();
     }
     noteln!(
         "run {total} partition{}? [y/N] ",
