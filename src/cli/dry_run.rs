@@ -21,6 +21,8 @@ pub(super) struct DryRun<'a> {
     /// Its windows no native partition of the target covers (PostgreSQL,
     /// no DEFAULT partition): the run would fail them.
     uncovered: Vec<UncoveredWindow>,
+    /// A merge plan's later windows already loaded, which it can set back.
+    risk: Option<engine::MergeOrderRisk>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -39,6 +41,10 @@ struct DryRunEvent<'a> {
     /// The native partitions to create for the windows none covers
     /// (PostgreSQL, no DEFAULT partition), which the run would fail.
     partitions_to_create: Vec<ToCreate>,
+    /// Merge jobs: the windows after the plan already loaded, which
+    /// merging older windows alone can roll back (`--through-latest`
+    /// takes them too); empty when there is no such risk.
+    later_loaded: Vec<String>,
 }
 
 /// A window no native partition covers, and the bounds to create for it.
@@ -80,6 +86,7 @@ impl<'a> DryRun<'a> {
             backfill,
             planned,
             uncovered: Vec::new(),
+            risk: backfill.merge_order_risk_in(statuses),
         }
     }
 
@@ -241,6 +248,11 @@ impl<'a> DryRun<'a> {
                     partition: u.partition.name(),
                     create: u.create.clone(),
                 })
+                .collect(),
+            later_loaded: self
+                .risk
+                .iter()
+                .flat_map(|r| r.later_loaded.iter().map(|p| p.name()))
                 .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
