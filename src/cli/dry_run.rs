@@ -9,6 +9,7 @@ use super::Stop;
 use super::output::{noteln, outln};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
+use crate::lint;
 use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::partition::Partition;
 use crate::state;
@@ -23,6 +24,8 @@ pub(super) struct DryRun<'a> {
     uncovered: Vec<UncoveredWindow>,
     /// A merge plan's later windows already loaded, which it can set back.
     risk: Option<engine::MergeOrderRisk>,
+    /// What `idem lint` finds in the job, as the run dialog shows it.
+    lint: Vec<lint::Finding>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -45,6 +48,16 @@ struct DryRunEvent<'a> {
     /// merging older windows alone can roll back (`--through-latest`
     /// takes them too); empty when there is no such risk.
     later_loaded: Vec<String>,
+    /// What `idem lint` finds in the job: an error there breaks its loads.
+    lint: Vec<LintNote<'a>>,
+}
+
+/// One finding of `idem lint` in `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct LintNote<'a> {
+    severity: lint::Severity,
+    line: usize,
+    message: &'a str,
 }
 
 /// A window no native partition covers, and the bounds to create for it.
@@ -87,12 +100,19 @@ impl<'a> DryRun<'a> {
             planned,
             uncovered: Vec::new(),
             risk: backfill.merge_order_risk_in(statuses),
+            lint: Vec::new(),
         }
     }
 
     /// The plan, saying which of its windows no native partition covers.
     pub(super) fn uncovered(mut self, uncovered: Vec<UncoveredWindow>) -> DryRun<'a> {
         self.uncovered = uncovered;
+        self
+    }
+
+    /// The plan, with what `idem lint` finds in its job.
+    pub(super) fn lint(mut self, findings: Vec<lint::Finding>) -> DryRun<'a> {
+        self.lint = findings;
         self
     }
 
@@ -216,6 +236,17 @@ impl<'a> DryRun<'a> {
             let target = &self.backfill.job.target;
             lines.extend(UncoveredWindow::warning(target, &self.uncovered, 5));
         }
+        for f in &self.lint {
+            lines.push(format!(
+                "lint: {} line {}: {}",
+                match f.severity {
+                    lint::Severity::Error => "✗",
+                    lint::Severity::Warning => "⚠",
+                },
+                f.line,
+                f.message
+            ));
+        }
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -253,6 +284,15 @@ impl<'a> DryRun<'a> {
                 .risk
                 .iter()
                 .flat_map(|r| r.later_loaded.iter().map(|p| p.name()))
+                .collect(),
+            lint: self
+                .lint
+                .iter()
+                .map(|f| LintNote {
+                    severity: f.severity,
+                    line: f.line,
+                    message: &f.message,
+                })
                 .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;

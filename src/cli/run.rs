@@ -134,17 +134,20 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // A preview says what the run will find: each partition's source
     // count now, which replaces the shrink guard will refuse, and which
     // windows no native partition of the target covers.
-    let mut uncovered = Vec::new();
+    // And what `idem lint` finds in each job, as the console's dialog says.
+    let mut found = Vec::new();
     if previewed {
         for (backfill, statuses) in &mut steps {
             preview_sources(&warehouse, backfill, statuses).await?;
             // A warning, not a check: one that cannot be read is not said.
-            uncovered.push(
-                warehouse
-                    .windows_no_partition_covers(&backfill.job, &backfill.partitions)
-                    .await
-                    .unwrap_or_default(),
-            );
+            let uncovered = warehouse
+                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
+                .await
+                .unwrap_or_default();
+            let lint = crate::lint::all_findings(&warehouse, &config.jobs, &backfill.job)
+                .await
+                .unwrap_or_else(|(found, _)| found);
+            found.push((uncovered, lint));
         }
     }
     // Nothing chosen: said, and no run started (QA: a run of no partition
@@ -175,8 +178,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         for line in &left_downstream {
             noteln!("idem: {line}");
         }
-        for (i, ((backfill, statuses), uncovered)) in steps.iter().zip(uncovered).enumerate() {
-            let plan = DryRun::new(backfill, statuses).uncovered(uncovered);
+        for (i, ((backfill, statuses), (uncovered, lint))) in steps.iter().zip(found).enumerate() {
+            let plan = DryRun::new(backfill, statuses)
+                .uncovered(uncovered)
+                .lint(lint);
             if args.json {
                 plan.print_json()?;
             } else {
@@ -191,7 +196,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     for line in &left_downstream {
         noteln!("idem: {line}");
     }
-    if !args.yes && !confirmed(&steps, uncovered, interactive)? {
+    if !args.yes && !confirmed(&steps, found, interactive)? {
         noteln!("idem: nothing run");
         return Ok(Exit::Cancelled);
     }
@@ -350,7 +355,10 @@ async fn preview_sources(
 /// partitions is refused.
 fn confirmed(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
-    uncovered: Vec<Vec<crate::warehouse::UncoveredWindow>>,
+    found: Vec<(
+        Vec<crate::warehouse::UncoveredWindow>,
+        Vec<crate::lint::Finding>,
+    )>,
     interactive: bool,
 ) -> Result<bool, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -377,9 +385,10 @@ fn confirmed(
         }
         return Ok(true);
     }
-    for ((backfill, statuses), uncovered) in steps.iter().zip(uncovered) {
+    for ((backfill, statuses), (uncovered, lint)) in steps.iter().zip(found) {
         DryRun::new(backfill, statuses)
             .uncovered(uncovered)
+            .lint(lint)
             .show_for_confirmation();
     }
     noteln!(
