@@ -188,3 +188,91 @@ async fn with_stdout_redirected_the_plan_goes_with_the_prompt() {
     }
     assert_eq!(rows(&wh).await, 2);
 }
+
+/// The plan above the question says which windows no native partition of
+/// a PostgreSQL target covers (the run would fail them), as `--dry-run`
+/// does; it once said nothing of them.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_plan_asked_about_says_which_windows_no_native_partition_covers() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-03", SELECT));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL) PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_01 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE fct_03 PARTITION OF fct FOR VALUES FROM ('2026-01-03') TO ('2026-01-04')",
+    ])
+    .await
+    .expect("setup");
+    let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-03"];
+    let (text, code) = run_in_terminal(&config, &args, "n\r");
+    assert_eq!(code, 130, "{text}");
+    let text = text.replace("\r\n", "\n");
+    assert!(
+        text.contains("1 partition would fail: no partition of fct covers it, and it has no DEFAULT partition")
+            && text.contains(
+                "  2026-01-02: CREATE TABLE … PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')"
+            ),
+        "{text}"
+    );
+    assert!(text.contains("run 3 partitions? [y/N]"), "{text}");
+    wh.close().await;
+}
+
+/// What `idem lint` finds in the job is said before a run, as the console's
+/// run dialog says it: in the plan above the question and in `--dry-run`
+/// (text and JSON). They once said nothing, and a job whose SQL ignores
+/// its window was planned as if sound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lint_errors_are_said_before_a_run_on_every_surface() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let job = common::replace_job("wide", "fct", "2026-01-05", "select id, dt from src");
+    let (config, parsed) = db.config(&job);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    let said = "✗ line ";
+    let never = "the SQL never uses :start or :end";
+    let args = ["run", "wide", "--from", "2026-01-01", "--to", "2026-01-02"];
+    let (text, code) = run_in_terminal(&config, &args, "n\r");
+    assert_eq!(code, 130, "{text}");
+    assert!(text.contains(said) && text.contains(never), "{text}");
+    let dry = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .arg("--dry-run")
+            .args(extra)
+            .output()
+            .expect("idem ran");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = dry(&[]);
+    assert!(
+        text.contains(&format!("lint: {said}")) && text.contains(never),
+        "{text}"
+    );
+    let plan: serde_json::Value = serde_json::from_str(&dry(&["--json"])).expect("JSON");
+    let lint = plan["lint"].as_array().expect("lint");
+    assert!(
+        lint.iter()
+            .any(|f| f["severity"] == "error" && f["message"].as_str().unwrap().contains(never)),
+        "{plan}"
+    );
+    assert_eq!(rows(&wh).await, 0, "nothing ran");
+}

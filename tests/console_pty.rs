@@ -1117,3 +1117,54 @@ fn quitting_while_a_run_waits_on_a_stalled_server_says_it_never_started() {
         wh.close().await;
     });
 }
+
+/// The run dialog on a PostgreSQL target partitioned natively says which
+/// of its windows no partition covers (the run would fail them) and what
+/// to create, as `idem run --dry-run` does; it once said nothing of them.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn the_run_dialog_says_which_windows_no_native_partition_covers() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt
+        .block_on(common::TestDb::new(common::Kind::Postgres))
+        .expect("test database");
+    let job = common::replace_job(
+        "gap",
+        "fct",
+        "2026-01-03",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&job);
+    let wh = rt.block_on(db.warehouse(&config));
+    rt.block_on(wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL) PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_01 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE fct_03 PARTITION OF fct FOR VALUES FROM ('2026-01-03') TO ('2026-01-04')",
+    ]))
+    .unwrap();
+    let mut c = Console::start(db.path(), &[]);
+    c.wait_for(&["gap", "Mo Tu We Th Fr Sa Su"]);
+    c.send(":run 2026-01-01..2026-01-03\r");
+    c.wait_for(&[
+        "Run gap?",
+        "1 partition would fail: no partition of fct covers it",
+        "2026-01-02: CREATE TABLE … PARTITION OF fct FOR VALUES FROM",
+    ]);
+    // Only the windows the run takes: the 1st alone is covered.
+    c.send("\x1b");
+    c.send(":run 2026-01-01..2026-01-01\r");
+    c.wait_for(&["Run gap?", "same as"]);
+    // The read of the partitions answers within a moment.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let screen = c.contents();
+    assert!(!screen.contains("would fail"), "{screen}");
+    c.send("\x1b");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(wh.close());
+}

@@ -219,3 +219,39 @@ fn a_dry_run_speaks_json_when_asked() {
     // And still changes nothing.
     assert!(states(&config, "fct_orders").iter().any(|s| s == "missing"));
 }
+
+/// `--dry-run --json` carries a merge plan's order risk, which the text
+/// says on stderr and the run dialog as a warning: the later windows
+/// already loaded that merging older ones alone can roll back. It once
+/// said nothing of them, so a script saw a plan without its warning.
+#[test]
+fn a_dry_run_in_json_names_the_later_windows_a_merge_can_set_back() {
+    let (_dir, config) = demo();
+    let out = command(&config, &["status", "dim_customers", "--format", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let loaded: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["state"] == "loaded" || r["state"] == "stale")
+        .map(|r| r["partition"].as_str().unwrap())
+        .collect();
+    let (first, later) = (loaded[0], &loaded[1..]);
+    let plan = |extra: &[&str]| -> Value {
+        let mut args = vec!["run", "dim_customers", "--from", first, "--to", first];
+        args.extend(extra);
+        args.extend(["--dry-run", "--json"]);
+        let out = command(&config, &args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let alone = plan(&[]);
+    assert_eq!(alone["later_loaded"], serde_json::json!(later), "{alone}");
+    let through = plan(&["--through-latest"]);
+    assert_eq!(through["later_loaded"], serde_json::json!([]), "{through}");
+    assert_eq!(
+        through["partitions"].as_array().unwrap().len(),
+        loaded.len(),
+        "{through}"
+    );
+}

@@ -2284,6 +2284,32 @@ async fn postgres_a_dry_run_says_which_windows_no_native_partition_covers() {
         } else {
             assert!(!said.contains("would fail"), "{t}: {said}");
         }
+        // `--json` says the same: which partitions would fail, and what to
+        // create for each.
+        let out = common::idem(&path, &["run", t, "--dry-run", "--json"]);
+        let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+        let uncovered: Vec<&str> = plan["partitions"]
+            .as_array()
+            .expect("partitions")
+            .iter()
+            .filter(|p| p["uncovered"] == true)
+            .map(|p| p["partition"].as_str().unwrap())
+            .collect();
+        let to_create = &plan["partitions_to_create"];
+        if t == "gap" {
+            assert_eq!(uncovered, ["2026-01-02"], "{plan}");
+            assert_eq!(
+                to_create,
+                &serde_json::json!([{
+                    "partition": "2026-01-02",
+                    "create": ["FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')"]
+                }]),
+                "{plan}"
+            );
+        } else {
+            assert!(uncovered.is_empty(), "{t}: {plan}");
+            assert_eq!(to_create, &serde_json::json!([]), "{t}: {plan}");
+        }
     }
     wh.close().await;
 }

@@ -9,6 +9,7 @@ use super::Stop;
 use super::output::{noteln, outln};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
+use crate::lint;
 use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::partition::Partition;
 use crate::state;
@@ -21,6 +22,10 @@ pub(super) struct DryRun<'a> {
     /// Its windows no native partition of the target covers (PostgreSQL,
     /// no DEFAULT partition): the run would fail them.
     uncovered: Vec<UncoveredWindow>,
+    /// A merge plan's later windows already loaded, which it can set back.
+    risk: Option<engine::MergeOrderRisk>,
+    /// What `idem lint` finds in the job, as the run dialog shows it.
+    lint: Vec<lint::Finding>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -36,6 +41,30 @@ struct DryRunEvent<'a> {
     /// Rows the run would delete before inserting (replace jobs only).
     rows_replaced: Option<i64>,
     plan: String,
+    /// The native partitions to create for the windows none covers
+    /// (PostgreSQL, no DEFAULT partition), which the run would fail.
+    partitions_to_create: Vec<ToCreate>,
+    /// Merge jobs: the windows after the plan already loaded, which
+    /// merging older windows alone can roll back (`--through-latest`
+    /// takes them too); empty when there is no such risk.
+    later_loaded: Vec<String>,
+    /// What `idem lint` finds in the job: an error there breaks its loads.
+    lint: Vec<LintNote<'a>>,
+}
+
+/// One finding of `idem lint` in `idem run --dry-run --json`.
+#[derive(Serialize)]
+struct LintNote<'a> {
+    severity: lint::Severity,
+    line: usize,
+    message: &'a str,
+}
+
+/// A window no native partition covers, and the bounds to create for it.
+#[derive(Serialize)]
+struct ToCreate {
+    partition: String,
+    create: Vec<String>,
 }
 
 /// One partition of `idem run --dry-run --json`.
@@ -51,6 +80,9 @@ struct DryRunPartition {
     /// It holds no rows and its source has none yet: it would load empty
     /// (and count as loaded).
     loads_empty: bool,
+    /// No native partition of the target covers it (and there is no
+    /// DEFAULT partition): the run would fail it.
+    uncovered: bool,
 }
 
 impl<'a> DryRun<'a> {
@@ -67,12 +99,20 @@ impl<'a> DryRun<'a> {
             backfill,
             planned,
             uncovered: Vec::new(),
+            risk: backfill.merge_order_risk_in(statuses),
+            lint: Vec::new(),
         }
     }
 
     /// The plan, saying which of its windows no native partition covers.
     pub(super) fn uncovered(mut self, uncovered: Vec<UncoveredWindow>) -> DryRun<'a> {
         self.uncovered = uncovered;
+        self
+    }
+
+    /// The plan, with what `idem lint` finds in its job.
+    pub(super) fn lint(mut self, findings: Vec<lint::Finding>) -> DryRun<'a> {
+        self.lint = findings;
         self
     }
 
@@ -86,6 +126,7 @@ impl<'a> DryRun<'a> {
                 rows_source: s.rows_source,
                 refused: self.refused(s),
                 loads_empty: self.backfill.loads_empty(s),
+                uncovered: self.uncovered.iter().any(|u| u.partition == s.partition),
             })
             .collect()
     }
@@ -192,7 +233,19 @@ impl<'a> DryRun<'a> {
             ));
         }
         if !self.uncovered.is_empty() {
-            lines.extend(self.uncovered_lines());
+            let target = &self.backfill.job.target;
+            lines.extend(UncoveredWindow::warning(target, &self.uncovered, 5));
+        }
+        for f in &self.lint {
+            lines.push(format!(
+                "lint: {} line {}: {}",
+                match f.severity {
+                    lint::Severity::Error => "✗",
+                    lint::Severity::Warning => "⚠",
+                },
+                f.line,
+                f.message
+            ));
         }
         if empty > 0 {
             lines.push(format!(
@@ -201,31 +254,6 @@ impl<'a> DryRun<'a> {
                 if empty == 1 { "it" } else { "them" },
                 if empty == 1 { "it" } else { "them" }
             ));
-        }
-        lines
-    }
-
-    /// Which windows no native partition covers, and what to create.
-    fn uncovered_lines(&self) -> Vec<String> {
-        const SHOWN: usize = 5;
-        let target = &self.backfill.job.target;
-        let n = self.uncovered.len();
-        let mut lines = vec![format!(
-            "{} would fail: no partition of {target} covers {}, and it has no DEFAULT partition. Create {} (or a DEFAULT partition: CREATE TABLE … PARTITION OF {target} DEFAULT):",
-            n_partitions(n as i64),
-            if n == 1 { "it" } else { "them" },
-            if n == 1 { "it" } else { "them" },
-        )];
-        for window in self.uncovered.iter().take(SHOWN) {
-            for bounds in &window.create {
-                lines.push(format!(
-                    "  {}: CREATE TABLE … PARTITION OF {target} {bounds}",
-                    window.partition.name()
-                ));
-            }
-        }
-        if n > SHOWN {
-            lines.push(format!("  … and {} more", n - SHOWN));
         }
         lines
     }
@@ -244,6 +272,28 @@ impl<'a> DryRun<'a> {
             rows_replaced: (job.strategy == Strategy::ReplacePartition)
                 .then(|| self.rows_replaced()),
             plan: self.plan_line(),
+            partitions_to_create: self
+                .uncovered
+                .iter()
+                .map(|u| ToCreate {
+                    partition: u.partition.name(),
+                    create: u.create.clone(),
+                })
+                .collect(),
+            later_loaded: self
+                .risk
+                .iter()
+                .flat_map(|r| r.later_loaded.iter().map(|p| p.name()))
+                .collect(),
+            lint: self
+                .lint
+                .iter()
+                .map(|f| LintNote {
+                    severity: f.severity,
+                    line: f.line,
+                    message: &f.message,
+                })
+                .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         outln!("{line}");

@@ -131,11 +131,23 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
     }
 
+    // A preview says what the run will find: each partition's source
+    // count now, which replaces the shrink guard will refuse, and which
+    // windows no native partition of the target covers.
+    // And what `idem lint` finds in each job, as the console's dialog says.
+    let mut found = Vec::new();
     if previewed {
-        // A preview says what the run will find: each partition's source
-        // count now, and which replaces the shrink guard will refuse.
         for (backfill, statuses) in &mut steps {
             preview_sources(&warehouse, backfill, statuses).await?;
+            // A warning, not a check: one that cannot be read is not said.
+            let uncovered = warehouse
+                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
+                .await
+                .unwrap_or_default();
+            let lint = crate::lint::all_findings(&warehouse, &config.jobs, &backfill.job)
+                .await
+                .unwrap_or_else(|(found, _)| found);
+            found.push((uncovered, lint));
         }
     }
     // Nothing chosen: said, and no run started (QA: a run of no partition
@@ -166,13 +178,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         for line in &left_downstream {
             noteln!("idem: {line}");
         }
-        for (i, (backfill, statuses)) in steps.iter().enumerate() {
-            // A warning, not a check: one that cannot be read is not said.
-            let uncovered = warehouse
-                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
-                .await
-                .unwrap_or_default();
-            let plan = DryRun::new(backfill, statuses).uncovered(uncovered);
+        for (i, ((backfill, statuses), (uncovered, lint))) in steps.iter().zip(found).enumerate() {
+            let plan = DryRun::new(backfill, statuses)
+                .uncovered(uncovered)
+                .lint(lint);
             if args.json {
                 plan.print_json()?;
             } else {
@@ -187,7 +196,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     for line in &left_downstream {
         noteln!("idem: {line}");
     }
-    if !args.yes && !confirmed(&steps, interactive)? {
+    if !args.yes && !confirmed(&steps, found, interactive)? {
         noteln!("idem: nothing run");
         return Ok(Exit::Cancelled);
     }
@@ -359,6 +368,10 @@ async fn preview_sources(
 /// partitions is refused.
 fn confirmed(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
+    found: Vec<(
+        Vec<crate::warehouse::UncoveredWindow>,
+        Vec<crate::lint::Finding>,
+    )>,
     interactive: bool,
 ) -> Result<bool, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -385,8 +398,11 @@ fn confirmed(
         }
         return Ok(true);
     }
-    for (backfill, statuses) in steps {
-        DryRun::new(backfill, statuses).show_for_confirmation();
+    for ((backfill, statuses), (uncovered, lint)) in steps.iter().zip(found) {
+        DryRun::new(backfill, statuses)
+            .uncovered(uncovered)
+            .lint(lint)
+            .show_for_confirmation();
     }
     noteln!(
         "run {total} partition{}? [y/N] ",

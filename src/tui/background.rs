@@ -10,7 +10,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::msg::{Connection, DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest};
+use super::msg::{
+    Connection, CoverRequest, DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest,
+};
 use super::theme::Theme;
 use crate::cli::{Ended, RunReport};
 use crate::config::Job;
@@ -302,6 +304,12 @@ impl Background {
                     }
                 }));
             }
+            Effect::ReadCover(req) => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                tokio::spawn(async move { send(read_cover(&wh, &req).await) });
+            }
             Effect::Loads(req) => {
                 let Some(wh) = self.warehouse.clone() else {
                     return;
@@ -537,6 +545,19 @@ pub async fn reconcile(
             )
             .await
             .map_err(|e| e.to_string()),
+    }
+}
+
+/// Which windows of a confirm dialog no native partition of the job's
+/// target covers. A warning, not a check: one that cannot be read is not
+/// said, as `idem run --dry-run` does not say it.
+pub async fn read_cover(warehouse: &Warehouse, req: &CoverRequest) -> Msg {
+    Msg::Covered {
+        id: req.id,
+        windows: warehouse
+            .windows_no_partition_covers(&req.job, &req.partitions)
+            .await
+            .unwrap_or_default(),
     }
 }
 

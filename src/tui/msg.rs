@@ -14,7 +14,7 @@ use crate::partition::Partition;
 use crate::state::{PartitionStatus, StatesRead};
 use crate::warehouse::ledger::Attempt;
 use crate::warehouse::sql::Syntax;
-use crate::warehouse::{Counts, Verification};
+use crate::warehouse::{Counts, UncoveredWindow, Verification};
 
 /// A warehouse connection as the console shows and uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +75,12 @@ pub enum Msg {
     DefinitionDiff {
         id: usize,
         result: Result<Option<String>, String>,
+    },
+    /// The windows of a [`CoverRequest`] that no native partition of the
+    /// job's target covers (none where that cannot be read).
+    Covered {
+        id: usize,
+        windows: Vec<UncoveredWindow>,
     },
     /// A reconciliation the console asked for counted the source.
     Reconciled {
@@ -165,6 +171,15 @@ pub struct ReconcileRequest {
     pub last: Partition,
 }
 
+/// Which of `partitions` no native partition of `job`'s target covers, for
+/// the confirm dialog (PostgreSQL; nothing elsewhere).
+#[derive(Debug, Clone)]
+pub struct CoverRequest {
+    pub id: usize,
+    pub job: Job,
+    pub partitions: Vec<Partition>,
+}
+
 /// Read every attempt of one partition from the ledger.
 #[derive(Debug, Clone)]
 pub struct LoadsRequest {
@@ -182,6 +197,9 @@ pub enum Effect {
     Verify(Box<VerifyRequest>),
     DefinitionDiff(Box<DiffRequest>),
     Reconcile(Box<ReconcileRequest>),
+    /// Read which windows no native partition covers: answered by a
+    /// [`Msg::Covered`].
+    ReadCover(Box<CoverRequest>),
     Loads(Box<LoadsRequest>),
     /// Stop the reconciliation of that id, if it still runs.
     StopReconcile(usize),

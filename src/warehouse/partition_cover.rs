@@ -6,7 +6,8 @@ use chrono::NaiveDateTime;
 use sqlx::Row;
 
 use super::{Warehouse, WarehouseError};
-use crate::config::Job;
+use crate::config::{Job, TableName};
+use crate::numbers::n_partitions;
 use crate::partition::{Grain, Partition};
 
 /// A window of a run that no native partition of its target covers, the
@@ -18,6 +19,33 @@ pub struct UncoveredWindow {
     /// ('2026-01-02') TO ('2026-01-03')`): the window's, or those of its
     /// parts no partition covers.
     pub create: Vec<String>,
+}
+
+impl UncoveredWindow {
+    /// What every surface before a run says of `windows` of `target`
+    /// (`idem run --dry-run`, the plan above a terminal run's question,
+    /// the console's confirm dialog): a first line on what would fail and
+    /// why, then the partitions to create, for the first `shown` windows.
+    pub fn warning(target: &TableName, windows: &[UncoveredWindow], shown: usize) -> Vec<String> {
+        let n = windows.len();
+        let them = if n == 1 { "it" } else { "them" };
+        let mut lines = vec![format!(
+            "{} would fail: no partition of {target} covers {them}, and it has no DEFAULT partition. Create {them} (or a DEFAULT partition: CREATE TABLE … PARTITION OF {target} DEFAULT):",
+            n_partitions(n as i64),
+        )];
+        for window in windows.iter().take(shown) {
+            for bounds in &window.create {
+                lines.push(format!(
+                    "  {}: CREATE TABLE … PARTITION OF {target} {bounds}",
+                    window.partition.name()
+                ));
+            }
+        }
+        if n > shown {
+            lines.push(format!("  … and {} more", n - shown));
+        }
+        lines
+    }
 }
 
 impl Warehouse {

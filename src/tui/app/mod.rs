@@ -24,7 +24,8 @@ pub use super::job::{JobView, LintNote, LiveAttempt};
 pub use super::layout::Hit;
 pub use super::lineage_view::LineageView;
 pub use super::msg::{
-    Connection, DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest, VerifyRequest,
+    Connection, CoverRequest, DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest,
+    VerifyRequest,
 };
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
@@ -406,6 +407,12 @@ impl App {
             Msg::DefinitionDiff { id, result } => {
                 if let Some(d) = self.shared.definition_diff.as_mut().filter(|d| d.id == id) {
                     d.result = Some(result);
+                }
+                Vec::new()
+            }
+            Msg::Covered { id, windows } => {
+                if let Modal::Confirm(c) = &mut self.shared.modal {
+                    c.covered(id, windows);
                 }
                 Vec::new()
             }

@@ -6,7 +6,7 @@ use super::{App, Modal};
 use crate::cli::RunArgs;
 use crate::partition::Partition;
 use crate::tui::confirm::ConfirmDialog;
-use crate::tui::msg::{Effect, RunRequest};
+use crate::tui::msg::{CoverRequest, Effect, RunRequest};
 use crate::tui::runs::{RunPartState, RunView};
 
 impl App {
@@ -40,7 +40,36 @@ impl App {
             Err(e) => self.shared.message = Some((true, e)),
         }
         self.replan_cascade();
-        self.count_source_for_run()
+        let mut effects = self.count_source_for_run();
+        effects.extend(self.read_cover_for_run());
+        effects
+    }
+
+    /// The confirm dialog says which of its windows no native partition of
+    /// the target covers (the run would fail them), read in the background.
+    fn read_cover_for_run(&mut self) -> Option<Effect> {
+        let Modal::Confirm(c) = &mut self.shared.modal else {
+            return None;
+        };
+        let job = self
+            .shared
+            .jobs
+            .get(c.job)
+            .filter(|_| self.shared.connected)?;
+        // Only PostgreSQL's native partitions can leave a window no table.
+        if job.job.engine != crate::config::Engine::Postgres {
+            return None;
+        }
+        job.job.partition_column.as_ref()?;
+        let partitions = c.cover_span(job);
+        let id = self.next_request;
+        self.next_request += 1;
+        c.reading_cover(id);
+        Some(Effect::ReadCover(Box::new(CoverRequest {
+            id,
+            job: job.job.clone(),
+            partitions,
+        })))
     }
 
     /// A replace job's confirm dialog shows what the shrink guard will

@@ -14,12 +14,15 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
+mod cover;
 mod fit;
 mod shrink;
 mod words;
 
 pub use shrink::SourceCount;
-use words::{dialog_width, hints, left_out_words, replaces, shell_lines, strategy_words};
+use words::{
+    dialog_width, filter_line, hints, left_out_words, replaces, shell_lines, strategy_words,
+};
 
 use super::cascade::CascadePlan;
 use super::command::{CommandLine, CommandStep};
@@ -63,6 +66,8 @@ pub struct ConfirmDialog {
     cascade: Option<CascadePlan>,
     /// The source's count of the candidates, for the shrink guard's preview.
     source: SourceCount,
+    /// The windows no native partition of the target covers.
+    cover: cover::Cover,
 }
 
 /// What the dialog's choice comes to, worked out when the choice or the
@@ -140,6 +145,7 @@ impl ConfirmDialog {
             plan: Plan::default(),
             cascade: None,
             source: SourceCount::NotAsked,
+            cover: cover::Cover::default(),
         };
         dialog.replan(job, defaults, now);
         Ok(dialog)
@@ -179,6 +185,23 @@ impl ConfirmDialog {
         let first = job.partitions.get(*self.candidates.iter().min()?)?;
         let last = job.partitions.get(*self.candidates.iter().max()?)?;
         Some((*first, *last))
+    }
+
+    /// The windows whose native partitions are read: the candidates and
+    /// every later window (a merge run may extend through them).
+    pub fn cover_span(&self, job: &JobView) -> Vec<Partition> {
+        let first = self.candidates.iter().min().copied().unwrap_or(0);
+        job.partitions.get(first..).unwrap_or_default().to_vec()
+    }
+
+    /// Which windows no native partition covers is read by request `id`.
+    pub fn reading_cover(&mut self, id: usize) {
+        self.cover.reading(id);
+    }
+
+    /// The request `id` read which windows no native partition covers.
+    pub fn covered(&mut self, id: usize, windows: Vec<crate::warehouse::UncoveredWindow>) {
+        self.cover.answered(id, windows);
     }
 
     /// The source is being counted by the background request `id`.
@@ -510,7 +533,7 @@ impl ConfirmDialog {
             ),
         };
         lines.push(Line::from(vec![label("range"), Span::styled(range, text)]));
-        lines.push(self.filter_line(t, label("only")));
+        lines.push(filter_line(&self.only, t, label("only")));
         optional.push((lines.len() - 1, ONLY));
         let mut states = vec![label("states")];
         for st in LoadState::ALL {
@@ -561,6 +584,9 @@ impl ConfirmDialog {
             t,
             label,
         ));
+        let planned = self.plan.backfill.as_ref().map(|b| &b.partitions[..]);
+        let planned = planned.unwrap_or_default();
+        lines.extend(self.cover.lines(planned, &job.job.target, t, label));
         if let Some(plan) = self.cascade() {
             lines.extend(plan.lines(t, label));
         } else if let Some(plan) = &self.cascade {
@@ -678,35 +704,6 @@ impl ConfirmDialog {
         let inner_r = b.inner(r);
         frame.render_widget(b, r);
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner_r);
-    }
-
-    /// The state filter's switches, the one in force highlighted.
-    fn filter_line<'a>(&self, t: &Theme, label: Span<'a>) -> Line<'a> {
-        let mut filter = vec![label];
-        for (action, name, states) in [
-            (Action::OnlyAll, "all", vec![]),
-            (Action::OnlyFailed, "failed", vec![LoadState::Failed]),
-            (Action::OnlyMissing, "missing", vec![LoadState::Missing]),
-            (Action::OnlyStale, "stale", vec![LoadState::Stale]),
-        ] {
-            let key = keymap::key(Scope::Confirm, action);
-            let style = if self.only == states {
-                t.style("highlight").add_modifier(Modifier::REVERSED)
-            } else {
-                t.style("muted")
-            };
-            filter.push(Span::styled(format!(" {key} {name} "), style));
-            filter.push(Span::raw(" "));
-        }
-        let switchable = [LoadState::Failed, LoadState::Missing, LoadState::Stale];
-        if !self.only.is_empty() && !switchable.contains(&self.only[0]) || self.only.len() > 1 {
-            let names: Vec<&str> = self.only.iter().map(|s| s.name()).collect();
-            filter.push(Span::styled(
-                format!("--only {}", names.join(",")),
-                t.style("highlight"),
-            ));
-        }
-        Line::from(filter)
     }
 
     /// Whether the dialog's `action` (shrink, through latest) applies to

@@ -1,6 +1,7 @@
 //! The confirm dialog's plain words on what a run replaces and how its
 //! job's strategy loads.
 
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
@@ -207,6 +208,35 @@ pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
     }
     lines.push(line);
     Some(lines)
+}
+
+/// The state filter's switches, the one in force highlighted.
+pub fn filter_line<'a>(only: &[LoadState], t: &Theme, label: Span<'a>) -> Line<'a> {
+    let mut filter = vec![label];
+    for (action, name, states) in [
+        (Action::OnlyAll, "all", vec![]),
+        (Action::OnlyFailed, "failed", vec![LoadState::Failed]),
+        (Action::OnlyMissing, "missing", vec![LoadState::Missing]),
+        (Action::OnlyStale, "stale", vec![LoadState::Stale]),
+    ] {
+        let key = keymap::key(Scope::Confirm, action);
+        let style = if only == states {
+            t.style("highlight").add_modifier(Modifier::REVERSED)
+        } else {
+            t.style("muted")
+        };
+        filter.push(Span::styled(format!(" {key} {name} "), style));
+        filter.push(Span::raw(" "));
+    }
+    let switchable = [LoadState::Failed, LoadState::Missing, LoadState::Stale];
+    if !only.is_empty() && !switchable.contains(&only[0]) || only.len() > 1 {
+        let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
+        filter.push(Span::styled(
+            format!("--only {}", names.join(",")),
+            t.style("highlight"),
+        ));
+    }
+    Line::from(filter)
 }
 
 #[cfg(test)]
