@@ -19,15 +19,23 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The demo in a folder whose name a shell splits: the commands it prints
+/// quote it, so that they run as printed.
 fn demo() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("on call");
     let out = Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["demo", "--path"])
-        .arg(dir.path())
+        .arg(&folder)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let config = dir.path().join("idem.toml");
+    let config = folder.join("idem.toml");
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains(&format!("--config '{}' jobs", config.display())),
+        "{printed}"
+    );
     (dir, config)
 }
 
@@ -352,9 +360,10 @@ fn every_argument_and_option_is_described() {
 /// is not reset under that process.
 #[test]
 fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
-    let (dir, config) = demo();
-    let typo = dir.path().join("wharehouse.db");
-    let bad = dir.path().join("typo.toml");
+    let (_dir, config) = demo();
+    let folder = config.parent().unwrap();
+    let typo = folder.join("wharehouse.db");
+    let bad = folder.join("typo.toml");
     let written = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&bad, written.replace("warehouse.db", "wharehouse.db")).unwrap();
     for args in [
@@ -372,12 +381,12 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
     }
     assert!(!typo.exists(), "no database was made at the mistyped path");
 
-    let database = dir.path().join("warehouse.db");
+    let database = folder.join("warehouse.db");
     let before = std::fs::metadata(&database).unwrap().len();
     let _open = std::fs::File::open(&database).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_idem"))
         .args(["demo", "--path"])
-        .arg(dir.path())
+        .arg(folder)
         .output()
         .unwrap();
     let err = text(&out.stderr);

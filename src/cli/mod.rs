@@ -430,7 +430,7 @@ pub fn demo_closed(demo: &crate::demo::Demo) {
         "the demo stays in {}; open it again with: {} --config {}",
         demo.dir.display(),
         program(),
-        demo.config.display()
+        run_args::shell_word(&demo.config.display().to_string())
     );
 }
 
@@ -457,7 +457,7 @@ pub fn program() -> String {
 
 /// Where the demo is and the commands to try on it.
 fn print_demo_commands(demo: &crate::demo::Demo) -> Result<(), Stop> {
-    let config = demo.config.display();
+    let config = run_args::shell_word(&demo.config.display().to_string());
     let idem = program();
     outln!("demo warehouse ready: {}", demo.database.display());
     outln!("config: {config}");

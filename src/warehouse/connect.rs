@@ -36,7 +36,7 @@ fn ledger_error(
 ) -> WarehouseError {
     read_only_error(dialect, url, &e)
         .or_else(|| ledger_setup::denied_error(dialect, &redact(url), &e, reading))
-        .unwrap_or(WarehouseError::Sql(e))
+        .unwrap_or_else(|| super::lock_holder::file_holder_named(dialect, url, e.into()))
 }
 
 /// What a connection does about idem's ledger.
@@ -267,12 +267,16 @@ impl Warehouse {
     }
 }
 
-/// Session settings every connection gets: UTC, isolation, timeouts.
+/// Session settings every connection gets: UTC, isolation, timeouts; and
+/// those it goes without where they are refused.
 async fn prepare_session(
     dialect: &'static dyn Dialect,
     conn: &mut sqlx::AnyConnection,
     (lock, statement): (Duration, Option<Duration>),
 ) -> Result<(), sqlx::Error> {
+    for stmt in dialect.session_preferences() {
+        let _ = conn.execute(*stmt).await;
+    }
     for stmt in dialect.session_setup() {
         conn.execute(*stmt).await?;
     }

@@ -77,6 +77,15 @@ pub enum WarehouseError {
         message: String,
         holder: String,
     },
+    /// SQLite answered busy past `lock_timeout` after idem had the
+    /// database's write lock or to a read: another program's transaction
+    /// holds the file. `holder` says whose, and what lets idem go on.
+    #[error("{file} stayed locked for longer than lock_timeout ({message}): {holder}")]
+    FileLocked {
+        file: String,
+        message: String,
+        holder: String,
+    },
     /// The shrink guard refused a replace: the source looks incomplete.
     #[error(
         "source looks incomplete: would replace {} with {} in {partition}; nothing was changed (the shrink guard keeps a loaded partition at {}% of its rows or more, and never replaces them with none; run again with --allow-shrink if the source really shrank)",
@@ -136,6 +145,7 @@ impl WarehouseError {
             }
             WarehouseError::LockTimeout { .. }
             | WarehouseError::TableLocked { .. }
+            | WarehouseError::FileLocked { .. }
             | WarehouseError::SessionLost => true,
             _ => false,
         }

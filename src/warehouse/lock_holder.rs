@@ -315,7 +315,7 @@ impl Warehouse {
         table: &crate::config::TableName,
         e: WarehouseError,
     ) -> WarehouseError {
-        match e {
+        match self.naming_file_holder(e) {
             WarehouseError::Sql(sqlx::Error::Database(db))
                 if self.dialect().waited_on_lock(&*db) =>
             {
@@ -349,6 +349,80 @@ impl Warehouse {
         })
         .await
     }
+}
+
+impl Warehouse {
+    /// `e`, where it is SQLite's busy answer past `lock_timeout` (`database
+    /// is locked`), naming who else has the file open and what lets idem
+    /// go on: a load that had the write lock waited for a reader (in the
+    /// rollback journal mode a COMMIT waits for every reader to finish), a
+    /// read or the ledger's making for another program's write.
+    pub(super) fn naming_file_holder(&self, e: WarehouseError) -> WarehouseError {
+        file_holder_named(self.dialect(), &self.config().url, e)
+    }
+}
+
+/// [`Warehouse::naming_file_holder`], before there is a warehouse (the
+/// first connection's making of the ledger).
+pub(super) fn file_holder_named(
+    dialect: &dyn super::Dialect,
+    url: &str,
+    e: WarehouseError,
+) -> WarehouseError {
+    match e {
+        WarehouseError::Sql(sqlx::Error::Database(db))
+            if dialect.engine() == Engine::Sqlite && dialect.lock_refused(&*db) =>
+        {
+            let file = super::sqlite::database_file(url);
+            WarehouseError::FileLocked {
+                file: file
+                    .as_ref()
+                    .map_or_else(|| super::redact(url), |f| f.display().to_string()),
+                message: db.message().to_string(),
+                holder: file.map_or_else(
+                    || "another session of this process holds it".to_string(),
+                    |f| sqlite_busy_words(&f),
+                ),
+            }
+        }
+        e => e,
+    }
+}
+
+/// Who else has the SQLite file open, and what lets idem go on, by the
+/// file's journal mode (read from its header, which needs no lock).
+fn sqlite_busy_words(file: &std::path::Path) -> String {
+    let canonical = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let mut openers = sqlite_openers(&canonical);
+    openers.sort_by_key(|(_, comm)| comm.contains("idem"));
+    let who = match openers.as_slice() {
+        [] => "another program (none of this user's processes on this host has it open: one of another user's, or on another host over a network file system)".to_string(),
+        [(pid, comm)] => format!("{comm} (process {pid}) on this host"),
+        [(pid, comm), rest @ ..] => format!(
+            "{comm} (process {pid}) on this host, or one of {} other process{} with it open",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "es" }
+        ),
+    };
+    // Bytes 18 and 19 of the header are 2 in WAL mode, 1 in the rollback
+    // journal modes.
+    let wal = std::fs::File::open(&canonical).ok().and_then(|mut f| {
+        use std::io::Read;
+        let mut header = [0u8; 20];
+        f.read_exact(&mut header).ok()?;
+        Some(header[18] == 2)
+    });
+    let mode = if wal == Some(false) {
+        ". In the rollback journal mode this file is in, a COMMIT waits for every reader and a \
+         read for a COMMIT; in WAL mode they never wait for each other (idem switches the file to \
+         WAL when a run finds no one else in it, or run `PRAGMA journal_mode = WAL` then)"
+    } else {
+        ""
+    };
+    format!(
+        "a transaction of {who} holds it; nothing was written. End that transaction and run \
+         again, or raise warehouse.lock_timeout{mode}"
+    )
 }
 
 /// SQLite's one write lock has no holder to ask about: the words name the

@@ -138,6 +138,12 @@ pub trait Dialect: Send + Sync {
     fn instant_value(&self, t: chrono::NaiveDateTime, grain: Grain) -> sql::Value;
     /// Statements run on every new connection.
     fn session_setup(&self) -> &'static [&'static str];
+    /// Statements a session runs first, going on without them where they
+    /// are refused (they change how the database works for everyone, which
+    /// another session's use of it may forbid for now).
+    fn session_preferences(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Statements bounding a session's lock waits by `lock_timeout` (where
     /// the engine needs them per session) and its statements by
     /// `statement_timeout`.

@@ -64,7 +64,17 @@ impl Dialect for Sqlite {
     }
 
     fn session_setup(&self) -> &'static [&'static str] {
-        &["PRAGMA journal_mode = WAL", "PRAGMA foreign_keys = ON"]
+        &["PRAGMA foreign_keys = ON"]
+    }
+
+    /// WAL lets the console read while a run writes. The switch is the
+    /// file's, for good, and needs the database to itself: a file another
+    /// program has open in a transaction (in a rollback journal mode)
+    /// refuses it. A session asks once, without waiting (`session_timeouts`
+    /// sets the wait after), and otherwise reads and loads in the mode the
+    /// file has, rather than failing after a wait for that program.
+    fn session_preferences(&self) -> &'static [&'static str] {
+        &["PRAGMA busy_timeout = 0", "PRAGMA journal_mode = WAL"]
     }
 
     /// A writer waits up to `lock_timeout` for the database's write lock.

@@ -135,7 +135,8 @@ impl Warehouse {
         log: &(dyn Fn(LoadStep) + Send + Sync),
         stage: &StageCell,
     ) -> Result<Done, WarehouseError> {
-        match self.locked_work(job, partition, work, log, stage).await {
+        let done = self.locked_work(job, partition, work, log, stage).await;
+        match done.map_err(|e| self.naming_file_holder(e)) {
             Err(WarehouseError::Sql(sqlx::Error::Database(e)))
                 if self.dialect().waited_on_lock(&*e) =>
             {
