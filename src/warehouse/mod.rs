@@ -643,15 +643,19 @@ impl Warehouse {
 }
 
 pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Error> {
-    (0..row.len())
-        .map(|i| match row.try_get::<Option<String>, _>(i) {
-            Err(sqlx::Error::ColumnDecode { .. }) => {
-                let bytes = row.try_get::<Option<Vec<u8>>, _>(i)?;
-                Ok(bytes.map(|b| text_of_bytes(&b)))
-            }
-            text => text,
-        })
-        .collect()
+    (0..row.len()).map(|i| text_column(row, i)).collect()
+}
+
+/// Column `i` of a row of [`Dialect::value_text`]s: text, or bytes (a
+/// SQLite TEXT, which need not be UTF-8) as [`text_of_bytes`] writes them.
+pub(crate) fn text_column(row: &AnyRow, i: usize) -> Result<Option<String>, sqlx::Error> {
+    match row.try_get::<Option<String>, _>(i) {
+        Err(sqlx::Error::ColumnDecode { .. }) => {
+            let bytes = row.try_get::<Option<Vec<u8>>, _>(i)?;
+            Ok(bytes.map(|b| text_of_bytes(&b)))
+        }
+        text => text,
+    }
 }
 
 /// The text of a value read as bytes (a SQLite TEXT need not be UTF-8):

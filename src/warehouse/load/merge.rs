@@ -299,7 +299,7 @@ async fn check_keys(
     let shared: i64 = row.try_get(0)?;
     let mut values = Vec::with_capacity(keys.len());
     for i in 0..keys.len() {
-        values.push(row.try_get::<Option<String>, _>(i + 1)?);
+        values.push(crate::warehouse::text_column(&row, i + 1)?);
     }
     Err(WarehouseError::Job(format!(
         "job emitted {} of unique_key ({key_names}) more than once in window {} ({}{} share {}); a merge needs one row per key",
@@ -316,7 +316,7 @@ async fn check_keys(
 fn key_values(keys: &[Ident], row: &sqlx::any::AnyRow) -> Result<String, WarehouseError> {
     let mut values = Vec::with_capacity(keys.len());
     for i in 0..keys.len() {
-        values.push(row.try_get::<Option<String>, _>(i)?);
+        values.push(crate::warehouse::text_column(row, i)?);
     }
     Ok(key_list(keys, &values))
 }
