@@ -711,10 +711,11 @@ async fn postgres_status_behind_a_table_lock_names_its_holder() {
 }
 
 /// `idem status` while a load TRUNCATEs one native partition of the target
-/// (its ACCESS EXCLUSIVE lock held until the load's COMMIT, longer than
-/// `lock_timeout`) still answers for every other partition, and shows the
-/// one being loaded as running: the job was unreadable (exit 1) for as long
-/// as the load ran, a backfill's whole night.
+/// (its ACCESS EXCLUSIVE lock held until the load's COMMIT) answers at once
+/// for every other partition, and shows the one being loaded as running:
+/// the job was unreadable (exit 1) for as long as the load ran, a
+/// backfill's whole night, and then each read waited out `lock_timeout`
+/// before it counted around the load.
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() {
@@ -728,7 +729,10 @@ async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() 
         common::replace_job("fct_slow", "fct", "2026-01-03", slow),
     ]
     .concat();
-    let (config_path, config) = db.config_with("lock_timeout = \"1s\"", &jobs);
+    // A lock_timeout longer than the load: a status that waited on its
+    // partition (as it did, a lock_timeout at each read) would find it
+    // loaded, not running.
+    let (config_path, config) = db.config_with("lock_timeout = \"30s\"", &jobs);
     let wh = db.warehouse(&config).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",

@@ -128,19 +128,20 @@ impl Warehouse {
             .0)
     }
 
-    /// [`Warehouse::partition_counts`], and whether some were left out: a
-    /// count that waited past `lock_timeout` on a native partition an idem
-    /// load holds (its TRUNCATE's lock, until its COMMIT) counts again
-    /// around the partitions such loads hold, which a state read shows as
-    /// running, rather than fail the whole job. A lock of any other
-    /// session's is named as the error.
+    /// [`Warehouse::partition_counts`], and whether some were left out: the
+    /// count goes around the native partitions idem loads hold (a
+    /// TRUNCATE's lock, until its COMMIT), which a state read shows as
+    /// running, rather than wait on them: asked first, so that a status
+    /// during a long load does not wait out `lock_timeout` each time, and
+    /// again after a count that waited past it on a load that took one
+    /// since. A lock of any other session's is named as the error.
     async fn partition_counts_around_loads(
         &self,
         job: &Job,
         first: Partition,
         last: Partition,
     ) -> Result<(Counts, bool), WarehouseError> {
-        let mut held = Vec::new();
+        let mut held = self.partitions_held_by_loads(&job.target).await?;
         // Loads may take other partitions between the tries.
         for _ in 0..3 {
             let e = match self.count_rows(job, first, last, &held).await {
