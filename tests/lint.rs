@@ -2005,6 +2005,65 @@ sql = "select strftime('%Y-%m', ts) as month, count(*) as n from src where ts >=
     wh.close().await;
 }
 
+/// QA: a column declared `DATE` (or `TIMESTAMP`) keeps seconds since 1970
+/// as numbers, which SQLite sorts before every text bound: no window holds
+/// them, so status counted none of them and lint said nothing. Lint names
+/// them, and its fix puts every row in its day.
+#[tokio::test]
+async fn sqlite_epoch_numbers_in_a_date_column_are_named() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let jobs = r#"
+[[jobs]]
+name = "daily"
+target = "fct"
+strategy = "replace_partition"
+partition_column = "d"
+grain = "day"
+start = "2026-01-01"
+end = "2026-01-03"
+sql = "select id, d from src where d >= :start and d < :end"
+"#;
+    let (path, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, d DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, d DATE NOT NULL)",
+        // 2026-01-02 00:00 and 2026-01-02 12:00 UTC, and a date as text.
+        "INSERT INTO fct VALUES (1, 1767312000), (2, 1767355200.0), (3, '2026-01-01')",
+    ])
+    .await
+    .expect("fixture");
+    let rows_in = |name: &str| {
+        let (_, stdout, _) = idem_command(&path, &["status", "daily", "--format", "json"]);
+        let status: Vec<serde_json::Value> = serde_json::from_str(&stdout).expect("json");
+        status
+            .iter()
+            .find(|p| p["partition"] == name)
+            .map(|p| p["rows_now"].clone())
+            .unwrap_or_else(|| panic!("no {name}: {stdout}"))
+    };
+    assert_eq!(rows_in("2026-01-02"), 0, "numbers lie in no window");
+
+    let (code, stdout, stderr) = idem(&path, &["daily"]);
+    assert_eq!(code, 1, "an error: {stdout}{stderr}");
+    assert!(
+        stdout.contains("error: 2 rows of fct hold d as a number like 1767312000, where the window bounds are text"),
+        "{stdout}"
+    );
+    let fix = "UPDATE fct SET d = date(d, 'unixepoch') WHERE typeof(d) IN ('integer', 'real')";
+    assert!(stdout.contains(fix), "{stdout}");
+    assert!(!stdout.contains("as text like"), "one finding: {stdout}");
+
+    wh.execute_script(&[fix]).await.expect("rewrite");
+    let (code, stdout, stderr) = idem(&path, &["daily"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(rows_in("2026-01-02"), 2);
+    assert_eq!(rows_in("2026-01-01"), 1);
+    wh.close().await;
+}
+
 /// QA: a date alone ('2026-01-02') in a SQLite hourly job's column sorts
 /// before its day's first bound ('2026-01-02 00:00:00'): loads and status
 /// put it in the day before's hour 23. Lint warns of it as it does of an

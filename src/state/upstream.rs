@@ -40,7 +40,15 @@ pub fn mark_upstream_stale(
         let Some(success) = status.last_success.clone() else {
             continue;
         };
-        let loaded = success.finished_at.as_str();
+        // What the load read was read after it took its partition's lock
+        // (its SELECT ran then, not when it finished): an upstream load
+        // that committed while it ran, after its read, changed what it
+        // read although it finished first. Rows from before `locked_at`
+        // was recorded fall back on the attempt's start.
+        let loaded = success
+            .locked_at
+            .as_deref()
+            .unwrap_or(success.started_at.as_str());
         let mut causes = Vec::new();
         for (job, changed) in upstream {
             // The partitions read are one run of names in name order: looked
@@ -159,6 +167,45 @@ mod tests {
                 LoadState::Future,
                 vec!["j 2026-06-30".into()]
             )]
+        );
+    }
+
+    /// A load reads its upstream once it holds its lock and finishes later:
+    /// an upstream load committed in between changed what it read, though
+    /// it finished first.
+    #[test]
+    fn an_upstream_change_committed_while_a_load_ran_makes_it_stale() {
+        let (job, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let now = june_10();
+        let partitions = vec![
+            Partition::parse(job.grain, "2026-06-01", crate::partition::RangeEnd::From)
+                .expect("a day"),
+        ];
+        let mut load = attempt(&job, "2026-06-01", 1, AttemptStatus::Succeeded);
+        load.started_at = "2026-06-09T00:00:00.000Z".into();
+        load.locked_at = Some("2026-06-09T00:00:00.100Z".into());
+        load.finished_at = "2026-06-09T00:05:00.000Z".into();
+        let summary = crate::warehouse::ledger::PartitionLedger::summarize([load]);
+        let mut upstream = job.clone();
+        upstream.name = "up".into();
+        let state_after_upstream_change_at = |at: &str| {
+            let mut statuses = derive(&job, &partitions, None, &summary, now, &HashSet::new());
+            let changes: ContentChanges = [("2026-06-01".to_string(), at.to_string())]
+                .into_iter()
+                .collect();
+            mark_upstream_stale(&mut statuses, &[(&upstream, Arc::new(changes))]);
+            (statuses[0].state, statuses[0].stale_upstream.clone())
+        };
+        assert_eq!(
+            state_after_upstream_change_at("2026-06-09T00:02:00.000Z"),
+            (LoadState::Stale, vec!["up 2026-06-01".to_string()]),
+            "committed while the load ran, after its lock: not what it read"
+        );
+        assert_eq!(
+            state_after_upstream_change_at("2026-06-09T00:00:00.050Z"),
+            (LoadState::Loaded, vec![]),
+            "committed before the load took its lock: what it read"
         );
     }
 }
