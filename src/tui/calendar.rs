@@ -25,6 +25,20 @@ pub struct Calendar {
     pub(super) rows_mode: bool,
     /// Where a mouse drag started.
     drag_from: Option<usize>,
+    /// Month steps taken in a row: moved on from where they began, not
+    /// from the day the last one landed on (Jan 31 to Feb 28 to Mar 31,
+    /// not Mar 28).
+    month_steps: Option<MonthSteps>,
+}
+
+/// The month steps in a row that left `job`'s cursor at `cursor`: `months`
+/// from `origin`.
+#[derive(Debug, Clone)]
+struct MonthSteps {
+    job: String,
+    cursor: usize,
+    origin: NaiveDateTime,
+    months: i32,
 }
 
 /// Why the calendar has no cells to show yet.
@@ -48,16 +62,34 @@ impl Calendar {
             Action::Up => job.step(-rows_of(job.grain())),
             Action::Down => job.step(rows_of(job.grain())),
             Action::PrevMonth | Action::NextMonth => {
-                let back = action == Action::PrevMonth;
                 let grain = job.grain();
-                let months = Months::new(if grain == Grain::Month { 12 } else { 1 });
-                job.move_to(|p| {
-                    let t = if back {
-                        p.start.checked_sub_months(months)
+                let step = if grain == Grain::Month { 12 } else { 1 };
+                let step = if action == Action::PrevMonth {
+                    -step
+                } else {
+                    step
+                };
+                let (origin, months) = match self.month_steps.take() {
+                    Some(m) if m.job == job.job.name && m.cursor == job.cursor => {
+                        (Some(m.origin), m.months + step)
+                    }
+                    _ => (job.partitions.get(job.cursor).map(|p| p.start), step),
+                };
+                let origin = origin?;
+                let to = Months::new(months.unsigned_abs());
+                job.move_to(|_| {
+                    let t = if months < 0 {
+                        origin.checked_sub_months(to)
                     } else {
-                        p.start.checked_add_months(months)
+                        origin.checked_add_months(to)
                     }?;
                     Some(Partition::containing(grain, t))
+                });
+                self.month_steps = Some(MonthSteps {
+                    job: job.job.name.clone(),
+                    cursor: job.cursor,
+                    origin,
+                    months,
                 });
             }
             Action::First => job.set_cursor(0),
@@ -462,6 +494,7 @@ pub fn hit(job: &JobView, inner: Rect, x: u16, y: u16) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::partition::RangeEnd;
     use crate::tui::fixture::{draw, job_view, now};
 
     #[test]
@@ -482,6 +515,34 @@ mod tests {
         assert_eq!(job.cursor, 9, "the history ends there");
         cal.act(&mut job, Action::ClearSelection, now());
         assert!(job.selected.is_empty());
+    }
+
+    /// Month steps in a row keep to the day they began on where a month
+    /// has it: from Jan 31, `]` lands on Feb 28 and then Mar 31, and `[`
+    /// back on Jan 31; any other move begins anew.
+    #[test]
+    fn month_steps_keep_to_the_day_they_began_on() {
+        let mut cal = Calendar::default();
+        let mut job = job_view("j", false, &"■".repeat(160));
+        let day = |job: &JobView| job.partitions[job.cursor].name();
+        job.move_to(|_| Partition::parse(Grain::Day, "2026-01-31", RangeEnd::From));
+        assert_eq!(day(&job), "2026-01-31");
+        cal.act(&mut job, Action::NextMonth, now());
+        assert_eq!(day(&job), "2026-02-28");
+        cal.act(&mut job, Action::NextMonth, now());
+        assert_eq!(day(&job), "2026-03-31");
+        cal.act(&mut job, Action::PrevMonth, now());
+        cal.act(&mut job, Action::PrevMonth, now());
+        assert_eq!(day(&job), "2026-01-31");
+        cal.act(&mut job, Action::NextMonth, now());
+        cal.act(&mut job, Action::Left, now());
+        assert_eq!(day(&job), "2026-02-27");
+        cal.act(&mut job, Action::NextMonth, now());
+        assert_eq!(
+            day(&job),
+            "2026-03-27",
+            "a step after another move begins anew"
+        );
     }
 
     #[test]
