@@ -273,7 +273,9 @@ fn a_cascade_rerun_of_the_failed_days_reloads_the_month_after_them() {
     ]);
     c.send("\r");
     // The runs pane shows each step; the month's step ends last.
-    c.wait_for(&["run of agg_revenue_monthly finished: 1 succeeded, 0 failed"]);
+    c.wait_for(&[
+        "cascade from fct_orders finished: fct_orders: 3 succeeded, 0 failed · agg_revenue_monthly: 1 succeeded, 0 failed",
+    ]);
     let screen = c.contents();
     assert!(screen.contains("fct_orders") && screen.contains("agg_revenue_monthly"));
     c.send("q");
