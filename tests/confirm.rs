@@ -149,6 +149,38 @@ async fn on_a_terminal_the_plan_is_shown_and_answered() {
     assert_eq!(rows(&wh).await, 2);
 }
 
+/// An answer neither yes nor no is said not understood and asked again (it
+/// was once taken as no without a word); the end of input (Ctrl-D) is no,
+/// said as no answer; a stuck key is not asked about for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_an_answer_not_understood_is_asked_again() {
+    let (_db, config, wh) = setup().await;
+    let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-05"];
+    let (text, code) = run_in_terminal(&config, &args, "\x04");
+    assert_eq!(code, 130, "{text}");
+    assert!(
+        text.contains("idem: no answer (the input ended): nothing run"),
+        "{text}"
+    );
+    assert_eq!(rows(&wh).await, 0);
+    let (text, code) = run_in_terminal(&config, &args, "yse\rnope\rq\r");
+    assert_eq!(code, 130, "{text}");
+    assert!(
+        text.contains("\"yse\" is not an answer: y runs, n or Enter does not"),
+        "{text}"
+    );
+    assert_eq!(text.matches("run 5 partitions? [y/N]").count(), 3, "{text}");
+    assert!(
+        text.contains("idem: no answer understood after 3 tries: nothing run"),
+        "{text}"
+    );
+    assert_eq!(rows(&wh).await, 0);
+    let (text, code) = run_in_terminal(&config, &args, "yse\ryes\r");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("is not an answer"), "{text}");
+    assert_eq!(rows(&wh).await, 2);
+}
+
 /// With stdout redirected (`--json` into a file or a pipe) the plan asked
 /// about still reaches the operator, on the terminal with the prompt, and
 /// stdout carries the run's JSON events and nothing else.

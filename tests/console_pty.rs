@@ -1170,3 +1170,56 @@ fn the_run_dialog_says_which_windows_no_native_partition_covers() {
     assert!(c.wait_exit().success());
     rt.block_on(wh.close());
 }
+
+/// A cascade's run dialog says which windows of each downstream step no
+/// native partition covers, as `idem run --cascade` checks every step; it
+/// once checked the root job's alone, and the cascade failed downstream.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn a_cascade_dialog_says_which_downstream_windows_no_native_partition_covers() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let db = rt
+        .block_on(common::TestDb::new(common::Kind::Postgres))
+        .expect("test database");
+    let jobs = common::replace_job(
+        "up",
+        "up_t",
+        "2026-01-03",
+        "select id, dt from src where dt >= :start and dt < :end",
+    ) + &common::replace_job(
+        "down",
+        "fct",
+        "2026-01-03",
+        "select id, dt from up_t where dt >= :start and dt < :end",
+    );
+    let (_, config) = db.config(&jobs);
+    let wh = rt.block_on(db.warehouse(&config));
+    rt.block_on(wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03')",
+        "CREATE TABLE up_t (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL) PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_01 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
+        "CREATE TABLE fct_03 PARTITION OF fct FOR VALUES FROM ('2026-01-03') TO ('2026-01-04')",
+    ]))
+    .unwrap();
+    let mut c = Console::start(db.path(), &[]);
+    c.wait_for(&["up", "down", "Mo Tu We Th Fr Sa Su"]);
+    c.send(":run 2026-01-01..2026-01-03 --cascade\r");
+    c.wait_for(&[
+        "Run up?",
+        "then down",
+        "then down: 1 partition would fail: no partition of fct covers it",
+        "2026-01-02: CREATE TABLE … PARTITION OF fct FOR VALUES FROM",
+    ]);
+    // The root's own target has no native partitions: nothing of its own.
+    let screen = c.contents();
+    assert!(!screen.contains("of up_t"), "{screen}");
+    c.send("\x1b");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    rt.block_on(wh.close());
+}

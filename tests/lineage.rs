@@ -278,6 +278,67 @@ async fn lineage_from_sql_and_depends_on_drives_staleness_and_cascades(kind: Kin
         said.contains("idem: daily_clean reads what this run replaces: its 1 partition 2026-01-31 was never loaded (--cascade loads it after the run)"),
         "{said}"
     );
+    // `--dry-run --json` carries the same, per job (it once said nothing
+    // of them: a script saw a plan without what it leaves downstream).
+    let plan = idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            hour,
+            "--to",
+            hour,
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let event: serde_json::Value = serde_json::from_str(&stdout_ok(&plan)).expect("JSON");
+    let left: Vec<(String, String, String, String)> = event["downstream"]
+        .as_array()
+        .expect("downstream")
+        .iter()
+        .map(|d| {
+            let names = |k: &str| {
+                d[k].as_array()
+                    .expect(k)
+                    .iter()
+                    .map(|p| p.as_str().unwrap_or("?"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            (
+                d["job"].as_str().unwrap_or("").to_string(),
+                names("goes_stale"),
+                names("never_loaded"),
+                d["note"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let mut jobs: Vec<(&str, &str, &str)> = left
+        .iter()
+        .map(|(j, s, n, _)| (j.as_str(), s.as_str(), n.as_str()))
+        .collect();
+    jobs.sort();
+    assert_eq!(
+        jobs,
+        [
+            ("daily", "2026-01-31", ""),
+            ("daily_clean", "", "2026-01-31"),
+            ("monthly", "2026-01", ""),
+            ("monthly_clean", "", "2026-01"),
+            ("report", "", "2026-01"),
+        ],
+        "{event}"
+    );
+    for (_, _, _, note) in &left {
+        assert!(said.contains(&format!("idem: {note}")), "{note} in {said}");
+    }
+    assert!(
+        String::from_utf8_lossy(&plan.stderr).trim().is_empty(),
+        "JSON carries it: {}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
     let ran = idem(config, &["run", "ev_hourly", "--from", hour, "--to", hour]);
     stdout_ok(&ran);
     let said = String::from_utf8_lossy(&ran.stderr);

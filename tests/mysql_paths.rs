@@ -107,3 +107,35 @@ async fn mysql_without_returning_loads_and_fingerprints_as_with_it() {
         .unwrap_or_else(|| panic!("{late:?}"));
     assert!(error.contains("outside its partition"), "{error}");
 }
+
+/// The console reads states through its refresh cache, which asks
+/// information_schema for the target's change signal: on MariaDB a target
+/// that is not there once read as "no rows returned by a query that
+/// expected to return at least one row". It says what `idem status` and
+/// `idem run` say: the target table does not exist.
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB/MySQL server: set IDEM_TEST_MYSQL_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_missing_target_read_through_the_refresh_cache_is_named() {
+    let db = TestDb::new(Kind::MySql).await.expect("mysql");
+    let (_, config) = db.config(&common::replace_job("gone", "nope", "2026-01-03", SELECT));
+    let wh = db.warehouse(&config).await;
+    wh.make_ledger().await.expect("ledger");
+    let scope = idem::state::StatusScope {
+        cache: Some(idem::warehouse::RefreshCache::default()),
+        ..Default::default()
+    };
+    let read = idem::state::job_status_scoped(
+        &wh,
+        &config.jobs[0],
+        idem::partition::now_utc(),
+        &Default::default(),
+        &scope,
+    )
+    .await;
+    let err = read.expect_err("no target").to_string();
+    assert!(err.contains("target table nope does not exist"), "{err}");
+    wh.close().await;
+}

@@ -10,8 +10,27 @@ use crate::numbers::n_partitions;
 use crate::partition::Partition;
 use crate::state;
 
+/// A job downstream of a run without `--cascade`, which the run leaves
+/// reading what it replaces: its partitions over the run's range.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct LeftDownstream {
+    pub job: String,
+    /// Loaded partitions that go stale if the run changes their rows.
+    #[serde(serialize_with = "names")]
+    pub goes_stale: Vec<Partition>,
+    /// Partitions never loaded: they stay missing.
+    #[serde(serialize_with = "names")]
+    pub never_loaded: Vec<Partition>,
+    /// What the plan says of them, in one line.
+    pub note: String,
+}
+
+fn names<S: serde::Serializer>(partitions: &[Partition], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(partitions.iter().map(Partition::name))
+}
+
 /// The partitions of jobs downstream of `root` that read what it loads,
-/// which a run without `--cascade` leaves as they are: one line per job, in
+/// which a run without `--cascade` leaves as they are: one per job, in
 /// dependency order, for the plan. Those never loaded are said to be, not
 /// to go stale (a partition with no success stays missing); where their
 /// ledger cannot be read, every partition is taken as loaded.
@@ -21,7 +40,7 @@ pub(super) async fn downstream_words(
     lineage: &crate::lineage::Lineage,
     root: &Backfill,
     now: chrono::NaiveDateTime,
-) -> Vec<String> {
+) -> Vec<LeftDownstream> {
     if root.partitions.is_empty() {
         return Vec::new();
     }
@@ -72,11 +91,17 @@ pub(super) async fn downstream_words(
             ),
             (None, None) => continue,
         };
-        lines.push(format!(
+        let note = format!(
             "{} {} replaces: {what} (--cascade loads {them} after the run)",
             job.name,
             reads(lineage, &job.name, &root.job.name),
-        ));
+        );
+        lines.push(LeftDownstream {
+            job: job.name.clone(),
+            goes_stale: loaded,
+            never_loaded: never,
+            note,
+        });
     }
     lines
 }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::Stop;
+use super::downstream::LeftDownstream;
 use super::output::{noteln, outln};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
@@ -26,6 +27,9 @@ pub(super) struct DryRun<'a> {
     risk: Option<engine::MergeOrderRisk>,
     /// What `idem lint` finds in the job, as the run dialog shows it.
     lint: Vec<lint::Finding>,
+    /// The jobs downstream that the run leaves reading what it replaces
+    /// (without `--cascade`).
+    downstream: Vec<LeftDownstream>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -50,6 +54,9 @@ struct DryRunEvent<'a> {
     later_loaded: Vec<String>,
     /// What `idem lint` finds in the job: an error there breaks its loads.
     lint: Vec<LintNote<'a>>,
+    /// Without `--cascade`: the jobs downstream left reading what the run
+    /// replaces, as the text plan says them on stderr.
+    downstream: &'a [LeftDownstream],
 }
 
 /// One finding of `idem lint` in `idem run --dry-run --json`.
@@ -101,6 +108,7 @@ impl<'a> DryRun<'a> {
             uncovered: Vec::new(),
             risk: backfill.merge_order_risk_in(statuses),
             lint: Vec::new(),
+            downstream: Vec::new(),
         }
     }
 
@@ -113,6 +121,13 @@ impl<'a> DryRun<'a> {
     /// The plan, with what `idem lint` finds in its job.
     pub(super) fn lint(mut self, findings: Vec<lint::Finding>) -> DryRun<'a> {
         self.lint = findings;
+        self
+    }
+
+    /// The plan, with the jobs downstream it leaves reading what it
+    /// replaces.
+    pub(super) fn downstream(mut self, left: Vec<LeftDownstream>) -> DryRun<'a> {
+        self.downstream = left;
         self
     }
 
@@ -294,6 +309,7 @@ impl<'a> DryRun<'a> {
                     message: &f.message,
                 })
                 .collect(),
+            downstream: &self.downstream,
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         outln!("{line}");

@@ -168,20 +168,25 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     // Without --cascade, the jobs downstream are left reading what the run
     // replaces: the plan says so, and the end of the run how to load them.
-    let shows_plan = (args.dry_run && !args.json) || (interactive && !args.yes);
+    // `--dry-run --json` carries it in its root step's event.
+    let shows_plan = args.dry_run || (interactive && !args.yes);
     let left_downstream = if args.cascade || !shows_plan {
         Vec::new()
     } else {
         downstream_words(&warehouse, &config, &lineage, &steps[0].0, now).await
     };
     if args.dry_run {
-        for line in &left_downstream {
-            noteln!("idem: {line}");
+        if !args.json {
+            for left in &left_downstream {
+                noteln!("idem: {}", left.note);
+            }
         }
+        let mut left_downstream = Some(left_downstream);
         for (i, ((backfill, statuses), (uncovered, lint))) in steps.iter().zip(found).enumerate() {
             let plan = DryRun::new(backfill, statuses)
                 .uncovered(uncovered)
-                .lint(lint);
+                .lint(lint)
+                .downstream(left_downstream.take().unwrap_or_default());
             if args.json {
                 plan.print_json()?;
             } else {
@@ -193,11 +198,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         return Ok(Exit::Ok);
     }
-    for line in &left_downstream {
-        noteln!("idem: {line}");
+    for left in &left_downstream {
+        noteln!("idem: {}", left.note);
     }
-    if !args.yes && !confirmed(&steps, found, interactive)? {
-        noteln!("idem: nothing run");
+    if !args.yes
+        && let Some(why) = refused(&steps, found, interactive)?
+    {
+        noteln!("idem: {why}nothing run");
         return Ok(Exit::Cancelled);
     }
     // Loaded empty before: a run that loads them empty again says nothing
@@ -365,18 +372,19 @@ async fn preview_sources(
 
 /// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
 /// the operator answers; elsewhere a run of more than [`CONFIRM_ABOVE`]
-/// partitions is refused.
-fn confirmed(
+/// partitions is refused. `Some(why)` when the operator did not say yes:
+/// why, as the start of the line that says nothing was run ("" for a no).
+fn refused(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
     found: Vec<(
         Vec<crate::warehouse::UncoveredWindow>,
         Vec<crate::lint::Finding>,
     )>,
     interactive: bool,
-) -> Result<bool, Stop> {
+) -> Result<Option<String>, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
     if total == 0 {
-        return Ok(true);
+        return Ok(None);
     }
     let (root, _) = &steps[0];
     let range = match (root.partitions.first(), root.partitions.last()) {
@@ -396,7 +404,7 @@ fn confirmed(
                 }
             )));
         }
-        return Ok(true);
+        return Ok(None);
     }
     for ((backfill, statuses), (uncovered, lint)) in steps.iter().zip(found) {
         DryRun::new(backfill, statuses)
@@ -404,15 +412,50 @@ fn confirmed(
             .lint(lint)
             .show_for_confirmation();
     }
-    noteln!(
+    let question = format!(
         "run {total} partition{}? [y/N] ",
         if total == 1 { "" } else { "s" }
     );
-    let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| Stop::failed(format!("cannot read the answer: {e}")))?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    ask(&question, &mut std::io::stdin().lock())
+}
+
+/// Times a question is asked before an answer neither yes nor no is taken
+/// as no: a stray key re-asks, a stuck one does not loop for ever.
+const ASKS: usize = 3;
+
+/// Asks `question` on stderr and reads the answer from `input`: `None` for
+/// yes, `Some(why)` otherwise. An empty answer is the default, no; an
+/// answer neither yes nor no is said not understood and asked again, up to
+/// [`ASKS`] times; the end of input is no answer, and said so.
+fn ask(question: &str, input: &mut impl std::io::BufRead) -> Result<Option<String>, Stop> {
+    for _ in 0..ASKS {
+        noteln!("{question}");
+        let mut answer = String::new();
+        let read = input
+            .read_line(&mut answer)
+            .map_err(|e| Stop::failed(format!("cannot read the answer: {e}")))?;
+        if read == 0 {
+            return Ok(Some("no answer (the input ended): ".into()));
+        }
+        match understood(&answer) {
+            Some(true) => return Ok(None),
+            Some(false) => return Ok(Some(String::new())),
+            None => noteln!(
+                "idem: {:?} is not an answer: y runs, n or Enter does not",
+                answer.trim()
+            ),
+        }
+    }
+    Ok(Some(format!("no answer understood after {ASKS} tries: ")))
+}
+
+/// Yes or no, as an answer to the y/N question says it (`None`: neither).
+fn understood(answer: &str) -> Option<bool> {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(true),
+        "" | "n" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// The downstream steps of a cascade: for each job that reads the root
@@ -483,4 +526,36 @@ async fn run_cascade(
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
     said(&report, events_written, json, &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_yes_no_or_not_understood() {
+        for yes in ["y", "Y", "yes", "YES\n", " y \r\n"] {
+            assert_eq!(understood(yes), Some(true), "{yes:?}");
+        }
+        for no in ["", "\n", "n", "No", "no\n"] {
+            assert_eq!(understood(no), Some(false), "{no:?}");
+        }
+        for neither in ["ye", "yy", "sure", "q", "\u{1b}[A"] {
+            assert_eq!(understood(neither), None, "{neither:?}");
+        }
+    }
+
+    #[test]
+    fn a_stray_answer_is_asked_again_and_the_end_of_input_is_no() {
+        let ask = |input: &str| ask("run? [y/N] ", &mut input.as_bytes()).expect("read");
+        assert_eq!(ask("what\ny\n"), None, "asked again, then yes");
+        assert_eq!(ask("what\n\n"), Some(String::new()), "then Enter: no");
+        assert_eq!(ask(""), Some("no answer (the input ended): ".into()));
+        assert_eq!(ask("what\n"), Some("no answer (the input ended): ".into()));
+        assert_eq!(
+            ask("a\nb\nc\ny\n"),
+            Some("no answer understood after 3 tries: ".into()),
+            "a stuck key does not loop for ever"
+        );
+    }
 }

@@ -476,7 +476,19 @@ impl Warehouse {
                 let _ = sqlx::query("SET SESSION information_schema_stats_expiry = 0")
                     .execute(&mut *conn)
                     .await;
-                sql.query().fetch_one(&mut *conn).await?
+                // MariaDB and MySQL have no row for a table that is not
+                // there: said as the missing target `idem status` names,
+                // not as a query that expected a row.
+                match sql.query().fetch_optional(&mut *conn).await? {
+                    Some(row) => row,
+                    None => {
+                        drop(conn);
+                        self.columns(table).await?;
+                        return Err(WarehouseError::Job(format!(
+                            "the table {table} is not in information_schema.tables"
+                        )));
+                    }
+                }
             }
             Engine::Postgres => sql.query().fetch_one(self.pool()).await?,
         };

@@ -137,7 +137,7 @@ impl App {
                         self.shared.modal = Modal::Confirm(c);
                     }
                 }
-                self.replan_cascade();
+                effects.extend(self.replan_cascade());
                 return effects;
             }
             Modal::Question(q) => match action_for(Scope::Question, &key) {

@@ -373,8 +373,8 @@ impl App {
                 Vec::new()
             }
             Msg::Status { job, result } => {
-                let effects = self.status_msg(&job, result);
-                self.replan_confirm();
+                let mut effects = self.status_msg(&job, result);
+                effects.extend(self.replan_confirm());
                 effects
             }
             Msg::EarlyStatus { job, statuses } => {
@@ -390,8 +390,8 @@ impl App {
                 Vec::new()
             }
             Msg::Engine { run, event } => {
-                let effects = self.engine_event(run, event);
-                self.replan_confirm();
+                let mut effects = self.engine_event(run, event);
+                effects.extend(self.replan_confirm());
                 effects
             }
             Msg::RunRejected { run, error } => {
@@ -425,8 +425,7 @@ impl App {
                 if let Some(note) = self.shared.reconciler.answered(id, job, result) {
                     self.shared.message = Some(note);
                 }
-                self.replan_confirm();
-                Vec::new()
+                self.replan_confirm()
             }
             Msg::Loads { id, result } => {
                 self.shared.detail.loads.answered(id, result);
@@ -661,20 +660,20 @@ impl App {
     }
 
     /// A confirm dialog shows the states as they are now.
-    fn replan_confirm(&mut self) {
+    fn replan_confirm(&mut self) -> Vec<Effect> {
         if let Modal::Confirm(c) = &mut self.shared.modal
             && let Some(j) = self.shared.jobs.get(c.job)
         {
             c.replan(j, &self.config.defaults, self.shared.now);
         }
-        self.replan_cascade();
+        self.replan_cascade()
     }
 
     /// A confirm dialog lists the downstream steps, planned from the states
     /// of the jobs downstream: to run with cascade on, to be left off.
-    fn replan_cascade(&mut self) {
+    fn replan_cascade(&mut self) -> Vec<Effect> {
         let Modal::Confirm(c) = &mut self.shared.modal else {
-            return;
+            return Vec::new();
         };
         let jobs = &self.shared.jobs;
         let plan = c.backfill().map(|root| {
@@ -687,6 +686,15 @@ impl App {
             )
         });
         c.set_cascade(plan);
+        // Each step's windows that no native partition covers, as the
+        // root's: `idem run --cascade` checks every step.
+        if !self.shared.connected {
+            return Vec::new();
+        }
+        c.cover_steps(&mut self.next_request)
+            .into_iter()
+            .map(|req| Effect::ReadCover(Box::new(req)))
+            .collect()
     }
 
     fn fix_scroll_all(&mut self) {

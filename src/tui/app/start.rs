@@ -39,8 +39,8 @@ impl App {
             Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
             Err(e) => self.shared.message = Some((true, e)),
         }
-        self.replan_cascade();
-        let mut effects = self.count_source_for_run();
+        let mut effects = self.replan_cascade();
+        effects.extend(self.count_source_for_run());
         effects.extend(self.read_cover_for_run());
         effects
     }

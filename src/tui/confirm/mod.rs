@@ -204,6 +204,13 @@ impl ConfirmDialog {
         self.cover.answered(id, windows);
     }
 
+    /// The reads of which windows of the cascade's steps none covers that
+    /// its plan needs, numbered from `next`.
+    pub fn cover_steps(&mut self, next: &mut usize) -> Vec<crate::tui::msg::CoverRequest> {
+        let steps = self.cascade().map(|c| c.steps.clone()).unwrap_or_default();
+        self.cover.ask_steps(&steps, next)
+    }
+
     /// The source is being counted by the background request `id`.
     pub fn counting_source(&mut self, id: usize) {
         self.source = SourceCount::Counting(id);
@@ -589,6 +596,7 @@ impl ConfirmDialog {
         lines.extend(self.cover.lines(planned, &job.job.target, t, label));
         if let Some(plan) = self.cascade() {
             lines.extend(plan.lines(t, label));
+            lines.extend(self.cover.steps_lines(&plan.steps, t, label));
         } else if let Some(plan) = &self.cascade {
             let key = keymap::key(Scope::Confirm, Action::Cascade);
             lines.extend(plan.off_line(t, label("cascade"), key));
