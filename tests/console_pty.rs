@@ -1150,7 +1150,7 @@ fn the_run_dialog_says_which_windows_no_native_partition_covers() {
     ]))
     .unwrap();
     let mut c = Console::start(db.path(), &[]);
-    c.wait_for(&["gap", "Mo Tu We Th Fr Sa Su"]);
+    c.wait_for_states(&["gap", "Mo Tu We Th Fr Sa Su"]);
     c.send(":run 2026-01-01..2026-01-03\r");
     c.wait_for(&[
         "Run gap?",
@@ -1207,7 +1207,7 @@ fn a_cascade_dialog_says_which_downstream_windows_no_native_partition_covers() {
     ]))
     .unwrap();
     let mut c = Console::start(db.path(), &[]);
-    c.wait_for(&["up", "down", "Mo Tu We Th Fr Sa Su"]);
+    c.wait_for_states(&["up", "down", "Mo Tu We Th Fr Sa Su"]);
     c.send(":run 2026-01-01..2026-01-03 --cascade\r");
     c.wait_for(&[
         "Run up?",
