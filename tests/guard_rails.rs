@@ -705,7 +705,90 @@ async fn empty_later_merge_windows_are_no_order_risk(kind: Kind) {
     wh.close().await;
 }
 
+/// QA: a merge target without a unique index on its key. PostgreSQL's
+/// MERGE needs none, and set every row of a key the target held twice to
+/// the window's one row, logging "inserted -1, updated 2"; it now fails
+/// that window naming the key (a target whose keys are each once still
+/// loads). SQLite's ON CONFLICT, and MariaDB's ON DUPLICATE KEY, cannot
+/// match by the key without one: the run says which index to add.
+async fn a_merge_target_without_a_key_index(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = "[[jobs]]\nname = \"keyless\"\ntarget = \"keyless\"\nstrategy = \"merge_key\"\n\
+        unique_key = [\"k\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+        sql = \"select k, v from ksrc where dt >= :start and dt < :end\"\n";
+    let (_, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE ksrc (k INTEGER NOT NULL, v VARCHAR(10) NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE keyless (k INTEGER NOT NULL, v VARCHAR(10) NOT NULL)",
+        "INSERT INTO ksrc VALUES (1, 'new', '2026-01-01'), (2, 'two', '2026-01-01')",
+        "INSERT INTO keyless VALUES (1, 'x'), (1, 'y')",
+    ])
+    .await
+    .unwrap();
+    let keyless = job(&config, "keyless");
+    let load = || {
+        let wh = wh.clone();
+        async move {
+            let plan = Backfill::plan(&wh, keyless, &Selection::default(), 1, 0)
+                .await
+                .unwrap();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let summary = engine::run(&wh, &plan, &tx, &Default::default()).await;
+            drop(tx);
+            let mut error = String::new();
+            while let Some(e) = rx.recv().await {
+                if let engine::Event::PartitionFailed { error: e, .. } = e {
+                    error = e;
+                }
+            }
+            (summary.failed, error)
+        }
+    };
+    let rows = || {
+        let wh = wh.clone();
+        async move {
+            let rows: Vec<(i64, String)> = sqlx::query("SELECT k, v FROM keyless ORDER BY k, v")
+                .fetch_all(wh.pool())
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get::<i64, _>(0), r.get::<String, _>(1)))
+                .collect();
+            rows
+        }
+    };
+    let (failed, error) = load().await;
+    assert_eq!(failed, 1, "{kind:?}");
+    let said = match kind {
+        Kind::Postgres => {
+            "keyless holds 2 rows of k = 1 that window 2026-01-01 merges, and has no primary key or unique index on (k)"
+        }
+        Kind::Sqlite => {
+            "no primary key or unique index of keyless is (k): INSERT … ON CONFLICT (k) needs one to match rows by; add one: create unique index on keyless (k)"
+        }
+        Kind::MySql => "no primary key or unique index of keyless is (k) alone",
+    };
+    assert!(error.contains(said), "{kind:?}: {error}");
+    let before = vec![(1, "x".to_string()), (1, "y".to_string())];
+    assert_eq!(rows().await, before, "{kind:?}: nothing written");
+    if kind == Kind::Postgres {
+        wh.execute_script(&["DELETE FROM keyless WHERE v = 'y'"])
+            .await
+            .unwrap();
+        assert_eq!(load().await, (0, String::new()));
+        assert_eq!(
+            rows().await,
+            [(1, "new".to_string()), (2, "two".to_string())]
+        );
+    }
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_merge_target_without_a_key_index,
     empty_later_merge_windows_are_no_order_risk,
     a_failed_merge_names_a_key_value,
     a_replace_target_a_cascading_key_refers_to_is_refused,

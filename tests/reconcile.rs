@@ -128,6 +128,15 @@ async fn reconcile_flags_exactly_the_partitions_whose_source_counts_moved(kind: 
         table.contains("source 8 · loaded 10 · 2 removed"),
         "{table}"
     );
+    // A merge never deletes: a re-run would keep the removed rows.
+    assert!(!table.contains("never deletes"), "{table}");
+    let table = stdout_ok(&idem(&config, &["status", "dim", "--reconcile"]));
+    assert!(
+        table.contains(
+            "source 8 · loaded 10 · 2 removed (a merge never deletes: rows deleted at the source stay in dim after a re-run; delete them there)"
+        ),
+        "{table}"
+    );
 
     // One statement per job, whatever the range: the job's SQL appears once
     // in a grouped query for a job with a partition column.

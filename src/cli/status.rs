@@ -305,7 +305,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     if s.refused.is_some() {
                         flags.push_str("refused");
                     }
-                    let cause = out_of_date_text(s)
+                    let cause = out_of_date_text(s, job)
                         .or_else(|| s.refused.as_ref().map(|r| refusal_cause(r)))
                         .or_else(|| s.moved_out_note())
                         .unwrap_or_else(|| upstream_cause(&s.stale_upstream));
@@ -375,7 +375,9 @@ async fn reconcile(
 }
 
 /// `source 10,512 · loaded 10,480 · +32 late` for an out-of-date partition.
-pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
+/// Of a merge window that lost source rows, that a re-run keeps them: a
+/// merge never deletes.
+pub fn out_of_date_text(s: &PartitionStatus, job: &Job) -> Option<String> {
     let diff = s.out_of_date()?;
     Some(format!(
         "out of date: source {} · loaded {} · {}",
@@ -383,6 +385,12 @@ pub fn out_of_date_text(s: &PartitionStatus) -> Option<String> {
         crate::numbers::thousands(s.rows_at_load.unwrap_or(0)),
         if diff > 0 {
             format!("+{} late", crate::numbers::thousands(diff))
+        } else if job.strategy == crate::config::Strategy::MergeKey {
+            format!(
+                "{} removed (a merge never deletes: rows deleted at the source stay in {} after a re-run; delete them there)",
+                crate::numbers::thousands(-diff),
+                job.target
+            )
         } else {
             format!("{} removed", crate::numbers::thousands(-diff))
         }

@@ -197,11 +197,17 @@ pub fn source_line(job: &JobView, i: usize) -> Option<String> {
             thousands(loaded),
             signed(d)
         ),
+        // A merge never deletes: a re-run keeps them.
         Some(d) => format!(
-            "source {} · loaded {} · {} gone from the source",
+            "source {} · loaded {} · {} gone from the source{}",
             thousands(source),
             thousands(loaded),
-            signed(d)
+            signed(d),
+            if job.job.strategy == crate::config::Strategy::MergeKey {
+                " (a merge keeps them)"
+            } else {
+                ""
+            }
         ),
         None => format!("source {} · agrees with its last load", thousands(source)),
     })
@@ -252,10 +258,36 @@ mod tests {
             source_line(&job, 0).as_deref(),
             Some("source 100 · agrees with its last load")
         );
+        counts_gone(&mut job, false);
+        assert_eq!(
+            source_line(&job, 1).as_deref(),
+            Some("source 98 · loaded 100 · −2 gone from the source")
+        );
         r.toggle(&job, 1, true, 4);
         assert!(matches!(
             r.follow(Some("other")),
             Some(Effect::StopReconcile(4))
         ));
+    }
+
+    /// Reconciles `job` with 2 rows gone from its second partition's source.
+    fn counts_gone(job: &mut JobView, merge: bool) {
+        let mut counts: Counts = job.partitions.iter().map(|p| (p.name(), 100)).collect();
+        counts.insert("2026-06-02".into(), 98);
+        let (first, last) = (job.partitions[0], *job.partitions.last().unwrap());
+        job.reconciled(counts, first, last);
+        assert_eq!(job.job.strategy == crate::config::Strategy::MergeKey, merge);
+    }
+
+    /// QA: rows gone from a merge window's source stay in its target after
+    /// a re-run; the detail line says so.
+    #[test]
+    fn rows_gone_from_a_merge_source_are_said_to_stay() {
+        let mut job = job_view("dim", true, "■■■■■■■■■■");
+        counts_gone(&mut job, true);
+        assert_eq!(
+            source_line(&job, 1).as_deref(),
+            Some("source 98 · loaded 100 · −2 gone from the source (a merge keeps them)")
+        );
     }
 }

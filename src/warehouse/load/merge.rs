@@ -54,6 +54,9 @@ pub(super) async fn merge(
 
     let keys = &job.unique_key;
     check_keys(dialect, tx, &stage, job, partition, shape).await?;
+    if !shape.key_unique {
+        check_target_keys(dialect, tx, job, partition, shape).await?;
+    }
 
     let key_match = key_match(dialect, keys);
     // The stage's columns are the target's (made from it), with its types.
@@ -308,6 +311,59 @@ async fn check_keys(
         if duplicate_keys > 1 { "the most: " } else { "" },
         n_rows(shared),
         key_list(keys, &values),
+    )))
+}
+
+/// Fails a window of keys the target holds more than once, which only a
+/// target without a unique index on the key can (PostgreSQL's MERGE needs
+/// none): the merge would update each of those rows to the one source row,
+/// and count each as a row of the window (more updated than merged, fewer
+/// inserted than none).
+async fn check_target_keys(
+    dialect: &'static dyn Dialect,
+    tx: &mut AnyConnection,
+    job: &Job,
+    partition: &Partition,
+    shape: &TargetShape,
+) -> Result<(), WarehouseError> {
+    let keys = &job.unique_key;
+    let mut most = Sql::new(dialect);
+    most.push("SELECT COUNT(*) AS idem_n");
+    for (i, k) in keys.iter().enumerate() {
+        let type_name = shape
+            .columns
+            .iter()
+            .find(|c| c.name == *k)
+            .map_or("", |c| c.type_name.as_str());
+        let text = dialect.value_text(&format!("t.{}", dialect.quote(k)), type_name);
+        most.push(&format!(", MIN({text}) AS idem_k{i}"));
+    }
+    touched_rows(dialect, &mut most, job);
+    most.push(" GROUP BY ");
+    for (i, k) in keys.iter().enumerate() {
+        most.push(if i > 0 { ", t." } else { "t." }).ident(k);
+    }
+    most.push(" HAVING COUNT(*) > 1 ORDER BY idem_n DESC LIMIT 1");
+    let Some(row) = most.query().fetch_optional(&mut *tx).await? else {
+        return Ok(());
+    };
+    let shared: i64 = row.try_get(0)?;
+    let mut values = Vec::with_capacity(keys.len());
+    for i in 0..keys.len() {
+        values.push(crate::warehouse::text_column(&row, i + 1)?);
+    }
+    let key_names = keys
+        .iter()
+        .map(Ident::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(WarehouseError::Job(format!(
+        "{} holds {} of {} that window {} merges, and has no primary key or unique index on ({key_names}): a merge would set each of them to the one source row; delete the extra rows, then add one: create unique index on {} ({key_names})",
+        job.target,
+        n_rows(shared),
+        key_list(keys, &values),
+        partition.name(),
+        job.target,
     )))
 }
 

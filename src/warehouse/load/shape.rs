@@ -34,6 +34,9 @@ pub(in crate::warehouse) struct TargetShape {
     /// stage made from the target loses them (SQLite): from the unique
     /// index on exactly the key, which decides what the upsert matches.
     pub(super) key_collations: Vec<Option<String>>,
+    /// A merge's target has a primary key or unique index on exactly its
+    /// `unique_key`: without one, nothing keeps a key to one row.
+    pub(super) key_unique: bool,
 }
 
 /// One native partition of a target: its own table and its range.
@@ -207,10 +210,28 @@ impl Warehouse {
             }
             _ => Vec::new(),
         };
-        if job.strategy == Strategy::MergeKey && self.dialect().upsert_matches_any_unique_index() {
+        let mut key_unique = true;
+        if job.strategy == Strategy::MergeKey {
             let sets = self.unique_key_sets(&job.target).await?;
-            if let Some(why) = crate::warehouse::columns::upsert_misfit(job, &sets, &insert) {
+            key_unique = crate::warehouse::key_has_index(job, &sets);
+            if self.dialect().upsert_matches_any_unique_index()
+                && let Some(why) = crate::warehouse::columns::upsert_misfit(job, &sets, &insert)
+            {
                 return Err(WarehouseError::Misfit(why));
+            }
+            // SQLite's ON CONFLICT names the key's index, and fails each
+            // window without one in words that do not say what to add.
+            if !key_unique && self.dialect().engine() == crate::warehouse::Engine::Sqlite {
+                let keys = job
+                    .unique_key
+                    .iter()
+                    .map(Ident::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(WarehouseError::Misfit(format!(
+                    "no primary key or unique index of {} is ({keys}): INSERT … ON CONFLICT ({keys}) needs one to match rows by; add one: create unique index on {} ({keys})",
+                    job.target, job.target
+                )));
             }
         }
         if job.strategy == Strategy::ReplacePartition {
@@ -239,6 +260,7 @@ impl Warehouse {
             children,
             rows_name_writer,
             key_collations,
+            key_unique,
         });
         if let Some(run) = run_id
             && let Ok(mut shapes) = self.shapes.lock()
