@@ -67,18 +67,24 @@ pub struct RunLog {
     /// The files of the partitions in flight, with their sizes, by
     /// (job, partition).
     open: HashMap<(String, String), (File, u64)>,
+    /// The first write that failed, until [`RunLog::failure`] takes it.
+    failed: Option<String>,
+    /// Whether a failure was taken: one is said once a run, not per line.
+    said: bool,
 }
 
 impl RunLog {
     /// The logs of the warehouse at `url` under the platform's state
-    /// directory, or None where it has none.
-    pub fn open(url: &str) -> Option<RunLog> {
-        let dir = dir(url)?;
+    /// directory; where none can be kept, why (for the run to say: `idem
+    /// log --lines` would later find nothing).
+    pub fn open(url: &str) -> Result<RunLog, String> {
+        let dir =
+            dir(url).ok_or("no state directory: set XDG_STATE_HOME or HOME to keep run logs")?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         // Which warehouse the folder's logs are of, for a person looking.
-        if std::fs::create_dir_all(&dir).is_ok() {
-            let _ = std::fs::write(dir.join("warehouse.txt"), warehouse_identity(url) + "\n");
-        }
-        Some(RunLog::at(dir, MAX_BYTES))
+        let _ = std::fs::write(dir.join("warehouse.txt"), warehouse_identity(url) + "\n");
+        Ok(RunLog::at(dir, MAX_BYTES))
     }
 
     pub fn at(dir: PathBuf, max_bytes: u64) -> RunLog {
@@ -86,7 +92,16 @@ impl RunLog {
             dir,
             max_bytes,
             open: HashMap::new(),
+            failed: None,
+            said: false,
         }
+    }
+
+    /// The first write that failed, once: the run goes on without it.
+    pub fn failure(&mut self) -> Option<String> {
+        let failed = self.failed.take().filter(|_| !self.said);
+        self.said |= failed.is_some();
+        failed
     }
 
     /// Records an event; a log that cannot be written never stops a run.
@@ -95,8 +110,12 @@ impl RunLog {
             return;
         };
         let key = (job, partition);
-        if self.append(&key, &line).is_err() {
+        if let Err(e) = self.append(&key, &line) {
             self.open.remove(&key);
+            if self.failed.is_none() && !self.said {
+                let file = path(&self.dir, &key.0, &key.1);
+                self.failed = Some(format!("cannot write {}: {e}", file.display()));
+            }
         }
         if matches!(
             event,

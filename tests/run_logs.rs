@@ -163,3 +163,67 @@ async fn without_user_in_the_environment_the_operator_is_the_login_name() {
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0].operator, login);
 }
+
+/// QA: with no state directory (a container's job: HOME unset) or one that
+/// cannot be made, a run loaded and kept no log without a word; `idem log
+/// --lines` later found nothing. It still loads, and says why none was kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_can_keep_no_log_loads_and_says_why() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    let a_file = db.path().join("not-a-folder");
+    std::fs::write(&a_file, "").expect("file");
+    let run = |state: Option<&std::path::Path>, json: bool| {
+        let mut idem = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+        idem.arg("--config")
+            .arg(&config)
+            .args(["run", "fct", "--yes"])
+            .env_remove("HOME")
+            .env_remove("XDG_STATE_HOME");
+        if json {
+            idem.arg("--json");
+        }
+        if let Some(state) = state {
+            idem.env("XDG_STATE_HOME", state);
+        }
+        idem.output().expect("idem ran")
+    };
+    let out = run(None, false);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(
+            "idem: note: no run log kept: no state directory: set XDG_STATE_HOME or HOME"
+        ),
+        "{said}"
+    );
+    let out = run(Some(&a_file), true);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "idem: note: no run log kept: cannot create {}",
+            a_file.display()
+        )),
+        "{said}"
+    );
+    // The JSON stream is untouched: the note is on stderr.
+    let events = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        events
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+        "{events}"
+    );
+    let attempts = wh.attempts("fct", None).await.expect("ledger");
+    assert_eq!(attempts.len(), 4, "both runs loaded both days");
+}

@@ -21,12 +21,20 @@ pub(super) fn spawn_printer(
     total: u64,
     mut rx: mpsc::UnboundedReceiver<Event>,
 ) -> tokio::task::JoinHandle<Result<(), Stop>> {
-    let mut runlog = crate::runlog::RunLog::open(url);
+    // A run keeps no log rather than stop (a job in a container, HOME
+    // unset, a read-only state directory), but says so: `idem log --lines`
+    // would find nothing later.
+    let mut runlog = crate::runlog::RunLog::open(url)
+        .inspect_err(|why| noteln!("idem: note: no run log kept: {why}"))
+        .ok();
     tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
         while let Some(event) = rx.recv().await {
             if let Some(log) = &mut runlog {
                 log.record(&event);
+                if let Some(why) = log.failure() {
+                    noteln!("idem: note: run log not kept: {why}");
+                }
             }
             progress.show(&event);
         }

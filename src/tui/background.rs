@@ -176,7 +176,7 @@ impl Background {
                 runs.insert(req.backfill.job.name.clone(), run);
                 let (etx, mut erx) = mpsc::unbounded_channel();
                 // Kept in the run logs as a headless run's are (`idem log`).
-                let mut runlog = crate::runlog::RunLog::open(&wh.config().url);
+                let mut runlog = crate::runlog::RunLog::open(&wh.config().url).ok();
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 let numbers = std::iter::once(run)

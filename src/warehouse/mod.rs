@@ -671,20 +671,39 @@ fn text_of_bytes(bytes: &[u8]) -> String {
     text
 }
 
-/// Hides the password of a URL.
+/// Hides the password of a URL: the user's (`u:***@h`), taken to the last
+/// `@` (a password may hold `@`, `/` or `?` as typed; an `@` in the query
+/// hides more than the password, never less), and any query
+/// parameter naming one (`?password=***`, `sslpassword`), which the drivers
+/// read as the user's.
 pub fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };
-    let rest = &url[scheme_end + 3..];
-    let Some(at) = rest.find('@') else {
-        return url.to_string();
+    let (scheme, rest) = url.split_at(scheme_end + 3);
+    let (userinfo, after) = rest.rfind('@').map_or(("", rest), |at| rest.split_at(at));
+    let userinfo = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => userinfo.to_string(),
     };
-    let userinfo = &rest[..at];
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{}{user}:***@{}", &url[..scheme_end + 3], &rest[at + 1..]),
-        None => url.to_string(),
+    let (place, query) = match after.split_once('?') {
+        Some((place, query)) => (place, Some(query)),
+        None => (after, None),
+    };
+    let mut redacted = format!("{scheme}{userinfo}{place}");
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((key, _)) if key.to_ascii_lowercase().contains("password") => {
+                    format!("{key}=***")
+                }
+                _ => param.to_string(),
+            })
+            .collect();
+        redacted = format!("{redacted}?{}", params.join("&"));
     }
+    redacted
 }
 
 #[cfg(test)]
@@ -702,5 +721,23 @@ mod tests {
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("sqlite://demo.db"), "sqlite://demo.db");
+        // QA: a password given as a parameter was printed whole.
+        assert_eq!(
+            redact("postgres://u@h/db?sslmode=disable&password=secret"),
+            "postgres://u@h/db?sslmode=disable&password=***"
+        );
+        assert_eq!(
+            redact("mysql://u@h/db?PASSWORD=secret&sslpassword=key"),
+            "mysql://u@h/db?PASSWORD=***&sslpassword=***"
+        );
+        // Typed unencoded (an error says to encode it): none of it shown.
+        assert_eq!(
+            redact("postgres://u:se@cr?et@h/db"),
+            "postgres://u:***@h/db"
+        );
+        assert_eq!(
+            redact("postgres://u:s/e@h/db?x=1"),
+            "postgres://u:***@h/db?x=1"
+        );
     }
 }
