@@ -20,7 +20,7 @@ const HELD_BY_LOADS: &str = "SELECT DISTINCT a.application_name FROM pg_catalog.
      JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid \
      WHERE l.locktype = 'relation' AND l.granted AND l.mode = 'AccessExclusiveLock' \
      AND l.pid <> pg_backend_pid() AND a.application_name LIKE 'idem#%' \
-     AND l.relation IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = CAST(";
+     AND l.relation IN (SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = to_regclass(";
 
 impl Warehouse {
     /// The windows of `table`'s native partitions that idem loads hold
@@ -37,7 +37,7 @@ impl Warehouse {
         let mut sql = self.sql();
         sql.push(HELD_BY_LOADS)
             .bind(self.dialect().quote_table(table))
-            .push(" AS regclass))");
+            .push("))");
         let mut held = Vec::new();
         for row in sql.query().fetch_all(self.pool()).await? {
             let name: Option<String> = row.try_get(0)?;
