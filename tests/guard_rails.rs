@@ -787,7 +787,96 @@ async fn a_merge_target_without_a_key_index(kind: Kind) {
     wh.close().await;
 }
 
+/// A re-run of a merge window whose rows did not change writes no row:
+/// only those whose values differ are updated, so a target's update
+/// trigger (an audit, an `updated_at`) fires for them alone. MariaDB's
+/// `ON DUPLICATE KEY UPDATE` fired its update triggers on every row the
+/// window matched, changed or not (a `BEFORE UPDATE` counter went up on
+/// every re-run, and the run said "content changed").
+async fn a_merge_rerun_fires_update_triggers_for_changed_rows_only(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = "[[jobs]]\nname = \"audited\"\ntarget = \"audited\"\nstrategy = \"merge_key\"\n\
+        unique_key = [\"k\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+        sql = \"select k, v from asrc where dt >= :start and dt < :end\"\n";
+    let (_, config) = db.config(jobs);
+    let wh = db.warehouse(&config).await;
+    let mut script = vec![
+        "CREATE TABLE asrc (k INTEGER NOT NULL, v VARCHAR(10), dt DATE NOT NULL)",
+        "CREATE TABLE audited (k INTEGER NOT NULL PRIMARY KEY, v VARCHAR(10))",
+        "CREATE TABLE audit (k INTEGER NOT NULL)",
+        "INSERT INTO asrc VALUES (1, 'one', '2026-01-01'), (2, NULL, '2026-01-01'), (3, 'three', '2026-01-01')",
+    ];
+    script.extend(match kind {
+        Kind::Postgres => vec![
+            "CREATE FUNCTION audit_update() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN INSERT INTO audit VALUES (NEW.k); RETURN NEW; END $$",
+            "CREATE TRIGGER audited_update BEFORE UPDATE ON audited \
+             FOR EACH ROW EXECUTE FUNCTION audit_update()",
+        ],
+        Kind::MySql => vec![
+            "CREATE TRIGGER audited_update BEFORE UPDATE ON audited \
+             FOR EACH ROW INSERT INTO audit VALUES (NEW.k)",
+        ],
+        Kind::Sqlite => vec![
+            "CREATE TRIGGER audited_update BEFORE UPDATE ON audited \
+             BEGIN INSERT INTO audit VALUES (NEW.k); END",
+        ],
+    });
+    wh.execute_script(&script).await.unwrap();
+    let audited = job(&config, "audited");
+    let load = || async {
+        let plan = Backfill::plan(&wh, audited, &Selection::default(), 1, 0)
+            .await
+            .unwrap();
+        let (summary, events) = common::run(&wh, &plan).await;
+        assert_eq!(summary.failed, 0, "{kind:?}: {:?}", common::errors(&events));
+        events
+            .into_iter()
+            .find_map(|e| match e {
+                engine::Event::PartitionSucceeded {
+                    rows_inserted,
+                    rows_updated,
+                    content_changed,
+                    ..
+                } => Some((rows_inserted, rows_updated, content_changed)),
+                _ => None,
+            })
+            .expect("a loaded window")
+    };
+    let audit = || async {
+        let keys: Vec<i64> = sqlx::query("SELECT k FROM audit ORDER BY k")
+            .fetch_all(wh.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<i64, _>(0))
+            .collect();
+        keys
+    };
+    assert_eq!(load().await, (3, 0, true), "{kind:?}: the first load");
+    assert_eq!(audit().await, Vec::<i64>::new(), "{kind:?}");
+    assert_eq!(
+        load().await,
+        (0, 0, false),
+        "{kind:?}: a re-run of the same rows"
+    );
+    assert_eq!(
+        audit().await,
+        Vec::<i64>::new(),
+        "{kind:?}: nothing updated"
+    );
+    wh.execute_script(&["UPDATE asrc SET v = 'two' WHERE k = 2"])
+        .await
+        .unwrap();
+    assert_eq!(load().await, (0, 1, true), "{kind:?}: one row changed");
+    assert_eq!(audit().await, vec![2], "{kind:?}: that row alone updated");
+    wh.close().await;
+}
+
 on_every_engine!(
+    a_merge_rerun_fires_update_triggers_for_changed_rows_only,
     a_merge_target_without_a_key_index,
     empty_later_merge_windows_are_no_order_risk,
     a_failed_merge_names_a_key_value,

@@ -436,12 +436,15 @@ impl Dialect for MySql {
         format!("DROP TEMPORARY TABLE IF EXISTS {}", self.quote(stage))
     }
 
+    /// Only the stage's rows that are new or differ reach the upsert: `ON
+    /// DUPLICATE KEY UPDATE` fires the target's update triggers on every
+    /// row it matches, changed or not.
     fn upsert(
         &self,
         target: &TableName,
         stage: &Ident,
         columns: &[Column],
-        _keys: &[Ident],
+        keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
         let cols = self.column_list(columns);
@@ -453,10 +456,18 @@ impl Dialect for MySql {
             .map(|c| format!("{0} = VALUES({0})", q(&c.name)))
             .collect::<Vec<_>>()
             .join(", ");
+        let same_key = keys
+            .iter()
+            .map(|k| format!("t.{0} = s.{0}", q(k)))
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let target = self.quote_table(target);
         format!(
-            "INSERT INTO {} ({cols}) SELECT {cols} FROM {} ON DUPLICATE KEY UPDATE {set}",
-            self.quote_table(target),
-            self.quote(stage)
+            "INSERT INTO {target} ({cols}) SELECT {cols} FROM {} s WHERE NOT EXISTS \
+             (SELECT 1 FROM {target} t WHERE {same_key} AND NOT ({})) \
+             ON DUPLICATE KEY UPDATE {set}",
+            self.quote(stage),
+            self.any_differs("t", "s", columns)
         )
     }
 
