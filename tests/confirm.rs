@@ -269,13 +269,7 @@ async fn lint_errors_are_said_before_a_run_on_every_surface() {
     let job = common::replace_job("wide", "fct", "2026-01-05", "select id, dt from src");
     let (config, parsed) = db.config(&job);
     let wh = db.warehouse(&parsed).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
-    ])
-    .await
-    .expect("setup");
+    wh.execute_script(&common::TWO_DAYS).await.expect("setup");
     let said = "✗ line ";
     let never = "the SQL never uses :start or :end";
     let args = ["run", "wide", "--from", "2026-01-01", "--to", "2026-01-02"];

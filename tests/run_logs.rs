@@ -173,13 +173,7 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     let select = "select id, dt from src where dt >= :start and dt < :end";
     let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
     let wh = db.warehouse(&parsed).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
-    ])
-    .await
-    .expect("setup");
+    wh.execute_script(&common::TWO_DAYS).await.expect("setup");
     let a_file = db.path().join("not-a-folder");
     std::fs::write(&a_file, "").expect("file");
     let run = |state: Option<&std::path::Path>, json: bool| {

@@ -234,6 +234,14 @@ macro_rules! on_every_engine {
     };
 }
 
+/// The smallest warehouse a job loads: `src` and `fct` of `(id, dt)`, the
+/// source holding a row on each of 2026-01-01 and 2026-01-02.
+pub const TWO_DAYS: [&str; 3] = [
+    "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+];
+
 /// A `[[jobs]]` entry of a day-grained replace_partition job on column `dt`.
 pub fn replace_job(name: &str, target: &str, end: &str, sql: &str) -> String {
     job_toml(
