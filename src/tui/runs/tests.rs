@@ -21,6 +21,33 @@ fn run() -> RunView {
     RunView::new(1, &backfill, now())
 }
 
+/// The counts of a run's end, each 0 unless given.
+#[derive(Default)]
+struct Finish {
+    succeeded: usize,
+    failed: usize,
+    not_started: usize,
+    refused: usize,
+    empty: usize,
+    cancelled: bool,
+}
+
+/// The end of `fct_orders`' run `r` with these counts.
+fn finished(f: Finish) -> Event {
+    Event::RunFinished {
+        run_id: "r".into(),
+        job: "fct_orders".into(),
+        succeeded: f.succeeded,
+        failed: f.failed,
+        not_started: f.not_started,
+        rolled_back: 0,
+        refused: f.refused,
+        empty: f.empty,
+        cancelled: f.cancelled,
+        duration_ms: 30,
+    }
+}
+
 fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
     f(partition.to_string())
 }
@@ -65,18 +92,12 @@ fn events_move_rows_through_their_states() {
         ["attempt 2", "will retry: database is locked"]
     );
     r.apply(
-        &Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            succeeded: 0,
+        &finished(Finish {
             failed: 1,
             not_started: 1,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
             cancelled: true,
-            duration_ms: 30,
-        },
+            ..Finish::default()
+        }),
         now(),
     );
     assert!(!r.active());
@@ -166,18 +187,13 @@ fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
         r.summary(now())
     );
     r.apply(
-        &Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
+        &finished(Finish {
             succeeded: 1,
             failed: 1,
-            not_started: 0,
-            rolled_back: 0,
             refused: 1,
             empty: 1,
-            cancelled: false,
-            duration_ms: 30,
-        },
+            ..Finish::default()
+        }),
         now(),
     );
     let gauge = r.summary(now());
@@ -311,18 +327,11 @@ fn the_gauge_shows_the_outcome_not_only_the_progress() {
     let finish = |failed: usize| {
         let mut r = run();
         r.apply(
-            &Event::RunFinished {
-                run_id: "r".into(),
-                job: "fct_orders".into(),
+            &finished(Finish {
                 succeeded: 2 - failed,
                 failed,
-                not_started: 0,
-                refused: 0,
-                empty: 0,
-                rolled_back: 0,
-                cancelled: false,
-                duration_ms: 30,
-            },
+                ..Finish::default()
+            }),
             now(),
         );
         r
@@ -451,18 +460,10 @@ fn a_cascade_step_skipped_upstream_reads_as_skipped_not_succeeded() {
     some.apply(&skipped("2026-06-03"), now());
     some.apply(&started("2026-06-08"), now());
     some.apply(
-        &Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
+        &finished(Finish {
             succeeded: 1,
-            failed: 0,
-            not_started: 0,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
-            cancelled: false,
-            duration_ms: 30,
-        },
+            ..Finish::default()
+        }),
         now(),
     );
     assert_eq!(
@@ -539,18 +540,12 @@ fn a_cancelled_cascade_names_the_step_it_kept_from_starting() {
     step.job = "agg_daily".into();
     step.cascade = Some(1);
     root.apply(
-        &Event::RunFinished {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
+        &finished(Finish {
             succeeded: 1,
-            failed: 0,
             not_started: 1,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
             cancelled: true,
-            duration_ms: 30,
-        },
+            ..Finish::default()
+        }),
         now(),
     );
     assert_eq!(cascade_ending(&[&root, &step]), None);
