@@ -23,6 +23,7 @@ mod postgres;
 mod reconcile;
 mod references;
 mod rows;
+pub(crate) use rows::{text_column, text_columns};
 pub mod sql;
 mod sqlite;
 mod verify;
@@ -31,7 +32,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::any::AnyRow;
 use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
 
 pub use catalog::{Relation, RelationKind, config_sqlite_url};
@@ -370,6 +370,16 @@ pub trait Dialect: Send + Sync {
             .collect::<Vec<_>>()
             .join(" OR ")
     }
+    /// `t.k1 = s.k1 AND …`: a target row `t` and a staged row `s` share
+    /// their key. The target's side first: SQLite compares by the left
+    /// column's collation, and the stage (made by CREATE … AS SELECT) has
+    /// none, where the target's key may be NOCASE.
+    fn key_match(&self, keys: &[Ident]) -> String {
+        (keys.iter())
+            .map(|k| format!("t.{0} = s.{0}", self.quote(k)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    }
     /// Creates the staging table of a merge from a SELECT.
     fn create_stage(&self, stage: &Ident) -> String;
     fn drop_stage(&self, stage: &Ident) -> String;
@@ -640,35 +650,6 @@ impl Warehouse {
             .filter(|cols| !cols.is_empty())
             .collect())
     }
-}
-
-pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Error> {
-    (0..row.len()).map(|i| text_column(row, i)).collect()
-}
-
-/// Column `i` of a row of [`Dialect::value_text`]s: text, or bytes (a
-/// SQLite TEXT, which need not be UTF-8) as [`text_of_bytes`] writes them.
-pub(crate) fn text_column(row: &AnyRow, i: usize) -> Result<Option<String>, sqlx::Error> {
-    match row.try_get::<Option<String>, _>(i) {
-        Err(sqlx::Error::ColumnDecode { .. }) => {
-            let bytes = row.try_get::<Option<Vec<u8>>, _>(i)?;
-            Ok(bytes.map(|b| text_of_bytes(&b)))
-        }
-        text => text,
-    }
-}
-
-/// The text of a value read as bytes (a SQLite TEXT need not be UTF-8):
-/// as it is where it is UTF-8, each byte that is not written `\xNN`.
-fn text_of_bytes(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        text.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            text.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    text
 }
 
 /// Hides the password of a URL: the user's (`u:***@h`), taken to the last

@@ -456,11 +456,7 @@ impl Dialect for MySql {
             .map(|c| format!("{0} = VALUES({0})", q(&c.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        let same_key = keys
-            .iter()
-            .map(|k| format!("t.{0} = s.{0}", q(k)))
-            .collect::<Vec<_>>()
-            .join(" AND ");
+        let same_key = self.key_match(keys);
         let target = self.quote_table(target);
         format!(
             "INSERT INTO {target} ({cols}) SELECT {cols} FROM {} s WHERE NOT EXISTS \

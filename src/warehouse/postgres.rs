@@ -552,11 +552,7 @@ impl Dialect for Postgres {
         keys: &[Ident],
     ) -> String {
         let q = |c: &Ident| self.quote(c);
-        let on = keys
-            .iter()
-            .map(|k| format!("t.{0} = s.{0}", q(k)))
-            .collect::<Vec<_>>()
-            .join(" AND ");
+        let on = self.key_match(keys);
         let mut merge = format!(
             "MERGE INTO {} AS t USING {} AS s ON {on}",
             self.quote_table(target),

@@ -118,6 +118,36 @@ impl Warehouse {
     }
 }
 
+/// Each column of a row of [`Dialect::value_text`]s, as text.
+pub(crate) fn text_columns(row: &AnyRow) -> Result<Vec<Option<String>>, sqlx::Error> {
+    (0..row.len()).map(|i| text_column(row, i)).collect()
+}
+
+/// Column `i` of a row of [`super::Dialect::value_text`]s: text, or bytes (a
+/// SQLite TEXT, which need not be UTF-8) as [`text_of_bytes`] writes them.
+pub(crate) fn text_column(row: &AnyRow, i: usize) -> Result<Option<String>, sqlx::Error> {
+    match row.try_get::<Option<String>, _>(i) {
+        Err(sqlx::Error::ColumnDecode { .. }) => {
+            let bytes = row.try_get::<Option<Vec<u8>>, _>(i)?;
+            Ok(bytes.map(|b| text_of_bytes(&b)))
+        }
+        text => text,
+    }
+}
+
+/// The text of a value read as bytes (a SQLite TEXT need not be UTF-8):
+/// as it is where it is UTF-8, each byte that is not written `\xNN`.
+fn text_of_bytes(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            text.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

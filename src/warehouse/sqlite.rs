@@ -215,7 +215,7 @@ impl Dialect for Sqlite {
     /// text has 15 digits, which two values may share (1 against 1 + 2^-52,
     /// both `1.0`), so one that does not read back as itself is written
     /// with 17; a BLOB as its `X'…'` literal; a TEXT as its bytes, which
-    /// need not be UTF-8 (see [`super::text_columns`]).
+    /// need not be UTF-8 (see [`super::rows::text_column`]).
     fn value_text(&self, column: &str, _type_name: &str) -> String {
         format!(
             "CASE typeof({column}) \

@@ -58,7 +58,7 @@ pub(super) async fn merge(
         check_target_keys(dialect, tx, job, partition, shape).await?;
     }
 
-    let key_match = key_match(dialect, keys);
+    let key_match = dialect.key_match(keys);
     // The stage's columns are the target's (made from it), with its types.
     let typed: Vec<Column> = columns
         .iter()

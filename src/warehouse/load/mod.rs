@@ -608,23 +608,9 @@ async fn rows_of(
         .collect::<Result<_, _>>()?)
 }
 
-/// `s.k1 = t.k1 AND …`: a staged row `s` and a target row `t` share their key.
-fn key_match(dialect: &dyn Dialect, keys: &[Ident]) -> String {
-    keys.iter()
-        .map(|k| {
-            let k = dialect.quote(k);
-            // The target's side first: SQLite compares by the left
-            // column's collation, and the stage (made by CREATE … AS
-            // SELECT) has none, where the target's key may be NOCASE.
-            format!("t.{k} = s.{k}")
-        })
-        .collect::<Vec<_>>()
-        .join(" AND ")
-}
-
 /// ` FROM target t WHERE` its key is among the staged rows' keys.
 fn touched_rows(dialect: &'static dyn Dialect, sql: &mut Sql, job: &Job) {
-    let key_match = key_match(dialect, &job.unique_key);
+    let key_match = dialect.key_match(&job.unique_key);
     sql.push(" FROM ")
         .table(&job.target)
         .push(" t WHERE EXISTS (SELECT 1 FROM ")
