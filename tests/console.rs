@@ -15,7 +15,7 @@ use idem::tui::app::{
     Connection, DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest,
     VerifyRequest,
 };
-use idem::tui::{App, Msg, Theme, keys, view};
+use idem::tui::{App, Msg, Theme, Unread, keys, view};
 use idem::warehouse::sql::Syntax;
 use idem::warehouse::{Difference, Verification, Warehouse};
 use ratatui::Terminal;
@@ -1089,9 +1089,54 @@ fn lost_connection_shows_and_keeps_the_data() {
     keys(&mut a, "R");
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Err("database is locked".into()),
+        result: Err(Unread::of_warehouse("database is locked")),
     });
     assert_eq!(a.job().unwrap().statuses.len(), before);
+    assert!(text(&a).contains("✗ database: database is locked"));
+}
+
+/// One job's read failing on its own tables (its target dropped) is said
+/// on that job's row: the title bar speaks for the warehouse, whose other
+/// jobs read fine, whichever job's read answers last.
+#[test]
+fn one_jobs_unreadable_target_is_not_said_as_the_warehouse_down() {
+    let f = fixture();
+    let jobs: Vec<&String> = f.statuses.iter().map(|(job, _)| job).collect();
+    for broken in [jobs[0], jobs[jobs.len() - 1]] {
+        let mut a = App::new(f.config.clone(), Theme::default_theme(), now());
+        a.update(Msg::Resize(120, 40));
+        a.start();
+        a.update(connected("sqlite:///demo/warehouse.db"));
+        for (job, s) in &f.statuses {
+            let result = if job == broken {
+                Err(Unread::of_job("no such table: gone"))
+            } else {
+                Ok(StatesRead::States(s.clone()))
+            };
+            a.update(Msg::Status {
+                job: job.clone(),
+                result,
+            });
+        }
+        let screen = text(&a);
+        assert!(!screen.contains("✗ database"), "{broken}: {screen}");
+        // The jobs list gives a job two lines: its name, then its state.
+        let lines: Vec<&str> = screen.lines().collect();
+        let row = lines
+            .iter()
+            .position(|l| {
+                l.starts_with(&format!("│ {broken}")) || l.starts_with(&format!("│▶{broken}"))
+            })
+            .unwrap_or_else(|| panic!("{broken} has no row: {screen}"));
+        assert!(lines[row + 1].contains("unreadable"), "{broken}: {screen}");
+    }
+    // The warehouse itself unreadable is said in the title bar.
+    let mut a = app(120, 40);
+    keys(&mut a, "R");
+    a.update(Msg::Status {
+        job: jobs[0].clone(),
+        result: Err(Unread::of_warehouse("database is locked")),
+    });
     assert!(text(&a).contains("✗ database: database is locked"));
 }
 
@@ -1109,7 +1154,9 @@ fn a_job_whose_states_cannot_be_read_is_not_shown_as_loading() {
     for job in &f.config.jobs {
         a.update(Msg::Status {
             job: job.name.clone(),
-            result: Err("partition_column \"DT\" is not a column of fct".into()),
+            result: Err(Unread::of_job(
+                "partition_column \"DT\" is not a column of fct",
+            )),
         });
     }
     let screen = text(&a);
@@ -1271,7 +1318,9 @@ fn states_read_once_the_warehouse_returns_clear_the_note_that_they_could_not_be(
     for (job, _) in &f.statuses {
         c.update(Msg::Status {
             job: job.clone(),
-            result: Err("cannot connect to sqlite://x: refused".into()),
+            result: Err(Unread::of_warehouse(
+                "cannot connect to sqlite://x: refused",
+            )),
         });
     }
     assert!(
@@ -2163,7 +2212,7 @@ fn last_loads_unread_while_the_server_was_down_are_read_again_once_it_is_back() 
     for (job, _) in &fixture().statuses {
         asked.extend(a.update(Msg::Status {
             job: job.clone(),
-            result: Err(down.into()),
+            result: Err(Unread::of_warehouse(down)),
         }));
     }
     asked.extend(a.update(Msg::Tick(now() + Duration::seconds(17))));

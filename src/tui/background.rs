@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::app::App;
 use super::msg::{
-    Connection, CoverRequest, DiffRequest, Effect, Msg, ReconcileRequest, VerifyRequest,
+    Connection, CoverRequest, DiffRequest, Effect, Msg, ReconcileRequest, Unread, VerifyRequest,
 };
 use super::theme::Theme;
 use crate::cli::{Ended, RunReport};
@@ -505,7 +505,7 @@ pub async fn read_states(
         );
         let result = noticing_slow(read, || say_slow(job))
             .await
-            .map_err(|e| e.to_string());
+            .map_err(|e| Unread::from(&e));
         send(Msg::Status {
             job: job.name.clone(),
             result,

@@ -40,7 +40,7 @@ pub mod theme;
 pub mod view;
 mod widgets;
 
-pub use app::{App, Effect, Msg};
+pub use app::{App, Effect, Msg, Unread};
 pub use background::{
     LeftInFlight, Seen, definition_diff, lint_jobs, read_states, reconcile, verify,
 };

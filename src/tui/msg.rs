@@ -25,6 +25,43 @@ pub struct Connection {
     pub syntax: Syntax,
 }
 
+/// Why a job's states could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    pub why: String,
+    /// The warehouse itself could not be read (no connection, the SQLite
+    /// file held by another program), not only this job's tables: the
+    /// title bar says so for every job.
+    pub whole_warehouse: bool,
+}
+
+impl Unread {
+    /// This job's trouble: its target or ledger, its SQL, its config.
+    pub fn of_job(why: impl Into<String>) -> Self {
+        Unread {
+            why: why.into(),
+            whole_warehouse: false,
+        }
+    }
+
+    /// The warehouse's trouble, which every job meets alike.
+    pub fn of_warehouse(why: impl Into<String>) -> Self {
+        Unread {
+            why: why.into(),
+            whole_warehouse: true,
+        }
+    }
+}
+
+impl From<&crate::warehouse::WarehouseError> for Unread {
+    fn from(e: &crate::warehouse::WarehouseError) -> Self {
+        Unread {
+            why: e.to_string(),
+            whole_warehouse: e.is_whole_warehouse(),
+        }
+    }
+}
+
 /// Everything that can happen to the console.
 #[derive(Debug)]
 pub enum Msg {
@@ -43,7 +80,7 @@ pub enum Msg {
     Connected(Result<Connection, String>),
     Status {
         job: String,
-        result: Result<StatesRead, String>,
+        result: Result<StatesRead, Unread>,
     },
     /// The states of the partitions on screen, read ahead of the job's
     /// full read (which follows as [`Msg::Status`]).

@@ -184,6 +184,12 @@ impl WarehouseError {
         !self.is_transient(dialect) && !stopped_once
     }
 
+    /// The warehouse as a whole could not be used, whatever was asked of
+    /// it: unreachable, or a SQLite file another program holds.
+    pub fn is_whole_warehouse(&self) -> bool {
+        self.is_unreachable() || matches!(self, WarehouseError::FileLocked { .. })
+    }
+
     /// No connection to the warehouse could be had within the connect
     /// timeout: nothing reached it.
     pub fn is_unreachable(&self) -> bool {

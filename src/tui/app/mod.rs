@@ -25,7 +25,7 @@ pub use super::layout::Hit;
 pub use super::lineage_view::LineageView;
 pub use super::msg::{
     Connection, CoverRequest, DiffRequest, Effect, LoadsRequest, Msg, ReconcileRequest, RunRequest,
-    VerifyRequest,
+    Unread, VerifyRequest,
 };
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
@@ -597,7 +597,7 @@ impl App {
         }
     }
 
-    fn status_msg(&mut self, name: &str, result: Result<StatesRead, String>) -> Vec<Effect> {
+    fn status_msg(&mut self, name: &str, result: Result<StatesRead, Unread>) -> Vec<Effect> {
         let Some(j) = self.shared.jobs.by_name_mut(name) else {
             return Vec::new();
         };
@@ -621,9 +621,14 @@ impl App {
                 j.error = None;
                 self.shared.db_error = None;
             }
-            Err(e) => {
-                j.error = Some(e.clone());
-                self.shared.db_error = Some(e);
+            // The title bar speaks for the warehouse: one job's missing
+            // table or bad SQL is said on that job's row, not there.
+            Err(Unread {
+                why,
+                whole_warehouse,
+            }) => {
+                self.shared.db_error = whole_warehouse.then(|| why.clone());
+                j.error = Some(why);
             }
         }
         if std::mem::take(&mut j.refresh_again) {

@@ -305,7 +305,7 @@ fn refreshing_ends_when_the_reads_do() {
     assert_eq!(a.message, Some((false, "refreshing…".into())));
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Err("connection refused".into()),
+        result: Err(Unread::of_warehouse("connection refused")),
     });
     assert_eq!(
         a.message,
