@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::engine::Event;
+use crate::warehouse::ledger::plain_line;
 
 /// Past this size a partition's log starts afresh; the old one is kept as
 /// `.log.1`.
@@ -150,7 +151,14 @@ impl RunLog {
             return Ok(());
         };
         let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
-        let text = format!("{now} {line}\n");
+        // A message of several lines (a server's error with its DETAIL)
+        // is as many lines, each with its time, so that a line of the file
+        // is one line on a terminal and `--lines N` counts what it shows;
+        // control characters (an escape a server echoed) become spaces.
+        let text: String = line
+            .split('\n')
+            .map(|l| format!("{now} {}\n", plain_line(l.trim_end_matches('\r'))))
+            .collect();
         f.write_all(text.as_bytes())?;
         *size += text.len() as u64;
         Ok(())
@@ -219,17 +227,89 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
     })
 }
 
-/// The last `n` lines of a partition's log (with its rotated file before it).
-pub fn tail(dir: &Path, job: &str, partition: &str, n: usize) -> Vec<String> {
+/// What is left of a partition's log to show: its last lines, and what
+/// kept any from being read.
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// The last lines, oldest first (the rotated file's before the
+    /// current one's), each made plain for a terminal.
+    pub lines: Vec<String>,
+    /// Whether either file exists, so that an empty log is not taken for
+    /// one never written.
+    pub found: bool,
+    /// Each file there that could not be read, and why.
+    pub unreadable: Vec<String>,
+}
+
+/// Bytes read at a time from the end of a log while looking for its last
+/// lines.
+const CHUNK: u64 = 64 * 1024;
+
+/// The last `n` lines of a partition's log (with its rotated file before
+/// it). Only the end of a file is read, however large it grew (a log
+/// written by another tool, or never rotated); bytes that are not UTF-8
+/// (a line cut mid-character by a full disk) show as `�`, and control
+/// characters as spaces, so nothing in a log restyles the terminal.
+pub fn tail(dir: &Path, job: &str, partition: &str, n: usize) -> Tail {
     let file = path(dir, job, partition);
-    let mut lines: Vec<String> = Vec::new();
-    for f in [file.with_extension("log.1"), file] {
-        if let Ok(text) = std::fs::read_to_string(&f) {
-            lines.extend(text.lines().map(String::from));
+    let mut tail = Tail::default();
+    for f in [file.clone(), file.with_extension("log.1")] {
+        let wanted = n.saturating_sub(tail.lines.len());
+        if wanted == 0 {
+            break;
+        }
+        match last_lines(&f, wanted) {
+            Ok(Some(mut lines)) => {
+                tail.found = true;
+                lines.append(&mut tail.lines);
+                tail.lines = lines;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tail.found = true;
+                tail.unreadable
+                    .push(format!("cannot read {}: {e}", f.display()));
+            }
         }
     }
+    tail
+}
+
+/// The last `n` lines of `file`, or `None` where there is no such file.
+fn last_lines(file: &Path, n: usize) -> std::io::Result<Option<Vec<String>>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    // Back from the end a chunk at a time, until the bytes read hold n
+    // whole lines (n line breaks before the last line's end).
+    let mut start = len;
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let breaks = bytes
+            .strip_suffix(b"\n")
+            .unwrap_or(&bytes)
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        if breaks >= n || start == 0 {
+            break;
+        }
+        let from = start.saturating_sub(CHUNK);
+        f.seek(SeekFrom::Start(from))?;
+        let mut chunk = Vec::new();
+        (&mut f).take(start - from).read_to_end(&mut chunk)?;
+        chunk.append(&mut bytes);
+        bytes = chunk;
+        start = from;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text.lines().map(plain_line).collect();
     let skip = lines.len().saturating_sub(n);
-    lines.split_off(skip)
+    Ok(Some(lines.split_off(skip)))
 }
 
 #[cfg(test)]
@@ -257,7 +337,7 @@ mod tests {
         assert!(size(&file) < 1100, "{}", size(&file));
         assert!(size(&file.with_extension("log.1")) < 1100);
         assert!(!file.with_extension("log.2").exists());
-        let last = tail(dir.path(), "fct", "2026-01-01", 3);
+        let last = tail(dir.path(), "fct", "2026-01-01", 3).lines;
         assert_eq!(last.len(), 3);
         assert!(last[2].contains("line 199"), "{last:?}");
         assert!(last[0].contains("line 197"), "{last:?}");
@@ -297,6 +377,7 @@ mod tests {
         assert!(log.open.is_empty(), "every ended attempt's file is closed");
         let texts = |p: &str| -> Vec<String> {
             tail(dir.path(), "fct", p, 10)
+                .lines
                 .iter()
                 .map(|l| l.split_once(' ').map_or(l.clone(), |(_, t)| t.to_string()))
                 .collect()
@@ -313,5 +394,57 @@ mod tests {
             ]
         );
         assert_eq!(texts("2026-01-02")[3], "b2 one");
+    }
+
+    /// QA: an error of several lines (a server's DETAIL) left lines without
+    /// a time, so `--lines 1` showed half an error; an escape sequence a
+    /// server echoed restyled the terminal of whoever read the log.
+    #[test]
+    fn a_message_of_several_lines_is_as_many_plain_lines() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut log = RunLog::at(dir.path().to_path_buf(), MAX_BYTES);
+        let mut line = log_line(0);
+        if let Event::PartitionLog { line, .. } = &mut line {
+            *line = "ROLLBACK: bad \u{1b}[31mred\r\nDETAIL: x".into();
+        }
+        log.record(&line);
+        let text = std::fs::read_to_string(path(dir.path(), "fct", "2026-01-01")).expect("log");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text:?}");
+        assert!(lines[0].ends_with(" ROLLBACK: bad  [31mred"), "{text:?}");
+        assert!(lines[1].ends_with("Z DETAIL: x"), "{text:?}");
+    }
+
+    /// QA: a log cut mid-character (a full disk), or any byte not UTF-8,
+    /// hid the whole file: `idem log --lines` said there was no run log. A
+    /// log grown large was read whole to print its last lines.
+    #[test]
+    fn a_torn_or_large_log_shows_its_last_lines() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = path(dir.path(), "fct", "2026-01-01");
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("dir");
+        let mut old = b"old \xff\n".to_vec();
+        old.extend(b"esc \x1b[2J\n");
+        std::fs::write(file.with_extension("log.1"), old).expect("rotated");
+        let mut big = Vec::new();
+        for i in 0..20_000 {
+            big.extend(format!("line {i} {}\n", "x".repeat(20)).as_bytes());
+        }
+        big.extend(b"COMMIT caf\xc3");
+        std::fs::write(&file, &big).expect("log");
+        let last = tail(dir.path(), "fct", "2026-01-01", 2);
+        assert!(last.unreadable.is_empty(), "{last:?}");
+        assert!(last.lines[0].starts_with("line 19999 "), "{last:?}");
+        assert_eq!(last.lines[1], "COMMIT caf\u{fffd}");
+        let all = tail(dir.path(), "fct", "2026-01-01", 30_000);
+        assert_eq!(all.lines.len(), 20_003);
+        assert_eq!(all.lines[..2], ["old \u{fffd}", "esc  [2J"]);
+        std::fs::remove_file(&file).expect("rm");
+        std::fs::create_dir(&file).expect("a folder in its place");
+        let odd = tail(dir.path(), "fct", "2026-01-01", 5);
+        assert_eq!(odd.lines.len(), 2, "the rotated file is still shown");
+        assert!(odd.unreadable[0].starts_with("cannot read "), "{odd:?}");
+        let none = tail(dir.path(), "fct", "2026-01-02", 5);
+        assert!(!none.found && none.lines.is_empty() && none.unreadable.is_empty());
     }
 }

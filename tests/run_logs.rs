@@ -221,3 +221,88 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     let attempts = wh.attempts("fct", None).await.expect("ledger");
     assert_eq!(attempts.len(), 4, "both runs loaded both days");
 }
+
+/// QA: as the operator reads logs after a bad night. A server error that
+/// echoed an escape sequence and a second line reached the terminal raw
+/// (and its DETAIL line had no time); a log cut mid-character hid the
+/// whole file behind "no run log"; a log that could not be read said the
+/// same with exit 0; a month of a daily job printed its first day's log as
+/// if it were the month's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odd_run_logs_read_clearly() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
+    let wh = db.warehouse(&parsed).await;
+    let mut setup: Vec<String> = common::TWO_DAYS.iter().map(|s| s.to_string()).collect();
+    setup.push(
+        "CREATE TRIGGER boom BEFORE INSERT ON fct WHEN NEW.dt = '2026-01-02' BEGIN \
+         SELECT RAISE(ABORT, 'bad \u{1b}[31mred\u{1b}[0m at row 2\nDETAIL: second'); END"
+            .into(),
+    );
+    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
+    wh.execute_script(&setup).await.expect("setup");
+    let state = db.path().join("state");
+    let idem = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .expect("idem ran")
+    };
+    assert_eq!(idem(&["run", "fct", "--yes"]).status.code(), Some(1));
+    let failed = idem(&["log", "fct", "2026-01-02", "--lines", "1"]);
+    let text = String::from_utf8_lossy(&failed.stdout);
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.ends_with("Z DETAIL: second\n"), "{text:?}");
+    let text = String::from_utf8_lossy(&idem(&["log", "fct", "2026-01-02", "--lines"]).stdout)
+        .into_owned();
+    assert!(
+        text.contains("ROLLBACK: bad  [31mred [0m at row 2\n"),
+        "{text}"
+    );
+
+    let logs = std::fs::read_dir(state.join("idem/logs"))
+        .expect("logs")
+        .filter_map(|e| e.ok().map(|e| e.path().join("fct")))
+        .next()
+        .expect("the warehouse's folder");
+    let day_one = logs.join("2026-01-01.log");
+    let mut torn = std::fs::read(&day_one).expect("log");
+    torn.extend(b"2026-12-04T20:19:20.895Z COMMIT caf\xc3");
+    std::fs::write(&day_one, torn).expect("torn");
+    let out = idem(&["log", "fct", "2026-01-01", "--lines", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text.contains("attempt 1 succeeded"), "{text}");
+    assert!(text.ends_with("COMMIT caf\u{fffd}\n"), "{text}");
+
+    std::fs::write(&day_one, "").expect("emptied");
+    let out = idem(&["log", "fct", "2026-01-01", "--lines"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("the run log is empty for fct 2026-01-01"),
+        "{text}"
+    );
+
+    std::fs::remove_file(&day_one).expect("rm");
+    std::fs::create_dir(&day_one).expect("a folder in its place");
+    let out = idem(&["log", "fct", "2026-01-01", "--lines"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("idem: cannot read {}", day_one.display())),
+        "{said}"
+    );
+    assert!(out.stdout.is_empty(), "no \"no run log\" beside it");
+
+    let month = idem(&["log", "fct", "2026-01", "--lines"]);
+    assert_eq!(month.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&month.stderr);
+    assert!(
+        said.contains("--lines prints one partition's run log, and 2026-01 names each day of fct in it; name one, e.g. 2026-01-01"),
+        "{said}"
+    );
+}

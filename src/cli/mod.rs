@@ -13,6 +13,7 @@ mod output;
 mod report;
 mod run;
 mod run_args;
+mod run_log;
 mod run_progress;
 mod status;
 mod verify;
@@ -28,7 +29,8 @@ pub use lint::lint;
 pub use report::{Ended, RunReport, runs_left_by_the_console};
 pub use run::{CONFIRM_ABOVE, run};
 pub use run_args::RunArgs;
-pub use status::{StatusArgs, StatusFormat, jobs, log, run_log, status};
+pub use run_log::run_log;
+pub use status::{StatusArgs, StatusFormat, jobs, log, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};

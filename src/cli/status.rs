@@ -600,41 +600,6 @@ fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
     }
 }
 
-/// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
-pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
-    let result = (|| {
-        // As --concurrency 0 is: 0 lines would print nothing of a log there is.
-        if n == 0 {
-            return Err(Stop::usage(
-                "--lines 0 is out of range; expected 1 or more (the last N lines of the run log; without N, 50)",
-            ));
-        }
-        let config = load_config(config_path)?;
-        let job = find_job(&config, job_name)?;
-        let partition = parse_bound(job, "PARTITION", partition, RangeEnd::From)?
-            .ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?
-            .name();
-        let Some(dir) = crate::runlog::dir(&config.warehouse.url) else {
-            return Err(Stop::failed(
-                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
-            ));
-        };
-        let lines = crate::runlog::tail(&dir, &job.name, &partition, n);
-        if lines.is_empty() {
-            outln!(
-                "no run log for {} {partition} in {} (runs of this user on this machine write them)",
-                job.name,
-                dir.display()
-            );
-        }
-        for line in lines {
-            outln!("{line}");
-        }
-        Ok(Exit::Ok)
-    })();
-    result.unwrap_or_else(Stop::report)
-}
-
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;

@@ -176,7 +176,13 @@ impl Background {
                 runs.insert(req.backfill.job.name.clone(), run);
                 let (etx, mut erx) = mpsc::unbounded_channel();
                 // Kept in the run logs as a headless run's are (`idem log`).
-                let mut runlog = crate::runlog::RunLog::open(&wh.config().url).ok();
+                let mut runlog = match crate::runlog::RunLog::open(&wh.config().url) {
+                    Ok(log) => Some(log),
+                    Err(why) => {
+                        send(Msg::RunLogNotKept { run, why });
+                        None
+                    }
+                };
                 let lineage = app.lineage.clone();
                 let unstarted = send.clone();
                 let numbers = std::iter::once(run)
@@ -248,10 +254,13 @@ impl Background {
                 );
                 tokio::spawn(async move {
                     while let Some(event) = erx.recv().await {
+                        let run = runs.get(event.job()).copied().unwrap_or(run);
                         if let Some(log) = &mut runlog {
                             log.record(&event);
+                            if let Some(why) = log.failure() {
+                                send(Msg::RunLogNotKept { run, why });
+                            }
                         }
-                        let run = runs.get(event.job()).copied().unwrap_or(run);
                         send(Msg::Engine { run, event });
                     }
                 });

@@ -98,6 +98,12 @@ pub enum Msg {
         run: usize,
         event: Event,
     },
+    /// Run `run`'s log could not be kept on disk (`idem log --lines`
+    /// will not have it), and why; said once a run.
+    RunLogNotKept {
+        run: usize,
+        why: String,
+    },
     RunRejected {
         run: usize,
         error: String,

@@ -34,9 +34,22 @@ impl RunLogs {
         }
     }
 
-    /// Adds a line to partition `i`'s log, dropping the oldest lines past
-    /// either bound.
-    pub fn push(&mut self, i: usize, mut line: String) {
+    /// Adds a message to partition `i`'s log, a line for each of its
+    /// lines (a server's error with its DETAIL), dropping the oldest lines
+    /// past either bound. Control characters (an escape sequence a server
+    /// echoed) become spaces: the terminal would drop them and glue the
+    /// words around them. Returns the lines added.
+    pub fn push(&mut self, i: usize, text: &str) -> usize {
+        let mut added = 0;
+        for line in text.split('\n') {
+            let line = crate::warehouse::ledger::plain_line(line.trim_end_matches('\r'));
+            self.push_line(i, line);
+            added += 1;
+        }
+        added
+    }
+
+    fn push_line(&mut self, i: usize, mut line: String) {
         let Some(ring) = self.lines.get_mut(i) else {
             return;
         };
@@ -82,7 +95,7 @@ mod tests {
     fn each_partition_keeps_its_newest_lines() {
         let mut logs = RunLogs::new(2);
         for k in 0..LOG_LINES + 5 {
-            logs.push(1, format!("line {k}"));
+            logs.push(1, &format!("line {k}"));
         }
         assert_eq!(logs.of(1).len(), LOG_LINES);
         assert_eq!(logs.of(1).front().map(String::as_str), Some("line 5"));
@@ -97,14 +110,14 @@ mod tests {
         // Every partition fills its ring, in turn; then one more line.
         for i in 0..n {
             for k in 0..LOG_LINES {
-                logs.push(i, format!("{i}:{k}"));
+                logs.push(i, &format!("{i}:{k}"));
             }
         }
         assert_eq!(logs.total(), RUN_LOG_LINES);
         // The oldest partitions went first; the newest are whole.
         assert!(logs.of(0).is_empty());
         assert_eq!(logs.of(n - 1).len(), LOG_LINES);
-        logs.push(0, "late".into());
+        logs.push(0, "late");
         assert_eq!(logs.total(), RUN_LOG_LINES);
         assert_eq!(
             logs.of(0).iter().collect::<Vec<_>>(),
@@ -116,13 +129,13 @@ mod tests {
     #[test]
     fn a_partition_flooding_its_own_ring_does_not_cost_others_lines() {
         let mut logs = RunLogs::new(2);
-        logs.push(0, "quiet".into());
+        logs.push(0, "quiet");
         for k in 0..RUN_LOG_LINES - 1 {
-            logs.push(1, format!("{k}"));
+            logs.push(1, &format!("{k}"));
         }
         // The lines partition 1's own ring dropped are not counted twice.
         assert_eq!(logs.of(0).len(), 1);
-        logs.push(1, "one more".into());
+        logs.push(1, "one more");
         assert!(logs.of(0).is_empty(), "the oldest line of the run goes");
         assert_eq!(logs.of(1).len(), LOG_LINES);
     }
@@ -130,9 +143,22 @@ mod tests {
     #[test]
     fn long_lines_are_cut() {
         let mut logs = RunLogs::new(1);
-        logs.push(0, "é".repeat(LINE_CHARS * 3));
+        logs.push(0, &"é".repeat(LINE_CHARS * 3));
         let kept = &logs.of(0)[0];
         assert_eq!(kept.chars().count(), LINE_CHARS + 1);
         assert!(kept.ends_with('…'));
+    }
+
+    /// QA: a server's error echoing data (an escape sequence, a DETAIL
+    /// line) showed in the log pane with its line break and escape dropped
+    /// by the terminal, "second lineDETAIL" glued and "[31m" left.
+    #[test]
+    fn a_message_of_several_lines_and_escapes_reads_as_lines() {
+        let mut logs = RunLogs::new(1);
+        logs.push(0, "failed: bad \u{1b}[31mred\r\nDETAIL: x\ty");
+        assert_eq!(
+            logs.of(0).iter().collect::<Vec<_>>(),
+            ["failed: bad  [31mred", "DETAIL: x y"]
+        );
     }
 }

@@ -394,6 +394,10 @@ impl App {
                 effects.extend(self.replan_confirm());
                 effects
             }
+            Msg::RunLogNotKept { run, why } => {
+                self.run_log_not_kept(run, why);
+                Vec::new()
+            }
             Msg::RunRejected { run, error } => {
                 self.run_rejected(run, &error);
                 Vec::new()

@@ -64,6 +64,18 @@ impl App {
         crate::tui::runs::cascade_ending(&steps).or_else(|| r.ending())
     }
 
+    /// Run `id`'s log is not kept on disk: its log pane says so while the
+    /// run is shown, and the status bar now.
+    pub(super) fn run_log_not_kept(&mut self, id: usize, why: String) {
+        self.shared.message = Some((
+            true,
+            format!("run log not kept: {why}; idem log --lines will not show this run"),
+        ));
+        if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == id) {
+            r.log_not_kept = Some(why);
+        }
+    }
+
     /// Run `id` was refused before it began: every partition reads as not
     /// run, and the status bar says why, or how its cascade ended.
     pub(super) fn run_rejected(&mut self, id: usize, error: &str) {

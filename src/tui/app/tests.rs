@@ -122,6 +122,34 @@ fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
     }
 }
 
+/// QA: a run from the console whose log could not be written (a full
+/// disk, a state directory that is a file) kept none without a word; `idem
+/// log --lines` later found nothing.
+#[test]
+fn a_run_whose_log_is_not_kept_says_so() {
+    let mut a = app();
+    type_line(&mut a, "run 2026-06-03..2026-06-05");
+    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("no run: {effects:?}");
+    };
+    let run = req.run;
+    a.update(Msg::RunLogNotKept {
+        run,
+        why: "cannot create /s/idem/logs: Not a directory".into(),
+    });
+    let (bad, note) = a.message.clone().unwrap_or_default();
+    assert!(bad, "{note}");
+    assert!(
+        note.contains("run log not kept: cannot create /s/idem/logs"),
+        "{note}"
+    );
+    assert_eq!(
+        a.runs[0].log_not_kept.as_deref(),
+        Some("cannot create /s/idem/logs: Not a directory")
+    );
+}
+
 /// A run refused before it starts keeps its reason where the operator
 /// finds it after the status bar moved on: on each partition's row and in
 /// its log, none of them left "queued".

@@ -129,6 +129,8 @@ pub struct RunView {
     /// Lines of the selected partition's log scrolled out below; 0 keeps
     /// the log pinned to its newest line.
     pub log_back: usize,
+    /// Why this run's log is not kept on disk, when it could not be.
+    pub log_not_kept: Option<String>,
 }
 
 impl RunView {
@@ -157,6 +159,7 @@ impl RunView {
             cascade: None,
             logs: RunLogs::new(backfill.partitions.len()),
             log_back: 0,
+            log_not_kept: None,
         }
     }
 
@@ -175,9 +178,9 @@ impl RunView {
     /// Adds a line to row `i`'s log; a log scrolled back stays on the
     /// lines it shows.
     fn log(&mut self, i: usize, line: String) {
-        self.logs.push(i, line);
+        let added = self.logs.push(i, &line);
         if i == self.selected && self.log_back > 0 {
-            self.log_back = (self.log_back + 1).min(self.logs.of(i).len().saturating_sub(1));
+            self.log_back = (self.log_back + added).min(self.logs.of(i).len().saturating_sub(1));
         }
     }
 

@@ -244,6 +244,10 @@ fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
     if back > 0 {
         title.push_str(&format!("· {back} newer below (] or G) "));
     }
+    // Why is in the status bar when it happens: the title has no room.
+    if run.log_not_kept.is_some() {
+        title.push_str("· not kept on disk ");
+    }
     let b = block(t, title, false);
     let inner_log = b.inner(log_area);
     frame.render_widget(b, log_area);

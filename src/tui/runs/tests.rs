@@ -564,3 +564,30 @@ fn a_cancelled_cascade_names_the_step_it_kept_from_starting() {
     b.rejected("cannot connect");
     assert_eq!(cascade_ending(&[&a, &b]), None);
 }
+
+/// QA: a server's error echoing data (an escape sequence, a DETAIL line)
+/// drew with its line break and escape dropped by the terminal, words
+/// glued ("row 2DETAIL"); a log scrolled back moved by one line for it.
+/// A run whose log could not be kept on disk said nothing of it.
+#[test]
+fn an_error_of_several_lines_reads_as_lines_and_a_log_not_kept_says_so() {
+    let mut runs = vec![run()];
+    let mut selected = 0;
+    log_line(&mut runs[0], "BEGIN");
+    log_line(&mut runs[0], "DELETE 1 row");
+    direction(&mut runs, &mut selected, Action::PrevMonth);
+    log_line(
+        &mut runs[0],
+        "ROLLBACK: bad \u{1b}[31mred\u{1b}[0m at row 2\nDETAIL: second",
+    );
+    assert_eq!(runs[0].log_back, 3, "the lines shown stay put");
+    direction(&mut runs, &mut selected, Action::Last);
+    runs[0].log_not_kept = Some("cannot write /s/fct/2026-06-03.log: disk full".into());
+    let area = Rect::new(0, 0, 110, 12);
+    let s = draw(110, 12, |f| {
+        render(f, area, &Theme::default_theme(), &runs, 0, true, now())
+    });
+    assert!(s.contains("ROLLBACK: bad  [31mred [0m at row 2"), "{s}");
+    assert!(s.contains("│DETAIL: second"), "{s}");
+    assert!(s.contains("log 2026-06-03 · not kept on disk"), "{s}");
+}

@@ -1,0 +1,72 @@
+//! `idem log JOB PARTITION --lines N`: a partition's run log as this
+//! machine's runs wrote it, and what kept any of it from being read.
+
+use std::path::Path;
+
+use super::output::{noteln, outln};
+use super::{Stop, find_job, load_config, parse_bound};
+use crate::exit::Exit;
+use crate::partition::RangeEnd;
+
+/// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
+pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
+    let result = (|| {
+        // As --concurrency 0 is: 0 lines would print nothing of a log there is.
+        if n == 0 {
+            return Err(Stop::usage(
+                "--lines 0 is out of range; expected 1 or more (the last N lines of the run log; without N, 50)",
+            ));
+        }
+        let config = load_config(config_path)?;
+        let job = find_job(&config, job_name)?;
+        let asked = partition.ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?;
+        let first = parse_bound(job, "PARTITION", Some(asked), RangeEnd::From)?;
+        let last = parse_bound(job, "PARTITION", Some(asked), RangeEnd::To)?;
+        let (Some(first), Some(last)) = (first, last) else {
+            return Err(Stop::usage("--lines needs a PARTITION"));
+        };
+        // A month of a daily job names many logs; printing its first day's
+        // alone would read as the month's.
+        if first != last {
+            return Err(Stop::usage(format!(
+                "--lines prints one partition's run log, and {} names each {} of {} in it; name one, e.g. {}",
+                asked.trim(),
+                job.grain,
+                job.name,
+                first.name()
+            )));
+        }
+        let partition = first.name();
+        let Some(dir) = crate::runlog::dir(&config.warehouse.url) else {
+            return Err(Stop::failed(
+                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
+            ));
+        };
+        let tail = crate::runlog::tail(&dir, &job.name, &partition, n);
+        for why in &tail.unreadable {
+            noteln!("idem: {why}");
+        }
+        if tail.lines.is_empty() && tail.unreadable.is_empty() {
+            outln!(
+                "{} for {} {partition} in {} (runs of this user on this machine write them)",
+                if tail.found {
+                    "the run log is empty"
+                } else {
+                    "no run log"
+                },
+                job.name,
+                dir.display()
+            );
+        }
+        for line in &tail.lines {
+            outln!("{line}");
+        }
+        // What could be read is shown; a file that could not be is a
+        // failure all the same, for a script as for the operator.
+        if !tail.unreadable.is_empty() {
+            return Ok(Exit::Failed);
+        }
+        Ok(Exit::Ok)
+    })();
+    result.unwrap_or_else(Stop::report)
+}
