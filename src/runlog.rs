@@ -149,7 +149,7 @@ impl RunLog {
         let Some((f, size)) = self.open.get_mut(key) else {
             return Ok(());
         };
-        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+        let now = crate::clock::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
         let text = format!("{now} {line}\n");
         f.write_all(text.as_bytes())?;
         *size += text.len() as u64;
