@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -290,9 +290,10 @@ pub fn range(first: Partition, last: Partition) -> Vec<Partition> {
     out
 }
 
-/// The current instant in UTC, as the naive time partitions are measured in.
+/// The current instant in UTC on the warehouse's clock ([`crate::clock`]),
+/// as the naive time partitions are measured in.
 pub fn now_utc() -> NaiveDateTime {
-    Utc::now().naive_utc()
+    crate::clock::now().naive_utc()
 }
 
 /// What `text` names that does not exist (`date`, `hour`, `month`) when

@@ -150,7 +150,7 @@ impl RunLog {
         let Some((f, size)) = self.open.get_mut(key) else {
             return Ok(());
         };
-        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+        let now = crate::clock::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
         // A message of several lines (a server's error with its DETAIL)
         // is as many lines, each with its time, so that a line of the file
         // is one line on a terminal and `--lines N` counts what it shows;

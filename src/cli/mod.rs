@@ -120,9 +120,13 @@ pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
 /// A connection that creates nothing: a run makes idem's ledger itself
 /// ([`Warehouse::make_ledger`]) once it knows it may write.
 pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
-    Warehouse::connect_to_read(&config.warehouse, max_connections)
+    let warehouse = Warehouse::connect_to_read(&config.warehouse, max_connections)
         .await
-        .map_err(|e| connect_stop(config, &e))
+        .map_err(|e| connect_stop(config, &e))?;
+    if let Some(note) = crate::clock::skew_note(crate::clock::warehouse_ahead()) {
+        noteln!("idem: note: {note}");
+    }
+    Ok(warehouse)
 }
 
 /// Why a connection failed. A missing SQLite database is named by its

@@ -47,11 +47,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let selection = args.selection(job)?;
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let lineage = super::lineage(&config)?;
-    let now = now_utc();
     // Bad input is said before connecting: at once, and whether or not the
     // warehouse answers.
-    let (first, last) = selection
-        .range(job, now)
+    selection
+        .range(job, now_utc())
         .map_err(|e| Stop::usage(e.to_string()))?;
     // A preview creates nothing, not even idem's ledger; a run makes the
     // ledger once it knows the session may write (a read-only one is told
@@ -76,6 +75,12 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // and record that failure in the ledger, where the partition would then
     // read as failed under a corrected config: it is refused before it starts.
     target_exists(&warehouse, &config, job).await?;
+    // Which windows are complete is the warehouse's clock's word, known
+    // once connected (`crate::clock`): this host's may be minutes off.
+    let now = now_utc();
+    let (first, last) = selection
+        .range(job, now)
+        .map_err(|e| Stop::usage(e.to_string()))?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let previewed = args.dry_run || (interactive && !args.yes);
     // The target's rows are counted only when the plan or its preview shows

@@ -17,7 +17,6 @@ pub use merge_order::MergeOrderRisk;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -445,7 +444,7 @@ impl PartitionRun<'_> {
                 return failed_before;
             }
             let attempt = prior + 1 + retry as i64;
-            let started_at = Utc::now();
+            let started_at = crate::clock::now();
             let clock = Instant::now();
             let _ = self.events.send(Event::PartitionStarted {
                 run_id: self.run_id.to_string(),
@@ -647,7 +646,7 @@ impl PartitionRun<'_> {
             status,
             started_at: meta.started_at.clone(),
             locked_at: None,
-            finished_at: ledger::timestamp(Utc::now()),
+            finished_at: ledger::timestamp(crate::clock::now()),
             rows_deleted: 0,
             rows_inserted: 0,
             rows_updated: 0,

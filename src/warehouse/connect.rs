@@ -129,6 +129,7 @@ impl Warehouse {
                 .map_err(connect_error)?,
             _ => dialect,
         };
+        super::clock::measure(dialect, &mut first).await;
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(config.connect_timeout)

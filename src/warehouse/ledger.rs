@@ -324,7 +324,7 @@ pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
         .push(", ")
         .bind(job.name.as_str())
         .push(", ")
-        .bind(timestamp(Utc::now()))
+        .bind(timestamp(crate::clock::now()))
         .push(", ")
         .bind(job.definition_text())
         .push(" FROM (SELECT 1 AS one) d WHERE NOT EXISTS (SELECT 1 FROM ")

@@ -3,6 +3,7 @@
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
 mod catalog;
+mod clock;
 mod columns;
 mod connect;
 mod counts;

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
 use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AssertSqlSafe, Connection, Executor, Row};
@@ -385,7 +384,7 @@ async fn transact(
     let dialect = warehouse.dialect();
     let (job, partition) = (t.job, t.partition);
     let mut tx = begin(dialect, conn, lock, log, stage).await?;
-    let mut locked_at = ledger::timestamp(Utc::now());
+    let mut locked_at = ledger::timestamp(crate::clock::now());
 
     let meta = match work {
         Work::Load(meta) => meta,
@@ -411,7 +410,7 @@ async fn transact(
                     .into(),
             );
             tx = begin(dialect, conn, lock, log, stage).await?;
-            locked_at = ledger::timestamp(Utc::now());
+            locked_at = ledger::timestamp(crate::clock::now());
             let whole = Target {
                 last_load: None,
                 ..*t
@@ -430,7 +429,7 @@ async fn transact(
         status: AttemptStatus::Succeeded,
         started_at: meta.started_at.clone(),
         locked_at: Some(locked_at),
-        finished_at: ledger::timestamp(Utc::now()),
+        finished_at: ledger::timestamp(crate::clock::now()),
         rows_deleted: outcome.rows_deleted,
         rows_inserted: outcome.rows_inserted,
         rows_updated: outcome.rows_updated,

@@ -1,0 +1,385 @@
+//! Time: partitions are UTC windows whatever the time zone of idem's
+//! process, of the server or of its session, across daylight-saving
+//! changes; and what is complete, and every ledger stamp, is read off the
+//! warehouse's clock, not the clock of the host idem runs on.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use common::{Kind, TestDb};
+use idem::engine::{Backfill, Selection};
+use idem::partition::{Grain, Partition};
+use sqlx::{AssertSqlSafe, Connection, Executor};
+
+/// The offset of [`idem::clock`] is the process's: a test that connects
+/// (which measures it) or sets it holds this while it runs.
+static CLOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs statements on the test's database in a session of its own, with
+/// this session time zone (none on SQLite).
+async fn setup(db: &TestDb, session_zone: &str, statements: &[String]) {
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    match db.kind {
+        Kind::Sqlite => {}
+        Kind::Postgres => {
+            c.execute(AssertSqlSafe(format!("SET TIME ZONE '{session_zone}'")))
+                .await
+                .expect("session time zone");
+        }
+        Kind::MySql => {
+            c.execute(AssertSqlSafe(format!("SET time_zone = '{session_zone}'")))
+                .await
+                .expect("session time zone");
+        }
+    }
+    for s in statements {
+        c.execute(AssertSqlSafe(s.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+/// An hourly job over the UTC days 2026-11-01 and 2026-11-02 (New York's
+/// clocks fall back from 06:00 UTC on the first: its 01:00 comes twice) and
+/// a daily one over the same days, on a source with one event every 10
+/// minutes from 2026-10-31 22:00 to 2026-11-03 02:00 UTC, written by a
+/// session in another time zone: PostgreSQL's database set to New York
+/// with `timestamptz` columns, MariaDB's session at +05:30 with `TIMESTAMP`
+/// ones. Loaded and read by idem processes in three other zones, every hour
+/// holds its 6 events and every day its 144, none lost or counted twice.
+async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
+    let _clock = CLOCK.lock().await;
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (zoned, session_zone) = match kind {
+        Kind::Sqlite => ("TEXT", ""),
+        Kind::Postgres => ("TIMESTAMPTZ", "America/New_York"),
+        Kind::MySql => ("TIMESTAMP(3)", "+05:30"),
+    };
+    if kind == Kind::Postgres {
+        let database = db.url.rsplit('/').next().expect("database name");
+        setup(
+            &db,
+            "UTC",
+            &[format!(
+                "ALTER DATABASE {database} SET timezone = 'America/New_York'"
+            )],
+        )
+        .await;
+    }
+    // Instants written with their UTC offset where the type keeps one; as
+    // the session's wall time where it does not (MariaDB's TIMESTAMP reads
+    // a literal in the session's zone): the same instants either way.
+    let events: Vec<String> = (0..(52 * 6))
+        .map(|i| {
+            let utc = chrono::NaiveDate::from_ymd_opt(2026, 10, 31)
+                .and_then(|d| d.and_hms_opt(22, 0, 0))
+                .expect("start")
+                + Duration::minutes(10 * i);
+            let at = match kind {
+                Kind::Sqlite => utc.format("'%Y-%m-%d %H:%M:%S'").to_string(),
+                Kind::Postgres => utc.format("'%Y-%m-%d %H:%M:%S+00'").to_string(),
+                Kind::MySql => (utc + Duration::minutes(330))
+                    .format("'%Y-%m-%d %H:%M:%S'")
+                    .to_string(),
+            };
+            format!("({i}, {at})")
+        })
+        .collect();
+    setup(
+        &db,
+        session_zone,
+        &[
+            format!("CREATE TABLE src (id INTEGER NOT NULL, at {zoned} NOT NULL)"),
+            format!("CREATE TABLE by_hour (id INTEGER NOT NULL, at {zoned} NOT NULL)"),
+            "CREATE TABLE by_day (dt DATE NOT NULL, n INTEGER NOT NULL)".into(),
+            format!("INSERT INTO src VALUES {}", events.join(", ")),
+        ],
+    )
+    .await;
+    // The day of each event as the job's own SQL reads it, in the session
+    // idem opens.
+    let day_of = match kind {
+        Kind::Sqlite => "date(at)",
+        _ => "CAST(at AS DATE)",
+    };
+    let (config, _) = db.config(&format!(
+        "[[jobs]]\nname = \"hourly\"\ntarget = \"by_hour\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"at\"\ngrain = \"hour\"\nstart = \"2026-11-01T00\"\nend = \"2026-11-02T23\"\n\
+         sql = \"select id, at from src where at >= :start and at < :end\"\n\n\
+         [[jobs]]\nname = \"daily\"\ntarget = \"by_day\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-11-01\"\nend = \"2026-11-02\"\n\
+         sql = \"select {day_of} as dt, count(*) as n from src where at >= :start and at < :end group by {day_of}\"\n"
+    ));
+    let idem_in = |zone: &str, args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .env("TZ", zone)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .output()
+            .expect("idem ran");
+        common::stdout_ok(&out)
+    };
+    let ran_at = Utc::now();
+    idem_in("America/New_York", &["run", "hourly", "--yes"]);
+    idem_in("Pacific/Chatham", &["run", "daily", "--yes"]);
+    // A range named on the command line is UTC hours too: the repeated
+    // New York hour is two partitions, each of its own 6 events.
+    idem_in(
+        "Asia/Kolkata",
+        &[
+            "run",
+            "hourly",
+            "--from",
+            "2026-11-01T05",
+            "--to",
+            "2026-11-01T06",
+            "--yes",
+        ],
+    );
+
+    let status = idem_in(
+        "Pacific/Chatham",
+        &[
+            "status",
+            "--format",
+            "csv",
+            "--from",
+            "2026-11-01",
+            "--to",
+            "2026-11-02",
+        ],
+    );
+    let mut rows: HashMap<(String, String), (String, String, String)> = HashMap::new();
+    for line in status.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        rows.insert(
+            (cells[0].to_string(), cells[1].to_string()),
+            (
+                cells[2].to_string(),
+                cells[3].to_string(),
+                cells[8].to_string(),
+            ),
+        );
+    }
+    let hours = idem::partition::range(
+        Partition::containing(Grain::Hour, at(2026, 11, 1, 0)),
+        Partition::containing(Grain::Hour, at(2026, 11, 2, 23)),
+    );
+    assert_eq!(hours.len(), 48);
+    for (job, partitions, rows_each) in [
+        ("hourly", hours, "6"),
+        (
+            "daily",
+            vec![
+                Partition::containing(Grain::Day, at(2026, 11, 1, 0)),
+                Partition::containing(Grain::Day, at(2026, 11, 2, 0)),
+            ],
+            "1",
+        ),
+    ] {
+        for p in partitions {
+            let (state, rows_now, finished) = rows
+                .get(&(job.to_string(), p.name()))
+                .unwrap_or_else(|| panic!("{job} {p} missing from:\n{status}"));
+            assert_eq!(
+                (state.as_str(), rows_now.as_str()),
+                ("loaded", rows_each),
+                "{job} {p}:\n{status}"
+            );
+            // Stamped in UTC, not in the zone of the process that loaded it
+            // (New York's is 5 hours off, Chatham's 13¾).
+            let finished = DateTime::parse_from_rfc3339(finished)
+                .unwrap_or_else(|e| panic!("{finished}: {e}"))
+                .with_timezone(&Utc);
+            assert!(
+                finished >= ran_at - Duration::seconds(5)
+                    && finished <= Utc::now() + Duration::seconds(5),
+                "{job} {p} finished at {finished}, run between {ran_at} and now"
+            );
+        }
+    }
+    assert_eq!(rows.len(), 50, "{status}");
+    // Each day's one row counts its 144 events, as the job's SQL counted
+    // them in idem's session.
+    let mut c = sqlx::AnyConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    let n = if kind == Kind::MySql {
+        "CAST(n AS SIGNED)"
+    } else {
+        "CAST(n AS BIGINT)"
+    };
+    let per_day: Vec<i64> =
+        sqlx::query(AssertSqlSafe(format!("SELECT {n} FROM by_day ORDER BY dt")))
+            .fetch_all(&mut c)
+            .await
+            .expect("by_day")
+            .iter()
+            .map(|r| sqlx::Row::get(r, 0))
+            .collect();
+    assert_eq!(per_day, vec![144, 144]);
+}
+
+fn at(y: i32, m: u32, d: u32, h: u32) -> chrono::NaiveDateTime {
+    chrono::NaiveDate::from_ymd_opt(y, m, d)
+        .and_then(|d| d.and_hms_opt(h, 0, 0))
+        .expect("a time")
+}
+
+/// The offset measured on connecting is the server's: within a few seconds
+/// of what the test reads of the server's clock itself (here, on the same
+/// host, close to none; a wrong unit or a session time zone read into it
+/// would be hours or years).
+async fn the_warehouse_clock_is_measured_on_connecting(kind: Kind) {
+    let _clock = CLOCK.lock().await;
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config("");
+    idem::clock::set_warehouse_ahead(Duration::hours(7));
+    let wh = db.warehouse(&config).await;
+    let measured = idem::clock::warehouse_ahead();
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    // The test's own session, left in the server's time zone.
+    let query = match kind {
+        Kind::Postgres => "SELECT CAST(EXTRACT(EPOCH FROM now()) * 1000 AS bigint)",
+        _ => "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+    };
+    let before = Utc::now();
+    let server: i64 = sqlx::Row::get(
+        &sqlx::query(query)
+            .fetch_one(&mut c)
+            .await
+            .expect("server time"),
+        0,
+    );
+    let server = DateTime::from_timestamp_millis(server).expect("an instant");
+    let ahead = server - before;
+    assert!(
+        (measured - ahead).num_seconds().abs() < 5,
+        "measured {measured}, the server reads {ahead} ahead"
+    );
+    drop(wh);
+}
+
+/// A host whose clock is 3 hours behind the warehouse's: the windows it
+/// loads by default end by the warehouse's clock (three more hours are
+/// complete than its own says), the partition open on the warehouse's clock
+/// is future, and every ledger stamp is on the warehouse's clock. (The
+/// offset is set as measuring it would, the host's clock being the
+/// server's here.)
+async fn completeness_and_stamps_follow_the_warehouse_clock(kind: Kind) {
+    let _clock = CLOCK.lock().await;
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let host_now = Utc::now().naive_utc();
+    let first = Partition::containing(Grain::Hour, host_now - Duration::hours(1));
+    let events: Vec<String> = (0..(8 * 6))
+        .map(|i| {
+            let t = first.start + Duration::minutes(10 * i);
+            format!("({i}, {})", t.format("'%Y-%m-%d %H:%M:%S'"))
+        })
+        .collect();
+    let stamp_type = match kind {
+        Kind::Sqlite => "TEXT",
+        Kind::Postgres => "TIMESTAMP",
+        Kind::MySql => "DATETIME",
+    };
+    setup(
+        &db,
+        if kind == Kind::MySql { "+00:00" } else { "UTC" },
+        &[
+            format!("CREATE TABLE src (id INTEGER NOT NULL, at {stamp_type} NOT NULL)"),
+            format!("CREATE TABLE tgt (id INTEGER NOT NULL, at {stamp_type} NOT NULL)"),
+            format!("INSERT INTO src VALUES {}", events.join(", ")),
+        ],
+    )
+    .await;
+    let (_, config) = db.config(&format!(
+        "[[jobs]]\nname = \"hourly\"\ntarget = \"tgt\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"at\"\ngrain = \"hour\"\nstart = \"{}\"\n\
+         sql = \"select id, at from src where at >= :start and at < :end\"\n",
+        first.name()
+    ));
+    let wh = db.warehouse(&config).await;
+    let ahead = Duration::hours(3);
+    idem::clock::set_warehouse_ahead(ahead);
+    let job = &config.jobs[0];
+    let backfill = Backfill::plan(&wh, job, &Selection::default(), 2, 0)
+        .await
+        .expect("plan");
+    let last = *backfill.partitions.last().expect("a partition planned");
+    assert!(
+        last.end() <= idem::clock::now().naive_utc() && last.end() > Utc::now().naive_utc(),
+        "the last partition planned, {last}, is the last complete on the warehouse's clock"
+    );
+    let (summary, events) = common::run(&wh, &backfill).await;
+    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+
+    let statuses = idem::state::job_status(
+        &wh,
+        job,
+        idem::partition::now_utc(),
+        &std::collections::HashSet::new(),
+    )
+    .await
+    .expect("states");
+    let open = Partition::containing(Grain::Hour, idem::clock::now().naive_utc());
+    let state_of = |p: Partition| {
+        statuses
+            .iter()
+            .find(|s| s.partition == p)
+            .map(|s| s.state)
+            .unwrap_or_else(|| panic!("{p} has no state"))
+    };
+    assert_eq!(state_of(last), idem::state::LoadState::Loaded);
+    assert_eq!(state_of(open), idem::state::LoadState::Future);
+
+    let ledger = wh.ledger_summary(&job.name, None).await.expect("ledger");
+    let success: Arc<idem::warehouse::ledger::Attempt> = ledger
+        .get(&last.name())
+        .and_then(|p| p.success.clone())
+        .expect("its load in the ledger");
+    let host = Utc::now();
+    for stamp in [
+        success.started_at.as_str(),
+        success.locked_at.as_deref().expect("locked_at"),
+        success.finished_at.as_str(),
+    ] {
+        let t = DateTime::parse_from_rfc3339(stamp)
+            .unwrap_or_else(|e| panic!("{stamp}: {e}"))
+            .with_timezone(&Utc);
+        let off = t - host;
+        assert!(
+            (off - ahead).num_minutes().abs() < 10,
+            "{stamp} is {off} off this host's clock, not on the warehouse's ({ahead} ahead)"
+        );
+    }
+    idem::clock::set_warehouse_ahead(Duration::zero());
+}
+
+mod every_engine {
+    use super::*;
+    on_every_engine!(
+        windows_are_utc_whatever_the_time_zones,
+        completeness_and_stamps_follow_the_warehouse_clock
+    );
+}
+
+mod server_engines {
+    use super::*;
+    on_server_engines!(the_warehouse_clock_is_measured_on_connecting);
+}
