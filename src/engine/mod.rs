@@ -323,6 +323,7 @@ pub async fn run_gated(
     let operator = operator();
     let host = host();
     let last_loads = last_loads(warehouse, backfill).await;
+    let merges_before_run = warehouse.merges_before_run(job).await;
     // A failed merge window stops the windows after it, which would otherwise
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
@@ -349,6 +350,7 @@ pub async fn run_gated(
                 unreachable: &unreachable,
                 misfit: &misfit,
                 last_loads: &last_loads,
+                merges_before_run: &merges_before_run,
             };
             async move { (partition, ctx.run(partition).await) }
         })
@@ -395,6 +397,7 @@ struct PartitionRun<'a> {
     misfit: &'a std::sync::Mutex<Option<String>>,
     /// Each partition's last load, as the run found it.
     last_loads: &'a HashMap<String, ledger::LastLoad>,
+    merges_before_run: &'a Option<i64>,
 }
 
 /// The last loads of a replace run's partitions, read once for the run
@@ -461,6 +464,7 @@ impl PartitionRun<'_> {
                 reason: self.backfill.reason.clone(),
                 allow_shrink: self.backfill.allow_shrink,
                 last_load: self.last_loads.get(&name).cloned(),
+                merges_before_run: *self.merges_before_run,
             };
             let events = self.events.clone();
             let (run_id, job_name, part) =

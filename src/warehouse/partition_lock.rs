@@ -17,7 +17,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::Job;
+use crate::config::{Job, Strategy};
 use crate::partition::{Grain, Partition};
 
 /// The locks of a partition's load on its target table.
@@ -76,6 +76,11 @@ fn key(job: &Job, unit: &Partition) -> String {
     format!("{}:{}", job.target, unit.name())
 }
 
+/// The name of the lock every merge into `job`'s target takes.
+fn merges_key(job: &Job) -> String {
+    format!("{}:merges", job.target)
+}
+
 /// The units holding `partition`'s window, coarsest first, down to its own.
 fn units(partition: &Partition) -> Vec<Partition> {
     [Grain::Month, Grain::Day, Grain::Hour]
@@ -96,7 +101,7 @@ impl PartitionLock {
             hour = hour.next();
         }
         let units = units(partition);
-        let tiers = units
+        let mut tiers: Vec<Tier> = units
             .iter()
             .enumerate()
             .map(|(i, unit)| Tier {
@@ -104,8 +109,24 @@ impl PartitionLock {
                 exclusive: i + 1 == units.len(),
             })
             .collect();
+        let mut label = format!("{} [{}, {})", job.target, partition.start, partition.end());
+        // A merge writes wherever its window's keys are, not in its window:
+        // two merges into one table, of any windows, exclude each other
+        // (taken first, by merges alone: no order to deadlock on).
+        if job.strategy == Strategy::MergeKey {
+            let merges = merges_key(job);
+            keys.insert(0, merges.clone());
+            tiers.insert(
+                0,
+                Tier {
+                    key: merges,
+                    exclusive: true,
+                },
+            );
+            label = format!("{label} and every merge into {}", job.target);
+        }
         PartitionLock {
-            label: format!("{} [{}, {})", job.target, partition.start, partition.end()),
+            label,
             keys,
             tiers,
             session: session_name(&job.name, &partition.name()),
@@ -206,6 +227,47 @@ mod tests {
             PartitionLock::probe_tiers(&job_of_grain("hour", "2026-01-07T05"), &locks[5].0);
         assert_eq!(own, "t:2026-01-07T05");
         assert_eq!(covering, ["t:2026-01", "t:2026-01-07"]);
+    }
+
+    /// Two merges into one table exclude each other whatever their
+    /// windows (a key of both may be in either), on both engines' locks; a
+    /// merge and a replace still only where their windows overlap.
+    #[test]
+    fn merges_into_one_table_exclude_each_other_whatever_their_windows() {
+        let merge = |start: &str| {
+            let text = format!(
+                "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"m\"\ntarget = \"t\"\n\
+                 strategy = \"merge_key\"\nunique_key = [\"k\"]\ngrain = \"day\"\n\
+                 start = \"{start}\"\nsql = \"select k from s where d >= :start and d < :end\"\n"
+            );
+            let job = crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+                .expect("config")
+                .jobs
+                .remove(0);
+            PartitionLock::of(&job, &job.start)
+        };
+        let conflict = |a: &PartitionLock, b: &PartitionLock| {
+            let tiers = a.tiers.iter().any(|x| {
+                b.tiers
+                    .iter()
+                    .any(|y| x.key == y.key && (x.exclusive || y.exclusive))
+            });
+            let keys = a.keys.iter().any(|k| b.keys.contains(k));
+            assert_eq!(tiers, keys, "{} and {}", a.label, b.label);
+            tiers
+        };
+        let (jan, feb) = (merge("2026-01-07"), merge("2026-02-07"));
+        assert!(conflict(&jan, &feb));
+        assert!(
+            jan.label.ends_with("and every merge into t"),
+            "{}",
+            jan.label
+        );
+        let replace = job_of_grain("day", "2026-02-07");
+        let replace_feb = PartitionLock::of(&replace, &replace.start);
+        assert!(!conflict(&jan, &replace_feb));
+        assert!(conflict(&feb, &replace_feb));
+        assert_eq!(jan.own_key(), "t:2026-01-07");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::{
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
+mod later_merges;
 mod merge;
 mod replace;
 mod session;
@@ -52,6 +53,9 @@ pub struct AttemptMeta {
     /// ([`Warehouse::last_loads`]): a replace that finds the window as
     /// that load left it takes its fingerprint for the window's.
     pub last_load: Option<ledger::LastLoad>,
+    /// A merge's [`Warehouse::merges_before_run`]: a later window merged
+    /// past it by another run refuses this load. None: not checked.
+    pub merges_before_run: Option<i64>,
 }
 
 /// What a committed partition load did.
@@ -399,6 +403,7 @@ async fn transact(
             return Ok(Done::Verified(captured));
         }
     };
+    later_merges::refuse_if_overtaken(dialect, &mut tx, t, meta).await?;
     let outcome = match write(dialect, &mut tx, t, log).await {
         Err(WarehouseError::WrittenSinceLastLoad(_)) => {
             // Nothing was written yet but the trusted DELETE, which the
