@@ -212,7 +212,8 @@ mod tests {
             shown(Color::Rgb(0xff, 0x5f, 0x5f), Depth::Indexed),
             Color::Indexed(203)
         );
-        // A theme's failed red stays red, its loaded green green.
+        // A theme's failed red stays red, its loaded green green, its stale
+        // amber yellow.
         assert_eq!(
             shown(Color::Rgb(0xff, 0x5f, 0x5f), Depth::Ansi),
             Color::LightRed
@@ -223,7 +224,7 @@ mod tests {
         );
         assert_eq!(
             shown(Color::Rgb(0xe5, 0xc0, 0x7b), Depth::Ansi),
-            Color::Yellow
+            Color::LightYellow
         );
         assert_eq!(
             shown(Color::Rgb(0x8a, 0x8a, 0x8a), Depth::Ansi),
