@@ -194,7 +194,12 @@ const UNMANAGED_DAYS: i64 = 3;
 const MISSING_DAYS: i64 = 4;
 
 pub async fn create_at(dir: &Path, today: NaiveDate, progress: Progress<'_>) -> Result<Demo> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create {}: {e}; make the demo in a folder you can write: idem demo --path FOLDER",
+            std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display()
+        )
+    })?;
     let dir = dir.canonicalize()?;
     let database = dir.join("warehouse.db");
     // A console open on the demo would go on with the deleted file, its
@@ -227,7 +232,12 @@ pub async fn create_at(dir: &Path, today: NaiveDate, progress: Progress<'_>) -> 
         )
         .replace("{START_MONTH}", &first_day.format("%Y-%m").to_string());
     let config_path = dir.join("idem.toml");
-    std::fs::write(&config_path, &text)?;
+    std::fs::write(&config_path, &text).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {}: {e}; make the demo in a folder you can write: idem demo --path FOLDER",
+            config_path.display()
+        )
+    })?;
     std::fs::File::create(&database)
         .with_context(|| format!("cannot create {}", database.display()))?;
     let config =

@@ -801,3 +801,43 @@ fn a_postgres_connect_error_is_said_without_the_servers_source_line() {
         assert!(!err.contains(" at line "), "{err}");
     }
 }
+
+/// QA: in a folder the user cannot write, `idem demo` said "cannot create
+/// idem-demo" and `idem init` "cannot write idem.toml", naming neither the
+/// whole path nor a way on. (`/proc` takes no new files, even from root,
+/// as CI runs.)
+#[test]
+fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
+    let (_dir, config) = demo();
+    let unwritable = Path::new("/proc");
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("demo")
+        .current_dir(unwritable)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot create /proc/idem-demo: ") && err.contains("idem demo --path FOLDER"),
+        "{err}"
+    );
+
+    let url = format!(
+        "sqlite://{}",
+        config.parent().unwrap().join("warehouse.db").display()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["init", &url])
+        .current_dir(unwritable)
+        .env_remove("IDEM_CONFIG")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write /proc/idem.toml: ")
+            && err.contains("idem --config PATH init URL"),
+        "{err}"
+    );
+}

@@ -788,6 +788,84 @@ fn a_c_locale_draws_ascii() {
     assert!(wide.is_empty(), "drawn beyond ASCII: {wide}");
 }
 
+/// QA: the themes' `#rrggbb` colours went out as 24-bit colour whatever
+/// the terminal, which one without it (macOS Terminal, `TERM=xterm`) draws
+/// as other colours. Without `COLORTERM=truecolor` a 256-colour terminal
+/// gets xterm's 256 colours, and a plain `xterm` its 16.
+#[test]
+fn colours_are_drawn_at_the_depth_the_terminal_has() {
+    for (term, none_of, one_of) in [
+        (
+            "xterm-256color",
+            &["\x1b[38;2;", "\x1b[48;2;"][..],
+            "\x1b[38;5;",
+        ),
+        (
+            "xterm",
+            &[
+                "\x1b[38;2;",
+                "\x1b[48;2;",
+                "\x1b[38;5;75;",
+                "\x1b[38;5;203;",
+            ],
+            "\x1b[38;5;12",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = console_on_a_demo(&dir, &[("TERM", term), ("COLORTERM", "")]);
+        c.wait_for(&["fct_orders", "repl·day ✗3", "Mo Tu We Th Fr Sa Su"]);
+        c.send("q");
+        assert!(c.wait_exit().success());
+        let raw = c.raw.lock().unwrap().clone();
+        let text = String::from_utf8_lossy(&raw);
+        for colour in none_of {
+            assert!(!text.contains(colour), "TERM={term}: {colour:?} drawn");
+        }
+        assert!(text.contains(one_of), "TERM={term}: no {one_of:?} drawn");
+    }
+    // A terminal that says it has 24-bit colour gets the themes as written.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = console_on_a_demo(&dir, &[("COLORTERM", "truecolor")]);
+    c.wait_for(&["fct_orders", "repl·day ✗3"]);
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let raw = c.raw.lock().unwrap().clone();
+    assert!(String::from_utf8_lossy(&raw).contains("\x1b[38;2;"));
+}
+
+/// QA: under `TERM=dumb` (an editor's shell buffer) the console drew its
+/// screen as raw escape sequences. It says it cannot draw there, draws
+/// nothing, and the demo is still made, with the commands to try it.
+#[test]
+fn a_dumb_terminal_is_told_to_use_the_headless_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = console_on_a_demo(&dir, &[("TERM", "dumb")]);
+    let status = c.wait_exit();
+    assert_eq!(status.exit_code(), 2, "{}", c.contents());
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    assert!(
+        raw.contains("cannot draw on this terminal (TERM=dumb)") && raw.contains("`idem status`"),
+        "{raw}"
+    );
+    assert!(!raw.contains("\x1b[?1049h"), "no alternate screen: {raw:?}");
+
+    let demo = dir.path().join("dumb demo");
+    let mut c = Console::start_with(
+        dir.path(),
+        &["demo", "--path", demo.to_str().unwrap()],
+        &[("TERM", "dumb")],
+    );
+    let status = c.wait_exit();
+    let raw = String::from_utf8_lossy(&c.raw.lock().unwrap()).into_owned();
+    assert!(status.success(), "{raw}");
+    assert!(
+        raw.contains("TERM=dumb") && raw.contains("demo warehouse ready"),
+        "{raw}"
+    );
+    assert!(!raw.contains("\x1b[?1049h"), "no alternate screen: {raw:?}");
+    assert!(demo.join("idem.toml").exists());
+}
+
 #[test]
 fn the_user_config_theme_applies_below_the_environment() {
     let dir = tempfile::tempdir().unwrap();

@@ -110,6 +110,13 @@ fn a_closed_pipe_does_not_stop_a_run_or_change_its_exit_code() {
         !states(&config, "fct_orders").iter().any(|s| s == "missing"),
         "the run went on to the end"
     );
+    // The events went unread: how the run ended is said where it can be.
+    assert!(
+        err.contains("standard output was closed")
+            && err.contains("the run itself: fct_orders: ")
+            && err.contains("succeeded, 0 failed"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -253,5 +260,57 @@ fn a_dry_run_in_json_names_the_later_windows_a_merge_can_set_back() {
         through["partitions"].as_array().unwrap().len(),
         loaded.len(),
         "{through}"
+    );
+}
+
+/// QA: a job's SQL that quotes a name with an escape sequence in it (or a
+/// server error or lint finding that echoes it) reached the terminal raw
+/// from `idem run` and `idem lint`: it could retitle, recolour or clear the
+/// operator's terminal. Every command shows the sequence, never obeys it.
+#[tokio::test]
+async fn escape_sequences_in_errors_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"evil\"\ntarget = \"t\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+         sql = \"\"\"{}\"\"\"\n",
+        dir.path().join("w.db").display(),
+        // TOML's escapes: the SQL itself carries ESC, BEL and CR.
+        r#"select dt, x as "\u001b]0;PWNED\u0007\u001b[2J\rRED" from t where dt >= :start and dt < :end"#
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(dir.path().join("w.db")).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
+        .await
+        .unwrap();
+    wh.close().await;
+    let mut seen = String::new();
+    for args in [
+        &["run", "evil", "--yes"][..],
+        &["run", "evil", "--dry-run"],
+        &["lint"],
+        &["status", "evil"],
+        &["log", "evil"],
+    ] {
+        let out = command(&config, args).output().unwrap();
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let written = String::from_utf8_lossy(bytes);
+            assert!(
+                !written.contains(['\u{1b}', '\u{7}', '\r']),
+                "idem {args:?} wrote a control character to {stream}: {written:?}"
+            );
+            seen.push_str(&written);
+        }
+    }
+    // Shown, not dropped: the operator can see what the SQL carries.
+    assert!(
+        seen.contains("\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rRED"),
+        "{seen}"
     );
 }

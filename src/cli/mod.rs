@@ -398,12 +398,28 @@ pub fn parse_bound(
 /// valid (checked before the terminal is touched), and a terminal.
 pub fn console_config(config_path: &Path) -> Result<Config, Stop> {
     let config = load_config(config_path)?;
-    if !std::io::stdout().is_terminal() {
-        return Err(Stop::usage(
-            "the console needs a terminal; for scripts use `idem run`, `idem status` or `idem jobs`",
-        ));
+    if let Some(why) = console_cannot_draw() {
+        return Err(Stop::usage(format!(
+            "{why}; for scripts use `idem run`, `idem status` or `idem jobs`"
+        )));
     }
     Ok(config)
+}
+
+/// Why the console cannot be drawn here, if it cannot: stdout is no
+/// terminal, or the terminal says it takes no escape sequences (`TERM=dumb`:
+/// an editor's shell buffer, a CI log), where the console would be a
+/// screenful of raw escapes.
+fn console_cannot_draw() -> Option<&'static str> {
+    if !std::io::stdout().is_terminal() {
+        return Some("the console needs a terminal");
+    }
+    if std::env::var("TERM").is_ok_and(|term| term.trim() == "dumb") {
+        return Some(
+            "the console cannot draw on this terminal (TERM=dumb): open it in a terminal emulator",
+        );
+    }
+    None
 }
 
 /// `idem demo`: creates the demo warehouse. With a terminal it answers the
@@ -422,7 +438,10 @@ pub async fn demo(path: &Path) -> Result<Option<(crate::demo::Demo, Config)>, St
         .await
         .map_err(|e| Stop::failed(format!("could not create the demo: {e:#}")))?;
     noteln!("  done in {:.1} s", started.elapsed().as_secs_f64());
-    if !std::io::stdout().is_terminal() {
+    if let Some(why) = console_cannot_draw() {
+        if std::io::stdout().is_terminal() {
+            noteln!("idem: {why}");
+        }
         print_demo_commands(&demo)?;
         return Ok(None);
     }

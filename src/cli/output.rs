@@ -2,7 +2,12 @@
 //! away (`idem status | head -3`) is not an error: the rest of the output is
 //! dropped and the command ends as it would have, so its exit code still
 //! says what happened. A write that fails (a full disk) is an error.
+//! Every line is written with its control characters made visible: a
+//! server's error, a lint finding or a value quoting the job's SQL can carry
+//! an escape sequence that would restyle, retitle or clear the operator's
+//! terminal.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,14 +17,20 @@ use super::Stop;
 /// Set once stdout's reader has gone away; later output is dropped.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// Whether stdout's reader went away before all of the output was written.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
 /// Writes one line to stdout.
 pub fn line(args: fmt::Arguments) -> Result<(), Stop> {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return Ok(());
     }
+    let text = args.to_string();
     let mut out = io::stdout().lock();
     let written = out
-        .write_fmt(args)
+        .write_all(visible_controls(&text).as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     match written {
@@ -37,8 +48,31 @@ pub fn line(args: fmt::Arguments) -> Result<(), Stop> {
 /// Writes one line to stderr; a note that cannot be written is dropped, as
 /// there is nowhere left to say so.
 pub fn note(args: fmt::Arguments) {
+    let text = args.to_string();
     let mut err = io::stderr().lock();
-    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+    let _ = err
+        .write_all(visible_controls(&text).as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
+}
+
+/// `text` as a terminal can show it without obeying it: each control
+/// character but the line break and the tab (an escape, a carriage return
+/// that would overwrite the line, a bell) written as Rust writes it
+/// (`\u{1b}`, `\r`).
+pub fn visible_controls(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
 }
 
 /// `println!` for a command's output: a closed pipe ends the output quietly,
@@ -57,3 +91,18 @@ macro_rules! noteln {
 }
 
 pub(crate) use {noteln, outln};
+
+#[cfg(test)]
+mod tests {
+    use super::visible_controls;
+
+    #[test]
+    fn control_characters_are_written_visibly_not_obeyed() {
+        assert_eq!(
+            visible_controls("column \"\u{1b}]0;x\u{7}\u{1b}[2J\r\u{9b}31m\""),
+            "column \"\\u{1b}]0;x\\u{7}\\u{1b}[2J\\r\\u{9b}31m\""
+        );
+        // Lines and tabs keep their shape; other text is left as it is.
+        assert_eq!(visible_controls("a\tb\nc é ■"), "a\tb\nc é ■");
+    }
+}

@@ -309,6 +309,15 @@ fn said(
         noteln!("idem: {line}");
     }
     match printed {
+        // A reader that went away (`--json | head`) is no failure, but what
+        // it left unread is how the run ended: said where it can be read.
+        Ok(()) if super::output::stdout_closed() => {
+            noteln!(
+                "idem: standard output was closed before the run's output was all written; the run itself: {}",
+                report.outcomes.join("; ")
+            );
+            Ok(report.exit)
+        }
         Ok(()) => Ok(report.exit),
         Err(stop) => {
             noteln!(

@@ -91,10 +91,10 @@ impl Progress {
                     will_retry: false, ..
                 } => {
                     *failed += 1;
-                    bar.println(describe(event).unwrap_or_default());
+                    bar.println(described(event));
                     bar.inc(1);
                 }
-                Event::PartitionFailed { .. } => bar.println(describe(event).unwrap_or_default()),
+                Event::PartitionFailed { .. } => bar.println(described(event)),
                 _ => {}
             },
             Progress::Lines => {
@@ -116,6 +116,13 @@ impl Progress {
             Progress::Lines => Ok(()),
         }
     }
+}
+
+/// [`describe`] for the bar, which writes to the terminal past
+/// [`output::note`]: its control characters shown, not obeyed.
+fn described(event: &Event) -> String {
+    let line = describe(event).unwrap_or_default();
+    output::visible_controls(&line).into_owned()
 }
 
 /// A plain line for an event worth a line of its own.

@@ -13,6 +13,7 @@ mod bars;
 mod calendar;
 mod cascade;
 mod chart;
+mod colors;
 mod command;
 mod confirm;
 mod detail;
@@ -108,7 +109,8 @@ pub async fn run(config: Config, options: Options) -> Outcome {
         }
     };
     let ascii = glyphs::ascii_wanted(|name| std::env::var(name).ok());
-    let result = terminal::event_loop(&mut app, ascii).await;
+    let depth = colors::depth(|name| std::env::var(name).ok());
+    let result = terminal::event_loop(&mut app, ascii, depth).await;
     drop(guard);
     match result {
         Ok(left) if app.terminated => Outcome::Terminated(left),

@@ -81,8 +81,13 @@ impl Drop for TerminalGuard {
 }
 
 /// Runs the console until `update` says it quits; `ascii` draws it without
-/// UTF-8 (see [`super::glyphs`]).
-pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<LeftInFlight> {
+/// UTF-8 (see [`super::glyphs`]), `depth` in the colours the terminal has
+/// (see [`super::colors`]).
+pub async fn event_loop(
+    app: &mut App,
+    ascii: bool,
+    depth: super::colors::Depth,
+) -> std::io::Result<LeftInFlight> {
     let mut terminal: Terminal<CrosstermBackend<Stdout>> =
         Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Incoming>();
@@ -115,6 +120,7 @@ pub async fn event_loop(app: &mut App, ascii: bool) -> std::io::Result<LeftInFli
                 if ascii {
                     super::glyphs::to_ascii(f.buffer_mut());
                 }
+                super::colors::to_depth(f.buffer_mut(), depth);
             });
             if drawn.is_err() {
                 gone = true;

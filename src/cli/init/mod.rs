@@ -116,11 +116,13 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     write_whole(&file, &text).map_err(|e| {
         Stop::failed(format!(
             "cannot write {}: {e}{}",
-            config_path.display(),
+            std::path::absolute(config_path)
+                .unwrap_or_else(|_| config_path.to_path_buf())
+                .display(),
             if force && config_path.exists() {
                 "; the config there is as it was"
             } else {
-                ""
+                "; write it where you can: idem --config PATH init URL"
             }
         ))
     })?;
