@@ -1891,7 +1891,22 @@ async fn run_changing_the_other_day(
     } else {
         "0101"
     };
-    // A plain DETACH (or DROP) waits for the first load's COMMIT.
+    // The run reads the target's partitions at its first load: the change
+    // comes after that read, as the run's start, not before it. Once the
+    // first load has inserted, a plain DETACH (or DROP) waits for its
+    // COMMIT.
+    loop {
+        let event = rx.recv().await.expect("the first load inserts");
+        let inserted = matches!(&event, engine::Event::PartitionLog { line, .. } if line.starts_with("INSERT"))
+            || matches!(
+                &event,
+                engine::Event::PartitionSucceeded { .. } | engine::Event::PartitionFailed { .. }
+            );
+        events.push(event);
+        if inserted {
+            break;
+        }
+    }
     for sql in change(other) {
         external(db, &sql).await;
     }
