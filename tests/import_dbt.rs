@@ -427,3 +427,81 @@ fn a_manifest_with_a_byte_order_mark_is_read_and_an_empty_file_is_said() {
         );
     }
 }
+
+/// What `dbt compile` writes for a real project: a model without a
+/// strategy but with a unique_key (dbt-postgres runs it as delete+insert),
+/// one without either (appends), a model compiled where its table exists
+/// (its is_incremental() branch reads `{{ this }}`), a snapshot and a seed.
+/// Each is imported as dbt runs it, or named with why it is not.
+#[test]
+fn a_compiled_project_is_imported_as_dbt_runs_it() {
+    let incremental = |name: &str, unique_key: Option<&str>, sql: &str| {
+        let mut config = serde_json::json!({"materialized": "incremental", "event_time": "ts"});
+        if let Some(key) = unique_key {
+            config["unique_key"] = key.into();
+        }
+        serde_json::json!({
+            "resource_type": "model",
+            "name": name,
+            "schema": "analytics",
+            "relation_name": format!("\"shop\".\"analytics\".\"{name}\""),
+            "compiled_code": sql,
+            "config": config
+        })
+    };
+    let manifest = serde_json::json!({
+        "metadata": {"adapter_type": "postgres"},
+        "nodes": {
+            "model.shop.by_default": incremental("by_default", Some("id"), "select id, ts from raw.events"),
+            "model.shop.appended": incremental("appended", None, "select id, ts from raw.events"),
+            "model.shop.compiled_incrementally": incremental(
+                "compiled_incrementally",
+                Some("id"),
+                "select id, ts from raw.events\n  where ts > (select max(ts) from \"shop\".\"analytics\".\"compiled_incrementally\")"
+            ),
+            "snapshot.shop.orders_snap": {"resource_type": "snapshot", "name": "orders_snap", "config": {"materialized": "snapshot"}},
+            "seed.shop.countries": {"resource_type": "seed", "name": "countries", "config": {"materialized": "seed"}}
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.json");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let out = idem(&["import-dbt", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stderr.contains("1 incremental model imported, 2 left out"),
+        "{stderr}"
+    );
+    let jobs: toml::Table = stdout.parse().unwrap();
+    let jobs = jobs["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{stdout}");
+    assert_eq!(jobs[0]["name"].as_str(), Some("by_default"));
+    assert_eq!(jobs[0]["strategy"].as_str(), Some("replace_partition"));
+    assert!(
+        stdout.contains(
+            "# dbt model.shop.by_default (delete+insert, dbt-postgres's default with a unique_key)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "#   appended: no incremental_strategy and no unique_key: dbt-postgres appends"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("#   compiled_incrementally: its compiled SQL reads the model's own table")
+            && stdout.contains("`dbt compile --full-refresh`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# Snapshots (dbt's history of changed rows, not a load by window), left out: orders_snap"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# Seeds (loaded from CSV files, not by window), left out: countries"),
+        "{stdout}"
+    );
+}

@@ -905,3 +905,69 @@ fn init_writes_through_a_symlink_even_a_dangling_one() {
     );
     assert!(is_link(&looped));
 }
+
+/// PostgreSQL: a role that may not read every table. A table in a schema
+/// it has no USAGE on (QA: init failed whole with "permission denied for
+/// schema"), or without SELECT on it (QA: left out without a word), is
+/// named as one the role may not read; the tables it reads are offered.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_init_names_the_tables_its_role_may_not_read() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let (_, config) = db.config("");
+    let wh = db.warehouse(&config).await;
+    let database = db
+        .url
+        .split('?')
+        .next()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let role = format!("{database}_init");
+    wh.execute_script(&[
+        "CREATE SCHEMA hidden",
+        "CREATE SCHEMA closed",
+        "CREATE TABLE hidden.salaries (paid_on DATE NOT NULL)",
+        "CREATE TABLE closed.bonuses (paid_on DATE NOT NULL)",
+        "CREATE TABLE orders (id INTEGER, dt DATE NOT NULL)",
+        "INSERT INTO orders VALUES (1, '2026-01-02')",
+        &format!("CREATE ROLE {role} LOGIN"),
+        &format!("GRANT USAGE ON SCHEMA closed TO {role}"),
+        &format!("GRANT SELECT ON orders, hidden.salaries TO {role}"),
+        // The ledger the test's warehouse made, which init reads.
+        &format!("GRANT USAGE ON SCHEMA idem TO {role}"),
+        &format!("GRANT SELECT ON idem.attempts, idem.definitions TO {role}"),
+    ])
+    .await
+    .unwrap();
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &format!("{scheme}://{role}@{host}")]);
+    let starter = std::fs::read_to_string(&path).unwrap_or_default();
+    wh.execute_script(&[
+        &format!("DROP OWNED BY {role}"),
+        &format!("DROP ROLE {role}"),
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jobs = jobs_of(&path, &uncommented(&starter));
+    let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["orders"], "{starter}");
+    let line = "tables this role may not read (a run needs USAGE on the schema and SELECT on the table): closed.bonuses, hidden.salaries";
+    assert!(said.contains(line), "{said}");
+    assert!(starter.contains(line), "{starter}");
+}

@@ -80,6 +80,10 @@ struct Node {
     description: Option<String>,
     #[serde(default)]
     compiled_code: Option<String>,
+    /// The model's table as its SQL names it (`"db"."schema"."alias"`),
+    /// what `{{ this }}` compiles to.
+    #[serde(default)]
+    relation_name: Option<String>,
     #[serde(default)]
     config: ModelConfig,
     #[serde(default)]
@@ -140,6 +144,8 @@ struct DependsOn {
 struct Mapped<'a> {
     id: &'a str,
     node: &'a Node,
+    /// dbt's strategy for the model, as the job's comment names it.
+    dbt_strategy: String,
     strategy: &'static str,
     target: TableName,
     partition_column: Ident,
@@ -211,7 +217,12 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             not_incremental.push(&node.name);
             continue;
         }
-        match map(id, node, manifest.metadata.engine()) {
+        match map(
+            id,
+            node,
+            manifest.metadata.adapter_type.as_deref(),
+            manifest.metadata.engine(),
+        ) {
             Ok(job) => mapped.push(job),
             Err(reason) => left_out.push((&node.name, reason)),
         }
@@ -233,6 +244,27 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
         out.push("# Incremental models left out:".into());
         for (name, reason) in &left_out {
             out.push(format!("#   {}: {}", comment(name), comment(reason)));
+        }
+    }
+    for (resource, what) in [
+        (
+            "snapshot",
+            "Snapshots (dbt's history of changed rows, not a load by window)",
+        ),
+        ("seed", "Seeds (loaded from CSV files, not by window)"),
+    ] {
+        let names: Vec<&str> = manifest
+            .nodes
+            .values()
+            .filter(|n| n.resource_type == resource)
+            .map(|n| n.name.as_str())
+            .collect();
+        if !names.is_empty() {
+            out.push(String::new());
+            out.push(format!(
+                "# {what}, left out: {}",
+                comment(&names.join(", "))
+            ));
         }
     }
     let disabled = disabled_models(&manifest);
@@ -304,32 +336,55 @@ fn disabled_models(manifest: &Manifest) -> Vec<String> {
 }
 
 /// The job a model maps to, or why it cannot.
-fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, String> {
+fn map<'a>(
+    id: &'a str,
+    node: &'a Node,
+    adapter: Option<&str>,
+    engine: Engine,
+) -> Result<Mapped<'a>, String> {
     let config = &node.config;
     let keys: Vec<String> = match &config.unique_key {
         None => Vec::new(),
         Some(UniqueKey::One(k)) => vec![k.clone()],
         Some(UniqueKey::Many(ks)) => ks.clone(),
     };
-    let strategy = match config.incremental_strategy.as_deref() {
-        Some("microbatch") | Some("delete+insert") => "replace_partition",
-        Some("merge") if keys.is_empty() => {
+    // dbt-postgres runs a model without a strategy as delete+insert when
+    // it has a unique_key, else as append; other adapters' defaults differ.
+    let postgres = matches!(adapter, None | Some("postgres"));
+    let (named, defaulted) = match config.incremental_strategy.as_deref() {
+        Some(strategy) => (strategy, false),
+        None if postgres && !keys.is_empty() => ("delete+insert", true),
+        None if postgres => {
+            return Err(
+                "no incremental_strategy and no unique_key: dbt-postgres appends, which is not idempotent (a re-run adds the window's rows again); set delete+insert, merge or microbatch"
+                    .into(),
+            );
+        }
+        None => {
+            return Err(format!(
+                "no incremental_strategy: the manifest does not say which strategy dbt-{} defaults to; set delete+insert, merge or microbatch",
+                adapter.unwrap_or_default()
+            ));
+        }
+    };
+    let dbt_strategy = if defaulted {
+        format!("{named}, dbt-postgres's default with a unique_key")
+    } else {
+        named.to_string()
+    };
+    let strategy = match named {
+        "microbatch" | "delete+insert" => "replace_partition",
+        "merge" if keys.is_empty() => {
             return Err("merge without a unique_key: there is no key to upsert by".into());
         }
-        Some("merge") => "merge_key",
-        Some("append") => {
+        "merge" => "merge_key",
+        "append" => {
             return Err("append is not idempotent: a re-run adds the window's rows again".into());
         }
-        Some(other) => {
+        other => {
             return Err(format!(
                 "incremental_strategy {other} has no idem equivalent; delete+insert, merge and microbatch map"
             ));
-        }
-        None => {
-            return Err(
-                "no incremental_strategy: the adapter's default (append on PostgreSQL) is not idempotent; set delete+insert, merge or microbatch"
-                    .into(),
-            );
         }
     };
     let Some(event_time) = &config.event_time else {
@@ -365,6 +420,15 @@ fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, St
     let Some(compiled) = node.compiled_code.as_deref() else {
         return Err("no compiled SQL in the manifest: run `dbt compile` first".into());
     };
+    if reads_itself(compiled, node.relation_name.as_deref()) {
+        // dbt compiled the is_incremental() branch, as it does where the
+        // table exists: `where ts > (select max(ts) from {{ this }})` would
+        // load nothing into a window re-run below the table's latest row.
+        return Err(
+            "its compiled SQL reads the model's own table (dbt compiled its is_incremental() branch, as the table exists), so a re-run of an earlier window would load nothing: compile with `dbt compile --full-refresh` and import again"
+                .into(),
+        );
+    }
     let compiled = crate::warehouse::sql::query_body(compiled.trim(), engine);
     let sql = format!(
         "select * from (\n{compiled}\n) dbt_model\nwhere {event_time} >= :start and {event_time} < :end"
@@ -372,6 +436,7 @@ fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, St
     Ok(Mapped {
         id,
         node,
+        dbt_strategy,
         strategy,
         target,
         partition_column,
@@ -380,6 +445,14 @@ fn map<'a>(id: &'a str, node: &'a Node, engine: Engine) -> Result<Mapped<'a>, St
         start,
         sql,
     })
+}
+
+/// Whether a model's compiled SQL names the model's own table.
+fn reads_itself(compiled: &str, relation_name: Option<&str>) -> bool {
+    relation_name
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .is_some_and(|r| compiled.to_lowercase().contains(&r.to_lowercase()))
 }
 
 /// Each imported model's job name (by the model's unique id): its name,
@@ -514,7 +587,7 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
     let mut lines = vec![format!(
         "# dbt {} ({}{})",
         comment(job.id),
-        comment(node.config.incremental_strategy.as_deref().unwrap_or("")),
+        comment(&job.dbt_strategy),
         node.config
             .batch_size
             .as_deref()

@@ -20,6 +20,9 @@ pub enum RelationKind {
     /// Anything else the catalogue lists (a foreign table, a sequence), as
     /// the engine calls it.
     Other(String),
+    /// A PostgreSQL table the role may not read: no SELECT on it, or no
+    /// USAGE on its schema.
+    Unreadable,
 }
 
 /// A relation as the catalogue names it: its name need not be a plain
@@ -51,7 +54,9 @@ impl Warehouse {
             Engine::Postgres => {
                 "SELECT CASE WHEN n.nspname = current_schema() THEN NULL ELSE CAST(n.nspname AS text) END, \
                  CAST(c.relname AS text), \
-                 CASE WHEN c.relispartition THEN 'partition' ELSE CAST(c.relkind AS text) END, \
+                 CASE WHEN c.relispartition THEN 'partition' \
+                      WHEN NOT (has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT')) THEN 'unreadable' \
+                      ELSE CAST(c.relkind AS text) END, \
                  (SELECT CASE WHEN pn.nspname = current_schema() THEN '' ELSE CAST(pn.nspname AS text) || '.' END \
                          || CAST(p.relname AS text) \
                     FROM pg_catalog.pg_inherits i \
@@ -63,7 +68,6 @@ impl Warehouse {
                  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') \
                  AND n.nspname NOT IN ('information_schema', 'idem') \
                  AND n.nspname NOT LIKE 'pg\\_%' \
-                 AND has_table_privilege(c.oid, 'SELECT') \
                  ORDER BY n.nspname <> current_schema(), n.nspname, c.relname"
             }
             Engine::MySql => {
@@ -94,6 +98,7 @@ impl Warehouse {
                 "v" | "view" | "VIEW" => RelationKind::View,
                 "m" => RelationKind::MaterializedView,
                 "f" => RelationKind::Other("foreign table".into()),
+                "unreadable" => RelationKind::Unreadable,
                 other => RelationKind::Other(other.to_lowercase()),
             };
             let name = match schema {

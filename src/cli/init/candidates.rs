@@ -33,6 +33,8 @@ pub(super) enum Why {
     /// A column whose name a config cannot write: a run refuses the table.
     ColumnNotPlain,
     NoDateColumn,
+    /// A table the role may not read.
+    Unreadable,
 }
 
 impl Why {
@@ -53,6 +55,9 @@ impl Why {
                 "tables with a column whose name idem cannot write (a run refuses them: rename the column)".into()
             }
             Why::NoDateColumn => "tables with no date or timestamp column to partition by".into(),
+            Why::Unreadable => {
+                "tables this role may not read (a run needs USAGE on the schema and SELECT on the table)".into()
+            }
         }
     }
 }
@@ -113,6 +118,7 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             RelationKind::View => Some(Why::View),
             RelationKind::MaterializedView => Some(Why::MaterializedView),
             RelationKind::Other(kind) => Some(Why::Other(kind.clone())),
+            RelationKind::Unreadable => Some(Why::Unreadable),
         };
         let table = match (why, relation.table()) {
             (Some(why), _) => {
@@ -137,6 +143,14 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
         let mut time_columns = Vec::new();
         for column in &columns {
             if !column.holds_instants(engine) {
+                continue;
+            }
+            // The first dated column is the partition column: the others'
+            // ranges are not read, as MIN and MAX of a column without an
+            // index read the whole table. SQLite's text needs its values
+            // read to say whether it holds dates.
+            if engine != Engine::Sqlite && !time_columns.is_empty() {
+                time_columns.push((column.clone(), None));
                 continue;
             }
             let range = warehouse.date_range_as_text(&table, column).await?;
