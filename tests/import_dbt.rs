@@ -81,7 +81,7 @@ fn incremental_models_become_jobs() {
     // not: said in a comment, not written as a key idem would not use.
     assert!(sessions.unique_key.is_empty(), "{jobs_toml}");
     assert!(
-        jobs_toml.contains("# dbt deletes by the model's unique_key; idem replaces each hour window whole, so a key whose"),
+        jobs_toml.contains("# dbt writes by the model's unique_key (delete+insert deletes its keys, microbatch merges them); idem replaces each hour window whole, so a key whose"),
         "{jobs_toml}"
     );
 

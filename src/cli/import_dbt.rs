@@ -620,7 +620,7 @@ fn job_toml(job: &Mapped, manifest: &Manifest, imported: &HashMap<&str, String>)
             // A replace deletes the window, not the keys: written as a key,
             // it would read as a promise idem does not keep.
             lines.push(format!(
-                "# dbt deletes by the model's unique_key; idem replaces each {} window whole, so a key whose {} moves to another window keeps its old row there: if keys move, load with strategy = \"merge_key\" and {}",
+                "# dbt writes by the model's unique_key (delete+insert deletes its keys, microbatch merges them); idem replaces each {} window whole, so a key whose {} moves to another window keeps its old row there: if keys move, load with strategy = \"merge_key\" and {}",
                 job.grain.as_str(),
                 job.partition_column,
                 comment(&keys)
