@@ -128,6 +128,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
     }
 
+    // A preview lists it among the lint's findings; a run without one
+    // says it anyway (a cron's `-y` run too).
+    if !previewed && let Some(both) = crate::lint::merged_and_replaced(&config.jobs, job) {
+        noteln!("idem: warning: {both}");
+    }
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
         steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);

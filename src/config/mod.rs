@@ -5,6 +5,7 @@ mod engine;
 mod env;
 mod errors;
 mod ident;
+mod shared_targets;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use env::{expand_env, expanded_from};
 pub use errors::ConfigError;
 use errors::Positions;
 pub use ident::{Ident, TableName};
+pub use shared_targets::same_table;
 
 use crate::partition::{Grain, Partition, RangeEnd};
 
@@ -119,6 +121,10 @@ pub struct Job {
     /// [`Engine::home_schema`]): `orders` is not `raw.orders` where it is
     /// `public` or the URL's database.
     pub home_schema: Option<String>,
+    /// A replace job's: the merge job of the config that writes the same
+    /// target, whose merges its loads then exclude (a merge writes rows in
+    /// any window, and a replace deletes whatever its window holds).
+    pub merged_alongside: Option<String>,
 }
 
 /// Lines of `idem.toml` where a job's fields are written. A field the job
@@ -445,6 +451,7 @@ pub fn parse(
             });
         }
     }
+    shared_targets::note_merges_alongside(&mut jobs);
     Ok(Config {
         path: path.to_path_buf(),
         warehouse,
@@ -632,6 +639,7 @@ fn validate_job(
         lines,
         engine,
         home_schema: None,
+        merged_alongside: None,
     })
 }
 

@@ -35,7 +35,7 @@ use crate::config::{Ident, Job, Strategy};
 use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Column, Engine, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
-pub use targets::shared_target_findings;
+pub use targets::{merged_and_replaced, shared_target_findings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

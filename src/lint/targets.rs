@@ -1,22 +1,9 @@
 //! Findings across jobs: two jobs that write the same target table undo
 //! each other's loads, which neither job's own SQL shows.
 
-use crate::config::{Engine, Ident, Job, Strategy, TableName};
+use crate::config::{Job, Strategy, same_table};
 
 use super::{Finding, Severity};
-
-/// Whether two targets, each quoted as written, name the same table on
-/// `engine` (PostgreSQL and MariaDB/MySQL on Linux tell `Orders` from
-/// `orders`, SQLite does not; `fct` and `public.fct` are not compared).
-fn same_table(a: &TableName, b: &TableName, engine: Engine) -> bool {
-    let same = |x: &Ident, y: &Ident| engine.same_table_name(x.as_str(), y.as_str());
-    let schemas = match (&a.schema, &b.schema) {
-        (Some(x), Some(y)) => same(x, y),
-        (None, None) => true,
-        _ => false,
-    };
-    schemas && same(&a.name, &b.name)
-}
 
 /// The findings of `job` against the jobs written before it in `jobs` (the
 /// whole config), on `job`'s `target` line: a second job replacing
@@ -72,4 +59,24 @@ pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// What a run of `job` says when another job of `jobs` writes its target
+/// by the other strategy, whichever comes first in the config (`idem lint`
+/// says it once, on the later one): the run takes turns with that job's
+/// loads, but their rows still undo each other's.
+pub fn merged_and_replaced(jobs: &[Job], job: &Job) -> Option<String> {
+    let other = jobs.iter().find(|o| {
+        o.name != job.name
+            && o.strategy != job.strategy
+            && same_table(&o.target, &job.target, job.engine)
+    })?;
+    let (merge, replace) = match job.strategy {
+        Strategy::MergeKey => (job, other),
+        Strategy::ReplacePartition => (other, job),
+    };
+    Some(format!(
+        "job {} merges into {}, whose partitions job {} replaces: each replace deletes the rows merged in its window (their loads take turns, so neither fails on the other's rows half-written); give the target one job, or load both with merge_key",
+        merge.name, job.target, replace.name
+    ))
 }

@@ -112,18 +112,29 @@ impl PartitionLock {
         let mut label = format!("{} [{}, {})", job.target, partition.start, partition.end());
         // A merge writes wherever its window's keys are, not in its window:
         // two merges into one table, of any windows, exclude each other
-        // (taken first, by merges alone: no order to deadlock on).
-        if job.strategy == Strategy::MergeKey {
+        // (taken first by every load that takes it: no order to deadlock
+        // on). A replace into a table a merge job also writes excludes
+        // the merges too, whose rows may be in its window: it takes the
+        // key shared where the engine can (replaces of disjoint windows
+        // still run at once), exclusively where it cannot (MariaDB).
+        let merges_too = match (job.strategy, &job.merged_alongside) {
+            (Strategy::MergeKey, _) => Some(format!("every merge into {}", job.target)),
+            (Strategy::ReplacePartition, Some(merge)) => {
+                Some(format!("the merges of job {merge} into {}", job.target))
+            }
+            (Strategy::ReplacePartition, None) => None,
+        };
+        if let Some(which) = merges_too {
             let merges = merges_key(job);
             keys.insert(0, merges.clone());
             tiers.insert(
                 0,
                 Tier {
                     key: merges,
-                    exclusive: true,
+                    exclusive: job.strategy == Strategy::MergeKey,
                 },
             );
-            label = format!("{label} and every merge into {}", job.target);
+            label = format!("{label} and {which}");
         }
         PartitionLock {
             label,
@@ -268,6 +279,57 @@ mod tests {
         assert!(!conflict(&jan, &replace_feb));
         assert!(conflict(&feb, &replace_feb));
         assert_eq!(jan.own_key(), "t:2026-01-07");
+    }
+
+    /// A replace into a table a merge job of the config also writes
+    /// excludes every merge into it, whatever their windows; on PostgreSQL
+    /// it still runs beside replaces of other windows (MariaDB's named
+    /// locks have no shared mode: there they take turns).
+    #[test]
+    fn a_replace_into_a_merged_table_excludes_its_merges() {
+        let text = "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"r\"\ntarget = \"t\"\n\
+             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nsql = \"select d from s where d >= :start and d < :end\"\n\n\
+             [[jobs]]\nname = \"m\"\ntarget = \"t\"\nstrategy = \"merge_key\"\nunique_key = [\"k\"]\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select k from s where d >= :start and d < :end\"\n";
+        let config = crate::config::parse(std::path::Path::new("idem.toml"), text, &|_| None)
+            .expect("config");
+        let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
+        assert_eq!(replace.merged_alongside.as_deref(), Some("m"));
+        let at = |job: &Job, day: u32| {
+            let p = Partition::containing(
+                Grain::Day,
+                chrono::NaiveDate::from_ymd_opt(2026, 3, day)
+                    .and_then(|d| d.and_hms_opt(0, 0, 0))
+                    .expect("a date"),
+            );
+            PartitionLock::of(job, &p)
+        };
+        let tiers_conflict = |a: &PartitionLock, b: &PartitionLock| {
+            a.tiers.iter().any(|x| {
+                b.tiers
+                    .iter()
+                    .any(|y| x.key == y.key && (x.exclusive || y.exclusive))
+            })
+        };
+        let keys_conflict =
+            |a: &PartitionLock, b: &PartitionLock| a.keys.iter().any(|k| b.keys.contains(k));
+        let (r1, r2, m9) = (at(replace, 1), at(replace, 2), at(merge, 9));
+        assert!(tiers_conflict(&r1, &m9) && keys_conflict(&r1, &m9));
+        assert!(
+            !tiers_conflict(&r1, &r2),
+            "replaces of two days run at once"
+        );
+        assert!(keys_conflict(&r1, &r2));
+        assert!(
+            r1.label.ends_with("and the merges of job m into t"),
+            "{}",
+            r1.label
+        );
+        // Without a merge job there, a replace takes no such lock.
+        let alone = job_of_grain("day", "2026-03-01");
+        assert_eq!(alone.merged_alongside, None);
+        assert!(!tiers_conflict(&at(&alone, 1), &m9));
     }
 
     #[test]
