@@ -145,8 +145,10 @@ impl PartitionLock {
     }
 
     /// The key whose holder is taken to be loading the partition, for
-    /// showing it as running elsewhere (MariaDB): the first of its keys,
-    /// which every load of the window holds. Made alone, without the rest
+    /// showing it as running elsewhere (MariaDB): the key of the window's
+    /// first hour, which every load of the window holds (the first of its
+    /// keys, but for a merge's, or a replace's into a merged table, which
+    /// take the table's merge lock first). Made alone, without the rest
     /// of a lock: the console asks for every partition of a job at each
     /// refresh.
     pub fn probe_key(job: &Job, partition: &Partition) -> String {
