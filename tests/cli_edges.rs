@@ -559,11 +559,18 @@ fn a_signal_before_the_run_starts_is_a_clean_cancel() {
         ),
     )
     .unwrap();
-    for signal in ["TERM", "INT", "HUP"] {
+    // An orchestrator's run (--json) ends its stream saying so.
+    for (signal, json) in [
+        ("TERM", false),
+        ("INT", false),
+        ("HUP", false),
+        ("TERM", true),
+    ] {
         let child = Command::new(env!("CARGO_BIN_EXE_idem"))
             .arg("--config")
             .arg(&config)
             .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
+            .args(json.then_some("--json"))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -583,9 +590,108 @@ fn a_signal_before_the_run_starts_is_a_clean_cancel() {
             err.contains("cancelled, nothing was run"),
             "SIG{signal}: {err}"
         );
+        if json {
+            let event = not_started_event(&out);
+            assert_eq!(event["exit_code"], 130, "{event}");
+            assert_eq!(event["job"], "fct", "{event}");
+        } else {
+            assert!(out.stdout.is_empty(), "SIG{signal}: {}", text(&out.stdout));
+        }
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
     drop(silent);
+}
+
+/// The one line of JSON a run that never began prints with `--json`:
+/// `run_not_started`, whose `exit_code` is the process's and whose `error`
+/// is what stderr says.
+fn not_started_event(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one event: {stdout}");
+    let event: Value = serde_json::from_str(lines[0]).expect("a JSON line");
+    assert_eq!(event["schema_version"], 1, "{event}");
+    assert_eq!(event["event"], "run_not_started", "{event}");
+    assert_eq!(
+        event["exit_code"].as_i64(),
+        out.status.code().map(i64::from),
+        "{event}"
+    );
+    let said = format!("idem: {}", event["error"].as_str().expect("error text"));
+    assert!(text(&out.stderr).lines().any(|l| l == said), "{said}");
+    event
+}
+
+/// Every way an `idem run --json` can end before it begins is an event an
+/// orchestrator parses, not only stderr's text (before, stdout was empty):
+/// a config error, a job, a target or a range that is not there, a run too
+/// large to go without `--yes`, the warehouse unreachable. Each carries the
+/// exit code of the README's table.
+#[test]
+fn a_run_that_never_begins_says_why_in_its_json_stream() {
+    let (dir, config) = demo();
+    let bad_config = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad_config,
+        "[warehouse]\nurl = \"sqlite://x.db\"\n[[jobs]]\nname = 1\n",
+    )
+    .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let unreachable = dir.path().join("unreachable.toml");
+    std::fs::write(
+        &unreachable,
+        std::fs::read_to_string(&config).unwrap().replacen(
+            "url = \"sqlite://",
+            &format!("url = \"postgres://etl@127.0.0.1:{port}/dw\"\n# was \""),
+            1,
+        ),
+    )
+    .unwrap();
+    let no_target = dir.path().join("no_target.toml");
+    let demo_config = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &no_target,
+        demo_config.replacen("target = \"fct_orders\"", "target = \"no_such_table\"", 1),
+    )
+    .unwrap();
+    let cases: [(&Path, Vec<&str>, i32, &str); 6] = [
+        (&bad_config, vec!["fct_orders"], 2, "jobs[0].name"),
+        (&config, vec!["no_such_job"], 2, "no job named"),
+        (
+            &config,
+            vec!["fct_orders", "--from", "2026-1-1"],
+            2,
+            "expected YYYY-MM-DD",
+        ),
+        (&config, vec!["fct_orders"], 2, "pass --yes"),
+        (&no_target, vec!["fct_orders"], 2, "does not exist"),
+        (&unreachable, vec!["fct_orders"], 1, "cannot connect"),
+    ];
+    for (config, args, code, says) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .args(&args)
+            .arg("--json")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let event = not_started_event(&out);
+        assert_eq!(event["job"], args[0], "{event}");
+        assert!(
+            event["error"].as_str().unwrap().contains(says),
+            "{args:?}: {event}"
+        );
+    }
 }
 
 /// `idem log JOB PARTITION` with a coarser name (a month of a daily job, a

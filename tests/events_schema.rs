@@ -1,9 +1,9 @@
 //! The `--json` event stream is a contract with orchestrators: a golden file
 //! holds a whole run's events (two partitions loaded, one failed, then the
-//! dry run), with run ids and durations normalised. A change to the stream
-//! shows up here as a diff; `IDEM_UPDATE_GOLDEN=1` rewrites the file after
-//! a deliberate change (and the schema version moves if a field changed
-//! meaning).
+//! dry run, then a run refused before it began), with run ids and durations
+//! normalised. A change to the stream shows up here as a diff;
+//! `IDEM_UPDATE_GOLDEN=1` rewrites the file after a deliberate change (and
+//! the schema version moves if a field changed meaning).
 
 mod common;
 
@@ -53,9 +53,13 @@ async fn the_json_event_stream_matches_its_golden_file() {
     assert_eq!(run.status.code(), Some(1), "one partition fails");
     let dry = idem(&["run", "fct", "--only", "failed", "--dry-run", "--json"]);
     assert_eq!(dry.status.code(), Some(0));
+    // A run that never begins ends its stream with why, and its exit code.
+    let refused = idem(&["run", "fct", "--from", "2026-1-2", "--json"]);
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
     let mut lines: Vec<String> = String::from_utf8_lossy(&run.stdout)
         .lines()
         .chain(String::from_utf8_lossy(&dry.stdout).lines())
+        .chain(String::from_utf8_lossy(&refused.stdout).lines())
         .map(normalise)
         .collect();
     lines.push(String::new());

@@ -131,7 +131,7 @@ Run logs, a folder per warehouse (its \fIwarehouse.txt\fR says which), 256 KiB p
 "#;
 
 const JSON_EVENTS: &str = r#".SH "JSON EVENTS"
-\fBidem run \-\-json\fR prints one JSON object per line on stdout, each with "schema_version": 1 and an "event": \fBrun_started\fR, \fBpartition_started\fR, \fBpartition_log\fR, \fBpartition_succeeded\fR, \fBpartition_failed\fR, \fBpartition_skipped\fR, \fBrun_finished\fR, and \fBdry_run\fR with \fB\-\-dry\-run\fR. Within a version fields and events are only added. Each event's fields: the README, section "For orchestrators: idem run \-\-json".
+\fBidem run \-\-json\fR prints one JSON object per line on stdout, each with "schema_version": 1 and an "event": \fBrun_started\fR, \fBpartition_started\fR, \fBpartition_log\fR, \fBpartition_succeeded\fR, \fBpartition_failed\fR, \fBpartition_skipped\fR, \fBrun_finished\fR, \fBrun_not_started\fR (the run ended before it began: a usage or config error, the warehouse unreachable, a signal while it connected; its \fBexit_code\fR is the command's), and \fBdry_run\fR with \fB\-\-dry\-run\fR. A stream ends with \fBrun_finished\fR or \fBrun_not_started\fR, unless a second signal or SIGKILL ended idem at once. Within a version fields and events are only added. Each event's fields: the README, section "For orchestrators: idem run \-\-json".
 "#;
 
 const SEE_ALSO: &str = r#".SH "SEE ALSO"

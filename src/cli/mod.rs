@@ -14,6 +14,7 @@ mod report;
 mod run;
 mod run_args;
 mod run_log;
+mod run_not_started;
 mod run_progress;
 mod status;
 mod verify;
@@ -230,11 +231,23 @@ pub struct OnSignal {
     begun: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// What a signal before the run begins does besides ending the command:
+/// `say` is given the words stderr says (`idem run --json` writes its
+/// `run_not_started` event with them).
+struct BeforeBegin {
+    begun: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    say: Box<dyn Fn(&str) + Send>,
+}
+
 impl OnSignal {
-    pub fn install(stopping: &'static str) -> OnSignal {
+    pub fn install(stopping: &'static str, say: impl Fn(&str) + Send + 'static) -> OnSignal {
         let begun = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let before = BeforeBegin {
+            begun: begun.clone(),
+            say: Box::new(say),
+        };
         OnSignal {
-            cancel: watch_signals(stopping, Some(begun.clone())),
+            cancel: watch_signals(stopping, Some(before)),
             begun,
         }
     }
@@ -250,10 +263,7 @@ impl OnSignal {
 /// this returns, so a signal a moment later is never the default one that
 /// ends the process without a word (exit 143 or 129). While `begun` is
 /// false, a signal ends the command at once: nothing has run.
-fn watch_signals(
-    stopping: &'static str,
-    begun: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-) -> CancellationToken {
+fn watch_signals(stopping: &'static str, before: Option<BeforeBegin>) -> CancellationToken {
     use tokio::signal::unix::{SignalKind, signal};
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -273,11 +283,13 @@ fn watch_signals(
             }
         };
         if let Some(what) = next().await {
-            let begun = begun
+            if let Some(before) = before
                 .as_ref()
-                .is_none_or(|b| b.load(std::sync::atomic::Ordering::SeqCst));
-            if !begun {
-                noteln!("idem: {what}: cancelled, nothing was run");
+                .filter(|b| !b.begun.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                let why = format!("{what}: cancelled, nothing was run");
+                (before.say)(&why);
+                noteln!("idem: {why}");
                 std::process::exit(Exit::Cancelled.code().into());
             }
             noteln!("idem: {what}: cancelling: {stopping} (Ctrl-C again to quit now)");

@@ -12,6 +12,7 @@ use super::downstream::{downstream_words, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
 use super::report::RunReport;
+use super::run_not_started;
 use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
 use crate::engine::{self, Backfill};
@@ -25,9 +26,15 @@ use crate::state;
 pub const CONFIRM_ABOVE: usize = 100;
 
 pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
+    // With --json, a run that ends before it starts says so on stdout too:
+    // the stream ends with `run_finished` or `run_not_started`.
+    let json_job = args.json.then(|| args.job.clone());
     match run_inner(config_path, args).await {
         Ok(code) => code,
-        Err(stop) => stop.report(),
+        Err(stop) => match json_job {
+            Some(job) => run_not_started::report(&job, stop),
+            None => stop.report(),
+        },
     }
 }
 
@@ -35,7 +42,16 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // From the first line: a signal while it connects (up to
     // connect_timeout), sets up the ledger, previews or asks is a clean
     // "nothing was run", exit 130, not the default death (143, 129).
-    let on_signal = super::OnSignal::install("no new partitions start, in-flight ones roll back");
+    let json_job = args.json.then(|| args.job.clone());
+    let on_signal = super::OnSignal::install(
+        "no new partitions start, in-flight ones roll back",
+        move |why| {
+            if let Some(job) = &json_job {
+                let line = run_not_started::json_line(job, why, Exit::Cancelled);
+                let _ = super::output::line(format_args!("{line}"));
+            }
+        },
+    );
     let config = load_config(config_path)?;
     let job = find_job(&config, &args.job)?;
     if args.through_latest && job.strategy != Strategy::MergeKey {
@@ -214,8 +230,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     if !args.yes
         && let Some(why) = refused(&steps, found, interactive)?
     {
-        noteln!("idem: {why}nothing run");
-        return Ok(Exit::Cancelled);
+        return Err(Stop {
+            code: Exit::Cancelled,
+            message: format!("{why}nothing run"),
+        });
     }
     // Loaded empty before: a run that loads them empty again says nothing
     // new of them (a weekend with no orders), unlike one loaded empty now.
