@@ -314,3 +314,72 @@ async fn escape_sequences_in_errors_are_shown_not_obeyed() {
         "{seen}"
     );
 }
+
+/// QA: an error quoting a C1 control character (U+009B, which a terminal
+/// obeys as an escape; a mis-decoded source value carries such bytes) or
+/// DEL broke `--json` output: written Rust's way (`\u{9b}`), it is no JSON
+/// escape, and an orchestrator's parser failed on the partition's event.
+/// Every JSON output now escapes them as JSON does, and parses back to the
+/// error with the character in it.
+#[tokio::test]
+async fn control_characters_in_errors_keep_json_output_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"c1\"\ntarget = \"t\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+         sql = \"\"\"{}\"\"\"\n",
+        dir.path().join("w.db").display(),
+        r#"select dt, x as "\u009b31m\u007fRED" from t where dt >= :start and dt < :end"#
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(dir.path().join("w.db")).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    wh.execute_script(&[
+        "CREATE TABLE t (dt TEXT, x INTEGER)",
+        "INSERT INTO t VALUES ('2026-01-01', 1)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let run = command(&config, &["run", "c1", "--yes", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let mut errors = Vec::new();
+    for line in String::from_utf8_lossy(&run.stdout).lines() {
+        let event: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        if event["event"] == "partition_failed" {
+            errors.push(event["error"].as_str().unwrap().to_string());
+        }
+    }
+    assert!(
+        errors.iter().any(|e| e.contains("\u{9b}31m\u{7f}RED")),
+        "the error keeps what the server said: {errors:?}"
+    );
+    for args in [
+        &["run", "c1", "--dry-run", "--json"][..],
+        &["lint", "--format", "json"],
+        &["status", "c1", "--format", "json"],
+    ] {
+        let out = command(&config, args).output().unwrap();
+        let written = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !written.contains(|c: char| c.is_control() && c != '\n'),
+            "idem {args:?} wrote a control character: {written:?}"
+        );
+        for document in written.lines().filter(|l| l.starts_with('{')).take(1) {
+            serde_json::from_str::<serde_json::Value>(document)
+                .unwrap_or_else(|e| panic!("idem {args:?}: {e}: {document}"));
+        }
+        if written.starts_with('[') {
+            serde_json::from_str::<serde_json::Value>(&written)
+                .unwrap_or_else(|e| panic!("idem {args:?}: {e}: {written}"));
+        }
+    }
+}

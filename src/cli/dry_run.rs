@@ -312,7 +312,6 @@ impl<'a> DryRun<'a> {
             downstream: &self.downstream,
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
-        outln!("{line}");
-        Ok(())
+        super::output::json(&line)
     }
 }

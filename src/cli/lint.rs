@@ -94,7 +94,7 @@ async fn lint_inner(
                 .collect();
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            outln!("{text}");
+            super::output::json(&text)?;
         }
         LintFormat::Table => {
             for (job, found) in &findings {

@@ -24,15 +24,51 @@ pub fn stdout_closed() -> bool {
 
 /// Writes one line to stdout.
 pub fn line(args: fmt::Arguments) -> Result<(), Stop> {
+    let text = args.to_string();
+    write_line(&visible_controls(&text))
+}
+
+/// Writes JSON text (an event's line, a document) to stdout as one line
+/// of output. The control characters serde_json leaves as they are (DEL,
+/// and the C1 range, such as U+009B, which a terminal obeys as an escape)
+/// are written as JSON escapes (`\u009b`): the text stays JSON a script
+/// parses, and a terminal shows them. Written as [`visible_controls`]
+/// writes them (`\u{9b}`), they broke the line for every JSON parser: a
+/// server's error quoting a mis-decoded source value carries them.
+pub fn json(text: &str) -> Result<(), Stop> {
+    write_line(&json_escaped_controls(text))
+}
+
+/// JSON `text` with each control character but the line break and the tab
+/// written as a JSON escape (`\u009b`); the same JSON value.
+fn json_escaped_controls(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            // Every control character is in the Basic Multilingual Plane.
+            escaped.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            escaped.push(c);
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// Writes `text` and a line break to stdout in one write, so that a
+/// process ended at once (a second signal) leaves no half line.
+fn write_line(text: &str) -> Result<(), Stop> {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let text = args.to_string();
+    let mut whole = String::with_capacity(text.len() + 1);
+    whole.push_str(text);
+    whole.push('\n');
     let mut out = io::stdout().lock();
-    let written = out
-        .write_all(visible_controls(&text).as_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
+    let written = out.write_all(whole.as_bytes()).and_then(|()| out.flush());
     match written {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
@@ -94,7 +130,7 @@ pub(crate) use {noteln, outln};
 
 #[cfg(test)]
 mod tests {
-    use super::visible_controls;
+    use super::{json_escaped_controls, visible_controls};
 
     #[test]
     fn control_characters_are_written_visibly_not_obeyed() {
@@ -104,5 +140,23 @@ mod tests {
         );
         // Lines and tabs keep their shape; other text is left as it is.
         assert_eq!(visible_controls("a\tb\nc é ■"), "a\tb\nc é ■");
+    }
+
+    #[test]
+    fn json_keeps_its_control_characters_as_json_escapes() {
+        let value = serde_json::json!({ "error": "integer: \"\u{9b}31mx\u{7f}\u{1b}\"" });
+        let text = serde_json::to_string(&value).expect("json");
+        assert!(
+            text.contains('\u{9b}'),
+            "serde_json leaves C1 as it is: {text}"
+        );
+        let escaped = json_escaped_controls(&text);
+        assert!(!escaped.contains(|c: char| c.is_control()), "{escaped}");
+        // What `json` writes parses back to the same value.
+        let back: serde_json::Value = serde_json::from_str(&escaped).expect("still JSON");
+        assert_eq!(back, value);
+        let written: serde_json::Value =
+            serde_json::from_str(&visible_controls(&text)).unwrap_or_default();
+        assert_ne!(written, value, "the line's own escapes were not JSON");
     }
 }

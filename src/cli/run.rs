@@ -48,7 +48,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         move |why| {
             if let Some(job) = &json_job {
                 let line = run_not_started::json_line(job, why, Exit::Cancelled);
-                let _ = super::output::line(format_args!("{line}"));
+                let _ = super::output::json(&line);
             }
         },
     );

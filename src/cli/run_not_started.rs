@@ -41,7 +41,7 @@ pub(super) fn json_line(job: &str, error: &str, exit: Exit) -> String {
 /// command does (stderr, exit code). A stdout that cannot take the line
 /// changes nothing: stderr and the exit code still say it.
 pub(super) fn report(job: &str, stop: Stop) -> Exit {
-    let _ = super::output::line(format_args!("{}", json_line(job, &stop.message, stop.code)));
+    let _ = super::output::json(&json_line(job, &stop.message, stop.code));
     stop.report()
 }
 

@@ -75,7 +75,7 @@ impl Progress {
                 if written.is_ok()
                     && let Ok(line) = event.to_json_line()
                 {
-                    *written = output::line(format_args!("{line}"));
+                    *written = output::json(&line);
                 }
             }
             Progress::Bar(bar, failed) => match event {

@@ -229,7 +229,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         StatusFormat::Json => {
             let text =
                 serde_json::to_string_pretty(&rows).map_err(|e| Stop::failed(e.to_string()))?;
-            outln!("{text}");
+            super::output::json(&text)?;
         }
         StatusFormat::Csv => {
             // One write for the whole table: a line at a time was a write
