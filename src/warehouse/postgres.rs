@@ -97,9 +97,13 @@ impl Dialect for Postgres {
         //
         // The texts some values are hashed by (`hash_value`) are made
         // under settings of idem's own, whatever the role's or database's:
-        // floats' shortest exact digits, intervals in PostgreSQL's words.
+        // floats' shortest exact digits, intervals in PostgreSQL's words,
+        // bytes in hexadecimal (a row of a type without a hash function is
+        // hashed by its text, and a load's fingerprint is compared with
+        // one another session took).
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
            SET extra_float_digits = 1; SET IntervalStyle = 'postgres'; \
+           SET bytea_output = 'hex'; \
            SET plan_cache_mode = force_custom_plan; \
            SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; \
            SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000; \
