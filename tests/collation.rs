@@ -3,7 +3,8 @@
 //! still a change: a merge writes it and counts it, and a replace's
 //! fingerprint sees it. So is a change between values whose hashes a
 //! type's own hash function makes alike (NULL, 0, NaN, Infinity), and one
-//! that only a float's seventh digit or a value of megabytes shows.
+//! that only a float's seventh digit or a value of megabytes shows, and
+//! one between an INTEGER and a REAL of one value (SQLite).
 
 mod common;
 
@@ -338,5 +339,144 @@ async fn mysql_a_zero_date_key_is_a_key_not_null() {
     assert_eq!(first["rows_inserted"], 2, "{first}");
     let again = succeeded(&stdout_ok(&idem(&path, &["run", "dim", "--json"])));
     assert_eq!(again["content_changed"], false, "{again}");
+    wh.close().await;
+}
+
+/// QA: a PostgreSQL merge compared each value with `=` unless its type was
+/// on a list of those without one, so a column of another such type
+/// (`jsonpath`, `txid_snapshot`) failed every window ("operator does not
+/// exist: jsonpath = jsonpath"), and a `numrange` whose bound went from
+/// 1.0 to 1.00 was no change to the merge while the replace wrote it. Any
+/// type but those whose `=` is sameness is now compared by its text.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_merge_of_types_without_equality_sees_each_change() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    for (column, values) in [
+        ("JSONPATH", &["'$.a'", "'$.b'", "NULL", "'$.a'"][..]),
+        ("TXID_SNAPSHOT", &["'10:20:10,14'", "'10:20:10'"][..]),
+        ("NUMRANGE", &["'[1.0,2)'", "'[1.00,2)'", "'empty'"][..]),
+        ("TIMETZ", &["'12:00+02'", "'10:00+00'"][..]),
+    ] {
+        each_change_is_seen(&db, column, values).await;
+    }
+}
+
+/// QA: SQLite compares an INTEGER and a REAL of the same value as equal, so
+/// a merge left a column of no numeric affinity holding `1.0` where the
+/// source now held `1` (the replace wrote it and said "content changed").
+#[tokio::test]
+async fn sqlite_an_integer_turned_real_is_a_change() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    each_change_is_seen(&db, "BLOB", &["1", "1.0", "'1'", "x'31'", "1"]).await;
+    // Where the column's affinity makes both one class, nothing changes.
+    let select = "select id, v, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config(&common::merge_job("dim", "dim", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "DROP TABLE src",
+        "DROP TABLE dim",
+        "CREATE TABLE src (id INTEGER NOT NULL, v BLOB, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER NOT NULL PRIMARY KEY, v REAL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let run = || succeeded(&stdout_ok(&idem(&path, &["run", "dim", "--json", "--yes"])));
+    assert_eq!(run()["rows_inserted"], 1);
+    wh.execute_script(&["UPDATE src SET v = 1.0"])
+        .await
+        .unwrap();
+    let again = run();
+    assert_eq!(again["rows_updated"], 0, "{again}");
+    assert_eq!(again["content_changed"], false, "{again}");
+}
+
+/// QA: SQLite makes no value longer than 10^9 bytes, and a window's rows
+/// reached idem as one (BLOBs in hexadecimal, control characters as JSON
+/// escapes of six): every load of a window of some 500 MB of BLOBs failed
+/// with "string or blob too big". Such a window is read row by row, to the
+/// same fingerprint.
+#[tokio::test]
+async fn sqlite_a_window_too_long_for_one_value_loads_and_sees_a_change() {
+    let Some(db) = TestDb::new(Kind::Sqlite).await else {
+        return;
+    };
+    let select = "select id, v, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    // 100 MB of bytes (200 MB in hexadecimal) and 140 MB of NUL
+    // characters (840 MB as JSON escapes): more than 10^9 bytes together.
+    let nuls = |n: u64| format!("CAST(zeroblob({n}) AS TEXT)");
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, v, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, v, dt DATE NOT NULL)",
+        &format!(
+            "INSERT INTO src VALUES (1, zeroblob(100000000), '2026-01-01'), \
+             (2, {}, '2026-01-01'), (3, {}, '2026-01-01')",
+            nuls(70_000_000),
+            nuls(70_000_000)
+        ),
+    ])
+    .await
+    .unwrap();
+    let run = || succeeded(&stdout_ok(&idem(&path, &["run", "fct", "--json", "--yes"])));
+    let first = run();
+    assert_eq!(first["rows_inserted"], 3, "{first}");
+    let again = run();
+    assert_eq!(again["content_changed"], false, "{again}");
+    wh.execute_script(&[&format!(
+        "UPDATE src SET v = {} WHERE id = 2",
+        nuls(70_000_001)
+    )])
+    .await
+    .unwrap();
+    let changed = run();
+    assert_eq!(changed["content_changed"], true, "{changed}");
+}
+
+/// QA: a row of a type without a hash function (`json` here) is hashed by
+/// its text, and a `bytea`'s text follows the session's `bytea_output`: a
+/// database or role set to `escape` made the next re-run of unchanged rows
+/// "content changed" (its fingerprint against the last load's, taken in a
+/// session of the default `hex`), and the jobs downstream stale. idem's
+/// sessions pin it, as they pin the other settings such texts follow.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_the_databases_text_settings_do_not_change_a_fingerprint() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let select = "select id, b, j, ts, f, iv, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    let columns = "id INTEGER NOT NULL, b BYTEA, j JSON, ts TIMESTAMP, f DOUBLE PRECISION, \
+                   iv INTERVAL, dt DATE NOT NULL";
+    wh.execute_script(&[
+        &format!("CREATE TABLE src ({columns})"),
+        &format!("CREATE TABLE fct ({columns})"),
+        "INSERT INTO src VALUES (1, '\\x00ff', '{}', '2026-01-01 10:00', 0.1, '1 day 2 hours', '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let run = || succeeded(&stdout_ok(&idem(&path, &["run", "fct", "--json", "--yes"])));
+    assert_eq!(run()["rows_inserted"], 1);
+    let database = db.url.rsplit('/').next().expect("database name");
+    for setting in [
+        "bytea_output = 'escape'",
+        "DateStyle = 'SQL, DMY'",
+        "extra_float_digits = 0",
+        "IntervalStyle = 'iso_8601'",
+    ] {
+        wh.execute_script(&[&format!("ALTER DATABASE {database} SET {setting}")])
+            .await
+            .unwrap();
+        let again = run();
+        assert_eq!(again["content_changed"], false, "{setting}: {again}");
+    }
     wh.close().await;
 }

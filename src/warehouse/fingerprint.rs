@@ -58,8 +58,17 @@ pub enum RowHash {
     /// two exactly and every other value as `plain` does, and costs more
     /// (SQLite: 1.5 ms against 0.8 ms for 2,000 rows). A window holding
     /// either is read again by `exact`, so a window's fingerprint never
-    /// depends on which read made it.
-    Json { plain: String, exact: String },
+    /// depends on which read made it. `each_row` is one row's element of
+    /// `exact`, read row by row where the window's array would be longer
+    /// than the engine's longest value (SQLite: 1e9 bytes, some 500 MB of
+    /// BLOBs written in hexadecimal): the same rows' texts, so the same
+    /// fingerprint (a row without a floating-point value or a BLOB reads
+    /// alike in `plain` and `exact`).
+    Json {
+        plain: String,
+        exact: String,
+        each_row: String,
+    },
 }
 
 /// Below 2^60, so that 2^68 rows' hashes still add up without overflow.
@@ -251,13 +260,18 @@ pub(super) async fn of_after(
                 sum: parse_sum(&row.try_get::<String, _>(1)?)?,
             })
         }
-        RowHash::Json { plain, exact } => {
+        RowHash::Json {
+            plain,
+            exact,
+            each_row,
+        } => {
             let mut first = sql.clone();
             first.push("SELECT COUNT(*), ").push(&plain);
             from(&mut first);
             let plain_read = match first.query().fetch_one(&mut *conn).await {
                 Ok(row) => Some(row),
                 // A failed SELECT leaves the transaction as it was.
+                Err(e) if too_big(&e) => return row_by_row(conn, sql, &each_row, from).await,
                 Err(sqlx::Error::Database(e)) if e.message().contains("BLOB") => None,
                 Err(e) => return Err(e.into()),
             };
@@ -267,13 +281,48 @@ pub(super) async fn of_after(
                     return all_rows(fp, row.try_get(0)?);
                 }
             }
-            sql.push("SELECT COUNT(*), ").push(&exact);
-            from(&mut sql);
-            let row = sql.query().fetch_one(&mut *conn).await?;
+            let mut second = sql.clone();
+            second.push("SELECT COUNT(*), ").push(&exact);
+            from(&mut second);
+            let row = match second.query().fetch_one(&mut *conn).await {
+                Ok(row) => row,
+                Err(e) if too_big(&e) => return row_by_row(conn, sql, &each_row, from).await,
+                Err(e) => return Err(e.into()),
+            };
             let (fp, _) = scan_rows(row.try_get::<Option<&[u8]>, _>(1)?.unwrap_or(b"[]"))?;
             all_rows(fp, row.try_get(0)?)
         }
     }
+}
+
+/// The engine's refusal to make a value longer than its limit (SQLite's
+/// `SQLITE_TOOBIG`).
+fn too_big(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(e) => {
+            e.code().as_deref() == Some("18") || e.message().contains("too big")
+        }
+        _ => false,
+    }
+}
+
+/// The fingerprint of the rows `from` selects, each row's text
+/// (`each_row`, see [`RowHash::Json`]) read and hashed on its own.
+async fn row_by_row(
+    conn: &mut sqlx::AnyConnection,
+    mut sql: Sql,
+    each_row: &str,
+    from: impl Fn(&mut Sql),
+) -> Result<Fingerprint, WarehouseError> {
+    use futures::TryStreamExt;
+    sql.push("SELECT ").push(each_row);
+    from(&mut sql);
+    let mut fp = Fingerprint::default();
+    let mut rows = sql.query().fetch(&mut *conn);
+    while let Some(row) = rows.try_next().await? {
+        fp.add_bytes(row.try_get::<&[u8], _>(0)?);
+    }
+    Ok(fp)
 }
 
 /// `fp`, if it holds all `rows` the window's `COUNT(*)` says it has.
@@ -562,6 +611,57 @@ mod tests {
         }
         agree(r#"[[1,"a,b"],[2,"],[\"x"],[null,["00FF"]],[1.5e3,"\\"]]"#);
         agree(r#"[ [1] , [2] ]"#);
+    }
+
+    /// A window too long for SQLite's one value is read row by row: each
+    /// row's text as the window's array holds it, so the fingerprint is the
+    /// one the array would have given, whatever the rows hold.
+    #[tokio::test]
+    async fn sqlite_rows_read_one_by_one_fingerprint_as_the_whole_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::WarehouseConfig {
+            url: format!("sqlite://{}/w.db?mode=rwc", dir.path().display()),
+            statement_timeout: None,
+            lock_timeout: std::time::Duration::from_secs(5),
+            connect_timeout: std::time::Duration::from_secs(5),
+        };
+        let wh = super::super::Warehouse::connect(&config, 1).await.unwrap();
+        let table = crate::config::TableName::parse("t").unwrap();
+        let read = async |rows: &[&str]| {
+            let mut script = vec![
+                "DROP TABLE IF EXISTS t",
+                "CREATE TABLE t (a, b TEXT, c REAL)",
+            ];
+            script.extend(rows);
+            wh.execute_script(&script).await.unwrap();
+            let columns = wh.columns(&table).await.unwrap();
+            let mut conn = wh.pool().acquire().await.unwrap();
+            let window = |sql: &mut Sql| {
+                sql.push(" FROM t");
+            };
+            let whole = of(&mut conn, wh.dialect(), &columns, "", window)
+                .await
+                .unwrap();
+            let RowHash::Json { each_row, .. } = row_hash(wh.dialect(), &columns, "") else {
+                panic!("SQLite hashes rows in idem");
+            };
+            let one_by_one = row_by_row(&mut conn, Sql::new(wh.dialect()), &each_row, window)
+                .await
+                .unwrap();
+            assert_eq!(whole, one_by_one, "{rows:?}");
+            whole
+        };
+        // Integers and text only (the plain read), with floats, with BLOBs.
+        let plain =
+            read(&["INSERT INTO t VALUES (1, 'a,\"b\"]', NULL), ('1', CAST(x'ff00' AS TEXT), 2)"])
+                .await;
+        assert_eq!(plain.rows, 2);
+        let floats = read(&["INSERT INTO t VALUES (1.0, 'x', 0.1 + 0.2), (2, NULL, -1e999)"]).await;
+        assert_eq!(floats.rows, 2);
+        let blobs =
+            read(&["INSERT INTO t VALUES (x'01', 'x', 0.5), (x'', '', NULL), (1, 'y', 3)"]).await;
+        assert_eq!(blobs.rows, 3);
+        assert_eq!(read(&[]).await, Fingerprint::default());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::{
 use crate::config::{Ident, TableName};
 use crate::partition::Grain;
 
+mod compare;
 mod cover;
 mod row_hash;
 
@@ -96,9 +97,13 @@ impl Dialect for Postgres {
         //
         // The texts some values are hashed by (`hash_value`) are made
         // under settings of idem's own, whatever the role's or database's:
-        // floats' shortest exact digits, intervals in PostgreSQL's words.
+        // floats' shortest exact digits, intervals in PostgreSQL's words,
+        // bytes in hexadecimal (a row of a type without a hash function is
+        // hashed by its text, and a load's fingerprint is compared with
+        // one another session took).
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
            SET extra_float_digits = 1; SET IntervalStyle = 'postgres'; \
+           SET bytea_output = 'hex'; \
            SET plan_cache_mode = force_custom_plan; \
            SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; \
            SET tcp_keepalives_count = 3; SET tcp_user_timeout = 30000; \
@@ -492,44 +497,9 @@ impl Dialect for Postgres {
         true
     }
 
-    /// Values of a type with no equality (`json`, `xml`, `point`), or whose
-    /// `=` is not sameness (`box` and `circle` compare areas, `numeric`
-    /// ignores scale, floats the sign of zero, `interval` its units), and values of
-    /// arrays and of types from extensions (whose elements or `=` may be
-    /// either), differ where their texts do: a type's text output is
-    /// canonical for its value.
+    /// By [`compare::differs`].
     fn differs(&self, a: &str, b: &str, column: &Column) -> String {
-        const BY_TEXT: [&str; 16] = [
-            // Equal is not the same: 1.0 = 1.000, -0 = 0, '1 day' =
-            // '24 hours', and jsonb's numbers inside likewise.
-            "numeric",
-            "real",
-            "double precision",
-            "interval",
-            "jsonb",
-            "json",
-            "xml",
-            "point",
-            "line",
-            "lseg",
-            "box",
-            "path",
-            "polygon",
-            "circle",
-            "ARRAY",
-            "USER-DEFINED",
-        ];
-        // Text byte for byte: under a nondeterministic collation 'alice'
-        // to 'Alice' would be no change, never written.
-        const TEXT: [&str; 3] = ["text", "character varying", "character"];
-        let t = column.type_name.as_str();
-        if BY_TEXT.contains(&t) {
-            format!("CAST({a} AS text) IS DISTINCT FROM CAST({b} AS text) COLLATE \"C\"")
-        } else if TEXT.contains(&t) {
-            format!("{a} IS DISTINCT FROM {b} COLLATE \"C\"")
-        } else {
-            format!("{a} IS DISTINCT FROM {b}")
-        }
+        compare::differs(a, b, &column.type_name)
     }
 
     fn create_stage(&self, stage: &Ident) -> String {

@@ -242,7 +242,7 @@ impl Dialect for Sqlite {
     /// fingerprint recorded of it changes).
     fn row_hash(&self, columns: &[(String, String)]) -> RowHash {
         const MOST_ARGUMENTS: usize = 1000;
-        let rows = |value: &dyn Fn(&str) -> String| {
+        let row = |value: &dyn Fn(&str) -> String| {
             let values: Vec<String> = columns.iter().map(|(c, _)| value(c)).collect();
             let row = if values.len() <= MOST_ARGUMENTS {
                 values.join(", ")
@@ -253,22 +253,29 @@ impl Dialect for Sqlite {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            // As bytes: a TEXT value need not be UTF-8, and its row hashes
-            // as the bytes it holds (the same as its text when it is).
-            format!("CAST(json_group_array(json_array({row})) AS BLOB)")
+            format!("json_array({row})")
         };
+        let exact =
+            row(&|c| format!("iif(typeof({c}) IN ('real', 'blob'), json_array(quote({c})), {c})"));
+        // As bytes: a TEXT value need not be UTF-8, and its row hashes
+        // as the bytes it holds (the same as its text when it is).
         RowHash::Json {
-            plain: rows(&|c| c.to_string()),
-            exact: rows(&|c| {
-                format!("iif(typeof({c}) IN ('real', 'blob'), json_array(quote({c})), {c})")
-            }),
+            plain: format!(
+                "CAST(json_group_array({}) AS BLOB)",
+                row(&|c| c.to_string())
+            ),
+            exact: format!("CAST(json_group_array({exact}) AS BLOB)"),
+            each_row: format!("CAST({exact} AS BLOB)"),
         }
     }
 
     /// Byte for byte: under a column's `NOCASE`, 'alice' to 'Alice' would
-    /// be no change, never written.
+    /// be no change, never written. And by storage class: `1` and `1.0`
+    /// compare equal, but a column of no numeric affinity keeps either as
+    /// given, and a reader sees which (the stage has the target's
+    /// affinities, so a REAL column's `1` is `1.0` on both sides).
     fn differs(&self, a: &str, b: &str, _column: &Column) -> String {
-        format!("{a} IS NOT {b} COLLATE BINARY")
+        format!("({a} IS NOT {b} COLLATE BINARY OR typeof({a}) <> typeof({b}))")
     }
 
     fn create_stage(&self, stage: &Ident) -> String {
