@@ -59,6 +59,30 @@ fn states(config: &Path, job: &str) -> Vec<String> {
         .collect()
 }
 
+/// A config of one daily job `name` running `sql` (TOML's escapes read)
+/// over two days of a SQLite table `t (dt TEXT, x INTEGER)` made by
+/// `script`'s statements.
+async fn one_job_over_t(dir: &Path, name: &str, sql: &str, script: &[&str]) -> PathBuf {
+    let config = dir.join("idem.toml");
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"{name}\"\ntarget = \"t\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+         start = \"2026-01-01\"\nend = \"2026-01-02\"\nsql = \"\"\"{sql}\"\"\"\n",
+        dir.join("w.db").display(),
+    );
+    std::fs::write(&config, &text).unwrap();
+    std::fs::File::create(dir.join("w.db")).unwrap();
+    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
+    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
+        .await
+        .unwrap();
+    let mut statements = vec!["CREATE TABLE t (dt TEXT, x INTEGER)"];
+    statements.extend_from_slice(script);
+    wh.execute_script(&statements).await.unwrap();
+    wh.close().await;
+    config
+}
+
 #[test]
 fn a_closed_pipe_ends_every_command_quietly() {
     let (_dir, config) = demo();
@@ -122,23 +146,13 @@ fn a_closed_pipe_does_not_stop_a_run_or_change_its_exit_code() {
 #[tokio::test]
 async fn a_closed_pipe_keeps_a_failed_run_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("idem.toml");
-    let text = format!(
-        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"broken\"\ntarget = \"t\"\n\
-         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
-         start = \"2026-01-01\"\nend = \"2026-01-02\"\nsql = \"select :start as dt, nope from t\"\n",
-        dir.path().join("w.db").display()
-    );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(dir.path().join("w.db")).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
-    wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
-        .await
-        .unwrap();
-    wh.close().await;
+    let config = one_job_over_t(
+        dir.path(),
+        "broken",
+        "select :start as dt, nope from t",
+        &[],
+    )
+    .await;
     for args in [&["run", "broken", "--json"][..], &["run", "broken"]] {
         let out = with_closed_stdout(&config, args);
         let err = stderr(&out);
@@ -270,26 +284,9 @@ fn a_dry_run_in_json_names_the_later_windows_a_merge_can_set_back() {
 #[tokio::test]
 async fn escape_sequences_in_errors_are_shown_not_obeyed() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("idem.toml");
-    let text = format!(
-        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"evil\"\ntarget = \"t\"\n\
-         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
-         start = \"2026-01-01\"\nend = \"2026-01-02\"\n\
-         sql = \"\"\"{}\"\"\"\n",
-        dir.path().join("w.db").display(),
-        // TOML's escapes: the SQL itself carries ESC, BEL and CR.
-        r#"select dt, x as "\u001b]0;PWNED\u0007\u001b[2J\rRED" from t where dt >= :start and dt < :end"#
-    );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(dir.path().join("w.db")).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
-    wh.execute_script(&["CREATE TABLE t (dt TEXT, x INTEGER)"])
-        .await
-        .unwrap();
-    wh.close().await;
+    // TOML's escapes: the SQL itself carries ESC, BEL and CR.
+    let sql = r#"select dt, x as "\u001b]0;PWNED\u0007\u001b[2J\rRED" from t where dt >= :start and dt < :end"#;
+    let config = one_job_over_t(dir.path(), "evil", sql, &[]).await;
     let mut seen = String::new();
     for args in [
         &["run", "evil", "--yes"][..],
@@ -324,28 +321,9 @@ async fn escape_sequences_in_errors_are_shown_not_obeyed() {
 #[tokio::test]
 async fn control_characters_in_errors_keep_json_output_json() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("idem.toml");
-    let text = format!(
-        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"c1\"\ntarget = \"t\"\n\
-         strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
-         start = \"2026-01-01\"\nend = \"2026-01-02\"\n\
-         sql = \"\"\"{}\"\"\"\n",
-        dir.path().join("w.db").display(),
-        r#"select dt, x as "\u009b31m\u007fRED" from t where dt >= :start and dt < :end"#
-    );
-    std::fs::write(&config, &text).unwrap();
-    std::fs::File::create(dir.path().join("w.db")).unwrap();
-    let parsed = idem::config::parse(&config, &text, &|_| None).unwrap();
-    let wh = idem::warehouse::Warehouse::connect(&parsed.warehouse, 1)
-        .await
-        .unwrap();
-    wh.execute_script(&[
-        "CREATE TABLE t (dt TEXT, x INTEGER)",
-        "INSERT INTO t VALUES ('2026-01-01', 1)",
-    ])
-    .await
-    .unwrap();
-    wh.close().await;
+    let sql = r#"select dt, x as "\u009b31m\u007fRED" from t where dt >= :start and dt < :end"#;
+    let insert = "INSERT INTO t VALUES ('2026-01-01', 1)";
+    let config = one_job_over_t(dir.path(), "c1", sql, &[insert]).await;
     let run = command(&config, &["run", "c1", "--yes", "--json"])
         .output()
         .unwrap();
