@@ -5,6 +5,21 @@ mod common;
 
 use common::{Kind, TestDb};
 
+/// `idem --config CONFIG ARGS…` with its state (the run logs) under `state`.
+fn idem_keeping_logs_in(
+    state: &std::path::Path,
+    config: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .expect("idem ran")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitions_run_log_is_kept_and_printed() {
     let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
@@ -19,15 +34,7 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     .await
     .expect("setup");
     let state = db.path().join("state");
-    let idem = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("XDG_STATE_HOME", &state)
-            .output()
-            .expect("idem ran")
-    };
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
     assert_eq!(idem(&["run", "fct"]).status.code(), Some(1));
     // One folder per warehouse, saying which it is.
     let folders: Vec<_> = std::fs::read_dir(state.join("idem/logs"))
@@ -243,15 +250,7 @@ async fn odd_run_logs_read_clearly() {
     let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
     wh.execute_script(&setup).await.expect("setup");
     let state = db.path().join("state");
-    let idem = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-            .arg("--config")
-            .arg(&config)
-            .args(args)
-            .env("XDG_STATE_HOME", &state)
-            .output()
-            .expect("idem ran")
-    };
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
     assert_eq!(idem(&["run", "fct", "--yes"]).status.code(), Some(1));
     let failed = idem(&["log", "fct", "2026-01-02", "--lines", "1"]);
     let text = String::from_utf8_lossy(&failed.stdout);

@@ -122,11 +122,9 @@ fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
     }
 }
 
-/// QA: a run from the console whose log could not be written (a full
-/// disk, a state directory that is a file) kept none without a word; `idem
-/// log --lines` later found nothing.
-#[test]
-fn a_run_whose_log_is_not_kept_says_so() {
+/// The console with a run of 2026-06-03..05 asked for (`:run`, Enter),
+/// and that run's id.
+fn app_running_three_days() -> (App, usize) {
     let mut a = app();
     type_line(&mut a, "run 2026-06-03..2026-06-05");
     let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
@@ -134,6 +132,15 @@ fn a_run_whose_log_is_not_kept_says_so() {
         panic!("no run: {effects:?}");
     };
     let run = req.run;
+    (a, run)
+}
+
+/// QA: a run from the console whose log could not be written (a full
+/// disk, a state directory that is a file) kept none without a word; `idem
+/// log --lines` later found nothing.
+#[test]
+fn a_run_whose_log_is_not_kept_says_so() {
+    let (mut a, run) = app_running_three_days();
     a.update(Msg::RunLogNotKept {
         run,
         why: "cannot create /s/idem/logs: Not a directory".into(),
@@ -155,13 +162,7 @@ fn a_run_whose_log_is_not_kept_says_so() {
 /// its log, none of them left "queued".
 #[test]
 fn a_run_refused_before_it_starts_says_why_on_its_rows() {
-    let mut a = app();
-    type_line(&mut a, "run 2026-06-03..2026-06-05");
-    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
-    let [Effect::StartRun(req)] = effects.as_slice() else {
-        panic!("no run: {effects:?}");
-    };
-    let run = req.run;
+    let (mut a, run) = app_running_three_days();
     a.update(Msg::RunRejected {
         run,
         error: "cannot connect to sqlite://w.db: gone; nothing was run or recorded".into(),
