@@ -360,7 +360,7 @@ pub async fn run_gated(
             futures::future::ready(())
         })
         .await;
-    summary.cancelled = cancel.is_cancelled();
+    summary.cancelled = summary.ended_cancelled(cancel.is_cancelled());
     summary.unfinished.sort();
     summary.refused_partitions.sort();
     summary.empty.sort();

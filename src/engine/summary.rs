@@ -79,6 +79,14 @@ impl RunSummary {
         self.unfinished.push(partition);
     }
 
+    /// Whether the run ended cancelled, a cancel having been `requested`:
+    /// only if it stopped something short. One that came once every
+    /// partition had ended (a signal in the run's last instant) stopped
+    /// nothing, and the run ends as its partitions did.
+    pub(super) fn ended_cancelled(&self, requested: bool) -> bool {
+        requested && !self.unfinished.is_empty()
+    }
+
     /// The summary line's words for the partitions that stopped short
     /// (", 1 rolled back, 20 not started"), or nothing.
     pub fn stopped_short(&self) -> String {
@@ -141,4 +149,34 @@ pub(super) enum PartitionResult {
     /// In flight when the run was cancelled: its transaction rolled back.
     RolledBack,
     NotStarted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: u32) -> Partition {
+        let name = format!("2026-01-{d:02}");
+        Partition::parse(
+            crate::partition::Grain::Day,
+            &name,
+            crate::partition::RangeEnd::From,
+        )
+        .expect("day")
+    }
+
+    #[test]
+    fn a_cancel_that_stopped_nothing_does_not_end_the_run_cancelled() {
+        let mut summary = RunSummary::default();
+        summary.count(day(1), PartitionResult::Succeeded { empty: false });
+        summary.count(day(2), PartitionResult::Succeeded { empty: true });
+        assert!(!summary.ended_cancelled(true));
+        assert!(!summary.ended_cancelled(false));
+        summary.count(day(3), PartitionResult::RolledBack);
+        assert!(summary.ended_cancelled(true));
+        assert!(!summary.ended_cancelled(false));
+        let mut never_begun = RunSummary::default();
+        never_begun.count(day(1), PartitionResult::NotStarted);
+        assert!(never_begun.ended_cancelled(true));
+    }
 }
