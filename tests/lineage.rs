@@ -918,3 +918,106 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
         "{stderr}"
     );
 }
+
+/// A cascade into a `merge_key` job re-merges the window its upstream
+/// changed, and every window loaded after it, in order: re-merged alone, an
+/// older window rolled a key that a later window had updated back to its
+/// older row (the later window then read vanished), and the run said
+/// nothing, where `idem run` of the merge job itself warns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = format!(
+        "{}{}",
+        common::replace_job(
+            "fct",
+            "fct",
+            "2026-01-03",
+            "select id, dt, v from src where dt >= :start and dt < :end"
+        ),
+        common::merge_job(
+            "latest",
+            "latest",
+            "2026-01-03",
+            "select id, dt, v from fct where dt >= :start and dt < :end"
+        )
+        .replace(
+            "unique_key = [\"id\"]",
+            "unique_key = [\"id\"]\npartition_column = \"dt\""
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    // Key 1 is updated on the 2nd: its row belongs to the 2nd's window.
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01', 1), (1, '2026-01-02', 2), (2, '2026-01-01', 5)",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    for job in ["fct", "latest"] {
+        stdout_ok(&idem(&config, &["run", job]));
+    }
+    let rows = |config: &Path| -> Vec<(String, i64)> {
+        let out = stdout_ok(&idem(config, &["status", "latest", "--format", "json"]));
+        let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
+        rows.iter()
+            .map(|r| {
+                (
+                    r["partition"].as_str().unwrap_or("").to_string(),
+                    r["rows_now"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect()
+    };
+    let settled = vec![
+        ("2026-01-01".to_string(), 1),
+        ("2026-01-02".to_string(), 1),
+        ("2026-01-03".to_string(), 0),
+    ];
+    assert_eq!(rows(&config), settled);
+
+    // A late change to the 1st, cascaded from the fact.
+    db.warehouse(&parsed)
+        .await
+        .execute_script(&["UPDATE src SET v = 10 WHERE id = 2"])
+        .await
+        .expect("late change");
+    let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"];
+    let plan = idem(
+        &config,
+        &[&args[..], &["--cascade", "--dry-run", "--json"]].concat(),
+    );
+    let planned: Vec<(String, Vec<String>)> = json_lines(&stdout_ok(&plan))
+        .iter()
+        .filter(|e| e["event"] == "dry_run")
+        .map(|e| {
+            let names = e["partitions"]
+                .as_array()
+                .expect("partitions")
+                .iter()
+                .map(|p| p["partition"].as_str().unwrap_or("").to_string())
+                .collect();
+            (e["job"].as_str().unwrap_or("").to_string(), names)
+        })
+        .collect();
+    assert_eq!(
+        planned,
+        [
+            ("fct".to_string(), vec!["2026-01-01".to_string()]),
+            (
+                "latest".to_string(),
+                vec!["2026-01-01".to_string(), "2026-01-02".to_string()]
+            ),
+        ],
+        "the merge step goes on through its latest loaded window"
+    );
+    stdout_ok(&idem(&config, &[&args[..], &["--cascade"]].concat()));
+    // Key 1 keeps its newest row, on the 2nd; key 2 has its new value.
+    assert_eq!(rows(&config), settled);
+    let states = states_of(&config, &["latest"]);
+    assert_eq!(states["latest 2026-01-02"].0, "loaded", "{states:?}");
+}

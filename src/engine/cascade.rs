@@ -59,7 +59,8 @@ pub fn downstream_partitions<'c>(
 /// The step of a cascade that re-runs `partitions` of a downstream `job`
 /// (from [`downstream_partitions`]), planned from that job's `statuses` with
 /// the root's concurrency, retries, reason and shrink allowance; `None` when
-/// there is nothing to run.
+/// there is nothing to run. A merge step runs on through its latest loaded
+/// window (as `--through-latest` does).
 pub fn plan_step(
     job: &Job,
     partitions: &[Partition],
@@ -84,6 +85,12 @@ pub fn plan_step(
         root.retries,
     )?;
     step.partitions.retain(|p| partitions.contains(p));
+    // A merge step that re-merged older windows alone would roll the keys
+    // later windows updated back to their older rows: it goes on through
+    // its latest loaded window, in order, so the newest values win again.
+    if let Some(risk) = step.merge_order_risk_in(statuses) {
+        step.extend_through_latest(&risk);
+    }
     step.reason = root.reason.clone();
     step.allow_shrink = root.allow_shrink;
     Ok(Some(step))
