@@ -923,12 +923,13 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
 /// changed, and every window loaded after it, in order: re-merged alone, an
 /// older window rolled a key that a later window had updated back to its
 /// older row (the later window then read vanished), and the run said
-/// nothing, where `idem run` of the merge job itself warns.
+/// nothing, where `idem run` of the merge job itself warns. The jobs that
+/// read the merge job load the windows it merged on too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
     let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
     let jobs = format!(
-        "{}{}",
+        "{}{}{}",
         common::replace_job(
             "fct",
             "fct",
@@ -945,6 +946,12 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
             "unique_key = [\"id\"]",
             "unique_key = [\"id\"]\npartition_column = \"dt\""
         ),
+        common::replace_job(
+            "per_day",
+            "per_day",
+            "2026-01-03",
+            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
+        ),
     );
     let (config, parsed) = db.config(&jobs);
     let wh = db.warehouse(&parsed).await;
@@ -953,12 +960,13 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
         "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
         "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
         "INSERT INTO src VALUES (1, '2026-01-01', 1), (1, '2026-01-02', 2), (2, '2026-01-01', 5)",
     ])
     .await
     .expect("setup");
     wh.close().await;
-    for job in ["fct", "latest"] {
+    for job in ["fct", "latest", "per_day"] {
         stdout_ok(&idem(&config, &["run", job]));
     }
     let rows = |config: &Path| -> Vec<(String, i64)> {
@@ -1012,12 +1020,20 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
                 "latest".to_string(),
                 vec!["2026-01-01".to_string(), "2026-01-02".to_string()]
             ),
+            (
+                "per_day".to_string(),
+                vec!["2026-01-01".to_string(), "2026-01-02".to_string()]
+            ),
         ],
-        "the merge step goes on through its latest loaded window"
+        "the merge step goes on through its latest loaded window, and what \
+         reads those windows runs after it"
     );
     stdout_ok(&idem(&config, &[&args[..], &["--cascade"]].concat()));
     // Key 1 keeps its newest row, on the 2nd; key 2 has its new value.
     assert_eq!(rows(&config), settled);
     let states = states_of(&config, &["latest"]);
     assert_eq!(states["latest 2026-01-02"].0, "loaded", "{states:?}");
+    // The cascade leaves nothing downstream stale: the day whose merge
+    // window it merged again was loaded after it.
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
 }

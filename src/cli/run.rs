@@ -506,11 +506,13 @@ async fn plan_cascade(
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
     let mut steps = Vec::new();
-    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, root, now) {
+    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now);
+    while let Some((job, partitions)) = downstream.next_job() {
         let statuses = super::read_states(warehouse, config, lineage, job, now).await?;
         let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
             .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
         if let Some(step) = step {
+            downstream.planned(&step);
             steps.push((step, statuses));
         }
     }

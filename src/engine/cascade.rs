@@ -26,34 +26,78 @@ pub fn downstream_partitions<'c>(
     root: &Backfill,
     now: chrono::NaiveDateTime,
 ) -> Vec<(&'c Job, Vec<Partition>)> {
-    let mut planned: HashMap<String, BTreeSet<Partition>> = HashMap::new();
-    planned.insert(
-        root.job.name.clone(),
-        root.partitions.iter().copied().collect(),
-    );
-    let mut out = Vec::new();
-    for name in lineage.downstream_closure(&root.job.name) {
-        let Some(job) = config.jobs.iter().find(|j| j.name == name) else {
-            continue;
-        };
-        let last = job.last_partition(now);
-        let mut mine = BTreeSet::new();
-        for (up, _) in lineage.upstream(&name) {
-            for p in planned.get(up).into_iter().flatten() {
-                mine.extend(
-                    overlapping(p.start, p.end(), job.grain)
-                        .into_iter()
-                        .filter(|d| *d >= job.start && *d <= last),
-                );
-            }
+    let mut downstream = Downstream::of(config, lineage, root, now);
+    std::iter::from_fn(|| downstream.next_job()).collect()
+}
+
+/// [`downstream_partitions`] one job at a time, so that what a job's step
+/// runs beyond them (a merge step goes on through its latest window) is
+/// planned for the jobs that read it too: [`Downstream::planned`].
+pub struct Downstream<'c, 'l> {
+    config: &'c Config,
+    lineage: &'l Lineage,
+    now: chrono::NaiveDateTime,
+    /// The jobs downstream of the root not yet planned, in dependency order.
+    order: std::vec::IntoIter<String>,
+    /// Per job, the partitions planned so far (the root's among them).
+    planned: HashMap<String, BTreeSet<Partition>>,
+}
+
+impl<'c, 'l> Downstream<'c, 'l> {
+    pub fn of(
+        config: &'c Config,
+        lineage: &'l Lineage,
+        root: &Backfill,
+        now: chrono::NaiveDateTime,
+    ) -> Self {
+        let planned = HashMap::from([(
+            root.job.name.clone(),
+            root.partitions.iter().copied().collect(),
+        )]);
+        Downstream {
+            config,
+            lineage,
+            now,
+            order: lineage.downstream_closure(&root.job.name).into_iter(),
+            planned,
         }
-        if mine.is_empty() {
-            continue;
-        }
-        planned.insert(name.clone(), mine.clone());
-        out.push((job, mine.into_iter().collect()));
     }
-    out
+
+    /// The next downstream job with partitions over what is planned
+    /// upstream of it, and those partitions.
+    pub fn next_job(&mut self) -> Option<(&'c Job, Vec<Partition>)> {
+        for name in self.order.by_ref() {
+            let Some(job) = self.config.jobs.iter().find(|j| j.name == name) else {
+                continue;
+            };
+            let last = job.last_partition(self.now);
+            let mut mine = BTreeSet::new();
+            for (up, _) in self.lineage.upstream(&name) {
+                for p in self.planned.get(up).into_iter().flatten() {
+                    mine.extend(
+                        overlapping(p.start, p.end(), job.grain)
+                            .into_iter()
+                            .filter(|d| *d >= job.start && *d <= last),
+                    );
+                }
+            }
+            if mine.is_empty() {
+                continue;
+            }
+            self.planned.insert(name, mine.clone());
+            return Some((job, mine.into_iter().collect()));
+        }
+        None
+    }
+
+    /// What the step of a job [`Downstream::next_job`] gave runs: the jobs
+    /// after it read its partitions beyond those too.
+    pub fn planned(&mut self, step: &Backfill) {
+        self.planned
+            .entry(step.job.name.clone())
+            .or_default()
+            .extend(step.partitions.iter().copied());
+    }
 }
 
 /// The step of a cascade that re-runs `partitions` of a downstream `job`

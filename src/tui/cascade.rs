@@ -44,7 +44,8 @@ impl CascadePlan {
             readers: lineage.downstream_closure(&root.job.name),
             ..CascadePlan::default()
         };
-        for (job, partitions) in cascade::downstream_partitions(config, lineage, root, now) {
+        let mut downstream = cascade::Downstream::of(config, lineage, root, now);
+        while let Some((job, partitions)) = downstream.next_job() {
             let Some(view) = find(&job.name).filter(|v| v.loaded) else {
                 // A read that failed is no read still on its way: waiting
                 // would not plan the step.
@@ -68,6 +69,7 @@ impl CascadePlan {
                         })
                         .count();
                     plan.never_loaded.push(missing);
+                    downstream.planned(&step);
                     plan.steps.push(step);
                 }
                 Ok(_) => {}
