@@ -42,20 +42,8 @@ pub fn json(text: &str) -> Result<(), Stop> {
 /// JSON `text` with each control character but the line break and the tab
 /// written as a JSON escape (`\u009b`); the same JSON value.
 fn json_escaped_controls(text: &str) -> Cow<'_, str> {
-    let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.contains(hidden) {
-        return Cow::Borrowed(text);
-    }
-    let mut escaped = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if hidden(c) {
-            // Every control character is in the Basic Multilingual Plane.
-            escaped.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            escaped.push(c);
-        }
-    }
-    Cow::Owned(escaped)
+    // Every control character is in the Basic Multilingual Plane.
+    controls_written(text, |c, out| out.push_str(&format!("\\u{:04x}", c as u32)))
 }
 
 /// Writes `text` and a line break to stdout in one write, so that a
@@ -96,19 +84,25 @@ pub fn note(args: fmt::Arguments) {
 /// that would overwrite the line, a bell) written as Rust writes it
 /// (`\u{1b}`, `\r`).
 pub fn visible_controls(text: &str) -> Cow<'_, str> {
+    controls_written(text, |c, out| out.extend(c.escape_debug()))
+}
+
+/// `text` with each control character but the line break and the tab
+/// written by `write`; borrowed as it is when it holds none.
+fn controls_written(text: &str, write: impl Fn(char, &mut String)) -> Cow<'_, str> {
     let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
     if !text.contains(hidden) {
         return Cow::Borrowed(text);
     }
-    let mut shown = String::with_capacity(text.len() + 8);
+    let mut written = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if hidden(c) {
-            shown.extend(c.escape_debug());
+            write(c, &mut written);
         } else {
-            shown.push(c);
+            written.push(c);
         }
     }
-    Cow::Owned(shown)
+    Cow::Owned(written)
 }
 
 /// `println!` for a command's output: a closed pipe ends the output quietly,
