@@ -603,3 +603,91 @@ mod stopping {
 
     on_server_engines!(a_stopped_count_stops_on_the_server);
 }
+
+/// Every key of a row of `idem status --format json`, as the README lists
+/// them: a consumer reads one shape whatever the flags (QA: `rows_source`
+/// and `out_of_date` were there with `--reconcile` and gone without it).
+const STATUS_JSON_KEYS: [&str; 15] = [
+    "job",
+    "partition",
+    "state",
+    "rows_now",
+    "rows_at_load",
+    "anomaly",
+    "drift",
+    "moved_out",
+    "attempts",
+    "last_finished",
+    "last_error",
+    "stale_upstream",
+    "refused",
+    "rows_source",
+    "out_of_date",
+];
+
+#[tokio::test]
+async fn status_json_has_one_shape_with_or_without_reconcile() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = [
+        common::replace_job("fct", "fct", "2026-01-03", SELECT),
+        // Its target is missing: its one row is `unreadable`.
+        common::replace_job("gone", "gone", "2026-01-03", SELECT),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, 6, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    stdout_ok(&idem(
+        &config,
+        &["run", "fct", "--to", "2026-01-01", "--yes"],
+    ));
+    let mut reconciled_values = 0;
+    for flags in [&["status"][..], &["status", "--reconcile"][..]] {
+        let out = idem(&config, &[flags, &["--format", "json"]].concat());
+        // The unreadable job makes the exit code 1; the rows are still printed.
+        assert_eq!(out.status.code(), Some(1), "{flags:?}");
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(
+            rows.len(),
+            4,
+            "{flags:?}: three days of fct, one row of gone"
+        );
+        for row in &rows {
+            let mut keys: Vec<&str> = row
+                .as_object()
+                .expect("an object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            let mut expected = STATUS_JSON_KEYS.to_vec();
+            expected.sort_unstable();
+            assert_eq!(keys, expected, "{flags:?}: {row}");
+            if flags.len() == 1 {
+                assert!(row["rows_source"].is_null() && row["out_of_date"].is_null());
+            } else if row["state"] != "unreadable" {
+                reconciled_values += usize::from(row["rows_source"].is_i64());
+            }
+        }
+    }
+    assert_eq!(reconciled_values, 3, "--reconcile fills rows_source");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let documented = readme
+        .split("\n\n")
+        .find(|p| p.starts_with("`idem status --format json` prints"))
+        .expect("the README describes status's JSON");
+    for key in STATUS_JSON_KEYS {
+        assert!(
+            documented.contains(&format!("`{key}`")),
+            "README lacks {key}"
+        );
+    }
+}

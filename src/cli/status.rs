@@ -61,10 +61,9 @@ struct StatusRow<'a> {
     /// since: the partition kept its rows, and waits for its source.
     refused: Option<&'a Refusal>,
     /// With `--reconcile`: rows the job's SQL would write now, and whether
-    /// that differs from what is loaded.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// that differs from what is loaded. Without it both are null, never
+    /// left out: a consumer reads one shape whatever the flags.
     rows_source: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     out_of_date: Option<bool>,
 }
 
