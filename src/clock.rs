@@ -32,6 +32,19 @@ pub fn set_warehouse_ahead(ahead: Duration) {
     WAREHOUSE_AHEAD_MS.store(ahead.num_milliseconds(), Ordering::Relaxed);
 }
 
+/// How far the warehouse's clock may be ahead of this host's before it is
+/// measured: more than a day is a clock that is wrong, not one that drifts.
+const UNMEASURED_LEAD: Duration = Duration::days(1);
+
+/// The latest the warehouse's clock may read, before idem has connected to
+/// measure it. A check made before connecting (a window not over yet, not
+/// begun) goes by it, so that a host clock minutes or hours behind the
+/// warehouse's never refuses what the warehouse's lets run; it is made
+/// again by the warehouse's clock once connected.
+pub fn latest_unmeasured_now() -> DateTime<Utc> {
+    now() + UNMEASURED_LEAD
+}
+
 /// A skew worth telling the operator of: a minute moves a window's end
 /// past a cron job's start, or a load's stamps past another host's.
 const SKEW_SAID: Duration = Duration::minutes(1);

@@ -375,6 +375,132 @@ fn a_bad_range_is_refused_before_connecting() {
     );
 }
 
+/// A coarser `--from` or `--to` that the job's `start` or `end` cuts is the
+/// job's partitions in it, in `run`, its dry run, `status` and `verify`
+/// alike, and `run` says where the range begins or ends instead (QA:
+/// `run --from 2026-01 --to 2026-01` of a daily job ending 2026-01-04 was
+/// refused, naming 2026-01-31, where `status` showed the job's days). A
+/// name of the job's own grain outside it, or a coarser one wholly outside
+/// it, is still refused.
+#[tokio::test]
+async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, db) = (dir.path().join("idem.toml"), dir.path().join("w.db"));
+    let job = |name: &str, grain: &str, start: &str, end: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"{grain}\"\nstart = \"{start}\"\nend = \"{end}\"\n\
+             sql = \"select id, dt from src where dt >= :start and dt < :end\"\n\n"
+        )
+    };
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n{}{}",
+        db.display(),
+        job("daily", "day", "2026-01-02", "2026-01-04"),
+        job("hourly", "hour", "2026-01-02T05", "2026-01-04T10"),
+    );
+    let wh = sqlite_warehouse(&config, &db, &text).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER, dt TEXT)",
+        "CREATE TABLE daily (id INTEGER, dt TEXT)",
+        "CREATE TABLE hourly (id INTEGER, dt TEXT)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let planned = |args: &[&str]| -> (Vec<String>, String) {
+        let mut all = args.to_vec();
+        all.extend(["--dry-run", "--json"]);
+        let out = idem(&config, &all);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        let event: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names = event["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["partition"].as_str().unwrap().to_string())
+            .collect();
+        (names, stderr)
+    };
+    let ends = |names: &[String]| {
+        (
+            names[0].clone(),
+            names[names.len() - 1].clone(),
+            names.len(),
+        )
+    };
+    let (days, said) = planned(&["run", "daily", "--from", "2026-01", "--to", "2026-01"]);
+    assert_eq!(ends(&days), ("2026-01-02".into(), "2026-01-04".into(), 3));
+    assert!(
+        said.contains("--from 2026-01 begins before daily's start: the range begins at 2026-01-02")
+            && said.contains("--to 2026-01 ends after daily's end: the range ends at 2026-01-04"),
+        "{said}"
+    );
+    let (hours, said) = planned(&[
+        "run",
+        "hourly",
+        "--from",
+        "2026-01-02",
+        "--to",
+        "2026-01-04",
+    ]);
+    assert_eq!(
+        ends(&hours),
+        ("2026-01-02T05".into(), "2026-01-04T10".into(), 19 + 24 + 11)
+    );
+    assert!(said.contains("the range ends at 2026-01-04T10"), "{said}");
+    let (hours, said) = planned(&["run", "hourly", "--from", "2026-01", "--to", "2026-01-03"]);
+    assert_eq!(
+        ends(&hours),
+        ("2026-01-02T05".into(), "2026-01-03T23".into(), 19 + 24)
+    );
+    assert!(
+        !said.contains("ends after"),
+        "the --to is inside the job: {said}"
+    );
+    let status = idem(
+        &config,
+        &[
+            "status", "daily", "--from", "2026-01", "--to", "2026-01", "--format", "json",
+        ],
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let verify = idem(&config, &["verify", "hourly", "2026-01-04"]);
+    let proved = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        proved.contains("of 11 partitions of hourly 2026-01-04"),
+        "{proved}"
+    );
+    for (args, says) in [
+        (
+            &["run", "daily", "--from", "2026-01-01", "--to", "2026-01-03"][..],
+            "2026-01-01 is outside daily's partitions (2026-01-02 to 2026-01-04)",
+        ),
+        (
+            &["run", "daily", "--from", "2025-12", "--to", "2026-01-03"],
+            "2025-12-01 is outside daily's partitions",
+        ),
+        (
+            &[
+                "run",
+                "hourly",
+                "--from",
+                "2026-01-02",
+                "--to",
+                "2026-01-04T11",
+            ],
+            "2026-01-04T11 is outside hourly's partitions",
+        ),
+    ] {
+        let out = idem(&config, &[args, &["--dry-run"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn config_path_prints_where_the_user_config_is_read() {
     let run = |env: &[(&str, &str)]| {

@@ -383,3 +383,96 @@ mod server_engines {
     use super::*;
     on_server_engines!(the_warehouse_clock_is_measured_on_connecting);
 }
+
+/// A host whose clock is 3 hours behind the warehouse's, before idem has
+/// connected and measured it: what the command line asks is checked by the
+/// warehouse's clock, not refused by the host's (QA: `run --to` the hour
+/// that had just ended on the warehouse was refused as "not ended yet",
+/// `verify` and `status --from` of an hour begun on it as not begun). The
+/// offset idem holds before connecting is set 3 hours behind, as such a
+/// host's clock reads; connecting measures the warehouse's (SQLite's: this
+/// host's, the true one here).
+#[tokio::test]
+async fn what_is_asked_is_checked_by_the_warehouse_clock_not_the_hosts() {
+    let _clock = CLOCK.lock().await;
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let now = Partition::containing(Grain::Hour, Utc::now().naive_utc());
+    let first = now.prev().prev().prev().prev();
+    let events: Vec<String> = (0..(5 * 6))
+        .map(|i| {
+            let t = first.start + Duration::minutes(10 * i);
+            format!("({i}, {})", t.format("'%Y-%m-%d %H:%M:%S'"))
+        })
+        .collect();
+    setup(
+        &db,
+        "UTC",
+        &[
+            "CREATE TABLE src (id INTEGER NOT NULL, at TEXT NOT NULL)".to_string(),
+            "CREATE TABLE tgt (id INTEGER NOT NULL, at TEXT NOT NULL)".to_string(),
+            format!("INSERT INTO src VALUES {}", events.join(", ")),
+        ],
+    )
+    .await;
+    let (config, _) = db.config(&format!(
+        "[[jobs]]\nname = \"hourly\"\ntarget = \"tgt\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"at\"\ngrain = \"hour\"\nstart = \"{}\"\n\
+         sql = \"select id, at from src where at >= :start and at < :end\"\n",
+        first.name()
+    ));
+    let host_behind = || idem::clock::set_warehouse_ahead(-Duration::hours(3));
+    let just_ended = now.prev().name();
+    let run = |to: &str, dry_run: bool| idem::cli::RunArgs {
+        job: "hourly".into(),
+        to: Some(to.into()),
+        dry_run,
+        yes: true,
+        ..Default::default()
+    };
+    host_behind();
+    let preview = idem::cli::run(&config, run(&just_ended, true)).await;
+    assert_eq!(
+        preview,
+        idem::exit::Exit::Ok,
+        "run --dry-run --to {just_ended}"
+    );
+    host_behind();
+    let loaded = idem::cli::run(&config, run(&just_ended, false)).await;
+    assert_eq!(loaded, idem::exit::Exit::Ok, "run --to {just_ended}");
+    host_behind();
+    let proved = idem::cli::verify(&config, "hourly", &just_ended).await;
+    assert_eq!(proved, idem::exit::Exit::Ok, "verify {just_ended}");
+    host_behind();
+    let shown = idem::cli::status(
+        &config,
+        idem::cli::StatusArgs {
+            job: Some("hourly".into()),
+            from: Some(now.name()),
+            to: None,
+            format: idem::cli::StatusFormat::Json,
+            anomalies_only: false,
+            refused_only: false,
+            states: Vec::new(),
+            reconcile: false,
+        },
+    )
+    .await;
+    assert_eq!(shown, idem::exit::Exit::Ok, "status --from {now}");
+    // The hour open on the warehouse's clock is still refused, once it is
+    // known: by the warehouse's clock, not let through by the host's lead.
+    host_behind();
+    let open = idem::cli::run(&config, run(&now.name(), true)).await;
+    assert_eq!(open, idem::exit::Exit::Usage, "run --to {now}, open");
+    let rows: i64 = {
+        use sqlx::Connection;
+        let mut c = sqlx::AnyConnection::connect(&db.url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar("SELECT COUNT(*) FROM tgt")
+            .fetch_one(&mut c)
+            .await
+            .expect("count")
+    };
+    assert_eq!(rows, 4 * 6, "the four hours ended on the warehouse's clock");
+    idem::clock::set_warehouse_ahead(Duration::zero());
+}

@@ -389,7 +389,7 @@ pub fn parse_bound(
         )));
     }
     Partition::parse(job.grain, text, end)
-        .map(Some)
+        .map(|p| Some(within_the_job(job, text, p, end)))
         .ok_or_else(|| {
             if let Some(what) = crate::partition::impossible_date(text.trim()) {
                 return Stop::usage(format!(
@@ -404,6 +404,52 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
+}
+
+/// A coarser name that the job's `start` or `end` cuts stands for the
+/// job's partitions in it: `--from 2026-01 --to 2026-01` of a daily job
+/// that ends on the 4th is January as far as the job goes, in every command
+/// (QA: `run` refused it, naming the 31st, where `status` showed the four
+/// days). A name of the job's own grain, or a coarser one wholly outside the
+/// job, is kept as it is, for the range check to refuse.
+fn within_the_job(job: &Job, text: &str, p: Partition, end: RangeEnd) -> Partition {
+    let Some((named_start, named_grain)) = crate::partition::parse_any(text.trim()) else {
+        return p;
+    };
+    if named_grain <= job.grain {
+        return p;
+    }
+    let named_end = named_grain.next(named_start);
+    match (end, job.end) {
+        (RangeEnd::From, _) if named_end > job.start.start => p.max(job.start),
+        (RangeEnd::To, Some(last)) if named_start <= last.start => p.min(last),
+        _ => p,
+    }
+}
+
+/// What `idem run` tells of a bound [`within_the_job`] moved, given as
+/// `text` and read as `p`: that the run begins at the job's start or ends
+/// at its end, not where the name alone would.
+pub(crate) fn moved_to_the_job(
+    job: &Job,
+    flag: &str,
+    text: &str,
+    p: Partition,
+    end: RangeEnd,
+) -> Option<String> {
+    let named = Partition::parse(job.grain, text, end)?;
+    let given = format!("{flag} {}", text.trim());
+    let given = given.trim_start();
+    (named != p).then(|| match end {
+        RangeEnd::From => format!(
+            "{given} begins before {}'s start: the range begins at {p}",
+            job.name
+        ),
+        RangeEnd::To => format!(
+            "{given} ends after {}'s end: the range ends at {p}",
+            job.name
+        ),
+    })
 }
 
 /// `idem` without a command: the config the console opens on, which must be
@@ -519,7 +565,10 @@ pub(crate) fn outside_the_job(
     so: &str,
 ) -> Result<(), Stop> {
     let latest = job.latest_partition(crate::partition::now_utc());
-    if last >= job.start && first <= latest {
+    // Said before connecting: one the warehouse's clock may have begun is
+    // not refused by this host's (`crate::clock::latest_unmeasured_now`).
+    let latest_possible = job.latest_partition(crate::clock::latest_unmeasured_now().naive_utc());
+    if last >= job.start && first <= latest_possible {
         return Ok(());
     }
     let through = if job.end == Some(latest) {

@@ -61,12 +61,15 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         );
     }
     let selection = args.selection(job)?;
+    for moved in args.moved_bounds(job, &selection) {
+        noteln!("idem: note: {moved}");
+    }
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
     let lineage = super::lineage(&config)?;
     // Bad input is said before connecting: at once, and whether or not the
     // warehouse answers.
     selection
-        .range(job, now_utc())
+        .range_before_connecting(job)
         .map_err(|e| Stop::usage(e.to_string()))?;
     // A preview creates nothing, not even idem's ledger; a run makes the
     // ledger once it knows the session may write (a read-only one is told

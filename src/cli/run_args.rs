@@ -96,11 +96,7 @@ impl RunArgs {
                 e.message
             ))
         })?;
-        let (from, to) = if self.typed_range {
-            ("", "")
-        } else {
-            ("--from", "--to")
-        };
+        let (from, to) = self.bound_names();
         Ok(Selection {
             from: parse_bound(job, from, self.from.as_deref(), RangeEnd::From)?,
             to: parse_bound(job, to, self.to.as_deref(), RangeEnd::To)?,
@@ -108,6 +104,31 @@ impl RunArgs {
             refused: !refused.is_empty(),
             allow_incomplete: self.allow_incomplete,
         })
+    }
+
+    /// What the selection's range says of a coarser `--from` or `--to` the
+    /// job's start or end cut: where the range begins or ends instead.
+    pub fn moved_bounds(&self, job: &Job, selection: &Selection) -> Vec<String> {
+        let (from, to) = self.bound_names();
+        [
+            (from, &self.from, selection.from, RangeEnd::From),
+            (to, &self.to, selection.to, RangeEnd::To),
+        ]
+        .into_iter()
+        .filter_map(|(flag, text, bound, end)| {
+            super::moved_to_the_job(job, flag, text.as_deref()?, bound?, end)
+        })
+        .collect()
+    }
+
+    /// What messages call the range's ends: the flags, or nothing where
+    /// the range came typed as `A..B`.
+    fn bound_names(&self) -> (&'static str, &'static str) {
+        if self.typed_range {
+            ("", "")
+        } else {
+            ("--from", "--to")
+        }
     }
 
     /// `--concurrency`, or the config's default, checked.

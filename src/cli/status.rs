@@ -155,12 +155,16 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             return Err(Stop::usage(empty.to_string()));
         }
         // Asked of one job, a range wholly outside its partitions is a
-        // mistyped one (a year off, say), not an empty answer.
+        // mistyped one (a year off, say), not an empty answer. Before
+        // connecting, a partition after the last is one after it on any
+        // clock the warehouse's may read.
         let last = job.latest_partition(now_utc());
+        let latest_possible =
+            job.latest_partition(crate::clock::latest_unmeasured_now().naive_utc());
         if args.job.is_some() && last >= job.start {
             let span = format!("{} to {}", job.start.name(), last.name());
             let outside = match (from, to) {
-                (Some(f), _) if f > last => Some(format!(
+                (Some(f), _) if f > latest_possible => Some(format!(
                     "--from {} is after {}'s last partition ({span}): nothing to show; choose --from {} or earlier",
                     f.name(),
                     job.name,

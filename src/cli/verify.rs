@@ -23,38 +23,22 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         ) else {
             return Err(Stop::usage("PARTITION is required"));
         };
-        // A coarser name the job's start or end cuts (the month its first
-        // day lies in) is proved over the job's partitions in it, as `status`
-        // shows them; one wholly outside them is refused below.
-        let (from, to) = match (from.max(job.start), job.end.map_or(to, |e| to.min(e))) {
-            (first, last) if from != to && first <= last => (first, last),
-            _ => (from, to),
-        };
         // A window outside the job's partitions, or not begun, is refused
-        // before connecting; one still open may be proved (it all rolls back).
+        // before connecting (by the latest the warehouse's clock may read);
+        // one still open may be proved (it all rolls back). Which have
+        // begun is the warehouse's clock's word, known once connected.
+        last_begun_at(job, partition, from, to, crate::clock::latest_unmeasured_now().naive_utc())?;
+        let warehouse = connect_to_read(&config, 2).await?;
         let now = crate::partition::now_utc();
-        if from.start > now {
-            return Err(Stop::usage(format!(
-                "{} has not begun yet (it starts {} UTC): there is nothing to prove",
-                partition.trim(),
-                from.start.format("%Y-%m-%d %H:%M")
-            )));
-        }
-        // Of today's hours, those that have begun.
-        let last_begun = to.min(Partition::containing(job.grain, now));
-        let asked = crate::engine::Selection {
-            from: Some(from),
-            to: Some(last_begun),
-            only: Vec::new(),
-            refused: false,
-            allow_incomplete: true,
+        let last_begun = match last_begun_at(job, partition, from, to, now) {
+            Ok(last) => last,
+            Err(stop) => {
+                warehouse.close().await;
+                return Err(stop);
+            }
         };
-        asked
-            .range(job, now)
-            .map_err(|e| Stop::usage(e.to_string()))?;
         let all = range(from, to);
         let begun = range(from, last_begun);
-        let warehouse = connect_to_read(&config, 2).await?;
         let cancel = cancel_on_signal("the proof rolls back");
         let mut exit = Exit::Ok;
         let (mut proved, mut empty) = (0, 0);
@@ -121,6 +105,36 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
 }
 
 /// What one partition's proof showed.
+/// The last partition of `from..=to` begun at `now` (of today's hours,
+/// those that have begun), or why there is nothing to prove.
+fn last_begun_at(
+    job: &crate::config::Job,
+    asked: &str,
+    from: Partition,
+    to: Partition,
+    now: chrono::NaiveDateTime,
+) -> Result<Partition, Stop> {
+    if from.start > now {
+        return Err(Stop::usage(format!(
+            "{} has not begun yet (it starts {} UTC): there is nothing to prove",
+            asked.trim(),
+            from.start.format("%Y-%m-%d %H:%M")
+        )));
+    }
+    let last_begun = to.min(Partition::containing(job.grain, now));
+    let selection = crate::engine::Selection {
+        from: Some(from),
+        to: Some(last_begun),
+        only: Vec::new(),
+        refused: false,
+        allow_incomplete: true,
+    };
+    selection
+        .range(job, now)
+        .map_err(|e| Stop::usage(e.to_string()))?;
+    Ok(last_begun)
+}
+
 enum Proof {
     Idempotent,
     /// Every run wrote no rows: the same, but the SQL's `now()` or

@@ -137,6 +137,19 @@ impl Selection {
     }
 }
 
+impl Selection {
+    /// [`Selection::range`] before connecting, when the warehouse's clock
+    /// is not known: refused only where it would be on a clock up to
+    /// [`crate::clock::latest_unmeasured_now`], in the words this host's
+    /// clock gives (which names the windows as the operator's own does).
+    pub fn range_before_connecting(&self, job: &Job) -> Result<(), PlanError> {
+        let latest = crate::clock::latest_unmeasured_now().naive_utc();
+        self.range(job, latest)
+            .or_else(|_| self.range(job, now_utc()))
+            .map(|_| ())
+    }
+}
+
 impl Backfill {
     /// Plans a backfill of `job` over a range, reading current states when
     /// the selection filters by them.
