@@ -728,3 +728,70 @@ fn the_sql_begins_where_toml_reads_its_first_line() {
         }
     }
 }
+
+/// A config path that is no config file: `/dev/zero` (QA: read until
+/// memory ran out), a file far larger than any config. Each is refused at
+/// once, naming the limit; a config piped in (`--config /dev/stdin`, as
+/// `<(envsubst < idem.toml)` gives one) is still read.
+#[test]
+fn a_file_larger_than_any_config_is_refused_without_reading_it_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.toml");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(config::MAX_CONFIG_BYTES + 1)
+        .unwrap();
+    for path in [std::path::Path::new("/dev/zero"), &huge] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(path)
+            .arg("jobs")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!(
+                    "idem --config {} jobs still reading after 30 s",
+                    path.display()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", path.display());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{}: cannot read config: it is larger than 64 MiB, which no config is",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+    let mut piped = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", "/dev/stdin", "jobs"])
+        .env("DATABASE_URL", "sqlite://unused.db")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = with_warehouse(&GOOD_JOB.replace("grain = \"day\"", "grain = \"weekly\""));
+    use std::io::Write;
+    piped
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = piped.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("/dev/stdin:9:9: jobs[0].grain: \"weekly\" is not a grain"),
+        "the piped config is read and checked: {stderr}"
+    );
+}

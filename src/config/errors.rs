@@ -51,6 +51,20 @@ pub(super) fn unreadable(path: &std::path::Path, e: &std::io::Error) -> ConfigEr
     }
 }
 
+/// A config file past [`super::MAX_CONFIG_BYTES`]: not a config.
+pub(super) fn too_large(path: &std::path::Path) -> ConfigError {
+    ConfigError {
+        file: path.display().to_string(),
+        line: 0,
+        column: 0,
+        field: String::new(),
+        message: format!(
+            "cannot read config: it is larger than {} MiB, which no config is; pass the idem.toml that has [warehouse] and [[jobs]]",
+            super::MAX_CONFIG_BYTES >> 20
+        ),
+    }
+}
+
 /// Config bytes that are not UTF-8: the first bad byte's place.
 pub(super) fn not_utf8(path: &std::path::Path, bytes: &[u8], valid_up_to: usize) -> ConfigError {
     let before = &bytes[..valid_up_to.min(bytes.len())];

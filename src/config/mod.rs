@@ -304,9 +304,21 @@ fn shrink_guard(cx: &Positions, v: &Spanned<Fraction>, field: &str) -> Result<f6
     Ok(x)
 }
 
+/// The most of a config file that is read: far more than any config of
+/// thousands of jobs, and a bound on `--config /dev/zero` or a log file
+/// passed by mistake, which were read until memory ran out.
+pub const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
 /// Reads and validates a config file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let bytes = std::fs::read(path).map_err(|e| errors::unreadable(path, &e))?;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| errors::unreadable(path, &e))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(errors::too_large(path));
+    }
     let text =
         std::str::from_utf8(&bytes).map_err(|e| errors::not_utf8(path, &bytes, e.valid_up_to()))?;
     parse(path, text, &|name| std::env::var(name).ok())
