@@ -60,18 +60,35 @@ pub fn path(dir: &Path, job: &str, partition: &str) -> PathBuf {
 }
 
 /// Writes run events to the log files as they come. A partition's file
-/// stays open while its attempt runs (a line costs one write, not a
-/// directory check, an open and a close) and closes when the attempt ends.
+/// stays open while its attempt runs (a line costs a write and a look at
+/// the path, not an open and a close) and closes when the attempt ends.
 pub struct RunLog {
     dir: PathBuf,
+    /// The warehouse the folder's logs are of, as `warehouse.txt` says.
+    warehouse: Option<String>,
     max_bytes: u64,
-    /// The files of the partitions in flight, with their sizes, by
-    /// (job, partition).
-    open: HashMap<(String, String), (File, u64)>,
+    /// The files of the partitions in flight, by (job, partition).
+    open: HashMap<(String, String), OpenLog>,
     /// The first write that failed, until [`RunLog::failure`] takes it.
     failed: Option<String>,
     /// Whether a failure was taken: one is said once a run, not per line.
     said: bool,
+}
+
+/// A partition's log file as it is open for writing.
+struct OpenLog {
+    file: File,
+    /// Its size: past [`RunLog`]'s bound it is rotated.
+    size: u64,
+    /// Which file it is (device and inode), to tell whether its path
+    /// still names it.
+    id: (u64, u64),
+}
+
+/// Which file `metadata` is of.
+fn file_id(metadata: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
 }
 
 impl RunLog {
@@ -83,18 +100,27 @@ impl RunLog {
             dir(url).ok_or("no state directory: set XDG_STATE_HOME or HOME to keep run logs")?;
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        // Which warehouse the folder's logs are of, for a person looking.
-        let _ = std::fs::write(dir.join("warehouse.txt"), warehouse_identity(url) + "\n");
-        Ok(RunLog::at(dir, MAX_BYTES))
+        let mut log = RunLog::at(dir, MAX_BYTES);
+        log.warehouse = Some(warehouse_identity(url));
+        log.name_the_warehouse();
+        Ok(log)
     }
 
     pub fn at(dir: PathBuf, max_bytes: u64) -> RunLog {
         RunLog {
             dir,
+            warehouse: None,
             max_bytes,
             open: HashMap::new(),
             failed: None,
             said: false,
+        }
+    }
+
+    /// Says which warehouse the folder's logs are of, for a person looking.
+    fn name_the_warehouse(&self) {
+        if let Some(warehouse) = &self.warehouse {
+            let _ = std::fs::write(self.dir.join("warehouse.txt"), format!("{warehouse}\n"));
         }
     }
 
@@ -127,27 +153,43 @@ impl RunLog {
     }
 
     fn append(&mut self, key: &(String, String), line: &str) -> std::io::Result<()> {
-        // A file grown past the bound is closed here and rotated below.
-        if self
-            .open
-            .get(key)
-            .is_some_and(|(_, size)| *size >= self.max_bytes)
-        {
+        let file = path(&self.dir, &key.0, &key.1);
+        // The file open is written only while its path still names it: a
+        // folder removed mid-run (a clean-up of ~/.local/state) would take
+        // the attempt's later lines with it, and a file another run
+        // rotated is that run's older file now. A file grown past the
+        // bound is closed here and rotated below.
+        let current = |open: &OpenLog| {
+            open.size < self.max_bytes
+                && std::fs::metadata(&file).is_ok_and(|m| file_id(&m) == open.id)
+        };
+        if self.open.get(key).is_some_and(|open| !current(open)) {
             self.open.remove(key);
         }
         if !self.open.contains_key(key) {
-            let file = path(&self.dir, &key.0, &key.1);
-            if let Some(parent) = file.parent() {
+            if let Some(parent) = file.parent()
+                && !parent.is_dir()
+            {
                 std::fs::create_dir_all(parent)?;
+                self.name_the_warehouse();
             }
             if std::fs::metadata(&file).is_ok_and(|m| m.len() >= self.max_bytes) {
-                std::fs::rename(&file, file.with_extension("log.1"))?;
+                match std::fs::rename(&file, file.with_extension("log.1")) {
+                    // Another run rotated it first.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    rotated => rotated?,
+                }
             }
             let f = OpenOptions::new().create(true).append(true).open(&file)?;
-            let size = f.metadata()?.len();
-            self.open.insert(key.clone(), (f, size));
+            let metadata = f.metadata()?;
+            let open = OpenLog {
+                size: metadata.len(),
+                id: file_id(&metadata),
+                file: f,
+            };
+            self.open.insert(key.clone(), open);
         }
-        let Some((f, size)) = self.open.get_mut(key) else {
+        let Some(OpenLog { file: f, size, .. }) = self.open.get_mut(key) else {
             return Ok(());
         };
         let now = crate::clock::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
@@ -394,6 +436,71 @@ mod tests {
             ]
         );
         assert_eq!(texts("2026-01-02")[3], "b2 one");
+    }
+
+    /// The lines of a partition's log and its rotated file, oldest first,
+    /// without their times.
+    fn texts(dir: &Path, partition: &str) -> Vec<String> {
+        tail(dir, "fct", partition, 10_000)
+            .lines
+            .iter()
+            .map(|l| l.split_once(' ').map_or(l.clone(), |(_, t)| t.to_string()))
+            .collect()
+    }
+
+    /// QA: the logs' folder removed while a partition's attempt ran (a
+    /// clean-up of ~/.local/state) took the attempt's later lines with it,
+    /// its INSERT, COMMIT and outcome, without a word. The folder is made
+    /// again, saying which warehouse it is of, and the lines go on in it.
+    #[test]
+    fn a_log_folder_removed_mid_attempt_is_made_again() {
+        let state = tempfile::tempdir().expect("dir");
+        let dir = state.path().join("logs");
+        let mut log = RunLog::at(dir.clone(), MAX_BYTES);
+        log.warehouse = Some("sqlite:///w.db".into());
+        log.record(&log_line(1));
+        std::fs::remove_dir_all(&dir).expect("rm -r");
+        log.record(&log_line(2));
+        assert!(log.failure().is_none());
+        let lines = texts(&dir, "2026-01-01");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("line 2 "), "{lines:?}");
+        let named = std::fs::read_to_string(dir.join("warehouse.txt")).expect("warehouse.txt");
+        assert_eq!(named, "sqlite:///w.db\n");
+        // The file alone removed, as by hand: the same.
+        std::fs::remove_file(path(&dir, "fct", "2026-01-01")).expect("rm");
+        log.record(&log_line(3));
+        assert!(texts(&dir, "2026-01-01")[0].starts_with("line 3 "));
+    }
+
+    /// QA: two runs writing one partition's log (a run waiting on the
+    /// partition's lock while another loads it): the one whose open file
+    /// the other rotated away wrote on into the rotated file, and once that
+    /// was rotated away too, into no file at all. Each follows the path.
+    #[test]
+    fn two_runs_writing_one_log_follow_each_others_rotation() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut waiting = RunLog::at(dir.path().to_path_buf(), 1000);
+        let mut loading = RunLog::at(dir.path().to_path_buf(), 1000);
+        let line = |text: &str| Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct".into(),
+            partition: "2026-01-01".into(),
+            line: text.into(),
+        };
+        waiting.record(&line("waiting for the lock"));
+        for i in 0..60 {
+            loading.record(&log_line(i));
+        }
+        waiting.record(&line("lock taken"));
+        assert!(waiting.failure().is_none() && loading.failure().is_none());
+        let lines = texts(dir.path(), "2026-01-01");
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("lock taken"),
+            "{lines:?}"
+        );
+        assert!(lines[lines.len() - 2].starts_with("line 59 "), "{lines:?}");
     }
 
     /// QA: an error of several lines (a server's DETAIL) left lines without

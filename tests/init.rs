@@ -971,3 +971,92 @@ async fn postgres_init_names_the_tables_its_role_may_not_read() {
     assert!(said.contains(line), "{said}");
     assert!(starter.contains(line), "{starter}");
 }
+
+/// QA: `idem init` read each candidate's first and last dates with a
+/// MIN/MAX over the whole table where no index begins with the column: on
+/// a billion rows, minutes of a silent terminal (and, once killed, of the
+/// server's time). An index gives them exactly; without one only the first
+/// rows read are, and the starter and the terminal say so. A column of
+/// NULLs is not read to its end either.
+mod big_tables {
+    use super::*;
+
+    async fn init_reads_no_big_table_whole(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let (_, config) = db.config("");
+        let wh = db.warehouse(&config).await;
+        let rows = |table: &str, value: &str| match kind {
+            Kind::Postgres => format!(
+                "INSERT INTO {table} SELECT i, {value} FROM generate_series(1, 120000) AS s(i)"
+            ),
+            Kind::MySql => format!("INSERT INTO {table} SELECT seq, {value} FROM seq_1_to_120000"),
+            Kind::Sqlite => format!(
+                "INSERT INTO {table} WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 120000) SELECT i, {value} FROM s"
+            ),
+        };
+        // 120,000 rows of 2026 in the order they were written, then one of
+        // 2020: the first value is read from the index, or said to be of
+        // the first rows only.
+        let day = match kind {
+            Kind::Postgres => "DATE '2026-01-01' + (i % 300)",
+            Kind::MySql => "DATE '2026-01-01' + INTERVAL (seq % 300) DAY",
+            Kind::Sqlite => "date('2026-01-01', '+' || (i % 300) || ' days')",
+        };
+        let mut script = Vec::new();
+        for table in ["plain", "indexed"] {
+            script.push(format!(
+                "CREATE TABLE {table} (id INTEGER NOT NULL PRIMARY KEY, d DATE)"
+            ));
+            script.push(rows(table, day));
+            script.push(format!("INSERT INTO {table} VALUES (200000, '2020-01-01')"));
+        }
+        script.push("CREATE INDEX indexed_d ON indexed (d)".into());
+        script.push("CREATE TABLE nulls (id INTEGER NOT NULL PRIMARY KEY, d DATE)".into());
+        script.push(rows("nulls", "NULL"));
+        script.push("INSERT INTO nulls VALUES (200000, '2020-01-01')".into());
+        let script: Vec<&str> = script.iter().map(String::as_str).collect();
+        wh.execute_script(&script).await.unwrap();
+        wh.close().await;
+
+        let path = db.path().join("starter.toml");
+        let out = idem(&path, &["init", &db.url]);
+        exits(kind, &out, 0);
+        let said = String::from_utf8_lossy(&out.stdout);
+        let starter = std::fs::read_to_string(&path).unwrap();
+        let jobs = jobs_of(&path, &uncommented(&starter));
+        let start = |name: &str| {
+            let job = jobs.iter().find(|j| j.name == name);
+            job.unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"))
+                .start
+                .name()
+        };
+        assert_eq!(start("indexed"), "2020-01-01", "{kind:?}: {starter}");
+        let about = |table: &str| {
+            let head = format!("# {table}: partitioned by d (");
+            let line = starter.lines().find(|l| l.starts_with(&head));
+            line.unwrap_or_else(|| panic!("{kind:?}: {head} in {starter}"))
+                .to_string()
+        };
+        assert!(
+            about("indexed").ends_with("), first value 2020-01-01"),
+            "{kind:?}: {starter}"
+        );
+        let partial =
+            "in the first 100,000 rows read (d has no index; earlier rows may follow: check start)";
+        assert_eq!(start("plain"), "2026-01-01", "{kind:?}: {starter}");
+        assert!(
+            about("plain").ends_with(&format!("), first value 2026-01-01 {partial}")),
+            "{kind:?}: {starter}"
+        );
+        assert!(
+            said.contains(&format!("plain: first value 2026-01-01 {partial}\n")),
+            "{kind:?}: {said}"
+        );
+        assert!(!said.contains("indexed:"), "{kind:?}: {said}");
+        assert!(about("nulls").ends_with("), empty"), "{kind:?}: {starter}");
+    }
+
+    on_every_engine!(init_reads_no_big_table_whole);
+}

@@ -305,3 +305,97 @@ async fn odd_run_logs_read_clearly() {
         "{said}"
     );
 }
+
+/// QA: two runs of one job at once (a cron run and an operator's), the
+/// second waiting on the partition's lock while the first loads it, and
+/// the partition's log at its bound. The waiting run rotated the log, and
+/// the loading run wrote its INSERT, COMMIT and outcome on into the
+/// rotated file, so `idem log --lines` showed them before the lines that
+/// came before them (and a second rotation would have lost them). Both
+/// runs' lines are kept, in the order they were written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_at_once_keep_one_partitions_log_whole_and_in_order() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    // About three seconds of SQLite's own work, so the second run waits on
+    // the partition's lock, and says so, while the first loads it.
+    let select = "select id, dt from src where dt >= :start and dt < :end and \
+        (with recursive c(x) as (select 1 union all select x + 1 from c where x < 20000000) \
+         select count(*) from c) > 0";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&common::TWO_DAYS).await.expect("setup");
+    wh.close().await;
+    let state = db.path().join("state");
+    // A first run makes the warehouse's folder of logs.
+    let first = idem_keeping_logs_in(&state, &config, &["run", "fct", "--yes"]);
+    assert_eq!(first.status.code(), Some(0));
+    let mut logs = std::fs::read_dir(state.join("idem/logs")).expect("logs");
+    let folder = logs
+        .next()
+        .expect("the warehouse's folder")
+        .expect("entry")
+        .path();
+    // A log a few lines short of its bound: the first run's opening lines
+    // and the second's first take it past.
+    let old = "2000-01-01T00:00:00.000Z an older run's line\n";
+    let lines = (idem::runlog::MAX_BYTES as usize - 300) / old.len();
+    let mut text = old.repeat(lines);
+    text.push_str(&"x".repeat(idem::runlog::MAX_BYTES as usize - 300 - text.len() - 1));
+    text.push('\n');
+    std::fs::write(folder.join("fct/2026-01-01.log"), text).expect("prefill");
+    let start = |config: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(config)
+            .args(["run", "fct", "--yes"])
+            .env("XDG_STATE_HOME", &state)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("idem started")
+    };
+    let loading = start(&config);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let waiting = start(&config);
+    for run in [loading, waiting] {
+        let out = run.wait_with_output().expect("idem ran");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        assert!(!said.contains("run log"), "{said}");
+    }
+    let out = idem_keeping_logs_in(
+        &state,
+        &config,
+        &["log", "fct", "2026-01-01", "--lines", "40"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let new: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("20") && !l.starts_with("2000-"))
+        .collect();
+    let times: Vec<&str> = new.iter().map(|l| &l[..24]).collect();
+    let mut sorted = times.clone();
+    sorted.sort();
+    assert_eq!(times, sorted, "the lines as written:\n{text}");
+    assert_eq!(
+        new.iter().filter(|l| l.contains(" started")).count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        new.iter()
+            .filter(|l| l.contains(" succeeded: 1 row"))
+            .count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        new.iter().filter(|l| l.ends_with(" COMMIT")).count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("waiting for the lock"),
+        "the second run waited:\n{text}"
+    );
+}

@@ -1,11 +1,10 @@
 //! What `idem init` reads of a warehouse: every relation a job could be
 //! offered for, with what it is (a table, a partition of one, a view), and
-//! the first real date of a column, placeholders such as PostgreSQL's
-//! `-infinity` or MariaDB's `0000-00-00` left out.
+//! the columns a table computes itself.
 
 use sqlx::Row;
 
-use super::{Column, Engine, Warehouse, WarehouseError};
+use super::{Engine, Warehouse, WarehouseError};
 use crate::config::TableName;
 
 /// What a relation of the warehouse is.
@@ -41,9 +40,6 @@ impl Relation {
         TableName::parse(&self.name).ok()
     }
 }
-
-/// The smallest date written in full that `idem init` takes for a real one.
-const FIRST_REAL_DATE: &str = "0001-01-01";
 
 impl Warehouse {
     /// Every relation a job could write or that looks like one, idem's own
@@ -108,47 +104,6 @@ impl Warehouse {
             relations.push(Relation { name, kind });
         }
         Ok(relations)
-    }
-
-    /// The smallest and largest values of `column` as text (`None` for an
-    /// empty table), counting only what can be a real date: year 1 AD or
-    /// later and finite. On SQLite, whose dates are text, a number is no
-    /// date either (numbers sort before any text).
-    pub async fn date_range_as_text(
-        &self,
-        table: &TableName,
-        column: &Column,
-    ) -> Result<Option<(String, String)>, WarehouseError> {
-        let quoted = self.dialect.quote(&column.name);
-        let mut sql = self.sql();
-        sql.push("SELECT ")
-            .push(&self.dialect.text_expr(&format!("MIN({quoted})")))
-            .push(", ")
-            .push(&self.dialect.text_expr(&format!("MAX({quoted})")))
-            .push(" FROM ")
-            .table(table)
-            // idem's own constants, not values: a bound parameter would be
-            // text, which PostgreSQL does not compare with a date.
-            .push(&format!(" WHERE {quoted} >= '{FIRST_REAL_DATE}'"));
-        match self.dialect.engine() {
-            Engine::Postgres => {
-                sql.push(&format!(" AND {quoted} < 'infinity'"));
-            }
-            // MariaDB's zero month or day (`2026-02-00`, allowed without
-            // NO_ZERO_IN_DATE) is no date, as its zero year is none: no
-            // window holds it, and `idem init` would name it as the first
-            // value of a table its starter job starts later.
-            Engine::MySql => {
-                sql.push(&format!(
-                    " AND MONTH({quoted}) <> 0 AND DAYOFMONTH({quoted}) <> 0"
-                ));
-            }
-            Engine::Sqlite => {}
-        }
-        let row = sql.query().fetch_one(&self.pool).await?;
-        let min: Option<String> = row.try_get(0)?;
-        let max: Option<String> = row.try_get(1)?;
-        Ok(min.zip(max))
     }
 
     /// The columns of `table` that the table computes itself and an INSERT

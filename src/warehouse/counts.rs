@@ -284,8 +284,9 @@ impl Warehouse {
         read.map(|()| counts)
     }
 
-    /// Whether an index of the table starts with the column.
-    async fn leads_an_index(
+    /// Whether an index of the table that can be read in order starts
+    /// with the column (see [`super::Dialect::leading_index_query`]).
+    pub(super) async fn leads_an_index(
         &self,
         table: &TableName,
         column: &Ident,

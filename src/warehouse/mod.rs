@@ -7,6 +7,7 @@ mod clock;
 mod columns;
 mod connect;
 mod counts;
+mod date_range;
 mod error;
 mod filled;
 mod fingerprint;
@@ -41,6 +42,7 @@ pub use columns::{
     no_such_column, other_unique_index, renamed_duplicate,
 };
 pub use counts::{CountSource, Counts, RefreshCache};
+pub use date_range::{DateRange, ROWS_READ_WITHOUT_INDEX};
 pub use error::WarehouseError;
 pub use filled::{FilledColumn, Filler};
 pub use fingerprint::Fingerprint;
@@ -228,9 +230,11 @@ pub trait Dialect: Send + Sync {
         WholeTable::Filtered
     }
     /// A query counting the indexes of `table` whose first column is
-    /// `column` (its lowest and highest values are then read from the
-    /// index's ends), for engines whose [`Dialect::whole_table`] asks.
-    fn leading_index_query(&self, _sql: &mut Sql, _table: &TableName, _column: &Ident) {}
+    /// `column` and that can be read in order: B-trees, not partial (a
+    /// BRIN or a partial index gives no column's ends). Its lowest and
+    /// highest values are then read from the index's ends, for `idem init`
+    /// and for engines whose [`Dialect::whole_table`] asks.
+    fn leading_index_query(&self, sql: &mut Sql, table: &TableName, column: &Ident);
     /// An expression a count groups by: the start of the partition (of
     /// `grain`) a column's value lies in, as a value of the column's own type
     /// (the column itself where it can be), so that grouping costs no more

@@ -341,7 +341,7 @@ impl Dialect for MySql {
         sql.table_named(table, "DATABASE()", "table_name")
             .push(" AND LOWER(column_name) = LOWER(")
             .bind(column.as_str())
-            .push(") AND seq_in_index = 1");
+            .push(") AND seq_in_index = 1 AND index_type = 'BTREE'");
     }
 
     /// InnoDB's in-memory UPDATE_TIME, set at each commit to the table, in

@@ -404,6 +404,21 @@ impl Dialect for Postgres {
         }
     }
 
+    fn leading_index_query(&self, sql: &mut Sql, table: &TableName, column: &Ident) {
+        sql.push(
+            "SELECT COUNT(*) FROM pg_catalog.pg_index i \
+             JOIN pg_catalog.pg_class c ON c.oid = i.indrelid \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid \
+             JOIN pg_catalog.pg_am am ON am.oid = ic.relam \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] \
+             WHERE am.amname = 'btree' AND i.indpred IS NULL AND a.attname = ",
+        )
+        .bind(column.as_str())
+        .push(" AND n.nspname = ")
+        .table_named(table, "current_schema()", "c.relname");
+    }
+
     /// The relations holding the table's rows (itself, or the leaf
     /// partitions of a partitioned table): their file nodes, which TRUNCATE
     /// replaces transactionally, and the statistics collector's tuple

@@ -192,7 +192,7 @@ impl Dialect for Sqlite {
             .bind(schema)
             .push(") l, pragma_index_info(l.name, ")
             .bind(schema)
-            .push(") i WHERE i.seqno = 0 AND lower(i.name) = lower(")
+            .push(") i WHERE l.partial = 0 AND i.seqno = 0 AND lower(i.name) = lower(")
             .bind(column.as_str())
             .push(")");
     }

@@ -18,6 +18,9 @@ pub(super) struct Candidate {
     pub start: Partition,
     /// The column's first real date, as the warehouse writes it.
     pub first_value: Option<String>,
+    /// Whether `first_value` is of every row, not only of the first rows
+    /// read (the column has no index, and the table is big).
+    pub first_value_exact: bool,
 }
 
 /// Why a relation is not offered.
@@ -146,15 +149,14 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
                 continue;
             }
             // The first dated column is the partition column: the others'
-            // ranges are not read, as MIN and MAX of a column without an
-            // index read the whole table. SQLite's text needs its values
-            // read to say whether it holds dates.
+            // ranges are not read. SQLite's text needs its values read to
+            // say whether it holds dates.
             if engine != Engine::Sqlite && !time_columns.is_empty() {
                 time_columns.push((column.clone(), None));
                 continue;
             }
             let range = warehouse.date_range_as_text(&table, column).await?;
-            let holds_dates = match (&range, engine) {
+            let holds_dates = match (&range.values, engine) {
                 // SQLite declares dates as text: its values say whether they
                 // are, each whole (not a note that begins with a date).
                 (Some((min, max)), Engine::Sqlite) => is_date_text(min) && is_date_text(max),
@@ -162,7 +164,7 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
                 _ => true,
             };
             if holds_dates {
-                time_columns.push((column.clone(), range));
+                time_columns.push((column.clone(), Some(range)));
             }
         }
         let mut time_columns = time_columns.into_iter();
@@ -170,9 +172,12 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             survey.skipped.push((table.to_string(), Why::NoDateColumn));
             continue;
         };
+        let (values, first_value_exact) = range.map_or((None, true), |r| (r.values, r.exact));
         // The last value too: the first rows read may all be of one day.
-        let (first_value, last_value) = range.unzip();
-        let mut sample = super::grain::sample_as_text(warehouse, &table, &partition_column).await?;
+        let (first_value, last_value) = values.unzip();
+        let mut sample = warehouse
+            .date_sample_as_text(&table, &partition_column, super::grain::SAMPLE)
+            .await?;
         sample.extend(last_value);
         let (grain, start) = super::grain::grain_and_start(
             partition_column.name.as_str(),
@@ -189,6 +194,7 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             grain,
             start,
             first_value,
+            first_value_exact,
         });
     }
     Ok(survey)

@@ -2,47 +2,13 @@
 //! sample of its values rather than the first one alone: a table whose
 //! first row lies at midnight but whose others lie on the hour is hourly,
 //! and one whose values all lie on a month's first day is monthly. The
-//! sample is the first rows the warehouse reads (a `LIMIT`, no sort), so a
-//! big table is never scanned whole for it.
+//! sample is of the first rows the warehouse reads (a `LIMIT`, no sort),
+//! so a big table is never scanned whole for it.
 
-use sqlx::Row;
-
-use crate::config::TableName;
 use crate::partition::{Grain, Partition, RangeEnd, now_utc};
-use crate::warehouse::{Column, Engine, Warehouse, WarehouseError};
 
 /// Values read for the guess, at most.
-const SAMPLE: u32 = 1000;
-
-/// Up to [`SAMPLE`] of `column`'s values as text, real dates only (as
-/// [`Warehouse::date_range_as_text`] counts them), in whatever order the
-/// warehouse reads them first.
-pub(super) async fn sample_as_text(
-    warehouse: &Warehouse,
-    table: &TableName,
-    column: &Column,
-) -> Result<Vec<String>, WarehouseError> {
-    let dialect = warehouse.dialect();
-    let quoted = dialect.quote(&column.name);
-    let mut sql = warehouse.sql();
-    sql.push("SELECT ")
-        .push(&dialect.text_expr(&quoted))
-        .push(" FROM ")
-        .table(table)
-        // idem's own constants, not values, as for the range.
-        .push(&format!(" WHERE {quoted} >= '0001-01-01'"));
-    if dialect.engine() == Engine::Postgres {
-        sql.push(&format!(" AND {quoted} < 'infinity'"));
-    }
-    sql.push(&format!(" LIMIT {SAMPLE}"));
-    let mut values = Vec::new();
-    for row in sql.query().fetch_all(warehouse.pool()).await? {
-        if let Some(value) = row.try_get::<Option<String>, _>(0)? {
-            values.push(value);
-        }
-    }
-    Ok(values)
-}
+pub(super) const SAMPLE: u32 = 1000;
 
 /// Where in its day, month and hour a value lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +84,8 @@ fn grain_of_values(values: &[&str]) -> Option<Grain> {
 
 /// The grain a column's values suggest, and the partition of its first
 /// value (this month's first day when the table is empty). `sample` is
-/// some of its values beside the first (see [`sample_as_text`]).
+/// some of its values beside the first (see
+/// [`crate::warehouse::Warehouse::date_sample_as_text`]).
 pub(super) fn grain_and_start(
     column: &str,
     first: Option<&str>,

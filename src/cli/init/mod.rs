@@ -146,6 +146,18 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             )
         }
     );
+    // A start read from the first rows alone may be late: said where it
+    // is seen, not only in the file.
+    for c in candidates.iter().filter(|c| !c.first_value_exact) {
+        if let Some(first) = &c.first_value {
+            outln!(
+                "{}: first value {} {}",
+                c.table,
+                first.trim(),
+                starter::first_rows_only(&c.partition_column.name)
+            );
+        }
+    }
     let skipped = survey.skipped_lines();
     if !skipped.is_empty() {
         outln!("not offered:");

@@ -85,7 +85,14 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
             about.push_str(&format!(" ({})", c.partition_column.type_name));
         }
         match &c.first_value {
-            Some(v) => about.push_str(&format!(", first value {}", v.trim())),
+            Some(v) if c.first_value_exact => {
+                about.push_str(&format!(", first value {}", v.trim()));
+            }
+            Some(v) => about.push_str(&format!(
+                ", first value {} {}",
+                v.trim(),
+                first_rows_only(pcol)
+            )),
             None => about.push_str(", empty"),
         }
         if !c.other_time_columns.is_empty() {
@@ -143,6 +150,15 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
         }
     }
     text
+}
+
+/// What a first value read without an index is of: `idem init` reads no
+/// big table whole for it.
+pub(super) fn first_rows_only(column: &Ident) -> String {
+    format!(
+        "in the first {} rows read ({column} has no index; earlier rows may follow: check start)",
+        crate::numbers::thousands(i64::from(crate::warehouse::ROWS_READ_WITHOUT_INDEX))
+    )
 }
 
 /// The candidate job's name for `table`: the table's, unless a job before
