@@ -17,6 +17,7 @@ pub mod numbers;
 pub mod partition;
 pub mod runlog;
 pub mod state;
+pub mod terminal_text;
 pub mod tui;
 pub mod user_config;
 pub mod warehouse;

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::engine::Event;
-use crate::warehouse::ledger::plain_line;
+use crate::terminal_text::visible_line;
 
 /// Past this size a partition's log starts afresh; the old one is kept as
 /// `.log.1`.
@@ -199,7 +199,7 @@ impl RunLog {
         // control characters (an escape a server echoed) become spaces.
         let text: String = line
             .split('\n')
-            .map(|l| format!("{now} {}\n", plain_line(l.trim_end_matches('\r'))))
+            .map(|l| format!("{now} {}\n", visible_line(l.trim_end_matches('\r'))))
             .collect();
         f.write_all(text.as_bytes())?;
         *size += text.len() as u64;
@@ -291,7 +291,7 @@ const CHUNK: u64 = 64 * 1024;
 /// it). Only the end of a file is read, however large it grew (a log
 /// written by another tool, or never rotated); bytes that are not UTF-8
 /// (a line cut mid-character by a full disk) show as `�`, and control
-/// characters as spaces, so nothing in a log restyles the terminal.
+/// characters visibly (`\u{1b}`), so nothing in a log restyles the terminal.
 pub fn tail(dir: &Path, job: &str, partition: &str, n: usize) -> Tail {
     let file = path(dir, job, partition);
     let mut tail = Tail::default();
@@ -349,7 +349,7 @@ fn last_lines(file: &Path, n: usize) -> std::io::Result<Option<Vec<String>>> {
         start = from;
     }
     let text = String::from_utf8_lossy(&bytes);
-    let mut lines: Vec<String> = text.lines().map(plain_line).collect();
+    let mut lines: Vec<String> = text.lines().map(visible_line).collect();
     let skip = lines.len().saturating_sub(n);
     Ok(Some(lines.split_off(skip)))
 }
@@ -518,7 +518,10 @@ mod tests {
         let text = std::fs::read_to_string(path(dir.path(), "fct", "2026-01-01")).expect("log");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text:?}");
-        assert!(lines[0].ends_with(" ROLLBACK: bad  [31mred"), "{text:?}");
+        assert!(
+            lines[0].ends_with(" ROLLBACK: bad \\u{1b}[31mred"),
+            "{text:?}"
+        );
         assert!(lines[1].ends_with("Z DETAIL: x"), "{text:?}");
     }
 
@@ -545,7 +548,7 @@ mod tests {
         assert_eq!(last.lines[1], "COMMIT caf\u{fffd}");
         let all = tail(dir.path(), "fct", "2026-01-01", 30_000);
         assert_eq!(all.lines.len(), 20_003);
-        assert_eq!(all.lines[..2], ["old \u{fffd}", "esc  [2J"]);
+        assert_eq!(all.lines[..2], ["old \u{fffd}", "esc \\u{1b}[2J"]);
         std::fs::remove_file(&file).expect("rm");
         std::fs::create_dir(&file).expect("a folder in its place");
         let odd = tail(dir.path(), "fct", "2026-01-01", 5);

@@ -135,7 +135,10 @@ fn the_demo_through_the_headless_edges() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let log = text(&idem(&config, &["log", "fct_orders", "2026-09-03"]).stdout);
-    assert!(log.contains("· page 42 second line [31mRED "), "{log}");
+    assert!(
+        log.contains("· page 42 second line\\u{1b}[31mRED\\u{7}"),
+        "{log}"
+    );
     assert!(!log.contains('\x1b') && !log.contains('\x07'), "{log:?}");
 
     // `idem status --state` keeps only those states.

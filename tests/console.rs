@@ -12,8 +12,8 @@ use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::app::{
-    Connection, DiffRequest, Effect, Focus, LoadsRequest, Modal, Question, ReconcileRequest,
-    VerifyRequest,
+    Connection, DiffRequest, Effect, Focus, LintNote, LoadsRequest, Modal, Question,
+    ReconcileRequest, VerifyRequest,
 };
 use idem::tui::{App, Msg, Theme, Unread, keys, view};
 use idem::warehouse::sql::Syntax;
@@ -3077,4 +3077,62 @@ fn the_too_small_screen_names_the_quit_key_and_shows_the_question() {
         "{shown}"
     );
     assert!(!shown.contains("q quits"), "{shown}");
+}
+
+/// QA: a server's error quoting an escape sequence ("\x1b[31m") read as a
+/// leftover "[31m" on the run's row, in its log, in the lint of the confirm
+/// dialog and in the status bar: ratatui drops the escape character and
+/// draws the rest. The console shows it as headless output does,
+/// `\u{1b}[31m`, wherever it is drawn.
+#[test]
+fn escape_sequences_from_outside_show_visibly_in_every_pane() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let error = "no such table: \u{1b}[31mnope\u{7}";
+    let partition = names[0].clone();
+    for event in [
+        Event::PartitionLog {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: partition.clone(),
+            line: format!("ROLLBACK: {error}"),
+        },
+        Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition,
+            attempt: 2,
+            error: error.into(),
+            will_retry: false,
+            duration_ms: 3,
+        },
+    ] {
+        a.update(Msg::Engine { run, event });
+    }
+    let sql = a.config().jobs[0].sql.clone();
+    a.update(Msg::Linted {
+        job: "fct_orders".into(),
+        sql,
+        notes: vec![LintNote {
+            error: true,
+            message: format!("line 1: {error}"),
+        }],
+    });
+    let shows_visibly = |what: &str, screen: String| {
+        assert!(
+            screen.contains("\\u{1b}[31mnope\\u{7}"),
+            "{what}: not shown\n{screen}"
+        );
+        assert_eq!(
+            screen.matches("[31m").count(),
+            screen.matches("\\u{1b}[31m").count(),
+            "{what}: a leftover escape\n{screen}"
+        );
+    };
+    shows_visibly("runs pane", text(&a));
+    a.update(Msg::ThemeLoaded(Err(format!("cannot read theme: {error}"))));
+    shows_visibly("status bar", text(&a));
+    keys(&mut a, "\x1b\x1bR");
+    keys(&mut a, ":run 2026-06-01..2026-06-02\n");
+    assert!(matches!(a.modal, Modal::Confirm(_)), "{:?}", a.message);
+    shows_visibly("confirm dialog", text(&a));
 }

@@ -259,7 +259,7 @@ async fn odd_run_logs_read_clearly() {
     let text = String::from_utf8_lossy(&idem(&["log", "fct", "2026-01-02", "--lines"]).stdout)
         .into_owned();
     assert!(
-        text.contains("ROLLBACK: bad  [31mred [0m at row 2\n"),
+        text.contains("ROLLBACK: bad \\u{1b}[31mred\\u{1b}[0m at row 2\n"),
         "{text}"
     );
 

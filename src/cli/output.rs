@@ -2,15 +2,17 @@
 //! away (`idem status | head -3`) is not an error: the rest of the output is
 //! dropped and the command ends as it would have, so its exit code still
 //! says what happened. A write that fails (a full disk) is an error.
-//! Every line is written with its control characters made visible: a
-//! server's error, a lint finding or a value quoting the job's SQL can carry
-//! an escape sequence that would restyle, retitle or clear the operator's
-//! terminal.
+//! Every line is written with its control characters made visible (see
+//! [`crate::terminal_text`]): a server's error, a lint finding or a value
+//! quoting the job's SQL can carry an escape sequence that would restyle,
+//! retitle or clear the operator's terminal.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::terminal_text::{controls_written, visible_controls};
 
 use super::Stop;
 
@@ -79,32 +81,6 @@ pub fn note(args: fmt::Arguments) {
         .and_then(|()| err.write_all(b"\n"));
 }
 
-/// `text` as a terminal can show it without obeying it: each control
-/// character but the line break and the tab (an escape, a carriage return
-/// that would overwrite the line, a bell) written as Rust writes it
-/// (`\u{1b}`, `\r`).
-pub fn visible_controls(text: &str) -> Cow<'_, str> {
-    controls_written(text, |c, out| out.extend(c.escape_debug()))
-}
-
-/// `text` with each control character but the line break and the tab
-/// written by `write`; borrowed as it is when it holds none.
-fn controls_written(text: &str, write: impl Fn(char, &mut String)) -> Cow<'_, str> {
-    let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.contains(hidden) {
-        return Cow::Borrowed(text);
-    }
-    let mut written = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if hidden(c) {
-            write(c, &mut written);
-        } else {
-            written.push(c);
-        }
-    }
-    Cow::Owned(written)
-}
-
 /// `println!` for a command's output: a closed pipe ends the output quietly,
 /// a failed write returns the [`Stop`] from the enclosing function.
 macro_rules! outln {
@@ -125,16 +101,6 @@ pub(crate) use {noteln, outln};
 #[cfg(test)]
 mod tests {
     use super::{json_escaped_controls, visible_controls};
-
-    #[test]
-    fn control_characters_are_written_visibly_not_obeyed() {
-        assert_eq!(
-            visible_controls("column \"\u{1b}]0;x\u{7}\u{1b}[2J\r\u{9b}31m\""),
-            "column \"\\u{1b}]0;x\\u{7}\\u{1b}[2J\\r\\u{9b}31m\""
-        );
-        // Lines and tabs keep their shape; other text is left as it is.
-        assert_eq!(visible_controls("a\tb\nc é ■"), "a\tb\nc é ■");
-    }
 
     #[test]
     fn json_keeps_its_control_characters_as_json_escapes() {

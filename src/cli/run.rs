@@ -137,7 +137,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     backfill.reason = args
         .reason
         .as_deref()
-        .map(crate::warehouse::ledger::plain_line);
+        .map(crate::terminal_text::visible_line);
     backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {

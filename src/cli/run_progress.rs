@@ -122,7 +122,7 @@ impl Progress {
 /// [`output::note`]: its control characters shown, not obeyed.
 fn described(event: &Event) -> String {
     let line = describe(event).unwrap_or_default();
-    output::visible_controls(&line).into_owned()
+    crate::terminal_text::visible_controls(&line).into_owned()
 }
 
 /// A plain line for an event worth a line of its own.

@@ -14,7 +14,7 @@ use super::keymap;
 use super::keys::{Action, Scope};
 use super::layout::{DAY_BLOCK_H, DAY_BLOCK_W, HOUR_LABEL_W, MONTH_LABEL_W, units_in};
 use super::theme::Theme;
-use super::widgets::{block, put};
+use super::widgets::{block, controls_shown, put};
 use crate::partition::{Grain, Partition};
 use crate::state::LoadState;
 
@@ -255,8 +255,8 @@ impl Calendar {
                 width: area.width.saturating_sub(2),
                 ..area
             };
-            let text =
-                Paragraph::new(Span::styled(text, t.style("muted"))).wrap(Wrap { trim: true });
+            let text = Paragraph::new(controls_shown(Span::styled(text, t.style("muted"))))
+                .wrap(Wrap { trim: true });
             frame.render_widget(text, inset);
             return;
         }

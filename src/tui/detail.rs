@@ -14,7 +14,7 @@ use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
 use super::theme::Theme;
-use super::widgets::{block, duration_text, first_line, pct, signed, thousands};
+use super::widgets::{block, controls_shown, duration_text, first_line, pct, signed, thousands};
 use crate::numbers::count;
 use crate::partition::{Grain, Partition};
 use crate::state::{LoadState, Seasonality};
@@ -140,7 +140,10 @@ impl Detail {
             } else {
                 " loading…"
             };
-            frame.render_widget(Paragraph::new(Span::styled(note, t.style("muted"))), area);
+            frame.render_widget(
+                Paragraph::new(controls_shown(Span::styled(note, t.style("muted")))),
+                area,
+            );
             return;
         };
         let state = job.state_at(i).unwrap_or(s.state);
@@ -236,7 +239,10 @@ impl Detail {
                 ]));
             }
         }
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), area);
+        frame.render_widget(
+            Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: true }),
+            area,
+        );
         // A legend, so that no state is told by colour alone; it wraps
         // rather than lose its last entries.
         if area.height >= 7 {
@@ -244,7 +250,7 @@ impl Detail {
             let legend = legend(t, area.width, late);
             let h = (legend.len() as u16).min(area.height / 4).max(1);
             frame.render_widget(
-                Paragraph::new(legend),
+                Paragraph::new(controls_shown(legend)),
                 Rect::new(area.x, area.bottom() - h, area.width, h),
             );
         }

@@ -13,7 +13,7 @@ use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::msg::{DiffRequest, Effect};
 use super::theme::Theme;
-use super::widgets::{block, centered, first_line, scrolled};
+use super::widgets::{block, centered, controls_shown, first_line, scrolled};
 use crate::partition::Partition;
 use crate::state::LoadState;
 
@@ -195,7 +195,7 @@ impl DiffView {
         frame.render_widget(b, r);
         let max_scroll = (lines.len() as u16).saturating_sub(body.height);
         frame.render_widget(
-            Paragraph::new(lines).scroll((scroll.min(max_scroll), 0)),
+            Paragraph::new(controls_shown(lines)).scroll((scroll.min(max_scroll), 0)),
             body,
         );
         if inner_r.height > 1 {
@@ -218,7 +218,7 @@ impl DiffView {
                 spans.push(Span::styled(" scroll", t.style("muted")));
             }
             frame.render_widget(
-                Paragraph::new(Line::from(spans)),
+                Paragraph::new(controls_shown(Line::from(spans))),
                 Rect::new(inner_r.x, y, inner_r.width, 1),
             );
         }

@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered, first_line};
+use super::widgets::{block, centered, controls_shown, first_line};
 use crate::partition::Partition;
 use crate::state::{LoadState, PartitionStatus};
 
@@ -245,7 +245,7 @@ impl ErrorList {
             ),
             t.style("muted"),
         )));
-        frame.render_widget(Paragraph::new(lines), inner_r);
+        frame.render_widget(Paragraph::new(controls_shown(lines)), inner_r);
     }
 }
 

@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::keymap::{self, Keymap, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered, put, scrolled, wrap_words};
+use super::widgets::{block, centered, controls_shown, put, scrolled, wrap_words};
 use crate::state::LoadState;
 
 /// A key in the overlay showing `page` lines and scrolling at most `most`:
@@ -97,7 +97,10 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
     let lines = lines(t, keymap::current(), inner_r.width);
     let total = lines.len() as u16;
     let scroll = scroll.min(extent(area, t).1);
-    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), inner_r);
+    frame.render_widget(
+        Paragraph::new(controls_shown(lines)).scroll((scroll, 0)),
+        inner_r,
+    );
     if let Some(mark) = scroll_mark(scroll, inner_r.height, total) {
         let w = mark.chars().count() as u16;
         let x = r.right().saturating_sub(w + 2).max(r.x);

@@ -14,7 +14,7 @@ use super::job::JobView;
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{abbreviate_name, block, centered};
+use super::widgets::{abbreviate_name, block, centered, controls_shown};
 use crate::lineage::{Because, Lineage};
 use crate::state::{LoadState, PartitionStatus};
 
@@ -184,7 +184,7 @@ impl LineageView {
         let b = block(t, format!(" Lineage of {job} "), true);
         let inner = b.inner(r);
         frame.render_widget(b, r);
-        frame.render_widget(Paragraph::new(lines), inner);
+        frame.render_widget(Paragraph::new(controls_shown(lines)), inner);
     }
 }
 

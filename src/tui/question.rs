@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use super::keymap;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered};
+use super::widgets::{block, centered, controls_shown};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Question {
@@ -44,7 +44,7 @@ impl Question {
         let inner_r = b.inner(r);
         frame.render_widget(b, r);
         frame.render_widget(
-            Paragraph::new(vec![
+            Paragraph::new(controls_shown(vec![
                 Line::from(Span::styled(text, t.style("text"))),
                 Line::from(""),
                 Line::from(vec![
@@ -59,7 +59,7 @@ impl Question {
                     ),
                     Span::styled(" no", t.style("muted")),
                 ]),
-            ])
+            ]))
             .wrap(Wrap { trim: true }),
             inner_r,
         );

@@ -42,7 +42,7 @@ impl RunLogs {
     pub fn push(&mut self, i: usize, text: &str) -> usize {
         let mut added = 0;
         for line in text.split('\n') {
-            let line = crate::warehouse::ledger::plain_line(line.trim_end_matches('\r'));
+            let line = crate::terminal_text::visible_line(line.trim_end_matches('\r'));
             self.push_line(i, line);
             added += 1;
         }
@@ -151,14 +151,15 @@ mod tests {
 
     /// QA: a server's error echoing data (an escape sequence, a DETAIL
     /// line) showed in the log pane with its line break and escape dropped
-    /// by the terminal, "second lineDETAIL" glued and "[31m" left.
+    /// by the terminal, "second lineDETAIL" glued and "[31m" left (then, its
+    /// escape made a space: " [31m").
     #[test]
     fn a_message_of_several_lines_and_escapes_reads_as_lines() {
         let mut logs = RunLogs::new(1);
         logs.push(0, "failed: bad \u{1b}[31mred\r\nDETAIL: x\ty");
         assert_eq!(
             logs.of(0).iter().collect::<Vec<_>>(),
-            ["failed: bad  [31mred", "DETAIL: x y"]
+            ["failed: bad \\u{1b}[31mred", "DETAIL: x y"]
         );
     }
 }

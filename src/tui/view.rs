@@ -8,6 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 pub use super::layout::{Hit, MIN_HEIGHT, MIN_WIDTH, Screen, screen};
+use super::widgets::controls_shown;
 pub use super::widgets::thousands;
 
 use super::app::{App, Focus, Modal, Question, REFRESH_SECS};
@@ -225,7 +226,7 @@ fn render_too_small(frame: &mut Frame, area: Rect, app: &App) {
             Line::from(format!("{} quits", keymap::key(Scope::Main, Action::Quit))),
         ],
     };
-    let paragraph = Paragraph::new(text)
+    let paragraph = Paragraph::new(controls_shown(text))
         .alignment(Alignment::Center)
         .wrap(Wrap { trim: true });
     let height = (paragraph.line_count(area.width) as u16).min(area.height);

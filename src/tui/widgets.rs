@@ -1,14 +1,17 @@
 //! Small drawing helpers every pane uses: clipped text, bordered blocks,
 //! centred boxes, and how numbers and durations read.
 
+use std::borrow::Cow;
+
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, BorderType, Borders};
 
 use super::keys::Action;
 use super::theme::Theme;
+use crate::terminal_text::visible_controls;
 
 /// Pasted text typed into a one-line input: line breaks and tabs become
 /// spaces, other control characters (escape sequences among them) are
@@ -60,17 +63,42 @@ pub fn paste_into(input: &mut tui_input::Input, text: &str) {
     }
 }
 
-/// Writes text clipped to `clip`; returns the x after it.
+/// Writes text clipped to `clip`, its control characters shown (see
+/// [`visible_controls`]); returns the x after it.
 pub fn put(buf: &mut Buffer, clip: Rect, x: u16, y: u16, text: &str, style: Style) -> u16 {
     if y < clip.y || y >= clip.bottom() || x < clip.x || x >= clip.right() {
         return x;
     }
-    let (end, _) = buf.set_stringn(x, y, text, (clip.right() - x) as usize, style);
+    let text = visible_controls(text);
+    let (end, _) = buf.set_stringn(x, y, &*text, (clip.right() - x) as usize, style);
     end
 }
 
-/// A pane's border, thick when it has the focus.
+/// `text` for a widget, each control character in it shown (see
+/// [`visible_controls`]): ratatui drops an escape character but draws the
+/// rest of its sequence, so a server's error quoting `\x1b[31m` read
+/// "[31m". Every pane draws its text through this, [`put`] or [`block`].
+pub fn controls_shown<'a>(text: impl Into<Text<'a>>) -> Text<'a> {
+    let mut text = text.into();
+    for line in &mut text.lines {
+        show_controls(line);
+    }
+    text
+}
+
+fn show_controls(line: &mut Line) {
+    for span in &mut line.spans {
+        if let Cow::Owned(visible) = visible_controls(&span.content) {
+            span.content = Cow::Owned(visible);
+        }
+    }
+}
+
+/// A pane's border, thick when it has the focus; its title's control
+/// characters shown.
 pub fn block<'a>(theme: &Theme, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    let mut title = title.into();
+    show_controls(&mut title);
     Block::default()
         .borders(Borders::ALL)
         .border_type(if focused {

@@ -14,6 +14,7 @@ use super::rows::Cells;
 use super::sql::Sql;
 use super::{Dialect, Warehouse, WarehouseError};
 use crate::config::{Ident, Job, TableName};
+use crate::terminal_text::visible_line;
 
 pub struct ColumnTypes {
     pub id: &'static str,
@@ -364,7 +365,7 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.error.clone()).push(", ");
     sql.bind(a.operator.as_str()).push(", ");
     sql.bind(a.host.as_str()).push(", ");
-    sql.bind(a.reason.as_deref().map(plain_line));
+    sql.bind(a.reason.as_deref().map(visible_line));
     if let Some(ids) = txid {
         sql.push(", ").push(ids.current);
     }
@@ -532,20 +533,10 @@ pub(super) fn push_columns(sql: &mut Sql, alias: &str) {
     }
 }
 
-/// Text of one line that a terminal shows as written: control characters
-/// (line breaks, escape sequences) become spaces. A ledger row's words are
-/// anyone's (`--reason`, another tool writing the table) and end up on the
-/// operator's terminal.
-pub fn plain_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// [`plain_line`] for each line of `text`, line breaks kept.
-fn plain_lines(text: &str) -> String {
+/// [`visible_line`] for each line of `text`, line breaks kept.
+fn visible_lines(text: &str) -> String {
     text.split('\n')
-        .map(plain_line)
+        .map(visible_line)
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -574,13 +565,13 @@ pub(super) fn attempt_at(row: Cells<'_>, at: usize) -> Result<Attempt, Warehouse
         error: row
             .get::<Option<String>>(at + 15)?
             .as_deref()
-            .map(plain_lines),
-        operator: plain_line(&row.get::<String>(at + 16)?),
-        host: plain_line(&row.get::<String>(at + 17)?),
+            .map(visible_lines),
+        operator: visible_line(&row.get::<String>(at + 16)?),
+        host: visible_line(&row.get::<String>(at + 17)?),
         reason: row
             .get::<Option<String>>(at + 18)?
             .as_deref()
-            .map(plain_line),
+            .map(visible_line),
     })
 }
 

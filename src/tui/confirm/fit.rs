@@ -9,6 +9,7 @@ use super::words::more_line;
 use crate::tui::keymap;
 use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::controls_shown;
 
 // Ranks of the lines a small terminal goes without, the highest dropped
 // first: what decides the run (range, states, what it replaces, the source
@@ -33,7 +34,7 @@ pub fn to_height(
     t: &Theme,
 ) -> (Vec<Line<'static>>, usize) {
     let height_of = |lines: &[Line]| -> usize {
-        Paragraph::new(lines.to_vec())
+        Paragraph::new(controls_shown(lines.to_vec()))
             .wrap(Wrap { trim: false })
             .line_count(inner_w)
             + 2

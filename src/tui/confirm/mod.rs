@@ -30,7 +30,7 @@ use super::job::JobView;
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered};
+use super::widgets::{block, centered, controls_shown};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
 use crate::engine::{Backfill, MergeOrderRisk, Selection};
@@ -711,7 +711,10 @@ impl ConfirmDialog {
         let b = block(t, format!(" Run {}? ", job.job.name), true);
         let inner_r = b.inner(r);
         frame.render_widget(b, r);
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner_r);
+        frame.render_widget(
+            Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: false }),
+            inner_r,
+        );
     }
 
     /// Whether the dialog's `action` (shrink, through latest) applies to

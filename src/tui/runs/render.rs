@@ -11,9 +11,12 @@ use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
 use super::{RunPartState, RunView};
 use crate::state::LoadState;
+use crate::terminal_text::visible_controls;
 use crate::tui::layout::{Hit, run_split};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{abbreviate, block, duration_text, first_line, inner, put, thousands};
+use crate::tui::widgets::{
+    abbreviate, block, controls_shown, duration_text, first_line, inner, put, thousands,
+};
 
 /// The first run whose tab is drawn in a strip `width` wide: the first of
 /// all, or as far on as shows the selected run's tab whole (after a `‹`
@@ -99,7 +102,7 @@ pub fn render(
         Span::styled(run.label(), style)
     }));
     frame.render_widget(
-        Paragraph::new(Line::from(spans)),
+        Paragraph::new(controls_shown(Line::from(spans))),
         Rect::new(area.x, area.y, area.width, 1),
     );
     let Some(run) = runs.get(selected) else {
@@ -223,14 +226,14 @@ fn render_table(
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        // Cut text ends in "…", so that it reads as cut.
+        // Cut text ends in "…", so that it reads as cut: cut as shown.
         let room = table.right().saturating_sub(x) as usize;
         put(
             buf,
             table,
             x,
             y,
-            &abbreviate(&rows_text, room),
+            &abbreviate(&visible_controls(&rows_text), room),
             t.style("text"),
         );
     }
@@ -264,7 +267,7 @@ fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
         .collect();
     // Long lines wrap (at words, so counted as drawn); the newest shown
     // stay in view.
-    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let text = Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: false });
     let wrapped = text.line_count(inner_log.width.max(1));
     let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
     frame.render_widget(text.scroll((scroll, 0)), inner_log);

@@ -587,7 +587,10 @@ fn an_error_of_several_lines_reads_as_lines_and_a_log_not_kept_says_so() {
     let s = draw(110, 12, |f| {
         render(f, area, &Theme::default_theme(), &runs, 0, true, now())
     });
-    assert!(s.contains("ROLLBACK: bad  [31mred [0m at row 2"), "{s}");
+    assert!(
+        s.contains("ROLLBACK: bad \\u{1b}[31mred\\u{1b}[0m at row 2"),
+        "{s}"
+    );
     assert!(s.contains("│DETAIL: second"), "{s}");
     assert!(s.contains("log 2026-06-03 · not kept on disk"), "{s}");
 }
