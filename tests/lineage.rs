@@ -1028,6 +1028,47 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
         "the merge step goes on through its latest loaded window, and what \
          reads those windows runs after it"
     );
+    // Without --cascade, the plan names what it leaves downstream from
+    // that same plan: the merge job's window that goes stale and the one
+    // it merges on through, and both days of the job reading it (the
+    // note once named the 1st alone there).
+    let plain = idem(&config, &[&args[..], &["--dry-run", "--json"]].concat());
+    let left: Vec<(String, Vec<String>)> = json_lines(&stdout_ok(&plain))[0]["downstream"]
+        .as_array()
+        .expect("downstream")
+        .iter()
+        .map(|d| {
+            let mut names: Vec<String> = ["goes_stale", "never_loaded", "merges_on_through"]
+                .iter()
+                .flat_map(|k| d[*k].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect();
+            names.sort();
+            (d["job"].as_str().unwrap_or("").to_string(), names)
+        })
+        .collect();
+    assert_eq!(
+        left,
+        planned[1..],
+        "{}",
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let text = idem(&config, &[&args[..], &["--dry-run"]].concat());
+    let notes = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        notes.contains("latest reads what this run replaces: its 1 partition 2026-01-01 goes stale if those rows change, and merging again goes on through its later loaded window 2026-01-02")
+            && notes.contains("per_day reads latest, downstream of what this run replaces: its 2 partitions 2026-01-01 .. 2026-01-02 go stale"),
+        "{notes}"
+    );
+    // Run alone, the fact leaves the merge job stale, and the command it
+    // prints merges on through its latest window, without the warning.
+    let alone = idem(&config, &args);
+    let notes = String::from_utf8_lossy(&alone.stderr);
+    let command = notes
+        .lines()
+        .find_map(|l| l.strip_prefix("idem: latest reads what this run changed: its 1 partition 2026-01-01 is stale until loaded again: idem "))
+        .unwrap_or_else(|| panic!("{notes}"));
+    assert!(command.ends_with(" --through-latest"), "{command}");
     stdout_ok(&idem(&config, &[&args[..], &["--cascade"]].concat()));
     // Key 1 keeps its newest row, on the 2nd; key 2 has its new value.
     assert_eq!(rows(&config), settled);

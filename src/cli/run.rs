@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::advice;
-use super::downstream::{downstream_words, stale_downstream};
+use super::downstream::{States, downstream_words, plan_downstream, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
 use super::report::RunReport;
@@ -151,7 +151,16 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
-        steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
+        let plan = plan_downstream(
+            &warehouse,
+            &config,
+            &lineage,
+            &steps[0].0,
+            now,
+            States::Whole,
+        )
+        .await?;
+        steps.extend(plan.into_iter().map(|p| (p.step, p.statuses)));
         for (step, _) in &steps[1..] {
             target_exists(&warehouse, &config, &step.job).await?;
         }
@@ -493,30 +502,6 @@ fn understood(answer: &str) -> Option<bool> {
         "" | "n" | "no" => Some(false),
         _ => None,
     }
-}
-
-/// The downstream steps of a cascade: for each job that reads the root
-/// (transitively), the partitions the root's run makes stale, planned from
-/// that job's own states so that attempt numbers continue.
-async fn plan_cascade(
-    warehouse: &crate::warehouse::Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    root: &Backfill,
-    now: chrono::NaiveDateTime,
-) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
-    let mut steps = Vec::new();
-    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now);
-    while let Some((job, partitions)) = downstream.next_job() {
-        let statuses = super::read_states(warehouse, config, lineage, job, now).await?;
-        let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
-            .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
-        if let Some(step) = step {
-            downstream.planned(&step);
-            steps.push((step, statuses));
-        }
-    }
-    Ok(steps)
 }
 
 /// Runs a cascade's steps in dependency order and reports each.
