@@ -903,6 +903,17 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
         BTreeSet::from(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]),
         "{events:?}"
     );
+    // And the step is said to have ended, cancelled: the stream's last event.
+    let last = events.last().expect("events");
+    assert_eq!(
+        (&last["event"], &last["job"], &last["cancelled"]),
+        (
+            &Value::from("step_skipped"),
+            &Value::from("agg"),
+            &Value::from(true)
+        ),
+        "{events:?}"
+    );
     let cfg = config.display();
     assert!(
         stderr.contains(&format!(
@@ -1077,4 +1088,86 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
     // The cascade leaves nothing downstream stale: the day whose merge
     // window it merged again was loaded after it.
     assert_eq!(stale_upstream(&config), BTreeSet::new());
+}
+
+/// Every step of a `--cascade --json` stream ends: a step whose every
+/// partition was skipped, because the upstream partition it reads failed,
+/// once ended with its last `partition_skipped`, so an orchestrator could
+/// not tell it was over (nor the stream whole). It ends with `step_skipped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_step_that_runs_nothing_ends_its_stream() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = format!(
+        "{}{}",
+        common::replace_job(
+            "fct",
+            "fct",
+            "2026-01-02",
+            "select id, dt from src where dt >= :start and dt < :end"
+        ),
+        common::replace_job(
+            "agg",
+            "agg",
+            "2026-01-02",
+            "select dt, count(*) as n from fct where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    // The 2nd's source row breaks the fact's CHECK: it fails, and the
+    // aggregate's 2nd, which reads it, is skipped.
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt DATE NOT NULL)",
+        "CREATE TABLE agg (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO src VALUES (-1, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct",
+            "--from",
+            "2026-01-02",
+            "--to",
+            "2026-01-02",
+            "--cascade",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let of = |job: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e["job"] == job)
+            .filter_map(|e| e["event"].as_str())
+            .collect()
+    };
+    assert_eq!(of("fct").last(), Some(&"run_finished"), "{events:?}");
+    assert_eq!(
+        of("agg"),
+        ["partition_skipped", "step_skipped"],
+        "{events:?}"
+    );
+    let last = events.last().expect("events");
+    assert_eq!(
+        (
+            &last["event"],
+            &last["job"],
+            &last["partitions"],
+            &last["cancelled"]
+        ),
+        (
+            &Value::from("step_skipped"),
+            &Value::from("agg"),
+            &serde_json::json!(["2026-01-02"]),
+            &Value::from(false)
+        ),
+        "{events:?}"
+    );
+    assert_eq!(last["schema_version"], 1);
 }

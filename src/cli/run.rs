@@ -533,8 +533,11 @@ async fn run_cascade(
     let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
     // A step the cancel kept from beginning has no events of its own: each
     // of its partitions is said skipped, so that the stream accounts for
-    // every partition of the plan.
+    // every partition of the plan, and the step is said to have ended.
     for outcome in &outcomes {
+        if outcome.not_started.is_empty() {
+            continue;
+        }
         for p in &outcome.not_started {
             let _ = tx.send(engine::Event::PartitionSkipped {
                 job: outcome.job.clone(),
@@ -542,6 +545,17 @@ async fn run_cascade(
                 because: "the run was cancelled before this job's step began".into(),
             });
         }
+        let _ = tx.send(engine::Event::StepSkipped {
+            job: outcome.job.clone(),
+            partitions: outcome
+                .skipped
+                .iter()
+                .map(|(p, _)| *p)
+                .chain(outcome.not_started.iter().copied())
+                .map(|p| p.name())
+                .collect(),
+            cancelled: true,
+        });
     }
     drop(tx);
     let events_written = printer

@@ -216,6 +216,13 @@ pub async fn run_gated(
         }
         let mut not_started = Vec::new();
         let summary = if backfill.partitions.is_empty() {
+            if !skipped.is_empty() {
+                let _ = events.send(Event::StepSkipped {
+                    job: step.job.name.clone(),
+                    partitions: skipped.iter().map(|(p, _)| p.name()).collect(),
+                    cancelled: false,
+                });
+            }
             None
         } else if cancel.is_cancelled() {
             not_started = backfill.partitions.clone();
