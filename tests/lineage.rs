@@ -1171,3 +1171,114 @@ async fn a_cascade_step_that_runs_nothing_ends_its_stream() {
     );
     assert_eq!(last["schema_version"], 1);
 }
+
+/// A cascade from an hourly job whose hours reach today: the daily job's
+/// today has not ended, so the cascade leaves it, and says so with the
+/// command that loads it (it was silent). Given `--allow-incomplete`, the
+/// run passes it on: the daily step loads today as it stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let hour = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H").to_string();
+    let before = chrono::Utc::now();
+    let yesterday = (before - chrono::Duration::days(1)).format("%Y-%m-%d");
+    let jobs = [
+        job(
+            "ev",
+            "ev",
+            "hour",
+            "hr",
+            (&format!("{yesterday}T00"), "2099-01-01T00"),
+            "select id, hr from src where hr >= :start and hr < :end",
+        ),
+        job(
+            "daily",
+            "daily",
+            "day",
+            "dt",
+            (&yesterday.to_string(), "2099-01-01"),
+            "select date(hr) as dt, count(*) as n from ev where hr >= :start and hr < :end group by date(hr)",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, hr TIMESTAMP NOT NULL)",
+        "CREATE TABLE ev (id INTEGER NOT NULL, hr TIMESTAMP NOT NULL)",
+        "CREATE TABLE daily (dt DATE NOT NULL, n INTEGER NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let last_complete = hour(before - chrono::Duration::hours(1));
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "ev",
+            "--from",
+            &last_complete,
+            "--cascade",
+            "--dry-run",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let today = before.format("%Y-%m-%d").to_string();
+    // Unless the clock turned an hour meanwhile, the last complete hour's
+    // day is today's past 01:00 (a day ended, otherwise: nothing to say).
+    if hour(chrono::Utc::now()) == hour(before) {
+        let day = &last_complete[..10];
+        let note = format!(
+            "idem: daily {day} has not ended yet (until {} 00:00): the cascade leaves it; once it has ended: idem --config {} run daily --from {day} --to {day}",
+            (before + chrono::Duration::days(1)).format("%Y-%m-%d"),
+            config.display()
+        );
+        assert_eq!(err.contains(&note), day == today, "{note}\n{err}");
+    }
+    // --allow-incomplete passes on: the open hour, and today's day after it.
+    let now_hour = hour(chrono::Utc::now());
+    let plan = idem(
+        &config,
+        &[
+            "run",
+            "ev",
+            "--from",
+            &now_hour,
+            "--to",
+            &now_hour,
+            "--allow-incomplete",
+            "--cascade",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let planned: Vec<(String, Vec<String>)> = json_lines(&stdout_ok(&plan))
+        .iter()
+        .map(|e| {
+            let names = e["partitions"]
+                .as_array()
+                .expect("partitions")
+                .iter()
+                .filter_map(|p| p["partition"].as_str().map(String::from))
+                .collect();
+            (e["job"].as_str().unwrap_or("").to_string(), names)
+        })
+        .collect();
+    let day = now_hour[..10].to_string();
+    assert_eq!(
+        planned,
+        [
+            ("ev".to_string(), vec![now_hour.clone()]),
+            ("daily".to_string(), vec![day])
+        ],
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert!(
+        !String::from_utf8_lossy(&plan.stderr).contains("not ended yet"),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+}

@@ -44,6 +44,40 @@ pub(super) struct PlannedStep {
     pub merged_on: Vec<Partition>,
 }
 
+/// What [`plan_downstream`] plans: the steps, and per job the windows left
+/// out because they have not ended yet (see
+/// [`engine::cascade::Downstream::not_ended`]).
+#[derive(Default)]
+pub(super) struct DownstreamPlan {
+    pub steps: Vec<PlannedStep>,
+    pub not_ended: Vec<(String, Vec<Partition>)>,
+}
+
+impl DownstreamPlan {
+    /// A line per job whose windows the cascade leaves, not ended yet: which,
+    /// until when, and the command that loads them once they have (or now,
+    /// partly, with `--allow-incomplete`).
+    pub fn not_ended_notes(&self, config_path: &Path) -> Vec<String> {
+        self.not_ended
+            .iter()
+            .filter_map(|(job, windows)| {
+                let (first, last) = (windows.first()?, windows.last()?);
+                Some(format!(
+                    "{job} {} {} not ended yet (until {}): the cascade leaves {}; once {} ended: idem{} run {job} --from {} --to {} (now, with what has landed: add --allow-incomplete)",
+                    span(windows)?,
+                    if windows.len() == 1 { "has" } else { "have" },
+                    last.end().format("%Y-%m-%d %H:%M"),
+                    if windows.len() == 1 { "it" } else { "them" },
+                    if windows.len() == 1 { "it has" } else { "they have" },
+                    config_flag(config_path),
+                    first.name(),
+                    last.name(),
+                ))
+            })
+            .collect()
+    }
+}
+
 /// How [`plan_downstream`] reads each downstream job's states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum States {
@@ -60,17 +94,18 @@ pub(super) enum States {
 /// a merge step goes on through, planned from that job's own states so
 /// that attempt numbers continue. The one plan of what lies downstream: a
 /// cascade runs it, and a run without `--cascade` names what it leaves
-/// from it.
+/// from it. Windows not ended yet are planned with `allow_incomplete` alone.
 pub(super) async fn plan_downstream(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
-    root: &Backfill,
+    (root, allow_incomplete): (&Backfill, bool),
     now: chrono::NaiveDateTime,
     states: States,
-) -> Result<Vec<PlannedStep>, Stop> {
+) -> Result<DownstreamPlan, Stop> {
     let mut steps = Vec::new();
-    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now);
+    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now)
+        .allowing_incomplete(allow_incomplete);
     while let Some((job, partitions)) = downstream.next_job() {
         let statuses = match states {
             States::Whole => super::read_states(warehouse, config, lineage, job, now).await?,
@@ -97,7 +132,12 @@ pub(super) async fn plan_downstream(
             });
         }
     }
-    Ok(steps)
+    let not_ended = downstream
+        .not_ended()
+        .iter()
+        .map(|(job, windows)| (job.name.clone(), windows.clone()))
+        .collect();
+    Ok(DownstreamPlan { steps, not_ended })
 }
 
 /// The partitions of jobs downstream of `root` that read what it loads,
@@ -121,12 +161,13 @@ pub(super) async fn downstream_words(
         warehouse,
         config,
         lineage,
-        root,
+        (root, false),
         now,
         States::LedgerIfReadable,
     )
     .await
-    .unwrap_or_default();
+    .unwrap_or_default()
+    .steps;
     let mut lines = Vec::new();
     for PlannedStep {
         step,
@@ -279,12 +320,13 @@ pub(super) async fn stale_downstream(
         warehouse,
         config,
         lineage,
-        &changed,
+        (&changed, false),
         now,
         States::LedgerIfReadable,
     )
     .await
-    .unwrap_or_default();
+    .unwrap_or_default()
+    .steps;
     let mut lines = Vec::new();
     for PlannedStep {
         step,

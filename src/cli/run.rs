@@ -155,12 +155,15 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             &warehouse,
             &config,
             &lineage,
-            &steps[0].0,
+            (&steps[0].0, args.allow_incomplete),
             now,
             States::Whole,
         )
         .await?;
-        steps.extend(plan.into_iter().map(|p| (p.step, p.statuses)));
+        for note in plan.not_ended_notes(config_path) {
+            noteln!("idem: {note}");
+        }
+        steps.extend(plan.steps.into_iter().map(|p| (p.step, p.statuses)));
         for (step, _) in &steps[1..] {
             target_exists(&warehouse, &config, &step.job).await?;
         }
