@@ -265,7 +265,9 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
             partition.clone(),
             format!("skipped: {because}"),
         ),
-        Event::RunStarted { .. } | Event::RunFinished { .. } => return None,
+        Event::RunStarted { .. } | Event::RunFinished { .. } | Event::StepSkipped { .. } => {
+            return None;
+        }
     })
 }
 

@@ -2821,6 +2821,15 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
             },
         });
     }
+    // The engine ends a step it ran nothing of with step_skipped.
+    a.update(Msg::Engine {
+        run: *step_run,
+        event: Event::StepSkipped {
+            job: step.job.name.clone(),
+            partitions: step.partitions.iter().map(|p| p.name()).collect(),
+            cancelled: false,
+        },
+    });
     let r = a.runs.iter().find(|r| r.id == *step_run).unwrap();
     assert!(!r.active(), "a fully skipped step is over");
     assert!(

@@ -903,6 +903,17 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
         BTreeSet::from(["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"]),
         "{events:?}"
     );
+    // And the step is said to have ended, cancelled: the stream's last event.
+    let last = events.last().expect("events");
+    assert_eq!(
+        (&last["event"], &last["job"], &last["cancelled"]),
+        (
+            &Value::from("step_skipped"),
+            &Value::from("agg"),
+            &Value::from(true)
+        ),
+        "{events:?}"
+    );
     let cfg = config.display();
     assert!(
         stderr.contains(&format!(
@@ -1028,6 +1039,47 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
         "the merge step goes on through its latest loaded window, and what \
          reads those windows runs after it"
     );
+    // Without --cascade, the plan names what it leaves downstream from
+    // that same plan: the merge job's window that goes stale and the one
+    // it merges on through, and both days of the job reading it (the
+    // note once named the 1st alone there).
+    let plain = idem(&config, &[&args[..], &["--dry-run", "--json"]].concat());
+    let left: Vec<(String, Vec<String>)> = json_lines(&stdout_ok(&plain))[0]["downstream"]
+        .as_array()
+        .expect("downstream")
+        .iter()
+        .map(|d| {
+            let mut names: Vec<String> = ["goes_stale", "never_loaded", "merges_on_through"]
+                .iter()
+                .flat_map(|k| d[*k].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect();
+            names.sort();
+            (d["job"].as_str().unwrap_or("").to_string(), names)
+        })
+        .collect();
+    assert_eq!(
+        left,
+        planned[1..],
+        "{}",
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let text = idem(&config, &[&args[..], &["--dry-run"]].concat());
+    let notes = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        notes.contains("latest reads what this run replaces: its 1 partition 2026-01-01 goes stale if those rows change, and merging again goes on through its later loaded window 2026-01-02")
+            && notes.contains("per_day reads latest, downstream of what this run replaces: its 2 partitions 2026-01-01 .. 2026-01-02 go stale"),
+        "{notes}"
+    );
+    // Run alone, the fact leaves the merge job stale, and the command it
+    // prints merges on through its latest window, without the warning.
+    let alone = idem(&config, &args);
+    let notes = String::from_utf8_lossy(&alone.stderr);
+    let command = notes
+        .lines()
+        .find_map(|l| l.strip_prefix("idem: latest reads what this run changed: its 1 partition 2026-01-01 is stale until loaded again: idem "))
+        .unwrap_or_else(|| panic!("{notes}"));
+    assert!(command.ends_with(" --through-latest"), "{command}");
     stdout_ok(&idem(&config, &[&args[..], &["--cascade"]].concat()));
     // Key 1 keeps its newest row, on the 2nd; key 2 has its new value.
     assert_eq!(rows(&config), settled);
@@ -1036,4 +1088,197 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
     // The cascade leaves nothing downstream stale: the day whose merge
     // window it merged again was loaded after it.
     assert_eq!(stale_upstream(&config), BTreeSet::new());
+}
+
+/// Every step of a `--cascade --json` stream ends: a step whose every
+/// partition was skipped, because the upstream partition it reads failed,
+/// once ended with its last `partition_skipped`, so an orchestrator could
+/// not tell it was over (nor the stream whole). It ends with `step_skipped`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_step_that_runs_nothing_ends_its_stream() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = format!(
+        "{}{}",
+        common::replace_job(
+            "fct",
+            "fct",
+            "2026-01-02",
+            "select id, dt from src where dt >= :start and dt < :end"
+        ),
+        common::replace_job(
+            "agg",
+            "agg",
+            "2026-01-02",
+            "select dt, count(*) as n from fct where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    // The 2nd's source row breaks the fact's CHECK: it fails, and the
+    // aggregate's 2nd, which reads it, is skipped.
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt DATE NOT NULL)",
+        "CREATE TABLE agg (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO src VALUES (-1, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct",
+            "--from",
+            "2026-01-02",
+            "--to",
+            "2026-01-02",
+            "--cascade",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let events = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let of = |job: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e["job"] == job)
+            .filter_map(|e| e["event"].as_str())
+            .collect()
+    };
+    assert_eq!(of("fct").last(), Some(&"run_finished"), "{events:?}");
+    assert_eq!(
+        of("agg"),
+        ["partition_skipped", "step_skipped"],
+        "{events:?}"
+    );
+    let last = events.last().expect("events");
+    assert_eq!(
+        (
+            &last["event"],
+            &last["job"],
+            &last["partitions"],
+            &last["cancelled"]
+        ),
+        (
+            &Value::from("step_skipped"),
+            &Value::from("agg"),
+            &serde_json::json!(["2026-01-02"]),
+            &Value::from(false)
+        ),
+        "{events:?}"
+    );
+    assert_eq!(last["schema_version"], 1);
+}
+
+/// A cascade from an hourly job whose hours reach today: the daily job's
+/// today has not ended, so the cascade leaves it, and says so with the
+/// command that loads it (it was silent). Given `--allow-incomplete`, the
+/// run passes it on: the daily step loads today as it stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let hour = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H").to_string();
+    let before = chrono::Utc::now();
+    let yesterday = (before - chrono::Duration::days(1)).format("%Y-%m-%d");
+    let jobs = [
+        job(
+            "ev",
+            "ev",
+            "hour",
+            "hr",
+            (&format!("{yesterday}T00"), "2099-01-01T00"),
+            "select id, hr from src where hr >= :start and hr < :end",
+        ),
+        job(
+            "daily",
+            "daily",
+            "day",
+            "dt",
+            (&yesterday.to_string(), "2099-01-01"),
+            "select date(hr) as dt, count(*) as n from ev where hr >= :start and hr < :end group by date(hr)",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, hr TIMESTAMP NOT NULL)",
+        "CREATE TABLE ev (id INTEGER NOT NULL, hr TIMESTAMP NOT NULL)",
+        "CREATE TABLE daily (dt DATE NOT NULL, n INTEGER NOT NULL)",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let last_complete = hour(before - chrono::Duration::hours(1));
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "ev",
+            "--from",
+            &last_complete,
+            "--cascade",
+            "--dry-run",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let today = before.format("%Y-%m-%d").to_string();
+    // Unless the clock turned an hour meanwhile, the last complete hour's
+    // day is today's past 01:00 (a day ended, otherwise: nothing to say).
+    if hour(chrono::Utc::now()) == hour(before) {
+        let day = &last_complete[..10];
+        let note = format!(
+            "idem: daily {day} has not ended yet (until {} 00:00): the cascade leaves it; once it has ended: idem --config {} run daily --from {day} --to {day}",
+            (before + chrono::Duration::days(1)).format("%Y-%m-%d"),
+            config.display()
+        );
+        assert_eq!(err.contains(&note), day == today, "{note}\n{err}");
+    }
+    // --allow-incomplete passes on: the open hour, and today's day after it.
+    let now_hour = hour(chrono::Utc::now());
+    let plan = idem(
+        &config,
+        &[
+            "run",
+            "ev",
+            "--from",
+            &now_hour,
+            "--to",
+            &now_hour,
+            "--allow-incomplete",
+            "--cascade",
+            "--dry-run",
+            "--json",
+        ],
+    );
+    let planned: Vec<(String, Vec<String>)> = json_lines(&stdout_ok(&plan))
+        .iter()
+        .map(|e| {
+            let names = e["partitions"]
+                .as_array()
+                .expect("partitions")
+                .iter()
+                .filter_map(|p| p["partition"].as_str().map(String::from))
+                .collect();
+            (e["job"].as_str().unwrap_or("").to_string(), names)
+        })
+        .collect();
+    let day = now_hour[..10].to_string();
+    assert_eq!(
+        planned,
+        [
+            ("ev".to_string(), vec![now_hour.clone()]),
+            ("daily".to_string(), vec![day])
+        ],
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert!(
+        !String::from_utf8_lossy(&plan.stderr).contains("not ended yet"),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
 }

@@ -1,9 +1,11 @@
-//! What a run without `--cascade` leaves downstream: the partitions of
-//! the jobs that read what it loads, named in its plan, and, once it is
-//! over, those it made stale with the command that loads them.
+//! What a run does downstream: the steps `--cascade` plans for the jobs
+//! that read what it loads, and, from that same plan, what a run without
+//! `--cascade` leaves: named in its plan, and, once it is over, those it
+//! made stale with the command that loads them.
 
 use std::path::Path;
 
+use super::Stop;
 use super::run_args::config_flag;
 use crate::engine::{self, Backfill};
 use crate::numbers::n_partitions;
@@ -21,6 +23,10 @@ pub(super) struct LeftDownstream {
     /// Partitions never loaded: they stay missing.
     #[serde(serialize_with = "names")]
     pub never_loaded: Vec<Partition>,
+    /// A merge job's later loaded windows, which loading it again merges
+    /// on through (and `--cascade` loads, with what reads them).
+    #[serde(serialize_with = "names")]
+    pub merges_on_through: Vec<Partition>,
     /// What the plan says of them, in one line.
     pub note: String,
 }
@@ -29,11 +35,118 @@ fn names<S: serde::Serializer>(partitions: &[Partition], s: S) -> Result<S::Ok, 
     s.collect_seq(partitions.iter().map(Partition::name))
 }
 
+/// A downstream step of a cascade as planned: the step, the states it was
+/// planned from, and the windows a merge step goes on through beyond those
+/// the run upstream of it reaches (its later loaded windows).
+pub(super) struct PlannedStep {
+    pub step: Backfill,
+    pub statuses: Vec<state::PartitionStatus>,
+    pub merged_on: Vec<Partition>,
+}
+
+/// What [`plan_downstream`] plans: the steps, and per job the windows left
+/// out because they have not ended yet (see
+/// [`engine::cascade::Downstream::not_ended`]).
+#[derive(Default)]
+pub(super) struct DownstreamPlan {
+    pub steps: Vec<PlannedStep>,
+    pub not_ended: Vec<(String, Vec<Partition>)>,
+}
+
+impl DownstreamPlan {
+    /// A line per job whose windows the cascade leaves, not ended yet: which,
+    /// until when, and the command that loads them once they have (or now,
+    /// partly, with `--allow-incomplete`).
+    pub fn not_ended_notes(&self, config_path: &Path) -> Vec<String> {
+        self.not_ended
+            .iter()
+            .filter_map(|(job, windows)| {
+                let (first, last) = (windows.first()?, windows.last()?);
+                Some(format!(
+                    "{job} {} {} not ended yet (until {}): the cascade leaves {}; once {} ended: idem{} run {job} --from {} --to {} (now, with what has landed: add --allow-incomplete)",
+                    span(windows)?,
+                    if windows.len() == 1 { "has" } else { "have" },
+                    last.end().format("%Y-%m-%d %H:%M"),
+                    if windows.len() == 1 { "it" } else { "them" },
+                    if windows.len() == 1 { "it has" } else { "they have" },
+                    config_flag(config_path),
+                    first.name(),
+                    last.name(),
+                ))
+            })
+            .collect()
+    }
+}
+
+/// How [`plan_downstream`] reads each downstream job's states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum States {
+    /// Every partition's, its target read too; a read that fails stops
+    /// the plan (a cascade about to run, or its preview).
+    Whole,
+    /// The ledger's alone; where they cannot be read, the job is planned as
+    /// if every partition were loaded (what a run without `--cascade` says).
+    LedgerIfReadable,
+}
+
+/// The downstream steps of a cascade from `root`: for each job that reads
+/// it (transitively), the partitions the root's run makes stale, and those
+/// a merge step goes on through, planned from that job's own states so
+/// that attempt numbers continue. The one plan of what lies downstream: a
+/// cascade runs it, and a run without `--cascade` names what it leaves
+/// from it. Windows not ended yet are planned with `allow_incomplete` alone.
+pub(super) async fn plan_downstream(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    (root, allow_incomplete): (&Backfill, bool),
+    now: chrono::NaiveDateTime,
+    states: States,
+) -> Result<DownstreamPlan, Stop> {
+    let mut steps = Vec::new();
+    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now)
+        .allowing_incomplete(allow_incomplete);
+    while let Some((job, partitions)) = downstream.next_job() {
+        let statuses = match states {
+            States::Whole => super::read_states(warehouse, config, lineage, job, now).await?,
+            States::LedgerIfReadable => {
+                ledger_states(warehouse, config, lineage, job, &partitions, now)
+                    .await
+                    .unwrap_or_default()
+            }
+        };
+        let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
+            .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
+        if let Some(step) = step {
+            downstream.planned(&step);
+            let merged_on = step
+                .partitions
+                .iter()
+                .filter(|p| partitions.binary_search(p).is_err())
+                .copied()
+                .collect();
+            steps.push(PlannedStep {
+                step,
+                statuses,
+                merged_on,
+            });
+        }
+    }
+    let not_ended = downstream
+        .not_ended()
+        .iter()
+        .map(|(job, windows)| (job.name.clone(), windows.clone()))
+        .collect();
+    Ok(DownstreamPlan { steps, not_ended })
+}
+
 /// The partitions of jobs downstream of `root` that read what it loads,
 /// which a run without `--cascade` leaves as they are: one per job, in
-/// dependency order, for the plan. Those never loaded are said to be, not
-/// to go stale (a partition with no success stays missing); where their
-/// ledger cannot be read, every partition is taken as loaded.
+/// dependency order, for the plan; those `--cascade` would load (from
+/// [`plan_downstream`]: past a merge job, the windows it merges on through
+/// too). Those never loaded are said to be, not to go stale (a partition
+/// with no success stays missing); where their ledger cannot be read,
+/// every partition is taken as loaded.
 pub(super) async fn downstream_words(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -44,36 +157,49 @@ pub(super) async fn downstream_words(
     if root.partitions.is_empty() {
         return Vec::new();
     }
+    let plan = plan_downstream(
+        warehouse,
+        config,
+        lineage,
+        (root, false),
+        now,
+        States::LedgerIfReadable,
+    )
+    .await
+    .unwrap_or_default()
+    .steps;
     let mut lines = Vec::new();
-    // Both in partition order: the downstream partitions, and the statuses
-    // read over their span.
-    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, root, now) {
-        let never: Vec<Partition> =
-            ledger_states(warehouse, config, lineage, job, &partitions, now)
-                .await
-                .map(|statuses| {
-                    statuses
-                        .iter()
-                        .filter(|s| {
-                            s.last_success.is_none()
-                                && partitions.binary_search(&s.partition).is_ok()
-                        })
-                        .map(|s| s.partition)
-                        .collect()
-                })
-                .unwrap_or_default();
+    for PlannedStep {
+        step,
+        statuses,
+        merged_on,
+    } in plan
+    {
+        let partitions = &step.partitions;
+        let never: Vec<Partition> = statuses
+            .iter()
+            .filter(|s| s.last_success.is_none() && partitions.binary_search(&s.partition).is_ok())
+            .map(|s| s.partition)
+            .collect();
         let loaded: Vec<Partition> = partitions
             .iter()
             .filter(|p| never.binary_search(p).is_err())
             .copied()
             .collect();
         let them = if partitions.len() == 1 { "it" } else { "them" };
-        let what = match (span(&loaded), span(&never)) {
+        // The windows a merge goes on through do not go stale: they are
+        // merged again after those that do.
+        let goes_stale: Vec<Partition> = loaded
+            .iter()
+            .filter(|p| !merged_on.contains(p))
+            .copied()
+            .collect();
+        let what = match (span(&goes_stale), span(&never)) {
             (Some(loaded_span), never_span) => {
-                let go = if loaded.len() == 1 { "goes" } else { "go" };
+                let go = if goes_stale.len() == 1 { "goes" } else { "go" };
                 let mut what = format!(
                     "its {} {loaded_span} {go} stale if those rows change",
-                    n_partitions(loaded.len() as i64)
+                    n_partitions(goes_stale.len() as i64)
                 );
                 if never_span.is_some() {
                     what.push_str(&format!(
@@ -91,23 +217,36 @@ pub(super) async fn downstream_words(
             ),
             (None, None) => continue,
         };
+        let merge = match span(&merged_on) {
+            Some(later) => format!(
+                ", and merging again goes on through its later loaded {} {later}, whose keys an older window merged alone would roll back",
+                if merged_on.len() == 1 {
+                    "window"
+                } else {
+                    "windows"
+                }
+            ),
+            None => String::new(),
+        };
         let note = format!(
-            "{} {} replaces: {what} (--cascade loads {them} after the run)",
-            job.name,
-            reads(lineage, &job.name, &root.job.name),
+            "{} {} replaces: {what}{merge} (--cascade loads {them} after the run)",
+            step.job.name,
+            reads(lineage, &step.job.name, &root.job.name),
         );
         lines.push(LeftDownstream {
-            job: job.name.clone(),
-            goes_stale: loaded,
+            job: step.job.name.clone(),
+            goes_stale,
             never_loaded: never,
+            merges_on_through: merged_on,
             note,
         });
     }
     lines
 }
 
-/// The ledger's states of `job` over the span of `partitions` (its target
-/// not read), or `None` where they cannot be read.
+/// The ledger's states of `job` from the first of `partitions` on (its
+/// target not read: a merge plan reads the windows after them), or `None`
+/// where they cannot be read.
 async fn ledger_states(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -118,7 +257,6 @@ async fn ledger_states(
 ) -> Option<Vec<state::PartitionStatus>> {
     let scope = state::StatusScope {
         from: partitions.first().copied(),
-        to: partitions.last().copied(),
         ledger_only: true,
         ..Default::default()
     };
@@ -178,30 +316,47 @@ pub(super) async fn stale_downstream(
     if changed.partitions.is_empty() {
         return Vec::new();
     }
+    let plan = plan_downstream(
+        warehouse,
+        config,
+        lineage,
+        (&changed, false),
+        now,
+        States::LedgerIfReadable,
+    )
+    .await
+    .unwrap_or_default()
+    .steps;
     let mut lines = Vec::new();
-    for (job, partitions) in engine::cascade::downstream_partitions(config, lineage, &changed, now)
+    for PlannedStep {
+        step,
+        statuses,
+        merged_on,
+    } in plan
     {
-        let Some(statuses) = ledger_states(warehouse, config, lineage, job, &partitions, now).await
-        else {
-            continue;
-        };
         let stale: Vec<Partition> = statuses
             .iter()
-            .filter(|s| !s.stale_upstream.is_empty() && partitions.contains(&s.partition))
+            .filter(|s| !s.stale_upstream.is_empty() && step.partitions.contains(&s.partition))
             .map(|s| s.partition)
             .collect();
         let (Some(span), Some(first), Some(last)) = (span(&stale), stale.first(), stale.last())
         else {
             continue;
         };
+        // A merge job's stale windows are merged on through its latest.
+        let through_latest = if merged_on.is_empty() {
+            ""
+        } else {
+            " --through-latest"
+        };
         lines.push(format!(
-            "{} {} changed: its {} {span} {} stale until loaded again: idem{} run {} --only stale --from {} --to {}",
-            job.name,
-            reads(lineage, &job.name, &loaded.job.name),
+            "{} {} changed: its {} {span} {} stale until loaded again: idem{} run {} --only stale --from {} --to {}{through_latest}",
+            step.job.name,
+            reads(lineage, &step.job.name, &loaded.job.name),
             n_partitions(stale.len() as i64),
             if stale.len() == 1 { "is" } else { "are" },
             config_flag(config_path),
-            job.name,
+            step.job.name,
             first.name(),
             last.name(),
         ));

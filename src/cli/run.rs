@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::advice;
-use super::downstream::{downstream_words, stale_downstream};
+use super::downstream::{States, downstream_words, plan_downstream, stale_downstream};
 use super::dry_run::DryRun;
 use super::output::{noteln, outln};
 use super::report::RunReport;
@@ -154,7 +154,19 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     let mut steps = vec![(backfill, statuses)];
     if args.cascade {
-        steps.extend(plan_cascade(&warehouse, &config, &lineage, &steps[0].0, now).await?);
+        let plan = plan_downstream(
+            &warehouse,
+            &config,
+            &lineage,
+            (&steps[0].0, args.allow_incomplete),
+            now,
+            States::Whole,
+        )
+        .await?;
+        for note in plan.not_ended_notes(config_path) {
+            noteln!("idem: {note}");
+        }
+        steps.extend(plan.steps.into_iter().map(|p| (p.step, p.statuses)));
         for (step, _) in &steps[1..] {
             target_exists(&warehouse, &config, &step.job).await?;
         }
@@ -498,30 +510,6 @@ fn understood(answer: &str) -> Option<bool> {
     }
 }
 
-/// The downstream steps of a cascade: for each job that reads the root
-/// (transitively), the partitions the root's run makes stale, planned from
-/// that job's own states so that attempt numbers continue.
-async fn plan_cascade(
-    warehouse: &crate::warehouse::Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    root: &Backfill,
-    now: chrono::NaiveDateTime,
-) -> Result<Vec<(Backfill, Vec<state::PartitionStatus>)>, Stop> {
-    let mut steps = Vec::new();
-    let mut downstream = engine::cascade::Downstream::of(config, lineage, root, now);
-    while let Some((job, partitions)) = downstream.next_job() {
-        let statuses = super::read_states(warehouse, config, lineage, job, now).await?;
-        let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
-            .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
-        if let Some(step) = step {
-            downstream.planned(&step);
-            steps.push((step, statuses));
-        }
-    }
-    Ok(steps)
-}
-
 /// Runs a cascade's steps in dependency order and reports each.
 /// A planned cascade: its steps, what each had loaded empty before, and
 /// whether its events go out as JSON.
@@ -551,8 +539,11 @@ async fn run_cascade(
     let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
     // A step the cancel kept from beginning has no events of its own: each
     // of its partitions is said skipped, so that the stream accounts for
-    // every partition of the plan.
+    // every partition of the plan, and the step is said to have ended.
     for outcome in &outcomes {
+        if outcome.not_started.is_empty() {
+            continue;
+        }
         for p in &outcome.not_started {
             let _ = tx.send(engine::Event::PartitionSkipped {
                 job: outcome.job.clone(),
@@ -560,6 +551,17 @@ async fn run_cascade(
                 because: "the run was cancelled before this job's step began".into(),
             });
         }
+        let _ = tx.send(engine::Event::StepSkipped {
+            job: outcome.job.clone(),
+            partitions: outcome
+                .skipped
+                .iter()
+                .map(|(p, _)| *p)
+                .chain(outcome.not_started.iter().copied())
+                .map(|p| p.name())
+                .collect(),
+            cancelled: true,
+        });
     }
     drop(tx);
     let events_written = printer

@@ -41,6 +41,12 @@ pub struct Downstream<'c, 'l> {
     order: std::vec::IntoIter<String>,
     /// Per job, the partitions planned so far (the root's among them).
     planned: HashMap<String, BTreeSet<Partition>>,
+    /// Whether windows that have not ended yet are planned too (the run
+    /// was given `--allow-incomplete`).
+    allow_incomplete: bool,
+    /// Per job, in dependency order, the windows over what is planned
+    /// upstream that were left out because they have not ended yet.
+    not_ended: Vec<(&'c Job, Vec<Partition>)>,
 }
 
 impl<'c, 'l> Downstream<'c, 'l> {
@@ -60,7 +66,24 @@ impl<'c, 'l> Downstream<'c, 'l> {
             now,
             order: lineage.downstream_closure(&root.job.name).into_iter(),
             planned,
+            allow_incomplete: false,
+            not_ended: Vec::new(),
         }
+    }
+
+    /// Plans the windows not ended yet too, as a run given
+    /// `--allow-incomplete` loads its own (`allow`).
+    pub fn allowing_incomplete(mut self, allow: bool) -> Self {
+        self.allow_incomplete = allow;
+        self
+    }
+
+    /// The windows of the jobs planned so far that read what is planned
+    /// upstream of them but were left out, not having ended yet (none when
+    /// incomplete windows are allowed): a cascade does not run them, and
+    /// says so.
+    pub fn not_ended(&self) -> &[(&'c Job, Vec<Partition>)] {
+        &self.not_ended
     }
 
     /// The next downstream job with partitions over what is planned
@@ -70,15 +93,23 @@ impl<'c, 'l> Downstream<'c, 'l> {
             let Some(job) = self.config.jobs.iter().find(|j| j.name == name) else {
                 continue;
             };
-            let last = job.last_partition(self.now);
+            // Up to the window open now: past it, nothing has rows yet.
+            let latest = job.latest_partition(self.now);
             let mut mine = BTreeSet::new();
             for (up, _) in self.lineage.upstream(&name) {
                 for p in self.planned.get(up).into_iter().flatten() {
                     mine.extend(
                         overlapping(p.start, p.end(), job.grain)
                             .into_iter()
-                            .filter(|d| *d >= job.start && *d <= last),
+                            .filter(|d| *d >= job.start && *d <= latest),
                     );
+                }
+            }
+            if !self.allow_incomplete {
+                let last_complete = job.last_partition(self.now);
+                let open = mine.split_off(&last_complete.next());
+                if !open.is_empty() {
+                    self.not_ended.push((job, open.into_iter().collect()));
                 }
             }
             if mine.is_empty() {
@@ -115,9 +146,12 @@ pub fn plan_step(
     let (Some(&from), Some(&to)) = (partitions.first(), partitions.last()) else {
         return Ok(None);
     };
+    // The partitions are the planner's ([`Downstream`]), which leaves out
+    // the windows not ended yet unless the run allows them.
     let selection = Selection {
         from: Some(from),
         to: Some(to),
+        allow_incomplete: true,
         ..Selection::default()
     };
     let mut step = Backfill::plan_from(
@@ -216,6 +250,13 @@ pub async fn run_gated(
         }
         let mut not_started = Vec::new();
         let summary = if backfill.partitions.is_empty() {
+            if !skipped.is_empty() {
+                let _ = events.send(Event::StepSkipped {
+                    job: step.job.name.clone(),
+                    partitions: skipped.iter().map(|(p, _)| p.name()).collect(),
+                    cancelled: false,
+                });
+            }
             None
         } else if cancel.is_cancelled() {
             not_started = backfill.partitions.clone();
@@ -238,4 +279,73 @@ pub async fn run_gated(
         });
     }
     outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::{Grain, RangeEnd};
+
+    /// An hourly job read by a daily one, both from 2026-06-14.
+    fn hourly_and_daily() -> Config {
+        let job = |name: &str, grain: &str, column: &str, reads: &str| {
+            format!(
+                "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+                 partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"2026-06-14\"\n\
+                 sql = '''select {column} from {reads} where {column} >= :start and {column} < :end'''\n"
+            )
+        };
+        let text = format!(
+            "[warehouse]\nurl = \"sqlite://w.db\"\n{}{}",
+            job("ev", "hour", "hr", "src"),
+            job("daily", "day", "dt", "ev")
+        );
+        crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A cascade from hours of a day not over yet leaves that day out of
+    /// the daily job's step, and says which (it was left out silently);
+    /// allowed incomplete windows, it plans the day.
+    #[test]
+    fn a_day_not_ended_is_left_out_and_named_unless_allowed() {
+        let config = hourly_and_daily();
+        let lineage = Lineage::of(&config).expect("lineage");
+        // 03:12 on the 15th: the 14th has ended, the 15th has not.
+        let now = chrono::NaiveDate::from_ymd_opt(2026, 6, 15)
+            .and_then(|d| d.and_hms_opt(3, 12, 0))
+            .expect("a time");
+        let hour = |name: &str| {
+            Partition::parse(Grain::Hour, name, RangeEnd::From).unwrap_or_else(|| panic!("{name}"))
+        };
+        let root = Backfill {
+            partitions: crate::partition::range(hour("2026-06-14T22"), hour("2026-06-15T02")),
+            ..Backfill::plan_from(&config.jobs[0], &Selection::default(), &[], now, 1, 0)
+                .expect("a plan")
+        };
+        let names = |ps: &[Partition]| ps.iter().map(Partition::name).collect::<Vec<_>>();
+        let mut left = Downstream::of(&config, &lineage, &root, now);
+        let (job, planned) = left.next_job().expect("the daily job");
+        assert_eq!(
+            (job.name.as_str(), names(&planned)),
+            ("daily", vec!["2026-06-14".to_string()])
+        );
+        assert!(left.next_job().is_none());
+        let not_ended: Vec<(&str, Vec<String>)> = left
+            .not_ended()
+            .iter()
+            .map(|(job, ps)| (job.name.as_str(), names(ps)))
+            .collect();
+        assert_eq!(not_ended, [("daily", vec!["2026-06-15".to_string()])]);
+
+        let mut allowed = Downstream::of(&config, &lineage, &root, now).allowing_incomplete(true);
+        let (_, planned) = allowed.next_job().expect("the daily job");
+        assert_eq!(names(&planned), ["2026-06-14", "2026-06-15"]);
+        assert!(allowed.not_ended().is_empty());
+        // The step plans the open day without refusing it.
+        let step = plan_step(job, &planned, &[], &root, now)
+            .expect("planned")
+            .expect("a step");
+        assert_eq!(names(&step.partitions), ["2026-06-14", "2026-06-15"]);
+    }
 }

@@ -59,6 +59,16 @@ pub enum Event {
         partition: String,
         because: String,
     },
+    /// A cascade step none of whose partitions ran: each was skipped (its
+    /// `PartitionSkipped` says why). It ends the step, as `RunFinished`
+    /// ends one that ran: no run began, so there is no run id.
+    StepSkipped {
+        job: String,
+        partitions: Vec<String>,
+        /// The run was cancelled before the step began (otherwise an
+        /// upstream partition each reads did not load).
+        cancelled: bool,
+    },
     RunFinished {
         run_id: String,
         job: String,
@@ -89,6 +99,7 @@ impl Event {
             | Event::PartitionSucceeded { job, .. }
             | Event::PartitionFailed { job, .. }
             | Event::PartitionSkipped { job, .. }
+            | Event::StepSkipped { job, .. }
             | Event::RunFinished { job, .. } => job,
         }
     }

@@ -12,6 +12,7 @@ use super::widgets::first_line;
 use crate::config::Config;
 use crate::engine::{Backfill, cascade};
 use crate::lineage::Lineage;
+use crate::partition::Partition;
 use crate::state::LoadState;
 
 /// The steps after the root run, in dependency order, and why a downstream
@@ -27,15 +28,19 @@ pub struct CascadePlan {
     /// those are loaded for the first time, not made stale.
     pub never_loaded: Vec<usize>,
     pub problems: Vec<String>,
+    /// Per job, the windows reading the run that the cascade leaves, not
+    /// ended yet (none when the run allows incomplete windows).
+    pub not_ended: Vec<(String, Vec<Partition>)>,
 }
 
 impl CascadePlan {
     /// Plans the downstream steps of `root`, each from its job's view in
-    /// the console (found by name).
+    /// the console (found by name); windows not ended yet with
+    /// `allow_incomplete` alone.
     pub fn of<'a>(
         config: &Config,
         lineage: &Lineage,
-        root: &Backfill,
+        (root, allow_incomplete): (&Backfill, bool),
         find: impl Fn(&str) -> Option<&'a JobView>,
         now: NaiveDateTime,
     ) -> CascadePlan {
@@ -44,7 +49,8 @@ impl CascadePlan {
             readers: lineage.downstream_closure(&root.job.name),
             ..CascadePlan::default()
         };
-        let mut downstream = cascade::Downstream::of(config, lineage, root, now);
+        let mut downstream = cascade::Downstream::of(config, lineage, root, now)
+            .allowing_incomplete(allow_incomplete);
         while let Some((job, partitions)) = downstream.next_job() {
             let Some(view) = find(&job.name).filter(|v| v.loaded) else {
                 // A read that failed is no read still on its way: waiting
@@ -76,6 +82,11 @@ impl CascadePlan {
                 Err(e) => plan.problems.push(format!("{}: {e}", job.name)),
             }
         }
+        plan.not_ended = downstream
+            .not_ended()
+            .iter()
+            .map(|(job, windows)| (job.name.clone(), windows.clone()))
+            .collect();
         plan
     }
 
@@ -113,6 +124,26 @@ impl CascadePlan {
                 label(if k == 0 { "cascade" } else { "" }),
                 Span::styled(format!("then {} ", step.job.name), t.style("text")),
                 Span::styled(format!("{what}: {span}"), t.style("warning")),
+            ]));
+        }
+        for (job, windows) in &self.not_ended {
+            let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
+                continue;
+            };
+            let span = if first == last {
+                first.name()
+            } else {
+                format!("{} .. {}", first.name(), last.name())
+            };
+            lines.push(Line::from(vec![
+                label(""),
+                Span::styled(
+                    format!(
+                        "leaves {job} {span}: not ended yet (until {}; --allow-incomplete loads it now)",
+                        last.end().format("%Y-%m-%d %H:%M")
+                    ),
+                    t.style("muted"),
+                ),
             ]));
         }
         for p in &self.problems {
@@ -266,7 +297,7 @@ sql = "select dt from d where dt >= :start and dt < :end"
             CascadePlan::of(
                 &config,
                 &lineage,
-                &root,
+                (&root, false),
                 |name| (name == "reader").then_some(reader),
                 now(),
             )
@@ -309,6 +340,38 @@ sql = "select dt from d where dt >= :start and dt < :end"
         );
         assert!(
             line(&["a", "b"]).starts_with("cascadeon: a, b read fct_orders, but none of their")
+        );
+    }
+
+    /// A day the cascade leaves because it has not ended is named in the
+    /// dialog, as `idem run --cascade` names it, with what loads it now.
+    #[test]
+    fn a_window_not_ended_is_named() {
+        let plan = CascadePlan {
+            not_ended: vec![(
+                "daily".into(),
+                vec![
+                    Partition::parse(
+                        crate::partition::Grain::Day,
+                        "2026-06-15",
+                        crate::partition::RangeEnd::From,
+                    )
+                    .expect("a day"),
+                ],
+            )],
+            ..CascadePlan::default()
+        };
+        let lines: Vec<String> = plan
+            .lines(&Theme::default_theme(), |s| Span::raw(s.to_string()))
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert!(
+            lines.contains(
+                &"leaves daily 2026-06-15: not ended yet (until 2026-06-16 00:00; --allow-incomplete loads it now)"
+                    .to_string()
+            ),
+            "{lines:?}"
         );
     }
 

@@ -689,7 +689,7 @@ impl App {
             CascadePlan::of(
                 &self.config,
                 &self.shared.lineage,
-                &root,
+                (&root, c.allows_incomplete()),
                 |name| jobs.by_name(name),
                 self.shared.now,
             )

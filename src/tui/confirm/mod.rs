@@ -171,6 +171,11 @@ impl ConfirmDialog {
         self.cascade = plan;
     }
 
+    /// Whether the run loads windows not ended yet (`--allow-incomplete`).
+    pub fn allows_incomplete(&self) -> bool {
+        self.args.allow_incomplete
+    }
+
     /// The cascade's plan, while cascade is on.
     pub fn cascade(&self) -> Option<&CascadePlan> {
         self.cascade.as_ref().filter(|_| self.args.cascade)

@@ -331,22 +331,18 @@ impl RunView {
                     p.error = Some(format!("skipped: {because}"));
                     self.log(i, format!("skipped: {because}"));
                 }
-                // A cascade step whose every partition was skipped never starts.
-                if self.run_id.is_none()
-                    && self
-                        .partitions
-                        .iter()
-                        .all(|p| p.state == RunPartState::Skipped)
-                {
-                    self.finished = Some(RunFinish {
-                        succeeded: 0,
-                        failed: 0,
-                        not_started: 0,
-                        rolled_back: 0,
-                        cancelled: false,
-                        duration_ms: 0,
-                    });
-                }
+            }
+            // A cascade step whose every partition was skipped never starts:
+            // this ends it.
+            Event::StepSkipped { cancelled, .. } => {
+                self.finished = Some(RunFinish {
+                    succeeded: 0,
+                    failed: 0,
+                    not_started: 0,
+                    rolled_back: 0,
+                    cancelled: *cancelled,
+                    duration_ms: 0,
+                });
             }
             Event::RunFinished {
                 succeeded,

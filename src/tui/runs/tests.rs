@@ -443,6 +443,14 @@ fn a_cascade_step_skipped_upstream_reads_as_skipped_not_succeeded() {
     let mut all = run();
     all.apply(&skipped("2026-06-03"), now());
     all.apply(&skipped("2026-06-08"), now());
+    all.apply(
+        &Event::StepSkipped {
+            job: "fct_orders".into(),
+            partitions: vec!["2026-06-03".into(), "2026-06-08".into()],
+            cancelled: false,
+        },
+        now(),
+    );
     assert!(!all.active());
     let screen = draw_runs(std::slice::from_ref(&all));
     assert!(!screen.contains('✓'), "{screen}");
