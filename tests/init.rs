@@ -1060,3 +1060,57 @@ mod big_tables {
 
     on_every_engine!(init_reads_no_big_table_whole);
 }
+
+/// QA: Ctrl-C or SIGTERM while `idem init` read the warehouse ended it
+/// without a word (and a kill in its final write could leave a
+/// `.idem.toml.PID.part` beside the config). It now says it was cancelled,
+/// exits 130 and writes nothing: a config `--force` was replacing is as it
+/// was, and no file is left beside it. The warehouse is kept busy by
+/// another writer (SQLite's exclusive lock), so the signal lands while init
+/// waits to read it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_init_stopped_by_a_signal_writes_nothing() {
+    use sqlx::Connection;
+    for (signal, existing) in [("INT", Some("# mine\n")), ("TERM", None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("w.db");
+        let url = format!("sqlite://{}?mode=rwc", db.display());
+        let mut writer = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::raw_sql("CREATE TABLE t (id INTEGER, dt DATE); BEGIN EXCLUSIVE")
+            .execute(&mut writer)
+            .await
+            .unwrap();
+        let config = dir.path().join("idem.toml");
+        if let Some(text) = existing {
+            std::fs::write(&config, text).unwrap();
+        }
+        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(["init", "--force", &format!("sqlite://{}", db.display())])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let out = child.wait_with_output().unwrap();
+        sqlx::raw_sql("COMMIT").execute(&mut writer).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        exits(Kind::Sqlite, &out, 130);
+        assert!(stderr.contains("idem: init cancelled: "), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&config).ok().as_deref(), existing);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("w.db"))
+            .collect();
+        left.sort();
+        let expected: Vec<&str> = existing.map(|_| "idem.toml").into_iter().collect();
+        assert_eq!(left, expected, "{stderr}");
+    }
+}

@@ -316,7 +316,8 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
             &tokio_util::sync::CancellationToken::new(),
         )
         .await
-        .expect("load");
+        .expect("load")
+        .outcome;
     let log = lines.into_inner().unwrap().join("\n");
     // The window held the second run's rows ('w'); the source has 'a'
     // again, which is what the overtaken last load had written.

@@ -20,13 +20,19 @@ const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt <
 /// [`SELECT`], a few tenths of a second slower per partition: a run of it
 /// is still going when a test stops it.
 fn slow_select(kind: Kind) -> String {
+    select_pausing(kind, 0.3)
+}
+
+/// [`SELECT`], about `seconds` slower per partition.
+fn select_pausing(kind: Kind, seconds: f64) -> String {
     let pause = match kind {
-        Kind::Postgres => "(select pg_sleep(0.3) as p)",
-        Kind::MySql => "(select sleep(0.3) as p)",
-        // Counting to a million, as SQLite has no sleep.
-        Kind::Sqlite => {
-            "(with recursive c(i) as (select 1 union all select i + 1 from c where i < 1000000) select max(i) as p from c)"
-        }
+        Kind::Postgres => format!("(select pg_sleep({seconds}) as p)"),
+        Kind::MySql => format!("(select sleep({seconds}) as p)"),
+        // Counting, as SQLite has no sleep: to a million takes about 0.3 s.
+        Kind::Sqlite => format!(
+            "(with recursive c(i) as (select 1 union all select i + 1 from c where i < {}) select max(i) as p from c)",
+            (seconds / 0.3 * 1e6) as i64
+        ),
     };
     format!(
         "select id, amount, dt from src cross join {pause} pause where dt >= :start and dt < :end"
@@ -1097,4 +1103,119 @@ async fn a_load_waiting_for_its_lock_says_so() {
     assert!(waited < began, "{log:#?}");
     drop(release.await.unwrap());
     wh.close().await;
+}
+
+/// QA: two runs of one partition, the second started while the first held
+/// its lock, both read a history without the first's attempt and recorded
+/// the same number (`idem log` showed `#1` twice). The second now records
+/// the partition's next number once it holds the lock, says so in its log,
+/// and its last event carries the number the ledger has. On MariaDB the
+/// second run takes the path of a server without `RETURNING` (MySQL 8),
+/// which reads the number back.
+async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (path, config) = db.config(&common::replace_job(
+        "race",
+        "fct",
+        "2026-01-01",
+        &select_pausing(kind, 3.0),
+    ));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 10, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    let run = |no_returning: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        c.arg("--config")
+            .arg(&path)
+            .args(["run", "race", "--json", "--yes"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if no_returning {
+            c.env("IDEM_TEST_NO_RETURNING", "1");
+        }
+        c
+    };
+    let mut first = run(false).spawn().unwrap();
+    let mut first_lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let mut first_events = Vec::new();
+    // The first run holds the partition's lock: its SELECT pauses 3 s.
+    for line in first_lines.by_ref() {
+        let line = line.unwrap();
+        let holding = line.contains("BEGIN IMMEDIATE") || line.contains(" taken\"");
+        first_events.push(line);
+        if holding {
+            break;
+        }
+    }
+    let second = run(kind == Kind::MySql).output().unwrap();
+    first_events.extend(first_lines.map(Result::unwrap));
+    assert!(first.wait().unwrap().success(), "{first_events:#?}");
+    let events = |lines: &[String]| -> Vec<serde_json::Value> {
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let first_events = events(&first_events);
+    let second_lines: Vec<String> = String::from_utf8_lossy(&second.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    let second_events = events(&second_lines);
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let attempt_of = |events: &[serde_json::Value], kind: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {events:#?}"))["attempt"]
+            .as_i64()
+    };
+    assert_eq!(attempt_of(&first_events, "partition_succeeded"), Some(1));
+    // The second run read the history before the first recorded its
+    // attempt (else this test raced nothing).
+    assert_eq!(
+        attempt_of(&second_events, "partition_started"),
+        Some(1),
+        "{second_events:#?}"
+    );
+    assert_eq!(
+        attempt_of(&second_events, "partition_succeeded"),
+        Some(2),
+        "{second_events:#?}"
+    );
+    let said = second_events.iter().any(|e| {
+        e["event"] == "partition_log"
+            && e["line"]
+                .as_str()
+                .is_some_and(|l| l.starts_with("recorded as attempt 2, not 1: another run"))
+    });
+    assert!(said, "{second_events:#?}");
+    let mut numbers: Vec<i64> = wh
+        .attempts("race", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.attempt)
+        .collect();
+    numbers.sort();
+    assert_eq!(numbers, [1, 2]);
+    let log = common::stdout_ok(&common::idem(&path, &["log", "race"]));
+    assert!(log.contains("#1") && log.contains("#2"), "{log}");
+    wh.close().await;
+}
+
+mod racing {
+    use super::*;
+    on_every_engine!(runs_racing_one_partition_record_attempts_in_turn);
 }

@@ -10,9 +10,11 @@ pub use plan_error::PlanError;
 mod events;
 mod identity;
 mod merge_order;
+mod selection;
 mod summary;
 pub use identity::{host, new_run_id, operator};
 pub use merge_order::MergeOrderRisk;
+pub use selection::Selection;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -27,9 +29,9 @@ pub use summary::{RunSummary, stopped_short};
 
 use crate::config::{Job, Strategy};
 use crate::partition::{Partition, now_utc};
-use crate::state::{self, LoadState};
+use crate::state;
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
-use crate::warehouse::{AttemptMeta, Warehouse, WarehouseError};
+use crate::warehouse::{AttemptMeta, Loaded, Warehouse, WarehouseError, renumbered};
 
 /// What a backfill will do: one job, the partitions to load in order.
 #[derive(Debug, Clone)]
@@ -43,111 +45,6 @@ pub struct Backfill {
     pub prior_attempts: HashMap<String, i64>,
     /// Let replaces shrink partitions past the job's shrink guard.
     pub allow_shrink: bool,
-}
-
-/// Which partitions of a range a backfill loads.
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    pub from: Option<Partition>,
-    pub to: Option<Partition>,
-    /// Only partitions in these states (and, with `refused`, those the
-    /// shrink guard refused); neither means all.
-    pub only: Vec<LoadState>,
-    /// Also the partitions whose latest load the shrink guard refused, with
-    /// no success since (`--only refused`).
-    pub refused: bool,
-    /// Also load windows that have not ended yet (their loads are never
-    /// taken as final).
-    pub allow_incomplete: bool,
-}
-
-impl Selection {
-    /// The first and last partition this selection asks of `job`, checked:
-    /// a range that is empty, outside the job's partitions or (without
-    /// `allow_incomplete`) not ended yet is refused. It needs no warehouse,
-    /// so a command refuses such input before it connects.
-    pub fn range(
-        &self,
-        job: &Job,
-        now: chrono::NaiveDateTime,
-    ) -> Result<(Partition, Partition), PlanError> {
-        let from = self.from.unwrap_or(job.start);
-        let to = self.to.unwrap_or_else(|| job.last_partition(now));
-        if from > to {
-            // Said in the words of what was typed: a bound left out is the
-            // job's own, and named as such.
-            return Err(match (self.from, self.to) {
-                (None, None) => PlanError::StartsLater {
-                    job: job.name.clone(),
-                    start: job.start.name(),
-                    end: job.start.end().format("%Y-%m-%d %H:%M").to_string(),
-                },
-                (Some(_), None) => PlanError::FromAfterDefaultTo {
-                    from: from.name(),
-                    to: to.name(),
-                    to_is: if job.end == Some(to) {
-                        format!("{}'s last partition {} (its end)", job.name, to.name())
-                    } else {
-                        format!("the last complete partition {}", to.name())
-                    },
-                },
-                (None, Some(_)) => PlanError::ToBeforeStart {
-                    job: job.name.clone(),
-                    to: to.name(),
-                    start: from.name(),
-                },
-                (Some(_), Some(_)) => PlanError::EmptyRange {
-                    from: from.name(),
-                    to: to.name(),
-                },
-            });
-        }
-        let out_of_range = |p: Partition| PlanError::OutOfRange {
-            job: job.name.clone(),
-            partition: p.name(),
-            first: job.start.name(),
-            last: job.end.map_or_else(|| "now".into(), |e| e.name()),
-        };
-        if from < job.start {
-            return Err(out_of_range(from));
-        }
-        if let Some(end) = job.end
-            && to > end
-        {
-            return Err(out_of_range(to));
-        }
-        let open = Partition::containing(job.grain, now);
-        if to.is_future(now) && !self.allow_incomplete {
-            let first_open = open.max(from);
-            return Err(PlanError::Incomplete {
-                partition: first_open.name(),
-                end: first_open.end().format("%Y-%m-%d %H:%M").to_string(),
-                last_complete: open.prev().name(),
-            });
-        }
-        // Even allowed, only the window open now: a later one has no rows
-        // yet, and its load would record an empty success for it.
-        if to > open {
-            return Err(PlanError::NotBegun {
-                partition: open.next().max(from).name(),
-                open: open.name(),
-            });
-        }
-        Ok((from, to))
-    }
-}
-
-impl Selection {
-    /// [`Selection::range`] before connecting, when the warehouse's clock
-    /// is not known: refused only where it would be on a clock up to
-    /// [`crate::clock::latest_unmeasured_now`], in the words this host's
-    /// clock gives (which names the windows as the operator's own does).
-    pub fn range_before_connecting(&self, job: &Job) -> Result<(), PlanError> {
-        let latest = crate::clock::latest_unmeasured_now().naive_utc();
-        self.range(job, latest)
-            .or_else(|_| self.range(job, now_utc()))
-            .map(|_| ())
-    }
 }
 
 impl Backfill {
@@ -439,12 +336,16 @@ impl PartitionRun<'_> {
     async fn run(&self, partition: Partition) -> PartitionResult {
         let job = &self.backfill.job;
         let name = partition.name();
-        let prior = self
+        // The number planned for the next attempt: one past those the run
+        // read, then past the one the ledger last recorded (another run's
+        // attempts recorded meanwhile move it on).
+        let mut next = self
             .backfill
             .prior_attempts
             .get(&name)
             .copied()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            + 1;
         let mut retry = 0u32;
         // A retry that does not start leaves its last attempt's failure, as
         // the ledger has it (not a partition never started).
@@ -459,7 +360,7 @@ impl PartitionRun<'_> {
             if self.cancel.is_cancelled() || self.halted.is_cancelled() {
                 return failed_before;
             }
-            let attempt = prior + 1 + retry as i64;
+            let attempt = next;
             let started_at = crate::clock::now();
             let clock = Instant::now();
             let _ = self.events.send(Event::PartitionStarted {
@@ -498,23 +399,27 @@ impl PartitionRun<'_> {
             match outcome {
                 Err(WarehouseError::Cancelled) => {
                     log("ROLLBACK (cancelled)".into());
-                    self.record_failure(
-                        &partition,
-                        &meta,
-                        AttemptStatus::Cancelled,
-                        "cancelled before its COMMIT (the run was stopped): rolled back",
-                    )
-                    .await;
+                    let recorded = self
+                        .record_failure(
+                            &partition,
+                            &meta,
+                            AttemptStatus::Cancelled,
+                            "cancelled before its COMMIT (the run was stopped): rolled back",
+                        )
+                        .await;
                     self.failed(
                         &name,
-                        attempt,
+                        recorded.unwrap_or(attempt),
                         format!("{}; rolled back", events::CANCELLED),
                         false,
                         duration_ms,
                     );
                     return PartitionResult::RolledBack;
                 }
-                Ok(o) => {
+                Ok(Loaded {
+                    outcome: o,
+                    attempt,
+                }) => {
                     // A merge's rows may lie in other windows of the
                     // partition column than the one it merged: written, it
                     // is not empty.
@@ -537,9 +442,16 @@ impl PartitionRun<'_> {
                 Err(e @ WarehouseError::SourceShrank { .. }) => {
                     let message = e.to_string();
                     log(format!("ROLLBACK: {message}"));
-                    self.record_failure(&partition, &meta, AttemptStatus::Refused, &message)
+                    let recorded = self
+                        .record_failure(&partition, &meta, AttemptStatus::Refused, &message)
                         .await;
-                    self.failed(&name, attempt, message, false, duration_ms);
+                    self.failed(
+                        &name,
+                        recorded.unwrap_or(attempt),
+                        message,
+                        false,
+                        duration_ms,
+                    );
                     return PartitionResult::Refused;
                 }
                 // Its COMMIT may have taken: neither a rollback nor a
@@ -591,10 +503,16 @@ impl PartitionRun<'_> {
                     let recorded = self
                         .record_failure(&partition, &meta, status, &message)
                         .await;
-                    self.failed(&name, attempt, message, will_retry, duration_ms);
+                    self.failed(
+                        &name,
+                        recorded.unwrap_or(attempt),
+                        message,
+                        will_retry,
+                        duration_ms,
+                    );
                     // A refused lock is recorded, but as no failure:
                     // `--only failed` would not pick the partition again.
-                    let recorded_failed = recorded && status == AttemptStatus::Failed;
+                    let recorded_failed = recorded.is_some() && status == AttemptStatus::Failed;
                     if !will_retry {
                         // A merge's later windows must not pass a failed
                         // one; a job that does not fit its target would
@@ -623,6 +541,7 @@ impl PartitionRun<'_> {
                         _ = self.cancel.cancelled() => return failed_before,
                     }
                     retry += 1;
+                    next = recorded.unwrap_or(attempt) + 1;
                 }
             }
         }
@@ -647,13 +566,16 @@ impl PartitionRun<'_> {
         });
     }
 
+    /// Records a failed attempt, giving back the number the ledger
+    /// recorded it under (None if it could not be recorded); a number other
+    /// than the planned one is said in its log.
     async fn record_failure(
         &self,
         partition: &Partition,
         meta: &AttemptMeta,
         status: AttemptStatus,
         error: &str,
-    ) -> bool {
+    ) -> Option<i64> {
         let job = &self.backfill.job;
         let attempt = Attempt {
             run_id: meta.run_id.clone(),
@@ -677,17 +599,30 @@ impl PartitionRun<'_> {
             reason: meta.reason.clone(),
         };
         match self.warehouse.record_attempt(&attempt).await {
-            Ok(()) => true,
+            Ok(recorded) => {
+                if recorded != meta.attempt {
+                    self.log(partition, renumbered(meta.attempt, recorded));
+                }
+                Some(recorded)
+            }
             Err(e) => {
-                let _ = self.events.send(Event::PartitionLog {
-                    run_id: self.run_id.to_string(),
-                    job: job.name.clone(),
-                    partition: partition.name(),
-                    line: format!("could not record the failure in the ledger: {e}"),
-                });
-                false
+                self.log(
+                    partition,
+                    format!("could not record the failure in the ledger: {e}"),
+                );
+                None
             }
         }
+    }
+
+    /// Sends a line of `partition`'s log.
+    fn log(&self, partition: &Partition, line: String) {
+        let _ = self.events.send(Event::PartitionLog {
+            run_id: self.run_id.to_string(),
+            job: self.backfill.job.name.clone(),
+            partition: partition.name(),
+            line,
+        });
     }
 }
 

@@ -335,8 +335,14 @@ pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
         .push(")");
 }
 
-/// Appends the INSERT of one attempt row.
-pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
+/// Appends the INSERT of one attempt row, numbered one past the highest
+/// attempt the ledger holds for its job and partition, as the INSERT reads
+/// it, not `a.attempt`: a run that planned its number and then waited on
+/// the partition's lock while another run recorded an attempt would
+/// otherwise record the same number again. A load records under the
+/// partition's lock, so the number is the partition's next; what it was is
+/// given back ([`record`]).
+fn insert(sql: &mut Sql, a: &Attempt) {
     let table = sql.dialect().ledger_table();
     let txid = sql.dialect().transaction_ids();
     sql.push("INSERT INTO ")
@@ -346,11 +352,11 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     if txid.is_some() {
         sql.push(", ").push(TXID);
     }
-    sql.push(") VALUES (");
+    sql.push(") SELECT ");
     sql.bind(a.run_id.as_str()).push(", ");
     sql.bind(a.job.as_str()).push(", ");
     sql.bind(a.partition.as_str()).push(", ");
-    sql.bind(a.attempt).push(", ");
+    sql.push("COALESCE(MAX(prior.attempt), 0) + 1, ");
     sql.bind(a.status.as_str()).push(", ");
     sql.bind(a.started_at.as_str()).push(", ");
     sql.bind(a.locked_at.clone()).push(", ");
@@ -369,7 +375,35 @@ pub(super) fn insert(sql: &mut Sql, a: &Attempt) {
     if let Some(ids) = txid {
         sql.push(", ").push(ids.current);
     }
-    sql.push(")");
+    sql.push(" FROM ")
+        .table(&table)
+        .push(" prior WHERE prior.job = ")
+        .bind(a.job.as_str())
+        .push(" AND prior.partition_key = ")
+        .bind(a.partition.as_str());
+}
+
+/// Records one attempt row on `conn` ([`insert`]) and gives back the number
+/// it was recorded under: returned by the INSERT itself where the engine
+/// has `RETURNING`, else read back by the row's id (MySQL 8, MariaDB before
+/// 10.5), on the same connection.
+pub(super) async fn record(
+    conn: &mut sqlx::AnyConnection,
+    dialect: &'static dyn Dialect,
+    a: &Attempt,
+) -> Result<i64, WarehouseError> {
+    let mut sql = Sql::new(dialect);
+    insert(&mut sql, a);
+    if dialect.insert_returning() {
+        sql.push(" RETURNING attempt");
+        return Ok(sql.query().fetch_one(&mut *conn).await?.try_get(0)?);
+    }
+    sql.query().execute(&mut *conn).await?;
+    let mut read = Sql::new(dialect);
+    read.push("SELECT attempt FROM ")
+        .table(&dialect.ledger_table())
+        .push(" WHERE id = LAST_INSERT_ID()");
+    Ok(read.query().fetch_one(&mut *conn).await?.try_get(0)?)
 }
 
 /// The pattern of a ledger timestamp.
@@ -409,12 +443,11 @@ pub fn timestamp(t: DateTime<Utc>) -> String {
 }
 
 impl Warehouse {
-    /// Records an attempt outside any load transaction (failures, after rollback).
-    pub async fn record_attempt(&self, attempt: &Attempt) -> Result<(), WarehouseError> {
-        let mut sql = self.sql();
-        insert(&mut sql, attempt);
-        sql.query().execute(self.pool()).await?;
-        Ok(())
+    /// Records an attempt outside any load transaction (failures, after
+    /// rollback), giving back the number it was recorded under ([`insert`]).
+    pub async fn record_attempt(&self, attempt: &Attempt) -> Result<i64, WarehouseError> {
+        let mut conn = self.pool().acquire().await?;
+        record(&mut conn, self.dialect(), attempt).await
     }
 
     /// Whether the ledger holds the success row of this attempt (its run,

@@ -48,7 +48,7 @@ pub use filled::{FilledColumn, Filler};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 use ledger_setup::LedgerPresence;
-pub use load::{AttemptMeta, LoadOutcome, LoadStep, SessionAsk, SessionHolder};
+pub use load::{AttemptMeta, LoadOutcome, LoadStep, Loaded, SessionAsk, SessionHolder, renumbered};
 pub(crate) use lock_holder::sqlite_openers;
 pub use partition_cover::UncoveredWindow;
 pub(crate) use partition_lock::lock_key_i64;
@@ -294,6 +294,11 @@ pub trait Dialect: Send + Sync {
         _child: &TableName,
     ) -> bool {
         false
+    }
+    /// Whether an INSERT returns what it wrote (`RETURNING`): all but MySQL
+    /// 8 and MariaDB before 10.5.
+    fn insert_returning(&self) -> bool {
+        true
     }
     /// Where a replace takes its fingerprints from the hashes its DELETE
     /// and INSERT return, row by row, instead of reading the window before

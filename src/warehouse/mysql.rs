@@ -173,6 +173,10 @@ impl Dialect for MySql {
         vec![sql]
     }
 
+    fn insert_returning(&self) -> bool {
+        self.returning
+    }
+
     /// MariaDB returns the rows a DELETE or INSERT wrote (10.5+), but cannot
     /// aggregate them in the statement: their hashes stream back, as the
     /// digest's first 15 hexadecimal digits. Turning those into an integer

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use tokio_util::sync::CancellationToken;
+
 use super::Stop;
 use super::output::outln;
 use crate::config;
@@ -25,7 +27,9 @@ pub async fn init(config_path: &Path, url: &str, force: bool) -> Exit {
 /// renamed over it, so a full disk or a killed process leaves a config
 /// that `--force` was replacing as it was. `path` is a file, not a
 /// symlink (see [`written_file`]): the rename would replace the link.
-fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+/// Once `cancel` fires (a signal) before the rename, nothing is written
+/// and the file beside it is removed: `Ok(false)`.
+fn write_whole(path: &Path, text: &str, cancel: &CancellationToken) -> std::io::Result<bool> {
     use std::io::Write;
     let name = path
         .file_name()
@@ -36,12 +40,30 @@ fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
         let mut file = std::fs::File::create(&part)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
-        std::fs::rename(&part, path)
+        if cancel.is_cancelled() {
+            return Ok(false);
+        }
+        std::fs::rename(&part, path).map(|()| true)
     })();
-    if written.is_err() {
+    if !matches!(written, Ok(true)) {
         let _ = std::fs::remove_file(&part);
     }
     written
+}
+
+/// The stop of an init a signal cancelled: nothing was written.
+fn cancelled(config_path: &Path) -> Stop {
+    Stop {
+        code: Exit::Cancelled,
+        message: format!(
+            "init cancelled: {}",
+            if config_path.exists() {
+                format!("{} is as it was", config_path.display())
+            } else {
+                format!("nothing was written to {}", config_path.display())
+            }
+        ),
+    }
 }
 
 /// The file a config at `path` is written to: `path`, or through a
@@ -67,6 +89,10 @@ fn written_file(path: &Path) -> Result<std::path::PathBuf, Stop> {
 }
 
 async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, Stop> {
+    // A signal stops the reading where it is (the connections close with
+    // it) and the write before its rename: until the config is in place,
+    // nothing is written.
+    let cancel = super::cancel_on_signal("no config is written");
     if config_path.exists() && !force {
         return Err(Stop::usage(format!(
             "{} exists; pass --force to overwrite it",
@@ -97,12 +123,19 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
         std::env::var(name).ok()
     })
     .map_err(|e| Stop::usage(format!("{}: {}", redact(url), e.message)))?;
-    let warehouse = super::connect_to_read(&parsed, 2).await?;
-    let survey = candidates::survey(&warehouse)
-        .await
-        .map_err(|e| Stop::failed(format!("cannot read the warehouse's tables: {e}")))?;
-    let dialect = warehouse.dialect();
-    warehouse.close().await;
+    let read = async {
+        let warehouse = super::connect_to_read(&parsed, 2).await?;
+        let survey = candidates::survey(&warehouse).await;
+        let dialect = warehouse.dialect();
+        warehouse.close().await;
+        let survey =
+            survey.map_err(|e| Stop::failed(format!("cannot read the warehouse's tables: {e}")))?;
+        Ok::<_, Stop>((survey, dialect))
+    };
+    let (survey, dialect) = tokio::select! {
+        read = read => read?,
+        () = cancel.cancelled() => return Err(cancelled(config_path)),
+    };
 
     // A `${VAR}` is kept for the environment to fill; a SQLite URL written
     // out is kept as it works from anywhere (see [`config_sqlite_url`]).
@@ -113,7 +146,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     };
     let url_toml = serde_json::to_string(&url).map_err(|e| Stop::usage(e.to_string()))?;
     let text = starter::starter(&url, &url_toml, &survey, dialect);
-    write_whole(&file, &text).map_err(|e| {
+    let written = write_whole(&file, &text, &cancel).map_err(|e| {
         Stop::failed(format!(
             "cannot write {}: {e}{}",
             std::path::absolute(config_path)
@@ -126,6 +159,9 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             }
         ))
     })?;
+    if !written {
+        return Err(cancelled(config_path));
+    }
     let candidates = &survey.candidates;
     outln!(
         "wrote {} for {}: {} candidate job{} (commented out){}",
@@ -182,4 +218,26 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
         );
     }
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A signal that came while the config was being written (before its
+    /// rename) leaves the config there as it was and no file beside it.
+    #[test]
+    fn a_write_cancelled_before_its_rename_leaves_the_config_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("idem.toml");
+        std::fs::write(&config, "# mine\n").unwrap();
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        assert!(!write_whole(&config, "# new\n", &cancel).unwrap());
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "# mine\n");
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(write_whole(&config, "# new\n", &CancellationToken::new()).unwrap());
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "# new\n");
+    }
 }

@@ -69,6 +69,16 @@ pub struct LoadOutcome {
     pub content_changed: bool,
 }
 
+/// A committed load: what it wrote, and the number the ledger recorded the
+/// attempt under (the partition's next once its lock was held, which is
+/// the planned [`AttemptMeta::attempt`] unless another run recorded an
+/// attempt at the partition meanwhile).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub outcome: LoadOutcome,
+    pub attempt: i64,
+}
+
 /// A step of a load, as it happens; consumers render these as log lines.
 pub type LoadStep = String;
 
@@ -81,7 +91,7 @@ enum Work<'a> {
 }
 
 enum Done {
-    Loaded(LoadOutcome),
+    Loaded(Loaded),
     Verified(Vec<Vec<Vec<Option<String>>>>),
 }
 
@@ -96,11 +106,11 @@ impl Warehouse {
         meta: &AttemptMeta,
         log: &(dyn Fn(LoadStep) + Send + Sync),
         cancel: &CancellationToken,
-    ) -> Result<LoadOutcome, WarehouseError> {
+    ) -> Result<Loaded, WarehouseError> {
         let stage = StageCell::default();
         let load = self.locked(job, partition, Work::Load(meta), log, &stage);
         match self.supervised(load, &stage, cancel, log).await? {
-            Done::Loaded(outcome) => Ok(outcome),
+            Done::Loaded(loaded) => Ok(loaded),
             Done::Verified(_) => Err(WarehouseError::Job(
                 "internal: load returned a verification".into(),
             )),
@@ -426,7 +436,7 @@ async fn transact(
     };
     drop_stage(dialect, &mut tx, job).await?;
 
-    let attempt = Attempt {
+    let mut attempt = Attempt {
         run_id: meta.run_id.clone(),
         job: job.name.clone(),
         partition: partition.name(),
@@ -447,9 +457,14 @@ async fn transact(
         host: meta.host.clone(),
         reason: meta.reason.clone(),
     };
-    let mut sql = Sql::new(dialect);
-    ledger::insert(&mut sql, &attempt);
-    sql.query().execute(&mut *tx).await?;
+    attempt.attempt = ledger::record(&mut tx, dialect, &attempt).await?;
+    if attempt.attempt != meta.attempt {
+        log(renumbered(meta.attempt, attempt.attempt));
+    }
+    let loaded = Loaded {
+        outcome,
+        attempt: attempt.attempt,
+    };
     // Once committed, a definition stays recorded: later loads skip it.
     let hash = &attempt.definition_hash;
     let recorded = |w: &Warehouse| {
@@ -475,7 +490,7 @@ async fn transact(
                 log(format!(
                     "COMMIT (its reply was lost: {e}; the ledger holds its row, so it took)"
                 ));
-                return Ok(Done::Loaded(outcome));
+                return Ok(Done::Loaded(loaded));
             }
             Some(false) => return Err(e.into()),
             None => {
@@ -491,7 +506,17 @@ async fn transact(
         known.insert(hash.clone());
     }
     log("COMMIT".into());
-    Ok(Done::Loaded(outcome))
+    Ok(Done::Loaded(loaded))
+}
+
+/// The log line of an attempt the ledger recorded under another number
+/// than its run planned: another run recorded an attempt at the partition
+/// after this run read its history (most often while this one waited for
+/// the partition's lock).
+pub fn renumbered(planned: i64, recorded: i64) -> String {
+    format!(
+        "recorded as attempt {recorded}, not {planned}: another run recorded an attempt at this partition since this run read its history"
+    )
 }
 
 /// How long a BEGIN taking the partition's lock runs before its log says
