@@ -17,19 +17,12 @@ pub fn visible_controls(text: &str) -> Cow<'_, str> {
 
 /// `text` as one line a terminal shows as written: a line break, a
 /// carriage return or a tab becomes a space, and every other control
-/// character is written as [`visible_controls`] writes it. What is kept a line at a time (the
-/// ledger's words, a run's log) is kept so: a `--reason` or a server's
-/// error quoting `\x1b[31m` reads `\u{1b}[31m` wherever it is shown.
+/// character is written as [`visible_controls`] writes it. What is kept a
+/// line at a time (the ledger's words, a run's log) is kept so: a
+/// `--reason` or a server's error quoting `\x1b[31m` reads `\u{1b}[31m`
+/// wherever it is shown.
 pub fn visible_line(text: &str) -> String {
-    let mut line = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\t' | '\n' | '\r' => line.push(' '),
-            c if c.is_control() => line.extend(c.escape_debug()),
-            c => line.push(c),
-        }
-    }
-    line
+    visible_controls(&text.replace(['\t', '\n', '\r'], " ")).into_owned()
 }
 
 /// `text` with each control character but the line break and the tab
