@@ -20,6 +20,7 @@ use crate::partition::Partition;
 
 mod later_merges;
 mod merge;
+mod moves;
 mod replace;
 mod session;
 mod shape;
@@ -67,6 +68,10 @@ pub struct LoadOutcome {
     pub rows_after: i64,
     pub fingerprint: Fingerprint,
     pub content_changed: bool,
+    /// The windows besides its own whose rows a merge changed: moved out
+    /// or in by their partition column, or rewritten there. Each gets an
+    /// [`AttemptStatus::Moved`] ledger row with the load's.
+    pub other_windows: Vec<String>,
 }
 
 /// A step of a load, as it happens; consumers render these as log lines.
@@ -450,6 +455,11 @@ async fn transact(
     let mut sql = Sql::new(dialect);
     ledger::insert(&mut sql, &attempt);
     sql.query().execute(&mut *tx).await?;
+    for window in &outcome.other_windows {
+        let mut sql = Sql::new(dialect);
+        ledger::insert(&mut sql, &attempt.moving(window));
+        sql.query().execute(&mut *tx).await?;
+    }
     // Once committed, a definition stays recorded: later loads skip it.
     let hash = &attempt.definition_hash;
     let recorded = |w: &Warehouse| {
