@@ -910,10 +910,82 @@ async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind)
     wh.close().await;
 }
 
+/// A merge whose source is windowed by another column than its partition
+/// column (a change's date, not the day it is of) writes rows into other
+/// windows: a late row for the 1st, merged with the 2nd's changes, makes
+/// the 1st's readers stale; merged again unchanged, it moves nothing.
+async fn a_merge_writing_rows_into_another_window_makes_its_readers_stale(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = format!(
+        "{}{}",
+        common::merge_job(
+            "latest",
+            "latest",
+            "2026-01-03",
+            "select id, dt, v from changes where changed_on >= :start and changed_on < :end"
+        )
+        .replace(
+            "unique_key = [\"id\"]",
+            "unique_key = [\"id\"]\npartition_column = \"dt\""
+        ),
+        common::replace_job(
+            "per_day",
+            "per_day",
+            "2026-01-03",
+            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE changes (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL, changed_on DATE NOT NULL)",
+        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO changes VALUES (1, '2026-01-01', 1, '2026-01-01'), (2, '2026-01-02', 2, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    for job in ["latest", "per_day"] {
+        stdout_ok(&idem(&config, &["run", job]));
+    }
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    // A late row of the 1st, changed on the 2nd.
+    wh.execute_script(&["INSERT INTO changes VALUES (3, '2026-01-01', 3, '2026-01-02')"])
+        .await
+        .expect("late row");
+    let day = ["--from", "2026-01-02", "--to", "2026-01-02"];
+    stdout_ok(&idem(&config, &[&["run", "latest"], &day[..]].concat()));
+    assert_eq!(
+        stale_upstream(&config),
+        BTreeSet::from([
+            "per_day 2026-01-01".to_string(),
+            "per_day 2026-01-02".to_string()
+        ]),
+        "{kind:?}"
+    );
+    let moved = |config: &Path| {
+        stdout_ok(&idem(config, &["log", "latest"]))
+            .lines()
+            .filter(|l| l.contains(" moved "))
+            .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(moved(&config), vec!["2026-01-01".to_string()]);
+    stdout_ok(&idem(&config, &["run", "per_day", "--only", "stale"]));
+    // Merged again as it stands: the row is there as staged, nothing moves.
+    stdout_ok(&idem(&config, &[&["run", "latest"], &day[..]].concat()));
+    assert_eq!(moved(&config), vec!["2026-01-01".to_string()]);
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    wh.close().await;
+}
+
 on_every_engine!(
     lineage_from_sql_and_depends_on_drives_staleness_and_cascades,
     a_read_answers_unchanged_until_what_it_derives_from_moves,
-    a_merge_moving_rows_out_of_a_window_makes_its_readers_stale
+    a_merge_moving_rows_out_of_a_window_makes_its_readers_stale,
+    a_merge_writing_rows_into_another_window_makes_its_readers_stale
 );
 
 /// Its own module: its tests sit beside every engine's in `mod postgres`.
