@@ -721,9 +721,271 @@ async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
     assert_eq!(march["2026-02"].state, LoadState::Missing);
 }
 
+/// The QA repro: a merge job by key with a partition column, between a
+/// fact and a daily count. A key's source row moves to the next day; the
+/// merge of that day moves the key's row out of the window before, whose
+/// own merge changed nothing. The count of that day read it, and is stale
+/// (upstream): it once read loaded, its count one row too many, because
+/// the ledger recorded the change against the merged window alone.
+async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = format!(
+        "{}{}{}",
+        common::replace_job(
+            "fct",
+            "fct",
+            "2026-01-03",
+            "select id, dt, v from src where dt >= :start and dt < :end"
+        ),
+        common::merge_job(
+            "latest",
+            "latest",
+            "2026-01-03",
+            "select id, dt, v from fct where dt >= :start and dt < :end"
+        )
+        .replace(
+            "unique_key = [\"id\"]",
+            "unique_key = [\"id\"]\npartition_column = \"dt\""
+        ),
+        common::replace_job(
+            "per_day",
+            "per_day",
+            "2026-01-03",
+            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
+    ])
+    .await
+    .expect("setup");
+    for job in ["fct", "latest", "per_day"] {
+        stdout_ok(&idem(&config, &["run", job]));
+    }
+    let per_day = async || -> Vec<(String, i64)> {
+        let mut rows = Vec::new();
+        for day in ["2026-01-01", "2026-01-02"] {
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT CAST(COALESCE(SUM(n), 0) AS {}) FROM per_day WHERE dt = '{day}'",
+                if kind == Kind::MySql {
+                    "SIGNED"
+                } else {
+                    "BIGINT"
+                }
+            )))
+            .fetch_one(wh.pool())
+            .await
+            .expect("per_day");
+            rows.push((day.to_string(), n));
+        }
+        rows
+    };
+    let days = |a: i64, b: i64| vec![("2026-01-01".to_string(), a), ("2026-01-02".to_string(), b)];
+    assert_eq!(per_day().await, days(2, 1));
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+
+    // Key 1's source row moves on to the 2nd.
+    wh.execute_script(&["UPDATE src SET dt = '2026-01-02' WHERE id = 1"])
+        .await
+        .expect("move");
+    stdout_ok(&idem(
+        &config,
+        &["run", "fct", "--from", "2026-01-01", "--to", "2026-01-02"],
+    ));
+    let notes = std::cell::RefCell::new(String::new());
+    let merged = |config: &Path, args: &[&str]| -> Vec<(String, bool)> {
+        let out = idem(config, &[&["run", "latest", "--json"], args].concat());
+        *notes.borrow_mut() = String::from_utf8_lossy(&out.stderr).into_owned();
+        json_lines(&stdout_ok(&out))
+            .iter()
+            .filter(|e| e["event"] == "partition_succeeded")
+            .map(|e| {
+                (
+                    e["partition"].as_str().unwrap_or("").to_string(),
+                    e["content_changed"].as_bool().expect("content_changed"),
+                )
+            })
+            .collect()
+    };
+    let stale = [
+        "--only",
+        "stale",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-02",
+    ];
+    assert_eq!(
+        merged(&config, &stale),
+        vec![
+            ("2026-01-01".to_string(), false),
+            ("2026-01-02".to_string(), true)
+        ],
+        "the 1st's own merge changed nothing; the 2nd's moved key 1 out of it"
+    );
+    let states = states_of(&config, &["per_day"]);
+    assert_eq!(
+        states["per_day 2026-01-01"],
+        ("stale".to_string(), vec!["latest 2026-01-01".to_string()]),
+        "{kind:?}: the day key 1 left reads one row fewer now: {states:?}"
+    );
+    assert_eq!(
+        states["per_day 2026-01-02"],
+        ("stale".to_string(), vec!["latest 2026-01-02".to_string()]),
+        "{kind:?}: {states:?}"
+    );
+    // The ledger says which merge moved the rows, beside that window's loads.
+    let log = stdout_ok(&idem(&config, &["log", "latest", "2026-01-01"]));
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" moved ") && l.contains("rows moved by the merge of 2026-01-02")),
+        "{log}"
+    );
+    let latest = states_of(&config, &["latest"]);
+    assert_eq!(latest["latest 2026-01-01"].0, "loaded", "{latest:?}");
+    stdout_ok(&idem(&config, &["run", "per_day", "--only", "stale"]));
+    assert_eq!(per_day().await, days(1, 2));
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+
+    // Merged again with nothing changed: no window changed, none moved.
+    let all = merged(&config, &[]);
+    assert!(all.iter().all(|(_, changed)| !changed), "{all:?}");
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+
+    // Back again: the 1st's merge moves key 1 out of the 2nd, whose own
+    // merge changes nothing.
+    wh.execute_script(&["UPDATE src SET dt = '2026-01-01' WHERE id = 1"])
+        .await
+        .expect("move back");
+    stdout_ok(&idem(
+        &config,
+        &["run", "fct", "--from", "2026-01-01", "--to", "2026-01-02"],
+    ));
+    assert_eq!(
+        merged(&config, &stale),
+        vec![
+            ("2026-01-01".to_string(), true),
+            ("2026-01-02".to_string(), false)
+        ]
+    );
+    let states = states_of(&config, &["per_day"]);
+    assert_eq!(
+        states["per_day 2026-01-02"],
+        ("stale".to_string(), vec!["latest 2026-01-02".to_string()]),
+        "{kind:?}: the day key 1 left: {states:?}"
+    );
+    // What the run made stale is said after it, the day key 1 left too.
+    let notes = notes.borrow().clone();
+    assert!(
+        notes.contains("per_day reads what this run changed: its 2 partitions 2026-01-01 .. 2026-01-02 are stale until loaded again"),
+        "{notes}"
+    );
+    stdout_ok(&idem(&config, &["run", "per_day", "--only", "stale"]));
+    assert_eq!(per_day().await, days(2, 1));
+
+    // A cascade from the fact, over both days, converges.
+    wh.execute_script(&["UPDATE src SET dt = '2026-01-02' WHERE id = 1"])
+        .await
+        .expect("move on again");
+    let cascade = [
+        "run",
+        "fct",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-02",
+        "--cascade",
+    ];
+    stdout_ok(&idem(&config, &cascade));
+    assert_eq!(per_day().await, days(1, 2));
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    wh.close().await;
+}
+
+/// A merge whose source is windowed by another column than its partition
+/// column (a change's date, not the day it is of) writes rows into other
+/// windows: a late row for the 1st, merged with the 2nd's changes, makes
+/// the 1st's readers stale; merged again unchanged, it moves nothing.
+async fn a_merge_writing_rows_into_another_window_makes_its_readers_stale(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let jobs = format!(
+        "{}{}",
+        common::merge_job(
+            "latest",
+            "latest",
+            "2026-01-03",
+            "select id, dt, v from changes where changed_on >= :start and changed_on < :end"
+        )
+        .replace(
+            "unique_key = [\"id\"]",
+            "unique_key = [\"id\"]\npartition_column = \"dt\""
+        ),
+        common::replace_job(
+            "per_day",
+            "per_day",
+            "2026-01-03",
+            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
+        ),
+    );
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE changes (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL, changed_on DATE NOT NULL)",
+        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        "INSERT INTO changes VALUES (1, '2026-01-01', 1, '2026-01-01'), (2, '2026-01-02', 2, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    for job in ["latest", "per_day"] {
+        stdout_ok(&idem(&config, &["run", job]));
+    }
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    // A late row of the 1st, changed on the 2nd.
+    wh.execute_script(&["INSERT INTO changes VALUES (3, '2026-01-01', 3, '2026-01-02')"])
+        .await
+        .expect("late row");
+    let day = ["--from", "2026-01-02", "--to", "2026-01-02"];
+    stdout_ok(&idem(&config, &[&["run", "latest"], &day[..]].concat()));
+    assert_eq!(
+        stale_upstream(&config),
+        BTreeSet::from([
+            "per_day 2026-01-01".to_string(),
+            "per_day 2026-01-02".to_string()
+        ]),
+        "{kind:?}"
+    );
+    let moved = |config: &Path| {
+        stdout_ok(&idem(config, &["log", "latest"]))
+            .lines()
+            .filter(|l| l.contains(" moved "))
+            .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(moved(&config), vec!["2026-01-01".to_string()]);
+    stdout_ok(&idem(&config, &["run", "per_day", "--only", "stale"]));
+    // Merged again as it stands: the row is there as staged, nothing moves.
+    stdout_ok(&idem(&config, &[&["run", "latest"], &day[..]].concat()));
+    assert_eq!(moved(&config), vec!["2026-01-01".to_string()]);
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    wh.close().await;
+}
+
 on_every_engine!(
     lineage_from_sql_and_depends_on_drives_staleness_and_cascades,
-    a_read_answers_unchanged_until_what_it_derives_from_moves
+    a_read_answers_unchanged_until_what_it_derives_from_moves,
+    a_merge_moving_rows_out_of_a_window_makes_its_readers_stale,
+    a_merge_writing_rows_into_another_window_makes_its_readers_stale
 );
 
 /// Its own module: its tests sit beside every engine's in `mod postgres`.

@@ -9,7 +9,7 @@ use super::Stop;
 use super::run_args::config_flag;
 use crate::engine::{self, Backfill};
 use crate::numbers::n_partitions;
-use crate::partition::Partition;
+use crate::partition::{Partition, RangeEnd};
 use crate::state;
 
 /// A job downstream of a run without `--cascade`, which the run leaves
@@ -303,16 +303,20 @@ pub(super) async fn stale_downstream(
     let Ok(attempts) = attempts else {
         return Vec::new();
     };
+    // Its merges' rows moved in or out of other windows changed those too.
+    use crate::warehouse::ledger::AttemptStatus;
     let mut changed = loaded.clone();
-    changed.partitions.retain(|p| {
-        let name = p.name();
-        attempts.iter().any(|a| {
+    changed.partitions = attempts
+        .iter()
+        .filter(|a| {
             a.run_id == run_id
-                && a.partition == name
-                && a.status == crate::warehouse::ledger::AttemptStatus::Succeeded
-                && a.content_changed != Some(false)
+                && (a.status == AttemptStatus::Moved
+                    || a.status == AttemptStatus::Succeeded && a.content_changed != Some(false))
         })
-    });
+        .filter_map(|a| Partition::parse(loaded.job.grain, &a.partition, RangeEnd::From))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     if changed.partitions.is_empty() {
         return Vec::new();
     }

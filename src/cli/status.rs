@@ -584,8 +584,11 @@ fn lint_badge(findings: &[crate::lint::Finding]) -> String {
 /// the target may hold more of (`+1 ~1 of 2 merged`). A failed or
 /// cancelled attempt rolled back: its zeros say nothing of the target.
 fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
-    if a.status != AttemptStatus::Succeeded {
-        return "(rolled back)".to_string();
+    match a.status {
+        AttemptStatus::Succeeded => {}
+        // No attempt here: another window's merge (its reason names it).
+        AttemptStatus::Moved => return "(rows moved)".to_string(),
+        _ => return "(rolled back)".to_string(),
     }
     match (job.strategy, &job.partition_column) {
         (crate::config::Strategy::ReplacePartition, _) => format!(
@@ -667,10 +670,14 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         );
         for (a, rows) in attempts.iter().zip(&rows) {
             outln!(
-                "{:<when$} {:<14} #{:<3} {:<9} {:<width$} {} by {}@{}{}{}",
+                "{:<when$} {:<14} {:<4} {:<9} {:<width$} {} by {}@{}{}{}",
                 a.finished_at,
                 a.partition,
-                a.attempt,
+                // A moved row is no attempt (its reason names the merge).
+                match a.status {
+                    AttemptStatus::Moved => "—".to_string(),
+                    _ => format!("#{}", a.attempt),
+                },
                 a.status.as_str(),
                 rows,
                 a.run_id,

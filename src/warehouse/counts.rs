@@ -98,6 +98,32 @@ impl Signal {
     }
 }
 
+/// What a grouping by partition groups a value of a partition column
+/// (`column`, an expression) by, and the expression naming a group's
+/// partition from that bucket, selected as `alias` (where it names none,
+/// [`super::Dialect::bucket_window`] names it from its text).
+pub(super) fn buckets(
+    dialect: &dyn super::Dialect,
+    column: &str,
+    grain: Grain,
+    kind: ColumnKind,
+    alias: &str,
+) -> (String, String) {
+    match kind {
+        // A column of unknown type is named row by row, as a last
+        // resort; on SQLite every column is text (or holds it), and
+        // groups by its text.
+        ColumnKind::Other if dialect.engine() != Engine::Sqlite => (
+            dialect.partition_name_expr(column, grain),
+            alias.to_string(),
+        ),
+        _ => (
+            dialect.partition_bucket(column, grain, kind),
+            dialect.partition_name_expr(alias, grain),
+        ),
+    }
+}
+
 impl Warehouse {
     /// The kind of a table's column, from the catalogue.
     pub async fn column_kind(
@@ -180,20 +206,7 @@ impl Warehouse {
         };
         let dialect = self.dialect();
         let kind = self.column_kind(&job.target, col).await?;
-        let quoted = dialect.quote(col);
-        let (bucket, name) = match kind {
-            // A column of unknown type is named row by row, as a last
-            // resort; on SQLite every column is text (or holds it), and
-            // groups by its text.
-            ColumnKind::Other if dialect.engine() != Engine::Sqlite => (
-                dialect.partition_name_expr(&quoted, job.grain),
-                "b".to_string(),
-            ),
-            _ => (
-                dialect.partition_bucket(&quoted, job.grain, kind),
-                dialect.partition_name_expr("b", job.grain),
-            ),
-        };
+        let (bucket, name) = buckets(dialect, &dialect.quote(col), job.grain, kind, "b");
         // Only a column of a date or time type orders its values as the
         // range compares them.
         let whole = match dialect.whole_table() {

@@ -33,6 +33,12 @@ pub enum AttemptStatus {
     /// held elsewhere past the lock timeout): the data was not at fault and
     /// the partition kept its rows.
     Refused,
+    /// No attempt at this partition: the load of another window of a
+    /// `merge_key` job (the row's run, at its finish) changed rows here,
+    /// moving them in or out by their partition column (or rewriting
+    /// them in place). Its content changed, which the jobs that read it
+    /// see; its own loads and state are untouched.
+    Moved,
 }
 
 impl AttemptStatus {
@@ -42,6 +48,7 @@ impl AttemptStatus {
             AttemptStatus::Failed => "failed",
             AttemptStatus::Cancelled => "cancelled",
             AttemptStatus::Refused => "refused",
+            AttemptStatus::Moved => "moved",
         }
     }
 
@@ -50,6 +57,7 @@ impl AttemptStatus {
             "succeeded" => AttemptStatus::Succeeded,
             "cancelled" => AttemptStatus::Cancelled,
             "refused" => AttemptStatus::Refused,
+            "moved" => AttemptStatus::Moved,
             _ => AttemptStatus::Failed,
         }
     }
@@ -136,12 +144,41 @@ pub struct LedgerMark {
     pub rows: i64,
 }
 
+impl Attempt {
+    /// The [`AttemptStatus::Moved`] row of `window`, whose rows this
+    /// successful merge (of another window) changed: of the same run, job
+    /// and times, no attempt at the window (numbered 0), its content
+    /// changed, no counts or fingerprint of its own (the window was not read
+    /// whole), and the merged window named as its reason.
+    pub fn moving(&self, window: &str) -> Attempt {
+        Attempt {
+            partition: window.to_string(),
+            status: AttemptStatus::Moved,
+            attempt: 0,
+            rows_deleted: 0,
+            rows_inserted: 0,
+            rows_updated: 0,
+            rows_after: 0,
+            fingerprint: None,
+            content_changed: Some(true),
+            error: None,
+            reason: Some(format!("rows moved by the merge of {}", self.partition)),
+            ..self.clone()
+        }
+    }
+}
+
 impl PartitionLedger {
     /// The summary of a history held in memory, oldest attempt first: what
     /// [`Warehouse::ledger_summary`] reads from the ledger.
     pub fn summarize(attempts: impl IntoIterator<Item = Attempt>) -> LedgerSummary {
         let mut out = LedgerSummary::new();
-        for a in attempts {
+        // A moved row is no attempt at its partition (see
+        // `AttemptStatus::Moved`): only downstream staleness reads it.
+        for a in attempts
+            .into_iter()
+            .filter(|a| a.status != AttemptStatus::Moved)
+        {
             let a = Arc::new(a);
             let p = out.entry(a.partition.clone()).or_default();
             p.attempts += 1;
@@ -356,7 +393,14 @@ fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.run_id.as_str()).push(", ");
     sql.bind(a.job.as_str()).push(", ");
     sql.bind(a.partition.as_str()).push(", ");
-    sql.push("COALESCE(MAX(prior.attempt), 0) + 1, ");
+    // A moved row is no attempt (`AttemptStatus::Moved`): numbered 0, it
+    // takes no number from the partition's attempts.
+    let numbered = a.status != AttemptStatus::Moved;
+    sql.push(if numbered {
+        "COALESCE(MAX(prior.attempt), 0) + 1, "
+    } else {
+        "0, "
+    });
     sql.bind(a.status.as_str()).push(", ");
     sql.bind(a.started_at.as_str()).push(", ");
     sql.bind(a.locked_at.clone()).push(", ");
@@ -374,6 +418,9 @@ fn insert(sql: &mut Sql, a: &Attempt) {
     sql.bind(a.reason.as_deref().map(visible_line));
     if let Some(ids) = txid {
         sql.push(", ").push(ids.current);
+    }
+    if !numbered {
+        return;
     }
     sql.push(" FROM ")
         .table(&table)

@@ -45,16 +45,22 @@ impl Warehouse {
                 sql.push(", r.attempt, r.finished_at, r.error");
             },
             |sql| {
-                sql.push(" FROM (SELECT partition_key, COUNT(*) AS n, MAX(CASE WHEN status <> ")
+                // A moved row is no attempt at its partition (see
+                // `AttemptStatus::Moved`).
+                sql.push(" FROM (SELECT partition_key, COUNT(CASE WHEN status <> ")
+                    .bind(AttemptStatus::Moved.as_str())
+                    .push(" THEN 1 END) AS n, MAX(CASE WHEN status <> ")
                     .bind(AttemptStatus::Cancelled.as_str())
                     .push(" AND status <> ")
                     .bind(AttemptStatus::Refused.as_str())
+                    .push(" AND status <> ")
+                    .bind(AttemptStatus::Moved.as_str())
                     .push(" THEN id END) AS latest, MAX(CASE WHEN status = ")
                     .bind(AttemptStatus::Succeeded.as_str())
                     .push(" THEN id END) AS success, MAX(CASE WHEN status = ")
                     .bind(AttemptStatus::Refused.as_str())
                     .push(" THEN id END) AS refused, ");
-                push_changed_by_partition(sql, job, range);
+                push_changed_by_partition(sql, job, range, Changes::OwnLoads);
                 sql.push(" LEFT JOIN ")
                     .table(&table)
                     .push(" l ON l.id = g.latest LEFT JOIN ")
@@ -102,10 +108,12 @@ impl Warehouse {
     }
 
     /// When each partition of a job last had its content changed by a
-    /// load ([`PartitionLedger::changed_at`]), optionally only of the
-    /// partitions named from `first` through `last`: what a downstream
-    /// job's staleness needs of it, without the attempts themselves (an
-    /// hourly job's ten years are 87,600 of them).
+    /// load: its own ([`PartitionLedger::changed_at`]) or, of a merge job,
+    /// another window's that moved rows in or out of it
+    /// ([`AttemptStatus::Moved`]), optionally only of the partitions named
+    /// from `first` through `last`: what a downstream job's staleness needs
+    /// of it, without the attempts themselves (an hourly job's ten years
+    /// are 87,600 of them).
     pub async fn content_changes(
         &self,
         job: &str,
@@ -122,7 +130,7 @@ impl Warehouse {
             },
             |sql| {
                 sql.push(" FROM (SELECT partition_key, ");
-                push_changed_by_partition(sql, job, range);
+                push_changed_by_partition(sql, job, range, Changes::AnyLoad);
                 sql.push(" JOIN ")
                     .table(&table)
                     .push(" c ON c.id = g.changed");
@@ -137,21 +145,41 @@ impl Warehouse {
     }
 }
 
+/// Which loads' changes to a partition a grouped read counts.
+#[derive(Clone, Copy)]
+enum Changes {
+    /// Its own successes only: what its state reads.
+    OwnLoads,
+    /// Its own, and other windows' merges that moved rows in or out of it:
+    /// what the jobs reading it read.
+    AnyLoad,
+}
+
 /// The end of a grouped read of a job's ledger, `g` (its select list
 /// begun): the id of each partition's latest success that changed its
-/// content (or did not say) as `changed`, from the job's rows, optionally
-/// only of the partitions named from `first` through `last` (names of one
-/// grain sort as their times).
-fn push_changed_by_partition(sql: &mut Sql, job: &str, range: Option<(&str, &str)>) {
+/// content (or did not say), or latest moved row where `changes` counts
+/// them, as `changed`, from the job's rows, optionally only of the
+/// partitions named from `first` through `last` (names of one grain sort
+/// as their times).
+fn push_changed_by_partition(
+    sql: &mut Sql,
+    job: &str,
+    range: Option<(&str, &str)>,
+    changes: Changes,
+) {
     let table = sql.dialect().ledger_table();
-    sql.push("MAX(CASE WHEN status = ")
-        .bind(AttemptStatus::Succeeded.as_str())
-        .push(
-            " AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
-        )
-        .table(&table)
-        .push(" WHERE job = ")
-        .bind(job);
+    sql.push("MAX(CASE WHEN (status = ")
+        .bind(AttemptStatus::Succeeded.as_str());
+    if let Changes::AnyLoad = changes {
+        sql.push(" OR status = ")
+            .bind(AttemptStatus::Moved.as_str());
+    }
+    sql.push(
+        ") AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
+    )
+    .table(&table)
+    .push(" WHERE job = ")
+    .bind(job);
     if let Some((first, last)) = range {
         sql.push(" AND partition_key >= ")
             .bind(first)

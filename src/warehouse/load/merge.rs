@@ -78,52 +78,68 @@ pub(super) async fn merge(
     // `alice@x.com` under NOCASE, citext or `_ci`) may still differ, and is
     // written as the source spells it.
     let changed_test = dialect.any_differs("t", "s", &typed);
-    let mut matched = Sql::new(dialect);
-    match dialect.match_form(typed.len()) {
+    let old = job.partition_column.as_ref();
+    // The target row's partition column, selected beside the test where
+    // the relation is a subquery's.
+    let old_column = |sql: &mut String| {
+        if let Some(c) = old {
+            sql.push_str(&format!(", t.{} AS idem_old", dialect.quote(c)));
+        }
+    };
+    let target = {
+        let mut name = Sql::new(dialect);
+        name.table(&job.target);
+        name.text().to_string()
+    };
+    let changed;
+    let mut inner = String::new();
+    let matched_rows = match dialect.match_form(typed.len()) {
         // Compared within each target row's own lookup (its key's unique
         // index), which yields the test alone. `OFFSET 0` keeps the
         // planner from pulling it up.
         MatchForm::Lateral => {
-            matched
-                .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM ")
-                .push(&stage)
-                .push(" s CROSS JOIN LATERAL (SELECT ")
-                .push(&changed_test)
-                .push(" AS d FROM ")
-                .table(&job.target)
-                .push(" t WHERE ")
-                .push(&key_match)
-                .push(" OFFSET 0) m");
+            inner.push_str(&format!(
+                " FROM {stage} s CROSS JOIN LATERAL (SELECT {changed_test} AS idem_d"
+            ));
+            old_column(&mut inner);
+            inner.push_str(&format!(" FROM {} t WHERE {key_match} OFFSET 0) m", target));
+            moves::Matched {
+                from: inner,
+                differs: "m.idem_d",
+                old: old.map(|_| ("m.", Ident::from_static("idem_old"))),
+            }
         }
         // The test made in a subquery that aggregates nothing, which
         // `LIMIT -1` keeps SQLite from flattening into the count.
         MatchForm::Subquery => {
-            matched
-                .push("SELECT COUNT(*), COUNT(CASE WHEN d THEN 1 END) FROM (SELECT ")
-                .push(&changed_test)
-                .push(" AS d FROM ")
-                .table(&job.target)
-                .push(" t JOIN ")
-                .push(&stage)
-                .push(" s ON ")
-                .push(&key_match)
-                .push(" LIMIT -1) m");
+            inner.push_str(&format!(" FROM (SELECT {changed_test} AS idem_d"));
+            old_column(&mut inner);
+            inner.push_str(&format!(
+                " FROM {} t JOIN {stage} s ON {key_match} LIMIT -1) m",
+                target
+            ));
+            moves::Matched {
+                from: inner,
+                differs: "m.idem_d",
+                old: old.map(|_| ("m.", Ident::from_static("idem_old"))),
+            }
         }
         MatchForm::Join => {
-            matched
-                .push("SELECT COUNT(*), COUNT(CASE WHEN ")
-                .push(&changed_test)
-                .push(" THEN 1 END) FROM ")
-                .table(&job.target)
-                .push(" t JOIN ")
-                .push(&stage)
-                .push(" s ON ")
-                .push(&key_match);
+            changed = format!("({changed_test})");
+            inner.push_str(&format!(" FROM {} t JOIN {stage} s ON {key_match}", target));
+            moves::Matched {
+                from: inner,
+                differs: &changed,
+                old: old.map(|c| ("t.", c.clone())),
+            }
         }
-    }
-    let row = matched.query().fetch_one(&mut *tx).await?;
-    let existing: i64 = row.try_get(0)?;
-    let rows_updated: i64 = row.try_get(1)?;
+    };
+    let mut matched = Sql::new(dialect);
+    moves::push_matched_count(&mut matched, &t, &matched_rows);
+    let (existing, rows_updated, mut other_windows) =
+        moves::matched_count(tx, matched, job.grain).await?;
+    other_windows.extend(moves::windows_entered(dialect, tx, &t, &changed_test).await?);
+    other_windows.remove(&partition.name());
     let rows_inserted = source_rows - existing;
     let before = if existing == 0 {
         Fingerprint::default()
@@ -147,6 +163,12 @@ pub(super) async fn merge(
         thousands(existing - rows_updated)
     ));
 
+    if !other_windows.is_empty() {
+        log(format!(
+            "rows moved in or out of other windows too: {} (content changed there as well)",
+            other_windows.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
     let after = {
         fingerprint::of(tx, dialect, target_columns, "t.", |sql| {
             touched_rows(dialect, sql, job)
@@ -166,6 +188,7 @@ pub(super) async fn merge(
         rows_after,
         fingerprint: after,
         content_changed,
+        other_windows: other_windows.into_iter().collect(),
     })
 }
 

@@ -20,6 +20,7 @@ use crate::partition::Partition;
 
 mod later_merges;
 mod merge;
+mod moves;
 mod replace;
 mod session;
 mod shape;
@@ -67,6 +68,10 @@ pub struct LoadOutcome {
     pub rows_after: i64,
     pub fingerprint: Fingerprint,
     pub content_changed: bool,
+    /// The windows besides its own whose rows a merge changed: moved out
+    /// or in by their partition column, or rewritten there. Each gets an
+    /// [`AttemptStatus::Moved`] ledger row with the load's.
+    pub other_windows: Vec<String>,
 }
 
 /// A committed load: what it wrote, and the number the ledger recorded the
@@ -460,6 +465,9 @@ async fn transact(
     attempt.attempt = ledger::record(&mut tx, dialect, &attempt).await?;
     if attempt.attempt != meta.attempt {
         log(renumbered(meta.attempt, attempt.attempt));
+    }
+    for window in &outcome.other_windows {
+        ledger::record(&mut tx, dialect, &attempt.moving(window)).await?;
     }
     let loaded = Loaded {
         outcome,

@@ -311,6 +311,7 @@ fn checked(
         rows_after: after.rows,
         fingerprint: after,
         content_changed,
+        other_windows: Vec::new(),
     })
 }
 
