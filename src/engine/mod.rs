@@ -306,7 +306,7 @@ struct PartitionRun<'a> {
     /// Set by the first partition that finds the job does not fit.
     misfit: &'a std::sync::Mutex<Option<String>>,
     /// Each partition's last load, as the run found it.
-    last_loads: &'a HashMap<String, ledger::LastLoad>,
+    last_loads: &'a HashMap<String, crate::warehouse::LastLoad>,
     merges_before_run: &'a Option<i64>,
 }
 
@@ -318,7 +318,7 @@ struct PartitionRun<'a> {
 async fn last_loads(
     warehouse: &Warehouse,
     backfill: &Backfill,
-) -> HashMap<String, ledger::LastLoad> {
+) -> HashMap<String, crate::warehouse::LastLoad> {
     let (Strategy::ReplacePartition, Some(first), Some(last)) = (
         backfill.job.strategy,
         backfill.partitions.iter().min(),

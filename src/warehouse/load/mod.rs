@@ -53,7 +53,7 @@ pub struct AttemptMeta {
     /// The partition's last load as the run found it in the ledger
     /// ([`Warehouse::last_loads`]): a replace that finds the window as
     /// that load left it takes its fingerprint for the window's.
-    pub last_load: Option<ledger::LastLoad>,
+    pub last_load: Option<super::LastLoad>,
     /// A merge's [`Warehouse::merges_before_run`]: a later window merged
     /// past it by another run refuses this load. None: not checked.
     pub merges_before_run: Option<i64>,
@@ -319,7 +319,7 @@ struct Target<'a> {
     /// The partition's last load, whose fingerprint a replace may take for
     /// the window's before it, where the engine can check that the window
     /// still holds exactly that load's rows (see `replace`).
-    last_load: Option<&'a ledger::LastLoad>,
+    last_load: Option<&'a super::LastLoad>,
 }
 
 /// The window a replace owns on its target: the rows whose partition column
