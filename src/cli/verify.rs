@@ -121,6 +121,7 @@ fn last_begun_at(
             from.start.format("%Y-%m-%d %H:%M")
         )));
     }
+    super::outside_the_job(job, from, to, asked, "there is nothing to prove")?;
     let last_begun = to.min(Partition::containing(job.grain, now));
     let selection = crate::engine::Selection {
         from: Some(from),
