@@ -170,6 +170,7 @@ fn print(v: &crate::warehouse::Verification) -> Result<Proof, Stop> {
         d.first,
         d.second
     );
+    outln!("  {}", d.why());
     // Each side's rows under the target's column names, in its order.
     let header = d.columns.join(" | ");
     outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);
