@@ -348,11 +348,11 @@ fn a_bad_range_is_refused_before_connecting() {
         ),
         (
             &["run", "j", "--from", "2025-12-30", "--to", "2026-01-04"],
-            "2025-12-30 is outside j's partitions (2026-01-01 to 2026-01-31)",
+            "--from 2025-12-30 is outside j's partitions (2026-01-01 to 2026-01-31, day grain); to run the part inside them: idem --config ",
         ),
         (
             &["run", "j", "--from", "2026-01-30", "--to", "2026-02-02"],
-            "2026-02-02 is outside j's partitions",
+            "--to 2026-02-02 is outside j's partitions",
         ),
         (
             &["run", "open", "--from", "2026-01-30", "--to", "2099-01-01"],
@@ -476,11 +476,7 @@ async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
     for (args, says) in [
         (
             &["run", "daily", "--from", "2026-01-01", "--to", "2026-01-03"][..],
-            "2026-01-01 is outside daily's partitions (2026-01-02 to 2026-01-04)",
-        ),
-        (
-            &["run", "daily", "--from", "2025-12", "--to", "2026-01-03"],
-            "2025-12-01 is outside daily's partitions",
+            "--from 2026-01-01 is outside daily's partitions (2026-01-02 to 2026-01-04, day grain)",
         ),
         (
             &[
@@ -491,7 +487,7 @@ async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
                 "--to",
                 "2026-01-04T11",
             ],
-            "2026-01-04T11 is outside hourly's partitions",
+            "--to 2026-01-04T11 is outside hourly's partitions",
         ),
     ] {
         let out = idem(&config, &[args, &["--dry-run"]].concat());
@@ -499,6 +495,55 @@ async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+    // QA: a coarse bound wholly outside the job was refused as
+    // "2025-12-01 is outside …", a day nobody typed, with no way on. It
+    // names what was typed and gives the command that runs the part of the
+    // range inside the job, which works as printed.
+    for (args, says, then) in [
+        (
+            &["run", "daily", "--from", "2025-12", "--to", "2026-01-03"][..],
+            "--from 2025-12 is outside daily's partitions (2026-01-02 to 2026-01-04, day grain); to run the part inside them: idem --config ",
+            "run daily --from 2026-01-02 --to 2026-01-03 --dry-run",
+        ),
+        (
+            &["run", "daily", "--from", "2026-01-03", "--to", "2026-02"],
+            "--to 2026-02 is outside daily's partitions",
+            "run daily --from 2026-01-03 --to 2026-01-04 --dry-run",
+        ),
+        (
+            &["run", "daily", "--from", "2025-12", "--to", "2025-12"],
+            "--from 2025-12 --to 2025-12 is outside daily's partitions (2026-01-02 to 2026-01-04, day grain); none of it is a partition of the job; to run its whole range: ",
+            "run daily --from 2026-01-02 --to 2026-01-04 --dry-run",
+        ),
+    ] {
+        let out = idem(&config, &[args, &["--dry-run"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("2025-12-01"), "{args:?}: {stderr}");
+        let command = stderr.trim_end().rsplit(": ").next().unwrap();
+        assert!(command.ends_with(then), "{args:?}: {stderr}");
+        let words: Vec<&str> = command.split(' ').collect();
+        assert_eq!(&words[..2], ["idem", "--config"], "{command}");
+        let rerun = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(&words[1..])
+            .output()
+            .unwrap();
+        assert_eq!(
+            rerun.status.code(),
+            Some(0),
+            "{command}: {}",
+            String::from_utf8_lossy(&rerun.stderr)
+        );
+    }
+    let out = idem(&config, &["verify", "daily", "2025-12"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "PARTITION 2025-12 is outside daily's partitions (2026-01-02 to 2026-01-04; day grain"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

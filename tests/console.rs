@@ -1573,6 +1573,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
                 columns: vec!["id".into(), "dt".into(), "amount".into()],
                 sample_first: vec!["7 | 2026-06-01 | 10.50".into()],
                 sample_second: vec!["7 | 2026-06-01 | 21.00".into()],
+                columns_differing: Vec::new(),
             }),
         }),
     });

@@ -117,7 +117,7 @@ async fn verify_proves_and_catches_and_touches_nothing(kind: Kind) {
         assert!(d.only_in_first > 0 && d.only_in_second > 0, "{name}: {d:?}");
         assert!(!d.sample_first.is_empty());
     }
-    if kind != Kind::Sqlite {
+    {
         let v = wh
             .verify_partition(&job("stamped"), &day, &Default::default())
             .await
@@ -161,6 +161,13 @@ fn the_cli_exits_0_when_idempotent_and_1_when_not() {
     let out = String::from_utf8_lossy(&bad.stdout);
     assert!(
         out.contains("NOT idempotent") && out.contains("rows only in run 1"),
+        "{out}"
+    );
+    // Why, in the words of what differs: the column the random value is in.
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l
+            .trim_start()
+            .starts_with("they differ in column amount alone: a value that changes on every run")),
         "{out}"
     );
     // The differing rows come under their columns' names, in the table's
@@ -367,6 +374,89 @@ mod odd_values {
     }
 
     on_every_engine!(floats_and_bytes_are_compared_by_what_they_hold);
+}
+
+/// A clock read at second precision (MariaDB's `now()`, a `DEFAULT
+/// CURRENT_TIMESTAMP` column, SQLite's `datetime('now')`) changes on every
+/// load a second or more apart. QA: verify's three runs took well under a
+/// second, so such a job was proved idempotent nearly every time (on
+/// MariaDB, a `select now()` job always). Run 3 now begins more than a
+/// second after run 1, and the proof names the column that differs.
+mod second_clock {
+    use super::*;
+
+    async fn a_clock_read_to_the_second_is_caught_and_named(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        // The type the SELECT's clock is written to, and a clock column
+        // the SELECT leaves to the table's DEFAULT.
+        let (now, (stamp, created)) = match kind {
+            Kind::Sqlite => (
+                "datetime('now')",
+                ("TEXT", "TEXT DEFAULT (datetime('now'))"),
+            ),
+            Kind::Postgres => (
+                "to_char(now(), 'YYYY-MM-DD HH24:MI:SS')",
+                ("TEXT", "TIMESTAMP(0) DEFAULT now()"),
+            ),
+            Kind::MySql => ("now()", ("DATETIME", "DATETIME DEFAULT CURRENT_TIMESTAMP")),
+        };
+        let sql = |stamp: &str| {
+            format!("select id, {stamp} as stamp, dt from src where dt >= :start and dt < :end")
+        };
+        let jobs = [
+            common::replace_job("now_in_sql", "stamped", "2026-01-05", &sql(now)),
+            // The SELECT is steady; the table's DEFAULT reads the clock.
+            common::replace_job("now_by_default", "defaulted", "2026-01-05", &sql("null")),
+        ]
+        .concat();
+        let (_, config) = db.config(&jobs);
+        let wh = db.warehouse(&config).await;
+        let values: Vec<String> = (0..3).map(|k| format!("({k}, '2026-01-02')")).collect();
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            &format!("CREATE TABLE stamped (id INTEGER NOT NULL, stamp {stamp}, dt DATE NOT NULL)"),
+            &format!(
+                "CREATE TABLE defaulted (id INTEGER NOT NULL, stamp {stamp}, dt DATE NOT NULL, created {created})"
+            ),
+            &format!("INSERT INTO src (id, dt) VALUES {}", values.join(", ")),
+        ])
+        .await
+        .unwrap();
+        let day = Partition::parse(Grain::Day, "2026-01-02", RangeEnd::From).unwrap();
+        for (name, column) in [("now_in_sql", "stamp"), ("now_by_default", "created")] {
+            let job = config.jobs.iter().find(|j| j.name == name).unwrap();
+            let before = wh.table_fingerprint(&job.target).await.unwrap();
+            let started = std::time::Instant::now();
+            let v = wh
+                .verify_partition(job, &day, &Default::default())
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let d = v
+                .difference
+                .unwrap_or_else(|| panic!("{name}: a clock read to the second must be caught"));
+            assert!(
+                started.elapsed() >= idem::warehouse::CLOCK_TICK,
+                "{name}: run 3 began within a second of run 1"
+            );
+            assert_eq!(d.columns_differing, [column], "{name}: {d:?}");
+            assert!(
+                d.why()
+                    .starts_with(&format!("they differ in column {column} alone")),
+                "{name}: {}",
+                d.why()
+            );
+            assert_eq!(
+                wh.table_fingerprint(&job.target).await.unwrap(),
+                before,
+                "{name}: verify must leave the target as it was"
+            );
+        }
+        wh.close().await;
+    }
+
+    on_every_engine!(a_clock_read_to_the_second_is_caught_and_named);
 }
 
 /// SQLite keeps whatever bytes a TEXT value was given, UTF-8 or not. A

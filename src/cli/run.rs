@@ -61,6 +61,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         );
     }
     let selection = args.selection(job)?;
+    args.refuse_bounds_outside(config_path, job, &selection)?;
     for moved in args.moved_bounds(job, &selection) {
         noteln!("idem: note: {moved}");
     }

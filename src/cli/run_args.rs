@@ -121,6 +121,69 @@ impl RunArgs {
         .collect()
     }
 
+    /// A bound the job's partitions do not reach (`--from 2025-12` of a
+    /// job that starts 2026-01-01, `--to` past its `end`), refused in the
+    /// words typed, with the job's range and the command that runs the part
+    /// of the range inside it (QA: the refusal named 2025-12-01, which
+    /// nobody typed, and no command that works).
+    pub fn refuse_bounds_outside(
+        &self,
+        config: &std::path::Path,
+        job: &Job,
+        selection: &Selection,
+    ) -> Result<(), Stop> {
+        let (from_flag, to_flag) = self.bound_names();
+        let before = selection.from.filter(|from| *from < job.start);
+        let after = selection
+            .to
+            .filter(|to| job.end.is_some_and(|end| *to > end));
+        let typed = |flag: &str, text: &Option<String>| {
+            format!("{flag} {}", text.as_deref().unwrap_or_default().trim())
+                .trim_start()
+                .to_string()
+        };
+        if before.is_none() && after.is_none() {
+            return Ok(());
+        }
+        // A range wholly before the start, or wholly after the end, has no
+        // part inside: the job's whole range is the one offered.
+        let none_inside = selection.to.is_some_and(|to| to < job.start)
+            || selection
+                .from
+                .zip(job.end)
+                .is_some_and(|(from, end)| from > end);
+        let given = [
+            (from_flag, &self.from, before.is_some() || none_inside),
+            (to_flag, &self.to, after.is_some() || none_inside),
+        ]
+        .into_iter()
+        .filter(|(_, text, outside)| *outside && text.is_some())
+        .map(|(flag, text, _)| typed(flag, text))
+        .collect::<Vec<_>>()
+        .join(" ");
+        let last = job.end.map_or_else(|| "now".to_string(), |end| end.name());
+        let mut inside = self.clone();
+        inside.config = Some(config.to_path_buf());
+        if before.is_some() || none_inside {
+            inside.from = Some(job.start.name());
+        }
+        if after.is_some() || none_inside {
+            inside.to = job.end.map(|end| end.name());
+        }
+        let so = if none_inside {
+            "none of it is a partition of the job; to run its whole range"
+        } else {
+            "to run the part inside them"
+        };
+        Err(Stop::usage(format!(
+            "{given} is outside {}'s partitions ({} to {last}, {} grain); {so}: {}",
+            job.name,
+            job.start.name(),
+            job.grain,
+            inside.command_line()
+        )))
+    }
+
     /// What messages call the range's ends: the flags, or nothing where
     /// the range came typed as `A..B`.
     fn bound_names(&self) -> (&'static str, &'static str) {

@@ -121,6 +121,7 @@ fn last_begun_at(
             from.start.format("%Y-%m-%d %H:%M")
         )));
     }
+    super::outside_the_job(job, from, to, asked, "there is nothing to prove")?;
     let last_begun = to.min(Partition::containing(job.grain, now));
     let selection = crate::engine::Selection {
         from: Some(from),
@@ -169,6 +170,7 @@ fn print(v: &crate::warehouse::Verification) -> Result<Proof, Stop> {
         d.first,
         d.second
     );
+    outln!("  {}", d.why());
     // Each side's rows under the target's column names, in its order.
     let header = d.columns.join(" | ");
     outln!("  {} only in {}:", n_rows(d.only_in_first as i64), d.first);

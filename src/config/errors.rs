@@ -194,9 +194,10 @@ impl Positions<'_> {
         let text = self.text;
         let span = e.span().unwrap_or(0..0);
         let message = e.message().trim().to_string();
-        let message = if let Some(rest) = message.strip_prefix("unknown field ") {
-            format!("unknown key {rest}")
-        } else if let Some(rest) = message.strip_prefix("missing field ") {
+        if let Some((field, message)) = super::unknown_key::explain(text, &span, &message) {
+            return self.error(span, &field, message);
+        }
+        let message = if let Some(rest) = message.strip_prefix("missing field ") {
             let example = match rest.trim_matches('`') {
                 "warehouse" => " (add [warehouse] with url = \"sqlite://warehouse.db\")",
                 "url" => " (e.g. url = \"${DATABASE_URL}\")",

@@ -1,6 +1,7 @@
 //! `idem verify`: the idempotency proof. The partition is loaded twice in one
 //! transaction (the second run on top of the first) and once more in a later
-//! transaction; the rows after each must be the same. Everything rolls back.
+//! transaction, at least [`CLOCK_TICK`] after the first began; the rows
+//! after each must be the same. Everything rolls back.
 
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -45,9 +46,32 @@ pub struct Difference {
     /// A few of the rows on each side, their values joined by ` | `.
     pub sample_first: Vec<String>,
     pub sample_second: Vec<String>,
+    /// Where as many rows differ on each side: the columns whose values
+    /// differ between them, in the table's order (the rest are alike).
+    pub columns_differing: Vec<String>,
+}
+
+impl Difference {
+    /// Why the runs differ, in the words of what differs: the columns a
+    /// value changing from run to run is written to, or the number of rows.
+    pub fn why(&self) -> String {
+        let changing = "a value that changes on every run is written there: random(), the clock (now(), a column's DEFAULT now()), a sequence or a trigger";
+        match self.columns_differing.as_slice() {
+            [] => "they hold different rows, not the same rows with other values: the SQL picks different rows on each run (LIMIT over ties, a sample, the clock), or something else writes rows there (a trigger)".to_string(),
+            [one] => format!("they differ in column {one} alone: {changing}"),
+            many => format!("they differ in columns {}: {changing}", many.join(", ")),
+        }
+    }
 }
 
 const SAMPLE: usize = 5;
+
+/// How long after run 1 begins run 3 begins at the earliest: past one
+/// whole second, so that a clock read at second precision (MariaDB's
+/// `now()`, a `DATETIME DEFAULT CURRENT_TIMESTAMP` column, SQLite's
+/// `datetime('now')`) reads another value in run 3. QA: such a job, run
+/// three times within the same second, was proved idempotent.
+pub const CLOCK_TICK: std::time::Duration = std::time::Duration::from_millis(1100);
 
 impl Warehouse {
     pub async fn verify_partition(
@@ -56,7 +80,12 @@ impl Warehouse {
         partition: &Partition,
         cancel: &CancellationToken,
     ) -> Result<Verification, WarehouseError> {
+        let began = tokio::time::Instant::now();
         let mut runs = self.rows_after_runs(job, partition, 2, cancel).await?;
+        tokio::select! {
+            () = tokio::time::sleep_until(began + CLOCK_TICK) => {}
+            () = cancel.cancelled() => return Err(WarehouseError::Cancelled),
+        }
         runs.extend(self.rows_after_runs(job, partition, 1, cancel).await?);
         let rows = runs.iter().map(Vec::len).collect();
         let columns = Columns::of(&self.columns(&job.target).await?);
@@ -104,6 +133,27 @@ impl Columns {
             names: columns.iter().map(|c| c.name.to_string()).collect(),
             place,
         }
+    }
+
+    /// The columns, in the table's order, whose values as a whole differ
+    /// between two sets of rows (none where a row was read with another
+    /// number of columns: the table changed under the proof).
+    fn differing(&self, a: &[&Row], b: &[&Row]) -> Vec<String> {
+        let fits = |rows: &[&Row]| rows.iter().all(|r| r.len() == self.place.len());
+        if !fits(a) || !fits(b) {
+            return Vec::new();
+        }
+        fn values<'a>(rows: &[&'a Row], at: usize) -> Vec<&'a Option<String>> {
+            let mut values: Vec<&Option<String>> = rows.iter().map(|r| &r[at]).collect();
+            values.sort();
+            values
+        }
+        self.place
+            .iter()
+            .zip(&self.names)
+            .filter(|&(&at, _)| values(a, at) != values(b, at))
+            .map(|(_, name)| name.clone())
+            .collect()
     }
 
     /// A row's values in the table's order (as read, should the table have
@@ -155,6 +205,11 @@ fn compare(
     let show = |rows: &[&Row]| -> Vec<String> {
         rows.iter().take(SAMPLE).map(|r| columns.show(r)).collect()
     };
+    let columns_differing = if only_a.len() == only_b.len() {
+        columns.differing(&only_a, &only_b)
+    } else {
+        Vec::new()
+    };
     Some(Difference {
         first,
         second,
@@ -163,6 +218,7 @@ fn compare(
         columns: columns.names.clone(),
         sample_first: show(&only_a),
         sample_second: show(&only_b),
+        columns_differing,
     })
 }
 
@@ -222,6 +278,42 @@ mod tests {
         assert_eq!(
             columns.show(&vec![None, Some("x\ny".into())]),
             "NULL | x\\ny"
+        );
+    }
+
+    #[test]
+    fn the_why_names_the_columns_that_differ_or_the_rows() {
+        let columns = Columns {
+            names: vec!["id".into(), "stamp".into(), "dt".into()],
+            place: vec![1, 2, 0],
+        };
+        let row = |id: &str, stamp: Option<&str>| -> Row {
+            vec![
+                Some("2026-01-02".into()),
+                Some(id.into()),
+                stamp.map(Into::into),
+            ]
+        };
+        let run_1 = vec![row("1", Some("10:00:00")), row("2", None)];
+        let run_3 = vec![row("1", Some("10:00:01")), row("2", None)];
+        let d = compare(&run_1, &run_3, ("run 1", "run 3"), &columns).unwrap();
+        assert_eq!(d.columns_differing, ["stamp"]);
+        assert!(
+            d.why().starts_with("they differ in column stamp alone: "),
+            "{}",
+            d.why()
+        );
+        // A NULL in every column but the window's is a value like any other.
+        let nulls = vec![vec![Some("2026-01-02".into()), None, None]; 2];
+        assert!(compare(&nulls, &nulls, ("1", "2"), &columns).is_none());
+        // A row more (a LIMIT over ties, a trigger's insert): rows, not values.
+        let more = vec![row("1", Some("10:00:00")), row("2", None), row("2", None)];
+        let d = compare(&run_1, &more, ("run 1", "run 2"), &columns).unwrap();
+        assert!(d.columns_differing.is_empty(), "{d:?}");
+        assert!(
+            d.why().starts_with("they hold different rows"),
+            "{}",
+            d.why()
         );
     }
 
