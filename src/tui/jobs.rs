@@ -16,7 +16,7 @@ use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{abbreviate_name, block, inner, put};
+use super::widgets::{abbreviate_name, block, columns, inner, put};
 use crate::config::{Job, Strategy};
 use crate::state::LoadState;
 
@@ -308,7 +308,7 @@ impl JobsPane {
                 parts.push(format!("{} in {n}", st.glyph()));
             }
         }
-        let fits = |parts: &[String]| parts.join(" · ").chars().count() + 2 <= width;
+        let fits = |parts: &[String]| columns(&parts.join(" · ")) + 2 <= width;
         if !fits(&parts) {
             parts[0] = format!("{arrow}{}", hidden.len());
         }
@@ -335,7 +335,7 @@ impl JobsPane {
         let above = self.hidden_note(
             &visible[..first],
             '↑',
-            width.saturating_sub(title.chars().count()),
+            width.saturating_sub(columns(&title)),
         );
         if let Some(note) = above {
             b = b.title(ratatui::text::Line::styled(note, t.style("muted")).right_aligned());
@@ -393,7 +393,7 @@ impl JobsPane {
         } else {
             String::new()
         };
-        let bw = badge.chars().count() as u16;
+        let bw = columns(&badge) as u16;
         let name_w = area.width.saturating_sub(2 + bw) as usize;
         let x = put(
             buf,
@@ -430,7 +430,7 @@ impl JobsPane {
         // read as another number (·13 as ·1). The job's kind, also in the
         // calendar's title, gives way to them first; what still does not
         // fit ends in "…".
-        let len = |s: &str| s.chars().count() as u16;
+        let len = |s: &str| columns(s) as u16;
         let all: u16 = health.iter().map(|(s, _)| len(s) + 1).sum();
         let room = area.right().saturating_sub(area.x + 1);
         let mut x = area.x + 1;
