@@ -1082,6 +1082,64 @@ fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
     assert_eq!(a.job().unwrap().cursor, partition(&a, &names[2]));
 }
 
+/// The wheel scrolls the pane under the pointer, focused or not, and the
+/// help: turned over the job list or the run pane, it moved the calendar's
+/// cursor (the focused pane) by a week, and over the help it did nothing.
+#[test]
+fn the_wheel_scrolls_what_is_under_the_pointer() {
+    let (mut a, _, _) = run_in_progress(120, 40);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let s = view::screen(
+        area,
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        true,
+    );
+    let wheel = |kind, x, y| {
+        Msg::Mouse(MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    while a.focus != Focus::Calendar {
+        keys(&mut a, "\t");
+    }
+    let job = a.job().unwrap().job.name.clone();
+    let cursor = a.job().unwrap().cursor;
+    a.update(wheel(
+        MouseEventKind::ScrollDown,
+        s.jobs.x + 3,
+        s.jobs.y + 3,
+    ));
+    assert_ne!(a.job().unwrap().job.name, job, "the job list scrolled");
+    a.update(wheel(MouseEventKind::ScrollUp, s.jobs.x + 3, s.jobs.y + 3));
+    assert_eq!(a.job().unwrap().job.name, job);
+    assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
+    assert_eq!(a.runs[0].selected, 0);
+    a.update(wheel(
+        MouseEventKind::ScrollDown,
+        s.runs.x + 5,
+        s.runs.y + 4,
+    ));
+    assert_eq!(a.runs[0].selected, 1, "the run's partitions scrolled");
+    assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
+    assert_eq!(a.focus, Focus::Calendar, "the wheel leaves the focus");
+    a.update(wheel(
+        MouseEventKind::ScrollUp,
+        s.calendar.x + 5,
+        s.calendar.y + 5,
+    ));
+    assert_ne!(a.job().unwrap().cursor, cursor, "the calendar scrolled");
+    keys(&mut a, "?");
+    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
+    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
+    assert!(matches!(a.modal, Modal::Help { scroll: 2 }));
+    a.update(wheel(MouseEventKind::ScrollUp, 60, 20));
+    assert!(matches!(a.modal, Modal::Help { scroll: 1 }));
+}
+
 #[test]
 fn lost_connection_shows_and_keeps_the_data() {
     let mut a = app(100, 30);
