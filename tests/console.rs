@@ -1005,6 +1005,34 @@ fn navigation_keys() {
     assert_eq!(a.visible_jobs().len(), 4);
 }
 
+/// A filter wider than the job pane's title shows what is being typed
+/// and the cursor, scrolled as the command line is: it showed its start,
+/// and the rest went on out of sight. Regex-like and wide characters are
+/// taken as they are.
+#[test]
+fn a_long_filter_shows_what_is_typed() {
+    let mut a = app(100, 30);
+    // The job pane's title, whose 9 columns are left for the filter; a
+    // wide character's second column reads as a space here.
+    let title = |a: &App| {
+        let line = text(a).lines().nth(1).unwrap_or_default().to_string();
+        line.split('┓').next().unwrap_or_default().replace(' ', "")
+    };
+    keys(&mut a, "/.*[(\\^$東京");
+    assert_eq!(title(&a), "┏Jobs/…(\\^$東京▏");
+    assert!(text(&a).contains("no job matches"));
+    keys(&mut a, &"x".repeat(40));
+    keys(&mut a, "END");
+    assert_eq!(title(&a), "┏Jobs/…xxxxxEND▏");
+    // The cursor moved back to the start shows it, and what follows is cut.
+    a.update(code(KeyCode::Home));
+    keys(&mut a, "^");
+    assert_eq!(title(&a), "┏Jobs/^▏.*[(\\^$…");
+    keys(&mut a, "\x1b/hour");
+    assert_eq!(title(&a), "┏Jobs/hour▏━━━━━");
+    assert_eq!(a.job().unwrap().job.name, "fct_pageviews_hourly");
+}
+
 #[test]
 fn mouse_click_and_drag_select() {
     let mut a = app(100, 30);
