@@ -1005,6 +1005,34 @@ fn navigation_keys() {
     assert_eq!(a.visible_jobs().len(), 4);
 }
 
+/// A filter wider than the job pane's title shows what is being typed
+/// and the cursor, scrolled as the command line is: it showed its start,
+/// and the rest went on out of sight. Regex-like and wide characters are
+/// taken as they are.
+#[test]
+fn a_long_filter_shows_what_is_typed() {
+    let mut a = app(100, 30);
+    // The job pane's title, whose 9 columns are left for the filter; a
+    // wide character's second column reads as a space here.
+    let title = |a: &App| {
+        let line = text(a).lines().nth(1).unwrap_or_default().to_string();
+        line.split('┓').next().unwrap_or_default().replace(' ', "")
+    };
+    keys(&mut a, "/.*[(\\^$東京");
+    assert_eq!(title(&a), "┏Jobs/…(\\^$東京▏");
+    assert!(text(&a).contains("no job matches"));
+    keys(&mut a, &"x".repeat(40));
+    keys(&mut a, "END");
+    assert_eq!(title(&a), "┏Jobs/…xxxxxEND▏");
+    // The cursor moved back to the start shows it, and what follows is cut.
+    a.update(code(KeyCode::Home));
+    keys(&mut a, "^");
+    assert_eq!(title(&a), "┏Jobs/^▏.*[(\\^$…");
+    keys(&mut a, "\x1b/hour");
+    assert_eq!(title(&a), "┏Jobs/hour▏━━━━━");
+    assert_eq!(a.job().unwrap().job.name, "fct_pageviews_hourly");
+}
+
 #[test]
 fn mouse_click_and_drag_select() {
     let mut a = app(100, 30);
@@ -1080,6 +1108,64 @@ fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
     assert_eq!(a.focus, Focus::Calendar);
     assert_eq!(a.job().unwrap().job.name, "fct_orders");
     assert_eq!(a.job().unwrap().cursor, partition(&a, &names[2]));
+}
+
+/// The wheel scrolls the pane under the pointer, focused or not, and the
+/// help: turned over the job list or the run pane, it moved the calendar's
+/// cursor (the focused pane) by a week, and over the help it did nothing.
+#[test]
+fn the_wheel_scrolls_what_is_under_the_pointer() {
+    let (mut a, _, _) = run_in_progress(120, 40);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let s = view::screen(
+        area,
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        true,
+    );
+    let wheel = |kind, x, y| {
+        Msg::Mouse(MouseEvent {
+            kind,
+            column: x,
+            row: y,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    while a.focus != Focus::Calendar {
+        keys(&mut a, "\t");
+    }
+    let job = a.job().unwrap().job.name.clone();
+    let cursor = a.job().unwrap().cursor;
+    a.update(wheel(
+        MouseEventKind::ScrollDown,
+        s.jobs.x + 3,
+        s.jobs.y + 3,
+    ));
+    assert_ne!(a.job().unwrap().job.name, job, "the job list scrolled");
+    a.update(wheel(MouseEventKind::ScrollUp, s.jobs.x + 3, s.jobs.y + 3));
+    assert_eq!(a.job().unwrap().job.name, job);
+    assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
+    assert_eq!(a.runs[0].selected, 0);
+    a.update(wheel(
+        MouseEventKind::ScrollDown,
+        s.runs.x + 5,
+        s.runs.y + 4,
+    ));
+    assert_eq!(a.runs[0].selected, 1, "the run's partitions scrolled");
+    assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
+    assert_eq!(a.focus, Focus::Calendar, "the wheel leaves the focus");
+    a.update(wheel(
+        MouseEventKind::ScrollUp,
+        s.calendar.x + 5,
+        s.calendar.y + 5,
+    ));
+    assert_ne!(a.job().unwrap().cursor, cursor, "the calendar scrolled");
+    keys(&mut a, "?");
+    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
+    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
+    assert!(matches!(a.modal, Modal::Help { scroll: 2 }));
+    a.update(wheel(MouseEventKind::ScrollUp, 60, 20));
+    assert!(matches!(a.modal, Modal::Help { scroll: 1 }));
 }
 
 #[test]

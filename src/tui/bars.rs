@@ -11,7 +11,7 @@ use super::keymap::footer_where;
 use super::keys::Action;
 use super::keys::Scope;
 use super::theme::Theme;
-use super::widgets::{abbreviate, put, wrap_words};
+use super::widgets::{abbreviate, columns, put, wrap_words};
 
 /// What the title bar tells.
 pub struct Title<'a> {
@@ -43,7 +43,7 @@ pub fn render_title(frame: &mut Frame, r: Rect, t: &Theme, title: &Title) {
         right.push_str(&format!("▶ {} running · ", title.active_runs));
     }
     right.push_str(&format!("{} UTC ", title.now.format("%H:%M")));
-    let rw = right.chars().count() as u16;
+    let rw = columns(&right) as u16;
     let lw = r.width.saturating_sub(rw + 1) as usize;
     put(buf, r, r.x, r.y, &abbreviate(&left, lw), t.style("title"));
     let style = if title.db_error.is_some() || title.config_error.is_some() {
@@ -80,7 +80,7 @@ pub fn render_footer(
     // too narrow for every hint drops the others, from the end, so that
     // the key to learn the rest and the key to leave always show.
     let last = |a: Action| matches!(a, Action::Help | Action::Quit);
-    let width = |(key, word): &(&str, &str)| (key.chars().count() + word.len() + 3) as u16;
+    let width = |(key, word): &(&str, &str)| (columns(key) + columns(word) + 3) as u16;
     let kept = footer_where(scope, &|a| shown(a) && last(a));
     let kept_w: u16 = kept.iter().map(width).sum();
     let mut x = r.x + 1;
@@ -211,6 +211,74 @@ mod tests {
             )
         });
         assert_eq!(shown, " loaded");
+    }
+
+    /// The title bar keeps its clock and its right edge whatever the
+    /// error it tells: one in Japanese, or quoting an escape sequence,
+    /// ends in "…" before them (cut by characters, the clock went past
+    /// the edge).
+    #[test]
+    fn the_title_bar_fits_wide_and_escaped_errors() {
+        for error in [
+            "東京の設定ファイル_本番環境用.toml:16:9 does not load: the console keeps the jobs it opened with",
+            "password authentication failed for user \u{1b}[31m\u{1b}[31m\u{1b}[31m\u{1b}[31m\u{1b}[31m",
+        ] {
+            let title = Title {
+                url: "sqlite:///tmp/c2cjk/warehouse.db",
+                db_error: None,
+                config_error: Some(error),
+                connecting: false,
+                loading: false,
+                active_runs: 2,
+                now: crate::tui::fixture::now(),
+            };
+            let shown = draw(120, 1, |f| {
+                render_title(f, f.area(), &Theme::default_theme(), &title)
+            });
+            assert!(shown.ends_with("· ▶ 2 running · 03:12 UTC"), "{shown}");
+            assert!(shown.contains("…"), "{shown}");
+            let database = Title {
+                db_error: Some(error),
+                config_error: None,
+                ..title
+            };
+            let shown = draw(120, 1, |f| {
+                render_title(f, f.area(), &Theme::default_theme(), &database)
+            });
+            assert!(shown.ends_with("· ▶ 2 running · 03:12 UTC"), "{shown}");
+        }
+    }
+
+    /// A note in Japanese wraps by the columns it takes: counted in
+    /// characters, its first line ran past the screen and its words were
+    /// lost.
+    #[test]
+    fn a_wide_status_note_wraps_whole() {
+        let note = (
+            true,
+            "/tmp/東京の設定ファイル_本番環境用.toml:16:9: jobs[0].grain: \"日毎日毎日毎日毎日毎\" is not a grain; expected one of hour, day, month"
+                .to_string(),
+        );
+        let shown = draw(60, 8, |f| {
+            let area = f.area();
+            let r = Rect::new(0, area.bottom() - 1, area.width, 1);
+            render_footer(
+                f,
+                r,
+                &Theme::default_theme(),
+                Some(&note),
+                Scope::Main,
+                &|_| true,
+            )
+        });
+        // A wide character's second column reads as a space here.
+        let words = |s: &str| s.replace(' ', "");
+        let read: String = shown
+            .lines()
+            .filter(|l| !l.starts_with('─'))
+            .map(words)
+            .collect();
+        assert_eq!(read, words(&note.1), "{shown}");
     }
 
     /// At 80 columns not every hint of the main screen fits: the others

@@ -14,7 +14,7 @@ use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{first_line, put};
+use super::widgets::{first_line, from_column, put};
 use crate::cli::RunArgs;
 
 /// The command line being typed.
@@ -55,8 +55,8 @@ impl CommandLine {
         let x = put(buf, r, r.x, r.y, ":", t.style("highlight"));
         let w = r.width.saturating_sub(2) as usize;
         let scroll = self.input.visual_scroll(w);
-        let shown: String = self.input.value().chars().skip(scroll).collect();
-        put(buf, r, x, r.y, &shown, t.style("text"));
+        let shown = from_column(self.input.value(), scroll);
+        put(buf, r, x, r.y, shown, t.style("text"));
         let cx = x + (self.input.visual_cursor().saturating_sub(scroll)) as u16;
         frame.set_cursor_position((cx.min(r.right().saturating_sub(1)), r.y));
     }
@@ -277,5 +277,19 @@ mod tests {
         assert!(
             matches!(parse("goto 2026-06-04", None), Ok(Some(Command::Goto(d))) if d == "2026-06-04")
         );
+    }
+
+    /// A line wider than the footer scrolls by columns, as its cursor
+    /// does: scrolled by characters, a line of Japanese showed its start
+    /// and lost what was just typed.
+    #[test]
+    fn a_wide_line_scrolls_to_what_was_just_typed() {
+        let mut line = CommandLine::default();
+        line.paste("goto 東京大阪名古屋札幌福岡");
+        let shown = crate::tui::fixture::draw(16, 1, |f| {
+            line.render(f, f.area(), &crate::tui::theme::Theme::default_theme())
+        });
+        // A wide character's second column reads as a space here.
+        assert_eq!(shown.replace(' ', ""), ":名古屋札幌福岡");
     }
 }

@@ -16,7 +16,7 @@ use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{abbreviate_name, block, inner, put};
+use super::widgets::{abbreviate, abbreviate_name, block, columns, from_column, inner, put};
 use crate::config::{Job, Strategy};
 use crate::state::LoadState;
 
@@ -308,7 +308,7 @@ impl JobsPane {
                 parts.push(format!("{} in {n}", st.glyph()));
             }
         }
-        let fits = |parts: &[String]| parts.join(" · ").chars().count() + 2 <= width;
+        let fits = |parts: &[String]| columns(&parts.join(" · ")) + 2 <= width;
         if !fits(&parts) {
             parts[0] = format!("{arrow}{}", hidden.len());
         }
@@ -318,10 +318,31 @@ impl JobsPane {
         Some(format!(" {} ", parts.join(" · ")))
     }
 
+    /// The list's title with the filter, in `width` columns: scrolled, as
+    /// the command line is, to show the cursor (`▏` while it is typed) and
+    /// what is just typed; what no longer fits after it ends in "…" (a
+    /// filter wider than the pane showed only its start, and what was
+    /// typed next went on out of sight).
+    fn filter_title(&self, editing: bool, width: usize) -> String {
+        let value = self.filter.value();
+        let caret = if editing { "▏" } else { "" };
+        let mut room = width.saturating_sub(columns(" Jobs / ") + columns(caret));
+        let scrolled = self.filter.visual_cursor() > room;
+        room -= usize::from(scrolled);
+        let at = value
+            .char_indices()
+            .nth(self.filter.cursor())
+            .map_or(value.len(), |(i, _)| i);
+        let before = from_column(&value[..at], self.filter.visual_scroll(room));
+        let after = abbreviate(&value[at..], room.saturating_sub(columns(before)));
+        let mark = if scrolled { "…" } else { "" };
+        format!(" Jobs /{mark}{before}{caret}{after} ")
+    }
+
     pub fn render(&self, frame: &mut Frame, r: Rect, t: &Theme, focused: bool, editing: bool) {
-        let filter = self.filter.value();
-        let title = if editing || !filter.is_empty() {
-            format!(" Jobs /{filter}{} ", if editing { "▏" } else { "" })
+        let width = r.width.saturating_sub(2) as usize;
+        let title = if editing || !self.filter.value().is_empty() {
+            self.filter_title(editing, width)
         } else {
             " Jobs ".to_string()
         };
@@ -330,12 +351,11 @@ impl JobsPane {
         let first = self.first_listed(&visible, rows);
         self.scrolled.set(first);
         let shown = &visible[first..visible.len().min(first + rows)];
-        let width = r.width.saturating_sub(2) as usize;
         let mut b = block(t, title.clone(), focused);
         let above = self.hidden_note(
             &visible[..first],
             '↑',
-            width.saturating_sub(title.chars().count()),
+            width.saturating_sub(columns(&title)),
         );
         if let Some(note) = above {
             b = b.title(ratatui::text::Line::styled(note, t.style("muted")).right_aligned());
@@ -393,7 +413,7 @@ impl JobsPane {
         } else {
             String::new()
         };
-        let bw = badge.chars().count() as u16;
+        let bw = columns(&badge) as u16;
         let name_w = area.width.saturating_sub(2 + bw) as usize;
         let x = put(
             buf,
@@ -430,7 +450,7 @@ impl JobsPane {
         // read as another number (·13 as ·1). The job's kind, also in the
         // calendar's title, gives way to them first; what still does not
         // fit ends in "…".
-        let len = |s: &str| s.chars().count() as u16;
+        let len = |s: &str| columns(s) as u16;
         let all: u16 = health.iter().map(|(s, _)| len(s) + 1).sum();
         let room = area.right().saturating_sub(area.x + 1);
         let mut x = area.x + 1;

@@ -9,13 +9,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, BorderType, Borders};
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
 use super::keys::Action;
 use super::theme::Theme;
-use crate::terminal_text::visible_controls;
+use crate::terminal_text::{visible_controls, visible_line};
 
-/// Pasted text typed into a one-line input: line breaks and tabs become
-/// spaces, other control characters (escape sequences among them) are
-/// dropped.
 /// Where a scrolled view goes for `action`: a line, a page (`page` lines
 /// shown, one kept for context), or its top or end (`most`, the farthest
 /// it scrolls); `None` for an action that does not scroll.
@@ -33,13 +32,13 @@ pub fn scrolled(scroll: u16, action: Action, page: u16, most: u16) -> Option<u16
     Some(to.min(most))
 }
 
-/// `text` in lines of at most `width` characters, broken between words (a
-/// word longer than that keeps its own line, whole).
+/// `text` in lines of at most `width` columns, broken between words (a
+/// word wider than that keeps its own line, whole).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let mut out = vec![String::new()];
     for word in text.split(' ') {
-        let last = out.last_mut().map(|l| l.chars().count()).unwrap_or(0);
-        if last > 0 && last + 1 + word.chars().count() > width {
+        let last = out.last_mut().map(|l| columns(l)).unwrap_or(0);
+        if last > 0 && last + 1 + columns(word) > width {
             out.push(String::new());
         }
         if let Some(line) = out.last_mut() {
@@ -52,6 +51,9 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// Pasted text typed into a one-line input: line breaks and tabs become
+/// spaces, other control characters (escape sequences among them) are
+/// dropped.
 pub fn paste_into(input: &mut tui_input::Input, text: &str) {
     for c in text.chars() {
         let c = match c {
@@ -63,15 +65,72 @@ pub fn paste_into(input: &mut tui_input::Input, text: &str) {
     }
 }
 
-/// Writes text clipped to `clip`, its control characters shown (see
-/// [`visible_controls`]); returns the x after it.
+/// Writes text as one line (see [`one_line`]) clipped to `clip`; returns
+/// the x after it.
 pub fn put(buf: &mut Buffer, clip: Rect, x: u16, y: u16, text: &str, style: Style) -> u16 {
     if y < clip.y || y >= clip.bottom() || x < clip.x || x >= clip.right() {
         return x;
     }
-    let text = visible_controls(text);
+    let text = one_line(text);
     let (end, _) = buf.set_stringn(x, y, &*text, (clip.right() - x) as usize, style);
     end
+}
+
+/// `text` as one line of the console shows it: a line break or a tab a
+/// space, every other control character written visibly (see
+/// [`visible_line`]). [`put`] draws, and [`columns`] and the shortenings
+/// measure, this form: shortened first and shown after, text with an
+/// escape in it lost its "…" or ran past its room.
+fn one_line(text: &str) -> Cow<'_, str> {
+    if text.contains(char::is_control) {
+        Cow::Owned(visible_line(text))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// How many terminal columns [`put`] takes for `text`: a wide character
+/// (CJK, most emoji) takes two.
+pub fn columns(text: &str) -> usize {
+    one_line(text).width()
+}
+
+/// The longest start of `text` at most `room` columns wide; a wide
+/// character that would straddle the edge is left out whole.
+fn head_within(text: &str, room: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        used += c.width().unwrap_or(0);
+        if used > room {
+            return &text[..i];
+        }
+    }
+    text
+}
+
+/// `text` from its column `skip` on: what a one-line input scrolled
+/// `skip` columns (as `tui_input` counts them) shows.
+pub fn from_column(text: &str, skip: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        if used >= skip {
+            return &text[i..];
+        }
+        used += c.width().unwrap_or(0);
+    }
+    ""
+}
+
+/// The longest end of `text` at most `room` columns wide.
+fn tail_within(text: &str, room: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in text.char_indices().rev() {
+        used += c.width().unwrap_or(0);
+        if used > room {
+            return &text[i + c.len_utf8()..];
+        }
+    }
+    text
 }
 
 /// `text` for a widget, each control character in it shown (see
@@ -170,32 +229,30 @@ pub fn duration_text(ms: u64) -> String {
     }
 }
 
-pub fn abbreviate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else if max <= 1 {
-        "…".chars().take(max).collect()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('…');
-        t
+/// `text` as one line (see [`one_line`]) in at most `max` columns, ending
+/// in "…" when cut.
+pub fn abbreviate(text: &str, max: usize) -> String {
+    let text = one_line(text);
+    if text.width() <= max {
+        return text.into_owned();
     }
+    if max == 0 {
+        return String::new();
+    }
+    format!("{}…", head_within(&text, max - 1))
 }
 
-/// A name cut to `max` characters in its middle, keeping its end: names
+/// A name cut to `max` columns in its middle, keeping its end: names
 /// that share a long prefix (`orders_daily_eu`, `orders_daily_us`) differ
 /// at the end, which a cut at the end would hide.
-pub fn abbreviate_name(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max || max < 5 {
-        return abbreviate(s, max);
+pub fn abbreviate_name(text: &str, max: usize) -> String {
+    let text = one_line(text);
+    if text.width() <= max || max < 5 {
+        return abbreviate(&text, max);
     }
     let tail = (max - 1) / 2;
     let head = max - 1 - tail;
-    let mut t: String = s.chars().take(head).collect();
-    t.push('…');
-    t.extend(s.chars().skip(n - tail));
-    t
+    format!("{}…{}", head_within(&text, head), tail_within(&text, tail))
 }
 
 /// The first line of a message.
@@ -221,5 +278,48 @@ mod tests {
         assert_eq!(abbreviate_name("fct_orders", 10), "fct_orders");
         assert_eq!(abbreviate_name("fct_orders_daily_eu", 11), "fct_o…ly_eu");
         assert_eq!(abbreviate_name("fct_orders", 4), "fct…");
+    }
+
+    /// Shortened by the columns a terminal gives it: a wide character
+    /// takes two, and is never split at the cut.
+    #[test]
+    fn text_is_shortened_by_columns_not_characters() {
+        let error = "列「東京の売上」は存在しません";
+        for max in 0..=30 {
+            let cut = abbreviate(error, max);
+            assert!(cut.width() <= max, "{max}: {cut:?}");
+            assert!(cut.width() + 1 >= max.min(error.width()), "{max}: {cut:?}");
+        }
+        assert_eq!(abbreviate(error, 8), "列「東…");
+        assert_eq!(abbreviate("注文🚚", 6), "注文🚚");
+        assert_eq!(abbreviate("注文🚚!", 6), "注文…");
+        let name = abbreviate_name("注文_毎日_東京", 9);
+        assert_eq!((name.as_str(), name.width()), ("注文…東京", 9));
+        assert_eq!(columns("東京 ok"), 7);
+        assert_eq!(
+            wrap_words("東京 大阪 名古屋 ok", 10),
+            ["東京 大阪", "名古屋 ok"]
+        );
+    }
+
+    /// Control characters are written visibly before the text is
+    /// measured: cut after, it lost its "…" or ran past its room.
+    #[test]
+    fn text_is_shown_then_shortened() {
+        let raw = "no such column: \u{1b}[31mx";
+        let shown = r"no such column: \u{1b}[31mx";
+        assert_eq!(abbreviate(raw, 80), shown);
+        assert_eq!(columns(raw), shown.len());
+        assert_eq!(abbreviate(raw, 20), r"no such column: \u{…");
+        assert_eq!(abbreviate_name("a\u{7}bcdefgh", 9), r"a\u{…efgh");
+        assert_eq!(abbreviate("one\nline\ttab", 20), "one line tab");
+    }
+
+    #[test]
+    fn an_input_scrolled_by_columns_shows_from_that_column() {
+        assert_eq!(from_column("東京abc", 0), "東京abc");
+        assert_eq!(from_column("東京abc", 2), "京abc");
+        assert_eq!(from_column("東京abc", 4), "abc");
+        assert_eq!(from_column("東京abc", 9), "");
     }
 }

@@ -18,6 +18,7 @@ use crate::tui::layout::calendar_capacity;
 use crate::tui::lineage_view::{self, LineageStep, LineageView};
 use crate::tui::msg::Effect;
 use crate::tui::runs;
+use crate::tui::widgets::scrolled;
 
 impl App {
     /// Pasted text goes into the input being typed, whole; anywhere else it
@@ -351,7 +352,11 @@ impl App {
     }
 
     fn direction(&mut self, action: Action) {
-        match self.shared.focus {
+        self.direction_in(self.shared.focus, action);
+    }
+
+    fn direction_in(&mut self, pane: Focus, action: Action) {
+        match pane {
             Focus::Jobs => match action {
                 Action::Down => self.shared.jobs.step(true),
                 Action::Up => self.shared.jobs.step(false),
@@ -460,10 +465,16 @@ impl App {
     }
 
     pub(super) fn mouse_event(&mut self, m: MouseEvent) -> Vec<Effect> {
-        if !self.shared.mouse || !matches!(self.shared.modal, Modal::None) || self.too_small() {
+        if !self.shared.mouse || self.too_small() {
             return Vec::new();
         }
         let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        match m.kind {
+            MouseEventKind::ScrollDown => return self.wheel(area, Action::Down, m.column, m.row),
+            MouseEventKind::ScrollUp => return self.wheel(area, Action::Up, m.column, m.row),
+            _ if !matches!(self.shared.modal, Modal::None) => return Vec::new(),
+            _ => {}
+        }
         let hit = self.hit_test(area, m.column, m.row);
         match m.kind {
             MouseEventKind::Down(MouseButton::Left) => match hit {
@@ -497,8 +508,35 @@ impl App {
                 }
             }
             MouseEventKind::Up(MouseButton::Left) => self.shared.calendar.release(),
-            MouseEventKind::ScrollDown => self.direction(Action::Down),
-            MouseEventKind::ScrollUp => self.direction(Action::Up),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The wheel scrolls what is under the pointer: the help or the
+    /// definition's diff when open, else the jobs, the calendar or the
+    /// runs, focused or not (it moved the focused pane wherever it was
+    /// turned, and the help not at all).
+    fn wheel(&mut self, area: Rect, action: Action, x: u16, y: u16) -> Vec<Effect> {
+        let theme = &self.shared.theme;
+        match &mut self.shared.modal {
+            Modal::Help { scroll } => {
+                let (page, most) = help::extent(area, theme);
+                *scroll = scrolled(*scroll, action, page, most).unwrap_or(*scroll);
+            }
+            Modal::Diff { scroll } => {
+                let (page, most) = self
+                    .shared
+                    .definition_diff
+                    .as_ref()
+                    .map_or((0, 0), |d| d.extent(area, theme));
+                *scroll = scrolled(*scroll, action, page, most).unwrap_or(*scroll);
+            }
+            Modal::None => {
+                if let Some(pane) = self.pane_at(area, x, y) {
+                    self.direction_in(pane, action);
+                }
+            }
             _ => {}
         }
         Vec::new()

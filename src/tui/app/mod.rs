@@ -340,6 +340,26 @@ impl App {
         runs::hit(&self.shared.runs, self.shared.selected_run, s.runs, x, y)
     }
 
+    /// The pane a position on a screen of `area` is in, of those that
+    /// take the focus.
+    pub fn pane_at(&self, area: Rect, x: u16, y: u16) -> Option<Focus> {
+        let job = self.job()?;
+        let s = screen(
+            area,
+            job.grain(),
+            job.unit_count(),
+            !self.shared.runs.is_empty(),
+        );
+        let at = Position::new(x, y);
+        [
+            (s.jobs, Focus::Jobs),
+            (s.calendar, Focus::Calendar),
+            (s.runs, Focus::Runs),
+        ]
+        .into_iter()
+        .find_map(|(r, pane)| r.contains(at).then_some(pane))
+    }
+
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
             Msg::Tick(now) => return self.tick(now),

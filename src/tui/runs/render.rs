@@ -11,7 +11,6 @@ use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
 use super::{RunPartState, RunView};
 use crate::state::LoadState;
-use crate::terminal_text::visible_controls;
 use crate::tui::layout::{Hit, run_split};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{
@@ -233,7 +232,7 @@ fn render_table(
             table,
             x,
             y,
-            &abbreviate(&visible_controls(&rows_text), room),
+            &abbreviate(&rows_text, room),
             t.style("text"),
         );
     }
