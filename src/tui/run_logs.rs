@@ -37,8 +37,8 @@ impl RunLogs {
     /// Adds a message to partition `i`'s log, a line for each of its
     /// lines (a server's error with its DETAIL), dropping the oldest lines
     /// past either bound. Control characters (an escape sequence a server
-    /// echoed) become spaces: the terminal would drop them and glue the
-    /// words around them. Returns the lines added.
+    /// echoed) are shown, not obeyed ([`crate::terminal_text::visible_line`]).
+    /// Returns the lines added.
     pub fn push(&mut self, i: usize, text: &str) -> usize {
         let mut added = 0;
         for line in text.split('\n') {
