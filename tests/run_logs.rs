@@ -210,9 +210,17 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     let out = run(Some(&a_file), true);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
+    // The file in the way is named, not the folder it stops.
     assert!(
         said.contains(&format!(
-            "idem: note: no run log kept: cannot create {}",
+            ": {} is a file, not a folder (move it away to keep run logs)\n",
+            a_file.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "idem: note: no run log kept: cannot create the folder {}/idem/logs/",
             a_file.display()
         )),
         "{said}"
