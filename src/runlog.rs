@@ -1,7 +1,7 @@
 //! Run logs on disk: every partition's log lines (BEGIN, lock, DELETE n,
 //! INSERT n, checks, COMMIT or the error), as the run wrote them, under the
-//! platform's state directory (`$XDG_STATE_HOME/idem/logs`, else
-//! `~/.local/state/idem/logs`), in a folder per warehouse (two warehouses
+//! platform's state directory (`$XDG_STATE_HOME/idem/logs` where it is an
+//! absolute path, else `~/.local/state/idem/logs`: see [`crate::xdg`]), in a folder per warehouse (two warehouses
 //! with a job of one name, production and staging, keep their logs apart),
 //! one file per job and partition. A file is
 //! rotated once past [`MAX_BYTES`], keeping one older file, so logs stay
@@ -19,19 +19,16 @@ use crate::terminal_text::visible_line;
 /// `.log.1`.
 pub const MAX_BYTES: u64 = 256 * 1024;
 
+/// Why no run log is kept where [`dir`] finds no folder.
+pub const NO_STATE_DIRECTORY: &str =
+    "no state directory: set XDG_STATE_HOME (an absolute path) or HOME to keep run logs";
+
 /// Where the run logs of the warehouse at `url` are kept, when the
 /// platform says: a folder named by a hash of the URL without its password
 /// (a SQLite file by its absolute path), with the URL in `warehouse.txt`.
 pub fn dir(url: &str) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })?;
+    let state = crate::xdg::Base::State.dir()?;
     let identity = warehouse_identity(url);
     let digest = Sha256::digest(identity.as_bytes());
     let key: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
@@ -96,8 +93,7 @@ impl RunLog {
     /// directory; where none can be kept, why (for the run to say: `idem
     /// log --lines` would later find nothing).
     pub fn open(url: &str) -> Result<RunLog, String> {
-        let dir =
-            dir(url).ok_or("no state directory: set XDG_STATE_HOME or HOME to keep run logs")?;
+        let dir = dir(url).ok_or(NO_STATE_DIRECTORY)?;
         make_folder(&dir)?;
         let mut log = RunLog::at(dir, MAX_BYTES);
         log.warehouse = Some(warehouse_identity(url));
