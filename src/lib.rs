@@ -21,3 +21,4 @@ pub mod terminal_text;
 pub mod tui;
 pub mod user_config;
 pub mod warehouse;
+pub mod xdg;

@@ -1,7 +1,7 @@
 //! Run logs on disk: every partition's log lines (BEGIN, lock, DELETE n,
 //! INSERT n, checks, COMMIT or the error), as the run wrote them, under the
-//! platform's state directory (`$XDG_STATE_HOME/idem/logs`, else
-//! `~/.local/state/idem/logs`), in a folder per warehouse (two warehouses
+//! platform's state directory (`$XDG_STATE_HOME/idem/logs` where it is an
+//! absolute path, else `~/.local/state/idem/logs`: see [`crate::xdg`]), in a folder per warehouse (two warehouses
 //! with a job of one name, production and staging, keep their logs apart),
 //! one file per job and partition. A file is
 //! rotated once past [`MAX_BYTES`], keeping one older file, so logs stay
@@ -19,19 +19,16 @@ use crate::terminal_text::visible_line;
 /// `.log.1`.
 pub const MAX_BYTES: u64 = 256 * 1024;
 
+/// Why no run log is kept where [`dir`] finds no folder.
+pub const NO_STATE_DIRECTORY: &str =
+    "no state directory: set XDG_STATE_HOME (an absolute path) or HOME to keep run logs";
+
 /// Where the run logs of the warehouse at `url` are kept, when the
 /// platform says: a folder named by a hash of the URL without its password
 /// (a SQLite file by its absolute path), with the URL in `warehouse.txt`.
 pub fn dir(url: &str) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/state"))
-        })?;
+    let state = crate::xdg::Base::State.dir()?;
     let identity = warehouse_identity(url);
     let digest = Sha256::digest(identity.as_bytes());
     let key: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
@@ -96,10 +93,8 @@ impl RunLog {
     /// directory; where none can be kept, why (for the run to say: `idem
     /// log --lines` would later find nothing).
     pub fn open(url: &str) -> Result<RunLog, String> {
-        let dir =
-            dir(url).ok_or("no state directory: set XDG_STATE_HOME or HOME to keep run logs")?;
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir = dir(url).ok_or(NO_STATE_DIRECTORY)?;
+        make_folder(&dir)?;
         let mut log = RunLog::at(dir, MAX_BYTES);
         log.warehouse = Some(warehouse_identity(url));
         log.name_the_warehouse();
@@ -137,11 +132,10 @@ impl RunLog {
             return;
         };
         let key = (job, partition);
-        if let Err(e) = self.append(&key, &line) {
+        if let Err(why) = self.append(&key, &line) {
             self.open.remove(&key);
             if self.failed.is_none() && !self.said {
-                let file = path(&self.dir, &key.0, &key.1);
-                self.failed = Some(format!("cannot write {}: {e}", file.display()));
+                self.failed = Some(why);
             }
         }
         if matches!(
@@ -152,13 +146,14 @@ impl RunLog {
         }
     }
 
-    fn append(&mut self, key: &(String, String), line: &str) -> std::io::Result<()> {
+    /// Appends `line` to the partition's log; where it cannot, why.
+    fn append(&mut self, key: &(String, String), line: &str) -> Result<(), String> {
         let file = path(&self.dir, &key.0, &key.1);
         // The file open is written only while its path still names it: a
         // folder removed mid-run (a clean-up of ~/.local/state) would take
         // the attempt's later lines with it, and a file another run
         // rotated is that run's older file now. A file grown past the
-        // bound is closed here and rotated below.
+        // bound is closed here and rotated on opening.
         let current = |open: &OpenLog| {
             open.size < self.max_bytes
                 && std::fs::metadata(&file).is_ok_and(|m| file_id(&m) == open.id)
@@ -166,21 +161,29 @@ impl RunLog {
         if self.open.get(key).is_some_and(|open| !current(open)) {
             self.open.remove(key);
         }
+        if !self.open.contains_key(key)
+            && let Some(parent) = file.parent()
+            && !parent.is_dir()
+        {
+            make_folder(parent)?;
+            self.name_the_warehouse();
+        }
+        self.write(key, &file, line)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))
+    }
+
+    /// Writes `line` to `file`, the partition's log, opening it (rotated
+    /// first where it grew past the bound) unless it is open.
+    fn write(&mut self, key: &(String, String), file: &Path, line: &str) -> std::io::Result<()> {
         if !self.open.contains_key(key) {
-            if let Some(parent) = file.parent()
-                && !parent.is_dir()
-            {
-                std::fs::create_dir_all(parent)?;
-                self.name_the_warehouse();
-            }
-            if std::fs::metadata(&file).is_ok_and(|m| m.len() >= self.max_bytes) {
-                match std::fs::rename(&file, file.with_extension("log.1")) {
+            if std::fs::metadata(file).is_ok_and(|m| m.len() >= self.max_bytes) {
+                match std::fs::rename(file, file.with_extension("log.1")) {
                     // Another run rotated it first.
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     rotated => rotated?,
                 }
             }
-            let f = OpenOptions::new().create(true).append(true).open(&file)?;
+            let f = OpenOptions::new().create(true).append(true).open(file)?;
             let metadata = f.metadata()?;
             let open = OpenLog {
                 size: metadata.len(),
@@ -205,6 +208,37 @@ impl RunLog {
         *size += text.len() as u64;
         Ok(())
     }
+}
+
+/// Makes the folder `dir`, and those it is in; where it cannot, why,
+/// naming the path in the way where one is (a file, or a symlink to
+/// nothing, where a folder is needed), not only the error (`File exists`,
+/// `Not a directory`).
+fn make_folder(dir: &Path) -> Result<(), String> {
+    let Err(e) = std::fs::create_dir_all(dir) else {
+        return Ok(());
+    };
+    let mut folders: Vec<&Path> = dir.ancestors().collect();
+    folders.reverse();
+    let in_the_way = folders.into_iter().find_map(|p| {
+        match (std::fs::metadata(p), std::fs::symlink_metadata(p)) {
+            (Ok(m), _) if !m.is_dir() => Some((p, "a file")),
+            (Err(_), Ok(_)) => Some((p, "a symlink to nothing")),
+            _ => None,
+        }
+    });
+    Err(match in_the_way {
+        Some((p, what)) if p == dir => format!(
+            "cannot create the folder {}: {what} is in its place (move it away to keep run logs)",
+            dir.display()
+        ),
+        Some((p, what)) => format!(
+            "cannot create the folder {}: {} is {what}, not a folder (move it away to keep run logs)",
+            dir.display(),
+            p.display()
+        ),
+        None => format!("cannot create the folder {}: {e}", dir.display()),
+    })
 }
 
 /// The line an event leaves in its partition's log.
@@ -473,6 +507,50 @@ mod tests {
         std::fs::remove_file(path(&dir, "fct", "2026-01-01")).expect("rm");
         log.record(&log_line(3));
         assert!(texts(&dir, "2026-01-01")[0].starts_with("line 3 "));
+    }
+
+    /// QA: a job's log folder replaced by a file (or a file where any
+    /// folder above it should be) was said as `cannot write
+    /// …/fct/2026-01-01.log: File exists`, blaming the log. The path in
+    /// the way is named, and why.
+    #[test]
+    fn a_file_in_the_way_of_a_log_folder_is_named() {
+        let state = tempfile::tempdir().expect("dir");
+        let dir = state.path().join("logs");
+        let mut log = RunLog::at(dir.clone(), MAX_BYTES);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let job = dir.join("fct");
+        std::fs::write(&job, "x").expect("a file for the job's folder");
+        log.record(&log_line(1));
+        assert_eq!(
+            log.failure(),
+            Some(format!(
+                "cannot create the folder {}: a file is in its place (move it away to keep run logs)",
+                job.display()
+            ))
+        );
+        // A file where a folder above the logs' should be.
+        let idem = state.path().join("idem");
+        std::fs::write(&idem, "x").expect("a file for idem's folder");
+        let logs = idem.join("logs").join("e3422c86bac1");
+        assert_eq!(
+            make_folder(&logs),
+            Err(format!(
+                "cannot create the folder {}: {} is a file, not a folder (move it away to keep run logs)",
+                logs.display(),
+                idem.display()
+            ))
+        );
+        let link = state.path().join("gone");
+        std::os::unix::fs::symlink(state.path().join("nowhere"), &link).expect("symlink");
+        assert_eq!(
+            make_folder(&link.join("fct")),
+            Err(format!(
+                "cannot create the folder {}: {} is a symlink to nothing, not a folder (move it away to keep run logs)",
+                link.join("fct").display(),
+                link.display()
+            ))
+        );
     }
 
     /// QA: two runs writing one partition's log (a run waiting on the

@@ -1,5 +1,5 @@
 //! The user's own settings for the console, in `$XDG_CONFIG_HOME/idem/config.toml`
-//! (else `~/.config/idem/config.toml`): the default theme and key overrides.
+//! (else `~/.config/idem/config.toml`; see [`crate::xdg`]): the default theme and key overrides.
 //! For the theme a flag wins over the environment (both read by the command
 //! line), which wins over this file, which wins over the built-in default;
 //! keys are this file's, else the built-in ones.
@@ -42,21 +42,16 @@ impl Keys {
     }
 }
 
-/// Where the user config file is, from `XDG_CONFIG_HOME` or `HOME`; `None`
-/// when neither is set.
-pub fn path_from(xdg_config_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
-    let base = match (xdg_config_home, home) {
-        (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
-        (_, Some(home)) if !home.is_empty() => Path::new(home).join(".config"),
-        _ => return None,
-    };
-    Some(base.join("idem").join("config.toml"))
-}
-
-/// Where the user config file is for this process.
+/// Where the user config file is for this process, from `XDG_CONFIG_HOME`
+/// (an absolute path) or `HOME` (see [`crate::xdg`]); `None` when neither
+/// gives a folder.
 pub fn path() -> Option<PathBuf> {
-    let var = |name| std::env::var(name).ok();
-    path_from(var("XDG_CONFIG_HOME").as_deref(), var("HOME").as_deref())
+    Some(
+        crate::xdg::Base::Config
+            .dir()?
+            .join("idem")
+            .join("config.toml"),
+    )
 }
 
 impl UserConfig {
@@ -117,19 +112,6 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_path_follows_xdg_then_home() {
-        assert_eq!(
-            path_from(Some("/x"), Some("/h")),
-            Some(PathBuf::from("/x/idem/config.toml"))
-        );
-        assert_eq!(
-            path_from(Some(""), Some("/h")),
-            Some(PathBuf::from("/h/.config/idem/config.toml"))
-        );
-        assert_eq!(path_from(None, None), None);
-    }
 
     #[test]
     fn the_command_line_wins_over_the_file_which_wins_over_the_default() {

@@ -564,11 +564,19 @@ fn config_path_prints_where_the_user_config_is_read() {
         String::from_utf8_lossy(&xdg.stdout).trim(),
         "/tmp/xdg/idem/config.toml"
     );
-    let home = run(&[("HOME", "/home/u")]);
-    assert_eq!(
-        String::from_utf8_lossy(&home.stdout).trim(),
-        "/home/u/.config/idem/config.toml"
-    );
+    // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says: the
+    // user config does not depend on the folder idem runs in.
+    for env in [
+        &[("HOME", "/home/u")][..],
+        &[("HOME", "/home/u"), ("XDG_CONFIG_HOME", "cfg")],
+    ] {
+        let home = run(env);
+        assert_eq!(
+            String::from_utf8_lossy(&home.stdout).trim(),
+            "/home/u/.config/idem/config.toml",
+            "{env:?}"
+        );
+    }
     let neither = run(&[]);
     assert_eq!(neither.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&neither.stderr).contains("XDG_CONFIG_HOME"));

@@ -1061,6 +1061,130 @@ mod big_tables {
     on_every_engine!(init_reads_no_big_table_whole);
 }
 
+/// QA: a date column holding "unknown" written as a date (`0001-01-01`,
+/// `1900-01-01`, `9999-12-31`) was started at `0001-01-01`, and `idem
+/// status` then listed 742,831 partitions. The start is now the first date
+/// from 1970 to today, read through an index or from the rows read without
+/// one; the grain is read from those dates alone; and the starter and the
+/// terminal name what was left out, and on how many rows.
+mod placeholders {
+    use super::*;
+
+    async fn init_leaves_out_placeholder_dates(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let (_, config) = db.config("");
+        let wh = db.warehouse(&config).await;
+        let timestamp = if kind == Kind::MySql {
+            "DATETIME"
+        } else {
+            "TIMESTAMP"
+        };
+        let mut script = Vec::new();
+        for table in ["unknowns", "unknowns_indexed"] {
+            script.push(format!(
+                "CREATE TABLE {table} (id INTEGER NOT NULL PRIMARY KEY, d DATE)"
+            ));
+            script.push(format!(
+                "INSERT INTO {table} VALUES (1, '1900-01-01'), (2, '2026-03-02'), (3, '0001-01-01'), \
+                 (4, '9999-12-31'), (5, '2026-03-01'), (6, '1900-01-01'), (7, NULL)"
+            ));
+        }
+        script.push("CREATE INDEX unknowns_indexed_d ON unknowns_indexed (d)".into());
+        // Months' first days, and a far end: monthly all the same.
+        script.push(format!(
+            "CREATE TABLE periods (id INTEGER NOT NULL PRIMARY KEY, period {timestamp})"
+        ));
+        script.push(
+            "INSERT INTO periods VALUES (1, '2026-01-01 00:00:00'), (2, '2026-02-01 00:00:00'), \
+             (3, '9999-12-31 23:59:59'), (4, '2026-03-01 00:00:00')"
+                .into(),
+        );
+        script.push("CREATE TABLE all_unknown (id INTEGER NOT NULL PRIMARY KEY, d DATE)".into());
+        script.push("INSERT INTO all_unknown VALUES (1, '1900-01-01')".into());
+        let script: Vec<&str> = script.iter().map(String::as_str).collect();
+        wh.execute_script(&script).await.unwrap();
+        wh.close().await;
+
+        let path = db.path().join("starter.toml");
+        let out = idem(&path, &["init", &db.url]);
+        exits(kind, &out, 0);
+        let said = String::from_utf8_lossy(&out.stdout);
+        let starter = std::fs::read_to_string(&path).unwrap();
+        let jobs = jobs_of(&path, &uncommented(&starter));
+        let job = |name: &str| {
+            let job = jobs.iter().find(|j| j.name == name);
+            let job = job.unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"));
+            (job.grain.as_str(), job.start.name())
+        };
+        let left_out = "as likely placeholders: 3 rows of 0001-01-01 to 1900-01-01, \
+                        before 1970-01-01; 1 row of 9999-12-31, after today (";
+        for table in ["unknowns", "unknowns_indexed"] {
+            assert_eq!(
+                job(table),
+                ("day", "2026-03-01".into()),
+                "{kind:?}: {starter}"
+            );
+            let head = format!("# {table}: partitioned by d (");
+            let mut lines = starter.lines().skip_while(|l| !l.starts_with(&head));
+            let about = lines
+                .next()
+                .unwrap_or_else(|| panic!("{kind:?}: {head} in {starter}"));
+            assert!(
+                about.ends_with("), first value 2026-03-01"),
+                "{kind:?}: {starter}"
+            );
+            assert!(
+                lines
+                    .next()
+                    .is_some_and(|l| l.starts_with(&format!("# Left out {left_out}"))),
+                "{kind:?}: {starter}"
+            );
+            assert_eq!(
+                lines.next(),
+                Some(
+                    "# (if any before 1970-01-01 are real dates, move start back to the first of them)"
+                ),
+                "{kind:?}: {starter}"
+            );
+            assert!(
+                said.contains(&format!(
+                    "\n{table}: start 2026-03-01, leaving out {left_out}"
+                )),
+                "{kind:?}: {said}"
+            );
+        }
+        assert_eq!(
+            job("periods"),
+            ("month", "2026-01".into()),
+            "{kind:?}: {starter}"
+        );
+        assert!(
+            said.contains(
+                "\nperiods: start 2026-01, leaving out as likely placeholders: 1 row of 9999-12-31"
+            ),
+            "{kind:?}: {said}"
+        );
+        // Nothing plausible: started as an empty table is, and said so.
+        let this_month = chrono::Utc::now().format("%Y-%m-01").to_string();
+        assert_eq!(
+            job("all_unknown"),
+            ("day", this_month),
+            "{kind:?}: {starter}"
+        );
+        assert!(
+            starter.contains(
+                "), no date from 1970-01-01 to today (start is this month's first day)\n\
+                 # Left out as likely placeholders: 1 row of 1900-01-01, before 1970-01-01\n"
+            ),
+            "{kind:?}: {starter}"
+        );
+    }
+
+    on_every_engine!(init_leaves_out_placeholder_dates);
+}
+
 /// QA: Ctrl-C or SIGTERM while `idem init` read the warehouse ended it
 /// without a word (and a kill in its final write could leave a
 /// `.idem.toml.PID.part` beside the config). It now says it was cancelled,

@@ -188,6 +188,7 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
         idem.arg("--config")
             .arg(&config)
             .args(["run", "fct", "--yes"])
+            .current_dir(db.path())
             .env_remove("HOME")
             .env_remove("XDG_STATE_HOME");
         if json {
@@ -198,21 +199,34 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
         }
         idem.output().expect("idem ran")
     };
-    let out = run(None, false);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{said}");
-    assert!(
-        said.contains(
-            "idem: note: no run log kept: no state directory: set XDG_STATE_HOME or HOME"
-        ),
-        "{said}"
-    );
+    // A relative XDG_STATE_HOME is none, as the XDG spec says: not a
+    // folder under wherever idem runs.
+    for state in [None, Some(std::path::Path::new("state"))] {
+        let out = run(state, false);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        assert!(
+            said.contains(
+                "idem: note: no run log kept: no state directory: set XDG_STATE_HOME (an absolute path) or HOME to keep run logs\n"
+            ),
+            "{state:?}: {said}"
+        );
+        assert!(!db.path().join("state").exists(), "{state:?}");
+    }
     let out = run(Some(&a_file), true);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
+    // The file in the way is named, not the folder it stops.
     assert!(
         said.contains(&format!(
-            "idem: note: no run log kept: cannot create {}",
+            ": {} is a file, not a folder (move it away to keep run logs)\n",
+            a_file.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "idem: note: no run log kept: cannot create the folder {}/idem/logs/",
             a_file.display()
         )),
         "{said}"
@@ -226,7 +240,7 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
         "{events}"
     );
     let attempts = wh.attempts("fct", None).await.expect("ledger");
-    assert_eq!(attempts.len(), 4, "both runs loaded both days");
+    assert_eq!(attempts.len(), 6, "each run loaded both days");
 }
 
 /// QA: as the operator reads logs after a bad night. A server error that
@@ -398,4 +412,55 @@ async fn two_runs_at_once_keep_one_partitions_log_whole_and_in_order() {
         text.contains("waiting for the lock"),
         "the second run waited:\n{text}"
     );
+}
+
+/// QA: `XDG_STATE_HOME` set to a relative path was used as it was, so a
+/// run kept its logs under whatever folder it ran in and `idem log
+/// --lines` from another found none. As the XDG spec says, it is ignored:
+/// the logs are kept under `HOME`, and found from any folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_xdg_state_home_is_ignored() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&common::TWO_DAYS).await.expect("setup");
+    let home = db.path().join("home");
+    let here = db.path().join("here");
+    let elsewhere = db.path().join("elsewhere");
+    for folder in [&home, &here, &elsewhere] {
+        std::fs::create_dir(folder).expect("folder");
+    }
+    let idem = |cwd: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .current_dir(cwd)
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", "state")
+            .output()
+            .expect("idem ran")
+    };
+    let out = idem(&here, &["run", "fct", "--yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !here.join("state").exists(),
+        "no logs under the folder it ran in"
+    );
+    assert!(home.join(".local/state/idem/logs").is_dir());
+    let out = idem(&elsewhere, &["log", "fct", "2026-01-01", "--lines", "5"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("attempt 1 succeeded"), "{printed}");
 }

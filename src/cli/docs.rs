@@ -109,10 +109,10 @@ Who runs a load, as the ledger records it (else \fBUSER\fR, \fBLOGNAME\fR, the l
 The host the ledger records (else \fI/etc/hostname\fR).
 .TP
 \fBXDG_CONFIG_HOME\fR, \fBHOME\fR
-Where the user config file is (see FILES).
+Where the user config file is (see FILES). An \fBXDG_CONFIG_HOME\fR that is not an absolute path is ignored, as the XDG Base Directory spec says.
 .TP
 \fBXDG_STATE_HOME\fR, \fBHOME\fR
-Where run logs are kept (see FILES).
+Where run logs are kept (see FILES). An \fBXDG_STATE_HOME\fR that is not an absolute path is ignored, as the XDG Base Directory spec says.
 .TP
 \fB${VAR}\fR
 Any variable a config names in its values, e.g. url = "${DATABASE_URL}"; one that is not set is a config error.

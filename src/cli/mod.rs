@@ -44,7 +44,7 @@ pub const DEFAULT_CONFIG: &str = "idem.toml";
 pub fn config_path() -> Exit {
     let print = || -> Result<Exit, Stop> {
         let path = crate::user_config::path().ok_or_else(|| {
-            Stop::usage("no user config directory: neither XDG_CONFIG_HOME nor HOME is set")
+            Stop::usage("no user config directory: neither XDG_CONFIG_HOME (an absolute path) nor HOME is set")
         })?;
         outln!("{}", path.display());
         Ok(Exit::Ok)

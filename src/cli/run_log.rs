@@ -38,9 +38,7 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         }
         let partition = first.name();
         let Some(dir) = crate::runlog::dir(&config.warehouse.url) else {
-            return Err(Stop::failed(
-                "no state directory: set XDG_STATE_HOME or HOME to keep run logs",
-            ));
+            return Err(Stop::failed(crate::runlog::NO_STATE_DIRECTORY));
         };
         let tail = crate::runlog::tail(&dir, &job.name, &partition, n);
         for why in &tail.unreadable {

@@ -1,9 +1,12 @@
-//! What `idem init` reads of a dated column: its first and last real dates
-//! (placeholders such as PostgreSQL's `-infinity` or MariaDB's
-//! `0000-00-00` left out) and a sample of its values, each without reading
-//! a big table whole: an index gives the range in two seeks; without one,
-//! only the first rows the warehouse reads are, and the range says so.
+//! What `idem init` reads of a dated column: its first and last plausible
+//! dates, the values left out as likely placeholders (`0001-01-01`,
+//! `1900-01-01`, `9999-12-31`: "unknown" written as a date), and a sample of
+//! its values, each without reading a big table whole: an index gives the
+//! range in a few seeks; without one, only the first rows the warehouse
+//! reads are, and the range says so. Values that are no dates at all
+//! (PostgreSQL's `-infinity`, MariaDB's `0000-00-00`) are left out unsaid.
 
+use chrono::NaiveDate;
 use sqlx::Row;
 
 use super::sql::Sql;
@@ -15,25 +18,61 @@ use crate::config::TableName;
 /// rows takes minutes.
 pub const ROWS_READ_WITHOUT_INDEX: u32 = 100_000;
 
-/// The smallest date written in full taken for a real one.
+/// The smallest date written in full taken for a date at all.
 const FIRST_REAL_DATE: &str = "0001-01-01";
 
-/// A column's first and last real dates as text.
+/// The first date taken for a real one in a table a batch job loads:
+/// earlier values (`0001-01-01`, `1900-01-01`) are most often "unknown"
+/// written as a date. The last is the warehouse's today.
+pub const FIRST_PLAUSIBLE_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
+    Some(date) => date,
+    None => panic!("1970-01-01 is a date"),
+};
+
+/// A column's first and last plausible dates as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DateRange {
-    /// `None` where no real date was read.
+    /// `None` where no plausible date was read.
     pub values: Option<(String, String)>,
     /// Whether of every row: an index gave it, or the table has no more
     /// rows than [`ROWS_READ_WITHOUT_INDEX`]. Otherwise of the first rows
     /// read alone, so the table may hold earlier and later dates.
     pub exact: bool,
+    /// Dates before [`FIRST_PLAUSIBLE_DATE`], then after today, left out.
+    pub placeholders: Vec<Placeholders>,
+}
+
+/// Dates on one side of the plausible ones, left out of a [`DateRange`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholders {
+    /// Whether after the last plausible date (today), not before the first.
+    pub after: bool,
+    /// The date they lie beyond: [`FIRST_PLAUSIBLE_DATE`], or today.
+    pub beyond: NaiveDate,
+    pub least: String,
+    pub greatest: String,
+    /// Rows that hold them: of the rows read, or counted up to
+    /// [`ROWS_READ_WITHOUT_INDEX`] through an index.
+    pub rows: i64,
+    /// Whether more rows than `rows` may hold them.
+    pub at_least: bool,
+}
+
+/// The conditions `idem init` sorts a column's values by.
+struct Conditions {
+    /// A date from [`FIRST_PLAUSIBLE_DATE`] to today.
+    plausible: String,
+    before: String,
+    after: String,
+    today: NaiveDate,
 }
 
 impl Warehouse {
-    /// The smallest and largest real dates of `column` (year 1 AD or later,
-    /// finite; on SQLite, whose dates are text, no number either, as
-    /// numbers sort before any text). Read in two seeks where an index
-    /// begins with the column; otherwise from the first
+    /// The smallest and largest plausible dates of `column` (from
+    /// [`FIRST_PLAUSIBLE_DATE`] to today on the warehouse's clock; on
+    /// SQLite, whose dates are text, no number either, as numbers sort
+    /// before any text), and what lies on either side. Read in a few seeks
+    /// where an index begins with the column; otherwise from the first
     /// [`ROWS_READ_WITHOUT_INDEX`] rows, and exact only where that is all
     /// of them.
     pub async fn date_range_as_text(
@@ -42,45 +81,117 @@ impl Warehouse {
         column: &Column,
     ) -> Result<DateRange, WarehouseError> {
         let quoted = self.dialect.quote(&column.name);
-        let real = self.real_date(&quoted);
+        let c = self.conditions(&quoted);
         if self.leads_an_index(table, &column.name).await? {
-            let mut ends = [None, None];
-            for (end, order) in ends.iter_mut().zip(["ASC", "DESC"]) {
-                let mut sql = self.sql();
-                sql.push("SELECT ")
-                    .push(&self.dialect.text_expr(&quoted))
-                    .push(" FROM ")
-                    .table(table)
-                    .push(&format!(" WHERE {real} ORDER BY {quoted} {order} LIMIT 1"));
-                if let Some(row) = sql.query().fetch_optional(&self.pool).await? {
-                    *end = row.try_get::<Option<String>, _>(0)?;
-                }
-            }
-            let [first, last] = ends;
-            return Ok(DateRange {
-                values: first.zip(last),
-                exact: true,
-            });
+            return self.date_range_by_index(table, &quoted, &c).await;
         }
         let mut sql = self.sql();
-        let kept = format!("CASE WHEN {real} THEN {quoted} END");
-        sql.push("SELECT ")
-            .push(&self.dialect.text_expr(&format!("MIN({kept})")))
-            .push(", ")
-            .push(&self.dialect.text_expr(&format!("MAX({kept})")))
-            .push(", COUNT(*) FROM ");
+        sql.push("SELECT ");
+        for cond in [&c.plausible, &c.before, &c.after] {
+            let kept = format!("CASE WHEN {cond} THEN {quoted} END");
+            sql.push(&self.dialect.text_expr(&format!("MIN({kept})")))
+                .push(", ")
+                .push(&self.dialect.text_expr(&format!("MAX({kept})")))
+                .push(&format!(", COUNT({kept}), "));
+        }
+        sql.push("COUNT(*) FROM ");
         self.first_rows(&mut sql, table, &quoted, ROWS_READ_WITHOUT_INDEX + 1);
         let row = sql.query().fetch_one(&self.pool).await?;
-        let min: Option<String> = row.try_get(0)?;
-        let max: Option<String> = row.try_get(1)?;
-        let read: i64 = row.try_get(2)?;
+        let read: i64 = row.try_get(9)?;
+        let exact = read <= i64::from(ROWS_READ_WITHOUT_INDEX);
+        let mut sides = Vec::new();
+        for side in 0..3 {
+            let least: Option<String> = row.try_get(side * 3)?;
+            let greatest: Option<String> = row.try_get(side * 3 + 1)?;
+            let rows: i64 = row.try_get(side * 3 + 2)?;
+            sides.push((least.zip(greatest), rows));
+        }
+        let mut sides = sides.into_iter();
+        let values = sides.next().and_then(|(values, _)| values);
+        let placeholders = sides
+            .zip([false, true])
+            .filter_map(|((values, rows), after)| {
+                let (least, greatest) = values?;
+                Some(c.placeholders(after, least, greatest, rows, !exact))
+            })
+            .collect();
         Ok(DateRange {
-            values: min.zip(max),
-            exact: read <= i64::from(ROWS_READ_WITHOUT_INDEX),
+            values,
+            exact,
+            placeholders,
         })
     }
 
-    /// Up to `n` of `column`'s real dates as text (as
+    /// [`Warehouse::date_range_as_text`] through an index that begins with
+    /// the column: a seek to each end of the plausible dates and to the
+    /// outer end of the values beyond it; where there are some, a seek to
+    /// their inner end and a count of their rows up to
+    /// [`ROWS_READ_WITHOUT_INDEX`].
+    async fn date_range_by_index(
+        &self,
+        table: &TableName,
+        quoted: &str,
+        c: &Conditions,
+    ) -> Result<DateRange, WarehouseError> {
+        let mut ends = [None, None];
+        let mut placeholders = Vec::new();
+        for (end, after) in ends.iter_mut().zip([false, true]) {
+            let (outward, inward, beyond) = match after {
+                false => ("ASC", "DESC", &c.before),
+                true => ("DESC", "ASC", &c.after),
+            };
+            *end = self.seek(table, quoted, &c.plausible, outward).await?;
+            let Some(outer) = self.seek(table, quoted, beyond, outward).await? else {
+                continue;
+            };
+            let inner = self.seek(table, quoted, beyond, inward).await?;
+            let inner = inner.unwrap_or_else(|| outer.clone());
+            let mut sql = self.sql();
+            sql.push("SELECT COUNT(*) FROM (SELECT 1 AS one FROM ")
+                .table(table)
+                .push(&format!(
+                    " WHERE {beyond} LIMIT {}) AS beyond",
+                    ROWS_READ_WITHOUT_INDEX + 1
+                ));
+            let rows: i64 = sql.query().fetch_one(&self.pool).await?.try_get(0)?;
+            let counted = rows.min(i64::from(ROWS_READ_WITHOUT_INDEX));
+            let (least, greatest) = if after {
+                (inner, outer)
+            } else {
+                (outer, inner)
+            };
+            placeholders.push(c.placeholders(after, least, greatest, counted, rows > counted));
+        }
+        let [first, last] = ends;
+        Ok(DateRange {
+            values: first.zip(last),
+            exact: true,
+            placeholders,
+        })
+    }
+
+    /// The value of `quoted` first in `order` among the rows where `cond`
+    /// holds, as text: one seek where an index begins with the column.
+    async fn seek(
+        &self,
+        table: &TableName,
+        quoted: &str,
+        cond: &str,
+        order: &str,
+    ) -> Result<Option<String>, WarehouseError> {
+        let mut sql = self.sql();
+        sql.push("SELECT ")
+            .push(&self.dialect.text_expr(quoted))
+            .push(" FROM ")
+            .table(table)
+            .push(&format!(" WHERE {cond} ORDER BY {quoted} {order} LIMIT 1"));
+        Ok(match sql.query().fetch_optional(&self.pool).await? {
+            Some(row) => row.try_get::<Option<String>, _>(0)?,
+            None => None,
+        })
+    }
+
+    /// Up to `n` of `column`'s plausible dates as text (as
     /// [`Warehouse::date_range_as_text`] counts them), in whatever order
     /// the warehouse reads them first, from its first
     /// [`ROWS_READ_WITHOUT_INDEX`] rows: a column of NULLs is not read to
@@ -97,7 +208,8 @@ impl Warehouse {
             .push(&self.dialect.text_expr(&quoted))
             .push(" FROM ");
         self.first_rows(&mut sql, table, &quoted, ROWS_READ_WITHOUT_INDEX);
-        sql.push(&format!(" WHERE {} LIMIT {n}", self.real_date(&quoted)));
+        let plausible = self.conditions(&quoted).plausible;
+        sql.push(&format!(" WHERE {plausible} LIMIT {n}"));
         let mut values = Vec::new();
         for row in sql.query().fetch_all(&self.pool).await? {
             if let Some(value) = row.try_get::<Option<String>, _>(0)? {
@@ -114,7 +226,23 @@ impl Warehouse {
             .push(&format!(" LIMIT {n}) AS first_rows"));
     }
 
-    /// The condition that the column `quoted` holds a real date. idem's own
+    /// How `idem init` sorts the values of the column `quoted`: no date,
+    /// a plausible one (from [`FIRST_PLAUSIBLE_DATE`] to today on the
+    /// warehouse's clock), or one before or after those.
+    fn conditions(&self, quoted: &str) -> Conditions {
+        let real = self.real_date(quoted);
+        let first = FIRST_PLAUSIBLE_DATE;
+        let today = crate::clock::now().date_naive();
+        let tomorrow = today.succ_opt().unwrap_or(today);
+        Conditions {
+            plausible: format!("{real} AND {quoted} >= '{first}' AND {quoted} < '{tomorrow}'"),
+            before: format!("{real} AND {quoted} < '{first}'"),
+            after: format!("{real} AND {quoted} >= '{tomorrow}'"),
+            today,
+        }
+    }
+
+    /// The condition that the column `quoted` holds a date at all. idem's own
     /// constants, not values: a bound parameter would be text, which
     /// PostgreSQL does not compare with a date.
     fn real_date(&self, quoted: &str) -> String {
@@ -131,5 +259,29 @@ impl Warehouse {
             Engine::Sqlite => {}
         }
         real
+    }
+}
+
+impl Conditions {
+    fn placeholders(
+        &self,
+        after: bool,
+        least: String,
+        greatest: String,
+        rows: i64,
+        at_least: bool,
+    ) -> Placeholders {
+        Placeholders {
+            after,
+            beyond: if after {
+                self.today
+            } else {
+                FIRST_PLAUSIBLE_DATE
+            },
+            least,
+            greatest,
+            rows,
+            at_least,
+        }
     }
 }

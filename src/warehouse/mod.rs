@@ -43,7 +43,7 @@ pub use columns::{
     no_such_column, other_unique_index, renamed_duplicate,
 };
 pub use counts::{CountSource, Counts, RefreshCache};
-pub use date_range::{DateRange, ROWS_READ_WITHOUT_INDEX};
+pub use date_range::{DateRange, FIRST_PLAUSIBLE_DATE, Placeholders, ROWS_READ_WITHOUT_INDEX};
 pub use error::WarehouseError;
 pub use filled::{FilledColumn, Filler};
 pub use fingerprint::Fingerprint;

@@ -3,7 +3,7 @@
 
 use crate::config::TableName;
 use crate::partition::{Grain, Partition, RangeEnd};
-use crate::warehouse::{Column, Engine, RelationKind, Warehouse, WarehouseError};
+use crate::warehouse::{Column, Engine, Placeholders, RelationKind, Warehouse, WarehouseError};
 
 /// A table offered as a job, partitioned by one of its columns.
 pub(super) struct Candidate {
@@ -16,11 +16,14 @@ pub(super) struct Candidate {
     pub generated: Vec<(String, &'static str)>,
     pub grain: Grain,
     pub start: Partition,
-    /// The column's first real date, as the warehouse writes it.
+    /// The column's first plausible date, as the warehouse writes it.
     pub first_value: Option<String>,
     /// Whether `first_value` is of every row, not only of the first rows
     /// read (the column has no index, and the table is big).
     pub first_value_exact: bool,
+    /// Dates left out of `first_value` and the grain's reading as likely
+    /// placeholders: before 1970, after today.
+    pub placeholders: Vec<Placeholders>,
 }
 
 /// Why a relation is not offered.
@@ -156,11 +159,23 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
                 continue;
             }
             let range = warehouse.date_range_as_text(&table, column).await?;
-            let holds_dates = match (&range.values, engine) {
-                // SQLite declares dates as text: its values say whether they
-                // are, each whole (not a note that begins with a date).
-                (Some((min, max)), Engine::Sqlite) => is_date_text(min) && is_date_text(max),
-                (None, Engine::Sqlite) => declares_time(column),
+            // SQLite declares dates as text: its values say whether they
+            // are, each whole (not a note that begins with a date), those
+            // beyond the plausible dates too (text sorts after them).
+            let read: Vec<&String> = range
+                .values
+                .iter()
+                .flat_map(|(min, max)| [min, max])
+                .chain(
+                    range
+                        .placeholders
+                        .iter()
+                        .flat_map(|p| [&p.least, &p.greatest]),
+                )
+                .collect();
+            let holds_dates = match engine {
+                Engine::Sqlite if read.is_empty() => declares_time(column),
+                Engine::Sqlite => read.into_iter().all(|v| is_date_text(v)),
                 _ => true,
             };
             if holds_dates {
@@ -172,7 +187,10 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             survey.skipped.push((table.to_string(), Why::NoDateColumn));
             continue;
         };
-        let (values, first_value_exact) = range.map_or((None, true), |r| (r.values, r.exact));
+        let (values, first_value_exact, placeholders) = range
+            .map_or((None, true, Vec::new()), |r| {
+                (r.values, r.exact, r.placeholders)
+            });
         // The last value too: the first rows read may all be of one day.
         let (first_value, last_value) = values.unzip();
         let mut sample = warehouse
@@ -195,6 +213,7 @@ pub(super) async fn survey(warehouse: &Warehouse) -> Result<Survey, WarehouseErr
             start,
             first_value,
             first_value_exact,
+            placeholders,
         });
     }
     Ok(survey)

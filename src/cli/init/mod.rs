@@ -194,6 +194,17 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             );
         }
     }
+    // So is a start that leaves out placeholders: a user who knows them
+    // for real dates moves it.
+    for c in candidates {
+        if let Some(left_out) = starter::left_out(&c.placeholders) {
+            outln!(
+                "{}: start {}, leaving out{left_out}",
+                c.table,
+                c.start.name()
+            );
+        }
+    }
     let skipped = survey.skipped_lines();
     if !skipped.is_empty() {
         outln!("not offered:");

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::candidates::Survey;
 use crate::config::{Ident, TableName};
-use crate::warehouse::{Dialect, redact};
+use crate::warehouse::{Dialect, FIRST_PLAUSIBLE_DATE, Placeholders, redact};
 
 /// What the SQL of a candidate job reads until someone names its source:
 /// no engine parses it, so `idem lint` fails on it and no run starts with it
@@ -93,7 +93,19 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
                 v.trim(),
                 first_rows_only(pcol)
             )),
-            None => about.push_str(", empty"),
+            None if c.placeholders.is_empty() => about.push_str(", empty"),
+            None => about.push_str(&format!(
+                ", no date from {FIRST_PLAUSIBLE_DATE} to today (start is this month's first day)"
+            )),
+        }
+        if let Some(left_out) = left_out(&c.placeholders) {
+            about.push_str(&format!("\n# Left out{left_out}"));
+            if let Some(early) = c.placeholders.iter().find(|p| !p.after) {
+                about.push_str(&format!(
+                    "\n# (if any before {} are real dates, move start back to the first of them)",
+                    early.beyond
+                ));
+            }
         }
         if !c.other_time_columns.is_empty() {
             about.push_str(&format!(
@@ -159,6 +171,41 @@ pub(super) fn first_rows_only(column: &Ident) -> String {
         "in the first {} rows read ({column} has no index; earlier rows may follow: check start)",
         crate::numbers::thousands(i64::from(crate::warehouse::ROWS_READ_WITHOUT_INDEX))
     )
+}
+
+/// What was left out of a candidate's start and grain as likely
+/// placeholders ("unknown" written as a date), after "left out": `as
+/// likely placeholders: 2 rows of 0001-01-01 to 1900-01-01, before
+/// 1970-01-01; 1 row of 9999-12-31, after today (2026-12-04)`. None where
+/// nothing was.
+pub(super) fn left_out(placeholders: &[Placeholders]) -> Option<String> {
+    if placeholders.is_empty() {
+        return None;
+    }
+    let sides: Vec<String> = placeholders
+        .iter()
+        .map(|p| {
+            let rows = format!(
+                "{}{} row{}",
+                if p.at_least { "at least " } else { "" },
+                crate::numbers::thousands(p.rows),
+                if p.rows == 1 && !p.at_least { "" } else { "s" }
+            );
+            let (least, greatest) = (p.least.trim(), p.greatest.trim());
+            let values = if least == greatest {
+                least.to_string()
+            } else {
+                format!("{least} to {greatest}")
+            };
+            let beyond = if p.after {
+                format!("after today ({})", p.beyond)
+            } else {
+                format!("before {}", p.beyond)
+            };
+            format!("{rows} of {values}, {beyond}")
+        })
+        .collect();
+    Some(format!(" as likely placeholders: {}", sides.join("; ")))
 }
 
 /// The candidate job's name for `table`: the table's, unless a job before
