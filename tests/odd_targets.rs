@@ -38,3 +38,46 @@ async fn postgres_status_of_a_text_partition_column_names_its_type() {
         );
     }
 }
+
+/// A definition re-indented and commented is stale (a definition is its
+/// text to the byte), and `idem diff` says the change is layout alone, not
+/// only a diff of lines that look alike; a change of the statement is not
+/// said so.
+#[tokio::test]
+async fn diff_says_when_definitions_differ_only_in_whitespace_or_comments() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", SELECT));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&common::TWO_DAYS).await.expect("setup");
+    wh.close().await;
+    common::stdout_ok(&idem(&config, &["run", "fct"]));
+    let original = std::fs::read_to_string(&config).expect("config");
+    let layout_note = "they differ only in whitespace or comments";
+    let edits = [
+        // Trailing blanks, a tab and a comment: invisible in a diff.
+        (
+            "select id, dt  from src\t where dt >= :start and dt < :end -- late rows: see #42 ",
+            true,
+        ),
+        (
+            "select id, dt from src /* why */ where dt >= :start and dt < :end",
+            true,
+        ),
+        // Another statement: a diff, without the note.
+        (
+            "select id, dt from src where dt > :start and dt < :end",
+            false,
+        ),
+        // A string's spaces are the statement's.
+        (
+            "select id, dt from src where dt >= :start and dt < :end and 'a b' <> 'a  b'",
+            false,
+        ),
+    ];
+    for (sql, layout) in edits {
+        std::fs::write(&config, original.replace(SELECT, sql)).expect("edit");
+        let out = common::stdout_ok(&idem(&config, &["diff", "fct"]));
+        assert!(out.contains("(2 stale partitions)"), "{sql}: {out}");
+        assert_eq!(out.contains(layout_note), layout, "{sql}: {out}");
+    }
+}
