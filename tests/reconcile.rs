@@ -691,3 +691,80 @@ async fn status_json_has_one_shape_with_or_without_reconcile() {
         );
     }
 }
+
+/// A source that cannot be counted (dropped, renamed) leaves the job's
+/// partitions shown, their source counts unknown, and says why on stderr
+/// with exit 1 (QA: the job became one `unreadable` row, its target's
+/// readable states hidden, as if the target were gone).
+#[tokio::test]
+async fn a_source_that_cannot_be_counted_leaves_the_partitions_shown() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let jobs = [
+        common::replace_job("fct", "fct", "2026-01-02", SELECT),
+        common::replace_job(
+            "other",
+            "other",
+            "2026-01-02",
+            "select id, amount, dt from src2 where dt >= :start and dt < :end",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE src2 (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE other (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, 6, '2026-01-02')",
+        "INSERT INTO src2 VALUES (1, 5, '2026-01-01'), (2, 6, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    stdout_ok(&idem(&config, &["run", "fct"]));
+    stdout_ok(&idem(&config, &["run", "other"]));
+    wh.execute_script(&["DROP TABLE src"]).await.expect("drop");
+    wh.close().await;
+
+    let out = idem(&config, &["status", "--reconcile", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("idem: fct: not reconciled, its source could not be counted: ")
+            && stderr.contains("src"),
+        "{stderr}"
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let shown: Vec<(String, String, Option<i64>, Option<i64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{} {}",
+                    r["job"].as_str().unwrap(),
+                    r["partition"].as_str().unwrap_or("-")
+                ),
+                r["state"].as_str().unwrap().to_string(),
+                r["rows_now"].as_i64(),
+                r["rows_source"].as_i64(),
+            )
+        })
+        .collect();
+    let loaded = |p: &str, source| (p.to_string(), "loaded".to_string(), Some(1), source);
+    assert_eq!(
+        shown,
+        [
+            loaded("fct 2026-01-01", None),
+            loaded("fct 2026-01-02", None),
+            loaded("other 2026-01-01", Some(1)),
+            loaded("other 2026-01-02", Some(1)),
+        ]
+    );
+    let table = idem(&config, &["status", "fct", "--reconcile"]);
+    assert_eq!(table.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("2026-01-01") && text.contains("2026-01-02") && !text.contains("unreadable"),
+        "{text}"
+    );
+}

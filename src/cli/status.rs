@@ -189,6 +189,9 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     // One job that cannot be read (its target dropped, say) is reported in
     // its place; the others are still shown, and the exit code says 1.
     let mut all: Vec<(&Job, Result<Vec<PartitionStatus>, String>)> = Vec::new();
+    // A job whose source could not be counted (its source table gone, say)
+    // is still shown, its partitions' source counts unknown (null).
+    let mut not_reconciled: Vec<(&Job, String)> = Vec::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
         let scope = StatusScope {
             from,
@@ -200,8 +203,10 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut statuses =
                 super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
                     .await?;
-            if args.reconcile {
-                reconcile(&warehouse, job, &mut statuses).await?;
+            if args.reconcile
+                && let Err(e) = reconcile(&warehouse, job, &mut statuses).await
+            {
+                not_reconciled.push((*job, e.to_string()));
             }
             Ok::<_, Stop>(statuses)
         };
@@ -341,6 +346,13 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             exit = Exit::Failed;
         }
     }
+    for (job, reason) in &not_reconciled {
+        super::output::noteln!(
+            "idem: {}: not reconciled, its source could not be counted: {reason}",
+            job.name
+        );
+        exit = Exit::Failed;
+    }
     Ok(exit)
 }
 
@@ -355,12 +367,13 @@ fn unreadable_reason(job: &Job, stop: &Stop) -> String {
 }
 
 /// Counts the source rows of the statuses' complete partitions, in one
-/// query for the job, and records them on the statuses.
+/// query for the job, and records them on the statuses; where the source
+/// cannot be counted, none.
 async fn reconcile(
     warehouse: &Warehouse,
     job: &Job,
     statuses: &mut [PartitionStatus],
-) -> Result<(), Stop> {
+) -> Result<(), crate::warehouse::WarehouseError> {
     let complete: Vec<_> = statuses
         .iter()
         .filter(|s| s.state != LoadState::Future)
@@ -371,8 +384,7 @@ async fn reconcile(
     };
     let counts = warehouse
         .source_counts(job, first, last, crate::lint::bounds_only_filter(job))
-        .await
-        .map_err(|e| Stop::failed(format!("{}: reconciling: {e}", job.name)))?;
+        .await?;
     crate::state::reconcile(statuses, &counts, first, last);
     Ok(())
 }

@@ -12,7 +12,7 @@ use tokio::sync::Mutex;
 use super::ledger::LedgerMark;
 use super::ledger_reads::LedgerReads;
 use super::sql::Sql;
-use super::{Column, ColumnKind, Engine, Warehouse, WarehouseError, WholeTable};
+use super::{ColumnKind, Engine, Warehouse, WarehouseError, WholeTable};
 use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::{Grain, Partition};
 
@@ -125,15 +125,26 @@ pub(super) fn buckets(
 }
 
 impl Warehouse {
-    /// The kind of a table's column, from the catalogue.
+    /// The kind of a table's partition column, from the catalogue. On
+    /// PostgreSQL a column of no date or time type (text holding dates, an
+    /// integer) is refused in the words `idem lint` uses: no partition can
+    /// be named from its values (QA: `idem status` said `function
+    /// to_char(text, unknown) does not exist`).
     pub async fn column_kind(
         &self,
         table: &TableName,
         column: &Ident,
     ) -> Result<ColumnKind, WarehouseError> {
         let columns = self.columns(table).await?;
-        super::columns::partition_column(&columns, column, table, self.dialect.engine())
-            .map(Column::kind)
+        let engine = self.dialect.engine();
+        let found = super::columns::partition_column(&columns, column, table, engine)?;
+        if engine == Engine::Postgres && !found.holds_instants(engine) {
+            return Err(WarehouseError::Misfit(format!(
+                "partition column {column} of {table} is {}, not a date or timestamp: its rows cannot be counted by partition, nor compared with a window's bounds (idem lint says how to fix it)",
+                found.type_name
+            )));
+        }
+        Ok(found.kind())
     }
 
     /// Row counts per partition of a job's target from `first` through
