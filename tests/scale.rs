@@ -1048,14 +1048,16 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     for a in &history {
         wh.record_attempt(a).await.unwrap();
     }
-    // Read back as a terminal may show it: control characters but line
-    // breaks become spaces.
+    // Read back as a terminal may show it: a tab becomes a space, line
+    // breaks are kept, other control characters are written visibly.
     let as_read = history
         .iter()
         .filter(|a| a.job == "j")
         .cloned()
         .map(|mut a| {
-            a.error = a.error.map(|e| e.replace(['\t', '\u{1}'], " "));
+            a.error = a
+                .error
+                .map(|e| e.replace('\t', " ").replace('\u{1}', "\\u{1}"));
             a
         });
     let whole = PartitionLedger::summarize(as_read);
