@@ -142,6 +142,20 @@ mod tests {
     use super::*;
     use crate::tui::fixture::draw;
 
+    /// The main screen's footer on the frame's last row, with `note`.
+    fn footer_with(f: &mut Frame, note: &(bool, String)) {
+        let area = f.area();
+        let r = Rect::new(0, area.bottom() - 1, area.width, 1);
+        render_footer(
+            f,
+            r,
+            &Theme::default_theme(),
+            Some(note),
+            Scope::Main,
+            &|_| true,
+        )
+    }
+
     /// A note wider than the screen goes on above the footer, whole, up to
     /// four lines; past them, or with no room above, it ends in "…".
     #[test]
@@ -151,18 +165,7 @@ mod tests {
             "fct_orders 2026-06-03 failed: CHECK constraint failed: amount_usd >= 0; fix the source, then r runs it again"
                 .to_string(),
         );
-        let footer = |f: &mut Frame| {
-            let area = f.area();
-            let r = Rect::new(0, area.bottom() - 1, area.width, 1);
-            render_footer(
-                f,
-                r,
-                &Theme::default_theme(),
-                Some(&note),
-                Scope::Main,
-                &|_| true,
-            )
-        };
+        let footer = |f: &mut Frame| footer_with(f, &note);
         let shown = draw(40, 8, footer);
         let lines: Vec<&str> = shown.lines().map(str::trim_end).collect();
         assert_eq!(
@@ -259,18 +262,7 @@ mod tests {
             "/tmp/東京の設定ファイル_本番環境用.toml:16:9: jobs[0].grain: \"日毎日毎日毎日毎日毎\" is not a grain; expected one of hour, day, month"
                 .to_string(),
         );
-        let shown = draw(60, 8, |f| {
-            let area = f.area();
-            let r = Rect::new(0, area.bottom() - 1, area.width, 1);
-            render_footer(
-                f,
-                r,
-                &Theme::default_theme(),
-                Some(&note),
-                Scope::Main,
-                &|_| true,
-            )
-        });
+        let shown = draw(60, 8, |f| footer_with(f, &note));
         // A wide character's second column reads as a space here.
         let words = |s: &str| s.replace(' ', "");
         let read: String = shown

@@ -321,15 +321,21 @@ impl App {
         }
     }
 
-    /// What a position on a screen of `area` points at.
-    pub fn hit_test(&self, area: Rect, x: u16, y: u16) -> Option<Hit> {
+    /// The panes of a screen of `area` as the job on it lays them out.
+    fn screen_of(&self, area: Rect) -> Option<super::layout::Screen> {
         let job = self.job()?;
-        let s = screen(
+        Some(screen(
             area,
             job.grain(),
             job.unit_count(),
             !self.shared.runs.is_empty(),
-        );
+        ))
+    }
+
+    /// What a position on a screen of `area` points at.
+    pub fn hit_test(&self, area: Rect, x: u16, y: u16) -> Option<Hit> {
+        let job = self.job()?;
+        let s = self.screen_of(area)?;
         let cal = inner(s.calendar);
         if cal.contains(Position::new(x, y)) && job.loaded {
             return calendar::hit(job, cal, x, y).map(Hit::Cell);
@@ -343,13 +349,7 @@ impl App {
     /// The pane a position on a screen of `area` is in, of those that
     /// take the focus.
     pub fn pane_at(&self, area: Rect, x: u16, y: u16) -> Option<Focus> {
-        let job = self.job()?;
-        let s = screen(
-            area,
-            job.grain(),
-            job.unit_count(),
-            !self.shared.runs.is_empty(),
-        );
+        let s = self.screen_of(area)?;
         let at = Position::new(x, y);
         [
             (s.jobs, Focus::Jobs),
