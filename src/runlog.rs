@@ -299,6 +299,15 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
             partition.clone(),
             format!("skipped: {because}"),
         ),
+        Event::PartitionAdded {
+            job,
+            partition,
+            because,
+        } => (
+            job.clone(),
+            partition.clone(),
+            format!("added to the cascade: {because}"),
+        ),
         Event::RunStarted { .. } | Event::RunFinished { .. } | Event::StepSkipped { .. } => {
             return None;
         }

@@ -1544,3 +1544,309 @@ async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() 
         String::from_utf8_lossy(&plan.stderr)
     );
 }
+
+/// A cascade whose merges move rows in or out of windows beyond its plan.
+mod cascade_moves {
+    use super::*;
+
+    /// fct (replace) → latest (merge, partitioned by dt) → per_day
+    /// (replace, reading latest), each loaded over 01..03 from `rows` of
+    /// `src (id, dt, v)`; `fct` refuses a negative `v`.
+    async fn chain(kind: Kind, rows: &str) -> Option<(TestDb, std::path::PathBuf, Warehouse)> {
+        let db = TestDb::new(kind).await?;
+        let jobs = format!(
+            "{}{}{}",
+            common::replace_job(
+                "fct",
+                "fct",
+                "2026-01-03",
+                "select id, dt, v from src where dt >= :start and dt < :end"
+            ),
+            common::merge_job(
+                "latest",
+                "latest",
+                "2026-01-03",
+                "select id, dt, v from fct where dt >= :start and dt < :end"
+            )
+            .replace(
+                "unique_key = [\"id\"]",
+                "unique_key = [\"id\"]\npartition_column = \"dt\""
+            ),
+            common::replace_job(
+                "per_day",
+                "per_day",
+                "2026-01-03",
+                "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
+            ),
+        );
+        let (config, parsed) = db.config(&jobs);
+        let wh = db.warehouse(&parsed).await;
+        let insert = format!("INSERT INTO src VALUES {rows}");
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL CHECK (v >= 0))",
+            "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+            "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
+            &insert,
+        ])
+        .await
+        .expect("setup");
+        for job in ["fct", "latest", "per_day"] {
+            stdout_ok(&idem(&config, &["run", job]));
+        }
+        assert_eq!(stale_upstream(&config), BTreeSet::new());
+        Some((db, config, wh))
+    }
+
+    /// Per job, the partitions of the events named `event` (`run_started`
+    /// or `dry_run`), in the stream's order.
+    fn planned(events: &[Value], event: &str) -> Vec<(String, Vec<String>)> {
+        events
+            .iter()
+            .filter(|e| e["event"] == event)
+            .map(|e| {
+                let names = e["partitions"]
+                    .as_array()
+                    .expect("partitions")
+                    .iter()
+                    .map(|p| match p {
+                        Value::String(name) => name.clone(),
+                        p => p["partition"].as_str().unwrap_or("").to_string(),
+                    })
+                    .collect();
+                (e["job"].as_str().unwrap_or("").to_string(), names)
+            })
+            .collect()
+    }
+
+    /// Each event named `event` as "job partition".
+    fn named(events: &[Value], event: &str) -> BTreeSet<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == event)
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["job"].as_str().unwrap_or(""),
+                    e["partition"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
+    const FCT_2ND: [&str; 7] = [
+        "run",
+        "fct",
+        "--from",
+        "2026-01-02",
+        "--to",
+        "2026-01-02",
+        "--cascade",
+    ];
+
+    /// The QA repro: key 1's source row moves from the 1st to the 2nd and
+    /// a cascade loads the fact's 2nd. latest's merge of the 2nd moves key
+    /// 1 out of its 1st, which the cascade had not planned: per_day's 1st
+    /// was left stale (upstream), the cascade not converging. It is added
+    /// before per_day runs, and said so. A cascade where nothing moves runs
+    /// just what its dry run planned.
+    async fn a_cascade_adds_the_readers_of_windows_a_merge_moves_rows_out_of(kind: Kind) {
+        let Some((_db, config, wh)) =
+            chain(kind, "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (4, '2026-01-01', 6), (3, '2026-01-02', 7)").await
+        else {
+            return;
+        };
+        let dry_run = json_lines(&stdout_ok(&idem(
+            &config,
+            &[&FCT_2ND[..], &["--dry-run", "--json"]].concat(),
+        )));
+        let day = |d: &str| (d.to_string(), vec!["2026-01-02".to_string()]);
+        let plan = vec![day("fct"), day("latest"), day("per_day")];
+        assert_eq!(planned(&dry_run, "dry_run"), plan, "{kind:?}");
+        let moves_add_to: Vec<&Value> = dry_run.iter().map(|e| &e["moves_add_to"]).collect();
+        assert_eq!(
+            moves_add_to,
+            [
+                &Value::from(Vec::<String>::new()),
+                &Value::from(vec!["per_day"]),
+                &Value::from(Vec::<String>::new())
+            ],
+            "a merge step says whose partitions it may add"
+        );
+        // Nothing moves: the run is its plan, nothing added.
+        let run = json_lines(&stdout_ok(&idem(
+            &config,
+            &[&FCT_2ND[..], &["--json"]].concat(),
+        )));
+        assert_eq!(planned(&run, "run_started"), plan, "{kind:?}");
+        assert_eq!(named(&run, "partition_added"), BTreeSet::new());
+
+        // Key 1's source row moves on to the 2nd.
+        wh.execute_script(&["UPDATE src SET dt = '2026-01-02' WHERE id = 1"])
+            .await
+            .expect("move");
+        let text = stdout_ok(&idem(&config, &[&FCT_2ND[..], &["--dry-run"]].concat()));
+        assert!(
+            text.contains("its merges may move rows into or out of windows besides these (by dt): as it runs, the cascade adds the partitions of per_day over those windows, and what reads them"),
+            "{text}"
+        );
+        let out = idem(&config, &[&FCT_2ND[..], &["--json"]].concat());
+        let run = json_lines(&stdout_ok(&out));
+        assert_eq!(
+            named(&run, "partition_added"),
+            BTreeSet::from(["per_day 2026-01-01".to_string()]),
+            "{kind:?}: {run:?}"
+        );
+        let because = run
+            .iter()
+            .find(|e| e["event"] == "partition_added")
+            .and_then(|e| e["because"].as_str())
+            .unwrap_or("");
+        assert_eq!(
+            because,
+            "latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"
+        );
+        assert_eq!(
+            planned(&run, "run_started").last(),
+            Some(&(
+                "per_day".to_string(),
+                vec!["2026-01-01".to_string(), "2026-01-02".to_string()]
+            )),
+            "the step runs the added partition: {run:?}"
+        );
+        assert_eq!(
+            stale_upstream(&config),
+            BTreeSet::new(),
+            "{kind:?}: the cascade converges"
+        );
+        let n: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT CAST(n AS {}) FROM per_day ORDER BY dt",
+            if kind == Kind::MySql {
+                "SIGNED"
+            } else {
+                "BIGINT"
+            }
+        )))
+        .fetch_all(wh.pool())
+        .await
+        .expect("per_day");
+        assert_eq!(n, [2, 2], "key 1 counted on the 2nd, no longer on the 1st");
+        // Key 2 moves on too, in a run without --json: its lines and its
+        // report say what was added, and why.
+        wh.execute_script(&["UPDATE src SET dt = '2026-01-02' WHERE id = 2"])
+            .await
+            .expect("move");
+        let out = idem(&config, &FCT_2ND);
+        let report = stdout_ok(&out);
+        let lines = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            lines.contains("per_day 2026-01-01 added · latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"),
+            "{lines}"
+        );
+        assert!(
+            report.contains("per_day: 2 succeeded, 0 failed, 1 added (a merge upstream moved rows in or out of what it reads)"),
+            "{report}"
+        );
+        assert_eq!(stale_upstream(&config), BTreeSet::new(), "{kind:?}");
+        wh.close().await;
+    }
+
+    /// The fact's 2nd fails: latest's 2nd, which reads it, is skipped. Its
+    /// 3rd was planned only for latest to merge on through after the 2nd:
+    /// merged alone it merged again what it merged last, and per_day's 3rd
+    /// was loaded again over it, for nothing. Both are skipped, and said
+    /// why. A 3rd of the fact's own that loads is merged, as before.
+    async fn a_cascade_skips_what_was_only_to_merge_on_through_a_skipped_window(kind: Kind) {
+        let Some((_db, config, wh)) = chain(
+            kind,
+            "(1, '2026-01-01', 1), (2, '2026-01-02', 2), (3, '2026-01-03', 3)",
+        )
+        .await
+        else {
+            return;
+        };
+        wh.execute_script(&["UPDATE src SET v = -1 WHERE id = 2"])
+            .await
+            .expect("a row the fact refuses");
+        let dry_run = json_lines(&stdout_ok(&idem(
+            &config,
+            &[&FCT_2ND[..], &["--dry-run", "--json"]].concat(),
+        )));
+        let days = |job: &str, days: &[&str]| {
+            (
+                job.to_string(),
+                days.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        let both = ["2026-01-02", "2026-01-03"];
+        assert_eq!(
+            planned(&dry_run, "dry_run"),
+            [
+                days("fct", &["2026-01-02"]),
+                days("latest", &both),
+                days("per_day", &both)
+            ],
+            "latest goes on through its 3rd"
+        );
+        let out = idem(&config, &[&FCT_2ND[..], &["--json"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let run = json_lines(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            planned(&run, "run_started"),
+            [days("fct", &["2026-01-02"])],
+            "{kind:?}: nothing downstream runs: {run:?}"
+        );
+        assert_eq!(
+            named(&run, "partition_skipped"),
+            BTreeSet::from(
+                [
+                    "latest 2026-01-02",
+                    "latest 2026-01-03",
+                    "per_day 2026-01-02",
+                    "per_day 2026-01-03"
+                ]
+                .map(String::from)
+            ),
+            "{run:?}"
+        );
+        let because = run
+            .iter()
+            .find(|e| e["event"] == "partition_skipped" && e["partition"] == "2026-01-03")
+            .and_then(|e| e["because"].as_str())
+            .unwrap_or("");
+        assert_eq!(
+            because,
+            "latest 2026-01-02 was skipped, and this window was only to be merged on through after it"
+        );
+        // The fact's 3rd loads with it: latest's 3rd reads it, and merges.
+        let out = idem(
+            &config,
+            &[
+                "run",
+                "fct",
+                "--from",
+                "2026-01-02",
+                "--to",
+                "2026-01-03",
+                "--cascade",
+                "--json",
+            ],
+        );
+        let run = json_lines(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            planned(&run, "run_started"),
+            [
+                days("fct", &both),
+                days("latest", &["2026-01-03"]),
+                days("per_day", &["2026-01-03"])
+            ],
+            "{kind:?}: {run:?}"
+        );
+        wh.close().await;
+    }
+
+    on_every_engine!(
+        a_cascade_adds_the_readers_of_windows_a_merge_moves_rows_out_of,
+        a_cascade_skips_what_was_only_to_merge_on_through_a_skipped_window
+    );
+}

@@ -534,6 +534,7 @@ mod tests {
             allow_shrink: false,
         };
         let outcome = engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "dim".into(),
             summary: Some(summary),
             skipped: Vec::new(),
@@ -562,6 +563,7 @@ mod tests {
             ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
         };
         let upstream = |refused: bool| engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "fct".into(),
             summary: Some(engine::RunSummary {
                 failed: 1,
@@ -579,6 +581,7 @@ mod tests {
             not_started: Vec::new(),
         };
         let agg = engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "agg".into(),
             summary: None,
             skipped: vec![(day("2026-01-06"), "fct 2026-01-06".into())],
@@ -594,6 +597,7 @@ mod tests {
         // A step skipped in turn, for agg's skipped day, is in agg's
         // repeat, which cascades to it (QA: it was named again).
         let monthly = engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "monthly".into(),
             summary: None,
             skipped: vec![(
@@ -634,6 +638,7 @@ mod tests {
             ..AsRun::plain(Path::new(crate::cli::DEFAULT_CONFIG))
         };
         let root = engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "ev".into(),
             summary: Some(engine::RunSummary {
                 succeeded: 1,
@@ -651,6 +656,7 @@ mod tests {
             Some("idem run ev --from 2026-01-02 --to 2026-01-03 --cascade --yes")
         );
         let downstream = engine::cascade::StepOutcome {
+            added: Vec::new(),
             job: "daily".into(),
             summary: None,
             skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],

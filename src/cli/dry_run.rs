@@ -30,6 +30,10 @@ pub(super) struct DryRun<'a> {
     /// The jobs downstream that the run leaves reading what it replaces
     /// (without `--cascade`).
     downstream: Vec<LeftDownstream>,
+    /// A merge step of a cascade: the steps after it that read it, whose
+    /// partitions over the windows its merges move rows into or out of
+    /// the cascade adds as it runs (which no plan can know beforehand).
+    moves_add_to: Vec<String>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -57,6 +61,10 @@ struct DryRunEvent<'a> {
     /// Without `--cascade`: the jobs downstream left reading what the run
     /// replaces, as the text plan says them on stderr.
     downstream: &'a [LeftDownstream],
+    /// With `--cascade`, a merge job with a partition column: the jobs
+    /// after it in the cascade that read it, which may get partitions
+    /// added over the windows its merges move rows into or out of.
+    moves_add_to: &'a [String],
 }
 
 /// One finding of `idem lint` in `idem run --dry-run --json`.
@@ -109,6 +117,7 @@ impl<'a> DryRun<'a> {
             risk: backfill.merge_order_risk_in(statuses),
             lint: Vec::new(),
             downstream: Vec::new(),
+            moves_add_to: Vec::new(),
         }
     }
 
@@ -128,6 +137,17 @@ impl<'a> DryRun<'a> {
     /// replaces.
     pub(super) fn downstream(mut self, left: Vec<LeftDownstream>) -> DryRun<'a> {
         self.downstream = left;
+        self
+    }
+
+    /// The plan of a cascade's step, with the steps after it that read it
+    /// (`readers`): a merge with a partition column may move rows into or
+    /// out of windows beyond its own, and the cascade adds theirs over them.
+    pub(super) fn readers_in_cascade(mut self, readers: Vec<String>) -> DryRun<'a> {
+        let job = &self.backfill.job;
+        if job.strategy == Strategy::MergeKey && job.partition_column.is_some() {
+            self.moves_add_to = readers;
+        }
         self
     }
 
@@ -262,6 +282,12 @@ impl<'a> DryRun<'a> {
                 f.message
             ));
         }
+        if let (Some(column), false) = (&job.partition_column, self.moves_add_to.is_empty()) {
+            lines.push(format!(
+                "its merges may move rows into or out of windows besides these (by {column}): as it runs, the cascade adds the partitions of {} over those windows, and what reads them",
+                self.moves_add_to.join(", "),
+            ));
+        }
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -310,6 +336,7 @@ impl<'a> DryRun<'a> {
                 })
                 .collect(),
             downstream: &self.downstream,
+            moves_add_to: &self.moves_add_to,
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         super::output::json(&line)

@@ -16,7 +16,8 @@ use crate::partition::Partition;
 
 /// How a run ended: one job's, or a cascade's steps.
 pub enum Ended {
-    One(RunSummary),
+    /// Boxed: a summary is ten times the size of a cascade's list.
+    One(Box<RunSummary>),
     Cascade(Vec<StepOutcome>),
 }
 
@@ -69,10 +70,22 @@ impl RunReport {
                 }
                 None => format!("{}: nothing run", outcome.job),
             };
+            if !outcome.added.is_empty() {
+                line.push_str(&format!(
+                    ", {} added (a merge upstream moved rows in or out of what {} read{})",
+                    outcome.added.len(),
+                    if outcome.added.len() == 1 {
+                        "it"
+                    } else {
+                        "they"
+                    },
+                    if outcome.added.len() == 1 { "s" } else { "" }
+                ));
+            }
             if !outcome.skipped.is_empty() {
                 exit = exit.max(Exit::Failed);
                 line.push_str(&format!(
-                    ", {} skipped (an upstream partition they read did not load)",
+                    ", {} skipped (what they read, or merge on through after, did not load)",
                     outcome.skipped.len()
                 ));
             }
@@ -271,7 +284,7 @@ mod tests {
             ..Default::default()
         };
         let steps = [backfill(config, "orders")];
-        let report = RunReport::of_console_run(&args, &steps, &[], &Ended::One(summary));
+        let report = RunReport::of_console_run(&args, &steps, &[], &Ended::One(Box::new(summary)));
         assert_eq!(
             report.outcomes,
             ["orders: 1 succeeded, 0 failed, 1 rolled back, 2 not started (cancelled) · run r1"]
@@ -299,6 +312,7 @@ mod tests {
         let steps = [backfill(config, "hourly"), backfill(config, "daily")];
         let outcomes = vec![
             StepOutcome {
+                added: Vec::new(),
                 job: "hourly".into(),
                 summary: Some(RunSummary {
                     run_id: "r2".into(),
@@ -311,6 +325,7 @@ mod tests {
                 not_started: vec![],
             },
             StepOutcome {
+                added: Vec::new(),
                 job: "daily".into(),
                 summary: None,
                 skipped: vec![],

@@ -225,10 +225,22 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         let mut left_downstream = Some(left_downstream);
         for (i, ((backfill, statuses), (uncovered, lint))) in steps.iter().zip(found).enumerate() {
+            let readers = steps[i + 1..]
+                .iter()
+                .map(|(b, _)| &b.job.name)
+                .filter(|later| {
+                    lineage
+                        .upstream(later)
+                        .iter()
+                        .any(|(up, _)| *up == backfill.job.name)
+                })
+                .cloned()
+                .collect();
             let plan = DryRun::new(backfill, statuses)
                 .uncovered(uncovered)
                 .lint(lint)
-                .downstream(left_downstream.take().unwrap_or_default());
+                .downstream(left_downstream.take().unwrap_or_default())
+                .readers_in_cascade(readers);
             if args.json {
                 plan.print_json()?;
             } else {
@@ -268,6 +280,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         let cancel = on_signal.begin();
         let run = CascadeRun {
             steps: &steps,
+            reach: engine::cascade::Reach {
+                now,
+                allow_incomplete: args.allow_incomplete,
+            },
             empty_before: &empty_before,
             json: args.json,
             as_run: advice::AsRun {
@@ -516,6 +532,8 @@ fn understood(answer: &str) -> Option<bool> {
 /// whether its events go out as JSON.
 struct CascadeRun<'a> {
     steps: &'a [Backfill],
+    /// The windows downstream a step may add (as its plan reached them).
+    reach: engine::cascade::Reach,
     empty_before: &'a [Vec<Partition>],
     json: bool,
     /// How the cascade was asked for, as the commands it prints repeat it.
@@ -530,6 +548,7 @@ async fn run_cascade(
 ) -> Result<Exit, Stop> {
     let CascadeRun {
         steps,
+        reach,
         empty_before,
         json,
         as_run,
@@ -537,7 +556,7 @@ async fn run_cascade(
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
-    let outcomes = engine::cascade::run(warehouse, lineage, steps, &tx, cancel).await;
+    let outcomes = engine::cascade::run(warehouse, lineage, (steps, reach), &tx, cancel).await;
     // A step the cancel kept from beginning has no events of its own: each
     // of its partitions is said skipped, so that the stream accounts for
     // every partition of the plan, and the step is said to have ended.

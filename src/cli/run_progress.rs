@@ -95,6 +95,10 @@ impl Progress {
                     bar.inc(1);
                 }
                 Event::PartitionFailed { .. } => bar.println(described(event)),
+                Event::PartitionAdded { .. } => {
+                    bar.inc_length(1);
+                    bar.println(described(event));
+                }
                 _ => {}
             },
             Progress::Lines => {
@@ -210,6 +214,11 @@ fn describe(event: &Event) -> Option<String> {
             partition,
             because,
         } => format!("{job} {partition} skipped · {because}"),
+        Event::PartitionAdded {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} added · {because}"),
         _ => return None,
     })
 }

@@ -52,6 +52,15 @@ pub enum Event {
         will_retry: bool,
         duration_ms: u64,
     },
+    /// A cascade added this downstream partition to its job's step before
+    /// the step began, beyond what it planned: a merge before it moved rows
+    /// in or out of a window it reads (or a partition added so upstream
+    /// of it loads too). The step's `RunStarted` lists it.
+    PartitionAdded {
+        job: String,
+        partition: String,
+        because: String,
+    },
     /// A cascade did not run this downstream partition: an upstream
     /// partition it reads did not load.
     PartitionSkipped {
@@ -98,6 +107,7 @@ impl Event {
             | Event::PartitionLog { job, .. }
             | Event::PartitionSucceeded { job, .. }
             | Event::PartitionFailed { job, .. }
+            | Event::PartitionAdded { job, .. }
             | Event::PartitionSkipped { job, .. }
             | Event::StepSkipped { job, .. }
             | Event::RunFinished { job, .. } => job,

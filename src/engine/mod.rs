@@ -28,7 +28,7 @@ use summary::PartitionResult;
 pub use summary::{RunSummary, stopped_short};
 
 use crate::config::{Job, Strategy};
-use crate::partition::{Partition, now_utc};
+use crate::partition::{Partition, RangeEnd, now_utc};
 use crate::state;
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
 use crate::warehouse::{AttemptMeta, Loaded, Warehouse, WarehouseError, renumbered};
@@ -274,6 +274,7 @@ pub async fn run_gated(
     summary.unfinished.sort();
     summary.refused_partitions.sort();
     summary.empty.sort();
+    summary.moved.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     summary.misfit = misfit.lock().ok().and_then(|mut m| m.take());
     let _ = events.send(Event::RunFinished {
@@ -437,7 +438,12 @@ impl PartitionRun<'_> {
                         fingerprint: o.fingerprint.to_string(),
                         content_changed: o.content_changed,
                     });
-                    return PartitionResult::Succeeded { empty };
+                    let moved = o
+                        .other_windows
+                        .iter()
+                        .filter_map(|w| Partition::parse(job.grain, w, RangeEnd::From))
+                        .collect();
+                    return PartitionResult::Succeeded { empty, moved };
                 }
                 Err(e @ WarehouseError::SourceShrank { .. }) => {
                     let message = e.to_string();
@@ -650,7 +656,10 @@ mod tests {
                 },
                 3 => PartitionResult::Refused,
                 1 => PartitionResult::NotStarted,
-                _ => PartitionResult::Succeeded { empty: false },
+                _ => PartitionResult::Succeeded {
+                    empty: false,
+                    moved: Vec::new(),
+                },
             };
             summary.count(day(d), result);
         }

@@ -46,6 +46,10 @@ pub struct RunSummary {
     /// fit its warehouse as written (a source or column not there, SQL the
     /// server rejects), so every partition would fail alike.
     pub misfit: Option<String>,
+    /// The windows besides its own whose rows a merge of this run changed
+    /// (moved in or out by the partition column), each with the window
+    /// whose merge did, oldest first: what reads them goes stale too.
+    pub moved: Vec<(Partition, Partition)>,
 }
 
 impl RunSummary {
@@ -53,11 +57,12 @@ impl RunSummary {
     /// also kept in [`RunSummary::unfinished`] (sorted once the run ends).
     pub(super) fn count(&mut self, partition: Partition, result: PartitionResult) {
         match result {
-            PartitionResult::Succeeded { empty } => {
+            PartitionResult::Succeeded { empty, moved } => {
                 self.succeeded += 1;
                 if empty {
                     self.empty.push(partition);
                 }
+                self.moved.extend(moved.into_iter().map(|w| (w, partition)));
                 return;
             }
             PartitionResult::Failed { recorded, lasting } => {
@@ -137,6 +142,8 @@ pub(super) enum PartitionResult {
     Succeeded {
         /// Loaded with no rows.
         empty: bool,
+        /// The other windows a merge moved rows in or out of.
+        moved: Vec<Partition>,
     },
     Failed {
         /// Recorded in the ledger as failed: a state `--only failed` picks
@@ -168,8 +175,20 @@ mod tests {
     #[test]
     fn a_cancel_that_stopped_nothing_does_not_end_the_run_cancelled() {
         let mut summary = RunSummary::default();
-        summary.count(day(1), PartitionResult::Succeeded { empty: false });
-        summary.count(day(2), PartitionResult::Succeeded { empty: true });
+        summary.count(
+            day(1),
+            PartitionResult::Succeeded {
+                empty: false,
+                moved: Vec::new(),
+            },
+        );
+        summary.count(
+            day(2),
+            PartitionResult::Succeeded {
+                empty: true,
+                moved: Vec::new(),
+            },
+        );
         assert!(!summary.ended_cancelled(true));
         assert!(!summary.ended_cancelled(false));
         summary.count(day(3), PartitionResult::RolledBack);

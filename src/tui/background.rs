@@ -217,7 +217,7 @@ impl Background {
                             let summary =
                                 crate::engine::run_gated(&wh, &req.backfill, &etx, &token, &gate)
                                     .await;
-                            let ended = Ended::One(summary);
+                            let ended = Ended::One(Box::new(summary));
                             let steps = std::slice::from_ref(&req.backfill);
                             return Some(RunReport::of_console_run(
                                 &req.args,
@@ -228,15 +228,22 @@ impl Background {
                         }
                         let mut steps = vec![req.backfill.clone()];
                         steps.extend(req.cascade.iter().map(|(_, b)| b.clone()));
+                        let reach = crate::engine::cascade::Reach {
+                            now: crate::partition::now_utc(),
+                            allow_incomplete: req.args.allow_incomplete,
+                        };
                         let outcomes = crate::engine::cascade::run_gated(
-                            &wh, &lineage, &steps, &etx, &token, &gate,
+                            &wh,
+                            &lineage,
+                            (&steps, reach),
+                            &etx,
+                            &token,
+                            &gate,
                         )
                         .await;
                         // A step a cancel kept from starting has no events of its own.
                         for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
-                            if outcome.summary.is_none()
-                                && outcome.skipped.len() < b.partitions.len()
-                            {
+                            if !outcome.not_started.is_empty() {
                                 unstarted(Msg::RunRejected {
                                     run: *step,
                                     error: format!("{}: cancelled before it started", b.job.name),

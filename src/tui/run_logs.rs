@@ -75,6 +75,19 @@ impl RunLogs {
         }
     }
 
+    /// Makes room for a partition's log at row `i`, the rows from `i` on
+    /// moving down one.
+    pub fn insert(&mut self, i: usize) {
+        let i = i.min(self.lines.len());
+        self.lines.insert(i, VecDeque::new());
+        self.in_order.insert(i, 0);
+        for row in &mut self.order {
+            if *row >= i {
+                *row += 1;
+            }
+        }
+    }
+
     /// Partition `i`'s lines, oldest first.
     pub fn of(&self, i: usize) -> &VecDeque<String> {
         const NONE: &VecDeque<String> = &VecDeque::new();
@@ -161,5 +174,25 @@ mod tests {
             logs.of(0).iter().collect::<Vec<_>>(),
             ["failed: bad \\u{1b}[31mred", "DETAIL: x y"]
         );
+    }
+
+    /// A row inserted before others (a partition a cascade adds to a
+    /// step) moves their lines down with them: the run's oldest line still
+    /// goes from the partition that wrote it.
+    #[test]
+    fn an_inserted_row_keeps_the_others_lines_with_their_partitions() {
+        let rows = RUN_LOG_LINES / LOG_LINES;
+        let mut logs = RunLogs::new(rows + 2);
+        logs.push(1, "oldest");
+        logs.insert(0);
+        assert!(logs.of(0).is_empty());
+        assert_eq!(logs.of(2).iter().collect::<Vec<_>>(), ["oldest"]);
+        // A full run's worth of lines in the other rows, none past its ring.
+        for k in 0..RUN_LOG_LINES {
+            logs.push(3 + k % rows, "newer");
+        }
+        logs.push(0, "newest");
+        assert!(logs.of(2).is_empty(), "the oldest line went from its row");
+        assert_eq!(logs.total(), RUN_LOG_LINES);
     }
 }

@@ -242,6 +242,32 @@ impl RunView {
         self.index.get(partition).copied()
     }
 
+    /// The row of `partition`, queued in its place among the others (by
+    /// name, which orders partitions of one grain) if the run had none: a
+    /// cascade adds partitions to a step before it begins. The row under
+    /// the cursor stays under it.
+    fn add_row(&mut self, partition: &str) -> usize {
+        if let Some(i) = self.row(partition) {
+            return i;
+        }
+        let i = self
+            .partitions
+            .partition_point(|p| p.name.as_str() < partition);
+        self.partitions
+            .insert(i, RunPartition::queued(partition.to_string()));
+        self.logs.insert(i);
+        if self.selected >= i && self.partitions.len() > 1 {
+            self.selected += 1;
+        }
+        self.index = self
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.clone(), i))
+            .collect();
+        i
+    }
+
     /// Shows an engine event of this run in its table and logs; `now` is
     /// when the console received it.
     pub fn apply(&mut self, event: &Event, now: NaiveDateTime) {
@@ -321,6 +347,12 @@ impl RunView {
                         ),
                     );
                 }
+            }
+            Event::PartitionAdded {
+                partition, because, ..
+            } => {
+                let i = self.add_row(partition);
+                self.log(i, format!("added to the cascade: {because}"));
             }
             Event::PartitionSkipped {
                 partition, because, ..

@@ -602,3 +602,44 @@ fn an_error_of_several_lines_reads_as_lines_and_a_log_not_kept_says_so() {
     assert!(s.contains("│DETAIL: second"), "{s}");
     assert!(s.contains("log 2026-06-03 · not kept on disk"), "{s}");
 }
+
+/// A partition a cascade adds to a step before it begins (a merge upstream
+/// moved rows in or out of what it reads) joins the step's rows in its
+/// place, queued, its log saying why; the rows and logs there were stay
+/// with their partitions, and the row under the cursor stays under it.
+#[test]
+fn a_partition_added_to_a_cascade_step_joins_its_rows() {
+    let mut r = run();
+    r.selected = 1;
+    r.apply(
+        &event("2026-06-08", |partition| Event::PartitionLog {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            partition,
+            line: "BEGIN".into(),
+        }),
+        now(),
+    );
+    r.apply(
+        &event("2026-06-05", |partition| Event::PartitionAdded {
+            job: "fct_orders".into(),
+            partition,
+            because:
+                "stg_orders 2026-06-05 changed: its merge of 2026-06-08 moved rows in or out of it"
+                    .into(),
+        }),
+        now(),
+    );
+    let names: Vec<&str> = r.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["2026-06-03", "2026-06-05", "2026-06-08"]);
+    assert_eq!(r.partitions[1].state, RunPartState::Queued);
+    assert_eq!(r.partitions[r.selected].name, "2026-06-08");
+    assert_eq!(r.logs.of(2), &["BEGIN".to_string()]);
+    assert_eq!(
+        r.logs.of(1),
+        &["added to the cascade: stg_orders 2026-06-05 changed: its merge of 2026-06-08 moved rows in or out of it".to_string()]
+    );
+    r.apply(&started("2026-06-05"), now());
+    assert_eq!(r.partitions[1].state, RunPartState::Running);
+    assert!(r.label().ends_with(" 0/3 "), "{}", r.label());
+}

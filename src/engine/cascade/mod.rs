@@ -3,7 +3,11 @@
 //! before the jobs that read it start, so an upstream partition always
 //! commits before any downstream partition that reads it begins; inside a
 //! step, partitions run with the step's concurrency. A downstream partition
-//! that reads an upstream partition which did not succeed is skipped.
+//! that reads an upstream partition which did not succeed is skipped. A
+//! merge may move rows in or out of windows beyond those it merged: before
+//! each step begins, its windows over those are added to it.
+
+mod reached;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -16,6 +20,7 @@ use crate::lineage::{Lineage, overlapping, read_by};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
+use reached::Reached;
 
 /// The downstream partitions a backfill of `root` makes stale, per job in
 /// dependency order: every partition (within the job's complete range) whose
@@ -30,20 +35,40 @@ pub fn downstream_partitions<'c>(
     std::iter::from_fn(|| downstream.next_job()).collect()
 }
 
+/// Which windows of a downstream job a cascade loads over a partition
+/// upstream of it: those within the job's range up to the window open
+/// `now` (past it, nothing has rows yet), and of those the ones not ended
+/// yet only when the run allows incomplete windows.
+#[derive(Debug, Clone, Copy)]
+pub struct Reach {
+    pub now: chrono::NaiveDateTime,
+    pub allow_incomplete: bool,
+}
+
+impl Reach {
+    /// `job`'s windows over `upstream` (a partition of a job it reads):
+    /// those a cascade loads, and those it leaves, not ended yet.
+    pub fn over(&self, job: &Job, upstream: &Partition) -> (Vec<Partition>, Vec<Partition>) {
+        let latest = job.latest_partition(self.now);
+        let last_complete = job.last_partition(self.now);
+        overlapping(upstream.start, upstream.end(), job.grain)
+            .into_iter()
+            .filter(|d| *d >= job.start && *d <= latest)
+            .partition(|d| self.allow_incomplete || *d <= last_complete)
+    }
+}
+
 /// [`downstream_partitions`] one job at a time, so that what a job's step
 /// runs beyond them (a merge step goes on through its latest window) is
 /// planned for the jobs that read it too: [`Downstream::planned`].
 pub struct Downstream<'c, 'l> {
     config: &'c Config,
     lineage: &'l Lineage,
-    now: chrono::NaiveDateTime,
+    reach: Reach,
     /// The jobs downstream of the root not yet planned, in dependency order.
     order: std::vec::IntoIter<String>,
     /// Per job, the partitions planned so far (the root's among them).
     planned: HashMap<String, BTreeSet<Partition>>,
-    /// Whether windows that have not ended yet are planned too (the run
-    /// was given `--allow-incomplete`).
-    allow_incomplete: bool,
     /// Per job, in dependency order, the windows over what is planned
     /// upstream that were left out because they have not ended yet.
     not_ended: Vec<(&'c Job, Vec<Partition>)>,
@@ -63,10 +88,12 @@ impl<'c, 'l> Downstream<'c, 'l> {
         Downstream {
             config,
             lineage,
-            now,
+            reach: Reach {
+                now,
+                allow_incomplete: false,
+            },
             order: lineage.downstream_closure(&root.job.name).into_iter(),
             planned,
-            allow_incomplete: false,
             not_ended: Vec::new(),
         }
     }
@@ -74,7 +101,7 @@ impl<'c, 'l> Downstream<'c, 'l> {
     /// Plans the windows not ended yet too, as a run given
     /// `--allow-incomplete` loads its own (`allow`).
     pub fn allowing_incomplete(mut self, allow: bool) -> Self {
-        self.allow_incomplete = allow;
+        self.reach.allow_incomplete = allow;
         self
     }
 
@@ -93,24 +120,16 @@ impl<'c, 'l> Downstream<'c, 'l> {
             let Some(job) = self.config.jobs.iter().find(|j| j.name == name) else {
                 continue;
             };
-            // Up to the window open now: past it, nothing has rows yet.
-            let latest = job.latest_partition(self.now);
-            let mut mine = BTreeSet::new();
+            let (mut mine, mut open) = (BTreeSet::new(), BTreeSet::new());
             for (up, _) in self.lineage.upstream(&name) {
                 for p in self.planned.get(up).into_iter().flatten() {
-                    mine.extend(
-                        overlapping(p.start, p.end(), job.grain)
-                            .into_iter()
-                            .filter(|d| *d >= job.start && *d <= latest),
-                    );
+                    let (loads, left) = self.reach.over(job, p);
+                    mine.extend(loads);
+                    open.extend(left);
                 }
             }
-            if !self.allow_incomplete {
-                let last_complete = job.last_partition(self.now);
-                let open = mine.split_off(&last_complete.next());
-                if !open.is_empty() {
-                    self.not_ended.push((job, open.into_iter().collect()));
-                }
+            if !open.is_empty() {
+                self.not_ended.push((job, open.into_iter().collect()));
             }
             if mine.is_empty() {
                 continue;
@@ -180,26 +199,32 @@ pub struct StepOutcome {
     pub job: String,
     /// None when every partition of the step was skipped.
     pub summary: Option<RunSummary>,
-    /// Partitions not run because an upstream partition they read did not
-    /// succeed, with that partition (`"job partition"`).
+    /// Partitions added to the step as planned, before it began, with why
+    /// (the steps before it moved rows into or out of what they read).
+    pub added: Vec<(Partition, String)>,
+    /// Partitions not run, with why: an upstream partition they read did
+    /// not succeed (`"job partition did not load"`), or, in a merge step,
+    /// they were there only to merge on through after a skipped window.
     pub skipped: Vec<(Partition, String)>,
     /// Partitions of a step the run was cancelled before it began: left
     /// undone, and a repeat must cover them.
     pub not_started: Vec<Partition>,
 }
 
-/// Runs each step in order (upstream first), skipping what reads a failure.
+/// Runs each step in order (upstream first), skipping what reads a failure
+/// and adding, before a step begins, its windows over those the steps
+/// before it moved rows in or out of (within `reach`).
 pub async fn run(
     warehouse: &Warehouse,
     lineage: &Lineage,
-    steps: &[Backfill],
+    (steps, reach): (&[Backfill], Reach),
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Vec<StepOutcome> {
     run_gated(
         warehouse,
         lineage,
-        steps,
+        (steps, reach),
         events,
         cancel,
         &super::Gate::default(),
@@ -211,7 +236,7 @@ pub async fn run(
 pub async fn run_gated(
     warehouse: &Warehouse,
     lineage: &Lineage,
-    steps: &[Backfill],
+    (steps, reach): (&[Backfill], Reach),
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
     gate: &super::Gate,
@@ -220,18 +245,32 @@ pub async fn run_gated(
     // skipped), which the jobs downstream must not build on.
     let mut unfinished: HashMap<String, HashSet<Partition>> = HashMap::new();
     let mut grains = HashMap::new();
+    let mut reached = Reached::default();
     let mut outcomes = Vec::new();
-    for step in steps {
+    for (k, step) in steps.iter().enumerate() {
         grains.insert(step.job.name.clone(), step.job.grain);
-        let mut skipped = Vec::new();
         let mut backfill = step.clone();
+        // The root's partitions are the run's own: nothing is added to them.
+        let added = if k == 0 {
+            Vec::new()
+        } else {
+            reached.add_to(&mut backfill, lineage, reach)
+        };
+        for (partition, because) in &added {
+            let _ = events.send(Event::PartitionAdded {
+                job: step.job.name.clone(),
+                partition: partition.name(),
+                because: because.clone(),
+            });
+        }
+        let mut skipped = Vec::new();
         backfill.partitions.retain(|d| {
             let cause = lineage.upstream(&step.job.name).iter().find_map(|(up, _)| {
                 let bad = unfinished.get(up)?;
                 read_by(d, *grains.get(up)?)
                     .into_iter()
                     .find(|p| bad.contains(p))
-                    .map(|p| format!("{up} {}", p.name()))
+                    .map(|p| format!("{up} {} did not load", p.name()))
             });
             match cause {
                 Some(cause) => {
@@ -241,11 +280,26 @@ pub async fn run_gated(
                 None => true,
             }
         });
-        for (partition, cause) in &skipped {
+        if let Some(first) = skipped.first().map(|(p, _)| *p) {
+            let through = reached.through_only(&backfill, lineage, reach);
+            backfill.partitions.retain(|p| !through.contains(p));
+            skipped.extend(through.into_iter().map(|p| {
+                (
+                    p,
+                    format!(
+                        "{} {} was skipped, and this window was only to be merged on through after it",
+                        step.job.name,
+                        first.name()
+                    ),
+                )
+            }));
+            skipped.sort();
+        }
+        for (partition, because) in &skipped {
             let _ = events.send(Event::PartitionSkipped {
                 job: step.job.name.clone(),
                 partition: partition.name(),
-                because: format!("{cause} did not load"),
+                because: because.clone(),
             });
         }
         let mut not_started = Vec::new();
@@ -264,6 +318,7 @@ pub async fn run_gated(
         } else {
             Some(super::run_gated(warehouse, &backfill, events, cancel, gate).await)
         };
+        reached.ran(&backfill, &added, summary.as_ref());
         let bad = unfinished.entry(step.job.name.clone()).or_default();
         bad.extend(skipped.iter().map(|(p, _)| *p));
         match &summary {
@@ -274,6 +329,7 @@ pub async fn run_gated(
         outcomes.push(StepOutcome {
             job: step.job.name.clone(),
             summary,
+            added,
             skipped,
             not_started,
         });
