@@ -721,16 +721,11 @@ async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
     assert_eq!(march["2026-02"].state, LoadState::Missing);
 }
 
-/// The QA repro: a merge job by key with a partition column, between a
-/// fact and a daily count. A key's source row moves to the next day; the
-/// merge of that day moves the key's row out of the window before, whose
-/// own merge changed nothing. The count of that day read it, and is stale
-/// (upstream): it once read loaded, its count one row too many, because
-/// the ledger recorded the change against the merged window alone.
-async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind) {
-    let Some(db) = TestDb::new(kind).await else {
-        return;
-    };
+/// fct (replace) → latest (merge, partitioned by dt) → per_day
+/// (replace, reading latest), each loaded over 01..03 from `rows` of
+/// `src (id, dt, v)`; `fct` refuses a negative `v`.
+async fn chain(kind: Kind, rows: &str) -> Option<(TestDb, std::path::PathBuf, Warehouse)> {
+    let db = TestDb::new(kind).await?;
     let jobs = format!(
         "{}{}{}",
         common::replace_job(
@@ -758,18 +753,34 @@ async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind)
     );
     let (config, parsed) = db.config(&jobs);
     let wh = db.warehouse(&parsed).await;
+    let insert = format!("INSERT INTO src VALUES {rows}");
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL CHECK (v >= 0))",
         "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
         "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
+        &insert,
     ])
     .await
     .expect("setup");
     for job in ["fct", "latest", "per_day"] {
         stdout_ok(&idem(&config, &["run", job]));
     }
+    assert_eq!(stale_upstream(&config), BTreeSet::new());
+    Some((db, config, wh))
+}
+
+/// The QA repro: a merge job by key with a partition column, between a
+/// fact and a daily count. A key's source row moves to the next day; the
+/// merge of that day moves the key's row out of the window before, whose
+/// own merge changed nothing. The count of that day read it, and is stale
+/// (upstream): it once read loaded, its count one row too many, because
+/// the ledger recorded the change against the merged window alone.
+async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind) {
+    let rows = "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)";
+    let Some((_db, config, wh)) = chain(kind, rows).await else {
+        return;
+    };
     let per_day = async || -> Vec<(String, i64)> {
         let mut rows = Vec::new();
         for day in ["2026-01-01", "2026-01-02"] {
@@ -1200,48 +1211,9 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
 /// read the merge job load the windows it merged on too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
-    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
-    let jobs = format!(
-        "{}{}{}",
-        common::replace_job(
-            "fct",
-            "fct",
-            "2026-01-03",
-            "select id, dt, v from src where dt >= :start and dt < :end"
-        ),
-        common::merge_job(
-            "latest",
-            "latest",
-            "2026-01-03",
-            "select id, dt, v from fct where dt >= :start and dt < :end"
-        )
-        .replace(
-            "unique_key = [\"id\"]",
-            "unique_key = [\"id\"]\npartition_column = \"dt\""
-        ),
-        common::replace_job(
-            "per_day",
-            "per_day",
-            "2026-01-03",
-            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
-        ),
-    );
-    let (config, parsed) = db.config(&jobs);
-    let wh = db.warehouse(&parsed).await;
     // Key 1 is updated on the 2nd: its row belongs to the 2nd's window.
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
-        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
-        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01', 1), (1, '2026-01-02', 2), (2, '2026-01-01', 5)",
-    ])
-    .await
-    .expect("setup");
-    wh.close().await;
-    for job in ["fct", "latest", "per_day"] {
-        stdout_ok(&idem(&config, &["run", job]));
-    }
+    let rows = "(1, '2026-01-01', 1), (1, '2026-01-02', 2), (2, '2026-01-01', 5)";
+    let (_db, config, wh) = chain(Kind::Sqlite, rows).await.expect("sqlite");
     let rows = |config: &Path| -> Vec<(String, i64)> {
         let out = stdout_ok(&idem(config, &["status", "latest", "--format", "json"]));
         let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
@@ -1262,9 +1234,7 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
     assert_eq!(rows(&config), settled);
 
     // A late change to the 1st, cascaded from the fact.
-    db.warehouse(&parsed)
-        .await
-        .execute_script(&["UPDATE src SET v = 10 WHERE id = 2"])
+    wh.execute_script(&["UPDATE src SET v = 10 WHERE id = 2"])
         .await
         .expect("late change");
     let args = ["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"];
@@ -1548,55 +1518,6 @@ async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() 
 /// A cascade whose merges move rows in or out of windows beyond its plan.
 mod cascade_moves {
     use super::*;
-
-    /// fct (replace) → latest (merge, partitioned by dt) → per_day
-    /// (replace, reading latest), each loaded over 01..03 from `rows` of
-    /// `src (id, dt, v)`; `fct` refuses a negative `v`.
-    async fn chain(kind: Kind, rows: &str) -> Option<(TestDb, std::path::PathBuf, Warehouse)> {
-        let db = TestDb::new(kind).await?;
-        let jobs = format!(
-            "{}{}{}",
-            common::replace_job(
-                "fct",
-                "fct",
-                "2026-01-03",
-                "select id, dt, v from src where dt >= :start and dt < :end"
-            ),
-            common::merge_job(
-                "latest",
-                "latest",
-                "2026-01-03",
-                "select id, dt, v from fct where dt >= :start and dt < :end"
-            )
-            .replace(
-                "unique_key = [\"id\"]",
-                "unique_key = [\"id\"]\npartition_column = \"dt\""
-            ),
-            common::replace_job(
-                "per_day",
-                "per_day",
-                "2026-01-03",
-                "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt"
-            ),
-        );
-        let (config, parsed) = db.config(&jobs);
-        let wh = db.warehouse(&parsed).await;
-        let insert = format!("INSERT INTO src VALUES {rows}");
-        wh.execute_script(&[
-            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
-            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL CHECK (v >= 0))",
-            "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
-            "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
-            &insert,
-        ])
-        .await
-        .expect("setup");
-        for job in ["fct", "latest", "per_day"] {
-            stdout_ok(&idem(&config, &["run", job]));
-        }
-        assert_eq!(stale_upstream(&config), BTreeSet::new());
-        Some((db, config, wh))
-    }
 
     /// Per job, the partitions of the events named `event` (`run_started`
     /// or `dry_run`), in the stream's order.
