@@ -125,6 +125,59 @@ async fn old_merge_window_alone_warns_and_extending_restores(kind: Kind) {
     assert_eq!(amount_of(&wh, 2).await, 200);
 }
 
+/// A merge plan with a gap (`--only stale` picking the 2nd and the 5th)
+/// leaves out a loaded window between its windows: merging the 2nd set a
+/// key the 3rd had updated back to its older value, and the 5th, which
+/// does not hold the key, never restored it. It was no order risk, as
+/// only windows after the plan's last were looked at; a gap is one now,
+/// and extending fills it.
+async fn a_gap_in_a_merge_plan_is_an_order_risk_extending_fills(kind: Kind) {
+    let Some((_db, config, wh)) = setup(kind).await else {
+        return;
+    };
+    // Customer 3 is in the 2nd and the 3rd only.
+    wh.execute_script(&[
+        "INSERT INTO src (id, amount, dt) VALUES (3, 2, '2026-01-02'), (3, 3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    let dim = job(&config, "dim");
+    let all = Backfill::plan(&wh, dim, &Selection::default(), 4, 0)
+        .await
+        .unwrap();
+    run(&wh, &all).await;
+    assert_eq!(amount_of(&wh, 3).await, 3, "the newest window wins");
+
+    let mut gapped = Backfill::plan(&wh, dim, &Selection::default(), 4, 0)
+        .await
+        .unwrap();
+    gapped
+        .partitions
+        .retain(|p| [day("2026-01-02"), day("2026-01-05")].contains(p));
+    let risk = gapped
+        .merge_order_risk(&wh)
+        .await
+        .unwrap()
+        .expect("a gap is an order risk");
+    let left_out: Vec<String> = risk.later_loaded.iter().map(Partition::name).collect();
+    assert_eq!(left_out, ["2026-01-03", "2026-01-04"]);
+    assert_eq!(risk.latest(), day("2026-01-05"));
+
+    // What the risk is: run as planned, customer 3 goes back to the 2nd's.
+    run(&wh, &gapped).await;
+    assert_eq!(amount_of(&wh, 3).await, 2);
+
+    gapped.extend_through_latest(&risk);
+    let names: Vec<String> = gapped.partitions.iter().map(Partition::name).collect();
+    assert_eq!(
+        names,
+        ["2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
+    );
+    assert!(gapped.merge_order_risk(&wh).await.unwrap().is_none());
+    run(&wh, &gapped).await;
+    assert_eq!(amount_of(&wh, 3).await, 3, "extending restores it");
+}
+
 async fn changed_sql_turns_loaded_partitions_stale_until_rerun(kind: Kind) {
     let Some((_db, config, wh)) = setup(kind).await else {
         return;
@@ -885,6 +938,7 @@ on_every_engine!(
     a_narrowed_merge_run_warns_of_later_windows,
     a_partition_in_flight_elsewhere_shows_running,
     old_merge_window_alone_warns_and_extending_restores,
+    a_gap_in_a_merge_plan_is_an_order_risk_extending_fills,
     rows_later_windows_moved_out_are_no_vanished_window,
     rows_deleted_after_insert_only_later_loads_read_vanished,
     changed_sql_turns_loaded_partitions_stale_until_rerun,

@@ -101,8 +101,9 @@ impl Backfill {
         })
     }
 
-    /// For merge jobs: loaded windows after the last planned one, whose rows
-    /// re-running older windows alone would roll back to older values.
+    /// For merge jobs: loaded windows after the first planned one that the
+    /// plan leaves out, whose rows re-running older windows alone would
+    /// roll back to older values.
     pub async fn merge_order_risk(
         &self,
         warehouse: &Warehouse,
@@ -119,16 +120,24 @@ impl Backfill {
         &self,
         statuses: &[state::PartitionStatus],
     ) -> Option<MergeOrderRisk> {
-        let (Strategy::MergeKey, Some(&last_planned)) = (self.job.strategy, self.partitions.last())
-        else {
+        let (Strategy::MergeKey, Some(&first_planned), Some(&last_planned)) = (
+            self.job.strategy,
+            self.partitions.first(),
+            self.partitions.last(),
+        ) else {
             return None;
         };
-        // A later window whose latest load merged no rows holds no key's
-        // newer value: merging older windows sets nothing of it back.
+        // A window the plan leaves out after its first (past its end, or in
+        // a gap `--only` left: 01 and 05 planned, 03 loaded) would have the
+        // keys it updated set back by the older windows, unless it is
+        // merged again after them. One whose latest load merged no rows
+        // holds no key's newer value: merging older windows sets nothing
+        // of it back.
         let later_loaded: Vec<Partition> = statuses
             .iter()
             .filter(|s| {
-                s.partition > last_planned
+                s.partition > first_planned
+                    && !self.partitions.contains(&s.partition)
                     && s.last_success.as_ref().is_some_and(|a| a.rows_after > 0)
             })
             .map(|s| s.partition)
