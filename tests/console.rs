@@ -1623,6 +1623,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
             partition: "2026-06-01".into(),
             rows: vec![10412, 10412, 10412],
             difference: None,
+            run_3_after: idem::warehouse::CLOCK_TICK,
         }),
     });
     let screen = text(&a);
@@ -1642,6 +1643,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
             partition: "2026-06-01".into(),
             rows: vec![1, 1, 1],
             difference: None,
+            run_3_after: idem::warehouse::CLOCK_TICK,
         }),
     });
     assert!(text(&a).contains("verifying…"), "a stale answer was shown");
@@ -1661,6 +1663,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
                 sample_second: vec!["7 | 2026-06-01 | 21.00".into()],
                 columns_differing: Vec::new(),
             }),
+            run_3_after: idem::warehouse::CLOCK_TICK,
         }),
     });
     let screen = text(&a);
@@ -1668,6 +1671,11 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
         screen.contains(
             "NOT idempotent: run 1 and run 2 (on top of run 1) differ: 3 rows only in run 1, 5 only in run 2"
         ),
+        "{screen}"
+    );
+    // Why, as `idem verify` says it: rows, not values, differ here.
+    assert!(
+        screen.contains("they hold different rows, not the same rows with other values"),
         "{screen}"
     );
     assert!(
@@ -1689,6 +1697,7 @@ fn v_verifies_the_cursor_partition_and_shows_the_result() {
             partition: "2026-06-01".into(),
             rows: vec![0, 0, 0],
             difference: None,
+            run_3_after: idem::warehouse::CLOCK_TICK,
         }),
     });
     let screen = text(&a);
@@ -2110,6 +2119,7 @@ fn random_keys_and_resizes_never_panic() {
                                 partition: req.partition.name(),
                                 rows: vec![1, 1, 1],
                                 difference: None,
+                                run_3_after: idem::warehouse::CLOCK_TICK,
                             })
                         },
                     });

@@ -381,7 +381,10 @@ mod odd_values {
 /// load a second or more apart. QA: verify's three runs took well under a
 /// second, so such a job was proved idempotent nearly every time (on
 /// MariaDB, a `select now()` job always). Run 3 now begins more than a
-/// second after run 1, and the proof names the column that differs.
+/// second after runs 1–2 end, and the proof names the column that differs.
+/// The days of a range share that wait: proving four of them waited a tick
+/// for each (a day of an hourly job, 26 s more); now about one in all, and
+/// every day's run 3 still begins a tick after its own runs 1–2.
 mod second_clock {
     use super::*;
 
@@ -413,7 +416,9 @@ mod second_clock {
         .concat();
         let (_, config) = db.config(&jobs);
         let wh = db.warehouse(&config).await;
-        let values: Vec<String> = (0..3).map(|k| format!("({k}, '2026-01-02')")).collect();
+        let values: Vec<String> = (1..=4)
+            .flat_map(|d| (0..3).map(move |k| format!("({k}, '2026-01-0{d}')")))
+            .collect();
         wh.execute_script(&[
             "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
             &format!("CREATE TABLE stamped (id INTEGER NOT NULL, stamp {stamp}, dt DATE NOT NULL)"),
@@ -424,28 +429,44 @@ mod second_clock {
         ])
         .await
         .unwrap();
-        let day = Partition::parse(Grain::Day, "2026-01-02", RangeEnd::From).unwrap();
+        let day = |d: &str| Partition::parse(Grain::Day, d, RangeEnd::From).unwrap();
+        let days = range(day("2026-01-01"), day("2026-01-04"));
         for (name, column) in [("now_in_sql", "stamp"), ("now_by_default", "created")] {
             let job = config.jobs.iter().find(|j| j.name == name).unwrap();
             let before = wh.table_fingerprint(&job.target).await.unwrap();
-            let started = std::time::Instant::now();
-            let v = wh
-                .verify_partition(job, &day, &Default::default())
-                .await
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let d = v
-                .difference
-                .unwrap_or_else(|| panic!("{name}: a clock read to the second must be caught"));
+            let cancel = Default::default();
+            let mut proofs = wh.verify_partitions(job, &days, &cancel);
+            let mut proved = Vec::new();
+            while let Some((p, v)) = proofs.next().await {
+                let v = v.unwrap_or_else(|e| panic!("{name} {}: {e}", p.name()));
+                assert!(
+                    v.run_3_after >= idem::warehouse::CLOCK_TICK,
+                    "{name} {}: run 3 began {:?} after runs 1–2",
+                    p.name(),
+                    v.run_3_after
+                );
+                let d = v.difference.unwrap_or_else(|| {
+                    panic!(
+                        "{name} {}: a clock read to the second must be caught",
+                        p.name()
+                    )
+                });
+                assert_eq!(d.columns_differing, [column], "{name}: {d:?}");
+                assert!(
+                    d.why()
+                        .starts_with(&format!("they differ in column {column} alone")),
+                    "{name}: {}",
+                    d.why()
+                );
+                proved.push(p);
+            }
+            assert_eq!(proved, days, "{name}: each day, in order");
+            // About one tick in all (the last day's), not one for each day.
             assert!(
-                started.elapsed() >= idem::warehouse::CLOCK_TICK,
-                "{name}: run 3 began within a second of run 1"
-            );
-            assert_eq!(d.columns_differing, [column], "{name}: {d:?}");
-            assert!(
-                d.why()
-                    .starts_with(&format!("they differ in column {column} alone")),
-                "{name}: {}",
-                d.why()
+                proofs.waited() < 2 * idem::warehouse::CLOCK_TICK,
+                "{name}: {} days waited {:?} for the clock",
+                days.len(),
+                proofs.waited()
             );
             assert_eq!(
                 wh.table_fingerprint(&job.target).await.unwrap(),
@@ -457,6 +478,102 @@ mod second_clock {
     }
 
     on_every_engine!(a_clock_read_to_the_second_is_caught_and_named);
+}
+
+async fn fingerprints(wh: &Warehouse, tables: &[TableName]) -> Vec<Fingerprint> {
+    let mut fps = Vec::new();
+    for t in tables {
+        fps.push(wh.table_fingerprint(t).await.unwrap());
+    }
+    fps
+}
+
+/// The days of a range are proved in their order while their waits for
+/// the clock overlap: a day that fails is said after the days before it are
+/// proved, and no day after it is started; a cancel while the proofs wait
+/// ends them at once. Nothing is left behind either way.
+#[tokio::test]
+async fn a_range_of_proofs_says_a_failure_in_order_and_stops_on_a_cancel() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let sql = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job("checked", "checked", "2026-01-05", sql),
+        common::replace_job("plain", "plain", "2026-01-05", sql),
+    ]
+    .concat();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02'), (3, '2026-01-03'), (4, '2026-01-04')",
+        // Day 3's row breaks the target's CHECK: its runs 1–2 fail.
+        "CREATE TABLE checked (id INTEGER NOT NULL CHECK (id <> 3), dt DATE NOT NULL)",
+        "CREATE TABLE plain (id INTEGER NOT NULL, dt DATE NOT NULL)",
+    ])
+    .await
+    .unwrap();
+    let job = |name: &str| config.jobs.iter().find(|j| j.name == name).unwrap();
+    let day = |d: &str| Partition::parse(Grain::Day, d, RangeEnd::From).unwrap();
+    let days = range(day("2026-01-01"), day("2026-01-04"));
+    let tables = [
+        job("checked").target.clone(),
+        job("plain").target.clone(),
+        wh.dialect().ledger_table(),
+    ];
+    let untouched = fingerprints(&wh, &tables).await;
+
+    let cancel = Default::default();
+    let mut proofs = wh.verify_partitions(job("checked"), &days, &cancel);
+    let mut said = Vec::new();
+    while let Some((p, v)) = proofs.next().await {
+        said.push((
+            p.name(),
+            v.map(|v| v.is_idempotent()).map_err(|e| e.to_string()),
+        ));
+    }
+    assert_eq!(said.len(), 3, "day 4 is not started: {said:?}");
+    assert_eq!(said[0], ("2026-01-01".into(), Ok(true)));
+    assert_eq!(said[1], ("2026-01-02".into(), Ok(true)));
+    assert_eq!(said[2].0, "2026-01-03");
+    assert!(
+        said[2].1.as_ref().is_err_and(|e| e.contains("CHECK")),
+        "{said:?}"
+    );
+
+    // Cancelled a quarter tick in: while day 1 waits for its tick (days
+    // 2–4 have had runs 1–2 by then) or a slow machine still runs them.
+    // The proofs end with that, at once: nothing follows.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut proofs = wh.verify_partitions(job("plain"), &days, &cancel);
+    let first = async {
+        let first = proofs.next().await;
+        (first, proofs.next().await)
+    };
+    let cancelling = async {
+        tokio::time::sleep(idem::warehouse::CLOCK_TICK / 4).await;
+        cancel.cancel();
+    };
+    let ((first, then), ()) = tokio::join!(first, cancelling);
+    assert!(
+        matches!(
+            first,
+            Some((_, Err(idem::warehouse::WarehouseError::Cancelled)))
+        ),
+        "{first:?}"
+    );
+    assert!(then.is_none(), "{then:?}");
+    assert_eq!(
+        fingerprints(&wh, &tables).await,
+        untouched,
+        "nothing is left behind"
+    );
+    // The partitions' locks are free: a proof of the day runs at once.
+    let again = wh
+        .verify_partition(job("plain"), &days[0], &Default::default())
+        .await
+        .unwrap();
+    assert!(again.is_idempotent(), "{:?}", again.difference);
+    wh.close().await;
 }
 
 /// SQLite keeps whatever bytes a TEXT value was given, UTF-8 or not. A

@@ -42,8 +42,8 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         let cancel = cancel_on_signal("the proof rolls back");
         let mut exit = Exit::Ok;
         let (mut proved, mut empty) = (0, 0);
-        for p in &begun {
-            let v = warehouse.verify_partition(job, p, &cancel).await;
+        let mut proofs = warehouse.verify_partitions(job, &begun, &cancel);
+        while let Some((p, v)) = proofs.next().await {
             let v = match v {
                 Err(WarehouseError::Cancelled) => {
                     warehouse.close().await;

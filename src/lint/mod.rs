@@ -12,7 +12,7 @@
 //! insert while the SELECT leaves it out, LIMIT without ORDER BY, a replace
 //! job reading its own target, a SELECT writing a column the table
 //! computes). A **warning** is a likely mistake that lint cannot prove (a
-//! `row_number()` key, a window filter on another column than the
+//! `row_number()` key, LIMIT over an ORDER BY that may tie, a window filter on another column than the
 //! partition's, NULLs or MariaDB zero-in-date values left in the partition
 //! column, a merge job that reads its whole source every window).
 
@@ -21,6 +21,7 @@ mod generated;
 mod own_target;
 pub use own_target::names_target;
 mod refusals;
+mod row_limits;
 mod sql;
 mod sqlite_quotes;
 mod sqlite_text;
@@ -280,21 +281,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
         ));
     }
 
-    for u in &reading.unordered {
-        out.push(Finding::new(
-            Severity::Error,
-            at(u.line),
-            format!(
-                "{} without ORDER BY keeps whichever rows the plan reads first: a re-run of the same partition can write other rows",
-                u.clause
-            ),
-            format!(
-                "add an ORDER BY that gives every row its own place (e.g. order by created_at, order_id), or drop the {}",
-                u.clause
-            ),
-        ));
-    }
-
+    row_limits::findings(job, &reading, &mut out);
     for rank in &reading.ranks {
         let column = rank
             .alias

@@ -106,7 +106,7 @@ pub(super) struct Reading {
     pub volatile: Vec<VolatileCall>,
     pub ranks: Vec<RankColumn>,
     pub ignores: Vec<IgnoreClause>,
-    /// `LIMIT` and its kin in a query without `ORDER BY`.
+    /// `LIMIT` and its kin in a query without `ORDER BY`, or over one that may tie.
     pub unordered: Vec<Unordered>,
     /// Each statement of the SQL: its first line and first keyword, and
     /// whether it is a query.

@@ -14,22 +14,13 @@ use super::loads::Loads;
 use super::msg::{Effect, VerifyRequest};
 use super::reconcile::source_line;
 use super::theme::Theme;
+use super::verification::{VerifyView, verification_lines};
 use super::widgets::{block, controls_shown, duration_text, first_line, pct, signed, thousands};
 use crate::numbers::count;
-use crate::partition::{Grain, Partition};
+use crate::partition::Grain;
 use crate::state::{LoadState, Seasonality};
 use crate::warehouse::Fingerprint;
 use crate::warehouse::Verification;
-
-/// The latest verification: of one job's partition, running or ended.
-#[derive(Debug, Clone)]
-pub struct VerifyView {
-    pub id: usize,
-    pub job: String,
-    pub partition: Partition,
-    /// `None` while verifying.
-    pub result: Option<Result<Verification, String>>,
-}
 
 /// The detail pane's own state: the latest verification (another replaces
 /// it) and the last loads of the cursor's partition.
@@ -482,78 +473,6 @@ fn attempt_duration(started: &str, finished: &str) -> Option<u64> {
     Some((b - a).num_milliseconds().max(0) as u64)
 }
 
-/// The short name of a run in a verification ("run 2 (on top of run 1)"
-/// reads "run 2").
-fn run_name(label: &str) -> &str {
-    label.split(" (").next().unwrap_or(label)
-}
-
-/// What the latest verification of the cursor's partition found.
-fn verification_lines(t: &Theme, v: &VerifyView) -> Vec<Line<'static>> {
-    let muted = t.style("muted");
-    let label = Span::styled("verify ", muted);
-    match &v.result {
-        None => vec![Line::from(vec![
-            label,
-            Span::styled(
-                "verifying… (loads it twice, then rolls back)",
-                t.style("running"),
-            ),
-        ])],
-        Some(Err(e)) => vec![Line::from(vec![
-            label,
-            Span::styled(format!("error: {}", first_line(e)), t.style("error")),
-        ])],
-        Some(Ok(r)) => match &r.difference {
-            None if r.wrote_nothing() => vec![Line::from(vec![
-                label,
-                Span::styled("not proved", t.style("warning")),
-                Span::styled(
-                    ": no rows on any run (its source has none here), which shows nothing of its SQL; rolled back",
-                    t.style("text"),
-                ),
-            ])],
-            None => vec![Line::from(vec![
-                label,
-                Span::styled("idempotent", t.style("ok")),
-                Span::styled(
-                    format!(
-                        ": same {} on every run; rolled back",
-                        crate::numbers::n_rows(r.rows.first().copied().unwrap_or(0) as i64)
-                    ),
-                    t.style("text"),
-                ),
-            ])],
-            Some(d) => {
-                let (a, b) = (run_name(d.first), run_name(d.second));
-                let mut lines = vec![Line::from(vec![
-                    label,
-                    Span::styled("NOT idempotent", t.style("error")),
-                    Span::styled(
-                        format!(
-                            ": {} and {} differ: {} only in {a}, {} only in {b}; rolled back",
-                            d.first,
-                            d.second,
-                            crate::numbers::n_rows(d.only_in_first as i64),
-                            thousands(d.only_in_second as i64)
-                        ),
-                        t.style("text"),
-                    ),
-                ])];
-                for (name, sample) in [(a, &d.sample_first), (b, &d.sample_second)] {
-                    for row in sample.iter().take(2) {
-                        lines.push(Line::from(vec![
-                            Span::styled(format!("  only in {name}: "), muted),
-                            Span::styled(row.clone(), t.style("text")),
-                        ]));
-                    }
-                }
-                lines
-            }
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,6 +484,7 @@ mod tests {
             partition: "2026-06-10".into(),
             rows: vec![rows, rows, rows],
             difference: None,
+            run_3_after: crate::warehouse::CLOCK_TICK,
         }
     }
 

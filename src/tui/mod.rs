@@ -1,6 +1,6 @@
 //! The console. `app` holds the state and `update` (the only writer), one
 //! module per pane or overlay owns its part (jobs, calendar, chart, detail
-//! and its loads, reconciliation, runs, confirm, errors, command line, help,
+//! and its loads and verification, reconciliation, runs, confirm, errors, command line, help,
 //! diff, questions),
 //! `layout` is the geometry drawing and input share, `view` draws it all,
 //! `keys` is the one key registry (`keymap` the keys in force, with the
@@ -38,6 +38,7 @@ mod runs;
 pub mod svg;
 mod terminal;
 pub mod theme;
+mod verification;
 pub mod view;
 mod widgets;
 

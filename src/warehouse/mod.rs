@@ -57,7 +57,7 @@ pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
 pub use references::{DELETING_REFERENCE_ADVICE, Reference};
 pub use sqlite::DATE_GLOB;
-pub use verify::{CLOCK_TICK, Difference, Verification};
+pub use verify::{CLOCK_TICK, Difference, Proofs, Verification};
 
 use crate::config::{Ident, Job, TableName, WarehouseConfig};
 use crate::partition::{Grain, Partition};

@@ -1,9 +1,13 @@
 //! `idem verify`: the idempotency proof. The partition is loaded twice in one
 //! transaction (the second run on top of the first) and once more in a later
-//! transaction, at least [`CLOCK_TICK`] after the first began; the rows
+//! transaction, at least [`CLOCK_TICK`] after the first ended; the rows
 //! after each must be the same. Everything rolls back.
 
+use std::collections::VecDeque;
+use std::time::Duration;
+
 use serde::Serialize;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Warehouse, WarehouseError};
@@ -21,6 +25,8 @@ pub struct Verification {
     /// transaction, where now() and friends move on).
     pub rows: Vec<usize>,
     pub difference: Option<Difference>,
+    /// How long after runs 1–2 ended run 3 began: [`CLOCK_TICK`] or more.
+    pub run_3_after: Duration,
 }
 
 impl Verification {
@@ -66,29 +72,150 @@ impl Difference {
 
 const SAMPLE: usize = 5;
 
-/// How long after run 1 begins run 3 begins at the earliest: past one
+/// How long after runs 1–2 end run 3 begins at the earliest: past one
 /// whole second, so that a clock read at second precision (MariaDB's
 /// `now()`, a `DATETIME DEFAULT CURRENT_TIMESTAMP` column, SQLite's
-/// `datetime('now')`) reads another value in run 3. QA: such a job, run
-/// three times within the same second, was proved idempotent.
-pub const CLOCK_TICK: std::time::Duration = std::time::Duration::from_millis(1100);
+/// `datetime('now')`) reads another value in run 3 than anywhere in run 1,
+/// however late in run 1 it was read. QA: such a job, run three times
+/// within the same second, was proved idempotent.
+pub const CLOCK_TICK: Duration = Duration::from_millis(1100);
 
 impl Warehouse {
+    /// The proof of one partition.
     pub async fn verify_partition(
         &self,
         job: &Job,
         partition: &Partition,
         cancel: &CancellationToken,
     ) -> Result<Verification, WarehouseError> {
-        let began = tokio::time::Instant::now();
-        let mut runs = self.rows_after_runs(job, partition, 2, cancel).await?;
-        tokio::select! {
-            () = tokio::time::sleep_until(began + CLOCK_TICK) => {}
-            () = cancel.cancelled() => return Err(WarehouseError::Cancelled),
+        let mut proofs = self.verify_partitions(job, std::slice::from_ref(partition), cancel);
+        match proofs.next().await {
+            Some((_, proof)) => proof,
+            None => Err(WarehouseError::Job("internal: no proof".into())),
         }
-        runs.extend(self.rows_after_runs(job, partition, 1, cancel).await?);
+    }
+
+    /// The proofs of `partitions`, in their order, sharing the wait for the
+    /// clock: see [`Proofs`].
+    pub fn verify_partitions<'a>(
+        &'a self,
+        job: &'a Job,
+        partitions: &'a [Partition],
+        cancel: &'a CancellationToken,
+    ) -> Proofs<'a> {
+        Proofs {
+            warehouse: self,
+            job,
+            cancel,
+            to_start: partitions.iter(),
+            waiting: VecDeque::new(),
+            failed: None,
+            waited: Duration::ZERO,
+        }
+    }
+}
+
+/// The proofs of a job's partitions, one by one in their order. Runs 1–2
+/// of the partitions that follow are done while the tick before an
+/// earlier one's run 3 passes, so that a day of an hourly job waits about
+/// one [`CLOCK_TICK`] in all, not one for each hour; each partition's run
+/// 3 still begins a tick or more after its own runs 1–2 ended. Every run
+/// rolls back before the next begins: stopping at any point (a cancel, an
+/// error, the proofs dropped) leaves nothing behind.
+pub struct Proofs<'a> {
+    warehouse: &'a Warehouse,
+    job: &'a Job,
+    cancel: &'a CancellationToken,
+    to_start: std::slice::Iter<'a, Partition>,
+    /// Partitions whose runs 1–2 are done, oldest first, each waiting for
+    /// its tick to pass before its run 3.
+    waiting: VecDeque<Waiting>,
+    /// A partition whose runs 1–2 failed: said once those before it are
+    /// proved, and no partition after it is started.
+    failed: Option<(Partition, WarehouseError)>,
+    waited: Duration,
+}
+
+struct Waiting {
+    partition: Partition,
+    runs: Vec<Rows>,
+    ended: Instant,
+}
+
+impl Proofs<'_> {
+    /// The next partition's proof; `None` once every partition is proved
+    /// or after an error, which ends the proofs. A cancel is answered at
+    /// once (`Err(Cancelled)`).
+    pub async fn next(&mut self) -> Option<(Partition, Result<Verification, WarehouseError>)> {
+        let (partition, proof) = self.next_proof().await?;
+        if proof.is_err() {
+            self.to_start = [].iter();
+            self.waiting.clear();
+        }
+        Some((partition, proof))
+    }
+
+    async fn next_proof(&mut self) -> Option<(Partition, Result<Verification, WarehouseError>)> {
+        loop {
+            let nothing_to_start = self.failed.is_some() || self.to_start.len() == 0;
+            let due = |w: &Waiting| w.ended + CLOCK_TICK <= Instant::now();
+            if self
+                .waiting
+                .front()
+                .is_some_and(|w| nothing_to_start || due(w))
+                && let Some(w) = self.waiting.pop_front()
+            {
+                let partition = w.partition;
+                return Some((partition, self.run_3(w).await));
+            }
+            if let Some((partition, e)) = self.failed.take() {
+                return Some((partition, Err(e)));
+            }
+            let partition = *self.to_start.next()?;
+            let (warehouse, job) = (self.warehouse, self.job);
+            match warehouse
+                .rows_after_runs(job, &partition, 2, self.cancel)
+                .await
+            {
+                Ok(runs) => self.waiting.push_back(Waiting {
+                    partition,
+                    runs,
+                    ended: Instant::now(),
+                }),
+                Err(WarehouseError::Cancelled) => {
+                    return Some((partition, Err(WarehouseError::Cancelled)));
+                }
+                Err(e) => self.failed = Some((partition, e)),
+            }
+        }
+    }
+
+    /// How long the proofs so far slept for the clock, in all.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Run 3 of a partition, once its tick has passed, and the proof.
+    async fn run_3(&mut self, w: Waiting) -> Result<Verification, WarehouseError> {
+        let (warehouse, job) = (self.warehouse, self.job);
+        let due = w.ended + CLOCK_TICK;
+        let asleep = Instant::now();
+        if due > asleep {
+            tokio::select! {
+                () = tokio::time::sleep_until(due) => {}
+                () = self.cancel.cancelled() => return Err(WarehouseError::Cancelled),
+            }
+            self.waited += Instant::now() - asleep;
+        }
+        let run_3_after = Instant::now() - w.ended;
+        let mut runs = w.runs;
+        runs.extend(
+            warehouse
+                .rows_after_runs(job, &w.partition, 1, self.cancel)
+                .await?,
+        );
         let rows = runs.iter().map(Vec::len).collect();
-        let columns = Columns::of(&self.columns(&job.target).await?);
+        let columns = Columns::of(&warehouse.columns(&job.target).await?);
         let difference = compare(
             &runs[0],
             &runs[1],
@@ -105,9 +232,10 @@ impl Warehouse {
         });
         Ok(Verification {
             job: job.name.clone(),
-            partition: partition.name(),
+            partition: w.partition.name(),
             rows,
             difference,
+            run_3_after,
         })
     }
 }

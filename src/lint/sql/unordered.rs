@@ -1,19 +1,26 @@
 //! `LIMIT`, `OFFSET`, `FETCH FIRST` and `TOP` without an `ORDER BY` in the
 //! same query keep whichever rows the plan reads first: another plan, or
-//! the same one over pages written since, keeps others. A subquery under
-//! `EXISTS` is left alone: whether it finds a row does not depend on which.
+//! the same one over pages written since, keeps others. With an `ORDER BY`
+//! that may tie they keep whichever of the tied rows comes first: an
+//! `ORDER BY` over every column the query selects cannot (tied rows are the
+//! same rows); any other may, unless its columns are unique, which the SQL
+//! alone does not say. A subquery under `EXISTS` is left alone: whether it
+//! finds a row does not depend on which.
 
-use sqlparser::ast::{LimitClause, SetExpr, Spanned};
+use sqlparser::ast::{LimitClause, OrderByKind, SetExpr, Spanned};
 
 use super::*;
 
-/// A row-count clause of a query that has no `ORDER BY`.
+/// A row-count clause of a query that has no `ORDER BY`, or one that may tie.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::lint) struct Unordered {
     /// 1-based line in the job's SQL.
     pub line: usize,
     /// `LIMIT`, `OFFSET`, `FETCH FIRST` or `TOP`.
     pub clause: &'static str,
+    /// The `ORDER BY`'s terms as written, where the query has one but it
+    /// leaves out a column the query selects (`None`: no `ORDER BY`).
+    pub may_tie: Option<String>,
 }
 
 /// The unordered row-count clauses of parsed statements.
@@ -43,9 +50,23 @@ impl Visitor for Walk {
     }
 
     fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
-        if query.order_by.is_some() || self.exists.contains(&(query as *const Query)) {
+        if self.exists.contains(&(query as *const Query)) {
             return ControlFlow::Continue(());
         }
+        let may_tie = match &query.order_by {
+            None => None,
+            Some(order_by) => match (&order_by.kind, query.body.as_ref()) {
+                (OrderByKind::Expressions(terms), SetExpr::Select(select))
+                    if !orders_every_column(terms, &select.projection) =>
+                {
+                    let terms: Vec<String> = terms.iter().map(ToString::to_string).collect();
+                    Some(terms.join(", "))
+                }
+                // ORDER BY ALL, every column, or a set operation's (which
+                // this does not follow).
+                _ => return ControlFlow::Continue(()),
+            },
+        };
         let top = match query.body.as_ref() {
             SetExpr::Select(select) if select.top.is_some() => Some(select.select_token.0.span),
             _ => None,
@@ -73,14 +94,45 @@ impl Visitor for Walk {
         self.found.push(Unordered {
             line: line_of(span),
             clause,
+            may_tie,
         });
         ControlFlow::Continue(())
     }
 }
 
+/// Whether `terms` order by every column of `projection`: by its
+/// expression, its alias, its place (`order by 1`) or, for a column
+/// (`o.id`), its name. Rows alike in all of them are the same output row,
+/// so it does not matter which of them is kept. A `*` is never covered.
+fn orders_every_column(terms: &[sqlparser::ast::OrderByExpr], projection: &[SelectItem]) -> bool {
+    let text = |e: &Expr| e.to_string().to_lowercase();
+    let name = |e: &Expr| match e {
+        Expr::Identifier(i) => Some(i.value.to_lowercase()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.to_lowercase()),
+        _ => None,
+    };
+    let ordered: Vec<(String, Option<String>)> = terms
+        .iter()
+        .map(|t| (text(&t.expr), name(&t.expr)))
+        .collect();
+    projection.iter().enumerate().all(|(i, item)| {
+        let place = (i + 1).to_string();
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.to_lowercase())),
+            _ => return false,
+        };
+        let (expr_text, expr_name) = (text(expr), name(expr));
+        ordered.iter().any(|(t, n)| {
+            *t == expr_text || *t == place || (n.is_some() && (*n == alias || *n == expr_name))
+        })
+    })
+}
+
 /// Token-level [`in_statements`], for SQL no dialect parses: a row-count
 /// keyword with no `ORDER BY` at its own level of parentheses (before it;
-/// after it for `TOP`), outside an `EXISTS (…)`.
+/// after it for `TOP`), outside an `EXISTS (…)`. Whether an `ORDER BY`
+/// may tie needs the parse: it is not said here.
 pub(super) fn in_tokens(code: &[&TokenWithSpan]) -> Vec<Unordered> {
     /// One level of parentheses (or the statement): whether an ORDER BY
     /// was seen in it, whether it is an EXISTS, its clauses so far.
@@ -151,6 +203,7 @@ pub(super) fn in_tokens(code: &[&TokenWithSpan]) -> Vec<Unordered> {
             here.clauses.push(Unordered {
                 line: line_of(t.span),
                 clause,
+                may_tie: None,
             });
         }
     }

@@ -17,7 +17,6 @@ use chrono::NaiveDateTime;
 use ratatui::layout::{Position, Rect};
 
 pub use super::confirm::ConfirmDialog;
-pub use super::detail::VerifyView;
 pub use super::diff::DiffView;
 pub use super::errors::ErrorGroup;
 pub use super::job::{JobView, LintNote, LiveAttempt};
@@ -29,6 +28,7 @@ pub use super::msg::{
 };
 pub use super::question::Question;
 pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
+pub use super::verification::VerifyView;
 
 use super::calendar::{self, Calendar};
 use super::cascade::CascadePlan;
