@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use chrono::Datelike;
 use serde_json::Value;
 
 fn idem(config: &Path, args: &[&str]) -> Output {
@@ -744,23 +745,34 @@ fn a_coarser_name_logs_every_partition_in_it() {
 #[test]
 fn a_log_of_a_partition_outside_the_job_is_a_usage_error() {
     let (_dir, config) = demo();
-    for partition in ["2099-01-01", "2020-01-01", "2026-07"] {
+    // The demo's days end today: its first, fct_orders's start, moves with them.
+    let toml = std::fs::read_to_string(&config).unwrap();
+    let start = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("start = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("fct_orders's start");
+    let first = chrono::NaiveDate::parse_from_str(start, "%Y-%m-%d").unwrap();
+    let month_before = (first.with_day(1).unwrap() - chrono::Days::new(1)).format("%Y-%m");
+    let month_before = month_before.to_string();
+    for partition in ["2099-01-01", "2020-01-01", &month_before] {
         let out = idem(&config, &["log", "fct_orders", partition]);
         assert_eq!(out.status.code(), Some(2), "{partition}");
         let err = text(&out.stderr);
         assert!(
             err.contains(&format!(
-                "PARTITION {partition} is outside fct_orders's partitions (2026-08-06 to "
+                "PARTITION {partition} is outside fct_orders's partitions ({start} to "
             )),
             "{partition}: {err}"
         );
         assert!(err.contains("day grain, YYYY-MM-DD"), "{partition}: {err}");
         assert!(text(&out.stdout).is_empty(), "{partition}");
     }
-    let cut = idem(&config, &["log", "fct_orders", "2026-08"]);
+    let month = first.format("%Y-%m").to_string();
+    let cut = idem(&config, &["log", "fct_orders", &month]);
     assert_eq!(cut.status.code(), Some(0), "{}", text(&cut.stderr));
     assert!(
-        text(&cut.stdout).contains(" 2026-08-"),
+        text(&cut.stdout).contains(&format!(" {month}-")),
         "{}",
         text(&cut.stdout)
     );
