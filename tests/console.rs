@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use idem::config::Config;
+use idem::config::{Config, DefinitionChange, LAYOUT_ONLY_NOTE};
 use idem::engine::Event;
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus, StatesRead};
@@ -1881,6 +1881,14 @@ fn x_does_nothing_without_later_merged_windows() {
     assert!(!a.equivalent_command(c).contains("--through-latest"));
 }
 
+/// A change of more than layout whose unified diff is `unified`.
+fn diff_of(unified: &str) -> DefinitionChange {
+    DefinitionChange {
+        unified: unified.into(),
+        layout_only: false,
+    }
+}
+
 fn diff_request(effects: Vec<Effect>) -> DiffRequest {
     match effects.as_slice() {
         [Effect::DefinitionDiff(req)] => (**req).clone(),
@@ -1937,9 +1945,9 @@ fn d_on_a_stale_partition_asks_for_its_definition_and_shows_the_diff() {
     assert!(screen.contains("reading the definition"), "{screen}");
     a.update(Msg::DefinitionDiff {
         id: req.id,
-        result: Ok(Some(
-            "--- loaded under\n+++ now\n@@ -1 +1 @@\n-select email\n+select lower(email)\n".into(),
-        )),
+        result: Ok(Some(diff_of(
+            "--- loaded under\n+++ now\n@@ -1 +1 @@\n-select email\n+select lower(email)\n",
+        ))),
     });
     let screen = text(&a);
     assert!(screen.contains("+select lower(email)"), "{screen}");
@@ -2002,7 +2010,7 @@ fn scrolling_past_the_end_of_help_or_a_diff_comes_back_at_once() {
     }
     a.update(Msg::DefinitionDiff {
         id: req.id,
-        result: Ok(Some(diff)),
+        result: Ok(Some(diff_of(&diff))),
     });
     keys(&mut a, &"j".repeat(500));
     let Modal::Diff { scroll: end } = a.modal else {
@@ -2026,12 +2034,14 @@ fn the_definition_diff_is_read_for_real_on_the_demo() {
     let req = diff_request(keys(&mut a, "d"));
     let msg = against_demo(async |wh| idem::tui::definition_diff(wh, &req).await);
     let Msg::DefinitionDiff {
-        result: Ok(Some(ref diff)),
+        result: Ok(Some(ref change)),
         ..
     } = msg
     else {
         panic!("no diff: {msg:?}");
     };
+    assert!(!change.layout_only, "{change:?}");
+    let diff = &change.unified;
     assert!(
         diff.lines()
             .any(|l| l.starts_with('+') && l.contains("lower(email)")),
@@ -2041,6 +2051,44 @@ fn the_definition_diff_is_read_for_real_on_the_demo() {
     let screen = text(&a);
     assert!(screen.contains("lower(email)"), "{screen}");
     insta::assert_snapshot!("definition_diff", screen);
+}
+
+/// `idem diff` said when a job's SQL was only re-indented or commented,
+/// the overlay showed the lines that look alike and said nothing: it says
+/// so now, read from the demo's ledger, whole on a narrow screen.
+#[test]
+fn the_overlay_says_when_definitions_differ_only_in_layout() {
+    let mut a = app(80, 24);
+    on_a_stale_customer_window(&mut a);
+    let mut req = diff_request(keys(&mut a, "d"));
+    let msg = against_demo(async |wh| {
+        let loaded = wh.definition(&req.hash).await.unwrap().unwrap();
+        let (_, sql) = loaded.split_once("\nsql:\n").unwrap();
+        // The SQL it was loaded under, re-indented and commented.
+        req.job.sql = format!(
+            "-- the customers, one row each\n{}",
+            sql.trim().replace(' ', "\n    ")
+        );
+        idem::tui::definition_diff(wh, &req).await
+    });
+    let Msg::DefinitionDiff {
+        result: Ok(Some(ref change)),
+        ..
+    } = msg
+    else {
+        panic!("no diff: {msg:?}");
+    };
+    assert!(change.layout_only, "{change:?}");
+    a.update(msg);
+    let screen = text(&a);
+    let shown = screen
+        .lines()
+        // Each line without the frames' box drawing around it.
+        .map(|l| l.trim_matches(|c: char| !c.is_ascii() || c == ' '))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(shown.contains(LAYOUT_ONLY_NOTE), "{screen}");
 }
 
 // ---- fuzz ----------------------------------------------------------------------
@@ -2127,7 +2175,7 @@ fn random_keys_and_resizes_never_panic() {
                 Effect::DefinitionDiff(req) => {
                     a.update(Msg::DefinitionDiff {
                         id: req.id,
-                        result: Ok(Some("--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n".into())),
+                        result: Ok(Some(diff_of("--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n"))),
                     });
                 }
                 _ => {}

@@ -3,10 +3,9 @@
 
 use std::path::Path;
 
-use similar::TextDiff;
-
 use super::output::outln;
 use super::{Stop, connect_to_read, find_job, load_config, parse_bound};
+use crate::config::DefinitionChange;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{self, LoadState};
@@ -113,86 +112,21 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             success.definition_hash,
             job.definition_hash()
         );
-        if differs_only_in_layout(&old, &current, config.warehouse.engine()) {
-            outln!(
-                "they differ only in whitespace or comments: the same statement, but a definition is its text to the byte; re-run the stale partitions to mark them current, or restore the old text"
-            );
-        }
-        let text = TextDiff::from_lines(&old, &current)
-            .unified_diff()
-            .header(
+        let change = DefinitionChange::between(
+            &old,
+            &current,
+            config.warehouse.engine(),
+            (
                 &format!("loaded ({})", success.definition_hash),
                 &format!("now ({})", job.definition_hash()),
-            )
-            .to_string();
-        outln!("{}", text.trim_end_matches('\n'));
+            ),
+        );
+        if let Some(note) = change.note() {
+            outln!("{note}");
+        }
+        outln!("{}", change.unified.trim_end_matches('\n'));
         Ok(Exit::Ok)
     }
     .await;
     result.unwrap_or_else(Stop::report)
-}
-
-/// Whether two definition texts ([`crate::config::Job::definition_text`])
-/// differ only in their SQL's whitespace and comments, as the engine reads
-/// them (QA: a re-indented SQL showed a diff of lines that looked alike). A
-/// comment the server acts on stays: MySQL's `/*! … */` runs, and `/*+ … */`
-/// is an optimizer hint.
-fn differs_only_in_layout(old: &str, new: &str, engine: crate::config::Engine) -> bool {
-    use sqlparser::dialect::{Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
-    use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
-    let dialect: &dyn Dialect = match engine {
-        crate::config::Engine::Postgres => &PostgreSqlDialect {},
-        crate::config::Engine::MySql => &MySqlDialect {},
-        crate::config::Engine::Sqlite => &SQLiteDialect {},
-    };
-    let code = |sql: &str| -> Option<Vec<Token>> {
-        let tokens = Tokenizer::new(dialect, sql).tokenize().ok()?;
-        Some(
-            tokens
-                .into_iter()
-                .filter(|t| match t {
-                    Token::Whitespace(Whitespace::MultiLineComment(c)) => c.starts_with(['!', '+']),
-                    Token::Whitespace(_) => false,
-                    _ => true,
-                })
-                .collect(),
-        )
-    };
-    let (Some((old_settings, old_sql)), Some((new_settings, new_sql))) =
-        (old.split_once("\nsql:\n"), new.split_once("\nsql:\n"))
-    else {
-        return false;
-    };
-    old != new
-        && old_settings == new_settings
-        && code(old_sql).is_some_and(|o| code(new_sql).is_some_and(|n| o == n))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::differs_only_in_layout;
-    use crate::config::Engine;
-
-    /// A comment the server acts on is part of the statement.
-    #[test]
-    fn executable_comments_and_hints_are_not_layout() {
-        let def = |sql: &str| format!("strategy = merge_key\ntarget = t\nsql:\n{sql}\n");
-        let plain = def("select a from t");
-        for (engine, sql) in [
-            (Engine::MySql, "select /*! STRAIGHT_JOIN */ a from t"),
-            (
-                Engine::MySql,
-                "select /*+ MAX_EXECUTION_TIME(1) */ a from t",
-            ),
-            (Engine::Postgres, "/*+ SeqScan(t) */ select a from t"),
-        ] {
-            assert!(!differs_only_in_layout(&plain, &def(sql), engine), "{sql}");
-        }
-        let commented = def("select a /* note */ from t -- more");
-        assert!(differs_only_in_layout(&plain, &commented, Engine::MySql));
-        assert!(!differs_only_in_layout(&plain, &plain, Engine::Sqlite));
-        // Another setting is another definition, whatever the SQL.
-        let retargeted = commented.replace("target = t", "target = u");
-        assert!(!differs_only_in_layout(&plain, &retargeted, Engine::Sqlite));
-    }
 }

@@ -1,6 +1,7 @@
 //! `idem.toml`: parsed with spans so that every error names file, line, column
 //! and field, then validated into [`Config`] with checked identifiers.
 
+mod definition_change;
 mod duration;
 mod engine;
 mod env;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use serde_spanned::Spanned;
 use sha2::{Digest, Sha256};
 
+pub use definition_change::{DefinitionChange, LAYOUT_ONLY_NOTE};
 pub use duration::{MAX_TIMEOUT, parse_duration};
 pub use engine::Engine;
 use env::{expand_env, expanded_from};

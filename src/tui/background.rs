@@ -15,7 +15,7 @@ use super::msg::{
 };
 use super::theme::Theme;
 use crate::cli::{Ended, RunReport};
-use crate::config::Job;
+use crate::config::{DefinitionChange, Job};
 use crate::partition::{Partition, now_utc};
 use crate::state::{
     Derivations, StatusScope, job_status_in, job_status_since, noticing_slow, slow_read_note,
@@ -581,15 +581,13 @@ pub async fn read_cover(warehouse: &Warehouse, req: &CoverRequest) -> Msg {
 /// answers with its unified diff against the job's current definition.
 pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
     let current = req.job.definition_text();
+    let engine = warehouse.dialect().engine();
     let result = warehouse
         .definition(&req.hash)
         .await
         .map(|old| {
             old.map(|old| {
-                similar::TextDiff::from_lines(&old, &current)
-                    .unified_diff()
-                    .header("loaded under", "now")
-                    .to_string()
+                DefinitionChange::between(&old, &current, engine, ("loaded under", "now"))
             })
         })
         .map_err(|e| e.to_string());

@@ -13,9 +13,13 @@ use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::msg::{DiffRequest, Effect};
 use super::theme::Theme;
-use super::widgets::{block, centered, controls_shown, first_line, scrolled};
+use super::widgets::{block, centered, controls_shown, first_line, scrolled, wrap_words};
+use crate::config::DefinitionChange;
 use crate::partition::Partition;
 use crate::state::LoadState;
+
+/// The overlay's columns at most, borders included.
+const WIDTH: u16 = 100;
 
 /// What changed in a job's definition since a stale partition was loaded.
 #[derive(Debug, Clone)]
@@ -26,9 +30,9 @@ pub struct DiffView {
     /// The definition the partition was loaded under, and the job's now.
     pub loaded_under: String,
     pub current: String,
-    /// `None` while reading; then the unified diff, or `None` inside when
-    /// the ledger does not hold the old definition.
-    pub result: Option<Result<Option<String>, String>>,
+    /// `None` while reading; then the change, or `None` inside when the
+    /// ledger does not hold the old definition.
+    pub result: Option<Result<Option<DefinitionChange>, String>>,
 }
 
 impl DiffView {
@@ -103,9 +107,10 @@ impl DiffView {
         Ok((view, effect))
     }
 
-    /// The lines of the overlay: a line on the two definitions, then the
-    /// unified diff with `+` and `-` lines coloured.
-    pub fn lines(&self, t: &Theme) -> Vec<Line<'static>> {
+    /// The lines of the overlay, `width` columns wide: a line on the two
+    /// definitions, then the unified diff with `+` and `-` lines coloured
+    /// (after a note where they differ only in layout).
+    pub fn lines(&self, t: &Theme, width: u16) -> Vec<Line<'static>> {
         let muted = t.style("muted");
         let mut lines = vec![
             Line::from(Span::styled(
@@ -136,12 +141,17 @@ impl DiffView {
                 ),
                 muted,
             ))),
-            Some(Ok(Some(diff))) if diff.trim().is_empty() => lines.push(Line::from(Span::styled(
-                "the two definitions read the same",
-                muted,
-            ))),
-            Some(Ok(Some(diff))) => {
-                for l in diff.lines() {
+            Some(Ok(Some(change))) if change.unified.trim().is_empty() => lines.push(Line::from(
+                Span::styled("the two definitions read the same", muted),
+            )),
+            Some(Ok(Some(change))) => {
+                if let Some(note) = change.note() {
+                    for l in wrap_words(note, width.into()) {
+                        lines.push(Line::from(Span::styled(l, t.style("warning"))));
+                    }
+                    lines.push(Line::from(""));
+                }
+                for l in change.unified.lines() {
                     let style = if l.starts_with("+++") || l.starts_with("---") {
                         muted.add_modifier(Modifier::BOLD)
                     } else if l.starts_with("@@") {
@@ -160,9 +170,18 @@ impl DiffView {
         lines
     }
 
+    /// The columns of the body its lines scroll in, on a screen of `area`.
+    fn body_width(area: Rect) -> u16 {
+        centered(area, WIDTH, area.height).width.saturating_sub(2)
+    }
+
     /// The overlay's frame and the body its lines scroll in.
     fn frames(&self, area: Rect, t: &Theme, lines: usize) -> (Rect, Block<'static>, Rect) {
-        let r = centered(area, 100, (lines as u16).saturating_add(4).min(area.height));
+        let r = centered(
+            area,
+            WIDTH,
+            (lines as u16).saturating_add(4).min(area.height),
+        );
         let b = block(
             t,
             format!(" What changed · {} {} ", self.job, self.partition.name()),
@@ -182,13 +201,13 @@ impl DiffView {
     /// scrolls: a key past it is not kept, so that the first key back
     /// moves the view.
     pub fn extent(&self, area: Rect, t: &Theme) -> (u16, u16) {
-        let lines = self.lines(t).len();
+        let lines = self.lines(t, Self::body_width(area)).len();
         let (_, _, body) = self.frames(area, t, lines);
         (body.height, (lines as u16).saturating_sub(body.height))
     }
 
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, scroll: u16) {
-        let lines = self.lines(t);
+        let lines = self.lines(t, Self::body_width(area));
         let (r, b, body) = self.frames(area, t, lines.len());
         frame.render_widget(Clear, r);
         let inner_r = b.inner(r);
@@ -250,9 +269,12 @@ mod tests {
             panic!("no diff");
         };
         assert_eq!((req.id, req.hash.as_str()), (7, "old-definition"));
-        view.result = Some(Ok(Some("--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n".into())));
+        view.result = Some(Ok(Some(DefinitionChange {
+            unified: "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n".into(),
+            layout_only: false,
+        })));
         let t = Theme::default_theme();
-        let lines = view.lines(&t);
+        let lines = view.lines(&t, 100);
         let new = lines.iter().find(|l| l.to_string() == "+new").unwrap();
         assert_eq!(new.spans[0].style, t.style("ok"));
         let screen = draw(100, 14, |f| view.render(f, f.area(), &t, 0));

@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 use crossterm::event::{Event as TermEvent, KeyEvent, KeyEventKind, MouseEvent};
 
 use super::theme::Theme;
-use crate::config::Job;
+use crate::config::{DefinitionChange, Job};
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::{PartitionStatus, StatesRead};
@@ -117,7 +117,7 @@ pub enum Msg {
     /// job's current one; `None` when the ledger does not hold the old one.
     DefinitionDiff {
         id: usize,
-        result: Result<Option<String>, String>,
+        result: Result<Option<DefinitionChange>, String>,
     },
     /// The windows of a [`CoverRequest`] that no native partition of the
     /// job's target covers (none where that cannot be read).
