@@ -11,6 +11,7 @@ mod init;
 mod lint;
 mod output;
 mod report;
+mod retired_names;
 mod run;
 mod run_args;
 mod run_log;

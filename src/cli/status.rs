@@ -220,6 +220,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         });
         all.push((*job, kept.map_err(|stop| unreadable_reason(job, &stop))));
     }
+    super::retired_names::note_retired_names(&warehouse, &config, &jobs).await;
     warehouse.close().await;
     let rows: Vec<StatusRow> = all
         .iter()
@@ -533,6 +534,8 @@ pub async fn jobs(config_path: &Path) -> Exit {
                 outln!("  {line}");
             }
         }
+        let shown: Vec<&Job> = config.jobs.iter().collect();
+        super::retired_names::note_retired_names(&warehouse, &config, &shown).await;
         warehouse.close().await;
         // As `idem status` says it: a script reading the table learns of
         // the job it could not read from the exit code.
