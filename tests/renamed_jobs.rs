@@ -64,6 +64,23 @@ async fn a_renamed_job_is_told_where_its_history_is(kind: Kind) {
         "{out:?}"
     );
 
+    // Renamed on purpose and loaded under the new name, the old name's
+    // loads are history: said no more (it was said on every status).
+    common::stdout_ok(&idem(
+        &config,
+        &[
+            "run",
+            "fct_by_day",
+            "--from",
+            "2026-01-01",
+            "--to",
+            "2026-01-01",
+        ],
+    ));
+    let out = idem(&config, &["status", "--format", "csv"]);
+    assert!(common::stdout_ok(&out).contains("fct_by_day,2026-01-01,loaded"));
+    assert!(out.stderr.is_empty(), "{out:?}");
+
     std::fs::write(&config, &original).expect("rename back");
     let out = idem(&config, &["status", "--format", "csv"]);
     let stdout = common::stdout_ok(&out);

@@ -55,4 +55,19 @@ impl Warehouse {
         }
         Ok(out)
     }
+
+    /// Whether the ledger holds any attempt of job `name`: one row looked
+    /// up by the index that leads with the job.
+    pub async fn job_has_attempts(&self, name: &str) -> Result<bool, WarehouseError> {
+        if !self.ledger_presence().await?.attempts {
+            return Ok(false);
+        }
+        let mut sql = self.sql();
+        sql.push("SELECT 1 FROM ")
+            .table(&self.dialect().ledger_table())
+            .push(" WHERE job = ")
+            .bind(name)
+            .push(" LIMIT 1");
+        Ok(sql.query().fetch_optional(self.pool()).await?.is_some())
+    }
 }
