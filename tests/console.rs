@@ -106,8 +106,13 @@ fn connected(url: &str) -> Msg {
 }
 
 fn app_with(theme: Theme, w: u16, h: u16) -> App {
+    app_of(fixture().config.clone(), theme, w, h)
+}
+
+/// The console over the demo's warehouse and states, with `config`.
+fn app_of(config: Config, theme: Theme, w: u16, h: u16) -> App {
     let f = fixture();
-    let mut app = App::new(f.config.clone(), theme, now());
+    let mut app = App::new(config, theme, now());
     app.update(Msg::Resize(w, h));
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
@@ -1166,6 +1171,189 @@ fn the_wheel_scrolls_what_is_under_the_pointer() {
     assert!(matches!(a.modal, Modal::Help { scroll: 2 }));
     a.update(wheel(MouseEventKind::ScrollUp, 60, 20));
     assert!(matches!(a.modal, Modal::Help { scroll: 1 }));
+}
+
+fn mouse(kind: MouseEventKind, x: u16, y: u16) -> Msg {
+    Msg::Mouse(MouseEvent {
+        kind,
+        column: x,
+        row: y,
+        modifiers: KeyModifiers::NONE,
+    })
+}
+
+/// Calendar cells on a screen of `area`: (x, y, partition index).
+fn calendar_cells(a: &App, area: ratatui::layout::Rect) -> Vec<(u16, u16, usize)> {
+    let mut cells = Vec::new();
+    for y in 0..area.height {
+        for x in 0..area.width {
+            if let Some(view::Hit::Cell(i)) = view::hit_test(a, area, x, y) {
+                cells.push((x, y, i));
+            }
+        }
+    }
+    cells
+}
+
+/// QA: the wheel did nothing in the error groups (`e`) nor the lineage
+/// (`L`). It moves their selection as `j` and `k` do, wherever the pointer
+/// is, and the job list under the pointer keeps still.
+#[test]
+fn the_wheel_moves_the_error_groups_and_the_lineage_as_their_keys_do() {
+    // fct_orders with two neighbours: dim_customers upstream too.
+    let mut config = fixture().config.clone();
+    if let Some(j) = config.jobs.iter_mut().find(|j| j.name == "fct_orders") {
+        j.depends_on.push(idem::config::Dependency {
+            name: "dim_customers".into(),
+            line: 1,
+            column: 1,
+        });
+    }
+    let mut a = app_of(config, Theme::default_theme(), 110, 34);
+    // A second group: one failed day failed otherwise.
+    let j = a.job().unwrap();
+    let mut statuses = j.statuses.clone();
+    let i = (statuses.iter())
+        .position(|s| s.state == LoadState::Failed)
+        .unwrap();
+    if let Some(at) = &mut statuses[i].last_attempt {
+        std::sync::Arc::make_mut(at).error = Some("database is locked".into());
+    }
+    a.update(Msg::Status {
+        job: j.job.name.clone(),
+        result: Ok(StatesRead::States(statuses)),
+    });
+    assert_eq!(a.error_groups().len(), 2);
+    keys(
+        &mut a, "ej
+",
+    );
+    let second_by_key = a.job().unwrap().selected.clone();
+    keys(
+        &mut a, "e
+",
+    );
+    assert_ne!(a.job().unwrap().selected, second_by_key);
+    let (job, cursor) = (a.job().unwrap().job.name.clone(), a.job().unwrap().cursor);
+    // Over the job list, behind the overlay.
+    let (x, y) = (3, 4);
+    keys(&mut a, "e");
+    for kind in [
+        MouseEventKind::ScrollDown,
+        MouseEventKind::ScrollDown,
+        MouseEventKind::ScrollUp,
+        MouseEventKind::ScrollDown,
+    ] {
+        a.update(mouse(kind, x, y));
+    }
+    assert_eq!(a.job().unwrap().job.name, job, "the job list kept still");
+    assert_eq!(a.job().unwrap().cursor, cursor);
+    keys(&mut a, "\n");
+    assert_eq!(a.job().unwrap().selected, second_by_key, "the second group");
+    keys(&mut a, "Ljj");
+    let Modal::Lineage(by_key) = &a.modal else {
+        panic!("no lineage view")
+    };
+    let by_key = by_key.selected;
+    assert_eq!(by_key, 1, "the last of two neighbours");
+    keys(&mut a, "\x1bL");
+    for kind in [
+        MouseEventKind::ScrollDown,
+        MouseEventKind::ScrollUp,
+        MouseEventKind::ScrollDown,
+        MouseEventKind::ScrollDown,
+    ] {
+        a.update(mouse(kind, x, y));
+    }
+    let Modal::Lineage(view) = &a.modal else {
+        panic!("no lineage view")
+    };
+    assert_eq!(view.selected, by_key);
+    assert_eq!(a.job().unwrap().job.name, job, "the job list kept still");
+}
+
+/// QA: the wheel over a run's log moved the partition instead. Up shows
+/// older lines as `[` does, down newer ones as `]`; the partition stays.
+#[test]
+fn the_wheel_over_a_runs_log_scrolls_the_log() {
+    let (mut a, _, _) = run_in_progress(120, 40);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let s = view::screen(
+        area,
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        true,
+    );
+    let focus = a.focus;
+    let (x, y) = (s.runs.right() - 5, s.runs.y + 4);
+    a.update(mouse(MouseEventKind::ScrollUp, x, y));
+    a.update(mouse(MouseEventKind::ScrollUp, x, y));
+    assert_eq!(a.runs[0].log_back, 2, "two lines back");
+    assert_eq!(a.runs[0].selected, 0, "the partition kept");
+    assert!(text(&a).contains("· 2 newer below"), "{}", text(&a));
+    a.update(mouse(MouseEventKind::ScrollDown, x, y));
+    assert_eq!(a.runs[0].log_back, 1);
+    assert_eq!(a.focus, focus, "the wheel leaves the focus");
+    // A line a notch, as the keys take it.
+    while a.focus != Focus::Runs {
+        keys(&mut a, "\t");
+    }
+    keys(&mut a, "]");
+    assert_eq!(a.runs[0].log_back, 0);
+}
+
+/// Clicks, drags and the wheel over the calendar behind the run dialog
+/// leave the cursor, the selection and the plan alone; the dialog stays.
+#[test]
+fn the_pointer_behind_the_run_dialog_changes_nothing() {
+    let mut a = app(100, 30);
+    let area = ratatui::layout::Rect::new(0, 0, 100, 30);
+    let cells = calendar_cells(&a, area);
+    keys(&mut a, "fr");
+    let plan = |a: &App| match &a.modal {
+        Modal::Confirm(c) => a.confirm_partitions(c),
+        _ => panic!("the dialog closed"),
+    };
+    let before = plan(&a);
+    let (cursor, selected) = (a.job().unwrap().cursor, a.job().unwrap().selected.clone());
+    let (x0, y0, _) = cells[0];
+    let (x1, y1, _) = cells[cells.len() / 2];
+    for msg in [
+        mouse(MouseEventKind::Down(MouseButton::Left), x0, y0),
+        mouse(MouseEventKind::Drag(MouseButton::Left), x1, y1),
+        mouse(MouseEventKind::Up(MouseButton::Left), x1, y1),
+        mouse(MouseEventKind::ScrollDown, x0, y0),
+        mouse(MouseEventKind::Down(MouseButton::Left), 3, 4),
+    ] {
+        a.update(msg);
+        assert_eq!(plan(&a), before);
+        assert_eq!(a.job().unwrap().cursor, cursor);
+        assert_eq!(a.job().unwrap().selected, selected);
+        assert_eq!(a.job().unwrap().job.name, "fct_orders");
+    }
+}
+
+/// QA: a release while a dialog was open was dropped, so the calendar
+/// still held the press: after the dialog, a drag into the calendar
+/// selected a range from the day pressed before it.
+#[test]
+fn a_release_over_a_dialog_ends_the_calendar_press() {
+    let mut a = app(100, 30);
+    let area = ratatui::layout::Rect::new(0, 0, 100, 30);
+    let cells = calendar_cells(&a, area);
+    let (x0, y0, _) = cells[0];
+    let (x1, y1, i1) = cells[cells.len() / 2];
+    a.update(mouse(MouseEventKind::Down(MouseButton::Left), x0, y0));
+    keys(&mut a, "r");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(mouse(MouseEventKind::Up(MouseButton::Left), x0, y0));
+    keys(&mut a, "\x1b");
+    // Pressed on the job list, dragged into the calendar.
+    a.update(mouse(MouseEventKind::Down(MouseButton::Left), 3, 3));
+    a.update(mouse(MouseEventKind::Drag(MouseButton::Left), x1, y1));
+    let j = a.job().unwrap();
+    assert!(j.selected.is_empty(), "{:?}", j.selected);
+    assert_ne!(j.cursor, i1, "the cursor stayed");
 }
 
 #[test]

@@ -186,13 +186,22 @@ pub enum ErrorListStep {
 impl ErrorList {
     pub fn key(&mut self, key: &KeyEvent, groups: usize) -> ErrorListStep {
         match action_for(Scope::List, key) {
-            Some(Action::Down) => self.selected = (self.selected + 1).min(groups.saturating_sub(1)),
-            Some(Action::Up) => self.selected = self.selected.saturating_sub(1),
             Some(Action::Confirm) => return ErrorListStep::Chosen(self.selected),
             Some(Action::Close) => return ErrorListStep::Closed,
-            _ => {}
+            Some(action) => self.step(action, groups),
+            None => {}
         }
         ErrorListStep::Open
+    }
+
+    /// Moves the selection among `groups` (`Up` or `Down`), for a key or
+    /// the wheel alike.
+    pub fn step(&mut self, action: Action, groups: usize) {
+        match action {
+            Action::Down => self.selected = (self.selected + 1).min(groups.saturating_sub(1)),
+            Action::Up => self.selected = self.selected.saturating_sub(1),
+            _ => {}
+        }
     }
 
     pub fn render(

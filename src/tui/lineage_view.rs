@@ -80,17 +80,23 @@ pub enum LineageStep {
 impl LineageView {
     pub fn key(&mut self, key: &KeyEvent, count: usize) -> LineageStep {
         match action_for(Scope::Lineage, key) {
-            Some(Action::Down) => {
-                self.selected = (self.selected + 1).min(count.saturating_sub(1));
-                LineageStep::Stay
-            }
-            Some(Action::Up) => {
-                self.selected = self.selected.saturating_sub(1);
-                LineageStep::Stay
-            }
             Some(Action::Confirm) if count > 0 => LineageStep::Jump(self.selected),
             Some(Action::Close) => LineageStep::Close,
-            _ => LineageStep::Stay,
+            Some(action) => {
+                self.step(action, count);
+                LineageStep::Stay
+            }
+            None => LineageStep::Stay,
+        }
+    }
+
+    /// Moves the selection among `count` neighbours (`Up` or `Down`), for a
+    /// key or the wheel alike.
+    pub fn step(&mut self, action: Action, count: usize) {
+        match action {
+            Action::Down => self.selected = (self.selected + 1).min(count.saturating_sub(1)),
+            Action::Up => self.selected = self.selected.saturating_sub(1),
+            _ => {}
         }
     }
 

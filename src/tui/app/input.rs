@@ -472,6 +472,14 @@ impl App {
         match m.kind {
             MouseEventKind::ScrollDown => return self.wheel(area, Action::Down, m.column, m.row),
             MouseEventKind::ScrollUp => return self.wheel(area, Action::Up, m.column, m.row),
+            // A release ends a drag in the calendar even over a dialog
+            // opened meanwhile: a later drag must not select from there.
+            MouseEventKind::Up(MouseButton::Left) => {
+                self.shared.calendar.release();
+                return Vec::new();
+            }
+            // Any other click over an overlay or dialog does nothing: none
+            // closes on it (Esc does), and the panes behind take none.
             _ if !matches!(self.shared.modal, Modal::None) => return Vec::new(),
             _ => {}
         }
@@ -507,16 +515,16 @@ impl App {
                     self.shared.calendar.drag(j, i);
                 }
             }
-            MouseEventKind::Up(MouseButton::Left) => self.shared.calendar.release(),
             _ => {}
         }
         Vec::new()
     }
 
-    /// The wheel scrolls what is under the pointer: the help or the
-    /// definition's diff when open, else the jobs, the calendar or the
-    /// runs, focused or not (it moved the focused pane wherever it was
-    /// turned, and the help not at all).
+    /// The wheel scrolls as the arrow keys do what it is turned over: the
+    /// open overlay (help, the definition's diff, the error groups, the
+    /// lineage), else the pane under the pointer, focused or not, and in
+    /// the runs pane the log when over it. A dialog that does not scroll
+    /// (the run's, a question) keeps it from the panes behind.
     fn wheel(&mut self, area: Rect, action: Action, x: u16, y: u16) -> Vec<Effect> {
         let theme = &self.shared.theme;
         match &mut self.shared.modal {
@@ -532,12 +540,38 @@ impl App {
                     .map_or((0, 0), |d| d.extent(area, theme));
                 *scroll = scrolled(*scroll, action, page, most).unwrap_or(*scroll);
             }
-            Modal::None => {
-                if let Some(pane) = self.pane_at(area, x, y) {
-                    self.direction_in(pane, action);
-                }
+            Modal::Errors(list) => {
+                let groups = self
+                    .shared
+                    .jobs
+                    .current()
+                    .map_or(0, |j| j.error_groups().len());
+                list.step(action, groups);
             }
-            _ => {}
+            Modal::Lineage(view) => {
+                let job = self.shared.jobs.current().map(|j| j.job.name.as_str());
+                let count =
+                    lineage_view::neighbours(&self.shared.lineage, job.unwrap_or_default()).len();
+                view.step(action, count);
+            }
+            Modal::None => match self.pane_at(area, x, y) {
+                Some(Focus::Runs)
+                    if self
+                        .screen_of(area)
+                        .is_some_and(|s| runs::on_log(s.runs, x, y)) =>
+                {
+                    // Up shows older lines, as `[` does.
+                    let older = if action == Action::Up {
+                        Action::PrevMonth
+                    } else {
+                        Action::NextMonth
+                    };
+                    self.direction_in(Focus::Runs, older);
+                }
+                Some(pane) => self.direction_in(pane, action),
+                None => {}
+            },
+            Modal::Confirm(_) | Modal::Question(_) | Modal::Filter | Modal::Command(_) => {}
         }
         Vec::new()
     }

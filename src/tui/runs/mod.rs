@@ -16,7 +16,7 @@ use crate::state::AttemptEnd;
 
 mod render;
 
-pub use render::{hit, render};
+pub use render::{hit, on_log, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {

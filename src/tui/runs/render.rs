@@ -55,11 +55,8 @@ pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Opt
         }
         return None;
     }
-    if y < body.y + 2 {
-        return None;
-    }
     let run = runs.get(selected)?;
-    let (table, _) = run_split(Rect::new(body.x, body.y + 2, body.width, body.height - 2));
+    let (table, _) = parts(body)?;
     if !table.contains(pos) {
         return None;
     }
@@ -67,6 +64,21 @@ pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Opt
         .selected
         .saturating_sub((table.height as usize).saturating_sub(1));
     Some(Hit::RunRow(first + (y - table.y) as usize))
+}
+
+/// Whether a position in the run pane `area` is on the selected partition's
+/// log (the wheel scrolls the log there, the partitions elsewhere).
+pub fn on_log(area: Rect, x: u16, y: u16) -> bool {
+    parts(inner(area))
+        .and_then(|(_, log)| log)
+        .is_some_and(|log| log.contains(Position::new(x, y)))
+}
+
+/// The selected run's partition table and log, under the run tabs and the
+/// gauge in the pane's `body`; none when they leave no room.
+fn parts(body: Rect) -> Option<(Rect, Option<Rect>)> {
+    (body.height >= 3)
+        .then(|| run_split(Rect::new(body.x, body.y + 2, body.width, body.height - 2)))
 }
 
 /// Draws the run pane: the list of runs, the selected one's gauge, its
@@ -119,11 +131,9 @@ pub fn render(
         .ratio((run.done() as f64 / total as f64).clamp(0.0, 1.0))
         .label(format!("{glyph} {}", run.summary(now)));
     frame.render_widget(gauge, Rect::new(area.x, area.y + 1, area.width, 1));
-    if area.height < 3 {
+    let Some((table, log_area)) = parts(area) else {
         return;
-    }
-    let body = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
-    let (table, log_area) = run_split(body);
+    };
     render_table(frame, table, t, run, focused, now);
     if let Some(log_area) = log_area {
         render_log(frame, log_area, t, run);
