@@ -26,7 +26,7 @@ MY_URL=${IDEM_BENCH_MYSQL_URL:-mysql://root@127.0.0.1:3306}
 # `teardown`, which also runs on exit) and starts the report OUT (`say`).
 scratch() {
   cargo build --release --quiet
-  bin="$PWD/target/release/idem"
+  bin="${CARGO_TARGET_DIR:-$PWD/target}/release/idem"
   work=$(mktemp -d)
   db="$1_$$"
   out=$2
