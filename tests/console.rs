@@ -1041,34 +1041,11 @@ fn a_long_filter_shows_what_is_typed() {
 #[test]
 fn mouse_click_and_drag_select() {
     let mut a = app(100, 30);
-    let s = view::screen(
-        ratatui::layout::Rect::new(0, 0, 100, 30),
-        idem::partition::Grain::Day,
-        a.job().unwrap().unit_count(),
-        false,
-    );
     // Find two cells by probing the calendar.
-    let mut hits = Vec::new();
-    for y in s.calendar.y..s.calendar.bottom() {
-        for x in s.calendar.x..s.calendar.right() {
-            if let Some(view::Hit::Cell(i)) =
-                view::hit_test(&a, ratatui::layout::Rect::new(0, 0, 100, 30), x, y)
-            {
-                hits.push((x, y, i));
-            }
-        }
-    }
+    let hits = calendar_cells(&a, ratatui::layout::Rect::new(0, 0, 100, 30));
     assert!(hits.len() > 20);
     let (x0, y0, i0) = hits[3];
     let (x1, y1, i1) = hits[hits.len() / 2];
-    let mouse = |kind, x, y| {
-        Msg::Mouse(MouseEvent {
-            kind,
-            column: x,
-            row: y,
-            modifiers: KeyModifiers::NONE,
-        })
-    };
     a.update(mouse(MouseEventKind::Down(MouseButton::Left), x0, y0));
     assert_eq!(a.job().unwrap().cursor, i0);
     a.update(mouse(MouseEventKind::Drag(MouseButton::Left), x1, y1));
@@ -1082,20 +1059,8 @@ fn mouse_click_and_drag_select() {
 fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
     let (mut a, _, names) = run_in_progress(120, 40);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let s = view::screen(
-        area,
-        idem::partition::Grain::Day,
-        a.job().unwrap().unit_count(),
-        true,
-    );
-    let click = |x, y| {
-        Msg::Mouse(MouseEvent {
-            kind: MouseEventKind::Down(MouseButton::Left),
-            column: x,
-            row: y,
-            modifiers: KeyModifiers::NONE,
-        })
-    };
+    let s = run_screen(&a, area);
+    let click = |x, y| mouse(MouseEventKind::Down(MouseButton::Left), x, y);
     assert_eq!(
         view::hit_test(&a, area, s.runs.x + 3, s.runs.y + 1),
         Some(view::Hit::Run(0))
@@ -1122,36 +1087,23 @@ fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
 fn the_wheel_scrolls_what_is_under_the_pointer() {
     let (mut a, _, _) = run_in_progress(120, 40);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let s = view::screen(
-        area,
-        idem::partition::Grain::Day,
-        a.job().unwrap().unit_count(),
-        true,
-    );
-    let wheel = |kind, x, y| {
-        Msg::Mouse(MouseEvent {
-            kind,
-            column: x,
-            row: y,
-            modifiers: KeyModifiers::NONE,
-        })
-    };
+    let s = run_screen(&a, area);
     while a.focus != Focus::Calendar {
         keys(&mut a, "\t");
     }
     let job = a.job().unwrap().job.name.clone();
     let cursor = a.job().unwrap().cursor;
-    a.update(wheel(
+    a.update(mouse(
         MouseEventKind::ScrollDown,
         s.jobs.x + 3,
         s.jobs.y + 3,
     ));
     assert_ne!(a.job().unwrap().job.name, job, "the job list scrolled");
-    a.update(wheel(MouseEventKind::ScrollUp, s.jobs.x + 3, s.jobs.y + 3));
+    a.update(mouse(MouseEventKind::ScrollUp, s.jobs.x + 3, s.jobs.y + 3));
     assert_eq!(a.job().unwrap().job.name, job);
     assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
     assert_eq!(a.runs[0].selected, 0);
-    a.update(wheel(
+    a.update(mouse(
         MouseEventKind::ScrollDown,
         s.runs.x + 5,
         s.runs.y + 4,
@@ -1159,17 +1111,17 @@ fn the_wheel_scrolls_what_is_under_the_pointer() {
     assert_eq!(a.runs[0].selected, 1, "the run's partitions scrolled");
     assert_eq!(a.job().unwrap().cursor, cursor, "the calendar kept still");
     assert_eq!(a.focus, Focus::Calendar, "the wheel leaves the focus");
-    a.update(wheel(
+    a.update(mouse(
         MouseEventKind::ScrollUp,
         s.calendar.x + 5,
         s.calendar.y + 5,
     ));
     assert_ne!(a.job().unwrap().cursor, cursor, "the calendar scrolled");
     keys(&mut a, "?");
-    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
-    a.update(wheel(MouseEventKind::ScrollDown, 60, 20));
+    a.update(mouse(MouseEventKind::ScrollDown, 60, 20));
+    a.update(mouse(MouseEventKind::ScrollDown, 60, 20));
     assert!(matches!(a.modal, Modal::Help { scroll: 2 }));
-    a.update(wheel(MouseEventKind::ScrollUp, 60, 20));
+    a.update(mouse(MouseEventKind::ScrollUp, 60, 20));
     assert!(matches!(a.modal, Modal::Help { scroll: 1 }));
 }
 
@@ -1180,6 +1132,17 @@ fn mouse(kind: MouseEventKind, x: u16, y: u16) -> Msg {
         row: y,
         modifiers: KeyModifiers::NONE,
     })
+}
+
+/// The panes of a screen of `area` with a run in flight, as the console
+/// lays them out for the job on it.
+fn run_screen(a: &App, area: ratatui::layout::Rect) -> view::Screen {
+    view::screen(
+        area,
+        idem::partition::Grain::Day,
+        a.job().unwrap().unit_count(),
+        true,
+    )
 }
 
 /// Calendar cells on a screen of `area`: (x, y, partition index).
@@ -1278,12 +1241,7 @@ fn the_wheel_moves_the_error_groups_and_the_lineage_as_their_keys_do() {
 fn the_wheel_over_a_runs_log_scrolls_the_log() {
     let (mut a, _, _) = run_in_progress(120, 40);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let s = view::screen(
-        area,
-        idem::partition::Grain::Day,
-        a.job().unwrap().unit_count(),
-        true,
-    );
+    let s = run_screen(&a, area);
     let focus = a.focus;
     let (x, y) = (s.runs.right() - 5, s.runs.y + 4);
     a.update(mouse(MouseEventKind::ScrollUp, x, y));

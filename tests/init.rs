@@ -972,6 +972,30 @@ async fn postgres_init_names_the_tables_its_role_may_not_read() {
     assert!(starter.contains(line), "{starter}");
 }
 
+/// `idem init` of the warehouse once `script` has run on it: what it said
+/// on stdout, the starter it wrote, and the starter's jobs (its candidates
+/// uncommented).
+async fn starter_after(
+    db: &TestDb,
+    wh: idem::warehouse::Warehouse,
+    kind: Kind,
+    script: &[String],
+) -> (String, String, Vec<idem::config::Job>) {
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.unwrap();
+    wh.close().await;
+    let path = db.path().join("starter.toml");
+    let out = idem(&path, &["init", &db.url]);
+    exits(kind, &out, 0);
+    let starter = std::fs::read_to_string(&path).unwrap();
+    let jobs = jobs_of(&path, &uncommented(&starter));
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        starter,
+        jobs,
+    )
+}
+
 /// QA: `idem init` read each candidate's first and last dates with a
 /// MIN/MAX over the whole table where no index begins with the column: on
 /// a billion rows, minutes of a silent terminal (and, once killed, of the
@@ -1016,16 +1040,7 @@ mod big_tables {
         script.push("CREATE TABLE nulls (id INTEGER NOT NULL PRIMARY KEY, d DATE)".into());
         script.push(rows("nulls", "NULL"));
         script.push("INSERT INTO nulls VALUES (200000, '2020-01-01')".into());
-        let script: Vec<&str> = script.iter().map(String::as_str).collect();
-        wh.execute_script(&script).await.unwrap();
-        wh.close().await;
-
-        let path = db.path().join("starter.toml");
-        let out = idem(&path, &["init", &db.url]);
-        exits(kind, &out, 0);
-        let said = String::from_utf8_lossy(&out.stdout);
-        let starter = std::fs::read_to_string(&path).unwrap();
-        let jobs = jobs_of(&path, &uncommented(&starter));
+        let (said, starter, jobs) = starter_after(&db, wh, kind, &script).await;
         let start = |name: &str| {
             let job = jobs.iter().find(|j| j.name == name);
             job.unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"))
@@ -1103,16 +1118,7 @@ mod placeholders {
         );
         script.push("CREATE TABLE all_unknown (id INTEGER NOT NULL PRIMARY KEY, d DATE)".into());
         script.push("INSERT INTO all_unknown VALUES (1, '1900-01-01')".into());
-        let script: Vec<&str> = script.iter().map(String::as_str).collect();
-        wh.execute_script(&script).await.unwrap();
-        wh.close().await;
-
-        let path = db.path().join("starter.toml");
-        let out = idem(&path, &["init", &db.url]);
-        exits(kind, &out, 0);
-        let said = String::from_utf8_lossy(&out.stdout);
-        let starter = std::fs::read_to_string(&path).unwrap();
-        let jobs = jobs_of(&path, &uncommented(&starter));
+        let (said, starter, jobs) = starter_after(&db, wh, kind, &script).await;
         let job = |name: &str| {
             let job = jobs.iter().find(|j| j.name == name);
             let job = job.unwrap_or_else(|| panic!("{kind:?}: {name} in {starter}"));
