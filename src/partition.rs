@@ -266,6 +266,16 @@ pub fn parse_any(text: &str) -> Option<(NaiveDateTime, Grain)> {
     Some((d.and_time(NaiveTime::MIN), Grain::Month))
 }
 
+/// An instant written with its offset from UTC (`2026-06-04T13:00:00+00:00`,
+/// `…Z`, `…+02:00`), as orchestrators render a data interval's bounds
+/// (Airflow's `{{ data_interval_start }}`, Dagster's time windows), in UTC.
+/// `None` for anything without an offset: `2026-06-04T13` is a name.
+pub fn parse_instant(text: &str) -> Option<NaiveDateTime> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|at| at.naive_utc())
+}
+
 /// Whether `text` has the shape of `pattern`, where `0` stands for a digit:
 /// names are written one way only (`2026-09-01`, never `2026-9-1`).
 fn shaped(text: &str, pattern: &str) -> bool {

@@ -962,3 +962,160 @@ fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
         "{err}"
     );
 }
+
+/// A job's `start` as the demo's config writes it: the demo's days end
+/// today, so its dates move with them.
+fn demo_start(config: &Path, job: &str) -> chrono::NaiveDate {
+    let toml = std::fs::read_to_string(config).unwrap();
+    let (_, tail) = toml.split_once(&format!("name = \"{job}\"")).unwrap();
+    let start = tail
+        .lines()
+        .find_map(|l| l.strip_prefix("start = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("{job}'s start"));
+    chrono::NaiveDate::parse_from_str(start, "%Y-%m-%d").unwrap()
+}
+
+/// An orchestrator passes a data interval's bounds as instants with their
+/// UTC offset (Airflow's `{{ data_interval_start }}` and `{{
+/// data_interval_end }}`, Dagster's time windows): the interval is
+/// half-open, as partitions are, so `--from` names the partition beginning
+/// at it and `--to` the one ending at it, whatever the offset it is written
+/// in. Both were refused as "not a partition". An instant inside a
+/// partition (a local midnight) is refused, named in UTC, where taking the
+/// partition around it would load a window nobody asked for; a command's
+/// one PARTITION given as an instant is the partition beginning at it.
+#[test]
+fn an_orchestrators_data_interval_names_the_partitions_inside_it() {
+    let (_dir, config) = demo();
+    let planned = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--dry-run", "--json"]);
+        let out = idem(&config, &all);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let plan: Value = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["event"] == "dry_run")
+            .expect("a dry_run event");
+        plan["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["partition"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let day = demo_start(&config, "fct_orders") + chrono::Days::new(1);
+    let days = |n: u64| (day + chrono::Days::new(n)).to_string();
+    let three_days: Vec<String> = (0..3).map(days).collect();
+    let utc = |d: &str, time: &str| format!("{d}T{time}");
+    for (from, to) in [
+        (
+            utc(&days(0), "00:00:00+00:00"),
+            utc(&days(3), "00:00:00+00:00"),
+        ),
+        (
+            utc(&days(0), "02:00:00+02:00"),
+            utc(&days(2), "19:00:00-05:00"),
+        ),
+        (utc(&days(0), "00:00:00Z"), utc(&days(3), "00:00:00Z")),
+    ] {
+        let args = ["fct_orders", "--from", &from, "--to", &to];
+        assert_eq!(planned(&args), three_days, "{from} {to}");
+    }
+    let hour = demo_start(&config, "fct_pageviews_hourly") + chrono::Days::new(1);
+    let args = [
+        "fct_pageviews_hourly",
+        "--from",
+        &format!("{hour}T05:00:00+02:00"),
+        "--to",
+        &format!("{hour}T06:00:00+00:00"),
+    ];
+    let hours: Vec<String> = ["03", "04", "05"]
+        .iter()
+        .map(|h| format!("{hour}T{h}"))
+        .collect();
+    assert_eq!(planned(&args), hours);
+
+    let before = (day - chrono::Days::new(1)).to_string();
+    for (flag, given, says) in [
+        (
+            "--from",
+            utc(&days(0), "00:00:00+02:00"),
+            format!(
+                "is {before} 22:00:00 UTC, inside fct_orders's day partition {before}: an instant must be where a partition begins"
+            ),
+        ),
+        (
+            "--to",
+            utc(&days(2), "05:00:00Z"),
+            format!(
+                "inside fct_orders's day partition {}: an instant must be where a partition begins (partitions are UTC windows); the range ending with {} ends at {} 00:00:00 UTC",
+                days(2),
+                days(2),
+                days(3)
+            ),
+        ),
+    ] {
+        let out = idem(&config, &["run", "fct_orders", flag, &given, "--dry-run"]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {given}");
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("{flag} {given} ")), "{err}");
+        assert!(err.contains(&says), "{err}");
+    }
+
+    // A day the demo's history has attempts of.
+    let history = text(&idem(&config, &["log", "fct_orders"]).stdout);
+    let tried = history
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or_else(|| panic!("{history}"));
+    let by_name = idem(&config, &["log", "fct_orders", tried]);
+    let by_instant = idem(&config, &["log", "fct_orders", &utc(tried, "00:00:00Z")]);
+    assert_eq!(
+        by_instant.status.code(),
+        Some(0),
+        "{}",
+        text(&by_instant.stderr)
+    );
+    assert!(
+        text(&by_name.stdout).contains(&format!(" {tried} ")),
+        "{}",
+        text(&by_name.stdout)
+    );
+    assert_eq!(text(&by_instant.stdout), text(&by_name.stdout));
+    let untried = idem(&config, &["log", "fct_orders", &utc(&days(0), "00:00:00Z")]);
+    let says = text(&untried.stdout);
+    assert!(
+        says.contains(&format!("recorded for fct_orders {}\n", days(0)))
+            || says.contains(&format!(" {} ", days(0))),
+        "{says}"
+    );
+    let status = idem(
+        &config,
+        &[
+            "status",
+            "fct_orders",
+            "--from",
+            &utc(&days(0), "00:00:00Z"),
+            "--to",
+            &utc(&days(3), "00:00:00Z"),
+            "--format",
+            "csv",
+        ],
+    );
+    let shown = text(&status.stdout);
+    let rows: Vec<&str> = shown.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{shown}");
+    assert!(
+        rows[0].contains(&days(0)) && rows[2].contains(&days(2)),
+        "{shown}"
+    );
+}

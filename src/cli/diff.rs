@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::output::outln;
-use super::{Stop, connect_to_read, find_job, load_config, parse_bound};
+use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound};
 use crate::config::DefinitionChange;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
@@ -18,8 +18,8 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         // it, as `log` and `verify` read it: not only its first.
         let wanted =
             match partition {
-                Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
-                    .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
+                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
+                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
                 None => None,
             };
         if let (Some((first, last)), Some(p)) = (wanted, partition) {

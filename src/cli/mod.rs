@@ -365,8 +365,12 @@ fn never_run(state: LoadState) -> &'static str {
     }
 }
 
+/// The name [`parse_bound`] gives a command's one partition, read as both
+/// ends of a range of one.
+pub const ONE_PARTITION: &str = "PARTITION";
+
 /// Parses `--from` / `--to` for a job's grain; messages name the bound
-/// as `flag` (none: as typed alone).
+/// as `flag` (none: as typed alone; [`ONE_PARTITION`]: a command's one).
 pub fn parse_bound(
     job: &Job,
     flag: &str,
@@ -374,6 +378,10 @@ pub fn parse_bound(
     end: RangeEnd,
 ) -> Result<Option<Partition>, Stop> {
     let Some(text) = text else { return Ok(None) };
+    if let Some(at) = crate::partition::parse_instant(text.trim()) {
+        let ends_before = end == RangeEnd::To && flag != ONE_PARTITION;
+        return instant_bound(job, flag, text.trim(), at, ends_before).map(Some);
+    }
     let flag = if flag.is_empty() {
         String::new()
     } else {
@@ -405,6 +413,39 @@ pub fn parse_bound(
                 job.grain.name_format()
             ))
         })
+}
+
+/// A bound given as an instant with its UTC offset, as an orchestrator
+/// renders a data interval (`--from {{ data_interval_start }} --to {{
+/// data_interval_end }}`): the interval is half-open, as partitions are, so
+/// `--from` names the partition that begins at it and `--to`
+/// (`ends_before`) the one that ends at it. An instant inside a partition
+/// is refused, naming it in UTC: a local midnight is no day's start, and
+/// taking the partition around it would load a window that was not asked.
+fn instant_bound(
+    job: &Job,
+    flag: &str,
+    text: &str,
+    at: chrono::NaiveDateTime,
+    ends_before: bool,
+) -> Result<Partition, Stop> {
+    let p = Partition::containing(job.grain, at);
+    if p.start != at {
+        let given = format!("{flag} {text}");
+        return Err(Stop::usage(format!(
+            "{} is {} UTC, inside {}'s {} partition {p}: an instant must be where a partition begins (partitions are UTC windows); {}",
+            given.trim_start(),
+            at.format("%Y-%m-%d %H:%M:%S"),
+            job.name,
+            job.grain,
+            if ends_before {
+                format!("the range ending with {p} ends at {} UTC", p.next().start)
+            } else {
+                format!("{p} begins at {} UTC", p.start)
+            }
+        )));
+    }
+    Ok(if ends_before { p.prev() } else { p })
 }
 
 /// A coarser name that the job's `start` or `end` cuts stands for the

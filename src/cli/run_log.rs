@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::output::{noteln, outln};
-use super::{Stop, find_job, load_config, parse_bound};
+use super::{ONE_PARTITION, Stop, find_job, load_config, parse_bound};
 use crate::exit::Exit;
 use crate::partition::RangeEnd;
 
@@ -20,8 +20,8 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
         let asked = partition.ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?;
-        let first = parse_bound(job, "PARTITION", Some(asked), RangeEnd::From)?;
-        let last = parse_bound(job, "PARTITION", Some(asked), RangeEnd::To)?;
+        let first = parse_bound(job, ONE_PARTITION, Some(asked), RangeEnd::From)?;
+        let last = parse_bound(job, ONE_PARTITION, Some(asked), RangeEnd::To)?;
         let (Some(first), Some(last)) = (first, last) else {
             return Err(Stop::usage("--lines needs a PARTITION"));
         };

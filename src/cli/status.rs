@@ -8,7 +8,9 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{Stop, connect_to_read, find_job, load_config, parse_bound, parse_states};
+use super::{
+    ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound, parse_states,
+};
 use crate::config::Job;
 use crate::engine::PlanError;
 use crate::exit::Exit;
@@ -629,8 +631,8 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         // covers every partition in it, as --from/--to and verify read it.
         let span =
             match partition {
-                Some(p) => parse_bound(job, "PARTITION", Some(p), RangeEnd::From)?
-                    .zip(parse_bound(job, "PARTITION", Some(p), RangeEnd::To)?),
+                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
+                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
                 None => None,
             };
         if let (Some((first, last)), Some(p)) = (span, partition) {
@@ -654,7 +656,10 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             outln!(
                 "no attempts recorded for {}{}",
                 job.name,
-                partition
+                // One partition by its name (an instant names one too);
+                // a coarser name as typed.
+                one.as_deref()
+                    .or(partition)
                     .map(|p| format!(" {}", p.trim()))
                     .unwrap_or_default()
             );

@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use super::output::{noteln, outln};
-use super::{Stop, cancel_on_signal, connect_to_read, find_job, load_config, parse_bound};
+use super::{
+    ONE_PARTITION, Stop, cancel_on_signal, connect_to_read, find_job, load_config, parse_bound,
+};
 use crate::exit::Exit;
 use crate::numbers::{n_partitions, n_rows};
 use crate::partition::{Partition, RangeEnd, range};
@@ -18,8 +20,8 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         // (`run --from 2026-11-30` on an hourly job is that day's hours):
         // each of them is proved.
         let (Some(from), Some(to)) = (
-            parse_bound(job, "PARTITION", Some(partition), RangeEnd::From)?,
-            parse_bound(job, "PARTITION", Some(partition), RangeEnd::To)?,
+            parse_bound(job, ONE_PARTITION, Some(partition), RangeEnd::From)?,
+            parse_bound(job, ONE_PARTITION, Some(partition), RangeEnd::To)?,
         ) else {
             return Err(Stop::usage("PARTITION is required"));
         };
