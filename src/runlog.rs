@@ -290,6 +290,15 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
                 if *will_retry { " (will retry)" } else { "" }
             ),
         ),
+        Event::PartitionLeft {
+            job,
+            partition,
+            because,
+        } => (
+            job.clone(),
+            partition.clone(),
+            format!("left out of the cascade: {because}"),
+        ),
         Event::PartitionSkipped {
             job,
             partition,

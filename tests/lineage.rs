@@ -1515,6 +1515,121 @@ async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() 
     );
 }
 
+/// A cascade whose merge writes a row into today's window (the merge job
+/// reads its source by one day, and its rows' `dt` is the day after): the
+/// reader's today is stale, but it has not ended, so the cascade leaves it,
+/// as it leaves the windows it plans so, and says so: a `partition_left`
+/// event with why, and the note with the command that loads it once it
+/// has ended. It was left out silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropped() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let now = chrono::Utc::now();
+    let (yesterday, today) = (
+        (now - chrono::Duration::days(1))
+            .format("%Y-%m-%d")
+            .to_string(),
+        now.format("%Y-%m-%d").to_string(),
+    );
+    let range = (yesterday.as_str(), "2099-01-01");
+    let jobs = [
+        job(
+            "fct",
+            "fct",
+            "day",
+            "dt",
+            range,
+            "select id, dt, v from src where dt >= :start and dt < :end",
+        ),
+        job(
+            "latest",
+            "latest",
+            "day",
+            "dt",
+            range,
+            "select id, date(dt, '+1 day') as dt, v from fct where dt >= :start and dt < :end",
+        )
+        .replace(
+            "\"replace_partition\"",
+            "\"merge_key\"\nunique_key = [\"id\"]",
+        ),
+        job(
+            "per_day",
+            "per_day",
+            "day",
+            "dt",
+            range,
+            "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt",
+        ),
+    ]
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE latest (id INTEGER NOT NULL PRIMARY KEY, dt DATE NOT NULL, v INTEGER NOT NULL)",
+        "CREATE TABLE per_day (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        &format!("INSERT INTO src VALUES (1, '{yesterday}', 1), (2, '{yesterday}', 5)"),
+    ])
+    .await
+    .expect("setup");
+    let out = idem(
+        &config,
+        &[
+            "run",
+            "fct",
+            "--from",
+            &yesterday,
+            "--to",
+            &yesterday,
+            "--cascade",
+            "--json",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let events = json_lines(&stdout_ok(&out));
+    wh.close().await;
+    if chrono::Utc::now().format("%Y-%m-%d").to_string() != today {
+        return; // Midnight passed: today's window has ended since.
+    }
+    let left: Vec<(&str, &str, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "partition_left")
+        .map(|e| {
+            (
+                e["job"].as_str().unwrap(),
+                e["partition"].as_str().unwrap(),
+                e["because"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(left.len(), 1, "{events:?}\n{err}");
+    let (job, partition, because) = left[0];
+    assert_eq!((job, partition), ("per_day", today.as_str()));
+    assert!(
+        because.starts_with(&format!(
+            "latest {today} changed: its merge of {yesterday} moved rows in or out of it; this window has not ended yet"
+        )),
+        "{because}"
+    );
+    // Not in its step's plan, and per_day's step still ran yesterday.
+    let per_day_started = events
+        .iter()
+        .find(|e| e["event"] == "run_started" && e["job"] == "per_day")
+        .expect("per_day's step");
+    assert_eq!(
+        per_day_started["partitions"],
+        serde_json::json!([yesterday])
+    );
+    let note = format!(
+        "idem: per_day {today} has not ended yet (until {} 00:00): the cascade leaves it; once it has ended: idem --config {} run per_day --from {today} --to {today}",
+        (now + chrono::Duration::days(1)).format("%Y-%m-%d"),
+        config.display()
+    );
+    assert!(err.contains(&note), "{note}\n{err}");
+}
+
 /// A cascade whose merges move rows in or out of windows beyond its plan.
 mod cascade_moves {
     use super::*;

@@ -539,6 +539,7 @@ mod tests {
             summary: Some(summary),
             skipped: Vec::new(),
             not_started: Vec::new(),
+            left: Vec::new(),
         };
         // Its command cascades, as the run did.
         let cascade = &AsRun {
@@ -579,6 +580,7 @@ mod tests {
             }),
             skipped: Vec::new(),
             not_started: Vec::new(),
+            left: Vec::new(),
         };
         let agg = engine::cascade::StepOutcome {
             added: Vec::new(),
@@ -586,6 +588,7 @@ mod tests {
             summary: None,
             skipped: vec![(day("2026-01-06"), "fct 2026-01-06".into())],
             not_started: Vec::new(),
+            left: Vec::new(),
         };
         let failed = after_cascade(config, &[], &[], &[upstream(false), agg.clone()]);
         assert_eq!(
@@ -610,6 +613,7 @@ mod tests {
                 "agg 2026-01-06".into(),
             )],
             not_started: Vec::new(),
+            left: Vec::new(),
         };
         // The refusal's commands cascade, as the run did: they load the
         // steps it skipped, which are not named again (QA: agg's and
@@ -650,6 +654,7 @@ mod tests {
             }),
             skipped: Vec::new(),
             not_started: Vec::new(),
+            left: Vec::new(),
         };
         assert_eq!(
             repeat_step(config, &root).as_deref(),
@@ -661,6 +666,7 @@ mod tests {
             summary: None,
             skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
             not_started: vec![day("2026-01-01"), day("2026-01-03")],
+            left: Vec::new(),
         };
         assert_eq!(
             repeat_step(config, &downstream).as_deref(),

@@ -60,22 +60,35 @@ impl DownstreamPlan {
     pub fn not_ended_notes(&self, config_path: &Path) -> Vec<String> {
         self.not_ended
             .iter()
-            .filter_map(|(job, windows)| {
-                let (first, last) = (windows.first()?, windows.last()?);
-                Some(format!(
-                    "{job} {} {} not ended yet (until {}): the cascade leaves {}; once {} ended: idem{} run {job} --from {} --to {} (now, with what has landed: add --allow-incomplete)",
-                    span(windows)?,
-                    if windows.len() == 1 { "has" } else { "have" },
-                    last.end().format("%Y-%m-%d %H:%M"),
-                    if windows.len() == 1 { "it" } else { "them" },
-                    if windows.len() == 1 { "it has" } else { "they have" },
-                    config_flag(config_path),
-                    first.name(),
-                    last.name(),
-                ))
-            })
+            .filter_map(|(job, windows)| not_ended_note(config_path, job, windows))
             .collect()
     }
+}
+
+/// The line for `job`'s `windows` (oldest first) a cascade leaves because
+/// they have not ended yet, planned so or met as it ran: which, until when,
+/// and the command that loads them once they have.
+pub(super) fn not_ended_note(
+    config_path: &Path,
+    job: &str,
+    windows: &[Partition],
+) -> Option<String> {
+    let (first, last) = (windows.first()?, windows.last()?);
+    Some(format!(
+        "{job} {} {} not ended yet (until {}): the cascade leaves {}; once {} ended: idem{} run {job} --from {} --to {} (now, with what has landed: add --allow-incomplete)",
+        span(windows)?,
+        if windows.len() == 1 { "has" } else { "have" },
+        last.end().format("%Y-%m-%d %H:%M"),
+        if windows.len() == 1 { "it" } else { "them" },
+        if windows.len() == 1 {
+            "it has"
+        } else {
+            "they have"
+        },
+        config_flag(config_path),
+        first.name(),
+        last.name(),
+    ))
 }
 
 /// How [`plan_downstream`] reads each downstream job's states.

@@ -101,9 +101,16 @@ impl RunReport {
             }
             lines.push(line);
         }
+        let mut notes = advice::after_cascade(run, steps, empty_before, outcomes);
+        // Windows a merge moved rows in or out of as the cascade ran, left
+        // for not having ended: due, as those planned so are.
+        notes.extend(outcomes.iter().filter_map(|outcome| {
+            let left: Vec<Partition> = outcome.left.iter().map(|(p, _)| *p).collect();
+            super::downstream::not_ended_note(run.config, &outcome.job, &left)
+        }));
         RunReport {
             outcomes: lines,
-            notes: advice::after_cascade(run, steps, empty_before, outcomes),
+            notes,
             exit,
         }
     }
@@ -323,6 +330,7 @@ mod tests {
                 }),
                 skipped: vec![],
                 not_started: vec![],
+                left: Vec::new(),
             },
             StepOutcome {
                 added: Vec::new(),
@@ -330,6 +338,7 @@ mod tests {
                 summary: None,
                 skipped: vec![],
                 not_started: vec![day("2026-01-02")],
+                left: Vec::new(),
             },
         ];
         let report = RunReport::of_console_run(&args, &steps, &[], &Ended::Cascade(outcomes));

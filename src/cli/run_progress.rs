@@ -94,7 +94,9 @@ impl Progress {
                     bar.println(described(event));
                     bar.inc(1);
                 }
-                Event::PartitionFailed { .. } => bar.println(described(event)),
+                Event::PartitionFailed { .. } | Event::PartitionLeft { .. } => {
+                    bar.println(described(event))
+                }
                 Event::PartitionAdded { .. } => {
                     bar.inc_length(1);
                     bar.println(described(event));
@@ -219,6 +221,11 @@ fn describe(event: &Event) -> Option<String> {
             partition,
             because,
         } => format!("{job} {partition} added · {because}"),
+        Event::PartitionLeft {
+            job,
+            partition,
+            because,
+        } => format!("{job} {partition} left out · {because}"),
         _ => return None,
     })
 }

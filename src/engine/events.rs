@@ -61,6 +61,15 @@ pub enum Event {
         partition: String,
         because: String,
     },
+    /// A cascade left this downstream window out although a merge before it
+    /// moved rows in or out of a window it reads: it has not ended yet, and
+    /// the run does not allow incomplete windows. It stays due, for a run
+    /// once it has ended. Never in its step's `RunStarted`.
+    PartitionLeft {
+        job: String,
+        partition: String,
+        because: String,
+    },
     /// A cascade did not run this downstream partition: an upstream
     /// partition it reads did not load.
     PartitionSkipped {
@@ -108,6 +117,7 @@ impl Event {
             | Event::PartitionSucceeded { job, .. }
             | Event::PartitionFailed { job, .. }
             | Event::PartitionAdded { job, .. }
+            | Event::PartitionLeft { job, .. }
             | Event::PartitionSkipped { job, .. }
             | Event::StepSkipped { job, .. }
             | Event::RunFinished { job, .. } => job,

@@ -209,6 +209,10 @@ pub struct StepOutcome {
     /// Partitions of a step the run was cancelled before it began: left
     /// undone, and a repeat must cover them.
     pub not_started: Vec<Partition>,
+    /// Windows a merge before the step moved rows in or out of what they
+    /// read, left out because they have not ended yet, with why: due for a
+    /// run once they have.
+    pub left: Vec<(Partition, String)>,
 }
 
 /// Runs each step in order (upstream first), skipping what reads a failure
@@ -251,13 +255,20 @@ pub async fn run_gated(
         grains.insert(step.job.name.clone(), step.job.grain);
         let mut backfill = step.clone();
         // The root's partitions are the run's own: nothing is added to them.
-        let added = if k == 0 {
-            Vec::new()
+        let reached::Additions { added, left } = if k == 0 {
+            reached::Additions::default()
         } else {
             reached.add_to(&mut backfill, lineage, reach)
         };
         for (partition, because) in &added {
             let _ = events.send(Event::PartitionAdded {
+                job: step.job.name.clone(),
+                partition: partition.name(),
+                because: because.clone(),
+            });
+        }
+        for (partition, because) in &left {
+            let _ = events.send(Event::PartitionLeft {
                 job: step.job.name.clone(),
                 partition: partition.name(),
                 because: because.clone(),
@@ -332,6 +343,7 @@ pub async fn run_gated(
             added,
             skipped,
             not_started,
+            left,
         });
     }
     outcomes

@@ -16,6 +16,15 @@ use crate::engine::{Backfill, RunSummary};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
 
+/// What [`Reached::add_to`] did to a step: the windows it added, and those
+/// it would have added but for their not having ended, each with why,
+/// oldest first.
+#[derive(Debug, Default)]
+pub(super) struct Additions {
+    pub added: Vec<(Partition, String)>,
+    pub left: Vec<(Partition, String)>,
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Reached {
     /// Per job that ran a step: its step's windows, and those its merges
@@ -31,29 +40,46 @@ impl Reached {
     /// `reach` over the windows the steps before it reached beyond their
     /// plans, and, for a merge step, the windows between, so that it still
     /// merges every window from its first on in order. Gives back those
-    /// added, each with why, oldest first.
-    pub fn add_to(
-        &self,
-        step: &mut Backfill,
-        lineage: &Lineage,
-        reach: Reach,
-    ) -> Vec<(Partition, String)> {
+    /// added, each with why, oldest first; and those left out because they
+    /// have not ended (outside `reach`), each with why.
+    pub fn add_to(&self, step: &mut Backfill, lineage: &Lineage, reach: Reach) -> Additions {
         let job = step.job.clone();
         let mut added: BTreeMap<Partition, String> = BTreeMap::new();
+        let mut left: BTreeMap<Partition, String> = BTreeMap::new();
         for (up, _) in lineage.upstream(&job.name) {
             for (window, why) in self.beyond.get(up).into_iter().flatten() {
-                for p in reach.over(&job, window).0 {
+                let (within, not_ended) = reach.over(&job, window);
+                let why = || format!("{up} {} {why}", window.name());
+                for p in within {
                     if !step.partitions.contains(&p) {
-                        added
-                            .entry(p)
-                            .or_insert_with(|| format!("{up} {} {why}", window.name()));
+                        added.entry(p).or_insert_with(why);
+                    }
+                }
+                for p in not_ended {
+                    if !step.partitions.contains(&p) {
+                        left.entry(p).or_insert_with(why);
                     }
                 }
             }
         }
+        let left = left
+            .into_iter()
+            .map(|(p, why)| {
+                let until = p.end().format("%Y-%m-%d %H:%M");
+                (
+                    p,
+                    format!(
+                        "{why}; this window has not ended yet (until {until} UTC), so the cascade leaves it: load it once it has ended (or now, with --allow-incomplete)"
+                    ),
+                )
+            })
+            .collect();
         let (Some(&first_added), Some(&last_added)) = (added.keys().next(), added.keys().last())
         else {
-            return Vec::new();
+            return Additions {
+                added: Vec::new(),
+                left,
+            };
         };
         if job.strategy == Strategy::MergeKey {
             let first = step
@@ -79,7 +105,10 @@ impl Reached {
         }
         step.partitions.extend(added.keys().copied());
         step.partitions.sort();
-        added.into_iter().collect()
+        Additions {
+            added: added.into_iter().collect(),
+            left,
+        }
     }
 
     /// Of a downstream merge `step`'s partitions (once those reading what

@@ -31,7 +31,8 @@ pub enum RunPartState {
     /// The run ended without starting it, not cancelled: stopped by a
     /// failure (the warehouse gone, a merge window failed).
     NotRun,
-    /// A cascade left it out: an upstream partition it reads did not load.
+    /// A cascade left it out: an upstream partition it reads did not load,
+    /// or (a window a merge moved rows into) it has not ended.
     Skipped,
 }
 
@@ -353,6 +354,16 @@ impl RunView {
             } => {
                 let i = self.add_row(partition);
                 self.log(i, format!("added to the cascade: {because}"));
+            }
+            // Not run, and due: shown as the skipped are, with why.
+            Event::PartitionLeft {
+                partition, because, ..
+            } => {
+                let i = self.add_row(partition);
+                let p = &mut self.partitions[i];
+                p.state = RunPartState::Skipped;
+                p.error = Some(format!("left out: {because}"));
+                self.log(i, format!("left out of the cascade: {because}"));
             }
             Event::PartitionSkipped {
                 partition, because, ..

@@ -643,3 +643,30 @@ fn a_partition_added_to_a_cascade_step_joins_its_rows() {
     assert_eq!(r.partitions[1].state, RunPartState::Running);
     assert!(r.label().ends_with(" 0/3 "), "{}", r.label());
 }
+
+/// A window a cascade leaves because it has not ended (a merge upstream
+/// moved rows into it) joins the step's rows as skipped, never queued as if
+/// it would run, its error and log saying why.
+#[test]
+fn a_window_a_cascade_leaves_not_ended_joins_its_rows_as_skipped() {
+    let mut r = run();
+    let because = "stg_orders 2026-06-09 changed: its merge of 2026-06-08 moved rows in or out of it; this window has not ended yet (until 2026-06-10 00:00 UTC), so the cascade leaves it";
+    r.apply(
+        &event("2026-06-09", |partition| Event::PartitionLeft {
+            job: "fct_orders".into(),
+            partition,
+            because: because.into(),
+        }),
+        now(),
+    );
+    let left = r.row("2026-06-09").expect("a row of its own");
+    assert_eq!(r.partitions[left].state, RunPartState::Skipped);
+    assert_eq!(
+        r.partitions[left].error.as_deref(),
+        Some(format!("left out: {because}").as_str())
+    );
+    assert_eq!(
+        r.logs.of(left),
+        &[format!("left out of the cascade: {because}")]
+    );
+}
