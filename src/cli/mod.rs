@@ -2,6 +2,7 @@
 //! some partitions failed, usage or config error, cancelled).
 
 mod advice;
+mod attempt_log;
 mod diff;
 mod docs;
 mod downstream;
@@ -23,6 +24,7 @@ mod verify;
 use std::io::IsTerminal;
 use std::path::Path;
 
+pub use attempt_log::log;
 pub use diff::diff;
 pub use docs::{completions, man};
 pub use import_dbt::import_dbt;
@@ -32,7 +34,7 @@ pub use report::{Ended, RunReport, runs_left_by_the_console};
 pub use run::{CONFIRM_ABOVE, run};
 pub use run_args::RunArgs;
 pub use run_log::run_log;
-pub use status::{StatusArgs, StatusFormat, jobs, log, status};
+pub use status::{StatusArgs, StatusFormat, jobs, status};
 pub use verify::verify;
 
 use crate::config::{self, Config, Job};

@@ -1,39 +1,35 @@
-//! The note `idem status` and `idem jobs` give where a job's target has
-//! ledger history under a job name the config no longer has: a renamed
-//! job's partitions show as unmanaged, its loads kept under the old name.
+//! The note `idem status`, `idem jobs` and `idem log` give where a job's
+//! target has ledger history under job names the config no longer has: a
+//! renamed job's partitions show as unmanaged, its loads kept under the
+//! old name.
 
 use super::output::noteln;
-use crate::config::{Config, Job, same_table};
+use crate::config::{Config, Job};
 use crate::warehouse::Warehouse;
 
-/// Says once, on stderr, each name the ledger holds loads of a shown job's
-/// target under that the config no longer has, while that job has no loads
-/// of its own. A ledger that cannot be read for it says nothing: the states
-/// read says why.
-pub(super) async fn note_retired_names(warehouse: &Warehouse, config: &Config, shown: &[&Job]) {
-    let kept: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
-    let Ok(retired) = warehouse.retired_names(&kept).await else {
+/// Says once, on stderr, for each of `shown` that has no loads of its own,
+/// the names the ledger holds loads of its target under that the config no
+/// longer has ([`Warehouse::renamed_jobs`]). A ledger that cannot be read
+/// for it says nothing: the states read says why.
+pub(super) async fn note_renamed(warehouse: &Warehouse, config: &Config, shown: &[&Job]) {
+    let Ok(renamed) = warehouse.renamed_jobs(config, shown).await else {
         return;
     };
-    for old in retired {
-        let Some(job) = shown
-            .iter()
-            .find(|j| same_table(&j.target, &old.target, config.warehouse.engine()))
-        else {
-            continue;
+    for r in renamed {
+        let quoted: Vec<String> = r.before.iter().map(|n| format!("\"{n}\"")).collect();
+        let last = &r.before[0];
+        let (names, back) = match quoted.as_slice() {
+            [one] => (format!("the job name {one}"), "them".to_string()),
+            _ => (
+                format!("the job names {} (loaded last first)", quoted.join(", ")),
+                "that name's loads".to_string(),
+            ),
         };
-        // Loaded under its new name since, the job was renamed on purpose:
-        // its old name's loads are history, not lost.
-        if warehouse.job_has_attempts(&job.name).await.unwrap_or(true) {
-            continue;
-        }
         noteln!(
-            "idem: the ledger holds loads of {} under the job name \"{}\", which {} no longer has: {}'s partitions do not count them (a renamed job starts without its history); name the job \"{}\" again to take them back",
-            old.target,
-            old.job,
+            "idem: the ledger holds loads of {} under {names}, which {} no longer has: {}'s partitions do not count them (a renamed job starts without its history); name the job \"{last}\" again to take {back} back, or read them with idem log {last}",
+            r.target,
             config.path.display(),
-            job.name,
-            old.job
+            r.job,
         );
     }
 }

@@ -1,5 +1,5 @@
-//! `idem status`, `idem jobs` and `idem log`: what the warehouse and the
-//! ledger say, as a table, JSON or CSV.
+//! `idem status` and `idem jobs`: what the warehouse and the ledger say,
+//! as a table, JSON or CSV.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -8,16 +8,14 @@ use clap::ValueEnum;
 use serde::Serialize;
 
 use super::output::outln;
-use super::{
-    ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound, parse_states,
-};
+use super::{Stop, connect_to_read, find_job, load_config, parse_bound, parse_states};
 use crate::config::Job;
 use crate::engine::PlanError;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
 use crate::state::{LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
-use crate::warehouse::ledger::{AttemptStatus, Refusal};
+use crate::warehouse::ledger::Refusal;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum StatusFormat {
@@ -222,7 +220,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         });
         all.push((*job, kept.map_err(|stop| unreadable_reason(job, &stop))));
     }
-    super::retired_names::note_retired_names(&warehouse, &config, &jobs).await;
+    super::retired_names::note_renamed(&warehouse, &config, &jobs).await;
     warehouse.close().await;
     let rows: Vec<StatusRow> = all
         .iter()
@@ -446,7 +444,7 @@ fn opt(n: Option<i64>) -> String {
     n.map_or(String::new(), |n| n.to_string())
 }
 
-fn first_line(s: &str) -> &str {
+pub(super) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
@@ -537,7 +535,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
             }
         }
         let shown: Vec<&Job> = config.jobs.iter().collect();
-        super::retired_names::note_retired_names(&warehouse, &config, &shown).await;
+        super::retired_names::note_renamed(&warehouse, &config, &shown).await;
         warehouse.close().await;
         // As `idem status` says it: a script reading the table learns of
         // the job it could not read from the exit code.
@@ -591,130 +589,4 @@ fn lint_badge(findings: &[crate::lint::Finding]) -> String {
         (0, w) => plural(w, "warning"),
         (e, _) => plural(e, "error"),
     }
-}
-
-/// What an attempt did to the target's rows, each number named for what
-/// it counts. A replace deleted and inserted, and reports the rows in the
-/// window after (`-3 +3 → 3 in window`); a merge inserts and updates and
-/// never deletes: with a partition column it reports the window's rows
-/// after (`+1 ~1 → 3 in window`), without one the rows it merged, which
-/// the target may hold more of (`+1 ~1 of 2 merged`). A failed or
-/// cancelled attempt rolled back: its zeros say nothing of the target.
-fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
-    match a.status {
-        AttemptStatus::Succeeded => {}
-        // No attempt here: another window's merge (its reason names it).
-        AttemptStatus::Moved => return "(rows moved)".to_string(),
-        _ => return "(rolled back)".to_string(),
-    }
-    match (job.strategy, &job.partition_column) {
-        (crate::config::Strategy::ReplacePartition, _) => format!(
-            "-{} +{} → {} in window",
-            a.rows_deleted, a.rows_inserted, a.rows_after
-        ),
-        (crate::config::Strategy::MergeKey, Some(_)) => format!(
-            "+{} ~{} → {} in window",
-            a.rows_inserted, a.rows_updated, a.rows_after
-        ),
-        (crate::config::Strategy::MergeKey, None) => format!(
-            "+{} ~{} of {} merged",
-            a.rows_inserted, a.rows_updated, a.rows_after
-        ),
-    }
-}
-
-pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
-    let result = async {
-        let config = load_config(config_path)?;
-        let job = find_job(&config, job_name)?;
-        // A coarser name (a day of an hourly job, a month of a daily one)
-        // covers every partition in it, as --from/--to and verify read it.
-        let span =
-            match partition {
-                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
-                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
-                None => None,
-            };
-        if let (Some((first, last)), Some(p)) = (span, partition) {
-            super::outside_the_job(job, first, last, p, "no attempt of it can be recorded")?;
-        }
-        let one = span
-            .filter(|(first, last)| first == last)
-            .map(|(p, _)| p.name());
-        let warehouse = connect_to_read(&config, 2).await?;
-        let mut attempts = warehouse
-            .attempts(&job.name, one.as_deref())
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
-        warehouse.close().await;
-        if let Some((first, last)) = span {
-            // Names of one grain sort as their partitions do.
-            let (first, last) = (first.name(), last.name());
-            attempts.retain(|a| a.partition >= first && a.partition <= last);
-        }
-        if attempts.is_empty() {
-            outln!(
-                "no attempts recorded for {}{}",
-                job.name,
-                // One partition by its name (an instant names one too);
-                // a coarser name as typed.
-                one.as_deref()
-                    .or(partition)
-                    .map(|p| format!(" {}", p.trim()))
-                    .unwrap_or_default()
-            );
-            return Ok(Exit::Ok);
-        }
-        // The column as wide as its widest time (24 characters:
-        // 2026-11-20T06:00:01.123Z), so that the header stands over it.
-        let when = attempts
-            .iter()
-            .map(|a| a.finished_at.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max("FINISHED (UTC)".len());
-        let rows: Vec<String> = attempts.iter().map(|a| rows_of(job, a)).collect();
-        let width = rows
-            .iter()
-            .map(|r| r.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max("ROWS".len());
-        outln!(
-            "{:<when$} {:<14} {:<4} {:<9} {:<width$} RUN · BY",
-            "FINISHED (UTC)",
-            "PARTITION",
-            "TRY",
-            "STATUS",
-            "ROWS"
-        );
-        for (a, rows) in attempts.iter().zip(&rows) {
-            outln!(
-                "{:<when$} {:<14} {:<4} {:<9} {:<width$} {} by {}@{}{}{}",
-                a.finished_at,
-                a.partition,
-                // A moved row is no attempt (its reason names the merge).
-                match a.status {
-                    AttemptStatus::Moved => "—".to_string(),
-                    _ => format!("#{}", a.attempt),
-                },
-                a.status.as_str(),
-                rows,
-                a.run_id,
-                a.operator,
-                a.host,
-                a.reason
-                    .as_ref()
-                    .map(|r| format!(" · {r}"))
-                    .unwrap_or_default(),
-                a.error
-                    .as_ref()
-                    .map(|e| format!("\n    {}", first_line(e)))
-                    .unwrap_or_default(),
-            );
-        }
-        Ok::<_, Stop>(Exit::Ok)
-    }
-    .await;
-    result.unwrap_or_else(Stop::report)
 }

@@ -157,6 +157,33 @@ impl Job {
         )
     }
 
+    /// This job as it was loaded under another `name` with `definition` (a
+    /// [`Job::definition_text`] of one target): its strategy, partition
+    /// column and grain as that text says, so its history reads as loaded.
+    pub fn as_loaded_under(&self, name: &str, definition: &str) -> Job {
+        let field = |key: &str| {
+            definition
+                .lines()
+                .take_while(|l| *l != "sql:")
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(" = "))
+        };
+        let mut job = self.clone();
+        job.name = name.to_string();
+        if let Some(s) = field("strategy") {
+            job.strategy = match s {
+                "merge_key" => Strategy::MergeKey,
+                _ => Strategy::ReplacePartition,
+            };
+        }
+        if let Some(c) = field("partition_column") {
+            job.partition_column = Ident::parse(c).ok();
+        }
+        if let Some(g) = field("grain").and_then(Grain::parse) {
+            job.grain = g;
+        }
+        job
+    }
+
     /// Hash of [`Job::definition_text`]: a partition last loaded under
     /// another hash is stale.
     pub fn definition_hash(&self) -> String {

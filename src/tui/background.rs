@@ -350,6 +350,17 @@ impl Background {
                 let jobs = app.config().jobs.clone();
                 tokio::spawn(async move { lint_jobs(&wh, &jobs, send).await });
             }
+            Effect::ReadRenamed => {
+                let Some(wh) = self.warehouse.clone() else {
+                    return;
+                };
+                let config = app.config().clone();
+                tokio::spawn(async move {
+                    if let Some(msg) = read_renamed(&wh, &config).await {
+                        send(msg);
+                    }
+                });
+            }
             Effect::LoadTheme(path) => {
                 tokio::task::spawn_blocking(move || {
                     send(Msg::ThemeLoaded(Theme::load_file(&path)))
@@ -449,6 +460,15 @@ pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) 
             notes: super::job::notes_of(findings),
         });
     }
+}
+
+/// Which of the config's jobs were renamed with no load of their own, as
+/// `idem status` says it; nothing where the ledger cannot be read for it
+/// (the states read says why).
+pub async fn read_renamed(warehouse: &Warehouse, config: &crate::config::Config) -> Option<Msg> {
+    let shown: Vec<&Job> = config.jobs.iter().collect();
+    let renamed = warehouse.renamed_jobs(config, &shown).await.ok()?;
+    Some(Msg::Renamed(renamed))
 }
 
 /// What the console's earlier refreshes read and answered.

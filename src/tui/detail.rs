@@ -201,6 +201,9 @@ impl Detail {
         if let Some(loads) = self.loads.line(job) {
             lines.push(Line::from(Span::styled(loads, muted)));
         }
+        if let Some(renamed) = job.renamed_line() {
+            lines.push(Line::from(Span::styled(renamed, t.style("warning"))));
+        }
         if let Some(fp) = s
             .last_success
             .as_ref()

@@ -90,6 +90,9 @@ pub struct JobView {
     /// First calendar unit shown (month, day or year by grain).
     pub(super) scroll: usize,
     pub(super) lint: Vec<LintNote>,
+    /// Renamed in the config with no load of its own yet: the names the
+    /// ledger holds its target's loads under, the one loaded last first.
+    pub(super) renamed_from: Vec<String>,
     /// The failed partitions by error signature, most first.
     pub(super) groups: Vec<ErrorGroup>,
     /// The latest reconciliation's source counts and the partitions it
@@ -145,6 +148,7 @@ impl JobView {
             anchor: None,
             scroll: 0,
             lint,
+            renamed_from: Vec::new(),
             groups: Vec::new(),
             source: None,
         }
@@ -159,6 +163,31 @@ impl JobView {
     /// backslash escapes off).
     pub fn read_lint_as(&mut self, syntax: Syntax) {
         self.lint = lint_notes(&self.job, syntax);
+    }
+
+    /// What the warehouse answered of the config's renamed jobs
+    /// ([`crate::warehouse::Warehouse::renamed_jobs`]), for this job.
+    pub fn read_renamed(&mut self, renamed: &[crate::warehouse::Renamed]) {
+        self.renamed_from = renamed
+            .iter()
+            .find(|r| r.job == self.job.name)
+            .map(|r| r.before.clone())
+            .unwrap_or_default();
+    }
+
+    /// The detail's line for a job renamed with no load of its own yet:
+    /// where its history is and the command that shows it.
+    pub fn renamed_line(&self) -> Option<String> {
+        let last = self.renamed_from.first()?;
+        let names: Vec<String> = self
+            .renamed_from
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect();
+        Some(format!(
+            "renamed? its loads are under {} (not counted): idem log {last}",
+            names.join(", ")
+        ))
     }
 
     /// The job's lint findings as the console shows them.
@@ -397,6 +426,10 @@ impl JobView {
             }
         }
         self.partitions = statuses.iter().map(|s| s.partition).collect();
+        // Loaded under its new name since: the old names' loads are history.
+        if statuses.iter().any(|s| s.last_attempt.is_some()) {
+            self.renamed_from.clear();
+        }
         self.statuses = statuses;
         if let Some((counts, first, last)) = &self.source {
             state::reconcile(&mut self.statuses, counts, *first, *last);

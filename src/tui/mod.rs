@@ -44,7 +44,7 @@ mod widgets;
 
 pub use app::{App, Effect, Msg, Unread};
 pub use background::{
-    LeftInFlight, Seen, definition_diff, lint_jobs, read_states, reconcile, verify,
+    LeftInFlight, Seen, definition_diff, lint_jobs, read_renamed, read_states, reconcile, verify,
 };
 pub use keymap::Keymap;
 pub use terminal::DRAIN;

@@ -135,6 +135,9 @@ pub enum Msg {
         id: usize,
         result: Result<Vec<Attempt>, String>,
     },
+    /// The config's jobs renamed with no load of their own, as the ledger
+    /// holds their targets' loads ([`Effect::ReadRenamed`]).
+    Renamed(Vec<crate::warehouse::Renamed>),
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
     /// The config file, read again at a refresh: what it says now.
@@ -266,6 +269,9 @@ pub enum Effect {
     /// Lint every job of the config on the warehouse, as `idem lint` does:
     /// answered by a [`Msg::Linted`] per job.
     Lint,
+    /// Read which jobs of the config were renamed with no load of their
+    /// own: answered by one [`Msg::Renamed`].
+    ReadRenamed,
     /// Leave: the console's runs in flight (cancelled by the effects
     /// before it) are reported once the terminal is restored; `as_left`
     /// names each, with how far it had got, for a run that does not end in

@@ -250,7 +250,9 @@ pub(super) fn definitions_table(dialect: &dyn Dialect) -> TableName {
     }
 }
 
-/// Records a job's definition under its hash, once.
+/// Records a job's definition under its hash, once for each job name: a
+/// job renamed with its definition unchanged has its new name recorded too,
+/// so a later rename still finds the loads under it ([`Warehouse::renamed_jobs`]).
 pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
     let table = definitions_table(sql.dialect());
     let hash = job.definition_hash();
@@ -268,6 +270,8 @@ pub(super) fn record_definition(sql: &mut Sql, job: &Job) {
         .table(&table)
         .push(" WHERE definition_hash = ")
         .bind(hash.as_str())
+        .push(" AND ")
+        .job_is("job", job.name.as_str())
         .push(")");
 }
 
@@ -323,8 +327,8 @@ fn insert(sql: &mut Sql, a: &Attempt) {
     }
     sql.push(" FROM ")
         .table(&table)
-        .push(" prior WHERE prior.job = ")
-        .bind(a.job.as_str())
+        .push(" prior WHERE ")
+        .job_is("prior.job", a.job.as_str())
         .push(" AND prior.partition_key = ")
         .bind(a.partition.as_str());
 }
@@ -404,8 +408,8 @@ impl Warehouse {
             .table(&self.dialect().ledger_table())
             .push(" WHERE run_id = ")
             .bind(a.run_id.as_str())
-            .push(" AND job = ")
-            .bind(a.job.as_str())
+            .push(" AND ")
+            .job_is("job", a.job.as_str())
             .push(" AND partition_key = ")
             .bind(a.partition.as_str())
             .push(" AND attempt = ")
@@ -459,8 +463,8 @@ impl Warehouse {
         let mut sql = self.sql();
         sql.push("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM ")
             .table(&self.dialect().ledger_table())
-            .push(" WHERE job = ")
-            .bind(job);
+            .push(" WHERE ")
+            .job_is("job", job);
         let row = sql.query().fetch_one(self.pool()).await?;
         Ok(LedgerMark {
             last_id: row.try_get(0)?,
@@ -483,8 +487,8 @@ impl Warehouse {
         push_columns(&mut sql, "");
         sql.push(" FROM ")
             .table(&dialect.ledger_table())
-            .push(" WHERE job = ")
-            .bind(job);
+            .push(" WHERE ")
+            .job_is("job", job);
         if let Some(p) = partition {
             sql.push(" AND partition_key = ").bind(p);
         }

@@ -178,8 +178,8 @@ fn push_changed_by_partition(
         ") AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
     )
     .table(&table)
-    .push(" WHERE job = ")
-    .bind(job);
+    .push(" WHERE ")
+    .job_is("job", job);
     if let Some((first, last)) = range {
         sql.push(" AND partition_key >= ")
             .bind(first)

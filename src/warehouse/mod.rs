@@ -50,7 +50,7 @@ pub use filled::{FilledColumn, Filler};
 pub use fingerprint::Fingerprint;
 use fingerprint::RowHash;
 pub use last_loads::LastLoad;
-pub use ledger_names::RetiredName;
+pub use ledger_names::{Renamed, RetiredName};
 use ledger_setup::LedgerPresence;
 pub use load::{AttemptMeta, LoadOutcome, LoadStep, Loaded, SessionAsk, SessionHolder, renumbered};
 pub(crate) use lock_holder::sqlite_openers;

@@ -105,6 +105,24 @@ impl Sql {
         self
     }
 
+    /// `column = name` for a job name in the ledger, byte for byte on every
+    /// engine: MariaDB/MySQL compare the ledger's text under the database's
+    /// collation, where a `_ci` one reads job "Orders" as "orders" (a job
+    /// renamed by case, or two jobs of one config, would share a history).
+    /// The plain equality is kept ahead for the index's seek; job names are
+    /// ASCII, so their bytes are the same in any character set.
+    pub fn job_is(&mut self, column: &str, name: &str) -> &mut Self {
+        self.push(column).push(" = ").bind(name);
+        if self.dialect.engine() == Engine::MySql {
+            self.push(" AND CAST(")
+                .push(column)
+                .push(" AS BINARY) = CAST(")
+                .bind(name)
+                .push(" AS BINARY)");
+        }
+        self
+    }
+
     /// The end of a catalogue condition naming `table`, after its schema
     /// column's `= `: the schema, bound, or `current` (the session's
     /// schema, as the engine names it) for a table named without one;

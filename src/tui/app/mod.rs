@@ -392,6 +392,12 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::Renamed(renamed) => {
+                for j in self.shared.jobs.iter_mut() {
+                    j.read_renamed(&renamed);
+                }
+                Vec::new()
+            }
             Msg::Status { job, result } => {
                 let mut effects = self.status_msg(&job, result);
                 effects.extend(self.replan_confirm());
@@ -605,7 +611,7 @@ impl App {
                 self.shared.connected = true;
                 self.shared.db_error = None;
                 let mut effects = self.refresh_all(false);
-                effects.push(Effect::Lint);
+                effects.extend([Effect::Lint, Effect::ReadRenamed]);
                 effects
             }
             Err(e) => {

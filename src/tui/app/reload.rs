@@ -100,8 +100,9 @@ impl App {
             .iter()
             .any(|n| !n.is_empty());
         if jobs_changed {
-            // Lint reads the jobs together (two writing one target).
-            effects.push(Effect::Lint);
+            // Lint reads the jobs together (two writing one target); a
+            // rename is a job removed and one added.
+            effects.extend([Effect::Lint, Effect::ReadRenamed]);
         }
         effects
     }

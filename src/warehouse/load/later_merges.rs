@@ -23,8 +23,8 @@ impl Warehouse {
         let mut sql = self.sql();
         sql.push("SELECT COALESCE(MAX(id), 0) FROM ")
             .table(&self.dialect().ledger_table())
-            .push(" WHERE job = ")
-            .bind(job.name.as_str())
+            .push(" WHERE ")
+            .job_is("job", job.name.as_str())
             .push(" AND status = ")
             .bind(AttemptStatus::Succeeded.as_str());
         sql.query()
@@ -51,8 +51,8 @@ pub(super) async fn refuse_if_overtaken(
     let mut sql = super::Sql::new(dialect);
     sql.push("SELECT partition_key, run_id, operator, host FROM ")
         .table(&dialect.ledger_table())
-        .push(" WHERE job = ")
-        .bind(t.job.name.as_str())
+        .push(" WHERE ")
+        .job_is("job", t.job.name.as_str())
         .push(" AND status = ")
         .bind(AttemptStatus::Succeeded.as_str())
         .push(" AND id > ")

@@ -1,0 +1,193 @@
+//! `idem log JOB [PARTITION]`: a job's attempt history from the ledger,
+//! and a renamed job's under the name it was loaded under.
+
+use std::path::Path;
+
+use super::output::{noteln, outln};
+use super::retired_names::note_renamed;
+use super::status::first_line;
+use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound};
+use crate::config::{Config, Job, same_table};
+use crate::exit::Exit;
+use crate::partition::RangeEnd;
+use crate::warehouse::Warehouse;
+use crate::warehouse::ledger::AttemptStatus;
+
+/// What an attempt did to the target's rows, each number named for what
+/// it counts. A replace deleted and inserted, and reports the rows in the
+/// window after (`-3 +3 → 3 in window`); a merge inserts and updates and
+/// never deletes: with a partition column it reports the window's rows
+/// after (`+1 ~1 → 3 in window`), without one the rows it merged, which
+/// the target may hold more of (`+1 ~1 of 2 merged`). A failed or
+/// cancelled attempt rolled back: its zeros say nothing of the target.
+fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
+    match a.status {
+        AttemptStatus::Succeeded => {}
+        // No attempt here: another window's merge (its reason names it).
+        AttemptStatus::Moved => return "(rows moved)".to_string(),
+        _ => return "(rolled back)".to_string(),
+    }
+    match (job.strategy, &job.partition_column) {
+        (crate::config::Strategy::ReplacePartition, _) => format!(
+            "-{} +{} → {} in window",
+            a.rows_deleted, a.rows_inserted, a.rows_after
+        ),
+        (crate::config::Strategy::MergeKey, Some(_)) => format!(
+            "+{} ~{} → {} in window",
+            a.rows_inserted, a.rows_updated, a.rows_after
+        ),
+        (crate::config::Strategy::MergeKey, None) => format!(
+            "+{} ~{} of {} merged",
+            a.rows_inserted, a.rows_updated, a.rows_after
+        ),
+    }
+}
+
+pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
+    let result = async {
+        let config = load_config(config_path)?;
+        let warehouse;
+        let retired;
+        let job = match find_job(&config, job_name) {
+            Ok(job) => {
+                warehouse = None;
+                job
+            }
+            // A name the ledger holds loads under (a renamed job's old
+            // one) shows them; any other stays unknown, reachable or not.
+            Err(unknown) => {
+                let Ok(wh) = connect_to_read(&config, 2).await else {
+                    return Err(unknown);
+                };
+                let Some(old) = loaded_under(&wh, &config, job_name).await else {
+                    wh.close().await;
+                    return Err(unknown);
+                };
+                retired = old;
+                warehouse = Some(wh);
+                &retired
+            }
+        };
+        let retired_name = warehouse.is_some();
+        // A coarser name (a day of an hourly job, a month of a daily one)
+        // covers every partition in it, as --from/--to and verify read it.
+        let span =
+            match partition {
+                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
+                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
+                None => None,
+            };
+        // A name no longer in the config ran from and to wherever it did.
+        if let (Some((first, last)), Some(p), false) = (span, partition, retired_name) {
+            super::outside_the_job(job, first, last, p, "no attempt of it can be recorded")?;
+        }
+        let one = span
+            .filter(|(first, last)| first == last)
+            .map(|(p, _)| p.name());
+        let warehouse = match warehouse {
+            Some(wh) => wh,
+            None => connect_to_read(&config, 2).await?,
+        };
+        let mut attempts = warehouse
+            .attempts(&job.name, one.as_deref())
+            .await
+            .map_err(|e| Stop::failed(e.to_string()))?;
+        if !retired_name {
+            note_renamed(&warehouse, &config, &[job]).await;
+        }
+        warehouse.close().await;
+        if let Some((first, last)) = span {
+            // Names of one grain sort as their partitions do.
+            let (first, last) = (first.name(), last.name());
+            attempts.retain(|a| a.partition >= first && a.partition <= last);
+        }
+        if attempts.is_empty() {
+            outln!(
+                "no attempts recorded for {}{}",
+                job.name,
+                // One partition by its name (an instant names one too);
+                // a coarser name as typed.
+                one.as_deref()
+                    .or(partition)
+                    .map(|p| format!(" {}", p.trim()))
+                    .unwrap_or_default()
+            );
+            return Ok(Exit::Ok);
+        }
+        // The column as wide as its widest time (24 characters:
+        // 2026-11-20T06:00:01.123Z), so that the header stands over it.
+        let when = attempts
+            .iter()
+            .map(|a| a.finished_at.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("FINISHED (UTC)".len());
+        let rows: Vec<String> = attempts.iter().map(|a| rows_of(job, a)).collect();
+        let width = rows
+            .iter()
+            .map(|r| r.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("ROWS".len());
+        outln!(
+            "{:<when$} {:<14} {:<4} {:<9} {:<width$} RUN · BY",
+            "FINISHED (UTC)",
+            "PARTITION",
+            "TRY",
+            "STATUS",
+            "ROWS"
+        );
+        for (a, rows) in attempts.iter().zip(&rows) {
+            outln!(
+                "{:<when$} {:<14} {:<4} {:<9} {:<width$} {} by {}@{}{}{}",
+                a.finished_at,
+                a.partition,
+                // A moved row is no attempt (its reason names the merge).
+                match a.status {
+                    AttemptStatus::Moved => "—".to_string(),
+                    _ => format!("#{}", a.attempt),
+                },
+                a.status.as_str(),
+                rows,
+                a.run_id,
+                a.operator,
+                a.host,
+                a.reason
+                    .as_ref()
+                    .map(|r| format!(" · {r}"))
+                    .unwrap_or_default(),
+                a.error
+                    .as_ref()
+                    .map(|e| format!("\n    {}", first_line(e)))
+                    .unwrap_or_default(),
+            );
+        }
+        Ok::<_, Stop>(Exit::Ok)
+    }
+    .await;
+    result.unwrap_or_else(Stop::report)
+}
+
+/// Job `name`, no job of `config`, as the ledger holds its loads: the job
+/// that loads its target now, shaped as the name's last definition was
+/// (strategy, partition column, grain), and said so on stderr. `None`
+/// where the ledger holds no such name, or no job of the config loads its
+/// target (the name is unknown then).
+async fn loaded_under(warehouse: &Warehouse, config: &Config, name: &str) -> Option<Job> {
+    let kept: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
+    let retired = warehouse.retired_names(&kept).await.ok()?;
+    let old = retired.into_iter().find(|r| r.job == name)?;
+    let engine = config.warehouse.engine();
+    let now = config
+        .jobs
+        .iter()
+        .find(|j| same_table(&j.target, &old.target, engine))?;
+    noteln!(
+        "idem: {} has no job \"{name}\"; the ledger holds its loads of {}, which job {} loads now (idem log {} shows that job's): {name}'s follow",
+        config.path.display(),
+        old.target,
+        now.name,
+        now.name
+    );
+    Some(now.as_loaded_under(name, &old.definition))
+}
