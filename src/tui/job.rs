@@ -95,6 +95,9 @@ pub struct JobView {
     /// The latest reconciliation's source counts and the partitions it
     /// covered, kept across reads of the states.
     source: Option<(Counts, Partition, Partition)>,
+    /// Rows of the target whose partition column is NULL, as the latest
+    /// read of the states counted them (see [`crate::state::JobStates`]).
+    pub(super) null_partition: Option<i64>,
 }
 
 impl JobView {
@@ -147,6 +150,7 @@ impl JobView {
             lint,
             groups: Vec::new(),
             source: None,
+            null_partition: None,
         }
     }
 
