@@ -140,7 +140,7 @@ fn screen() -> Res<()> {
     let partitions = statuses.len();
     app.update(Msg::Status {
         job: "job_00".into(),
-        result: Ok(StatesRead::States(statuses.clone())),
+        result: Ok(StatesRead::States(statuses.clone().into())),
     });
     idle(&mut app, &statuses, "nothing running");
     for m in ":run 2016-06-15..2026-06-14".chars().map(key) {
@@ -221,7 +221,7 @@ fn idle(app: &mut App, statuses: &[PartitionStatus], what: &str) {
                     let result = if app.holds_last_read(&job) {
                         StatesRead::Unchanged
                     } else {
-                        StatesRead::States(statuses.to_vec())
+                        StatesRead::States(statuses.to_vec().into())
                     };
                     app.update(Msg::Status {
                         job,
@@ -447,7 +447,7 @@ fn postgres(url: &str, rows: i64) -> Res<()> {
                 Msg::Status {
                     result: Ok(StatesRead::States(s)),
                     ..
-                } => format!("all {}", s.len()),
+                } => format!("all {}", s.statuses.len()),
                 _ => "?".into(),
             };
             times.lock().expect("times").push((what, t.elapsed()));

@@ -107,7 +107,8 @@ async fn snapshot(wh: &Warehouse, job: &Job) -> (HashMap<String, i64>, HashMap<S
     let counts = wh
         .partition_counts(job, parts[0], *parts.last().unwrap())
         .await
-        .unwrap();
+        .unwrap()
+        .partitions;
     let mut attempts: HashMap<String, usize> = HashMap::new();
     for a in wh.attempts(&job.name, None).await.unwrap() {
         *attempts.entry(a.partition).or_default() += 1;

@@ -660,6 +660,7 @@ async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
     };
     let states = |read: Option<StatesRead>| match read {
         Some(StatesRead::States(v)) => v
+            .statuses
             .into_iter()
             .map(|st| (st.partition.name(), st))
             .collect::<HashMap<_, _>>(),
@@ -668,7 +669,7 @@ async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
     let now = idem::partition::now_utc();
     let read = read_at("daily", now).await;
     assert!(
-        matches!(&read, StatesRead::States(v) if v.len() == 4),
+        matches!(&read, StatesRead::States(v) if v.statuses.len() == 4),
         "{read:?}"
     );
     assert!(

@@ -721,7 +721,8 @@ async fn postgres_status_behind_a_table_lock_names_its_holder() {
 /// for every other partition, and shows the one being loaded as running:
 /// the job was unreadable (exit 1) for as long as the load ran, a
 /// backfill's whole night, and then each read waited out `lock_timeout`
-/// before it counted around the load.
+/// before it counted around the load. The rows whose partition column is
+/// NULL, in the DEFAULT partition no load truncates, are counted too.
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() {
@@ -742,11 +743,13 @@ async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() 
     let wh = db.warehouse(&config).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL) \
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NULL) \
          PARTITION BY RANGE (dt)",
         "CREATE TABLE fct_0101 PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-01-02')",
         "CREATE TABLE fct_0102 PARTITION OF fct FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')",
         "CREATE TABLE fct_0103 PARTITION OF fct FOR VALUES FROM ('2026-01-03') TO ('2026-01-04')",
+        "CREATE TABLE fct_rest PARTITION OF fct DEFAULT",
+        "INSERT INTO fct (id, amount, dt) VALUES (9, 90, NULL)",
         "INSERT INTO src (id, amount, dt) VALUES (1, 10, '2026-01-01'), (2, 20, '2026-01-01'), \
          (3, 30, '2026-01-02'), (4, 40, '2026-01-03')",
     ])
@@ -798,6 +801,11 @@ async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() 
     assert_eq!(row_of(&rows, "2026-01-01")["rows_now"], 2, "{rows}");
     assert_eq!(row_of(&rows, "2026-01-03")["rows_now"], 1, "{rows}");
     assert_eq!(row_of(&rows, "2026-01-02")["state"], "running", "{rows}");
+    assert_eq!(
+        row_of(&rows, "2026-01-01")["rows_null_partition"],
+        1,
+        "{rows}"
+    );
     let out = load.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     // Once it committed, the partition is counted again.

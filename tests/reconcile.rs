@@ -607,12 +607,13 @@ mod stopping {
 /// Every key of a row of `idem status --format json`, as the README lists
 /// them: a consumer reads one shape whatever the flags (QA: `rows_source`
 /// and `out_of_date` were there with `--reconcile` and gone without it).
-const STATUS_JSON_KEYS: [&str; 15] = [
+const STATUS_JSON_KEYS: [&str; 16] = [
     "job",
     "partition",
     "state",
     "rows_now",
     "rows_at_load",
+    "rows_null_partition",
     "anomaly",
     "drift",
     "moved_out",

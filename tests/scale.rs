@@ -125,7 +125,7 @@ async fn counts_are_named_after_grouping_by_the_column(kind: Kind) {
         .await
         .expect("counts");
     assert_eq!(
-        sorted(&narrow),
+        sorted(&narrow.partitions),
         expect(&[("2026-01-31", 1), ("2026-02-01", 1)])
     );
 }
@@ -140,7 +140,8 @@ async fn assert_counts(config: &Config, wh: &Warehouse) {
             sorted(
                 &wh.partition_counts(&job, first, last)
                     .await
-                    .expect("counts"),
+                    .expect("counts")
+                    .partitions,
             )
         }
     };
@@ -220,7 +221,7 @@ async fn refresh_sees_a_row_deleted_behind_idems_back(kind: Kind) {
     refresh_until_unchanged(&db, &config, &cache, job).await;
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Unchanged);
-    assert_eq!(counts.get("2026-01-01"), Some(&3));
+    assert_eq!(counts.partitions.get("2026-01-01"), Some(&3));
 
     // Another session deletes a row and ends (so that PostgreSQL has
     // published its counters: see `settle`).
@@ -228,7 +229,79 @@ async fn refresh_sees_a_row_deleted_behind_idems_back(kind: Kind) {
     settle(&db).await;
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Scanned);
-    assert_eq!(counts.get("2026-01-01"), Some(&2));
+    assert_eq!(counts.partitions.get("2026-01-01"), Some(&2));
+}
+
+/// The rows of a target whose partition column is NULL ride the refresh
+/// cache with the partitions' counts: kept by a refresh that reads nothing
+/// and by one that takes an idem load's counts from the ledger (a replace
+/// never deletes or writes one), and counted again once another session
+/// adds one (QA: no count said they were there at all).
+async fn refresh_keeps_the_null_partition_rows_and_sees_new_ones(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (_, config) = db.config(&job_toml(
+        "by_day_of_date",
+        "d",
+        "day",
+        "2026-01-01",
+        "2026-01-03",
+    ));
+    let job = job(&config, "by_day_of_date");
+    let wh = db.warehouse(&config).await;
+    let rows = "(1, '2026-01-01 10:00:00', '2026-01-01'), (2, '2026-01-02 10:00:00', '2026-01-02')";
+    let timestamp = if kind == Kind::MySql {
+        "DATETIME"
+    } else {
+        "TIMESTAMP"
+    };
+    for table in ["src", "ev"] {
+        wh.execute_script(&[
+            &format!(
+                "CREATE TABLE {table} (id INTEGER NOT NULL, ts {timestamp} NOT NULL, d DATE NULL)"
+            ),
+            &format!("INSERT INTO {table} (id, ts, d) VALUES {rows}"),
+        ])
+        .await
+        .expect("fixture");
+    }
+    wh.execute_script(&[
+        "INSERT INTO ev (id, ts, d) VALUES (3, '2026-01-02 11:00:00', NULL), (4, '2026-01-02 12:00:00', NULL)",
+    ])
+    .await
+    .expect("rows with no partition");
+    wh.close().await;
+    settle(&db).await;
+    let cache = RefreshCache::default();
+    refresh_until_unchanged(&db, &config, &cache, job).await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Unchanged);
+    assert_eq!(counts.null_partition, 2, "{counts:?}");
+    assert_eq!(counts.partitions.get("2026-01-02"), Some(&1));
+
+    let wh = db.warehouse(&config).await;
+    let day = Partition::parse(job.grain, "2026-01-02", RangeEnd::From).expect("day");
+    load_day(&wh, job, day).await;
+    wh.close().await;
+    settle(&db).await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    if kind == Kind::Postgres {
+        // Its counters moved by the load's own rows: read from the ledger.
+        assert_eq!(source, CountSource::Ledger);
+    }
+    assert_eq!(counts.null_partition, 2, "the load left them: {counts:?}");
+    assert_eq!(counts.partitions.get("2026-01-02"), Some(&1));
+
+    external(
+        &db,
+        "INSERT INTO ev (id, ts, d) VALUES (5, '2026-01-03 10:00:00', NULL)",
+    )
+    .await;
+    settle(&db).await;
+    let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
+    assert_eq!(source, CountSource::Scanned);
+    assert_eq!(counts.null_partition, 3, "{counts:?}");
 }
 
 /// Runs a statement on a connection of its own, outside idem's pool.
@@ -295,7 +368,7 @@ async fn refresh_alone(
     config: &Config,
     cache: &RefreshCache,
     job: &Job,
-) -> (std::sync::Arc<idem::warehouse::Counts>, CountSource) {
+) -> (std::sync::Arc<idem::warehouse::TargetCounts>, CountSource) {
     let wh = db.warehouse(config).await;
     let (first, last) = range(job);
     let mark = wh.ledger_mark(&job.name).await.expect("mark");
@@ -333,7 +406,7 @@ async fn postgres_refresh_of_an_unchanged_large_table_reads_none_of_its_rows() {
     let before = rows_read(&db, "ev").await;
     let (first_counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Scanned);
-    assert_eq!(first_counts.values().sum::<i64>(), 200_000);
+    assert_eq!(first_counts.partitions.values().sum::<i64>(), 200_000);
     let after_scan = rows_read(&db, "ev").await;
     // The way this test watches reads does see a scan.
     assert!(after_scan - before >= 200_000, "{before} → {after_scan}");
@@ -362,7 +435,7 @@ async fn a_source_row_not_loaded_yet() -> Option<(TestDb, Config, RefreshCache)>
     settle(&db).await;
     let cache = RefreshCache::default();
     let (counts, _) = refresh_alone(&db, &config, &cache, job(&config, "by_day_of_date")).await;
-    assert_eq!(counts.get("2026-01-31"), Some(&1));
+    assert_eq!(counts.partitions.get("2026-01-31"), Some(&1));
     Some((db, config, cache))
 }
 
@@ -386,13 +459,18 @@ async fn postgres_a_load_by_idem_updates_counts_from_the_ledger_without_a_scan()
     let before = rows_read(&db, "ev").await;
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Ledger);
-    assert_eq!(counts.get("2026-01-31"), Some(&2));
+    assert_eq!(counts.partitions.get("2026-01-31"), Some(&2));
     assert_eq!(rows_read(&db, "ev").await, before, "the refresh read rows");
     let wh = db.warehouse(&config).await;
     let (first, last) = range(job);
     assert_eq!(
-        sorted(&counts),
-        sorted(&wh.partition_counts(job, first, last).await.expect("counts"))
+        sorted(&counts.partitions),
+        sorted(
+            &wh.partition_counts(job, first, last)
+                .await
+                .expect("counts")
+                .partitions
+        )
     );
 }
 
@@ -423,14 +501,18 @@ async fn postgres_a_load_shows_in_the_next_refresh_before_its_counters_are_publi
         .partition_counts_cached(&cache, job, first, last, mark)
         .await
         .expect("refresh");
-    assert_eq!(counts.get("2026-01-31"), Some(&2), "the load shows at once");
+    assert_eq!(
+        counts.partitions.get("2026-01-31"),
+        Some(&2),
+        "the load shows at once"
+    );
     assert_eq!(source, CountSource::Ledger);
     reader.close().await;
     wh.close().await;
     settle(&db).await;
     // Checked against the counters now published: nothing to scan.
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
-    assert_eq!(counts.get("2026-01-31"), Some(&2));
+    assert_eq!(counts.partitions.get("2026-01-31"), Some(&2));
     assert_ne!(source, CountSource::Scanned);
 
     let wh = db.warehouse(&config).await;
@@ -441,7 +523,11 @@ async fn postgres_a_load_shows_in_the_next_refresh_before_its_counters_are_publi
     settle(&db).await;
     let (counts, source) = refresh_alone(&db, &config, &cache, job).await;
     assert_eq!(source, CountSource::Scanned);
-    assert_eq!(counts.get("2026-01-31"), Some(&1), "the delete is seen");
+    assert_eq!(
+        counts.partitions.get("2026-01-31"),
+        Some(&1),
+        "the delete is seen"
+    );
 }
 
 /// The real binary, which must exit 0.
@@ -796,7 +882,7 @@ fn shown<'a>(sent: &'a [Msg], day: &str) -> Option<&'a state::PartitionStatus> {
     let Ok(StatesRead::States(statuses)) = result else {
         panic!("no states sent: {result:?}");
     };
-    statuses.iter().find(|s| s.partition.name() == day)
+    statuses.statuses.iter().find(|s| s.partition.name() == day)
 }
 
 /// The rows a console refresh shows for `day`.
@@ -1300,6 +1386,7 @@ on_every_engine!(
     counts_are_named_after_grouping_by_the_column,
     status_reads_only_the_range_asked_for,
     refresh_sees_a_row_deleted_behind_idems_back,
+    refresh_keeps_the_null_partition_rows_and_sees_new_ones,
 );
 
 /// A `timestamp with time zone` partition column on PostgreSQL: windows are
@@ -1353,7 +1440,7 @@ async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
         ("2026-01-01T03", 1),
     ]);
     let counts = wh.partition_counts(job, first, last).await.expect("counts");
-    assert_eq!(sorted(&counts), expected);
+    assert_eq!(sorted(&counts.partitions), expected);
     let run = common::idem(&path, &["run", "by_hour", "--yes"]);
     assert_eq!(
         run.status.code(),
@@ -1363,7 +1450,7 @@ async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
     );
     let counts = wh.partition_counts(job, first, last).await.expect("counts");
     assert_eq!(
-        sorted(&counts),
+        sorted(&counts.partitions),
         expected,
         "the loads kept every row in its hour"
     );

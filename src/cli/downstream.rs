@@ -284,6 +284,7 @@ async fn ledger_states(
     )
     .await
     .ok()
+    .map(|states| states.statuses)
 }
 
 /// After a run without `--cascade`: the downstream partitions that read

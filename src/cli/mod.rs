@@ -182,10 +182,13 @@ pub async fn read_states(
     job: &Job,
     now: chrono::NaiveDateTime,
 ) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
-    read_states_scoped(warehouse, config, lineage, job, now, &Default::default()).await
+    let scope = Default::default();
+    let states = read_states_scoped(warehouse, config, lineage, job, now, &scope).await?;
+    Ok(states.statuses)
 }
 
-/// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]).
+/// [`read_states`] of a range of partitions (see [`crate::state::StatusScope`]),
+/// with the target's rows in no partition.
 pub async fn read_states_scoped(
     warehouse: &Warehouse,
     config: &Config,
@@ -193,7 +196,7 @@ pub async fn read_states_scoped(
     job: &Job,
     now: chrono::NaiveDateTime,
     scope: &crate::state::StatusScope,
-) -> Result<Vec<crate::state::PartitionStatus>, Stop> {
+) -> Result<crate::state::JobStates, Stop> {
     let nothing_running = Default::default();
     let read = crate::state::job_status_in(
         warehouse,

@@ -125,7 +125,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         super::read_states_scoped(&warehouse, &config, &lineage, job, now, &scope),
         describe
     );
-    let statuses = statuses?;
+    let statuses = statuses?.statuses;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,

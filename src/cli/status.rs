@@ -13,7 +13,7 @@ use crate::config::Job;
 use crate::engine::PlanError;
 use crate::exit::Exit;
 use crate::partition::{RangeEnd, now_utc};
-use crate::state::{LoadState, PartitionStatus, StatusScope};
+use crate::state::{JobStates, LoadState, PartitionStatus, StatusScope};
 use crate::warehouse::Warehouse;
 use crate::warehouse::ledger::Refusal;
 
@@ -47,6 +47,10 @@ struct StatusRow<'a> {
     state: &'static str,
     rows_now: Option<i64>,
     rows_at_load: Option<i64>,
+    /// The job's target rows whose partition column is NULL, on each of
+    /// its rows: counted in no partition's `rows_now`. Null where not
+    /// counted (no partition column, the target unreadable).
+    rows_null_partition: Option<i64>,
     anomaly: bool,
     drift: bool,
     /// A merge window whose rows later windows' loads moved out: loaded,
@@ -68,13 +72,14 @@ struct StatusRow<'a> {
 }
 
 impl<'a> StatusRow<'a> {
-    fn new(job: &'a Job, s: &'a PartitionStatus) -> StatusRow<'a> {
+    fn new(job: &'a Job, s: &'a PartitionStatus, null_partition: Option<i64>) -> StatusRow<'a> {
         StatusRow {
             job: &job.name,
             partition: Some(s.partition.name()),
             state: s.state.name(),
             rows_now: s.rows_now,
             rows_at_load: s.rows_at_load,
+            rows_null_partition: null_partition,
             anomaly: s.anomaly,
             drift: s.drift,
             moved_out: s.moved_out,
@@ -97,6 +102,7 @@ impl<'a> StatusRow<'a> {
             state: UNREADABLE,
             rows_now: None,
             rows_at_load: None,
+            rows_null_partition: None,
             anomaly: false,
             drift: false,
             moved_out: false,
@@ -188,7 +194,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     let warehouse = connect_to_read(&config, 2).await?;
     // One job that cannot be read (its target dropped, say) is reported in
     // its place; the others are still shown, and the exit code says 1.
-    let mut all: Vec<(&Job, Result<Vec<PartitionStatus>, String>)> = Vec::new();
+    let mut all: Vec<(&Job, Result<JobStates, String>)> = Vec::new();
     // A job whose source could not be counted (its source table gone, say)
     // is still shown, its partitions' source counts unknown (null).
     let mut not_reconciled: Vec<(&Job, String)> = Vec::new();
@@ -200,23 +206,23 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             ledger_only: false,
         };
         let read = async {
-            let mut statuses =
+            let mut read =
                 super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
                     .await?;
             if args.reconcile
-                && let Err(e) = reconcile(&warehouse, job, &mut statuses).await
+                && let Err(e) = reconcile(&warehouse, job, &mut read.statuses).await
             {
                 not_reconciled.push((*job, e.to_string()));
             }
-            Ok::<_, Stop>(statuses)
+            Ok::<_, Stop>(read)
         };
-        let kept = read.await.map(|statuses| {
-            statuses
-                .into_iter()
-                .filter(|s| !args.anomalies_only || s.anomaly)
-                .filter(|s| !args.refused_only || s.refused.is_some())
-                .filter(|s| states.is_empty() || states.contains(&s.state))
-                .collect()
+        let kept = read.await.map(|mut read| {
+            read.statuses.retain(|s| {
+                (!args.anomalies_only || s.anomaly)
+                    && (!args.refused_only || s.refused.is_some())
+                    && (states.is_empty() || states.contains(&s.state))
+            });
+            read
         });
         all.push((*job, kept.map_err(|stop| unreadable_reason(job, &stop))));
     }
@@ -225,7 +231,11 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     let rows: Vec<StatusRow> = all
         .iter()
         .flat_map(|(job, read)| match read {
-            Ok(statuses) => statuses.iter().map(|s| StatusRow::new(job, s)).collect(),
+            Ok(read) => read
+                .statuses
+                .iter()
+                .map(|s| StatusRow::new(job, s, read.null_partition))
+                .collect(),
             Err(reason) => vec![StatusRow::unreadable(job, reason)],
         })
         .collect();
@@ -247,12 +257,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut text = String::new();
             let _ = writeln!(
                 text,
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out,refused"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out,refused,rows_null_partition"
             );
             for r in &rows {
                 let _ = writeln!(
                     text,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition.as_deref().unwrap_or(""),
                     r.state,
@@ -267,7 +277,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     opt(r.rows_source),
                     r.out_of_date.map_or(String::new(), |o| o.to_string()),
                     r.moved_out,
-                    csv(r.refused.map_or("", |r| r.error.as_str()))
+                    csv(r.refused.map_or("", |r| r.error.as_str())),
+                    opt(r.rows_null_partition)
                 );
             }
             outln!("{}", text.trim_end_matches('\n'));
@@ -281,7 +292,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             );
             for (job, read) in &all {
                 let statuses = match read {
-                    Ok(statuses) => statuses,
+                    Ok(read) => &read.statuses,
                     // Marked `-`, as its partition is: it has no state,
                     // and every state's glyph means that state (`?` is
                     // unmanaged); the console shows the word alone.
@@ -334,6 +345,24 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                         opt(s.rows_at_load),
                         flags.trim(),
                         first_line(error)
+                    );
+                }
+                // Under the job's partitions, the rows none of them counts,
+                // their number in the ROWS column, so that the column adds
+                // up to the table's.
+                if let Ok(read) = read
+                    && !statuses.is_empty()
+                    && let Some(note) = crate::state::null_partition_note(job, read.null_partition)
+                {
+                    let _ = writeln!(
+                        text,
+                        "{:<20} {:<14} - {:<9} {:>9} {:>9}  {:<8} {note}",
+                        job.name,
+                        "(no partition)",
+                        "",
+                        opt(read.null_partition),
+                        "",
+                        ""
                     );
                 }
             }

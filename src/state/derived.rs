@@ -14,15 +14,37 @@ use chrono::NaiveDateTime;
 
 use crate::config::Job;
 use crate::partition::Partition;
-use crate::warehouse::Counts;
+use crate::warehouse::TargetCounts;
 use crate::warehouse::ledger::{ContentChanges, LedgerSummary};
 
 use super::PartitionStatus;
 
+/// A job's partition states, and the rows of its target that no partition
+/// holds.
+#[derive(Debug, Clone, Default)]
+pub struct JobStates {
+    pub statuses: Vec<PartitionStatus>,
+    /// Rows of the target whose partition column is NULL: counted in no
+    /// partition's `rows_now`, and never deleted by a replace. None where
+    /// the target was not counted (a job without a partition column, a
+    /// read of the ledger alone).
+    pub null_partition: Option<i64>,
+}
+
+/// States alone: their target's rows in no partition not known.
+impl From<Vec<PartitionStatus>> for JobStates {
+    fn from(statuses: Vec<PartitionStatus>) -> JobStates {
+        JobStates {
+            statuses,
+            null_partition: None,
+        }
+    }
+}
+
 /// A state read that may answer "unchanged".
 #[derive(Debug)]
 pub enum StatesRead {
-    States(Vec<PartitionStatus>),
+    States(JobStates),
     /// Derived from the same inputs as the states this memo last answered
     /// for the job: they are still right.
     Unchanged,
@@ -51,7 +73,7 @@ pub(super) struct DerivedFrom {
     pub ended: usize,
     /// The scope's bounds.
     pub bounds: (Option<Partition>, Option<Partition>),
-    pub counts: Option<Arc<Counts>>,
+    pub counts: Option<Arc<TargetCounts>>,
     pub ledger: Arc<LedgerSummary>,
     /// Partitions in flight (here or in another session).
     pub running: HashSet<String>,
@@ -63,7 +85,7 @@ impl DerivedFrom {
         partitions: &[Partition],
         now: NaiveDateTime,
         bounds: (Option<Partition>, Option<Partition>),
-        counts: Option<Arc<Counts>>,
+        counts: Option<Arc<TargetCounts>>,
         ledger: Arc<LedgerSummary>,
         running: HashSet<String>,
     ) -> DerivedFrom {

@@ -19,7 +19,7 @@ mod read;
 mod upstream;
 
 pub use anomaly::{Seasonality, anomalies, comparable, median};
-pub use derived::{Derivations, StatesRead};
+pub use derived::{Derivations, JobStates, StatesRead};
 pub use read::{
     SLOW_READ, StatusScope, job_status, job_status_in, job_status_scoped, job_status_since,
     noticing_slow, slow_read_note,
@@ -149,6 +149,31 @@ impl PartitionStatus {
     pub fn rows(&self) -> Option<i64> {
         self.rows_now.or(self.rows_at_load)
     }
+}
+
+/// `12 rows of fct have NULL dt: no partition counts them, …` for a job
+/// whose target holds rows with a NULL partition column, which no
+/// partition's count includes (the operator adding up the rows of the
+/// partitions finds the table's count(*) short by them); none where there
+/// are none, or they were not counted. A replace's delete never matches
+/// them either.
+pub fn null_partition_note(job: &Job, null_partition: Option<i64>) -> Option<String> {
+    let n = null_partition.filter(|n| *n > 0)?;
+    let column = job.partition_column.as_ref()?;
+    let (has, them) = if n == 1 {
+        ("has", "it")
+    } else {
+        ("have", "them")
+    };
+    let deleted = match job.strategy {
+        Strategy::ReplacePartition => format!(", and no run deletes {them} (see idem lint)"),
+        Strategy::MergeKey => String::new(),
+    };
+    Some(format!(
+        "{} of {} {has} NULL {column}: no partition counts {them}{deleted}",
+        crate::numbers::n_rows(n),
+        job.target,
+    ))
 }
 
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
@@ -394,6 +419,30 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &HashSet::new(),
         );
         (job, statuses)
+    }
+
+    /// The rows in no partition are said in the number's words, with what
+    /// a replace run never does to them; nothing where none were counted.
+    #[test]
+    fn the_null_partition_note_fits_its_number_and_strategy() {
+        let (replace, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let (merge, _) = job_and_statuses(
+            "strategy = \"merge_key\"\nunique_key = [\"x\"]\npartition_column = \"dt\"",
+        );
+        let note = |job: &Job, n| null_partition_note(job, n);
+        assert_eq!(note(&replace, None), None);
+        assert_eq!(note(&replace, Some(0)), None);
+        assert_eq!(
+            note(&replace, Some(1)).as_deref(),
+            Some(
+                "1 row of t has NULL dt: no partition counts it, and no run deletes it (see idem lint)"
+            )
+        );
+        assert_eq!(
+            note(&merge, Some(1_200)).as_deref(),
+            Some("1,200 rows of t have NULL dt: no partition counts them")
+        );
     }
 
     /// Attempt `n` of a job's partition, of three rows, started on

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDateTime;
 
-use super::derived::{DerivedFrom, UpstreamRead};
+use super::derived::{DerivedFrom, JobStates, UpstreamRead};
 use super::upstream::upstream_read;
 use super::{Derivations, PartitionStatus, Seasonality, StatesRead, derive, mark_upstream_stale};
 use crate::config::Job;
@@ -77,7 +77,7 @@ impl JobRead {
         let mut statuses = derive(
             job,
             partitions,
-            from.counts.as_deref(),
+            from.counts.as_deref().map(|c| &c.partitions),
             &from.ledger,
             now,
             &from.running,
@@ -86,6 +86,12 @@ impl JobRead {
             scope.from.is_none_or(|f| s.partition >= f) && scope.to.is_none_or(|t| s.partition <= t)
         });
         statuses
+    }
+
+    /// The target's rows in no partition, where the read counted them.
+    fn null_partition(&self, job: &Job) -> Option<i64> {
+        job.partition_column.as_ref()?;
+        Some(self.from.counts.as_ref()?.null_partition)
     }
 }
 
@@ -167,7 +173,8 @@ async fn cached_at<'a>(
 }
 
 /// [`job_status_scoped`], with the partitions that read changed upstream data
-/// marked stale (upstream) from the upstream jobs' ledgers.
+/// marked stale (upstream) from the upstream jobs' ledgers, and the target's
+/// rows in no partition.
 pub async fn job_status_in(
     warehouse: &Warehouse,
     config: &crate::config::Config,
@@ -176,10 +183,10 @@ pub async fn job_status_in(
     now: NaiveDateTime,
     running: &HashSet<String>,
     scope: &StatusScope,
-) -> Result<Vec<PartitionStatus>, WarehouseError> {
+) -> Result<JobStates, WarehouseError> {
     let read = read_job(warehouse, job, now, running, scope).await?;
-    let (statuses, _) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
-    Ok(statuses)
+    let (states, _) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
+    Ok(states)
 }
 
 /// [`job_status_in`] for a reader that keeps what it was last told
@@ -213,11 +220,11 @@ pub async fn job_status_since(
             return Ok(StatesRead::Unchanged);
         }
     }
-    let (statuses, kept) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
+    let (states, kept) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
     if let Some((from, upstream)) = kept {
         derivations.keep(&job.name, from, upstream);
     }
-    Ok(StatesRead::States(statuses))
+    Ok(StatesRead::States(states))
 }
 
 /// The states a read derives, marked stale where they read upstream
@@ -230,17 +237,12 @@ async fn with_upstream(
     now: NaiveDateTime,
     scope: &StatusScope,
     read: Option<JobRead>,
-) -> Result<
-    (
-        Vec<PartitionStatus>,
-        Option<(DerivedFrom, Vec<UpstreamRead>)>,
-    ),
-    WarehouseError,
-> {
+) -> Result<(JobStates, Option<(DerivedFrom, Vec<UpstreamRead>)>), WarehouseError> {
     let Some(read) = read else {
-        return Ok((Vec::new(), None));
+        return Ok((JobStates::default(), None));
     };
     let mut statuses = read.derive(job, now, scope);
+    let null_partition = read.null_partition(job);
     let mut upstream = Vec::new();
     let mut reads = Vec::new();
     for (name, _) in lineage.upstream(&job.name) {
@@ -261,7 +263,11 @@ async fn with_upstream(
         }
     }
     mark_upstream_stale(&mut statuses, &upstream);
-    Ok((statuses, Some((read.from, reads))))
+    let states = JobStates {
+        statuses,
+        null_partition,
+    };
+    Ok((states, Some((read.from, reads))))
 }
 
 /// How long a state read runs before idem says what it may be waiting on.

@@ -517,10 +517,10 @@ pub async fn read_states(
             ledger_only: false,
         };
         let read = job_status_in(warehouse, config, lineage, job, now, &running, &scope);
-        if let Ok(statuses) = noticing_slow(read, || say_slow(job)).await {
+        if let Ok(states) = noticing_slow(read, || say_slow(job)).await {
             send(Msg::EarlyStatus {
                 job: name,
-                statuses,
+                statuses: states.statuses,
             });
         }
     }

@@ -196,6 +196,11 @@ impl Detail {
         for text in rows_lines(job, i) {
             lines.push(Line::from(Span::styled(text, t.style("text"))));
         }
+        // A fact of the job's, not the partition's: beside the counts it
+        // explains, which add up to less than the table holds.
+        if let Some(note) = crate::state::null_partition_note(&job.job, job.null_partition) {
+            lines.push(Line::from(Span::styled(note, t.style("warning"))));
+        }
         lines.extend(upstream);
         lines.extend(attempt_lines(t, job, i, &name));
         if let Some(loads) = self.loads.line(job) {

@@ -98,6 +98,9 @@ pub struct JobView {
     /// The latest reconciliation's source counts and the partitions it
     /// covered, kept across reads of the states.
     source: Option<(Counts, Partition, Partition)>,
+    /// Rows of the target whose partition column is NULL, as the latest
+    /// read of the states counted them (see [`crate::state::JobStates`]).
+    pub(super) null_partition: Option<i64>,
 }
 
 impl JobView {
@@ -151,6 +154,7 @@ impl JobView {
             renamed_from: Vec::new(),
             groups: Vec::new(),
             source: None,
+            null_partition: None,
         }
     }
 

@@ -19,6 +19,19 @@ use crate::partition::{Grain, Partition};
 /// Row counts per partition name, read from the target table.
 pub type Counts = HashMap<String, i64>;
 
+/// One count of a job's target: its rows per partition, and the rows no
+/// partition holds, whose partition column is NULL. They lie in no window,
+/// so no partition's count includes them and no replace's delete reaches
+/// them; only this says they are there. Read in the same grouped scan
+/// (the NULLs are a group of their own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetCounts {
+    pub partitions: Counts,
+    /// Rows whose partition column is NULL (0 for a column declared NOT
+    /// NULL, which is not asked).
+    pub null_partition: i64,
+}
+
 /// Where a refresh's counts came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CountSource {
@@ -66,15 +79,17 @@ struct Entry {
     last: Partition,
     signal: Signal,
     /// Shared with the refreshes that found them unchanged.
-    counts: Arc<Counts>,
+    counts: Arc<TargetCounts>,
     /// The job's highest ledger id when the counts were read.
     ledger_mark: i64,
 }
 
 impl Entry {
     /// The counts the job's successful loads left: each one's `rows_after`.
+    /// The NULL rows stay as counted: a replace's delete never matches one,
+    /// and its window check refuses to write one.
     fn apply(&mut self, loads: Vec<super::ledger::Attempt>) {
-        let counts = Arc::make_mut(&mut self.counts);
+        let counts = &mut Arc::make_mut(&mut self.counts).partitions;
         for a in loads {
             counts.insert(a.partition, a.rows_after);
         }
@@ -125,16 +140,16 @@ pub(super) fn buckets(
 }
 
 impl Warehouse {
-    /// The kind of a table's partition column, from the catalogue. On
-    /// PostgreSQL a column of no date or time type (text holding dates, an
-    /// integer) is refused in the words `idem lint` uses: no partition can
-    /// be named from its values (QA: `idem status` said `function
-    /// to_char(text, unknown) does not exist`).
-    pub async fn column_kind(
+    /// A table's partition column, from the catalogue. On PostgreSQL a
+    /// column of no date or time type (text holding dates, an integer) is
+    /// refused in the words `idem lint` uses: no partition can be named from
+    /// its values (QA: `idem status` said `function to_char(text, unknown)
+    /// does not exist`).
+    async fn countable_partition_column(
         &self,
         table: &TableName,
         column: &Ident,
-    ) -> Result<ColumnKind, WarehouseError> {
+    ) -> Result<super::Column, WarehouseError> {
         let columns = self.columns(table).await?;
         let engine = self.dialect.engine();
         let found = super::columns::partition_column(&columns, column, table, engine)?;
@@ -144,7 +159,7 @@ impl Warehouse {
                 found.type_name
             )));
         }
-        Ok(found.kind())
+        Ok(found.clone())
     }
 
     /// Row counts per partition of a job's target from `first` through
@@ -152,13 +167,15 @@ impl Warehouse {
     /// its truncation to the grain) and compares it with boundaries of its
     /// own type, so it costs what the engine's plain `GROUP BY` costs and an
     /// index on the column can serve a narrow range; partitions are named
-    /// after grouping. Jobs without a partition column have none.
+    /// after grouping. The rows whose partition column is NULL are read in
+    /// the same scan, whatever the range. Jobs without a partition column
+    /// have none.
     pub async fn partition_counts(
         &self,
         job: &Job,
         first: Partition,
         last: Partition,
-    ) -> Result<Counts, WarehouseError> {
+    ) -> Result<TargetCounts, WarehouseError> {
         Ok(self
             .partition_counts_around_loads(job, first, last)
             .await?
@@ -177,7 +194,7 @@ impl Warehouse {
         job: &Job,
         first: Partition,
         last: Partition,
-    ) -> Result<(Counts, bool), WarehouseError> {
+    ) -> Result<(TargetCounts, bool), WarehouseError> {
         let mut held = self.partitions_held_by_loads(&job.target).await?;
         // Loads may take other partitions between the tries.
         for _ in 0..3 {
@@ -204,19 +221,25 @@ impl Warehouse {
     }
 
     /// The counts, read around the `held` ranges (see
-    /// [`super::held_partitions::around`]).
+    /// [`super::held_partitions::around`]). A column that accepts NULL is
+    /// also read where it is NULL (`OR col IS NULL`, which an index on it
+    /// serves), those rows told apart by `COUNT(col)`: the NULLs fall in
+    /// a bucket of their own, which names no partition. A native
+    /// partitioned table keeps them in its default partition, which no load
+    /// truncates, so none is held.
     async fn count_rows(
         &self,
         job: &Job,
         first: Partition,
         last: Partition,
         held: &[(chrono::NaiveDateTime, chrono::NaiveDateTime)],
-    ) -> Result<Counts, WarehouseError> {
+    ) -> Result<TargetCounts, WarehouseError> {
         let Some(col) = &job.partition_column else {
-            return Ok(Counts::new());
+            return Ok(TargetCounts::default());
         };
         let dialect = self.dialect();
-        let kind = self.column_kind(&job.target, col).await?;
+        let column = self.countable_partition_column(&job.target, col).await?;
+        let (kind, nullable) = (column.kind(), column.nullable);
         let (bucket, name) = buckets(dialect, &dialect.quote(col), job.grain, kind, "b");
         // Only a column of a date or time type orders its values as the
         // range compares them.
@@ -235,17 +258,20 @@ impl Warehouse {
         let parts = super::held_partitions::around((first.start, last.end()), held);
         let whole = if held.is_empty() {
             whole
-        } else if parts.is_empty() {
-            return Ok(Counts::new());
+        } else if parts.is_empty() && !nullable {
+            return Ok(TargetCounts::default());
         } else {
             WholeTable::Filtered
         };
         let bucket_window = dialect.bucket_window();
-        let mut counts = Counts::new();
+        let mut counts = TargetCounts::default();
         let read = self
             .each_row(
                 |sql| {
                     sql.push(&name).push(", n");
+                    if nullable {
+                        sql.push(", n - v");
+                    }
                     if bucket_window.is_some() {
                         sql.push(", CAST(b AS TEXT)");
                     }
@@ -253,8 +279,11 @@ impl Warehouse {
                 |sql| {
                     sql.push(" FROM (SELECT ")
                         .push(&bucket)
-                        .push(" AS b, COUNT(*) AS n FROM ")
-                        .table(&job.target);
+                        .push(" AS b, COUNT(*) AS n");
+                    if nullable {
+                        sql.push(", COUNT(").ident(col).push(") AS v");
+                    }
+                    sql.push(" FROM ").table(&job.target);
                     match whole {
                         // The table lies in the range: no row needs testing.
                         WholeTable::AskedFirst => {}
@@ -272,6 +301,9 @@ impl Warehouse {
                         }
                         // Bounds the planner folds into constants, so that
                         // it prunes the held partitions and locks none.
+                        WholeTable::Filtered if parts.is_empty() => {
+                            sql.push(" WHERE (1 = 0)");
+                        }
                         WholeTable::Filtered => {
                             for (i, (start, end)) in parts.iter().enumerate() {
                                 sql.push(if i == 0 { " WHERE ((" } else { " OR (" })
@@ -286,20 +318,27 @@ impl Warehouse {
                             sql.push(")");
                         }
                     }
+                    // Every filter above is one disjunction: the NULLs join
+                    // it (a whole table's read has them already).
+                    if nullable && !matches!(whole, WholeTable::AskedFirst) {
+                        sql.push(" OR ").ident(col).push(" IS NULL");
+                    }
                     sql.push(" GROUP BY ").push(&bucket).push(") g");
                 },
                 |row| {
                     let mut name: Option<String> = row.get(0)?;
                     let n: i64 = row.get(1)?;
+                    let nulls: i64 = if nullable { row.get(2)? } else { 0 };
+                    counts.null_partition += nulls;
                     if name.is_none()
                         && let Some(window) = bucket_window
                     {
-                        let text: Option<String> = row.get(2)?;
+                        let text: Option<String> = row.get(if nullable { 3 } else { 2 })?;
                         name = text.and_then(|t| window(&t, job.grain));
                     }
                     // Several buckets can share a name (a date column holding times).
                     if let Some(name) = name {
-                        *counts.entry(name).or_insert(0) += n;
+                        *counts.partitions.entry(name).or_insert(0) += n - nulls;
                     }
                     Ok(())
                 },
@@ -363,7 +402,7 @@ impl Warehouse {
         first: Partition,
         last: Partition,
         mark: LedgerMark,
-    ) -> Result<(Arc<Counts>, CountSource), WarehouseError> {
+    ) -> Result<(Arc<TargetCounts>, CountSource), WarehouseError> {
         let Some(col) = &job.partition_column else {
             return Ok((Arc::default(), CountSource::Unchanged));
         };
@@ -618,7 +657,7 @@ mod tests {
             .partition_counts(job, *january.0, *january.1)
             .await
             .unwrap();
-        let mut counts: Vec<_> = counts.into_iter().collect();
+        let mut counts: Vec<_> = counts.partitions.into_iter().collect();
         counts.sort();
         assert_eq!(
             counts,

@@ -43,7 +43,7 @@ pub use columns::{
     Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, key_has_index, names_column,
     no_such_column, other_unique_index, renamed_duplicate,
 };
-pub use counts::{CountSource, Counts, RefreshCache};
+pub use counts::{CountSource, Counts, RefreshCache, TargetCounts};
 pub use date_range::{DateRange, FIRST_PLAUSIBLE_DATE, Placeholders, ROWS_READ_WITHOUT_INDEX};
 pub use error::WarehouseError;
 pub use filled::{FilledColumn, Filler};

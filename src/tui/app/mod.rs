@@ -643,8 +643,9 @@ impl App {
             self.shared.detail.loads.read_again_if_failed(name);
         }
         match result {
-            Ok(StatesRead::States(statuses)) => {
-                j.apply_statuses(statuses);
+            Ok(StatesRead::States(states)) => {
+                j.null_partition = states.null_partition;
+                j.apply_statuses(states.statuses);
                 self.shared.db_error = None;
             }
             Ok(StatesRead::Unchanged) => {

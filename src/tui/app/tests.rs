@@ -19,7 +19,7 @@ fn app() -> App {
     let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
     app.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Ok(StatesRead::States(statuses)),
+        result: Ok(StatesRead::States(statuses.into())),
     });
     app
 }
@@ -344,7 +344,7 @@ fn refreshing_ends_when_the_reads_do() {
     let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
     a.update(Msg::Status {
         job: "fct_orders".into(),
-        result: Ok(StatesRead::States(statuses)),
+        result: Ok(StatesRead::States(statuses.into())),
     });
     assert_eq!(a.message, None);
 }
