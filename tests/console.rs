@@ -1274,25 +1274,36 @@ fn the_wheel_moves_the_error_groups_and_the_lineage_as_their_keys_do() {
 /// older lines as `[` does, down newer ones as `]`; the partition stays.
 #[test]
 fn the_wheel_over_a_runs_log_scrolls_the_log() {
-    let (mut a, _, _) = run_in_progress(120, 40);
+    let (mut a, run, names) = run_in_progress(120, 40);
+    for k in 0..30 {
+        a.update(Msg::Engine {
+            run,
+            event: Event::PartitionLog {
+                run_id: "r1".into(),
+                job: "fct_orders".into(),
+                partition: names[0].clone(),
+                line: format!("line {k}"),
+            },
+        });
+    }
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
     let s = run_screen(&a, area);
     let focus = a.focus;
     let (x, y) = (s.runs.right() - 5, s.runs.y + 4);
     a.update(mouse(MouseEventKind::ScrollUp, x, y));
     a.update(mouse(MouseEventKind::ScrollUp, x, y));
-    assert_eq!(a.runs[0].log_back, 2, "two lines back");
+    assert_eq!(a.runs[0].log_back.lines, 2, "two lines back");
     assert_eq!(a.runs[0].selected, 0, "the partition kept");
     assert!(text(&a).contains("· 2 newer below"), "{}", text(&a));
     a.update(mouse(MouseEventKind::ScrollDown, x, y));
-    assert_eq!(a.runs[0].log_back, 1);
+    assert_eq!(a.runs[0].log_back.lines, 1);
     assert_eq!(a.focus, focus, "the wheel leaves the focus");
-    // A line a notch, as the keys take it.
+    // A row a notch; `]` a page.
     while a.focus != Focus::Runs {
         keys(&mut a, "\t");
     }
     keys(&mut a, "]");
-    assert_eq!(a.runs[0].log_back, 0);
+    assert_eq!(a.runs[0].log_back, idem::tui::app::LogBack::default());
 }
 
 /// Clicks, drags and the wheel over the calendar behind the run dialog
@@ -3470,4 +3481,122 @@ fn escape_sequences_from_outside_show_visibly_in_every_pane() {
     keys(&mut a, ":run 2026-06-01..2026-06-02\n");
     assert!(matches!(a.modal, Modal::Confirm(_)), "{:?}", a.message);
     shows_visibly("confirm dialog", text(&a));
+}
+
+/// The rows inside the selected partition's log box, as drawn.
+fn log_rows(a: &App) -> Vec<String> {
+    let screen = text(a);
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
+    let Some((top, left)) = lines.iter().enumerate().find_map(|(y, l)| {
+        let s: String = l.iter().collect();
+        let x = s.find("┌ log ")?;
+        Some((y, s[..x].chars().count()))
+    }) else {
+        panic!("no log box:\n{screen}")
+    };
+    let mut rows = Vec::new();
+    for l in &lines[top + 1..] {
+        if l.get(left) != Some(&'│') {
+            break;
+        }
+        let row: String = l[left + 1..].iter().take_while(|c| **c != '│').collect();
+        rows.push(row.trim_end().to_string());
+    }
+    rows
+}
+
+/// The log box shows no blank row: it is full, or the whole log fits.
+#[track_caller]
+fn log_full(a: &App, first: &str, newest: &str) {
+    let rows = log_rows(a);
+    let last_text = rows.iter().rposition(|r| !r.is_empty());
+    let whole = rows.first().is_some_and(|r| r.contains(first))
+        && last_text.is_some_and(|i| rows[i].contains(newest));
+    assert!(
+        whole || rows.iter().all(|r| !r.is_empty()),
+        "blank rows in the log:\n{}",
+        rows.join("\n")
+    );
+}
+
+/// QA: `[`, PgUp and the wheel scrolled a run's log back past its first
+/// line, down to that one line at the top of an empty box; a terminal
+/// made bigger left it so too. Home did nothing in the log. Now the log
+/// stops with its first line at the top of a full box, Home goes there,
+/// End follows it again, and lines arriving meanwhile leave it put.
+#[test]
+fn a_runs_log_scrolls_back_no_further_than_its_first_line() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let line = |a: &mut App, text: String| {
+        a.update(Msg::Engine {
+            run,
+            event: Event::PartitionLog {
+                run_id: "r1".into(),
+                job: "fct_orders".into(),
+                partition: names[0].clone(),
+                line: text,
+            },
+        });
+    };
+    for k in 0..40 {
+        line(&mut a, format!("line {k:02}"));
+    }
+    while a.focus != Focus::Runs {
+        keys(&mut a, "\t");
+    }
+    let rows = log_rows(&a);
+    assert!(rows.last().unwrap().contains("line 39"), "{rows:?}");
+    let at_first = |a: &App| {
+        let rows = log_rows(a);
+        assert!(rows[0].contains("attempt 2"), "{}", rows.join("\n"));
+        log_full(a, "attempt 2", "line 39");
+    };
+    for _ in 0..60 {
+        keys(&mut a, "[");
+    }
+    at_first(&a);
+    // Lines arriving leave a log scrolled back where it is.
+    line(&mut a, "line 40".into());
+    at_first(&a);
+    keys(&mut a, "G");
+    assert!(log_rows(&a).last().unwrap().contains("line 40"));
+    for _ in 0..60 {
+        a.update(code(KeyCode::PageUp));
+    }
+    at_first(&a);
+    a.update(code(KeyCode::End));
+    a.update(code(KeyCode::Home));
+    at_first(&a);
+    a.update(code(KeyCode::End));
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let s = run_screen(&a, area);
+    let (x, y) = (s.runs.right() - 5, s.runs.y + 4);
+    for _ in 0..200 {
+        a.update(mouse(MouseEventKind::ScrollUp, x, y));
+    }
+    at_first(&a);
+    // A bigger terminal, a bigger box: still full, and the wheel scrolls
+    // on at the first notch.
+    a.update(Msg::Resize(120, 60));
+    log_full(&a, "attempt 2", "line 40");
+    let before = log_rows(&a);
+    let s = run_screen(&a, ratatui::layout::Rect::new(0, 0, 120, 60));
+    a.update(mouse(
+        MouseEventKind::ScrollDown,
+        s.runs.right() - 5,
+        s.runs.y + 4,
+    ));
+    assert_ne!(log_rows(&a), before, "the notch did nothing");
+    // A smaller one: the lines at the box's foot stay there.
+    keys(&mut a, "g");
+    let foot = log_rows(&a).last().cloned().unwrap();
+    a.update(Msg::Resize(100, 30));
+    log_full(&a, "attempt 2", "line 40");
+    assert_eq!(log_rows(&a).last(), Some(&foot));
+    keys(&mut a, "g");
+    at_first(&a);
+    keys(&mut a, "G");
+    log_full(&a, "attempt 2", "line 40");
+    assert!(log_rows(&a).last().unwrap().contains("line 40"));
+    assert!(!text(&a).contains("newer below"));
 }

@@ -182,7 +182,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('['), code(KeyCode::PageUp)],
         "[ PgUp",
         PrevMonth,
-        "previous month (year for monthly jobs); runs pane: scroll the log back",
+        "previous month (year for monthly jobs); runs pane: the log a page back",
         Some("log back")
     ),
     bind!(
@@ -190,7 +190,7 @@ pub static BINDINGS: &[Binding] = &[
         [k(']'), code(KeyCode::PageDown)],
         "] PgDn",
         NextMonth,
-        "next month (year for monthly jobs); runs pane: scroll the log on",
+        "next month (year for monthly jobs); runs pane: the log a page on",
         Some("log on")
     ),
     bind!(
@@ -198,7 +198,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('g'), code(KeyCode::Home)],
         "g Home",
         First,
-        "first partition of the job",
+        "first partition of the job; runs pane: the log's first line",
         None
     ),
     bind!(
@@ -206,7 +206,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('G'), code(KeyCode::End)],
         "G End",
         Last,
-        "last complete partition; runs pane: the log's newest line",
+        "last complete partition; runs pane: the log's newest line, following it",
         None
     ),
     bind!(Main, [k('J')], "J", NextJob, "next job", None),

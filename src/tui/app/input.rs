@@ -17,7 +17,7 @@ use crate::tui::keys::{Action, Scope};
 use crate::tui::layout::calendar_capacity;
 use crate::tui::lineage_view::{self, LineageStep, LineageView};
 use crate::tui::msg::Effect;
-use crate::tui::runs;
+use crate::tui::runs::{self, Scroll};
 use crate::tui::widgets::scrolled;
 
 impl App {
@@ -226,7 +226,7 @@ impl App {
         match action {
             Action::Left | Action::Right | Action::Up | Action::Down => self.direction(action),
             // In the runs pane these scroll the selected partition's log.
-            Action::PrevMonth | Action::NextMonth | Action::Last
+            Action::PrevMonth | Action::NextMonth | Action::First | Action::Last
                 if self.shared.focus == Focus::Runs =>
             {
                 self.direction(action)
@@ -364,7 +364,13 @@ impl App {
                 _ => {}
             },
             Focus::Runs => {
-                runs::direction(&mut self.shared.runs, &mut self.shared.selected_run, action)
+                let log = self.run_log_area();
+                runs::direction(
+                    &mut self.shared.runs,
+                    &mut self.shared.selected_run,
+                    action,
+                    log,
+                )
             }
             Focus::Calendar => self.calendar_action(action),
         }
@@ -561,12 +567,15 @@ impl App {
                         .is_some_and(|s| runs::on_log(s.runs, x, y)) =>
                 {
                     // Up shows older lines, as `[` does.
-                    let older = if action == Action::Up {
-                        Action::PrevMonth
+                    let scroll = if action == Action::Up {
+                        Scroll::Older(runs::WHEEL_ROWS)
                     } else {
-                        Action::NextMonth
+                        Scroll::Newer(runs::WHEEL_ROWS)
                     };
-                    self.direction_in(Focus::Runs, older);
+                    let log = self.run_log_area();
+                    if let Some(run) = self.shared.runs.get_mut(self.shared.selected_run) {
+                        run.scroll_log(log, scroll);
+                    }
                 }
                 Some(pane) => self.direction_in(pane, action),
                 None => {}

@@ -27,7 +27,7 @@ pub use super::msg::{
     Unread, VerifyRequest,
 };
 pub use super::question::Question;
-pub use super::runs::{RunFinish, RunPartState, RunPartition, RunView};
+pub use super::runs::{LogBack, RunFinish, RunPartState, RunPartition, RunView};
 pub use super::verification::VerifyView;
 
 use super::calendar::{self, Calendar};
@@ -739,6 +739,17 @@ impl App {
         for j in self.shared.jobs.iter_mut() {
             j.fix_scroll(calendar_capacity(area, j.grain(), j.unit_count(), has_runs));
         }
+        let log = self.run_log_area();
+        for run in &mut self.shared.runs {
+            run.bound_log(log);
+        }
+    }
+
+    /// The text area of the selected partition's log on the screen, none
+    /// when the run pane has no room for it.
+    pub(super) fn run_log_area(&self) -> Option<Rect> {
+        let area = Rect::new(0, 0, self.shared.size.0, self.shared.size.1);
+        runs::log_text_area(self.screen_of(area)?.runs)
     }
 }
 

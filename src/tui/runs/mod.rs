@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
+use ratatui::layout::Rect;
 
 use super::keymap;
 use super::keys::{Action, Scope};
@@ -14,9 +15,11 @@ use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
 use crate::state::AttemptEnd;
 
+mod log_view;
 mod render;
 
-pub use render::{hit, on_log, render};
+pub use log_view::{LogBack, Scroll, WHEEL_ROWS};
+pub use render::{hit, log_text_area, on_log, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunPartState {
@@ -127,9 +130,9 @@ pub struct RunView {
     pub cascade: Option<usize>,
     /// Each partition's live log, by row.
     pub logs: RunLogs,
-    /// Lines of the selected partition's log scrolled out below; 0 keeps
-    /// the log pinned to its newest line.
-    pub log_back: usize,
+    /// Where the selected partition's log is scrolled to; the default
+    /// keeps it pinned to its newest line.
+    pub log_back: LogBack,
     /// Why this run's log is not kept on disk, when it could not be.
     pub log_not_kept: Option<String>,
 }
@@ -159,7 +162,7 @@ impl RunView {
             error: None,
             cascade: None,
             logs: RunLogs::new(backfill.partitions.len()),
-            log_back: 0,
+            log_back: LogBack::default(),
             log_not_kept: None,
         }
     }
@@ -180,8 +183,8 @@ impl RunView {
     /// lines it shows.
     fn log(&mut self, i: usize, line: String) {
         let added = self.logs.push(i, &line);
-        if i == self.selected && self.log_back > 0 {
-            self.log_back = (self.log_back + added).min(self.logs.of(i).len().saturating_sub(1));
+        if i == self.selected {
+            self.log_back.arrived(added);
         }
     }
 
@@ -612,13 +615,16 @@ fn skipped_words(skipped: usize, sep: &str) -> String {
 }
 
 /// Moves within the run pane: rows of the selected run up and down, runs
-/// left and right, the selected partition's log back and forth.
-pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
+/// left and right, the selected partition's log back and forth a page
+/// (`log`: the text area its box has, none when there is no room for it),
+/// to its first line and to its newest.
+pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action, log: Option<Rect>) {
     let count = runs.len();
     let Some(run) = runs.get_mut(*selected) else {
         return;
     };
     let row = run.selected;
+    let page = log.map_or(1, |log| log_view::page_rows(log.height));
     match action {
         Action::Down => {
             run.selected = (run.selected + 1).min(run.partitions.len().saturating_sub(1))
@@ -626,16 +632,35 @@ pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action) {
         Action::Up => run.selected = run.selected.saturating_sub(1),
         Action::Left => *selected = selected.saturating_sub(1),
         Action::Right => *selected = (*selected + 1).min(count - 1),
-        Action::PrevMonth => {
-            let lines = run.logs.of(run.selected).len();
-            run.log_back = (run.log_back + 1).min(lines.saturating_sub(1));
-        }
-        Action::NextMonth => run.log_back = run.log_back.saturating_sub(1),
-        Action::Last => run.log_back = 0,
+        Action::PrevMonth => run.scroll_log(log, Scroll::Older(page)),
+        Action::NextMonth => run.scroll_log(log, Scroll::Newer(page)),
+        Action::First => run.scroll_log(log, Scroll::Oldest),
+        Action::Last => run.scroll_log(log, Scroll::Newest),
         _ => {}
     }
     if run.selected != row {
-        run.log_back = 0;
+        run.log_back = LogBack::default();
+    }
+}
+
+impl RunView {
+    /// Scrolls the selected partition's log in its box's text area `log`;
+    /// with no room for the box, only back to following it.
+    pub fn scroll_log(&mut self, log: Option<Rect>, scroll: Scroll) {
+        self.log_back = match log {
+            Some(size) => {
+                log_view::scrolled(self.logs.of(self.selected), self.log_back, size, scroll)
+            }
+            None => LogBack::default(),
+        };
+    }
+
+    /// Keeps the selected partition's log within its box's text area
+    /// `log` (the terminal resized, lines dropped from the log's start).
+    pub fn bound_log(&mut self, log: Option<Rect>) {
+        if let Some(size) = log {
+            self.log_back = log_view::bounded(self.logs.of(self.selected), self.log_back, size);
+        }
     }
 }
 

@@ -7,9 +7,9 @@ use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Gauge, Paragraph, Wrap};
+use ratatui::widgets::{Gauge, Paragraph};
 
-use super::{RunPartState, RunView};
+use super::{RunPartState, RunView, log_view};
 use crate::state::LoadState;
 use crate::tui::layout::{Hit, run_split};
 use crate::tui::theme::Theme;
@@ -74,6 +74,12 @@ pub fn on_log(area: Rect, x: u16, y: u16) -> bool {
         .is_some_and(|log| log.contains(Position::new(x, y)))
 }
 
+/// The text area of the selected partition's log in the run pane `area`
+/// (its border included); none when the pane has no room for the log.
+pub fn log_text_area(area: Rect) -> Option<Rect> {
+    parts(inner(area)).and_then(|(_, log)| log).map(inner)
+}
+
 /// The selected run's partition table and log, under the run tabs and the
 /// gauge in the pane's `body`; none when they leave no room.
 fn parts(body: Rect) -> Option<(Rect, Option<Rect>)> {
@@ -136,7 +142,7 @@ pub fn render(
     };
     render_table(frame, table, t, run, focused, now);
     if let Some(log_area) = log_area {
-        render_log(frame, log_area, t, run);
+        log_view::render(frame, log_area, t, run);
     }
 }
 
@@ -246,38 +252,4 @@ fn render_table(
             t.style("text"),
         );
     }
-}
-
-fn render_log(frame: &mut Frame, log_area: Rect, t: &Theme, run: &RunView) {
-    let p = run.partitions.get(run.selected);
-    let log = run.logs.of(run.selected);
-    let back = run.log_back.min(log.len().saturating_sub(1));
-    let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
-    if back > 0 {
-        title.push_str(&format!("· {back} newer below (] or G) "));
-    }
-    // Why is in the status bar when it happens: the title has no room.
-    if run.log_not_kept.is_some() {
-        title.push_str("· not kept on disk ");
-    }
-    let b = block(t, title, false);
-    let inner_log = b.inner(log_area);
-    frame.render_widget(b, log_area);
-    if p.is_none() {
-        return;
-    }
-    let n = inner_log.height as usize;
-    let shown = log.len() - back;
-    let lines: Vec<Line> = log
-        .iter()
-        .take(shown)
-        .skip(shown.saturating_sub(n))
-        .map(|l| Line::from(Span::styled(l.clone(), t.style("text"))))
-        .collect();
-    // Long lines wrap (at words, so counted as drawn); the newest shown
-    // stay in view.
-    let text = Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: false });
-    let wrapped = text.line_count(inner_log.width.max(1));
-    let scroll = wrapped.saturating_sub(n).min(u16::MAX as usize) as u16;
-    frame.render_widget(text.scroll((scroll, 0)), inner_log);
 }

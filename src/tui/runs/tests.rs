@@ -248,9 +248,9 @@ fn the_pane_draws_runs_rows_and_log_and_clicks_find_them() {
     let mut runs = vec![run(), run()];
     runs[1].id = 2;
     let mut selected = 1;
-    direction(&mut runs, &mut selected, Action::Down);
+    direction(&mut runs, &mut selected, Action::Down, None);
     assert_eq!(runs[1].selected, 1);
-    direction(&mut runs, &mut selected, Action::Left);
+    direction(&mut runs, &mut selected, Action::Left, None);
     assert_eq!(selected, 0);
     let area = Rect::new(0, 0, 110, 12);
     let screen = draw(110, 12, |f| {
@@ -278,8 +278,10 @@ fn log_line(r: &mut RunView, line: &str) {
     );
 }
 
-/// One long error fills the log pane: `[` scrolls back to the lines before
-/// it, which stay put while lines arrive; `]` back to the end follows again.
+/// One long error fills the log pane and more: `[` pages back through it,
+/// row by row as drawn, to the lines before it, which stay put while
+/// lines arrive; Home goes to the first line, no further; `]` back to the
+/// end follows again, as End does.
 #[test]
 fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
     let mut runs = vec![run()];
@@ -287,35 +289,62 @@ fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
     for line in ["BEGIN", "lock partition", "DELETE 12 rows"] {
         log_line(&mut runs[0], line);
     }
-    log_line(
-        &mut runs[0],
-        &format!("ERROR {}", "duplicate key ".repeat(40)),
-    );
+    let words: Vec<String> = (0..60).map(|k| format!("key{k:02}")).collect();
+    log_line(&mut runs[0], &format!("ERROR {}", words.join(" ")));
     let area = Rect::new(0, 0, 110, 12);
+    let log = log_text_area(area);
+    assert_eq!(log.map(|l| l.height), Some(6));
     let screen = |runs: &[RunView]| {
         draw(110, 12, |f| {
             render(f, area, &Theme::default_theme(), runs, 0, true, now())
         })
     };
     let s = screen(&runs);
-    assert!(!s.contains("BEGIN"), "{s}");
-    direction(&mut runs, &mut selected, Action::PrevMonth);
+    assert!(!s.contains("BEGIN") && s.contains("key59"), "{s}");
+    // Every word of the error comes into view on the way back.
+    let mut seen: Vec<String> = Vec::new();
+    for _ in 0..10 {
+        let s = screen(&runs);
+        seen.extend(words.iter().filter(|w| s.contains(w.as_str())).cloned());
+        direction(&mut runs, &mut selected, Action::PrevMonth, log);
+    }
     let s = screen(&runs);
-    assert!(s.contains("BEGIN") && s.contains("DELETE 12 rows"), "{s}");
-    assert!(s.contains("1 newer below"), "{s}");
+    assert!(words.iter().all(|w| seen.contains(w)), "{seen:?}");
+    assert!(s.contains("│BEGIN") && s.contains("│ERROR key00"), "{s}");
+    assert!(s.contains("1 newer below (] or G)"), "{s}");
     log_line(&mut runs[0], "ROLLBACK");
     let s = screen(&runs);
-    assert!(s.contains("BEGIN") && !s.contains("ROLLBACK"), "{s}");
+    assert!(s.contains("│BEGIN") && !s.contains("ROLLBACK"), "{s}");
     assert!(s.contains("2 newer below"), "{s}");
-    direction(&mut runs, &mut selected, Action::NextMonth);
-    direction(&mut runs, &mut selected, Action::NextMonth);
-    assert_eq!(runs[0].log_back, 0);
+    direction(&mut runs, &mut selected, Action::Last, log);
+    direction(&mut runs, &mut selected, Action::First, log);
+    assert_eq!(screen(&runs), s, "Home goes to the first line, no further");
+    for _ in 0..10 {
+        direction(&mut runs, &mut selected, Action::NextMonth, log);
+    }
+    assert_eq!(runs[0].log_back, LogBack::default());
     log_line(&mut runs[0], "retrying");
     let s = screen(&runs);
     assert!(s.contains("retrying") && !s.contains("newer below"), "{s}");
-    direction(&mut runs, &mut selected, Action::PrevMonth);
-    direction(&mut runs, &mut selected, Action::Last);
-    assert_eq!(runs[0].log_back, 0);
+    direction(&mut runs, &mut selected, Action::PrevMonth, log);
+    direction(&mut runs, &mut selected, Action::Last, log);
+    assert_eq!(runs[0].log_back, LogBack::default());
+}
+
+/// A log no longer than its box does not scroll: there is nothing above
+/// its first line to show but blank rows.
+#[test]
+fn a_log_that_fits_its_box_does_not_scroll() {
+    let mut runs = vec![run()];
+    let mut selected = 0;
+    for line in ["BEGIN", "DELETE 12 rows", "COMMIT"] {
+        log_line(&mut runs[0], line);
+    }
+    let log = log_text_area(Rect::new(0, 0, 110, 12));
+    for action in [Action::PrevMonth, Action::First] {
+        direction(&mut runs, &mut selected, action, log);
+        assert_eq!(runs[0].log_back, LogBack::default(), "{action:?}");
+    }
 }
 
 /// A run whose every partition failed does not look like one whose every
@@ -581,17 +610,25 @@ fn a_cancelled_cascade_names_the_step_it_kept_from_starting() {
 fn an_error_of_several_lines_reads_as_lines_and_a_log_not_kept_says_so() {
     let mut runs = vec![run()];
     let mut selected = 0;
+    let area = Rect::new(0, 0, 110, 12);
+    let log = log_text_area(area);
     log_line(&mut runs[0], "BEGIN");
-    log_line(&mut runs[0], "DELETE 1 row");
-    direction(&mut runs, &mut selected, Action::PrevMonth);
+    for k in 0..8 {
+        log_line(&mut runs[0], &format!("DELETE {k} row"));
+    }
+    direction(&mut runs, &mut selected, Action::PrevMonth, log);
+    let back = runs[0].log_back;
     log_line(
         &mut runs[0],
         "ROLLBACK: bad \u{1b}[31mred\u{1b}[0m at row 2\nDETAIL: second",
     );
-    assert_eq!(runs[0].log_back, 3, "the lines shown stay put");
-    direction(&mut runs, &mut selected, Action::Last);
+    assert_eq!(
+        runs[0].log_back.lines,
+        back.lines + 2,
+        "the lines shown stay put"
+    );
+    direction(&mut runs, &mut selected, Action::Last, log);
     runs[0].log_not_kept = Some("cannot write /s/fct/2026-06-03.log: disk full".into());
-    let area = Rect::new(0, 0, 110, 12);
     let s = draw(110, 12, |f| {
         render(f, area, &Theme::default_theme(), &runs, 0, true, now())
     });
