@@ -280,7 +280,7 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
     let job = &config.jobs[0];
     load(&wh, &config).await;
     let read_at_start = wh
-        .last_loads("fct", ("2026-01-01", "2026-01-01"))
+        .last_loads(&"fct".into(), ("2026-01-01", "2026-01-01"))
         .await
         .expect("last loads");
     let first = read_at_start.get("2026-01-01").cloned().expect("trusted");

@@ -1171,10 +1171,10 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
             .values()
             .any(|p| p.refused.is_none() && p.attempts > 1 && p.success.is_some())
     );
-    assert_eq!(wh.ledger_summary("j", None).await.unwrap(), whole);
+    assert_eq!(wh.ledger_summary(&"j".into(), None).await.unwrap(), whole);
 
     let narrowed = wh
-        .ledger_summary("j", Some(("2026-02-05", "2026-02-09")))
+        .ledger_summary(&"j".into(), Some(("2026-02-05", "2026-02-09")))
         .await
         .unwrap();
     let expected: std::collections::HashMap<_, _> = whole
@@ -1184,7 +1184,12 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
         .collect();
     assert!(expected.len() >= 4, "{expected:?}");
     assert_eq!(narrowed, expected);
-    assert!(wh.ledger_summary("none", None).await.unwrap().is_empty());
+    assert!(
+        wh.ledger_summary(&"none".into(), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // What a downstream job reads of this one: the content changes alone.
     let changes = |summary: &std::collections::HashMap<String, PartitionLedger>| {
@@ -1195,16 +1200,21 @@ async fn the_ledger_summary_is_the_history_summed_up(kind: Kind) {
     };
     assert!(changes(&whole).len() >= 10, "{whole:?}");
     assert_eq!(
-        wh.content_changes("j", None).await.unwrap(),
+        wh.content_changes(&"j".into(), None).await.unwrap(),
         changes(&whole)
     );
     assert_eq!(
-        wh.content_changes("j", Some(("2026-02-05", "2026-02-09")))
+        wh.content_changes(&"j".into(), Some(("2026-02-05", "2026-02-09")))
             .await
             .unwrap(),
         changes(&expected)
     );
-    assert!(wh.content_changes("none", None).await.unwrap().is_empty());
+    assert!(
+        wh.content_changes(&"none".into(), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     wh.close().await;
 }
 
@@ -1231,16 +1241,22 @@ async fn a_refresh_reads_the_ledger_again_only_when_it_moved(kind: Kind) {
         async move {
             let mark = wh.ledger_mark("j").await.unwrap();
             let (summary, read) = wh
-                .ledger_summary_cached(Some((&cache, mark)), "j", range)
+                .ledger_summary_cached(Some((&cache, mark)), &"j".into(), range)
                 .await
                 .unwrap();
             let (changes, read_changes) = wh
-                .content_changes_cached(Some((&cache, mark)), "j", range)
+                .content_changes_cached(Some((&cache, mark)), &"j".into(), range)
                 .await
                 .unwrap();
             assert_eq!(read, read_changes);
-            assert_eq!(*summary, wh.ledger_summary("j", range).await.unwrap());
-            assert_eq!(*changes, wh.content_changes("j", range).await.unwrap());
+            assert_eq!(
+                *summary,
+                wh.ledger_summary(&"j".into(), range).await.unwrap()
+            );
+            assert_eq!(
+                *changes,
+                wh.content_changes(&"j".into(), range).await.unwrap()
+            );
             let mut days: Vec<String> = summary.keys().cloned().collect();
             days.sort();
             (days, read)

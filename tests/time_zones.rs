@@ -348,7 +348,10 @@ async fn completeness_and_stamps_follow_the_warehouse_clock(kind: Kind) {
     assert_eq!(state_of(last), idem::state::LoadState::Loaded);
     assert_eq!(state_of(open), idem::state::LoadState::Future);
 
-    let ledger = wh.ledger_summary(&job.name, None).await.expect("ledger");
+    let ledger = wh
+        .ledger_summary(&job.name.as_str().into(), None)
+        .await
+        .expect("ledger");
     let success: Arc<idem::warehouse::ledger::Attempt> = ledger
         .get(&last.name())
         .and_then(|p| p.success.clone())

@@ -10,8 +10,8 @@ use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_b
 use crate::config::{Config, Job, same_table};
 use crate::exit::Exit;
 use crate::partition::RangeEnd;
-use crate::warehouse::Warehouse;
 use crate::warehouse::ledger::AttemptStatus;
+use crate::warehouse::{JobLedger, Warehouse};
 
 /// What an attempt did to the target's rows, each number named for what
 /// it counts. A replace deleted and inserted, and reports the rows in the
@@ -95,6 +95,12 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         if !retired_name {
             note_renamed(&warehouse, &config, &[job]).await;
         }
+        // Its loads into another table than its target now are shown, with
+        // that table: history its partitions do not count.
+        let own = match warehouse.job_ledger(job).await {
+            Ok(own) => own,
+            Err(_) => JobLedger::from(job.name.as_str()),
+        };
         warehouse.close().await;
         if let Some((first, last)) = span {
             // Names of one grain sort as their partitions do.
@@ -139,7 +145,7 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         );
         for (a, rows) in attempts.iter().zip(&rows) {
             outln!(
-                "{:<when$} {:<14} {:<4} {:<9} {:<width$} {} by {}@{}{}{}",
+                "{:<when$} {:<14} {:<4} {:<9} {:<width$} {} by {}@{}{}{}{}",
                 a.finished_at,
                 a.partition,
                 // A moved row is no attempt (its reason names the merge).
@@ -152,6 +158,9 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                 a.run_id,
                 a.operator,
                 a.host,
+                own.elsewhere(&a.definition_hash)
+                    .map(|table| format!(" · into {table}, not its target now"))
+                    .unwrap_or_default(),
                 a.reason
                     .as_ref()
                     .map(|r| format!(" · {r}"))

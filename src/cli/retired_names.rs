@@ -1,11 +1,33 @@
-//! The note `idem status`, `idem jobs` and `idem log` give where a job's
-//! target has ledger history under job names the config no longer has: a
-//! renamed job's partitions show as unmanaged, its loads kept under the
-//! old name.
+//! The notes `idem status`, `idem jobs` and `idem log` give of ledger
+//! history a job's partitions do not count: its target's loads under job
+//! names the config no longer has (a renamed job's partitions show as
+//! unmanaged, its loads kept under the old name), and its name's loads
+//! into another table than its target now.
 
 use super::output::noteln;
 use crate::config::{Config, Job};
 use crate::warehouse::Warehouse;
+
+/// Both notes of history `shown`'s partitions do not count:
+/// [`note_renamed`] and [`note_loads_elsewhere`].
+pub(super) async fn note_uncounted(warehouse: &Warehouse, config: &Config, shown: &[&Job]) {
+    note_renamed(warehouse, config, shown).await;
+    note_loads_elsewhere(warehouse, config, shown).await;
+}
+
+/// Says once, on stderr, for each of `shown` whose name the ledger holds
+/// loads of into another table than its target now (its `target` changed,
+/// or a job of another table had its name), how many, and that its
+/// partitions do not count them ([`Warehouse::loads_elsewhere`]). A ledger
+/// that cannot be read for it says nothing: the states read says why.
+pub(super) async fn note_loads_elsewhere(warehouse: &Warehouse, config: &Config, shown: &[&Job]) {
+    let Ok(elsewhere) = warehouse.loads_elsewhere(shown).await else {
+        return;
+    };
+    for e in elsewhere {
+        noteln!("idem: {}", e.note(&config.path.display().to_string()));
+    }
+}
 
 /// Says once, on stderr, for each of `shown` that has no loads of its own,
 /// the names the ledger holds loads of its target under that the config no

@@ -226,7 +226,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         });
         all.push((*job, kept.map_err(|stop| unreadable_reason(job, &stop))));
     }
-    super::retired_names::note_renamed(&warehouse, &config, &jobs).await;
+    super::retired_names::note_uncounted(&warehouse, &config, &jobs).await;
     warehouse.close().await;
     let rows: Vec<StatusRow> = all
         .iter()
@@ -564,7 +564,7 @@ pub async fn jobs(config_path: &Path) -> Exit {
             }
         }
         let shown: Vec<&Job> = config.jobs.iter().collect();
-        super::retired_names::note_renamed(&warehouse, &config, &shown).await;
+        super::retired_names::note_uncounted(&warehouse, &config, &shown).await;
         warehouse.close().await;
         // As `idem status` says it: a script reading the table learns of
         // the job it could not read from the exit code.

@@ -35,3 +35,22 @@ pub(super) fn note_merges_alongside(jobs: &mut [Job]) {
             .map(|(name, _)| name.clone());
     }
 }
+
+impl Job {
+    /// Whether `table` (a target as another definition of this job wrote
+    /// it) is this job's target now: the same table on its engine, a name
+    /// without a schema read as of the warehouse's home schema where the
+    /// other names one (`fct` is `public.fct` on PostgreSQL).
+    pub fn targets(&self, table: &TableName) -> bool {
+        let home = self
+            .home_schema
+            .as_deref()
+            .and_then(|s| Ident::parse(s).ok());
+        let with_home = |t: &TableName| TableName {
+            schema: t.schema.clone().or_else(|| home.clone()),
+            name: t.name.clone(),
+        };
+        same_table(&self.target, table, self.engine)
+            || same_table(&with_home(&self.target), &with_home(table), self.engine)
+    }
+}

@@ -336,8 +336,11 @@ async fn last_loads(
     ) else {
         return HashMap::new();
     };
+    let Ok(ledger) = warehouse.job_ledger(&backfill.job).await else {
+        return HashMap::new();
+    };
     warehouse
-        .last_loads(&backfill.job.name, (&first.name(), &last.name()))
+        .last_loads(&ledger, (&first.name(), &last.name()))
         .await
         .unwrap_or_default()
 }

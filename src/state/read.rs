@@ -138,9 +138,8 @@ async fn read_job(
     let ledger_last = all.last().filter(|_| moves).unwrap_or(last);
     let range = Some((first.name(), ledger_last.name()));
     let range = range.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
-    let (ledger, _) = warehouse
-        .ledger_summary_cached(cached, &job.name, range)
-        .await?;
+    let own = warehouse.job_ledger(job).await?;
+    let (ledger, _) = warehouse.ledger_summary_cached(cached, &own, range).await?;
     let mut running = running.clone();
     running.extend(
         warehouse
@@ -209,10 +208,15 @@ pub async fn job_status_since(
     {
         let mut same = true;
         for up in &upstream {
+            let Some(up_job) = config.jobs.iter().find(|j| j.name == up.job) else {
+                same = false;
+                break;
+            };
             let cached = cached_at(warehouse, scope, &up.job).await?;
             let (first, last) = (up.range.0.as_str(), up.range.1.as_str());
+            let up_ledger = warehouse.job_ledger(up_job).await?;
             let (changes, _) = warehouse
-                .content_changes_cached(cached, &up.job, Some((first, last)))
+                .content_changes_cached(cached, &up_ledger, Some((first, last)))
                 .await?;
             same &= Arc::ptr_eq(&changes, &up.changes);
         }
@@ -251,8 +255,10 @@ async fn with_upstream(
         {
             let range = Some((first.as_str(), last.as_str()));
             let cached = cached_at(warehouse, scope, &up.name).await?;
+            // Its loads into another table changed nothing this job reads.
+            let up_ledger = warehouse.job_ledger(up).await?;
             let (changes, _) = warehouse
-                .content_changes_cached(cached, &up.name, range)
+                .content_changes_cached(cached, &up_ledger, range)
                 .await?;
             reads.push(UpstreamRead {
                 job: up.name.clone(),

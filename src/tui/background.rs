@@ -356,7 +356,7 @@ impl Background {
                 };
                 let config = app.config().clone();
                 tokio::spawn(async move {
-                    if let Some(msg) = read_renamed(&wh, &config).await {
+                    for msg in read_renamed(&wh, &config).await {
                         send(msg);
                     }
                 });
@@ -462,13 +462,20 @@ pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) 
     }
 }
 
-/// Which of the config's jobs were renamed with no load of their own, as
-/// `idem status` says it; nothing where the ledger cannot be read for it
-/// (the states read says why).
-pub async fn read_renamed(warehouse: &Warehouse, config: &crate::config::Config) -> Option<Msg> {
+/// Which of the config's jobs were renamed with no load of their own, and
+/// which have loads under their names into other tables than their targets
+/// now, as `idem status` says it; nothing where the ledger cannot be read
+/// for it (the states read says why).
+pub async fn read_renamed(warehouse: &Warehouse, config: &crate::config::Config) -> Vec<Msg> {
     let shown: Vec<&Job> = config.jobs.iter().collect();
-    let renamed = warehouse.renamed_jobs(config, &shown).await.ok()?;
-    Some(Msg::Renamed(renamed))
+    let mut out = Vec::new();
+    if let Ok(renamed) = warehouse.renamed_jobs(config, &shown).await {
+        out.push(Msg::Renamed(renamed));
+    }
+    if let Ok(elsewhere) = warehouse.loads_elsewhere(&shown).await {
+        out.push(Msg::LoadsElsewhere(elsewhere));
+    }
+    out
 }
 
 /// What the console's earlier refreshes read and answered.

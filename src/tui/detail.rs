@@ -209,6 +209,9 @@ impl Detail {
         if let Some(renamed) = job.renamed_line() {
             lines.push(Line::from(Span::styled(renamed, t.style("warning"))));
         }
+        if let Some(elsewhere) = job.loads_elsewhere_line() {
+            lines.push(Line::from(Span::styled(elsewhere, t.style("warning"))));
+        }
         if let Some(fp) = s
             .last_success
             .as_ref()

@@ -93,6 +93,10 @@ pub struct JobView {
     /// Renamed in the config with no load of its own yet: the names the
     /// ledger holds its target's loads under, the one loaded last first.
     pub(super) renamed_from: Vec<String>,
+    /// The loads the ledger holds under its name into other tables than
+    /// its target now, which its partitions do not count: each table, with
+    /// how many.
+    pub(super) loads_elsewhere: Vec<(crate::config::TableName, i64)>,
     /// The failed partitions by error signature, most first.
     pub(super) groups: Vec<ErrorGroup>,
     /// The latest reconciliation's source counts and the partitions it
@@ -152,6 +156,7 @@ impl JobView {
             scroll: 0,
             lint,
             renamed_from: Vec::new(),
+            loads_elsewhere: Vec::new(),
             groups: Vec::new(),
             source: None,
             null_partition: None,
@@ -177,6 +182,35 @@ impl JobView {
             .find(|r| r.job == self.job.name)
             .map(|r| r.before.clone())
             .unwrap_or_default();
+    }
+
+    /// What the warehouse answered of the loads under the config's jobs'
+    /// names into other tables ([`crate::warehouse::Warehouse::loads_elsewhere`]),
+    /// for this job.
+    pub fn read_loads_elsewhere(&mut self, elsewhere: &[crate::warehouse::LoadsElsewhere]) {
+        self.loads_elsewhere = elsewhere
+            .iter()
+            .filter(|e| e.job == self.job.name)
+            .map(|e| (e.table.clone(), e.loads))
+            .collect();
+    }
+
+    /// The detail's line for a job whose name has loads into other tables
+    /// than its target now: how many, where, and the command that shows them.
+    pub fn loads_elsewhere_line(&self) -> Option<String> {
+        if self.loads_elsewhere.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = self
+            .loads_elsewhere
+            .iter()
+            .map(|(table, n)| format!("{n} into {table}"))
+            .collect();
+        Some(format!(
+            "loads elsewhere (not counted): {}; idem log {}",
+            each.join(", "),
+            self.job.name
+        ))
     }
 
     /// The detail's line for a job renamed with no load of its own yet:
@@ -431,8 +465,10 @@ impl JobView {
         }
         self.partitions = statuses.iter().map(|s| s.partition).collect();
         // Loaded under its new name since: the old names' loads are history.
+        // Loaded into its target now: its loads elsewhere are history too.
         if statuses.iter().any(|s| s.last_attempt.is_some()) {
             self.renamed_from.clear();
+            self.loads_elsewhere.clear();
         }
         self.statuses = statuses;
         if let Some((counts, first, last)) = &self.source {

@@ -138,6 +138,9 @@ pub enum Msg {
     /// The config's jobs renamed with no load of their own, as the ledger
     /// holds their targets' loads ([`Effect::ReadRenamed`]).
     Renamed(Vec<crate::warehouse::Renamed>),
+    /// The loads the ledger holds under the config's jobs' names into
+    /// other tables than their targets now ([`Effect::ReadRenamed`]).
+    LoadsElsewhere(Vec<crate::warehouse::LoadsElsewhere>),
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
     /// The config file, read again at a refresh: what it says now.
@@ -270,7 +273,8 @@ pub enum Effect {
     /// answered by a [`Msg::Linted`] per job.
     Lint,
     /// Read which jobs of the config were renamed with no load of their
-    /// own: answered by one [`Msg::Renamed`].
+    /// own, and which have loads under their names into other tables:
+    /// answered by one [`Msg::Renamed`] and one [`Msg::LoadsElsewhere`].
     ReadRenamed,
     /// Leave: the console's runs in flight (cancelled by the effects
     /// before it) are reported once the terminal is restored; `as_left`

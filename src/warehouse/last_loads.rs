@@ -8,6 +8,7 @@ use sqlx::Row;
 
 use super::fingerprint::{self, Fingerprint};
 use super::ledger::{AttemptStatus, TXID};
+use super::ledger_targets::JobLedger;
 use super::sql::Sql;
 use super::{Dialect, Warehouse, WarehouseError};
 
@@ -32,10 +33,11 @@ const TRUSTED_TXID_AGE: i64 = 1 << 30;
 /// Per partition named from `first` through `last`, its [`LastLoad`]: none
 /// where the engine does not name writers, or the partition's latest
 /// success has no transaction recorded, a fingerprint of another version
-/// or a transaction too old to be told apart.
+/// or a transaction too old to be told apart. Only loads into the job's
+/// target now count ([`JobLedger`]).
 fn last_loads_query(
     dialect: &'static dyn Dialect,
-    job: &str,
+    job: &JobLedger,
     (first, last): (&str, &str),
 ) -> Option<Sql> {
     let ids = dialect.transaction_ids()?;
@@ -47,9 +49,9 @@ fn last_loads_query(
         .push(ids.next)
         .push(" FROM (SELECT partition_key, MAX(id) AS id FROM ")
         .table(&table)
-        .push(" WHERE ")
-        .job_is("job", job)
-        .push(" AND partition_key >= ")
+        .push(" WHERE ");
+    job.push_rows(&mut sql, "job", "definition_hash");
+    sql.push(" AND partition_key >= ")
         .bind(first)
         .push(" AND partition_key <= ")
         .bind(last)
@@ -92,7 +94,7 @@ impl Warehouse {
     /// do not name their writer.
     pub async fn last_loads(
         &self,
-        job: &str,
+        job: &JobLedger,
         range: (&str, &str),
     ) -> Result<HashMap<String, LastLoad>, WarehouseError> {
         let mut out = HashMap::new();

@@ -8,14 +8,16 @@ use super::ledger::{
     AttemptStatus, COLUMNS, ContentChanges, LedgerSummary, PartitionLedger, Refusal,
     SHRINK_REFUSAL, attempt_at, push_columns,
 };
+use super::ledger_targets::JobLedger;
 use super::rows::Cells;
 use super::sql::Sql;
 use super::{Warehouse, WarehouseError};
 
 impl Warehouse {
-    /// Each partition's [`PartitionLedger`] for a job, optionally only of
-    /// the partitions named from `first` through `last` (names of one grain
-    /// sort as their times). One statement: the ledger groups the job's
+    /// Each partition's [`PartitionLedger`] for a job (its attempts into
+    /// its target now, [`JobLedger`]), optionally only of the partitions
+    /// named from `first` through `last` (names of one grain sort as their
+    /// times). One statement: the ledger groups the job's
     /// rows by partition through an index that covers the grouping, and
     /// sends back at most three whole rows of each (and a standing refusal's
     /// attempt, time and error), not its history. With
@@ -24,7 +26,7 @@ impl Warehouse {
     /// 0.28 s, 0.17 s and 0.12 s.
     pub async fn ledger_summary(
         &self,
-        job: &str,
+        job: &JobLedger,
         range: Option<(&str, &str)>,
     ) -> Result<LedgerSummary, WarehouseError> {
         let mut out = LedgerSummary::new();
@@ -110,13 +112,14 @@ impl Warehouse {
     /// When each partition of a job last had its content changed by a
     /// load: its own ([`PartitionLedger::changed_at`]) or, of a merge job,
     /// another window's that moved rows in or out of it
-    /// ([`AttemptStatus::Moved`]), optionally only of the partitions named
+    /// ([`AttemptStatus::Moved`]), into its target now ([`JobLedger`]:
+    /// loads into another table changed nothing its readers read now), optionally only of the partitions named
     /// from `first` through `last`: what a downstream job's staleness needs
     /// of it, without the attempts themselves (an hourly job's ten years
     /// are 87,600 of them).
     pub async fn content_changes(
         &self,
-        job: &str,
+        job: &JobLedger,
         range: Option<(&str, &str)>,
     ) -> Result<ContentChanges, WarehouseError> {
         let mut out = ContentChanges::new();
@@ -158,12 +161,12 @@ enum Changes {
 /// The end of a grouped read of a job's ledger, `g` (its select list
 /// begun): the id of each partition's latest success that changed its
 /// content (or did not say), or latest moved row where `changes` counts
-/// them, as `changed`, from the job's rows, optionally only of the
+/// them, as `changed`, from the job's rows into its target now, optionally only of the
 /// partitions named from `first` through `last` (names of one grain sort
 /// as their times).
 fn push_changed_by_partition(
     sql: &mut Sql,
-    job: &str,
+    job: &JobLedger,
     range: Option<(&str, &str)>,
     changes: Changes,
 ) {
@@ -178,8 +181,8 @@ fn push_changed_by_partition(
         ") AND (content_changed IS NULL OR content_changed <> 0) THEN id END) AS changed FROM ",
     )
     .table(&table)
-    .push(" WHERE ")
-    .job_is("job", job);
+    .push(" WHERE ");
+    job.push_rows(sql, "job", "definition_hash");
     if let Some((first, last)) = range {
         sql.push(" AND partition_key >= ")
             .bind(first)

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use sqlx::Row;
 
 use super::ledger::definitions_table;
+use super::ledger_targets::JobLedger;
 use super::{Warehouse, WarehouseError};
 use crate::config::{Config, Job, TableName, same_table};
 
@@ -120,7 +121,9 @@ impl Warehouse {
                 .collect();
             // Loaded under its new name since, the job was renamed on
             // purpose: its old names' loads are history, not lost.
-            if olds.is_empty() || self.job_has_attempts(&job.name).await? {
+            // Attempts under its name into another table (a job of that
+            // name before it) are not its loads.
+            if olds.is_empty() || self.job_has_attempts(&self.job_ledger(job).await?).await? {
                 continue;
             }
             let mut loaded = Vec::new();
@@ -143,18 +146,19 @@ impl Warehouse {
         Ok(out)
     }
 
-    /// Whether the ledger holds any attempt of job `name`: one row looked
-    /// up by the index that leads with the job.
-    pub async fn job_has_attempts(&self, name: &str) -> Result<bool, WarehouseError> {
+    /// Whether the ledger holds any attempt of a job into its target now
+    /// ([`JobLedger`]): one row looked up by the index that leads with the
+    /// job.
+    pub async fn job_has_attempts(&self, job: &JobLedger) -> Result<bool, WarehouseError> {
         if !self.ledger_presence().await?.attempts {
             return Ok(false);
         }
         let mut sql = self.sql();
         sql.push("SELECT 1 FROM ")
             .table(&self.dialect().ledger_table())
-            .push(" WHERE ")
-            .job_is("job", name)
-            .push(" LIMIT 1");
+            .push(" WHERE ");
+        job.push_rows(&mut sql, "job", "definition_hash");
+        sql.push(" LIMIT 1");
         Ok(sql.query().fetch_optional(self.pool()).await?.is_some())
     }
 }

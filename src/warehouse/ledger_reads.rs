@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::ledger::{ContentChanges, LedgerMark, LedgerSummary};
+use super::ledger_targets::JobLedger;
 use super::{RefreshCache, Warehouse, WarehouseError};
 
 /// A job and a range of its partitions, as a cached ledger read was asked.
@@ -15,14 +16,22 @@ struct LedgerKey {
     /// The warehouse's URL and the job's name: a cache may outlive a
     /// warehouse, and two warehouses' ledgers may stand alike.
     job: (String, String),
-    range: Option<(String, String)>,
+    range: Scope,
 }
 
+/// A range of a job's partitions, and the definitions whose attempts the
+/// read left out ([`JobLedger::elsewhere`]): a target changed in idem.toml
+/// changes them, not the ledger.
+type Scope = (Option<(String, String)>, Vec<String>);
+
 impl LedgerKey {
-    fn of(warehouse: &str, job: &str, range: Option<(&str, &str)>) -> LedgerKey {
+    fn of(warehouse: &str, job: &JobLedger, range: Option<(&str, &str)>) -> LedgerKey {
         LedgerKey {
-            job: (warehouse.to_string(), job.to_string()),
-            range: range.map(|(a, b)| (a.to_string(), b.to_string())),
+            job: (warehouse.to_string(), job.job.clone()),
+            range: (
+                range.map(|(a, b)| (a.to_string(), b.to_string())),
+                job.elsewhere.iter().map(|(hash, _)| hash.clone()).collect(),
+            ),
         }
     }
 }
@@ -64,7 +73,7 @@ struct Recent<T> {
 
 /// One read a [`Recent`] keeps: its range, where the ledger stood, what it
 /// read (shared with the refresh that read it).
-type Kept<T> = (Option<(String, String)>, LedgerMark, Arc<T>);
+type Kept<T> = (Scope, LedgerMark, Arc<T>);
 
 impl<T> Default for Recent<T> {
     fn default() -> Self {
@@ -102,7 +111,7 @@ impl Warehouse {
     pub async fn ledger_summary_cached(
         &self,
         cache: Option<(&RefreshCache, LedgerMark)>,
-        job: &str,
+        job: &JobLedger,
         range: Option<(&str, &str)>,
     ) -> Result<(Arc<LedgerSummary>, bool), WarehouseError> {
         self.through_cache(cache, job, range, self.ledger_summary(job, range))
@@ -114,7 +123,7 @@ impl Warehouse {
     pub async fn content_changes_cached(
         &self,
         cache: Option<(&RefreshCache, LedgerMark)>,
-        job: &str,
+        job: &JobLedger,
         range: Option<(&str, &str)>,
     ) -> Result<(Arc<ContentChanges>, bool), WarehouseError> {
         self.through_cache(cache, job, range, self.content_changes(job, range))
@@ -127,7 +136,7 @@ impl Warehouse {
     async fn through_cache<T: Remembered>(
         &self,
         cache: Option<(&RefreshCache, LedgerMark)>,
-        job: &str,
+        job: &JobLedger,
         range: Option<(&str, &str)>,
         read: impl Future<Output = Result<T, WarehouseError>>,
     ) -> Result<(Arc<T>, bool), WarehouseError> {
@@ -165,32 +174,44 @@ mod tests {
         for d in 1..=10u32 {
             let (first, last) = (day(d), day(d + 1));
             recent.keep(
-                LedgerKey::of("w", "j", Some((&first, &last))),
+                LedgerKey::of("w", &"j".into(), Some((&first, &last))),
                 mark(1),
                 Arc::new(d),
             );
         }
-        recent.keep(LedgerKey::of("w", "k", None), mark(1), Arc::new(99));
+        recent.keep(LedgerKey::of("w", &"k".into(), None), mark(1), Arc::new(99));
         assert_eq!(
             recent.by_job[&("w".to_string(), "j".to_string())].len(),
             RANGES_PER_JOB
         );
         let key = |d: u32| {
             let (first, last) = (day(d), day(d + 1));
-            LedgerKey::of("w", "j", Some((&first, &last)))
+            LedgerKey::of("w", &"j".into(), Some((&first, &last)))
         };
         assert_eq!(recent.get(&key(10), mark(1)), Some(Arc::new(10)));
         assert_eq!(recent.get(&key(7), mark(1)), Some(Arc::new(7)));
         assert_eq!(recent.get(&key(6), mark(1)), None, "the oldest went");
         assert_eq!(recent.get(&key(10), mark(2)), None, "the ledger moved");
         assert_eq!(
-            recent.get(&LedgerKey::of("w", "k", None), mark(1)),
+            recent.get(&LedgerKey::of("w", &"k".into(), None), mark(1)),
             Some(Arc::new(99))
         );
         assert_eq!(
-            recent.get(&LedgerKey::of("elsewhere", "k", None), mark(1)),
+            recent.get(&LedgerKey::of("elsewhere", &"k".into(), None), mark(1)),
             None,
             "another warehouse's ledger"
+        );
+        let retargeted = JobLedger {
+            job: "k".into(),
+            elsewhere: vec![(
+                "an older definition".into(),
+                crate::config::TableName::parse("fct_stage").expect("a table"),
+            )],
+        };
+        assert_eq!(
+            recent.get(&LedgerKey::of("w", &retargeted, None), mark(1)),
+            None,
+            "a target changed since: another definition's loads left out"
         );
         // Read again at a new mark: kept once, in place of the old.
         recent.keep(key(7), mark(2), Arc::new(70));

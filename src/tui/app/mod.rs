@@ -398,6 +398,12 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::LoadsElsewhere(elsewhere) => {
+                for j in self.shared.jobs.iter_mut() {
+                    j.read_loads_elsewhere(&elsewhere);
+                }
+                Vec::new()
+            }
             Msg::Status { job, result } => {
                 let mut effects = self.status_msg(&job, result);
                 effects.extend(self.replan_confirm());
