@@ -350,7 +350,7 @@ impl Background {
                 let jobs = app.config().jobs.clone();
                 tokio::spawn(async move { lint_jobs(&wh, &jobs, send).await });
             }
-            Effect::ReadRenamed => {
+            Effect::ReadHistoryElsewhere => {
                 let Some(wh) = self.warehouse.clone() else {
                     return;
                 };

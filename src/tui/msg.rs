@@ -136,10 +136,10 @@ pub enum Msg {
         result: Result<Vec<Attempt>, String>,
     },
     /// The config's jobs renamed with no load of their own, as the ledger
-    /// holds their targets' loads ([`Effect::ReadRenamed`]).
+    /// holds their targets' loads ([`Effect::ReadHistoryElsewhere`]).
     Renamed(Vec<crate::warehouse::Renamed>),
     /// The loads the ledger holds under the config's jobs' names into
-    /// other tables than their targets now ([`Effect::ReadRenamed`]).
+    /// other tables than their targets now ([`Effect::ReadHistoryElsewhere`]).
     LoadsElsewhere(Vec<crate::warehouse::LoadsElsewhere>),
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
@@ -275,7 +275,7 @@ pub enum Effect {
     /// Read which jobs of the config were renamed with no load of their
     /// own, and which have loads under their names into other tables:
     /// answered by one [`Msg::Renamed`] and one [`Msg::LoadsElsewhere`].
-    ReadRenamed,
+    ReadHistoryElsewhere,
     /// Leave: the console's runs in flight (cancelled by the effects
     /// before it) are reported once the terminal is restored; `as_left`
     /// names each, with how far it had got, for a run that does not end in

@@ -102,7 +102,7 @@ impl App {
         if jobs_changed {
             // Lint reads the jobs together (two writing one target); a
             // rename is a job removed and one added.
-            effects.extend([Effect::Lint, Effect::ReadRenamed]);
+            effects.extend([Effect::Lint, Effect::ReadHistoryElsewhere]);
         }
         effects
     }

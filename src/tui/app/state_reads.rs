@@ -68,7 +68,7 @@ impl App {
                 self.shared.connected = true;
                 self.shared.db_error = None;
                 let mut effects = self.refresh_all(false);
-                effects.extend([Effect::Lint, Effect::ReadRenamed]);
+                effects.extend([Effect::Lint, Effect::ReadHistoryElsewhere]);
                 effects
             }
             Err(e) => {

@@ -271,7 +271,7 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
     assert!(job.job.sql.contains("select 2 as id"));
     // Read again, and linted again on the warehouse.
     assert!(
-        matches!(effects.as_slice(), [Effect::Refresh(names), Effect::Lint, Effect::ReadRenamed] if names == &["fct_orders"]),
+        matches!(effects.as_slice(), [Effect::Refresh(names), Effect::Lint, Effect::ReadHistoryElsewhere] if names == &["fct_orders"]),
         "{effects:?}"
     );
     let (error, note) = a.message.clone().expect("a note");
