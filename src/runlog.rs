@@ -317,7 +317,10 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
             partition.clone(),
             format!("added to the cascade: {because}"),
         ),
-        Event::RunStarted { .. } | Event::RunFinished { .. } | Event::StepSkipped { .. } => {
+        Event::RunStarted { .. }
+        | Event::RunFinished { .. }
+        | Event::StepSkipped { .. }
+        | Event::ConcurrencyLowered { .. } => {
             return None;
         }
     })

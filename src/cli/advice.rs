@@ -171,6 +171,13 @@ pub(super) fn after_run(
             if summary.unfinished.len() == 1 { "" } else { "s" }
         ));
     }
+    if let Some(why) = &summary.connections_refused {
+        notes.push(format!(
+            "stopped: the warehouse refused every connection a partition asked for ({why}). The {} partition{} that did not succeed were left exactly as they were.",
+            summary.unfinished.len(),
+            if summary.unfinished.len() == 1 { "" } else { "s" }
+        ));
+    }
     if let Some(why) = &summary.misfit {
         notes.push(format!(
             "stopped: {} does not fit its warehouse as written, so every partition would fail alike ({why})",

@@ -94,9 +94,9 @@ impl Progress {
                     bar.println(described(event));
                     bar.inc(1);
                 }
-                Event::PartitionFailed { .. } | Event::PartitionLeft { .. } => {
-                    bar.println(described(event))
-                }
+                Event::PartitionFailed { .. }
+                | Event::PartitionLeft { .. }
+                | Event::ConcurrencyLowered { .. } => bar.println(described(event)),
                 Event::PartitionAdded { .. } => {
                     bar.inc_length(1);
                     bar.println(described(event));
@@ -226,6 +226,12 @@ fn describe(event: &Event) -> Option<String> {
             partition,
             because,
         } => format!("{job} {partition} left out · {because}"),
+        Event::ConcurrencyLowered {
+            concurrency,
+            asked,
+            because,
+            ..
+        } => crate::engine::concurrency_lowered(*concurrency, *asked, because),
         _ => return None,
     })
 }

@@ -87,6 +87,20 @@ pub enum Event {
         /// upstream partition each reads did not load).
         cancelled: bool,
     },
+    /// The warehouse refused a partition's load a connection (a limit on
+    /// connections: a role's or database's CONNECTION LIMIT, a server's
+    /// max_connections or max_user_connections, a pooler's): from here on
+    /// the run has `concurrency` partitions in flight at once, of the
+    /// `asked`. A refused partition made no attempt (nothing recorded, no
+    /// retry spent): it waits its turn again. Sent once per lowering.
+    ConcurrencyLowered {
+        run_id: String,
+        job: String,
+        concurrency: usize,
+        asked: usize,
+        /// The server's words.
+        because: String,
+    },
     RunFinished {
         run_id: String,
         job: String,
@@ -120,6 +134,7 @@ impl Event {
             | Event::PartitionLeft { job, .. }
             | Event::PartitionSkipped { job, .. }
             | Event::StepSkipped { job, .. }
+            | Event::ConcurrencyLowered { job, .. }
             | Event::RunFinished { job, .. } => job,
         }
     }
@@ -156,6 +171,15 @@ impl Event {
             _ => None,
         }
     }
+}
+
+/// What a run says when the warehouse's refusal of a connection lowered
+/// its partitions in flight.
+pub fn concurrency_lowered(concurrency: usize, asked: usize, because: &str) -> String {
+    format!(
+        "the warehouse refused another connection ({because}): {} at once from here on, of --concurrency {asked} asked",
+        crate::numbers::n_partitions(concurrency as i64)
+    )
 }
 
 /// How the error of a cancelled attempt begins.

@@ -2,6 +2,7 @@
 //! concurrency, retries and cancellation, and reports every step as an
 //! [`Event`] on a channel. It knows nothing of who listens.
 
+mod admission;
 pub mod cascade;
 mod gate;
 mod plan_error;
@@ -19,11 +20,12 @@ pub use selection::Selection;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use admission::Admission;
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub use events::{Event, SCHEMA_VERSION};
+pub use events::{Event, SCHEMA_VERSION, concurrency_lowered};
 use summary::PartitionResult;
 pub use summary::{RunSummary, stopped_short};
 
@@ -248,6 +250,7 @@ pub async fn run_gated(
     let halted = CancellationToken::new();
     let unreachable = std::sync::Mutex::new(None);
     let misfit = std::sync::Mutex::new(None);
+    let admission = Admission::new(concurrency);
     let mut summary = RunSummary {
         run_id: run_id.clone(),
         ..RunSummary::default()
@@ -268,6 +271,7 @@ pub async fn run_gated(
                 halted: &halted,
                 unreachable: &unreachable,
                 misfit: &misfit,
+                admission: &admission,
                 last_loads: &last_loads,
                 merges_before_run: &merges_before_run,
             };
@@ -286,6 +290,7 @@ pub async fn run_gated(
     summary.moved.sort();
     summary.unreachable = unreachable.lock().ok().and_then(|mut u| u.take());
     summary.misfit = misfit.lock().ok().and_then(|mut m| m.take());
+    summary.connections_refused = admission.refused_every();
     let _ = events.send(Event::RunFinished {
         run_id,
         job: job.name.clone(),
@@ -315,6 +320,9 @@ struct PartitionRun<'a> {
     unreachable: &'a std::sync::Mutex<Option<String>>,
     /// Set by the first partition that finds the job does not fit.
     misfit: &'a std::sync::Mutex<Option<String>>,
+    /// Partitions in flight at once, lowered by the warehouse's refusals
+    /// of a connection.
+    admission: &'a Admission,
     /// Each partition's last load, as the run found it.
     last_loads: &'a HashMap<String, crate::warehouse::LastLoad>,
     merges_before_run: &'a Option<i64>,
@@ -363,6 +371,9 @@ impl PartitionRun<'_> {
         // A retry that does not start leaves its last attempt's failure, as
         // the ledger has it (not a partition never started).
         let mut failed_before = PartitionResult::NotStarted;
+        // Since when the warehouse has refused this partition a connection
+        // while no other partition of the run had one.
+        let mut refused_alone_since = None;
         loop {
             if self.gate.is_shut() {
                 tokio::select! {
@@ -370,8 +381,22 @@ impl PartitionRun<'_> {
                     () = self.cancel.cancelled() => {}
                 }
             }
+            let (slot, lowered) = tokio::select! {
+                entered = self.admission.enter() => entered,
+                () = self.cancel.cancelled() => return failed_before,
+                () = self.halted.cancelled() => return failed_before,
+            };
             if self.cancel.is_cancelled() || self.halted.is_cancelled() {
                 return failed_before;
+            }
+            if let Some((concurrency, because)) = lowered {
+                let _ = self.events.send(Event::ConcurrencyLowered {
+                    run_id: self.run_id.to_string(),
+                    job: job.name.clone(),
+                    concurrency,
+                    asked: self.backfill.effective_concurrency(),
+                    because,
+                });
             }
             let attempt = next;
             let started_at = crate::clock::now();
@@ -428,6 +453,34 @@ impl PartitionRun<'_> {
                         duration_ms,
                     );
                     return PartitionResult::RolledBack;
+                }
+                // No attempt: nothing began, nothing is recorded, no retry
+                // is spent. The partition waits for a connection another
+                // frees, unless none of the run's has one.
+                Err(e) if e.connection_refusal().is_some() => {
+                    let why = e.connection_refusal().unwrap_or_default().to_string();
+                    log(format!(
+                        "no connection: the warehouse refused one ({why}); no attempt was made, it waits its turn again"
+                    ));
+                    if self.admission.refused(slot, &why) {
+                        refused_alone_since = None;
+                        continue;
+                    }
+                    let since = *refused_alone_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() < self.warehouse.config().connect_timeout {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                            _ = self.cancel.cancelled() => return failed_before,
+                        }
+                    }
+                    let message = e.to_string();
+                    self.admission.refused_every_connection(&message);
+                    self.halted.cancel();
+                    self.failed(&name, attempt, message, false, duration_ms);
+                    return PartitionResult::Failed {
+                        recorded: false,
+                        lasting: false,
+                    };
                 }
                 Ok(Loaded {
                     outcome: o,
@@ -552,6 +605,7 @@ impl PartitionRun<'_> {
                         recorded: recorded_failed,
                         lasting: false,
                     };
+                    drop(slot);
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
                     tokio::select! {

@@ -46,6 +46,10 @@ pub struct RunSummary {
     /// fit its warehouse as written (a source or column not there, SQL the
     /// server rejects), so every partition would fail alike.
     pub misfit: Option<String>,
+    /// Why the run stopped starting partitions early: the warehouse
+    /// refused every connection a load asked for (a limit on connections
+    /// other sessions had taken) while none of the run's had one.
+    pub connections_refused: Option<String>,
     /// The windows besides its own whose rows a merge of this run changed
     /// (moved in or out by the partition column), each with the window
     /// whose merge did, oldest first: what reads them goes stale too.
@@ -108,6 +112,7 @@ impl RunSummary {
             || (self.lasting > 0
                 && !self.cancelled
                 && self.unreachable.is_none()
+                && self.connections_refused.is_none()
                 && self.lasting + self.refused == self.failed)
     }
 

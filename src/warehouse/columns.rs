@@ -231,11 +231,23 @@ impl Warehouse {
             connect: self.config.connect_timeout,
             lock: self.config.lock_timeout,
         };
-        let names = match self.dialect.engine() {
-            Engine::Sqlite => sqlite::describe(url, select, limits).await?,
-            Engine::Postgres => postgres::describe(url, select, limits).await?,
-            Engine::MySql => mysql::describe(url, select, limits).await?,
+        let describe = || async {
+            match self.dialect.engine() {
+                Engine::Sqlite => sqlite::describe(url, select, limits).await,
+                Engine::Postgres => postgres::describe(url, select, limits).await,
+                Engine::MySql => mysql::describe(url, select, limits).await,
+            }
         };
+        // Refused for a limit on connections: an idle one of the pool's
+        // makes room for it.
+        let mut described = describe().await;
+        while let Err(e) = &described
+            && super::connection_limit::refusal(e).is_some()
+            && self.make_room().await
+        {
+            described = describe().await;
+        }
+        let names = described?;
         if let Ok(mut m) = self.described.lock() {
             m.insert(select.to_string(), names.clone());
         }
@@ -262,7 +274,8 @@ impl Warehouse {
         // its bounds are parameters, its text the same.
         self.output_columns(sql.text()).await.map_err(|e| match e {
             WarehouseError::Sql(ref err @ sqlx::Error::Database(_))
-                if !self.dialect.is_transient(err) =>
+                if !self.dialect.is_transient(err)
+                    && super::connection_limit::refusal(err).is_none() =>
             {
                 WarehouseError::Misfit(e.to_string())
             }

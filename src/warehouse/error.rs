@@ -141,7 +141,7 @@ impl WarehouseError {
     pub fn is_transient(&self, dialect: &dyn Dialect) -> bool {
         match self {
             WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {
-                dialect.is_transient(e)
+                dialect.is_transient(e) || super::connection_limit::refusal(e).is_some()
             }
             WarehouseError::LockTimeout { .. }
             | WarehouseError::TableLocked { .. }
@@ -160,8 +160,11 @@ impl WarehouseError {
             // a syntax error, an operator or column that is not there, a
             // type mismatch, a privilege the role lacks): every partition's
             // statement is the same but for its bounds.
-            WarehouseError::Sql(sqlx::Error::Database(db)) => {
+            // (MariaDB's refusal of a connection past max_user_connections
+            // is of class 42 too.)
+            WarehouseError::Sql(e @ sqlx::Error::Database(db)) => {
                 db.code().is_some_and(|code| code.starts_with("42"))
+                    && super::connection_limit::refusal(e).is_none()
             }
             _ => false,
         }
@@ -230,6 +233,10 @@ fn timeout_hint(message: &str) -> Option<String> {
 /// The database's own words for an error, without the driver's wrapping.
 pub(super) fn sql_message(e: &sqlx::Error) -> String {
     match e {
+        sqlx::Error::Database(db) if super::connection_limit::refusal(e).is_some() => format!(
+            "{}: the warehouse limits connections (the role's or database's CONNECTION LIMIT, the server's max_connections or max_user_connections, a pooler's), and other sessions hold them all (idem needs one for a command, and one for each partition a run has in flight: the README's \"Connections\" says how many)",
+            db.message()
+        ),
         sqlx::Error::Database(db) => {
             let message = db.message();
             match timeout_hint(message) {

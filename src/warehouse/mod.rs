@@ -6,6 +6,7 @@ mod catalog;
 mod clock;
 mod columns;
 mod connect;
+mod connection_limit;
 mod counts;
 mod date_range;
 mod error;

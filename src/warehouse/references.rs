@@ -47,12 +47,24 @@ impl Warehouse {
     /// The foreign keys that refer to `table`; none where the engine cannot
     /// tell.
     pub async fn references_to(&self, table: &TableName) -> Result<Vec<Reference>, WarehouseError> {
+        let mut conn = self.pool().acquire().await?;
+        self.references_on(&mut conn, table).await
+    }
+
+    /// [`Warehouse::references_to`] on `conn`: a load asks on its own
+    /// connection, rather than hold a second where the warehouse limits
+    /// connections.
+    pub(super) async fn references_on(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        table: &TableName,
+    ) -> Result<Vec<Reference>, WarehouseError> {
         let mut sql = self.sql();
         if !self.dialect().references_query(&mut sql, table) {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *conn).await? {
             let name: Option<String> = row.try_get(0)?;
             let referring: Option<String> = row.try_get(1)?;
             let on_delete: Option<String> = row.try_get(2)?;

@@ -20,6 +20,8 @@ impl App {
         j.apply_event(&event);
         if ended {
             self.shared.message = self.ending_of(run);
+        } else if let (Event::ConcurrencyLowered { .. }, Some(note)) = (&event, &r.lowered) {
+            self.shared.message = Some((false, note.clone()));
         }
         if !matches!(event, Event::RunFinished { .. }) {
             return Vec::new();

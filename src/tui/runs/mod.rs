@@ -135,6 +135,9 @@ pub struct RunView {
     pub log_back: LogBack,
     /// Why this run's log is not kept on disk, when it could not be.
     pub log_not_kept: Option<String>,
+    /// The warehouse refused a connection, and the run has fewer
+    /// partitions in flight than asked (its `concurrency` now): why.
+    pub lowered: Option<String>,
 }
 
 impl RunView {
@@ -164,6 +167,7 @@ impl RunView {
             logs: RunLogs::new(backfill.partitions.len()),
             log_back: LogBack::default(),
             log_not_kept: None,
+            lowered: None,
         }
     }
 
@@ -390,6 +394,19 @@ impl RunView {
                     duration_ms: 0,
                 });
             }
+            Event::ConcurrencyLowered {
+                concurrency,
+                asked,
+                because,
+                ..
+            } => {
+                self.concurrency = *concurrency;
+                self.lowered = Some(crate::engine::concurrency_lowered(
+                    *concurrency,
+                    *asked,
+                    because,
+                ));
+            }
             Event::RunFinished {
                 succeeded,
                 failed,
@@ -550,10 +567,15 @@ impl RunView {
             None => {
                 let (rate, eta) = self.rate_eta(now);
                 format!(
-                    "{}/{} · {} failed{refused_words} · {:.1} p/s · ETA {}{}",
+                    "{}/{} · {} failed{refused_words}{} · {:.1} p/s · ETA {}{}",
                     self.done(),
                     total,
                     self.count(RunPartState::Failed),
+                    match self.lowered {
+                        // The warehouse limits connections.
+                        Some(_) => format!(" · {} at once: connection limit", self.concurrency),
+                        None => String::new(),
+                    },
                     rate,
                     eta.map(|s| format!("{}:{:02}", s / 60, s % 60))
                         .unwrap_or_else(|| "–".into()),

@@ -707,3 +707,33 @@ fn a_window_a_cascade_leaves_not_ended_joins_its_rows_as_skipped() {
         &[format!("left out of the cascade: {because}")]
     );
 }
+
+/// The warehouse's refusal of a connection lowers the run's partitions in
+/// flight: the run's line says so while it goes on.
+#[test]
+fn a_run_the_warehouse_refused_a_connection_says_how_many_run_at_once() {
+    let mut r = run();
+    assert!(!r.summary(now()).contains("at once"));
+    r.apply(
+        &Event::ConcurrencyLowered {
+            run_id: "r".into(),
+            job: "fct_orders".into(),
+            concurrency: 3,
+            asked: 4,
+            because: "too many connections for role \"lim\"".into(),
+        },
+        now(),
+    );
+    assert_eq!(r.concurrency, 3);
+    assert!(
+        r.summary(now()).contains("3 at once: connection limit"),
+        "{}",
+        r.summary(now())
+    );
+    assert_eq!(
+        r.lowered.as_deref(),
+        Some(
+            "the warehouse refused another connection (too many connections for role \"lim\"): 3 partitions at once from here on, of --concurrency 4 asked"
+        )
+    );
+}

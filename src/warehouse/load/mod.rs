@@ -194,10 +194,19 @@ impl Warehouse {
             Work::Load(meta) => Some(meta.run_id.as_str()),
             Work::Verify { .. } => None,
         };
+        // The job's columns are described on a connection of their own
+        // (once a process), before the load takes its own: where the
+        // warehouse limits connections, one of the pool's idle ones then
+        // makes room for it. Any other failure is the shape's to report.
+        if let Err(e) = self.job_output_columns(job, partition).await
+            && e.connection_refusal().is_some()
+        {
+            return Err(e);
+        }
         // The shape is read on the load's own connection: a connection
         // goes back to the pool only after a round trip of its own, so the
         // load would otherwise open another.
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.load_connection().await?;
         let shape = self.target_shape(&mut conn, job, partition, run_id).await?;
         let mut conn = WriteConnection { conn, clean: false };
         let conn = &mut conn;

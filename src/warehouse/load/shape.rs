@@ -235,7 +235,7 @@ impl Warehouse {
             }
         }
         if job.strategy == Strategy::ReplacePartition {
-            let references = self.references_to(&job.target).await?;
+            let references = self.references_on(conn, &job.target).await?;
             if let Some(why) =
                 crate::warehouse::references::deleting_reference(&job.target, &references)
             {
