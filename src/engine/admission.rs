@@ -1,7 +1,11 @@
 //! How many of a run's partitions are in flight at once: as many as asked,
 //! until the warehouse refuses a connection for a limit on connections
 //! (a role's CONNECTION LIMIT, max_user_connections, a pooler's); then as
-//! many as had theirs when it did, for the rest of the run.
+//! many as had theirs when it did. A refusal seen when loads were ending
+//! fast can set it below what the warehouse grants, and other sessions of
+//! the role may end: after a round of loads at the lowered limit, one more
+//! is let in, and a refusal of it lowers the limit again, the next try
+//! twice as many loads later. A refusal costs no attempt, only a wait.
 
 use std::sync::Mutex;
 
@@ -18,11 +22,30 @@ pub(super) struct Admission {
 
 struct State {
     limit: usize,
+    /// What the run asked for: the limit never rises above it.
+    asked: usize,
     in_flight: usize,
-    /// The limit was lowered, and no partition has started under it yet:
-    /// the words of the refusal that lowered it.
+    /// The limit was lowered below any said before, and no partition has
+    /// started under it yet: the words of the refusal that lowered it.
     unsaid: Option<String>,
+    /// The lowest limit said: a try of one more that is refused lowers it
+    /// back without a word.
+    said: usize,
+    /// Loads that succeeded since the limit last changed, and the rounds
+    /// of `limit` loads each that let it rise by one.
+    succeeded: usize,
+    rounds: usize,
 }
+
+impl State {
+    /// Loads at the limit before it rises by one.
+    fn rise_after(&self) -> usize {
+        (self.rounds * self.limit).min(MOST_LOADS_BEFORE_A_TRY)
+    }
+}
+
+/// The most loads between tries of one more partition in flight.
+const MOST_LOADS_BEFORE_A_TRY: usize = 256;
 
 /// A partition's place among those in flight, given back when dropped.
 pub(super) struct Slot<'a>(&'a Admission);
@@ -41,8 +64,12 @@ impl Admission {
         Admission {
             state: Mutex::new(State {
                 limit: limit.max(1),
+                asked: limit.max(1),
                 in_flight: 0,
                 unsaid: None,
+                said: limit.max(1),
+                succeeded: 0,
+                rounds: 0,
             }),
             freed: Notify::new(),
             refused_every: Mutex::new(None),
@@ -63,6 +90,9 @@ impl Admission {
             {
                 state.in_flight += 1;
                 let lowered = state.unsaid.take().map(|why| (state.limit, why));
+                if lowered.is_some() {
+                    state.said = state.limit;
+                }
                 return (Slot(self), lowered);
             }
             freed.await;
@@ -79,7 +109,13 @@ impl Admission {
                 let others = state.in_flight.saturating_sub(1);
                 if others > 0 && others < state.limit {
                     state.limit = others;
-                    state.unsaid = Some(why.to_string());
+                    state.succeeded = 0;
+                    // One round at the new limit, then twice the rounds
+                    // after each refusal.
+                    state.rounds = (state.rounds * 2).max(1);
+                    if others < state.said {
+                        state.unsaid = Some(why.to_string());
+                    }
                 }
                 others
             }
@@ -91,6 +127,27 @@ impl Admission {
 }
 
 impl Admission {
+    /// A load of the run succeeded: after enough of them at a lowered
+    /// limit, one more partition is let in (see the module's doc).
+    pub(super) fn succeeded(&self) {
+        let rose = match self.state.lock() {
+            Ok(mut state) if state.limit < state.asked => {
+                state.succeeded += 1;
+                if state.succeeded >= state.rise_after() {
+                    state.limit += 1;
+                    state.succeeded = 0;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if rose {
+            self.freed.notify_waiters();
+        }
+    }
+
     /// The run stops: the warehouse refused every connection (`why`).
     pub(super) fn refused_every_connection(&self, why: &str) {
         if let Ok(mut first) = self.refused_every.lock() {
@@ -106,6 +163,58 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A limit lowered by a refusal seen while loads ended fast rises again
+    /// by one after a round of loads at it, up to what was asked; a
+    /// refusal of the one more lowers it back without a second note, and
+    /// the next try waits twice as many loads.
+    #[tokio::test]
+    async fn a_lowered_limit_tries_one_more_after_a_round_of_loads() {
+        let admission = Admission::new(4);
+        let (a, _) = admission.enter().await;
+        let (b, _) = admission.enter().await;
+        assert!(admission.refused(b, "too many connections"));
+        let limit = |a: &Admission| a.state.lock().map(|s| s.limit).unwrap_or(0);
+        assert_eq!(limit(&admission), 1, "one other in flight when refused");
+        admission.succeeded();
+        assert_eq!(limit(&admission), 2, "a round of one load at 1");
+        drop(a);
+        let (a, lowered) = admission.enter().await;
+        // Said as it stands when the next partition starts.
+        assert_eq!(lowered, Some((2, "too many connections".to_string())));
+        let (b, lowered) = admission.enter().await;
+        assert_eq!(lowered, None);
+        let (c, _) = {
+            let waiting = admission.enter();
+            tokio::pin!(waiting);
+            assert!(futures::poll!(waiting.as_mut()).is_pending(), "2 at once");
+            admission.succeeded();
+            assert!(
+                futures::poll!(waiting.as_mut()).is_pending(),
+                "a round is 2"
+            );
+            admission.succeeded();
+            waiting.await
+        };
+        assert_eq!(limit(&admission), 3);
+        // The third is refused: back to 2, not said again (2 was said).
+        assert!(admission.refused(c, "too many connections"));
+        assert_eq!(limit(&admission), 2);
+        // Twice the rounds before the next try: 2 rounds of 2.
+        for _ in 0..3 {
+            admission.succeeded();
+        }
+        assert_eq!(limit(&admission), 2);
+        admission.succeeded();
+        assert_eq!(limit(&admission), 3);
+        drop((a, b));
+        for _ in 0..100 {
+            admission.succeeded();
+        }
+        assert_eq!(limit(&admission), 4, "never above what was asked");
+        let (_slot, lowered) = admission.enter().await;
+        assert_eq!(lowered, None, "a lowering said once");
+    }
 
     #[tokio::test]
     async fn a_refusal_lowers_the_limit_to_the_others_in_flight_and_says_so_once() {

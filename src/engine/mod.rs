@@ -486,6 +486,7 @@ impl PartitionRun<'_> {
                     outcome: o,
                     attempt,
                 }) => {
+                    self.admission.succeeded();
                     // A merge's rows may lie in other windows of the
                     // partition column than the one it merged: written, it
                     // is not empty.
