@@ -428,7 +428,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
 
 on_server_engines!(a_roles_own_statement_timeout_holds_unless_zero_lifts_it);
 
-/// The statement dropping the ledger's index on (job, partition_key,
+/// The statement dropping the ledger's index on (partition_key, job,
 /// attempt), as a ledger an older idem made lacks it.
 fn drop_numbers_index(kind: Kind) -> String {
     match kind {
@@ -439,7 +439,7 @@ fn drop_numbers_index(kind: Kind) -> String {
     .to_string()
 }
 
-/// The ledger's index on (job, partition_key, attempt).
+/// The ledger's index on (partition_key, job, attempt).
 mod numbers_index {
     use super::*;
 
@@ -478,11 +478,11 @@ mod numbers_index {
         let db = TestDb::new(kind).await.expect("server");
         let (_, config) = db.config(&replace_job("fct", "fct", "2026-01-02", SRC));
         let first = db.warehouse(&config).await;
-        assert_eq!(columns(kind, &first).await, "job,partition_key,attempt");
+        assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
         exec(&first, &[drop_numbers_index(kind)]).await;
         assert_eq!(columns(kind, &first).await, "");
         let (a, b) = futures::join!(db.warehouse(&config), db.warehouse(&config));
-        assert_eq!(columns(kind, &first).await, "job,partition_key,attempt");
+        assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
         for wh in [first, a, b] {
             wh.close().await;
         }
