@@ -4,8 +4,11 @@
 # some 2,200 times over), on each of ENGINES. Times, best of REPS (default
 # 3): `idem status` of the job and a one-day `idem run`, each a whole
 # command. With BEFORE=path-to-an-older-build, that build takes turns with
-# this one on the same ledger (the older build first, so that a newer
-# build's ledger migration does not help it).
+# this one on the same ledger, repetition by repetition; with NUMBERS=1
+# (an older build that predates the ledger's index on (partition_key, job,
+# attempt)), each of its turns runs on the ledger without it, as its users
+# have it, and the index is made again, untimed, before this build's turn
+# (else this build's start would make it inside its time).
 #
 #   bench/ledger.sh
 #   ENGINES=mariadb ATTEMPTS=20000 BEFORE=/tmp/idem-old bench/ledger.sh
@@ -78,17 +81,32 @@ say "| engine | build | idem status | one-day idem run |"
 say "|---|---|---|---|"
 builds="$bin"
 [ -n "${BEFORE:-}" ] && builds="$BEFORE $bin"
+numbers() { # ENGINE old|new: the ledger without the index on (partition_key, job, attempt), or with it
+  local index=idem_attempts_by_attempt table=idem_attempts on=""
+  [ "$1" = postgres ] && index=idem.attempts_by_attempt table=idem.attempts
+  [ "$1" = mariadb ] && on=" on $table"
+  case $2 in
+    old) echo "drop index if exists $index$on;" ;;
+    new) echo "create index if not exists ${index#idem.} on $table (partition_key, job, attempt);" ;;
+  esac | sql "$1"
+}
 for e in $ENGINES; do
   setup "$e"
-  for b in $builds; do
-    status="" run=""
-    for ((r = 0; r < REPS; r++)); do
-      status=$(least "$status" "$(seconds "$b" --config "$work/idem.toml" status fct)")
-      run=$(least "$run" "$(seconds "$b" --config "$work/idem.toml" run fct --from 2026-01-05 --to 2026-01-05)")
+  declare -A status=() run=()
+  for ((r = 0; r < REPS; r++)); do
+    for b in $builds; do
+      if [ "${NUMBERS:-}" = 1 ]; then
+        [ "$b" = "$bin" ] && numbers "$e" new || numbers "$e" old
+      fi
+      status[$b]=$(least "${status[$b]:-}" "$(seconds "$b" --config "$work/idem.toml" status fct)")
+      run[$b]=$(least "${run[$b]:-}" "$(seconds "$b" --config "$work/idem.toml" run fct --from 2026-01-05 --to 2026-01-05)")
     done
+  done
+  for b in $builds; do
     label=this
     [ "$b" = "$bin" ] || label=before
-    say "| $e | $label | $status s | $run s |"
+    say "| $e | $label | ${status[$b]} s | ${run[$b]} s |"
   done
+  unset status run
   teardown
 done

@@ -137,6 +137,9 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
     let body = async {
         exec(&admin, &role.grants).await;
         let operator = config_as(&db, &role.name, &job);
+        // A ledger an older idem made, without the index that numbers
+        // attempts, which the role may not make: it starts all the same.
+        exec(&admin, &[drop_numbers_index(kind)]).await;
 
         // A first load and a re-run of each job, as the operator: nothing
         // to create.
@@ -424,6 +427,69 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
 }
 
 on_server_engines!(a_roles_own_statement_timeout_holds_unless_zero_lifts_it);
+
+/// The statement dropping the ledger's index on (partition_key, job,
+/// attempt), as a ledger an older idem made lacks it.
+fn drop_numbers_index(kind: Kind) -> String {
+    match kind {
+        Kind::Postgres => "DROP INDEX idem.attempts_by_attempt",
+        Kind::MySql => "DROP INDEX idem_attempts_by_attempt ON idem_attempts",
+        Kind::Sqlite => "DROP INDEX idem_attempts_by_attempt",
+    }
+    .to_string()
+}
+
+/// The ledger's index on (partition_key, job, attempt).
+mod numbers_index {
+    use super::*;
+
+    /// The columns of the index that numbers attempts, in order; empty
+    /// when there is none.
+    async fn columns(kind: Kind, wh: &idem::warehouse::Warehouse) -> String {
+        let query = match kind {
+            Kind::Postgres => {
+                "SELECT COALESCE(string_agg(CAST(a.attname AS text), ',' ORDER BY k.n), '') \
+                 FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(attnum, n) \
+                 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+                 WHERE i.indexrelid = to_regclass('idem.attempts_by_attempt')"
+            }
+            Kind::MySql => {
+                "SELECT CAST(COALESCE(GROUP_CONCAT(column_name ORDER BY seq_in_index), '') AS CHAR) \
+                 FROM information_schema.statistics WHERE table_schema = DATABASE() \
+                 AND index_name = 'idem_attempts_by_attempt'"
+            }
+            Kind::Sqlite => {
+                "SELECT COALESCE(group_concat(name, ','), '') FROM \
+                 (SELECT name FROM pragma_index_info('idem_attempts_by_attempt') ORDER BY seqno)"
+            }
+        };
+        wh.pool()
+            .fetch_one(query)
+            .await
+            .expect("the catalogue")
+            .try_get(0)
+            .expect("a list")
+    }
+
+    /// A new ledger has it, and one an older idem made gets it at a start,
+    /// even of two processes starting at once. The plans that read it are
+    /// in bench/RESULTS.md §25.
+    async fn a_start_makes_the_index_that_numbers_attempts(kind: Kind) {
+        let db = TestDb::new(kind).await.expect("server");
+        let (_, config) = db.config(&replace_job("fct", "fct", "2026-01-02", SRC));
+        let first = db.warehouse(&config).await;
+        assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
+        exec(&first, &[drop_numbers_index(kind)]).await;
+        assert_eq!(columns(kind, &first).await, "");
+        let (a, b) = futures::join!(db.warehouse(&config), db.warehouse(&config));
+        assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
+        for wh in [first, a, b] {
+            wh.close().await;
+        }
+    }
+
+    on_every_engine!(a_start_makes_the_index_that_numbers_attempts);
+}
 
 /// The commands that only read, on a warehouse idem never ran on.
 mod fresh_warehouse {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::{Kind, TestDb};
 use idem::config::Config;
 use idem::partition::{Grain, Partition, RangeEnd, range};
+use idem::warehouse::ledger::AttemptStatus;
 use idem::warehouse::{Fingerprint, Warehouse};
 
 const DAYS: i64 = 24;
@@ -1226,4 +1227,156 @@ async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
 mod racing {
     use super::*;
     on_every_engine!(runs_racing_one_partition_record_attempts_in_turn);
+}
+
+/// Whether a session of this database is waiting as `waiting` says: on
+/// PostgreSQL a lock wait whose statement is like `statement`, on MariaDB a
+/// session in that state whose statement is like it.
+async fn a_session_waits(wh: &Warehouse, kind: Kind, waiting: &str, statement: &str) -> bool {
+    use sqlx::Row;
+    let query = match kind {
+        Kind::Postgres => format!(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND wait_event = '{waiting}' AND query LIKE '{statement}'"
+        ),
+        _ => format!(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+             AND state = '{waiting}' AND info LIKE '{statement}'"
+        ),
+    };
+    let n: i64 = sqlx::query(sqlx::AssertSqlSafe(query))
+        .fetch_one(wh.pool())
+        .await
+        .unwrap()
+        .try_get(0)
+        .unwrap();
+    n > 0
+}
+
+/// Waits, a minute at most, until `done` says so.
+async fn wait_until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut done: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done().await {
+        assert!(Instant::now() < deadline, "still not {what} after a minute");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// QA: a run refused its partition's lock (another run held it past
+/// `lock_timeout`) records its refusal outside any lock. When the holder
+/// had inserted its own row and not yet committed it, neither read saw the
+/// other's row, and `idem log` showed the refused attempt and the load
+/// under one number. The number is now drawn under a lock of its own,
+/// which the refused run waits for: its attempt comes after the holder's.
+/// The holder is kept between its ledger row and its COMMIT by a lock the
+/// test holds on the definitions table, written just after that row.
+async fn a_refused_attempt_is_numbered_after_the_holders_uncommitted_one(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let (path, config) = db.config(&common::replace_job("race", "fct", "2026-01-01", SELECT));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 10, '2026-01-01')",
+    ])
+    .await
+    .unwrap();
+    // The refused run gives up on the partition's lock after 5 s.
+    let short = db.path().join("short.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &short,
+        text.replace("lock_timeout = \"20s\"", "lock_timeout = \"5s\""),
+    )
+    .unwrap();
+    let run = |config: &std::path::Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        c.arg("--config")
+            .arg(config)
+            .args(["run", "race", "--json", "--yes"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let mut blocker = wh.pool().acquire().await.unwrap();
+    let (block, unblock, definitions) = match kind {
+        Kind::Postgres => (
+            "BEGIN; LOCK TABLE idem.definitions IN EXCLUSIVE MODE",
+            "COMMIT",
+            "relation",
+        ),
+        _ => (
+            "LOCK TABLES idem_definitions READ",
+            "UNLOCK TABLES",
+            "Waiting for table metadata lock",
+        ),
+    };
+    sqlx::raw_sql(sqlx::AssertSqlSafe(block))
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+
+    let holder = run(&path).spawn().unwrap();
+    wait_until("holding before its COMMIT", || {
+        a_session_waits(&wh, kind, definitions, "INSERT INTO %definitions%")
+    })
+    .await;
+    let mut refused = run(&short).spawn().unwrap();
+    // Refused, it records its attempt: at once (the defect), or once the
+    // holder's number is committed (waiting on the numbering lock).
+    let numbering = match kind {
+        Kind::Postgres => ("advisory", "%count(pg_advisory_xact_lock%"),
+        _ => ("User lock", "%idem-ledger%"),
+    };
+    wait_until("recorded or waiting to number", || {
+        let exited = refused.try_wait().unwrap().is_some();
+        let wh = &wh;
+        async move { exited || a_session_waits(wh, kind, numbering.0, numbering.1).await }
+    })
+    .await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(unblock))
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    drop(blocker);
+    let holder_out = holder.wait_with_output().unwrap();
+    assert!(
+        holder_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&holder_out.stderr)
+    );
+    refused.wait().unwrap();
+    let attempts = wh.attempts("race", None).await.unwrap();
+    let of = |status: AttemptStatus| {
+        attempts
+            .iter()
+            .filter(|a| a.status == status)
+            .map(|a| a.attempt)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(AttemptStatus::Refused).first(),
+        Some(&2),
+        "{attempts:#?}"
+    );
+    assert_eq!(
+        of(AttemptStatus::Succeeded).first(),
+        Some(&1),
+        "{attempts:#?}"
+    );
+    let mut numbers: Vec<i64> = attempts.iter().map(|a| a.attempt).collect();
+    numbers.sort();
+    numbers.dedup();
+    assert_eq!(numbers.len(), attempts.len(), "{attempts:#?}");
+    wh.close().await;
+}
+
+mod refused_numbers {
+    use super::*;
+    on_server_engines!(a_refused_attempt_is_numbered_after_the_holders_uncommitted_one);
 }

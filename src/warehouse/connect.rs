@@ -285,7 +285,7 @@ async fn prepare_session(
         stmt.query().execute(&mut *conn).await?;
     }
     if let (Engine::MySql, Some(t)) = (dialect.engine(), statement) {
-        mysql::set_statement_timeout(conn, t).await?;
+        mysql::session::set_statement_timeout(conn, t).await?;
     }
     Ok(())
 }

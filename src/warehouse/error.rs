@@ -69,6 +69,12 @@ pub enum WarehouseError {
         partition: String,
         holder: Option<String>,
     },
+    /// Another session was numbering an attempt at the partition in the
+    /// ledger past `lock_timeout` (`ledger::record`).
+    #[error(
+        "could not number the attempt at partition {partition} in the ledger within the lock timeout: another run was recording one"
+    )]
+    LedgerNumbering { partition: String },
     /// A statement of the load waited on a lock on the target table past
     /// `lock_timeout`: `holder` names the session holding it.
     #[error("{message}: the lock on {table} is {holder}")]
@@ -144,6 +150,7 @@ impl WarehouseError {
                 dialect.is_transient(e) || super::connection_limit::refusal(e).is_some()
             }
             WarehouseError::LockTimeout { .. }
+            | WarehouseError::LedgerNumbering { .. }
             | WarehouseError::TableLocked { .. }
             | WarehouseError::FileLocked { .. }
             | WarehouseError::SessionLost => true,

@@ -333,15 +333,40 @@ fn insert(sql: &mut Sql, a: &Attempt) {
         .bind(a.partition.as_str());
 }
 
-/// Records one attempt row on `conn` ([`insert`]) and gives back the number
-/// it was recorded under: returned by the INSERT itself where the engine
-/// has `RETURNING`, else read back by the row's id (MySQL 8, MariaDB before
-/// 10.5), on the same connection.
+/// Records one attempt row on `conn`, inside a transaction ([`insert`]), and
+/// gives back the number it was recorded under: returned by the INSERT
+/// itself where the engine has `RETURNING`, else read back by the row's id
+/// (MySQL 8, MariaDB before 10.5), on the same connection.
+///
+/// The number is drawn under the partition's numbering lock
+/// ([`Dialect::numbering_lock`], waiting up to `timeout`), held until the
+/// transaction ends (PostgreSQL) or the session's locks are released
+/// (MariaDB): the partition's own lock does not cover every writer. A run
+/// refused that lock records its refusal while the holder's row, already
+/// inserted, is not yet committed, and neither session's read sees the
+/// other's row; both took the same number.
 pub(super) async fn record(
     conn: &mut sqlx::AnyConnection,
     dialect: &'static dyn Dialect,
     a: &Attempt,
+    timeout: std::time::Duration,
 ) -> Result<i64, WarehouseError> {
+    let mut lock = Sql::new(dialect);
+    // A moved row takes no number (`insert`).
+    if a.status != AttemptStatus::Moved
+        && dialect.numbering_lock(&mut lock, &a.job, &a.partition, timeout)
+    {
+        let busy = || WarehouseError::LedgerNumbering {
+            partition: a.partition.clone(),
+        };
+        let granted: Option<i64> = match lock.query().fetch_one(&mut *conn).await {
+            Err(sqlx::Error::Database(e)) if dialect.lock_refused(&*e) => return Err(busy()),
+            row => row?.try_get(0)?,
+        };
+        if granted != Some(1) {
+            return Err(busy());
+        }
+    }
     let mut sql = Sql::new(dialect);
     insert(&mut sql, a);
     if dialect.insert_returning() {
@@ -396,8 +421,23 @@ impl Warehouse {
     /// Records an attempt outside any load transaction (failures, after
     /// rollback), giving back the number it was recorded under ([`insert`]).
     pub async fn record_attempt(&self, attempt: &Attempt) -> Result<i64, WarehouseError> {
+        let dialect = self.dialect();
         let mut conn = self.pool().acquire().await?;
-        record(&mut conn, self.dialect(), attempt).await
+        let recorded = async {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let n = record(&mut tx, dialect, attempt, self.config().lock_timeout).await?;
+            tx.commit().await?;
+            Ok(n)
+        }
+        .await;
+        // The numbering lock of a session-locking engine goes with the
+        // session if it cannot be released.
+        for unlock in dialect.unlock() {
+            if unlock.query().execute(&mut *conn).await.is_err() {
+                conn.close_on_drop();
+            }
+        }
+        recorded
     }
 
     /// Whether the ledger holds the success row of this attempt (its run,

@@ -178,6 +178,13 @@ pub trait Dialect: Send + Sync {
     fn lock(&self, _names: &[String], _timeout: Duration) -> Vec<Sql> {
         Vec::new()
     }
+    /// A statement taking the lock under which an attempt at `partition` of
+    /// `job` draws its number (`ledger::record`), waiting up to `timeout`:
+    /// one row, 1 when granted. Held to the transaction's end (PostgreSQL)
+    /// or [`Dialect::unlock`]. False where writers take turns (SQLite).
+    fn numbering_lock(&self, _sql: &mut Sql, _job: &str, _part: &str, _timeout: Duration) -> bool {
+        false
+    }
     /// Releases the [`LockPlan::Session`] locks a session holds.
     fn unlock(&self) -> Vec<Sql> {
         Vec::new()

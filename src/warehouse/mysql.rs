@@ -264,6 +264,21 @@ impl Dialect for MySql {
         true
     }
 
+    /// Named by the database, job and partition, hashed into GET_LOCK's 64
+    /// characters; released with the partition's.
+    fn numbering_lock(&self, sql: &mut Sql, job: &str, part: &str, timeout: Duration) -> bool {
+        sql.push(
+            "SELECT CAST(GET_LOCK(CONCAT('idem-ledger:', MD5(CONCAT_WS(CHAR(10), DATABASE(), ",
+        )
+        .bind(job)
+        .push(", ")
+        .bind(part)
+        .push("))), ")
+        .bind(timeout.as_millis().div_ceil(1000) as i64)
+        .push(") AS SIGNED)");
+        true
+    }
+
     fn unlock(&self) -> Vec<Sql> {
         let mut sql = Sql::new(&MySql::DEFAULT);
         sql.push("SELECT RELEASE_ALL_LOCKS()");
@@ -718,29 +733,7 @@ pub(super) async fn held(
     Ok(out)
 }
 
-/// Bounds every statement of a session: MariaDB's `max_statement_time`
-/// (seconds), or MySQL's `max_execution_time` (milliseconds, SELECTs only).
-pub(super) async fn set_statement_timeout(
-    conn: &mut sqlx::AnyConnection,
-    timeout: Duration,
-) -> Result<(), sqlx::Error> {
-    use sqlx::Row;
-    let version: String = sqlx::query("SELECT CAST(VERSION() AS CHAR)")
-        .fetch_one(&mut *conn)
-        .await?
-        .try_get(0)?;
-    let mut sql = Sql::new(&MySql::DEFAULT);
-    if version.contains("MariaDB") {
-        sql.push("SET SESSION max_statement_time = ")
-            .bind(timeout.as_millis() as i64)
-            .push(" / 1000");
-    } else {
-        sql.push("SET SESSION max_execution_time = ")
-            .bind(timeout.as_millis() as i64);
-    }
-    sql.query().execute(&mut *conn).await?;
-    Ok(())
-}
+pub(super) mod session;
 
 #[cfg(test)]
 mod tests;

@@ -199,6 +199,17 @@ impl Dialect for Postgres {
         ))
     }
 
+    /// Under the two-key form, which the server holds apart from the
+    /// partitions' one-key locks; `lock_timeout` bounds the wait.
+    fn numbering_lock(&self, sql: &mut Sql, job: &str, part: &str, _timeout: Duration) -> bool {
+        let key = lock_key_i64(&format!("ledger\n{job}\n{part}"));
+        let (high, low) = ((key >> 32) as i32, key as i32);
+        sql.push(&format!(
+            "SELECT CAST(count(pg_advisory_xact_lock({high}, {low})) AS bigint)"
+        ));
+        true
+    }
+
     /// The holder of a tier in a mode that excludes the load's: of its
     /// exclusive key in any mode, of its shared ones exclusively. From the
     /// activity view (a role sees another role's statement only with

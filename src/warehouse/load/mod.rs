@@ -471,12 +471,13 @@ async fn transact(
         host: meta.host.clone(),
         reason: meta.reason.clone(),
     };
-    attempt.attempt = ledger::record(&mut tx, dialect, &attempt).await?;
+    let timeout = warehouse.config().lock_timeout;
+    attempt.attempt = ledger::record(&mut tx, dialect, &attempt, timeout).await?;
     if attempt.attempt != meta.attempt {
         log(renumbered(meta.attempt, attempt.attempt));
     }
     for window in &outcome.other_windows {
-        ledger::record(&mut tx, dialect, &attempt.moving(window)).await?;
+        ledger::record(&mut tx, dialect, &attempt.moving(window), timeout).await?;
     }
     let loaded = Loaded {
         outcome,
