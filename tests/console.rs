@@ -400,26 +400,35 @@ fn footer(app: &App) -> String {
     text(app).lines().last().unwrap_or("").to_string()
 }
 
-/// The footer shows the keys of the focused pane (h l switch runs and [ ]
-/// scroll the log only in the runs pane; j k step jobs in the jobs pane)
-/// and the dialog's keys that apply to its job (S shrink for a replace
-/// job, not for a merge job).
+/// The footer shows the keys of the focused pane, in what they do there
+/// (in the runs pane j k step partitions, h l runs, [ ] G the log; in the
+/// jobs pane j k step jobs) and the dialog's keys that apply to its job
+/// (S shrink for a replace job, not for a merge job). QA: the runs pane's
+/// said `h l [ ]` and left out j k, Enter and G, its most used keys.
 #[test]
 fn the_footer_follows_the_focused_pane_and_the_dialog() {
     let (mut a, _, _) = run_in_progress(140, 40);
     assert_eq!(a.focus, Focus::Calendar);
     let calendar = footer(&a);
     assert!(
-        !calendar.contains("prev run") && !calendar.contains("next job"),
+        !calendar.contains("h l run") && !calendar.contains("next job"),
         "{calendar}"
     );
     keys(&mut a, "\t");
     assert_eq!(a.focus, Focus::Runs);
     let runs = footer(&a);
-    assert!(
-        runs.contains("h prev run  l next run  [ log back  ] log on"),
-        "{runs}"
+    assert_eq!(
+        runs.trim_end(),
+        " j k partition  { } failed  [ ] log  G follow  Enter calendar  c cancel  h l run  \
+         < > first/last  Tab focus  r run  ? help  q quit"
     );
+    // Narrower, the least used give way from the end, never help and quit.
+    a.update(Msg::Resize(80, 24));
+    assert_eq!(
+        footer(&a).trim_end(),
+        " j k partition  { } failed  [ ] log  G follow  Enter calendar  ? help  q quit"
+    );
+    a.update(Msg::Resize(140, 40));
     keys(&mut a, "\t");
     assert_eq!(a.focus, Focus::Jobs);
     assert!(
@@ -440,9 +449,24 @@ fn the_footer_follows_the_focused_pane_and_the_dialog() {
         merge.contains("Enter run") && !merge.contains("shrink"),
         "{merge}"
     );
-    // Help says what h and l do in the runs pane.
+    // Help says what h, l, j, { and > do in the runs pane.
     keys(&mut a, "\u{1b}?");
-    assert!(text(&a).contains("previous run (runs pane)"));
+    let help = text(&a);
+    assert!(help.contains("previous run (runs pane)"), "{help}");
+    assert!(
+        help.contains("next job; next partition (runs pane)"),
+        "{help}"
+    );
+    keys(&mut a, "jjjjjjjjjj");
+    let help = text(&a);
+    assert!(
+        help.contains("runs pane: the run's previous partition that did not load"),
+        "{help}"
+    );
+    assert!(
+        help.contains("runs pane: the run's last partition"),
+        "{help}"
+    );
 }
 
 #[test]
@@ -852,6 +876,147 @@ fn cancel_asks_first_then_cancels() {
     assert!(matches!(effects.as_slice(), [Effect::Cancel(r)] if *r == run));
     assert!(a.runs[0].cancel_requested);
     assert!(!a.quit);
+}
+
+/// `c` on a run in flight stops it, for real: the view says it was
+/// cancelled, the load it had in flight reads as rolled back and the
+/// partitions it never started as not started. QA: both read "cancelled"
+/// alike, the one that wrote (and undid) rows no different from the
+/// others. The load is held in flight by another writer holding the
+/// warehouse's write lock (SQLite has one writer): it waits for the lock
+/// when the cancel comes. A demo of its own, as the lock would hold up the
+/// other tests' reads of the shared one.
+#[test]
+fn c_cancels_a_run_in_flight_and_its_load_in_flight_reads_rolled_back() {
+    use sqlx::{Connection, Executor};
+    use tokio::time::timeout;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let demo = rt.block_on(idem::demo::create_at(dir.path(), day(), &|_| {}));
+    let demo = demo.unwrap();
+    let config = idem::config::load(&demo.config).unwrap();
+    let mut a = app_of(config.clone(), Theme::default_theme(), 120, 40);
+    keys(&mut a, "fr");
+    let Some(Effect::StartRun(req)) = keys(&mut a, "\n").into_iter().next() else {
+        panic!("no run started");
+    };
+    let run = req.run;
+    let names: Vec<String> = req.partitions.iter().map(|p| p.name()).collect();
+    assert_eq!(names.len(), 3);
+    let within = std::time::Duration::from_secs(30);
+    let summary = rt.block_on(async {
+        let wh = Warehouse::connect(&config.warehouse, 4).await.unwrap();
+        let writer = sqlx::sqlite::SqliteConnectOptions::new().filename(&demo.database);
+        let mut writer = sqlx::SqliteConnection::connect_with(&writer).await.unwrap();
+        writer.execute("BEGIN IMMEDIATE").await.unwrap();
+        let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let token = tokio_util::sync::CancellationToken::new();
+        let gate = idem::engine::Gate::default();
+        let engine = tokio::spawn({
+            let (wh, backfill) = (wh.clone(), req.backfill.clone());
+            let (token, gate) = (token.clone(), gate.clone());
+            async move { idem::engine::run_gated(&wh, &backfill, &events, &token, &gate).await }
+        });
+        // Its first load in flight, waiting for the lock.
+        loop {
+            let event = timeout(within, received.recv()).await.unwrap().unwrap();
+            let waiting = matches!(&event, Event::PartitionLog { line, .. }
+                if line.starts_with("waiting for the lock"));
+            a.update(Msg::Engine { run, event });
+            if waiting {
+                break;
+            }
+        }
+        assert!(
+            text(&a).contains(&format!("▶ {}    running", names[0])),
+            "{}",
+            text(&a)
+        );
+        // c asks, holding the next partitions back meanwhile (as the
+        // console's background does with the effects); y cancels.
+        let effects = keys(&mut a, "c");
+        assert!(
+            matches!(effects.as_slice(), [Effect::Gate { run: Some(r), shut: true }] if *r == run),
+            "{effects:?}"
+        );
+        gate.shut();
+        let effects = keys(&mut a, "y");
+        assert!(
+            matches!(effects.as_slice(), [Effect::Cancel(r)] if *r == run),
+            "{effects:?}"
+        );
+        token.cancel();
+        assert!(text(&a).contains("cancelling…"), "{}", text(&a));
+        // The lock let go, the cancelled attempt is recorded.
+        writer.execute("ROLLBACK").await.unwrap();
+        while let Some(event) = timeout(within, received.recv()).await.unwrap() {
+            a.update(Msg::Engine { run, event });
+        }
+        let summary = engine.await.unwrap();
+        wh.close().await;
+        summary
+    });
+    assert!(summary.cancelled, "{summary:?}");
+    assert_eq!((summary.rolled_back, summary.not_started), (1, 3));
+    assert_eq!(a.active_runs(), 0);
+    let screen = text(&a);
+    assert!(screen.contains("⊘ #1 fct_orders 0/3"), "{screen}");
+    assert!(
+        screen.contains("⊘ cancelled: 0/3 succeeded · 0 failed · 1 rolled back · 2 not started"),
+        "{screen}"
+    );
+    let row = |name: &str| {
+        let line = screen.lines().find(|l| l.contains(&format!("⊘ {name}")));
+        line.unwrap_or_else(|| panic!("no row of {name} in {screen}"))
+            .to_string()
+    };
+    assert!(row(&names[0]).contains("cancelled") && row(&names[0]).contains("rolled back"));
+    for name in &names[1..] {
+        assert!(row(name).contains("not started"), "{}", row(name));
+    }
+}
+
+/// `}` from another pane goes to the runs pane, to the selected run's next
+/// partition that did not load; `<` and `>` to its first and last.
+#[test]
+fn braces_go_to_the_runs_failed_partitions_from_any_pane() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: names[1].clone(),
+            attempt: 2,
+            error: "CHECK constraint failed: amount_usd >= 0".into(),
+            will_retry: false,
+            duration_ms: 10,
+        },
+    });
+    assert_eq!(a.focus, Focus::Calendar);
+    keys(&mut a, "}");
+    assert_eq!((a.focus, a.runs[0].selected), (Focus::Runs, 1));
+    assert!(
+        text(&a).contains(&format!("›✗ {}", names[1])),
+        "{}",
+        text(&a)
+    );
+    keys(&mut a, ">");
+    assert_eq!(a.runs[0].selected, 2);
+    keys(&mut a, "<");
+    assert_eq!(a.runs[0].selected, 0);
+    keys(&mut a, "{");
+    assert_eq!(a.runs[0].selected, 1);
+    assert_eq!(
+        a.message.as_ref().map(|(_, note)| note.as_str()),
+        Some(
+            format!(
+                "{} is the only partition of this run that did not load",
+                names[1]
+            )
+            .as_str()
+        )
+    );
 }
 
 #[test]

@@ -56,15 +56,53 @@ pub fn render_title(frame: &mut Frame, r: Rect, t: &Theme, title: &Title) {
     put(buf, r, r.right().saturating_sub(rw), r.y, &right, style);
 }
 
-/// The footer: the status note if there is one, else the scope's keys of
-/// the actions `shown` keeps (the focused pane's, the dialog's offers).
+/// A hint in the footer: its keys as written (a pair reads `j k`) and
+/// what they do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    pub keys: String,
+    pub word: &'static str,
+}
+
+/// The footer's hints, in order, and those kept at its end at any width.
+#[derive(Debug, Clone, Default)]
+pub struct Hints {
+    pub first: Vec<Hint>,
+    pub kept: Vec<Hint>,
+}
+
+impl Hints {
+    /// The hints of the focused pane's own keys in its words (`own`: the
+    /// runs pane's), then of `scope`'s actions that `shown` keeps (those of
+    /// the focused pane, those the open dialog offers) in the registry's.
+    /// Help and quit keep their place at the end.
+    pub fn of(scope: Scope, shown: &dyn Fn(Action) -> bool, own: Vec<Hint>) -> Hints {
+        let last = |a: Action| matches!(a, Action::Help | Action::Quit);
+        let hints = |keep: &dyn Fn(Action) -> bool| -> Vec<Hint> {
+            footer_where(scope, &|a| shown(a) && keep(a))
+                .into_iter()
+                .map(|(keys, word)| Hint {
+                    keys: keys.to_string(),
+                    word,
+                })
+                .collect()
+        };
+        let mut first = own;
+        first.extend(hints(&|a| !last(a)));
+        Hints {
+            first,
+            kept: hints(&last),
+        }
+    }
+}
+
+/// The footer: the status note if there is one, else the `hints`.
 pub fn render_footer(
     frame: &mut Frame,
     r: Rect,
     t: &Theme,
     message: Option<&(bool, String)>,
-    scope: Scope,
-    shown: &dyn Fn(Action) -> bool,
+    hints: &Hints,
 ) {
     if let Some((error, text)) = message {
         let style = if *error {
@@ -79,27 +117,32 @@ pub fn render_footer(
     // Help and quit keep their place at the end at any width: a terminal
     // too narrow for every hint drops the others, from the end, so that
     // the key to learn the rest and the key to leave always show.
-    let last = |a: Action| matches!(a, Action::Help | Action::Quit);
-    let width = |(key, word): &(&str, &str)| (columns(key) + columns(word) + 3) as u16;
-    let kept = footer_where(scope, &|a| shown(a) && last(a));
-    let kept_w: u16 = kept.iter().map(width).sum();
+    let width = |hint: &Hint| (columns(&hint.keys) + columns(hint.word) + 3) as u16;
+    let kept_w: u16 = hints.kept.iter().map(width).sum();
     let mut x = r.x + 1;
-    let mut hints = Vec::new();
-    for hint in footer_where(scope, &|a| shown(a) && !last(a)) {
-        if x + width(&hint) + kept_w > r.right() {
+    let mut shown = Vec::new();
+    for hint in &hints.first {
+        if x + width(hint) + kept_w > r.right() {
             break;
         }
-        x += width(&hint);
-        hints.push(hint);
+        x += width(hint);
+        shown.push(hint);
     }
-    hints.extend(kept);
+    shown.extend(&hints.kept);
     let mut x = r.x + 1;
-    for hint in hints {
-        if x + width(&hint) > r.right() {
+    for hint in shown {
+        if x + width(hint) > r.right() {
             break;
         }
-        x = put(buf, r, x, r.y, hint.0, t.style("highlight"));
-        x = put(buf, r, x, r.y, &format!(" {}  ", hint.1), t.style("muted"));
+        x = put(buf, r, x, r.y, &hint.keys, t.style("highlight"));
+        x = put(
+            buf,
+            r,
+            x,
+            r.y,
+            &format!(" {}  ", hint.word),
+            t.style("muted"),
+        );
     }
 }
 
@@ -151,8 +194,7 @@ mod tests {
             r,
             &Theme::default_theme(),
             Some(note),
-            Scope::Main,
-            &|_| true,
+            &Hints::of(Scope::Main, &|_| true, Vec::new()),
         )
     }
 
@@ -197,8 +239,7 @@ mod tests {
                 f.area(),
                 &Theme::default_theme(),
                 Some(&note),
-                Scope::Main,
-                &|_| true,
+                &Hints::of(Scope::Main, &|_| true, Vec::new()),
             )
         });
         assert_eq!(shown, " 2 partitions would shrink past the shr…");
@@ -209,8 +250,7 @@ mod tests {
                 f.area(),
                 &Theme::default_theme(),
                 Some(&short),
-                Scope::Main,
-                &|_| true,
+                &Hints::of(Scope::Main, &|_| true, Vec::new()),
             )
         });
         assert_eq!(shown, " loaded");
@@ -284,8 +324,7 @@ mod tests {
                     f.area(),
                     &Theme::default_theme(),
                     None,
-                    Scope::Main,
-                    &|_| true,
+                    &Hints::of(Scope::Main, &|_| true, Vec::new()),
                 )
             })
         };

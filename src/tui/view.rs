@@ -12,7 +12,7 @@ use super::widgets::controls_shown;
 pub use super::widgets::thousands;
 
 use super::app::{App, Focus, Modal, Question, REFRESH_SECS};
-use super::bars::{Title, render_footer, render_title};
+use super::bars::{Hints, Title, render_footer, render_title};
 use super::calendar::Waiting;
 use super::help;
 use super::keymap;
@@ -142,18 +142,22 @@ fn render_overlay(frame: &mut Frame, app: &App, area: Rect, footer: Rect) {
                     app.jobs.get(c.job).is_some_and(|j| c.offers(action, j))
                 }
                 _ if !main => true,
-                // The focused pane's own keys; the runs pane's room goes to
-                // them rather than to the calendar's selections.
-                (_, Action::Left | Action::Right | Action::PrevMonth | Action::NextMonth) => {
-                    app.focus == Focus::Runs
-                }
+                // The runs pane names its own keys in its own words; its
+                // room goes to them rather than to the calendar's selections.
                 (_, Action::RangeSelect | Action::SelectFailed | Action::ErrorGroups) => {
                     app.focus != Focus::Runs
                 }
+                _ if app.focus == Focus::Runs => !super::runs::in_footer(action),
                 (_, Action::Up | Action::Down) => app.focus == Focus::Jobs,
                 _ => true,
             };
-            render_footer(frame, footer, t, app.message.as_ref(), app.scope(), &shown)
+            let own = if main && app.focus == Focus::Runs {
+                super::runs::footer(keymap::current())
+            } else {
+                Vec::new()
+            };
+            let hints = Hints::of(app.scope(), &shown, own);
+            render_footer(frame, footer, t, app.message.as_ref(), &hints)
         }
     }
     match &app.modal {

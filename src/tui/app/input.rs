@@ -231,6 +231,14 @@ impl App {
             {
                 self.direction(action)
             }
+            // The selected run's partitions, from any pane: its focus goes
+            // to the runs pane, where the cursor is.
+            Action::NextFailed | Action::PrevFailed | Action::FirstRow | Action::LastRow
+                if !self.shared.runs.is_empty() =>
+            {
+                self.shared.focus = Focus::Runs;
+                self.direction(action);
+            }
             Action::PrevMonth | Action::NextMonth if self.shared.chart.large => {
                 if let Some(j) = self.shared.jobs.current_mut() {
                     self.shared.chart.shift(j, action == Action::PrevMonth);
@@ -365,12 +373,12 @@ impl App {
             },
             Focus::Runs => {
                 let log = self.run_log_area();
-                runs::direction(
-                    &mut self.shared.runs,
-                    &mut self.shared.selected_run,
-                    action,
-                    log,
-                )
+                let runs = &mut self.shared.runs;
+                if let Some(note) =
+                    runs::direction(runs, &mut self.shared.selected_run, action, log)
+                {
+                    self.shared.message = Some((false, note));
+                }
             }
             Focus::Calendar => self.calendar_action(action),
         }

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::RunView;
+use super::{RunPartState, RunPartition, RunView};
 use crate::tui::keymap;
 use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
@@ -144,7 +144,14 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
     }
     let b = block(t, title, false);
     frame.render_widget(b, area);
-    if p.is_none() || size.width == 0 {
+    let Some(p) = p.filter(|_| size.width > 0) else {
+        return;
+    };
+    if log.is_empty() {
+        let words = Paragraph::new(controls_shown(no_lines_yet(run, p)))
+            .wrap(Wrap { trim: false })
+            .style(t.style("muted"));
+        frame.render_widget(words, size);
         return;
     }
     // The lines down to the box's foot, as many as fill it.
@@ -161,4 +168,106 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
     let scroll = wrapped.saturating_sub(height + back.rows);
     let scroll = scroll.min(u16::MAX as usize) as u16;
     frame.render_widget(text.scroll((scroll, 0)), size);
+}
+
+/// What the box of partition `p` of `run` says while its log has no line:
+/// what it waits for, or why it has none (a queued partition's box was
+/// empty, as if its log had been lost).
+fn no_lines_yet(run: &RunView, p: &RunPartition) -> String {
+    match p.state {
+        RunPartState::Queued if run.cancel_requested => {
+            "queued: it will not start, the run is being cancelled".into()
+        }
+        RunPartState::Queued => {
+            let ahead = run
+                .partitions
+                .iter()
+                .take_while(|q| q.name != p.name)
+                .filter(|q| q.state == RunPartState::Queued)
+                .count();
+            format!(
+                "queued: not started yet ({}; the run loads {})",
+                match ahead {
+                    0 => "next to start".to_string(),
+                    n => format!("{n} queued before it"),
+                },
+                match run.concurrency {
+                    1 => "one partition at a time".to_string(),
+                    n => format!("{n} partitions at a time"),
+                }
+            )
+        }
+        RunPartState::Running => "running: no lines yet".into(),
+        RunPartState::Cancelled => "cancelled before it started".into(),
+        RunPartState::NotRun => "not run: the run ended before it started".into(),
+        _ => "no lines".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::layout::Rect;
+
+    use super::super::tests::{Finish, finished, run, started};
+    use super::super::{RunView, direction, render};
+    use crate::tui::fixture::{draw, now};
+    use crate::tui::keys::Action;
+    use crate::tui::theme::Theme;
+
+    /// The selected partition's log box, its text on one line.
+    fn log_box(runs: &[RunView]) -> String {
+        let area = Rect::new(0, 0, 99, 16);
+        let shown = draw(99, 16, |f| {
+            render(f, area, &Theme::default_theme(), runs, 0, true, now())
+        });
+        let rows: Vec<&str> = shown.lines().skip_while(|l| !l.contains("┌ log")).collect();
+        rows.iter()
+            .skip(1)
+            .take_while(|l| !l.contains("└"))
+            .map(|l| l.trim_matches(|c| matches!(c, '│' | '┃' | ' ')))
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// QA: a queued partition's log box was empty, as if its log had been
+    /// lost. It says what the partition waits for, or why it has no line.
+    #[test]
+    fn a_partition_without_log_lines_says_what_it_waits_for() {
+        let mut runs = vec![run()];
+        let mut selected = 0;
+        let first = runs[0].partitions[0].name.clone();
+        let one_at_a_time = "the run loads one partition at a time";
+        assert_eq!(
+            log_box(&runs),
+            format!("queued: not started yet (next to start; {one_at_a_time})")
+        );
+        direction(&mut runs, &mut selected, Action::Down, None);
+        assert_eq!(
+            log_box(&runs),
+            format!("queued: not started yet (1 queued before it; {one_at_a_time})")
+        );
+        runs[0].apply(&started(&first), now());
+        assert_eq!(
+            log_box(&runs),
+            format!("queued: not started yet (next to start; {one_at_a_time})")
+        );
+        runs[0].cancel_requested = true;
+        assert_eq!(
+            log_box(&runs),
+            "queued: it will not start, the run is being cancelled"
+        );
+        runs[0].apply(
+            &finished(Finish {
+                not_started: 2,
+                cancelled: true,
+                ..Finish::default()
+            }),
+            now(),
+        );
+        assert_eq!(log_box(&runs), "cancelled before it started");
+        // A partition with lines shows them.
+        direction(&mut runs, &mut selected, Action::Up, None);
+        assert_eq!(log_box(&runs), "attempt 2");
+    }
 }

@@ -16,9 +16,11 @@ use crate::partition::Partition;
 use crate::state::AttemptEnd;
 
 mod log_view;
+mod navigate;
 mod render;
 
 pub use log_view::{LogBack, Scroll, WHEEL_ROWS};
+pub use navigate::{direction, footer, in_footer};
 pub use render::{hit, log_text_area, on_log, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +42,16 @@ pub enum RunPartState {
 }
 
 impl RunPartState {
+    /// Ended, or waiting to retry, without loading: failed (or retrying),
+    /// refused, cancelled, not run or skipped; what `{` and `}` step
+    /// through. Queued and running partitions have yet to end.
+    pub fn not_loaded(self) -> bool {
+        !matches!(
+            self,
+            RunPartState::Queued | RunPartState::Running | RunPartState::Succeeded
+        )
+    }
+
     pub fn label(self) -> (&'static str, char) {
         match self {
             RunPartState::Queued => ("queued", '·'),
@@ -633,35 +645,6 @@ fn skipped_words(skipped: usize, sep: &str) -> String {
     match skipped {
         0 => String::new(),
         n => format!("{sep}{n} skipped: what they read did not load"),
-    }
-}
-
-/// Moves within the run pane: rows of the selected run up and down, runs
-/// left and right, the selected partition's log back and forth a page
-/// (`log`: the text area its box has, none when there is no room for it),
-/// to its first line and to its newest.
-pub fn direction(runs: &mut [RunView], selected: &mut usize, action: Action, log: Option<Rect>) {
-    let count = runs.len();
-    let Some(run) = runs.get_mut(*selected) else {
-        return;
-    };
-    let row = run.selected;
-    let page = log.map_or(1, |log| log_view::page_rows(log.height));
-    match action {
-        Action::Down => {
-            run.selected = (run.selected + 1).min(run.partitions.len().saturating_sub(1))
-        }
-        Action::Up => run.selected = run.selected.saturating_sub(1),
-        Action::Left => *selected = selected.saturating_sub(1),
-        Action::Right => *selected = (*selected + 1).min(count - 1),
-        Action::PrevMonth => run.scroll_log(log, Scroll::Older(page)),
-        Action::NextMonth => run.scroll_log(log, Scroll::Newer(page)),
-        Action::First => run.scroll_log(log, Scroll::Oldest),
-        Action::Last => run.scroll_log(log, Scroll::Newest),
-        _ => {}
-    }
-    if run.selected != row {
-        run.log_back = LogBack::default();
     }
 }
 

@@ -230,6 +230,11 @@ fn render_table(
                 p.tries,
                 p.error.as_deref().map(first_line).unwrap_or_default()
             ),
+            // Cancelled in flight, its transaction rolled back, or before
+            // it started: both read "cancelled", and only one wrote (and
+            // undid) anything.
+            RunPartState::Cancelled if p.tries > 0 => "rolled back".to_string(),
+            RunPartState::Cancelled => "not started".to_string(),
             RunPartState::Failed
             | RunPartState::Refused
             | RunPartState::Retrying

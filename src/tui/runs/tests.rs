@@ -11,7 +11,7 @@ use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
 use crate::tui::theme::Theme;
 
-fn run() -> RunView {
+pub(super) fn run() -> RunView {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
     let selection = Selection {
         only: vec![LoadState::Failed],
@@ -23,17 +23,17 @@ fn run() -> RunView {
 
 /// The counts of a run's end, each 0 unless given.
 #[derive(Default)]
-struct Finish {
-    succeeded: usize,
-    failed: usize,
-    not_started: usize,
-    refused: usize,
-    empty: usize,
-    cancelled: bool,
+pub(super) struct Finish {
+    pub(super) succeeded: usize,
+    pub(super) failed: usize,
+    pub(super) not_started: usize,
+    pub(super) refused: usize,
+    pub(super) empty: usize,
+    pub(super) cancelled: bool,
 }
 
 /// The end of `fct_orders`' run `r` with these counts.
-fn finished(f: Finish) -> Event {
+pub(super) fn finished(f: Finish) -> Event {
     Event::RunFinished {
         run_id: "r".into(),
         job: "fct_orders".into(),
@@ -68,7 +68,7 @@ fn failed(partition: &str, error: &str, will_retry: bool) -> Event {
 }
 
 /// The start of `partition`'s second attempt.
-fn started(partition: &str) -> Event {
+pub(super) fn started(partition: &str) -> Event {
     event(partition, |partition| Event::PartitionStarted {
         run_id: "r".into(),
         job: "fct_orders".into(),

@@ -4,93 +4,9 @@
 
 use crossterm::event::{KeyCode, KeyModifiers};
 
-/// What a key asks the console to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Left,
-    Down,
-    Up,
-    Right,
-    PrevMonth,
-    NextMonth,
-    First,
-    Last,
-    /// A screenful down or up, in a scrolled overlay.
-    PageDown,
-    PageUp,
-    NextJob,
-    PrevJob,
-    FocusNext,
-    FocusPrev,
-    Activate,
-    RangeSelect,
-    SelectFailed,
-    SelectMissing,
-    SelectStale,
-    SelectOutOfDate,
-    ClearSelection,
-    ErrorGroups,
-    Run,
-    Verify,
-    WhatChanged,
-    Lineage,
-    Cancel,
-    ToggleRows,
-    ToggleChart,
-    ChartSpan,
-    Reconcile,
-    Filter,
-    Command,
-    Refresh,
-    Help,
-    Quit,
-    Interrupt,
-    // Confirm dialog.
-    Confirm,
-    Close,
-    OnlyAll,
-    OnlyFailed,
-    OnlyMissing,
-    OnlyStale,
-    EditReason,
-    ThroughLatest,
-    Cascade,
-    AllowShrink,
-    CopyCommand,
-    // Questions (cancel a run? quit?).
-    Yes,
-    No,
-}
+mod actions;
 
-/// Where a binding applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Main,
-    Confirm,
-    Question,
-    List,
-    Help,
-    Input,
-    Diff,
-    Lineage,
-}
-
-impl Scope {
-    pub fn title(self) -> &'static str {
-        match self {
-            Scope::Main => "Main screen",
-            Scope::Confirm => "Confirm dialog",
-            Scope::Question => "Questions (cancel, quit)",
-            Scope::List => "Error groups list",
-            Scope::Help => "Help",
-            Scope::Diff => "What changed (definition diff)",
-            Scope::Lineage => "Lineage view",
-            Scope::Input => {
-                "Filter and command line (text editing as in a shell: ← → Home End, Ctrl-W, Ctrl-U)"
-            }
-        }
-    }
-}
+pub use actions::{Action, Scope};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
@@ -151,14 +67,14 @@ pub static BINDINGS: &[Binding] = &[
         "h ←",
         Left,
         "previous partition (calendar); previous run (runs pane)",
-        Some("prev run")
+        None
     ),
     bind!(
         Main,
         [k('j'), code(KeyCode::Down)],
         "j ↓",
         Down,
-        "next week / day / year (calendar); next job or run row",
+        "next week / day / year (calendar); next job; next partition (runs pane)",
         Some("next job")
     ),
     bind!(
@@ -166,7 +82,7 @@ pub static BINDINGS: &[Binding] = &[
         [k('k'), code(KeyCode::Up)],
         "k ↑",
         Up,
-        "previous week / day / year (calendar); previous job or run row",
+        "previous week / day / year (calendar); previous job; previous partition (runs pane)",
         Some("prev job")
     ),
     bind!(
@@ -175,7 +91,7 @@ pub static BINDINGS: &[Binding] = &[
         "l →",
         Right,
         "next partition (calendar); next run (runs pane); to the calendar (jobs pane)",
-        Some("next run")
+        None
     ),
     bind!(
         Main,
@@ -183,7 +99,7 @@ pub static BINDINGS: &[Binding] = &[
         "[ PgUp",
         PrevMonth,
         "previous month (year for monthly jobs); runs pane: the log a page back",
-        Some("log back")
+        None
     ),
     bind!(
         Main,
@@ -191,7 +107,7 @@ pub static BINDINGS: &[Binding] = &[
         "] PgDn",
         NextMonth,
         "next month (year for monthly jobs); runs pane: the log a page on",
-        Some("log on")
+        None
     ),
     bind!(
         Main,
@@ -207,6 +123,38 @@ pub static BINDINGS: &[Binding] = &[
         "G End",
         Last,
         "last complete partition; runs pane: the log's newest line, following it",
+        None
+    ),
+    bind!(
+        Main,
+        [k('}')],
+        "}",
+        NextFailed,
+        "runs pane: the run's next partition that did not load (failed, retrying, refused, cancelled, not run, skipped), round to the first after the last",
+        None
+    ),
+    bind!(
+        Main,
+        [k('{')],
+        "{",
+        PrevFailed,
+        "runs pane: the run's previous partition that did not load, round to the last before the first",
+        None
+    ),
+    bind!(
+        Main,
+        [k('<')],
+        "<",
+        FirstRow,
+        "runs pane: the run's first partition",
+        None
+    ),
+    bind!(
+        Main,
+        [k('>')],
+        ">",
+        LastRow,
+        "runs pane: the run's last partition",
         None
     ),
     bind!(Main, [k('J')], "J", NextJob, "next job", None),
