@@ -118,7 +118,7 @@ fn app_of(config: Config, theme: Theme, w: u16, h: u16) -> App {
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
     assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint, Effect::ReadRenamed] if names.len() == 4),
+        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint, Effect::ReadHistoryElsewhere] if names.len() == 4),
         "{effects:?}"
     );
     for (job, s) in &f.statuses {
