@@ -248,7 +248,9 @@ async fn the_console_detail_says_where_the_history_is(kind: Kind) {
         syntax: config.warehouse.engine().into(),
     })));
     assert!(
-        effects.iter().any(|e| matches!(e, Effect::ReadRenamed)),
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::ReadHistoryElsewhere)),
         "{effects:?}"
     );
     // A refresh reads the states alone: the renamed jobs are read when
