@@ -17,7 +17,7 @@ use idem::tui::app::{
 };
 use idem::tui::{App, Msg, Theme, Unread, keys, view};
 use idem::warehouse::sql::Syntax;
-use idem::warehouse::{Difference, Verification, Warehouse};
+use idem::warehouse::{Difference, SourceCounts, Verification, Warehouse};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Modifier;
@@ -118,7 +118,7 @@ fn app_of(config: Config, theme: Theme, w: u16, h: u16) -> App {
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
     assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint, Effect::ReadRenamed] if names.len() == 4),
+        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint, Effect::ReadHistoryElsewhere] if names.len() == 4),
         "{effects:?}"
     );
     for (job, s) in &f.statuses {
@@ -2689,7 +2689,10 @@ fn a_second_run_leaves_out_what_a_first_has_yet_to_load() {
         let counts: idem::warehouse::Counts = days.iter().cloned().collect();
         a.update(Msg::Reconciled {
             id: req.id,
-            result: Ok(counts),
+            result: Ok(SourceCounts {
+                partitions: counts,
+                null_partition: None,
+            }),
         });
         match keys(a, "\n").as_slice() {
             [Effect::StartRun(run)] => run.partitions.iter().map(|p| p.name()).collect::<Vec<_>>(),
@@ -2724,7 +2727,10 @@ fn the_confirm_dialog_names_what_a_late_source_would_load_empty() {
     let counts: idem::warehouse::Counts = [(missing.clone(), 0)].into_iter().collect();
     a.update(Msg::Reconciled {
         id: req.id,
-        result: Ok(counts),
+        result: Ok(SourceCounts {
+            partitions: counts,
+            null_partition: None,
+        }),
     });
     let screen = text(&a);
     assert!(
@@ -2768,7 +2774,10 @@ fn the_confirm_dialog_counts_the_source_and_shows_what_the_shrink_guard_refuses(
     .collect();
     a.update(Msg::Reconciled {
         id: req.id,
-        result: Ok(counts),
+        result: Ok(SourceCounts {
+            partitions: counts,
+            null_partition: None,
+        }),
     });
     let thousands = idem::numbers::thousands;
     let screen = text(&a);
