@@ -17,7 +17,7 @@ use idem::tui::app::{
 };
 use idem::tui::{App, Msg, Theme, Unread, keys, view};
 use idem::warehouse::sql::Syntax;
-use idem::warehouse::{Difference, Verification, Warehouse};
+use idem::warehouse::{Difference, SourceCounts, Verification, Warehouse};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Modifier;
@@ -2854,7 +2854,10 @@ fn a_second_run_leaves_out_what_a_first_has_yet_to_load() {
         let counts: idem::warehouse::Counts = days.iter().cloned().collect();
         a.update(Msg::Reconciled {
             id: req.id,
-            result: Ok(counts),
+            result: Ok(SourceCounts {
+                partitions: counts,
+                null_partition: None,
+            }),
         });
         match keys(a, "\n").as_slice() {
             [Effect::StartRun(run)] => run.partitions.iter().map(|p| p.name()).collect::<Vec<_>>(),
@@ -2889,7 +2892,10 @@ fn the_confirm_dialog_names_what_a_late_source_would_load_empty() {
     let counts: idem::warehouse::Counts = [(missing.clone(), 0)].into_iter().collect();
     a.update(Msg::Reconciled {
         id: req.id,
-        result: Ok(counts),
+        result: Ok(SourceCounts {
+            partitions: counts,
+            null_partition: None,
+        }),
     });
     let screen = text(&a);
     assert!(
@@ -2933,7 +2939,10 @@ fn the_confirm_dialog_counts_the_source_and_shows_what_the_shrink_guard_refuses(
     .collect();
     a.update(Msg::Reconciled {
         id: req.id,
-        result: Ok(counts),
+        result: Ok(SourceCounts {
+            partitions: counts,
+            null_partition: None,
+        }),
     });
     let thousands = idem::numbers::thousands;
     let screen = text(&a);

@@ -982,7 +982,12 @@ fn reconcile_select_out_of_date_rerun_and_reconcile_again() {
         let mut statuses = idem::state::job_status(&wh, &job, now_utc(), &HashSet::new())
             .await
             .unwrap();
-        idem::state::reconcile(&mut statuses, &source, parts[0], *parts.last().unwrap());
+        idem::state::reconcile(
+            &mut statuses,
+            &source.partitions,
+            parts[0],
+            *parts.last().unwrap(),
+        );
         let late: Vec<String> = statuses
             .iter()
             .filter(|s| s.out_of_date().is_some())

@@ -489,8 +489,15 @@ async fn a_grouped_count_gives_each_window_what_the_window_alone_counts(kind: Ki
                 .map(|(p, n)| (p.clone(), *n))
                 .collect()
         };
-        assert_eq!(nonzero(&grouped), nonzero(&alone), "{kind:?} {name}");
-        assert!(!nonzero(&alone).is_empty(), "{kind:?} {name}: no rows");
+        assert_eq!(
+            nonzero(&grouped.partitions),
+            nonzero(&alone.partitions),
+            "{kind:?} {name}"
+        );
+        assert!(
+            !nonzero(&alone.partitions).is_empty(),
+            "{kind:?} {name}: no rows"
+        );
     }
     wh.close().await;
 }
@@ -607,13 +614,14 @@ mod stopping {
 /// Every key of a row of `idem status --format json`, as the README lists
 /// them: a consumer reads one shape whatever the flags (QA: `rows_source`
 /// and `out_of_date` were there with `--reconcile` and gone without it).
-const STATUS_JSON_KEYS: [&str; 16] = [
+const STATUS_JSON_KEYS: [&str; 17] = [
     "job",
     "partition",
     "state",
     "rows_now",
     "rows_at_load",
     "rows_null_partition",
+    "rows_source_null_partition",
     "anomaly",
     "drift",
     "moved_out",
@@ -768,4 +776,86 @@ async fn a_source_that_cannot_be_counted_leaves_the_partitions_shown() {
         text.contains("2026-01-01") && text.contains("2026-01-02") && !text.contains("unreadable"),
         "{text}"
     );
+}
+
+/// QA: a job whose SQL gives rows with a NULL partition column fails every
+/// replace load over them (`job wrote N rows outside its partition … a NULL
+/// dt lies in none`), yet its source counts, grouped by that column, left
+/// the NULL group out and said nothing: `status --reconcile` and the dry
+/// run now say how many, from the same statement.
+async fn the_source_rows_no_window_holds_are_said_before_a_load(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    // A refund's day is not known: the SQL gives it NULL.
+    let sql = "select id, amount, case when amount < 0 then null else dt end as dt \
+               from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-03", sql));
+    assert!(idem::lint::bounds_only_filter(&parsed.jobs[0]), "grouped");
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NULL)",
+        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, 5, '2026-01-02'), (3, -5, '2026-01-02'), \
+         (4, -5, '2026-01-02'), (5, 5, '2026-01-03')",
+    ])
+    .await
+    .expect("fixture");
+    wh.close().await;
+    let note = "the job's SQL gives 2 rows with NULL dt over this range: \
+                a load refuses them (no window holds a NULL)";
+
+    let out = stdout_ok(&idem(
+        &config,
+        &["status", "fct", "--reconcile", "--format", "json"],
+    ));
+    let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
+    assert_eq!(rows.len(), 3, "{out}");
+    for r in &rows {
+        assert_eq!(r["rows_source_null_partition"], 2, "{kind:?}: {r}");
+    }
+    assert_eq!(
+        rows[1]["rows_source"], 1,
+        "{kind:?}: the NULLs are in no window"
+    );
+    let table = stdout_ok(&idem(&config, &["status", "fct", "--reconcile"]));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("fct ") && l.contains(note)),
+        "{kind:?}:\n{table}"
+    );
+    // Without --reconcile nothing is counted: null, and no note.
+    let plain = stdout_ok(&idem(&config, &["status", "fct", "--format", "json"]));
+    let plain: Vec<Value> = serde_json::from_str(&plain).expect("json");
+    assert!(
+        plain
+            .iter()
+            .all(|r| r["rows_source_null_partition"].is_null())
+    );
+
+    let event = stdout_ok(&idem(&config, &["run", "fct", "--dry-run", "--json"]));
+    let event: Value = serde_json::from_str(event.trim()).expect("json");
+    assert_eq!(event["rows_source_null_partition"], 2, "{kind:?}: {event}");
+    let plan = stdout_ok(&idem(&config, &["run", "fct", "--dry-run"]));
+    assert!(plan.contains(note), "{kind:?}:\n{plan}");
+
+    // What it warned of: the load over them fails.
+    let run = idem(
+        &config,
+        &["run", "fct", "--from", "2026-01-02", "--to", "2026-01-02"],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(!run.status.success(), "{kind:?}: {said}");
+    assert!(said.contains("a NULL dt lies in none"), "{kind:?}: {said}");
+}
+
+mod null_source {
+    use super::*;
+
+    on_every_engine!(the_source_rows_no_window_holds_are_said_before_a_load);
 }

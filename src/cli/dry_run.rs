@@ -27,6 +27,10 @@ pub(super) struct DryRun<'a> {
     risk: Option<engine::MergeOrderRisk>,
     /// What `idem lint` finds in the job, as the run dialog shows it.
     lint: Vec<lint::Finding>,
+    /// Rows the job's SQL gives over the plan with a NULL partition
+    /// column, which its loads refuse (counted in the source count's own
+    /// statement, where it groups by the column).
+    source_nulls: Option<i64>,
     /// The jobs downstream that the run leaves reading what it replaces
     /// (without `--cascade`).
     downstream: Vec<LeftDownstream>,
@@ -34,6 +38,17 @@ pub(super) struct DryRun<'a> {
     /// partitions over the windows its merges move rows into or out of
     /// the cascade adds as it runs (which no plan can know beforehand).
     moves_add_to: Vec<String>,
+}
+
+/// What a preview read of a step found besides its partitions' source
+/// counts.
+pub(super) struct Previewed {
+    /// Its windows no native partition of the target covers.
+    pub(super) uncovered: Vec<UncoveredWindow>,
+    /// What `idem lint` finds in its job.
+    pub(super) lint: Vec<lint::Finding>,
+    /// Rows its SQL gives with a NULL partition column, where counted.
+    pub(super) source_nulls: Option<i64>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -58,6 +73,9 @@ struct DryRunEvent<'a> {
     later_loaded: Vec<String>,
     /// What `idem lint` finds in the job: an error there breaks its loads.
     lint: Vec<LintNote<'a>>,
+    /// Replace jobs: rows the job's SQL gives over the plan with a NULL
+    /// partition column, which its loads refuse; null where not counted.
+    rows_source_null_partition: Option<i64>,
     /// Without `--cascade`: the jobs downstream left reading what the run
     /// replaces, as the text plan says them on stderr.
     downstream: &'a [LeftDownstream],
@@ -116,20 +134,19 @@ impl<'a> DryRun<'a> {
             uncovered: Vec::new(),
             risk: backfill.merge_order_risk_in(statuses),
             lint: Vec::new(),
+            source_nulls: None,
             downstream: Vec::new(),
             moves_add_to: Vec::new(),
         }
     }
 
-    /// The plan, saying which of its windows no native partition covers.
-    pub(super) fn uncovered(mut self, uncovered: Vec<UncoveredWindow>) -> DryRun<'a> {
-        self.uncovered = uncovered;
-        self
-    }
-
-    /// The plan, with what `idem lint` finds in its job.
-    pub(super) fn lint(mut self, findings: Vec<lint::Finding>) -> DryRun<'a> {
-        self.lint = findings;
+    /// The plan, with what its preview read found: the windows no native
+    /// partition covers, what `idem lint` finds in its job, and the rows
+    /// its source gives in no window.
+    pub(super) fn previewed(mut self, previewed: Previewed) -> DryRun<'a> {
+        self.uncovered = previewed.uncovered;
+        self.lint = previewed.lint;
+        self.source_nulls = previewed.source_nulls;
         self
     }
 
@@ -260,6 +277,9 @@ impl<'a> DryRun<'a> {
             ));
         }
         lines.push(self.plan_line());
+        if let Some(note) = state::source_null_partition_note(job, self.source_nulls) {
+            lines.push(note);
+        }
         if refused > 0 {
             lines.push(format!(
                 "{} would be refused and keep {} rows; --allow-shrink lets the source shrink them",
@@ -335,6 +355,7 @@ impl<'a> DryRun<'a> {
                     message: &f.message,
                 })
                 .collect(),
+            rows_source_null_partition: self.source_nulls,
             downstream: &self.downstream,
             moves_add_to: &self.moves_add_to,
         };

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::RunArgs;
 use super::advice;
 use super::downstream::{States, downstream_words, plan_downstream, stale_downstream};
-use super::dry_run::DryRun;
+use super::dry_run::{DryRun, Previewed};
 use super::output::{noteln, outln};
 use super::report::RunReport;
 use super::run_not_started;
@@ -180,7 +180,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let mut found = Vec::new();
     if previewed {
         for (backfill, statuses) in &mut steps {
-            preview_sources(&warehouse, backfill, statuses).await?;
+            let source_nulls = preview_sources(&warehouse, backfill, statuses).await?;
             // A warning, not a check: one that cannot be read is not said.
             let uncovered = warehouse
                 .windows_no_partition_covers(&backfill.job, &backfill.partitions)
@@ -189,7 +189,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             let lint = crate::lint::all_findings(&warehouse, &config.jobs, &backfill.job)
                 .await
                 .unwrap_or_else(|(found, _)| found);
-            found.push((uncovered, lint));
+            found.push(Previewed {
+                uncovered,
+                lint,
+                source_nulls,
+            });
         }
     }
     // Nothing chosen: said, and no run started (QA: a run of no partition
@@ -224,7 +228,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         }
         let mut left_downstream = Some(left_downstream);
-        for (i, ((backfill, statuses), (uncovered, lint))) in steps.iter().zip(found).enumerate() {
+        for (i, ((backfill, statuses), step_found)) in steps.iter().zip(found).enumerate() {
             let readers = steps[i + 1..]
                 .iter()
                 .map(|(b, _)| &b.job.name)
@@ -237,8 +241,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 .cloned()
                 .collect();
             let plan = DryRun::new(backfill, statuses)
-                .uncovered(uncovered)
-                .lint(lint)
+                .previewed(step_found)
                 .downstream(left_downstream.take().unwrap_or_default())
                 .readers_in_cascade(readers);
             if args.json {
@@ -414,17 +417,19 @@ async fn target_exists(
 
 /// Counts the planned partitions' source rows (one read-only query) onto
 /// their statuses, for replace jobs, whose guard compares them.
+/// The rows the source gives with a NULL partition column, where the
+/// query tells them apart: each such row fails its load.
 async fn preview_sources(
     warehouse: &crate::warehouse::Warehouse,
     backfill: &Backfill,
     statuses: &mut [state::PartitionStatus],
-) -> Result<(), Stop> {
+) -> Result<Option<i64>, Stop> {
     let (Some(&first), Some(&last)) = (backfill.partitions.first(), backfill.partitions.last())
     else {
-        return Ok(());
+        return Ok(None);
     };
     if backfill.job.strategy != Strategy::ReplacePartition {
-        return Ok(());
+        return Ok(None);
     }
     let counts = warehouse
         .source_counts(
@@ -435,8 +440,8 @@ async fn preview_sources(
         )
         .await
         .map_err(|e| Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)))?;
-    state::reconcile(statuses, &counts, first, last);
-    Ok(())
+    state::reconcile(statuses, &counts.partitions, first, last);
+    Ok(counts.null_partition)
 }
 
 /// Whether to go ahead without `--yes`: on a terminal, the plan is shown and
@@ -445,10 +450,7 @@ async fn preview_sources(
 /// why, as the start of the line that says nothing was run ("" for a no).
 fn refused(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
-    found: Vec<(
-        Vec<crate::warehouse::UncoveredWindow>,
-        Vec<crate::lint::Finding>,
-    )>,
+    found: Vec<Previewed>,
     interactive: bool,
 ) -> Result<Option<String>, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -475,10 +477,9 @@ fn refused(
         }
         return Ok(None);
     }
-    for ((backfill, statuses), (uncovered, lint)) in steps.iter().zip(found) {
+    for ((backfill, statuses), previewed) in steps.iter().zip(found) {
         DryRun::new(backfill, statuses)
-            .uncovered(uncovered)
-            .lint(lint)
+            .previewed(previewed)
             .show_for_confirmation();
     }
     let question = format!(

@@ -1,6 +1,7 @@
 //! `idem status` and `idem jobs`: what the warehouse and the ledger say,
 //! as a table, JSON or CSV.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -69,10 +70,20 @@ struct StatusRow<'a> {
     /// left out: a consumer reads one shape whatever the flags.
     rows_source: Option<i64>,
     out_of_date: Option<bool>,
+    /// With `--reconcile`: rows the job's SQL gives over the range with a
+    /// NULL partition column, on each of its rows, which a replace's load
+    /// refuses (no window holds them). Null without `--reconcile`, or
+    /// where the source is counted window by window.
+    rows_source_null_partition: Option<i64>,
 }
 
 impl<'a> StatusRow<'a> {
-    fn new(job: &'a Job, s: &'a PartitionStatus, null_partition: Option<i64>) -> StatusRow<'a> {
+    fn new(
+        job: &'a Job,
+        s: &'a PartitionStatus,
+        null_partition: Option<i64>,
+        source_null_partition: Option<i64>,
+    ) -> StatusRow<'a> {
         StatusRow {
             job: &job.name,
             partition: Some(s.partition.name()),
@@ -90,6 +101,7 @@ impl<'a> StatusRow<'a> {
             refused: s.refused.as_deref(),
             rows_source: s.rows_source,
             out_of_date: s.rows_source.map(|_| s.out_of_date().is_some()),
+            rows_source_null_partition: source_null_partition,
         }
     }
 
@@ -113,6 +125,7 @@ impl<'a> StatusRow<'a> {
             refused: None,
             rows_source: None,
             out_of_date: None,
+            rows_source_null_partition: None,
         }
     }
 }
@@ -198,6 +211,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
     // A job whose source could not be counted (its source table gone, say)
     // is still shown, its partitions' source counts unknown (null).
     let mut not_reconciled: Vec<(&Job, String)> = Vec::new();
+    // Rows each reconciled job's SQL gives with a NULL partition column.
+    let mut source_nulls: HashMap<&str, i64> = HashMap::new();
     for (job, (from, to)) in jobs.iter().zip(ranges) {
         let scope = StatusScope {
             from,
@@ -209,10 +224,14 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut read =
                 super::read_states_scoped(&warehouse, &config, &lineage, job, now_utc(), &scope)
                     .await?;
-            if args.reconcile
-                && let Err(e) = reconcile(&warehouse, job, &mut read.statuses).await
-            {
-                not_reconciled.push((*job, e.to_string()));
+            if args.reconcile {
+                match reconcile(&warehouse, job, &mut read.statuses).await {
+                    Ok(Some(nulls)) => {
+                        source_nulls.insert(&job.name, nulls);
+                    }
+                    Ok(None) => {}
+                    Err(e) => not_reconciled.push((*job, e.to_string())),
+                }
             }
             Ok::<_, Stop>(read)
         };
@@ -234,7 +253,10 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             Ok(read) => read
                 .statuses
                 .iter()
-                .map(|s| StatusRow::new(job, s, read.null_partition))
+                .map(|s| {
+                    let source_nulls = source_nulls.get(job.name.as_str()).copied();
+                    StatusRow::new(job, s, read.null_partition, source_nulls)
+                })
                 .collect(),
             Err(reason) => vec![StatusRow::unreadable(job, reason)],
         })
@@ -257,12 +279,12 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
             let mut text = String::new();
             let _ = writeln!(
                 text,
-                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out,refused,rows_null_partition"
+                "job,partition,state,rows_now,rows_at_load,anomaly,drift,attempts,last_finished,last_error,stale_upstream,rows_source,out_of_date,moved_out,refused,rows_null_partition,rows_source_null_partition"
             );
             for r in &rows {
                 let _ = writeln!(
                     text,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv(r.job),
                     r.partition.as_deref().unwrap_or(""),
                     r.state,
@@ -278,7 +300,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     r.out_of_date.map_or(String::new(), |o| o.to_string()),
                     r.moved_out,
                     csv(r.refused.map_or("", |r| r.error.as_str())),
-                    opt(r.rows_null_partition)
+                    opt(r.rows_null_partition),
+                    opt(r.rows_source_null_partition)
                 );
             }
             outln!("{}", text.trim_end_matches('\n'));
@@ -365,6 +388,20 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                         ""
                     );
                 }
+                // `--reconcile`: the source's rows no window holds, which
+                // fail every replace load of the range before it is run.
+                if !statuses.is_empty()
+                    && let Some(note) = crate::state::source_null_partition_note(
+                        job,
+                        source_nulls.get(job.name.as_str()).copied(),
+                    )
+                {
+                    let _ = writeln!(
+                        text,
+                        "{:<20} {:<14} - {:<9} {:>9} {:>9}  {:<8} {note}",
+                        job.name, "(source)", "", "", "", ""
+                    );
+                }
             }
             outln!("{}", text.trim_end_matches('\n'));
         }
@@ -398,25 +435,26 @@ fn unreadable_reason(job: &Job, stop: &Stop) -> String {
 
 /// Counts the source rows of the statuses' complete partitions, in one
 /// query for the job, and records them on the statuses; where the source
-/// cannot be counted, none.
+/// cannot be counted, none. The rows the source gives with a NULL
+/// partition column, where that query tells them apart.
 async fn reconcile(
     warehouse: &Warehouse,
     job: &Job,
     statuses: &mut [PartitionStatus],
-) -> Result<(), crate::warehouse::WarehouseError> {
+) -> Result<Option<i64>, crate::warehouse::WarehouseError> {
     let complete: Vec<_> = statuses
         .iter()
         .filter(|s| s.state != LoadState::Future)
         .map(|s| s.partition)
         .collect();
     let (Some(&first), Some(&last)) = (complete.first(), complete.last()) else {
-        return Ok(());
+        return Ok(None);
     };
     let counts = warehouse
         .source_counts(job, first, last, crate::lint::bounds_only_filter(job))
         .await?;
-    crate::state::reconcile(statuses, &counts, first, last);
-    Ok(())
+    crate::state::reconcile(statuses, &counts.partitions, first, last);
+    Ok(counts.null_partition)
 }
 
 /// `source 10,512 · loaded 10,480 · +32 late` for an out-of-date partition.
@@ -447,8 +485,9 @@ async fn read_status(
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     job: &Job,
-) -> Result<Vec<PartitionStatus>, Stop> {
-    super::read_states(warehouse, config, lineage, job, now_utc()).await
+) -> Result<JobStates, Stop> {
+    let scope = StatusScope::default();
+    super::read_states_scoped(warehouse, config, lineage, job, now_utc(), &scope).await
 }
 
 /// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
@@ -534,7 +573,10 @@ pub async fn jobs(config_path: &Path) -> Exit {
                 own
             });
             let health = match status {
-                Ok(statuses) => {
+                Ok(JobStates {
+                    statuses,
+                    null_partition,
+                }) => {
                     let mut parts: Vec<String> = state_counts(&statuses)
                         .into_iter()
                         .map(|(st, n)| format!("{}{n} {}", st.glyph(), st.name()))
@@ -543,6 +585,11 @@ pub async fn jobs(config_path: &Path) -> Exit {
                     let refused = statuses.iter().filter(|s| s.refused.is_some()).count();
                     if refused > 0 {
                         parts.push(format!("⊖{refused} refused by the shrink guard"));
+                    }
+                    // Rows of the target no partition holds (`idem status`
+                    // says them under the job), counted by the same read.
+                    if let (Some(n @ 1..), Some(column)) = (null_partition, &job.partition_column) {
+                        parts.push(format!("∅{} with NULL {column}", crate::numbers::n_rows(n)));
                     }
                     parts.join("  ")
                 }

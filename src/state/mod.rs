@@ -176,6 +176,25 @@ pub fn null_partition_note(job: &Job, null_partition: Option<i64>) -> Option<Str
     ))
 }
 
+/// `the job's SQL gives 3 rows with NULL dt over this range: a load
+/// refuses them (no window holds a NULL)`, for a job whose source, as
+/// reconciled, gives rows no window holds: a replace's window check fails
+/// every load of the range over them, and no partition's source count
+/// shows them. None where there are none, or they were not told apart.
+pub fn source_null_partition_note(job: &Job, null_partition: Option<i64>) -> Option<String> {
+    let n = null_partition.filter(|n| *n > 0)?;
+    let column = job.partition_column.as_ref()?;
+    let them = if n == 1 { "it" } else { "them" };
+    let fate = match job.strategy {
+        Strategy::ReplacePartition => format!("a load refuses {them} (no window holds a NULL)"),
+        Strategy::MergeKey => format!("no partition counts {them}"),
+    };
+    Some(format!(
+        "the job's SQL gives {} with NULL {column} over this range: {fate}",
+        crate::numbers::n_rows(n),
+    ))
+}
+
 /// Whether an attempt started before its window ended (`--allow-incomplete`):
 /// it read a source still filling.
 pub fn loaded_before_window_ended(attempt: &Attempt, partition: &Partition) -> bool {
@@ -442,6 +461,32 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         assert_eq!(
             note(&merge, Some(1_200)).as_deref(),
             Some("1,200 rows of t have NULL dt: no partition counts them")
+        );
+    }
+
+    /// The source's rows in no window are said with what a load does with
+    /// them; nothing where none were told apart.
+    #[test]
+    fn the_source_null_partition_note_says_what_a_load_does() {
+        let (replace, _) =
+            job_and_statuses("strategy = \"replace_partition\"\npartition_column = \"dt\"");
+        let (merge, _) = job_and_statuses(
+            "strategy = \"merge_key\"\nunique_key = [\"x\"]\npartition_column = \"dt\"",
+        );
+        let note = |job: &Job, n| source_null_partition_note(job, n);
+        assert_eq!(note(&replace, None), None);
+        assert_eq!(note(&replace, Some(0)), None);
+        assert_eq!(
+            note(&replace, Some(1)).as_deref(),
+            Some(
+                "the job's SQL gives 1 row with NULL dt over this range: a load refuses it (no window holds a NULL)"
+            )
+        );
+        assert_eq!(
+            note(&merge, Some(2)).as_deref(),
+            Some(
+                "the job's SQL gives 2 rows with NULL dt over this range: no partition counts them"
+            )
         );
     }
 

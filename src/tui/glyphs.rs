@@ -13,6 +13,10 @@ use unicode_width::UnicodeWidthStr;
 /// glyph in the calendar, and counted in the jobs pane.
 pub const REFUSED_FLAG: char = '⊖';
 
+/// The mark of a job whose target holds rows with a NULL partition column,
+/// which no partition holds: with their number, in the jobs pane.
+pub const NULL_PARTITION_FLAG: char = '∅';
+
 /// Whether to draw ASCII: `IDEM_GLYPHS=ascii|unicode` says so; else the
 /// locale does (the first of `LC_ALL`, `LC_CTYPE`, `LANG` that is set, as
 /// C's `setlocale` reads them), UTF-8 unless it names another charset or
@@ -68,6 +72,7 @@ fn ascii_of(symbol: &str) -> &'static str {
         "⚠" => "!",
         "⟳" | "↻" | "↺" => "@",
         "⊘" => "/",
+        "∅" => "N",
         "±" => "+",
         "“" | "”" => "\"",
         "é" => "e",

@@ -72,6 +72,16 @@ pub fn lines(t: &Theme, keymap: &Keymap, width: u16) -> Vec<Line<'static>> {
             t.style("text"),
         ),
     ]));
+    lines.push(Line::from(vec![
+        Span::styled(
+            format!("  {}  ", crate::tui::glyphs::NULL_PARTITION_FLAG),
+            t.style("warning"),
+        ),
+        Span::styled(
+            "in the jobs list, with a number: rows of the job's target whose partition column is NULL (no partition holds them)",
+            t.style("text"),
+        ),
+    ]));
     lines
 }
 

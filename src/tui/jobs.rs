@@ -7,11 +7,10 @@ use chrono::NaiveDateTime;
 use crossterm::event::{Event as TermEvent, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
-use ratatui::style::Style;
 use tui_input::Input;
 use tui_input::backend::crossterm::to_input_request;
 
-use super::glyphs::REFUSED_FLAG;
+use super::health::health;
 use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
@@ -471,40 +470,6 @@ impl JobsPane {
     }
 }
 
-/// A job's health for its row in the list: each count of a state that
-/// needs a look, with its glyph, else "ok" (or why there is none yet).
-fn health(j: &JobView, t: &Theme) -> Vec<(String, Style)> {
-    if j.error.is_some() && !j.loaded {
-        return vec![("unreadable".into(), t.style("error"))];
-    }
-    if !j.loaded {
-        return vec![("loading…".into(), t.style("muted"))];
-    }
-    let counts = j.state_counts();
-    let mut items = Vec::new();
-    for st in [
-        LoadState::Running,
-        LoadState::Failed,
-        LoadState::Vanished,
-        LoadState::Missing,
-        LoadState::Stale,
-    ] {
-        let n = counts.get(&st).copied().unwrap_or(0);
-        if n > 0 {
-            items.push((format!("{}{n}", st.glyph()), t.state(st)));
-        }
-    }
-    // Loaded, but waiting for a source the shrink guard found short.
-    let refused = j.statuses.iter().filter(|s| s.refused.is_some()).count();
-    if refused > 0 {
-        items.push((format!("{REFUSED_FLAG}{refused}"), t.style("warning")));
-    }
-    if items.is_empty() {
-        items.push(("■ ok".into(), t.state(LoadState::Loaded)));
-    }
-    items
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,6 +579,18 @@ mod tests {
             pane.render(f, area, &Theme::default_theme(), true, false)
         });
         assert!(screen.contains("repl·day ⊖1"), "{screen}");
+        assert!(!screen.contains("■ ok"), "{screen}");
+
+        // Rows of the target in no partition, as the state read counted
+        // them, are marked with their number, not "ok".
+        if let Some(j) = pane.get_mut(2) {
+            j.apply_statuses(job_view("x", false, "■■■■■■■■■■").statuses);
+            j.null_partition = Some(12);
+        }
+        let screen = draw(24, 10, |f| {
+            pane.render(f, area, &Theme::default_theme(), true, false)
+        });
+        assert!(screen.contains("repl·day ∅12"), "{screen}");
         assert!(!screen.contains("■ ok"), "{screen}");
     }
 

@@ -22,6 +22,7 @@ mod errors;
 #[cfg(test)]
 mod fixture;
 mod glyphs;
+mod health;
 mod help;
 mod job;
 mod jobs;

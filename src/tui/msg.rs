@@ -14,7 +14,7 @@ use crate::partition::Partition;
 use crate::state::{PartitionStatus, StatesRead};
 use crate::warehouse::ledger::Attempt;
 use crate::warehouse::sql::Syntax;
-use crate::warehouse::{Counts, UncoveredWindow, Verification};
+use crate::warehouse::{SourceCounts, UncoveredWindow, Verification};
 
 /// A warehouse connection as the console shows and uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +128,7 @@ pub enum Msg {
     /// A reconciliation the console asked for counted the source.
     Reconciled {
         id: usize,
-        result: Result<Counts, String>,
+        result: Result<SourceCounts, String>,
     },
     /// The ledger's attempts of the partition a [`LoadsRequest`] named.
     Loads {

@@ -13,7 +13,7 @@ use super::msg::{Effect, ReconcileRequest};
 use super::widgets::{signed, thousands};
 use crate::partition::Partition;
 use crate::state::LoadState;
-use crate::warehouse::Counts;
+use crate::warehouse::SourceCounts;
 
 /// The reconciliation in flight: which job, which partitions.
 #[derive(Debug, Clone)]
@@ -144,7 +144,7 @@ impl Reconciler {
         &mut self,
         id: usize,
         job: Option<&mut JobView>,
-        result: Result<Counts, String>,
+        result: Result<SourceCounts, String>,
     ) -> Option<(bool, String)> {
         let f = self.in_flight.take_if(|f| f.id == id)?;
         let job = job?;
@@ -153,7 +153,7 @@ impl Reconciler {
             Err(_) if f.for_run => return None,
             Err(e) => return Some((true, format!("reconciliation of {} failed: {e}", f.job))),
         };
-        job.reconciled(counts, f.first, f.last);
+        job.reconciled(counts.partitions, f.first, f.last);
         if f.for_run {
             return None;
         }
@@ -164,6 +164,13 @@ impl Reconciler {
             .filter_map(|s| s.out_of_date())
             .collect();
         let range = format!("{}..{}", f.first.name(), f.last.name());
+        // Rows no window holds come first: every load of the range fails
+        // over them, whatever else the counts say.
+        if let Some(note) =
+            crate::state::source_null_partition_note(&job.job, counts.null_partition)
+        {
+            return Some((true, format!("{} {range}: {note}", f.job)));
+        }
         Some((
             false,
             if late.is_empty() {
@@ -217,6 +224,30 @@ pub fn source_line(job: &JobView, i: usize) -> Option<String> {
 mod tests {
     use super::*;
     use crate::tui::fixture::job_view;
+    use crate::warehouse::Counts;
+
+    /// Source rows with a NULL partition column fail every replace load of
+    /// the range: `O` says so, as a warning, before anything is run.
+    #[test]
+    fn a_reconciliation_says_the_source_rows_no_window_holds() {
+        let mut job = job_view("fct_orders", false, "■■■■■■■■■■");
+        let mut r = Reconciler::default();
+        let (Some(Effect::Reconcile(req)), _) = r.toggle(&job, 1, true, 1) else {
+            panic!("no reconcile effect");
+        };
+        let counts = SourceCounts {
+            partitions: job.partitions.iter().map(|p| (p.name(), 100)).collect(),
+            null_partition: Some(3),
+        };
+        let (warning, note) = r
+            .answered(req.id, Some(&mut job), Ok(counts))
+            .expect("a note");
+        assert!(warning, "{note}");
+        assert!(
+            note.contains("gives 3 rows with NULL dt over this range: a load refuses them"),
+            "{note}"
+        );
+    }
 
     #[test]
     fn a_reconciliation_marks_late_rows_and_stops_when_asked() {
@@ -236,7 +267,7 @@ mod tests {
             Some(Effect::StopReconcile(1))
         ));
         assert_eq!(
-            r.answered(1, Some(&mut job), Ok(Counts::new())),
+            r.answered(1, Some(&mut job), Ok(SourceCounts::default())),
             None,
             "stopped"
         );
@@ -244,6 +275,10 @@ mod tests {
         assert!(r.follow(Some("fct_orders")).is_none());
         let mut counts: Counts = job.partitions.iter().map(|p| (p.name(), 100)).collect();
         counts.insert("2026-06-02".into(), 132);
+        let counts = SourceCounts {
+            partitions: counts,
+            null_partition: Some(0),
+        };
         let note = r.answered(3, Some(&mut job), Ok(counts)).expect("a note");
         assert!(
             note.1.contains("1 partition out of date (+32 rows)"),

@@ -60,6 +60,7 @@ pub(crate) use lock_holder::sqlite_openers;
 pub use partition_cover::UncoveredWindow;
 pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
+pub use reconcile::SourceCounts;
 pub use references::{DELETING_REFERENCE_ADVICE, Reference};
 pub use sqlite::DATE_GLOB;
 pub use verify::{CLOCK_TICK, Difference, Proofs, Verification};

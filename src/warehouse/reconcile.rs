@@ -15,6 +15,20 @@ use crate::partition::Partition;
 /// Windows counted in one statement where each is a subquery of its own.
 const WINDOWS_PER_STATEMENT: usize = 100;
 
+/// What the job's SQL gives over a range, as [`Warehouse::source_counts`]
+/// counts it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    /// Rows per partition, by name.
+    pub partitions: Counts,
+    /// Rows whose partition column is NULL, which no window holds: a
+    /// replace's load refuses them. Counted where the statement groups by
+    /// the partition column (their group, in the same statement); None
+    /// where each window is counted on its own (they are in each window's
+    /// count) or the job has no partition column.
+    pub null_partition: Option<i64>,
+}
+
 impl Warehouse {
     /// The statements that count the rows the job's SQL gives each
     /// partition from `first` through `last`. Where the SQL provably gives
@@ -37,6 +51,8 @@ impl Warehouse {
         if let Some(col) = &job.partition_column
             && grouped
         {
+            // The NULL group is kept (its name NULL): the rows a load
+            // refuses, said before it does.
             // Grouped by the partition's start, named after grouping: a
             // name formatted for each row cost PostgreSQL 3.5x the plain
             // GROUP BY (RESULTS §22).
@@ -83,7 +99,7 @@ impl Warehouse {
         first: Partition,
         last: Partition,
         grouped: bool,
-    ) -> Result<Counts, WarehouseError> {
+    ) -> Result<SourceCounts, WarehouseError> {
         let never = CancellationToken::new();
         self.source_counts_until(job, (first, last), grouped, &never)
             .await
@@ -101,7 +117,7 @@ impl Warehouse {
         (first, last): (Partition, Partition),
         grouped: bool,
         cancel: &CancellationToken,
-    ) -> Result<Counts, WarehouseError> {
+    ) -> Result<SourceCounts, WarehouseError> {
         let statements = self.source_counts_sql(job, first, last, grouped)?;
         let mut conn = self.pool().acquire().await?;
         let session = match self.dialect().engine() {
@@ -124,7 +140,11 @@ impl Warehouse {
                 return Err(WarehouseError::Cancelled);
             }
         };
-        counted
+        let (partitions, nulls) = counted?;
+        Ok(SourceCounts {
+            partitions,
+            null_partition: (job.partition_column.is_some() && grouped).then_some(nulls),
+        })
     }
 
     /// Stops the statement session `id` is running (not the session), on a
@@ -144,12 +164,13 @@ impl Warehouse {
     }
 }
 
-/// The counts of `statements` in one read-only transaction, rolled back.
+/// The counts of `statements` in one read-only transaction, rolled back,
+/// and the count of the rows in no partition (a NULL name).
 async fn count_on(
     wh: &Warehouse,
     conn: &mut sqlx::AnyConnection,
     statements: &[Sql],
-) -> Result<Counts, WarehouseError> {
+) -> Result<(Counts, i64), WarehouseError> {
     let mut tx = Connection::begin(conn).await?;
     if wh.dialect().engine() == Engine::Postgres {
         sqlx::query("SET TRANSACTION READ ONLY")
@@ -157,16 +178,18 @@ async fn count_on(
             .await?;
     }
     let mut counts = Counts::new();
+    let mut nulls = 0;
     for sql in statements {
         let mut rows = sql.query().fetch(&mut *tx);
         while let Some(row) = rows.try_next().await? {
             let name: Option<String> = row.try_get(0)?;
             let n: i64 = row.try_get(1)?;
-            if let Some(name) = name {
-                *counts.entry(name).or_default() += n;
+            match name {
+                Some(name) => *counts.entry(name).or_default() += n,
+                None => nulls += n,
             }
         }
     }
     tx.rollback().await?;
-    Ok(counts)
+    Ok((counts, nulls))
 }

@@ -454,7 +454,13 @@ impl App {
             }
             Msg::Reconciled { id, result } => {
                 if let Modal::Confirm(c) = &mut self.shared.modal {
-                    c.source_counted(id, result.as_ref().map(|_| ()).map_err(String::clone));
+                    c.source_counted(
+                        id,
+                        result
+                            .as_ref()
+                            .map(|c| c.null_partition)
+                            .map_err(String::clone),
+                    );
                 }
                 let job = self.shared.reconciler.in_flight().map(|f| f.job.clone());
                 let job = job.and_then(|name| self.shared.jobs.by_name_mut(&name));

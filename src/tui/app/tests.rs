@@ -202,7 +202,10 @@ fn a_refresh_forgets_the_source_counts_from_before() {
     let counts = crate::warehouse::Counts::from([("2026-06-03".to_string(), 206)]);
     a.update(Msg::Reconciled {
         id,
-        result: Ok(counts),
+        result: Ok(crate::warehouse::SourceCounts {
+            partitions: counts,
+            null_partition: None,
+        }),
     });
     a.update(Msg::Key(code(crossterm::event::KeyCode::Esc)));
     let source =

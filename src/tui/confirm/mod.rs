@@ -222,11 +222,12 @@ impl ConfirmDialog {
     }
 
     /// The request `id` counted the source (its counts are on the job's
-    /// partitions), or could not.
-    pub fn source_counted(&mut self, id: usize, result: Result<(), String>) {
+    /// partitions; the rows it gives with a NULL partition column, where
+    /// told apart, are the answer), or could not.
+    pub fn source_counted(&mut self, id: usize, result: Result<Option<i64>, String>) {
         if self.source == SourceCount::Counting(id) {
             self.source = match result {
-                Ok(()) => SourceCount::Counted,
+                Ok(nulls) => SourceCount::Counted(nulls),
                 Err(e) => SourceCount::Failed(e),
             };
         }

@@ -20,8 +20,9 @@ pub enum SourceCount {
     NotAsked,
     /// The background request of this id counts it.
     Counting(usize),
-    /// Counted: the job's partitions carry their source counts.
-    Counted,
+    /// Counted: the job's partitions carry their source counts; the rows
+    /// the source gives with a NULL partition column, where told apart.
+    Counted(Option<i64>),
     Failed(String),
 }
 
@@ -79,7 +80,10 @@ pub fn lines<'a>(
         ))
         .chain(allowance())
         .collect(),
-        SourceCount::Counted => {
+        SourceCount::Counted(nulls) => {
+            // Rows no window holds: every load over them fails.
+            let nulls_line = crate::state::source_null_partition_note(&job.job, *nulls)
+                .map(|note| line("nulls", note, "warning"));
             let statuses: Vec<_> = chosen.iter().filter_map(|i| job.status_at(*i)).collect();
             let total: i64 = statuses.iter().filter_map(|s| s.rows_source).sum();
             let shrinking: Vec<_> = statuses
@@ -130,6 +134,7 @@ pub fn lines<'a>(
                 );
                 return [source, none]
                     .into_iter()
+                    .chain(nulls_line)
                     .chain(empty_lines.into_iter().flatten())
                     .collect();
             }
@@ -163,6 +168,7 @@ pub fn lines<'a>(
                 line("", named.join(" · "), "warning"),
             ]
             .into_iter()
+            .chain(nulls_line)
             .chain(empty_lines.into_iter().flatten())
             .collect()
         }

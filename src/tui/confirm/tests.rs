@@ -356,3 +356,29 @@ fn a_long_job_name_widens_the_dialog_to_show_its_command() {
     let narrow = shown(100);
     assert!(narrow.contains("wider than this dialog"), "{narrow}");
 }
+
+/// QA: a source giving rows with a NULL partition column fails every load
+/// over them; the dialog's source count says so before the run.
+#[test]
+fn the_dialog_says_the_source_rows_no_window_holds() {
+    let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, vec![2]);
+    c.counting_source(7);
+    let partitions = job.partitions.iter().map(|p| (p.name(), 100)).collect();
+    let (first, last) = (job.partitions[0], *job.partitions.last().unwrap());
+    job.reconciled(partitions, first, last);
+    c.source_counted(7, Ok(Some(4)));
+    let shown = draw(140, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(
+        shown.contains("the job's SQL gives 4 rows with NULL dt over this range"),
+        "{shown}"
+    );
+    c.counting_source(8);
+    c.source_counted(8, Ok(Some(0)));
+    let shown = draw(140, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!shown.contains("NULL dt"), "{shown}");
+}
