@@ -321,6 +321,22 @@ fn snapshot_error_groups() {
     insta::assert_snapshot!(text(&a));
 }
 
+/// The run's `partition` failed for good, with `error`.
+fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionFailed {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: partition.to_string(),
+            attempt: 2,
+            error: error.to_string(),
+            will_retry: false,
+            duration_ms: 10,
+        },
+    });
+}
+
 /// Starts a run of the three failed days and feeds it engine events.
 fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
     let mut a = app(w, h);
@@ -677,18 +693,12 @@ fn live_events_turn_cells_running_then_loaded() {
         result: Ok(StatesRead::States(newer.into())),
     });
     assert!(!a.job().unwrap().live.contains_key(&names[0]));
-    a.update(Msg::Engine {
+    fail_in_run(
+        &mut a,
         run,
-        event: Event::PartitionFailed {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            partition: names[1].clone(),
-            attempt: 2,
-            error: "CHECK constraint failed: amount_usd >= 0".into(),
-            will_retry: false,
-            duration_ms: 10,
-        },
-    });
+        &names[1],
+        "CHECK constraint failed: amount_usd >= 0",
+    );
     assert_eq!(a.job().unwrap().state_at(i1), Some(LoadState::Failed));
     let effects = a.update(Msg::Engine {
         run,
@@ -720,18 +730,12 @@ fn live_events_turn_cells_running_then_loaded() {
 #[test]
 fn a_run_stopped_short_lists_what_it_never_started_as_not_run() {
     let (mut a, run, names) = run_in_progress(120, 40);
-    a.update(Msg::Engine {
+    fail_in_run(
+        &mut a,
         run,
-        event: Event::PartitionFailed {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            partition: names[1].clone(),
-            attempt: 2,
-            error: "no connection to the warehouse within the connect timeout".into(),
-            will_retry: false,
-            duration_ms: 10,
-        },
-    });
+        &names[1],
+        "no connection to the warehouse within the connect timeout",
+    );
     a.update(Msg::Engine {
         run,
         event: Event::RunFinished {
@@ -981,18 +985,12 @@ fn c_cancels_a_run_in_flight_and_its_load_in_flight_reads_rolled_back() {
 #[test]
 fn braces_go_to_the_runs_failed_partitions_from_any_pane() {
     let (mut a, run, names) = run_in_progress(120, 40);
-    a.update(Msg::Engine {
+    fail_in_run(
+        &mut a,
         run,
-        event: Event::PartitionFailed {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            partition: names[1].clone(),
-            attempt: 2,
-            error: "CHECK constraint failed: amount_usd >= 0".into(),
-            will_retry: false,
-            duration_ms: 10,
-        },
-    });
+        &names[1],
+        "CHECK constraint failed: amount_usd >= 0",
+    );
     assert_eq!(a.focus, Focus::Calendar);
     keys(&mut a, "}");
     assert_eq!((a.focus, a.runs[0].selected), (Focus::Runs, 1));
@@ -3404,18 +3402,7 @@ fn a_partition_the_shrink_guard_refused_reads_as_refused() {
             "CHECK constraint failed: amount_usd >= 0".to_string(),
         ),
     ] {
-        a.update(Msg::Engine {
-            run,
-            event: Event::PartitionFailed {
-                run_id: "r1".into(),
-                job: "fct_orders".into(),
-                partition: p.clone(),
-                attempt: 2,
-                error,
-                will_retry: false,
-                duration_ms: 40,
-            },
-        });
+        fail_in_run(&mut a, run, p, &error);
     }
     let screen = text(&a);
     let row = |name: &str| {
@@ -3528,18 +3515,7 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
 #[test]
 fn a_run_shown_changes_the_states_held() {
     let (mut a, run, names) = run_in_progress(120, 40);
-    a.update(Msg::Engine {
-        run,
-        event: Event::PartitionFailed {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            partition: names[1].clone(),
-            attempt: 2,
-            error: "boom".into(),
-            will_retry: false,
-            duration_ms: 10,
-        },
-    });
+    fail_in_run(&mut a, run, &names[1], "boom");
     assert!(!a.holds_last_read("fct_orders"));
     let others: Vec<String> = a
         .config()
