@@ -268,7 +268,7 @@ async fn the_console_detail_says_where_the_history_is(kind: Kind) {
             .await;
             let mut said = said.into_inner().expect("lock");
             if renamed {
-                said.extend(idem::tui::read_renamed(wh, config).await);
+                said.extend(idem::tui::read_history_elsewhere(wh, config).await);
             }
             said
         }
@@ -278,7 +278,7 @@ async fn the_console_detail_says_where_the_history_is(kind: Kind) {
     }
     app.update(Msg::Tick(now()));
     let line = "renamed? its loads are under \"fct_daily\" (not counted): idem log fct_daily";
-    let screen = text(&app);
+    let screen = common::screen_text(&app);
     assert_eq!(screen.matches(line).count(), 1, "{screen}");
 
     common::stdout_ok(&idem(
@@ -296,29 +296,13 @@ async fn the_console_detail_says_where_the_history_is(kind: Kind) {
         app.update(msg);
     }
     app.update(Msg::Tick(now()));
-    let screen = text(&app);
+    let screen = common::screen_text(&app);
     assert!(!screen.contains("renamed?"), "{screen}");
     wh.close().await;
 }
 
 fn now() -> chrono::NaiveDateTime {
     chrono::Utc::now().naive_utc()
-}
-
-/// The screen's text, a line per row.
-fn text(app: &App) -> String {
-    let (w, h) = app.size;
-    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).expect("terminal");
-    t.draw(|f| idem::tui::view::render(f, app)).expect("draw");
-    let buf = t.backend().buffer();
-    (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 on_every_engine!(

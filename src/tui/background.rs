@@ -356,7 +356,7 @@ impl Background {
                 };
                 let config = app.config().clone();
                 tokio::spawn(async move {
-                    for msg in read_renamed(&wh, &config).await {
+                    for msg in read_history_elsewhere(&wh, &config).await {
                         send(msg);
                     }
                 });
@@ -466,7 +466,10 @@ pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) 
 /// which have loads under their names into other tables than their targets
 /// now, as `idem status` says it; nothing where the ledger cannot be read
 /// for it (the states read says why).
-pub async fn read_renamed(warehouse: &Warehouse, config: &crate::config::Config) -> Vec<Msg> {
+pub async fn read_history_elsewhere(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+) -> Vec<Msg> {
     let shown: Vec<&Job> = config.jobs.iter().collect();
     let mut out = Vec::new();
     if let Ok(renamed) = warehouse.renamed_jobs(config, &shown).await {

@@ -363,3 +363,19 @@ pub async fn kill_idem_mid_load(
     child.wait().expect("reap idem");
     poll_count(conn, in_flight, 200, |n| n == 0).await;
 }
+
+/// The console's screen as drawn now, a line per row.
+pub fn screen_text(app: &idem::tui::App) -> String {
+    let (w, h) = app.size;
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| idem::tui::view::render(f, app)).expect("draw");
+    let buf = t.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
