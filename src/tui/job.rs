@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::NaiveDateTime;
 
 use super::errors::{ErrorGroup, group_failures};
+use super::widgets::first_in_view;
 use crate::config::Job;
 use crate::engine::Event;
 use crate::partition::{Grain, Partition, RangeEnd};
@@ -362,15 +363,8 @@ impl JobView {
 
     /// Scrolls so that the cursor's unit is among the `capacity` shown.
     pub(super) fn fix_scroll(&mut self, capacity: usize) {
-        let cap = capacity.max(1);
-        let count = self.unit_count();
         let unit = self.unit_of(self.cursor);
-        if unit < self.scroll {
-            self.scroll = unit;
-        } else if unit >= self.scroll + cap {
-            self.scroll = unit + 1 - cap;
-        }
-        self.scroll = self.scroll.min(count.saturating_sub(cap));
+        self.scroll = first_in_view(self.scroll, unit, capacity.max(1), self.unit_count());
     }
 
     pub(super) fn last_complete(&self, now: NaiveDateTime) -> usize {

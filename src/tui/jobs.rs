@@ -15,7 +15,9 @@ use super::job::JobView;
 use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{abbreviate, abbreviate_name, block, columns, from_column, inner, put};
+use super::widgets::{
+    abbreviate, abbreviate_name, block, columns, first_in_view, from_column, inner, put,
+};
 use crate::config::{Job, Strategy};
 use crate::state::LoadState;
 
@@ -266,14 +268,7 @@ impl JobsPane {
     /// scrolled, moved just enough to show the current job.
     fn first_listed(&self, visible: &[usize], rows: usize) -> usize {
         let pos = visible.iter().position(|i| *i == self.current).unwrap_or(0);
-        let first = self.scrolled.get().min(visible.len().saturating_sub(rows));
-        if pos < first {
-            pos
-        } else if rows > 0 && pos >= first + rows {
-            pos + 1 - rows
-        } else {
-            first
-        }
+        first_in_view(self.scrolled.get(), pos, rows, visible.len())
     }
 
     /// The job listed at (x, y) of the pane `area` (its border included).

@@ -32,6 +32,21 @@ pub fn scrolled(scroll: u16, action: Action, page: u16, most: u16) -> Option<u16
     Some(to.min(most))
 }
 
+/// The first of a list's `count` rows shown when `rows` fit, the list
+/// having been scrolled to `first`: moved as little as shows row `at` (a
+/// move within the rows shown scrolls nothing, as in less or htop), and
+/// no further than fills the view.
+pub fn first_in_view(first: usize, at: usize, rows: usize, count: usize) -> usize {
+    let first = first.min(count.saturating_sub(rows));
+    if at < first {
+        at
+    } else if rows > 0 && at >= first + rows {
+        at + 1 - rows
+    } else {
+        first
+    }
+}
+
 /// `text` in lines of at most `width` columns, broken between words (a
 /// word wider than that keeps its own line, whole).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {

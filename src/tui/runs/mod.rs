@@ -1,6 +1,7 @@
 //! The run pane: this console's runs, each with its per-partition table and
 //! the selected partition's live log, fed by the engine's events.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
@@ -9,7 +10,7 @@ use ratatui::layout::Rect;
 use super::keymap;
 use super::keys::{Action, Scope};
 use super::run_logs::RunLogs;
-use super::widgets::duration_text;
+use super::widgets::{duration_text, first_in_view};
 use crate::config::Strategy;
 use crate::engine::{Backfill, Event, stopped_short};
 use crate::partition::Partition;
@@ -133,6 +134,9 @@ pub struct RunView {
     index: HashMap<String, usize>,
     /// The partition row under the cursor.
     pub selected: usize,
+    /// How many partition rows the table scrolled past when last drawn;
+    /// the next draw moves it as little as keeps the selected row in view.
+    scrolled: Cell<usize>,
     pub cancel_requested: bool,
     pub finished: Option<RunFinish>,
     /// Why the run never started.
@@ -172,6 +176,7 @@ impl RunView {
                 .collect(),
             partitions: names.into_iter().map(RunPartition::queued).collect(),
             selected: 0,
+            scrolled: Cell::new(0),
             cancel_requested: false,
             finished: None,
             error: None,
@@ -265,7 +270,7 @@ impl RunView {
     /// The row of `partition`, queued in its place among the others (by
     /// name, which orders partitions of one grain) if the run had none: a
     /// cascade adds partitions to a step before it begins. The row under
-    /// the cursor stays under it.
+    /// the cursor stays under it, and the rows shown stay where they are.
     fn add_row(&mut self, partition: &str) -> usize {
         if let Some(i) = self.row(partition) {
             return i;
@@ -278,6 +283,10 @@ impl RunView {
         self.logs.insert(i);
         if self.selected >= i && self.partitions.len() > 1 {
             self.selected += 1;
+        }
+        let first = self.scrolled.get();
+        if first > 0 && i <= first {
+            self.scrolled.set(first + 1);
         }
         self.index = self
             .partitions
@@ -531,6 +540,17 @@ impl RunView {
             None if self.count(RunPartState::Failed) > 0 => ('▶', "error"),
             None => ('▶', "gauge"),
         }
+    }
+
+    /// The first partition row shown in a table `rows` high: where it was
+    /// scrolled, moved just enough to show the selected row.
+    fn first_row(&self, rows: usize) -> usize {
+        first_in_view(
+            self.scrolled.get(),
+            self.selected,
+            rows,
+            self.partitions.len(),
+        )
     }
 
     /// The label in the run pane's list of runs.

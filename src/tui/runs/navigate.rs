@@ -130,10 +130,11 @@ fn went_round(partitions: &[RunPartition], to: usize, forward: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Event;
     use crate::engine::{Backfill, Selection};
     use crate::state::LoadState;
     use crate::tui::fixture::{draw, job_view, now};
-    use crate::tui::runs::{RunPartState, log_text_area, render};
+    use crate::tui::runs::{RunPartState, hit, log_text_area, render};
     use crate::tui::theme::Theme;
 
     /// A run of 338 missing days, as a backfill of most of a year has.
@@ -218,6 +219,186 @@ mod tests {
         assert_eq!(press(&mut runs, Action::PrevFailed), (301, None));
         assert_eq!(press(&mut runs, Action::FirstRow), (0, None));
         assert_eq!(press(&mut runs, Action::Down), (1, None));
+    }
+
+    /// The partition rows drawn in the run pane `area`, top down, and the
+    /// screen line of the one under the cursor.
+    fn rows_shown(runs: &[RunView], area: Rect) -> (Vec<usize>, Option<usize>) {
+        let shown = screen(runs, area);
+        let lines: Vec<&str> = shown.lines().collect();
+        let mut rows = Vec::new();
+        let mut cursor = None;
+        for (y, line) in lines.iter().enumerate() {
+            for (i, p) in runs[0].partitions.iter().enumerate() {
+                let glyph = p.state.label().1;
+                if line.contains(&format!("{glyph} {} ", p.name)) {
+                    rows.push(i);
+                    if line.contains(&format!("›{glyph} {} ", p.name)) {
+                        cursor = Some(y);
+                    }
+                }
+            }
+        }
+        (rows, cursor)
+    }
+
+    /// QA: once a long run's table had scrolled, the cursor stayed on its
+    /// bottom row: each k from row 200 of 338 scrolled the whole table, the
+    /// rows below the selection going out of view. The table keeps where it
+    /// is scrolled to, and moves only when the selection would leave it:
+    /// k and j move the cursor within the rows shown, and the table scrolls
+    /// a row at a time past its top and bottom.
+    #[test]
+    fn the_table_scrolls_only_when_the_selection_would_leave_it() {
+        let mut runs = vec![long_run()];
+        let mut selected = 0;
+        let area = Rect::new(0, 0, 120, 20);
+        let log = log_text_area(area);
+        let mut press = |runs: &mut Vec<RunView>, action, times| {
+            for _ in 0..times {
+                direction(runs, &mut selected, action, log);
+                rows_shown(runs, area);
+            }
+        };
+        press(&mut runs, Action::Down, 200);
+        assert_eq!(runs[0].selected, 200);
+        let (at_200, cursor) = rows_shown(&runs, area);
+        let height = at_200.len();
+        assert!(height > 5, "{at_200:?}");
+        assert_eq!(at_200.last(), Some(&200), "j scrolled to show row 200");
+        let bottom = cursor.unwrap();
+        // k goes up the rows shown, the rows below it staying in view.
+        for k in 1..height {
+            press(&mut runs, Action::Up, 1);
+            let (rows, cursor) = rows_shown(&runs, area);
+            assert_eq!(rows, at_200, "k {k} times from row 200 scrolled");
+            assert_eq!(cursor, Some(bottom - k));
+        }
+        // Past the top row, the table scrolls by one, the cursor on top.
+        let top = bottom + 1 - height;
+        press(&mut runs, Action::Up, 1);
+        let (rows, cursor) = rows_shown(&runs, area);
+        assert_eq!(rows[0], 200 - height);
+        assert_eq!(rows.len(), height);
+        assert_eq!(cursor, Some(top));
+        // j goes back down the rows shown without scrolling them.
+        let at_top = rows;
+        for k in 1..height {
+            press(&mut runs, Action::Down, 1);
+            let (rows, cursor) = rows_shown(&runs, area);
+            assert_eq!(rows, at_top, "j {k} times from the top scrolled");
+            assert_eq!(cursor, Some(top + k));
+        }
+        press(&mut runs, Action::Down, 1);
+        let (rows, cursor) = rows_shown(&runs, area);
+        assert_eq!(rows[0], at_top[0] + 1);
+        assert_eq!(cursor, Some(bottom));
+    }
+
+    /// The jumps show the row they go to, and the table stays put when that
+    /// row is already in view; a terminal made smaller keeps the selection
+    /// in view, and made larger again it fills the table.
+    #[test]
+    fn jumps_and_resizes_keep_the_selection_in_view() {
+        let mut runs = vec![long_run()];
+        let mut selected = 0;
+        let area = Rect::new(0, 0, 120, 20);
+        let log = log_text_area(area);
+        runs[0].partitions[30].state = RunPartState::Failed;
+        runs[0].partitions[40].state = RunPartState::Failed;
+        runs[0].partitions[300].state = RunPartState::Refused;
+        let mut press = |runs: &mut Vec<RunView>, action| {
+            direction(runs, &mut selected, action, log);
+            let (rows, cursor) = rows_shown(runs, area);
+            assert!(
+                rows.contains(&runs[0].selected) && cursor.is_some(),
+                "{action:?}: row {} not drawn in {rows:?}",
+                runs[0].selected
+            );
+            rows
+        };
+        assert_eq!(press(&mut runs, Action::LastRow).last(), Some(&337));
+        assert_eq!(press(&mut runs, Action::FirstRow).first(), Some(&0));
+        assert_eq!(press(&mut runs, Action::NextFailed).last(), Some(&30));
+        assert_eq!(press(&mut runs, Action::NextFailed).last(), Some(&40));
+        assert_eq!(press(&mut runs, Action::NextFailed).last(), Some(&300));
+        assert_eq!(press(&mut runs, Action::PrevFailed).first(), Some(&40));
+        let at_30 = press(&mut runs, Action::PrevFailed);
+        assert_eq!(at_30.first(), Some(&30));
+        assert_eq!(press(&mut runs, Action::NextFailed), at_30, "40 was shown");
+        assert_eq!(runs[0].selected, 40);
+        // Row 40 in the middle of the table; the terminal made smaller,
+        // then larger again.
+        let (rows, _) = rows_shown(&runs, area);
+        let small = Rect::new(0, 0, 120, 10);
+        let (shown, cursor) = rows_shown(&runs, small);
+        assert!(shown.len() < rows.len());
+        assert_eq!(shown.last(), Some(&40), "{shown:?}");
+        assert!(cursor.is_some());
+        let (shown, cursor) = rows_shown(&runs, area);
+        assert_eq!(shown.len(), rows.len());
+        assert!(shown.contains(&40) && cursor.is_some(), "{shown:?}");
+        // At the end of the run, a larger table shows more rows above.
+        press(&mut runs, Action::LastRow);
+        rows_shown(&runs, small);
+        let (shown, _) = rows_shown(&runs, area);
+        assert_eq!(shown.len(), rows.len(), "no blank rows below the last");
+        assert_eq!(shown.last(), Some(&337));
+    }
+
+    /// A run's events do not move the table: a partition a cascade adds
+    /// above the rows shown, or one that starts, leaves the same rows in
+    /// view with the cursor where it was; a click lands on the row drawn.
+    #[test]
+    fn events_keep_the_table_where_it_was_scrolled() {
+        let mut runs = vec![long_run()];
+        let mut selected = 0;
+        let area = Rect::new(0, 0, 120, 20);
+        for _ in 0..200 {
+            direction(&mut runs, &mut selected, Action::Down, None);
+            rows_shown(&runs, area);
+        }
+        for _ in 0..5 {
+            direction(&mut runs, &mut selected, Action::Up, None);
+        }
+        let (rows, cursor) = rows_shown(&runs, area);
+        assert_eq!(rows.last(), Some(&200));
+        let name = |runs: &[RunView], i: usize| runs[0].partitions[i].name.clone();
+        let shown_names = |runs: &[RunView]| -> Vec<String> {
+            rows_shown(runs, area)
+                .0
+                .iter()
+                .map(|i| name(runs, *i))
+                .collect()
+        };
+        let names = shown_names(&runs);
+        let at = name(&runs, runs[0].selected);
+        let first = chrono::NaiveDate::parse_from_str(&name(&runs, 0), "%Y-%m-%d").unwrap();
+        let added = |partition: String| Event::PartitionAdded {
+            job: "fct_orders".into(),
+            partition,
+            because: "upstream changed".into(),
+        };
+        let before = (first - chrono::Duration::days(1)).to_string();
+        runs[0].apply(&added(before), now());
+        runs[0].apply(
+            &Event::PartitionStarted {
+                run_id: "r".into(),
+                job: "fct_orders".into(),
+                partition: at.clone(),
+                attempt: 1,
+            },
+            now(),
+        );
+        assert_eq!(name(&runs, runs[0].selected), at);
+        assert_eq!(shown_names(&runs), names, "the table moved");
+        assert_eq!(rows_shown(&runs, area).1, cursor);
+        // The table's first row is drawn at line 3 of the pane.
+        let top = rows_shown(&runs, area).0[0];
+        assert_eq!(
+            hit(&runs, 0, area, 5, 3),
+            Some(crate::tui::layout::Hit::RunRow(top))
+        );
     }
 
     /// The footer names the run pane's keys by what they do there, with the

@@ -60,9 +60,7 @@ pub fn hit(runs: &[RunView], selected: usize, area: Rect, x: u16, y: u16) -> Opt
     if !table.contains(pos) {
         return None;
     }
-    let first = run
-        .selected
-        .saturating_sub((table.height as usize).saturating_sub(1));
+    let first = run.first_row(table.height as usize);
     Some(Hit::RunRow(first + (y - table.y) as usize))
 }
 
@@ -156,7 +154,8 @@ fn render_table(
 ) {
     let buf = frame.buffer_mut();
     let rows = table.height as usize;
-    let first = run.selected.saturating_sub(rows.saturating_sub(1));
+    let first = run.first_row(rows);
+    run.scrolled.set(first);
     for (k, p) in run.partitions.iter().enumerate().skip(first).take(rows) {
         let y = table.y + (k - first) as u16;
         let (word, glyph) = p.state.label();
