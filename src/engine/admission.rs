@@ -99,6 +99,20 @@ impl Admission {
         }
     }
 
+    /// The server grants the role connections for `partitions` in flight
+    /// (`why`): the limit goes no higher, said as the first partition
+    /// starts where it is below what was asked.
+    pub(super) fn grant(&self, partitions: usize, why: &str) {
+        if let Ok(mut state) = self.state.lock()
+            && partitions < state.asked
+        {
+            state.asked = partitions;
+            state.limit = state.limit.min(partitions);
+            state.said = state.limit;
+            state.unsaid = Some(why.to_string());
+        }
+    }
+
     /// The warehouse refused `slot`'s partition a connection: the limit
     /// becomes the partitions in flight besides it, which it gives back
     /// its place to. False when there are none: no partition of the run

@@ -87,9 +87,10 @@ pub enum Event {
         /// upstream partition each reads did not load).
         cancelled: bool,
     },
-    /// The warehouse refused a partition's load a connection (a limit on
-    /// connections: a role's or database's CONNECTION LIMIT, a server's
-    /// max_connections or max_user_connections, a pooler's): from here on
+    /// The warehouse grants the role fewer connections than the run asked
+    /// for (asked at connect), or refused a partition's load a connection
+    /// (a limit on connections: a role's or database's CONNECTION LIMIT, a
+    /// server's max_connections or max_user_connections, a pooler's): from here on
     /// the run has `concurrency` partitions in flight at once, of the
     /// `asked`. A refused partition made no attempt (nothing recorded, no
     /// retry spent): it waits its turn again. Sent once per lowering.
@@ -173,11 +174,12 @@ impl Event {
     }
 }
 
-/// What a run says when the warehouse's refusal of a connection lowered
-/// its partitions in flight.
+/// What a run says when the warehouse's limit on connections (what it
+/// grants the role at connect, or its refusal of one) lowered its
+/// partitions in flight.
 pub fn concurrency_lowered(concurrency: usize, asked: usize, because: &str) -> String {
     format!(
-        "the warehouse refused another connection ({because}): {} at once from here on, of --concurrency {asked} asked",
+        "the warehouse limits connections ({because}): {} at once from here on, of --concurrency {asked} asked",
         crate::numbers::n_partitions(concurrency as i64)
     )
 }

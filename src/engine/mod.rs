@@ -251,6 +251,9 @@ pub async fn run_gated(
     let unreachable = std::sync::Mutex::new(None);
     let misfit = std::sync::Mutex::new(None);
     let admission = Admission::new(concurrency);
+    if let Some((partitions, why)) = warehouse.partitions_granted() {
+        admission.grant(partitions, why);
+    }
     let mut summary = RunSummary {
         run_id: run_id.clone(),
         ..RunSummary::default()

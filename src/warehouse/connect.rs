@@ -10,7 +10,9 @@ use sqlx::{Connection, Executor};
 
 use super::error::sql_message;
 use super::ledger_setup::{self, LedgerPresence};
-use super::{Dialect, Engine, Warehouse, WarehouseError, mysql, postgres, redact, sqlite};
+use super::{
+    Dialect, Engine, Warehouse, WarehouseError, connection_limit, mysql, postgres, redact, sqlite,
+};
 use crate::config::WarehouseConfig;
 
 /// How often a connection that found no ledger looks for one again.
@@ -130,8 +132,18 @@ impl Warehouse {
             _ => dialect,
         };
         super::clock::measure(dialect, &mut first).await;
+        // A pool kept within what the server grants the role waits for one
+        // of its own connections rather than opening one the server refuses
+        // (MariaDB at once, PostgreSQL after `connect_timeout` of retries).
+        let granted = connection_limit::granted(dialect.engine(), &mut first).await;
+        let asked = max_connections;
+        let max_connections = match &granted {
+            Some(grant) => max_connections.min(grant.connections),
+            None => max_connections,
+        }
+        .max(1);
         let pool = AnyPoolOptions::new()
-            .max_connections(max_connections.max(1))
+            .max_connections(max_connections)
             .acquire_timeout(config.connect_timeout)
             // A connection used moments ago is alive: a ping before each use
             // would cost a round trip per partition. One that sat idle is
@@ -159,9 +171,13 @@ impl Warehouse {
         // command's first reads ask for them (with the describe run beside the
         // state read, a 1-day PostgreSQL re-run took 55 ms instead of 65,
         // median of 20).
-        if dialect.engine() != Engine::Sqlite {
+        // Within the grant, less `first`, still open meanwhile.
+        let warm = match &granted {
+            Some(grant) => max_connections.min(2).min(grant.connections - 1),
+            None => max_connections.min(2),
+        };
+        if dialect.engine() != Engine::Sqlite && warm > 0 {
             let pool = pool.clone();
-            let warm = max_connections.clamp(1, 2);
             tokio::spawn(async move {
                 let opened = futures::future::join_all((0..warm).map(|_| pool.acquire())).await;
                 drop(opened);
@@ -191,6 +207,10 @@ impl Warehouse {
                 return Err(e);
             }
         };
+        if granted.as_ref().is_some_and(|g| g.connections <= asked) {
+            connection_limit::open_within_grant(&pool, max_connections, config.connect_timeout)
+                .await;
+        }
         Ok(Warehouse {
             pool,
             dialect,
@@ -201,6 +221,7 @@ impl Warehouse {
             lock_probes: Arc::default(),
             own_loads: Arc::default(),
             ledger: Arc::new(Mutex::new((ledger, Some(std::time::Instant::now())))),
+            grant: granted,
         })
     }
 
@@ -236,7 +257,7 @@ impl Warehouse {
         if self.ledger.lock().is_ok_and(|p| p.0.complete) {
             return Ok(());
         }
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.pooled().await?;
         if let Err(e) = ledger_setup::ensure(self.dialect, &mut conn).await {
             return Err(ledger_error(self.dialect, &self.config.url, e, false));
         }
@@ -259,7 +280,7 @@ impl Warehouse {
         if known.attempts || probed_at.is_some_and(|at| at.elapsed() < LEDGER_PROBE_EVERY) {
             return Ok(known);
         }
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.pooled().await?;
         let found = ledger_setup::probe(self.dialect, &mut conn).await?;
         if let Ok(mut presence) = self.ledger.lock() {
             *presence = (found, Some(std::time::Instant::now()));

@@ -534,7 +534,7 @@ impl Warehouse {
                 sql.query().fetch_one(&mut *conn).await?
             }
             Engine::MySql => {
-                let mut conn = self.pool().acquire().await?;
+                let mut conn = self.pooled().await?;
                 // MySQL 8 caches table metadata for a day unless told not
                 // to; MariaDB has no such cache (nor the variable).
                 let _ = sqlx::query("SET SESSION information_schema_stats_expiry = 0")
@@ -554,7 +554,7 @@ impl Warehouse {
                     }
                 }
             }
-            Engine::Postgres => sql.query().fetch_one(self.pool()).await?,
+            Engine::Postgres => sql.query().fetch_one(&mut *self.pooled().await?).await?,
         };
         let token: Option<String> = row.try_get(0)?;
         let ins: Option<i64> = row.try_get(1)?;

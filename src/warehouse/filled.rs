@@ -79,7 +79,7 @@ impl Warehouse {
             }
         }
         let mut filled = Vec::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             let name: String = row.try_get(0)?;
             let default: Option<String> = row.try_get(1)?;
             let numbered = row.try_get::<i64, _>(2)? == 1;

@@ -39,7 +39,7 @@ impl Warehouse {
             .bind(self.dialect().quote_table(table))
             .push("))");
         let mut held = Vec::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             let name: Option<String> = row.try_get(0)?;
             if let Some(window) = name.as_deref().and_then(loads_window) {
                 held.push((window.start, window.end()));

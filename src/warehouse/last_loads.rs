@@ -104,7 +104,7 @@ impl Warehouse {
         let Some(sql) = last_loads_query(self.dialect(), job, range) else {
             return Ok(out);
         };
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             if let Some((partition, load)) = last_load_of(&row)? {
                 out.insert(partition, load);
             }

@@ -422,7 +422,7 @@ impl Warehouse {
     /// rollback), giving back the number it was recorded under ([`insert`]).
     pub async fn record_attempt(&self, attempt: &Attempt) -> Result<i64, WarehouseError> {
         let dialect = self.dialect();
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pooled().await?;
         let recorded = async {
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
             let n = record(&mut tx, dialect, attempt, self.config().lock_timeout).await?;
@@ -456,7 +456,11 @@ impl Warehouse {
             .bind(a.attempt)
             .push(" AND status = ")
             .bind(AttemptStatus::Succeeded.as_str());
-        Ok(sql.query().fetch_optional(self.pool()).await?.is_some())
+        Ok(sql
+            .query()
+            .fetch_optional(&mut *self.pooled().await?)
+            .await?
+            .is_some())
     }
 
     /// The definition text recorded under a hash, if any.
@@ -469,7 +473,10 @@ impl Warehouse {
             .table(&definitions_table(self.dialect()))
             .push(" WHERE definition_hash = ")
             .bind(hash);
-        let row = sql.query().fetch_optional(self.pool()).await?;
+        let row = sql
+            .query()
+            .fetch_optional(&mut *self.pooled().await?)
+            .await?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)
     }
 
@@ -505,7 +512,7 @@ impl Warehouse {
             .table(&self.dialect().ledger_table())
             .push(" WHERE ")
             .job_is("job", job);
-        let row = sql.query().fetch_one(self.pool()).await?;
+        let row = sql.query().fetch_one(&mut *self.pooled().await?).await?;
         Ok(LedgerMark {
             last_id: row.try_get(0)?,
             rows: row.try_get(1)?,

@@ -48,7 +48,7 @@ impl Warehouse {
         sql.push("SELECT job, recorded_at, definition_hash FROM ")
             .table(&table);
         let mut latest: BTreeMap<String, (String, String)> = BTreeMap::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             let job: String = row.try_get(0)?;
             let at: String = row.try_get(1)?;
             let hash: String = row.try_get(2)?;
@@ -81,7 +81,7 @@ impl Warehouse {
         }
         sql.push(")");
         let mut texts: BTreeMap<String, String> = BTreeMap::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             texts.insert(row.try_get(0)?, row.try_get(1)?);
         }
         Ok(latest
@@ -159,6 +159,10 @@ impl Warehouse {
             .push(" WHERE ");
         job.push_rows(&mut sql, "job", "definition_hash");
         sql.push(" LIMIT 1");
-        Ok(sql.query().fetch_optional(self.pool()).await?.is_some())
+        Ok(sql
+            .query()
+            .fetch_optional(&mut *self.pooled().await?)
+            .await?
+            .is_some())
     }
 }

@@ -127,7 +127,7 @@ impl Warehouse {
             .push(" WHERE ")
             .job_is("job", &job.name);
         let mut elsewhere = BTreeMap::new();
-        for row in sql.query().fetch_all(self.pool()).await? {
+        for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             let text: String = row.try_get(1)?;
             if let Some(table) = target_of(&text).filter(|t| !job.targets(t)) {
                 elsewhere.insert(row.try_get::<String, _>(0)?, table);
@@ -169,7 +169,7 @@ impl Warehouse {
             ledger.push_hashes(&mut sql);
             sql.push(" GROUP BY definition_hash");
             let mut by_table: Vec<(TableName, i64)> = Vec::new();
-            for row in sql.query().fetch_all(self.pool()).await? {
+            for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
                 let hash: String = row.try_get(0)?;
                 let loads: i64 = row.try_get(1)?;
                 let Some(table) = ledger.elsewhere(&hash) else {

@@ -502,6 +502,8 @@ pub struct Warehouse {
     /// connection that writes made sure of them ([`Warehouse::make_ledger`]).
     /// And when they were last looked for.
     ledger: Arc<Mutex<(LedgerPresence, Option<std::time::Instant>)>>,
+    /// The connections at once the server grants the role, asked at connect.
+    grant: Option<connection_limit::Grant>,
 }
 
 impl Warehouse {
@@ -615,7 +617,7 @@ impl Warehouse {
         partition: &Partition,
     ) -> Result<Fingerprint, WarehouseError> {
         let columns = self.columns(&job.target).await?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.pooled().await?;
         load::fingerprint_window(self.dialect, &mut conn, job, &columns, partition).await
     }
 
@@ -625,7 +627,7 @@ impl Warehouse {
         table: &TableName,
     ) -> Result<Fingerprint, WarehouseError> {
         let columns = self.columns(table).await?;
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.pooled().await?;
         fingerprint::of(&mut conn, self.dialect, &columns, "", |sql| {
             sql.push(" FROM ").table(table);
         })

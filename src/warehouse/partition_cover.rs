@@ -71,7 +71,7 @@ impl Warehouse {
         }
         // No row: the target is not partitioned. One with a NULL bound: it
         // has no partition yet.
-        let rows = sql.query().fetch_all(self.pool()).await?;
+        let rows = sql.query().fetch_all(&mut *self.pooled().await?).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }

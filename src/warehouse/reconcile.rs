@@ -119,7 +119,7 @@ impl Warehouse {
         cancel: &CancellationToken,
     ) -> Result<SourceCounts, WarehouseError> {
         let statements = self.source_counts_sql(job, first, last, grouped)?;
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pooled().await?;
         let session = match self.dialect().engine() {
             Engine::Postgres => Some("SELECT CAST(pg_backend_pid() AS bigint)"),
             Engine::MySql => Some("SELECT CAST(CONNECTION_ID() AS SIGNED)"),

@@ -47,7 +47,7 @@ impl Warehouse {
     /// The foreign keys that refer to `table`; none where the engine cannot
     /// tell.
     pub async fn references_to(&self, table: &TableName) -> Result<Vec<Reference>, WarehouseError> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pooled().await?;
         self.references_on(&mut conn, table).await
     }
 

@@ -733,7 +733,7 @@ fn a_run_the_warehouse_refused_a_connection_says_how_many_run_at_once() {
     assert_eq!(
         r.lowered.as_deref(),
         Some(
-            "the warehouse refused another connection (too many connections for role \"lim\"): 3 partitions at once from here on, of --concurrency 4 asked"
+            "the warehouse limits connections (too many connections for role \"lim\"): 3 partitions at once from here on, of --concurrency 4 asked"
         )
     );
 }
