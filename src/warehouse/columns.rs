@@ -1,7 +1,8 @@
 //! A table's columns with their declared types, and which of them can hold a
 //! partition's window: the bounds `:start`/`:end` compare with them as dates
 //! or timestamps. Also a job SELECT's output columns, as the target columns
-//! they fill.
+//! they fill; and the column sets its primary key and unique indexes make
+//! unique.
 
 use std::time::Duration;
 
@@ -88,6 +89,46 @@ impl ColumnKind {
 }
 
 impl Warehouse {
+    /// The column sets (lower-cased) that the table's primary key and unique
+    /// indexes make unique, for checking a merge job's `unique_key`.
+    pub async fn unique_key_sets(
+        &self,
+        table: &TableName,
+    ) -> Result<Vec<Vec<String>>, WarehouseError> {
+        let mut sql = self.sql();
+        self.dialect().unique_key_sets_query(&mut sql, table);
+        let rows = sql.query().fetch_all(self.pool()).await?;
+        // An index with a column the query cannot name (an expression part)
+        // does not make a plain column set unique.
+        let mut sets: Vec<(String, Option<Vec<String>>)> = Vec::new();
+        for row in rows {
+            let index: String = row.try_get(0)?;
+            let column: Option<String> = row.try_get(1)?;
+            let at = match sets.iter().position(|(name, _)| *name == index) {
+                Some(at) => at,
+                None => {
+                    sets.push((index, Some(Vec::new())));
+                    sets.len() - 1
+                }
+            };
+            let entry = &mut sets[at].1;
+            match (column, entry.as_mut()) {
+                (Some(c), Some(cols)) => {
+                    let c = c.to_lowercase();
+                    if !cols.contains(&c) {
+                        cols.push(c);
+                    }
+                }
+                _ => *entry = None,
+            }
+        }
+        Ok(sets
+            .into_iter()
+            .filter_map(|(_, cols)| cols)
+            .filter(|cols| !cols.is_empty())
+            .collect())
+    }
+
     /// The tables of the warehouse a job could write, idem's ledger left out.
     pub async fn tables(&self) -> Result<Vec<TableName>, WarehouseError> {
         let mut sql = self.sql();

@@ -637,46 +637,6 @@ impl Warehouse {
     pub async fn close(&self) {
         self.pool.close().await;
     }
-
-    /// The column sets (lower-cased) that the table's primary key and unique
-    /// indexes make unique, for checking a merge job's `unique_key`.
-    pub async fn unique_key_sets(
-        &self,
-        table: &TableName,
-    ) -> Result<Vec<Vec<String>>, WarehouseError> {
-        let mut sql = self.sql();
-        self.dialect.unique_key_sets_query(&mut sql, table);
-        let rows = sql.query().fetch_all(&self.pool).await?;
-        // An index with a column the query cannot name (an expression part)
-        // does not make a plain column set unique.
-        let mut sets: Vec<(String, Option<Vec<String>>)> = Vec::new();
-        for row in rows {
-            let index: String = row.try_get(0)?;
-            let column: Option<String> = row.try_get(1)?;
-            let at = match sets.iter().position(|(name, _)| *name == index) {
-                Some(at) => at,
-                None => {
-                    sets.push((index, Some(Vec::new())));
-                    sets.len() - 1
-                }
-            };
-            let entry = &mut sets[at].1;
-            match (column, entry.as_mut()) {
-                (Some(c), Some(cols)) => {
-                    let c = c.to_lowercase();
-                    if !cols.contains(&c) {
-                        cols.push(c);
-                    }
-                }
-                _ => *entry = None,
-            }
-        }
-        Ok(sets
-            .into_iter()
-            .filter_map(|(_, cols)| cols)
-            .filter(|cols| !cols.is_empty())
-            .collect())
-    }
 }
 
 /// Hides the password of a URL: the user's (`u:***@h`), taken to the last
