@@ -229,9 +229,13 @@ async fn postgres_a_monthly_backfill_holds_a_lock_per_load_not_per_hour() {
         tokio::select! {
             done = &mut run => break done,
             () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                // Partition locks are one-key (objsubid 1); the ledger's
+                // numbering lock, held a moment as each attempt is
+                // recorded, is two-key (objsubid 2) and is none.
                 let held = scalar(
                     &watch,
                     "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                     AND objsubid = 1 \
                      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 )
                 .await;
