@@ -9,33 +9,12 @@ mod common;
 
 use common::{Kind, TestDb, replace_job};
 use futures::FutureExt;
-use sqlx::{AssertSqlSafe, Connection, Executor, Row};
+use sqlx::{AssertSqlSafe, Connection, Row};
 
 const SRC: &str = "select id, dt from src where dt >= :start and dt < :end";
 
 /// The role's connection limit where a run is refused connections.
 const LIMIT: usize = 4;
-
-async fn exec(wh: &idem::warehouse::Warehouse, statements: &[String]) {
-    for s in statements {
-        wh.pool()
-            .execute(AssertSqlSafe(s.clone()))
-            .await
-            .unwrap_or_else(|e| panic!("{s}: {e}"));
-    }
-}
-
-/// The URL with `user` in place of its user (and no password).
-fn as_user(url: &str, user: &str) -> String {
-    let (scheme, rest) = url.split_once("://").expect("a URL");
-    let rest = rest.split_once('@').map_or(rest, |(_, host)| host);
-    format!("{scheme}://{user}@{rest}")
-}
-
-fn database(url: &str) -> String {
-    let path = url.split('?').next().expect("a URL");
-    path.rsplit('/').next().expect("a database").to_string()
-}
 
 /// Making a role of `limit` connections granted the test's tables and
 /// the ledger, and dropping it; the ledger's table.
@@ -91,7 +70,7 @@ async fn hold(kind: Kind, url: &str, held: usize) -> Vec<Box<dyn std::any::Any +
 
 /// The test's source of ten days, each a row, and its empty target.
 async fn tables(admin: &idem::warehouse::Warehouse) {
-    exec(
+    common::exec(
         admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -100,7 +79,7 @@ async fn tables(admin: &idem::warehouse::Warehouse) {
     )
     .await;
     for day in 1..=10 {
-        exec(
+        common::exec(
             admin,
             &[format!(
                 "INSERT INTO src VALUES ({day}, '2026-01-{day:02}')"
@@ -128,8 +107,8 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
     let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
-    let (name, setup, drop, ledger) = role(kind, &database(&db.url), LIMIT);
-    let url = as_user(&db.url, &name);
+    let (name, setup, drop, ledger) = role(kind, &common::database(&db.url), LIMIT);
+    let url = common::as_user(&db.url, &name);
     let operator = operator_config(&db, &url, &job);
     let count = |sql: String| {
         let admin = &admin;
@@ -160,11 +139,11 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
         panic!("the role's sessions outlived its last run");
     };
     let body = async {
-        exec(&admin, &setup).await;
+        common::exec(&admin, &setup).await;
         // (--concurrency, the most partitions at once the note may say,
         // where it says one)
         for (concurrency, note) in [("8", Some(LIMIT)), ("6", Some(LIMIT)), ("2", None)] {
-            exec(&admin, &["DELETE FROM fct".into()]).await;
+            common::exec(&admin, &["DELETE FROM fct".into()]).await;
             sessions_gone().await;
             let out = common::idem(
                 &operator,
@@ -220,7 +199,7 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
         assert!(!said.contains("does not fit"), "{said}");
     };
     let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    exec(&admin, &drop).await;
+    common::exec(&admin, &drop).await;
     admin.close().await;
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
@@ -237,10 +216,10 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
     let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
-    let (name, setup, drop, _) = role(kind, &database(&db.url), limit);
-    let operator = operator_config(&db, &as_user(&db.url, &name), &job);
+    let (name, setup, drop, _) = role(kind, &common::database(&db.url), limit);
+    let operator = operator_config(&db, &common::as_user(&db.url, &name), &job);
     let body = async {
-        exec(&admin, &setup).await;
+        common::exec(&admin, &setup).await;
         let said = |out: &std::process::Output| {
             String::from_utf8_lossy(&out.stdout).into_owned()
                 + &String::from_utf8_lossy(&out.stderr)
@@ -314,7 +293,7 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
         }
     };
     let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    exec(&admin, &drop).await;
+    common::exec(&admin, &drop).await;
     admin.close().await;
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
@@ -342,10 +321,10 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
     let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
-    let (name, setup, drop, _) = role(kind, &database(&db.url), 2);
-    let url = as_user(&db.url, &name);
+    let (name, setup, drop, _) = role(kind, &common::database(&db.url), 2);
+    let url = common::as_user(&db.url, &name);
     let body = async {
-        exec(&admin, &setup).await;
+        common::exec(&admin, &setup).await;
         let mut as_role = config.warehouse.clone();
         as_role.url = url.clone();
         as_role.connect_timeout = std::time::Duration::from_secs(1);
@@ -373,7 +352,7 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
         );
     };
     let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    exec(&admin, &drop).await;
+    common::exec(&admin, &drop).await;
     admin.close().await;
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);

@@ -16,37 +16,16 @@ use sqlx::{AssertSqlSafe, Executor, Row};
 
 const SRC: &str = "select id, dt from src where dt >= :start and dt < :end";
 
-/// The URL with `user` in place of its user (and no password).
-fn as_user(url: &str, user: &str) -> String {
-    let (scheme, rest) = url.split_once("://").expect("a URL");
-    let rest = rest.split_once('@').map_or(rest, |(_, host)| host);
-    format!("{scheme}://{user}@{rest}")
-}
-
 /// A config of these jobs for `user` on the test's warehouse.
 fn config_as(db: &TestDb, user: &str, jobs: &str) -> std::path::PathBuf {
     let path = db.path().join(format!("{user}.toml"));
-    let url = as_user(&db.url, user);
+    let url = common::as_user(&db.url, user);
     std::fs::write(&path, format!("[warehouse]\nurl = \"{url}\"\n\n{jobs}"))
         .expect("the role's config");
     path
 }
 
 /// The database a server URL names.
-fn database(url: &str) -> String {
-    let path = url.split('?').next().expect("a URL");
-    path.rsplit('/').next().expect("a database").to_string()
-}
-
-async fn exec(wh: &idem::warehouse::Warehouse, statements: &[String]) {
-    for s in statements {
-        wh.pool()
-            .execute(AssertSqlSafe(s.clone()))
-            .await
-            .unwrap_or_else(|e| panic!("{s}: {e}"));
-    }
-}
-
 async fn ledger_rows(wh: &idem::warehouse::Warehouse, ledger: &str) -> i64 {
     sqlx::query(AssertSqlSafe(format!(
         "SELECT COUNT(*) FROM {ledger} WHERE status = 'succeeded'"
@@ -122,7 +101,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
     let (_, config) = db.config(&job);
     // The admin makes the tables and, with its first start, the ledger.
     let admin = db.warehouse(&config).await;
-    exec(
+    common::exec(
         &admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -132,14 +111,14 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         ],
     )
     .await;
-    let role = role(kind, &database(&db.url));
-    exec(&admin, &role.create).await;
+    let role = role(kind, &common::database(&db.url));
+    common::exec(&admin, &role.create).await;
     let body = async {
-        exec(&admin, &role.grants).await;
+        common::exec(&admin, &role.grants).await;
         let operator = config_as(&db, &role.name, &job);
         // A ledger an older idem made, without the index that numbers
         // attempts, which the role may not make: it starts all the same.
-        exec(&admin, &[drop_numbers_index(kind)]).await;
+        common::exec(&admin, &[drop_numbers_index(kind)]).await;
 
         // A first load and a re-run of each job, as the operator: nothing
         // to create.
@@ -158,8 +137,8 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         // MariaDB/MySQL: a merge's stage needs CREATE TEMPORARY TABLES,
         // which the server's "Access denied … to database" does not name.
         if kind == Kind::MySql {
-            let db_name = database(&db.url);
-            exec(
+            let db_name = common::database(&db.url);
+            common::exec(
                 &admin,
                 &[format!(
                     "REVOKE CREATE TEMPORARY TABLES ON {db_name}.* FROM '{}'@'%'",
@@ -178,7 +157,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         // on a database where it may create nothing: the tables are made
         // in it, the schema left as it is.
         if kind == Kind::Postgres {
-            exec(
+            common::exec(
                 &admin,
                 &[
                     "DROP SCHEMA idem CASCADE".into(),
@@ -203,11 +182,11 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
             Kind::Postgres => format!("REVOKE USAGE ON SCHEMA idem FROM {}", role.name),
             _ => format!(
                 "REVOKE SELECT, INSERT ON {}.idem_attempts FROM '{}'@'%'",
-                database(&db.url),
+                common::database(&db.url),
                 role.name
             ),
         };
-        exec(&admin, std::slice::from_ref(&revoke)).await;
+        common::exec(&admin, std::slice::from_ref(&revoke)).await;
         let out = idem(&operator, &["status", "fct"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
@@ -215,7 +194,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         assert!(err.contains("grant this role"), "{err}");
         // Granted again (MariaDB hides from a role with no right on a table
         // whether it is there).
-        exec(
+        common::exec(
             &admin,
             &[revoke
                 .replacen("REVOKE", "GRANT", 1)
@@ -231,7 +210,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
                 "DROP TABLE idem_definitions".into(),
             ],
         };
-        exec(&admin, &gone).await;
+        common::exec(&admin, &gone).await;
         // Reading makes nothing, so the role reads: the target's rows
         // are there, the attempts that were recorded are not.
         let status = stdout_ok(&idem(&operator, &["status", "fct"]));
@@ -249,7 +228,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         assert!(err.contains(grants), "{err}");
         assert!(!err.contains("password"), "{err}");
     };
-    with_cleanup(body, exec(&admin, &role.drop)).await;
+    with_cleanup(body, common::exec(&admin, &role.drop)).await;
     admin.close().await;
 }
 
@@ -284,7 +263,7 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
     let job = replace_job("fct", "fct", "2026-01-02", SRC);
     let (admin_config, config) = db.config(&job);
     let admin = db.warehouse(&config).await;
-    exec(
+    common::exec(
         &admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -294,11 +273,11 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
     )
     .await;
     stdout_ok(&idem(&admin_config, &["run", "fct", "-y"]));
-    let database = database(&db.url);
+    let database = common::database(&db.url);
     let name = format!("{database}_ro");
-    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    common::exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
     let body = async {
-        exec(
+        common::exec(
             &admin,
             &[
                 format!("GRANT USAGE ON SCHEMA idem TO {name}"),
@@ -341,7 +320,7 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
     };
     with_cleanup(
         body,
-        exec(
+        common::exec(
             &admin,
             &[format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
         ),
@@ -361,7 +340,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
     };
     let (_, config) = db.config("");
     let wh = db.warehouse(&config).await;
-    let database = database(&db.url);
+    let database = common::database(&db.url);
     let name = format!("{database}_slow");
     let (create, drop, pause) = match kind {
         Kind::Postgres => (
@@ -381,7 +360,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
             "(select sleep(1)) pause",
         ),
     };
-    exec(
+    common::exec(
         &wh,
         &[
             "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)".to_string(),
@@ -390,7 +369,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
         ],
     )
     .await;
-    exec(&wh, &create).await;
+    common::exec(&wh, &create).await;
     let job = replace_job(
         "fct",
         "fct",
@@ -399,7 +378,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
     );
     let config_with = |lines: &str| {
         let path = db.path().join(format!("slow{}.toml", lines.len()));
-        let url = as_user(&db.url, &name);
+        let url = common::as_user(&db.url, &name);
         std::fs::write(
             &path,
             format!("[warehouse]\nurl = \"{url}\"\n{lines}\n{job}"),
@@ -420,7 +399,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
             let out = idem(&config_with("statement_timeout = \"0s\""), &["run", "fct"]);
             stdout_ok(&out);
         },
-        exec(&wh, &drop),
+        common::exec(&wh, &drop),
     )
     .await;
     wh.close().await;
@@ -479,7 +458,7 @@ mod numbers_index {
         let (_, config) = db.config(&replace_job("fct", "fct", "2026-01-02", SRC));
         let first = db.warehouse(&config).await;
         assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
-        exec(&first, &[drop_numbers_index(kind)]).await;
+        common::exec(&first, &[drop_numbers_index(kind)]).await;
         assert_eq!(columns(kind, &first).await, "");
         let (a, b) = futures::join!(db.warehouse(&config), db.warehouse(&config));
         assert_eq!(columns(kind, &first).await, "partition_key,job,attempt");
@@ -504,7 +483,7 @@ mod fresh_warehouse {
             }
             Kind::MySql => format!(
                 "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '{}' AND table_name LIKE 'idem%'",
-                database(&db.url)
+                common::database(&db.url)
             ),
             Kind::Sqlite => {
                 "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'idem%'".to_string()
@@ -529,7 +508,7 @@ mod fresh_warehouse {
         let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 2)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        exec(
+        common::exec(
             &admin,
             &[
                 "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -577,7 +556,7 @@ async fn a_console_opened_before_any_ledger_sees_a_run_made_elsewhere() {
     let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 1)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    exec(
+    common::exec(
         &admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -620,7 +599,7 @@ async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
     );
     let (admin_config, config) = db.config(&job);
     let admin = db.warehouse(&config).await;
-    exec(
+    common::exec(
         &admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -634,10 +613,10 @@ async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
     let said = stdout_ok(&out);
     assert!(said.contains("1 succeeded, 0 failed"), "{said}");
 
-    let name = format!("{}_nosrc", database(&db.url));
-    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    let name = format!("{}_nosrc", common::database(&db.url));
+    common::exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
     let body = async {
-        exec(
+        common::exec(
             &admin,
             &[
                 format!("GRANT USAGE ON SCHEMA idem TO {name}"),
@@ -674,7 +653,7 @@ async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
     };
     with_cleanup(
         body,
-        exec(
+        common::exec(
             &admin,
             &[format!("DROP OWNED BY {name}"), format!("DROP ROLE {name}")],
         ),
@@ -699,7 +678,7 @@ async fn postgres_a_read_only_session_on_a_fresh_warehouse_reads_and_is_refused_
     let admin = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 2)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    exec(
+    common::exec(
         &admin,
         &[
             "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)".into(),
@@ -708,11 +687,11 @@ async fn postgres_a_read_only_session_on_a_fresh_warehouse_reads_and_is_refused_
         ],
     )
     .await;
-    let database = database(&db.url);
+    let database = common::database(&db.url);
     let name = format!("{database}_fresh_ro");
-    exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
+    common::exec(&admin, &[format!("CREATE ROLE {name} LOGIN")]).await;
     let body = async {
-        exec(
+        common::exec(
             &admin,
             &[
                 format!("GRANT SELECT ON src, fct TO {name}"),
@@ -732,7 +711,7 @@ async fn postgres_a_read_only_session_on_a_fresh_warehouse_reads_and_is_refused_
     };
     with_cleanup(
         body,
-        exec(
+        common::exec(
             &admin,
             &[
                 format!("REVOKE CREATE ON DATABASE {database} FROM {name}"),

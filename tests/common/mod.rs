@@ -379,3 +379,26 @@ pub fn screen_text(app: &idem::tui::App) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Runs each statement on `wh`, as the test's admin; a failure names it.
+pub async fn exec(wh: &Warehouse, statements: &[String]) {
+    for s in statements {
+        wh.pool()
+            .execute(AssertSqlSafe(s.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+    }
+}
+
+/// The URL with `user` in place of its user (and no password).
+pub fn as_user(url: &str, user: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let rest = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{user}@{rest}")
+}
+
+/// The database a URL names.
+pub fn database(url: &str) -> String {
+    let path = url.split('?').next().expect("a URL");
+    path.rsplit('/').next().expect("a database").to_string()
+}
