@@ -988,29 +988,7 @@ fn demo_start(config: &Path, job: &str) -> chrono::NaiveDate {
 #[test]
 fn an_orchestrators_data_interval_names_the_partitions_inside_it() {
     let (_dir, config) = demo();
-    let planned = |args: &[&str]| -> Vec<String> {
-        let mut all = vec!["run"];
-        all.extend_from_slice(args);
-        all.extend(["--dry-run", "--json"]);
-        let out = idem(&config, &all);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
-        let plan: Value = text(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|e| e["event"] == "dry_run")
-            .expect("a dry_run event");
-        plan["partitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["partition"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let planned = |args: &[&str]| planned(&config, args);
     let day = demo_start(&config, "fct_orders") + chrono::Days::new(1);
     let days = |n: u64| (day + chrono::Days::new(n)).to_string();
     let three_days: Vec<String> = (0..3).map(days).collect();
@@ -1118,4 +1096,76 @@ fn an_orchestrators_data_interval_names_the_partitions_inside_it() {
         rows[0].contains(&days(0)) && rows[2].contains(&days(2)),
         "{shown}"
     );
+}
+
+/// The partitions `idem run ARGS --dry-run --json` plans, which must
+/// succeed.
+fn planned(config: &Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend(["--dry-run", "--json"]);
+    let out = idem(config, &all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    let plan: Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "dry_run")
+        .expect("a dry_run event");
+    plan["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["partition"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `idem run JOB 2026-11-20`, as an operator types it first and as an
+/// orchestrator passes its `{{ ds }}`, runs that partition; `A..B` a range,
+/// as the console's `:run` takes them (they were refused: "unexpected
+/// argument"). A coarser name covers its partitions, an instant names the
+/// partition that begins at it, and a range given both ways is refused.
+#[test]
+fn a_run_takes_its_partitions_as_it_names_them() {
+    let (_dir, config) = demo();
+    let day = demo_start(&config, "fct_orders") + chrono::Days::new(1);
+    let days = |n: u64| (day + chrono::Days::new(n)).to_string();
+    assert_eq!(planned(&config, &["fct_orders", &days(0)]), vec![days(0)]);
+    assert_eq!(
+        planned(
+            &config,
+            &["fct_orders", &format!("{}..{}", days(0), days(2))]
+        ),
+        (0..3).map(days).collect::<Vec<_>>()
+    );
+    let hour = demo_start(&config, "fct_pageviews_hourly") + chrono::Days::new(1);
+    let hours = planned(&config, &["fct_pageviews_hourly", &hour.to_string()]);
+    assert_eq!(hours.len(), 24, "{hours:?}");
+    assert_eq!(hours[0], format!("{hour}T00"));
+    assert_eq!(
+        planned(
+            &config,
+            &["fct_pageviews_hourly", &format!("{hour}T05:00:00+02:00")]
+        ),
+        vec![format!("{hour}T03")]
+    );
+
+    let out = idem(
+        &config,
+        &["run", "fct_orders", &days(0), "--to", &days(2), "--dry-run"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("{} and --from/--to both name the range", days(0))),
+        "{err}"
+    );
+    let out = idem(&config, &["run", "fct_orders", "2026-13-01", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("\"2026-13-01\" has the right form"), "{err}");
 }

@@ -6,10 +6,9 @@ use std::path::Path;
 use super::output::{noteln, outln};
 use super::retired_names::note_renamed;
 use super::status::first_line;
-use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound};
+use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_partition};
 use crate::config::{Config, Job, same_table};
 use crate::exit::Exit;
-use crate::partition::RangeEnd;
 use crate::warehouse::ledger::AttemptStatus;
 use crate::warehouse::{JobLedger, Warehouse};
 
@@ -71,12 +70,9 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
         let retired_name = warehouse.is_some();
         // A coarser name (a day of an hourly job, a month of a daily one)
         // covers every partition in it, as --from/--to and verify read it.
-        let span =
-            match partition {
-                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
-                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
-                None => None,
-            };
+        let span = partition
+            .map(|p| parse_partition(job, ONE_PARTITION, p))
+            .transpose()?;
         // A name no longer in the config ran from and to wherever it did.
         if let (Some((first, last)), Some(p), false) = (span, partition, retired_name) {
             super::outside_the_job(job, first, last, p, "no attempt of it can be recorded")?;

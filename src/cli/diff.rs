@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use super::output::outln;
-use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_bound};
+use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_partition};
 use crate::config::DefinitionChange;
 use crate::exit::Exit;
-use crate::partition::{RangeEnd, now_utc};
+use crate::partition::now_utc;
 use crate::state::{self, LoadState};
 
 pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
@@ -16,12 +16,9 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         let job = find_job(&config, job_name)?;
         // A coarser name (a day of an hourly job) covers the partitions in
         // it, as `log` and `verify` read it: not only its first.
-        let wanted =
-            match partition {
-                Some(p) => parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::From)?
-                    .zip(parse_bound(job, ONE_PARTITION, Some(p), RangeEnd::To)?),
-                None => None,
-            };
+        let wanted = partition
+            .map(|p| parse_partition(job, ONE_PARTITION, p))
+            .transpose()?;
         if let (Some((first, last)), Some(p)) = (wanted, partition) {
             super::outside_the_job(job, first, last, p, "no load of it to compare with")?;
         }

@@ -375,17 +375,39 @@ fn never_run(state: LoadState) -> &'static str {
 pub const ONE_PARTITION: &str = "PARTITION";
 
 /// Parses `--from` / `--to` for a job's grain; messages name the bound
-/// as `flag` (none: as typed alone; [`ONE_PARTITION`]: a command's one).
+/// as `flag` (none: as typed alone). An instant given as `--to` names the
+/// partition that ends at it.
 pub fn parse_bound(
     job: &Job,
     flag: &str,
     text: Option<&str>,
     end: RangeEnd,
 ) -> Result<Option<Partition>, Stop> {
-    let Some(text) = text else { return Ok(None) };
+    text.map(|text| parse_end(job, flag, text, end, end == RangeEnd::To))
+        .transpose()
+}
+
+/// A command's one partition, or a coarser name that covers several of
+/// them (a day of an hourly job): its first and last. Messages name it as
+/// `name` ([`ONE_PARTITION`], or nothing where it came typed alone); an
+/// instant names the partition that begins at it.
+pub fn parse_partition(job: &Job, name: &str, text: &str) -> Result<(Partition, Partition), Stop> {
+    Ok((
+        parse_end(job, name, text, RangeEnd::From, false)?,
+        parse_end(job, name, text, RangeEnd::To, false)?,
+    ))
+}
+
+/// One end of a range, for [`parse_bound`] and [`parse_partition`].
+fn parse_end(
+    job: &Job,
+    flag: &str,
+    text: &str,
+    end: RangeEnd,
+    instant_ends_before: bool,
+) -> Result<Partition, Stop> {
     if let Some(at) = crate::partition::parse_instant(text.trim()) {
-        let ends_before = end == RangeEnd::To && flag != ONE_PARTITION;
-        return instant_bound(job, flag, text.trim(), at, ends_before).map(Some);
+        return instant_bound(job, flag, text.trim(), at, instant_ends_before);
     }
     let flag = if flag.is_empty() {
         String::new()
@@ -403,7 +425,7 @@ pub fn parse_bound(
         )));
     }
     Partition::parse(job.grain, text, end)
-        .map(|p| Some(within_the_job(job, text, p, end)))
+        .map(|p| within_the_job(job, text, p, end))
         .ok_or_else(|| {
             if let Some(what) = crate::partition::impossible_date(text.trim()) {
                 return Stop::usage(format!(

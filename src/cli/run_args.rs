@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::{Stop, parse_bound, parse_states};
+use super::{Stop, parse_bound, parse_partition, parse_states};
 use crate::config::Job;
 use crate::engine::Selection;
 use crate::partition::RangeEnd;
@@ -15,6 +15,9 @@ use crate::state::LoadState;
 /// The word `--only` takes for the partitions whose latest load the shrink
 /// guard refused, with no success since.
 const REFUSED: &str = "refused";
+
+/// What joins a typed range's ends: `2026-06-01..2026-06-30`.
+const RANGE: &str = "..";
 
 const RUNNABLE: [LoadState; 7] = [
     LoadState::Failed,
@@ -32,12 +35,12 @@ pub struct RunArgs {
     /// (the console's "same as:" line): not an argument of `run`.
     #[arg(skip)]
     pub config: Option<std::path::PathBuf>,
-    /// The range came typed as `A..B` (the console's `:run`): messages name
-    /// its ends as typed, not as flags nobody typed.
-    #[arg(skip)]
-    pub typed_range: bool,
     /// The job to backfill.
     pub job: String,
+    /// Partitions A..B, both included, or one partition A: instead of
+    /// --from/--to.
+    #[arg(value_name = "PARTITIONS")]
+    pub range: Option<String>,
     /// First partition (default: the job's start).
     #[arg(long)]
     pub from: Option<String>,
@@ -96,10 +99,23 @@ impl RunArgs {
                 e.message
             ))
         })?;
-        let (from, to) = self.bound_names();
+        let (from_text, to_text) = self.bound_texts()?;
+        let (from, to) = match self.range.as_deref() {
+            Some(one) if !one.contains(RANGE) => {
+                let (from, to) = parse_partition(job, "", one)?;
+                (Some(from), Some(to))
+            }
+            _ => {
+                let (from, to) = self.bound_names();
+                (
+                    parse_bound(job, from, from_text, RangeEnd::From)?,
+                    parse_bound(job, to, to_text, RangeEnd::To)?,
+                )
+            }
+        };
         Ok(Selection {
-            from: parse_bound(job, from, self.from.as_deref(), RangeEnd::From)?,
-            to: parse_bound(job, to, self.to.as_deref(), RangeEnd::To)?,
+            from,
+            to,
             only,
             refused: !refused.is_empty(),
             allow_incomplete: self.allow_incomplete,
@@ -110,13 +126,16 @@ impl RunArgs {
     /// job's start or end cut: where the range begins or ends instead.
     pub fn moved_bounds(&self, job: &Job, selection: &Selection) -> Vec<String> {
         let (from, to) = self.bound_names();
+        let Ok((from_text, to_text)) = self.bound_texts() else {
+            return Vec::new();
+        };
         [
-            (from, &self.from, selection.from, RangeEnd::From),
-            (to, &self.to, selection.to, RangeEnd::To),
+            (from, from_text, selection.from, RangeEnd::From),
+            (to, to_text, selection.to, RangeEnd::To),
         ]
         .into_iter()
         .filter_map(|(flag, text, bound, end)| {
-            super::moved_to_the_job(job, flag, text.as_deref()?, bound?, end)
+            super::moved_to_the_job(job, flag, text?, bound?, end)
         })
         .collect()
     }
@@ -133,12 +152,13 @@ impl RunArgs {
         selection: &Selection,
     ) -> Result<(), Stop> {
         let (from_flag, to_flag) = self.bound_names();
+        let (from_text, to_text) = self.bound_texts()?;
         let before = selection.from.filter(|from| *from < job.start);
         let after = selection
             .to
             .filter(|to| job.end.is_some_and(|end| *to > end));
-        let typed = |flag: &str, text: &Option<String>| {
-            format!("{flag} {}", text.as_deref().unwrap_or_default().trim())
+        let typed = |flag: &str, text: Option<&str>| {
+            format!("{flag} {}", text.unwrap_or_default().trim())
                 .trim_start()
                 .to_string()
         };
@@ -153,8 +173,8 @@ impl RunArgs {
                 .zip(job.end)
                 .is_some_and(|(from, end)| from > end);
         let given = [
-            (from_flag, &self.from, before.is_some() || none_inside),
-            (to_flag, &self.to, after.is_some() || none_inside),
+            (from_flag, from_text, before.is_some() || none_inside),
+            (to_flag, to_text, after.is_some() || none_inside),
         ]
         .into_iter()
         .filter(|(_, text, outside)| *outside && text.is_some())
@@ -164,6 +184,10 @@ impl RunArgs {
         let last = job.end.map_or_else(|| "now".to_string(), |end| end.name());
         let mut inside = self.clone();
         inside.config = Some(config.to_path_buf());
+        // The command offered names its range by flags, whatever was typed.
+        inside.range = None;
+        inside.from = from_text.map(str::to_string);
+        inside.to = to_text.map(str::to_string);
         if before.is_some() || none_inside {
             inside.from = Some(job.start.name());
         }
@@ -185,13 +209,36 @@ impl RunArgs {
     }
 
     /// What messages call the range's ends: the flags, or nothing where
-    /// the range came typed as `A..B`.
+    /// the range came typed as `A..B` or `A`.
     fn bound_names(&self) -> (&'static str, &'static str) {
-        if self.typed_range {
+        if self.typed_range() {
             ("", "")
         } else {
             ("--from", "--to")
         }
+    }
+
+    /// The texts of the range's ends: of `A..B` (or `A`, both ends), else
+    /// of `--from` and `--to`.
+    fn bound_texts(&self) -> Result<(Option<&str>, Option<&str>), Stop> {
+        let Some(range) = self.range.as_deref() else {
+            return Ok((self.from.as_deref(), self.to.as_deref()));
+        };
+        if self.from.is_some() || self.to.is_some() {
+            return Err(Stop::usage(format!(
+                "{range} and --from/--to both name the range; give one of them"
+            )));
+        }
+        Ok(match range.split_once(RANGE) {
+            Some((from, to)) => (Some(from), Some(to)),
+            None => (Some(range), Some(range)),
+        })
+    }
+
+    /// Whether the range came typed as partitions (`A..B` or `A`), not
+    /// as flags.
+    pub fn typed_range(&self) -> bool {
+        self.range.is_some()
     }
 
     /// `--concurrency`, or the config's default, checked.
@@ -219,6 +266,9 @@ impl RunArgs {
             words.push(format!("--config {path}"));
         }
         words.push(format!("run {}", shell_word(&self.job)));
+        if let Some(range) = &self.range {
+            words.push(shell_word(range));
+        }
         let mut flag = |name: &str, value: Option<String>| {
             words.push(match value {
                 Some(v) => format!("{name} {}", shell_word(&v)),
@@ -397,6 +447,24 @@ mod tests {
         );
         let again = parse(&shell_split(&line)[1..]);
         assert_eq!(format!("{again:?}"), format!("{args:?}"));
+    }
+
+    /// A range typed as partitions is given back as typed: an instant
+    /// read back as `--from A --to A` would name the partition that ends
+    /// at it, not the one that begins there.
+    #[test]
+    fn a_typed_range_reads_back_as_typed() {
+        for range in ["2026-06-01..2026-06-30", "2026-06-04T05:00:00+02:00"] {
+            let words: Vec<String> = ["run", "fct_orders", range, "--yes"]
+                .map(String::from)
+                .to_vec();
+            let args = parse(&words);
+            assert_eq!(args.range.as_deref(), Some(range));
+            let line = args.command_line();
+            assert_eq!(line, format!("idem run fct_orders {range} --yes"));
+            let again = parse(&shell_split(&line)[1..]);
+            assert_eq!(format!("{again:?}"), format!("{args:?}"));
+        }
     }
 
     #[test]

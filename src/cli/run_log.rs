@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use super::output::{noteln, outln};
-use super::{ONE_PARTITION, Stop, find_job, load_config, parse_bound};
+use super::{ONE_PARTITION, Stop, find_job, load_config, parse_partition};
 use crate::exit::Exit;
-use crate::partition::RangeEnd;
 
 /// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
 pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
@@ -20,11 +19,7 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
         let asked = partition.ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?;
-        let first = parse_bound(job, ONE_PARTITION, Some(asked), RangeEnd::From)?;
-        let last = parse_bound(job, ONE_PARTITION, Some(asked), RangeEnd::To)?;
-        let (Some(first), Some(last)) = (first, last) else {
-            return Err(Stop::usage("--lines needs a PARTITION"));
-        };
+        let (first, last) = parse_partition(job, ONE_PARTITION, asked)?;
         // A month of a daily job names many logs; printing its first day's
         // alone would read as the month's.
         if first != last {

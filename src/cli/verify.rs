@@ -5,11 +5,11 @@ use std::path::Path;
 
 use super::output::{noteln, outln};
 use super::{
-    ONE_PARTITION, Stop, cancel_on_signal, connect_to_read, find_job, load_config, parse_bound,
+    ONE_PARTITION, Stop, cancel_on_signal, connect_to_read, find_job, load_config, parse_partition,
 };
 use crate::exit::Exit;
 use crate::numbers::{n_partitions, n_rows};
-use crate::partition::{Partition, RangeEnd, range};
+use crate::partition::{Partition, range};
 use crate::warehouse::WarehouseError;
 
 pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit {
@@ -19,12 +19,7 @@ pub async fn verify(config_path: &Path, job_name: &str, partition: &str) -> Exit
         // A coarser name covers the finer partitions in it, as everywhere
         // (`run --from 2026-11-30` on an hourly job is that day's hours):
         // each of them is proved.
-        let (Some(from), Some(to)) = (
-            parse_bound(job, ONE_PARTITION, Some(partition), RangeEnd::From)?,
-            parse_bound(job, ONE_PARTITION, Some(partition), RangeEnd::To)?,
-        ) else {
-            return Err(Stop::usage("PARTITION is required"));
-        };
+        let (from, to) = parse_partition(job, ONE_PARTITION, partition)?;
         // A window outside the job's partitions, or not begun, is refused
         // before connecting (by the latest the warehouse's clock may read);
         // one still open may be proved (it all rolls back). Which have

@@ -72,8 +72,8 @@ pub enum Command {
     Run(Box<RunArgs>),
 }
 
-/// `:run`'s words: `idem run`'s flags after the job on screen, and an
-/// optional `A..B` (or `A`).
+/// `:run`'s words: `idem run`'s after the job on screen, an optional
+/// `A..B` (or `A`) and flags.
 #[derive(Parser)]
 #[command(
     name = ":run",
@@ -84,8 +84,6 @@ pub enum Command {
 struct RunLine {
     #[command(flatten)]
     args: RunArgs,
-    /// Partitions A..B, both included, or one partition A.
-    range: Option<String>,
 }
 
 /// Reads a command line; `None` when it is empty. `job` is the job on
@@ -137,15 +135,9 @@ fn parse_run(job: &str, words: &[&str]) -> Result<RunArgs, String> {
             format!(":run: {}", first_line(&text).trim_start_matches("error: "))
         },
     )?;
-    let mut args = line.args;
-    if let Some(range) = line.range {
-        if args.from.is_some() || args.to.is_some() {
-            return Err(":run: give A..B or --from/--to, not both".into());
-        }
-        let (a, b) = range.split_once("..").unwrap_or((&range, &range));
-        args.from = Some(a.to_string());
-        args.to = Some(b.to_string());
-        args.typed_range = true;
+    let args = line.args;
+    if args.range.is_some() && (args.from.is_some() || args.to.is_some()) {
+        return Err(":run: give A..B or --from/--to, not both".into());
     }
     if args.dry_run || args.json {
         return Err(
@@ -175,7 +167,7 @@ pub fn run_range(
         && from > to
     {
         let (from, to) = (from.name(), to.name());
-        return Err(if args.typed_range {
+        return Err(if args.typed_range() {
             format!("{from}..{to} ends before it starts; did you mean {to}..{from}?")
         } else {
             crate::engine::PlanError::EmptyRange { from, to }.to_string()
@@ -240,12 +232,14 @@ mod tests {
     fn run_takes_idem_runs_flags_and_a_range() {
         let args = run("run 2026-05-01..2026-05-31 --only failed,missing --reason fix").unwrap();
         assert_eq!(args.job, "fct_orders");
-        assert_eq!(args.from.as_deref(), Some("2026-05-01"));
-        assert_eq!(args.to.as_deref(), Some("2026-05-31"));
+        assert_eq!(args.range.as_deref(), Some("2026-05-01..2026-05-31"));
         assert_eq!(args.only, vec!["failed", "missing"]);
         assert_eq!(args.reason.as_deref(), Some("fix"));
+        let job = crate::tui::fixture::job_view("fct_orders", false, "■■■■■■■■■■");
         let one = run("run 2026-05-04").unwrap();
-        assert_eq!(one.from, one.to);
+        let selection = one.selection(&job.job).unwrap();
+        assert_eq!(selection.from, selection.to);
+        assert!(selection.from.is_some());
         let flags = run("run --from 2026-05-01 --through-latest --concurrency 2").unwrap();
         assert_eq!(flags.from.as_deref(), Some("2026-05-01"));
         assert_eq!(flags.to, None);

@@ -362,6 +362,8 @@ impl ConfirmDialog {
         };
         let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
         let args = RunArgs {
+            // The range as chosen and filtered, whatever `:run` typed.
+            range: None,
             from: job.partitions.get(*first).map(Partition::name),
             to: job.partitions.get(*last).map(Partition::name),
             only: names.iter().map(|s| s.to_string()).collect(),
