@@ -409,7 +409,7 @@ fn main() -> ExitCode {
                 partition,
                 lines,
             }) => match lines {
-                Some(n) => cli::run_log(&cli.config, &job, partition.as_deref(), n),
+                Some(n) => cli::run_log(&cli.config, &job, partition.as_deref(), n).await,
                 None => cli::log(&cli.config, &job, partition.as_deref()).await,
             },
             Some(Command::Lint {

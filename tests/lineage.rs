@@ -1882,8 +1882,70 @@ mod cascade_moves {
         wh.close().await;
     }
 
+    /// As above, but per_day ends on the 1st: over the fact's 2nd it has
+    /// no window, so the cascade planned no step of it. latest's merge of
+    /// the 2nd moved key 1 out of its 1st, which per_day reads: per_day's
+    /// 1st was left stale (upstream), and nothing said so. It is given a
+    /// step, its 1st added and said why, and the cascade converges.
+    async fn a_reader_with_no_step_is_given_one_when_a_merge_moves_rows_into_its_windows(
+        kind: Kind,
+    ) {
+        let Some((_db, config, wh)) = chain(
+            kind,
+            "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
+        )
+        .await
+        else {
+            return;
+        };
+        let text = std::fs::read_to_string(&config).expect("config");
+        let (before, per_day) = text.split_once("name = \"per_day\"").expect("per_day");
+        let per_day = per_day.replacen("end = \"2026-01-03\"", "end = \"2026-01-01\"", 1);
+        std::fs::write(&config, format!("{before}name = \"per_day\"{per_day}")).expect("end");
+        wh.execute_script(&["UPDATE src SET dt = '2026-01-02' WHERE id = 1"])
+            .await
+            .expect("move");
+        let dry_run = json_lines(&stdout_ok(&idem(
+            &config,
+            &[&FCT_2ND[..], &["--dry-run", "--json"]].concat(),
+        )));
+        let jobs: Vec<String> = planned(&dry_run, "dry_run")
+            .into_iter()
+            .map(|(job, _)| job)
+            .collect();
+        assert_eq!(jobs, ["fct", "latest"], "per_day has no step: {dry_run:?}");
+        assert_eq!(dry_run[1]["moves_add_to"], Value::from(vec!["per_day"]));
+
+        let run = json_lines(&stdout_ok(&idem(
+            &config,
+            &[&FCT_2ND[..], &["--json"]].concat(),
+        )));
+        assert_eq!(
+            named(&run, "partition_added"),
+            BTreeSet::from(["per_day 2026-01-01".to_string()]),
+            "{kind:?}: {run:?}"
+        );
+        let because = run
+            .iter()
+            .find(|e| e["event"] == "partition_added")
+            .and_then(|e| e["because"].as_str())
+            .unwrap_or("");
+        assert_eq!(
+            because,
+            "latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"
+        );
+        assert_eq!(
+            planned(&run, "run_started").last(),
+            Some(&("per_day".to_string(), vec!["2026-01-01".to_string()])),
+            "{run:?}"
+        );
+        assert_eq!(stale_upstream(&config), BTreeSet::new(), "{kind:?}");
+        wh.close().await;
+    }
+
     on_every_engine!(
         a_cascade_adds_the_readers_of_windows_a_merge_moves_rows_out_of,
-        a_cascade_skips_what_was_only_to_merge_on_through_a_skipped_window
+        a_cascade_skips_what_was_only_to_merge_on_through_a_skipped_window,
+        a_reader_with_no_step_is_given_one_when_a_merge_moves_rows_into_its_windows
     );
 }

@@ -782,16 +782,26 @@ async fn a_source_that_cannot_be_counted_leaves_the_partitions_shown() {
 /// replace load over them (`job wrote N rows outside its partition … a NULL
 /// dt lies in none`), yet its source counts, grouped by that column, left
 /// the NULL group out and said nothing: `status --reconcile` and the dry
-/// run now say how many, from the same statement.
+/// run now say how many, from the same statement. Counted window by
+/// window (a LIMIT keeps a window's rows from being counted grouped), they
+/// were counted in their window's rows and still not said: both ways now
+/// say the same.
 async fn the_source_rows_no_window_holds_are_said_before_a_load(kind: Kind) {
-    let Some(db) = TestDb::new(kind).await else {
-        return;
-    };
     // A refund's day is not known: the SQL gives it NULL.
     let sql = "select id, amount, case when amount < 0 then null else dt end as dt \
                from src where dt >= :start and dt < :end";
+    said_before_a_load(kind, sql, true).await;
+    said_before_a_load(kind, &format!("{sql} limit 1000"), false).await;
+}
+
+/// [`the_source_rows_no_window_holds_are_said_before_a_load`] of a job
+/// whose SQL is `sql`, its source counted `grouped` or window by window.
+async fn said_before_a_load(kind: Kind, sql: &str, grouped: bool) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
     let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-03", sql));
-    assert!(idem::lint::bounds_only_filter(&parsed.jobs[0]), "grouped");
+    assert_eq!(idem::lint::bounds_only_filter(&parsed.jobs[0]), grouped);
     let wh = db.warehouse(&parsed).await;
     wh.execute_script(&[
         "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
@@ -812,18 +822,21 @@ async fn the_source_rows_no_window_holds_are_said_before_a_load(kind: Kind) {
     let rows: Vec<Value> = serde_json::from_str(&out).expect("json");
     assert_eq!(rows.len(), 3, "{out}");
     for r in &rows {
-        assert_eq!(r["rows_source_null_partition"], 2, "{kind:?}: {r}");
+        assert_eq!(
+            r["rows_source_null_partition"], 2,
+            "{kind:?} (grouped: {grouped}): {r}"
+        );
     }
     assert_eq!(
         rows[1]["rows_source"], 1,
-        "{kind:?}: the NULLs are in no window"
+        "{kind:?} (grouped: {grouped}): the NULLs are in no window"
     );
     let table = stdout_ok(&idem(&config, &["status", "fct", "--reconcile"]));
     assert!(
         table
             .lines()
             .any(|l| l.starts_with("fct ") && l.contains(note)),
-        "{kind:?}:\n{table}"
+        "{kind:?} (grouped: {grouped}):\n{table}"
     );
     // Without --reconcile nothing is counted: null, and no note.
     let plain = stdout_ok(&idem(&config, &["status", "fct", "--format", "json"]));
@@ -836,9 +849,15 @@ async fn the_source_rows_no_window_holds_are_said_before_a_load(kind: Kind) {
 
     let event = stdout_ok(&idem(&config, &["run", "fct", "--dry-run", "--json"]));
     let event: Value = serde_json::from_str(event.trim()).expect("json");
-    assert_eq!(event["rows_source_null_partition"], 2, "{kind:?}: {event}");
+    assert_eq!(
+        event["rows_source_null_partition"], 2,
+        "{kind:?} (grouped: {grouped}): {event}"
+    );
     let plan = stdout_ok(&idem(&config, &["run", "fct", "--dry-run"]));
-    assert!(plan.contains(note), "{kind:?}:\n{plan}");
+    assert!(
+        plan.contains(note),
+        "{kind:?} (grouped: {grouped}):\n{plan}"
+    );
 
     // What it warned of: the load over them fails.
     let run = idem(
@@ -850,8 +869,14 @@ async fn the_source_rows_no_window_holds_are_said_before_a_load(kind: Kind) {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(!run.status.success(), "{kind:?}: {said}");
-    assert!(said.contains("a NULL dt lies in none"), "{kind:?}: {said}");
+    assert!(
+        !run.status.success(),
+        "{kind:?} (grouped: {grouped}): {said}"
+    );
+    assert!(
+        said.contains("a NULL dt lies in none"),
+        "{kind:?} (grouped: {grouped}): {said}"
+    );
 }
 
 mod null_source {

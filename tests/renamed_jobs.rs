@@ -121,7 +121,9 @@ fn rename_in(config: &PathBuf, from: &str, to: &str) {
 /// `idem log fct_daily` after the rename was refused as no job; it now
 /// shows the old name's history, one partition or all, saying which job
 /// loads the target now. The new name's empty log says where the history
-/// is; a name the ledger never held is still unknown.
+/// is; a name the ledger never held is still unknown. `idem log fct_daily
+/// DAY --lines` was refused as no job while the forms without --lines
+/// worked: it prints the run log its runs wrote under that name.
 async fn the_old_name_shows_its_history(kind: Kind) {
     let (_db, config, _) = loaded_then_renamed(kind, "fct_by_day").await;
     let out = idem(&config, &["log", "fct_daily"]);
@@ -150,6 +152,17 @@ async fn the_old_name_shows_its_history(kind: Kind) {
         "{stdout}"
     );
 
+    let out = idem(&config, &["log", "fct_daily", "2026-01-02", "--lines"]);
+    let stdout = common::stdout_ok(&out);
+    assert!(
+        stdout.contains("attempt 1 succeeded: 1 row,") && !stdout.contains("2026-01-01"),
+        "{stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("which job fct_by_day loads now"),
+        "{out:?}"
+    );
+
     let out = idem(&config, &["log", "fct_by_day"]);
     assert_eq!(
         common::stdout_ok(&out),
@@ -161,10 +174,15 @@ async fn the_old_name_shows_its_history(kind: Kind) {
         "{stderr}"
     );
 
-    let out = idem(&config, &["log", "fct_weekly"]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no job named \"fct_weekly\""), "{stderr}");
+    for args in [
+        &["log", "fct_weekly"][..],
+        &["log", "fct_weekly", "2026-01-02", "--lines"],
+    ] {
+        let out = idem(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no job named \"fct_weekly\""), "{stderr}");
+    }
 }
 
 /// Renamed twice with the definition unchanged, the middle name's loads

@@ -1,6 +1,7 @@
 //! `idem log JOB [PARTITION]`: a job's attempt history from the ledger,
 //! and a renamed job's under the name it was loaded under.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::output::{noteln, outln};
@@ -42,31 +43,36 @@ fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
     }
 }
 
+/// The job `name` names in every form of `idem log`: the config's, or a
+/// name the ledger holds loads under that the config no longer has (a
+/// renamed job's old one), as [`loaded_under`] shapes it, with the
+/// warehouse that was read for it (to close). Any other name stays
+/// unknown, the warehouse reachable or not.
+pub(super) async fn job_to_log<'c>(
+    config: &'c Config,
+    name: &str,
+) -> Result<(Cow<'c, Job>, Option<Warehouse>), Stop> {
+    let unknown = match find_job(config, name) {
+        Ok(job) => return Ok((Cow::Borrowed(job), None)),
+        Err(unknown) => unknown,
+    };
+    let Ok(wh) = connect_to_read(config, 2).await else {
+        return Err(unknown);
+    };
+    match loaded_under(&wh, config, name).await {
+        Some(old) => Ok((Cow::Owned(old), Some(wh))),
+        None => {
+            wh.close().await;
+            Err(unknown)
+        }
+    }
+}
+
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
-        let warehouse;
-        let retired;
-        let job = match find_job(&config, job_name) {
-            Ok(job) => {
-                warehouse = None;
-                job
-            }
-            // A name the ledger holds loads under (a renamed job's old
-            // one) shows them; any other stays unknown, reachable or not.
-            Err(unknown) => {
-                let Ok(wh) = connect_to_read(&config, 2).await else {
-                    return Err(unknown);
-                };
-                let Some(old) = loaded_under(&wh, &config, job_name).await else {
-                    wh.close().await;
-                    return Err(unknown);
-                };
-                retired = old;
-                warehouse = Some(wh);
-                &retired
-            }
-        };
+        let (job, warehouse) = job_to_log(&config, job_name).await?;
+        let job = job.as_ref();
         let retired_name = warehouse.is_some();
         // A coarser name (a day of an hourly job, a month of a daily one)
         // covers every partition in it, as --from/--to and verify read it.

@@ -229,17 +229,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         let mut left_downstream = Some(left_downstream);
         for (i, ((backfill, statuses), step_found)) in steps.iter().zip(found).enumerate() {
-            let readers = steps[i + 1..]
-                .iter()
-                .map(|(b, _)| &b.job.name)
-                .filter(|later| {
-                    lineage
-                        .upstream(later)
-                        .iter()
-                        .any(|(up, _)| *up == backfill.job.name)
-                })
-                .cloned()
-                .collect();
+            // In a cascade, each reader, with a step of its own or not: one
+            // without is given one if the merge reaches it.
+            let readers = if args.cascade {
+                lineage.downstream(&backfill.job.name).to_vec()
+            } else {
+                Vec::new()
+            };
             let plan = DryRun::new(backfill, statuses)
                 .previewed(step_found)
                 .downstream(left_downstream.take().unwrap_or_default())
@@ -283,6 +279,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         let cancel = on_signal.begin();
         let run = CascadeRun {
             steps: &steps,
+            jobs: &config.jobs,
             reach: engine::cascade::Reach {
                 now,
                 allow_incomplete: args.allow_incomplete,
@@ -533,6 +530,9 @@ fn understood(answer: &str) -> Option<bool> {
 /// whether its events go out as JSON.
 struct CascadeRun<'a> {
     steps: &'a [Backfill],
+    /// The config's jobs: a reader with no step is given one if a merge
+    /// before it moves rows in or out of what it reads.
+    jobs: &'a [crate::config::Job],
     /// The windows downstream a step may add (as its plan reached them).
     reach: engine::cascade::Reach,
     empty_before: &'a [Vec<Partition>],
@@ -549,6 +549,7 @@ async fn run_cascade(
 ) -> Result<Exit, Stop> {
     let CascadeRun {
         steps,
+        jobs,
         reach,
         empty_before,
         json,
@@ -557,7 +558,8 @@ async fn run_cascade(
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
-    let outcomes = engine::cascade::run(warehouse, lineage, (steps, reach), &tx, cancel).await;
+    let outcomes =
+        engine::cascade::run(warehouse, lineage, (steps, reach, jobs), &tx, cancel).await;
     // A step the cancel kept from beginning has no events of its own: each
     // of its partitions is said skipped, so that the stream accounts for
     // every partition of the plan, and the step is said to have ended.

@@ -3,13 +3,21 @@
 
 use std::path::Path;
 
+use super::attempt_log::job_to_log;
 use super::output::{noteln, outln};
-use super::{ONE_PARTITION, Stop, find_job, load_config, parse_partition};
+use super::{ONE_PARTITION, Stop, load_config, parse_partition};
 use crate::exit::Exit;
 
 /// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
-pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: usize) -> Exit {
-    let result = (|| {
+/// A renamed job's old name reads the logs its runs wrote under it, as
+/// `idem log OLD` reads its attempts.
+pub async fn run_log(
+    config_path: &Path,
+    job_name: &str,
+    partition: Option<&str>,
+    n: usize,
+) -> Exit {
+    let result = async {
         // As --concurrency 0 is: 0 lines would print nothing of a log there is.
         if n == 0 {
             return Err(Stop::usage(
@@ -17,7 +25,11 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
             ));
         }
         let config = load_config(config_path)?;
-        let job = find_job(&config, job_name)?;
+        let (job, warehouse) = job_to_log(&config, job_name).await?;
+        if let Some(wh) = warehouse {
+            wh.close().await;
+        }
+        let job = job.as_ref();
         let asked = partition.ok_or_else(|| Stop::usage("--lines needs a PARTITION"))?;
         let (first, last) = parse_partition(job, ONE_PARTITION, asked)?;
         // A month of a daily job names many logs; printing its first day's
@@ -59,7 +71,8 @@ pub fn run_log(config_path: &Path, job_name: &str, partition: Option<&str>, n: u
         if !tail.unreadable.is_empty() {
             return Ok(Exit::Failed);
         }
-        Ok(Exit::Ok)
-    })();
+        Ok::<_, Stop>(Exit::Ok)
+    }
+    .await;
     result.unwrap_or_else(Stop::report)
 }

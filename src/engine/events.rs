@@ -64,7 +64,9 @@ pub enum Event {
     /// A cascade left this downstream window out although a merge before it
     /// moved rows in or out of a window it reads: it has not ended yet, and
     /// the run does not allow incomplete windows. It stays due, for a run
-    /// once it has ended. Never in its step's `RunStarted`.
+    /// once it has ended. Never in its step's `RunStarted`. A job with no
+    /// step of its own planned (nothing it reads was) whose windows are all
+    /// left so starts no step: these are all that is said of it.
     PartitionLeft {
         job: String,
         partition: String,

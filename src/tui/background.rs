@@ -184,6 +184,8 @@ impl Background {
                     }
                 };
                 let lineage = app.lineage.clone();
+                // A reader with no step is given one if a merge reaches it.
+                let all_jobs = app.config().jobs.clone();
                 let unstarted = send.clone();
                 let numbers = std::iter::once(run)
                     .chain(req.cascade.iter().map(|(step, _)| *step))
@@ -235,15 +237,16 @@ impl Background {
                         let outcomes = crate::engine::cascade::run_gated(
                             &wh,
                             &lineage,
-                            (&steps, reach),
+                            (&steps, reach, &all_jobs),
                             &etx,
                             &token,
                             &gate,
                         )
                         .await;
                         // A step a cancel kept from starting has no events of its own.
-                        for ((step, b), outcome) in req.cascade.iter().zip(&outcomes[1..]) {
-                            if !outcome.not_started.is_empty() {
+                        for (step, b) in &req.cascade {
+                            let outcome = outcomes.iter().find(|o| o.job == b.job.name);
+                            if outcome.is_some_and(|o| !o.not_started.is_empty()) {
                                 unstarted(Msg::RunRejected {
                                     run: *step,
                                     error: format!("{}: cancelled before it started", b.job.name),

@@ -22,10 +22,10 @@ pub struct SourceCounts {
     /// Rows per partition, by name.
     pub partitions: Counts,
     /// Rows whose partition column is NULL, which no window holds: a
-    /// replace's load refuses them. Counted where the statement groups by
-    /// the partition column (their group, in the same statement); None
-    /// where each window is counted on its own (they are in each window's
-    /// count) or the job has no partition column.
+    /// replace's load refuses them. Counted in the same statement as the
+    /// windows' rows, grouped (their group) or window by window (each
+    /// window's, summed: the rows the loads over the range would be given
+    /// with it NULL); None where the job has no partition column.
     pub null_partition: Option<i64>,
 }
 
@@ -38,7 +38,10 @@ impl Warehouse {
     /// partition column, a bound or the partition's name in the output, a
     /// window function, LIMIT or aggregate across windows, a filter on a
     /// column the partition is not computed from) one bounded subquery per
-    /// window, `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement.
+    /// window, `UNION ALL`ed, [`WINDOWS_PER_STATEMENT`] to a statement;
+    /// there a window's rows with a NULL partition column are counted
+    /// apart, as the grouped statement's NULL group is (QA: they were
+    /// counted in the window's rows, and never said).
     pub fn source_counts_sql(
         &self,
         job: &Job,
@@ -81,7 +84,17 @@ impl Warehouse {
                 }
                 sql.push("SELECT CAST(")
                     .bind(p.name())
-                    .push(&format!(" AS {text}) AS p, COUNT(*) AS n FROM ("));
+                    .push(&format!(" AS {text}) AS p, "));
+                match &job.partition_column {
+                    Some(col) => {
+                        let col = format!("src.{}", dialect.quote(col));
+                        sql.push(&format!(
+                            "COUNT({col}) AS n, COUNT(CASE WHEN {col} IS NULL THEN 1 END) AS nulls"
+                        ))
+                    }
+                    None => sql.push("COUNT(*) AS n"),
+                };
+                sql.push(" FROM (");
                 sql.job_sql(&job.sql, p).map_err(unknown)?;
                 sql.push(") src");
             }
@@ -143,7 +156,7 @@ impl Warehouse {
         let (partitions, nulls) = counted?;
         Ok(SourceCounts {
             partitions,
-            null_partition: (job.partition_column.is_some() && grouped).then_some(nulls),
+            null_partition: job.partition_column.is_some().then_some(nulls),
         })
     }
 
@@ -165,7 +178,8 @@ impl Warehouse {
 }
 
 /// The counts of `statements` in one read-only transaction, rolled back,
-/// and the count of the rows in no partition (a NULL name).
+/// and the count of the rows in no partition (a NULL name, or a window's
+/// third column).
 async fn count_on(
     wh: &Warehouse,
     conn: &mut sqlx::AnyConnection,
@@ -184,6 +198,9 @@ async fn count_on(
         while let Some(row) = rows.try_next().await? {
             let name: Option<String> = row.try_get(0)?;
             let n: i64 = row.try_get(1)?;
+            if row.len() > 2 {
+                nulls += row.try_get::<i64, _>(2)?;
+            }
             match name {
                 Some(name) => *counts.entry(name).or_default() += n,
                 None => nulls += n,

@@ -5,7 +5,8 @@
 //! step, partitions run with the step's concurrency. A downstream partition
 //! that reads an upstream partition which did not succeed is skipped. A
 //! merge may move rows in or out of windows beyond those it merged: before
-//! each step begins, its windows over those are added to it.
+//! each step begins, its windows over those are added to it, and a job
+//! that reads them with no step of its own is given one.
 
 mod reached;
 
@@ -217,18 +218,23 @@ pub struct StepOutcome {
 
 /// Runs each step in order (upstream first), skipping what reads a failure
 /// and adding, before a step begins, its windows over those the steps
-/// before it moved rows in or out of (within `reach`).
+/// before it moved rows in or out of (within `reach`). A job of `jobs`
+/// that reads a step's job but has no step of its own (nothing it reads
+/// was planned) is given one once that step moved rows in or out of
+/// windows beyond its plan: its windows over them are added, as to a
+/// planned step, and it runs in its place in dependency order (QA: it was
+/// left stale, and nothing said so).
 pub async fn run(
     warehouse: &Warehouse,
     lineage: &Lineage,
-    (steps, reach): (&[Backfill], Reach),
+    (steps, reach, jobs): (&[Backfill], Reach, &[Job]),
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Vec<StepOutcome> {
     run_gated(
         warehouse,
         lineage,
-        (steps, reach),
+        (steps, reach, jobs),
         events,
         cancel,
         &super::Gate::default(),
@@ -240,7 +246,7 @@ pub async fn run(
 pub async fn run_gated(
     warehouse: &Warehouse,
     lineage: &Lineage,
-    (steps, reach): (&[Backfill], Reach),
+    (steps, reach, jobs): (&[Backfill], Reach, &[Job]),
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
     gate: &super::Gate,
@@ -251,7 +257,13 @@ pub async fn run_gated(
     let mut grains = HashMap::new();
     let mut reached = Reached::default();
     let mut outcomes = Vec::new();
-    for (k, step) in steps.iter().enumerate() {
+    // The steps as planned, and those given to readers without one as the
+    // run goes (by job name): only windows added to them make them run.
+    let mut steps = steps.to_vec();
+    let mut unplanned: HashSet<String> = HashSet::new();
+    let mut k = 0;
+    while k < steps.len() {
+        let step = &steps[k];
         grains.insert(step.job.name.clone(), step.job.grain);
         let mut backfill = step.clone();
         // The root's partitions are the run's own: nothing is added to them.
@@ -337,16 +349,62 @@ pub async fn run_gated(
             None if cancel.is_cancelled() => bad.extend(backfill.partitions.iter().copied()),
             None => {}
         }
-        outcomes.push(StepOutcome {
-            job: step.job.name.clone(),
-            summary,
-            added,
-            skipped,
-            not_started,
-            left,
-        });
+        let job = step.job.name.clone();
+        // A reader given a step nothing reached ran nothing: not a step.
+        if !unplanned.contains(&job) || !added.is_empty() || !left.is_empty() {
+            outcomes.push(StepOutcome {
+                job: job.clone(),
+                summary,
+                added,
+                skipped,
+                not_started,
+                left,
+            });
+        }
+        if reached.moved_beyond(&job) {
+            for reader in readers_without_a_step(&steps, k, lineage, jobs) {
+                unplanned.insert(reader.job.name.clone());
+                let after = (k..steps.len())
+                    .filter(|&i| {
+                        lineage
+                            .downstream_closure(&steps[i].job.name)
+                            .contains(&reader.job.name)
+                    })
+                    .max()
+                    .unwrap_or(k);
+                steps.insert(after + 1, reader);
+            }
+        }
+        k += 1;
     }
     outcomes
+}
+
+/// The jobs of `jobs` that read the job of `steps[k]` and have no step in
+/// `steps`, each as a step of no partition yet, run as the root's are
+/// (concurrency, retries, reason, shrink allowance).
+fn readers_without_a_step(
+    steps: &[Backfill],
+    k: usize,
+    lineage: &Lineage,
+    jobs: &[Job],
+) -> Vec<Backfill> {
+    let root = &steps[0];
+    lineage
+        .downstream(&steps[k].job.name)
+        .iter()
+        .filter(|r| !steps.iter().any(|s| s.job.name == **r))
+        .filter_map(|r| jobs.iter().find(|j| j.name == *r))
+        .map(|job| Backfill {
+            job: job.clone(),
+            partitions: Vec::new(),
+            concurrency: root.concurrency,
+            retries: root.retries,
+            reason: root.reason.clone(),
+            prior_attempts: HashMap::new(),
+            allow_shrink: root.allow_shrink,
+        })
+        .collect()
 }
 
 #[cfg(test)]

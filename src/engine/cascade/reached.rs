@@ -133,6 +133,12 @@ impl Reached {
             .collect()
     }
 
+    /// Whether `job`'s step reached windows beyond its plan: rows its
+    /// merges moved, or windows added to it, which its readers read.
+    pub fn moved_beyond(&self, job: &str) -> bool {
+        self.beyond.get(job).is_some_and(|b| !b.is_empty())
+    }
+
     /// What `step` (as it ran, `added` among its partitions) reached: its
     /// windows, and those `summary`'s merges moved rows in or out of.
     pub fn ran(
