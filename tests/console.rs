@@ -3370,6 +3370,75 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
     );
 }
 
+/// A job the cascade gave a step as it went (a reader with no step
+/// planned, reached by a merge: the engine sends its events as of the
+/// root's run) is shown as a run of its own in the cascade, not in the
+/// root's run and the root job's calendar.
+#[test]
+fn a_step_the_cascade_adds_as_it_goes_is_a_run_of_its_own() {
+    let mut a = app(110, 36);
+    let effects = keys(&mut a, "frc\n");
+    let Some(req) = effects.iter().find_map(|e| match e {
+        Effect::StartRun(req) => Some(req),
+        _ => None,
+    }) else {
+        panic!("no run: {effects:?}")
+    };
+    let (root_run, root) = (req.run, req.backfill.clone());
+    let planned: Vec<&str> = std::iter::once(root.job.name.as_str())
+        .chain(req.cascade.iter().map(|(_, b)| b.job.name.as_str()))
+        .collect();
+    let added = a
+        .config()
+        .jobs
+        .iter()
+        .map(|j| j.name.clone())
+        .find(|name| !planned.contains(&name.as_str()))
+        .expect("a job the cascade has no step of");
+    let day = root.partitions[0].name();
+    let runs_before = a.runs.len();
+    for event in [
+        Event::PartitionAdded {
+            job: added.clone(),
+            partition: day.clone(),
+            because: "a merge moved rows into it".into(),
+        },
+        Event::RunStarted {
+            run_id: "r9".into(),
+            job: added.clone(),
+            strategy: root.job.strategy,
+            partitions: vec![day.clone()],
+            concurrency: 1,
+            reason: None,
+        },
+        Event::PartitionStarted {
+            run_id: "r9".into(),
+            job: added.clone(),
+            partition: day.clone(),
+            attempt: 1,
+        },
+    ] {
+        a.update(Msg::Engine {
+            run: root_run,
+            event,
+        });
+    }
+    assert_eq!(a.runs.len(), runs_before + 1);
+    let step = a.runs.last().unwrap();
+    assert_eq!(step.job, added);
+    assert_eq!(step.run_id.as_deref(), Some("r9"));
+    assert_eq!(step.partitions.len(), 1);
+    assert_eq!(step.partitions[0].name, day);
+    let root_view = a.runs.iter().find(|r| r.id == root_run).unwrap();
+    assert_eq!(step.cascade, root_view.cascade);
+    assert_ne!(root_view.run_id.as_deref(), Some("r9"));
+    assert_eq!(root_view.partitions.len(), root.partitions.len());
+    assert!(
+        root_view.partitions.iter().all(|p| p.tries == 0),
+        "the root's rows took the added step's start"
+    );
+}
+
 #[test]
 fn allow_shrink_is_a_key_in_the_confirm_dialog() {
     let mut a = app(110, 36);

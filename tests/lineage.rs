@@ -1516,14 +1516,24 @@ async fn a_cascade_names_the_windows_not_ended_and_passes_allow_incomplete_on() 
     );
 }
 
-/// A cascade whose merge writes a row into today's window (the merge job
-/// reads its source by one day, and its rows' `dt` is the day after): the
-/// reader's today is stale, but it has not ended, so the cascade leaves it,
-/// as it leaves the windows it plans so, and says so: a `partition_left`
-/// event with why, and the note with the command that loads it once it
-/// has ended. It was left out silently.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropped() {
+/// What a cascade of fct → latest (a merge whose rows' `dt` is the day
+/// after its source's) → per_day, run over yesterday, sent and said.
+struct IntoToday {
+    /// Kept for its Drop, which removes the test database.
+    _db: TestDb,
+    config: std::path::PathBuf,
+    events: Vec<Value>,
+    err: String,
+    now: chrono::DateTime<chrono::Utc>,
+    yesterday: String,
+    today: String,
+}
+
+/// Runs fct over yesterday with `--cascade`: latest's merge writes a row
+/// into today's window. per_day starts yesterday, or today
+/// (`per_day_starts_today`: then it reads nothing the cascade planned, and
+/// has no step). `None` where midnight passed during the run.
+async fn cascade_into_today(per_day_starts_today: bool) -> Option<IntoToday> {
     let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
     let now = chrono::Utc::now();
     let (yesterday, today) = (
@@ -1533,6 +1543,11 @@ async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropp
         now.format("%Y-%m-%d").to_string(),
     );
     let range = (yesterday.as_str(), "2099-01-01");
+    let per_day_range = if per_day_starts_today {
+        (today.as_str(), "2099-01-01")
+    } else {
+        range
+    };
     let jobs = [
         job(
             "fct",
@@ -1559,7 +1574,7 @@ async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropp
             "per_day",
             "day",
             "dt",
-            range,
+            per_day_range,
             "select dt, count(*) as n from latest where dt >= :start and dt < :end group by dt",
         ),
     ]
@@ -1591,9 +1606,38 @@ async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropp
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let events = json_lines(&stdout_ok(&out));
     wh.close().await;
-    if chrono::Utc::now().format("%Y-%m-%d").to_string() != today {
-        return; // Midnight passed: today's window has ended since.
-    }
+    // Midnight passed: today's window has ended since.
+    (chrono::Utc::now().format("%Y-%m-%d").to_string() == today).then_some(IntoToday {
+        _db: db,
+        config,
+        events,
+        err,
+        now,
+        yesterday,
+        today,
+    })
+}
+
+/// A cascade whose merge writes a row into today's window (the merge job
+/// reads its source by one day, and its rows' `dt` is the day after): the
+/// reader's today is stale, but it has not ended, so the cascade leaves it,
+/// as it leaves the windows it plans so, and says so: a `partition_left`
+/// event with why, and the note with the command that loads it once it
+/// has ended. It was left out silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropped() {
+    let Some(IntoToday {
+        config,
+        events,
+        err,
+        now,
+        yesterday,
+        today,
+        ..
+    }) = cascade_into_today(false).await
+    else {
+        return;
+    };
     let left: Vec<(&str, &str, &str)> = events
         .iter()
         .filter(|e| e["event"] == "partition_left")
@@ -1629,6 +1673,29 @@ async fn a_window_a_merge_writes_rows_into_that_has_not_ended_is_named_not_dropp
         config.display()
     );
     assert!(err.contains(&note), "{note}\n{err}");
+}
+
+/// As above, but per_day starts today: it reads nothing the cascade
+/// planned, so it has no step, and the window latest's merge wrote into
+/// is all it is given, left as not ended. Its step still ends the stream,
+/// with `step_skipped`, as every step's does (QA: the stream ended with
+/// its `partition_left`, after the last `run_finished`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_given_only_a_window_that_has_not_ended_ends_its_step() {
+    let Some(IntoToday { events, today, .. }) = cascade_into_today(true).await else {
+        return;
+    };
+    let per_day: Vec<&Value> = events.iter().filter(|e| e["job"] == "per_day").collect();
+    assert_eq!(per_day.len(), 2, "{events:?}");
+    assert_eq!(
+        (&per_day[0]["event"], &per_day[0]["partition"]),
+        (&Value::from("partition_left"), &Value::from(today.as_str()))
+    );
+    assert_eq!(
+        (&per_day[1]["event"], &per_day[1]["partitions"]),
+        (&Value::from("step_skipped"), &serde_json::json!([today]))
+    );
+    assert_eq!(events.last(), Some(per_day[1]), "{events:?}");
 }
 
 /// A cascade whose merges move rows in or out of windows beyond its plan.

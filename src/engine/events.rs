@@ -64,9 +64,10 @@ pub enum Event {
     /// A cascade left this downstream window out although a merge before it
     /// moved rows in or out of a window it reads: it has not ended yet, and
     /// the run does not allow incomplete windows. It stays due, for a run
-    /// once it has ended. Never in its step's `RunStarted`. A job with no
-    /// step of its own planned (nothing it reads was) whose windows are all
-    /// left so starts no step: these are all that is said of it.
+    /// once it has ended. Never in its step's `RunStarted`. A step whose
+    /// windows are all left so (a job given a step as the run went, as
+    /// nothing it reads was planned) starts no run: its `StepSkipped`
+    /// ends it.
     PartitionLeft {
         job: String,
         partition: String,
@@ -80,8 +81,9 @@ pub enum Event {
         because: String,
     },
     /// A cascade step none of whose partitions ran: each was skipped (its
-    /// `PartitionSkipped` says why). It ends the step, as `RunFinished`
-    /// ends one that ran: no run began, so there is no run id.
+    /// `PartitionSkipped` says why) or left as not ended (its
+    /// `PartitionLeft`). It ends the step, as `RunFinished` ends one that
+    /// ran: no run began, so there is no run id.
     StepSkipped {
         job: String,
         partitions: Vec<String>,

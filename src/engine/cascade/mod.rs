@@ -327,10 +327,14 @@ pub async fn run_gated(
         }
         let mut not_started = Vec::new();
         let summary = if backfill.partitions.is_empty() {
-            if !skipped.is_empty() {
+            // None of its partitions runs: the step ends here, whether they
+            // were skipped or left as not ended (a stream ends with its
+            // last step's end, not with a partition_left).
+            let ended: Vec<String> = skipped.iter().chain(&left).map(|(p, _)| p.name()).collect();
+            if !ended.is_empty() {
                 let _ = events.send(Event::StepSkipped {
                     job: step.job.name.clone(),
-                    partitions: skipped.iter().map(|(p, _)| p.name()).collect(),
+                    partitions: ended,
                     cancelled: false,
                 });
             }

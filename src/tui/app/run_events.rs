@@ -7,6 +7,9 @@ impl App {
     /// Shows an engine event in its run and in its job; a finished run
     /// refreshes the job, and the jobs downstream of it, from the warehouse.
     pub(super) fn engine_event(&mut self, run: usize, event: Event) -> Vec<Effect> {
+        let Some(run) = self.run_of_event(run, &event) else {
+            return Vec::new();
+        };
         let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) else {
             return Vec::new();
         };
@@ -48,6 +51,46 @@ impl App {
         } else {
             vec![Effect::Refresh(names)]
         }
+    }
+
+    /// The run that shows `event`, sent as of `run`: `run` itself, or, for
+    /// another job, that job's step in `run`'s cascade. A job the cascade
+    /// gave a step as it went (a reader with no step planned, reached by a
+    /// merge) gets its run here, on its first event (QA: its events were
+    /// shown as the root run's, its partitions in the root job's calendar).
+    fn run_of_event(&mut self, run: usize, event: &Event) -> Option<usize> {
+        let root = self.shared.runs.iter().find(|r| r.id == run)?;
+        if root.job == event.job() {
+            return Some(run);
+        }
+        let cascade = root.cascade.unwrap_or(run);
+        if let Some(step) = self
+            .shared
+            .runs
+            .iter()
+            .find(|r| r.cascade == Some(cascade) && r.job == event.job())
+        {
+            return Some(step.id);
+        }
+        let job = self.config().jobs.iter().find(|j| j.name == event.job())?;
+        let step = crate::engine::Backfill {
+            job: job.clone(),
+            partitions: Vec::new(),
+            concurrency: root.concurrency,
+            retries: root.retries,
+            reason: root.reason.clone(),
+            prior_attempts: Default::default(),
+            allow_shrink: false,
+        };
+        let id = self.next_run;
+        self.next_run += 1;
+        let mut view = RunView::new(id, &step, self.shared.now);
+        view.cascade = Some(cascade);
+        for r in self.shared.runs.iter_mut().filter(|r| r.id == run) {
+            r.cascade = Some(cascade);
+        }
+        self.shared.runs.push(view);
+        Some(id)
     }
 
     /// The status-bar note on how run `id` ended: its own, or its
