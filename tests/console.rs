@@ -435,14 +435,14 @@ fn the_footer_follows_the_focused_pane_and_the_dialog() {
     let runs = footer(&a);
     assert_eq!(
         runs.trim_end(),
-        " j k partition  { } failed  [ ] log  G follow  Enter calendar  c cancel  h l run  \
+        " j k partition  { } unloaded  [ ] log  G follow  Enter calendar  c cancel  h l run  \
          < > first/last  Tab focus  r run  ? help  q quit"
     );
     // Narrower, the least used give way from the end, never help and quit.
     a.update(Msg::Resize(80, 24));
     assert_eq!(
         footer(&a).trim_end(),
-        " j k partition  { } failed  [ ] log  G follow  Enter calendar  ? help  q quit"
+        " j k partition  { } unloaded  [ ] log  G follow  ? help  q quit"
     );
     a.update(Msg::Resize(140, 40));
     keys(&mut a, "\t");

@@ -16,7 +16,7 @@ use super::keymap::action_for;
 use super::keys::{Action, Scope};
 use super::theme::Theme;
 use super::widgets::{
-    abbreviate, abbreviate_name, block, columns, first_in_view, from_column, inner, put,
+    self, abbreviate, abbreviate_name, block, columns, first_in_view, from_column, inner, put,
 };
 use crate::config::{Job, Strategy};
 use crate::state::LoadState;
@@ -286,30 +286,19 @@ impl JobsPane {
     /// of them have failed and missing partitions, in as much as `width`
     /// takes ("↓12 more · ✗ in 2 · · in 5").
     fn hidden_note(&self, hidden: &[usize], arrow: char, width: usize) -> Option<String> {
-        if hidden.is_empty() {
-            return None;
-        }
         let with = |st: LoadState| {
             hidden
                 .iter()
                 .filter(|i| self.jobs[**i].state_counts().get(&st).copied().unwrap_or(0) > 0)
                 .count()
         };
-        let mut parts = vec![format!("{arrow}{} more", hidden.len())];
-        for st in [LoadState::Failed, LoadState::Missing] {
-            let n = with(st);
-            if n > 0 {
-                parts.push(format!("{} in {n}", st.glyph()));
-            }
-        }
-        let fits = |parts: &[String]| columns(&parts.join(" · ")) + 2 <= width;
-        if !fits(&parts) {
-            parts[0] = format!("{arrow}{}", hidden.len());
-        }
-        while parts.len() > 1 && !fits(&parts) {
-            parts.pop();
-        }
-        Some(format!(" {} ", parts.join(" · ")))
+        let of_them: Vec<String> = [LoadState::Failed, LoadState::Missing]
+            .into_iter()
+            .map(|st| (st, with(st)))
+            .filter(|(_, n)| *n > 0)
+            .map(|(st, n)| format!("{} in {n}", st.glyph()))
+            .collect();
+        widgets::hidden_note(arrow, hidden.len(), &of_them, width)
     }
 
     /// The list's title with the filter, in `width` columns: scrolled, as

@@ -47,6 +47,27 @@ pub fn first_in_view(first: usize, at: usize, rows: usize, count: usize) -> usiz
     }
 }
 
+/// The note on a list's border of its rows scrolled out one way (`arrow`,
+/// `↑` or `↓`): how many, then what of them matters (`of_them`, the most
+/// telling first), in as much as `width` takes (" ↓12 more · ✗ in 2 ",
+/// then " ↓12 · ✗ in 2 ", then fewer of `of_them`); `None` when no row
+/// is hidden that way.
+pub fn hidden_note(arrow: char, hidden: usize, of_them: &[String], width: usize) -> Option<String> {
+    if hidden == 0 {
+        return None;
+    }
+    let mut parts = vec![format!("{arrow}{hidden} more")];
+    parts.extend(of_them.iter().cloned());
+    let fits = |parts: &[String]| columns(&parts.join(" · ")) + 2 <= width;
+    if !fits(&parts) {
+        parts[0] = format!("{arrow}{hidden}");
+    }
+    while parts.len() > 1 && !fits(&parts) {
+        parts.pop();
+    }
+    Some(format!(" {} ", parts.join(" · ")))
+}
+
 /// `text` in lines of at most `width` columns, broken between words (a
 /// word wider than that keeps its own line, whole).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {

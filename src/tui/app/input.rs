@@ -239,6 +239,23 @@ impl App {
                 self.shared.focus = Focus::Runs;
                 self.direction(action);
             }
+            Action::NextFailed | Action::PrevFailed | Action::FirstRow | Action::LastRow => {
+                self.shared.message = Some((
+                    false,
+                    format!(
+                        "no run yet: {} step through a run's partitions; {} runs the selection",
+                        [
+                            Action::PrevFailed,
+                            Action::NextFailed,
+                            Action::FirstRow,
+                            Action::LastRow
+                        ]
+                        .map(|a| crate::tui::keymap::key(Scope::Main, a))
+                        .join(" "),
+                        crate::tui::keymap::key(Scope::Main, Action::Run)
+                    ),
+                ));
+            }
             Action::PrevMonth | Action::NextMonth if self.shared.chart.large => {
                 if let Some(j) = self.shared.jobs.current_mut() {
                     self.shared.chart.shift(j, action == Action::PrevMonth);

@@ -423,3 +423,24 @@ fn a_terminal_too_small_answers_only_the_quit_key_and_the_question_it_shows() {
     a.update(Msg::Key(key('y')));
     assert!(a.quit);
 }
+
+/// QA: `{ } < >` before any run did nothing and said nothing, as if the
+/// keys were dead; each says there is no run to step through, and how to
+/// start one.
+#[test]
+fn run_row_keys_without_a_run_say_there_is_none() {
+    let mut a = app();
+    for c in ['{', '}', '<', '>'] {
+        a.shared.message = None;
+        a.update(Msg::Key(key(c)));
+        assert_eq!(
+            a.message,
+            Some((
+                false,
+                "no run yet: { } < > step through a run's partitions; r runs the selection".into()
+            )),
+            "{c}"
+        );
+        assert_ne!(a.focus, Focus::Runs, "{c}");
+    }
+}

@@ -14,7 +14,7 @@ use crate::tui::keys::{Action, Scope};
 /// end (j k step partitions here, jobs in the jobs pane).
 const FOOTER: &[(&[Action], &str)] = &[
     (&[Action::Down, Action::Up], "partition"),
-    (&[Action::PrevFailed, Action::NextFailed], "failed"),
+    (&[Action::PrevFailed, Action::NextFailed], "unloaded"),
     (&[Action::PrevMonth, Action::NextMonth], "log"),
     (&[Action::Last], "follow"),
     (&[Action::Activate], "calendar"),
@@ -401,6 +401,54 @@ mod tests {
         );
     }
 
+    /// QA: a run's table scrolled with no sign of the rows above or below
+    /// it. As the jobs pane does, the border above says how many rows are
+    /// scrolled out up, the border under the table how many down, with how
+    /// many of them did not load; wide, the notes stay over the table, off
+    /// the log beside it; narrow, the note under it shares the log's border
+    /// with the log's title.
+    #[test]
+    fn the_table_notes_the_rows_scrolled_out_of_it() {
+        let mut runs = vec![long_run()];
+        let mut selected = 0;
+        runs[0].partitions[0].state = RunPartState::Failed;
+        for i in [300, 310, 320] {
+            runs[0].partitions[i].state = RunPartState::Refused;
+        }
+        for area in [Rect::new(0, 0, 120, 20), Rect::new(0, 0, 99, 14)] {
+            let log = log_text_area(area);
+            let shown = rows_shown(&runs, area).0;
+            let lines = |runs: &[RunView]| -> Vec<String> {
+                screen(runs, area).lines().map(str::to_string).collect()
+            };
+            let at_top = lines(&runs);
+            let (top, under) = (&at_top[0], &at_top[3 + shown.len()]);
+            assert!(!top.contains('↑'), "{top}");
+            let below = format!(" ↓{} more · 3 unloaded ", 338 - shown.len());
+            assert!(under.contains(&below), "{under}");
+            if area.width >= 100 {
+                // Wide, the table takes the left 55% of the pane's width.
+                let end = under.find(&below).unwrap() + below.len();
+                assert!(under[..end].chars().count() <= 1 + 118 * 11 / 20, "{under}");
+            } else {
+                assert!(under.contains("┌ log "), "{under}");
+            }
+            direction(&mut runs, &mut selected, Action::LastRow, log);
+            let at_end = lines(&runs);
+            let under = &at_end[3 + shown.len()];
+            assert!(!under.contains('↓'), "{under}");
+            let above = format!(" ↑{} more · 4 unloaded ", 338 - shown.len());
+            assert!(at_end[0].contains(&above), "{}", at_end[0]);
+            assert!(at_end[0].contains(" Runs (1) "), "{}", at_end[0]);
+            direction(&mut runs, &mut selected, Action::FirstRow, log);
+        }
+        // A short run, all in view, has no note; a narrow pane shortens it.
+        let all = screen(&[super::super::tests::run()], Rect::new(0, 0, 99, 14));
+        assert!(!all.contains('↑') && !all.contains('↓'), "{all}");
+        let narrow = screen(&runs, Rect::new(0, 0, 30, 14));
+        assert!(narrow.contains(" ↓333 "), "{narrow}");
+    }
+
     /// The footer names the run pane's keys by what they do there, with the
     /// user's keys where they gave some.
     #[test]
@@ -415,7 +463,7 @@ mod tests {
             hints(&Keymap::default()),
             said(&[
                 ("j k", "partition"),
-                ("{ }", "failed"),
+                ("{ }", "unloaded"),
                 ("[ ]", "log"),
                 ("G", "follow"),
                 ("Enter", "calendar"),
@@ -430,7 +478,7 @@ mod tests {
         .unwrap();
         let keys = Keymap::with_overrides(&user.keys).unwrap();
         let shown = hints(&keys);
-        assert_eq!(shown[1], ("B F".to_string(), "failed"));
+        assert_eq!(shown[1], ("B F".to_string(), "unloaded"));
         assert_eq!(shown[3], ("Ctrl-E".to_string(), "follow"));
         assert_eq!(shown[7], ("< End".to_string(), "first/last"));
         assert!(

@@ -4,6 +4,7 @@
 
 use chrono::NaiveDateTime;
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -14,7 +15,8 @@ use crate::state::LoadState;
 use crate::tui::layout::{Hit, run_split};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{
-    abbreviate, block, controls_shown, duration_text, first_line, inner, put, thousands,
+    abbreviate, block, columns, controls_shown, duration_text, first_line, hidden_note, inner, put,
+    thousands,
 };
 
 /// The first run whose tab is drawn in a strip `width` wide: the first of
@@ -142,6 +144,51 @@ pub fn render(
     if let Some(log_area) = log_area {
         log_view::render(frame, log_area, t, run);
     }
+    // The rows scrolled out of the table, noted as the jobs pane notes its
+    // own: above on the pane's top border, below on the border under the
+    // table (the pane's, or the log's beside a narrow table).
+    let first = run.scrolled.get();
+    let shown = (table.height as usize).min(run.partitions.len().saturating_sub(first));
+    let (above, rest) = run.partitions.split_at(first);
+    let below = rest.get(shown..).unwrap_or_default();
+    let buf = frame.buffer_mut();
+    for (hidden, arrow, y) in [(above, '↑', r.y), (below, '↓', table.bottom())] {
+        let not_loaded = hidden.iter().filter(|p| p.state.not_loaded()).count();
+        let of_them = match not_loaded {
+            0 => vec![],
+            n => vec![format!("{n} unloaded")],
+        };
+        let (from, to) = border_run(buf, y, table.x, table.right());
+        let room = to.saturating_sub(from) as usize;
+        if let Some(note) = hidden_note(arrow, hidden.len(), &of_them, room) {
+            let x = to.saturating_sub(columns(&note) as u16);
+            put(
+                buf,
+                Rect::new(from, y, to - from, 1),
+                x,
+                y,
+                &note,
+                t.style("muted"),
+            );
+        }
+    }
+}
+
+/// The bare line of border row `y` that ends at `right` (or at a corner
+/// just before it), from `left` on: the columns no title or corner takes,
+/// free for a note, a column of line kept at its left.
+fn border_run(buf: &Buffer, y: u16, left: u16, right: u16) -> (u16, u16) {
+    let symbol = |x: u16| buf.cell((x, y)).map_or("", |c| c.symbol());
+    let bare = |x: u16| matches!(symbol(x), "─" | "━");
+    let mut to = right;
+    if to > left && !bare(to - 1) {
+        to -= 1;
+    }
+    let mut from = to;
+    while from > left && bare(from - 1) {
+        from -= 1;
+    }
+    ((from + 1).min(to), to)
 }
 
 fn render_table(
