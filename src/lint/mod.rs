@@ -519,7 +519,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                     Engine::MySql => " <=> NULL",
                     _ => " IS NULL",
                 });
-            let nulls: i64 = sqlx::Row::try_get(&sql.query().fetch_one(wh.pool()).await?, 0)?;
+            let nulls: i64 =
+                sqlx::Row::try_get(&sql.query().fetch_one(&mut *wh.pooled().await?).await?, 0)?;
             if nulls > 0 {
                 out.push(Finding::new(
                     Severity::Warning,
@@ -717,6 +718,9 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         }
                     }
                 }
+                // A connection refused for a limit on connections is no
+                // word on the SELECT: said as the error it is.
+                Err(e) if e.connection_refusal().is_some() => return Err(e),
                 Err(WarehouseError::Sql(sqlx::Error::Database(db))) => {
                     out.push(Finding::new(
                         Severity::Error,

@@ -106,7 +106,7 @@ pub(super) async fn findings(
         .push(" AS c FROM ")
         .table(&job.target)
         .push(") WHERE typeof(c) IN ('text', 'integer', 'real')");
-    let row = sql.query().fetch_one(wh.pool()).await?;
+    let row = sql.query().fetch_one(&mut *wh.pooled().await?).await?;
     for (i, form) in forms.iter().enumerate() {
         let rows: i64 = sqlx::Row::try_get(&row, 2 * i)?;
         if rows == 0 {

@@ -35,7 +35,7 @@ pub(super) async fn findings(
         .push(" AS c FROM ")
         .table(&job.target)
         .push(") t WHERE c IS NOT NULL AND (MONTH(c) = 0 OR DAYOFMONTH(c) = 0)");
-    let row = sql.query().fetch_one(wh.pool()).await?;
+    let row = sql.query().fetch_one(&mut *wh.pooled().await?).await?;
     let rows: i64 = sqlx::Row::try_get(&row, 0)?;
     if rows == 0 {
         return Ok(());

@@ -97,7 +97,7 @@ impl Warehouse {
     ) -> Result<Vec<Vec<String>>, WarehouseError> {
         let mut sql = self.sql();
         self.dialect().unique_key_sets_query(&mut sql, table);
-        let rows = sql.query().fetch_all(self.pool()).await?;
+        let rows = sql.query().fetch_all(&mut *self.pooled().await?).await?;
         // An index with a column the query cannot name (an expression part)
         // does not make a plain column set unique.
         let mut sets: Vec<(String, Option<Vec<String>>)> = Vec::new();
@@ -279,13 +279,15 @@ impl Warehouse {
                 Engine::MySql => mysql::describe(url, select, limits).await,
             }
         };
-        // Refused for a limit on connections: an idle one of the pool's
-        // makes room for it.
+        // Refused for a limit on connections: one of the pool's makes room
+        // for it, within the connect timeout.
+        let until = std::time::Instant::now() + self.config.connect_timeout;
         let mut described = describe().await;
         while let Err(e) = &described
             && super::connection_limit::refusal(e).is_some()
-            && self.make_room().await
+            && std::time::Instant::now() < until
         {
+            self.make_room().await;
             described = describe().await;
         }
         let names = described?;

@@ -124,18 +124,21 @@ impl Warehouse {
         })
     }
 
-    /// Closes one of the pool's idle connections, so that a connection of
-    /// its own (a describe) the warehouse refused for a limit on
-    /// connections may be had: whether there was one. The server is given
-    /// a moment to count it gone.
-    pub(super) async fn make_room(&self) -> bool {
+    /// Closes one of the pool's connections where it holds all it may
+    /// have, once one is idle (a connection goes back to the pool a moment
+    /// after its last use), so that a connection of its own (a describe)
+    /// the warehouse refused for a limit on connections may be had. The
+    /// server is given a moment to count it gone.
+    pub(super) async fn make_room(&self) {
         use sqlx::Connection;
-        let Some(idle) = self.pool().try_acquire() else {
-            return false;
-        };
-        let _ = idle.detach().close().await;
+        let pool = self.pool();
+        if pool.size() >= pool.options().get_max_connections()
+            && let Ok(Ok(pooled)) =
+                tokio::time::timeout(self.config().connect_timeout, pool.acquire()).await
+        {
+            let _ = pooled.detach().close().await;
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        true
     }
 }
 

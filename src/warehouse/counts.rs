@@ -358,7 +358,7 @@ impl Warehouse {
         self.dialect().leading_index_query(&mut sql, table, column);
         Ok(sql
             .query()
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.pooled().await?)
             .await?
             .try_get::<i64, _>(0)?
             > 0)
@@ -382,7 +382,7 @@ impl Warehouse {
         sql.push(" THEN 1 ELSE 0 END");
         Ok(sql
             .query()
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.pooled().await?)
             .await?
             .try_get::<i64, _>(0)?
             == 1)
@@ -525,7 +525,7 @@ impl Warehouse {
             Engine::Sqlite => {
                 let url = self.config().url.clone();
                 if state.watcher.as_ref().is_none_or(|(u, _)| *u != url) {
-                    let conn = self.pool().acquire().await?.detach();
+                    let conn = self.pooled().await?.detach();
                     state.watcher = Some((url, conn));
                 }
                 let Some((_, conn)) = state.watcher.as_mut() else {

@@ -543,7 +543,8 @@ impl Warehouse {
             sql.push(" AND id > ").bind(mark);
         }
         sql.push(" ORDER BY id");
-        let mut rows = sql.query().fetch(self.pool());
+        let mut conn = self.pooled().await?;
+        let mut rows = sql.query().fetch(&mut *conn);
         let mut out = Vec::new();
         while let Some(row) = rows.try_next().await? {
             out.push(attempt_at(Cells::Driver(&row), 0)?);

@@ -206,16 +206,22 @@ pub fn process_state(pid: u32) -> Option<ProcessState> {
 impl Warehouse {
     /// Who holds `lock` right now, as the server tells it; None where the
     /// engine cannot say (SQLite), nobody does any more, or the question
-    /// failed (the answer only adds to an error's message).
-    pub(super) async fn lock_holder(&self, lock: &PartitionLock) -> Option<String> {
+    /// failed (the answer only adds to an error's message). Asked on the
+    /// load's own connection `conn`, which no longer waits for the lock:
+    /// another may be more than the warehouse grants the role, or keep
+    /// one from a load.
+    pub(super) async fn lock_holder(
+        &self,
+        conn: &mut sqlx::AnyConnection,
+        lock: &PartitionLock,
+    ) -> Option<String> {
         if self.dialect().engine() == Engine::Sqlite {
             return super::sqlite::database_file(&self.config().url)
                 .and_then(|file| std::fs::canonicalize(file).ok())
                 .and_then(|file| sqlite_holder(&file));
         }
         let ask = async {
-            let mut conn = self.pool().acquire().await.ok()?;
-            let names = self.session_lock_names(&mut conn, lock).await.ok()?;
+            let names = self.session_lock_names(conn, lock).await.ok()?;
             let mut sql = self.sql();
             if !self.dialect().lock_holder_query(&mut sql, lock, &names) {
                 return None;
@@ -344,7 +350,8 @@ impl Warehouse {
             return None;
         }
         described(async {
-            let row = sql.query().fetch_optional(self.pool()).await.ok()??;
+            let mut conn = self.pooled().await.ok()?;
+            let row = sql.query().fetch_optional(&mut *conn).await.ok()??;
             LockHolder::from_row(self.dialect().engine(), &row).ok()
         })
         .await

@@ -94,7 +94,8 @@ impl Warehouse {
             sql.push("SELECT ");
             list(&mut sql);
             rest(&mut sql);
-            let mut rows = sql.query().fetch(self.pool());
+            let mut conn = self.pooled().await?;
+            let mut rows = sql.query().fetch(&mut *conn);
             while let Some(row) = rows.try_next().await? {
                 each(Cells::Driver(&row))?;
             }
@@ -105,7 +106,8 @@ impl Warehouse {
         sql.push(middle);
         rest(&mut sql);
         sql.push(close);
-        let mut batches = sql.query().fetch(self.pool());
+        let mut conn = self.pooled().await?;
+        let mut batches = sql.query().fetch(&mut *conn);
         while let Some(batch) = batches.try_next().await? {
             let text: String = batch.try_get(0)?;
             let rows: Vec<Vec<Json>> = serde_json::from_str(&text)

@@ -28,7 +28,7 @@ impl Warehouse {
             .push(" AND status = ")
             .bind(AttemptStatus::Succeeded.as_str());
         sql.query()
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.pooled().await.ok()?)
             .await
             .ok()?
             .try_get(0)

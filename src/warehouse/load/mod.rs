@@ -230,7 +230,7 @@ impl Warehouse {
                     // The hours it did take go first, so that the holder
                     // asked about is the other session.
                     conn.clean = release(dialect, &mut conn.conn).await;
-                    return Err(self.lock_timeout_error(partition, &lock).await);
+                    return Err(self.lock_timeout_error(partition, &lock, conn).await);
                 }
             };
             if let Some(id) = session {
@@ -266,22 +266,29 @@ impl Warehouse {
                 // refused one until it ends: it goes first, so that the
                 // holder asked about is the other session.
                 let _ = run(&mut conn.conn, "ROLLBACK".into()).await;
-                Err(self.lock_timeout_error(partition, &lock).await)
+                Err(self.lock_timeout_error(partition, &lock, conn).await)
             }
             result => result,
         }
     }
 
     /// The error of a load that could not take its partition's lock within
-    /// `lock_timeout`, naming the session that holds it.
+    /// `lock_timeout`, naming the session that holds it (asked on the
+    /// load's own connection).
     async fn lock_timeout_error(
         &self,
         partition: &Partition,
         lock: &PartitionLock,
+        conn: &mut WriteConnection,
     ) -> WarehouseError {
+        let clean = std::mem::replace(&mut conn.clean, false);
+        let holder = self.lock_holder(&mut conn.conn, lock).await;
+        // A question cut short (it is given 5 s) may have left its
+        // statement running: that connection is closed, not reused.
+        conn.clean = clean && holder.is_some();
         WarehouseError::LockTimeout {
             partition: partition.name(),
-            holder: self.lock_holder(lock).await,
+            holder,
         }
     }
 }

@@ -243,10 +243,14 @@ impl Warehouse {
     /// Never ends: every third of `lock_timeout` (so that a wait of that
     /// long is seen at least twice) while the load holds its lock, asks the
     /// server whom its session waits for, on a connection of its own kept
-    /// for the load's life, and notes the answer in `stage`.
+    /// for the load's life, and notes the answer in `stage`. Where the
+    /// warehouse refuses the role that connection (it limits connections),
+    /// it is not asked for again: each question borrows one of the pool's
+    /// (a run keeps one beside its loads), or is skipped where none comes.
     async fn ask_blockers(&self, stage: &StageCell) -> std::convert::Infallible {
         let every = (self.config().lock_timeout / 3).clamp(Duration::from_millis(300), WATCH);
         let mut conn: Option<sqlx::AnyConnection> = None;
+        let mut refused_aside = false;
         let mut failures = 0;
         loop {
             tokio::time::sleep(every).await;
@@ -257,13 +261,29 @@ impl Warehouse {
             if !self.dialect().blocker_query(&mut sql, &holder) {
                 return std::future::pending().await;
             }
-            if conn.is_none() {
-                conn = self.connection_aside().await.ok();
+            if conn.is_none() && !refused_aside {
+                match self.connection_aside().await {
+                    Ok(own) => conn = Some(own),
+                    Err(e) => refused_aside = e.connection_refusal().is_some(),
+                }
             }
-            let Some(asking) = conn.as_mut() else {
-                continue;
+            let mut borrowed = None;
+            let asking = match conn.as_mut() {
+                Some(own) => own,
+                None if refused_aside => {
+                    match tokio::time::timeout(ASK, self.pool().acquire()).await {
+                        Ok(Ok(pooled)) => &mut **borrowed.insert(pooled),
+                        _ => continue,
+                    }
+                }
+                None => continue,
             };
             let answer = tokio::time::timeout(ASK, sql.query().fetch_optional(asking)).await;
+            if !matches!(answer, Ok(Ok(_)))
+                && let Some(pooled) = borrowed.as_mut()
+            {
+                pooled.close_on_drop();
+            }
             match answer {
                 Ok(Ok(row)) => {
                     failures = 0;
