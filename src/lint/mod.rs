@@ -163,7 +163,7 @@ pub async fn all_findings(
     job: &Job,
 ) -> Result<Vec<Finding>, (Vec<Finding>, WarehouseError)> {
     let mut found = config_findings(jobs, job, wh.syntax());
-    match warehouse_findings(wh, job).await {
+    match wh.answering(warehouse_findings(wh, job)).await {
         Ok(more) => {
             found.extend(more);
             found.sort_by_key(|f| (f.line, f.severity));

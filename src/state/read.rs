@@ -54,7 +54,8 @@ pub async fn job_status_scoped(
     running: &HashSet<String>,
     scope: &StatusScope,
 ) -> Result<Vec<PartitionStatus>, WarehouseError> {
-    Ok(match read_job(warehouse, job, now, running, scope).await? {
+    let read = warehouse.answering(read_job(warehouse, job, now, running, scope));
+    Ok(match read.await? {
         Some(read) => read.derive(job, now, scope),
         None => Vec::new(),
     })
@@ -183,8 +184,11 @@ pub async fn job_status_in(
     running: &HashSet<String>,
     scope: &StatusScope,
 ) -> Result<JobStates, WarehouseError> {
-    let read = read_job(warehouse, job, now, running, scope).await?;
-    let (states, _) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
+    let read = async {
+        let read = read_job(warehouse, job, now, running, scope).await?;
+        with_upstream(warehouse, config, lineage, job, now, scope, read).await
+    };
+    let (states, _) = warehouse.answering(read).await?;
     Ok(states)
 }
 
@@ -193,6 +197,30 @@ pub async fn job_status_in(
 /// the ones `derivations` last answered for the job, says so instead.
 #[allow(clippy::too_many_arguments)]
 pub async fn job_status_since(
+    warehouse: &Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    job: &Job,
+    now: NaiveDateTime,
+    running: &HashSet<String>,
+    scope: &StatusScope,
+    derivations: &Derivations,
+) -> Result<StatesRead, WarehouseError> {
+    let read = states_since(
+        warehouse,
+        config,
+        lineage,
+        job,
+        now,
+        running,
+        scope,
+        derivations,
+    );
+    warehouse.answering(read).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn states_since(
     warehouse: &Warehouse,
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,

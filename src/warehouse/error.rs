@@ -141,6 +141,16 @@ pub enum WarehouseError {
         source: sqlx::Error,
         committing: bool,
     },
+    /// The warehouse stopped answering outside a load (a state read, a
+    /// plan, the ledger): see `answering`.
+    #[error(
+        "the warehouse {url} is not answering: a statement waited {waited} s for a reply, and two new connections tried meanwhile got none ({probe}); idem stopped waiting. Is the server hung or failing over, or the network to it dropping everything?"
+    )]
+    NotAnswering {
+        url: String,
+        waited: u64,
+        probe: String,
+    },
 }
 
 impl WarehouseError {
@@ -209,6 +219,7 @@ impl WarehouseError {
                 | WarehouseError::Connect { .. }
                 | WarehouseError::ConnectTimeout { .. }
                 | WarehouseError::Lost { .. }
+                | WarehouseError::NotAnswering { .. }
         )
     }
 }

@@ -2,6 +2,7 @@
 //! implementing [`Dialect`]; everything engine-specific lives there, and the
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
+mod answering;
 mod catalog;
 mod clock;
 mod columns;
@@ -634,8 +635,11 @@ impl Warehouse {
         .await
     }
 
+    /// Ends the pool's sessions, each told so; a server that does not
+    /// answer (hung, or a network dropping everything) is waited on no
+    /// longer than `connect_timeout`, then left to notice by itself.
     pub async fn close(&self) {
-        self.pool.close().await;
+        let _ = tokio::time::timeout(self.config.connect_timeout, self.pool.close()).await;
     }
 }
 

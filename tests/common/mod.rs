@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod proxy;
+pub mod throwaway;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,78 @@
+//! A server that stops answering (a hung primary, a failover under way, a
+//! network that drops everything) leaves a statement waiting for a reply
+//! that never comes: the driver sets no keepalive, and a server whose
+//! processes are stopped still has its host's kernel acknowledge every
+//! packet. A load is watched for that (`load::session`); the reads around
+//! it (states, plans, the console's refresh) are watched here: once one
+//! has waited a moment, new connections are tried beside it, and two in a
+//! row that get no answer end it, saying the warehouse is not answering.
+//! A slow read on a server that answers is left alone, however long.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use super::error::sql_message;
+use super::{Engine, Warehouse, WarehouseError, redact};
+
+/// How long work runs before the server is first asked whether it answers.
+const FIRST_ASK: Duration = Duration::from_secs(2);
+
+/// How long between asks after one that could not connect.
+const NEXT_ASK: Duration = Duration::from_secs(1);
+
+/// How long between asks while the server answers them.
+const ASK_AGAIN: Duration = Duration::from_secs(5);
+
+impl Warehouse {
+    /// Runs `work` to its end, or until the warehouse is found not to
+    /// answer: two new connections in a row that could not be made while
+    /// it waited. Then `work` is dropped (its connection with it) and the
+    /// error says so.
+    pub async fn answering<T>(
+        &self,
+        work: impl Future<Output = Result<T, WarehouseError>>,
+    ) -> Result<T, WarehouseError> {
+        tokio::pin!(work);
+        tokio::select! {
+            done = &mut work => done,
+            silent = self.silence() => Err(silent),
+        }
+    }
+
+    /// Ends only when the warehouse is found not to answer.
+    async fn silence(&self) -> WarehouseError {
+        // A SQLite file is no server: a wait on it is a lock, bounded by
+        // lock_timeout.
+        if self.dialect().engine() == Engine::Sqlite {
+            return std::future::pending().await;
+        }
+        let since = Instant::now();
+        let mut unanswered = 0;
+        tokio::time::sleep(FIRST_ASK).await;
+        loop {
+            match self.reach().await {
+                Ok(()) => {
+                    unanswered = 0;
+                    tokio::time::sleep(ASK_AGAIN).await;
+                }
+                Err(e) => {
+                    unanswered += 1;
+                    if unanswered == 2 {
+                        return WarehouseError::NotAnswering {
+                            url: redact(&self.config().url),
+                            waited: since.elapsed().as_secs(),
+                            probe: match e {
+                                WarehouseError::ConnectTimeout { after, .. } => {
+                                    format!("no answer within connect_timeout, {after}")
+                                }
+                                WarehouseError::Connect { source, .. } => sql_message(&source),
+                                other => other.to_string(),
+                            },
+                        };
+                    }
+                    tokio::time::sleep(NEXT_ASK).await;
+                }
+            }
+        }
+    }
+}
