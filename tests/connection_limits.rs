@@ -233,6 +233,28 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
             String::from_utf8_lossy(&out.stdout).into_owned()
                 + &String::from_utf8_lossy(&out.stderr)
         };
+        // The plan says what the run will take, not the 8 asked.
+        let at_once = limit.saturating_sub(1).max(1);
+        let out = common::idem(
+            &operator,
+            &["run", "fct", "--dry-run", "--concurrency", "8"],
+        );
+        let plan = said(&out);
+        assert!(
+            plan.contains(&format!("· concurrency {at_once} (of 8 asked: ")),
+            "limit {limit}: {plan}"
+        );
+        sessions_gone(kind, &admin, &name).await;
+        let out = common::idem(
+            &operator,
+            &["run", "fct", "--dry-run", "--json", "--concurrency", "8"],
+        );
+        let json = said(&out);
+        assert!(
+            json.contains(&format!("\"concurrency\":{at_once},")),
+            "limit {limit}: {json}"
+        );
+        sessions_gone(kind, &admin, &name).await;
         let started = std::time::Instant::now();
         let out = common::idem(&operator, &["run", "fct", "-y", "--concurrency", "8"]);
         let run = said(&out);

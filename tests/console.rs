@@ -103,6 +103,7 @@ fn connected(url: &str) -> Msg {
     Msg::Connected(Ok(Connection {
         url: url.into(),
         syntax: idem::config::Engine::Sqlite.into(),
+        granted: None,
     }))
 }
 
@@ -1929,6 +1930,7 @@ sql = "select id, 'C:\\' as path, ':later' as note, dt from s where dt >= :start
                 engine: idem::config::Engine::MySql,
                 backslash_escapes,
             },
+            granted: None,
         }))
     };
     a.update(server(false));

@@ -981,6 +981,83 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     );
 }
 
+/// A warehouse that goes away as a load's COMMIT is sent, and stays away:
+/// whether the COMMIT took cannot be learnt, and the run says so within
+/// a few connect timeouts, not after the 30 s a server that answers is
+/// given to decide it (QA: the test above took 30 s when its cut landed
+/// on a COMMIT).
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warehouse_gone_with_a_commits_reply_stops_the_run_within_seconds() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (_, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01')",
+    ])
+    .await
+    .expect("setup");
+    let (proxy, proxied) = Proxy::before(&db.url).await;
+    let path = db.path().join("commit_lost.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[warehouse]\nurl = \"{proxied}\"\nconnect_timeout = \"2s\"\n\n{}",
+            common::replace_job("fct", "fct", "2026-01-01", select)
+        ),
+    )
+    .expect("config");
+    proxy.lose_the_next_commit_reply();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(["--config", path.to_str().expect("path"), "run", "fct"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("idem");
+    let waited = std::time::Instant::now();
+    while !proxy.lost_the_commit_reply() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(30),
+            "the load's COMMIT never came"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    proxy.cut();
+    let cut_at = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("idem") {
+            break status;
+        }
+        if cut_at.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("idem still waits on a warehouse gone 60 s ago");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let stopped_after = cut_at.elapsed();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("its COMMIT was under way"), "{stderr}");
+    assert!(
+        stopped_after < std::time::Duration::from_secs(15),
+        "took {stopped_after:?} after the warehouse went away: {stderr}"
+    );
+    // It did take: the server had the COMMIT.
+    assert_eq!(
+        scalar(&wh, "SELECT CAST(COUNT(*) AS BIGINT) FROM fct").await,
+        1
+    );
+}
+
 // 6. A lock held on the target (an ALTER TABLE, a LOCK TABLE): reading the
 // states waits at most lock_timeout, says what it waits on, and fails with
 // the reason instead of hanging.

@@ -31,6 +31,8 @@ pub(super) struct DryRun<'a> {
     /// column, which its loads refuse (counted in the source count's own
     /// statement, where it groups by the column).
     source_nulls: Option<i64>,
+    /// The partitions at once the warehouse grants a run, and why.
+    granted: Option<(usize, String)>,
     /// The jobs downstream that the run leaves reading what it replaces
     /// (without `--cascade`).
     downstream: Vec<LeftDownstream>,
@@ -49,6 +51,9 @@ pub(super) struct Previewed {
     pub(super) lint: Vec<lint::Finding>,
     /// Rows its SQL gives with a NULL partition column, where counted.
     pub(super) source_nulls: Option<i64>,
+    /// The partitions at once the warehouse grants a run (its role's limit
+    /// on connections), and why.
+    pub(super) granted: Option<(usize, String)>,
 }
 
 /// `idem run --dry-run --json`: one line, shaped like a run's events.
@@ -135,6 +140,7 @@ impl<'a> DryRun<'a> {
             risk: backfill.merge_order_risk_in(statuses),
             lint: Vec::new(),
             source_nulls: None,
+            granted: None,
             downstream: Vec::new(),
             moves_add_to: Vec::new(),
         }
@@ -147,6 +153,7 @@ impl<'a> DryRun<'a> {
         self.uncovered = previewed.uncovered;
         self.lint = previewed.lint;
         self.source_nulls = previewed.source_nulls;
+        self.granted = previewed.granted;
         self
     }
 
@@ -233,16 +240,24 @@ impl<'a> DryRun<'a> {
     }
 
     /// The plan's lines, as [`DryRun::print`] shows them, headed
+    /// What the run loads at once, lowered to what the warehouse grants
+    /// (as the run lowers itself at its start), and why where it is.
+    fn concurrency(&self) -> (usize, Option<String>) {
+        let granted = self.granted.as_ref().map(|(n, why)| (*n, why.as_str()));
+        engine::within_grant(self.backfill.effective_concurrency(), granted)
+    }
+
     /// `heading` ("dry run", or "plan" above a run's prompt).
     fn lines(&self, heading: &str) -> Vec<String> {
         let job = &self.backfill.job;
         let mut lines = Vec::new();
+        let (concurrency, lowered) = self.concurrency();
         lines.push(format!(
-            "{heading}: {} · {} · {} · concurrency {}",
+            "{heading}: {} · {} · {} · concurrency {concurrency}{}",
             job.name,
             job.strategy.as_str(),
             n_partitions(self.backfill.partitions.len() as i64),
-            self.backfill.effective_concurrency()
+            lowered.map(|why| format!(" ({why})")).unwrap_or_default()
         ));
         let (mut refused, mut empty) = (0, 0);
         for (p, s) in self.partitions().iter().zip(&self.planned) {
@@ -328,7 +343,7 @@ impl<'a> DryRun<'a> {
             job: &job.name,
             strategy: job.strategy,
             target: job.target.to_string(),
-            concurrency: self.backfill.effective_concurrency(),
+            concurrency: self.concurrency().0,
             partitions: self.partitions(),
             rows_replaced: (job.strategy == Strategy::ReplacePartition)
                 .then(|| self.rows_replaced()),

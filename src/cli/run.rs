@@ -193,6 +193,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 uncovered,
                 lint,
                 source_nulls,
+                granted: warehouse
+                    .partitions_granted()
+                    .map(|(partitions, why)| (partitions, why.to_string())),
             });
         }
     }

@@ -174,8 +174,38 @@ impl Admission {
     }
 }
 
+/// What a run asking `asked` partitions at once runs on a warehouse that
+/// grants `granted` of them (its role's limit on connections, read at
+/// connect: `Warehouse::partitions_granted`), and, where that is fewer,
+/// the words for why, as a plan says it before the run: the run lowers
+/// itself so at its start.
+pub fn within_grant(asked: usize, granted: Option<(usize, &str)>) -> (usize, Option<String>) {
+    match granted {
+        Some((partitions, why)) if partitions < asked => {
+            (partitions, Some(format!("of {asked} asked: {why}")))
+        }
+        _ => (asked, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_plan_says_the_partitions_the_warehouse_grants() {
+        assert_eq!(within_grant(8, None), (8, None));
+        assert_eq!(
+            within_grant(2, Some((3, "role \"lim\"'s CONNECTION LIMIT 4"))),
+            (2, None)
+        );
+        let (at_once, why) = within_grant(8, Some((3, "role \"lim\"'s CONNECTION LIMIT 4")));
+        assert_eq!(at_once, 3);
+        assert_eq!(
+            why.as_deref(),
+            Some("of 8 asked: role \"lim\"'s CONNECTION LIMIT 4")
+        );
+    }
+
     use super::*;
 
     /// A limit lowered by a refusal seen while loads ended fast rises again

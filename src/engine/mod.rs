@@ -21,6 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use admission::Admission;
+pub use admission::within_grant;
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;

@@ -99,6 +99,9 @@ impl Background {
                         let connection = Connection {
                             url: wh.display_url(),
                             syntax: wh.syntax(),
+                            granted: wh
+                                .partitions_granted()
+                                .map(|(partitions, why)| (partitions, why.to_string())),
                         };
                         self.warehouse = Some(wh);
                         Msg::Connected(Ok(connection))

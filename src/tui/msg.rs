@@ -23,6 +23,9 @@ pub struct Connection {
     pub url: String,
     /// How the server reads SQL text: a job's lint is read that way.
     pub syntax: Syntax,
+    /// The partitions at once the warehouse grants a run (its role's limit
+    /// on connections), and why; none where it sets no lower limit.
+    pub granted: Option<(usize, String)>,
 }
 
 /// Why a job's states could not be read.

@@ -105,6 +105,12 @@ impl Proxy {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Whether the COMMIT whose reply was to be lost has passed (after
+    /// [`Proxy::lose_the_next_commit_reply`]).
+    pub fn lost_the_commit_reply(&self) -> bool {
+        !self.lose_commit.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Every connection is dropped and new ones are refused, as a server
     /// that died would.
     pub fn cut(&self) {

@@ -117,6 +117,8 @@ pub struct Shared {
     pub now: NaiveDateTime,
     pub url: String,
     pub connected: bool,
+    /// The partitions at once the warehouse grants a run, and why.
+    pub granted: Option<(usize, String)>,
     pub connecting: bool,
     pub db_error: Option<String>,
     /// The config file as it is now does not load, or changes what only a
@@ -199,6 +201,7 @@ impl App {
                 now,
                 url,
                 connected: false,
+                granted: None,
                 connecting: false,
                 db_error: None,
                 config_error: None,

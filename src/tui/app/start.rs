@@ -36,7 +36,15 @@ impl App {
             &self.config.defaults,
             self.shared.now,
         ) {
-            Ok(c) => self.shared.modal = Modal::Confirm(Box::new(c)),
+            Ok(mut c) => {
+                // A run lowers itself to what the warehouse grants: the
+                // dialog says so before it starts.
+                if self.shared.granted.is_some() {
+                    c.granted = self.shared.granted.clone();
+                    c.replan(j, &self.config.defaults, self.shared.now);
+                }
+                self.shared.modal = Modal::Confirm(Box::new(c));
+            }
             Err(e) => self.shared.message = Some((true, e)),
         }
         let mut effects = self.replan_cascade();

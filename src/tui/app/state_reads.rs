@@ -60,7 +60,12 @@ impl App {
     pub(super) fn connected_msg(&mut self, result: Result<Connection, String>) -> Vec<Effect> {
         self.shared.connecting = false;
         match result {
-            Ok(Connection { url, syntax }) => {
+            Ok(Connection {
+                url,
+                syntax,
+                granted,
+            }) => {
+                self.shared.granted = granted;
                 for j in self.shared.jobs.iter_mut() {
                     j.read_lint_as(syntax);
                 }

@@ -15,6 +15,7 @@ fn app() -> App {
     app.update(Msg::Connected(Ok(Connection {
         url: "sqlite://w.db".into(),
         syntax: crate::config::Engine::Sqlite.into(),
+        granted: None,
     })));
     let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
     app.update(Msg::Status {
@@ -42,6 +43,7 @@ fn jobs_are_linted_on_the_warehouse_once_connected() {
     let effects = a.update(Msg::Connected(Ok(Connection {
         url: "sqlite://w.db".into(),
         syntax: crate::config::Engine::Sqlite.into(),
+        granted: None,
     })));
     assert!(
         effects.iter().any(|e| matches!(e, Effect::Lint)),

@@ -16,6 +16,7 @@ use tui_input::backend::crossterm::to_input_request;
 
 mod cover;
 mod fit;
+mod parallel;
 mod shrink;
 mod words;
 
@@ -33,7 +34,7 @@ use super::theme::Theme;
 use super::widgets::{block, centered, controls_shown};
 use crate::cli::RunArgs;
 use crate::config::{Defaults, Strategy};
-use crate::engine::{Backfill, MergeOrderRisk, Selection};
+use crate::engine::{Backfill, MergeOrderRisk, Selection, within_grant};
 use crate::numbers::{count, n_partitions, thousands};
 use crate::partition::Partition;
 use crate::state::LoadState;
@@ -68,6 +69,9 @@ pub struct ConfirmDialog {
     source: SourceCount,
     /// The windows no native partition of the target covers.
     cover: cover::Cover,
+    /// The partitions at once the warehouse grants a run (its role's limit
+    /// on connections, read at connect), and why.
+    pub granted: Option<(usize, String)>,
 }
 
 /// What the dialog's choice comes to, worked out when the choice or the
@@ -82,6 +86,8 @@ struct Plan {
     risk: Option<MergeOrderRisk>,
     backfill: Option<Backfill>,
     concurrency: usize,
+    /// Where the warehouse's grant lowers `concurrency`: of how many, why.
+    lowered: Option<String>,
     retries: u32,
     /// The equivalent `idem run` in the pieces a wrapped display keeps
     /// whole; None when nothing would run.
@@ -146,6 +152,7 @@ impl ConfirmDialog {
             cascade: None,
             source: SourceCount::NotAsked,
             cover: cover::Cover::default(),
+            granted: None,
         };
         dialog.replan(job, defaults, now);
         Ok(dialog)
@@ -319,12 +326,15 @@ impl ConfirmDialog {
         let (args, command) = self
             .command_line(job, &filtered, risk.is_some(), loads)
             .unzip();
+        let granted = self.granted.as_ref().map(|(n, why)| (*n, why.as_str()));
+        let grant = within_grant(Backfill::concurrency_of(&job.job, concurrency), granted);
         self.plan = Plan {
             filtered,
             partitions,
             risk,
             // As the engine will run it, even while nothing is planned.
-            concurrency: Backfill::concurrency_of(&job.job, concurrency),
+            concurrency: grant.0,
+            lowered: grant.1,
             backfill,
             retries: defaults.retries,
             command,
@@ -573,20 +583,12 @@ impl ConfirmDialog {
             Span::styled(strategy_words(job), text),
         ]));
         optional.push((lines.len() - 1, STRATEGY));
-        let conc = match job.job.strategy {
-            Strategy::MergeKey => "1 window at a time, oldest first".to_string(),
-            Strategy::ReplacePartition => format!(
-                "{} · {} of transient errors",
-                match self.plan.concurrency {
-                    1 if job.job.engine.max_writers() == 1 => {
-                        "1 partition at a time (SQLite has one writer)".to_string()
-                    }
-                    1 => "1 partition at a time".to_string(),
-                    n => format!("{} at once", n_partitions(n as i64)),
-                },
-                count(self.plan.retries, "retry", "retries")
-            ),
-        };
+        let conc = parallel::words(
+            &job.job,
+            self.plan.concurrency,
+            self.plan.lowered.as_deref(),
+            self.plan.retries,
+        );
         lines.push(Line::from(vec![
             label("parallel"),
             Span::styled(conc, text),

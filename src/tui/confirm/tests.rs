@@ -382,3 +382,41 @@ fn the_dialog_says_the_source_rows_no_window_holds() {
     });
     assert!(!shown.contains("NULL dt"), "{shown}");
 }
+
+/// A warehouse that grants the role fewer connections than the run asks
+/// for: the dialog says the partitions the run will take, and why, not
+/// the config's concurrency (QA: "4 partitions at once" at a limit of 1).
+#[test]
+fn the_parallel_line_says_what_the_warehouse_grants() {
+    let mut job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    job.job.engine = crate::config::Engine::Postgres;
+    let defaults = Defaults::default();
+    let mut c = open(&job, (1..=8).collect());
+    let parallel = |c: &ConfirmDialog| {
+        let shown = draw(160, 40, |f| {
+            c.render(f, f.area(), &Theme::default_theme(), &job)
+        });
+        shown
+            .lines()
+            .find(|l| l.contains("parallel"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let asked = defaults.concurrency;
+    assert!(asked > 1, "the default asks for more than one");
+    assert!(
+        parallel(&c).contains(&format!("{asked} partitions at once ·")),
+        "{}",
+        parallel(&c)
+    );
+    c.granted = Some((1, "role \"lim\"'s CONNECTION LIMIT 2".into()));
+    c.replan(&job, &defaults, now());
+    let line = parallel(&c);
+    assert!(
+        line.contains(&format!(
+            "1 partition at a time (of {asked} asked: role \"lim\"'s CONNECTION LIMIT 2) ·"
+        )),
+        "{line}"
+    );
+    assert_eq!(c.backfill().map(|b| b.partitions.len()), Some(8));
+}

@@ -368,6 +368,13 @@ impl Warehouse {
 /// server (its session gone, or its lock freed) before it is unknown.
 const COMMIT_DECIDED: Duration = Duration::from_secs(30);
 
+/// How many connect timeouts in a row a server that cannot be reached is
+/// given to come back and say how a COMMIT went, before it is unknown: a
+/// warehouse that stays down answers nothing in 30 s either, and the run
+/// would wait that long to say so (QA: a run whose warehouse went away
+/// during a COMMIT stopped after 30 s, not within seconds).
+const UNREACHABLE_TIMEOUTS: u32 = 2;
+
 impl Warehouse {
     /// After a COMMIT whose reply never came (its connection failed under
     /// it, not the server refusing it): whether it took, read from the
@@ -382,15 +389,23 @@ impl Warehouse {
     ) -> Option<bool> {
         if let Stage::Committing(Some(holder)) = stage.get() {
             let deadline = tokio::time::Instant::now() + COMMIT_DECIDED;
+            let unreachable_for = self.config().connect_timeout * UNREACHABLE_TIMEOUTS;
+            let mut unreachable_since = None;
             loop {
+                let now = tokio::time::Instant::now();
                 match self.look_for(&holder).await {
                     Seen::Gone => break,
-                    Seen::There | Seen::Unreachable(_)
-                        if tokio::time::Instant::now() >= deadline =>
+                    Seen::Unreachable(_)
+                        if now >= deadline
+                            || now - *unreachable_since.get_or_insert(now) >= unreachable_for =>
                     {
                         return None;
                     }
-                    Seen::There | Seen::Unreachable(_) => {
+                    Seen::There if now >= deadline => return None,
+                    seen => {
+                        if matches!(seen, Seen::There) {
+                            unreachable_since = None;
+                        }
                         tokio::time::sleep(Duration::from_millis(250)).await;
                     }
                 }
