@@ -3,7 +3,8 @@
 //! ledger recorded is there, and a re-run converges. And the other way
 //! round: a client host gone silent mid-load loses its lock on the server,
 //! and a server gone silent stops the run. Last, a server configured unlike
-//! the shared one (MariaDB with autocommit off). The server is a
+//! the shared one (MariaDB with autocommit off, without backslash
+//! escapes, folding table names). The server is a
 //! throwaway of this test's own (PostgreSQL: initdb in a temp dir;
 //! MariaDB: mariadb-install-db in a temp dir; each on its own port), never
 //! the shared one.
@@ -814,4 +815,51 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
     let (code, text) = m.idem(&["lint", "--offline"]);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains(":later"), "{text}");
+}
+
+/// A MariaDB that folds table names (`lower_case_table_names = 1`, the
+/// default on Windows and macOS and on some managed services), where `fct`
+/// and `FCT` are one table. idem asks the server how it compares names:
+/// a job's target rewritten `FCT` is still the table its loads went into
+/// (stale, for a changed definition, as on SQLite), not "another table"
+/// whose loads its partitions leave out; and a job renamed as its target
+/// is rewritten so is told where its history is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_server_that_folds_table_names_takes_fct_and_fct_in_capitals_as_one() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01'), (2, 5, '2026-01-02')",
+    ];
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let Some(m) = MariaJob::start(&["--lower-case-table-names=1"], &setup, select).await else {
+        return;
+    };
+    let (succeeded, failed, errors) = m.run().await;
+    assert_eq!((succeeded, failed), (2, 0), "{errors:?}");
+    let rewrite = |from: &str, to: &str| {
+        let text = std::fs::read_to_string(&m.path).expect("config");
+        let changed = text.replace(from, to);
+        assert_ne!(text, changed, "{from}");
+        std::fs::write(&m.path, changed).expect("config");
+    };
+    rewrite("target = \"fct\"", "target = \"FCT\"");
+    let (code, text) = m.idem(&["status", "--format", "csv"]);
+    assert_eq!(code, Some(0), "{text}");
+    for day in ["2026-01-01", "2026-01-02"] {
+        assert!(text.contains(&format!("fct,{day},stale")), "{text}");
+    }
+    assert!(!text.contains("not its target"), "{text}");
+
+    rewrite("name = \"fct\"", "name = \"fct_daily\"");
+    let (code, text) = m.idem(&["status", "--format", "csv"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("the ledger holds loads of FCT under the job name \"fct\""),
+        "{text}"
+    );
 }

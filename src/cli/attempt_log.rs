@@ -188,11 +188,10 @@ async fn loaded_under(warehouse: &Warehouse, config: &Config, name: &str) -> Opt
     let kept: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
     let retired = warehouse.retired_names(&kept).await.ok()?;
     let old = retired.into_iter().find(|r| r.job == name)?;
-    let engine = config.warehouse.engine();
     let now = config
         .jobs
         .iter()
-        .find(|j| same_table(&j.target, &old.target, engine))?;
+        .find(|j| same_table(&j.target, &old.target, warehouse.table_names()))?;
     noteln!(
         "idem: {} has no job \"{name}\"; the ledger holds its loads of {}, which job {} loads now (idem log {} shows that job's): {name}'s follow",
         config.path.display(),

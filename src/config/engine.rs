@@ -102,13 +102,17 @@ impl Engine {
         }
     }
 
-    /// Whether two stored table (or schema) names name one table:
-    /// PostgreSQL tells them apart by case, as does MariaDB/MySQL on Linux
-    /// (`lower_case_table_names = 0`, the default there); SQLite does not.
-    pub fn same_table_name(self, a: &str, b: &str) -> bool {
+    /// How the engine tells table (and schema) names apart where the
+    /// server is not asked (before connecting): SQLite by no case,
+    /// PostgreSQL by case, MariaDB/MySQL as on Linux, by case
+    /// (`lower_case_table_names = 0`); a connected warehouse reads the
+    /// server's own ([`crate::warehouse::Warehouse::table_names`]). As
+    /// told apart by case, two spellings are one table only when they are
+    /// one name, which is so on every server.
+    pub fn table_names(self) -> TableNames {
         match self {
-            Engine::Sqlite => a.eq_ignore_ascii_case(b),
-            Engine::Postgres | Engine::MySql => a == b,
+            Engine::Sqlite => TableNames::AnyCase,
+            Engine::Postgres | Engine::MySql => TableNames::ByCase,
         }
     }
 
@@ -122,6 +126,48 @@ impl Engine {
             Engine::Postgres if url.contains("search_path") => None,
             Engine::Postgres => Some("public".into()),
             Engine::MySql => Engine::mysql_database(url).map(str::to_string),
+        }
+    }
+}
+
+/// Whether a warehouse tells `Orders` from `orders` as table (and schema)
+/// names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableNames {
+    /// Two tables: PostgreSQL (stored names), MariaDB/MySQL with
+    /// `lower_case_table_names = 0`, the default on Linux.
+    ByCase,
+    /// One table: SQLite, and MariaDB/MySQL with `lower_case_table_names`
+    /// 1 or 2 (the default on Windows and macOS, and on some managed
+    /// services).
+    AnyCase,
+}
+
+impl TableNames {
+    /// How a MariaDB/MySQL server with this `@@lower_case_table_names`
+    /// compares names.
+    pub fn of_lower_case_table_names(setting: i64) -> TableNames {
+        if setting == 0 {
+            TableNames::ByCase
+        } else {
+            TableNames::AnyCase
+        }
+    }
+
+    /// Whether two stored table (or schema) names name one table (names
+    /// are ASCII: [`super::Ident`]).
+    pub fn same(self, a: &str, b: &str) -> bool {
+        match self {
+            TableNames::ByCase => a == b,
+            TableNames::AnyCase => a.eq_ignore_ascii_case(b),
+        }
+    }
+
+    /// One text for every spelling of a name that names the same table.
+    pub fn key(self, name: &str) -> String {
+        match self {
+            TableNames::ByCase => name.to_string(),
+            TableNames::AnyCase => name.to_ascii_lowercase(),
         }
     }
 }

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 pub use definition_change::{DefinitionChange, LAYOUT_ONLY_NOTE};
 pub use duration::{MAX_TIMEOUT, parse_duration};
-pub use engine::Engine;
+pub use engine::{Engine, TableNames};
 use env::{expand_env, expanded_from};
 pub use errors::ConfigError;
 use errors::Positions;

@@ -2,13 +2,15 @@
 //! the same on an engine, and, for a replace job, the merge job that also
 //! writes its target (its loads then take the lock every merge there takes).
 
-use super::{Engine, Ident, Job, Strategy, TableName};
+use super::{Ident, Job, Strategy, TableName, TableNames};
 
-/// Whether two targets, each quoted as written, name the same table on
-/// `engine` (PostgreSQL and MariaDB/MySQL on Linux tell `Orders` from
-/// `orders`, SQLite does not; `fct` and `public.fct` are not compared).
-pub fn same_table(a: &TableName, b: &TableName, engine: Engine) -> bool {
-    let same = |x: &Ident, y: &Ident| engine.same_table_name(x.as_str(), y.as_str());
+/// Whether two targets, each quoted as written, name the same table where
+/// `names` compare as they do (PostgreSQL, and MariaDB/MySQL with
+/// `lower_case_table_names = 0`, tell `Orders` from `orders`; SQLite and
+/// MariaDB/MySQL folding names do not; `fct` and `public.fct` are not
+/// compared).
+pub fn same_table(a: &TableName, b: &TableName, names: TableNames) -> bool {
+    let same = |x: &Ident, y: &Ident| names.same(x.as_str(), y.as_str());
     let schemas = match (&a.schema, &b.schema) {
         (Some(x), Some(y)) => same(x, y),
         (None, None) => true,
@@ -31,7 +33,7 @@ pub(super) fn note_merges_alongside(jobs: &mut [Job]) {
     {
         job.merged_alongside = merges
             .iter()
-            .find(|(_, target)| same_table(target, &job.target, job.engine))
+            .find(|(_, target)| same_table(target, &job.target, job.engine.table_names()))
             .map(|(name, _)| name.clone());
     }
 }
@@ -40,8 +42,9 @@ impl Job {
     /// Whether `table` (a target as another definition of this job wrote
     /// it) is this job's target now: the same table on its engine, a name
     /// without a schema read as of the warehouse's home schema where the
-    /// other names one (`fct` is `public.fct` on PostgreSQL).
-    pub fn targets(&self, table: &TableName) -> bool {
+    /// other names one (`fct` is `public.fct` on PostgreSQL), where table
+    /// `names` compare as they do.
+    pub fn targets(&self, table: &TableName, names: TableNames) -> bool {
         let home = self
             .home_schema
             .as_deref()
@@ -50,7 +53,7 @@ impl Job {
             schema: t.schema.clone().or_else(|| home.clone()),
             name: t.name.clone(),
         };
-        same_table(&self.target, table, self.engine)
-            || same_table(&with_home(&self.target), &with_home(table), self.engine)
+        same_table(&self.target, table, names)
+            || same_table(&with_home(&self.target), &with_home(table), names)
     }
 }

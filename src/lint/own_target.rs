@@ -17,8 +17,9 @@ use crate::config::{Job, Strategy};
 pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
     let engine = job.engine;
     let target = &job.target;
+    let names = engine.table_names();
     let same = |(part, quoted): &(String, bool), name: &str| {
-        engine.same_table_name(&engine.stored_name(part, *quoted), name)
+        names.same(&engine.stored_name(part, *quoted), name)
     };
     let home = job.home_schema.as_deref();
     match written {
@@ -32,7 +33,7 @@ pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
         [table] => {
             same(table, target.name.as_str())
                 && match (target.schema.as_ref(), home) {
-                    (Some(s), Some(home)) => engine.same_table_name(s.as_str(), home),
+                    (Some(s), Some(home)) => names.same(s.as_str(), home),
                     _ => true,
                 }
         }

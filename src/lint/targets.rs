@@ -13,7 +13,7 @@ pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
     let earlier: Vec<&Job> = jobs
         .iter()
         .take_while(|other| other.name != job.name)
-        .filter(|other| same_table(&other.target, &job.target, job.engine))
+        .filter(|other| same_table(&other.target, &job.target, job.engine.table_names()))
         .collect();
     let first = |strategy: Strategy| earlier.iter().find(|o| o.strategy == strategy);
     let mut out = Vec::new();
@@ -69,7 +69,7 @@ pub fn merged_and_replaced(jobs: &[Job], job: &Job) -> Option<String> {
     let other = jobs.iter().find(|o| {
         o.name != job.name
             && o.strategy != job.strategy
-            && same_table(&o.target, &job.target, job.engine)
+            && same_table(&o.target, &job.target, job.engine.table_names())
     })?;
     let (merge, replace) = match job.strategy {
         Strategy::MergeKey => (job, other),

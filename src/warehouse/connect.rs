@@ -125,11 +125,14 @@ impl Warehouse {
         prepare_session(dialect, &mut first, timeouts)
             .await
             .map_err(connect_error)?;
-        let dialect: &'static dyn Dialect = match dialect.engine() {
-            Engine::MySql => mysql::as_the_server_reads(&mut first)
-                .await
-                .map_err(connect_error)?,
-            _ => dialect,
+        let (dialect, table_names): (&'static dyn Dialect, _) = match dialect.engine() {
+            Engine::MySql => {
+                let (mysql, names) = mysql::as_the_server_reads(&mut first)
+                    .await
+                    .map_err(connect_error)?;
+                (mysql, names)
+            }
+            engine => (dialect, engine.table_names()),
         };
         super::clock::measure(dialect, &mut first).await;
         // A pool kept within what the server grants the role waits for one
@@ -222,6 +225,7 @@ impl Warehouse {
             own_loads: Arc::default(),
             ledger: Arc::new(Mutex::new((ledger, Some(std::time::Instant::now())))),
             grant: granted,
+            table_names,
         })
     }
 

@@ -112,12 +112,12 @@ impl Warehouse {
     ) -> Result<Vec<Renamed>, WarehouseError> {
         let kept: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
         let retired = self.retired_names(&kept).await?;
-        let engine = config.warehouse.engine();
+        let names = self.table_names();
         let mut out = Vec::new();
         for job in shown {
             let olds: Vec<&RetiredName> = retired
                 .iter()
-                .filter(|old| same_table(&job.target, &old.target, engine))
+                .filter(|old| same_table(&job.target, &old.target, names))
                 .collect();
             // Loaded under its new name since, the job was renamed on
             // purpose: its old names' loads are history, not lost.

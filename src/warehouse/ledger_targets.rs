@@ -129,7 +129,7 @@ impl Warehouse {
         let mut elsewhere = BTreeMap::new();
         for row in sql.query().fetch_all(&mut *self.pooled().await?).await? {
             let text: String = row.try_get(1)?;
-            if let Some(table) = target_of(&text).filter(|t| !job.targets(t)) {
+            if let Some(table) = target_of(&text).filter(|t| !job.targets(t, self.table_names())) {
                 elsewhere.insert(row.try_get::<String, _>(0)?, table);
             }
         }

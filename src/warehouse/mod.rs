@@ -66,7 +66,7 @@ pub use references::{DELETING_REFERENCE_ADVICE, Reference};
 pub use sqlite::DATE_GLOB;
 pub use verify::{CLOCK_TICK, Difference, Proofs, Verification};
 
-use crate::config::{Ident, Job, TableName, WarehouseConfig};
+use crate::config::{Ident, Job, TableName, TableNames, WarehouseConfig};
 use crate::partition::{Grain, Partition};
 use sql::Sql;
 
@@ -505,11 +505,19 @@ pub struct Warehouse {
     ledger: Arc<Mutex<(LedgerPresence, Option<std::time::Instant>)>>,
     /// The connections at once the server grants the role, asked at connect.
     grant: Option<connection_limit::Grant>,
+    /// Whether the server tells `Orders` from `orders`, asked at connect.
+    table_names: TableNames,
 }
 
 impl Warehouse {
     pub fn dialect(&self) -> &'static dyn Dialect {
         self.dialect
+    }
+
+    /// How the server compares table (and schema) names: by case or not
+    /// (MariaDB/MySQL's `lower_case_table_names`, read at connect).
+    pub fn table_names(&self) -> TableNames {
+        self.table_names
     }
 
     pub fn pool(&self) -> &AnyPool {

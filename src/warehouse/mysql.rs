@@ -14,7 +14,7 @@ use super::fingerprint::RowHash;
 use super::ledger::ColumnTypes;
 use super::sql::{Sql, Value};
 use super::{Column, ColumnKind, Dialect, Engine, LockPlan, SessionAsk, SessionHolder, WholeTable};
-use crate::config::{Ident, Job, TableName};
+use crate::config::{Ident, Job, TableName, TableNames};
 use crate::partition::{Grain, Partition};
 
 /// MariaDB and MySQL, as the server's `sql_mode` reads SQL text, and what
@@ -60,20 +60,23 @@ impl MySql {
 /// `NO_BACKSLASH_ESCAPES` in it a job's `'C:\'` is a whole string, so its
 /// parameters are found as that server sees them.
 /// And what the server can do: `RETURNING` or not.
+/// And how it compares table names (`lower_case_table_names`: 1 or 2 on
+/// Windows, macOS and some managed services, where `Orders` is `orders`).
 pub(super) async fn as_the_server_reads(
     conn: &mut sqlx::AnyConnection,
-) -> Result<&'static MySql, sqlx::Error> {
+) -> Result<(&'static MySql, TableNames), sqlx::Error> {
     use sqlx::Row;
     let row = sqlx::query(
-        "SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED), CAST(VERSION() AS CHAR)",
+        "SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED), CAST(VERSION() AS CHAR), CAST(@@lower_case_table_names AS SIGNED)",
     )
     .fetch_one(conn)
     .await?;
     let backslash = row.try_get::<i64, _>(0)? == 0;
     let version: String = row.try_get(1)?;
+    let names = TableNames::of_lower_case_table_names(row.try_get(2)?);
     // The tests take the other path on this machine's MariaDB too.
     let told = std::env::var_os("IDEM_TEST_NO_RETURNING").is_some();
-    Ok(dialect_of(backslash, &version, told))
+    Ok((dialect_of(backslash, &version, told), names))
 }
 
 /// The dialect of a server whose strings take backslash escapes or not, of
