@@ -3825,3 +3825,117 @@ fn a_runs_log_scrolls_back_no_further_than_its_first_line() {
     assert!(log_rows(&a).last().unwrap().contains("line 40"));
     assert!(!text(&a).contains("newer below"));
 }
+
+/// The fixture's config as read again after `edit`.
+fn config_edited(edit: impl FnOnce(&mut Config)) -> Config {
+    let mut config = fixture().config.clone();
+    edit(&mut config);
+    config
+}
+
+/// A config read again while the run dialog is open keeps the dialog, and
+/// the reason typed in it, when what it plans is as it was; a change to
+/// its job closes it and says so (QA: any reload closed it unsaid, a
+/// change to another job too, and the reason typed was lost).
+#[test]
+fn a_reload_closes_the_run_dialog_only_when_what_it_plans_changed() {
+    let mut a = app(140, 40);
+    keys(&mut a, "fr\tfixed refunds\n");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    }))));
+    assert!(
+        matches!(a.modal, Modal::Confirm(_)),
+        "another job's edit keeps the dialog"
+    );
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(note.contains("changed dim_customers"), "{note}");
+    assert!(!note.contains("run dialog"), "{note}");
+
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        for j in &mut c.jobs {
+            if j.name == "dim_customers" || j.name == "fct_orders" {
+                j.sql.push_str(" -- fixed");
+            }
+        }
+    }))));
+    assert!(
+        matches!(a.modal, Modal::None),
+        "its own job's edit closes it"
+    );
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        !error
+            && note.contains(
+                "the run dialog of fct_orders closed, as what it planned changed: r plans it again"
+            ),
+        "{note}"
+    );
+
+    // Opened again once its states are read, it plans on the new
+    // definition.
+    let (_, states) = fixture()
+        .statuses
+        .iter()
+        .find(|(job, _)| job == "fct_orders")
+        .expect("demo job");
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(states.clone().into())),
+    });
+    keys(&mut a, "fr\tfixed refunds\n");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert!(
+        req.backfill.job.sql.ends_with(" -- fixed"),
+        "{}",
+        req.backfill.job.sql
+    );
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+}
+
+/// A job removed from the config while its run is in flight: the run goes
+/// on in its run view, and how it ended is still said (QA: its events
+/// found no job and the ending went unsaid).
+#[test]
+fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
+    let (mut a, run, names) = run_in_progress(140, 40);
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        c.jobs.retain(|j| j.name != "fct_orders");
+    }))));
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(
+        note.contains("removed fct_orders")
+            && note.contains("runs in flight keep the definitions they started with"),
+        "{note}"
+    );
+    assert!(a.job().is_some_and(|j| j.job.name != "fct_orders"));
+    fail_in_run(&mut a, run, &names[1], "boom");
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 1,
+            not_started: 1,
+            rolled_back: 0,
+            refused: 0,
+            empty: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+    assert_eq!(a.active_runs(), 0);
+    let (error, note) = a.message.clone().expect("the run's ending");
+    assert!(
+        error && note.starts_with("run of fct_orders finished: 1 succeeded, 1 failed"),
+        "{note}"
+    );
+    let shown = text(&a);
+    assert!(shown.contains("boom"), "{shown}");
+}

@@ -65,18 +65,26 @@ impl App {
         }
         self.keep_config_clear();
         let lineage = Lineage::of(&new);
+        let dialog_outdated = self.run_dialog_outdated(&new, lineage.as_ref().ok());
         let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
         self.config = new;
+        let mut lineage_error = None;
         match lineage {
             Ok(l) => self.shared.lineage = l,
-            Err(e) => self.shared.message = Some((true, e.to_string())),
+            Err(e) => lineage_error = Some(e.to_string()),
         }
         // Dialogs made of the old definitions close: a run opened again
-        // is planned on the new ones.
-        if matches!(
-            self.shared.modal,
-            Modal::Confirm(_) | Modal::Errors(_) | Modal::Lineage(_) | Modal::Diff { .. }
-        ) {
+        // is planned on the new ones. The run dialog stays (with the
+        // reason typed in it) when nothing it plans changed.
+        let mut closed_dialog = None;
+        match &self.shared.modal {
+            Modal::Confirm(_) => closed_dialog = dialog_outdated,
+            Modal::Errors(_) | Modal::Lineage(_) | Modal::Diff { .. } => {
+                self.shared.modal = Modal::None;
+            }
+            _ => {}
+        }
+        if closed_dialog.is_some() {
             self.shared.modal = Modal::None;
         }
         let mut note = format!("{file} changed: reloaded");
@@ -89,10 +97,18 @@ impl App {
                 note.push_str(&format!("; {what} {}", names.join(", ")));
             }
         }
+        if let Some(job) = closed_dialog {
+            note.push_str(&format!(
+                "; the run dialog of {job} closed, as what it planned changed: r plans it again"
+            ));
+        }
         if self.active_runs() > 0 {
             note.push_str("; runs in flight keep the definitions they started with");
         }
-        self.shared.message = Some((false, note));
+        self.shared.message = Some(match lineage_error {
+            Some(e) => (true, format!("{note}; {e}")),
+            None => (false, note),
+        });
         self.fix_scroll_all();
         self.dirty = true;
         let mut effects = self.refresh_states(false);
@@ -105,6 +121,33 @@ impl App {
             effects.extend([Effect::Lint, Effect::ReadHistoryElsewhere]);
         }
         effects
+    }
+
+    /// The job of the open run dialog when `new` changes what it plans:
+    /// that job, a job downstream of it (its cascade), the defaults, or
+    /// the jobs' order (the dialog holds the job by its place).
+    fn run_dialog_outdated(&self, new: &Config, lineage: Option<&Lineage>) -> Option<String> {
+        let Modal::Confirm(c) = &self.shared.modal else {
+            return None;
+        };
+        let name = self.shared.jobs.get(c.job)?.job.name.clone();
+        let names = |c: &Config| c.jobs.iter().map(|j| j.name.clone()).collect::<Vec<_>>();
+        let mut planned = self.shared.lineage.downstream_closure(&name);
+        planned.extend(
+            lineage
+                .map(|l| l.downstream_closure(&name))
+                .unwrap_or_default(),
+        );
+        planned.push(name.clone());
+        let definition =
+            |c: &Config, job: &str| format!("{:?}", c.jobs.iter().find(|j| j.name == job));
+        let same = lineage.is_some()
+            && names(new) == names(&self.config)
+            && format!("{:?}", new.defaults) == format!("{:?}", self.config.defaults)
+            && planned
+                .iter()
+                .all(|job| definition(new, job) == definition(&self.config, job));
+        (!same).then_some(name)
     }
 
     /// Keeps the config the console has, `why` in the title bar: true when

@@ -17,10 +17,12 @@ impl App {
         r.apply(&event, self.shared.now);
         // A cascade step skipped whole ends without a RunFinished.
         let ended = was_active && !r.active();
-        let Some(j) = self.shared.jobs.by_name_mut(&r.job) else {
-            return Vec::new();
-        };
-        j.apply_event(&event);
+        // A job removed from the config (or renamed) while its run went on
+        // has no calendar to show the event in; its run view still does,
+        // and how the run ended is still said.
+        if let Some(j) = self.shared.jobs.by_name_mut(&r.job) {
+            j.apply_event(&event);
+        }
         if ended {
             self.shared.message = self.ending_of(run);
         } else if let (Event::ConcurrencyLowered { .. }, Some(note)) = (&event, &r.lowered) {
