@@ -93,6 +93,26 @@ async fn sessions_gone(kind: Kind, admin: &idem::warehouse::Warehouse, name: &st
     panic!("the role's sessions outlived its last command");
 }
 
+/// Runs `body`, then drops the test's role with `drop` (once its sessions
+/// named in `gone` have ended) and closes `admin`, whether `body` passed or
+/// panicked: its panic is passed on after.
+async fn dropping_the_role(
+    admin: idem::warehouse::Warehouse,
+    drop: &[String],
+    gone: Option<(Kind, &str)>,
+    body: impl std::future::Future<Output = ()>,
+) {
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    if let Some((kind, name)) = gone {
+        sessions_gone(kind, &admin, name).await;
+    }
+    common::exec(&admin, drop).await;
+    admin.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The test's source of ten days, each a row, and its empty target.
 async fn tables(admin: &idem::warehouse::Warehouse) {
     common::exec(
@@ -207,12 +227,7 @@ async fn a_run_takes_the_concurrency_the_warehouse_grants(kind: Kind) {
         assert!(!said.contains("down"), "{said}");
         assert!(!said.contains("does not fit"), "{said}");
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, None, body).await;
 }
 
 /// A role granted `limit` connections (1 to 3: fewer than a command
@@ -303,12 +318,7 @@ async fn a_role_granted_few_connections_runs_and_reads(kind: Kind, limit: usize)
             );
         }
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, None, body).await;
 }
 
 async fn a_role_granted_one_connection_runs_and_reads(kind: Kind) {
@@ -384,12 +394,7 @@ async fn a_read_refused_a_connection_names_the_limit(kind: Kind) {
             );
         }
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, None, body).await;
 }
 
 /// A partition refused a connection (sessions of the role opened after
@@ -471,12 +476,7 @@ async fn a_partition_refused_a_connection_starts_once(kind: Kind) {
             "an attempt said started more than once: {started:?}"
         );
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, None, body).await;
 }
 
 /// Another process holds a partition's lock while a role granted one or
@@ -652,13 +652,7 @@ async fn a_row_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind)
         assert!(!said.contains("limits connections"), "{said}");
         let _ = holding.close().await;
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    sessions_gone(kind, &admin, &name).await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
 }
 
 /// A role granted one connection describes the job's SELECT (`run
@@ -692,13 +686,7 @@ async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
         );
         wh.close().await;
     };
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    sessions_gone(kind, &admin, &name).await;
-    common::exec(&admin, &drop).await;
-    admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
+    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
 }
 
 on_server_engines!(
