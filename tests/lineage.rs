@@ -1723,6 +1723,25 @@ mod cascade_moves {
             .collect()
     }
 
+    /// The run added per_day's 1st to its step, saying why: latest's merge
+    /// of the 2nd moved rows out of latest's 1st.
+    fn per_day_1st_added(run: &[Value], kind: Kind) {
+        assert_eq!(
+            named(run, "partition_added"),
+            BTreeSet::from(["per_day 2026-01-01".to_string()]),
+            "{kind:?}: {run:?}"
+        );
+        let because = run
+            .iter()
+            .find(|e| e["event"] == "partition_added")
+            .and_then(|e| e["because"].as_str())
+            .unwrap_or("");
+        assert_eq!(
+            because,
+            "latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"
+        );
+    }
+
     /// Each event named `event` as "job partition".
     fn named(events: &[Value], event: &str) -> BTreeSet<String> {
         events
@@ -1796,20 +1815,7 @@ mod cascade_moves {
         );
         let out = idem(&config, &[&FCT_2ND[..], &["--json"]].concat());
         let run = json_lines(&stdout_ok(&out));
-        assert_eq!(
-            named(&run, "partition_added"),
-            BTreeSet::from(["per_day 2026-01-01".to_string()]),
-            "{kind:?}: {run:?}"
-        );
-        let because = run
-            .iter()
-            .find(|e| e["event"] == "partition_added")
-            .and_then(|e| e["because"].as_str())
-            .unwrap_or("");
-        assert_eq!(
-            because,
-            "latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"
-        );
+        per_day_1st_added(&run, kind);
         assert_eq!(
             planned(&run, "run_started").last(),
             Some(&(
@@ -1987,20 +1993,7 @@ mod cascade_moves {
             &config,
             &[&FCT_2ND[..], &["--json"]].concat(),
         )));
-        assert_eq!(
-            named(&run, "partition_added"),
-            BTreeSet::from(["per_day 2026-01-01".to_string()]),
-            "{kind:?}: {run:?}"
-        );
-        let because = run
-            .iter()
-            .find(|e| e["event"] == "partition_added")
-            .and_then(|e| e["because"].as_str())
-            .unwrap_or("");
-        assert_eq!(
-            because,
-            "latest 2026-01-01 changed: its merge of 2026-01-02 moved rows in or out of it"
-        );
+        per_day_1st_added(&run, kind);
         assert_eq!(
             planned(&run, "run_started").last(),
             Some(&("per_day".to_string(), vec!["2026-01-01".to_string()])),
