@@ -863,3 +863,86 @@ async fn mysql_a_server_that_folds_table_names_takes_fct_and_fct_in_capitals_as_
         "{text}"
     );
 }
+
+/// On a server folding table names, `Orders` and `orders` are one table,
+/// and so one lock: a load of a partition of `FCT` is refused (here,
+/// within its 1 s `lock_timeout`) while another process loads the same
+/// partition of `fct`, and the console shows it running elsewhere. (Their
+/// locks were once named by the target as written: both loaded the
+/// partition at once, the second waiting only on the first's rows.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_server_that_folds_table_names_locks_fct_and_fct_in_capitals_as_one() {
+    use std::io::BufRead;
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01')",
+    ];
+    let holding = "select id, amount, dt from src cross join (select sleep(4) as p) pause \
+                   where dt >= :start and dt < :end";
+    let Some(m) = MariaJob::start(&["--lower-case-table-names=1"], &setup, holding).await else {
+        return;
+    };
+    let one_day = std::fs::read_to_string(&m.path)
+        .expect("config")
+        .replace("end = \"2026-01-02\"", "end = \"2026-01-01\"");
+    std::fs::write(&m.path, &one_day).expect("config");
+    let capitals = one_day
+        .replace("target = \"fct\"", "target = \"FCT\"")
+        .replace("connect_timeout", "lock_timeout = \"1s\"\nconnect_timeout")
+        .replace(" cross join (select sleep(4) as p) pause", "");
+    let capitals_path = m.path.with_file_name("capitals.toml");
+    std::fs::write(&capitals_path, &capitals).expect("config");
+    let capitals_job = idem::config::parse(&capitals_path, &capitals, &|_| None)
+        .expect("config")
+        .jobs
+        .remove(0);
+
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&m.path)
+        .args(["run", "fct", "--json", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("idem");
+    let mut lines = std::io::BufReader::new(holder.stdout.take().expect("stdout")).lines();
+    // The DELETE is logged once done, under the lock; the slow INSERT follows.
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE"))),
+        "the holder should reach its DELETE"
+    );
+    let day = capitals_job.start;
+    let elsewhere =
+        m.wh.partitions_locked_elsewhere(&capitals_job, &[day])
+            .await
+            .expect("probe");
+    let refused = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&capitals_path)
+        .args(["run", "fct", "--json", "--yes"])
+        .output()
+        .expect("idem");
+    let held = holder.wait().expect("holder");
+    assert!(held.success(), "the holder's load failed");
+    let out = String::from_utf8_lossy(&refused.stdout);
+    let error = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "partition_failed")
+        .map(|e| e["error"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_else(|| panic!("FCT's load should have been refused the lock: {out}"));
+    assert!(
+        error
+            .starts_with("could not take the lock on partition 2026-01-01 within the lock timeout"),
+        "{error}"
+    );
+    assert!(
+        elsewhere.contains("2026-01-01"),
+        "FCT's 2026-01-01 should show as loaded elsewhere: {elsewhere:?}"
+    );
+}

@@ -126,10 +126,11 @@ pub struct Job {
     /// [`Engine::home_schema`]): `orders` is not `raw.orders` where it is
     /// `public` or the URL's database.
     pub home_schema: Option<String>,
-    /// A replace job's: the merge job of the config that writes the same
-    /// target, whose merges its loads then exclude (a merge writes rows in
-    /// any window, and a replace deletes whatever its window holds).
-    pub merged_alongside: Option<String>,
+    /// A replace job's: the merge jobs of the config whose targets may be
+    /// the same table, theirs in any case (which one is, if any, the
+    /// warehouse's way of comparing names tells: see
+    /// [`Job::merged_alongside`]).
+    pub merges_alongside: Vec<(String, TableName)>,
 }
 
 /// Lines of `idem.toml` where a job's fields are written. A field the job
@@ -683,7 +684,7 @@ fn validate_job(
         lines,
         engine,
         home_schema: None,
-        merged_alongside: None,
+        merges_alongside: Vec::new(),
     })
 }
 

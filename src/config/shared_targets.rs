@@ -19,8 +19,9 @@ pub fn same_table(a: &TableName, b: &TableName, names: TableNames) -> bool {
     schemas && same(&a.name, &b.name)
 }
 
-/// Notes on each replace job the first merge job of `jobs` writing the same
-/// target ([`Job::merged_alongside`]).
+/// Notes on each replace job the merge jobs of `jobs` whose targets may be
+/// its own: the same in any case ([`Job::merged_alongside`] tells which is,
+/// once it is known how the warehouse compares names).
 pub(super) fn note_merges_alongside(jobs: &mut [Job]) {
     let merges: Vec<(String, TableName)> = jobs
         .iter()
@@ -31,14 +32,26 @@ pub(super) fn note_merges_alongside(jobs: &mut [Job]) {
         .iter_mut()
         .filter(|j| j.strategy == Strategy::ReplacePartition)
     {
-        job.merged_alongside = merges
+        job.merges_alongside = merges
             .iter()
-            .find(|(_, target)| same_table(target, &job.target, job.engine.table_names()))
-            .map(|(name, _)| name.clone());
+            .filter(|(_, target)| same_table(target, &job.target, TableNames::AnyCase))
+            .cloned()
+            .collect();
     }
 }
 
 impl Job {
+    /// A replace job's: the first merge job of the config writing the same
+    /// target where table `names` compare as they do, whose merges its
+    /// loads then exclude (a merge writes rows in any window, and a
+    /// replace deletes whatever its window holds).
+    pub fn merged_alongside(&self, names: TableNames) -> Option<&str> {
+        self.merges_alongside
+            .iter()
+            .find(|(_, target)| same_table(target, &self.target, names))
+            .map(|(name, _)| name.as_str())
+    }
+
     /// Whether `table` (a target as another definition of this job wrote
     /// it) is this job's target now: the same table on its engine, a name
     /// without a schema read as of the warehouse's home schema where the

@@ -594,7 +594,7 @@ impl Warehouse {
             partitions
                 .iter()
                 .map(|p| {
-                    let (own, covering) = PartitionLock::probe_tiers(job, p);
+                    let (own, covering) = PartitionLock::probe_tiers(job, p, self.table_names);
                     (p.name(), own, covering)
                 })
                 .collect()
@@ -602,7 +602,10 @@ impl Warehouse {
         Ok(match self.dialect.engine() {
             Engine::Sqlite => Default::default(),
             Engine::Postgres => postgres::held(&self.pool, keys).await?,
-            Engine::MySql => mysql::held(&self.pool, &self.lock_probes, job, partitions).await?,
+            Engine::MySql => {
+                let (probes, names) = (&self.lock_probes, self.table_names);
+                mysql::held(&self.pool, probes, names, job, partitions).await?
+            }
         })
     }
 

@@ -676,6 +676,7 @@ impl LockProbes {
         pool: &sqlx::AnyPool,
         job: &Job,
         partitions: &[Partition],
+        names: TableNames,
     ) -> Result<Arc<String>, sqlx::Error> {
         let (Some(first), Some(last)) = (partitions.first(), partitions.last()) else {
             return Ok(Arc::new("[]".into()));
@@ -693,7 +694,7 @@ impl LockProbes {
             .map(|p| {
                 (
                     p.name(),
-                    lock_name(database, &PartitionLock::probe_key(job, p)),
+                    lock_name(database, &PartitionLock::probe_key(job, p, names)),
                 )
             })
             .collect();
@@ -714,6 +715,7 @@ impl LockProbes {
 pub(super) async fn held(
     pool: &sqlx::AnyPool,
     probes: &LockProbes,
+    names: TableNames,
     job: &Job,
     partitions: &[Partition],
 ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
@@ -722,7 +724,7 @@ pub(super) async fn held(
     if partitions.is_empty() {
         return Ok(out);
     }
-    let list = probes.list(pool, job, partitions).await?;
+    let list = probes.list(pool, job, partitions, names).await?;
     let mut sql = Sql::new(&MySql::DEFAULT);
     sql.push("SELECT j.p FROM JSON_TABLE(")
         .bind(list.as_str())

@@ -17,7 +17,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::{Job, Strategy};
+use crate::config::{Job, Strategy, TableNames};
 use crate::partition::{Grain, Partition};
 
 /// The locks of a partition's load on its target table.
@@ -71,14 +71,20 @@ pub struct Tier {
 }
 
 /// The name of the lock of one hour, day or month of `job`'s target (the
-/// unit's partition name tells the three apart).
-fn key(job: &Job, unit: &Partition) -> String {
-    format!("{}:{}", job.target, unit.name())
+/// unit's partition name tells the three apart), the same for every
+/// spelling of the target that names the same table where table `names`
+/// compare as they do (`Orders` and `orders` on a server folding names).
+fn key(job: &Job, unit: &Partition, names: TableNames) -> String {
+    format!("{}:{}", table_key(job, names), unit.name())
 }
 
 /// The name of the lock every merge into `job`'s target takes.
-fn merges_key(job: &Job) -> String {
-    format!("{}:merges", job.target)
+fn merges_key(job: &Job, names: TableNames) -> String {
+    format!("{}:merges", table_key(job, names))
+}
+
+fn table_key(job: &Job, names: TableNames) -> String {
+    names.key(&job.target.to_string())
 }
 
 /// The units holding `partition`'s window, coarsest first, down to its own.
@@ -92,12 +98,13 @@ fn units(partition: &Partition) -> Vec<Partition> {
 }
 
 impl PartitionLock {
-    /// The locks of a load of `partition`, and its session's name.
-    pub fn of(job: &Job, partition: &Partition) -> PartitionLock {
+    /// The locks of a load of `partition`, and its session's name, on a
+    /// warehouse whose table `names` compare as they do.
+    pub fn of(job: &Job, partition: &Partition, names: TableNames) -> PartitionLock {
         let mut keys = Vec::new();
         let mut hour = Partition::containing(Grain::Hour, partition.start);
         while hour.start < partition.end() {
-            keys.push(key(job, &hour));
+            keys.push(key(job, &hour, names));
             hour = hour.next();
         }
         let units = units(partition);
@@ -105,7 +112,7 @@ impl PartitionLock {
             .iter()
             .enumerate()
             .map(|(i, unit)| Tier {
-                key: key(job, unit),
+                key: key(job, unit, names),
                 exclusive: i + 1 == units.len(),
             })
             .collect();
@@ -117,7 +124,7 @@ impl PartitionLock {
         // the merges too, whose rows may be in its window: it takes the
         // key shared where the engine can (replaces of disjoint windows
         // still run at once), exclusively where it cannot (MariaDB).
-        let merges_too = match (job.strategy, &job.merged_alongside) {
+        let merges_too = match (job.strategy, job.merged_alongside(names)) {
             (Strategy::MergeKey, _) => Some(format!("every merge into {}", job.target)),
             (Strategy::ReplacePartition, Some(merge)) => {
                 Some(format!("the merges of job {merge} into {}", job.target))
@@ -125,7 +132,7 @@ impl PartitionLock {
             (Strategy::ReplacePartition, None) => None,
         };
         if let Some(which) = merges_too {
-            let merges = merges_key(job);
+            let merges = merges_key(job, names);
             keys.insert(0, merges.clone());
             tiers.insert(
                 0,
@@ -151,16 +158,27 @@ impl PartitionLock {
     /// take the table's merge lock first). Made alone, without the rest
     /// of a lock: the console asks for every partition of a job at each
     /// refresh.
-    pub fn probe_key(job: &Job, partition: &Partition) -> String {
-        key(job, &Partition::containing(Grain::Hour, partition.start))
+    pub fn probe_key(job: &Job, partition: &Partition, names: TableNames) -> String {
+        key(
+            job,
+            &Partition::containing(Grain::Hour, partition.start),
+            names,
+        )
     }
 
     /// What shows the partition being loaded elsewhere (PostgreSQL): its
     /// own unit's key held in any mode (a load of it, or shared by a load
     /// of a part of it), or a unit holding it held exclusively (a load of
     /// a larger window).
-    pub fn probe_tiers(job: &Job, partition: &Partition) -> (String, Vec<String>) {
-        let mut keys: Vec<String> = units(partition).iter().map(|u| key(job, u)).collect();
+    pub fn probe_tiers(
+        job: &Job,
+        partition: &Partition,
+        names: TableNames,
+    ) -> (String, Vec<String>) {
+        let mut keys: Vec<String> = units(partition)
+            .iter()
+            .map(|u| key(job, u, names))
+            .collect();
         let own = keys.pop().unwrap_or_default();
         (own, keys)
     }
@@ -214,7 +232,10 @@ mod tests {
             .iter()
             .map(|(grain, name)| {
                 let job = job_of_grain(grain, name);
-                (job.start, PartitionLock::of(&job, &job.start))
+                (
+                    job.start,
+                    PartitionLock::of(&job, &job.start, TableNames::ByCase),
+                )
             })
             .collect();
         for (p, lock) in &locks {
@@ -236,8 +257,11 @@ mod tests {
                 assert_eq!(conflict, overlap, "{} and {}", a.name(), b.name());
             }
         }
-        let (own, covering) =
-            PartitionLock::probe_tiers(&job_of_grain("hour", "2026-01-07T05"), &locks[5].0);
+        let (own, covering) = PartitionLock::probe_tiers(
+            &job_of_grain("hour", "2026-01-07T05"),
+            &locks[5].0,
+            TableNames::ByCase,
+        );
         assert_eq!(own, "t:2026-01-07T05");
         assert_eq!(covering, ["t:2026-01", "t:2026-01-07"]);
     }
@@ -257,7 +281,7 @@ mod tests {
                 .expect("config")
                 .jobs
                 .remove(0);
-            PartitionLock::of(&job, &job.start)
+            PartitionLock::of(&job, &job.start, TableNames::ByCase)
         };
         let conflict = |a: &PartitionLock, b: &PartitionLock| {
             let tiers = a.tiers.iter().any(|x| {
@@ -277,7 +301,7 @@ mod tests {
             jan.label
         );
         let replace = job_of_grain("day", "2026-02-07");
-        let replace_feb = PartitionLock::of(&replace, &replace.start);
+        let replace_feb = PartitionLock::of(&replace, &replace.start, TableNames::ByCase);
         assert!(!conflict(&jan, &replace_feb));
         assert!(conflict(&feb, &replace_feb));
         assert_eq!(jan.own_key(), "t:2026-01-07");
@@ -297,7 +321,7 @@ mod tests {
         let config = crate::config::parse(std::path::Path::new("idem.toml"), text, &|_| None)
             .expect("config");
         let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
-        assert_eq!(replace.merged_alongside.as_deref(), Some("m"));
+        assert_eq!(replace.merged_alongside(TableNames::ByCase), Some("m"));
         let at = |job: &Job, day: u32| {
             let p = Partition::containing(
                 Grain::Day,
@@ -305,7 +329,7 @@ mod tests {
                     .and_then(|d| d.and_hms_opt(0, 0, 0))
                     .expect("a date"),
             );
-            PartitionLock::of(job, &p)
+            PartitionLock::of(job, &p, TableNames::ByCase)
         };
         let tiers_conflict = |a: &PartitionLock, b: &PartitionLock| {
             a.tiers.iter().any(|x| {
@@ -330,8 +354,50 @@ mod tests {
         );
         // Without a merge job there, a replace takes no such lock.
         let alone = job_of_grain("day", "2026-03-01");
-        assert_eq!(alone.merged_alongside, None);
+        assert_eq!(alone.merged_alongside(TableNames::AnyCase), None);
         assert!(!tiers_conflict(&at(&alone, 1), &m9));
+    }
+
+    /// Where the warehouse folds table names (MariaDB/MySQL with
+    /// `lower_case_table_names` 1 or 2), `Orders` and `orders` are one
+    /// table: their loads take the same locks, and a replace into one
+    /// excludes the merges into the other. Where it compares them exactly,
+    /// nothing changes: two tables, two locks, names as written.
+    #[test]
+    fn one_table_in_two_cases_is_one_lock_where_the_server_folds_names() {
+        let text = "[warehouse]\nurl = \"mysql://u@h/db\"\n\n[[jobs]]\nname = \"r\"\ntarget = \"Orders\"\n\
+             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nsql = \"select d from s where d >= :start and d < :end\"\n\n\
+             [[jobs]]\nname = \"m\"\ntarget = \"orders\"\nstrategy = \"merge_key\"\nunique_key = [\"k\"]\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select k from s where d >= :start and d < :end\"\n";
+        let config = crate::config::parse(std::path::Path::new("idem.toml"), text, &|_| None)
+            .expect("config");
+        let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
+        let day = replace.start;
+        let folded = |job: &Job| PartitionLock::of(job, &day, TableNames::AnyCase);
+        let (r, m) = (folded(replace), folded(merge));
+        assert_eq!(r.keys, m.keys);
+        assert_eq!(r.keys[0], "orders:merges");
+        assert_eq!(r.own_key(), "orders:2026-01-01");
+        assert!(
+            r.label.starts_with("Orders [2026-01-01 00:00:00"),
+            "{}",
+            r.label
+        );
+        assert!(r.label.ends_with("and the merges of job m into Orders"));
+        assert_eq!(
+            PartitionLock::probe_key(replace, &day, TableNames::AnyCase),
+            m.keys[1]
+        );
+        let exact = PartitionLock::of(replace, &day, TableNames::ByCase);
+        assert_eq!(replace.merged_alongside(TableNames::ByCase), None);
+        assert_eq!(exact.own_key(), "Orders:2026-01-01");
+        assert!(
+            exact
+                .keys
+                .iter()
+                .all(|k| k.starts_with("Orders:2026-01-01T"))
+        );
     }
 
     #[test]
@@ -350,9 +416,9 @@ mod tests {
                 .expect("config");
             let job = &config.jobs[0];
             let partition = job.start;
-            let lock = PartitionLock::of(job, &partition);
+            let lock = PartitionLock::of(job, &partition, TableNames::ByCase);
             assert_eq!(
-                PartitionLock::probe_key(job, &partition),
+                PartitionLock::probe_key(job, &partition, TableNames::ByCase),
                 lock.keys[0],
                 "{grain}"
             );
