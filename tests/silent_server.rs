@@ -50,6 +50,22 @@ impl Spawned {
     }
 }
 
+impl Spawned {
+    fn signal(&self, signal: &str) {
+        let pid = self.0.id().to_string();
+        let sent = Command::new("kill").args([signal, &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill {signal} {pid}");
+    }
+
+    /// It ended within `within` with exit 1, saying the warehouse is not
+    /// answering.
+    async fn says_not_answering(&mut self, within: Duration, what: &str) {
+        let (code, stderr) = self.ended_within(within, what).await;
+        assert_eq!(code, Some(1), "{what}: {stderr}");
+        assert!(stderr.contains("is not answering"), "{what}: {stderr}");
+    }
+}
+
 impl Drop for Spawned {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -57,20 +73,12 @@ impl Drop for Spawned {
     }
 }
 
-/// The server stops answering while `idem status`, `idem jobs` and `idem
-/// run --dry-run` read the target's states (another session's `LOCK TABLE`, so
-/// that each is caught after they connected, a statement sent). Each
-/// ends within seconds, exit 1, saying the warehouse is not answering,
-/// rather than wait for a reply that never comes (lock_timeout is the
-/// server's to enforce, and it is stopped). Once the server goes on, the
-/// states are as they were and a run loads each partition once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_reads_end_when_the_server_stops_answering() {
-    let Some(cluster) = Cluster::new() else {
-        return;
-    };
-    let url = cluster.url();
-    let mut admin = PgConnection::connect(&url).await.expect("connect");
+/// A job `fct` of two days from `src` on the server at `url`, and its
+/// config (in the temp dir, kept while the test holds it): connect_timeout
+/// 2 s, lock_timeout a minute (a wait on a lock is never what ends a
+/// command here).
+async fn two_days(url: &str) -> (PgConnection, tempfile::TempDir, std::path::PathBuf) {
+    let mut admin = PgConnection::connect(url).await.expect("connect");
     for ddl in common::TWO_DAYS {
         admin.execute(ddl).await.expect("setup");
     }
@@ -89,6 +97,72 @@ async fn postgres_reads_end_when_the_server_stops_answering() {
         ),
     )
     .expect("config");
+    (admin, dir, config)
+}
+
+const LOCK_WAITERS: &str = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
+
+/// Another session's lock on `table`, taken once idem's first `reads`
+/// reads of it went through (`start_idem`'s commands, each waiting on a
+/// lock meanwhile): a session that asked for the table behind idem's read
+/// holds it when idem's next read of it comes, which waits. Returns that
+/// session, holding the lock, and the commands.
+async fn held_after_reads(
+    url: &str,
+    admin: &mut PgConnection,
+    table: &str,
+    reads: usize,
+    start_idem: impl FnOnce() -> Vec<Spawned>,
+) -> (PgConnection, Vec<Spawned>) {
+    let lock = format!("LOCK TABLE {table}");
+    let mut holder = PgConnection::connect(url).await.expect("connect");
+    holder.execute("BEGIN").await.expect("begin");
+    holder
+        .execute(sqlx::AssertSqlSafe(lock.clone()))
+        .await
+        .expect("lock");
+    let idem = start_idem();
+    let n = idem.len() as i64;
+    assert!(
+        common::poll_count(admin, LOCK_WAITERS, 300, |w| w >= n).await,
+        "idem never read {table}"
+    );
+    for read in 1..=reads {
+        let mut next = PgConnection::connect(url).await.expect("connect");
+        let lock = lock.clone();
+        let queued = tokio::spawn(async move {
+            next.execute("BEGIN").await.expect("begin");
+            next.execute(sqlx::AssertSqlSafe(lock)).await.expect("lock");
+            next
+        });
+        assert!(
+            common::poll_count(admin, LOCK_WAITERS, 300, |w| w > n).await,
+            "no lock queued behind idem's read {read} of {table}"
+        );
+        holder.execute("COMMIT").await.expect("commit");
+        holder = queued.await.expect("the next lock");
+        assert!(
+            common::poll_count(admin, LOCK_WAITERS, 300, |w| w >= n).await,
+            "idem never read {table} after its read {read}"
+        );
+    }
+    (holder, idem)
+}
+
+/// The server stops answering while `idem status`, `idem jobs` and `idem
+/// run --dry-run` read the target's states (another session's `LOCK TABLE`, so
+/// that each is caught after they connected, a statement sent). Each
+/// ends within seconds, exit 1, saying the warehouse is not answering,
+/// rather than wait for a reply that never comes (lock_timeout is the
+/// server's to enforce, and it is stopped). Once the server goes on, the
+/// states are as they were and a run loads each partition once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reads_end_when_the_server_stops_answering() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
 
     let mut holder = PgConnection::connect(&url).await.expect("connect");
     holder.execute("BEGIN").await.expect("begin");
@@ -96,9 +170,8 @@ async fn postgres_reads_end_when_the_server_stops_answering() {
     let mut status = Spawned::idem(&config, &["status"]);
     let mut jobs = Spawned::idem(&config, &["jobs"]);
     let mut preview = Spawned::idem(&config, &["run", "fct", "--dry-run"]);
-    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
     assert!(
-        common::poll_count(&mut admin, waiting, 300, |n| n >= 3).await,
+        common::poll_count(&mut admin, LOCK_WAITERS, 300, |n| n >= 3).await,
         "status, jobs and run --dry-run never waited on the locked target"
     );
 
@@ -140,4 +213,112 @@ async fn postgres_reads_end_when_the_server_stops_answering() {
         attempts, 2,
         "one attempt a partition, none while it was silent"
     );
+}
+
+/// The server stops answering while `idem log`, `idem verify` and `idem
+/// diff` check idem's ledger right after connecting (another session's
+/// `LOCK TABLE` of it catches each there, a statement sent): each ends
+/// within seconds, exit 1, saying the warehouse is not answering. QA: they
+/// waited forever, connecting being bounded only until its first session
+/// was open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connecting_ends_when_the_server_stops_answering() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let mut holder = PgConnection::connect(&url).await.expect("connect");
+    holder.execute("BEGIN").await.expect("begin");
+    holder
+        .execute("LOCK TABLE idem.attempts")
+        .await
+        .expect("lock");
+    let mut log = Spawned::idem(&config, &["log", "fct"]);
+    let mut verify = Spawned::idem(&config, &["verify", "fct", "2026-01-01"]);
+    let mut diff = Spawned::idem(&config, &["diff", "fct"]);
+    assert!(
+        common::poll_count(&mut admin, LOCK_WAITERS, 300, |n| n >= 3).await,
+        "log, verify and diff never waited on the locked ledger"
+    );
+    cluster.freeze();
+    let within = Duration::from_secs(30);
+    log.says_not_answering(within, "idem log").await;
+    verify.says_not_answering(within, "idem verify").await;
+    diff.says_not_answering(within, "idem diff").await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    let out = common::idem(&config, &["log", "fct"]);
+    assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
+}
+
+/// The server stops answering while `idem log` reads the attempts, once
+/// connected: it ends within seconds, exit 1, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_log_ends_when_the_server_stops_answering_mid_read() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let within = Duration::from_secs(30);
+
+    // The ledger's check at connect reads the attempts once; log's read next.
+    let (mut holder, mut log) = held_after_reads(&url, &mut admin, "idem.attempts", 1, || {
+        vec![Spawned::idem(&config, &["log", "fct"])]
+    })
+    .await;
+    cluster.freeze();
+    log[0].says_not_answering(within, "idem log").await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+
+    let out = common::idem(&config, &["log", "fct"]);
+    assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
+}
+
+/// Ctrl-C or SIGTERM to `idem status`, `idem jobs` or `idem log` waiting on
+/// a server that stopped answering ends it at once, saying so, exit 130
+/// (as a run's does): QA, the default handlers ended them without a word,
+/// SIGTERM's exit 143.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_signal_ends_reads_of_a_silent_server_at_once() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let mut holder = PgConnection::connect(&url).await.expect("connect");
+    holder.execute("BEGIN").await.expect("begin");
+    holder
+        .execute("LOCK TABLE idem.attempts")
+        .await
+        .expect("lock");
+    let mut status = Spawned::idem(&config, &["status"]);
+    let mut jobs = Spawned::idem(&config, &["jobs"]);
+    let mut log = Spawned::idem(&config, &["log", "fct"]);
+    assert!(
+        common::poll_count(&mut admin, LOCK_WAITERS, 300, |n| n >= 3).await,
+        "status, jobs and log never waited on the locked ledger"
+    );
+    cluster.freeze();
+    for (idem, signal, what, said) in [
+        (&mut status, "-TERM", "idem status", "SIGTERM"),
+        (&mut jobs, "-INT", "idem jobs", "Ctrl-C"),
+        (&mut log, "-TERM", "idem log", "SIGTERM"),
+    ] {
+        idem.signal(signal);
+        // Well before the silence would end it (2 s, then two connects).
+        let (code, stderr) = idem.ended_within(Duration::from_secs(2), what).await;
+        assert_eq!(code, Some(130), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{said}: cancelled; it only reads")),
+            "{what}: {stderr}"
+        );
+    }
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
 }

@@ -69,6 +69,7 @@ pub(super) async fn job_to_log<'c>(
 }
 
 pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
+    super::end_on_signal();
     let result = async {
         let config = load_config(config_path)?;
         let (job, warehouse) = job_to_log(&config, job_name).await?;
@@ -90,20 +91,22 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
             Some(wh) => wh,
             None => connect_to_read(&config, 2).await?,
         };
-        let mut attempts = warehouse
-            .attempts(&job.name, one.as_deref())
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
-        if !retired_name {
-            note_renamed(&warehouse, &config, &[job]).await;
-        }
-        // Its loads into another table than its target now are shown, with
-        // that table: history its partitions do not count.
-        let own = match warehouse.job_ledger(job).await {
-            Ok(own) => own,
-            Err(_) => JobLedger::from(job.name.as_str()),
-        };
+        let read = warehouse.answering(async {
+            let attempts = warehouse.attempts(&job.name, one.as_deref()).await?;
+            if !retired_name {
+                note_renamed(&warehouse, &config, &[job]).await;
+            }
+            // Its loads into another table than its target now are shown,
+            // with that table: history its partitions do not count.
+            let own = match warehouse.job_ledger(job).await {
+                Ok(own) => own,
+                Err(_) => JobLedger::from(job.name.as_str()),
+            };
+            Ok((attempts, own))
+        });
+        let read = read.await;
         warehouse.close().await;
+        let (mut attempts, own) = read.map_err(|e| Stop::failed(e.to_string()))?;
         if let Some((first, last)) = span {
             // Names of one grain sort as their partitions do.
             let (first, last) = (first.name(), last.name());

@@ -11,6 +11,7 @@ use crate::partition::now_utc;
 use crate::state::{self, LoadState};
 
 pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -> Exit {
+    super::end_on_signal();
     let result = async {
         let config = load_config(config_path)?;
         let job = find_job(&config, job_name)?;
@@ -85,10 +86,10 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             return Ok(Exit::Ok);
         }
         let old = warehouse
-            .definition(&success.definition_hash)
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
+            .answering(warehouse.definition(&success.definition_hash))
+            .await;
         warehouse.close().await;
+        let old = old.map_err(|e| Stop::failed(e.to_string()))?;
         let Some(old) = old else {
             outln!(
                 "{} {}: loaded under definition {} which the ledger does not hold",

@@ -243,6 +243,21 @@ pub struct OnSignal {
 struct BeforeBegin {
     begun: std::sync::Arc<std::sync::atomic::AtomicBool>,
     say: Box<dyn Fn(&str) + Send>,
+    /// What stderr says of it, after the signal's name.
+    why: &'static str,
+}
+
+/// A command that only reads (`status`, `jobs`, `log`, `diff`): a signal
+/// ends it at once, saying so, exit 130, however long a read has waited
+/// (a lock, a warehouse that stopped answering). Killed by the default
+/// handler it said nothing, and SIGTERM's exit was 143.
+pub fn end_on_signal() {
+    let never_begins = BeforeBegin {
+        begun: std::sync::Arc::default(),
+        say: Box::new(|_| {}),
+        why: "cancelled; it only reads, nothing was changed",
+    };
+    watch_signals("", Some(never_begins));
 }
 
 impl OnSignal {
@@ -251,6 +266,7 @@ impl OnSignal {
         let before = BeforeBegin {
             begun: begun.clone(),
             say: Box::new(say),
+            why: "cancelled, nothing was run",
         };
         OnSignal {
             cancel: watch_signals(stopping, Some(before)),
@@ -293,7 +309,7 @@ fn watch_signals(stopping: &'static str, before: Option<BeforeBegin>) -> Cancell
                 .as_ref()
                 .filter(|b| !b.begun.load(std::sync::atomic::Ordering::SeqCst))
             {
-                let why = format!("{what}: cancelled, nothing was run");
+                let why = format!("{what}: {}", before.why);
                 (before.say)(&why);
                 noteln!("idem: {why}");
                 std::process::exit(Exit::Cancelled.code().into());

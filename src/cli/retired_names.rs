@@ -10,9 +10,17 @@ use crate::warehouse::Warehouse;
 
 /// Both notes of history `shown`'s partitions do not count:
 /// [`note_renamed`] and [`note_loads_elsewhere`].
+/// A warehouse that stops answering meanwhile is said so, and the notes
+/// left out.
 pub(super) async fn note_uncounted(warehouse: &Warehouse, config: &Config, shown: &[&Job]) {
-    note_renamed(warehouse, config, shown).await;
-    note_loads_elsewhere(warehouse, config, shown).await;
+    let notes = warehouse.answering(async {
+        note_renamed(warehouse, config, shown).await;
+        note_loads_elsewhere(warehouse, config, shown).await;
+        Ok(())
+    });
+    if let Err(e) = notes.await {
+        noteln!("idem: {e}");
+    }
 }
 
 /// Says once, on stderr, for each of `shown` whose name the ledger holds

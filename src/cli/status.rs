@@ -136,6 +136,7 @@ impl<'a> StatusRow<'a> {
 const UNREADABLE: &str = "unreadable";
 
 pub async fn status(config_path: &Path, args: StatusArgs) -> Exit {
+    super::end_on_signal();
     match status_inner(config_path, args).await {
         Ok(code) => code,
         Err(stop) => stop.report(),
@@ -544,6 +545,7 @@ pub fn state_counts(statuses: &[PartitionStatus]) -> Vec<(LoadState, usize)> {
 }
 
 pub async fn jobs(config_path: &Path) -> Exit {
+    super::end_on_signal();
     let result = async {
         let config = load_config(config_path)?;
         super::note_no_jobs(&config);

@@ -337,10 +337,9 @@ impl Background {
                     return;
                 };
                 tokio::spawn(async move {
-                    let result = wh
-                        .attempts(&req.job, Some(&req.partition.name()))
-                        .await
-                        .map_err(|e| e.to_string());
+                    let partition = req.partition.name();
+                    let attempts = wh.attempts(&req.job, Some(&partition));
+                    let result = wh.answering(attempts).await.map_err(|e| e.to_string());
                     send(Msg::Loads { id: req.id, result });
                 });
             }
@@ -619,7 +618,7 @@ pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
     let current = req.job.definition_text();
     let engine = warehouse.dialect().engine();
     let result = warehouse
-        .definition(&req.hash)
+        .answering(warehouse.definition(&req.hash))
         .await
         .map(|old| {
             old.map(|old| {

@@ -7,12 +7,16 @@
 //! has waited a moment, new connections are tried beside it, and two in a
 //! row that get no answer end it, saying the warehouse is not answering.
 //! A slow read on a server that answers is left alone, however long.
+//! Connecting is watched so too, from its first session's setup on.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use sqlx::any::AnyConnectOptions;
+
 use super::error::sql_message;
 use super::{Engine, Warehouse, WarehouseError, redact};
+use crate::config::WarehouseConfig;
 
 /// How long work runs before the server is first asked whether it answers.
 const FIRST_ASK: Duration = Duration::from_secs(2);
@@ -32,6 +36,30 @@ impl Warehouse {
         &self,
         work: impl Future<Output = Result<T, WarehouseError>>,
     ) -> Result<T, WarehouseError> {
+        let options = self.pool.connect_options();
+        let beside = Beside {
+            engine: self.dialect().engine(),
+            options: &options,
+            config: &self.config,
+        };
+        beside.answering(work).await
+    }
+}
+
+/// Where new connections are tried beside a read: before a [`Warehouse`]
+/// is made (its session setup and ledger check), as after.
+pub(super) struct Beside<'a> {
+    pub engine: Engine,
+    pub options: &'a AnyConnectOptions,
+    pub config: &'a WarehouseConfig,
+}
+
+impl Beside<'_> {
+    /// [`Warehouse::answering`].
+    pub async fn answering<T>(
+        &self,
+        work: impl Future<Output = Result<T, WarehouseError>>,
+    ) -> Result<T, WarehouseError> {
         tokio::pin!(work);
         tokio::select! {
             done = &mut work => done,
@@ -43,14 +71,14 @@ impl Warehouse {
     async fn silence(&self) -> WarehouseError {
         // A SQLite file is no server: a wait on it is a lock, bounded by
         // lock_timeout.
-        if self.dialect().engine() == Engine::Sqlite {
+        if self.engine == Engine::Sqlite {
             return std::future::pending().await;
         }
         let since = Instant::now();
         let mut unanswered = 0;
         tokio::time::sleep(FIRST_ASK).await;
         loop {
-            match self.reach().await {
+            match reach(self.options, self.config).await {
                 Ok(()) => {
                     unanswered = 0;
                     tokio::time::sleep(ASK_AGAIN).await;
@@ -59,7 +87,7 @@ impl Warehouse {
                     unanswered += 1;
                     if unanswered == 2 {
                         return WarehouseError::NotAnswering {
-                            url: redact(&self.config().url),
+                            url: redact(&self.config.url),
                             waited: since.elapsed().as_secs(),
                             probe: match e {
                                 WarehouseError::ConnectTimeout { after, .. } => {
@@ -74,5 +102,31 @@ impl Warehouse {
                 }
             }
         }
+    }
+}
+
+/// Whether the warehouse answers now: a new connection with `options`,
+/// within the connect timeout. A server that answers with a refusal of
+/// its own (too many clients, a password changed since) is there.
+pub(super) async fn reach(
+    options: &AnyConnectOptions,
+    config: &WarehouseConfig,
+) -> Result<(), WarehouseError> {
+    use sqlx::{ConnectOptions, Connection};
+    let timeout = config.connect_timeout;
+    match tokio::time::timeout(timeout, options.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(sqlx::Error::Database(_))) => Ok(()),
+        Ok(Err(source)) => Err(WarehouseError::Connect {
+            url: redact(&config.url),
+            source,
+        }),
+        Err(_) => Err(WarehouseError::ConnectTimeout {
+            url: redact(&config.url),
+            after: format!("{timeout:?}"),
+        }),
     }
 }

@@ -5,9 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::any::AnyPoolOptions;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{Connection, Executor};
 
+use super::answering::Beside;
 use super::error::sql_message;
 use super::ledger_setup::{self, LedgerPresence};
 use super::{
@@ -101,6 +102,33 @@ impl Warehouse {
         } else {
             url
         };
+        // A server that stops answering while the first session is set up
+        // or the ledger looked at (a failover, a hung primary) is found so
+        // as a read is; connecting itself is bounded by connect_timeout.
+        let options =
+            url.parse::<AnyConnectOptions>()
+                .map_err(|source| WarehouseError::Connect {
+                    url: redact(&config.url),
+                    source,
+                })?;
+        let beside = Beside {
+            engine: dialect.engine(),
+            options: &options,
+            config,
+        };
+        let open = Self::open(config, dialect, &url, max_connections, ledger_use);
+        beside.answering(open).await
+    }
+
+    /// [`Warehouse::connect_for`] once the URL is known: the first
+    /// session, the pool and the ledger.
+    async fn open(
+        config: &WarehouseConfig,
+        dialect: &'static dyn Dialect,
+        url: &str,
+        max_connections: u32,
+        ledger_use: LedgerUse,
+    ) -> Result<Warehouse, WarehouseError> {
         let timeouts = (config.lock_timeout, config.statement_timeout);
         let connect_error = |source: sqlx::Error| {
             read_only_error(dialect, &config.url, &source).unwrap_or_else(|| {
@@ -115,7 +143,7 @@ impl Warehouse {
         // rather than as a pool timing out. It also makes sure of the
         // ledger; the pool opens its connections as they are needed.
         let mut first =
-            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(&url))
+            tokio::time::timeout(config.connect_timeout, sqlx::AnyConnection::connect(url))
                 .await
                 .map_err(|_| WarehouseError::ConnectTimeout {
                     url: redact(&config.url),
@@ -166,7 +194,7 @@ impl Warehouse {
                 })
             })
             .after_connect(move |conn, _| Box::pin(prepare_session(dialect, conn, timeouts)))
-            .connect_lazy(&url)
+            .connect_lazy(url)
             .map_err(connect_error)?;
         // A server's session takes milliseconds to open (a new process on
         // PostgreSQL, then its setup): the pool's first two open while the
@@ -235,24 +263,7 @@ impl Warehouse {
     /// A server that answers with a refusal of its own (too many clients, a
     /// password changed since) is there: the pool's sessions may still serve.
     pub async fn reach(&self) -> Result<(), WarehouseError> {
-        use sqlx::{ConnectOptions, Connection};
-        let options = self.pool.connect_options();
-        let timeout = self.config.connect_timeout;
-        match tokio::time::timeout(timeout, options.connect()).await {
-            Ok(Ok(conn)) => {
-                let _ = conn.close().await;
-                Ok(())
-            }
-            Ok(Err(sqlx::Error::Database(_))) => Ok(()),
-            Ok(Err(source)) => Err(WarehouseError::Connect {
-                url: redact(&self.config.url),
-                source,
-            }),
-            Err(_) => Err(WarehouseError::ConnectTimeout {
-                url: redact(&self.config.url),
-                after: format!("{timeout:?}"),
-            }),
-        }
+        super::answering::reach(&self.pool.connect_options(), &self.config).await
     }
 
     /// Makes whatever of idem's ledger is missing, before a run on a
