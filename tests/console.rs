@@ -148,6 +148,10 @@ fn ctrl_c() -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL))
 }
 
+/// Types `text`; the config file's reads it asks for (the run dialog's,
+/// a refresh's) are answered at once with the config the console holds,
+/// as a file left alone reads, and are not among the effects returned
+/// (`App::update` shows them).
 fn keys(app: &mut App, text: &str) -> Vec<Effect> {
     let mut out = Vec::new();
     for c in text.chars() {
@@ -157,7 +161,16 @@ fn keys(app: &mut App, text: &str) -> Vec<Effect> {
             '\t' => code(KeyCode::Tab),
             c => key(c),
         };
-        out.extend(app.update(msg));
+        let mut effects = app.update(msg);
+        while let Some(i) = effects
+            .iter()
+            .position(|e| matches!(e, Effect::ReadConfig(_)))
+        {
+            effects.remove(i);
+            let read = app.update(Msg::ConfigRead(Ok(app.config().clone())));
+            effects.extend(read);
+        }
+        out.extend(effects);
     }
     out
 }
@@ -3576,7 +3589,7 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
     a.update(Msg::Drawn);
 
     // A refresh the user asks for shows that it reads.
-    let effects = keys(&mut a, "R");
+    let effects = a.update(key('R'));
     assert!(matches!(
         effects.as_slice(),
         [Effect::ReadConfig(_), Effect::Refresh(_)]
@@ -3835,10 +3848,11 @@ fn config_edited(edit: impl FnOnce(&mut Config)) -> Config {
 
 /// A config read again while the run dialog is open keeps the dialog, and
 /// the reason typed in it, when what it plans is as it was; a change to
-/// its job closes it and says so (QA: any reload closed it unsaid, a
-/// change to another job too, and the reason typed was lost).
+/// its job plans it again on the new definition and says so in it; the
+/// job removed closes it (QA: any reload closed it unsaid, a change to
+/// another job too, and the reason typed was lost).
 #[test]
-fn a_reload_closes_the_run_dialog_only_when_what_it_plans_changed() {
+fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed() {
     let mut a = app(140, 40);
     keys(&mut a, "fr\tfixed refunds\n");
     assert!(matches!(a.modal, Modal::Confirm(_)));
@@ -3846,46 +3860,40 @@ fn a_reload_closes_the_run_dialog_only_when_what_it_plans_changed() {
         let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
         job.expect("demo job").sql.push_str(" -- fixed");
     }))));
-    assert!(
-        matches!(a.modal, Modal::Confirm(_)),
-        "another job's edit keeps the dialog"
-    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("another job's edit keeps the dialog");
+    };
+    assert_eq!(c.reread_note(), None);
     let (_, note) = a.message.clone().expect("a note");
     assert!(note.contains("changed dim_customers"), "{note}");
     assert!(!note.contains("run dialog"), "{note}");
 
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        for j in &mut c.jobs {
-            if j.name == "dim_customers" || j.name == "fct_orders" {
-                j.sql.push_str(" -- fixed");
-            }
-        }
-    }))));
-    assert!(
-        matches!(a.modal, Modal::None),
-        "its own job's edit closes it"
+    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("its own job's edit plans the dialog again");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
     );
     let (error, note) = a.message.clone().expect("a note");
     assert!(
-        !error
-            && note.contains(
-                "the run dialog of fct_orders closed, as what it planned changed: r plans it again"
-            ),
+        !error && note.contains("the run dialog of fct_orders is planned on it"),
         "{note}"
     );
-
-    // Opened again once its states are read, it plans on the new
-    // definition.
-    let (_, states) = fixture()
-        .statuses
-        .iter()
-        .find(|(job, _)| job == "fct_orders")
-        .expect("demo job");
-    a.update(Msg::Status {
-        job: "fct_orders".into(),
-        result: Ok(StatesRead::States(states.clone().into())),
-    });
-    keys(&mut a, "fr\tfixed refunds\n");
+    assert!(text(&a).contains("the plan is of the file as saved now"));
+    // Planned on states of the old definition it would not run: it waits
+    // for the new one's.
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(effects.is_empty(), "{effects:?}");
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        error
+            && note
+                == "nothing ran: the states of fct_orders are still being read; try again in a moment",
+        "{note}"
+    );
+    read_fct_orders(&mut a);
     let effects = keys(&mut a, "\n");
     let [Effect::StartRun(req)] = effects.as_slice() else {
         panic!("expected one run, got {effects:?}");
@@ -3896,6 +3904,107 @@ fn a_reload_closes_the_run_dialog_only_when_what_it_plans_changed() {
         req.backfill.job.sql
     );
     assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+
+    keys(&mut a, "fr");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        c.jobs.retain(|j| j.name != "fct_orders");
+    }))));
+    assert!(matches!(a.modal, Modal::None), "its job removed closes it");
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(
+        note.contains(
+            "the run dialog of fct_orders closed, as what it planned changed: r plans it again"
+        ),
+        "{note}"
+    );
+}
+
+/// The demo's config with fct_orders' SQL edited.
+fn fixed_fct_orders() -> Config {
+    config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    })
+}
+
+/// fct_orders' states read (again), as the fixture holds them.
+fn read_fct_orders(a: &mut App) {
+    let (_, states) = fixture()
+        .statuses
+        .iter()
+        .find(|(job, _)| job == "fct_orders")
+        .expect("demo job");
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(states.clone().into())),
+    });
+}
+
+/// idem.toml saved with a fix and Enter pressed before a refresh read it:
+/// the run waits on the file read again, and runs nothing of the old
+/// definition; the dialog, planned on the file as saved, says so (QA: the
+/// run used the definition of the last refresh, up to 15 s old, while the
+/// dialog's "same as" command would run the file as saved).
+#[test]
+fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
+    let mut a = app(140, 40);
+    keys(&mut a, "f");
+    let opened = a.update(key('r'));
+    assert!(
+        opened
+            .iter()
+            .any(|e| matches!(e, Effect::ReadConfig(p) if p == &a.config().path)),
+        "opening the dialog reads the file: {opened:?}"
+    );
+    a.update(Msg::ConfigRead(Ok(a.config().clone())));
+    keys(&mut a, "\tfixed refunds\n");
+
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(
+        matches!(effects.as_slice(), [Effect::ReadConfig(p)] if p == &a.config().path),
+        "Enter reads the file before it runs: {effects:?}"
+    );
+    assert!(text(&a).contains("reading the config file before the run"));
+    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::StartRun(_))),
+        "nothing of the old definition runs: {effects:?}"
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog stays, planned again");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
+    );
+
+    // A file that does not load when Enter is pressed runs nothing.
+    read_fct_orders(&mut a);
+    a.update(code(KeyCode::Enter));
+    let effects = a.update(Msg::ConfigRead(Err(
+        "idem.toml:12:7: expected a string".into()
+    )));
+    assert!(effects.is_empty(), "{effects:?}");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog stays");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some(
+            "nothing ran: idem.toml:12:7 does not load: the console keeps the jobs it opened with; Enter tries again"
+        )
+    );
+
+    // Saved again as it was planned: Enter runs it.
+    a.update(code(KeyCode::Enter));
+    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert!(req.backfill.job.sql.ends_with(" -- fixed"));
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+    assert!(matches!(a.modal, Modal::None));
 }
 
 /// A job removed from the config while its run is in flight: the run goes

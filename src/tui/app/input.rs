@@ -116,10 +116,14 @@ impl App {
                     return Vec::new();
                 };
                 let mut effects = Vec::new();
-                match c.key(&key, job, &self.config.defaults, self.shared.now) {
+                let step = c.key(&key, job, &self.config.defaults, self.shared.now);
+                if step != ConfirmStep::Run {
+                    c.unconfirm();
+                }
+                match step {
                     // A count in flight answers still: the source counts
                     // mark the run's partitions as a reconciliation does.
-                    ConfirmStep::Run => effects = self.start_run(*c),
+                    ConfirmStep::Run => effects = self.confirm_run(c),
                     // Closed without running: the count is not needed.
                     ConfirmStep::Close => effects.extend(self.shared.reconciler.stop_for_run()),
                     ConfirmStep::Stay => self.shared.modal = Modal::Confirm(c),

@@ -2,24 +2,57 @@
 //! console is open (the job's SQL fixed at 3 a.m.) is what the next run
 //! from the console uses, and says so; a file that no longer loads, or a
 //! change to the warehouse, keeps the console on what it opened with and
-//! says that instead.
+//! says that instead. The run dialog reads the file too, as it opens and
+//! when it is confirmed: Enter runs the file as saved then.
 
 use super::{App, Modal};
 use crate::config::Config;
 use crate::lineage::Lineage;
+use crate::tui::confirm::ConfirmDialog;
 use crate::tui::msg::Effect;
 
 impl App {
+    /// The config file read again; a run confirmed in the dialog starts
+    /// now if the console is on the file as read and the dialog's plan
+    /// did not change with it.
     pub(super) fn config_read(&mut self, read: Result<Config, String>) -> Vec<Effect> {
+        let mut effects = self.reload(read);
+        let Modal::Confirm(c) = &mut self.shared.modal else {
+            return effects;
+        };
+        if !c.is_confirming() {
+            return effects;
+        }
+        if let Some(why) = &self.shared.config_error {
+            c.note(format!("nothing ran: {why}; Enter tries again"));
+            return effects;
+        }
+        if let Modal::Confirm(c) = std::mem::replace(&mut self.shared.modal, Modal::None) {
+            effects.extend(self.start_run(*c));
+        }
+        effects
+    }
+
+    /// Enter in the run dialog: the run waits on the config file read
+    /// again, so that it runs the file as saved (the dialog's "same as"
+    /// command would), not as the last refresh read it.
+    pub(super) fn confirm_run(&mut self, mut c: Box<ConfirmDialog>) -> Vec<Effect> {
+        if let Some(why) = self.shared.jobs.get(c.job).and_then(|j| j.unread()) {
+            self.shared.message = Some((true, format!("nothing ran: {why}")));
+            self.shared.modal = Modal::Confirm(c);
+            return Vec::new();
+        }
+        c.confirming();
+        self.shared.modal = Modal::Confirm(c);
+        vec![Effect::ReadConfig(self.config.path.clone())]
+    }
+
+    fn reload(&mut self, read: Result<Config, String>) -> Vec<Effect> {
         let file = self.config.path.display().to_string();
         let new = match read {
             Ok(new) => new,
             Err(e) => {
-                let name = self
-                    .config
-                    .path
-                    .file_name()
-                    .map_or_else(|| file.clone(), |n| n.to_string_lossy().into_owned());
+                let name = self.config_name();
                 // Where, in the title bar, which stays while the status
                 // bar moves on to a run's messages.
                 let at = e
@@ -66,6 +99,10 @@ impl App {
         self.keep_config_clear();
         let lineage = Lineage::of(&new);
         let dialog_outdated = self.run_dialog_outdated(&new, lineage.as_ref().ok());
+        let chosen = match &self.shared.modal {
+            Modal::Confirm(c) => self.shared.jobs.get(c.job).map(|j| c.chosen(j)),
+            _ => None,
+        };
         let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
         self.config = new;
         let mut lineage_error = None;
@@ -73,12 +110,31 @@ impl App {
             Ok(l) => self.shared.lineage = l,
             Err(e) => lineage_error = Some(e.to_string()),
         }
-        // Dialogs made of the old definitions close: a run opened again
-        // is planned on the new ones. The run dialog stays (with the
-        // reason typed in it) when nothing it plans changed.
+        // Dialogs made of the old definitions close. The run dialog stays
+        // (with the reason typed in it), planned again on the new ones
+        // when what it plans changed, unless its job or every partition
+        // it chose is gone.
         let mut closed_dialog = None;
-        match &self.shared.modal {
-            Modal::Confirm(_) => closed_dialog = dialog_outdated,
+        let mut replanned_dialog = None;
+        let config_name = self.config_name();
+        match &mut self.shared.modal {
+            Modal::Confirm(c) => {
+                if let Some(job) = dialog_outdated {
+                    let jobs = &self.shared.jobs;
+                    let index = jobs.iter().position(|j| j.job.name == job);
+                    let moved = index.zip(chosen).is_some_and(|(i, chosen)| {
+                        jobs.get(i).is_some_and(|j| c.moved_to(i, j, &chosen))
+                    });
+                    if moved {
+                        c.note(format!(
+                            "{config_name} changed: the plan is of the file as saved now; Enter runs it"
+                        ));
+                        replanned_dialog = Some(job);
+                    } else {
+                        closed_dialog = Some(job);
+                    }
+                }
+            }
             Modal::Errors(_) | Modal::Lineage(_) | Modal::Diff { .. } => {
                 self.shared.modal = Modal::None;
             }
@@ -102,6 +158,9 @@ impl App {
                 "; the run dialog of {job} closed, as what it planned changed: r plans it again"
             ));
         }
+        if let Some(job) = &replanned_dialog {
+            note.push_str(&format!("; the run dialog of {job} is planned on it"));
+        }
         if self.active_runs() > 0 {
             note.push_str("; runs in flight keep the definitions they started with");
         }
@@ -112,6 +171,11 @@ impl App {
         self.fix_scroll_all();
         self.dirty = true;
         let mut effects = self.refresh_states(false);
+        if replanned_dialog.is_some() {
+            effects.extend(self.replan_confirm());
+            effects.extend(self.count_source_for_run());
+            effects.extend(self.read_cover_for_run());
+        }
         let jobs_changed = [&summary.changed, &summary.added, &summary.removed]
             .iter()
             .any(|n| !n.is_empty());
@@ -148,6 +212,15 @@ impl App {
                 .iter()
                 .all(|job| definition(new, job) == definition(&self.config, job));
         (!same).then_some(name)
+    }
+
+    /// The config file's name, as the title bar says it.
+    fn config_name(&self) -> String {
+        let path = &self.config.path;
+        path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
     }
 
     /// Keeps the config the console has, `why` in the title bar: true when

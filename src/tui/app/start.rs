@@ -50,12 +50,17 @@ impl App {
         let mut effects = self.replan_cascade();
         effects.extend(self.count_source_for_run());
         effects.extend(self.read_cover_for_run());
+        // The file as saved now, not as last read (a refresh's): an edit
+        // saved since replans the dialog before Enter.
+        if matches!(self.shared.modal, Modal::Confirm(_)) {
+            effects.push(Effect::ReadConfig(self.config.path.clone()));
+        }
         effects
     }
 
     /// The confirm dialog says which of its windows no native partition of
     /// the target covers (the run would fail them), read in the background.
-    fn read_cover_for_run(&mut self) -> Option<Effect> {
+    pub(super) fn read_cover_for_run(&mut self) -> Option<Effect> {
         let Modal::Confirm(c) = &mut self.shared.modal else {
             return None;
         };
@@ -82,7 +87,7 @@ impl App {
 
     /// A replace job's confirm dialog shows what the shrink guard will
     /// refuse: the source of its partitions is counted in the background.
-    fn count_source_for_run(&mut self) -> Vec<Effect> {
+    pub(super) fn count_source_for_run(&mut self) -> Vec<Effect> {
         let Modal::Confirm(c) = &mut self.shared.modal else {
             return Vec::new();
         };

@@ -34,6 +34,20 @@ fn type_line(app: &mut App, line: &str) -> Vec<Effect> {
     effects
 }
 
+/// Enter, and the config file's read it asks for (a run dialog's)
+/// answered with the config the console holds, as a file left alone reads.
+fn enter(app: &mut App) -> Vec<Effect> {
+    let mut effects = app.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    if let Some(i) = effects
+        .iter()
+        .position(|e| matches!(e, Effect::ReadConfig(_)))
+    {
+        effects.remove(i);
+        effects.extend(app.update(Msg::ConfigRead(Ok(app.config().clone()))));
+    }
+    effects
+}
+
 /// Once connected, the jobs are linted on the warehouse as `idem lint`
 /// does; an answer for a definition reloaded since is dropped.
 #[test]
@@ -95,16 +109,20 @@ fn theme_files_are_read_in_the_background() {
 fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
     let mut a = app();
     let effects = type_line(&mut a, "run 2026-06-01..2026-06-09 --only failed,missing");
-    // The dialog counts the source for the shrink guard's preview.
+    // The dialog counts the source for the shrink guard's preview, and
+    // reads the config file as saved now.
     assert!(
-        matches!(effects.as_slice(), [Effect::Reconcile(_)]),
+        matches!(
+            effects.as_slice(),
+            [Effect::Reconcile(_), Effect::ReadConfig(_)]
+        ),
         "{effects:?}"
     );
     let Modal::Confirm(c) = &a.modal else {
         panic!("no dialog: {:?}", a.message);
     };
     assert_eq!(c.partitions(), &[2, 4, 7]);
-    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let effects = enter(&mut a);
     let [Effect::StartRun(req)] = effects.as_slice() else {
         panic!("no run: {effects:?}");
     };
@@ -129,7 +147,7 @@ fn run_plans_with_the_engine_and_the_request_carries_the_plan() {
 fn app_running_three_days() -> (App, usize) {
     let mut a = app();
     type_line(&mut a, "run 2026-06-03..2026-06-05");
-    let effects = a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    let effects = enter(&mut a);
     let [Effect::StartRun(req)] = effects.as_slice() else {
         panic!("no run: {effects:?}");
     };
@@ -197,7 +215,7 @@ fn a_run_refused_before_it_starts_says_why_on_its_rows() {
 fn a_refresh_forgets_the_source_counts_from_before() {
     let mut a = app();
     let effects = type_line(&mut a, "run 2026-06-03");
-    let [Effect::Reconcile(req)] = effects.as_slice() else {
+    let [Effect::Reconcile(req), Effect::ReadConfig(_)] = effects.as_slice() else {
         panic!("no source count: {effects:?}");
     };
     let id = req.id;
@@ -226,7 +244,7 @@ fn drawing_and_stopping_are_messages() {
     a.update(Msg::Resize(100, 30));
     assert!(a.needs_redraw());
     type_line(&mut a, "run 2026-06-03");
-    a.update(Msg::Key(code(crossterm::event::KeyCode::Enter)));
+    enter(&mut a);
     let effects = a.update(Msg::Terminate);
     assert!(a.quit, "SIGTERM does not ask");
     assert!(matches!(
@@ -402,21 +420,20 @@ fn no_color_keeps_mono_on_theme_commands() {
 /// `the_too_small_screen_names_the_quit_key_and_shows_the_question`).
 #[test]
 fn a_terminal_too_small_answers_only_the_quit_key_and_the_question_it_shows() {
-    use crossterm::event::KeyCode;
     let mut a = app();
     a.update(Msg::Resize(40, 10));
     let mut effects = a.update(Msg::Key(key('r')));
-    effects.extend(a.update(Msg::Key(code(KeyCode::Enter))));
+    effects.extend(enter(&mut a));
     assert!(effects.is_empty(), "{effects:?}");
     assert!(matches!(a.modal, Modal::None) && a.runs.is_empty());
     // A run in flight, and a dialog open when the terminal shrank.
     a.update(Msg::Resize(80, 24));
     type_line(&mut a, "run 2026-06-03");
-    a.update(Msg::Key(code(KeyCode::Enter)));
+    enter(&mut a);
     type_line(&mut a, "run 2026-06-05");
     assert!(matches!(a.modal, Modal::Confirm(_)));
     a.update(Msg::Resize(40, 10));
-    let effects = a.update(Msg::Key(code(KeyCode::Enter)));
+    let effects = enter(&mut a);
     assert!(effects.is_empty(), "{effects:?}");
     assert_eq!(a.runs.len(), 1, "the hidden dialog started nothing");
     a.update(Msg::Key(key('q')));

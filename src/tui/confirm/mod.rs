@@ -17,6 +17,7 @@ use tui_input::backend::crossterm::to_input_request;
 mod cover;
 mod fit;
 mod parallel;
+mod reread;
 mod shrink;
 mod words;
 
@@ -72,6 +73,7 @@ pub struct ConfirmDialog {
     /// The partitions at once the warehouse grants a run (its role's limit
     /// on connections, read at connect), and why.
     pub granted: Option<(usize, String)>,
+    reread: reread::Reread,
 }
 
 /// What the dialog's choice comes to, worked out when the choice or the
@@ -153,6 +155,7 @@ impl ConfirmDialog {
             source: SourceCount::NotAsked,
             cover: cover::Cover::default(),
             granted: None,
+            reread: Default::default(),
         };
         dialog.replan(job, defaults, now);
         Ok(dialog)
@@ -525,7 +528,7 @@ impl ConfirmDialog {
         };
         use fit::{ONLY, SAME_AS, SPACING, STRATEGY};
         let mut optional: Vec<(usize, u8)> = Vec::new();
-        let mut lines = Vec::new();
+        let mut lines: Vec<_> = self.reread_line(t, label).into_iter().collect();
         let (selected, left_out) = &self.selected;
         let left_out = left_out
             .as_deref()
