@@ -113,6 +113,27 @@ async fn dropping_the_role(
     }
 }
 
+/// `idem run fct --json -y` over 2026-01-01 with `operator`'s config: its
+/// output, and what it said on stdout and stderr together.
+fn run_the_first_day(operator: &std::path::Path) -> (std::process::Output, String) {
+    let out = common::idem(
+        operator,
+        &[
+            "run",
+            "fct",
+            "--json",
+            "-y",
+            "--from",
+            "2026-01-01",
+            "--to",
+            "2026-01-01",
+        ],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out, said)
+}
+
 /// The test's source of ten days, each a row, and its empty target.
 async fn tables(admin: &idem::warehouse::Warehouse) {
     common::exec(
@@ -546,21 +567,7 @@ async fn a_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind) {
                 common::exec(&admin, &setup).await;
                 let run = async {
                     let started = std::time::Instant::now();
-                    let out = common::idem(
-                        &operator,
-                        &[
-                            "run",
-                            "fct",
-                            "--json",
-                            "-y",
-                            "--from",
-                            "2026-01-01",
-                            "--to",
-                            "2026-01-01",
-                        ],
-                    );
-                    let said = String::from_utf8_lossy(&out.stdout).into_owned()
-                        + &String::from_utf8_lossy(&out.stderr);
+                    let (out, said) = run_the_first_day(&operator);
                     let case = format!("limit {limit}: {said}");
                     assert_eq!(out.status.code(), Some(1), "{case}");
                     assert!(
@@ -632,21 +639,7 @@ async fn a_row_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind)
                 .await
                 .expect(statement);
         }
-        let out = common::idem(
-            &operator,
-            &[
-                "run",
-                "fct",
-                "--json",
-                "-y",
-                "--from",
-                "2026-01-01",
-                "--to",
-                "2026-01-01",
-            ],
-        );
-        let said = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
+        let (out, said) = run_the_first_day(&operator);
         assert_eq!(out.status.code(), Some(1), "{said}");
         assert!(said.contains("the lock on fct is held by "), "{said}");
         assert!(!said.contains("limits connections"), "{said}");
