@@ -352,6 +352,26 @@ fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
 }
 
 /// Starts a run of the three failed days and feeds it engine events.
+/// The run of [`run_in_progress`] ends: 1 succeeded, 1 failed, 1 never
+/// started.
+fn end_run_in_progress(a: &mut App, run: usize) {
+    a.update(Msg::Engine {
+        run,
+        event: Event::RunFinished {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            succeeded: 1,
+            failed: 1,
+            not_started: 1,
+            rolled_back: 0,
+            refused: 0,
+            empty: 0,
+            cancelled: false,
+            duration_ms: 3000,
+        },
+    });
+}
+
 fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
     let mut a = app(w, h);
     let failed = failed_days(&a);
@@ -750,21 +770,7 @@ fn a_run_stopped_short_lists_what_it_never_started_as_not_run() {
         &names[1],
         "no connection to the warehouse within the connect timeout",
     );
-    a.update(Msg::Engine {
-        run,
-        event: Event::RunFinished {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            succeeded: 1,
-            failed: 1,
-            not_started: 1,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
-            cancelled: false,
-            duration_ms: 3000,
-        },
-    });
+    end_run_in_progress(&mut a, run);
     let screen = text(&a);
     assert!(screen.contains("✗ #1 fct_orders 1/3"), "{screen}");
     assert!(
@@ -4024,21 +4030,7 @@ fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
     );
     assert!(a.job().is_some_and(|j| j.job.name != "fct_orders"));
     fail_in_run(&mut a, run, &names[1], "boom");
-    a.update(Msg::Engine {
-        run,
-        event: Event::RunFinished {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            succeeded: 1,
-            failed: 1,
-            not_started: 1,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
-            cancelled: false,
-            duration_ms: 3000,
-        },
-    });
+    end_run_in_progress(&mut a, run);
     assert_eq!(a.active_runs(), 0);
     let (error, note) = a.message.clone().expect("the run's ending");
     assert!(

@@ -206,57 +206,37 @@ pub async fn job_status_since(
     scope: &StatusScope,
     derivations: &Derivations,
 ) -> Result<StatesRead, WarehouseError> {
-    let read = states_since(
-        warehouse,
-        config,
-        lineage,
-        job,
-        now,
-        running,
-        scope,
-        derivations,
-    );
+    let read = async {
+        let read = read_job(warehouse, job, now, running, scope).await?;
+        if let Some(read) = &read
+            && let Some(upstream) = derivations.upstream_if_same(&job.name, &read.from)
+        {
+            let mut same = true;
+            for up in &upstream {
+                let Some(up_job) = config.jobs.iter().find(|j| j.name == up.job) else {
+                    same = false;
+                    break;
+                };
+                let cached = cached_at(warehouse, scope, &up.job).await?;
+                let (first, last) = (up.range.0.as_str(), up.range.1.as_str());
+                let up_ledger = warehouse.job_ledger(up_job).await?;
+                let (changes, _) = warehouse
+                    .content_changes_cached(cached, &up_ledger, Some((first, last)))
+                    .await?;
+                same &= Arc::ptr_eq(&changes, &up.changes);
+            }
+            if same {
+                return Ok(StatesRead::Unchanged);
+            }
+        }
+        let (states, kept) =
+            with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
+        if let Some((from, upstream)) = kept {
+            derivations.keep(&job.name, from, upstream);
+        }
+        Ok(StatesRead::States(states))
+    };
     warehouse.answering(read).await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn states_since(
-    warehouse: &Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    job: &Job,
-    now: NaiveDateTime,
-    running: &HashSet<String>,
-    scope: &StatusScope,
-    derivations: &Derivations,
-) -> Result<StatesRead, WarehouseError> {
-    let read = read_job(warehouse, job, now, running, scope).await?;
-    if let Some(read) = &read
-        && let Some(upstream) = derivations.upstream_if_same(&job.name, &read.from)
-    {
-        let mut same = true;
-        for up in &upstream {
-            let Some(up_job) = config.jobs.iter().find(|j| j.name == up.job) else {
-                same = false;
-                break;
-            };
-            let cached = cached_at(warehouse, scope, &up.job).await?;
-            let (first, last) = (up.range.0.as_str(), up.range.1.as_str());
-            let up_ledger = warehouse.job_ledger(up_job).await?;
-            let (changes, _) = warehouse
-                .content_changes_cached(cached, &up_ledger, Some((first, last)))
-                .await?;
-            same &= Arc::ptr_eq(&changes, &up.changes);
-        }
-        if same {
-            return Ok(StatesRead::Unchanged);
-        }
-    }
-    let (states, kept) = with_upstream(warehouse, config, lineage, job, now, scope, read).await?;
-    if let Some((from, upstream)) = kept {
-        derivations.keep(&job.name, from, upstream);
-    }
-    Ok(StatesRead::States(states))
 }
 
 /// The states a read derives, marked stale where they read upstream

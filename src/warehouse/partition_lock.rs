@@ -307,19 +307,30 @@ mod tests {
         assert_eq!(jan.own_key(), "t:2026-01-07");
     }
 
+    /// A config at `url` of a replace job `r` into `replace_target` and a
+    /// merge job `m` into `merge_target`, both daily.
+    fn replace_and_merge(
+        url: &str,
+        replace_target: &str,
+        merge_target: &str,
+    ) -> crate::config::Config {
+        let text = format!(
+            "[warehouse]\nurl = \"{url}\"\n\n[[jobs]]\nname = \"r\"\ntarget = \"{replace_target}\"\n\
+             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"day\"\n\
+             start = \"2026-01-01\"\nsql = \"select d from s where d >= :start and d < :end\"\n\n\
+             [[jobs]]\nname = \"m\"\ntarget = \"{merge_target}\"\nstrategy = \"merge_key\"\nunique_key = [\"k\"]\n\
+             grain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select k from s where d >= :start and d < :end\"\n"
+        );
+        crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None).expect("config")
+    }
+
     /// A replace into a table a merge job of the config also writes
     /// excludes every merge into it, whatever their windows; on PostgreSQL
     /// it still runs beside replaces of other windows (MariaDB's named
     /// locks have no shared mode: there they take turns).
     #[test]
     fn a_replace_into_a_merged_table_excludes_its_merges() {
-        let text = "[warehouse]\nurl = \"sqlite://w.db\"\n\n[[jobs]]\nname = \"r\"\ntarget = \"t\"\n\
-             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"day\"\n\
-             start = \"2026-01-01\"\nsql = \"select d from s where d >= :start and d < :end\"\n\n\
-             [[jobs]]\nname = \"m\"\ntarget = \"t\"\nstrategy = \"merge_key\"\nunique_key = [\"k\"]\n\
-             grain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select k from s where d >= :start and d < :end\"\n";
-        let config = crate::config::parse(std::path::Path::new("idem.toml"), text, &|_| None)
-            .expect("config");
+        let config = replace_and_merge("sqlite://w.db", "t", "t");
         let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
         assert_eq!(replace.merged_alongside(TableNames::ByCase), Some("m"));
         let at = |job: &Job, day: u32| {
@@ -365,13 +376,7 @@ mod tests {
     /// nothing changes: two tables, two locks, names as written.
     #[test]
     fn one_table_in_two_cases_is_one_lock_where_the_server_folds_names() {
-        let text = "[warehouse]\nurl = \"mysql://u@h/db\"\n\n[[jobs]]\nname = \"r\"\ntarget = \"Orders\"\n\
-             strategy = \"replace_partition\"\npartition_column = \"d\"\ngrain = \"day\"\n\
-             start = \"2026-01-01\"\nsql = \"select d from s where d >= :start and d < :end\"\n\n\
-             [[jobs]]\nname = \"m\"\ntarget = \"orders\"\nstrategy = \"merge_key\"\nunique_key = [\"k\"]\n\
-             grain = \"day\"\nstart = \"2026-01-01\"\nsql = \"select k from s where d >= :start and d < :end\"\n";
-        let config = crate::config::parse(std::path::Path::new("idem.toml"), text, &|_| None)
-            .expect("config");
+        let config = replace_and_merge("mysql://u@h/db", "Orders", "orders");
         let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
         let day = replace.start;
         let folded = |job: &Job| PartitionLock::of(job, &day, TableNames::AnyCase);
