@@ -135,6 +135,7 @@ fn screen() -> Res<()> {
     app.update(Msg::Connected(Ok(Connection {
         url: "sqlite://bench.db".into(),
         syntax: idem::config::Engine::Sqlite.into(),
+        table_names: idem::config::TableNames::AnyCase,
         granted: None,
     })));
     let statuses = missing(&app);

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, TableNames};
 use crate::partition::{Grain, Partition};
 
 /// Why one job depends on another.
@@ -30,9 +30,21 @@ pub struct Lineage {
 }
 
 impl Lineage {
-    /// The graph of `config`'s jobs; a cycle is a config error at the job
-    /// that closes it.
+    /// The graph of `config`'s jobs, table names compared as its engine
+    /// compares them where the server is not asked
+    /// ([`crate::config::Engine::table_names`]): before connecting, and
+    /// where nothing connects.
     pub fn of(config: &Config) -> Result<Lineage, ConfigError> {
+        Lineage::comparing(config, config.warehouse.engine().table_names())
+    }
+
+    /// The graph of `config`'s jobs, a job's SQL reading another's target
+    /// where table `names` compare as they do: on a connected warehouse,
+    /// as the server compares them
+    /// ([`crate::warehouse::Warehouse::table_names`]; a MariaDB/MySQL
+    /// server folding names reads `fct` in `FCT`). A cycle is a config
+    /// error at the job that closes it.
+    pub fn comparing(config: &Config, names: TableNames) -> Result<Lineage, ConfigError> {
         let mut lineage = Lineage::default();
         for job in &config.jobs {
             let mut ups: Vec<(String, Because)> = job
@@ -46,7 +58,10 @@ impl Lineage {
                 if declared.contains(other.name.as_str()) {
                     continue;
                 }
-                if let Some(table) = read.iter().find(|t| crate::lint::names_target(t, other)) {
+                if let Some(table) = read
+                    .iter()
+                    .find(|t| crate::lint::names_target(t, other, names))
+                {
                     let written: Vec<&str> = table.iter().map(|(part, _)| part.as_str()).collect();
                     ups.push((other.name.clone(), Because::ReadsTarget(written.join("."))));
                 }
@@ -355,8 +370,50 @@ mod tests {
         // Two replace jobs on Orders and orders write one table on SQLite
         // alone.
         for (config, same) in [(&pg, false), (&my, false), (&cyclic, true)] {
-            let findings = crate::lint::shared_target_findings(&config.jobs, &config.jobs[1]);
+            let names = config.warehouse.engine().table_names();
+            let findings =
+                crate::lint::shared_target_findings(&config.jobs, &config.jobs[1], names);
             assert_eq!(!findings.is_empty(), same, "{findings:?}");
         }
+    }
+
+    #[test]
+    fn a_server_folding_table_names_reads_a_target_in_any_case() {
+        // On MariaDB/MySQL compared by case (the config's default), ORDERS
+        // is another table than orders; on a server folding names
+        // (`lower_case_table_names = 1`) it is orders, in any schema case.
+        let my = config(
+            "mysql://h/shop",
+            &[
+                ("orders", "orders", "raw.x"),
+                ("reads_capitals", "r1", "ORDERS"),
+                ("reads_home_capitals", "r2", "SHOP.`Orders`"),
+                ("reads_other", "r3", "raw.orders"),
+            ],
+        );
+        let by_case = Lineage::of(&my).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&by_case, "reads_capitals"), Vec::<String>::new());
+        let folded = Lineage::comparing(&my, TableNames::AnyCase).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&folded, "reads_capitals"), ["orders"]);
+        assert_eq!(ups(&folded, "reads_home_capitals"), ["orders"]);
+        assert_eq!(ups(&folded, "reads_other"), Vec::<String>::new());
+        assert_eq!(
+            folded.upstream("reads_capitals")[0].1,
+            Because::ReadsTarget("ORDERS".into())
+        );
+        assert_eq!(
+            folded.downstream_closure("orders"),
+            ["reads_capitals", "reads_home_capitals"]
+        );
+
+        // Two jobs reading each other's target in capitals: a cycle only
+        // where the server folds names, said as the config error it is.
+        let each_other = config("mysql://h/shop", &[("a", "a", "B"), ("b", "b", "A")]);
+        assert!(Lineage::of(&each_other).is_ok());
+        let cycle = Lineage::comparing(&each_other, TableNames::AnyCase)
+            .err()
+            .unwrap_or_else(|| panic!("a cycle"));
+        assert!(cycle.message.contains("in a cycle: "), "{cycle}");
+        assert_eq!(cycle.field, "jobs.a.sql", "{cycle}");
     }
 }

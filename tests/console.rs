@@ -103,6 +103,7 @@ fn connected(url: &str) -> Msg {
     Msg::Connected(Ok(Connection {
         url: url.into(),
         syntax: idem::config::Engine::Sqlite.into(),
+        table_names: idem::config::TableNames::AnyCase,
         granted: None,
     }))
 }
@@ -1949,6 +1950,7 @@ sql = "select id, 'C:\\' as path, ':later' as note, dt from s where dt >= :start
                 engine: idem::config::Engine::MySql,
                 backslash_escapes,
             },
+            table_names: idem::config::TableNames::ByCase,
             granted: None,
         }))
     };

@@ -1281,7 +1281,7 @@ async fn comments_are_read_as_the_server_reads_them(kind: Kind) {
     .expect("fixture");
     let job = &parsed.jobs[0];
     assert_eq!(
-        lint::static_findings_as(job, wh.syntax()),
+        lint::static_findings_as(job, wh.syntax(), wh.table_names()),
         vec![],
         "{kind:?}"
     );
@@ -2463,7 +2463,7 @@ async fn lint_flags_what_verify_catches(kind: Kind) {
             .await
             .unwrap_or_else(|e| panic!("{kind:?} {expr}: {e}"));
         assert!(!verified.is_idempotent(), "{kind:?} {expr}: verify");
-        let found = lint::static_findings_as(job, wh.syntax());
+        let found = lint::static_findings_as(job, wh.syntax(), wh.table_names());
         assert!(
             found
                 .iter()

@@ -264,6 +264,7 @@ async fn the_console_detail_says_where_the_history_is(kind: Kind) {
     let effects = app.update(Msg::Connected(Ok(idem::tui::app::Connection {
         url: "the warehouse".into(),
         syntax: config.warehouse.engine().into(),
+        table_names: config.warehouse.engine().table_names(),
         granted: None,
     })));
     assert!(

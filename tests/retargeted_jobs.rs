@@ -278,6 +278,7 @@ async fn the_console_detail_says_where_the_loads_went(kind: Kind) {
     app.update(Msg::Connected(Ok(idem::tui::app::Connection {
         url: "the warehouse".into(),
         syntax: config.warehouse.engine().into(),
+        table_names: config.warehouse.engine().table_names(),
         granted: None,
     })));
     let said = std::sync::Mutex::new(Vec::new());

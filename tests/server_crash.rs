@@ -946,3 +946,149 @@ async fn mysql_a_server_that_folds_table_names_locks_fct_and_fct_in_capitals_as_
         "FCT's 2026-01-01 should show as loaded elsewhere: {elsewhere:?}"
     );
 }
+
+/// A job of [`MariaJob`]'s config's shape: `name` loading `target` with
+/// `select` over the same two days, to append to its config file.
+fn another_job(name: &str, target: &str, select: &str) -> String {
+    format!(
+        "\n[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-02\"\n\
+         sql = \"{select}\"\n"
+    )
+}
+
+/// On a server folding table names, a job whose SQL reads `FCT` reads the
+/// target of the job loading `fct`: lineage asks the server how it compares
+/// names once connected. `idem jobs` shows the dependency, `idem run fct
+/// --cascade` loads the reader after it, and `idem status` marks the
+/// reader's day stale (upstream) once `fct` reloads it with other rows. Two
+/// jobs each reading the other's target in capitals read each other: a
+/// cycle, a config error. (Lineage once compared names by case, as the
+/// server had not been asked: none of this happened.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_server_that_folds_table_names_follows_a_read_of_fct_in_capitals_downstream() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE report (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01'), (2, 5, '2026-01-02')",
+    ];
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let Some(mut m) = MariaJob::start(&["--lower-case-table-names=1"], &setup, select).await else {
+        return;
+    };
+    let one_job = std::fs::read_to_string(&m.path).expect("config");
+    let reads_capitals = "select id, amount, dt from FCT where dt >= :start and dt < :end";
+    std::fs::write(
+        &m.path,
+        one_job.clone() + &another_job("report", "report", reads_capitals),
+    )
+    .expect("config");
+
+    let (code, text) = m.idem(&["jobs"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("← reads fct (its SQL reads FCT)"), "{text}");
+
+    let (code, text) = m.idem(&["run", "fct", "--cascade", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    let report_rows: i64 = sqlx::query("SELECT COUNT(*) FROM report")
+        .fetch_one(&mut m.admin)
+        .await
+        .expect("report")
+        .get(0);
+    assert_eq!(
+        report_rows, 2,
+        "the cascade should have loaded report: {text}"
+    );
+    // Loaded again by itself, it is loaded as of fct's first load either way.
+    let (code, text) = m.idem(&["run", "report", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+
+    m.admin
+        .execute("UPDATE src SET amount = 7 WHERE id = 1")
+        .await
+        .expect("late change");
+    let (code, text) = m.idem(&[
+        "run",
+        "fct",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-01",
+        "--yes",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = m.idem(&["status", "report", "--format", "json"]);
+    assert_eq!(code, Some(0), "{text}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&text).expect("json");
+    let of_day = |day: &str| {
+        rows.iter()
+            .find(|r| r["partition"] == day)
+            .map(|r| (r["state"].clone(), r["stale_upstream"].clone()))
+            .unwrap_or_else(|| panic!("no {day}: {text}"))
+    };
+    let (state, causes) = of_day("2026-01-01");
+    assert_eq!(state, "stale", "{text}");
+    assert!(causes.to_string().contains("fct"), "{text}");
+    assert_eq!(of_day("2026-01-02").0, "loaded", "{text}");
+
+    let reads_report = select.replace("from src", "from REPORT");
+    let cycle =
+        one_job.replace(select, &reads_report) + &another_job("report", "report", reads_capitals);
+    std::fs::write(&m.path, cycle).expect("config");
+    let (code, text) = m.idem(&["status"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("jobs depend on each other in a cycle: "),
+        "{text}"
+    );
+}
+
+/// On a server folding table names, `idem lint` compares targets as the
+/// server does: a job replacing partitions of `FCT` is a second job on
+/// `fct`'s table, and a job reading its own target in capitals reads its
+/// own target. Without a connection (`--offline`) names compare as on
+/// Linux by default, by case, as the README says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(idem_test_mysql),
+    ignore = "no MariaDB server: set IDEM_TEST_MYSQL_URL"
+)]
+async fn mysql_a_server_that_folds_table_names_lints_fct_and_fct_in_capitals_as_one() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE reworked (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+    ];
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let Some(m) = MariaJob::start(&["--lower-case-table-names=1"], &setup, select).await else {
+        return;
+    };
+    let text = std::fs::read_to_string(&m.path).expect("config")
+        + &another_job("fct_again", "FCT", select)
+        + &another_job(
+            "reworked",
+            "reworked",
+            "select id, amount, dt from REWORKED where dt >= :start and dt < :end",
+        );
+    std::fs::write(&m.path, text).expect("config");
+
+    let (code, text) = m.idem(&["lint"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("job fct_again: error: job fct (line 11) also replaces partitions of FCT"),
+        "{text}"
+    );
+    assert!(
+        text.contains("job reworked: error: the SQL reads REWORKED, the job's own target"),
+        "{text}"
+    );
+    let (code, text) = m.idem(&["lint", "--offline"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("also replaces partitions"), "{text}");
+    assert!(!text.contains("own target"), "{text}");
+}

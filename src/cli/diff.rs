@@ -23,8 +23,8 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
         if let (Some((first, last)), Some(p)) = (wanted, partition) {
             super::outside_the_job(job, first, last, p, "no load of it to compare with")?;
         }
-        let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
+        let lineage = super::lineage(&config, &warehouse)?;
         let statuses = super::read_states(&warehouse, &config, &lineage, job, now_utc()).await?;
         let latest_stale = |within: &dyn Fn(&state::PartitionStatus) -> bool| {
             statuses

@@ -48,7 +48,12 @@ async fn lint_inner(
     let mut findings: Vec<(&Job, Vec<Finding>)> = jobs
         .iter()
         .map(|job| {
-            let found = lint::config_findings(&config.jobs, job, job.engine.into());
+            let found = lint::config_findings(
+                &config.jobs,
+                job,
+                job.engine.into(),
+                job.engine.table_names(),
+            );
             (*job, found)
         })
         .collect();

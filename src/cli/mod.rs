@@ -101,7 +101,7 @@ pub fn load_config(path: &Path) -> Result<Config, Stop> {
         )));
     }
     let config = config::load(path).map_err(|e| Stop::usage(e.to_string()))?;
-    lineage(&config)?;
+    crate::lineage::Lineage::of(&config).map_err(|e| Stop::usage(e.to_string()))?;
     Ok(config)
 }
 
@@ -116,9 +116,12 @@ pub fn note_no_jobs(config: &Config) {
     }
 }
 
-/// The config's job graph; a cycle is a config error.
-pub fn lineage(config: &Config) -> Result<crate::lineage::Lineage, Stop> {
-    crate::lineage::Lineage::of(config).map_err(|e| Stop::usage(e.to_string()))
+/// The config's job graph, table names compared as the connected
+/// `warehouse` compares them (a MariaDB/MySQL server may fold them); a
+/// cycle is a config error, even one that only folding closes.
+pub fn lineage(config: &Config, warehouse: &Warehouse) -> Result<crate::lineage::Lineage, Stop> {
+    crate::lineage::Lineage::comparing(config, warehouse.table_names())
+        .map_err(|e| Stop::usage(e.to_string()))
 }
 
 /// A connection that creates nothing: a run makes idem's ledger itself

@@ -66,7 +66,6 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: note: {moved}");
     }
     let concurrency = args.concurrency_or(config.defaults.concurrency)?;
-    let lineage = super::lineage(&config)?;
     // Bad input is said before connecting: at once, and whether or not the
     // warehouse answers.
     selection
@@ -76,6 +75,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // ledger once it knows the session may write (a read-only one is told
     // so, not that a CREATE SCHEMA failed).
     let warehouse = connect_to_read(&config, concurrency as u32 + 1).await?;
+    let lineage = super::lineage(&config, &warehouse)?;
     if !args.dry_run {
         if let Some(refusal) = warehouse
             .read_only_refusal()
@@ -150,7 +150,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
 
     // A preview lists it among the lint's findings; a run without one
     // says it anyway (a cron's `-y` run too).
-    if !previewed && let Some(both) = crate::lint::merged_and_replaced(&config.jobs, job) {
+    if !previewed
+        && let Some(both) =
+            crate::lint::merged_and_replaced(&config.jobs, job, warehouse.table_names())
+    {
         noteln!("idem: warning: {both}");
     }
     let mut steps = vec![(backfill, statuses)];

@@ -204,8 +204,8 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
         }
         ranges.push((from, to));
     }
-    let lineage = super::lineage(&config)?;
     let warehouse = connect_to_read(&config, 2).await?;
+    let lineage = super::lineage(&config, &warehouse)?;
     // One job that cannot be read (its target dropped, say) is reported in
     // its place; the others are still shown, and the exit code says 1.
     let mut all: Vec<(&Job, Result<JobStates, String>)> = Vec::new();
@@ -549,8 +549,8 @@ pub async fn jobs(config_path: &Path) -> Exit {
     let result = async {
         let config = load_config(config_path)?;
         super::note_no_jobs(&config);
-        let lineage = super::lineage(&config)?;
         let warehouse = connect_to_read(&config, 2).await?;
+        let lineage = super::lineage(&config, &warehouse)?;
         outln!(
             "{:<22} {:<18} {:<6} {:<28} {:<10} health",
             "JOB",

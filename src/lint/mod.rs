@@ -32,7 +32,7 @@ mod zero_dates;
 
 use serde::Serialize;
 
-use crate::config::{Ident, Job, Strategy};
+use crate::config::{Ident, Job, Strategy, TableNames};
 use crate::warehouse::sql::Syntax;
 use crate::warehouse::{Column, Engine, Warehouse, WarehouseError, names_column};
 use sql::{Reading, Volatile};
@@ -138,16 +138,17 @@ pub fn bounds_only_filter(job: &Job) -> bool {
 /// The findings that need no warehouse, the job's SQL read by its
 /// engine's default syntax.
 pub fn static_findings(job: &Job) -> Vec<Finding> {
-    static_findings_as(job, job.engine.into())
+    static_findings_as(job, job.engine.into(), job.engine.table_names())
 }
 
 /// What a job's config says without the warehouse, as `idem lint` and the
 /// job listings say it: its SQL read as `syntax` reads it, and what it does
-/// to the jobs of `jobs` before it that write the same target; by line.
-pub fn config_findings(jobs: &[Job], job: &Job, syntax: Syntax) -> Vec<Finding> {
+/// to the jobs of `jobs` before it that write the same target; table names
+/// compared as `names` compare them; by line.
+pub fn config_findings(jobs: &[Job], job: &Job, syntax: Syntax, names: TableNames) -> Vec<Finding> {
     let mut found = [
-        static_findings_as(job, syntax),
-        shared_target_findings(jobs, job),
+        static_findings_as(job, syntax, names),
+        shared_target_findings(jobs, job, names),
     ]
     .concat();
     found.sort_by_key(|f| (f.line, f.severity));
@@ -162,7 +163,7 @@ pub async fn all_findings(
     jobs: &[Job],
     job: &Job,
 ) -> Result<Vec<Finding>, (Vec<Finding>, WarehouseError)> {
-    let mut found = config_findings(jobs, job, wh.syntax());
+    let mut found = config_findings(jobs, job, wh.syntax(), wh.table_names());
     match wh.answering(warehouse_findings(wh, job)).await {
         Ok(more) => {
             found.extend(more);
@@ -174,8 +175,9 @@ pub async fn all_findings(
 }
 
 /// [`static_findings`], the SQL read as a connected server reads it (a
-/// MariaDB/MySQL `sql_mode` may turn backslash escapes off).
-pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
+/// MariaDB/MySQL `sql_mode` may turn backslash escapes off), its table
+/// names compared as the server compares them (`lower_case_table_names`).
+pub fn static_findings_as(job: &Job, syntax: Syntax, names: TableNames) -> Vec<Finding> {
     let reading = sql::read(&job.sql, syntax);
     let mut out = Vec::new();
     let at = |n: usize| file_line(job, n);
@@ -312,7 +314,7 @@ pub fn static_findings_as(job: &Job, syntax: Syntax) -> Vec<Finding> {
 
     required_outputs_static(job, &reading, &mut out);
     watermark::findings(job, &reading, &mut out);
-    own_target::findings(job, &reading, &mut out);
+    own_target::findings(job, &reading, names, &mut out);
     unused_keys::findings(job, &mut out);
     out.sort_by_key(|f| (f.line, f.severity));
     out

@@ -4,20 +4,20 @@
 //! starter job of `idem init` that reads no table yet.
 
 use super::{Finding, Severity, file_line, sql::Reading};
-use crate::config::{Job, Strategy};
+use crate::config::{Job, Strategy, TableNames};
 
 /// Whether a table name as the SQL wrote it (each part with whether it was
-/// quoted) is `job`'s target, matched as the job's engine matches names:
-/// the same name, in the same schema, a name without one being in the
+/// quoted) is `job`'s target, matched as the job's engine reads names and
+/// table `names` compare (a connected server's rule, else the engine's
+/// default): the same name, in the same schema, a name without one being in the
 /// job's home schema (`raw.orders` is not a target `orders` in `public` or
 /// the URL's database; where the home cannot be told, any schema matches).
 /// The target is quoted as written; in the SQL an unquoted name folds to
 /// lower case on PostgreSQL, so `Orders` there reads `orders`, and
 /// `"Orders"` another table.
-pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
+pub fn names_target(written: &[(String, bool)], job: &Job, names: TableNames) -> bool {
     let engine = job.engine;
     let target = &job.target;
-    let names = engine.table_names();
     let same = |(part, quoted): &(String, bool), name: &str| {
         names.same(&engine.stored_name(part, *quoted), name)
     };
@@ -41,7 +41,7 @@ pub fn names_target(written: &[(String, bool)], job: &Job) -> bool {
     }
 }
 
-pub(super) fn findings(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
+pub(super) fn findings(job: &Job, reading: &Reading, names: TableNames, out: &mut Vec<Finding>) {
     // A starter job that reads no table yet (`idem init` writes `<source>`
     // rather than its target, which a load would read back empty).
     if let Some(line) = reading.placeholder {
@@ -60,7 +60,11 @@ pub(super) fn findings(job: &Job, reading: &Reading, out: &mut Vec<Finding>) {
     if job.strategy != Strategy::ReplacePartition || !one_query {
         return;
     }
-    let Some(read) = reading.tables_written.iter().find(|t| names_target(t, job)) else {
+    let Some(read) = reading
+        .tables_written
+        .iter()
+        .find(|t| names_target(t, job, names))
+    else {
         return;
     };
     let read = read

@@ -1,19 +1,20 @@
 //! Findings across jobs: two jobs that write the same target table undo
 //! each other's loads, which neither job's own SQL shows.
 
-use crate::config::{Job, Strategy, same_table};
+use crate::config::{Job, Strategy, TableNames, same_table};
 
 use super::{Finding, Severity};
 
 /// The findings of `job` against the jobs written before it in `jobs` (the
-/// whole config), on `job`'s `target` line: a second job replacing
+/// whole config), on `job`'s `target` line, targets being the same table
+/// where table `names` compare as they do: a second job replacing
 /// partitions of the same target is an error, a replace and a merge on one
 /// target a warning.
-pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
+pub fn shared_target_findings(jobs: &[Job], job: &Job, names: TableNames) -> Vec<Finding> {
     let earlier: Vec<&Job> = jobs
         .iter()
         .take_while(|other| other.name != job.name)
-        .filter(|other| same_table(&other.target, &job.target, job.engine.table_names()))
+        .filter(|other| same_table(&other.target, &job.target, names))
         .collect();
     let first = |strategy: Strategy| earlier.iter().find(|o| o.strategy == strategy);
     let mut out = Vec::new();
@@ -62,14 +63,15 @@ pub fn shared_target_findings(jobs: &[Job], job: &Job) -> Vec<Finding> {
 }
 
 /// What a run of `job` says when another job of `jobs` writes its target
-/// by the other strategy, whichever comes first in the config (`idem lint`
+/// (the same table where table `names` compare as they do) by the other
+/// strategy, whichever comes first in the config (`idem lint`
 /// says it once, on the later one): the run takes turns with that job's
 /// loads, but their rows still undo each other's.
-pub fn merged_and_replaced(jobs: &[Job], job: &Job) -> Option<String> {
+pub fn merged_and_replaced(jobs: &[Job], job: &Job, names: TableNames) -> Option<String> {
     let other = jobs.iter().find(|o| {
         o.name != job.name
             && o.strategy != job.strategy
-            && same_table(&o.target, &job.target, job.engine.table_names())
+            && same_table(&o.target, &job.target, names)
     })?;
     let (merge, replace) = match job.strategy {
         Strategy::MergeKey => (job, other),

@@ -99,6 +99,7 @@ impl Background {
                         let connection = Connection {
                             url: wh.display_url(),
                             syntax: wh.syntax(),
+                            table_names: wh.table_names(),
                             granted: wh
                                 .partitions_granted()
                                 .map(|(partitions, why)| (partitions, why.to_string())),

@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 
 use super::errors::{ErrorGroup, group_failures};
 use super::widgets::first_in_view;
-use crate::config::Job;
+use crate::config::{Job, TableNames};
 use crate::engine::Event;
 use crate::partition::{Grain, Partition, RangeEnd};
 use crate::state::{self, AttemptEnd, LoadState, PartitionStatus};
@@ -22,10 +22,11 @@ pub struct LintNote {
     pub message: String,
 }
 
-/// The static lint findings of a job, its SQL read as `syntax` reads it:
-/// what the console shows until the warehouse's lint answers.
-pub fn lint_notes(job: &Job, syntax: Syntax) -> Vec<LintNote> {
-    notes_of(crate::lint::static_findings_as(job, syntax))
+/// The static lint findings of a job, its SQL read as `syntax` reads it
+/// and table names compared as `names` compare: what the console shows
+/// until the warehouse's lint answers.
+pub fn lint_notes(job: &Job, syntax: Syntax, names: TableNames) -> Vec<LintNote> {
+    notes_of(crate::lint::static_findings_as(job, syntax, names))
 }
 
 /// Lint findings as the console shows them.
@@ -135,7 +136,7 @@ impl JobView {
         let cursor = partitions
             .binary_search(&last)
             .unwrap_or_else(|i| i.saturating_sub(1));
-        let lint = lint_notes(&job, job.engine.into());
+        let lint = lint_notes(&job, job.engine.into(), job.engine.table_names());
         JobView {
             job,
             partitions,
@@ -168,11 +169,12 @@ impl JobView {
         self.job.grain
     }
 
-    /// The lint notes, the SQL read as the connected server reads it (until
-    /// then, by the engine's default: a MariaDB/MySQL `sql_mode` may turn
-    /// backslash escapes off).
-    pub fn read_lint_as(&mut self, syntax: Syntax) {
-        self.lint = lint_notes(&self.job, syntax);
+    /// The lint notes, the SQL read and table names compared as the
+    /// connected server does (until then, by the engine's default: a
+    /// MariaDB/MySQL `sql_mode` may turn backslash escapes off, and its
+    /// `lower_case_table_names` fold names).
+    pub fn read_lint_as(&mut self, syntax: Syntax, names: TableNames) {
+        self.lint = lint_notes(&self.job, syntax, names);
     }
 
     /// What the warehouse answered of the config's renamed jobs

@@ -8,7 +8,7 @@ use chrono::NaiveDateTime;
 use crossterm::event::{Event as TermEvent, KeyEvent, KeyEventKind, MouseEvent};
 
 use super::theme::Theme;
-use crate::config::{DefinitionChange, Job};
+use crate::config::{DefinitionChange, Job, TableNames};
 use crate::engine::{Backfill, Event};
 use crate::partition::Partition;
 use crate::state::{PartitionStatus, StatesRead};
@@ -23,6 +23,9 @@ pub struct Connection {
     pub url: String,
     /// How the server reads SQL text: a job's lint is read that way.
     pub syntax: Syntax,
+    /// How the server compares table names: lineage and lint compare them
+    /// that way.
+    pub table_names: TableNames,
     /// The partitions at once the warehouse grants a run (its role's limit
     /// on connections), and why; none where it sets no lower limit.
     pub granted: Option<(usize, String)>,

@@ -44,7 +44,7 @@ use super::reconcile::Reconciler;
 use super::runs;
 use super::theme::Theme;
 use super::widgets::inner;
-use crate::config::Config;
+use crate::config::{Config, TableNames};
 use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
@@ -125,7 +125,8 @@ pub struct Shared {
     /// restart can: what the console keeps to, and why.
     pub config_error: Option<String>,
     /// Which jobs read which: for stale (upstream) states, the lineage view
-    /// and cascades.
+    /// and cascades. Table names compared as the engine does by default
+    /// until connected, then as the server does.
     pub lineage: Lineage,
 }
 
@@ -136,6 +137,10 @@ pub(super) const REFRESHING: &str = "refreshing…";
 pub struct App {
     shared: Shared,
     config: Config,
+    /// How the warehouse compares table names: by the engine's default
+    /// until connected, then as the server says (a MariaDB/MySQL server
+    /// may fold them); the lineage of a reloaded config compares them so.
+    table_names: TableNames,
     theme_files: Vec<(String, PathBuf)>,
     no_color: bool,
     /// Something changed since the last draw.
@@ -176,7 +181,8 @@ impl App {
     pub fn start_with(config: Config, start: Start, now: NaiveDateTime) -> App {
         let jobs = JobsPane::new(&config.jobs, now);
         let url = crate::warehouse::redact(&config.warehouse.url);
-        let (lineage, lineage_error) = match Lineage::of(&config) {
+        let table_names = config.warehouse.engine().table_names();
+        let (lineage, lineage_error) = match Lineage::comparing(&config, table_names) {
             Ok(l) => (l, None),
             Err(e) => (Lineage::default(), Some(e.to_string())),
         };
@@ -208,6 +214,7 @@ impl App {
                 lineage,
             },
             config,
+            table_names,
             theme_files: start.theme_files,
             no_color: start.no_color,
             dirty: true,

@@ -97,7 +97,7 @@ impl App {
             return Vec::new();
         }
         self.keep_config_clear();
-        let lineage = Lineage::of(&new);
+        let lineage = Lineage::comparing(&new, self.table_names);
         let dialog_outdated = self.run_dialog_outdated(&new, lineage.as_ref().ok());
         let chosen = match &self.shared.modal {
             Modal::Confirm(c) => self.shared.jobs.get(c.job).map(|j| c.chosen(j)),

@@ -3,6 +3,7 @@
 //! unread, or unchanged since the last count).
 
 use super::{App, Connection, Effect, REFRESHING, Unread};
+use crate::lineage::Lineage;
 use crate::state::StatesRead;
 use crate::tui::widgets::first_line;
 
@@ -63,11 +64,23 @@ impl App {
             Ok(Connection {
                 url,
                 syntax,
+                table_names,
                 granted,
             }) => {
                 self.shared.granted = granted;
                 for j in self.shared.jobs.iter_mut() {
-                    j.read_lint_as(syntax);
+                    j.read_lint_as(syntax, table_names);
+                }
+                // Which jobs read which, as the server compares table
+                // names: one folding them reads `fct` in `FCT`, and may
+                // close a cycle the config's default did not.
+                self.table_names = table_names;
+                match Lineage::comparing(&self.config, table_names) {
+                    Ok(lineage) => self.shared.lineage = lineage,
+                    Err(e) => {
+                        self.shared.lineage = Lineage::default();
+                        self.shared.message = Some((true, e.to_string()));
+                    }
                 }
                 self.shared.url = url;
                 self.shared.connected = true;

@@ -15,6 +15,7 @@ fn app() -> App {
     app.update(Msg::Connected(Ok(Connection {
         url: "sqlite://w.db".into(),
         syntax: crate::config::Engine::Sqlite.into(),
+        table_names: crate::config::TableNames::AnyCase,
         granted: None,
     })));
     let statuses = job_view("fct_orders", false, "■■✗■·■■✗■■").statuses;
@@ -57,6 +58,7 @@ fn jobs_are_linted_on_the_warehouse_once_connected() {
     let effects = a.update(Msg::Connected(Ok(Connection {
         url: "sqlite://w.db".into(),
         syntax: crate::config::Engine::Sqlite.into(),
+        table_names: crate::config::TableNames::AnyCase,
         granted: None,
     })));
     assert!(
@@ -462,4 +464,64 @@ fn run_row_keys_without_a_run_say_there_is_none() {
         );
         assert_ne!(a.focus, Focus::Runs, "{c}");
     }
+}
+
+/// Which jobs read which is as the connected server compares table names:
+/// on a MariaDB folding them, a job reading `ORDERS` reads the target of
+/// the job loading `orders` (the lineage view, stale (upstream) and
+/// cascades follow it), a reloaded config is read so too, and two jobs
+/// reading each other's target in capitals close a cycle, said in the
+/// status bar as the config error it is.
+#[test]
+fn lineage_compares_table_names_as_the_connected_server_does() {
+    let job = |name: &str, reads: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-06-01\"\n\
+             sql = '''select id, dt from {reads} where dt >= :start and dt < :end'''\n"
+        )
+    };
+    let config = |jobs: &[String]| {
+        let text = format!("[warehouse]\nurl = \"mysql://h/shop\"\n{}", jobs.concat());
+        crate::config::parse(std::path::Path::new("idem.toml"), &text, &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let folding = || {
+        Msg::Connected(Ok(Connection {
+            url: "mysql://h/shop".into(),
+            syntax: crate::config::Engine::MySql.into(),
+            table_names: crate::config::TableNames::AnyCase,
+            granted: None,
+        }))
+    };
+    let jobs = [job("orders", "raw"), job("report", "ORDERS")];
+    let mut a = App::new(config(&jobs), Theme::default_theme(), now());
+    assert!(
+        a.lineage.downstream("orders").is_empty(),
+        "by case, unasked"
+    );
+    a.update(folding());
+    assert_eq!(a.lineage.downstream("orders"), ["report"]);
+    a.update(Msg::ConfigRead(Ok(config(&[
+        job("orders", "raw"),
+        job("report", "ORDERS"),
+        job("summary", "Report"),
+    ]))));
+    assert_eq!(
+        a.lineage.downstream_closure("orders"),
+        ["report", "summary"]
+    );
+
+    let mut b = App::new(
+        config(&[job("a", "B"), job("b", "A")]),
+        Theme::default_theme(),
+        now(),
+    );
+    assert!(b.message.is_none(), "{:?}", b.message);
+    b.update(folding());
+    let said = b.message.clone().unwrap_or_default();
+    assert!(
+        said.0 && said.1.contains("jobs depend on each other in a cycle: "),
+        "{said:?}"
+    );
 }
