@@ -2263,7 +2263,7 @@ fn x_does_nothing_without_later_merged_windows() {
 fn diff_of(unified: &str) -> DefinitionChange {
     DefinitionChange {
         unified: unified.into(),
-        layout_only: false,
+        alike: None,
     }
 }
 
@@ -2418,7 +2418,7 @@ fn the_definition_diff_is_read_for_real_on_the_demo() {
     else {
         panic!("no diff: {msg:?}");
     };
-    assert!(!change.layout_only, "{change:?}");
+    assert_eq!(change.alike, None, "{change:?}");
     let diff = &change.unified;
     assert!(
         diff.lines()
@@ -2456,7 +2456,7 @@ fn the_overlay_says_when_definitions_differ_only_in_layout() {
     else {
         panic!("no diff: {msg:?}");
     };
-    assert!(change.layout_only, "{change:?}");
+    assert_eq!(change.alike, Some(LAYOUT_ONLY_NOTE), "{change:?}");
     a.update(msg);
     let screen = text(&a);
     let shown = screen

@@ -1116,6 +1116,22 @@ mod placeholders {
              (3, '9999-12-31 23:59:59'), (4, '2026-03-01 00:00:00')"
                 .into(),
         );
+        // Days and months ahead are real dates (a zone ahead of the
+        // warehouse's clock, a delivery day): only beyond a year is a
+        // value taken for "never" written as a date.
+        let today = chrono::Utc::now().date_naive();
+        let ahead = |days: u64| (today + chrono::Days::new(days)).to_string();
+        for table in ["ahead", "ahead_indexed"] {
+            script.push(format!(
+                "CREATE TABLE {table} (id INTEGER NOT NULL PRIMARY KEY, d DATE)"
+            ));
+            script.push(format!(
+                "INSERT INTO {table} VALUES (1, '2026-03-01'), (2, '{}'), (3, '{}'), (4, '2999-01-01')",
+                ahead(1),
+                ahead(40)
+            ));
+        }
+        script.push("CREATE INDEX ahead_indexed_d ON ahead_indexed (d)".into());
         script.push("CREATE TABLE all_unknown (id INTEGER NOT NULL PRIMARY KEY, d DATE)".into());
         script.push("INSERT INTO all_unknown VALUES (1, '1900-01-01')".into());
         let (said, starter, jobs) = starter_after(&db, wh, kind, &script).await;
@@ -1125,7 +1141,7 @@ mod placeholders {
             (job.grain.as_str(), job.start.name())
         };
         let left_out = "as likely placeholders: 3 rows of 0001-01-01 to 1900-01-01, \
-                        before 1970-01-01; 1 row of 9999-12-31, after today (";
+                        before 1970-01-01; 1 row of 9999-12-31, after ";
         for table in ["unknowns", "unknowns_indexed"] {
             assert_eq!(
                 job(table),
@@ -1172,6 +1188,18 @@ mod placeholders {
             ),
             "{kind:?}: {said}"
         );
+        let a_year_on = today
+            .checked_add_months(chrono::Months::new(12))
+            .unwrap_or(today);
+        for table in ["ahead", "ahead_indexed"] {
+            assert!(
+                said.contains(&format!(
+                    "\n{table}: start 2026-03-01, leaving out as likely placeholders: \
+                     1 row of 2999-01-01, after {a_year_on} (a year from today)\n"
+                )),
+                "{kind:?}: {said}"
+            );
+        }
         // Nothing plausible: started as an empty table is, and said so.
         let this_month = chrono::Utc::now().format("%Y-%m-01").to_string();
         assert_eq!(
@@ -1181,7 +1209,7 @@ mod placeholders {
         );
         assert!(
             starter.contains(
-                "), no date from 1970-01-01 to today (start is this month's first day)\n\
+                "), no date from 1970-01-01 to a year from today (start is this month's first day)\n\
                  # Left out as likely placeholders: 1 row of 1900-01-01, before 1970-01-01\n"
             ),
             "{kind:?}: {starter}"

@@ -304,7 +304,7 @@ async fn postgres_a_last_load_overtaken_before_the_lock_is_not_trusted() {
         reason: None,
         allow_shrink: false,
         last_load: Some(first.clone()),
-        merges_before_run: None,
+        merges_before_run: idem::warehouse::MergesBefore::NotAMerge,
     };
     let lines = std::sync::Mutex::new(Vec::new());
     let outcome = wh

@@ -181,3 +181,82 @@ async fn two_runs_merging_one_job_take_turns_and_never_roll_keys_back(kind: Kind
 }
 
 on_server_engines!(two_runs_merging_one_job_take_turns_and_never_roll_keys_back);
+
+/// A merge run reads, as it begins, the ledger's latest merge of its job:
+/// a later window merged past that by another run refuses an older one.
+/// Before, a read that failed (the ledger refused for a moment, a pool
+/// closing) turned the check off, so a racing run's later window went
+/// unseen and an older window set its keys back. Now each window refuses,
+/// writing nothing and saying why.
+mod unread_ledger {
+    use super::*;
+    use idem::warehouse::{AttemptMeta, MergesBefore};
+
+    async fn a_merge_whose_earlier_merges_were_not_read_writes_nothing(kind: Kind) {
+        let Some(db) = TestDb::new(kind).await else {
+            return;
+        };
+        let (path, config) = db.config(&common::merge_job("dim", "dim", "2026-01-01", SELECT));
+        let wh = db.warehouse(&config).await;
+        wh.execute_script(&[
+            "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE dim (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+            "INSERT INTO src VALUES (1, 10, '2026-01-01')",
+        ])
+        .await
+        .expect("tables");
+        wh.make_ledger().await.expect("ledger");
+        let job = &config.jobs[0];
+        let day = idem::partition::Partition::parse(
+            job.grain,
+            "2026-01-01",
+            idem::partition::RangeEnd::From,
+        )
+        .expect("day");
+        let meta = AttemptMeta {
+            run_id: "unread".into(),
+            attempt: 1,
+            started_at: idem::warehouse::ledger::timestamp(chrono::Utc::now()),
+            operator: "test".into(),
+            host: "test".into(),
+            reason: None,
+            allow_shrink: false,
+            last_load: None,
+            merges_before_run: MergesBefore::Unread("the server is down".into()),
+        };
+        let refused = wh
+            .load_partition(
+                job,
+                &day,
+                &meta,
+                &|_| {},
+                &tokio_util::sync::CancellationToken::new(),
+            )
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("{kind:?}: merged unchecked"));
+        assert!(
+            refused.starts_with("window 2026-01-01 not merged: which windows of dim were merged before this run began could not be read from the ledger (the server is down)")
+                && refused.contains("nothing was written"),
+            "{kind:?}: {refused}"
+        );
+        assert_eq!(amounts(kind, &wh).await, vec![], "{kind:?}");
+        // Read, the run merges.
+        common::stdout_ok(&common::idem(&path, &["run", "dim", "-y"]));
+        assert_eq!(amounts(kind, &wh).await, vec![(1, 10)], "{kind:?}");
+        let read = wh.merges_before_run(job).await;
+        assert!(
+            matches!(read, MergesBefore::Read(n) if n > 0),
+            "{kind:?}: {read:?}"
+        );
+        // A read that fails says so, where it said nothing to check.
+        wh.close().await;
+        assert!(
+            matches!(wh.merges_before_run(job).await, MergesBefore::Unread(_)),
+            "{kind:?}"
+        );
+    }
+
+    on_every_engine!(a_merge_whose_earlier_merges_were_not_read_writes_nothing);
+}

@@ -1,6 +1,6 @@
 //! `idem status` and `idem diff` on warehouses an operator meets at 3 a.m.:
 //! a partition column of the wrong type, rows whose partition column is
-//! NULL, a definition changed only in whitespace.
+//! NULL, a definition changed only in whitespace or its target's case.
 
 mod common;
 
@@ -80,6 +80,22 @@ async fn diff_says_when_definitions_differ_only_in_whitespace_or_comments() {
         assert!(out.contains("(2 stale partitions)"), "{sql}: {out}");
         assert_eq!(out.contains(layout_note), layout, "{sql}: {out}");
     }
+    // The target cased otherwise is the same table on SQLite: stale (its
+    // text changed), and said to load alike, not only shown changed.
+    std::fs::write(
+        &config,
+        original.replace("target = \"fct\"", "target = \"FCT\""),
+    )
+    .expect("edit");
+    let out = common::stdout_ok(&idem(&config, &["diff", "fct"]));
+    assert!(
+        out.contains("(2 stale partitions)")
+            && out.contains(
+                "they differ only in how the target's name is cased, and this warehouse takes both for the same table"
+            )
+            && out.contains("-target = fct\n+target = FCT"),
+        "{out}"
+    );
 }
 
 /// Targets with rows whose partition column is NULL: `idem status` says

@@ -114,6 +114,7 @@ pub async fn diff(config_path: &Path, job_name: &str, partition: Option<&str>) -
             &old,
             &current,
             config.warehouse.engine(),
+            warehouse.table_names(),
             (
                 &format!("loaded ({})", success.definition_hash),
                 &format!("now ({})", job.definition_hash()),

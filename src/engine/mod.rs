@@ -329,7 +329,7 @@ struct PartitionRun<'a> {
     admission: &'a Admission,
     /// Each partition's last load, as the run found it.
     last_loads: &'a HashMap<String, crate::warehouse::LastLoad>,
-    merges_before_run: &'a Option<i64>,
+    merges_before_run: &'a crate::warehouse::MergesBefore,
 }
 
 /// The last loads of a replace run's partitions, read once for the run
@@ -428,7 +428,7 @@ impl PartitionRun<'_> {
                 reason: self.backfill.reason.clone(),
                 allow_shrink: self.backfill.allow_shrink,
                 last_load: self.last_loads.get(&name).cloned(),
-                merges_before_run: *self.merges_before_run,
+                merges_before_run: self.merges_before_run.clone(),
             };
             let events = self.events.clone();
             let (run_id, job_name, part) =

@@ -623,7 +623,13 @@ pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
         .await
         .map(|old| {
             old.map(|old| {
-                DefinitionChange::between(&old, &current, engine, ("loaded under", "now"))
+                DefinitionChange::between(
+                    &old,
+                    &current,
+                    engine,
+                    warehouse.table_names(),
+                    ("loaded under", "now"),
+                )
             })
         })
         .map_err(|e| e.to_string());

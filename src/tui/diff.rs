@@ -271,7 +271,7 @@ mod tests {
         assert_eq!((req.id, req.hash.as_str()), (7, "old-definition"));
         view.result = Some(Ok(Some(DefinitionChange {
             unified: "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n".into(),
-            layout_only: false,
+            alike: None,
         })));
         let t = Theme::default_theme();
         let lines = view.lines(&t, 100);

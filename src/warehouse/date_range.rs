@@ -1,6 +1,8 @@
 //! What `idem init` reads of a dated column: its first and last plausible
 //! dates, the values left out as likely placeholders (`0001-01-01`,
-//! `1900-01-01`, `9999-12-31`: "unknown" written as a date), and a sample of
+//! `1900-01-01`, `9999-12-31`: "unknown" written as a date; a date days
+//! ahead is no placeholder: a zone ahead of the warehouse's clock, a
+//! scheduled row), and a sample of
 //! its values, each without reading a big table whole: an index gives the
 //! range in a few seeks; without one, only the first rows the warehouse
 //! reads are, and the range says so. Values that are no dates at all
@@ -18,12 +20,22 @@ use crate::config::TableName;
 /// rows takes minutes.
 pub const ROWS_READ_WITHOUT_INDEX: u32 = 100_000;
 
+/// The last date taken for a real one: a year after `today`. Rows dated
+/// days or months ahead are real (a zone ahead of the warehouse's clock,
+/// an order's delivery day, a scheduled event); `9999-12-31`, `2999-01-01`
+/// are "unknown" or "never" written as a date.
+fn last_plausible(today: NaiveDate) -> NaiveDate {
+    today
+        .checked_add_months(chrono::Months::new(12))
+        .unwrap_or(today)
+}
+
 /// The smallest date written in full taken for a date at all.
 const FIRST_REAL_DATE: &str = "0001-01-01";
 
 /// The first date taken for a real one in a table a batch job loads:
 /// earlier values (`0001-01-01`, `1900-01-01`) are most often "unknown"
-/// written as a date. The last is the warehouse's today.
+/// written as a date. The last is a year after today ([`last_plausible`]).
 pub const FIRST_PLAUSIBLE_DATE: NaiveDate = match NaiveDate::from_ymd_opt(1970, 1, 1) {
     Some(date) => date,
     None => panic!("1970-01-01 is a date"),
@@ -38,16 +50,18 @@ pub struct DateRange {
     /// rows than [`ROWS_READ_WITHOUT_INDEX`]. Otherwise of the first rows
     /// read alone, so the table may hold earlier and later dates.
     pub exact: bool,
-    /// Dates before [`FIRST_PLAUSIBLE_DATE`], then after today, left out.
+    /// Dates before [`FIRST_PLAUSIBLE_DATE`], then over a year after today,
+    /// left out.
     pub placeholders: Vec<Placeholders>,
 }
 
 /// Dates on one side of the plausible ones, left out of a [`DateRange`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placeholders {
-    /// Whether after the last plausible date (today), not before the first.
+    /// Whether after the last plausible date, not before the first.
     pub after: bool,
-    /// The date they lie beyond: [`FIRST_PLAUSIBLE_DATE`], or today.
+    /// The date they lie beyond: [`FIRST_PLAUSIBLE_DATE`], or the last
+    /// plausible one ([`last_plausible`]).
     pub beyond: NaiveDate,
     pub least: String,
     pub greatest: String,
@@ -60,16 +74,16 @@ pub struct Placeholders {
 
 /// The conditions `idem init` sorts a column's values by.
 struct Conditions {
-    /// A date from [`FIRST_PLAUSIBLE_DATE`] to today.
+    /// A date from [`FIRST_PLAUSIBLE_DATE`] to [`last_plausible`].
     plausible: String,
     before: String,
     after: String,
-    today: NaiveDate,
+    last_plausible: NaiveDate,
 }
 
 impl Warehouse {
     /// The smallest and largest plausible dates of `column` (from
-    /// [`FIRST_PLAUSIBLE_DATE`] to today on the warehouse's clock; on
+    /// [`FIRST_PLAUSIBLE_DATE`] to [`last_plausible`]; on
     /// SQLite, whose dates are text, no number either, as numbers sort
     /// before any text), and what lies on either side. Read in a few seeks
     /// where an index begins with the column; otherwise from the first
@@ -227,18 +241,18 @@ impl Warehouse {
     }
 
     /// How `idem init` sorts the values of the column `quoted`: no date,
-    /// a plausible one (from [`FIRST_PLAUSIBLE_DATE`] to today on the
-    /// warehouse's clock), or one before or after those.
+    /// a plausible one (from [`FIRST_PLAUSIBLE_DATE`] to
+    /// [`last_plausible`]), or one before or after those.
     fn conditions(&self, quoted: &str) -> Conditions {
         let real = self.real_date(quoted);
         let first = FIRST_PLAUSIBLE_DATE;
-        let today = crate::clock::now().date_naive();
-        let tomorrow = today.succ_opt().unwrap_or(today);
+        let last = last_plausible(crate::clock::now().date_naive());
+        let next = last.succ_opt().unwrap_or(last);
         Conditions {
-            plausible: format!("{real} AND {quoted} >= '{first}' AND {quoted} < '{tomorrow}'"),
+            plausible: format!("{real} AND {quoted} >= '{first}' AND {quoted} < '{next}'"),
             before: format!("{real} AND {quoted} < '{first}'"),
-            after: format!("{real} AND {quoted} >= '{tomorrow}'"),
-            today,
+            after: format!("{real} AND {quoted} >= '{next}'"),
+            last_plausible: last,
         }
     }
 
@@ -274,7 +288,7 @@ impl Conditions {
         Placeholders {
             after,
             beyond: if after {
-                self.today
+                self.last_plausible
             } else {
                 FIRST_PLAUSIBLE_DATE
             },

@@ -56,7 +56,9 @@ pub use last_loads::LastLoad;
 pub use ledger_names::{Renamed, RetiredName};
 use ledger_setup::LedgerPresence;
 pub use ledger_targets::{JobLedger, LoadsElsewhere};
-pub use load::{AttemptMeta, LoadOutcome, LoadStep, Loaded, SessionAsk, SessionHolder, renumbered};
+pub use load::{
+    AttemptMeta, LoadOutcome, LoadStep, Loaded, MergesBefore, SessionAsk, SessionHolder, renumbered,
+};
 pub(crate) use lock_holder::sqlite_openers;
 pub use partition_cover::UncoveredWindow;
 pub(crate) use partition_lock::lock_key_i64;

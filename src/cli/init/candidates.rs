@@ -22,7 +22,7 @@ pub(super) struct Candidate {
     /// read (the column has no index, and the table is big).
     pub first_value_exact: bool,
     /// Dates left out of `first_value` and the grain's reading as likely
-    /// placeholders: before 1970, after today.
+    /// placeholders: before 1970, over a year after today.
     pub placeholders: Vec<Placeholders>,
 }
 

@@ -95,7 +95,7 @@ pub(super) fn starter(url: &str, url_toml: &str, survey: &Survey, dialect: &dyn 
             )),
             None if c.placeholders.is_empty() => about.push_str(", empty"),
             None => about.push_str(&format!(
-                ", no date from {FIRST_PLAUSIBLE_DATE} to today (start is this month's first day)"
+                ", no date from {FIRST_PLAUSIBLE_DATE} to a year from today (start is this month's first day)"
             )),
         }
         if let Some(left_out) = left_out(&c.placeholders) {
@@ -176,7 +176,8 @@ pub(super) fn first_rows_only(column: &Ident) -> String {
 /// What was left out of a candidate's start and grain as likely
 /// placeholders ("unknown" written as a date), after "left out": `as
 /// likely placeholders: 2 rows of 0001-01-01 to 1900-01-01, before
-/// 1970-01-01; 1 row of 9999-12-31, after today (2026-12-04)`. None where
+/// 1970-01-01; 1 row of 9999-12-31, after 2027-12-04 (a year from
+/// today)`. None where
 /// nothing was.
 pub(super) fn left_out(placeholders: &[Placeholders]) -> Option<String> {
     if placeholders.is_empty() {
@@ -198,7 +199,7 @@ pub(super) fn left_out(placeholders: &[Placeholders]) -> Option<String> {
                 format!("{least} to {greatest}")
             };
             let beyond = if p.after {
-                format!("after today ({})", p.beyond)
+                format!("after {} (a year from today)", p.beyond)
             } else {
                 format!("before {}", p.beyond)
             };

@@ -9,16 +9,37 @@ use super::ledger::AttemptStatus;
 use super::{AttemptMeta, Dialect, Target, Warehouse, WarehouseError};
 use crate::config::Strategy;
 
+/// What a merge run knows, as it begins, of its job's merges before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MergesBefore {
+    /// Not a merge: nothing is checked.
+    #[default]
+    NotAMerge,
+    /// The ledger's latest success row of the job (0 for none).
+    Read(i64),
+    /// The ledger could not be read, so a later window another run merges
+    /// meanwhile could not be told from one merged before: each window is
+    /// refused rather than merged unchecked.
+    Unread(String),
+}
+
 impl Warehouse {
     /// For a merge job: the ledger's latest success row of the job as a run
-    /// begins (0 for none), below which later windows' loads are the run's
-    /// plan's to know about (the merge-order warning), not a race.
-    pub async fn merges_before_run(&self, job: &crate::config::Job) -> Option<i64> {
+    /// begins, below which later windows' loads are the run's plan's to
+    /// know about (the merge-order warning), not a race.
+    pub async fn merges_before_run(&self, job: &crate::config::Job) -> MergesBefore {
         if job.strategy != Strategy::MergeKey {
-            return None;
+            return MergesBefore::NotAMerge;
         }
-        if !self.ledger_presence().await.ok()?.attempts {
-            return Some(0);
+        match self.latest_merge(job).await {
+            Ok(id) => MergesBefore::Read(id),
+            Err(e) => MergesBefore::Unread(e.to_string()),
+        }
+    }
+
+    async fn latest_merge(&self, job: &crate::config::Job) -> Result<i64, WarehouseError> {
+        if !self.ledger_presence().await?.attempts {
+            return Ok(0);
         }
         let mut sql = self.sql();
         sql.push("SELECT COALESCE(MAX(id), 0) FROM ")
@@ -27,12 +48,11 @@ impl Warehouse {
             .job_is("job", job.name.as_str())
             .push(" AND status = ")
             .bind(AttemptStatus::Succeeded.as_str());
-        sql.query()
-            .fetch_one(&mut *self.pooled().await.ok()?)
-            .await
-            .ok()?
-            .try_get(0)
-            .ok()
+        Ok(sql
+            .query()
+            .fetch_one(&mut *self.pooled().await?)
+            .await?
+            .try_get(0)?)
     }
 }
 
@@ -45,8 +65,16 @@ pub(super) async fn refuse_if_overtaken(
     t: &Target<'_>,
     meta: &AttemptMeta,
 ) -> Result<(), WarehouseError> {
-    let (Strategy::MergeKey, Some(before)) = (t.job.strategy, meta.merges_before_run) else {
-        return Ok(());
+    let before = match (&meta.merges_before_run, t.job.strategy) {
+        (MergesBefore::Read(before), Strategy::MergeKey) => *before,
+        (MergesBefore::Unread(why), Strategy::MergeKey) => {
+            return Err(WarehouseError::Job(format!(
+                "window {} not merged: which windows of {} were merged before this run began could not be read from the ledger ({why}), and without it a later window another run merges meanwhile would go unseen and this older one would set its keys back to older values; nothing was written. Run it again once the ledger can be read",
+                t.partition.name(),
+                t.job.name,
+            )));
+        }
+        _ => return Ok(()),
     };
     let mut sql = super::Sql::new(dialect);
     sql.push("SELECT partition_key, run_id, operator, host FROM ")

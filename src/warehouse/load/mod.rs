@@ -19,6 +19,7 @@ use crate::config::{Ident, Job, Strategy, TableName};
 use crate::partition::Partition;
 
 mod later_merges;
+pub use later_merges::MergesBefore;
 mod merge;
 mod moves;
 mod replace;
@@ -55,8 +56,9 @@ pub struct AttemptMeta {
     /// that load left it takes its fingerprint for the window's.
     pub last_load: Option<super::LastLoad>,
     /// A merge's [`Warehouse::merges_before_run`]: a later window merged
-    /// past it by another run refuses this load. None: not checked.
-    pub merges_before_run: Option<i64>,
+    /// past it by another run refuses this load, and so does a ledger that
+    /// could not be read for it.
+    pub merges_before_run: MergesBefore,
 }
 
 /// What a committed partition load did.
