@@ -21,7 +21,7 @@ impl App {
         // has no calendar to show the event in; its run view still does,
         // and how the run ended is still said.
         if let Some(j) = self.shared.jobs.by_name_mut(&r.job) {
-            j.apply_event(&event);
+            j.apply_event(&event, &r.definition);
         }
         if ended {
             self.shared.message = self.ending_of(run);

@@ -124,6 +124,9 @@ pub struct RunView {
     pub id: usize,
     pub run_id: Option<String>,
     pub job: String,
+    /// The hash of the job's definition the run loads with, which a
+    /// reload of the config while it runs does not change.
+    pub definition: String,
     pub strategy: Strategy,
     pub concurrency: usize,
     /// Retries of a transient error each partition may take.
@@ -164,6 +167,7 @@ impl RunView {
             id,
             run_id: None,
             job: backfill.job.name.clone(),
+            definition: backfill.job.definition_hash(),
             strategy: backfill.job.strategy,
             concurrency: backfill.effective_concurrency(),
             retries: backfill.retries,
