@@ -229,3 +229,39 @@ fn a_run_in_flight_of_a_changed_job_loads_its_partitions_stale() {
     succeed_in_run(&mut a, req.run, &names[1]);
     assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Loaded));
 }
+
+/// A cascade planned again on a file whose downstream job changed waits,
+/// at Enter, for that job's states as it waits for its own job's (QA:
+/// Enter ran at once, found the downstream job unread and closed the
+/// dialog, and the reason typed in it, on "cannot cascade").
+#[test]
+fn enter_in_a_cascade_waits_for_the_states_of_every_job_it_plans() {
+    let mut a = app(140, 40);
+    keys(&mut a, "frc\tfixed refunds\n");
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "agg_revenue_monthly");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    }))));
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(matches!(a.modal, Modal::Confirm(_)), "the dialog stays");
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        error
+            && note
+                == "nothing ran: the states of agg_revenue_monthly are still being read; try again in a moment",
+        "{note}"
+    );
+    read_states(&mut a, "agg_revenue_monthly");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    let steps: Vec<&str> = req
+        .cascade
+        .iter()
+        .map(|(_, s)| s.job.name.as_str())
+        .collect();
+    assert_eq!(steps, ["agg_revenue_monthly"]);
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+}

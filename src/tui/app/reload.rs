@@ -37,7 +37,16 @@ impl App {
     /// again, so that it runs the file as saved (the dialog's "same as"
     /// command would), not as the last refresh read it.
     pub(super) fn confirm_run(&mut self, mut c: Box<ConfirmDialog>) -> Vec<Effect> {
-        if let Some(why) = self.shared.jobs.get(c.job).and_then(|j| j.unread()) {
+        // The states it plans on: its job's, and every downstream job's
+        // its cascade plans.
+        let jobs = &self.shared.jobs;
+        let downstream = c.cascade().map(|p| p.unread.as_slice()).unwrap_or_default();
+        let unread = jobs
+            .get(c.job)
+            .into_iter()
+            .chain(downstream.iter().filter_map(|name| jobs.by_name(name)))
+            .find_map(|j| j.unread());
+        if let Some(why) = unread {
             self.shared.message = Some((true, format!("nothing ran: {why}")));
             self.shared.modal = Modal::Confirm(c);
             return Vec::new();
