@@ -575,11 +575,7 @@ impl JobView {
     /// a run under another name loads, the ledger records under that name.
     pub(super) fn follow_flight(&mut self, event: &Event) {
         match event {
-            Event::PartitionStarted { partition, .. } => {
-                if let Some(p) = self.named(partition) {
-                    self.in_flight.insert(p);
-                }
-            }
+            Event::PartitionStarted { partition, .. } => self.enter_flight(partition),
             Event::PartitionSucceeded { partition, .. }
             | Event::PartitionFailed {
                 partition,
@@ -600,6 +596,13 @@ impl JobView {
     /// The partition of this job a run's event names.
     fn named(&self, name: &str) -> Option<Partition> {
         Partition::parse(self.grain(), name, RangeEnd::From)
+    }
+
+    /// Partition `name` is in flight in a run of this console.
+    pub(super) fn enter_flight(&mut self, name: &str) {
+        if let Some(p) = self.named(name) {
+            self.in_flight.insert(p);
+        }
     }
 
     fn leave_flight(&mut self, name: &str) {

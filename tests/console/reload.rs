@@ -265,3 +265,39 @@ fn enter_in_a_cascade_waits_for_the_states_of_every_job_it_plans() {
     assert_eq!(steps, ["agg_revenue_monthly"]);
     assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
 }
+
+/// fct_orders renamed in the config while its run is in flight: the run
+/// goes on under the name it started with, and the calendar of the new
+/// name shows its partitions running until they end (QA: it showed
+/// nothing running, though the run went on).
+#[test]
+fn a_job_renamed_while_its_run_is_in_flight_shows_it_running_under_the_new_name() {
+    let (mut a, run, names) = run_in_progress(140, 40);
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+        job.expect("demo job").name = "orders".into();
+    }))));
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(note.contains("removed fct_orders"), "{note}");
+    select_job(&mut a, "orders");
+    let i = partition(&a, &names[1]);
+    assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Running));
+    fail_in_run(&mut a, run, &names[1], "boom");
+    assert_ne!(a.job().unwrap().state_at(i), Some(LoadState::Running));
+    let effects = end_run_in_progress(&mut a, run);
+    let (error, note) = a.message.clone().expect("the run's ending");
+    assert!(
+        error && note.starts_with("run of fct_orders finished: 1 succeeded, 1 failed"),
+        "{note}"
+    );
+    // Its reads are still out: the new name is read again once they land.
+    assert!(effects.is_empty(), "{effects:?}");
+    let effects = a.update(Msg::Status {
+        job: "orders".into(),
+        result: Ok(StatesRead::States(Vec::new().into())),
+    });
+    assert!(
+        matches!(effects.as_slice(), [Effect::Refresh(names)] if names == &["orders"]),
+        "{effects:?}"
+    );
+}

@@ -127,6 +127,10 @@ pub struct RunView {
     /// The hash of the job's definition the run loads with, which a
     /// reload of the config while it runs does not change.
     pub definition: String,
+    /// The job whose calendar shows the run: its own, or the name the
+    /// config renamed it to while it ran (its events, and the ledger,
+    /// keep the name it started with).
+    pub shown_under: String,
     pub strategy: Strategy,
     pub concurrency: usize,
     /// Retries of a transient error each partition may take.
@@ -168,6 +172,7 @@ impl RunView {
             run_id: None,
             job: backfill.job.name.clone(),
             definition: backfill.job.definition_hash(),
+            shown_under: backfill.job.name.clone(),
             strategy: backfill.job.strategy,
             concurrency: backfill.effective_concurrency(),
             retries: backfill.retries,
