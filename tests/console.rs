@@ -336,6 +336,26 @@ fn snapshot_error_groups() {
     insta::assert_snapshot!(text(&a));
 }
 
+/// The run's `partition` of fct_orders loaded 10,412 rows.
+fn succeed_in_run(a: &mut App, run: usize, partition: &str) {
+    a.update(Msg::Engine {
+        run,
+        event: Event::PartitionSucceeded {
+            run_id: "r1".into(),
+            job: "fct_orders".into(),
+            partition: partition.to_string(),
+            attempt: 2,
+            rows_deleted: 0,
+            rows_inserted: 10412,
+            rows_updated: 0,
+            rows_after: 10412,
+            duration_ms: 1250,
+            fingerprint: "10412:0123456789abcdef".into(),
+            content_changed: true,
+        },
+    });
+}
+
 /// The run's `partition` failed for good, with `error`.
 fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
     a.update(Msg::Engine {
@@ -352,10 +372,9 @@ fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
     });
 }
 
-/// Starts a run of the three failed days and feeds it engine events.
 /// The run of [`run_in_progress`] ends: 1 succeeded, 1 failed, 1 never
 /// started.
-fn end_run_in_progress(a: &mut App, run: usize) {
+fn end_run_in_progress(a: &mut App, run: usize) -> Vec<Effect> {
     a.update(Msg::Engine {
         run,
         event: Event::RunFinished {
@@ -370,9 +389,10 @@ fn end_run_in_progress(a: &mut App, run: usize) {
             cancelled: false,
             duration_ms: 3000,
         },
-    });
+    })
 }
 
+/// Starts a run of the three failed days and feeds it engine events.
 fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
     let mut a = app(w, h);
     let failed = failed_days(&a);
@@ -414,19 +434,7 @@ fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
             line: line.into(),
         }));
     }
-    a.update(ev(Event::PartitionSucceeded {
-        run_id: "r1".into(),
-        job: "fct_orders".into(),
-        partition: names[0].clone(),
-        attempt: 2,
-        rows_deleted: 0,
-        rows_inserted: 10412,
-        rows_updated: 0,
-        rows_after: 10412,
-        duration_ms: 1250,
-        fingerprint: "10412:0123456789abcdef".into(),
-        content_changed: true,
-    }));
+    succeed_in_run(&mut a, run, &names[0]);
     a.update(Msg::Tick(now() + Duration::seconds(2)));
     (a, run, names)
 }
@@ -3847,198 +3855,5 @@ fn a_runs_log_scrolls_back_no_further_than_its_first_line() {
     assert!(!text(&a).contains("newer below"));
 }
 
-/// The fixture's config as read again after `edit`.
-fn config_edited(edit: impl FnOnce(&mut Config)) -> Config {
-    let mut config = fixture().config.clone();
-    edit(&mut config);
-    config
-}
-
-/// A config read again while the run dialog is open keeps the dialog, and
-/// the reason typed in it, when what it plans is as it was; a change to
-/// its job plans it again on the new definition and says so in it; the
-/// job removed closes it (QA: any reload closed it unsaid, a change to
-/// another job too, and the reason typed was lost).
-#[test]
-fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed() {
-    let mut a = app(140, 40);
-    keys(&mut a, "fr\tfixed refunds\n");
-    assert!(matches!(a.modal, Modal::Confirm(_)));
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
-        job.expect("demo job").sql.push_str(" -- fixed");
-    }))));
-    let Modal::Confirm(c) = &a.modal else {
-        panic!("another job's edit keeps the dialog");
-    };
-    assert_eq!(c.reread_note(), None);
-    let (_, note) = a.message.clone().expect("a note");
-    assert!(note.contains("changed dim_customers"), "{note}");
-    assert!(!note.contains("run dialog"), "{note}");
-
-    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
-    let Modal::Confirm(c) = &a.modal else {
-        panic!("its own job's edit plans the dialog again");
-    };
-    assert_eq!(
-        c.reread_note(),
-        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
-    );
-    let (error, note) = a.message.clone().expect("a note");
-    assert!(
-        !error && note.contains("the run dialog of fct_orders is planned on it"),
-        "{note}"
-    );
-    assert!(text(&a).contains("the plan is of the file as saved now"));
-    // Planned on states of the old definition it would not run: it waits
-    // for the new one's.
-    let effects = a.update(code(KeyCode::Enter));
-    assert!(effects.is_empty(), "{effects:?}");
-    let (error, note) = a.message.clone().expect("a note");
-    assert!(
-        error
-            && note
-                == "nothing ran: the states of fct_orders are still being read; try again in a moment",
-        "{note}"
-    );
-    read_fct_orders(&mut a);
-    let effects = keys(&mut a, "\n");
-    let [Effect::StartRun(req)] = effects.as_slice() else {
-        panic!("expected one run, got {effects:?}");
-    };
-    assert!(
-        req.backfill.job.sql.ends_with(" -- fixed"),
-        "{}",
-        req.backfill.job.sql
-    );
-    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
-
-    keys(&mut a, "fr");
-    assert!(matches!(a.modal, Modal::Confirm(_)));
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        c.jobs.retain(|j| j.name != "fct_orders");
-    }))));
-    assert!(matches!(a.modal, Modal::None), "its job removed closes it");
-    let (_, note) = a.message.clone().expect("a note");
-    assert!(
-        note.contains(
-            "the run dialog of fct_orders closed, as what it planned changed: r plans it again"
-        ),
-        "{note}"
-    );
-}
-
-/// The demo's config with fct_orders' SQL edited.
-fn fixed_fct_orders() -> Config {
-    config_edited(|c| {
-        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
-        job.expect("demo job").sql.push_str(" -- fixed");
-    })
-}
-
-/// fct_orders' states read (again), as the fixture holds them.
-fn read_fct_orders(a: &mut App) {
-    let (_, states) = fixture()
-        .statuses
-        .iter()
-        .find(|(job, _)| job == "fct_orders")
-        .expect("demo job");
-    a.update(Msg::Status {
-        job: "fct_orders".into(),
-        result: Ok(StatesRead::States(states.clone().into())),
-    });
-}
-
-/// idem.toml saved with a fix and Enter pressed before a refresh read it:
-/// the run waits on the file read again, and runs nothing of the old
-/// definition; the dialog, planned on the file as saved, says so (QA: the
-/// run used the definition of the last refresh, up to 15 s old, while the
-/// dialog's "same as" command would run the file as saved).
-#[test]
-fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
-    let mut a = app(140, 40);
-    keys(&mut a, "f");
-    let opened = a.update(key('r'));
-    assert!(
-        opened
-            .iter()
-            .any(|e| matches!(e, Effect::ReadConfig(p) if p == &a.config().path)),
-        "opening the dialog reads the file: {opened:?}"
-    );
-    a.update(Msg::ConfigRead(Ok(a.config().clone())));
-    keys(&mut a, "\tfixed refunds\n");
-
-    let effects = a.update(code(KeyCode::Enter));
-    assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(p)] if p == &a.config().path),
-        "Enter reads the file before it runs: {effects:?}"
-    );
-    assert!(text(&a).contains("reading the config file before the run"));
-    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
-    assert!(
-        !effects.iter().any(|e| matches!(e, Effect::StartRun(_))),
-        "nothing of the old definition runs: {effects:?}"
-    );
-    let Modal::Confirm(c) = &a.modal else {
-        panic!("the dialog stays, planned again");
-    };
-    assert_eq!(
-        c.reread_note(),
-        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
-    );
-
-    // A file that does not load when Enter is pressed runs nothing.
-    read_fct_orders(&mut a);
-    a.update(code(KeyCode::Enter));
-    let effects = a.update(Msg::ConfigRead(Err(
-        "idem.toml:12:7: expected a string".into()
-    )));
-    assert!(effects.is_empty(), "{effects:?}");
-    let Modal::Confirm(c) = &a.modal else {
-        panic!("the dialog stays");
-    };
-    assert_eq!(
-        c.reread_note(),
-        Some(
-            "nothing ran: idem.toml:12:7 does not load: the console keeps the jobs it opened with; Enter tries again"
-        )
-    );
-
-    // Saved again as it was planned: Enter runs it.
-    a.update(code(KeyCode::Enter));
-    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
-    let [Effect::StartRun(req)] = effects.as_slice() else {
-        panic!("expected one run, got {effects:?}");
-    };
-    assert!(req.backfill.job.sql.ends_with(" -- fixed"));
-    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
-    assert!(matches!(a.modal, Modal::None));
-}
-
-/// A job removed from the config while its run is in flight: the run goes
-/// on in its run view, and how it ended is still said (QA: its events
-/// found no job and the ending went unsaid).
-#[test]
-fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
-    let (mut a, run, names) = run_in_progress(140, 40);
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        c.jobs.retain(|j| j.name != "fct_orders");
-    }))));
-    let (_, note) = a.message.clone().expect("a note");
-    assert!(
-        note.contains("removed fct_orders")
-            && note.contains("runs in flight keep the definitions they started with"),
-        "{note}"
-    );
-    assert!(a.job().is_some_and(|j| j.job.name != "fct_orders"));
-    fail_in_run(&mut a, run, &names[1], "boom");
-    end_run_in_progress(&mut a, run);
-    assert_eq!(a.active_runs(), 0);
-    let (error, note) = a.message.clone().expect("the run's ending");
-    assert!(
-        error && note.starts_with("run of fct_orders finished: 1 succeeded, 1 failed"),
-        "{note}"
-    );
-    let shown = text(&a);
-    assert!(shown.contains("boom"), "{shown}");
-}
+#[path = "console/reload.rs"]
+mod reload;

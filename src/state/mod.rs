@@ -362,12 +362,15 @@ pub enum AttemptEnd {
 
 /// Brings a partition's status up to an attempt that just ended, as
 /// [`derive`] will read it from the warehouse on the next refresh, so that a
-/// live run shows its results before that read.
+/// live run shows its results before that read. `definition` is the hash
+/// of the job's definition the attempt loaded with: a run started before
+/// the job's definition changed loads its partitions stale.
 pub fn apply_attempt(
     job: &Job,
     statuses: &mut [PartitionStatus],
     partition: &str,
     end: AttemptEnd,
+    definition: &str,
 ) {
     let Some(s) = statuses
         .iter_mut()
@@ -381,7 +384,13 @@ pub fn apply_attempt(
                 s.rows_now = Some(rows_after);
             }
             s.rows_at_load = Some(rows_after);
-            s.state = loaded_state(rows_after, s.rows_now);
+            s.state = match loaded_state(rows_after, s.rows_now) {
+                LoadState::Vanished => LoadState::Vanished,
+                _ if definition != job.definition_hash() => LoadState::Stale,
+                state => state,
+            };
+            // Loaded now, it read its upstream partitions as they are.
+            s.stale_upstream.clear();
             s.attempts += 1;
             s.drift = false;
             s.moved_out = false;
@@ -600,12 +609,14 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             &mut statuses,
             "2026-06-02",
             AttemptEnd::Succeeded { rows_after: 7 },
+            &job.definition_hash(),
         );
         apply_attempt(
             &job,
             &mut statuses,
             "2026-06-03",
             AttemptEnd::Succeeded { rows_after: 0 },
+            &job.definition_hash(),
         );
         let s = &statuses[1];
         assert_eq!(
@@ -618,19 +629,36 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
             LoadState::Missing,
             "other partitions keep theirs"
         );
+        // Loaded by a run of the job's definition before it changed.
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-01",
+            AttemptEnd::Succeeded { rows_after: 7 },
+            "an older definition",
+        );
+        assert_eq!(statuses[0].state, LoadState::Stale);
     }
 
     #[test]
     fn failures_count_and_rollbacks_change_nothing() {
         let (job, mut statuses) =
             job_and_statuses("strategy = \"merge_key\"\nunique_key = [\"x\"]");
-        apply_attempt(&job, &mut statuses, "2026-06-01", AttemptEnd::Failed);
-        apply_attempt(&job, &mut statuses, "2026-06-02", AttemptEnd::RolledBack);
+        let hash = job.definition_hash();
+        apply_attempt(&job, &mut statuses, "2026-06-01", AttemptEnd::Failed, &hash);
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-02",
+            AttemptEnd::RolledBack,
+            &hash,
+        );
         apply_attempt(
             &job,
             &mut statuses,
             "2026-06-03",
             AttemptEnd::Succeeded { rows_after: 5 },
+            &hash,
         );
         assert_eq!(
             (statuses[0].state, statuses[0].attempts),

@@ -28,6 +28,9 @@ pub struct CascadePlan {
     /// those are loaded for the first time, not made stale.
     pub never_loaded: Vec<usize>,
     pub problems: Vec<String>,
+    /// The downstream jobs it could not plan for want of their states
+    /// (still being read, or unreadable): a run waits for them.
+    pub unread: Vec<String>,
     /// Per job, the windows reading the run that the cascade leaves, not
     /// ended yet (none when the run allows incomplete windows).
     pub not_ended: Vec<(String, Vec<Partition>)>,
@@ -53,6 +56,7 @@ impl CascadePlan {
             .allowing_incomplete(allow_incomplete);
         while let Some((job, partitions)) = downstream.next_job() {
             let Some(view) = find(&job.name).filter(|v| v.loaded) else {
+                plan.unread.push(job.name.clone());
                 // A read that failed is no read still on its way: waiting
                 // would not plan the step.
                 plan.problems

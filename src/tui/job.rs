@@ -504,9 +504,11 @@ impl JobView {
 
     /// Shows what a run of this job reported: partitions in flight, the
     /// attempts that ended, and their states as the next read will show.
-    pub(super) fn apply_event(&mut self, event: &Event) {
+    /// `definition` is the hash of the job's definition the run loads with
+    /// (the config may have changed it since the run started).
+    pub(super) fn apply_event(&mut self, event: &Event, definition: &str) {
         if let Some((partition, end)) = event.attempt_end() {
-            state::apply_attempt(&self.job, &mut self.statuses, partition, end);
+            state::apply_attempt(&self.job, &mut self.statuses, partition, end, definition);
             self.groups = group_failures(&self.statuses);
             self.as_read = false;
         }
@@ -527,19 +529,14 @@ impl JobView {
             s.attempts = *attempt as usize;
             self.as_read = false;
         }
+        self.follow_flight(event);
         match event {
-            Event::PartitionStarted { partition, .. } => {
-                if let Some(p) = self.named(partition) {
-                    self.in_flight.insert(p);
-                }
-            }
             Event::PartitionSucceeded {
                 partition,
                 attempt,
                 duration_ms,
                 ..
             } => {
-                self.leave_flight(partition);
                 self.live.insert(
                     partition.clone(),
                     LiveAttempt {
@@ -559,22 +556,34 @@ impl JobView {
                 will_retry: false,
                 duration_ms,
                 ..
-            } => {
-                self.leave_flight(partition);
-                if event.attempt_end().map(|(_, end)| end) == Some(AttemptEnd::Failed) {
-                    self.live.insert(
-                        partition.clone(),
-                        LiveAttempt {
-                            attempt: *attempt,
-                            succeeded: false,
-                            duration_ms: *duration_ms,
-                            error: Some(error.clone()),
-                            reads_begun: self.reads_begun,
-                            unrecorded: false,
-                        },
-                    );
-                }
+            } if event.attempt_end().map(|(_, end)| end) == Some(AttemptEnd::Failed) => {
+                self.live.insert(
+                    partition.clone(),
+                    LiveAttempt {
+                        attempt: *attempt,
+                        succeeded: false,
+                        duration_ms: *duration_ms,
+                        error: Some(error.clone()),
+                        reads_begun: self.reads_begun,
+                        unrecorded: false,
+                    },
+                );
             }
+            _ => {}
+        }
+    }
+
+    /// Shows which partitions a run reports in flight, and no more: what
+    /// a run under another name loads, the ledger records under that name.
+    pub(super) fn follow_flight(&mut self, event: &Event) {
+        match event {
+            Event::PartitionStarted { partition, .. } => self.enter_flight(partition),
+            Event::PartitionSucceeded { partition, .. }
+            | Event::PartitionFailed {
+                partition,
+                will_retry: false,
+                ..
+            } => self.leave_flight(partition),
             _ => {}
         }
     }
@@ -589,6 +598,13 @@ impl JobView {
     /// The partition of this job a run's event names.
     fn named(&self, name: &str) -> Option<Partition> {
         Partition::parse(self.grain(), name, RangeEnd::From)
+    }
+
+    /// Partition `name` is in flight in a run of this console.
+    pub(super) fn enter_flight(&mut self, name: &str) {
+        if let Some(p) = self.named(name) {
+            self.in_flight.insert(p);
+        }
     }
 
     fn leave_flight(&mut self, name: &str) {
@@ -636,27 +652,31 @@ mod tests {
     #[test]
     fn a_run_shows_running_then_its_results_until_the_next_read() {
         let mut job = job_view("j", false, "■■✗■·■■✗■■");
-        job.apply_event(&started("2026-06-03"));
+        let hash = job.job.definition_hash();
+        job.apply_event(&started("2026-06-03"), &hash);
         assert_eq!(job.state_at(2), Some(LoadState::Running));
         assert_eq!(job.state_counts().get(&LoadState::Failed), Some(&1));
-        job.apply_event(&Event::PartitionSucceeded {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-06-03".into(),
-            attempt: 2,
-            rows_deleted: 0,
-            rows_inserted: 7,
-            rows_updated: 0,
-            rows_after: 7,
-            duration_ms: 5,
-            fingerprint: "7:abc".into(),
-            content_changed: true,
-        });
+        job.apply_event(
+            &Event::PartitionSucceeded {
+                run_id: "r".into(),
+                job: "j".into(),
+                partition: "2026-06-03".into(),
+                attempt: 2,
+                rows_deleted: 0,
+                rows_inserted: 7,
+                rows_updated: 0,
+                rows_after: 7,
+                duration_ms: 5,
+                fingerprint: "7:abc".into(),
+                content_changed: true,
+            },
+            &hash,
+        );
         assert_eq!(job.state_at(2), Some(LoadState::Loaded));
         assert_eq!(job.status_at(2).and_then(|s| s.rows_now), Some(7));
         assert!(job.live["2026-06-03"].succeeded);
         assert_eq!(job.error_groups()[0].partitions, vec![7], "regrouped");
-        job.apply_event(&started("2026-06-05"));
+        job.apply_event(&started("2026-06-05"), &hash);
         job.run_ended(["2026-06-05"]);
         assert!(job.in_flight.is_empty());
     }
@@ -664,16 +684,20 @@ mod tests {
     #[test]
     fn a_cancelled_attempt_leaves_the_state_as_it_was() {
         let mut job = job_view("j", false, "■■✗■·■■✗■■");
-        job.apply_event(&started("2026-06-05"));
-        job.apply_event(&Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-06-05".into(),
-            attempt: 2,
-            error: "cancelled; rolled back".into(),
-            will_retry: false,
-            duration_ms: 5,
-        });
+        let hash = job.job.definition_hash();
+        job.apply_event(&started("2026-06-05"), &hash);
+        job.apply_event(
+            &Event::PartitionFailed {
+                run_id: "r".into(),
+                job: "j".into(),
+                partition: "2026-06-05".into(),
+                attempt: 2,
+                error: "cancelled; rolled back".into(),
+                will_retry: false,
+                duration_ms: 5,
+            },
+            &hash,
+        );
         assert_eq!(job.state_at(4), Some(LoadState::Missing));
         assert!(job.live.is_empty());
     }

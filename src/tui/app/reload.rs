@@ -10,6 +10,7 @@ use crate::config::Config;
 use crate::lineage::Lineage;
 use crate::tui::confirm::ConfirmDialog;
 use crate::tui::msg::Effect;
+use crate::tui::runs::RunPartState;
 
 impl App {
     /// The config file read again; a run confirmed in the dialog starts
@@ -37,7 +38,16 @@ impl App {
     /// again, so that it runs the file as saved (the dialog's "same as"
     /// command would), not as the last refresh read it.
     pub(super) fn confirm_run(&mut self, mut c: Box<ConfirmDialog>) -> Vec<Effect> {
-        if let Some(why) = self.shared.jobs.get(c.job).and_then(|j| j.unread()) {
+        // The states it plans on: its job's, and every downstream job's
+        // its cascade plans.
+        let jobs = &self.shared.jobs;
+        let downstream = c.cascade().map(|p| p.unread.as_slice()).unwrap_or_default();
+        let unread = jobs
+            .get(c.job)
+            .into_iter()
+            .chain(downstream.iter().filter_map(|name| jobs.by_name(name)))
+            .find_map(|j| j.unread());
+        if let Some(why) = unread {
             self.shared.message = Some((true, format!("nothing ran: {why}")));
             self.shared.modal = Modal::Confirm(c);
             return Vec::new();
@@ -104,6 +114,7 @@ impl App {
             _ => None,
         };
         let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
+        self.follow_renamed_runs(&new, &summary.removed, &summary.added);
         self.config = new;
         let mut lineage_error = None;
         match lineage {
@@ -212,6 +223,34 @@ impl App {
                 .iter()
                 .all(|job| definition(new, job) == definition(&self.config, job));
         (!same).then_some(name)
+    }
+
+    /// A run in flight of a job `new` renames (removes it and adds a job of
+    /// its target) is shown under the new name: its partitions in flight
+    /// show running in that job's calendar.
+    fn follow_renamed_runs(&mut self, new: &Config, removed: &[String], added: &[String]) {
+        let runs = self.shared.runs.iter_mut();
+        for r in runs.filter(|r| r.active() && removed.contains(&r.shown_under)) {
+            let old = self.config.jobs.iter().find(|j| j.name == r.shown_under);
+            let Some(renamed) = old.and_then(|old| {
+                new.jobs
+                    .iter()
+                    .find(|j| added.contains(&j.name) && j.target == old.target)
+            }) else {
+                continue;
+            };
+            r.shown_under = renamed.name.clone();
+            let Some(j) = self.shared.jobs.by_name_mut(&renamed.name) else {
+                continue;
+            };
+            let in_flight = r
+                .partitions
+                .iter()
+                .filter(|p| matches!(p.state, RunPartState::Running | RunPartState::Retrying));
+            for p in in_flight {
+                j.enter_flight(&p.name);
+            }
+        }
     }
 
     /// The config file's name, as the title bar says it.

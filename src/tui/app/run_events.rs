@@ -17,11 +17,17 @@ impl App {
         r.apply(&event, self.shared.now);
         // A cascade step skipped whole ends without a RunFinished.
         let ended = was_active && !r.active();
-        // A job removed from the config (or renamed) while its run went on
-        // has no calendar to show the event in; its run view still does,
-        // and how the run ended is still said.
-        if let Some(j) = self.shared.jobs.by_name_mut(&r.job) {
-            j.apply_event(&event);
+        // A job removed from the config while its run went on has no
+        // calendar to show the event in; its run view still does, and how
+        // the run ended is still said. A job renamed shows its partitions
+        // in flight under the new name; what they load, the ledger holds
+        // under the old one, as the next read says.
+        if let Some(j) = self.shared.jobs.by_name_mut(&r.shown_under) {
+            if r.shown_under == r.job {
+                j.apply_event(&event, &r.definition);
+            } else {
+                j.follow_flight(&event);
+            }
         }
         if ended {
             self.shared.message = self.ending_of(run);
@@ -34,12 +40,12 @@ impl App {
         let Some(r) = self.shared.runs.iter().find(|r| r.id == run) else {
             return Vec::new();
         };
-        if let Some(j) = self.shared.jobs.by_name_mut(&r.job) {
+        if let Some(j) = self.shared.jobs.by_name_mut(&r.shown_under) {
             j.run_ended(r.partitions.iter().map(|p| p.name.as_str()));
         }
         // What the run loaded may have made the jobs reading it stale.
-        let mut jobs = vec![r.job.clone()];
-        jobs.extend(self.shared.lineage.downstream_closure(&r.job));
+        let mut jobs = vec![r.shown_under.clone()];
+        jobs.extend(self.shared.lineage.downstream_closure(&r.shown_under));
         let names: Vec<String> = jobs
             .iter()
             .flat_map(|name| self.refresh_job(name))

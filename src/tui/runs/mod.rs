@@ -124,6 +124,13 @@ pub struct RunView {
     pub id: usize,
     pub run_id: Option<String>,
     pub job: String,
+    /// The hash of the job's definition the run loads with, which a
+    /// reload of the config while it runs does not change.
+    pub definition: String,
+    /// The job whose calendar shows the run: its own, or the name the
+    /// config renamed it to while it ran (its events, and the ledger,
+    /// keep the name it started with).
+    pub shown_under: String,
     pub strategy: Strategy,
     pub concurrency: usize,
     /// Retries of a transient error each partition may take.
@@ -164,6 +171,8 @@ impl RunView {
             id,
             run_id: None,
             job: backfill.job.name.clone(),
+            definition: backfill.job.definition_hash(),
+            shown_under: backfill.job.name.clone(),
             strategy: backfill.job.strategy,
             concurrency: backfill.effective_concurrency(),
             retries: backfill.retries,

@@ -1,0 +1,303 @@
+//! The config file edited while the console is open: what a reload does to
+//! the run dialog, to Enter in it, and to runs in flight.
+
+use super::*;
+
+/// The fixture's config as read again after `edit`.
+fn config_edited(edit: impl FnOnce(&mut Config)) -> Config {
+    let mut config = fixture().config.clone();
+    edit(&mut config);
+    config
+}
+
+/// A config read again while the run dialog is open keeps the dialog, and
+/// the reason typed in it, when what it plans is as it was; a change to
+/// its job plans it again on the new definition and says so in it; the
+/// job removed closes it (QA: any reload closed it unsaid, a change to
+/// another job too, and the reason typed was lost).
+#[test]
+fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed() {
+    let mut a = app(140, 40);
+    keys(&mut a, "fr\tfixed refunds\n");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    }))));
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("another job's edit keeps the dialog");
+    };
+    assert_eq!(c.reread_note(), None);
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(note.contains("changed dim_customers"), "{note}");
+    assert!(!note.contains("run dialog"), "{note}");
+
+    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("its own job's edit plans the dialog again");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
+    );
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        !error && note.contains("the run dialog of fct_orders is planned on it"),
+        "{note}"
+    );
+    assert!(text(&a).contains("the plan is of the file as saved now"));
+    // Planned on states of the old definition it would not run: it waits
+    // for the new one's.
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(effects.is_empty(), "{effects:?}");
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        error
+            && note
+                == "nothing ran: the states of fct_orders are still being read; try again in a moment",
+        "{note}"
+    );
+    read_states(&mut a, "fct_orders");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert!(
+        req.backfill.job.sql.ends_with(" -- fixed"),
+        "{}",
+        req.backfill.job.sql
+    );
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+
+    keys(&mut a, "fr");
+    assert!(matches!(a.modal, Modal::Confirm(_)));
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        c.jobs.retain(|j| j.name != "fct_orders");
+    }))));
+    assert!(matches!(a.modal, Modal::None), "its job removed closes it");
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(
+        note.contains(
+            "the run dialog of fct_orders closed, as what it planned changed: r plans it again"
+        ),
+        "{note}"
+    );
+}
+
+/// The demo's config with fct_orders' SQL edited.
+fn fixed_fct_orders() -> Config {
+    config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    })
+}
+
+/// `job`'s states read (again), as the fixture holds them.
+fn read_states(a: &mut App, job: &str) {
+    let (_, states) = fixture()
+        .statuses
+        .iter()
+        .find(|(name, _)| name == job)
+        .expect("demo job");
+    a.update(Msg::Status {
+        job: job.into(),
+        result: Ok(StatesRead::States(states.clone().into())),
+    });
+}
+
+/// idem.toml saved with a fix and Enter pressed before a refresh read it:
+/// the run waits on the file read again, and runs nothing of the old
+/// definition; the dialog, planned on the file as saved, says so (QA: the
+/// run used the definition of the last refresh, up to 15 s old, while the
+/// dialog's "same as" command would run the file as saved).
+#[test]
+fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
+    let mut a = app(140, 40);
+    keys(&mut a, "f");
+    let opened = a.update(key('r'));
+    assert!(
+        opened
+            .iter()
+            .any(|e| matches!(e, Effect::ReadConfig(p) if p == &a.config().path)),
+        "opening the dialog reads the file: {opened:?}"
+    );
+    a.update(Msg::ConfigRead(Ok(a.config().clone())));
+    keys(&mut a, "\tfixed refunds\n");
+
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(
+        matches!(effects.as_slice(), [Effect::ReadConfig(p)] if p == &a.config().path),
+        "Enter reads the file before it runs: {effects:?}"
+    );
+    assert!(text(&a).contains("reading the config file before the run"));
+    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::StartRun(_))),
+        "nothing of the old definition runs: {effects:?}"
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog stays, planned again");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some("idem.toml changed: the plan is of the file as saved now; Enter runs it")
+    );
+
+    // A file that does not load when Enter is pressed runs nothing.
+    read_states(&mut a, "fct_orders");
+    a.update(code(KeyCode::Enter));
+    let effects = a.update(Msg::ConfigRead(Err(
+        "idem.toml:12:7: expected a string".into()
+    )));
+    assert!(effects.is_empty(), "{effects:?}");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog stays");
+    };
+    assert_eq!(
+        c.reread_note(),
+        Some(
+            "nothing ran: idem.toml:12:7 does not load: the console keeps the jobs it opened with; Enter tries again"
+        )
+    );
+
+    // Saved again as it was planned: Enter runs it.
+    a.update(code(KeyCode::Enter));
+    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert!(req.backfill.job.sql.ends_with(" -- fixed"));
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+    assert!(matches!(a.modal, Modal::None));
+}
+
+/// A job removed from the config while its run is in flight: the run goes
+/// on in its run view, and how it ended is still said (QA: its events
+/// found no job and the ending went unsaid).
+#[test]
+fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
+    let (mut a, run, names) = run_in_progress(140, 40);
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        c.jobs.retain(|j| j.name != "fct_orders");
+    }))));
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(
+        note.contains("removed fct_orders")
+            && note.contains("runs in flight keep the definitions they started with"),
+        "{note}"
+    );
+    assert!(a.job().is_some_and(|j| j.job.name != "fct_orders"));
+    fail_in_run(&mut a, run, &names[1], "boom");
+    end_run_in_progress(&mut a, run);
+    assert_eq!(a.active_runs(), 0);
+    let (error, note) = a.message.clone().expect("the run's ending");
+    assert!(
+        error && note.starts_with("run of fct_orders finished: 1 succeeded, 1 failed"),
+        "{note}"
+    );
+    let shown = text(&a);
+    assert!(shown.contains("boom"), "{shown}");
+}
+
+/// fct_orders' SQL fixed while a run of the SQL before is in flight: what
+/// that run loads is loaded by an older definition, stale (`~`) as the
+/// next read will say, not loaded (QA: its partitions turned `■`, as if
+/// the fixed SQL had loaded them).
+#[test]
+fn a_run_in_flight_of_a_changed_job_loads_its_partitions_stale() {
+    let (mut a, run, names) = run_in_progress(140, 40);
+    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    read_states(&mut a, "fct_orders");
+    let i = partition(&a, &names[1]);
+    assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Running));
+    succeed_in_run(&mut a, run, &names[1]);
+    let j = a.job().unwrap();
+    assert_eq!(j.state_at(i), Some(LoadState::Stale));
+    assert_eq!(j.glyph_at(i), LoadState::Stale.glyph());
+
+    // A run of the fixed SQL loads it as the job's definition now.
+    end_run_in_progress(&mut a, run);
+    read_states(&mut a, "fct_orders");
+    keys(&mut a, &format!(":goto {}\n", names[1]));
+    let effects = keys(&mut a, "r\n");
+    let Some(req) = effects.into_iter().find_map(|e| match e {
+        Effect::StartRun(req) => Some(req),
+        _ => None,
+    }) else {
+        panic!("no run started");
+    };
+    succeed_in_run(&mut a, req.run, &names[1]);
+    assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Loaded));
+}
+
+/// A cascade planned again on a file whose downstream job changed waits,
+/// at Enter, for that job's states as it waits for its own job's (QA:
+/// Enter ran at once, found the downstream job unread and closed the
+/// dialog, and the reason typed in it, on "cannot cascade").
+#[test]
+fn enter_in_a_cascade_waits_for_the_states_of_every_job_it_plans() {
+    let mut a = app(140, 40);
+    keys(&mut a, "frc\tfixed refunds\n");
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "agg_revenue_monthly");
+        job.expect("demo job").sql.push_str(" -- fixed");
+    }))));
+    let effects = a.update(code(KeyCode::Enter));
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(matches!(a.modal, Modal::Confirm(_)), "the dialog stays");
+    let (error, note) = a.message.clone().expect("a note");
+    assert!(
+        error
+            && note
+                == "nothing ran: the states of agg_revenue_monthly are still being read; try again in a moment",
+        "{note}"
+    );
+    read_states(&mut a, "agg_revenue_monthly");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    let steps: Vec<&str> = req
+        .cascade
+        .iter()
+        .map(|(_, s)| s.job.name.as_str())
+        .collect();
+    assert_eq!(steps, ["agg_revenue_monthly"]);
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+}
+
+/// fct_orders renamed in the config while its run is in flight: the run
+/// goes on under the name it started with, and the calendar of the new
+/// name shows its partitions running until they end (QA: it showed
+/// nothing running, though the run went on).
+#[test]
+fn a_job_renamed_while_its_run_is_in_flight_shows_it_running_under_the_new_name() {
+    let (mut a, run, names) = run_in_progress(140, 40);
+    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+        job.expect("demo job").name = "orders".into();
+    }))));
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(note.contains("removed fct_orders"), "{note}");
+    select_job(&mut a, "orders");
+    let i = partition(&a, &names[1]);
+    assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Running));
+    fail_in_run(&mut a, run, &names[1], "boom");
+    assert_ne!(a.job().unwrap().state_at(i), Some(LoadState::Running));
+    let effects = end_run_in_progress(&mut a, run);
+    let (error, note) = a.message.clone().expect("the run's ending");
+    assert!(
+        error && note.starts_with("run of fct_orders finished: 1 succeeded, 1 failed"),
+        "{note}"
+    );
+    // Its reads are still out: the new name is read again once they land.
+    assert!(effects.is_empty(), "{effects:?}");
+    let effects = a.update(Msg::Status {
+        job: "orders".into(),
+        result: Ok(StatesRead::States(Vec::new().into())),
+    });
+    assert!(
+        matches!(effects.as_slice(), [Effect::Refresh(names)] if names == &["orders"]),
+        "{effects:?}"
+    );
+}
