@@ -401,3 +401,41 @@ async fn postgres_verify_ends_when_the_server_stops_answering_mid_proof() {
     let out = common::idem(&config, &["log", "fct"]);
     assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
 }
+
+/// The server stops answering while `idem log OLDNAME` looks for a renamed
+/// job's old name in the ledger: connecting (the attempts locked), then
+/// reading the names (the definitions locked). Each time it ends within
+/// seconds, exit 1, saying the warehouse is not answering. QA: caught
+/// connecting it said there was no job of that name (exit 2), as if the
+/// name were mistyped; caught reading the names it waited forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_old_job_name_is_not_called_unknown_when_the_server_stops_answering() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    let text = std::fs::read_to_string(&config).expect("config");
+    let renamed = text.replace("name = \"fct\"", "name = \"fct_new\"");
+    assert_ne!(renamed, text, "the job's name line");
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    std::fs::write(&config, renamed).expect("config");
+    let within = Duration::from_secs(30);
+    let log = || vec![Spawned::idem(&config, &["log", "fct"])];
+
+    for (table, when) in [
+        ("idem.attempts", "connecting"),
+        ("idem.definitions", "reading the ledger's names"),
+    ] {
+        let (mut holder, mut looking) = held_after_reads(&url, &mut admin, table, 0, log).await;
+        cluster.freeze();
+        looking[0]
+            .says_not_answering(within, &format!("idem log OLDNAME {when}"))
+            .await;
+        cluster.thaw();
+        holder.execute("COMMIT").await.expect("commit");
+    }
+
+    let out = common::idem(&config, &["log", "fct"]);
+    assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
+}
