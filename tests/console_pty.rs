@@ -1208,6 +1208,59 @@ fn quitting_while_a_run_waits_on_a_stalled_server_says_it_never_started() {
     });
 }
 
+/// The warehouse stops answering while the console refreshes, its first
+/// states read (a session's `LOCK TABLE idem.attempts` catches the refresh
+/// mid-read; then the proxy forgets its connections and stalls new ones:
+/// every connection silent, as a hung server's). The refresh ends within
+/// seconds saying the warehouse is not answering, keys go on answering,
+/// and `q` quits at once and restores the terminal.
+#[test]
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+fn a_refresh_on_a_server_that_stops_answering_ends_saying_so_and_q_quits() {
+    use sqlx::{Connection, Executor};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (db, wh, proxy, mut c) = console_through_a_proxy(&rt, "silent");
+    let mut holder = rt.block_on(sqlx::PgConnection::connect(&db.url)).unwrap();
+    rt.block_on(async {
+        holder.execute("BEGIN").await.unwrap();
+        holder.execute("LOCK TABLE idem.attempts").await.unwrap();
+    });
+    c.send("R");
+    let mut admin = rt.block_on(sqlx::PgConnection::connect(&db.url)).unwrap();
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()";
+    assert!(
+        rt.block_on(common::poll_count(&mut admin, waiting, 300, |n| n >= 1)),
+        "the refresh never read the locked ledger"
+    );
+    proxy.forget();
+    proxy.stall();
+    let silent = std::time::Instant::now();
+    c.wait_for(&["refresh failed: the warehouse", "is not answering"]);
+    let took = silent.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "the refresh ended {took:?} after the server went silent"
+    );
+    c.send("?");
+    c.wait_for(&["Help · keys"]);
+    c.send("\x1b");
+    let asked = std::time::Instant::now();
+    c.send("q");
+    assert!(c.wait_exit().success());
+    let took = asked.elapsed();
+    assert!(took < std::time::Duration::from_secs(5), "q took {took:?}");
+    let raw = c.raw.lock().unwrap().clone();
+    let find_last = |needle: &[u8]| raw.windows(needle.len()).rposition(|w| w == needle);
+    assert!(find_last(b"\x1b[?1049l") > find_last(b"\x1b[?1049h"));
+    rt.block_on(async {
+        holder.execute("COMMIT").await.unwrap();
+        wh.close().await;
+    });
+}
+
 /// The run dialog on a PostgreSQL target partitioned natively says which
 /// of its windows no partition covers (the run would fail them) and what
 /// to create, as `idem run --dry-run` does; it once said nothing of them.

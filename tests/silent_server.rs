@@ -322,3 +322,120 @@ async fn postgres_a_signal_ends_reads_of_a_silent_server_at_once() {
     cluster.thaw();
     holder.execute("COMMIT").await.expect("commit");
 }
+
+/// The server stops answering while `idem diff JOB PARTITION` reads: the
+/// target's rows (its states), then the definition the partition was
+/// loaded under. Each time it ends within seconds, exit 1, saying the
+/// warehouse is not answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_diff_ends_when_the_server_stops_answering_mid_read() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    // Loaded under another definition: the partitions are stale, and diff
+    // reads the one they were loaded under.
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, text.replace("dt < :end", "dt < :end and id > 0")).expect("config");
+    let within = Duration::from_secs(30);
+    let diff = || vec![Spawned::idem(&config, &["diff", "fct", "2026-01-01"])];
+
+    let (mut holder, mut reading_rows) = held_after_reads(&url, &mut admin, "fct", 0, diff).await;
+    cluster.freeze();
+    reading_rows[0]
+        .says_not_answering(within, "idem diff reading the target")
+        .await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+
+    // The states read the definitions once (the job's own loads); diff's
+    // read of the old definition comes next.
+    let (mut holder, mut reading_definition) =
+        held_after_reads(&url, &mut admin, "idem.definitions", 1, diff).await;
+    cluster.freeze();
+    reading_definition[0]
+        .says_not_answering(within, "idem diff reading the old definition")
+        .await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+
+    let out = common::idem(&config, &["diff", "fct", "2026-01-01"]);
+    assert!(
+        common::stdout_ok(&out).contains("was loaded under definition"),
+        "{out:?}"
+    );
+}
+
+/// The server stops answering while `idem verify JOB PARTITION` proves it,
+/// once connected: while its SQL's columns are read (`src` locked, before
+/// the proof takes its partition's lock) and while a run writes the target
+/// (`fct` locked). Each time it ends within seconds, exit 1, saying the
+/// warehouse is not answering; nothing is left behind. QA: both waited past
+/// 30 s, the first with nothing watching it (the load's watch begins once
+/// it holds its lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_verify_ends_when_the_server_stops_answering_mid_proof() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let within = Duration::from_secs(30);
+    let verify = || vec![Spawned::idem(&config, &["verify", "fct", "2026-01-01"])];
+
+    for table in ["src", "fct"] {
+        let (mut holder, mut proving) = held_after_reads(&url, &mut admin, table, 0, verify).await;
+        cluster.freeze();
+        proving[0]
+            .says_not_answering(within, &format!("idem verify waiting on {table}"))
+            .await;
+        cluster.thaw();
+        holder.execute("COMMIT").await.expect("commit");
+    }
+
+    let out = common::idem(&config, &["verify", "fct", "2026-01-01"]);
+    assert!(common::stdout_ok(&out).contains("idempotent: fct 2026-01-01"));
+    let out = common::idem(&config, &["log", "fct"]);
+    assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
+}
+
+/// The server stops answering while `idem log OLDNAME` looks for a renamed
+/// job's old name in the ledger: connecting (the attempts locked), then
+/// reading the names (the definitions locked). Each time it ends within
+/// seconds, exit 1, saying the warehouse is not answering. QA: caught
+/// connecting it said there was no job of that name (exit 2), as if the
+/// name were mistyped; caught reading the names it waited forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_old_job_name_is_not_called_unknown_when_the_server_stops_answering() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days(&url).await;
+    let text = std::fs::read_to_string(&config).expect("config");
+    let renamed = text.replace("name = \"fct\"", "name = \"fct_new\"");
+    assert_ne!(renamed, text, "the job's name line");
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    std::fs::write(&config, renamed).expect("config");
+    let within = Duration::from_secs(30);
+    let log = || vec![Spawned::idem(&config, &["log", "fct"])];
+
+    for (table, when) in [
+        ("idem.attempts", "connecting"),
+        ("idem.definitions", "reading the ledger's names"),
+    ] {
+        let (mut holder, mut looking) = held_after_reads(&url, &mut admin, table, 0, log).await;
+        cluster.freeze();
+        looking[0]
+            .says_not_answering(within, &format!("idem log OLDNAME {when}"))
+            .await;
+        cluster.thaw();
+        holder.execute("COMMIT").await.expect("commit");
+    }
+
+    let out = common::idem(&config, &["log", "fct"]);
+    assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
+}

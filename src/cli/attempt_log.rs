@@ -11,7 +11,7 @@ use super::{ONE_PARTITION, Stop, connect_to_read, find_job, load_config, parse_p
 use crate::config::{Config, Job, same_table};
 use crate::exit::Exit;
 use crate::warehouse::ledger::AttemptStatus;
-use crate::warehouse::{JobLedger, Warehouse};
+use crate::warehouse::{JobLedger, Warehouse, WarehouseError};
 
 /// What an attempt did to the target's rows, each number named for what
 /// it counts. A replace deleted and inserted, and reports the rows in the
@@ -46,8 +46,9 @@ fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
 /// The job `name` names in every form of `idem log`: the config's, or a
 /// name the ledger holds loads under that the config no longer has (a
 /// renamed job's old one), as [`loaded_under`] shapes it, with the
-/// warehouse that was read for it (to close). Any other name stays
-/// unknown, the warehouse reachable or not.
+/// warehouse that was read for it (to close). Any other name is unknown;
+/// one the ledger could not be read for, the warehouse out of reach or
+/// not answering, is said so: it may be an old name.
 pub(super) async fn job_to_log<'c>(
     config: &'c Config,
     name: &str,
@@ -56,14 +57,27 @@ pub(super) async fn job_to_log<'c>(
         Ok(job) => return Ok((Cow::Borrowed(job), None)),
         Err(unknown) => unknown,
     };
-    let Ok(wh) = connect_to_read(config, 2).await else {
-        return Err(unknown);
+    let unread = |e: WarehouseError| {
+        Stop::failed(format!(
+            "\"{name}\" is no job in {}, and the ledger, which keeps a renamed job's old names, could not be read for it: {e}",
+            config.path.display()
+        ))
     };
-    match loaded_under(&wh, config, name).await {
-        Some(old) => Ok((Cow::Owned(old), Some(wh))),
-        None => {
+    let wh = match super::read_connection(config, 2).await {
+        Ok(wh) => wh,
+        Err(e) if e.is_unreachable() => return Err(unread(e)),
+        Err(_) => return Err(unknown),
+    };
+    let old = loaded_under(&wh, config, name).await;
+    match old {
+        Ok(Some(old)) => Ok((Cow::Owned(old), Some(wh))),
+        Ok(None) => {
             wh.close().await;
             Err(unknown)
+        }
+        Err(e) => {
+            wh.close().await;
+            Err(unread(e))
         }
     }
 }
@@ -186,15 +200,29 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
 /// that loads its target now, shaped as the name's last definition was
 /// (strategy, partition column, grain), and said so on stderr. `None`
 /// where the ledger holds no such name, or no job of the config loads its
-/// target (the name is unknown then).
-async fn loaded_under(warehouse: &Warehouse, config: &Config, name: &str) -> Option<Job> {
+/// target (the name is unknown then), or its ledger cannot be read for
+/// another reason than the warehouse being out of reach (the error).
+async fn loaded_under(
+    warehouse: &Warehouse,
+    config: &Config,
+    name: &str,
+) -> Result<Option<Job>, WarehouseError> {
     let kept: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
-    let retired = warehouse.retired_names(&kept).await.ok()?;
-    let old = retired.into_iter().find(|r| r.job == name)?;
-    let now = config
+    let retired = match warehouse.answering(warehouse.retired_names(&kept)).await {
+        Ok(retired) => retired,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let Some(old) = retired.into_iter().find(|r| r.job == name) else {
+        return Ok(None);
+    };
+    let Some(now) = config
         .jobs
         .iter()
-        .find(|j| same_table(&j.target, &old.target, warehouse.table_names()))?;
+        .find(|j| same_table(&j.target, &old.target, warehouse.table_names()))
+    else {
+        return Ok(None);
+    };
     noteln!(
         "idem: {} has no job \"{name}\"; the ledger holds its loads of {}, which job {} loads now (idem log {} shows that job's): {name}'s follow",
         config.path.display(),
@@ -202,5 +230,5 @@ async fn loaded_under(warehouse: &Warehouse, config: &Config, name: &str) -> Opt
         now.name,
         now.name
     );
-    Some(now.as_loaded_under(name, &old.definition))
+    Ok(Some(now.as_loaded_under(name, &old.definition)))
 }

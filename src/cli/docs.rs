@@ -82,7 +82,7 @@ Some partitions failed (retry or alert), a job could not be read, the warehouse 
 Usage or config error (do not retry).
 .TP
 \fB130\fR
-Cancelled: Ctrl\-C, SIGTERM or SIGHUP (no new partition starts, in\-flight ones roll back; the console's runs are cancelled), or a plan declined at the prompt.
+Cancelled: Ctrl\-C, SIGTERM or SIGHUP (no new partition starts, in\-flight ones roll back; the console's runs are cancelled; \fBstatus\fR, \fBjobs\fR, \fBlog\fR and \fBdiff\fR, which only read, end at once, nothing changed), or a plan declined at the prompt.
 "#;
 
 const ENVIRONMENT: &str = r#".SH ENVIRONMENT

@@ -127,9 +127,17 @@ pub fn lineage(config: &Config, warehouse: &Warehouse) -> Result<crate::lineage:
 /// A connection that creates nothing: a run makes idem's ledger itself
 /// ([`Warehouse::make_ledger`]) once it knows it may write.
 pub async fn connect_to_read(config: &Config, max_connections: u32) -> Result<Warehouse, Stop> {
-    let warehouse = Warehouse::connect_to_read(&config.warehouse, max_connections)
+    read_connection(config, max_connections)
         .await
-        .map_err(|e| connect_stop(config, &e))?;
+        .map_err(|e| connect_stop(config, &e))
+}
+
+/// [`connect_to_read`], its error as the warehouse gave it.
+pub async fn read_connection(
+    config: &Config,
+    max_connections: u32,
+) -> Result<Warehouse, crate::warehouse::WarehouseError> {
+    let warehouse = Warehouse::connect_to_read(&config.warehouse, max_connections).await?;
     if let Some(note) = crate::clock::skew_note(crate::clock::warehouse_ahead()) {
         noteln!("idem: note: {note}");
     }

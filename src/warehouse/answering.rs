@@ -3,9 +3,10 @@
 //! that never comes: the driver sets no keepalive, and a server whose
 //! processes are stopped still has its host's kernel acknowledge every
 //! packet. A load is watched for that (`load::session`); the reads around
-//! it (states, plans, the console's refresh) are watched here: once one
-//! has waited a moment, new connections are tried beside it, and two in a
-//! row that get no answer end it, saying the warehouse is not answering.
+//! it (states, plans, the ledger, the console's refresh, a verification's
+//! runs, which never commit) are watched here: once one has waited a
+//! moment, new connections are tried beside it, and two in a row that get
+//! no answer end it, saying the warehouse is not answering.
 //! A slow read on a server that answers is left alone, however long.
 //! Connecting is watched so too, from its first session's setup on.
 

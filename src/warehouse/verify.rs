@@ -121,7 +121,9 @@ impl Warehouse {
 /// one [`CLOCK_TICK`] in all, not one for each hour; each partition's run
 /// 3 still begins a tick or more after its own runs 1–2 ended. Every run
 /// rolls back before the next begins: stopping at any point (a cancel, an
-/// error, the proofs dropped) leaves nothing behind.
+/// error, the proofs dropped) leaves nothing behind. A server that stops
+/// answering ends them, as it ends a read ([`Warehouse::answering`]): a
+/// proof has no commit whose outcome would be worth waiting for.
 pub struct Proofs<'a> {
     warehouse: &'a Warehouse,
     job: &'a Job,
@@ -173,10 +175,8 @@ impl Proofs<'_> {
             }
             let partition = *self.to_start.next()?;
             let (warehouse, job) = (self.warehouse, self.job);
-            match warehouse
-                .rows_after_runs(job, &partition, 2, self.cancel)
-                .await
-            {
+            let runs_1_2 = warehouse.rows_after_runs(job, &partition, 2, self.cancel);
+            match warehouse.answering(runs_1_2).await {
                 Ok(runs) => self.waiting.push_back(Waiting {
                     partition,
                     runs,
@@ -208,14 +208,19 @@ impl Proofs<'_> {
             self.waited += Instant::now() - asleep;
         }
         let run_3_after = Instant::now() - w.ended;
+        let cancel = self.cancel;
+        let (run_3, columns) = warehouse
+            .answering(async {
+                let run_3 = warehouse
+                    .rows_after_runs(job, &w.partition, 1, cancel)
+                    .await?;
+                Ok((run_3, warehouse.columns(&job.target).await?))
+            })
+            .await?;
         let mut runs = w.runs;
-        runs.extend(
-            warehouse
-                .rows_after_runs(job, &w.partition, 1, self.cancel)
-                .await?,
-        );
+        runs.extend(run_3);
         let rows = runs.iter().map(Vec::len).collect();
-        let columns = Columns::of(&warehouse.columns(&job.target).await?);
+        let columns = Columns::of(&columns);
         let difference = compare(
             &runs[0],
             &runs[1],

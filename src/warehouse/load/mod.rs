@@ -135,7 +135,10 @@ impl Warehouse {
         cancel: &CancellationToken,
     ) -> Result<Vec<Vec<Vec<Option<String>>>>, WarehouseError> {
         let stage = StageCell::default();
-        let verify = self.locked(job, partition, Work::Verify { runs }, &|_| {}, &stage);
+        // Boxed: a load's future is deep, and a proof nests it deeper (the
+        // watches beside it, the proofs around it) than the compiler lays
+        // out by default.
+        let verify = Box::pin(self.locked(job, partition, Work::Verify { runs }, &|_| {}, &stage));
         match self.supervised(verify, &stage, cancel, &|_| {}).await? {
             Done::Verified(rows) => Ok(rows),
             Done::Loaded(_) => Err(WarehouseError::Job(
