@@ -133,10 +133,14 @@ fn gaps(
 }
 
 /// `FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`, as a window of
-/// `grain` is written.
+/// `grain` is written. An hour's bounds carry the UTC offset: a
+/// `timestamptz` column reads a bound without one in the session's time
+/// zone, so the operator's own session (a database set to
+/// America/New_York) made a partition hours off the window (QA); a
+/// `timestamp` column ignores the offset.
 pub(super) fn for_values(grain: Grain, from: NaiveDateTime, to: NaiveDateTime) -> String {
     let format = match grain {
-        Grain::Hour => "%Y-%m-%d %H:%M:%S",
+        Grain::Hour => "%Y-%m-%d %H:%M:%S+00",
         Grain::Day | Grain::Month => "%Y-%m-%d",
     };
     format!(
