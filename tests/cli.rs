@@ -320,7 +320,7 @@ fn a_bad_range_is_refused_before_connecting() {
         ),
     )
     .unwrap();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["run", "j", "--from", "2026-01-05", "--to", "2026-01-04"],
             "--from 2026-01-05 is after --to 2026-01-04",
@@ -353,6 +353,25 @@ fn a_bad_range_is_refused_before_connecting() {
         (
             &["run", "j", "--from", "2026-01-30", "--to", "2026-02-02"],
             "--to 2026-02-02 is outside j's partitions",
+        ),
+        // QA: a range typed as partitions was said back with its ends
+        // side by side ("2025-12-30 2025-12-30 is outside"); it is said as
+        // typed.
+        (
+            &["run", "j", "2025-12-30"],
+            "idem: 2025-12-30 is outside j's partitions (2026-01-01 to 2026-01-31, day grain); none of it",
+        ),
+        (
+            &["run", "j", "2025-12-01..2025-12-30"],
+            "idem: 2025-12-01..2025-12-30 is outside j's partitions",
+        ),
+        (
+            &["run", "j", "2025-12-30..2026-02-02"],
+            "idem: 2025-12-30..2026-02-02 is outside j's partitions (2026-01-01 to 2026-01-31, day grain); to run the part inside them",
+        ),
+        (
+            &["run", "j", "2025-12-30..2026-01-04"],
+            "idem: 2025-12-30 is outside j's partitions",
         ),
         (
             &["run", "open", "--from", "2026-01-30", "--to", "2099-01-01"],

@@ -863,6 +863,51 @@ async fn postgres_a_window_no_native_partition_covers_says_which_to_create() {
     wh.close().await;
 }
 
+/// QA: the bounds an hourly window's failure advised for a `timestamptz`
+/// target (`FOR VALUES FROM ('2026-01-02 05:00:00') …`) had no offset, so
+/// created from a session in the operator's own time zone (a database set
+/// to America/New_York) they made a partition five hours off, and the
+/// window still failed. They carry the UTC offset, and created as advised
+/// from such a session the partition takes the window.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session_zone() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
+               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-01-02T05\"\n\
+               end = \"2026-01-02T05\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
+    let (config_path, config) = db.config(job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        "CREATE TABLE fct_early PARTITION OF fct \
+         FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
+        "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 05:30:00+00')",
+    ])
+    .await
+    .unwrap();
+    let run = fct_run(&config_path, &["--json"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let error = failure_of(&run);
+    let advised = error
+        .split_once("Create it (CREATE TABLE … PARTITION OF fct ")
+        .and_then(|(_, rest)| rest.split_once("), or a DEFAULT"))
+        .map(|(bounds, _)| bounds.to_string())
+        .unwrap_or_else(|| panic!("no bounds advised: {error}"));
+    // As an operator's psql session in New York would create it.
+    let create = format!(
+        "DO $$ BEGIN PERFORM set_config('TimeZone', 'America/New_York', true); \
+         EXECUTE $c$CREATE TABLE fct_0105 PARTITION OF fct {advised}$c$; END $$"
+    );
+    wh.execute_script(&[create.as_str()]).await.unwrap();
+    let again = fct_run(&config_path, &[]).output().unwrap();
+    assert!(again.status.success(), "{advised}: {again:?}");
+    wh.close().await;
+}
+
 /// The row of `partition` in `idem status --format json`.
 fn row_of<'a>(rows: &'a serde_json::Value, partition: &str) -> &'a serde_json::Value {
     rows.as_array()

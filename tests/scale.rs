@@ -2323,6 +2323,48 @@ async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
     assert_eq!(c1199, 1000 + 1199);
 }
 
+/// QA: a `timestamptz` target whose daily partitions were made in the
+/// operator's own time zone (America/New_York: their bounds read
+/// `'2026-11-03 05:00:00+00'` in idem's UTC session) was taken as covering
+/// every window, so an hourly dry run past its last partition said nothing
+/// and the run then failed those hours. Such bounds are read as the UTC
+/// instants they are, and the uncovered hours are named beforehand.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_dry_run_reads_zoned_native_partition_bounds() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
+               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-11-04T03\"\n\
+               end = \"2026-11-04T06\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
+    let (path, config) = db.config(job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        // New York's 2026-11-03, as a session there writes it.
+        "CREATE TABLE fct_1103 PARTITION OF fct \
+         FOR VALUES FROM ('2026-11-03 00:00:00-05') TO ('2026-11-04 00:00:00-05')",
+    ])
+    .await
+    .expect("fixture");
+    let out = common::idem(&path, &["run", "fct", "--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    let uncovered: Vec<&str> = plan["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .filter(|p| p["uncovered"] == true)
+        .map(|p| p["partition"].as_str().unwrap())
+        .collect();
+    assert_eq!(uncovered, ["2026-11-04T05", "2026-11-04T06"], "{plan}");
+    wh.close().await;
+}
+
 /// `idem run --dry-run` on a target partitioned by range on the job's
 /// partition column, with no DEFAULT partition, says which windows no
 /// partition covers (the run would fail them) and what to create; and

@@ -172,15 +172,22 @@ impl RunArgs {
                 .from
                 .zip(job.end)
                 .is_some_and(|(from, end)| from > end);
-        let given = [
-            (from_flag, from_text, before.is_some() || none_inside),
-            (to_flag, to_text, after.is_some() || none_inside),
-        ]
-        .into_iter()
-        .filter(|(_, text, outside)| *outside && text.is_some())
-        .map(|(flag, text, _)| typed(flag, text))
-        .collect::<Vec<_>>()
-        .join(" ");
+        let from_outside = before.is_some() || none_inside;
+        let to_outside = after.is_some() || none_inside;
+        let given = match self.range.as_deref() {
+            // Both ends of a range typed as partitions (`A..B`, or `A`
+            // alone): said as typed, not as its two ends side by side.
+            Some(range) if from_outside && to_outside => range.trim().to_string(),
+            _ => [
+                (from_flag, from_text, from_outside),
+                (to_flag, to_text, to_outside),
+            ]
+            .into_iter()
+            .filter(|(_, text, outside)| *outside && text.is_some())
+            .map(|(flag, text, _)| typed(flag, text))
+            .collect::<Vec<_>>()
+            .join(" "),
+        };
         let last = job.end.map_or_else(|| "now".to_string(), |end| end.name());
         let mut inside = self.clone();
         inside.config = Some(config.to_path_buf());
@@ -188,10 +195,10 @@ impl RunArgs {
         inside.range = None;
         inside.from = from_text.map(str::to_string);
         inside.to = to_text.map(str::to_string);
-        if before.is_some() || none_inside {
+        if from_outside {
             inside.from = Some(job.start.name());
         }
-        if after.is_some() || none_inside {
+        if to_outside {
             inside.to = job.end.map(|end| end.name());
         }
         let so = if none_inside {

@@ -241,21 +241,25 @@ impl Detail {
                 ]));
             }
         }
-        frame.render_widget(
-            Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: true }),
-            area,
-        );
         // A legend, so that no state is told by colour alone; it wraps
-        // rather than lose its last entries.
+        // rather than lose its last entries, in rows of its own below the
+        // detail (drawn over it, it hid the detail's last lines and let
+        // their ends show past its own).
+        let mut detail = area;
         if area.height >= 7 {
             let late = job.statuses.iter().any(|s| s.out_of_date().is_some());
             let legend = legend(t, area.width, late);
             let h = (legend.len() as u16).min(area.height / 4).max(1);
+            detail.height -= h;
             frame.render_widget(
                 Paragraph::new(controls_shown(legend)),
-                Rect::new(area.x, area.bottom() - h, area.width, h),
+                Rect::new(area.x, detail.bottom(), area.width, h),
             );
         }
+        frame.render_widget(
+            Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: true }),
+            detail,
+        );
     }
 }
 
@@ -612,6 +616,49 @@ mod tests {
             screen.contains("failures of fct_orders by error"),
             "{screen}"
         );
+    }
+
+    /// QA: the legend was drawn over the detail's last lines, so a
+    /// refused partition's "then 2 attempts refused" hid under it and the
+    /// legend's short second line ended in the leftovers of the line beneath
+    /// ("+ source changed5 08:47 refused · …"). The legend has rows of its
+    /// own, below the detail, and nothing shows through it.
+    #[test]
+    fn the_legend_has_rows_of_its_own_below_the_detail() {
+        let mut job = job_view("fct_orders", false, "■■■■■■■■■■");
+        job.cursor = 3;
+        let mut statuses = job.statuses.clone();
+        statuses[3].attempts += 2;
+        statuses[3].refused = Some(std::sync::Arc::new(crate::warehouse::ledger::Refusal {
+            attempt: 3,
+            finished_at: "2026-06-05T03:00:00.000Z".into(),
+            error: "source looks incomplete: would replace 9 rows with 0 in 2026-06-04; \
+                    nothing was changed (the shrink guard keeps a loaded partition at 50% \
+                    of its rows or more, and never replaces them with none)"
+                .into(),
+        }));
+        job.apply_statuses(statuses);
+        let t = Theme::default_theme();
+        // The box's inside: 92 columns, 8 rows.
+        let (width, height) = (94, 10);
+        let screen = draw(width, height, |f| {
+            Detail::default().render(f, f.area(), &t, &job, Vec::new())
+        });
+        let legend: Vec<String> = legend(&t, width - 2, false)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(legend.len(), 2, "{legend:?}");
+        let inside: Vec<String> = screen
+            .lines()
+            .skip(1)
+            .take(usize::from(height) - 2)
+            .map(|row| {
+                let row: String = row.chars().skip(1).take(usize::from(width) - 2).collect();
+                row.trim_end().to_string()
+            })
+            .collect();
+        assert_eq!(&inside[inside.len() - legend.len()..], legend, "{screen}");
     }
 
     #[test]

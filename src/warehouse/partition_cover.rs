@@ -52,7 +52,7 @@ impl Warehouse {
     /// The windows of `partitions` that no native partition of `job`'s
     /// target covers, where the target is partitioned by range on the job's
     /// partition column and has no DEFAULT partition. Nothing where a
-    /// bound is not one idem reads (zoned, several columns): no warning is
+    /// bound is not one idem reads (several columns): no warning is
     /// better than a false one.
     pub async fn windows_no_partition_covers(
         &self,
@@ -133,10 +133,14 @@ fn gaps(
 }
 
 /// `FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`, as a window of
-/// `grain` is written.
+/// `grain` is written. An hour's bounds carry the UTC offset: a
+/// `timestamptz` column reads a bound without one in the session's time
+/// zone, so the operator's own session (a database set to
+/// America/New_York) made a partition hours off the window (QA); a
+/// `timestamp` column ignores the offset.
 pub(super) fn for_values(grain: Grain, from: NaiveDateTime, to: NaiveDateTime) -> String {
     let format = match grain {
-        Grain::Hour => "%Y-%m-%d %H:%M:%S",
+        Grain::Hour => "%Y-%m-%d %H:%M:%S+00",
         Grain::Day | Grain::Month => "%Y-%m-%d",
     };
     format!(
@@ -173,16 +177,31 @@ pub(super) fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)>
     Some((bound_value(from)?, bound_value(to)?))
 }
 
-/// [`range_bound`], MINVALUE and MAXVALUE read as the ends of time.
+/// One zoned value of a bound, `('2026-11-03 05:00:00+00')`, as the UTC
+/// instant it is (idem's sessions write bounds in UTC; a partition made in
+/// New York reads so).
+fn zoned_bound_value(text: &str) -> Option<NaiveDateTime> {
+    let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+    chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%#z")
+        .or_else(|_| chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%.f%#z"))
+        .ok()
+        .map(|at| at.naive_utc())
+}
+
+/// [`range_bound`], MINVALUE and MAXVALUE read as the ends of time, and
+/// zoned values as their UTC instants (QA: a `timestamptz` target's
+/// partitions, made in the operator's time zone, were taken as covering
+/// every window). A load still matches only unzoned bounds to its window.
 fn cover_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
     let (from, to) = sides(bound)?;
+    let value = |v: &str| bound_value(v).or_else(|| zoned_bound_value(v));
     let from = match from {
         "(MINVALUE)" => NaiveDateTime::MIN,
-        from => bound_value(from)?,
+        from => value(from)?,
     };
     let to = match to {
         "(MAXVALUE)" => NaiveDateTime::MAX,
-        to => bound_value(to)?,
+        to => value(to)?,
     };
     Some((from, to))
 }
