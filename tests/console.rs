@@ -120,7 +120,7 @@ fn app_of(config: Config, theme: Theme, w: u16, h: u16) -> App {
     app.start();
     let effects = app.update(connected("sqlite:///demo/warehouse.db"));
     assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names), Effect::Lint, Effect::ReadHistoryElsewhere] if names.len() == 4),
+        matches!(effects.as_slice(), [Effect::ReadConfig { .. }, Effect::Refresh(names), Effect::Lint, Effect::ReadHistoryElsewhere] if names.len() == 4),
         "{effects:?}"
     );
     for (job, s) in &f.statuses {
@@ -165,15 +165,22 @@ fn keys(app: &mut App, text: &str) -> Vec<Effect> {
         let mut effects = app.update(msg);
         while let Some(i) = effects
             .iter()
-            .position(|e| matches!(e, Effect::ReadConfig(_)))
+            .position(|e| matches!(e, Effect::ReadConfig { .. }))
         {
             effects.remove(i);
-            let read = app.update(Msg::ConfigRead(Ok(app.config().clone())));
-            effects.extend(read);
+            let config = app.config().clone();
+            effects.extend(config_read(app, Ok(config)));
         }
         out.extend(effects);
     }
     out
+}
+
+/// The config file read as `read` says, as the answer to the newest read
+/// the console asked for: what the file says now.
+fn config_read(app: &mut App, read: Result<Config, String>) -> Vec<Effect> {
+    let id = app.newest_config_read();
+    app.update(Msg::ConfigRead { id, read })
 }
 
 fn render(app: &App) -> Terminal<TestBackend> {
@@ -3556,7 +3563,7 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
     let refresh_at = |a: &mut App, secs: i64| {
         let effects = a.update(Msg::Tick(now() + chrono::Duration::seconds(secs)));
         assert!(
-            matches!(effects.as_slice(), [Effect::ReadConfig(_), Effect::Refresh(names)] if names.len() == jobs.len()),
+            matches!(effects.as_slice(), [Effect::ReadConfig { .. }, Effect::Refresh(names)] if names.len() == jobs.len()),
             "{effects:?}"
         );
     };
@@ -3608,7 +3615,7 @@ fn an_idle_refresh_draws_nothing_unless_something_changed() {
     let effects = a.update(key('R'));
     assert!(matches!(
         effects.as_slice(),
-        [Effect::ReadConfig(_), Effect::Refresh(_)]
+        [Effect::ReadConfig { .. }, Effect::Refresh(_)]
     ));
     assert!(a.needs_redraw());
     assert!(text(&a).contains("⟳ loading"));
@@ -3637,9 +3644,10 @@ fn a_run_shown_changes_the_states_held() {
 #[test]
 fn a_config_that_no_longer_loads_is_named_in_the_title_bar() {
     let mut app = app(140, 40);
-    app.update(Msg::ConfigRead(Err(
-        "idem.toml:12:7: jobs[0].grain: expected one of hour, day, month".into(),
-    )));
+    config_read(
+        &mut app,
+        Err("idem.toml:12:7: jobs[0].grain: expected one of hour, day, month".into()),
+    );
     let first = text(&app);
     let title = first.lines().next().unwrap_or_default();
     assert!(title.contains("✗ idem.toml:12:7 does not load"), "{first}");

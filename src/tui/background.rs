@@ -372,11 +372,12 @@ impl Background {
                     send(Msg::ThemeLoaded(Theme::load_file(&path)))
                 });
             }
-            Effect::ReadConfig(path) => {
+            Effect::ReadConfig { id, path } => {
                 tokio::task::spawn_blocking(move || {
-                    send(Msg::ConfigRead(
-                        crate::config::load(&path).map_err(|e| e.to_string()),
-                    ))
+                    send(Msg::ConfigRead {
+                        id,
+                        read: crate::config::load(&path).map_err(|e| e.to_string()),
+                    })
                 });
             }
             Effect::Cancel(run) => {

@@ -17,7 +17,8 @@ use super::widgets::{abbreviate, columns, put, wrap_words};
 pub struct Title<'a> {
     pub url: &'a str,
     pub db_error: Option<&'a str>,
-    /// Why the console keeps the config it opened with.
+    /// Why the console keeps the config it opened with, or why it knows
+    /// no lineage of it.
     pub config_error: Option<&'a str>,
     pub connecting: bool,
     pub loading: bool,

@@ -149,8 +149,13 @@ pub enum Msg {
     LoadsElsewhere(Vec<crate::warehouse::LoadsElsewhere>),
     /// A theme file `:theme` asked for was read.
     ThemeLoaded(Result<Theme, String>),
-    /// The config file, read again at a refresh: what it says now.
-    ConfigRead(Result<crate::config::Config, String>),
+    /// The config file, read again (a refresh's read, the run dialog's):
+    /// what it says now. `id` is its [`Effect::ReadConfig`]'s: reads run
+    /// side by side, and one that lands after a newer one is dropped.
+    ConfigRead {
+        id: usize,
+        read: Result<crate::config::Config, String>,
+    },
     /// A job's lint on the connected warehouse, as `idem lint` says it, for
     /// the definition whose SQL is `sql` (a reload since makes it stale).
     Linted {
@@ -269,8 +274,12 @@ pub enum Effect {
     /// Read a theme file; the answer comes back as [`Msg::ThemeLoaded`].
     LoadTheme(PathBuf),
     /// Read the config file again; the answer comes back as
-    /// [`Msg::ConfigRead`].
-    ReadConfig(PathBuf),
+    /// [`Msg::ConfigRead`] with the same `id`, which counts up from one
+    /// read asked to the next.
+    ReadConfig {
+        id: usize,
+        path: PathBuf,
+    },
     /// Put this text on the clipboard through the terminal (OSC 52), which
     /// works over ssh and in tmux (with `set-clipboard on`), where the
     /// console's mouse capture keeps the terminal from selecting text.

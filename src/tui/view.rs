@@ -46,7 +46,7 @@ pub fn render(frame: &mut Frame, app: &App) {
         &Title {
             url: &app.url,
             db_error: app.db_error.as_deref(),
-            config_error: app.config_error.as_deref(),
+            config_error: app.config_error_shown(),
             connecting: app.connecting && !app.connected,
             loading: app.loading(),
             active_runs: app.active_runs(),

@@ -20,10 +20,13 @@ fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed()
     let mut a = app(140, 40);
     keys(&mut a, "fr\tfixed refunds\n");
     assert!(matches!(a.modal, Modal::Confirm(_)));
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
-        job.expect("demo job").sql.push_str(" -- fixed");
-    }))));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            let job = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
+            job.expect("demo job").sql.push_str(" -- fixed");
+        })),
+    );
     let Modal::Confirm(c) = &a.modal else {
         panic!("another job's edit keeps the dialog");
     };
@@ -32,7 +35,7 @@ fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed()
     assert!(note.contains("changed dim_customers"), "{note}");
     assert!(!note.contains("run dialog"), "{note}");
 
-    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    config_read(&mut a, Ok(fixed_fct_orders()));
     let Modal::Confirm(c) = &a.modal else {
         panic!("its own job's edit plans the dialog again");
     };
@@ -71,9 +74,12 @@ fn a_reload_keeps_the_run_dialog_and_plans_it_again_when_what_it_plans_changed()
 
     keys(&mut a, "fr");
     assert!(matches!(a.modal, Modal::Confirm(_)));
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        c.jobs.retain(|j| j.name != "fct_orders");
-    }))));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            c.jobs.retain(|j| j.name != "fct_orders");
+        })),
+    );
     assert!(matches!(a.modal, Modal::None), "its job removed closes it");
     let (_, note) = a.message.clone().expect("a note");
     assert!(
@@ -118,19 +124,20 @@ fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
     assert!(
         opened
             .iter()
-            .any(|e| matches!(e, Effect::ReadConfig(p) if p == &a.config().path)),
+            .any(|e| matches!(e, Effect::ReadConfig { path, .. } if path == &a.config().path)),
         "opening the dialog reads the file: {opened:?}"
     );
-    a.update(Msg::ConfigRead(Ok(a.config().clone())));
+    let config = a.config().clone();
+    config_read(&mut a, Ok(config));
     keys(&mut a, "\tfixed refunds\n");
 
     let effects = a.update(code(KeyCode::Enter));
     assert!(
-        matches!(effects.as_slice(), [Effect::ReadConfig(p)] if p == &a.config().path),
+        matches!(effects.as_slice(), [Effect::ReadConfig { path, .. }] if path == &a.config().path),
         "Enter reads the file before it runs: {effects:?}"
     );
     assert!(text(&a).contains("reading the config file before the run"));
-    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let effects = config_read(&mut a, Ok(fixed_fct_orders()));
     assert!(
         !effects.iter().any(|e| matches!(e, Effect::StartRun(_))),
         "nothing of the old definition runs: {effects:?}"
@@ -146,9 +153,7 @@ fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
     // A file that does not load when Enter is pressed runs nothing.
     read_states(&mut a, "fct_orders");
     a.update(code(KeyCode::Enter));
-    let effects = a.update(Msg::ConfigRead(Err(
-        "idem.toml:12:7: expected a string".into()
-    )));
+    let effects = config_read(&mut a, Err("idem.toml:12:7: expected a string".into()));
     assert!(effects.is_empty(), "{effects:?}");
     let Modal::Confirm(c) = &a.modal else {
         panic!("the dialog stays");
@@ -162,7 +167,7 @@ fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
 
     // Saved again as it was planned: Enter runs it.
     a.update(code(KeyCode::Enter));
-    let effects = a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    let effects = config_read(&mut a, Ok(fixed_fct_orders()));
     let [Effect::StartRun(req)] = effects.as_slice() else {
         panic!("expected one run, got {effects:?}");
     };
@@ -177,9 +182,12 @@ fn enter_in_the_run_dialog_runs_the_config_as_saved_not_as_last_read() {
 #[test]
 fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
     let (mut a, run, names) = run_in_progress(140, 40);
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        c.jobs.retain(|j| j.name != "fct_orders");
-    }))));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            c.jobs.retain(|j| j.name != "fct_orders");
+        })),
+    );
     let (_, note) = a.message.clone().expect("a note");
     assert!(
         note.contains("removed fct_orders")
@@ -206,7 +214,7 @@ fn a_run_of_a_job_removed_from_the_config_still_says_how_it_ended() {
 #[test]
 fn a_run_in_flight_of_a_changed_job_loads_its_partitions_stale() {
     let (mut a, run, names) = run_in_progress(140, 40);
-    a.update(Msg::ConfigRead(Ok(fixed_fct_orders())));
+    config_read(&mut a, Ok(fixed_fct_orders()));
     read_states(&mut a, "fct_orders");
     let i = partition(&a, &names[1]);
     assert_eq!(a.job().unwrap().state_at(i), Some(LoadState::Running));
@@ -238,10 +246,13 @@ fn a_run_in_flight_of_a_changed_job_loads_its_partitions_stale() {
 fn enter_in_a_cascade_waits_for_the_states_of_every_job_it_plans() {
     let mut a = app(140, 40);
     keys(&mut a, "frc\tfixed refunds\n");
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        let job = c.jobs.iter_mut().find(|j| j.name == "agg_revenue_monthly");
-        job.expect("demo job").sql.push_str(" -- fixed");
-    }))));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            let job = c.jobs.iter_mut().find(|j| j.name == "agg_revenue_monthly");
+            job.expect("demo job").sql.push_str(" -- fixed");
+        })),
+    );
     let effects = a.update(code(KeyCode::Enter));
     assert!(effects.is_empty(), "{effects:?}");
     assert!(matches!(a.modal, Modal::Confirm(_)), "the dialog stays");
@@ -273,10 +284,13 @@ fn enter_in_a_cascade_waits_for_the_states_of_every_job_it_plans() {
 #[test]
 fn a_job_renamed_while_its_run_is_in_flight_shows_it_running_under_the_new_name() {
     let (mut a, run, names) = run_in_progress(140, 40);
-    a.update(Msg::ConfigRead(Ok(config_edited(|c| {
-        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
-        job.expect("demo job").name = "orders".into();
-    }))));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+            job.expect("demo job").name = "orders".into();
+        })),
+    );
     let (_, note) = a.message.clone().expect("a note");
     assert!(note.contains("removed fct_orders"), "{note}");
     select_job(&mut a, "orders");
@@ -299,5 +313,106 @@ fn a_job_renamed_while_its_run_is_in_flight_shows_it_running_under_the_new_name(
     assert!(
         matches!(effects.as_slice(), [Effect::Refresh(names)] if names == &["orders"]),
         "{effects:?}"
+    );
+}
+
+/// The id of the config file's read among `effects`.
+fn config_read_asked(effects: &[Effect]) -> usize {
+    let read = effects.iter().find_map(|e| match e {
+        Effect::ReadConfig { id, .. } => Some(*id),
+        _ => None,
+    });
+    read.unwrap_or_else(|| panic!("no read of the config file: {effects:?}"))
+}
+
+/// Two reads of the file out at once, the file saved with a fix between
+/// them: the earlier read, landing last, does not put the console back
+/// on the file as it was (QA: reads carried no id; the last to land won).
+#[test]
+fn a_read_of_the_config_that_lands_after_a_newer_one_is_dropped() {
+    let mut a = app(140, 40);
+    let earlier = config_read_asked(&a.update(key('R')));
+    let later = config_read_asked(&a.update(key('R')));
+    a.update(Msg::ConfigRead {
+        id: later,
+        read: Ok(fixed_fct_orders()),
+    });
+    a.update(Msg::ConfigRead {
+        id: earlier,
+        read: Ok(fixture().config.clone()),
+    });
+    let job = a.config().jobs.iter().find(|j| j.name == "fct_orders");
+    assert!(job.expect("demo job").sql.ends_with(" -- fixed"));
+    let (_, note) = a.message.clone().expect("a note");
+    assert!(note.contains("changed fct_orders"), "{note}");
+}
+
+/// Enter in the run dialog while a refresh's read of the file is out: the
+/// run waits for the read Enter asked for, made after the file was saved,
+/// not the refresh's, made before (QA: the first read to land ran it).
+#[test]
+fn enter_in_the_run_dialog_waits_for_its_own_read_of_the_config() {
+    let mut a = app(140, 40);
+    keys(&mut a, "fr\tfixed refunds\n");
+    let periodic = config_read_asked(&a.update(Msg::Tick(now() + Duration::seconds(16))));
+    let at_enter = config_read_asked(&a.update(code(KeyCode::Enter)));
+    assert!(periodic < at_enter);
+    let effects = a.update(Msg::ConfigRead {
+        id: periodic,
+        read: Ok(fixture().config.clone()),
+    });
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(text(&a).contains("reading the config file before the run"));
+    let effects = a.update(Msg::ConfigRead {
+        id: at_enter,
+        read: Ok(fixture().config.clone()),
+    });
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("expected one run, got {effects:?}");
+    };
+    assert_eq!(req.reason.as_deref(), Some("fixed refunds"));
+}
+
+/// A job added whose target fct_orders' SQL reads (raw_orders), and a
+/// `depends_on` given to dim_customers: each has a new upstream, so its
+/// next read derives its states anew, stale (upstream) included, rather
+/// than answering "unchanged" (QA: nothing the read compares for that
+/// answer had changed, so they kept states derived with no upstream).
+#[test]
+fn a_reload_that_gives_a_job_a_new_upstream_reads_its_states_anew() {
+    let mut a = app(140, 40);
+    let jobs = ["fct_orders", "dim_customers", "agg_revenue_monthly"];
+    assert!(jobs.iter().all(|j| a.holds_last_read(j)));
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            let dim = c.jobs.iter_mut().find(|j| j.name == "dim_customers");
+            let dim = dim.expect("demo job");
+            dim.depends_on.push(idem::config::Dependency {
+                name: "fct_pageviews_hourly".into(),
+                line: 1,
+                column: 1,
+            });
+            let mut raw = dim.clone();
+            raw.depends_on.clear();
+            raw.name = "stg_orders".into();
+            raw.target = idem::config::TableName::parse("raw_orders").expect("a table name");
+            c.jobs.push(raw);
+        })),
+    );
+    let upstream = |job: &str| -> Vec<String> {
+        a.lineage
+            .upstream(job)
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect()
+    };
+    assert_eq!(upstream("fct_orders"), ["stg_orders"]);
+    assert_eq!(upstream("dim_customers"), ["fct_pageviews_hourly"]);
+    assert!(!a.holds_last_read("fct_orders"));
+    assert!(!a.holds_last_read("dim_customers"));
+    assert!(
+        a.holds_last_read("agg_revenue_monthly"),
+        "its upstream stayed"
     );
 }

@@ -128,6 +128,10 @@ pub struct Shared {
     /// and cascades. Table names compared as the engine does by default
     /// until connected, then as the server does.
     pub lineage: Lineage,
+    /// Why there is no lineage (jobs that read each other in a cycle, as
+    /// the server compares table names), where the config says it: the
+    /// title bar keeps it until a reload makes one.
+    pub lineage_error: Option<String>,
 }
 
 /// The note R leaves while its reads are out.
@@ -152,6 +156,11 @@ pub struct App {
     /// An explicit refresh (`R`) asked: a config that still does not load
     /// says why in the status bar again, not only in the title bar.
     retell_config_error: bool,
+    /// The id of the newest read of the config file asked for.
+    config_reads_asked: usize,
+    /// The id of the newest read of the config file that landed: one
+    /// older landing after it is of the file as it was before.
+    config_read_landed: usize,
 }
 
 /// Read access to the state, for views and tests.
@@ -182,10 +191,6 @@ impl App {
         let jobs = JobsPane::new(&config.jobs, now);
         let url = crate::warehouse::redact(&config.warehouse.url);
         let table_names = config.warehouse.engine().table_names();
-        let (lineage, lineage_error) = match Lineage::comparing(&config, table_names) {
-            Ok(l) => (l, None),
-            Err(e) => (Lineage::default(), Some(e.to_string())),
-        };
         let mut app = App {
             shared: Shared {
                 focus: Focus::Calendar,
@@ -193,7 +198,7 @@ impl App {
                 theme: start.theme,
                 mouse: start.mouse,
                 size: (80, 24),
-                message: start.note.or(lineage_error).map(|n| (true, n)),
+                message: None,
                 runs: Vec::new(),
                 selected_run: 0,
                 quit: false,
@@ -211,7 +216,8 @@ impl App {
                 connecting: false,
                 db_error: None,
                 config_error: None,
-                lineage,
+                lineage: Lineage::default(),
+                lineage_error: None,
             },
             config,
             table_names,
@@ -223,7 +229,12 @@ impl App {
             next_run: 1,
             next_request: 1,
             retell_config_error: false,
+            config_reads_asked: 0,
+            config_read_landed: 0,
         };
+        let lineage = Lineage::comparing(&app.config, table_names);
+        let lineage_error = app.set_lineage(lineage);
+        app.shared.message = start.note.or(lineage_error).map(|n| (true, n));
         app.fix_scroll_all();
         app
     }
@@ -237,6 +248,33 @@ impl App {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// What the title bar says is wrong with the config: it does not load
+    /// (the console keeps the one it opened with), or no lineage could be
+    /// made of it.
+    pub fn config_error_shown(&self) -> Option<&str> {
+        let shared = &self.shared;
+        shared
+            .config_error
+            .as_deref()
+            .or(shared.lineage_error.as_deref())
+    }
+
+    /// The id of the newest read of the config file asked for (0 before
+    /// the first): its answer, or a newer one, is what the file says now.
+    pub fn newest_config_read(&self) -> usize {
+        self.config_reads_asked
+    }
+
+    /// Asks for the config file read again, numbered after every read
+    /// asked before.
+    pub(super) fn read_config(&mut self) -> Effect {
+        self.config_reads_asked += 1;
+        Effect::ReadConfig {
+            id: self.config_reads_asked,
+            path: self.config.path.clone(),
+        }
     }
 
     /// Whether the screen needs drawing again.
@@ -491,7 +529,7 @@ impl App {
                 self.shared.message = Some((true, e));
                 Vec::new()
             }
-            Msg::ConfigRead(read) => self.config_read(read),
+            Msg::ConfigRead { id, read } => self.config_read(id, read),
             Msg::Tick(_) | Msg::Drawn => Vec::new(),
         };
         self.fix_scroll_all();
@@ -570,7 +608,7 @@ impl App {
     /// no spinner unless a read is slow.
     pub(super) fn refresh_all(&mut self, quiet: bool) -> Vec<Effect> {
         self.retell_config_error |= !quiet;
-        let mut effects = vec![Effect::ReadConfig(self.config.path.clone())];
+        let mut effects = vec![self.read_config()];
         effects.extend(self.refresh_states(quiet));
         effects
     }

@@ -5,23 +5,32 @@
 //! says that instead. The run dialog reads the file too, as it opens and
 //! when it is confirmed: Enter runs the file as saved then.
 
+use std::collections::BTreeSet;
+
 use super::{App, Modal};
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::lineage::Lineage;
 use crate::tui::confirm::ConfirmDialog;
 use crate::tui::msg::Effect;
 use crate::tui::runs::RunPartState;
 
 impl App {
-    /// The config file read again; a run confirmed in the dialog starts
-    /// now if the console is on the file as read and the dialog's plan
-    /// did not change with it.
-    pub(super) fn config_read(&mut self, read: Result<Config, String>) -> Vec<Effect> {
+    /// The config file read again by read `id`; a run confirmed in the
+    /// dialog starts now if this is the read it waits on (or a newer one),
+    /// the console is on the file as read and the dialog's plan did not
+    /// change with it.
+    pub(super) fn config_read(&mut self, id: usize, read: Result<Config, String>) -> Vec<Effect> {
+        // Reads run side by side: one older than a read already landed
+        // is of the file as it was before.
+        if id < self.config_read_landed {
+            return Vec::new();
+        }
+        self.config_read_landed = id;
         let mut effects = self.reload(read);
         let Modal::Confirm(c) = &mut self.shared.modal else {
             return effects;
         };
-        if !c.is_confirming() {
+        if c.awaited_read().is_none_or(|awaited| id < awaited) {
             return effects;
         }
         if let Some(why) = &self.shared.config_error {
@@ -29,7 +38,7 @@ impl App {
             return effects;
         }
         if let Modal::Confirm(c) = std::mem::replace(&mut self.shared.modal, Modal::None) {
-            effects.extend(self.start_run(*c));
+            effects.extend(self.start_run(c));
         }
         effects
     }
@@ -52,9 +61,10 @@ impl App {
             self.shared.modal = Modal::Confirm(c);
             return Vec::new();
         }
-        c.confirming();
+        let read = self.read_config();
+        c.confirming(self.config_reads_asked);
         self.shared.modal = Modal::Confirm(c);
-        vec![Effect::ReadConfig(self.config.path.clone())]
+        vec![read]
     }
 
     fn reload(&mut self, read: Result<Config, String>) -> Vec<Effect> {
@@ -113,14 +123,34 @@ impl App {
             Modal::Confirm(c) => self.shared.jobs.get(c.job).map(|j| c.chosen(j)),
             _ => None,
         };
+        // A job given a new upstream (a `depends_on`, a job whose target
+        // its SQL reads) is derived anew: a read answers "unchanged" on
+        // the upstream the job had, and would miss what the new one made
+        // stale.
+        let upstream = |l: Option<&Lineage>, job: &str| {
+            let names = l.map(|l| l.upstream(job)).unwrap_or_default();
+            names
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        let upstream_changed: Vec<String> = new
+            .jobs
+            .iter()
+            .map(|j| j.name.clone())
+            .filter(|j| {
+                upstream(Some(&self.shared.lineage), j) != upstream(lineage.as_ref().ok(), j)
+            })
+            .collect();
         let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
+        for name in &upstream_changed {
+            if let Some(j) = self.shared.jobs.by_name_mut(name) {
+                j.as_read = false;
+            }
+        }
         self.follow_renamed_runs(&new, &summary.removed, &summary.added);
         self.config = new;
-        let mut lineage_error = None;
-        match lineage {
-            Ok(l) => self.shared.lineage = l,
-            Err(e) => lineage_error = Some(e.to_string()),
-        }
+        let lineage_error = self.set_lineage(lineage);
         // Dialogs made of the old definitions close. The run dialog stays
         // (with the reason typed in it), planned again on the new ones
         // when what it plans changed, unless its job or every partition
@@ -249,6 +279,34 @@ impl App {
                 .filter(|p| matches!(p.state, RunPartState::Running | RunPartState::Retrying));
             for p in in_flight {
                 j.enter_flight(&p.name);
+            }
+        }
+    }
+
+    /// Takes `lineage` as which jobs read which. One that could not be
+    /// made (a cycle the server's table names close) leaves none: nothing
+    /// shows stale (upstream), and the title bar says why until a reload
+    /// makes one. Returns the whole error, for the status bar.
+    pub(super) fn set_lineage(&mut self, lineage: Result<Lineage, ConfigError>) -> Option<String> {
+        match lineage {
+            Ok(l) => {
+                self.shared.lineage = l;
+                if self.shared.lineage_error.take().is_some() {
+                    self.dirty = true;
+                }
+                None
+            }
+            Err(e) => {
+                self.shared.lineage = Lineage::default();
+                let what = e.message.split("; ").next().unwrap_or_default();
+                let at = if e.line > 0 {
+                    format!(":{}:{}", e.line, e.column)
+                } else {
+                    String::new()
+                };
+                self.shared.lineage_error = Some(format!("{}{at}: {what}", self.config_name()));
+                self.dirty = true;
+                Some(e.to_string())
             }
         }
     }

@@ -53,7 +53,7 @@ impl App {
         // The file as saved now, not as last read (a refresh's): an edit
         // saved since replans the dialog before Enter.
         if matches!(self.shared.modal, Modal::Confirm(_)) {
-            effects.push(Effect::ReadConfig(self.config.path.clone()));
+            effects.push(self.read_config());
         }
         effects
     }
@@ -103,7 +103,7 @@ impl App {
         vec![self.shared.reconciler.count_for_run(job, first, last, id)]
     }
 
-    pub(super) fn start_run(&mut self, c: ConfirmDialog) -> Vec<Effect> {
+    pub(super) fn start_run(&mut self, mut c: Box<ConfirmDialog>) -> Vec<Effect> {
         let Some(mut backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
             self.shared.message =
                 Some((true, "no partition matches the filter; nothing ran".into()));
@@ -145,11 +145,18 @@ impl App {
             return Vec::new();
         }
         let steps = match c.cascade() {
+            // The dialog stays, with the reason typed in it: the cascade
+            // turned off runs the rest.
             Some(plan) if !plan.problems.is_empty() => {
                 self.shared.message = Some((
                     true,
-                    format!("cannot cascade: {}; nothing ran", plan.problems.join("; ")),
+                    format!(
+                        "nothing ran: cannot cascade: {}; c turns the cascade off to run without it",
+                        plan.problems.join("; ")
+                    ),
                 ));
+                c.unconfirm();
+                self.shared.modal = Modal::Confirm(c);
                 return Vec::new();
             }
             Some(plan) => plan.steps.clone(),

@@ -75,12 +75,9 @@ impl App {
                 // names: one folding them reads `fct` in `FCT`, and may
                 // close a cycle the config's default did not.
                 self.table_names = table_names;
-                match Lineage::comparing(&self.config, table_names) {
-                    Ok(lineage) => self.shared.lineage = lineage,
-                    Err(e) => {
-                        self.shared.lineage = Lineage::default();
-                        self.shared.message = Some((true, e.to_string()));
-                    }
+                let lineage = Lineage::comparing(&self.config, table_names);
+                if let Some(e) = self.set_lineage(lineage) {
+                    self.shared.message = Some((true, e));
                 }
                 self.shared.url = url;
                 self.shared.connected = true;

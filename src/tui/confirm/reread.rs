@@ -15,27 +15,31 @@ use crate::tui::theme::Theme;
 pub enum Reread {
     #[default]
     Planned,
-    /// Confirmed: the run starts once the file, read again, is found to
-    /// plan what the dialog shows.
-    Confirming,
+    /// Confirmed: the run starts once the file, read again (by the read
+    /// of this id, or a newer one), is found to plan what the dialog shows.
+    Confirming(usize),
     /// What the operator is to know before Enter (the plan changed with
     /// the file, or nothing ran).
     Note(String),
 }
 
 impl ConfirmDialog {
-    /// Enter pressed: the run waits on the config file's read.
-    pub fn confirming(&mut self) {
-        self.reread = Reread::Confirming;
+    /// Enter pressed: the run waits on the config file's read `read`.
+    pub fn confirming(&mut self, read: usize) {
+        self.reread = Reread::Confirming(read);
     }
 
-    pub fn is_confirming(&self) -> bool {
-        self.reread == Reread::Confirming
+    /// Confirmed: the id of the config file's read the run waits on.
+    pub fn awaited_read(&self) -> Option<usize> {
+        match self.reread {
+            Reread::Confirming(read) => Some(read),
+            _ => None,
+        }
     }
 
     /// A key other than Enter: a run asked for waits no longer.
     pub fn unconfirm(&mut self) {
-        if self.is_confirming() {
+        if self.awaited_read().is_some() {
             self.reread = Reread::Planned;
         }
     }
@@ -84,7 +88,7 @@ impl ConfirmDialog {
     ) -> Option<Line<'static>> {
         let (words, style) = match &self.reread {
             Reread::Planned => return None,
-            Reread::Confirming => ("reading the config file before the run…".into(), "muted"),
+            Reread::Confirming(_) => ("reading the config file before the run…".into(), "muted"),
             Reread::Note(note) => (note.clone(), "warning"),
         };
         Some(Line::from(vec![
