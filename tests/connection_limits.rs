@@ -693,3 +693,103 @@ on_server_engines!(
     a_role_granted_three_connections_runs_and_reads,
     a_read_refused_a_connection_names_the_limit,
 );
+
+/// Two loads that run past the first look for their sessions (20 s) under
+/// a role at its CONNECTION LIMIT (3: both loads' and the run's own, all
+/// the pool's): the looks, and the questions of whom each waits for,
+/// borrow the pool's connection rather than open one beside it, which the
+/// server refuses (the look then blind: a refusal was taken for the
+/// session being there) or which takes the slot a partition is about to
+/// open. Each partition starts once and loads. QA: every look opened a
+/// connection the server refused. PostgreSQL, on a cluster of the test's
+/// own, whose log says which connections it refused and what was asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_long_load_at_the_limit_looks_for_its_session_on_the_pools_connection() {
+    use common::throwaway::Throwaway;
+    let Some(cluster) = common::throwaway::Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let mut admin = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = |url: &str, name: &str| {
+        let job = replace_job(
+            "fct",
+            "fct",
+            "2026-01-10",
+            "select id, dt from src cross join (select pg_sleep(23) as p) pause \
+             where dt >= :start and dt < :end",
+        );
+        let path = dir.path().join(name);
+        let text = format!("[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"3s\"\n\n{job}");
+        std::fs::write(&path, text).expect("config");
+        path
+    };
+    for ddl in [
+        "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+    ] {
+        sqlx::Executor::execute(&mut admin, ddl).await.expect(ddl);
+    }
+    // The ledger, made by the superuser, as `role` grants it.
+    let made = idem::config::load(&config(&url, "admin.toml")).expect("config");
+    let wh = idem::warehouse::Warehouse::connect(&made.warehouse, 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    wh.close().await;
+    let (name, mut setup, _, _) = role(Kind::Postgres, "postgres", 3);
+    setup.push(format!("ALTER ROLE {name} SET log_statement = 'all'"));
+    for ddl in setup {
+        sqlx::Executor::execute(&mut admin, AssertSqlSafe(ddl.clone()))
+            .await
+            .expect("the role");
+    }
+    let operator = config(&common::as_user(&url, &name), "lim.toml");
+
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&operator)
+        .args(["run", "fct", "--json", "-y", "--concurrency", "2"])
+        .args(["--from", "2026-01-01", "--to", "2026-01-02"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    let stdout = run.stdout.take().expect("its events");
+    let mut events = Vec::new();
+    // Once a load holds its lock (its DELETE done), only looks and questions
+    // connect: the describe before it may have been refused one.
+    let mut holding_from = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line.expect("an event");
+        if holding_from.is_none() && line.contains("\"partition_log\"") && line.contains("DELETE") {
+            holding_from = Some(cluster.log().len());
+        }
+        events.push(line);
+    }
+    let out = run.wait_with_output().expect("idem");
+    let said = events.join("\n") + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for day in ["2026-01-01", "2026-01-02"] {
+        let started = events
+            .iter()
+            .filter(|e| e.contains("\"partition_started\"") && e.contains(day))
+            .count();
+        assert_eq!(started, 1, "{day}: {said}");
+    }
+    let holding_from = holding_from.unwrap_or_else(|| panic!("no load took its lock: {said}"));
+    let log = cluster.log();
+    let since = &log[holding_from..];
+    assert!(
+        !since.contains("too many connections"),
+        "the server refused connections while the loads ran: {since}"
+    );
+    assert!(
+        since
+            .lines()
+            .any(|l| l.contains("SELECT count(*) FROM pg_catalog.pg_locks")
+                && l.contains("application_name = $")),
+        "no load's session was looked for: {since}"
+    );
+}

@@ -439,3 +439,91 @@ async fn postgres_an_old_job_name_is_not_called_unknown_when_the_server_stops_an
     let out = common::idem(&config, &["log", "fct"]);
     assert_eq!(common::stdout_ok(&out).matches("succeeded").count(), 2);
 }
+
+/// `read`, caught waiting on another session's lock of `tables` (its
+/// statement sent), and the server then stopped: it ends within 30 s (else
+/// the test fails, saying what waited); its answer.
+async fn caught_waiting<T>(
+    cluster: &Cluster,
+    admin: &mut PgConnection,
+    tables: &str,
+    what: &str,
+    read: impl std::future::Future<Output = T>,
+) -> T {
+    let mut holder = PgConnection::connect(&cluster.url())
+        .await
+        .expect("connect");
+    holder.execute("BEGIN").await.expect("begin");
+    holder
+        .execute(sqlx::AssertSqlSafe(format!("LOCK TABLE {tables}")))
+        .await
+        .expect("lock");
+    tokio::pin!(read);
+    let waited = tokio::select! {
+        _ = &mut read => panic!("{what} never waited on {tables}"),
+        waited = common::poll_count(admin, LOCK_WAITERS, 300, |n| n >= 1) => waited,
+    };
+    assert!(waited, "{what} never waited on {tables}");
+    cluster.freeze();
+    let ended = tokio::time::timeout(Duration::from_secs(30), &mut read).await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    ended.unwrap_or_else(|_| panic!("{what} still waits on a server that stopped answering"))
+}
+
+/// The server stops answering while the console reads beside its refresh,
+/// each caught once its statement is sent: the check for history under
+/// other job names (the ledger locked), the run dialog's check of the
+/// target's native partitions (the partitioned target locked), and the
+/// checks before a console run (a ledger short of an index, made then).
+/// Each ends within seconds, the run refused saying the warehouse is not
+/// answering and that nothing was run. QA: each waited for good, holding
+/// one of the console's connections, and the run sat "starting".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_console_reads_beside_a_refresh_end_when_the_server_stops_answering() {
+    use idem::partition::{Grain, Partition, RangeEnd};
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, path) = two_days(&url).await;
+    for ddl in [
+        "DROP TABLE fct",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL) PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_january PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-02-01')",
+    ] {
+        admin.execute(ddl).await.expect(ddl);
+    }
+    common::stdout_ok(&common::idem(&path, &["run", "fct"]));
+    admin
+        .execute("DROP INDEX idem.attempts_by_attempt")
+        .await
+        .expect("drop an index of the ledger");
+    let config = idem::config::load(&path).expect("config");
+    let wh = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    let job = &config.jobs[0];
+    let day = |d| Partition::parse(Grain::Day, d, RangeEnd::From).expect("day");
+    let cover = idem::tui::app::CoverRequest {
+        id: 1,
+        job: job.clone(),
+        partitions: vec![day("2026-01-01"), day("2026-01-02")],
+    };
+
+    let ledger = "idem.attempts, idem.definitions";
+    let history = idem::tui::read_history_elsewhere(&wh, &config);
+    caught_waiting(&cluster, &mut admin, ledger, "the history check", history).await;
+    let covered = idem::tui::read_cover(&wh, &cover);
+    caught_waiting(&cluster, &mut admin, "fct", "the partition check", covered).await;
+    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job));
+    let refusal = caught_waiting(&cluster, &mut admin, ledger, "a run's checks", checks).await;
+    let refusal = refusal.expect("the run refused");
+    assert!(refusal.contains("is not answering"), "{refusal}");
+    assert!(refusal.contains("nothing was run"), "{refusal}");
+
+    // The server answering again, the checks pass and make the ledger.
+    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job)).await;
+    assert_eq!(checks, None);
+    wh.close().await;
+}

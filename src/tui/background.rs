@@ -472,20 +472,24 @@ pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) 
 /// Which of the config's jobs were renamed with no load of their own, and
 /// which have loads under their names into other tables than their targets
 /// now, as `idem status` says it; nothing where the ledger cannot be read
-/// for it (the states read says why).
+/// for it, or the warehouse stops answering meanwhile (the states read
+/// says why).
 pub async fn read_history_elsewhere(
     warehouse: &Warehouse,
     config: &crate::config::Config,
 ) -> Vec<Msg> {
     let shown: Vec<&Job> = config.jobs.iter().collect();
-    let mut out = Vec::new();
-    if let Ok(renamed) = warehouse.renamed_jobs(config, &shown).await {
-        out.push(Msg::Renamed(renamed));
-    }
-    if let Ok(elsewhere) = warehouse.loads_elsewhere(&shown).await {
-        out.push(Msg::LoadsElsewhere(elsewhere));
-    }
-    out
+    let read = async {
+        let mut out = Vec::new();
+        if let Ok(renamed) = warehouse.renamed_jobs(config, &shown).await {
+            out.push(Msg::Renamed(renamed));
+        }
+        if let Ok(elsewhere) = warehouse.loads_elsewhere(&shown).await {
+            out.push(Msg::LoadsElsewhere(elsewhere));
+        }
+        Ok(out)
+    };
+    warehouse.answering(read).await.unwrap_or_default()
 }
 
 /// What the console's earlier refreshes read and answered.
@@ -602,15 +606,14 @@ pub async fn reconcile(
 }
 
 /// Which windows of a confirm dialog no native partition of the job's
-/// target covers. A warning, not a check: one that cannot be read is not
-/// said, as `idem run --dry-run` does not say it.
+/// target covers. A warning, not a check: one that cannot be read (the
+/// warehouse stopped answering) is not said, as `idem run --dry-run` does
+/// not say it.
 pub async fn read_cover(warehouse: &Warehouse, req: &CoverRequest) -> Msg {
+    let read = warehouse.windows_no_partition_covers(&req.job, &req.partitions);
     Msg::Covered {
         id: req.id,
-        windows: warehouse
-            .windows_no_partition_covers(&req.job, &req.partitions)
-            .await
-            .unwrap_or_default(),
+        windows: warehouse.answering(read).await.unwrap_or_default(),
     }
 }
 
@@ -642,10 +645,11 @@ const CANCELLED_BEFORE_IT_BEGAN: &str = "cancelled before it began; nothing was 
 
 /// Why a console run of `jobs` may not start, checked before it does, as
 /// `idem run` checks: a warehouse that does not answer (refused at once,
-/// not after a connect timeout for each check that follows), a target it
-/// does not have (each partition would fail into the ledger), a read-only
-/// session, or a ledger that cannot be made.
-async fn refusal_before_a_run(
+/// not after a connect timeout for each check that follows, nor left
+/// waiting where it stops answering during one), a target it does not
+/// have (each partition would fail into the ledger), a read-only session,
+/// or a ledger that cannot be made.
+pub async fn refusal_before_a_run(
     wh: &Warehouse,
     jobs: impl Iterator<Item = &crate::config::Job>,
 ) -> Option<String> {
@@ -654,19 +658,27 @@ async fn refusal_before_a_run(
     {
         return Some(format!("{e}; nothing was run or recorded"));
     }
-    for job in jobs {
-        if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
-            wh.columns(&job.target).await
-        {
-            return Some(format!("{}: {e}; nothing was run or recorded", job.name));
+    let checks = async {
+        for job in jobs {
+            if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
+                wh.columns(&job.target).await
+            {
+                return Ok(Some(format!(
+                    "{}: {e}; nothing was run or recorded",
+                    job.name
+                )));
+            }
         }
-    }
-    match wh.read_only_refusal().await {
-        Ok(Some(refusal)) => Some(refusal),
-        Ok(None) | Err(_) => wh
-            .make_ledger()
-            .await
-            .err()
-            .map(|e| format!("{e}; nothing was run")),
-    }
+        Ok(match wh.read_only_refusal().await {
+            Ok(Some(refusal)) => Some(refusal),
+            Ok(None) | Err(_) => wh
+                .make_ledger()
+                .await
+                .err()
+                .map(|e| format!("{e}; nothing was run")),
+        })
+    };
+    wh.answering(checks)
+        .await
+        .unwrap_or_else(|e| Some(format!("{e}; nothing was run or recorded")))
 }

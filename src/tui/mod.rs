@@ -45,8 +45,8 @@ mod widgets;
 
 pub use app::{App, Effect, Msg, Unread};
 pub use background::{
-    LeftInFlight, Seen, definition_diff, lint_jobs, read_history_elsewhere, read_states, reconcile,
-    verify,
+    LeftInFlight, Seen, definition_diff, lint_jobs, read_cover, read_history_elsewhere,
+    read_states, reconcile, refusal_before_a_run, verify,
 };
 pub use keymap::Keymap;
 pub use terminal::DRAIN;

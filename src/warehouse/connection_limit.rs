@@ -124,6 +124,14 @@ impl Warehouse {
         })
     }
 
+    /// Whether the pool may hold every connection the server granted the
+    /// role at connect: one opened beside it is then refused, or takes the
+    /// one a load was about to open (which then waits its turn).
+    pub(super) fn pool_holds_the_grant(&self) -> bool {
+        let max = self.pool().options().get_max_connections();
+        self.grant.as_ref().is_some_and(|g| g.connections <= max)
+    }
+
     /// Closes one of the pool's connections where it holds all it may
     /// have, once one is idle (a connection goes back to the pool a moment
     /// after its last use), so that a connection of its own (a describe)

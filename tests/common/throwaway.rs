@@ -139,6 +139,13 @@ impl Cluster {
         self.signal_every_process("-STOP");
     }
 
+    /// What the server has logged so far (its FATAL refusals of
+    /// connections; statements, where a role logs them).
+    pub fn log(&self) -> String {
+        let log = self.data.join("server.log");
+        String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned()
+    }
+
     /// The server's processes go on (SIGCONT) where they stopped.
     pub fn thaw(&self) {
         self.signal_every_process("-CONT");

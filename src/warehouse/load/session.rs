@@ -30,7 +30,8 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use sqlx::{Connection, Row};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, Connection, Row};
 use tokio_util::sync::CancellationToken;
 
 use super::LoadStep;
@@ -128,7 +129,7 @@ impl StageCell {
 /// What a look for a load's session found.
 enum Seen {
     /// There, or the server answered something else than "gone" (busy,
-    /// out of connections): nothing to conclude.
+    /// out of connections, none of the pool's free): nothing to conclude.
     There,
     Gone,
     /// No connection could be had.
@@ -243,14 +244,16 @@ impl Warehouse {
     /// Never ends: every third of `lock_timeout` (so that a wait of that
     /// long is seen at least twice) while the load holds its lock, asks the
     /// server whom its session waits for, on a connection of its own kept
-    /// for the load's life, and notes the answer in `stage`. Where the
+    /// for the load's life, and notes the answer in `stage`. Where the pool
+    /// may hold every connection the warehouse grants the role, or the
     /// warehouse refuses the role that connection (it limits connections),
-    /// it is not asked for again: each question borrows one of the pool's
-    /// (a run keeps one beside its loads), or is skipped where none comes.
+    /// none is opened (it would take the one a load was about to open):
+    /// each question borrows one of the pool's (a run keeps one beside its
+    /// loads), or is skipped where none comes.
     async fn ask_blockers(&self, stage: &StageCell) -> std::convert::Infallible {
         let every = (self.config().lock_timeout / 3).clamp(Duration::from_millis(300), WATCH);
         let mut conn: Option<sqlx::AnyConnection> = None;
-        let mut refused_aside = false;
+        let mut borrowing = self.pool_holds_the_grant();
         let mut failures = 0;
         loop {
             tokio::time::sleep(every).await;
@@ -261,21 +264,19 @@ impl Warehouse {
             if !self.dialect().blocker_query(&mut sql, &holder) {
                 return std::future::pending().await;
             }
-            if conn.is_none() && !refused_aside {
+            if conn.is_none() && !borrowing {
                 match self.connection_aside().await {
                     Ok(own) => conn = Some(own),
-                    Err(e) => refused_aside = e.connection_refusal().is_some(),
+                    Err(e) => borrowing = e.connection_refusal().is_some(),
                 }
             }
             let mut borrowed = None;
             let asking = match conn.as_mut() {
                 Some(own) => own,
-                None if refused_aside => {
-                    match tokio::time::timeout(ASK, self.pool().acquire()).await {
-                        Ok(Ok(pooled)) => &mut **borrowed.insert(pooled),
-                        _ => continue,
-                    }
-                }
+                None if borrowing => match self.borrowed().await {
+                    Some(pooled) => &mut **borrowed.insert(pooled),
+                    None => continue,
+                },
                 None => continue,
             };
             let answer = tokio::time::timeout(ASK, sql.query().fetch_optional(asking)).await;
@@ -315,6 +316,9 @@ impl Warehouse {
         }
     }
 
+    /// Whether the load's session is still there. A warehouse that
+    /// refuses a connection to look with for its limit, and has none of
+    /// the pool's free, answers: nothing to conclude, never unreachable.
     async fn look_for(&self, holder: &SessionHolder) -> Seen {
         match self.ask(holder, SessionAsk::Count).await {
             Ok(Some(0)) => Seen::Gone,
@@ -339,9 +343,36 @@ impl Warehouse {
         .map_err(WarehouseError::from)
     }
 
-    /// Asks the server about the session holding `holder`, on a connection
-    /// of its own: the pool's may all be busy with loads. How many sessions
-    /// the ask found (or ended), where the server says.
+    /// One of the pool's connections, where one comes within [`ASK`].
+    async fn borrowed(&self) -> Option<PoolConnection<Any>> {
+        tokio::time::timeout(ASK, self.pool().acquire())
+            .await
+            .ok()?
+            .ok()
+    }
+
+    /// A connection to ask about a load's session on: one of its own (the
+    /// pool's may all be busy with loads); but where the pool may hold
+    /// every connection the warehouse grants the role, or the warehouse
+    /// refuses one for its limit, one of the pool's (a run keeps one beside
+    /// its loads), rather than one that takes the slot a load was about to
+    /// open. Where none comes, the refusal.
+    async fn connection_to_ask(&self) -> Result<Asking, WarehouseError> {
+        let holds_the_grant = self.pool_holds_the_grant();
+        if holds_the_grant && let Some(pooled) = self.borrowed().await {
+            return Ok(Asking::Pooled(pooled));
+        }
+        let refused = match self.connection_aside().await {
+            Ok(own) => return Ok(Asking::Own(own)),
+            Err(e) if e.connection_refusal().is_some() && !holds_the_grant => e,
+            Err(e) => return Err(e),
+        };
+        self.borrowed().await.map(Asking::Pooled).ok_or(refused)
+    }
+
+    /// Asks the server about the session holding `holder`
+    /// ([`Warehouse::connection_to_ask`]). How many sessions the ask found
+    /// (or ended), where the server says.
     async fn ask(
         &self,
         holder: &SessionHolder,
@@ -351,16 +382,48 @@ impl Warehouse {
         if !self.dialect().load_session(&mut sql, holder, ask) {
             return Ok(None);
         }
-        let mut conn = self.connection_aside().await?;
+        let mut conn = self.connection_to_ask().await?;
         // Each ask answers a count, but for MariaDB's `KILL`, which answers
         // nothing (and an error for an id it does not know).
         let answer = sql
             .query()
-            .fetch_optional(&mut conn)
+            .fetch_optional(conn.connection())
             .await
             .and_then(|row| row.map(|row| row.try_get::<i64, _>(0)).transpose());
-        let _ = conn.close().await;
+        conn.done(answer.is_ok()).await;
         Ok(answer?)
+    }
+}
+
+/// A connection a load's session is asked about on.
+enum Asking {
+    /// Its own, closed once asked.
+    Own(sqlx::AnyConnection),
+    /// One of the pool's, given back once asked.
+    Pooled(PoolConnection<Any>),
+}
+
+impl Asking {
+    fn connection(&mut self) -> &mut sqlx::AnyConnection {
+        match self {
+            Asking::Own(own) => own,
+            Asking::Pooled(pooled) => pooled,
+        }
+    }
+
+    /// Closes its own; the pool's goes back, or is closed where the ask
+    /// failed on it (its state unknown).
+    async fn done(self, answered: bool) {
+        match self {
+            Asking::Own(own) => {
+                let _ = own.close().await;
+            }
+            Asking::Pooled(mut pooled) => {
+                if !answered {
+                    pooled.close_on_drop();
+                }
+            }
+        }
     }
 }
 
