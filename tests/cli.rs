@@ -1331,3 +1331,51 @@ async fn a_cancelled_runs_repeat_leaves_out_the_hour_the_shrink_guard_refused() 
     assert_eq!(refused, ["2026-11-02T10"], "{rows:?}");
     wh.close().await;
 }
+
+/// A mistyped job name on the command line is said with the job it most
+/// likely meant, as a config's mistyped key is, before the list of jobs;
+/// a name near none of them is said with the list alone (QA: `idem run`,
+/// `status`, `log`, `verify` and `diff` listed the jobs and left the
+/// typo to be found).
+#[tokio::test]
+async fn a_mistyped_job_name_is_said_with_the_job_it_most_likely_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = daily_fct(&db, "2026-01-03").replace("\"fct\"", "\"fct_orders\"")
+        + "\n[[jobs]]\nname = \"dim_customers\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\n\
+           unique_key = [\"id\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+           sql = \"select id from src where dt >= :start and dt < :end\"\n";
+    let wh = sqlite_warehouse(&config, &db, &text).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct_orders (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let said = format!(
+        "no job named \"fct_ordrs\" in {}; did you mean \"fct_orders\"? jobs: fct_orders, dim_customers",
+        config.display()
+    );
+    for args in [
+        &["run", "fct_ordrs", "--from", "2026-01-01"][..],
+        &["status", "fct_ordrs"],
+        &["log", "fct_ordrs"],
+        &["verify", "fct_ordrs", "2026-01-01"],
+        &["diff", "fct_ordrs"],
+    ] {
+        let out = idem(&config, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+    }
+    // Near none: the list alone.
+    let out = idem(&config, &["status", "revenue"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no job named \"revenue\" in ") && !stderr.contains("did you mean"),
+        "{stderr}"
+    );
+}
