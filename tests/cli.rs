@@ -1192,3 +1192,190 @@ async fn the_log_labels_what_a_merge_and_a_replace_count() {
     let line = log.lines().find(|l| l.contains(" succeeded ")).unwrap();
     assert!(line.contains("-0 +2 → 2 in window"), "{log}");
 }
+
+/// An hourly run stopped by Ctrl-C after the shrink guard refused one hour
+/// (its source gone) and another failed (a CHECK): its "to finish, repeat"
+/// is a command per span of what it left undone, none over the refused hour
+/// or the ones that loaded, and, the failure's cause fixed, running them as
+/// printed finishes the run, the refusal standing (QA: the one range
+/// `--from …T08 --to …T23` took the refused T10 again, and exited 1).
+#[tokio::test]
+async fn a_cancelled_runs_repeat_leaves_out_the_hour_the_shrink_guard_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    // Each load counts to `pause.n` first: slow enough to be stopped mid-run.
+    let text = format!(
+        "[warehouse]\nurl = \"sqlite://{}\"\n\n[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\n\
+         strategy = \"replace_partition\"\npartition_column = \"ts\"\ngrain = \"hour\"\n\
+         start = \"2026-11-02T00\"\nend = \"2026-11-02T23\"\n\
+         sql = \"select id, ts from src cross join (with recursive c(i) as (select 1 union all \
+         select i + 1 from c where i < (select n from pause)) select max(i) as p from c) \
+         where ts >= :start and ts < :end\"\n",
+        db.display()
+    );
+    let wh = sqlite_warehouse(&config, &db, &text).await;
+    let rows: Vec<String> = (0..48)
+        .map(|i| format!("({}, '2026-11-02 {:02}:{:02}:00')", i + 1, i / 2, i % 2))
+        .collect();
+    wh.execute_script(&[
+        "CREATE TABLE pause (n INTEGER NOT NULL)",
+        "INSERT INTO pause VALUES (1)",
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), ts TIMESTAMP NOT NULL)",
+        &format!("INSERT INTO src VALUES {}", rows.join(", ")),
+    ])
+    .await
+    .unwrap();
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // T08 breaks the CHECK, T10's source is gone (late), and loads slow down.
+    wh.execute_script(&[
+        "INSERT INTO src VALUES (-1, '2026-11-02 08:30:00')",
+        "DELETE FROM src WHERE ts >= '2026-11-02 10:00:00' AND ts < '2026-11-02 11:00:00'",
+        "UPDATE pause SET n = 1000000",
+    ])
+    .await
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "run",
+            "fct",
+            "--from",
+            "2026-11-02T08",
+            "--to",
+            "2026-11-02T23",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut events = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    // Ctrl-C once T11 has loaded: T08 failed, T09 loaded, T10 refused.
+    let mut seen = Vec::new();
+    for line in events.by_ref().map_while(Result::ok) {
+        let t11_loaded =
+            line.contains("\"partition_succeeded\"") && line.contains("\"2026-11-02T11\"");
+        seen.push(line);
+        if t11_loaded {
+            break;
+        }
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    seen.extend(events.map_while(Result::ok));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}\n{seen:?}");
+    let loaded: Vec<String> = seen
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "partition_succeeded")
+        .filter_map(|e| e["partition"].as_str().map(str::to_string))
+        .collect();
+    let first_undone = (12..24)
+        .map(|h| format!("2026-11-02T{h:02}"))
+        .find(|p| !loaded.contains(p))
+        .expect("the run was stopped before its end");
+    let repeat = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("idem: to finish, repeat: "))
+        .unwrap_or_else(|| panic!("no repeat: {stderr}"));
+    let cfg = config.display();
+    assert_eq!(
+        repeat,
+        format!(
+            "idem --config {cfg} run fct --from 2026-11-02T08 --to 2026-11-02T08 ; \
+             idem --config {cfg} run fct --from {first_undone} --to 2026-11-02T23"
+        ),
+        "{stderr}"
+    );
+    // The refused hour is said apart, with its own commands.
+    assert!(
+        stderr.contains("idem: the source looks incomplete for 2026-11-02T10"),
+        "{stderr}"
+    );
+    // The failure's cause fixed, each command as printed finishes the run.
+    wh.execute_script(&["DELETE FROM src WHERE id = -1", "UPDATE pause SET n = 1"])
+        .await
+        .unwrap();
+    for command in repeat.split(" ; ") {
+        let words: Vec<&str> = command.split(' ').skip(1).collect();
+        let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .args(&words)
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(0), "{command}: {again:?}");
+    }
+    let status = idem(&config, &["status", "fct", "--format", "json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&status.stdout).unwrap();
+    let not_loaded: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["state"] != "loaded")
+        .filter_map(|r| r["partition"].as_str())
+        .collect();
+    assert!(not_loaded.is_empty(), "{rows:?}");
+    let refused: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r["refused"].is_null())
+        .filter_map(|r| r["partition"].as_str())
+        .collect();
+    assert_eq!(refused, ["2026-11-02T10"], "{rows:?}");
+    wh.close().await;
+}
+
+/// A mistyped job name on the command line is said with the job it most
+/// likely meant, as a config's mistyped key is, before the list of jobs;
+/// a name near none of them is said with the list alone (QA: `idem run`,
+/// `status`, `log`, `verify` and `diff` listed the jobs and left the
+/// typo to be found).
+#[tokio::test]
+async fn a_mistyped_job_name_is_said_with_the_job_it_most_likely_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = daily_fct(&db, "2026-01-03").replace("\"fct\"", "\"fct_orders\"")
+        + "\n[[jobs]]\nname = \"dim_customers\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\n\
+           unique_key = [\"id\"]\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-03\"\n\
+           sql = \"select id from src where dt >= :start and dt < :end\"\n";
+    let wh = sqlite_warehouse(&config, &db, &text).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct_orders (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE dim (id INTEGER PRIMARY KEY)",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let said = format!(
+        "no job named \"fct_ordrs\" in {}; did you mean \"fct_orders\"? jobs: fct_orders, dim_customers",
+        config.display()
+    );
+    for args in [
+        &["run", "fct_ordrs", "--from", "2026-01-01"][..],
+        &["status", "fct_ordrs"],
+        &["log", "fct_ordrs"],
+        &["verify", "fct_ordrs", "2026-01-01"],
+        &["diff", "fct_ordrs"],
+    ] {
+        let out = idem(&config, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&said), "{args:?}: {stderr}");
+    }
+    // Near none: the list alone.
+    let out = idem(&config, &["status", "revenue"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no job named \"revenue\" in ") && !stderr.contains("did you mean"),
+        "{stderr}"
+    );
+}

@@ -341,12 +341,15 @@ fn watch_signals(stopping: &'static str, before: Option<BeforeBegin>) -> Cancell
     cancel
 }
 
+/// The job of `config` named `name`; another name is a usage error that
+/// lists the jobs, after the one a typo most likely meant.
 pub fn find_job<'a>(config: &'a Config, name: &str) -> Result<&'a Job, Stop> {
     config.jobs.iter().find(|j| j.name == name).ok_or_else(|| {
         let names: Vec<&str> = config.jobs.iter().map(|j| j.name.as_str()).collect();
         Stop::usage(format!(
-            "no job named \"{name}\" in {}; jobs: {}",
+            "no job named \"{name}\" in {}; {}jobs: {}",
             config.path.display(),
+            crate::config::did_you_mean_job(name, &names),
             if names.is_empty() {
                 "(none)".into()
             } else {

@@ -26,6 +26,7 @@ pub use errors::ConfigError;
 use errors::Positions;
 pub use ident::{Ident, TableName};
 pub use shared_targets::same_table;
+pub use unknown_key::did_you_mean_job;
 
 use crate::partition::{Grain, Partition, RangeEnd};
 
@@ -478,8 +479,10 @@ pub fn parse(
             let problem = if *name == jobs[i].name {
                 Some("a job cannot depend on itself".to_string())
             } else if !names.contains(name) {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 Some(format!(
-                    "no job named \"{name}\"; jobs: {}",
+                    "no job named \"{name}\"; {}jobs: {}",
+                    did_you_mean_job(name, &names),
                     names.join(", ")
                 ))
             } else {

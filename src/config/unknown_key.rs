@@ -15,23 +15,33 @@ fn read_message(message: &str) -> Option<(&str, Vec<&str>)> {
     Some((key, quoted.collect()))
 }
 
-/// The valid key a misspelt one most likely meant: the nearest by edit
-/// distance (a swap of two letters counts one), ignoring case, if it is
-/// near enough to be a typo rather than another word.
-pub(super) fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
-    let key = key.to_ascii_lowercase();
-    let limit = (key.chars().count() / 3).max(1);
+/// The valid name a misspelt one most likely meant (a config's key, a
+/// job's name on the command line): the nearest by edit distance (a swap
+/// of two letters counts one), ignoring case, if it is near enough to be a
+/// typo rather than another word.
+pub(super) fn nearest<'a>(written: &str, valid: &[&'a str]) -> Option<&'a str> {
+    let written = written.to_ascii_lowercase();
+    let limit = (written.chars().count() / 3).max(1);
     valid
         .iter()
         .map(|v| {
             (
-                strsim::damerau_levenshtein(&key, &v.to_ascii_lowercase()),
+                strsim::damerau_levenshtein(&written, &v.to_ascii_lowercase()),
                 *v,
             )
         })
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, v)| v)
+}
+
+/// `did you mean "fct_orders"? ` where a job name that is none of `jobs`
+/// is a typo of one (as a config's unknown key is said), else nothing:
+/// said before the list of jobs.
+pub fn did_you_mean_job(written: &str, jobs: &[&str]) -> String {
+    nearest(written, jobs)
+        .map(|meant| format!("did you mean \"{meant}\"? "))
+        .unwrap_or_default()
 }
 
 /// Where the key at `offset` is written: the table holding it, named as
