@@ -286,7 +286,8 @@ fn line_of(event: &Event) -> Option<(String, String, String)> {
             job.clone(),
             partition.clone(),
             format!(
-                "attempt {attempt} failed{}: {error}",
+                "attempt {attempt} {}{}: {error}",
+                event.failure_word(),
                 if *will_retry { " (will retry)" } else { "" }
             ),
         ),

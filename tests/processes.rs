@@ -908,6 +908,160 @@ async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session
     wh.close().await;
 }
 
+/// The bounds a failed window's error advises creating, each
+/// `FOR VALUES FROM (…) TO (…)`.
+fn advised_bounds(error: &str) -> Vec<String> {
+    error
+        .split_once("). Create ")
+        .and_then(|(_, rest)| rest.split_once("), or a DEFAULT"))
+        .map(|(statements, _)| {
+            statements
+                .split("; ")
+                .filter_map(|s| s.split_once(" PARTITION OF fct "))
+                .map(|(_, bounds)| bounds.to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|bounds| !bounds.is_empty())
+        .unwrap_or_else(|| panic!("no bounds advised: {error}"))
+}
+
+/// Creates `fct_N` partitions of fct with `bounds`, as an operator's psql
+/// session in New York would.
+fn create_in_new_york(bounds: &[String]) -> Vec<String> {
+    bounds
+        .iter()
+        .enumerate()
+        .map(|(i, bounds)| {
+            format!(
+                "DO $$ BEGIN PERFORM set_config('TimeZone', 'America/New_York', true); \
+                 EXECUTE $c$CREATE TABLE fct_{i} PARTITION OF fct {bounds}$c$; END $$"
+            )
+        })
+        .collect()
+}
+
+/// QA: the partition advised for a day of a `timestamptz` target
+/// (`FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`) was plain dates,
+/// which a session in the operator's own time zone (New York) reads as
+/// New York's day: created as advised, it missed the UTC day's first five
+/// hours and the window still failed. The bounds carry the UTC offset, and
+/// created as advised from such a session the partition takes the window.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_the_partition_advised_for_a_day_is_its_window_in_any_session_zone() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
+               partition_column = \"ts\"\ngrain = \"day\"\nstart = \"2026-01-02\"\n\
+               end = \"2026-01-02\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
+    let (config_path, config) = db.config(job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        "CREATE TABLE fct_0101 PARTITION OF fct \
+         FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
+        // 21:00 on the 1st in New York.
+        "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 02:00:00+00')",
+    ])
+    .await
+    .unwrap();
+    let run = fct_run(&config_path, &["--json"]).output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let advised = advised_bounds(&failure_of(&run));
+    assert_eq!(
+        advised,
+        ["FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')"]
+    );
+    let create = create_in_new_york(&advised);
+    let create: Vec<&str> = create.iter().map(String::as_str).collect();
+    wh.execute_script(&create).await.unwrap();
+    let again = fct_run(&config_path, &[]).output().unwrap();
+    assert!(again.status.success(), "{advised:?}: {again:?}");
+    wh.close().await;
+}
+
+/// QA: an hourly job into a target partitioned by day was advised one
+/// partition per missing hour (before the run and in each hour's
+/// failure), where the table's partitions are days. It is advised the
+/// day's partition around them, one statement a day, written so that a
+/// session in New York creating it makes the UTC day; created as advised,
+/// every hour loads.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_an_hourly_job_into_daily_partitions_is_advised_the_days() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
+               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-01-01T22\"\n\
+               end = \"2026-01-03T01\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
+    let (config_path, config) = db.config(job);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        "CREATE TABLE fct_0101 PARTITION OF fct \
+         FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
+        "INSERT INTO src (id, ts) SELECT i, TIMESTAMPTZ '2026-01-01 22:30:00+00' + i * INTERVAL '1 hour' \
+         FROM generate_series(0, 27) i",
+    ])
+    .await
+    .unwrap();
+    let days = [
+        "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')",
+        "FOR VALUES FROM ('2026-01-03 00:00:00+00') TO ('2026-01-04 00:00:00+00')",
+    ];
+    let dry = common::idem(&config_path, &["run", "fct", "--dry-run"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&dry.stdout),
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let creates: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("  2026-") && l.contains(": CREATE"))
+        .collect();
+    assert_eq!(
+        creates,
+        [
+            format!(
+                "  2026-01-02T00 to 2026-01-02T23: CREATE TABLE … PARTITION OF fct {}",
+                days[0]
+            ),
+            format!(
+                "  2026-01-03T00 to 2026-01-03T01: CREATE TABLE … PARTITION OF fct {}",
+                days[1]
+            ),
+        ],
+        "{said}"
+    );
+    let dry = common::idem(&config_path, &["run", "fct", "--dry-run", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let to_create = plan["partitions_to_create"].as_array().unwrap();
+    assert_eq!(to_create.len(), 26, "{plan}");
+    assert_eq!(to_create[5]["partition"], "2026-01-02T05", "{plan}");
+    assert_eq!(
+        to_create[5]["create"],
+        serde_json::json!([days[0]]),
+        "{plan}"
+    );
+    // Every hour of the 2nd fails advising its day, whichever fails first.
+    let run = fct_run(&config_path, &["--json", "--to", "2026-01-02T23"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let advised = advised_bounds(&failure_of(&run));
+    assert_eq!(advised, [days[0]]);
+    let create = create_in_new_york(&days.map(String::from));
+    let create: Vec<&str> = create.iter().map(String::as_str).collect();
+    wh.execute_script(&create).await.unwrap();
+    let again = fct_run(&config_path, &[]).output().unwrap();
+    assert!(again.status.success(), "{again:?}");
+    wh.close().await;
+}
+
 /// The row of `partition` in `idem status --format json`.
 fn row_of<'a>(rows: &'a serde_json::Value, partition: &str) -> &'a serde_json::Value {
     rows.as_array()

@@ -85,6 +85,90 @@ async fn a_partitions_run_log_is_kept_and_printed() {
     );
 }
 
+/// QA: a partition's run log ended a shrink-guard refusal with "attempt 2
+/// failed: source looks incomplete…" where `idem status` and the ledger
+/// call it refused. It says "attempt 2 refused", and a failure still says
+/// failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_reads_as_refused_in_the_run_log() {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+    ])
+    .await
+    .expect("setup");
+    let state = db.path().join("state");
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
+    assert_eq!(idem(&["run", "fct", "2026-01-01"]).status.code(), Some(0));
+    // The source of the day is gone: the guard refuses to empty it.
+    wh.execute_script(&["DELETE FROM src"]).await.expect("late");
+    assert_eq!(idem(&["run", "fct", "2026-01-01"]).status.code(), Some(1));
+    let log = idem(&["log", "fct", "2026-01-01", "--lines", "1"]);
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        text.contains("attempt 2 refused: source looks incomplete"),
+        "{text}"
+    );
+    wh.close().await;
+}
+
+/// QA: a run log's window bounds (`DELETE 9 rows in [2026-11-02 10:00:00,
+/// …)`) are UTC instants on a `timestamptz` column but were unmarked, so
+/// an operator whose session runs in New York read them as local times.
+/// They say UTC there. On a `timestamp` column they are the column's
+/// values as written, which no session's zone changes, and stay so.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_logs_window_bounds_say_utc_on_a_zoned_column() {
+    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+    let job = |name: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-11-02T10\"\n\
+             end = \"2026-11-02T10\"\nsql = \"select id, ts from {name}_src where ts >= :start and ts < :end\"\n\n"
+        )
+    };
+    let (config, parsed) = db.config(&format!("{}{}", job("zoned"), job("plain")));
+    let wh = db.warehouse(&parsed).await;
+    let database = db.url.rsplit('/').next().expect("database name");
+    wh.execute_script(&[
+        &format!("ALTER DATABASE {database} SET timezone = 'America/New_York'"),
+        "CREATE TABLE zoned_src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE zoned (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE plain_src (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL)",
+        "CREATE TABLE plain (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL)",
+        "INSERT INTO zoned_src VALUES (1, '2026-11-02 10:30:00+00')",
+        "INSERT INTO plain_src VALUES (1, '2026-11-02 10:30:00')",
+    ])
+    .await
+    .expect("setup");
+    let state = db.path().join("state");
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
+    for (name, bounds) in [
+        (
+            "zoned",
+            "DELETE 0 rows in [2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)",
+        ),
+        (
+            "plain",
+            "DELETE 0 rows in [2026-11-02 10:00:00, 2026-11-02 11:00:00)",
+        ),
+    ] {
+        let run = idem(&["run", name]);
+        assert_eq!(run.status.code(), Some(0), "{run:?}");
+        let log = idem(&["log", name, "2026-11-02T10", "--lines"]);
+        let text = String::from_utf8_lossy(&log.stdout);
+        assert!(text.contains(bounds), "{name}: {text}");
+        assert!(text.contains("INSERT 1 row"), "{name}: {text}");
+    }
+    wh.close().await;
+}
+
 /// Production and staging, each with a job `fct`: each warehouse's
 /// `idem log --lines` shows its own runs only, never the other's INSERTs
 /// and COMMITs beside them.

@@ -177,6 +177,18 @@ impl Event {
             _ => None,
         }
     }
+
+    /// How a failed attempt ended, in the word that its partition's run
+    /// log (`idem log JOB PARTITION --lines`) and the console's log pane
+    /// both say: "refused" where the shrink guard refused it, as `idem
+    /// status` and the ledger call it (QA: the run log said "attempt 3
+    /// failed"), otherwise "failed".
+    pub fn failure_word(&self) -> &'static str {
+        match self.attempt_end() {
+            Some((_, AttemptEnd::Refused)) => "refused",
+            _ => "failed",
+        }
+    }
 }
 
 /// What a run says when the warehouse's limit on connections (what it

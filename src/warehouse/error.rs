@@ -276,26 +276,14 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
     }
 }
 
-/// A load's rows that found no native partition of the target for them
-/// (PostgreSQL: `no partition of relation "fct" found for row`, SQLSTATE
-/// 23514) said only that: the words add which bounds are missing and that
-/// creating that partition, or a DEFAULT one, lets the window load.
-pub(super) fn missing_partition(
-    target: &crate::config::TableName,
-    partition: &crate::partition::Partition,
-    db: &dyn sqlx::error::DatabaseError,
-) -> Option<String> {
-    let message = db.message();
-    if db.code().as_deref() != Some("23514") || !message.starts_with("no partition of relation") {
-        return None;
-    }
-    let bounds =
-        super::partition_cover::for_values(partition.grain, partition.start, partition.end());
-    Some(format!(
-        "{message}: {target} has no partition for {} ({bounds}). Create it (CREATE TABLE … PARTITION OF {target} {bounds}), \
-         or a DEFAULT partition (CREATE TABLE … PARTITION OF {target} DEFAULT), and run the window again",
-        partition.name()
-    ))
+/// Whether a load's rows found no native partition of the target for
+/// them (PostgreSQL: `no partition of relation "fct" found for row`,
+/// SQLSTATE 23514), which said only that: the load's error adds which
+/// partition to create ([`Warehouse::no_partition_for`]).
+///
+/// [`Warehouse::no_partition_for`]: super::Warehouse::no_partition_for
+pub(super) fn is_missing_partition(db: &dyn sqlx::error::DatabaseError) -> bool {
+    db.code().as_deref() == Some("23514") && db.message().starts_with("no partition of relation")
 }
 
 #[cfg(test)]

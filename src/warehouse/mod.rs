@@ -295,8 +295,8 @@ pub trait Dialect: Send + Sync {
     fn native_partitions_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false
     }
-    /// Whether `table` is partitioned by range on `column`, and each of its
-    /// partitions' bounds, DEFAULT included: no row where it is not
+    /// Whether `table` is partitioned by range on `column`, each of its
+    /// partitions' bounds, DEFAULT included, and `column`'s type: no row where it is not
     /// partitioned; false where idem does not use native partitions.
     fn partition_cover_query(&self, _sql: &mut Sql, _table: &TableName, _column: &str) -> bool {
         false

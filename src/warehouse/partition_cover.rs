@@ -5,7 +5,7 @@
 use chrono::NaiveDateTime;
 use sqlx::Row;
 
-use super::{Warehouse, WarehouseError};
+use super::{ColumnKind, Warehouse, WarehouseError};
 use crate::config::{Job, TableName};
 use crate::numbers::n_partitions;
 use crate::partition::{Grain, Partition};
@@ -25,7 +25,10 @@ impl UncoveredWindow {
     /// What every surface before a run says of `windows` of `target`
     /// (`idem run --dry-run`, the plan above a terminal run's question,
     /// the console's confirm dialog): a first line on what would fail and
-    /// why, then the partitions to create, for the first `shown` windows.
+    /// why, then the partitions to create, for the first `shown` runs of
+    /// windows that one partition covers (an hourly job's missing hours
+    /// of a day, where the target's partitions are days, are one
+    /// statement, not one per hour).
     pub fn warning(target: &TableName, windows: &[UncoveredWindow], shown: usize) -> Vec<String> {
         let n = windows.len();
         let them = if n == 1 { "it" } else { "them" };
@@ -33,16 +36,23 @@ impl UncoveredWindow {
             "{} would fail: no partition of {target} covers {them}, and it has no DEFAULT partition. Create {them} (or a DEFAULT partition: CREATE TABLE … PARTITION OF {target} DEFAULT):",
             n_partitions(n as i64),
         )];
-        for window in windows.iter().take(shown) {
-            for bounds in &window.create {
+        let mut named = 0;
+        for run in windows.chunk_by(|a, b| a.create == b.create).take(shown) {
+            let (first, last) = (run[0].partition.name(), run[run.len() - 1].partition.name());
+            let windows = if run.len() == 1 {
+                first
+            } else {
+                format!("{first} to {last}")
+            };
+            for bounds in &run[0].create {
                 lines.push(format!(
-                    "  {}: CREATE TABLE … PARTITION OF {target} {bounds}",
-                    window.partition.name()
+                    "  {windows}: CREATE TABLE … PARTITION OF {target} {bounds}"
                 ));
             }
+            named += run.len();
         }
-        if n > shown {
-            lines.push(format!("  … and {} more", n - shown));
+        if n > named {
+            lines.push(format!("  … and {} more", n - named));
         }
         lines
     }
@@ -76,12 +86,15 @@ impl Warehouse {
             return Ok(Vec::new());
         }
         let mut ranges = Vec::new();
+        let mut kind = ColumnKind::Other;
         for row in rows {
             let by_column: Option<bool> = row.try_get(0)?;
             let bound: Option<String> = row.try_get(1)?;
+            let type_name: Option<String> = row.try_get(2)?;
             if by_column != Some(true) {
                 return Ok(Vec::new());
             }
+            kind = ColumnKind::of_type_name(type_name.as_deref().unwrap_or_default());
             let Some(bound) = bound else { continue };
             match cover_bound(&bound) {
                 Some(range) => ranges.push(range),
@@ -90,20 +103,101 @@ impl Warehouse {
             }
         }
         ranges.sort();
+        let span = span_of(&ranges);
         Ok(partitions
             .iter()
             .filter_map(|p| {
                 let gaps = gaps(&ranges, p.start, p.end());
                 (!gaps.is_empty()).then(|| UncoveredWindow {
                     partition: *p,
-                    create: gaps
+                    create: to_create(&ranges, span, &gaps)
                         .iter()
-                        .map(|(from, to)| for_values(p.grain, *from, *to))
+                        .map(|(from, to)| for_values(kind, *from, *to))
                         .collect(),
                 })
             })
             .collect())
     }
+}
+
+impl Warehouse {
+    /// The error of a load of `partition` whose rows found no native
+    /// partition of `job`'s target (the server's `message`), adding which
+    /// partition to create (as [`Warehouse::windows_no_partition_covers`]
+    /// advises it beforehand) and that a DEFAULT partition would do too.
+    pub(super) async fn no_partition_for(
+        &self,
+        job: &Job,
+        partition: &Partition,
+        message: &str,
+    ) -> String {
+        let target = &job.target;
+        let create = match self.windows_no_partition_covers(job, &[*partition]).await {
+            Ok(mut windows) if !windows.is_empty() => windows.remove(0).create,
+            // Bounds with the offset mean the window in a column of any
+            // date or time type.
+            _ => vec![for_values(
+                ColumnKind::TimestampTz,
+                partition.start,
+                partition.end(),
+            )],
+        };
+        let it = if create.len() == 1 { "it" } else { "them" };
+        let statements: Vec<String> = create
+            .iter()
+            .map(|bounds| format!("CREATE TABLE … PARTITION OF {target} {bounds}"))
+            .collect();
+        format!(
+            "{message}: {target} has no partition for {} ({}). Create {it} ({}), \
+             or a DEFAULT partition (CREATE TABLE … PARTITION OF {target} DEFAULT), and run the window again",
+            partition.name(),
+            create.join(" and "),
+            statements.join("; "),
+        )
+    }
+}
+
+/// The grain every partition of a target spans, where all of its bounded
+/// ones span exactly one hour, day or month: the partitions to create are
+/// made alike.
+fn span_of(ranges: &[(NaiveDateTime, NaiveDateTime)]) -> Option<Grain> {
+    let bounded = || {
+        ranges
+            .iter()
+            .filter(|(from, to)| *from != NaiveDateTime::MIN && *to != NaiveDateTime::MAX)
+    };
+    bounded().next()?;
+    [Grain::Month, Grain::Day, Grain::Hour]
+        .into_iter()
+        .find(|g| bounded().all(|&(from, to)| g.floor(from) == from && g.next(from) == to))
+}
+
+/// The partitions to create for `gaps`: where the target's partitions
+/// span a coarser grain than the gaps' windows (a daily-partitioned
+/// target of an hourly job), the partitions of that grain around them,
+/// less what others cover; otherwise the gaps themselves.
+fn to_create(
+    ranges: &[(NaiveDateTime, NaiveDateTime)],
+    span: Option<Grain>,
+    gaps_of_window: &[(NaiveDateTime, NaiveDateTime)],
+) -> Vec<(NaiveDateTime, NaiveDateTime)> {
+    let Some(span) = span else {
+        return gaps_of_window.to_vec();
+    };
+    let mut create: Vec<(NaiveDateTime, NaiveDateTime)> = Vec::new();
+    for &(from, to) in gaps_of_window {
+        let start = span.floor(from);
+        let mut end = span.next(span.floor(to - chrono::Duration::seconds(1)));
+        if end < to {
+            end = to;
+        }
+        for part in gaps(ranges, start, end) {
+            if !create.contains(&part) {
+                create.push(part);
+            }
+        }
+    }
+    create
 }
 
 /// The parts of [start, end) that none of `ranges` (sorted) covers.
@@ -132,16 +226,19 @@ fn gaps(
     gaps
 }
 
-/// `FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`, as a window of
-/// `grain` is written. An hour's bounds carry the UTC offset: a
-/// `timestamptz` column reads a bound without one in the session's time
-/// zone, so the operator's own session (a database set to
-/// America/New_York) made a partition hours off the window (QA); a
-/// `timestamp` column ignores the offset.
-pub(super) fn for_values(grain: Grain, from: NaiveDateTime, to: NaiveDateTime) -> String {
-    let format = match grain {
-        Grain::Hour => "%Y-%m-%d %H:%M:%S+00",
-        Grain::Day | Grain::Month => "%Y-%m-%d",
+/// `FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')`, as bounds of a
+/// column of `kind` are written. On a `timestamptz` column the bounds
+/// carry the UTC offset (`'2026-01-02 00:00:00+00'`): one without it is
+/// read in the session's time zone, so the operator's own session (a
+/// database set to America/New_York) made a partition of New York's day
+/// or hour, hours off the UTC window idem loads (QA). A date or
+/// `timestamp` column has no zone: its bounds are written plain.
+pub(super) fn for_values(kind: ColumnKind, from: NaiveDateTime, to: NaiveDateTime) -> String {
+    let midnights = from.time() == chrono::NaiveTime::MIN && to.time() == chrono::NaiveTime::MIN;
+    let format = match kind {
+        ColumnKind::TimestampTz => "%Y-%m-%d %H:%M:%S+00",
+        _ if midnights => "%Y-%m-%d",
+        _ => "%Y-%m-%d %H:%M:%S",
     };
     format!(
         "FOR VALUES FROM ('{}') TO ('{}')",
@@ -239,6 +336,58 @@ mod tests {
         assert_eq!(
             cover_bound("FOR VALUES FROM (MINVALUE) TO ('2026-01-01')"),
             Some((NaiveDateTime::MIN, day("2026-01-01")))
+        );
+    }
+
+    /// QA: an hourly window of a target partitioned by day was advised
+    /// a partition of its hour; it is the day's, less what is covered.
+    #[test]
+    fn the_partition_to_create_spans_what_the_targets_partitions_span() {
+        let hour = |d: &str, h: u32| day(d) + chrono::Duration::hours(h.into());
+        let days = [(day("2026-01-01"), day("2026-01-02"))];
+        assert_eq!(span_of(&days), Some(Grain::Day));
+        assert_eq!(
+            to_create(
+                &days,
+                Some(Grain::Day),
+                &[(hour("2026-01-02", 5), hour("2026-01-02", 6))]
+            ),
+            vec![(day("2026-01-02"), day("2026-01-03"))]
+        );
+        // Partitions of no one span: the gap itself.
+        let odd = [(day("2026-01-01"), hour("2026-01-01", 5))];
+        assert_eq!(span_of(&odd), None);
+        assert_eq!(
+            to_create(
+                &odd,
+                None,
+                &[(hour("2026-01-01", 5), hour("2026-01-01", 6))]
+            ),
+            vec![(hour("2026-01-01", 5), hour("2026-01-01", 6))]
+        );
+        assert_eq!(
+            span_of(&[(day("2026-01-01"), day("2026-02-01"))]),
+            Some(Grain::Month)
+        );
+        assert_eq!(
+            for_values(
+                ColumnKind::TimestampTz,
+                day("2026-01-02"),
+                day("2026-01-03")
+            ),
+            "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')"
+        );
+        assert_eq!(
+            for_values(ColumnKind::Date, day("2026-01-02"), day("2026-01-03")),
+            "FOR VALUES FROM ('2026-01-02') TO ('2026-01-03')"
+        );
+        assert_eq!(
+            for_values(
+                ColumnKind::Timestamp,
+                hour("2026-01-02", 5),
+                hour("2026-01-02", 6)
+            ),
+            "FOR VALUES FROM ('2026-01-02 05:00:00') TO ('2026-01-02 06:00:00')"
         );
     }
 

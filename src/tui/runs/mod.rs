@@ -381,7 +381,11 @@ impl RunView {
                         i,
                         format!(
                             "{}: {error}",
-                            if *will_retry { "will retry" } else { "failed" }
+                            if *will_retry {
+                                "will retry"
+                            } else {
+                                event.failure_word()
+                            }
                         ),
                     );
                 }

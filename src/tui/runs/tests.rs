@@ -152,8 +152,9 @@ fn a_running_partition_shows_its_clock() {
 }
 
 /// A refusal by the shrink guard reads as refused in the gauge as in the
-/// status bar, not among the failures; a partition loaded empty is said,
-/// as a late source loads so.
+/// status bar, not among the failures, and in its log (QA: "failed: …",
+/// as the run log said); a partition loaded empty is said, as a late
+/// source loads so.
 #[test]
 fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
     let mut r = run();
@@ -164,6 +165,11 @@ fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
             false,
         ),
         now(),
+    );
+    let said = r.logs.of(0).back().cloned().unwrap_or_default();
+    assert_eq!(
+        said,
+        "refused: source looks incomplete: would replace 2 rows with 0"
     );
     r.apply(
         &event("2026-06-08", |partition| Event::PartitionSucceeded {

@@ -12,10 +12,9 @@ use super::fingerprint::{self, Fingerprint};
 use super::ledger::{self, Attempt, AttemptStatus};
 use super::sql::Sql;
 use super::{
-    Column, ColumnKind, Dialect, LockPlan, PartitionLock, WRITTEN_ELSEWHERE, Warehouse,
-    WarehouseError,
+    Column, Dialect, LockPlan, PartitionLock, WRITTEN_ELSEWHERE, Warehouse, WarehouseError,
 };
-use crate::config::{Ident, Job, Strategy, TableName};
+use crate::config::{Ident, Job, Strategy};
 use crate::partition::Partition;
 
 mod later_merges;
@@ -25,6 +24,7 @@ mod moves;
 mod replace;
 mod session;
 mod shape;
+mod window;
 
 pub use session::{SessionAsk, SessionHolder};
 use session::{Stage, StageCell};
@@ -33,6 +33,7 @@ use merge::merge;
 use replace::replace;
 pub(super) use shape::RunShape;
 use shape::TargetShape;
+use window::Window;
 
 /// The temporary table a merge stages its window's rows in.
 fn stage() -> Ident {
@@ -176,11 +177,12 @@ impl Warehouse {
                     None => Err(WarehouseError::Sql(sqlx::Error::Database(e))),
                 }
             }
-            Err(WarehouseError::Sql(sqlx::Error::Database(e))) => {
-                match super::error::missing_partition(&job.target, partition, &*e) {
-                    Some(why) => Err(WarehouseError::Job(why)),
-                    None => Err(WarehouseError::Sql(sqlx::Error::Database(e))),
-                }
+            Err(WarehouseError::Sql(sqlx::Error::Database(e)))
+                if super::error::is_missing_partition(&*e) =>
+            {
+                Err(WarehouseError::Job(
+                    self.no_partition_for(job, partition, e.message()).await,
+                ))
             }
             result => result,
         }
@@ -341,44 +343,6 @@ struct Target<'a> {
     /// the window's before it, where the engine can check that the window
     /// still holds exactly that load's rows (see `replace`).
     last_load: Option<&'a super::LastLoad>,
-}
-
-/// The window a replace owns on its target: the rows whose partition column
-/// lies in the partition, compared as a value of the column's kind.
-#[derive(Clone, Copy)]
-struct Window<'a> {
-    target: &'a TableName,
-    column: &'a Ident,
-    partition: &'a Partition,
-    kind: ColumnKind,
-}
-
-impl<'a> Window<'a> {
-    fn of(t: &Target<'a>) -> Result<Window<'a>, WarehouseError> {
-        Ok(Window {
-            target: &t.job.target,
-            column: partition_column(t.job)?,
-            partition: t.partition,
-            kind: t.shape.partition_kind,
-        })
-    }
-
-    /// The condition on the partition column alone.
-    fn filter(&self, sql: &mut Sql) {
-        sql.window_filter_as("", self.column, self.partition, self.kind);
-    }
-
-    /// ` FROM target WHERE` the condition.
-    fn from(&self, sql: &mut Sql) {
-        sql.push(" FROM ").table(self.target).push(" WHERE ");
-        self.filter(sql);
-    }
-
-    /// `DELETE FROM target WHERE` the condition.
-    fn delete(&self, sql: &mut Sql) {
-        sql.push("DELETE");
-        self.from(sql);
-    }
 }
 
 /// Whether a load's session locks were granted within the lock timeout.

@@ -124,13 +124,13 @@ pub(super) async fn replace(
             if rows == last.rows {
                 log(format!(
                     "{}, all written by its last load (its fingerprint stands for them)",
-                    deleted(rows, partition)
+                    deleted(rows, &w)
                 ));
                 (last.fingerprint, rows)
             } else if rows == 0 {
                 // No row failed the DELETE and none was deleted: the window
                 // was empty (its table emptied or made again since).
-                log(deleted(rows, partition));
+                log(deleted(rows, &w));
                 (Fingerprint::default(), 0)
             } else {
                 return Err(WarehouseError::WrittenSinceLastLoad(partition.name()));
@@ -144,7 +144,7 @@ pub(super) async fn replace(
             // The SELECT sees the window as the DELETE found it: the rows
             // it read are the rows deleted.
             let before = fingerprint::of_after(tx, sql, &shape.columns, "", window).await?;
-            log(deleted(before.rows, partition));
+            log(deleted(before.rows, &w));
             (before, before.rows)
         }
         (None, None) => {
@@ -152,7 +152,7 @@ pub(super) async fn replace(
             let mut delete = Sql::new(dialect);
             w.delete(&mut delete);
             let rows_deleted = delete.query().execute(&mut *tx).await?.rows_affected() as i64;
-            log(deleted(rows_deleted, partition));
+            log(deleted(rows_deleted, &w));
             (before, rows_deleted)
         }
     };
@@ -203,7 +203,7 @@ async fn replace_returning(
         Ok(())
     })
     .await?;
-    log(deleted(before.rows, partition));
+    log(deleted(before.rows, &w));
     let target = dialect.quote_table(&job.target);
     let (after, in_window) = returning(dialect, tx, hash, Some(&w), |insert| {
         insert_job_rows(insert, &target, &shape.insert, job, partition)
@@ -215,13 +215,8 @@ async fn replace_returning(
 }
 
 /// The log line of a replace's DELETE.
-fn deleted(rows: i64, partition: &Partition) -> LoadStep {
-    format!(
-        "DELETE {} in [{}, {})",
-        n_rows(rows),
-        partition.start,
-        partition.end()
-    )
+fn deleted(rows: i64, w: &Window<'_>) -> LoadStep {
+    format!("DELETE {} in {}", n_rows(rows), w.bounds())
 }
 
 /// The checks a replace's transaction must pass before its COMMIT, from
@@ -282,12 +277,11 @@ fn checked(
             n_rows(rows_inserted)
         ));
         return Err(WarehouseError::Job(format!(
-            "job wrote {} outside its partition {} (its {} values must lie in [{}, {}); a NULL {} lies in none){}",
+            "job wrote {} outside its partition {} (its {} values must lie in {}; a NULL {} lies in none){}",
             n_rows(outside),
             partition.name(),
             w.column,
-            partition.start,
-            partition.end(),
+            w.bounds(),
             w.column,
             if t.job.engine == crate::warehouse::Engine::Sqlite {
                 "; SQLite compares them as text, so each must be written as the bounds are, \
