@@ -2475,3 +2475,105 @@ async fn postgres_a_dry_run_says_which_windows_no_native_partition_covers() {
     }
     wh.close().await;
 }
+
+/// A `timestamptz` target partitioned by UTC day (bounds made as
+/// `'2026-01-01 00:00:00+00'`, as idem advises them): a re-run of a day
+/// truncates its partition, as for a date column. Before, a zoned bound
+/// was no window's, so every load of such a table (the commonest way to
+/// partition events) deleted row by row. A partition made for New York's
+/// day holds another window than UTC's, and is still deleted from.
+#[cfg_attr(
+    not(idem_test_postgres),
+    ignore = "no PostgreSQL server: set IDEM_TEST_POSTGRES_URL"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_timestamptz_partition_of_a_utc_day_is_truncated() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
+    let job_toml = |name: &str, target: &str| {
+        format!(
+            "[[jobs]]\nname = \"{name}\"\ntarget = \"{target}\"\nstrategy = \"replace_partition\"\n\
+             partition_column = \"ts\"\ngrain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-01\"\n\
+             sql = \"select id, ts from src where ts >= :start and ts < :end\"\n\n"
+        )
+    };
+    let jobs = [job_toml("utc", "utc_days"), job_toml("ny", "ny_days")].concat();
+    let (_, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01 01:00+00'), (2, '2026-01-01 13:00+00'), \
+         (3, '2026-01-01 23:30+00')",
+        "CREATE TABLE utc_days (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        "CREATE TABLE utc_0101 PARTITION OF utc_days \
+         FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
+        "CREATE TABLE ny_days (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
+        "CREATE TABLE ny_1231 PARTITION OF ny_days \
+         FOR VALUES FROM ('2025-12-31 00:00:00-05') TO ('2026-01-01 00:00:00-05')",
+        "CREATE TABLE ny_0101 PARTITION OF ny_days \
+         FOR VALUES FROM ('2026-01-01 00:00:00-05') TO ('2026-01-02 00:00:00-05')",
+    ])
+    .await
+    .expect("fixture");
+    let run = |name: &'static str| {
+        let wh = wh.clone();
+        let job = job(&config, name).clone();
+        async move {
+            let backfill = Backfill::plan(&wh, &job, &Selection::default(), 1, 0)
+                .await
+                .expect("plan");
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
+            drop(tx);
+            let mut logs = Vec::new();
+            while let Some(event) = rx.recv().await {
+                logs.push(format!("{event:?}"));
+            }
+            assert_eq!(summary.failed, 0, "{name}: {logs:?}");
+            logs.join("\n")
+        }
+    };
+    run("utc").await;
+    let file = relfilenode(&db, "utc_0101").await;
+    let logs = run("utc").await;
+    assert!(logs.contains("TRUNCATE"), "{logs}");
+    assert_ne!(relfilenode(&db, "utc_0101").await, file, "not truncated");
+    let day =
+        Partition::parse(idem::partition::Grain::Day, "2026-01-01", RangeEnd::From).expect("day");
+    let loaded = wh
+        .partition_fingerprint(job(&config, "utc"), &day)
+        .await
+        .expect("window");
+    assert_eq!(loaded.rows, 3);
+
+    // UTC's day spans two New York days: each row lands where it belongs,
+    // and neither partition is the window's, so nothing is truncated.
+    run("ny").await;
+    let files = (
+        relfilenode(&db, "ny_1231").await,
+        relfilenode(&db, "ny_0101").await,
+    );
+    let logs = run("ny").await;
+    assert!(!logs.contains("TRUNCATE"), "{logs}");
+    assert_eq!(
+        (
+            relfilenode(&db, "ny_1231").await,
+            relfilenode(&db, "ny_0101").await
+        ),
+        files
+    );
+    let rows = |table: &'static str| {
+        let wh = wh.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM {table}"
+            )))
+            .fetch_one(wh.pool())
+            .await
+            .expect("count")
+        }
+    };
+    assert_eq!((rows("ny_1231").await, rows("ny_0101").await), (1, 2));
+    wh.close().await;
+}

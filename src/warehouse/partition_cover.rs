@@ -266,39 +266,42 @@ fn sides(bound: &str) -> Option<(&str, &str)> {
     Some((from.trim(), to.trim()))
 }
 
-/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')` (dates
-/// or timestamps without a zone); None for anything else (DEFAULT, MINVALUE,
-/// several columns, zoned values).
+/// The range of `FOR VALUES FROM ('2026-06-04') TO ('2026-06-05')`: dates
+/// or timestamps without a zone as written, zoned values as the UTC
+/// instants they are (a load compares a zoned column with its window's
+/// bounds in a UTC session, so a partition of `'2026-06-04 00:00:00+00'`
+/// to the next day's holds the window's rows); None for anything else
+/// (DEFAULT, MINVALUE, several columns).
 pub(super) fn range_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
     let (from, to) = sides(bound)?;
-    Some((bound_value(from)?, bound_value(to)?))
+    Some((bound_instant(from)?, bound_instant(to)?))
 }
 
-/// One zoned value of a bound, `('2026-11-03 05:00:00+00')`, as the UTC
-/// instant it is (idem's sessions write bounds in UTC; a partition made in
-/// New York reads so).
-fn zoned_bound_value(text: &str) -> Option<NaiveDateTime> {
-    let inner = text.strip_prefix("('")?.strip_suffix("')")?;
-    chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%#z")
-        .or_else(|_| chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%.f%#z"))
-        .ok()
-        .map(|at| at.naive_utc())
+/// One value of a bound: [`bound_value`], or a zoned one,
+/// `('2026-11-03 05:00:00+00')`, as the UTC instant it is (idem's sessions
+/// write bounds in UTC; a partition made in New York reads so).
+fn bound_instant(text: &str) -> Option<NaiveDateTime> {
+    bound_value(text).or_else(|| {
+        let inner = text.strip_prefix("('")?.strip_suffix("')")?;
+        chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%#z")
+            .or_else(|_| chrono::DateTime::parse_from_str(inner, "%Y-%m-%d %H:%M:%S%.f%#z"))
+            .ok()
+            .map(|at| at.naive_utc())
+    })
 }
 
-/// [`range_bound`], MINVALUE and MAXVALUE read as the ends of time, and
-/// zoned values as their UTC instants (QA: a `timestamptz` target's
-/// partitions, made in the operator's time zone, were taken as covering
-/// every window). A load still matches only unzoned bounds to its window.
+/// [`range_bound`], MINVALUE and MAXVALUE read as the ends of time (QA: a
+/// `timestamptz` target's partitions, made in the operator's time zone,
+/// were taken as covering every window).
 fn cover_bound(bound: &str) -> Option<(NaiveDateTime, NaiveDateTime)> {
     let (from, to) = sides(bound)?;
-    let value = |v: &str| bound_value(v).or_else(|| zoned_bound_value(v));
     let from = match from {
         "(MINVALUE)" => NaiveDateTime::MIN,
-        from => value(from)?,
+        from => bound_instant(from)?,
     };
     let to = match to {
         "(MAXVALUE)" => NaiveDateTime::MAX,
-        to => value(to)?,
+        to => bound_instant(to)?,
     };
     Some((from, to))
 }
@@ -325,10 +328,22 @@ mod tests {
                 .map(|(a, b)| (b - a).num_hours()),
             Some(1)
         );
+        // A zoned column's bounds, as the UTC instants they are: New
+        // York's day is not UTC's.
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')"),
+            Some((day("2026-06-04"), day("2026-06-05")))
+        );
+        assert_eq!(
+            range_bound("FOR VALUES FROM ('2026-06-04 04:00:00+00') TO ('2026-06-05 04:00:00+00')"),
+            Some((
+                day("2026-06-04") + chrono::Duration::hours(4),
+                day("2026-06-05") + chrono::Duration::hours(4)
+            ))
+        );
         for other in [
             "DEFAULT",
             "FOR VALUES FROM (MINVALUE) TO ('2026-01-01')",
-            "FOR VALUES FROM ('2026-06-04 00:00:00+00') TO ('2026-06-05 00:00:00+00')",
             "FOR VALUES IN ('a')",
         ] {
             assert_eq!(range_bound(other), None, "{other}");
