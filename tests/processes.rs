@@ -875,37 +875,39 @@ async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
-               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-01-02T05\"\n\
-               end = \"2026-01-02T05\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
-    let (config_path, config) = db.config(job);
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
-        "CREATE TABLE fct_early PARTITION OF fct \
-         FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
+    let (config_path, wh) = zoned_fct(
+        &db,
+        ("hour", "2026-01-02T05", "2026-01-02T05"),
+        "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
         "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 05:30:00+00')",
-    ])
-    .await
-    .unwrap();
+    )
+    .await;
     let run = fct_run(&config_path, &["--json"]).output().unwrap();
     assert_eq!(run.status.code(), Some(1));
-    let error = failure_of(&run);
-    let advised = error
-        .split_once("Create it (CREATE TABLE … PARTITION OF fct ")
-        .and_then(|(_, rest)| rest.split_once("), or a DEFAULT"))
-        .map(|(bounds, _)| bounds.to_string())
-        .unwrap_or_else(|| panic!("no bounds advised: {error}"));
-    // As an operator's psql session in New York would create it.
-    let create = format!(
-        "DO $$ BEGIN PERFORM set_config('TimeZone', 'America/New_York', true); \
-         EXECUTE $c$CREATE TABLE fct_0105 PARTITION OF fct {advised}$c$; END $$"
-    );
-    wh.execute_script(&[create.as_str()]).await.unwrap();
+    let advised = advised_bounds(&failure_of(&run));
+    let create = create_in_new_york(&advised);
+    let create: Vec<&str> = create.iter().map(String::as_str).collect();
+    wh.execute_script(&create).await.unwrap();
     let again = fct_run(&config_path, &[]).output().unwrap();
-    assert!(again.status.success(), "{advised}: {again:?}");
+    assert!(again.status.success(), "{advised:?}: {again:?}");
     wh.close().await;
+}
+
+/// [`common::zoned_job`] of `(grain, start, end)` and its tables, `fct`'s
+/// first partition of `first`, `src` filled by `fill`.
+async fn zoned_fct(
+    db: &TestDb,
+    (grain, start, end): (&str, &str, &str),
+    first: &str,
+    fill: &str,
+) -> (std::path::PathBuf, idem::warehouse::Warehouse) {
+    let (config_path, config) = db.config(&common::zoned_job(grain, start, end));
+    let wh = db.warehouse(&config).await;
+    let tables = common::zoned_tables(first);
+    let mut script: Vec<&str> = tables.iter().map(String::as_str).collect();
+    script.push(fill);
+    wh.execute_script(&script).await.unwrap();
+    (config_path, wh)
 }
 
 /// The bounds a failed window's error advises creating, each
@@ -952,21 +954,14 @@ async fn postgres_the_partition_advised_for_a_day_is_its_window_in_any_session_z
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
-               partition_column = \"ts\"\ngrain = \"day\"\nstart = \"2026-01-02\"\n\
-               end = \"2026-01-02\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
-    let (config_path, config) = db.config(job);
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
-        "CREATE TABLE fct_0101 PARTITION OF fct \
-         FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
+    let (config_path, wh) = zoned_fct(
+        &db,
+        ("day", "2026-01-02", "2026-01-02"),
+        "FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
         // 21:00 on the 1st in New York.
         "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 02:00:00+00')",
-    ])
-    .await
-    .unwrap();
+    )
+    .await;
     let run = fct_run(&config_path, &["--json"]).output().unwrap();
     assert_eq!(run.status.code(), Some(1));
     let advised = advised_bounds(&failure_of(&run));
@@ -994,21 +989,14 @@ async fn postgres_an_hourly_job_into_daily_partitions_is_advised_the_days() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
-               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-01-01T22\"\n\
-               end = \"2026-01-03T01\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
-    let (config_path, config) = db.config(job);
-    let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
-        "CREATE TABLE fct_0101 PARTITION OF fct \
-         FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
+    let (config_path, wh) = zoned_fct(
+        &db,
+        ("hour", "2026-01-01T22", "2026-01-03T01"),
+        "FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
         "INSERT INTO src (id, ts) SELECT i, TIMESTAMPTZ '2026-01-01 22:30:00+00' + i * INTERVAL '1 hour' \
          FROM generate_series(0, 27) i",
-    ])
-    .await
-    .unwrap();
+    )
+    .await;
     let days = [
         "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')",
         "FOR VALUES FROM ('2026-01-03 00:00:00+00') TO ('2026-01-04 00:00:00+00')",

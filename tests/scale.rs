@@ -1472,6 +1472,17 @@ async fn postgres_zoned_timestamps_count_and_load_in_their_utc_hour() {
     );
 }
 
+/// Loads every partition of `job` at `concurrency`, none failing: the
+/// run's events, as their debug text (a load's log lines among them).
+async fn loaded(wh: &Warehouse, job: &Job, concurrency: usize) -> String {
+    let backfill = Backfill::plan(wh, job, &Selection::default(), concurrency, 0)
+        .await
+        .expect("plan");
+    let (summary, events) = common::run(wh, &backfill).await;
+    assert_eq!(summary.failed, 0, "{:?}", common::errors(&events));
+    format!("{events:?}")
+}
+
 /// The relation file of a table: TRUNCATE gives it a new one, DELETE does not.
 async fn relfilenode(db: &TestDb, table: &str) -> i64 {
     let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
@@ -1521,20 +1532,7 @@ async fn postgres_a_native_partition_is_truncated_in_the_transaction_and_a_kille
     .await
     .expect("fixture");
     let native = job(&config, "native");
-    let run = |wh: Warehouse| async move {
-        let backfill = Backfill::plan(&wh, native, &Selection::default(), 2, 0)
-            .await
-            .expect("plan");
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
-        drop(tx);
-        let mut logs = Vec::new();
-        while let Some(event) = rx.recv().await {
-            logs.push(format!("{event:?}"));
-        }
-        assert_eq!(summary.failed, 0, "{logs:?}");
-        logs.join("\n")
-    };
+    let run = |wh: Warehouse| async move { loaded(&wh, native, 2).await };
     // A first load finds the partitions empty: nothing to truncate.
     let empty_file = relfilenode(&db, "pev_0101").await;
     let logs = run(wh.clone()).await;
@@ -2323,6 +2321,18 @@ async fn sqlite_tables_of_1200_columns_load_again_and_verify() {
     assert_eq!(c1199, 1000 + 1199);
 }
 
+/// The partitions a `run --dry-run --json` plan says no native partition
+/// covers.
+fn uncovered(plan: &serde_json::Value) -> Vec<&str> {
+    plan["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .filter(|p| p["uncovered"] == true)
+        .map(|p| p["partition"].as_str().unwrap())
+        .collect()
+}
+
 /// QA: a `timestamptz` target whose daily partitions were made in the
 /// operator's own time zone (America/New_York: their bounds read
 /// `'2026-11-03 05:00:00+00'` in idem's UTC session) was taken as covering
@@ -2338,30 +2348,21 @@ async fn postgres_a_dry_run_reads_zoned_native_partition_bounds() {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let job = "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
-               partition_column = \"ts\"\ngrain = \"hour\"\nstart = \"2026-11-04T03\"\n\
-               end = \"2026-11-04T06\"\nsql = \"select id, ts from src where ts >= :start and ts < :end\"\n";
-    let (path, config) = db.config(job);
+    let (path, config) = db.config(&common::zoned_job("hour", "2026-11-04T03", "2026-11-04T06"));
     let wh = db.warehouse(&config).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)",
-        // New York's 2026-11-03, as a session there writes it.
-        "CREATE TABLE fct_1103 PARTITION OF fct \
-         FOR VALUES FROM ('2026-11-03 00:00:00-05') TO ('2026-11-04 00:00:00-05')",
-    ])
-    .await
-    .expect("fixture");
+    // New York's 2026-11-03, as a session there writes it.
+    let tables = common::zoned_tables(
+        "FOR VALUES FROM ('2026-11-03 00:00:00-05') TO ('2026-11-04 00:00:00-05')",
+    );
+    let script: Vec<&str> = tables.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.expect("fixture");
     let out = common::idem(&path, &["run", "fct", "--dry-run", "--json"]);
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-    let uncovered: Vec<&str> = plan["partitions"]
-        .as_array()
-        .expect("partitions")
-        .iter()
-        .filter(|p| p["uncovered"] == true)
-        .map(|p| p["partition"].as_str().unwrap())
-        .collect();
-    assert_eq!(uncovered, ["2026-11-04T05", "2026-11-04T06"], "{plan}");
+    assert_eq!(
+        uncovered(&plan),
+        ["2026-11-04T05", "2026-11-04T06"],
+        "{plan}"
+    );
     wh.close().await;
 }
 
@@ -2450,13 +2451,7 @@ async fn postgres_a_dry_run_says_which_windows_no_native_partition_covers() {
         // create for each.
         let out = common::idem(&path, &["run", t, "--dry-run", "--json"]);
         let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
-        let uncovered: Vec<&str> = plan["partitions"]
-            .as_array()
-            .expect("partitions")
-            .iter()
-            .filter(|p| p["uncovered"] == true)
-            .map(|p| p["partition"].as_str().unwrap())
-            .collect();
+        let uncovered = uncovered(&plan);
         let to_create = &plan["partitions_to_create"];
         if t == "gap" {
             assert_eq!(uncovered, ["2026-01-02"], "{plan}");
@@ -2516,24 +2511,7 @@ async fn postgres_a_timestamptz_partition_of_a_utc_day_is_truncated() {
     ])
     .await
     .expect("fixture");
-    let run = |name: &'static str| {
-        let wh = wh.clone();
-        let job = job(&config, name).clone();
-        async move {
-            let backfill = Backfill::plan(&wh, &job, &Selection::default(), 1, 0)
-                .await
-                .expect("plan");
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let summary = engine::run(&wh, &backfill, &tx, &CancellationToken::new()).await;
-            drop(tx);
-            let mut logs = Vec::new();
-            while let Some(event) = rx.recv().await {
-                logs.push(format!("{event:?}"));
-            }
-            assert_eq!(summary.failed, 0, "{name}: {logs:?}");
-            logs.join("\n")
-        }
-    };
+    let run = async |name: &str| loaded(&wh, job(&config, name), 1).await;
     run("utc").await;
     let file = relfilenode(&db, "utc_0101").await;
     let logs = run("utc").await;

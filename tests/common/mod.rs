@@ -255,6 +255,28 @@ pub fn replace_job(name: &str, target: &str, end: &str, sql: &str) -> String {
     )
 }
 
+/// A `[[jobs]]` entry of a replace job `fct` of `grain` from `start` to
+/// `end` over the zoned (`timestamptz`) column `ts`, reading `src (id, ts)`.
+pub fn zoned_job(grain: &str, start: &str, end: &str) -> String {
+    format!(
+        "[[jobs]]\nname = \"fct\"\ntarget = \"fct\"\nstrategy = \"replace_partition\"\n\
+         partition_column = \"ts\"\ngrain = \"{grain}\"\nstart = \"{start}\"\nend = \"{end}\"\n\
+         sql = \"select id, ts from src where ts >= :start and ts < :end\"\n"
+    )
+}
+
+/// The script of [`zoned_job`]'s tables on PostgreSQL: `src`, and `fct`
+/// partitioned by range on `ts` with one partition, `fct_first`, of
+/// `first` (`FOR VALUES FROM … TO …`).
+pub fn zoned_tables(first: &str) -> [String; 3] {
+    [
+        "CREATE TABLE src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)".into(),
+        "CREATE TABLE fct (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL) PARTITION BY RANGE (ts)"
+            .into(),
+        format!("CREATE TABLE fct_first PARTITION OF fct {first}"),
+    ]
+}
+
 /// A `[[jobs]]` entry of a day-grained merge_key job on key `id`.
 pub fn merge_job(name: &str, target: &str, end: &str, sql: &str) -> String {
     job_toml(name, target, "merge_key", "unique_key = [\"id\"]", end, sql)
