@@ -872,24 +872,38 @@ async fn postgres_a_window_no_native_partition_covers_says_which_to_create() {
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session_zone() {
+    advised_in_new_york_takes_the_window(
+        ("hour", "2026-01-02T05"),
+        "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
+        "2026-01-02 05:30:00+00",
+        "FOR VALUES FROM ('2026-01-02 05:00:00+00') TO ('2026-01-02 06:00:00+00')",
+    )
+    .await;
+}
+
+/// The window `(grain, partition)` of a [`zoned_fct`] whose one partition
+/// is `first`, with one row at `at`: its run fails advising `advised`, and
+/// created so by a session in New York, the partition takes the window.
+async fn advised_in_new_york_takes_the_window(
+    (grain, partition): (&str, &str),
+    first: &str,
+    at: &str,
+    advised: &str,
+) {
     let Some(db) = TestDb::new(Kind::Postgres).await else {
         return;
     };
-    let (config_path, wh) = zoned_fct(
-        &db,
-        ("hour", "2026-01-02T05", "2026-01-02T05"),
-        "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
-        "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 05:30:00+00')",
-    )
-    .await;
+    let fill = format!("INSERT INTO src (id, ts) VALUES (1, '{at}')");
+    let (config_path, wh) = zoned_fct(&db, (grain, partition, partition), first, &fill).await;
     let run = fct_run(&config_path, &["--json"]).output().unwrap();
     assert_eq!(run.status.code(), Some(1));
-    let advised = advised_bounds(&failure_of(&run));
-    let create = create_in_new_york(&advised);
+    let said = advised_bounds(&failure_of(&run));
+    assert_eq!(said, [advised]);
+    let create = create_in_new_york(&said);
     let create: Vec<&str> = create.iter().map(String::as_str).collect();
     wh.execute_script(&create).await.unwrap();
     let again = fct_run(&config_path, &[]).output().unwrap();
-    assert!(again.status.success(), "{advised:?}: {again:?}");
+    assert!(again.status.success(), "{said:?}: {again:?}");
     wh.close().await;
 }
 
@@ -951,30 +965,14 @@ fn create_in_new_york(bounds: &[String]) -> Vec<String> {
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_the_partition_advised_for_a_day_is_its_window_in_any_session_zone() {
-    let Some(db) = TestDb::new(Kind::Postgres).await else {
-        return;
-    };
-    let (config_path, wh) = zoned_fct(
-        &db,
-        ("day", "2026-01-02", "2026-01-02"),
+    advised_in_new_york_takes_the_window(
+        ("day", "2026-01-02"),
         "FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
         // 21:00 on the 1st in New York.
-        "INSERT INTO src (id, ts) VALUES (1, '2026-01-02 02:00:00+00')",
+        "2026-01-02 02:00:00+00",
+        "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')",
     )
     .await;
-    let run = fct_run(&config_path, &["--json"]).output().unwrap();
-    assert_eq!(run.status.code(), Some(1));
-    let advised = advised_bounds(&failure_of(&run));
-    assert_eq!(
-        advised,
-        ["FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-03 00:00:00+00')"]
-    );
-    let create = create_in_new_york(&advised);
-    let create: Vec<&str> = create.iter().map(String::as_str).collect();
-    wh.execute_script(&create).await.unwrap();
-    let again = fct_run(&config_path, &[]).output().unwrap();
-    assert!(again.status.success(), "{advised:?}: {again:?}");
-    wh.close().await;
 }
 
 /// QA: an hourly job into a target partitioned by day was advised one
