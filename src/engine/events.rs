@@ -182,11 +182,15 @@ impl Event {
     /// log (`idem log JOB PARTITION --lines`) and the console's log pane
     /// both say: "refused" where the shrink guard refused it, as `idem
     /// status` and the ledger call it (QA: the run log said "attempt 3
-    /// failed"), otherwise "failed".
+    /// failed"), or where another run held its lock (retried or not: the
+    /// ledger records each such attempt refused), otherwise "failed".
     pub fn failure_word(&self) -> &'static str {
-        match self.attempt_end() {
-            Some((_, AttemptEnd::Refused)) => "refused",
-            _ => "failed",
+        match self {
+            Event::PartitionFailed { error, .. } if error.starts_with(LOCK_REFUSED) => "refused",
+            _ => match self.attempt_end() {
+                Some((_, AttemptEnd::Refused)) => "refused",
+                _ => "failed",
+            },
         }
     }
 }
@@ -207,6 +211,9 @@ pub(crate) const CANCELLED: &str = "cancelled";
 /// How the error of an attempt the shrink guard refused begins
 /// ([`crate::warehouse::WarehouseError::SourceShrank`]).
 const REFUSED: &str = crate::warehouse::ledger::SHRINK_REFUSAL;
+
+/// How the error of an attempt refused for a lock another run held begins.
+const LOCK_REFUSED: &str = crate::warehouse::ledger::LOCK_REFUSAL;
 
 /// The version of the `--json` event lines. It changes only when a field is
 /// removed or changes meaning; new fields and events may appear within one
@@ -270,6 +277,44 @@ mod tests {
             failed("CHECK constraint failed".into()).attempt_end(),
             Some(("2026-06-03", AttemptEnd::Failed))
         );
+    }
+
+    /// QA: a partition whose lock another run held past `lock_timeout` is
+    /// recorded in the ledger as refused (it wrote nothing), but its run
+    /// log and the console's log pane said "failed". Its JSON line stays
+    /// `refused: false`: that field is the shrink guard's.
+    #[test]
+    fn a_lock_held_elsewhere_is_said_refused_as_the_ledger_records_it() {
+        let error = WarehouseError::LockTimeout {
+            partition: "2026-06-03".into(),
+            holder: Some("held by connection 63".into()),
+        }
+        .to_string();
+        for will_retry in [false, true] {
+            let failed = Event::PartitionFailed {
+                run_id: "r".into(),
+                job: "j".into(),
+                partition: "2026-06-03".into(),
+                attempt: 1,
+                error: error.clone(),
+                will_retry,
+                duration_ms: 1,
+            };
+            assert_eq!(failed.failure_word(), "refused", "will retry: {will_retry}");
+            let json: serde_json::Value =
+                serde_json::from_str(&failed.to_json_line().expect("json")).expect("a JSON line");
+            assert_eq!(json["refused"], false);
+        }
+        let check = Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-06-03".into(),
+            attempt: 1,
+            error: "CHECK constraint failed".into(),
+            will_retry: false,
+            duration_ms: 1,
+        };
+        assert_eq!(check.failure_word(), "failed");
     }
 
     #[test]

@@ -153,10 +153,11 @@ impl JobsPane {
 
     /// The job `:job NAME` names: by its whole name, or else the one job whose
     /// name begins with it, or else contains it. Two or more such are named
-    /// back, not one of them picked.
+    /// back, not one of them picked; a name matching none is said with the
+    /// job it most likely meant, as the CLI says it.
     pub fn find(&self, name: &str) -> Result<usize, String> {
+        let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
         if name.is_empty() {
-            let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
             return Err(format!(
                 ":job needs a job's name; jobs: {}",
                 names.join(", ")
@@ -175,20 +176,20 @@ impl JobsPane {
                 [] => continue,
                 [one] => return Ok(*one),
                 many => {
-                    let names: Vec<&str> = many
-                        .iter()
-                        .map(|i| self.jobs[*i].job.name.as_str())
-                        .collect();
+                    let named: Vec<&str> = many.iter().map(|i| names[*i]).collect();
                     return Err(format!(
                         "\"{name}\" names {} jobs: {}; type more of one",
                         many.len(),
-                        names.join(", ")
+                        named.join(", ")
                     ));
                 }
             }
         }
-        let names: Vec<&str> = self.jobs.iter().map(|j| j.job.name.as_str()).collect();
-        Err(format!("no job \"{name}\"; jobs: {}", names.join(", ")))
+        Err(format!(
+            "no job \"{name}\"; {}jobs: {}",
+            crate::config::did_you_mean_job(name, &names),
+            names.join(", ")
+        ))
     }
 
     pub fn filter_text(&self) -> &str {
@@ -486,10 +487,19 @@ mod tests {
         assert_eq!(pane.find("fct_pages"), Ok(2));
         assert_eq!(pane.find("dim"), Ok(1));
         assert_eq!(pane.find("pages"), Ok(2));
-        assert!(
-            pane.find("nosuch")
-                .unwrap_err()
-                .contains("jobs: fct_orders, dim_customers")
+        assert_eq!(
+            pane.find("nosuch"),
+            Err("no job \"nosuch\"; jobs: fct_orders, dim_customers, fct_pages".into())
+        );
+        // QA: a typo was said without the job it most likely meant, as
+        // the CLI says it.
+        assert_eq!(
+            pane.find("fct_ordres"),
+            Err(concat!(
+                "no job \"fct_ordres\"; did you mean \"fct_orders\"? ",
+                "jobs: fct_orders, dim_customers, fct_pages"
+            )
+            .into())
         );
         assert_eq!(
             pane.find(""),

@@ -124,6 +124,11 @@ pub struct Refusal {
 /// the ledger's refused rows that are not a lock another run held.
 pub const SHRINK_REFUSAL: &str = "source looks incomplete";
 
+/// How the refusals of a partition whose lock another run held past
+/// `lock_timeout` begin (`WarehouseError::LockTimeout`): the ledger's other
+/// refused rows.
+pub const LOCK_REFUSAL: &str = "could not take the lock on partition";
+
 /// Each partition's [`PartitionLedger`], by partition name.
 pub type LedgerSummary = HashMap<String, PartitionLedger>;
 

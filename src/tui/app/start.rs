@@ -103,11 +103,21 @@ impl App {
         vec![self.shared.reconciler.count_for_run(job, first, last, id)]
     }
 
-    pub(super) fn start_run(&mut self, mut c: Box<ConfirmDialog>) -> Vec<Effect> {
+    /// A confirmed run that cannot start: the dialog stays, with the
+    /// reason typed in it, and the status line says why nothing ran.
+    fn keep_dialog(&mut self, mut c: Box<ConfirmDialog>, why: String) -> Vec<Effect> {
+        self.shared.message = Some((true, format!("nothing ran: {why}")));
+        c.unconfirm();
+        self.shared.modal = Modal::Confirm(c);
+        Vec::new()
+    }
+
+    pub(super) fn start_run(&mut self, c: Box<ConfirmDialog>) -> Vec<Effect> {
         let Some(mut backfill) = c.backfill().filter(|b| !b.partitions.is_empty()) else {
-            self.shared.message =
-                Some((true, "no partition matches the filter; nothing ran".into()));
-            return Vec::new();
+            return self.keep_dialog(
+                c,
+                "no partition matches the filter now; choose others or Esc to close".into(),
+            );
         };
         // Partitions another run of this console has yet to load are its:
         // both would load them, one after the other.
@@ -126,38 +136,30 @@ impl App {
             .retain(|p| !queued.contains(p.name().as_str()));
         let left_out = before - backfill.partitions.len();
         if backfill.partitions.is_empty() {
-            self.shared.message = Some((
-                true,
-                format!(
-                    "{} queued in a run of this console already; nothing ran",
-                    if left_out == 1 {
-                        "it is"
-                    } else {
-                        "they are all"
-                    }
-                ),
-            ));
-            return Vec::new();
+            let (they, them) = if left_out == 1 {
+                ("it is", "it")
+            } else {
+                ("they are all", "them")
+            };
+            return self.keep_dialog(
+                c,
+                format!("{they} queued in a run of this console already, which loads {them}"),
+            );
         }
         if !self.shared.connected {
-            self.shared.message =
-                Some((true, "not connected to the warehouse; nothing ran".into()));
-            return Vec::new();
+            return self.keep_dialog(
+                c,
+                "not connected to the warehouse; Enter tries again once it reconnects".into(),
+            );
         }
         let steps = match c.cascade() {
-            // The dialog stays, with the reason typed in it: the cascade
-            // turned off runs the rest.
+            // The cascade turned off runs the rest.
             Some(plan) if !plan.problems.is_empty() => {
-                self.shared.message = Some((
-                    true,
-                    format!(
-                        "nothing ran: cannot cascade: {}; c turns the cascade off to run without it",
-                        plan.problems.join("; ")
-                    ),
-                ));
-                c.unconfirm();
-                self.shared.modal = Modal::Confirm(c);
-                return Vec::new();
+                let why = format!(
+                    "cannot cascade: {}; c turns the cascade off to run without it",
+                    plan.problems.join("; ")
+                );
+                return self.keep_dialog(c, why);
             }
             Some(plan) => plan.steps.clone(),
             None => Vec::new(),

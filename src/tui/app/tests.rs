@@ -621,3 +621,88 @@ fn a_cascade_that_cannot_be_planned_keeps_the_dialog() {
         "{note}"
     );
 }
+
+/// The dialog a confirmed run that could not start leaves open: the
+/// reason typed in it kept, and the status line saying why nothing ran.
+fn assert_dialog_kept(a: &App, effects: &[Effect], reason: &str, why: &str) {
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::StartRun(_))),
+        "{effects:?}"
+    );
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog closed: {:?}", a.message);
+    };
+    assert_eq!(c.reason_text().as_deref(), Some(reason));
+    assert_eq!(c.awaited_read(), None, "Enter waits no longer");
+    assert_eq!(
+        a.message.clone(),
+        Some((true, format!("nothing ran: {why}")))
+    );
+}
+
+/// QA: a run confirmed while the warehouse was gone closed the dialog and
+/// lost the reason typed in it.
+#[test]
+fn a_run_confirmed_while_not_connected_keeps_the_dialog() {
+    let mut a = app();
+    type_line(&mut a, "run 2026-06-03..2026-06-05 --reason refunds");
+    a.update(Msg::Connected(Err(
+        "cannot connect to sqlite://w.db: gone".into()
+    )));
+    let effects = enter(&mut a);
+    assert_dialog_kept(
+        &a,
+        &effects,
+        "refunds",
+        "not connected to the warehouse; Enter tries again once it reconnects",
+    );
+}
+
+/// QA: a run whose partitions were all queued in a run of this console
+/// closed the dialog and lost the reason typed in it.
+#[test]
+fn a_run_of_partitions_all_queued_already_keeps_the_dialog() {
+    let (mut a, _) = app_running_three_days();
+    type_line(&mut a, "run 2026-06-03..2026-06-05 --reason again");
+    let effects = enter(&mut a);
+    assert_dialog_kept(
+        &a,
+        &effects,
+        "again",
+        "they are all queued in a run of this console already, which loads them",
+    );
+    a.update(Msg::Key(code(crossterm::event::KeyCode::Esc)));
+    assert!(matches!(a.modal, Modal::None), "Esc closes the dialog");
+    type_line(&mut a, "run 2026-06-04..2026-06-04 --reason again");
+    let effects = enter(&mut a);
+    assert_dialog_kept(
+        &a,
+        &effects,
+        "again",
+        "it is queued in a run of this console already, which loads it",
+    );
+}
+
+/// QA: a run whose filter no partition matched any more (the states read
+/// again while the dialog was open) closed the dialog and lost the reason
+/// typed in it.
+#[test]
+fn a_run_whose_filter_matches_nothing_now_keeps_the_dialog() {
+    let mut a = app();
+    type_line(
+        &mut a,
+        "run 2026-06-01..2026-06-09 --only failed --reason retry",
+    );
+    let statuses = job_view("fct_orders", false, "■■■■■■■■■■").statuses;
+    a.update(Msg::Status {
+        job: "fct_orders".into(),
+        result: Ok(StatesRead::States(statuses.into())),
+    });
+    let effects = enter(&mut a);
+    assert_dialog_kept(
+        &a,
+        &effects,
+        "retry",
+        "no partition matches the filter now; choose others or Esc to close",
+    );
+}

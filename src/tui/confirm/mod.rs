@@ -261,7 +261,7 @@ impl ConfirmDialog {
         Some(backfill)
     }
 
-    fn reason_text(&self) -> Option<String> {
+    pub fn reason_text(&self) -> Option<String> {
         let reason = self.reason.value().trim();
         (!reason.is_empty()).then(|| reason.to_string())
     }
