@@ -872,7 +872,11 @@ async fn postgres_a_window_no_native_partition_covers_says_which_to_create() {
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session_zone() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
     advised_in_new_york_takes_the_window(
+        db,
         ("hour", "2026-01-02T05"),
         "FOR VALUES FROM ('2026-01-02 00:00:00+00') TO ('2026-01-02 05:00:00+00')",
         "2026-01-02 05:30:00+00",
@@ -881,18 +885,16 @@ async fn postgres_the_partition_advised_for_an_hour_is_its_window_in_any_session
     .await;
 }
 
-/// The window `(grain, partition)` of a [`zoned_fct`] whose one partition
+/// In `db`, the window `(grain, partition)` of a [`zoned_fct`] whose one partition
 /// is `first`, with one row at `at`: its run fails advising `advised`, and
 /// created so by a session in New York, the partition takes the window.
 async fn advised_in_new_york_takes_the_window(
+    db: TestDb,
     (grain, partition): (&str, &str),
     first: &str,
     at: &str,
     advised: &str,
 ) {
-    let Some(db) = TestDb::new(Kind::Postgres).await else {
-        return;
-    };
     let fill = format!("INSERT INTO src (id, ts) VALUES (1, '{at}')");
     let (config_path, wh) = zoned_fct(&db, (grain, partition, partition), first, &fill).await;
     let run = fct_run(&config_path, &["--json"]).output().unwrap();
@@ -965,7 +967,11 @@ fn create_in_new_york(bounds: &[String]) -> Vec<String> {
 #[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
 #[tokio::test]
 async fn postgres_the_partition_advised_for_a_day_is_its_window_in_any_session_zone() {
+    let Some(db) = TestDb::new(Kind::Postgres).await else {
+        return;
+    };
     advised_in_new_york_takes_the_window(
+        db,
         ("day", "2026-01-02"),
         "FOR VALUES FROM ('2026-01-01 00:00:00+00') TO ('2026-01-02 00:00:00+00')",
         // 21:00 on the 1st in New York.
