@@ -527,3 +527,95 @@ async fn postgres_console_reads_beside_a_refresh_end_when_the_server_stops_answe
     assert_eq!(checks, None);
     wh.close().await;
 }
+
+/// A two-day job whose target is partitioned (January), loaded once, its
+/// ledger then short of an index (a run makes it again before it starts).
+async fn partitioned_and_loaded(
+    url: &str,
+) -> (PgConnection, tempfile::TempDir, std::path::PathBuf) {
+    let (mut admin, dir, config) = two_days(url).await;
+    for ddl in [
+        "DROP TABLE fct",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL) PARTITION BY RANGE (dt)",
+        "CREATE TABLE fct_january PARTITION OF fct FOR VALUES FROM ('2026-01-01') TO ('2026-02-01')",
+    ] {
+        admin.execute(ddl).await.expect(ddl);
+    }
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    admin
+        .execute("DROP INDEX idem.attempts_by_attempt")
+        .await
+        .expect("drop an index of the ledger");
+    (admin, dir, config)
+}
+
+/// `idem` caught waiting on a lock of `table` (`LOCK TABLE`'s words, after
+/// `reads` reads waited on it), then the
+/// server stopped: it ends within 30 s, exit 1, saying the warehouse is not
+/// answering and that nothing was run; the ledger holds the first run's
+/// two attempts, none since.
+async fn caught_says_nothing_was_run(
+    cluster: &Cluster,
+    admin: &mut PgConnection,
+    config: &std::path::Path,
+    args: &[&str],
+    (table, reads): (&str, usize),
+    what: &str,
+) {
+    let idem = || vec![Spawned::idem(config, args)];
+    let (mut holder, mut caught) =
+        held_after_reads(&cluster.url(), admin, table, reads, idem).await;
+    cluster.freeze();
+    let (code, stderr) = caught[0].ended_within(Duration::from_secs(30), what).await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    assert_eq!(code, Some(1), "{what}: {stderr}");
+    assert!(stderr.contains("is not answering"), "{what}: {stderr}");
+    assert!(stderr.contains("nothing was run"), "{what}: {stderr}");
+    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
+        .fetch_one(&mut *admin)
+        .await
+        .expect("ledger")
+        .get(0);
+    assert_eq!(attempts, 2, "{what}: the first run's attempts, none since");
+}
+
+/// The server stops answering while `idem run` makes a ledger short of an
+/// index before it starts (the attempts locked against that, not against
+/// the reads of them): it ends within seconds, exit 1, saying the warehouse is not
+/// answering and that nothing was run. QA: it waited for good, the checks
+/// before a run being watched in the console only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_ends_when_the_server_stops_answering_while_it_makes_the_ledger() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, config) = partitioned_and_loaded(&cluster.url()).await;
+    let args = ["run", "fct", "--yes"];
+    let what = "idem run making the ledger";
+    caught_says_nothing_was_run(
+        &cluster,
+        &mut admin,
+        &config,
+        &args,
+        ("idem.attempts IN EXCLUSIVE MODE", 0),
+        what,
+    )
+    .await;
+}
+
+/// The server stops answering while `idem run --dry-run` reads which
+/// windows no native partition of the target covers (the target locked
+/// once the states read it): it ends within seconds, exit 1, saying the
+/// warehouse is not answering and that nothing was run. QA: it waited for
+/// good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_dry_run_ends_when_the_server_stops_answering_while_it_reads_partitions() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, config) = partitioned_and_loaded(&cluster.url()).await;
+    let args = ["run", "fct", "--dry-run"];
+    let what = "idem run --dry-run reading the target's partitions";
+    caught_says_nothing_was_run(&cluster, &mut admin, &config, &args, ("fct", 2), what).await;
+}

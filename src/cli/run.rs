@@ -20,6 +20,7 @@ use crate::exit::Exit;
 use crate::numbers::n_partitions;
 use crate::partition::{Partition, now_utc};
 use crate::state;
+use crate::warehouse::{NotToRun, Warehouse, WarehouseError};
 
 /// Partitions a run may load without a terminal before it needs `--yes`:
 /// a mistyped range must not rewrite a job's whole history unasked.
@@ -76,25 +77,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // so, not that a CREATE SCHEMA failed).
     let warehouse = connect_to_read(&config, concurrency as u32 + 1).await?;
     let lineage = super::lineage(&config, &warehouse)?;
-    if !args.dry_run {
-        if let Some(refusal) = warehouse
-            .read_only_refusal()
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?
-        {
-            return Err(Stop::failed(format!(
-                "{refusal} (`idem status` and `idem run --dry-run` work here)"
-            )));
-        }
-        warehouse
-            .make_ledger()
-            .await
-            .map_err(|e| Stop::failed(e.to_string()))?;
-    }
     // A run on a target that is not there would fail its first partition
     // and record that failure in the ledger, where the partition would then
     // read as failed under a corrected config: it is refused before it starts.
-    target_exists(&warehouse, &config, job).await?;
+    refuse_before_a_run(&warehouse, &config, &[job], !args.dry_run).await?;
     // Which windows are complete is the warehouse's clock's word, known
     // once connected (`crate::clock`): this host's may be minutes off.
     let now = now_utc();
@@ -171,9 +157,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             noteln!("idem: {note}");
         }
         steps.extend(plan.steps.into_iter().map(|p| (p.step, p.statuses)));
-        for (step, _) in &steps[1..] {
-            target_exists(&warehouse, &config, &step.job).await?;
-        }
+        // The ledger made above.
+        let downstream: Vec<_> = steps[1..].iter().map(|(step, _)| &step.job).collect();
+        refuse_before_a_run(&warehouse, &config, &downstream, false).await?;
     }
 
     // A preview says what the run will find: each partition's source
@@ -184,11 +170,15 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     if previewed {
         for (backfill, statuses) in &mut steps {
             let source_nulls = preview_sources(&warehouse, backfill, statuses).await?;
-            // A warning, not a check: one that cannot be read is not said.
-            let uncovered = warehouse
-                .windows_no_partition_covers(&backfill.job, &backfill.partitions)
-                .await
-                .unwrap_or_default();
+            // A warning, not a check: one that cannot be read is not said,
+            // but a warehouse that stopped answering is.
+            let read = warehouse.windows_no_partition_covers(&backfill.job, &backfill.partitions);
+            let uncovered = match warehouse.answering(read).await {
+                Err(e @ WarehouseError::NotAnswering { .. }) => {
+                    return Err(Stop::failed(format!("{e}; nothing was run or recorded")));
+                }
+                read => read.unwrap_or_default(),
+            };
             let lint = crate::lint::all_findings(&warehouse, &config.jobs, &backfill.job)
                 .await
                 .unwrap_or_else(|(found, _)| found);
@@ -391,31 +381,42 @@ fn said(
     }
 }
 
-/// Refuses (exit 2) a job whose target table the warehouse does not have,
-/// naming the table, the config line that names it, and the tables it
-/// names but for case or schema. Other errors reading the catalogue are
-/// left to the run, which reports them as it meets them.
-async fn target_exists(
-    warehouse: &crate::warehouse::Warehouse,
+/// Refuses a run of `jobs` that may not start
+/// ([`Warehouse::refusal_before_a_run`]): a target table the warehouse does
+/// not have (exit 2), naming the table, the config line that names it, and
+/// the tables it names but for case or schema; a session that may not
+/// write, a ledger that cannot be made, a warehouse that stopped answering
+/// (exit 1).
+async fn refuse_before_a_run(
+    warehouse: &Warehouse,
     config: &crate::config::Config,
-    job: &crate::config::Job,
+    jobs: &[&crate::config::Job],
+    makes_ledger: bool,
 ) -> Result<(), Stop> {
-    use crate::warehouse::WarehouseError;
-    let Err(WarehouseError::NoTarget { table, alike }) = warehouse.columns(&job.target).await
-    else {
-        return Ok(());
-    };
-    let fix = if alike.is_empty() {
-        format!("; create it, or correct the name in target = \"{table}\"")
-    } else {
-        crate::warehouse::alike_tables(&alike)
-    };
-    Err(Stop::usage(format!(
-        "{}:{}: {}: target table {table} does not exist in the warehouse{fix}. Nothing was run or recorded",
-        config.path.display(),
-        job.lines.target,
-        job.name
-    )))
+    let refusal = warehouse
+        .refusal_before_a_run(jobs, makes_ledger)
+        .await
+        .map_err(|e| Stop::failed(format!("{e}; nothing was run or recorded")))?;
+    match refusal {
+        None => Ok(()),
+        Some(NotToRun::NoTarget { job, table, alike }) => {
+            let fix = if alike.is_empty() {
+                format!("; create it, or correct the name in target = \"{table}\"")
+            } else {
+                crate::warehouse::alike_tables(&alike)
+            };
+            Err(Stop::usage(format!(
+                "{}:{}: {}: target table {table} does not exist in the warehouse{fix}. Nothing was run or recorded",
+                config.path.display(),
+                job.lines.target,
+                job.name
+            )))
+        }
+        Some(NotToRun::ReadOnly(refusal)) => Err(Stop::failed(format!(
+            "{refusal} (`idem status` and `idem run --dry-run` work here)"
+        ))),
+        Some(NotToRun::NoLedger(e)) => Err(Stop::failed(e.to_string())),
+    }
 }
 
 /// Counts the planned partitions' source rows (one read-only query) onto

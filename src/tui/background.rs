@@ -643,12 +643,10 @@ pub async fn definition_diff(warehouse: &Warehouse, req: &DiffRequest) -> Msg {
 /// What a run cancelled while its check of the warehouse waited says.
 const CANCELLED_BEFORE_IT_BEGAN: &str = "cancelled before it began; nothing was run or recorded";
 
-/// Why a console run of `jobs` may not start, checked before it does, as
-/// `idem run` checks: a warehouse that does not answer (refused at once,
-/// not after a connect timeout for each check that follows, nor left
-/// waiting where it stops answering during one), a target it does not
-/// have (each partition would fail into the ledger), a read-only session,
-/// or a ledger that cannot be made.
+/// Why a console run of `jobs` may not start, in the console's words: a
+/// warehouse that does not answer (refused at once, not after a connect
+/// timeout for each check that follows), or what the checks `idem run`
+/// makes too find ([`Warehouse::refusal_before_a_run`]).
 pub async fn refusal_before_a_run(
     wh: &Warehouse,
     jobs: impl Iterator<Item = &crate::config::Job>,
@@ -658,27 +656,16 @@ pub async fn refusal_before_a_run(
     {
         return Some(format!("{e}; nothing was run or recorded"));
     }
-    let checks = async {
-        for job in jobs {
-            if let Err(e @ crate::warehouse::WarehouseError::NoTarget { .. }) =
-                wh.columns(&job.target).await
-            {
-                return Ok(Some(format!(
-                    "{}: {e}; nothing was run or recorded",
-                    job.name
-                )));
-            }
+    use crate::warehouse::NotToRun;
+    let jobs: Vec<_> = jobs.collect();
+    match wh.refusal_before_a_run(&jobs, true).await {
+        Ok(None) => None,
+        Ok(Some(NotToRun::NoTarget { job, table, alike })) => {
+            let e = crate::warehouse::WarehouseError::NoTarget { table, alike };
+            Some(format!("{}: {e}; nothing was run or recorded", job.name))
         }
-        Ok(match wh.read_only_refusal().await {
-            Ok(Some(refusal)) => Some(refusal),
-            Ok(None) | Err(_) => wh
-                .make_ledger()
-                .await
-                .err()
-                .map(|e| format!("{e}; nothing was run")),
-        })
-    };
-    wh.answering(checks)
-        .await
-        .unwrap_or_else(|e| Some(format!("{e}; nothing was run or recorded")))
+        Ok(Some(NotToRun::ReadOnly(refusal))) => Some(refusal),
+        Ok(Some(NotToRun::NoLedger(e))) => Some(format!("{e}; nothing was run")),
+        Err(e) => Some(format!("{e}; nothing was run or recorded")),
+    }
 }

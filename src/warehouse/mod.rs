@@ -3,6 +3,7 @@
 //! rest of idem speaks to the warehouse through [`Warehouse`].
 
 mod answering;
+mod before_a_run;
 mod catalog;
 mod clock;
 mod columns;
@@ -41,6 +42,7 @@ use std::time::Duration;
 
 use sqlx::{AnyPool, AssertSqlSafe, Executor, Row};
 
+pub use before_a_run::NotToRun;
 pub use catalog::{Relation, RelationKind, config_sqlite_url};
 pub use columns::{
     Column, ColumnKind, OTHER_INDEX_ADVICE, alike_tables, key_has_index, names_column,
