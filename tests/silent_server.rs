@@ -149,6 +149,27 @@ async fn held_after_reads(
     (holder, idem)
 }
 
+/// `start_idem`'s one command, caught on `table` after `reads` reads of it
+/// ([`held_after_reads`]), the server then stopped: it ends within 30 s
+/// saying the warehouse is not answering (else the test fails naming
+/// `what`). The server goes on and the lock is let go after.
+async fn ends_not_answering_on(
+    cluster: &Cluster,
+    admin: &mut PgConnection,
+    (table, reads): (&str, usize),
+    start_idem: impl FnOnce() -> Spawned,
+    what: &str,
+) {
+    let (mut holder, mut caught) =
+        held_after_reads(&cluster.url(), admin, table, reads, || vec![start_idem()]).await;
+    cluster.freeze();
+    caught[0]
+        .says_not_answering(Duration::from_secs(30), what)
+        .await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+}
+
 /// The server stops answering while `idem status`, `idem jobs` and `idem
 /// run --dry-run` read the target's states (another session's `LOCK TABLE`, so
 /// that each is caught after they connected, a statement sent). Each
@@ -339,27 +360,27 @@ async fn postgres_diff_ends_when_the_server_stops_answering_mid_read() {
     // reads the one they were loaded under.
     let text = std::fs::read_to_string(&config).expect("config");
     std::fs::write(&config, text.replace("dt < :end", "dt < :end and id > 0")).expect("config");
-    let within = Duration::from_secs(30);
-    let diff = || vec![Spawned::idem(&config, &["diff", "fct", "2026-01-01"])];
-
-    let (mut holder, mut reading_rows) = held_after_reads(&url, &mut admin, "fct", 0, diff).await;
-    cluster.freeze();
-    reading_rows[0]
-        .says_not_answering(within, "idem diff reading the target")
-        .await;
-    cluster.thaw();
-    holder.execute("COMMIT").await.expect("commit");
-
+    let diff = || Spawned::idem(&config, &["diff", "fct", "2026-01-01"]);
+    let reading_rows = ("fct", 0);
+    ends_not_answering_on(
+        &cluster,
+        &mut admin,
+        reading_rows,
+        diff,
+        "idem diff reading the target",
+    )
+    .await;
     // The states read the definitions once (the job's own loads); diff's
     // read of the old definition comes next.
-    let (mut holder, mut reading_definition) =
-        held_after_reads(&url, &mut admin, "idem.definitions", 1, diff).await;
-    cluster.freeze();
-    reading_definition[0]
-        .says_not_answering(within, "idem diff reading the old definition")
-        .await;
-    cluster.thaw();
-    holder.execute("COMMIT").await.expect("commit");
+    let reading_definition = ("idem.definitions", 1);
+    ends_not_answering_on(
+        &cluster,
+        &mut admin,
+        reading_definition,
+        diff,
+        "idem diff reading the old definition",
+    )
+    .await;
 
     let out = common::idem(&config, &["diff", "fct", "2026-01-01"]);
     assert!(
@@ -383,17 +404,10 @@ async fn postgres_verify_ends_when_the_server_stops_answering_mid_proof() {
     let url = cluster.url();
     let (mut admin, _dir, config) = two_days(&url).await;
     common::stdout_ok(&common::idem(&config, &["run", "fct"]));
-    let within = Duration::from_secs(30);
-    let verify = || vec![Spawned::idem(&config, &["verify", "fct", "2026-01-01"])];
-
+    let verify = || Spawned::idem(&config, &["verify", "fct", "2026-01-01"]);
     for table in ["src", "fct"] {
-        let (mut holder, mut proving) = held_after_reads(&url, &mut admin, table, 0, verify).await;
-        cluster.freeze();
-        proving[0]
-            .says_not_answering(within, &format!("idem verify waiting on {table}"))
-            .await;
-        cluster.thaw();
-        holder.execute("COMMIT").await.expect("commit");
+        let what = format!("idem verify waiting on {table}");
+        ends_not_answering_on(&cluster, &mut admin, (table, 0), verify, &what).await;
     }
 
     let out = common::idem(&config, &["verify", "fct", "2026-01-01"]);
@@ -420,20 +434,13 @@ async fn postgres_an_old_job_name_is_not_called_unknown_when_the_server_stops_an
     assert_ne!(renamed, text, "the job's name line");
     common::stdout_ok(&common::idem(&config, &["run", "fct"]));
     std::fs::write(&config, renamed).expect("config");
-    let within = Duration::from_secs(30);
-    let log = || vec![Spawned::idem(&config, &["log", "fct"])];
-
+    let log = || Spawned::idem(&config, &["log", "fct"]);
     for (table, when) in [
         ("idem.attempts", "connecting"),
         ("idem.definitions", "reading the ledger's names"),
     ] {
-        let (mut holder, mut looking) = held_after_reads(&url, &mut admin, table, 0, log).await;
-        cluster.freeze();
-        looking[0]
-            .says_not_answering(within, &format!("idem log OLDNAME {when}"))
-            .await;
-        cluster.thaw();
-        holder.execute("COMMIT").await.expect("commit");
+        let what = format!("idem log OLDNAME {when}");
+        ends_not_answering_on(&cluster, &mut admin, (table, 0), log, &what).await;
     }
 
     let out = common::idem(&config, &["log", "fct"]);
