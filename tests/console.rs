@@ -752,21 +752,7 @@ fn live_events_turn_cells_running_then_loaded() {
         "CHECK constraint failed: amount_usd >= 0",
     );
     assert_eq!(a.job().unwrap().state_at(i1), Some(LoadState::Failed));
-    let effects = a.update(Msg::Engine {
-        run,
-        event: Event::RunFinished {
-            run_id: "r1".into(),
-            job: "fct_orders".into(),
-            succeeded: 1,
-            failed: 1,
-            not_started: 1,
-            rolled_back: 0,
-            refused: 0,
-            empty: 0,
-            cancelled: false,
-            duration_ms: 3000,
-        },
-    });
+    let effects = end_run_in_progress(&mut a, run);
     // The job, and the jobs that read it (their states may have gone stale).
     assert!(
         matches!(effects.as_slice(), [Effect::Refresh(n)] if n == &["fct_orders", "agg_revenue_monthly"]),

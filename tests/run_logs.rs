@@ -20,19 +20,33 @@ fn idem_keeping_logs_in(
         .expect("idem ran")
 }
 
+/// A SQLite warehouse with one replace job `fct` through `end` of
+/// `select`, set up by `script`: the database (kept while the test holds
+/// it), the config's path and a warehouse on it.
+async fn fct_of(
+    end: &str,
+    select: &str,
+    script: &[&str],
+) -> (TestDb, std::path::PathBuf, idem::warehouse::Warehouse) {
+    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", end, select));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(script).await.expect("setup");
+    (db, config, wh)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitions_run_log_is_kept_and_printed() {
-    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
-    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
-    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
-    let wh = db.warehouse(&parsed).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, -1, '2026-01-02')",
-    ])
-    .await
-    .expect("setup");
+    let (db, config, _wh) = fct_of(
+        "2026-01-02",
+        "select id, amount, dt from src where dt >= :start and dt < :end",
+        &[
+            "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)",
+            "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, -1, '2026-01-02')",
+        ],
+    )
+    .await;
     let state = db.path().join("state");
     let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
     assert_eq!(idem(&["run", "fct"]).status.code(), Some(1));
@@ -91,17 +105,16 @@ async fn a_partitions_run_log_is_kept_and_printed() {
 /// failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_reads_as_refused_in_the_run_log() {
-    let db = TestDb::new(Kind::Sqlite).await.expect("sqlite");
-    let select = "select id, dt from src where dt >= :start and dt < :end";
-    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
-    let wh = db.warehouse(&parsed).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
-    ])
-    .await
-    .expect("setup");
+    let (db, config, wh) = fct_of(
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+        &[
+            "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+            "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-01')",
+        ],
+    )
+    .await;
     let state = db.path().join("state");
     let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
     assert_eq!(idem(&["run", "fct", "2026-01-01"]).status.code(), Some(0));

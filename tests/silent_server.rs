@@ -100,6 +100,25 @@ async fn two_days(url: &str) -> (PgConnection, tempfile::TempDir, std::path::Pat
     (admin, dir, config)
 }
 
+/// A session of its own on the server at `url` holding `LOCK TABLE
+/// tables` in an open transaction (COMMIT lets it go).
+async fn locking(url: &str, tables: &str) -> PgConnection {
+    let mut holder = PgConnection::connect(url).await.expect("connect");
+    holder.execute("BEGIN").await.expect("begin");
+    holder
+        .execute(sqlx::AssertSqlSafe(format!("LOCK TABLE {tables}")))
+        .await
+        .expect("lock");
+    holder
+}
+
+/// [`two_days`], both days loaded.
+async fn two_days_loaded(url: &str) -> (PgConnection, tempfile::TempDir, std::path::PathBuf) {
+    let (admin, dir, config) = two_days(url).await;
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    (admin, dir, config)
+}
+
 const LOCK_WAITERS: &str = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
 
 /// Another session's lock on `table`, taken once idem's first `reads`
@@ -115,12 +134,7 @@ async fn held_after_reads(
     start_idem: impl FnOnce() -> Vec<Spawned>,
 ) -> (PgConnection, Vec<Spawned>) {
     let lock = format!("LOCK TABLE {table}");
-    let mut holder = PgConnection::connect(url).await.expect("connect");
-    holder.execute("BEGIN").await.expect("begin");
-    holder
-        .execute(sqlx::AssertSqlSafe(lock.clone()))
-        .await
-        .expect("lock");
+    let mut holder = locking(url, table).await;
     let idem = start_idem();
     let n = idem.len() as i64;
     assert!(
@@ -185,9 +199,7 @@ async fn postgres_reads_end_when_the_server_stops_answering() {
     let url = cluster.url();
     let (mut admin, _dir, config) = two_days(&url).await;
 
-    let mut holder = PgConnection::connect(&url).await.expect("connect");
-    holder.execute("BEGIN").await.expect("begin");
-    holder.execute("LOCK TABLE fct").await.expect("lock");
+    let mut holder = locking(&url, "fct").await;
     let mut status = Spawned::idem(&config, &["status"]);
     let mut jobs = Spawned::idem(&config, &["jobs"]);
     let mut preview = Spawned::idem(&config, &["run", "fct", "--dry-run"]);
@@ -248,14 +260,8 @@ async fn postgres_connecting_ends_when_the_server_stops_answering() {
         return;
     };
     let url = cluster.url();
-    let (mut admin, _dir, config) = two_days(&url).await;
-    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
-    let mut holder = PgConnection::connect(&url).await.expect("connect");
-    holder.execute("BEGIN").await.expect("begin");
-    holder
-        .execute("LOCK TABLE idem.attempts")
-        .await
-        .expect("lock");
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
+    let mut holder = locking(&url, "idem.attempts").await;
     let mut log = Spawned::idem(&config, &["log", "fct"]);
     let mut verify = Spawned::idem(&config, &["verify", "fct", "2026-01-01"]);
     let mut diff = Spawned::idem(&config, &["diff", "fct"]);
@@ -282,8 +288,7 @@ async fn postgres_log_ends_when_the_server_stops_answering_mid_read() {
         return;
     };
     let url = cluster.url();
-    let (mut admin, _dir, config) = two_days(&url).await;
-    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
     let within = Duration::from_secs(30);
 
     // The ledger's check at connect reads the attempts once; log's read next.
@@ -310,14 +315,8 @@ async fn postgres_a_signal_ends_reads_of_a_silent_server_at_once() {
         return;
     };
     let url = cluster.url();
-    let (mut admin, _dir, config) = two_days(&url).await;
-    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
-    let mut holder = PgConnection::connect(&url).await.expect("connect");
-    holder.execute("BEGIN").await.expect("begin");
-    holder
-        .execute("LOCK TABLE idem.attempts")
-        .await
-        .expect("lock");
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
+    let mut holder = locking(&url, "idem.attempts").await;
     let mut status = Spawned::idem(&config, &["status"]);
     let mut jobs = Spawned::idem(&config, &["jobs"]);
     let mut log = Spawned::idem(&config, &["log", "fct"]);
@@ -354,8 +353,7 @@ async fn postgres_diff_ends_when_the_server_stops_answering_mid_read() {
         return;
     };
     let url = cluster.url();
-    let (mut admin, _dir, config) = two_days(&url).await;
-    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
     // Loaded under another definition: the partitions are stale, and diff
     // reads the one they were loaded under.
     let text = std::fs::read_to_string(&config).expect("config");
@@ -402,8 +400,7 @@ async fn postgres_verify_ends_when_the_server_stops_answering_mid_proof() {
         return;
     };
     let url = cluster.url();
-    let (mut admin, _dir, config) = two_days(&url).await;
-    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
     let verify = || Spawned::idem(&config, &["verify", "fct", "2026-01-01"]);
     for table in ["src", "fct"] {
         let what = format!("idem verify waiting on {table}");
@@ -457,14 +454,7 @@ async fn caught_waiting<T>(
     what: &str,
     read: impl std::future::Future<Output = T>,
 ) -> T {
-    let mut holder = PgConnection::connect(&cluster.url())
-        .await
-        .expect("connect");
-    holder.execute("BEGIN").await.expect("begin");
-    holder
-        .execute(sqlx::AssertSqlSafe(format!("LOCK TABLE {tables}")))
-        .await
-        .expect("lock");
+    let mut holder = locking(&cluster.url(), tables).await;
     tokio::pin!(read);
     let waited = tokio::select! {
         _ = &mut read => panic!("{what} never waited on {tables}"),
