@@ -786,6 +786,113 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
     assert_eq!(finished["refused"], 1, "{finished}");
 }
 
+/// QA: a partition whose lock another session held past `lock_timeout` is
+/// recorded refused (it wrote nothing, and changes no state), but `idem
+/// run` said "✗ failed", counted it failed, and its `--json` line said
+/// nothing of why. It reads refused now, counted apart, its cause on its
+/// event and in the run's end, and the repeat still covers it: once the
+/// other session is done, it loads.
+#[tokio::test]
+async fn a_partition_whose_lock_was_held_elsewhere_is_said_refused_and_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let config = dir.path().join("idem.toml");
+    let text = daily_fct(&db, "2026-01-02").replace(
+        "[[jobs]]",
+        "lock_timeout = \"0s\"\n\n[defaults]\nretries = 0\n\n[[jobs]]",
+    );
+    let wh = sqlite_warehouse(&config, &db, &text).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (2, '2026-01-02')",
+    ])
+    .await
+    .unwrap();
+    wh.close().await;
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // Another writer holds the file, as another run loading would.
+    let mut holder = {
+        use sqlx::Connection;
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+            .await
+            .unwrap()
+    };
+    sqlx::Executor::execute(&mut holder, "BEGIN IMMEDIATE")
+        .await
+        .unwrap();
+    let out = idem(&config, &["run", "fct", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let failed: Vec<(&str, &Value, &Value)> = events
+        .iter()
+        .filter(|e| e["event"] == "partition_failed")
+        .map(|e| {
+            (
+                e["partition"].as_str().unwrap_or(""),
+                &e["cause"],
+                &e["refused"],
+            )
+        })
+        .collect();
+    let held = (&Value::from("lock_held"), &Value::from(false));
+    assert_eq!(
+        failed,
+        [
+            ("2026-01-01", held.0, held.1),
+            ("2026-01-02", held.0, held.1)
+        ],
+        "{events:?}"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "run_finished")
+        .expect("run_finished");
+    assert_eq!(
+        (
+            &finished["failed"],
+            &finished["lock_held"],
+            &finished["refused"]
+        ),
+        (&2.into(), &2.into(), &0.into()),
+        "{finished}"
+    );
+
+    let out = idem(&config, &["run", "fct"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("fct: 0 succeeded, 0 failed, 2 refused for a lock held elsewhere"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("2026-01-01 ⊖ refused (attempt "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("✗ failed"), "{stderr}");
+    let repeat = format!(
+        "idem --config {} run fct --from 2026-01-01 --to 2026-01-02",
+        config.display()
+    );
+    assert!(stderr.contains(&repeat), "{stderr}");
+    sqlx::Executor::execute(&mut holder, "ROLLBACK")
+        .await
+        .unwrap();
+    drop(holder);
+    let args: Vec<&str> = repeat.split(' ').skip(1).collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
 /// A run that loads partitions empty (their source had no rows, as a late
 /// source has none yet) says so, and how to load them once it lands; it
 /// still exits 0, and a re-run that finds them empty again says nothing

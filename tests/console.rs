@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use idem::config::{Config, DefinitionChange, LAYOUT_ONLY_NOTE};
-use idem::engine::Event;
+use idem::engine::{Event, FailureCause};
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::app::{
@@ -365,6 +365,12 @@ fn succeed_in_run(a: &mut App, run: usize, partition: &str) {
 
 /// The run's `partition` failed for good, with `error`.
 fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
+    end_in_run(a, run, partition, error, FailureCause::Error);
+}
+
+/// The run's `partition` ended for good without loading, with `error`, for
+/// this `cause`.
+fn end_in_run(a: &mut App, run: usize, partition: &str, error: &str, cause: FailureCause) {
     a.update(Msg::Engine {
         run,
         event: Event::PartitionFailed {
@@ -373,6 +379,7 @@ fn fail_in_run(a: &mut App, run: usize, partition: &str, error: &str) {
             partition: partition.to_string(),
             attempt: 2,
             error: error.to_string(),
+            cause,
             will_retry: false,
             duration_ms: 10,
         },
@@ -392,6 +399,7 @@ fn end_run_in_progress(a: &mut App, run: usize) -> Vec<Effect> {
             not_started: 1,
             rolled_back: 0,
             refused: 0,
+            lock_held: 0,
             empty: 0,
             cancelled: false,
             duration_ms: 3000,
@@ -814,6 +822,7 @@ fn an_attempt_the_ledger_could_not_record_is_said_unrecorded() {
             partition: first.clone(),
             attempt,
             error: "no connection to the warehouse within the connect timeout".into(),
+            cause: FailureCause::Error,
             will_retry,
             duration_ms: 10,
         }));
@@ -836,6 +845,7 @@ fn an_attempt_the_ledger_could_not_record_is_said_unrecorded() {
         not_started: 2,
         rolled_back: 0,
         refused: 0,
+        lock_held: 0,
         empty: 0,
         cancelled: false,
         duration_ms: 3000,
@@ -1118,6 +1128,7 @@ fn the_quit_question_says_how_many_runs_it_cancels() {
             not_started: 2,
             rolled_back: 0,
             refused: 0,
+            lock_held: 0,
             empty: 0,
             cancelled: false,
             duration_ms: 3000,
@@ -2583,6 +2594,7 @@ fn random_keys_and_resizes_never_panic() {
                             not_started: 1,
                             rolled_back: 0,
                             refused: 0,
+                            lock_held: 0,
                             empty: 0,
                             cancelled: true,
                             duration_ms: 5,
@@ -3307,6 +3319,7 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
                     partition,
                     attempt: 1,
                     error: "CHECK constraint failed".into(),
+                    cause: FailureCause::Error,
                     will_retry: false,
                     duration_ms: 5,
                 }
@@ -3337,6 +3350,7 @@ fn a_cascade_step_whose_partitions_are_all_skipped_ends() {
             not_started: 0,
             rolled_back: 0,
             refused: 0,
+            lock_held: 0,
             empty: 0,
             cancelled: false,
             duration_ms: 20,
@@ -3494,14 +3508,15 @@ fn a_partition_the_shrink_guard_refused_reads_as_refused() {
         floor: 0.5,
     }
     .to_string();
-    for (p, error) in [
-        (&names[1], refusal),
+    for (p, error, cause) in [
+        (&names[1], refusal, FailureCause::ShrinkGuard),
         (
             &names[2],
             "CHECK constraint failed: amount_usd >= 0".to_string(),
+            FailureCause::Error,
         ),
     ] {
-        fail_in_run(&mut a, run, p, &error);
+        end_in_run(&mut a, run, p, &error, cause);
     }
     let screen = text(&a);
     let row = |name: &str| {
@@ -3524,6 +3539,7 @@ fn a_partition_the_shrink_guard_refused_reads_as_refused() {
             not_started: 0,
             rolled_back: 0,
             refused: 0,
+            lock_held: 0,
             empty: 0,
             cancelled: false,
             duration_ms: 3000,
@@ -3698,6 +3714,7 @@ fn escape_sequences_from_outside_show_visibly_in_every_pane() {
             partition,
             attempt: 2,
             error: error.into(),
+            cause: FailureCause::Error,
             will_retry: false,
             duration_ms: 3,
         },

@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{Kind, TestDb};
-use idem::engine::{self, Backfill, Event, Selection};
+use idem::engine::{self, Backfill, Event, FailureCause, Selection};
+use idem::warehouse::ledger::AttemptStatus;
 use sqlx::{AssertSqlSafe, Connection, Executor};
 
 async fn a_held_lock_fails_once_then_the_retry_loads(kind: Kind) {
@@ -213,13 +214,42 @@ async fn a_zero_lock_timeout_fails_at_once(kind: Kind) {
     let waited = started.elapsed();
     drop(tx);
     let mut errors = Vec::new();
+    let mut finished = None;
     while let Some(e) = rx.recv().await {
-        if let Event::PartitionFailed { error, .. } = e {
-            errors.push(error);
+        match e {
+            Event::PartitionFailed { error, cause, .. } => errors.push((error, cause)),
+            Event::RunFinished {
+                failed, lock_held, ..
+            } => finished = Some((failed, lock_held)),
+            _ => {}
         }
     }
     assert!(!holding.is_finished(), "the lock was still held");
     assert_eq!((summary.succeeded, summary.failed), (0, 1), "{errors:?}");
+    // Recorded refused, as it wrote nothing: every surface says so, from
+    // the event's cause, not its words.
+    assert!(
+        errors.iter().all(|(_, c)| *c == FailureCause::LockHeld),
+        "{errors:?}"
+    );
+    assert_eq!(summary.lock_held, 1);
+    assert_eq!(
+        finished,
+        Some((1, 1)),
+        "failed, of which refused for the lock"
+    );
+    // Recorded refused where the ledger could be written (SQLite's writer
+    // holds the whole file, the ledger too); the holder's own load is not
+    // committed yet.
+    let attempts = wh.attempts("fct", None).await.expect("ledger");
+    let statuses: Vec<AttemptStatus> = attempts.iter().map(|a| a.status).collect();
+    assert_eq!(
+        statuses.contains(&AttemptStatus::Refused),
+        kind != Kind::Sqlite,
+        "{statuses:?}"
+    );
+    assert!(!statuses.contains(&AttemptStatus::Failed), "{statuses:?}");
+    let errors: Vec<String> = errors.into_iter().map(|(e, _)| e).collect();
     assert!(waited < Duration::from_millis(900), "waited {waited:?}");
     let error = errors.join(" ").to_lowercase();
     assert!(error.contains("lock"), "{error}");

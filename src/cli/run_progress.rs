@@ -184,22 +184,8 @@ fn describe(event: &Event) -> Option<String> {
         {
             format!("{partition} ↺ rolled back (attempt {attempt}) · cancelled before its COMMIT")
         }
-        // Refused by the shrink guard: nothing changed, as the ledger says.
-        Event::PartitionFailed {
-            partition,
-            attempt,
-            error,
-            ..
-        } if matches!(
-            event.attempt_end(),
-            Some((_, crate::state::AttemptEnd::Refused))
-        ) =>
-        {
-            format!(
-                "{partition} ⊖ refused (attempt {attempt}) · {}",
-                one_line(error)
-            )
-        }
+        // Refused by the shrink guard, or for a lock another session held:
+        // nothing changed, as the ledger says.
         Event::PartitionFailed {
             partition,
             attempt,
@@ -207,7 +193,12 @@ fn describe(event: &Event) -> Option<String> {
             will_retry,
             ..
         } => format!(
-            "{partition} ✗ failed (attempt {attempt}{}) · {}",
+            "{partition} {} {} (attempt {attempt}{}) · {}",
+            match event.failure_word() {
+                "refused" => '⊖',
+                _ => '✗',
+            },
+            event.failure_word(),
             if *will_retry { ", will retry" } else { "" },
             one_line(error)
         ),
@@ -257,25 +248,55 @@ fn one_line(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::FailureCause;
 
     #[test]
     fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
-        let failed = |error: &str| Event::PartitionFailed {
+        let failed = |error: &str, cause| Event::PartitionFailed {
             run_id: "r".into(),
             job: "j".into(),
             partition: "2026-11-03".into(),
             attempt: 1,
             error: error.into(),
+            cause,
             will_retry: false,
             duration_ms: 5,
         };
         assert_eq!(
-            describe(&failed("cancelled; rolled back")).unwrap(),
+            describe(&failed("cancelled; rolled back", FailureCause::Cancelled)).unwrap(),
             "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
         );
         assert_eq!(
-            describe(&failed("relation \"t\" does not exist")).unwrap(),
+            describe(&failed(
+                "relation \"t\" does not exist",
+                FailureCause::Error
+            ))
+            .unwrap(),
             "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
+        );
+    }
+
+    /// QA: a partition whose lock another run held is recorded refused (it
+    /// wrote nothing), but its line said "✗ failed".
+    #[test]
+    fn a_lock_held_elsewhere_reads_as_refused_retried_or_not() {
+        let held = |will_retry: bool| Event::PartitionFailed {
+            run_id: "r".into(),
+            job: "j".into(),
+            partition: "2026-11-03".into(),
+            attempt: 2,
+            error: "could not take the lock on partition 2026-11-03".into(),
+            cause: FailureCause::LockHeld,
+            will_retry,
+            duration_ms: 5,
+        };
+        assert_eq!(
+            describe(&held(true)).unwrap(),
+            "2026-11-03 ⊖ refused (attempt 2, will retry) · could not take the lock on partition 2026-11-03"
+        );
+        assert_eq!(
+            describe(&held(false)).unwrap(),
+            "2026-11-03 ⊖ refused (attempt 2) · could not take the lock on partition 2026-11-03"
         );
     }
 
@@ -308,6 +329,7 @@ mod tests {
             partition: "2026-11-03".into(),
             attempt: 1,
             error,
+            cause: FailureCause::Error,
             will_retry: false,
             duration_ms: 5,
         };

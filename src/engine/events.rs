@@ -49,6 +49,8 @@ pub enum Event {
         partition: String,
         attempt: i64,
         error: String,
+        /// What ended the attempt, as its ledger row says it.
+        cause: FailureCause,
         will_retry: bool,
         duration_ms: u64,
     },
@@ -119,12 +121,35 @@ pub enum Event {
         /// Of `failed`, those the shrink guard refused (they kept their
         /// rows).
         refused: usize,
+        /// Of `failed`, those refused because another session held their
+        /// lock past `lock_timeout`: they wrote nothing, and a repeat once
+        /// that session is done loads them.
+        lock_held: usize,
         /// Of `succeeded`, those loaded with no rows: their source had
         /// none in their windows (a late source loads so).
         empty: usize,
         cancelled: bool,
         duration_ms: u64,
     },
+}
+
+/// What ended a partition's failed attempt. The engine knows it from the
+/// error's kind, and records the ledger row's status by it: every surface
+/// says what the ledger says.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCause {
+    /// The load failed: the warehouse's error, a connection lost, a COMMIT
+    /// whose outcome is not known. Recorded failed, where it could be.
+    Error,
+    /// The shrink guard refused it: its source looks incomplete, and it
+    /// kept its rows. Recorded refused.
+    ShrinkGuard,
+    /// Another session held its lock past `lock_timeout`: it wrote nothing,
+    /// and that session's load is the partition's word. Recorded refused.
+    LockHeld,
+    /// The run was cancelled while it was in flight: it rolled back.
+    Cancelled,
 }
 
 impl Event {
@@ -161,17 +186,16 @@ impl Event {
             )),
             Event::PartitionFailed {
                 partition,
-                error,
+                cause,
                 will_retry: false,
                 ..
             } => Some((
                 partition,
-                if error.starts_with(CANCELLED) {
-                    AttemptEnd::RolledBack
-                } else if error.starts_with(REFUSED) {
-                    AttemptEnd::Refused
-                } else {
-                    AttemptEnd::Failed
+                match cause {
+                    FailureCause::Error => AttemptEnd::Failed,
+                    FailureCause::ShrinkGuard => AttemptEnd::Refused,
+                    FailureCause::LockHeld => AttemptEnd::LockHeld,
+                    FailureCause::Cancelled => AttemptEnd::RolledBack,
                 },
             )),
             _ => None,
@@ -186,11 +210,11 @@ impl Event {
     /// ledger records each such attempt refused), otherwise "failed".
     pub fn failure_word(&self) -> &'static str {
         match self {
-            Event::PartitionFailed { error, .. } if error.starts_with(LOCK_REFUSED) => "refused",
-            _ => match self.attempt_end() {
-                Some((_, AttemptEnd::Refused)) => "refused",
-                _ => "failed",
-            },
+            Event::PartitionFailed {
+                cause: FailureCause::ShrinkGuard | FailureCause::LockHeld,
+                ..
+            } => "refused",
+            _ => "failed",
         }
     }
 }
@@ -205,16 +229,6 @@ pub fn concurrency_lowered(concurrency: usize, asked: usize, because: &str) -> S
     )
 }
 
-/// How the error of a cancelled attempt begins.
-pub(crate) const CANCELLED: &str = "cancelled";
-
-/// How the error of an attempt the shrink guard refused begins
-/// ([`crate::warehouse::WarehouseError::SourceShrank`]).
-const REFUSED: &str = crate::warehouse::ledger::SHRINK_REFUSAL;
-
-/// How the error of an attempt refused for a lock another run held begins.
-const LOCK_REFUSED: &str = crate::warehouse::ledger::LOCK_REFUSAL;
-
 /// The version of the `--json` event lines. It changes only when a field is
 /// removed or changes meaning; new fields and events may appear within one
 /// version, so consumers ignore what they do not know.
@@ -226,7 +240,8 @@ struct Versioned<'a> {
     #[serde(flatten)]
     event: &'a Event,
     /// On `partition_failed`: the shrink guard refused the partition (it
-    /// kept its rows), read from its error as the ledger reads it.
+    /// kept its rows): `cause` is `shrink_guard`. Older than `cause`, and
+    /// kept for those who read it.
     #[serde(skip_serializing_if = "Option::is_none")]
     refused: Option<bool>,
 }
@@ -235,7 +250,7 @@ impl Event {
     /// The event as one line of JSON, with its schema version.
     pub fn to_json_line(&self) -> serde_json::Result<String> {
         let refused = match self {
-            Event::PartitionFailed { error, .. } => Some(error.starts_with(REFUSED)),
+            Event::PartitionFailed { cause, .. } => Some(*cause == FailureCause::ShrinkGuard),
             _ => None,
         };
         serde_json::to_string(&Versioned {
@@ -249,91 +264,56 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::warehouse::WarehouseError;
 
-    #[test]
-    fn a_refusal_of_the_shrink_guard_ends_as_refused() {
-        let error = WarehouseError::SourceShrank {
-            partition: "2026-06-03".into(),
-            before: 1000,
-            after: 10,
-            floor: 0.5,
-        }
-        .to_string();
-        let failed = |error: String| Event::PartitionFailed {
+    fn failed(cause: FailureCause, will_retry: bool) -> Event {
+        Event::PartitionFailed {
             run_id: "r".into(),
             job: "j".into(),
             partition: "2026-06-03".into(),
             attempt: 1,
-            error,
-            will_retry: false,
+            error: "the error".into(),
+            cause,
+            will_retry,
             duration_ms: 1,
-        };
-        assert_eq!(
-            failed(error).attempt_end(),
-            Some(("2026-06-03", AttemptEnd::Refused))
-        );
-        assert_eq!(
-            failed("CHECK constraint failed".into()).attempt_end(),
-            Some(("2026-06-03", AttemptEnd::Failed))
-        );
+        }
+    }
+
+    fn json(e: &Event) -> serde_json::Value {
+        serde_json::from_str(&e.to_json_line().expect("json")).expect("a JSON line")
+    }
+
+    /// Each cause ends its attempt as the ledger records it, reads in the
+    /// word the run log and the console say, and is named in its JSON
+    /// line; `refused` there stays the shrink guard's alone.
+    #[test]
+    fn a_failure_ends_reads_and_is_written_as_its_cause() {
+        use FailureCause::*;
+        for (cause, end, word, named) in [
+            (Error, AttemptEnd::Failed, "failed", "error"),
+            (ShrinkGuard, AttemptEnd::Refused, "refused", "shrink_guard"),
+            (LockHeld, AttemptEnd::LockHeld, "refused", "lock_held"),
+            (Cancelled, AttemptEnd::RolledBack, "failed", "cancelled"),
+        ] {
+            let event = failed(cause, false);
+            assert_eq!(event.attempt_end(), Some(("2026-06-03", end)), "{cause:?}");
+            assert_eq!(event.failure_word(), word, "{cause:?}");
+            let line = json(&event);
+            assert_eq!(line["event"], "partition_failed");
+            assert_eq!(line["cause"], named, "{cause:?}");
+            assert_eq!(line["refused"], cause == ShrinkGuard, "{cause:?}");
+        }
     }
 
     /// QA: a partition whose lock another run held past `lock_timeout` is
     /// recorded in the ledger as refused (it wrote nothing), but its run
-    /// log and the console's log pane said "failed". Its JSON line stays
-    /// `refused: false`: that field is the shrink guard's.
+    /// log and the console's log pane said "failed", and its JSON line said
+    /// nothing of it. A retried one is no end yet.
     #[test]
     fn a_lock_held_elsewhere_is_said_refused_as_the_ledger_records_it() {
-        let error = WarehouseError::LockTimeout {
-            partition: "2026-06-03".into(),
-            holder: Some("held by connection 63".into()),
-        }
-        .to_string();
-        for will_retry in [false, true] {
-            let failed = Event::PartitionFailed {
-                run_id: "r".into(),
-                job: "j".into(),
-                partition: "2026-06-03".into(),
-                attempt: 1,
-                error: error.clone(),
-                will_retry,
-                duration_ms: 1,
-            };
-            assert_eq!(failed.failure_word(), "refused", "will retry: {will_retry}");
-            let json: serde_json::Value =
-                serde_json::from_str(&failed.to_json_line().expect("json")).expect("a JSON line");
-            assert_eq!(json["refused"], false);
-        }
-        let check = Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-06-03".into(),
-            attempt: 1,
-            error: "CHECK constraint failed".into(),
-            will_retry: false,
-            duration_ms: 1,
-        };
-        assert_eq!(check.failure_word(), "failed");
-    }
-
-    #[test]
-    fn a_refused_partition_says_so_in_its_json_line() {
-        let failed = |error: &str| Event::PartitionFailed {
-            run_id: "r".into(),
-            job: "j".into(),
-            partition: "2026-06-03".into(),
-            attempt: 1,
-            error: error.into(),
-            will_retry: false,
-            duration_ms: 1,
-        };
-        let json = |e: Event| -> serde_json::Value {
-            serde_json::from_str(&e.to_json_line().expect("json")).expect("a JSON line")
-        };
-        let refused = json(failed(&format!("{REFUSED}: 10 rows, was 1000")));
-        assert_eq!(refused["refused"], true);
-        assert_eq!(refused["event"], "partition_failed");
-        assert_eq!(json(failed("CHECK constraint failed"))["refused"], false);
+        let retried = failed(FailureCause::LockHeld, true);
+        assert_eq!(retried.failure_word(), "refused");
+        assert_eq!(retried.attempt_end(), None);
+        assert_eq!(json(&retried)["cause"], "lock_held");
+        assert_eq!(json(&retried)["will_retry"], true);
     }
 }

@@ -26,9 +26,9 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub use events::{Event, SCHEMA_VERSION, concurrency_lowered};
+pub use events::{Event, FailureCause, SCHEMA_VERSION, concurrency_lowered};
 use summary::PartitionResult;
-pub use summary::{RunSummary, stopped_short};
+pub use summary::{RunSummary, refusals_counted, stopped_short};
 
 use crate::config::{Job, Strategy};
 use crate::partition::{Partition, RangeEnd, now_utc};
@@ -303,6 +303,7 @@ pub async fn run_gated(
         not_started: summary.not_started,
         rolled_back: summary.rolled_back,
         refused: summary.refused,
+        lock_held: summary.lock_held,
         empty: summary.empty.len(),
         cancelled: summary.cancelled,
         duration_ms: started.elapsed().as_millis() as u64,
@@ -460,7 +461,8 @@ impl PartitionRun<'_> {
                     self.failed(
                         &name,
                         recorded.unwrap_or(attempt),
-                        format!("{}; rolled back", events::CANCELLED),
+                        "cancelled; rolled back".to_string(),
+                        FailureCause::Cancelled,
                         false,
                         duration_ms,
                     );
@@ -488,7 +490,14 @@ impl PartitionRun<'_> {
                     let message = e.to_string();
                     self.admission.refused_every_connection(&message);
                     self.halted.cancel();
-                    self.failed(&name, attempt, message, false, duration_ms);
+                    self.failed(
+                        &name,
+                        attempt,
+                        message,
+                        FailureCause::Error,
+                        false,
+                        duration_ms,
+                    );
                     return PartitionResult::Failed {
                         recorded: false,
                         lasting: false,
@@ -533,6 +542,7 @@ impl PartitionRun<'_> {
                         &name,
                         recorded.unwrap_or(attempt),
                         message,
+                        FailureCause::ShrinkGuard,
                         false,
                         duration_ms,
                     );
@@ -543,7 +553,14 @@ impl PartitionRun<'_> {
                 Err(e @ WarehouseError::CancelledCommitting) => {
                     let message = e.to_string();
                     log(message.clone());
-                    self.failed(&name, attempt, message, false, duration_ms);
+                    self.failed(
+                        &name,
+                        attempt,
+                        message,
+                        FailureCause::Error,
+                        false,
+                        duration_ms,
+                    );
                     return PartitionResult::Failed {
                         recorded: false,
                         lasting: false,
@@ -562,7 +579,14 @@ impl PartitionRun<'_> {
                         first.get_or_insert(message.clone());
                     }
                     self.halted.cancel();
-                    self.failed(&name, attempt, message, false, duration_ms);
+                    self.failed(
+                        &name,
+                        attempt,
+                        message,
+                        FailureCause::Error,
+                        false,
+                        duration_ms,
+                    );
                     return PartitionResult::Failed {
                         recorded: false,
                         lasting: false,
@@ -580,9 +604,11 @@ impl PartitionRun<'_> {
                     // nothing: recorded as refused, it changes no state (a
                     // run that loaded the partition meanwhile stays its last
                     // word), where "failed" would mark a loaded partition.
-                    let status = match e {
-                        WarehouseError::LockTimeout { .. } => AttemptStatus::Refused,
-                        _ => AttemptStatus::Failed,
+                    let (status, cause) = match e {
+                        WarehouseError::LockTimeout { .. } => {
+                            (AttemptStatus::Refused, FailureCause::LockHeld)
+                        }
+                        _ => (AttemptStatus::Failed, FailureCause::Error),
                     };
                     let recorded = self
                         .record_failure(&partition, &meta, status, &message)
@@ -591,12 +617,19 @@ impl PartitionRun<'_> {
                         &name,
                         recorded.unwrap_or(attempt),
                         message,
+                        cause,
                         will_retry,
                         duration_ms,
                     );
                     // A refused lock is recorded, but as no failure:
                     // `--only failed` would not pick the partition again.
-                    let recorded_failed = recorded.is_some() && status == AttemptStatus::Failed;
+                    let result = match cause {
+                        FailureCause::LockHeld => PartitionResult::LockHeld,
+                        _ => PartitionResult::Failed {
+                            recorded: recorded.is_some(),
+                            lasting: !will_retry && e.is_lasting(self.warehouse.dialect()),
+                        },
+                    };
                     if !will_retry {
                         // A merge's later windows must not pass a failed
                         // one; a job that does not fit its target would
@@ -609,15 +642,9 @@ impl PartitionRun<'_> {
                         if job.strategy == Strategy::MergeKey || e.is_misfit() {
                             self.halted.cancel();
                         }
-                        return PartitionResult::Failed {
-                            recorded: recorded_failed,
-                            lasting: e.is_lasting(self.warehouse.dialect()),
-                        };
+                        return result;
                     }
-                    failed_before = PartitionResult::Failed {
-                        recorded: recorded_failed,
-                        lasting: false,
-                    };
+                    failed_before = result;
                     drop(slot);
                     let backoff =
                         Duration::from_millis(250 * 2u64.pow(retry)).min(Duration::from_secs(10));
@@ -637,6 +664,7 @@ impl PartitionRun<'_> {
         partition: &str,
         attempt: i64,
         error: String,
+        cause: FailureCause,
         will_retry: bool,
         duration_ms: u64,
     ) {
@@ -646,6 +674,7 @@ impl PartitionRun<'_> {
             partition: partition.to_string(),
             attempt,
             error,
+            cause,
             will_retry,
             duration_ms,
         });

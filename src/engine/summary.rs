@@ -15,6 +15,10 @@ pub struct RunSummary {
     pub failed: usize,
     /// Of the failed, those the shrink guard refused (they kept their rows).
     pub refused: usize,
+    /// Of the failed, those refused because another session held their
+    /// lock past `lock_timeout`: they wrote nothing, and a repeat once that
+    /// session is done loads them.
+    pub lock_held: usize,
     /// Partitions that committed nothing because the run stopped: never
     /// started (after cancellation, after a merge window failed, or once
     /// the warehouse stopped answering), or in flight when the run was
@@ -36,8 +40,8 @@ pub struct RunSummary {
     /// the schema, which fail a plain repeat alike until fixed.
     pub lasting: usize,
     /// Failures the ledger could not record (the warehouse was gone), or
-    /// recorded as refused (the partition's lock was held elsewhere), so
-    /// `--only failed` would not select them.
+    /// recorded as refused (those of [`RunSummary::lock_held`]), so `--only
+    /// failed` would not select them.
     pub unrecorded: usize,
     /// Why the run stopped starting partitions early: the warehouse could
     /// not be reached.
@@ -78,6 +82,11 @@ impl RunSummary {
                 self.failed += 1;
                 self.refused += 1;
                 self.refused_partitions.push(partition);
+            }
+            PartitionResult::LockHeld => {
+                self.failed += 1;
+                self.lock_held += 1;
+                self.unrecorded += 1;
             }
             PartitionResult::RolledBack => {
                 self.not_started += 1;
@@ -143,6 +152,23 @@ pub fn stopped_short(not_started: usize, rolled_back: usize, sep: &str) -> Strin
     words
 }
 
+/// How a run's refused partitions read, each kind after `sep`: those the
+/// shrink guard refused, then those refused for a lock another session
+/// held (", 1 refused by the shrink guard, 2 refused for a lock held
+/// elsewhere"), or nothing.
+pub fn refusals_counted(shrink_guard: usize, lock_held: usize, sep: &str) -> String {
+    let mut words = String::new();
+    if shrink_guard > 0 {
+        words.push_str(&format!("{sep}{shrink_guard} refused by the shrink guard"));
+    }
+    if lock_held > 0 {
+        words.push_str(&format!(
+            "{sep}{lock_held} refused for a lock held elsewhere"
+        ));
+    }
+    words
+}
+
 pub(super) enum PartitionResult {
     Succeeded {
         /// Loaded with no rows.
@@ -151,13 +177,16 @@ pub(super) enum PartitionResult {
         moved: Vec<Partition>,
     },
     Failed {
-        /// Recorded in the ledger as failed: a state `--only failed` picks
-        /// (a refused lock is recorded, as refused, and changes no state).
+        /// Recorded in the ledger as failed: a state `--only failed` picks.
         recorded: bool,
         /// Its error is not of the passing kind: a repeat fails alike.
         lasting: bool,
     },
+    /// Refused by the shrink guard: it kept its rows.
     Refused,
+    /// Refused for a lock another session held: recorded as refused, it
+    /// changes no state.
+    LockHeld,
     /// In flight when the run was cancelled: its transaction rolled back.
     RolledBack,
     NotStarted,

@@ -358,6 +358,9 @@ pub enum AttemptEnd {
     /// Refused by the shrink guard before writing: nothing changed, and the
     /// data was not at fault.
     Refused,
+    /// Refused because another session held the partition's lock: nothing
+    /// was written, and that session's load is the partition's word.
+    LockHeld,
 }
 
 /// Brings a partition's status up to an attempt that just ended, as
@@ -399,7 +402,7 @@ pub fn apply_attempt(
             s.state = LoadState::Failed;
             s.attempts += 1;
         }
-        AttemptEnd::Refused => s.attempts += 1,
+        AttemptEnd::Refused | AttemptEnd::LockHeld => s.attempts += 1,
         AttemptEnd::RolledBack => {}
     }
 }
@@ -673,5 +676,19 @@ sql = "select 1 as x, dt from s where dt >= :start and dt < :end"
         assert_eq!(statuses[2].rows_now, None);
         assert_eq!(statuses[2].rows(), Some(5));
         assert_eq!(statuses[2].state, LoadState::Loaded);
+        // QA: refused for a lock another run held, it wrote nothing, as
+        // the ledger records it: the console marked it failed until the
+        // next read.
+        apply_attempt(
+            &job,
+            &mut statuses,
+            "2026-06-03",
+            AttemptEnd::LockHeld,
+            &hash,
+        );
+        assert_eq!(
+            (statuses[2].state, statuses[2].attempts),
+            (LoadState::Loaded, 2)
+        );
     }
 }

@@ -693,6 +693,7 @@ mod tests {
                 partition: "2026-06-05".into(),
                 attempt: 2,
                 error: "cancelled; rolled back".into(),
+                cause: crate::engine::FailureCause::Cancelled,
                 will_retry: false,
                 duration_ms: 5,
             },

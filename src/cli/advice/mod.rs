@@ -62,12 +62,8 @@ pub(super) fn counted(s: &engine::RunSummary) -> String {
     format!(
         "{} succeeded, {} failed{}{}",
         s.succeeded,
-        s.failed.saturating_sub(s.refused),
-        if s.refused > 0 {
-            format!(", {} refused by the shrink guard", s.refused)
-        } else {
-            String::new()
-        },
+        s.failed.saturating_sub(s.refused + s.lock_held),
+        crate::engine::refusals_counted(s.refused, s.lock_held, ", "),
         s.stopped_short()
     )
 }

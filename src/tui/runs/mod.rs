@@ -12,7 +12,7 @@ use super::keys::{Action, Scope};
 use super::run_logs::RunLogs;
 use super::widgets::{duration_text, first_in_view};
 use crate::config::Strategy;
-use crate::engine::{Backfill, Event, stopped_short};
+use crate::engine::{Backfill, Event, refusals_counted, stopped_short};
 use crate::partition::Partition;
 use crate::state::AttemptEnd;
 
@@ -33,6 +33,9 @@ pub enum RunPartState {
     Failed,
     /// The shrink guard refused it: nothing changed, the data was not at fault.
     Refused,
+    /// Refused for a lock another session held: it wrote nothing, and
+    /// that session's load is the partition's word.
+    LockHeld,
     Cancelled,
     /// The run ended without starting it, not cancelled: stopped by a
     /// failure (the warehouse gone, a merge window failed).
@@ -60,7 +63,7 @@ impl RunPartState {
             RunPartState::Retrying => ("retrying", '↻'),
             RunPartState::Succeeded => ("done", '✓'),
             RunPartState::Failed => ("failed", '✗'),
-            RunPartState::Refused => ("refused", '⊖'),
+            RunPartState::Refused | RunPartState::LockHeld => ("refused", '⊖'),
             RunPartState::Cancelled => ("cancelled", '⊘'),
             RunPartState::NotRun => ("not run", '–'),
             RunPartState::Skipped => ("skipped", '–'),
@@ -249,7 +252,10 @@ impl RunView {
             .filter(|p| {
                 matches!(
                     p.state,
-                    RunPartState::Succeeded | RunPartState::Failed | RunPartState::Refused
+                    RunPartState::Succeeded
+                        | RunPartState::Failed
+                        | RunPartState::Refused
+                        | RunPartState::LockHeld
                 )
             })
             .count()
@@ -370,6 +376,7 @@ impl RunView {
                     None => RunPartState::Retrying,
                     Some((_, AttemptEnd::RolledBack)) => RunPartState::Cancelled,
                     Some((_, AttemptEnd::Refused)) => RunPartState::Refused,
+                    Some((_, AttemptEnd::LockHeld)) => RunPartState::LockHeld,
                     Some(_) => RunPartState::Failed,
                 };
                 if let Some(i) = self.row(partition) {
@@ -510,11 +517,12 @@ impl RunView {
         let f = self.finished.as_ref()?;
         // The engine counts refusals among failures; they read apart.
         let refused = self.count(RunPartState::Refused);
+        let lock_held = self.count(RunPartState::LockHeld);
         let skipped = self.count(RunPartState::Skipped);
         Some((
             f.failed > 0 || f.cancelled || skipped > 0,
             format!(
-                "{} succeeded{}, {} failed{}{}{}",
+                "{} succeeded{}, {} failed{}{}{}{}",
                 f.succeeded,
                 match (self.newly_empty(), self.strategy) {
                     (0, _) => String::new(),
@@ -524,7 +532,7 @@ impl RunView {
                     (1, _) => " (1 loaded empty: a late source?)".to_string(),
                     (n, _) => format!(" ({n} loaded empty: a late source?)"),
                 },
-                f.failed.saturating_sub(refused),
+                f.failed.saturating_sub(refused + lock_held),
                 if refused > 0 {
                     format!(
                         ", {refused} refused by the shrink guard ({} in the confirm allows it)",
@@ -533,6 +541,7 @@ impl RunView {
                 } else {
                     String::new()
                 },
+                refusals_counted(0, lock_held, ", "),
                 skipped_words(skipped, ", "),
                 stopped_short(f.not_started, f.rolled_back, ", ")
             ),
@@ -587,7 +596,7 @@ impl RunView {
         let total = self.partitions.len();
         // The engine counts refusals among failures; they read apart, as
         // in the status bar.
-        let refused = self.count(RunPartState::Refused);
+        let refused = self.count(RunPartState::Refused) + self.count(RunPartState::LockHeld);
         let refused_words = if refused > 0 {
             format!(" · {refused} refused")
         } else {

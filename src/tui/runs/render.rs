@@ -209,7 +209,7 @@ fn render_table(
         let style = match p.state {
             RunPartState::Succeeded => t.style("ok"),
             RunPartState::Failed => t.style("error"),
-            RunPartState::Refused => t.style("warning"),
+            RunPartState::Refused | RunPartState::LockHeld => t.style("warning"),
             RunPartState::Running | RunPartState::Retrying => t.state(LoadState::Running),
             _ => t.style("muted"),
         };
@@ -283,6 +283,7 @@ fn render_table(
             RunPartState::Cancelled => "not started".to_string(),
             RunPartState::Failed
             | RunPartState::Refused
+            | RunPartState::LockHeld
             | RunPartState::Retrying
             | RunPartState::NotRun
             | RunPartState::Skipped => p

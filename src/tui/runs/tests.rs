@@ -4,12 +4,14 @@
 use ratatui::layout::Rect;
 
 use super::*;
-use crate::engine::Selection;
+use crate::engine::{FailureCause, Selection};
 use crate::state::LoadState;
 use crate::tui::fixture::{draw, job_view, now};
 use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
 use crate::tui::theme::Theme;
+
+mod refusals;
 
 pub(super) fn run() -> RunView {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
@@ -42,6 +44,7 @@ pub(super) fn finished(f: Finish) -> Event {
         not_started: f.not_started,
         rolled_back: 0,
         refused: f.refused,
+        lock_held: 0,
         empty: f.empty,
         cancelled: f.cancelled,
         duration_ms: 30,
@@ -55,6 +58,11 @@ fn event(partition: &str, f: impl FnOnce(String) -> Event) -> Event {
 /// The end of `partition`'s second attempt in `error` (`will_retry`: a
 /// transient one, retried).
 fn failed(partition: &str, error: &str, will_retry: bool) -> Event {
+    ended(partition, error, FailureCause::Error, will_retry)
+}
+
+/// The end of `partition`'s second attempt in `error`, for `cause`.
+fn ended(partition: &str, error: &str, cause: FailureCause, will_retry: bool) -> Event {
     let error = error.to_string();
     event(partition, |partition| Event::PartitionFailed {
         run_id: "r".into(),
@@ -62,6 +70,7 @@ fn failed(partition: &str, error: &str, will_retry: bool) -> Event {
         partition,
         attempt: 2,
         error,
+        cause,
         will_retry,
         duration_ms: 10,
     })
@@ -149,86 +158,6 @@ fn a_running_partition_shows_its_clock() {
         much_later.contains("2026-06-03 running 1m35s"),
         "{much_later}"
     );
-}
-
-/// A refusal by the shrink guard reads as refused in the gauge as in the
-/// status bar, not among the failures, and in its log (QA: "failed: …",
-/// as the run log said); a partition loaded empty is said, as a late
-/// source loads so.
-#[test]
-fn refusals_and_empty_loads_read_apart_in_the_gauge_and_the_ending() {
-    let mut r = run();
-    r.apply(
-        &failed(
-            "2026-06-03",
-            "source looks incomplete: would replace 2 rows with 0",
-            false,
-        ),
-        now(),
-    );
-    let said = r.logs.of(0).back().cloned().unwrap_or_default();
-    assert_eq!(
-        said,
-        "refused: source looks incomplete: would replace 2 rows with 0"
-    );
-    r.apply(
-        &event("2026-06-08", |partition| Event::PartitionSucceeded {
-            run_id: "r".into(),
-            job: "fct_orders".into(),
-            partition,
-            attempt: 2,
-            rows_deleted: 0,
-            rows_inserted: 0,
-            rows_updated: 0,
-            rows_after: 0,
-            duration_ms: 10,
-            fingerprint: String::new(),
-            content_changed: false,
-        }),
-        now(),
-    );
-    assert!(
-        r.summary(now()).contains("2/2 · 0 failed · 1 refused"),
-        "{}",
-        r.summary(now())
-    );
-    r.apply(
-        &finished(Finish {
-            succeeded: 1,
-            failed: 1,
-            refused: 1,
-            empty: 1,
-            ..Finish::default()
-        }),
-        now(),
-    );
-    let gauge = r.summary(now());
-    assert!(
-        gauge.starts_with("finished: 1/2 succeeded (1 loaded empty) · 0 failed · 1 refused"),
-        "{gauge}"
-    );
-    let (bad, ending) = r.ending().expect("ended");
-    assert!(bad);
-    assert!(
-        ending.starts_with(
-            "run of fct_orders finished: 1 succeeded (1 loaded empty: a late source?), 0 failed, 1 refused by the shrink guard"
-        ),
-        "{ending}"
-    );
-    // A merge window in which no row changed is usual for change data,
-    // not a late source.
-    r.strategy = crate::config::Strategy::MergeKey;
-    let (_, ending) = r.ending().expect("ended");
-    assert!(
-        ending.starts_with("run of fct_orders finished: 1 succeeded (1 merged no rows), 0 failed"),
-        "{ending}"
-    );
-    // Empty before the run too: no news (QA: the console said it, the CLI
-    // did not).
-    r.empty_before(|name| name == "2026-06-08");
-    let (_, ending) = r.ending().expect("ended");
-    assert!(!ending.contains("empty"), "{ending}");
-    assert!(!r.summary(now()).contains("empty"), "{}", r.summary(now()));
 }
 
 #[test]
@@ -429,6 +358,7 @@ fn a_cut_row_ends_in_an_ellipsis() {
                 "duplicate key value violates unique constraint {}",
                 "x".repeat(80)
             ),
+            cause: FailureCause::Error,
             will_retry: false,
             duration_ms: 10,
         },
