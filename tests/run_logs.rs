@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Kind, TestDb};
+use sqlx::{AssertSqlSafe, Connection, Executor};
 
 /// `idem --config CONFIG ARGS…` with its state (the run logs) under `state`.
 fn idem_keeping_logs_in(
@@ -131,14 +132,28 @@ async fn a_refusal_reads_as_refused_in_the_run_log() {
 }
 
 /// QA: a run log's window bounds (`DELETE 9 rows in [2026-11-02 10:00:00,
-/// …)`) are UTC instants on a `timestamptz` column but were unmarked, so
-/// an operator whose session runs in New York read them as local times.
-/// They say UTC there. On a `timestamp` column they are the column's
-/// values as written, which no session's zone changes, and stay so.
-#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_run_logs_window_bounds_say_utc_on_a_zoned_column() {
-    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+/// …)`) are UTC instants on a zoned column but were unmarked, so an
+/// operator whose session runs in New York read them as local times. They
+/// say UTC there, in the lock's line as in the DELETE's (the lock's said
+/// the same window unmarked). A zoned column is PostgreSQL's `timestamptz`
+/// and MariaDB's `TIMESTAMP` (stored in UTC, shown in the session's zone;
+/// it was unmarked there too). On PostgreSQL's `timestamp` and MariaDB's
+/// `DATETIME` they are the column's values as written, which no session's
+/// zone changes, and stay so. The operator's session runs at -05:00 (New
+/// York's; on MariaDB, whose server settings a test must not change, the
+/// URL's `timezone`, which the driver sets on connecting, and the config
+/// names the same URL): idem's own sessions are UTC all the same, so the
+/// row written at 05:30 there is loaded and counted in the hour from
+/// 10:00 UTC.
+async fn a_run_logs_window_bounds_say_utc_on_a_zoned_column(kind: Kind) {
+    let mut db = TestDb::new(kind).await.expect("server");
+    let (zoned, plain) = match kind {
+        Kind::Postgres => ("TIMESTAMPTZ", "TIMESTAMP"),
+        _ => ("TIMESTAMP", "DATETIME"),
+    };
+    if kind == Kind::MySql {
+        db.url.push_str("?timezone=-05:00");
+    }
     let job = |name: &str| {
         format!(
             "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
@@ -146,41 +161,61 @@ async fn postgres_a_run_logs_window_bounds_say_utc_on_a_zoned_column() {
              end = \"2026-11-02T10\"\nsql = \"select id, ts from {name}_src where ts >= :start and ts < :end\"\n\n"
         )
     };
-    let (config, parsed) = db.config(&format!("{}{}", job("zoned"), job("plain")));
-    let wh = db.warehouse(&parsed).await;
-    let database = db.url.rsplit('/').next().expect("database name");
-    wh.execute_script(&[
-        &format!("ALTER DATABASE {database} SET timezone = 'America/New_York'"),
-        "CREATE TABLE zoned_src (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE zoned (id INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL)",
-        "CREATE TABLE plain_src (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL)",
-        "CREATE TABLE plain (id INTEGER NOT NULL, ts TIMESTAMP NOT NULL)",
-        "INSERT INTO zoned_src VALUES (1, '2026-11-02 10:30:00+00')",
-        "INSERT INTO plain_src VALUES (1, '2026-11-02 10:30:00')",
-    ])
-    .await
-    .expect("setup");
+    let (config, _) = db.config(&format!("{}{}", job("zoned"), job("plain")));
+    sqlx::any::install_default_drivers();
+    let mut operator = sqlx::AnyConnection::connect(&db.url)
+        .await
+        .expect("connect");
+    if kind == Kind::Postgres {
+        operator
+            .execute("SET TIME ZONE 'America/New_York'")
+            .await
+            .expect("session time zone");
+    }
+    for statement in [
+        format!("CREATE TABLE zoned_src (id INTEGER NOT NULL, ts {zoned} NOT NULL)"),
+        format!("CREATE TABLE zoned (id INTEGER NOT NULL, ts {zoned} NOT NULL)"),
+        format!("CREATE TABLE plain_src (id INTEGER NOT NULL, ts {plain} NOT NULL)"),
+        format!("CREATE TABLE plain (id INTEGER NOT NULL, ts {plain} NOT NULL)"),
+        // 10:30 UTC, written in the operator's -05:00.
+        "INSERT INTO zoned_src VALUES (1, '2026-11-02 05:30:00')".into(),
+        "INSERT INTO plain_src VALUES (1, '2026-11-02 10:30:00')".into(),
+    ] {
+        operator
+            .execute(AssertSqlSafe(statement.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    operator.close().await.expect("close");
     let state = db.path().join("state");
     let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
     for (name, bounds) in [
         (
             "zoned",
-            "DELETE 0 rows in [2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)",
+            "[2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)",
         ),
-        (
-            "plain",
-            "DELETE 0 rows in [2026-11-02 10:00:00, 2026-11-02 11:00:00)",
-        ),
+        ("plain", "[2026-11-02 10:00:00, 2026-11-02 11:00:00)"),
     ] {
         let run = idem(&["run", name]);
         assert_eq!(run.status.code(), Some(0), "{run:?}");
         let log = idem(&["log", name, "2026-11-02T10", "--lines"]);
         let text = String::from_utf8_lossy(&log.stdout);
-        assert!(text.contains(bounds), "{name}: {text}");
-        assert!(text.contains("INSERT 1 row"), "{name}: {text}");
+        for line in [
+            format!("lock on {name} {bounds} taken"),
+            format!("DELETE 0 rows in {bounds}"),
+            "INSERT 1 row".into(),
+        ] {
+            assert!(text.contains(&line), "{name}, {line}: {text}");
+        }
+        let status = common::stdout_ok(&idem(&["status", name, "--format", "csv"]));
+        assert!(
+            status.contains(&format!("{name},2026-11-02T10,loaded,1,")),
+            "{status}"
+        );
     }
-    wh.close().await;
 }
+
+on_server_engines!(a_run_logs_window_bounds_say_utc_on_a_zoned_column);
 
 /// Production and staging, each with a job `fct`: each warehouse's
 /// `idem log --lines` shows its own runs only, never the other's INSERTs

@@ -1679,7 +1679,7 @@ async fn postgres_columns_from_the_catalogue_are_named_as_the_information_schema
         wide.iter()
             .find(|c| c.name.as_str() == name)
             .unwrap()
-            .kind()
+            .kind(idem::warehouse::Engine::Postgres)
     };
     assert_eq!(kind("d"), idem::warehouse::ColumnKind::Date);
     assert_eq!(kind("tz"), idem::warehouse::ColumnKind::TimestampTz);

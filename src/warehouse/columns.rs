@@ -26,12 +26,10 @@ pub struct Column {
 }
 
 impl Column {
-    /// Whether window bounds compare with this column as instants. SQLite
-    /// has no date type: dates live there as ISO text (`TEXT`, `DATE`,
-    /// `DATETIME`, `TIMESTAMP` or no declared type); numbers never compare
-    /// with them.
-    pub fn kind(&self) -> ColumnKind {
-        ColumnKind::of_type_name(&self.type_name)
+    /// What the column holds on `engine`, as window bounds compare with it
+    /// ([`ColumnKind::of_type_name`]).
+    pub fn kind(&self, engine: Engine) -> ColumnKind {
+        ColumnKind::of_type_name(&self.type_name, engine)
     }
 
     /// Why the job's SELECT column `name`, this column of `table` but for
@@ -64,19 +62,32 @@ impl Column {
 pub enum ColumnKind {
     Date,
     Timestamp,
-    /// A timestamp with time zone (compared in the session's UTC).
+    /// An instant, whatever zone wrote it, read and compared in the
+    /// session's time zone, which idem sets to UTC: PostgreSQL's
+    /// `timestamptz`, and MariaDB's and MySQL's `TIMESTAMP` (stored in UTC,
+    /// shown in the session's zone).
     TimestampTz,
     /// Anything else (text dates, or a type idem does not know).
     Other,
 }
 
 impl ColumnKind {
-    /// The kind of a column from its type name as the catalogue spells it
-    /// (`date`, `timestamp without time zone`, `datetime`, SQLite's declared
-    /// `DATE`, …).
-    pub fn of_type_name(type_name: &str) -> ColumnKind {
+    /// The kind of a column of `engine` from its type name as the catalogue
+    /// spells it (`date`, `timestamp without time zone`, `datetime`,
+    /// SQLite's declared `DATE`, …). SQLite has no date type: dates live
+    /// there as ISO text (`TEXT`, `DATE`, `DATETIME`, `TIMESTAMP` or no
+    /// declared type), compared as written whatever the declared type
+    /// says of a zone.
+    pub fn of_type_name(type_name: &str, engine: Engine) -> ColumnKind {
         let t = type_name.trim().to_ascii_lowercase();
-        if t.contains("with time zone") && !t.contains("without") || t == "timestamptz" {
+        let zoned = match engine {
+            Engine::Postgres => {
+                t.contains("with time zone") && !t.contains("without") || t == "timestamptz"
+            }
+            Engine::MySql => t.starts_with("timestamp"),
+            Engine::Sqlite => false,
+        };
+        if zoned {
             ColumnKind::TimestampTz
         } else if t == "date" {
             ColumnKind::Date
@@ -85,6 +96,20 @@ impl ColumnKind {
         } else {
             ColumnKind::Other
         }
+    }
+
+    /// `partition`'s window as log lines and errors write it for a column
+    /// of this kind: `[2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)`
+    /// on a zoned column, whose values in it are those instants (QA:
+    /// unmarked, an operator whose session runs in New York read them as
+    /// local times). A date's or a timestamp's values without a zone are
+    /// compared as written, in no zone: its bounds are written so.
+    pub fn bounds(self, partition: &Partition) -> String {
+        let zone = match self {
+            ColumnKind::TimestampTz => " UTC",
+            ColumnKind::Date | ColumnKind::Timestamp | ColumnKind::Other => "",
+        };
+        format!("[{}{zone}, {}{zone})", partition.start, partition.end())
     }
 }
 
@@ -599,6 +624,31 @@ mod tests {
         assert!(names_column("MONTö", "montö", Engine::Sqlite));
         assert!(!names_column("Montö", "montö", Engine::Postgres));
         assert!(names_column("montö", "montö", Engine::Postgres));
+    }
+
+    /// QA: MariaDB's `TIMESTAMP` holds instants, stored in UTC and read in
+    /// the session's zone (idem's is UTC), but was taken for a timestamp
+    /// without a zone: its window's bounds went unmarked. SQLite compares
+    /// text as written, whatever its declared type says.
+    #[test]
+    fn a_zoned_column_is_told_as_its_engine_stores_it() {
+        use ColumnKind::{Date, Timestamp, TimestampTz};
+        for (type_name, engine, kind) in [
+            ("timestamp with time zone", Engine::Postgres, TimestampTz),
+            ("timestamp without time zone", Engine::Postgres, Timestamp),
+            ("date", Engine::Postgres, Date),
+            ("timestamp", Engine::MySql, TimestampTz),
+            ("datetime", Engine::MySql, Timestamp),
+            ("date", Engine::MySql, Date),
+            ("TIMESTAMPTZ", Engine::Sqlite, Timestamp),
+            ("DATETIME", Engine::Sqlite, Timestamp),
+        ] {
+            assert_eq!(
+                column(type_name).kind(engine),
+                kind,
+                "{type_name} on {engine:?}"
+            );
+        }
     }
 
     #[test]

@@ -239,7 +239,7 @@ impl Warehouse {
         };
         let dialect = self.dialect();
         let column = self.countable_partition_column(&job.target, col).await?;
-        let (kind, nullable) = (column.kind(), column.nullable);
+        let (kind, nullable) = (column.kind(dialect.engine()), column.nullable);
         let (bucket, name) = buckets(dialect, &dialect.quote(col), job.grain, kind, "b");
         // Only a column of a date or time type orders its values as the
         // range compares them.

@@ -94,7 +94,10 @@ impl Warehouse {
             if by_column != Some(true) {
                 return Ok(Vec::new());
             }
-            kind = ColumnKind::of_type_name(type_name.as_deref().unwrap_or_default());
+            kind = ColumnKind::of_type_name(
+                type_name.as_deref().unwrap_or_default(),
+                self.dialect().engine(),
+            );
             let Some(bound) = bound else { continue };
             match cover_bound(&bound) {
                 Some(range) => ranges.push(range),

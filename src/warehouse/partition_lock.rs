@@ -17,12 +17,14 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::ColumnKind;
 use crate::config::{Job, Strategy, TableNames};
 use crate::partition::{Grain, Partition};
 
 /// The locks of a partition's load on its target table.
 pub struct PartitionLock {
-    /// What the log calls it: `target [start, end)`.
+    /// What the log calls it: `target [start, end)`, in UTC on a zoned
+    /// column.
     pub label: String,
     /// One exclusive lock per hour of the window, oldest first (MariaDB):
     /// every process takes them in the same order, so two overlapping
@@ -99,8 +101,16 @@ fn units(partition: &Partition) -> Vec<Partition> {
 
 impl PartitionLock {
     /// The locks of a load of `partition`, and its session's name, on a
-    /// warehouse whose table `names` compare as they do.
-    pub fn of(job: &Job, partition: &Partition, names: TableNames) -> PartitionLock {
+    /// warehouse whose table `names` compare as they do; its label writes
+    /// the window as the load's other lines do on a partition column of
+    /// `kind` (QA: `lock on t [2026-11-02 10:00:00, …)` on a zoned column,
+    /// beside a DELETE in the same window's UTC bounds).
+    pub fn of(
+        job: &Job,
+        partition: &Partition,
+        kind: ColumnKind,
+        names: TableNames,
+    ) -> PartitionLock {
         let mut keys = Vec::new();
         let mut hour = Partition::containing(Grain::Hour, partition.start);
         while hour.start < partition.end() {
@@ -116,7 +126,7 @@ impl PartitionLock {
                 exclusive: i + 1 == units.len(),
             })
             .collect();
-        let mut label = format!("{} [{}, {})", job.target, partition.start, partition.end());
+        let mut label = format!("{} {}", job.target, kind.bounds(partition));
         // A merge writes wherever its window's keys are, not in its window:
         // two merges into one table, of any windows, exclude each other
         // (taken first by every load that takes it: no order to deadlock
@@ -234,7 +244,7 @@ mod tests {
                 let job = job_of_grain(grain, name);
                 (
                     job.start,
-                    PartitionLock::of(&job, &job.start, TableNames::ByCase),
+                    PartitionLock::of(&job, &job.start, ColumnKind::Date, TableNames::ByCase),
                 )
             })
             .collect();
@@ -281,7 +291,7 @@ mod tests {
                 .expect("config")
                 .jobs
                 .remove(0);
-            PartitionLock::of(&job, &job.start, TableNames::ByCase)
+            PartitionLock::of(&job, &job.start, ColumnKind::Date, TableNames::ByCase)
         };
         let conflict = |a: &PartitionLock, b: &PartitionLock| {
             let tiers = a.tiers.iter().any(|x| {
@@ -301,7 +311,12 @@ mod tests {
             jan.label
         );
         let replace = job_of_grain("day", "2026-02-07");
-        let replace_feb = PartitionLock::of(&replace, &replace.start, TableNames::ByCase);
+        let replace_feb = PartitionLock::of(
+            &replace,
+            &replace.start,
+            ColumnKind::Date,
+            TableNames::ByCase,
+        );
         assert!(!conflict(&jan, &replace_feb));
         assert!(conflict(&feb, &replace_feb));
         assert_eq!(jan.own_key(), "t:2026-01-07");
@@ -340,7 +355,7 @@ mod tests {
                     .and_then(|d| d.and_hms_opt(0, 0, 0))
                     .expect("a date"),
             );
-            PartitionLock::of(job, &p, TableNames::ByCase)
+            PartitionLock::of(job, &p, ColumnKind::Date, TableNames::ByCase)
         };
         let tiers_conflict = |a: &PartitionLock, b: &PartitionLock| {
             a.tiers.iter().any(|x| {
@@ -379,7 +394,8 @@ mod tests {
         let config = replace_and_merge("mysql://u@h/db", "Orders", "orders");
         let (replace, merge) = (&config.jobs[0], &config.jobs[1]);
         let day = replace.start;
-        let folded = |job: &Job| PartitionLock::of(job, &day, TableNames::AnyCase);
+        let folded =
+            |job: &Job| PartitionLock::of(job, &day, ColumnKind::Date, TableNames::AnyCase);
         let (r, m) = (folded(replace), folded(merge));
         assert_eq!(r.keys, m.keys);
         assert_eq!(r.keys[0], "orders:merges");
@@ -394,7 +410,7 @@ mod tests {
             PartitionLock::probe_key(replace, &day, TableNames::AnyCase),
             m.keys[1]
         );
-        let exact = PartitionLock::of(replace, &day, TableNames::ByCase);
+        let exact = PartitionLock::of(replace, &day, ColumnKind::Date, TableNames::ByCase);
         assert_eq!(replace.merged_alongside(TableNames::ByCase), None);
         assert_eq!(exact.own_key(), "Orders:2026-01-01");
         assert!(
@@ -402,6 +418,24 @@ mod tests {
                 .keys
                 .iter()
                 .all(|k| k.starts_with("Orders:2026-01-01T"))
+        );
+    }
+
+    /// QA: a run log said `lock on t [2026-11-02 10:00:00, 2026-11-02
+    /// 11:00:00) taken` and then `DELETE 9 rows in [2026-11-02 10:00:00
+    /// UTC, …)` of one window on a zoned column. The lock's label writes it
+    /// as the DELETE does: in UTC there, as written on other columns.
+    #[test]
+    fn a_locks_label_writes_its_window_as_the_loads_lines_do() {
+        let job = job_of_grain("hour", "2026-11-02T10");
+        let label = |kind| PartitionLock::of(&job, &job.start, kind, TableNames::ByCase).label;
+        assert_eq!(
+            label(ColumnKind::TimestampTz),
+            "t [2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)"
+        );
+        assert_eq!(
+            label(ColumnKind::Timestamp),
+            "t [2026-11-02 10:00:00, 2026-11-02 11:00:00)"
         );
     }
 
@@ -421,7 +455,7 @@ mod tests {
                 .expect("config");
             let job = &config.jobs[0];
             let partition = job.start;
-            let lock = PartitionLock::of(job, &partition, TableNames::ByCase);
+            let lock = PartitionLock::of(job, &partition, ColumnKind::Date, TableNames::ByCase);
             assert_eq!(
                 PartitionLock::probe_key(job, &partition, TableNames::ByCase),
                 lock.keys[0],

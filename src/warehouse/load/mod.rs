@@ -217,7 +217,8 @@ impl Warehouse {
         let shape = self.target_shape(&mut conn, job, partition, run_id).await?;
         let mut conn = WriteConnection { conn, clean: false };
         let conn = &mut conn;
-        let lock = super::PartitionLock::of(job, partition, self.table_names());
+        let lock =
+            super::PartitionLock::of(job, partition, shape.partition_kind, self.table_names());
         let timeout = self.config().lock_timeout;
 
         let session_lock = matches!(dialect.lock_plan(), LockPlan::Session);

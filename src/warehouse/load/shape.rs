@@ -194,14 +194,12 @@ impl Warehouse {
         let names: Vec<Ident> = columns.iter().map(|c| c.name.clone()).collect();
         let insert =
             crate::warehouse::columns::select_columns(self, job, partition, &names).await?;
+        let engine = self.dialect().engine();
         let partition_kind = match &job.partition_column {
-            Some(p) => crate::warehouse::columns::partition_column(
-                &columns,
-                p,
-                &job.target,
-                self.dialect().engine(),
-            )?
-            .kind(),
+            Some(p) => {
+                crate::warehouse::columns::partition_column(&columns, p, &job.target, engine)?
+                    .kind(engine)
+            }
             None => ColumnKind::Other,
         };
         let children = match &job.partition_column {

@@ -44,21 +44,9 @@ impl<'a> Window<'a> {
         self.from(sql);
     }
 
-    /// The window as its log lines and errors write it: `[2026-11-02
-    /// 10:00:00 UTC, 2026-11-02 11:00:00 UTC)` on a zoned column, whose
-    /// values it holds are those instants (QA: unmarked, an operator whose
-    /// session runs in New York read them as local times). A date or
-    /// `timestamp` column's values are compared as written, in no zone:
-    /// its bounds are written so.
+    /// The window as its log lines and errors write it
+    /// ([`ColumnKind::bounds`]).
     pub(super) fn bounds(&self) -> String {
-        let zone = match self.kind {
-            ColumnKind::TimestampTz => " UTC",
-            ColumnKind::Date | ColumnKind::Timestamp | ColumnKind::Other => "",
-        };
-        format!(
-            "[{}{zone}, {}{zone})",
-            self.partition.start,
-            self.partition.end()
-        )
+        self.kind.bounds(self.partition)
     }
 }
