@@ -1339,7 +1339,15 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     .expect("a bad hour");
     let first = idem(
         config,
-        &["run", "ev_hourly", "--from", "2026-01-31T00", "--to", "2026-01-31T03", "-y"],
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-01-31T00",
+            "--to",
+            "2026-01-31T03",
+            "-y",
+        ],
     );
     assert_eq!(
         first.status.code(),
@@ -1397,7 +1405,10 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{err}");
     for line in [daily, monthly] {
-        assert!(err.lines().any(|l| l == format!("idem: {line}")), "{line}\n{err}");
+        assert!(
+            err.lines().any(|l| l == format!("idem: {line}")),
+            "{line}\n{err}"
+        );
     }
     assert_eq!(
         states(config)["daily 2026-01-31"].0,

@@ -140,8 +140,15 @@ pub(super) async fn plan_downstream(
             downstream.planned(&step);
             let partly_read = match states {
                 States::Whole => {
-                    partly_read(warehouse, config, lineage, (&downstream, &step), &steps, now)
-                        .await
+                    partly_read(
+                        warehouse,
+                        config,
+                        lineage,
+                        (&downstream, &step),
+                        &steps,
+                        now,
+                    )
+                    .await
                 }
                 States::LedgerIfReadable => Vec::new(),
             };

@@ -10,8 +10,8 @@ use super::job::JobView;
 use super::theme::Theme;
 use super::widgets::first_line;
 use crate::config::Config;
-use crate::engine::cascade::{self, PartlyRead};
 use crate::engine::Backfill;
+use crate::engine::cascade::{self, PartlyRead};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
 use crate::state::LoadState;
@@ -312,8 +312,12 @@ mod tests {
             .collect();
         daily.apply_statuses(never_loaded);
         let hour = |name: &str| {
-            Partition::parse(crate::partition::Grain::Hour, name, crate::partition::RangeEnd::From)
-                .expect("an hour")
+            Partition::parse(
+                crate::partition::Grain::Hour,
+                name,
+                crate::partition::RangeEnd::From,
+            )
+            .expect("an hour")
         };
         let root = Backfill {
             partitions: crate::partition::range(hour("2026-06-14T08"), hour("2026-06-14T12")),
