@@ -1323,6 +1323,100 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
     assert_eq!(stale_upstream(&config), BTreeSet::new());
 }
 
+/// A cascade from five hours of a day whose other hours are missing or
+/// failed loads the day from what is there: its plan (text and JSON) and
+/// the run's output say which hours it reads are not loaded, a line per
+/// step (it was loaded from 5 of its 24 hours, unsaid).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded() {
+    let s = setup(Kind::Sqlite).await.expect("sqlite");
+    let config = s.config.as_path();
+    // 2026-01-31T00..T03 loaded but T02, which fails its CHECK.
+    s.wh.execute_script(&[
+        "UPDATE src SET amount = -1 WHERE ts >= '2026-01-31 02:00:00' AND ts < '2026-01-31 03:00:00'",
+    ])
+    .await
+    .expect("a bad hour");
+    let first = idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-01-31T00",
+            "--to",
+            "2026-01-31T03",
+            "-y",
+        ],
+    );
+    assert_eq!(
+        first.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let cascade = [
+        "run",
+        "ev_hourly",
+        "--from",
+        "2026-01-31T08",
+        "--to",
+        "2026-01-31T12",
+        "--cascade",
+    ];
+    let daily = "daily 2026-01-31 reads 8 of its 24 ev_hourly hours loaded (1 failed, 15 missing: 2026-01-31T02, 2026-01-31T04 .. 2026-01-31T07, 2026-01-31T13 .. 2026-01-31T23): loaded as it stands, it goes stale (upstream) once the rest loads";
+    let monthly = "monthly 2026-01 reads 1 of its 2 daily days loaded (1 missing: 2026-01-30): loaded as it stands, it goes stale (upstream) once the rest loads";
+    let plan = stdout_ok(&idem(config, &[&cascade[..], &["--dry-run"]].concat()));
+    for line in [daily, monthly] {
+        assert!(plan.lines().any(|l| l == line), "{line}\n{plan}");
+    }
+    let events = json_lines(&stdout_ok(&idem(
+        config,
+        &[&cascade[..], &["--dry-run", "--json"]].concat(),
+    )));
+    let of = |job: &str| {
+        events
+            .iter()
+            .find(|e| e["job"] == job)
+            .unwrap_or_else(|| panic!("{job}: {events:?}"))["upstream_not_loaded"]
+            .clone()
+    };
+    assert_eq!(of("ev_hourly"), serde_json::json!([]));
+    let day = of("daily");
+    assert_eq!(
+        (
+            &day[0]["partition"],
+            &day[0]["upstream"],
+            &day[0]["upstream_partitions"],
+            day[0]["not_loaded"].as_array().map(Vec::len),
+            &day[0]["not_loaded"][0],
+        ),
+        (
+            &Value::from("2026-01-31"),
+            &Value::from("ev_hourly"),
+            &Value::from(24),
+            Some(16),
+            &serde_json::json!({"partition": "2026-01-31T02", "state": "failed"}),
+        ),
+        "{day}"
+    );
+    // The run loads the day as it stands, and says so once it is over.
+    let run = idem(config, &[&cascade[..], &["-y"]].concat());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    for line in [daily, monthly] {
+        assert!(
+            err.lines().any(|l| l == format!("idem: {line}")),
+            "{line}\n{err}"
+        );
+    }
+    assert_eq!(
+        states(config)["daily 2026-01-31"].0,
+        "loaded",
+        "loaded as it stands"
+    );
+}
+
 /// Every step of a `--cascade --json` stream ends: a step whose every
 /// partition was skipped, because the upstream partition it reads failed,
 /// once ended with its last `partition_skipped`, so an orchestrator could

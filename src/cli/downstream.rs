@@ -3,11 +3,14 @@
 //! `--cascade` leaves: named in its plan, and, once it is over, those it
 //! made stale with the command that loads them.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::Stop;
 use super::run_args::config_flag;
+use crate::engine::cascade::{Downstream, PartlyRead};
 use crate::engine::{self, Backfill};
+use crate::lineage::read_by;
 use crate::numbers::n_partitions;
 use crate::partition::{Partition, RangeEnd};
 use crate::state;
@@ -42,6 +45,9 @@ pub(super) struct PlannedStep {
     pub step: Backfill,
     pub statuses: Vec<state::PartitionStatus>,
     pub merged_on: Vec<Partition>,
+    /// Its windows that read upstream partitions neither loaded nor in the
+    /// cascade (read for a cascade's plan alone: [`States::Whole`]).
+    pub partly_read: Vec<PartlyRead>,
 }
 
 /// What [`plan_downstream`] plans: the steps, and per job the windows left
@@ -132,6 +138,20 @@ pub(super) async fn plan_downstream(
             .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
         if let Some(step) = step {
             downstream.planned(&step);
+            let partly_read = match states {
+                States::Whole => {
+                    partly_read(
+                        warehouse,
+                        config,
+                        lineage,
+                        (&downstream, &step),
+                        &steps,
+                        now,
+                    )
+                    .await
+                }
+                States::LedgerIfReadable => Vec::new(),
+            };
             let merged_on = step
                 .partitions
                 .iter()
@@ -142,6 +162,7 @@ pub(super) async fn plan_downstream(
                 step,
                 statuses,
                 merged_on,
+                partly_read,
             });
         }
     }
@@ -151,6 +172,52 @@ pub(super) async fn plan_downstream(
         .map(|(job, windows)| (job.name.clone(), windows.clone()))
         .collect();
     Ok(DownstreamPlan { steps, not_ended })
+}
+
+/// The windows of a cascade's `step` that read upstream partitions neither
+/// loaded nor in the cascade ([`Downstream::partly_read`]): each upstream
+/// job's states are those its step was planned from (`planned`), or, for
+/// the root and the jobs outside the cascade, read over the step's windows.
+/// An upstream job whose states cannot be read is not said.
+async fn partly_read(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    (downstream, step): (&Downstream<'_, '_>, &Backfill),
+    planned: &[PlannedStep],
+    now: chrono::NaiveDateTime,
+) -> Vec<PartlyRead> {
+    let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
+        return Vec::new();
+    };
+    let planned_states = |name: &str| {
+        planned
+            .iter()
+            .find(|p| p.step.job.name == name)
+            .map(|p| &p.statuses[..])
+    };
+    let mut read = HashMap::new();
+    for (up, _) in lineage.upstream(&step.job.name) {
+        let Some(job) = config.jobs.iter().find(|j| j.name == *up) else {
+            continue;
+        };
+        if planned_states(up).is_some() {
+            continue;
+        }
+        let scope = state::StatusScope {
+            from: read_by(first, job.grain).first().copied(),
+            to: read_by(last, job.grain).last().copied(),
+            ..Default::default()
+        };
+        if let Ok(states) =
+            super::read_states_scoped(warehouse, config, lineage, job, now, &scope).await
+        {
+            read.insert(up.clone(), states.statuses);
+        }
+    }
+    downstream.partly_read(step, |name| {
+        planned_states(name).or_else(|| read.get(name).map(Vec::as_slice))
+    })
 }
 
 /// The partitions of jobs downstream of `root` that read what it loads,
@@ -186,6 +253,7 @@ pub(super) async fn downstream_words(
         step,
         statuses,
         merged_on,
+        ..
     } in plan
     {
         let partitions = &step.partitions;
@@ -350,6 +418,7 @@ pub(super) async fn stale_downstream(
         step,
         statuses,
         merged_on,
+        ..
     } in plan
     {
         let stale: Vec<Partition> = statuses

@@ -9,6 +9,7 @@ use super::Stop;
 use super::downstream::LeftDownstream;
 use super::output::{noteln, outln};
 use crate::config::Strategy;
+use crate::engine::cascade::PartlyRead;
 use crate::engine::{self, Backfill};
 use crate::lint;
 use crate::numbers::{n_partitions, n_rows, thousands};
@@ -40,6 +41,9 @@ pub(super) struct DryRun<'a> {
     /// partitions over the windows its merges move rows into or out of
     /// the cascade adds as it runs (which no plan can know beforehand).
     moves_add_to: Vec<String>,
+    /// A cascade's step: its windows that read upstream partitions neither
+    /// loaded nor in the cascade.
+    partly_read: Vec<PartlyRead>,
 }
 
 /// What a preview read of a step found besides its partitions' source
@@ -88,6 +92,27 @@ struct DryRunEvent<'a> {
     /// after it in the cascade that read it, which may get partitions
     /// added over the windows its merges move rows into or out of.
     moves_add_to: &'a [String],
+    /// A `--cascade` step: its partitions that read upstream partitions
+    /// neither loaded nor in the cascade, per upstream job.
+    upstream_not_loaded: Vec<NotLoadedUpstream>,
+}
+
+/// A partition of a cascade's step that reads, of one upstream job,
+/// partitions neither loaded nor in the cascade.
+#[derive(Serialize)]
+struct NotLoadedUpstream {
+    partition: String,
+    upstream: String,
+    /// The upstream job's partitions under it.
+    upstream_partitions: usize,
+    /// Of those, the ones neither loaded nor in the cascade.
+    not_loaded: Vec<NotLoaded>,
+}
+
+#[derive(Serialize)]
+struct NotLoaded {
+    partition: String,
+    state: &'static str,
 }
 
 /// One finding of `idem lint` in `idem run --dry-run --json`.
@@ -143,6 +168,7 @@ impl<'a> DryRun<'a> {
             granted: None,
             downstream: Vec::new(),
             moves_add_to: Vec::new(),
+            partly_read: Vec::new(),
         }
     }
 
@@ -172,6 +198,13 @@ impl<'a> DryRun<'a> {
         if job.strategy == Strategy::MergeKey && job.partition_column.is_some() {
             self.moves_add_to = readers;
         }
+        self
+    }
+
+    /// The plan of a cascade's step, with its windows that read upstream
+    /// partitions neither loaded nor in the cascade.
+    pub(super) fn partly_read(mut self, partly: Vec<PartlyRead>) -> DryRun<'a> {
+        self.partly_read = partly;
         self
     }
 
@@ -323,6 +356,10 @@ impl<'a> DryRun<'a> {
                 self.moves_add_to.join(", "),
             ));
         }
+        lines.extend(engine::cascade::partly_read_line(
+            &job.name,
+            &self.partly_read,
+        ));
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -373,6 +410,23 @@ impl<'a> DryRun<'a> {
             rows_source_null_partition: self.source_nulls,
             downstream: &self.downstream,
             moves_add_to: &self.moves_add_to,
+            upstream_not_loaded: self
+                .partly_read
+                .iter()
+                .map(|p| NotLoadedUpstream {
+                    partition: p.window.name(),
+                    upstream: p.upstream.clone(),
+                    upstream_partitions: p.under,
+                    not_loaded: p
+                        .not_loaded
+                        .iter()
+                        .map(|(partition, state)| NotLoaded {
+                            partition: partition.name(),
+                            state: state.name(),
+                        })
+                        .collect(),
+                })
+                .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         super::output::json(&line)

@@ -15,6 +15,7 @@ use super::report::RunReport;
 use super::run_not_started;
 use super::{Stop, connect_to_read, find_job, load_config};
 use crate::config::Strategy;
+use crate::engine::cascade::PartlyRead;
 use crate::engine::{self, Backfill};
 use crate::exit::Exit;
 use crate::numbers::n_partitions;
@@ -143,6 +144,9 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: warning: {both}");
     }
     let mut steps = vec![(backfill, statuses)];
+    // Per step, its windows that read upstream partitions neither loaded
+    // nor in the cascade (none of the root's own).
+    let mut partly_read: Vec<Vec<PartlyRead>> = vec![Vec::new()];
     if args.cascade {
         let plan = plan_downstream(
             &warehouse,
@@ -156,7 +160,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         for note in plan.not_ended_notes(config_path) {
             noteln!("idem: {note}");
         }
-        steps.extend(plan.steps.into_iter().map(|p| (p.step, p.statuses)));
+        for planned in plan.steps {
+            partly_read.push(planned.partly_read);
+            steps.push((planned.step, planned.statuses));
+        }
         // The ledger made above.
         let downstream: Vec<_> = steps[1..].iter().map(|(step, _)| &step.job).collect();
         refuse_before_a_run(&warehouse, &config, &downstream, false).await?;
@@ -224,7 +231,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         }
         let mut left_downstream = Some(left_downstream);
-        for (i, ((backfill, statuses), step_found)) in steps.iter().zip(found).enumerate() {
+        let planned = steps.iter().zip(found).zip(partly_read);
+        for (i, (((backfill, statuses), step_found), partly)) in planned.enumerate() {
             // In a cascade, each reader, with a step of its own or not: one
             // without is given one if the merge reaches it.
             let readers = if args.cascade {
@@ -235,7 +243,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             let plan = DryRun::new(backfill, statuses)
                 .previewed(step_found)
                 .downstream(left_downstream.take().unwrap_or_default())
-                .readers_in_cascade(readers);
+                .readers_in_cascade(readers)
+                .partly_read(partly);
             if args.json {
                 plan.print_json()?;
             } else {
@@ -251,7 +260,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: {}", left.note);
     }
     if !args.yes
-        && let Some(why) = refused(&steps, found, interactive)?
+        && let Some(why) = refused(&steps, found, &partly_read, interactive)?
     {
         return Err(Stop {
             code: Exit::Cancelled,
@@ -281,6 +290,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 allow_incomplete: args.allow_incomplete,
             },
             empty_before: &empty_before,
+            partly_read: &partly_read,
             json: args.json,
             as_run: advice::AsRun {
                 config: config_path,
@@ -455,6 +465,7 @@ async fn preview_sources(
 fn refused(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
     found: Vec<Previewed>,
+    partly_read: &[Vec<PartlyRead>],
     interactive: bool,
 ) -> Result<Option<String>, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -481,9 +492,10 @@ fn refused(
         }
         return Ok(None);
     }
-    for ((backfill, statuses), previewed) in steps.iter().zip(found) {
+    for (((backfill, statuses), previewed), partly) in steps.iter().zip(found).zip(partly_read) {
         DryRun::new(backfill, statuses)
             .previewed(previewed)
+            .partly_read(partly.clone())
             .show_for_confirmation();
     }
     let question = format!(
@@ -543,6 +555,9 @@ struct CascadeRun<'a> {
     /// The windows downstream a step may add (as its plan reached them).
     reach: engine::cascade::Reach,
     empty_before: &'a [Vec<Partition>],
+    /// Per step, its windows that read upstream partitions neither loaded
+    /// nor in the cascade: said of those it loads, once it is over.
+    partly_read: &'a [Vec<PartlyRead>],
     json: bool,
     /// How the cascade was asked for, as the commands it prints repeat it.
     as_run: advice::AsRun<'a>,
@@ -559,6 +574,7 @@ async fn run_cascade(
         jobs,
         reach,
         empty_before,
+        partly_read,
         json,
         as_run,
     } = run;
@@ -599,7 +615,34 @@ async fn run_cascade(
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
-    said(&report, events_written, json, &[])
+    let partly_loaded = partly_loaded(steps, partly_read, &outcomes);
+    said(&report, events_written, json, &partly_loaded)
+}
+
+/// Of each step's windows that read upstream partitions neither loaded nor
+/// in the cascade, those that loaded: a line per step.
+fn partly_loaded(
+    steps: &[Backfill],
+    partly_read: &[Vec<PartlyRead>],
+    outcomes: &[engine::cascade::StepOutcome],
+) -> Vec<String> {
+    steps
+        .iter()
+        .zip(partly_read)
+        .filter_map(|(step, partly)| {
+            let outcome = outcomes.iter().find(|o| o.job == step.job.name)?;
+            let summary = outcome.summary.as_ref()?;
+            let loaded: Vec<PartlyRead> = partly
+                .iter()
+                .filter(|p| {
+                    !summary.unfinished.contains(&p.window)
+                        && !outcome.skipped.iter().any(|(s, _)| *s == p.window)
+                })
+                .cloned()
+                .collect();
+            engine::cascade::partly_read_line(&step.job.name, &loaded)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -149,6 +149,27 @@ impl PartitionStatus {
     pub fn rows(&self) -> Option<i64> {
         self.rows_now.or(self.rows_at_load)
     }
+
+    /// A partition in `state`, with no rows, attempts or flags: for tests
+    /// of what is planned from states alone.
+    #[cfg(test)]
+    pub fn in_state(partition: Partition, state: LoadState) -> PartitionStatus {
+        PartitionStatus {
+            partition,
+            state,
+            rows_now: None,
+            rows_at_load: None,
+            attempts: 0,
+            last_attempt: None,
+            last_success: None,
+            anomaly: false,
+            drift: false,
+            moved_out: false,
+            stale_upstream: Vec::new(),
+            rows_source: None,
+            refused: None,
+        }
+    }
 }
 
 /// `12 rows of fct have NULL dt: no partition counts them, …` for a job

@@ -10,7 +10,8 @@ use super::job::JobView;
 use super::theme::Theme;
 use super::widgets::first_line;
 use crate::config::Config;
-use crate::engine::{Backfill, cascade};
+use crate::engine::Backfill;
+use crate::engine::cascade::{self, PartlyRead};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
 use crate::state::LoadState;
@@ -27,6 +28,9 @@ pub struct CascadePlan {
     /// Per step, how many of its partitions were never loaded (missing):
     /// those are loaded for the first time, not made stale.
     pub never_loaded: Vec<usize>,
+    /// Per step, its windows that read upstream partitions neither loaded
+    /// nor in the cascade.
+    pub partly_read: Vec<Vec<PartlyRead>>,
     pub problems: Vec<String>,
     /// The downstream jobs it could not plan for want of their states
     /// (still being read, or unreadable): a run waits for them.
@@ -80,6 +84,9 @@ impl CascadePlan {
                         .count();
                     plan.never_loaded.push(missing);
                     downstream.planned(&step);
+                    plan.partly_read.push(downstream.partly_read(&step, |name| {
+                        find(name).filter(|v| v.loaded).map(|v| &v.statuses[..])
+                    }));
                     plan.steps.push(step);
                 }
                 Ok(_) => {}
@@ -129,6 +136,13 @@ impl CascadePlan {
                 Span::styled(format!("then {} ", step.job.name), t.style("text")),
                 Span::styled(format!("{what}: {span}"), t.style("warning")),
             ]));
+            let partly = self.partly_read.get(k).map_or(&[][..], Vec::as_slice);
+            if let Some(partly) = cascade::partly_read_line(&step.job.name, partly) {
+                lines.push(Line::from(vec![
+                    label(""),
+                    Span::styled(partly, t.style("warning")),
+                ]));
+            }
         }
         for (job, windows) in &self.not_ended {
             let (Some(first), Some(last)) = (windows.first(), windows.last()) else {
@@ -252,6 +266,82 @@ mod tests {
         assert_eq!(
             line(10),
             "cascadethen agg loads 10 partitions never loaded: 2026-06-01 .. 2026-06-10"
+        );
+    }
+
+    /// A day the cascade plans over five of its hours, whose other hours
+    /// are neither loaded nor in the run, says so under its step (it was
+    /// loaded from those five, unsaid).
+    #[test]
+    fn a_day_over_hours_not_loaded_says_so_under_its_step() {
+        let job = |name: &str, grain: &str, column: &str, reads: &str| {
+            format!(
+                "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
+                 partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"2026-06-14\"\n\
+                 sql = '''select {column} from {reads} where {column} >= :start and {column} < :end'''\n"
+            )
+        };
+        let toml = format!(
+            "[warehouse]\nurl = \"sqlite://w.db\"\n{}{}",
+            job("ev", "hour", "hr", "src"),
+            job("daily", "day", "dt", "ev")
+        );
+        let config =
+            crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None).unwrap();
+        let lineage = Lineage::of(&config).unwrap();
+        // The first four hours of 2026-06-14 loaded, the rest missing.
+        let mut ev = JobView::new(config.jobs[0].clone(), now());
+        let statuses = ev
+            .partitions
+            .iter()
+            .map(|p| {
+                let state = if p.name().as_str() < "2026-06-14T04" {
+                    LoadState::Loaded
+                } else {
+                    LoadState::Missing
+                };
+                crate::state::PartitionStatus::in_state(*p, state)
+            })
+            .collect();
+        ev.apply_statuses(statuses);
+        let mut daily = JobView::new(config.jobs[1].clone(), now());
+        let never_loaded = daily
+            .partitions
+            .iter()
+            .map(|p| crate::state::PartitionStatus::in_state(*p, LoadState::Missing))
+            .collect();
+        daily.apply_statuses(never_loaded);
+        let hour = |name: &str| {
+            Partition::parse(
+                crate::partition::Grain::Hour,
+                name,
+                crate::partition::RangeEnd::From,
+            )
+            .expect("an hour")
+        };
+        let root = Backfill {
+            partitions: crate::partition::range(hour("2026-06-14T08"), hour("2026-06-14T12")),
+            ..Backfill::plan_from(&config.jobs[0], &Selection::default(), &[], now(), 4, 2)
+                .expect("a plan")
+        };
+        let plan = CascadePlan::of(
+            &config,
+            &lineage,
+            (&root, false),
+            |name| [&ev, &daily].into_iter().find(|v| v.job.name == name),
+            now(),
+        );
+        let lines: Vec<String> = plan
+            .lines(&Theme::default_theme(), |s| Span::raw(s.to_string()))
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "cascadethen daily loads 1 partition never loaded: 2026-06-14",
+                "daily 2026-06-14 reads 9 of its 24 ev hours loaded (15 missing: 2026-06-14T04 .. 2026-06-14T07, 2026-06-14T13 .. 2026-06-14T23): loaded as it stands, it goes stale (upstream) once the rest loads",
+            ]
         );
     }
 

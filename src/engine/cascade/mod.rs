@@ -8,6 +8,7 @@
 //! each step begins, its windows over those are added to it, and a job
 //! that reads them with no step of its own is given one.
 
+mod partial;
 mod reached;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -21,6 +22,7 @@ use crate::lineage::{Lineage, overlapping, read_by};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
+pub use partial::{PartlyRead, partly_read_line};
 use reached::Reached;
 
 /// The downstream partitions a backfill of `root` makes stale, per job in
@@ -417,7 +419,7 @@ mod tests {
     use crate::partition::{Grain, RangeEnd};
 
     /// An hourly job read by a daily one, both from 2026-06-14.
-    fn hourly_and_daily() -> Config {
+    pub(super) fn hourly_and_daily() -> Config {
         let job = |name: &str, grain: &str, column: &str, reads: &str| {
             format!(
                 "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
