@@ -616,3 +616,175 @@ async fn postgres_a_dry_run_ends_when_the_server_stops_answering_while_it_reads_
     let what = "idem run --dry-run reading the target's partitions";
     caught_says_nothing_was_run(&cluster, &mut admin, &config, &args, ("fct", 2), what).await;
 }
+
+/// The server stops answering while `idem run` describes the job's SELECT
+/// before its first load (its source locked): it ends within seconds, exit
+/// 1, saying the warehouse is not answering and that nothing was run. QA:
+/// it waited for good, the describe being watched by nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_ends_when_the_server_stops_answering_while_it_describes_the_select() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, config) = two_days_loaded(&cluster.url()).await;
+    let args = ["run", "fct", "--yes"];
+    let what = "idem run describing the job's SELECT";
+    caught_says_nothing_was_run(&cluster, &mut admin, &config, &args, ("src", 0), what).await;
+}
+
+/// The server stops answering while a load waits for its partition's lock
+/// (another run holds it, itself waiting on the locked target): the waiting
+/// run ends within seconds, exit 1, saying the warehouse is not answering,
+/// and records nothing for the partition it never started. QA: it waited
+/// for good, a load being watched only once it held its lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_load_waiting_for_its_lock_ends_when_the_server_stops_answering() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days_loaded(&url).await;
+    let day = [
+        "run",
+        "fct",
+        "--from",
+        "2026-01-01",
+        "--to",
+        "2026-01-01",
+        "--yes",
+    ];
+    let (mut holder, holding) = held_after_reads(&url, &mut admin, "fct", 0, || {
+        vec![Spawned::idem(&config, &day)]
+    })
+    .await;
+    let mut waiting = Spawned::idem(&config, &day);
+    let lock_waits = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted";
+    assert!(
+        common::poll_count(&mut admin, lock_waits, 300, |n| n >= 1).await,
+        "the second run never waited for the partition's lock"
+    );
+    cluster.freeze();
+    waiting
+        .says_not_answering(Duration::from_secs(30), "a load waiting for its lock")
+        .await;
+    drop(holding);
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
+        .fetch_one(&mut admin)
+        .await
+        .expect("ledger")
+        .get(0);
+    assert_eq!(attempts, 2, "the first run's attempts, none since");
+}
+
+/// The server stops answering while the preview counts the job's source
+/// (its source locked): `idem run --dry-run`'s count for each partition
+/// (`rows_source`) and the console's run dialog's. The dry run ends within
+/// seconds, exit 1, saying the warehouse is not answering and that nothing
+/// was run; the dialog's count ends so too, saying so. QA: both waited for
+/// good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_previews_source_count_ends_when_the_server_stops_answering() {
+    use idem::partition::{Grain, Partition, RangeEnd};
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, path) = two_days_loaded(&cluster.url()).await;
+    let args = ["run", "fct", "--dry-run"];
+    let what = "idem run --dry-run counting the source";
+    caught_says_nothing_was_run(&cluster, &mut admin, &path, &args, ("src", 0), what).await;
+
+    let config = idem::config::load(&path).expect("config");
+    let wh = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    let day = |d| Partition::parse(Grain::Day, d, RangeEnd::From).expect("day");
+    let request = idem::tui::app::ReconcileRequest {
+        id: 1,
+        job: config.jobs[0].clone(),
+        first: day("2026-01-01"),
+        last: day("2026-01-02"),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let count = idem::tui::reconcile(&wh, &request, &cancel);
+    let counted = caught_waiting(&cluster, &mut admin, "src", "the dialog's count", count).await;
+    let idem::tui::Msg::Reconciled { result, .. } = counted else {
+        panic!("not a count: {counted:?}");
+    };
+    let error = result.expect_err("the count ended by the silence");
+    assert!(error.contains("is not answering"), "{error}");
+    wh.close().await;
+}
+
+/// The server stops answering as a run begins, while it reads the
+/// partitions' last loads from the ledger (the ledger locked): the run ends
+/// within seconds, every partition not started, saying the warehouse is
+/// not answering; nothing is recorded. QA: it waited for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_ends_when_the_server_stops_answering_as_it_begins() {
+    use idem::engine::{Backfill, Selection};
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, path) = two_days_loaded(&cluster.url()).await;
+    let config = idem::config::load(&path).expect("config");
+    let wh = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 2, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = idem::engine::run(&wh, &backfill, &tx, &cancel);
+    let ledger = "idem.attempts, idem.definitions";
+    let summary = caught_waiting(&cluster, &mut admin, ledger, "the run's start", run).await;
+    let why = summary.unreachable.expect("stopped as unreachable");
+    assert!(why.contains("is not answering"), "{why}");
+    assert_eq!((summary.not_started, summary.failed), (2, 0));
+    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
+        .fetch_one(&mut admin)
+        .await
+        .expect("ledger")
+        .get(0);
+    assert_eq!(attempts, 2, "the first run's attempts, none since");
+    wh.close().await;
+}
+
+/// The server stops answering while a run records a partition's failure
+/// in the ledger (the job writes outside its window; the attempts locked
+/// against writes): the run ends within seconds, the failure said but not
+/// recorded. QA: it waited for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_failure_not_recorded_when_the_server_stops_answering() {
+    use idem::engine::{Backfill, Selection};
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, path) = two_days_loaded(&cluster.url()).await;
+    let text = std::fs::read_to_string(&path).expect("config");
+    let outside = text.replace("select id, dt from", "select id, dt + 1 as dt from");
+    assert_ne!(outside, text, "the job's SELECT");
+    std::fs::write(&path, outside).expect("config");
+    let config = idem::config::load(&path).expect("config");
+    let wh = idem::warehouse::Warehouse::connect_to_read(&config.warehouse, 4)
+        .await
+        .expect("connect");
+    let backfill = Backfill::plan(&wh, &config.jobs[0], &Selection::default(), 1, 0)
+        .await
+        .expect("plan");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let run = idem::engine::run(&wh, &backfill, &tx, &cancel);
+    let ledger = "idem.attempts IN EXCLUSIVE MODE";
+    let summary = caught_waiting(&cluster, &mut admin, ledger, "recording a failure", run).await;
+    assert!(summary.failed >= 1, "{summary:?}");
+    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
+        .fetch_one(&mut admin)
+        .await
+        .expect("ledger")
+        .get(0);
+    assert_eq!(attempts, 2, "the first run's attempts, none since");
+    wh.close().await;
+}

@@ -102,17 +102,24 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     };
     // The first load needs the job SELECT's columns, which the engine's
     // driver describes on a connection of its own: it opens meanwhile.
-    // An error there is the first load's to report.
+    // An error there is the first load's to report, but for a warehouse
+    // that stopped answering.
     let describe = async {
         if !args.dry_run {
-            let _ = warehouse.job_output_columns(job, &first).await;
+            let described = warehouse.job_output_columns(job, &first);
+            if let Err(e @ WarehouseError::NotAnswering { .. }) =
+                warehouse.answering(described).await
+            {
+                return Err(not_run(e));
+            }
         }
+        Ok(())
     };
-    let (statuses, ()) = tokio::join!(
+    let (statuses, ()) = tokio::try_join!(
         super::read_states_scoped(&warehouse, &config, &lineage, job, now, &scope),
         describe
-    );
-    let statuses = statuses?.statuses;
+    )?;
+    let statuses = statuses.statuses;
     let mut backfill = Backfill::plan_from(
         job,
         &selection,
@@ -181,9 +188,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             // but a warehouse that stopped answering is.
             let read = warehouse.windows_no_partition_covers(&backfill.job, &backfill.partitions);
             let uncovered = match warehouse.answering(read).await {
-                Err(e @ WarehouseError::NotAnswering { .. }) => {
-                    return Err(Stop::failed(format!("{e}; nothing was run or recorded")));
-                }
+                Err(e @ WarehouseError::NotAnswering { .. }) => return Err(not_run(e)),
                 read => read.unwrap_or_default(),
             };
             let lint = crate::lint::all_findings(&warehouse, &config.jobs, &backfill.job)
@@ -406,7 +411,7 @@ async fn refuse_before_a_run(
     let refusal = warehouse
         .refusal_before_a_run(jobs, makes_ledger)
         .await
-        .map_err(|e| Stop::failed(format!("{e}; nothing was run or recorded")))?;
+        .map_err(not_run)?;
     match refusal {
         None => Ok(()),
         Some(NotToRun::NoTarget { job, table, alike }) => {
@@ -427,6 +432,12 @@ async fn refuse_before_a_run(
         ))),
         Some(NotToRun::NoLedger(e)) => Err(Stop::failed(e.to_string())),
     }
+}
+
+/// A run stopped before it began by the warehouse (it stopped answering):
+/// exit 1, saying nothing was run.
+fn not_run(e: WarehouseError) -> Stop {
+    Stop::failed(format!("{e}; nothing was run or recorded"))
 }
 
 /// Counts the planned partitions' source rows (one read-only query) onto
@@ -453,7 +464,10 @@ async fn preview_sources(
             crate::lint::bounds_only_filter(&backfill.job),
         )
         .await
-        .map_err(|e| Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)))?;
+        .map_err(|e| match e {
+            WarehouseError::NotAnswering { .. } => not_run(e),
+            e => Stop::failed(format!("{}: counting the source: {e}", backfill.job.name)),
+        })?;
     state::reconcile(statuses, &counts.partitions, first, last);
     Ok(counts.null_partition)
 }

@@ -244,12 +244,23 @@ pub async fn run_gated(
     });
     let operator = operator();
     let host = host();
-    let last_loads = last_loads(warehouse, backfill).await;
-    let merges_before_run = warehouse.merges_before_run(job).await;
     // A failed merge window stops the windows after it, which would otherwise
     // overwrite rows with values older than what they replace on a re-run.
     let halted = CancellationToken::new();
-    let unreachable = std::sync::Mutex::new(None);
+    // A warehouse that stops answering before the first load begins leaves
+    // every partition not started.
+    let before = async {
+        let last_loads = last_loads(warehouse, backfill).await;
+        Ok((last_loads, warehouse.merges_before_run(job).await))
+    };
+    let (last_loads, merges_before_run, not_answering) = match warehouse.answering(before).await {
+        Ok((last_loads, merges)) => (last_loads, merges, None),
+        Err(e) => {
+            halted.cancel();
+            (HashMap::new(), Default::default(), Some(e.to_string()))
+        }
+    };
+    let unreachable = std::sync::Mutex::new(not_answering);
     let misfit = std::sync::Mutex::new(None);
     let admission = Admission::new(concurrency);
     if let Some((partitions, why)) = warehouse.partitions_granted() {
@@ -712,7 +723,10 @@ impl PartitionRun<'_> {
             host: meta.host.clone(),
             reason: meta.reason.clone(),
         };
-        match self.warehouse.record_attempt(&attempt).await {
+        // The server may have stopped answering since the load ended (or
+        // that is how it ended): then the failure is not recorded.
+        let record = self.warehouse.record_attempt(&attempt);
+        match self.warehouse.answering(record).await {
             Ok(recorded) => {
                 if recorded != meta.attempt {
                     self.log(partition, renumbered(meta.attempt, recorded));

@@ -2,9 +2,10 @@
 //! network that drops everything) leaves a statement waiting for a reply
 //! that never comes: the driver sets no keepalive, and a server whose
 //! processes are stopped still has its host's kernel acknowledge every
-//! packet. A load is watched for that (`load::session`); the reads around
-//! it (states, plans, the ledger, the console's refresh, a verification's
-//! runs, which never commit) are watched here: once one has waited a
+//! packet. A load holding its lock is watched for that (`load::session`);
+//! the reads around it (states, plans, the ledger, the console's refresh, a
+//! verification's runs, which never commit) and a load not yet holding its
+//! lock are watched here: once one has waited a
 //! moment, new connections are tried beside it, and two in a row that get
 //! no answer end it, saying the warehouse is not answering.
 //! A slow read on a server that answers is left alone, however long.
@@ -38,12 +39,23 @@ impl Warehouse {
         work: impl Future<Output = Result<T, WarehouseError>>,
     ) -> Result<T, WarehouseError> {
         let options = self.pool.connect_options();
-        let beside = Beside {
+        self.beside(&options).answering(work).await
+    }
+
+    /// Ends only when the warehouse is found not to answer while
+    /// `waiting()` holds ([`Beside::silence_while`]): what watches a load
+    /// before it holds its lock, where dropping it is all it takes to end it.
+    pub(super) async fn silent_while(&self, waiting: impl Fn() -> bool) -> WarehouseError {
+        let options = self.pool.connect_options();
+        self.beside(&options).silence_while(waiting).await
+    }
+
+    fn beside<'a>(&'a self, options: &'a AnyConnectOptions) -> Beside<'a> {
+        Beside {
             engine: self.dialect().engine(),
-            options: &options,
+            options,
             config: &self.config,
-        };
-        beside.answering(work).await
+        }
     }
 }
 
@@ -70,15 +82,32 @@ impl Beside<'_> {
 
     /// Ends only when the warehouse is found not to answer.
     async fn silence(&self) -> WarehouseError {
+        self.silence_while(|| true).await
+    }
+
+    /// Ends only when the warehouse is found not to answer while
+    /// `waiting()` holds (a load that holds nothing on the server yet):
+    /// [`FIRST_ASK`] after it began to hold, new connections are tried;
+    /// once it no longer holds, the count starts again.
+    async fn silence_while(&self, waiting: impl Fn() -> bool) -> WarehouseError {
         // A SQLite file is no server: a wait on it is a lock, bounded by
         // lock_timeout.
         if self.engine == Engine::Sqlite {
             return std::future::pending().await;
         }
-        let since = Instant::now();
+        let mut since = None;
         let mut unanswered = 0;
-        tokio::time::sleep(FIRST_ASK).await;
         loop {
+            if !waiting() {
+                (since, unanswered) = (None, 0);
+                tokio::time::sleep(NEXT_ASK).await;
+                continue;
+            }
+            let began = *since.get_or_insert_with(Instant::now);
+            if began.elapsed() < FIRST_ASK {
+                tokio::time::sleep(FIRST_ASK - began.elapsed()).await;
+                continue;
+            }
             match reach(self.options, self.config).await {
                 Ok(()) => {
                     unanswered = 0;
@@ -86,10 +115,10 @@ impl Beside<'_> {
                 }
                 Err(e) => {
                     unanswered += 1;
-                    if unanswered == 2 {
+                    if unanswered >= 2 && waiting() {
                         return WarehouseError::NotAnswering {
                             url: redact(&self.config.url),
-                            waited: since.elapsed().as_secs(),
+                            waited: began.elapsed().as_secs(),
                             probe: match e {
                                 WarehouseError::ConnectTimeout { after, .. } => {
                                     format!("no answer within connect_timeout, {after}")

@@ -132,6 +132,22 @@ impl Warehouse {
         cancel: &CancellationToken,
     ) -> Result<SourceCounts, WarehouseError> {
         let statements = self.source_counts_sql(job, first, last, grouped)?;
+        // A count is a read like any: a warehouse that stops answering ends it.
+        self.answering(self.count_until(&statements, cancel))
+            .await
+            .map(|(partitions, nulls)| SourceCounts {
+                partitions,
+                null_partition: job.partition_column.is_some().then_some(nulls),
+            })
+    }
+
+    /// [`Warehouse::source_counts_until`]'s count of `statements`, on one
+    /// of the pool's connections.
+    async fn count_until(
+        &self,
+        statements: &[Sql],
+        cancel: &CancellationToken,
+    ) -> Result<(Counts, i64), WarehouseError> {
         let mut conn = self.pooled().await?;
         let session = match self.dialect().engine() {
             Engine::Postgres => Some("SELECT CAST(pg_backend_pid() AS bigint)"),
@@ -142,22 +158,17 @@ impl Warehouse {
             Some(sql) => Some(sqlx::query_scalar(sql).fetch_one(&mut *conn).await?),
             None => None,
         };
-        let counted = tokio::select! {
-            counted = count_on(self, &mut conn, &statements) => counted,
+        tokio::select! {
+            counted = count_on(self, &mut conn, statements) => counted,
             () = cancel.cancelled() => {
                 // Not returned to the pool mid-statement.
                 drop(conn.detach());
                 if let Some(id) = session {
                     let _ = self.cancel_statement(id).await;
                 }
-                return Err(WarehouseError::Cancelled);
+                Err(WarehouseError::Cancelled)
             }
-        };
-        let (partitions, nulls) = counted?;
-        Ok(SourceCounts {
-            partitions,
-            null_partition: job.partition_column.is_some().then_some(nulls),
-        })
+        }
     }
 
     /// Stops the statement session `id` is running (not the session), on a

@@ -16,7 +16,10 @@
 //! load's session is still there: a server that cannot be reached twice in
 //! a row ends the load as lost (the run stops, as for any unreachable
 //! warehouse), and a session the server no longer has ends it as a failure
-//! to retry.
+//! to retry. Before it holds its lock (describing the job's SELECT, reading
+//! the target's shape, waiting for the lock) it is watched as a read is
+//! (`Warehouse::answering`): a warehouse found not answering ends it, not
+//! started.
 //!
 //! A statement waiting on another session's lock (a colleague's
 //! transaction left open on the window's rows, a `LOCK TABLE`) ends after
@@ -148,8 +151,12 @@ impl Warehouse {
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<T, WarehouseError> {
         tokio::pin!(load);
+        let starting = || matches!(stage.get(), Stage::Starting);
         let lost = tokio::select! {
             done = &mut load => return done,
+            // Nothing on the server is the load's own yet: dropped, it
+            // ends, and nothing was written.
+            silent = self.silent_while(starting) => return Err(silent),
             lost = self.watch(stage) => lost,
             never = self.ask_blockers(stage) => match never {},
             () = cancel.cancelled() => return self.cancelled(load, stage, log).await,
