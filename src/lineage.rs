@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::config::{Config, ConfigError, TableNames};
 use crate::partition::{Grain, Partition};
+use crate::warehouse::sql::Syntax;
 
 /// Why one job depends on another.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,21 +31,27 @@ pub struct Lineage {
 }
 
 impl Lineage {
-    /// The graph of `config`'s jobs, table names compared as its engine
-    /// compares them where the server is not asked
+    /// The graph of `config`'s jobs, SQL read and table names compared as
+    /// its engine does where the server is not asked
     /// ([`crate::config::Engine::table_names`]): before connecting, and
     /// where nothing connects.
     pub fn of(config: &Config) -> Result<Lineage, ConfigError> {
-        Lineage::comparing(config, config.warehouse.engine().table_names())
+        let engine = config.warehouse.engine();
+        Lineage::comparing(config, engine.into(), engine.table_names())
     }
 
-    /// The graph of `config`'s jobs, a job's SQL reading another's target
-    /// where table `names` compare as they do: on a connected warehouse,
-    /// as the server compares them
-    /// ([`crate::warehouse::Warehouse::table_names`]; a MariaDB/MySQL
-    /// server folding names reads `fct` in `FCT`). A cycle is a config
-    /// error at the job that closes it.
-    pub fn comparing(config: &Config, names: TableNames) -> Result<Lineage, ConfigError> {
+    /// The graph of `config`'s jobs, a job's SQL read as `syntax` reads it
+    /// and reading another's target where table `names` compare as they
+    /// do: on a connected warehouse, as the server reads and compares them
+    /// ([`crate::warehouse::Warehouse::syntax`],
+    /// [`crate::warehouse::Warehouse::table_names`]; a MariaDB/MySQL server
+    /// with `ANSI_QUOTES` reads `"fct"` as a table, one folding names reads
+    /// `fct` in `FCT`). A cycle is a config error at the job that closes it.
+    pub fn comparing(
+        config: &Config,
+        syntax: Syntax,
+        names: TableNames,
+    ) -> Result<Lineage, ConfigError> {
         let mut lineage = Lineage::default();
         for job in &config.jobs {
             let mut ups: Vec<(String, Because)> = job
@@ -53,7 +60,7 @@ impl Lineage {
                 .map(|d| (d.name.clone(), Because::Declared))
                 .collect();
             let declared: HashSet<&str> = job.depends_on.iter().map(|d| d.name.as_str()).collect();
-            let read = crate::lint::tables_read_as_written(job);
+            let read = crate::lint::tables_read_as_written(job, syntax);
             for other in config.jobs.iter().filter(|o| o.name != job.name) {
                 if declared.contains(other.name.as_str()) {
                     continue;
@@ -232,6 +239,7 @@ pub fn read_by(downstream: &Partition, grain: Grain) -> Vec<Partition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Engine;
     use crate::partition::RangeEnd;
 
     fn p(grain: Grain, name: &str) -> Partition {
@@ -378,6 +386,35 @@ mod tests {
     }
 
     #[test]
+    fn a_jobs_sql_is_read_as_the_server_reads_it() {
+        // On a MariaDB with NO_BACKSLASH_ESCAPES, `'C:\'` is a whole string
+        // and the `#` comment after it a comment; read with escapes, the
+        // string runs on and no table is read.
+        let reads = "fct # the day's facts\n";
+        let my = config(
+            "mysql://h/shop",
+            &[
+                ("fct", "fct", "raw.x"),
+                (
+                    "paths",
+                    "paths",
+                    &format!("(select 'C:\\' as p) c, {reads}"),
+                ),
+            ],
+        );
+        assert!(my.jobs[1].sql.contains("'C:\\'"), "{}", my.jobs[1].sql);
+        let by_default = Lineage::of(&my).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&by_default, "paths"), Vec::<String>::new());
+        let plain = Syntax {
+            backslash_escapes: false,
+            ..Engine::MySql.into()
+        };
+        let as_read = Lineage::comparing(&my, plain, TableNames::ByCase);
+        let as_read = as_read.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ups(&as_read, "paths"), ["fct"]);
+    }
+
+    #[test]
     fn a_server_folding_table_names_reads_a_target_in_any_case() {
         // On MariaDB/MySQL compared by case (the config's default), ORDERS
         // is another table than orders; on a server folding names
@@ -393,7 +430,8 @@ mod tests {
         );
         let by_case = Lineage::of(&my).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(ups(&by_case, "reads_capitals"), Vec::<String>::new());
-        let folded = Lineage::comparing(&my, TableNames::AnyCase).unwrap_or_else(|e| panic!("{e}"));
+        let folded = Lineage::comparing(&my, Engine::MySql.into(), TableNames::AnyCase)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(ups(&folded, "reads_capitals"), ["orders"]);
         assert_eq!(ups(&folded, "reads_home_capitals"), ["orders"]);
         assert_eq!(ups(&folded, "reads_other"), Vec::<String>::new());
@@ -410,7 +448,7 @@ mod tests {
         // where the server folds names, said as the config error it is.
         let each_other = config("mysql://h/shop", &[("a", "a", "B"), ("b", "b", "A")]);
         assert!(Lineage::of(&each_other).is_ok());
-        let cycle = Lineage::comparing(&each_other, TableNames::AnyCase)
+        let cycle = Lineage::comparing(&each_other, Engine::MySql.into(), TableNames::AnyCase)
             .err()
             .unwrap_or_else(|| panic!("a cycle"));
         assert!(cycle.message.contains("in a cycle: "), "{cycle}");

@@ -1961,8 +1961,8 @@ sql = "select id, 'C:\\' as path, ':later' as note, dt from s where dt >= :start
         Msg::Connected(Ok(Connection {
             url: "mysql://root@127.0.0.1:1/nowhere".into(),
             syntax: Syntax {
-                engine: idem::config::Engine::MySql,
                 backslash_escapes,
+                ..idem::config::Engine::MySql.into()
             },
             table_names: idem::config::TableNames::ByCase,
             granted: None,

@@ -817,6 +817,65 @@ async fn mysql_a_server_without_backslash_escapes_reads_a_jobs_strings_as_it_doe
     assert!(text.contains(":later"), "{text}");
 }
 
+/// A MariaDB whose `sql_mode` has ANSI_QUOTES and NO_BACKSLASH_ESCAPES
+/// (as shops porting from PostgreSQL set it) reads `"created_at"` as a
+/// column and `'C:\'` as a whole string. idem asks the server when it
+/// connects and reads its jobs' SQL so: `idem jobs` and a cascade follow a
+/// job reading `"fct"` after such a string and a `#` comment, and `idem
+/// lint` finds a window filtered on another column than the partition's,
+/// all written in double quotes. (Lineage read the SQL by MariaDB's
+/// default: the string ran on over the table; and so did lint, to which
+/// the quoted columns were strings.) Without a connection, `idem lint
+/// --offline` reads by the engine's default, as the README says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_with_ansi_quotes_has_its_jobs_read_as_it_reads_them() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, created_at DATETIME NOT NULL, loaded_at DATETIME NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE report (id INTEGER NOT NULL, path VARCHAR(10) NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01 10:00:00', '2026-01-01 10:00:00'), (2, '2026-01-02 10:00:00', '2026-01-02 11:00:00')",
+    ];
+    // TOML strings: `\"` is a double quote, `\\` one backslash.
+    let select = r#"select \"id\", cast(\"created_at\" as date) as \"dt\" from \"src\" where \"loaded_at\" >= :start and \"loaded_at\" < :end"#;
+    let options = ["--sql-mode=ANSI_QUOTES,NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES"];
+    let Some(mut m) = MariaJob::start(&options, &setup, select).await else {
+        return;
+    };
+    assert!(m.job().sql.contains("\"loaded_at\""), "{}", m.job().sql);
+    let reads_fct = r#"select \"id\", 'C:\\' as \"path\", \"dt\" from \"fct\" # today's rows\n where \"dt\" >= :start and \"dt\" < :end"#;
+    let one_job = std::fs::read_to_string(&m.path).expect("config");
+    std::fs::write(
+        &m.path,
+        one_job + &another_job("report", "report", reads_fct),
+    )
+    .expect("config");
+
+    let (code, text) = m.idem(&["jobs"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("← reads fct (its SQL reads fct)"), "{text}");
+    let (code, text) = m.idem(&["run", "fct", "--cascade", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    let paths: Vec<String> = sqlx::query("SELECT path FROM report ORDER BY id")
+        .fetch_all(&mut m.admin)
+        .await
+        .expect("report")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        paths,
+        ["C:\\", "C:\\"],
+        "the cascade should have loaded report: {text}"
+    );
+
+    let watermark =
+        "the window filters on loaded_at but partition column dt takes its value from created_at";
+    let (_, text) = m.idem(&["lint"]);
+    assert!(text.contains(watermark), "{text}");
+    let (_, text) = m.idem(&["lint", "--offline"]);
+    assert!(!text.contains(watermark), "{text}");
+}
+
 /// A MariaDB that folds table names (`lower_case_table_names = 1`, the
 /// default on Windows and macOS and on some managed services), where `fct`
 /// and `FCT` are one table. idem asks the server how it compares names:

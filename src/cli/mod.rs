@@ -116,11 +116,12 @@ pub fn note_no_jobs(config: &Config) {
     }
 }
 
-/// The config's job graph, table names compared as the connected
-/// `warehouse` compares them (a MariaDB/MySQL server may fold them); a
-/// cycle is a config error, even one that only folding closes.
+/// The config's job graph, SQL read and table names compared as the
+/// connected `warehouse` reads and compares them (a MariaDB/MySQL server
+/// may read `"fct"` as a table, and fold names); a cycle is a config
+/// error, even one that only the server's reading closes.
 pub fn lineage(config: &Config, warehouse: &Warehouse) -> Result<crate::lineage::Lineage, Stop> {
-    crate::lineage::Lineage::comparing(config, warehouse.table_names())
+    crate::lineage::Lineage::comparing(config, warehouse.syntax(), warehouse.table_names())
         .map_err(|e| Stop::usage(e.to_string()))
 }
 

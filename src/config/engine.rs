@@ -92,6 +92,14 @@ impl Engine {
         self == Engine::MySql
     }
 
+    /// A double quote quotes a name, as the SQL standard has it
+    /// (PostgreSQL, SQLite), not a string (MariaDB and MySQL by default,
+    /// unless the `sql_mode` has `ANSI_QUOTES`): whether a job's `"fct"`
+    /// reads the table fct.
+    pub fn ansi_quotes(self) -> bool {
+        self != Engine::MySql
+    }
+
     /// A table (or schema) name as a job's SQL writes it, as the warehouse
     /// stores it: PostgreSQL folds an unquoted name to lower case; a quoted
     /// one, and any name elsewhere, is kept as written.

@@ -93,17 +93,16 @@ fn file_line(job: &Job, n: usize) -> usize {
     job.sql_line + n.max(1) - 1
 }
 
-/// Findings from the job's definition and SQL alone: no IO.
-/// The tables a job's SQL reads (lower-cased, qualified as written), for
-/// lineage; empty when no SQL dialect parses it.
-pub fn tables_read(job: &Job) -> std::collections::BTreeSet<String> {
-    sql::read(&job.sql, job.engine).tables
-}
-
-/// [`tables_read`] as written: each part of a name with whether it was
-/// quoted, for matching names as the job's engine does.
-pub fn tables_read_as_written(job: &Job) -> std::collections::BTreeSet<Vec<(String, bool)>> {
-    sql::read(&job.sql, job.engine).tables_written
+/// The tables a job's SQL reads, its text read as `syntax` reads it (a
+/// MariaDB/MySQL server with `ANSI_QUOTES` reads `"fct"` as a table), for
+/// lineage: each part of a name as written with whether it was quoted, for
+/// matching names as the job's engine does; empty when no SQL dialect
+/// parses it.
+pub fn tables_read_as_written(
+    job: &Job,
+    syntax: Syntax,
+) -> std::collections::BTreeSet<Vec<(String, bool)>> {
+    sql::read(&job.sql, syntax).tables_written
 }
 
 /// Whether one statement over a range of windows, grouped by the job's

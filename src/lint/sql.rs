@@ -15,7 +15,7 @@ use sqlparser::dialect::{Dialect, GenericDialect, MySqlDialect, PostgreSqlDialec
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
-use crate::warehouse::sql::{Piece, Syntax, split_parameters};
+use crate::warehouse::sql::{Piece, Syntax, in_default_quoting, split_parameters};
 
 mod grouped;
 mod tokens;
@@ -152,11 +152,17 @@ impl Reading {
 }
 
 pub(super) fn read(sql: &str, syntax: impl Into<Syntax>) -> Reading {
-    let syntax = syntax.into();
+    // sqlparser reads MariaDB/MySQL's default quoting only: the SQL is
+    // written as that default reads what the server does (a server with
+    // ANSI_QUOTES reads `"fct"` as the name the parser reads in `` `fct` ``,
+    // one with NO_BACKSLASH_ESCAPES `'C:\'` as the parser reads `'C:\\'`).
+    let as_written = syntax.into();
+    let sql = in_default_quoting(sql, as_written);
+    let syntax = Syntax::from(as_written.engine);
     let mut reading = Reading::default();
     let mut text = String::with_capacity(sql.len() + 64);
     let mut line = 1;
-    for piece in split_parameters(sql, syntax) {
+    for piece in split_parameters(&sql, syntax) {
         match piece {
             Piece::Text(t) => {
                 line += t.matches('\n').count();
@@ -653,77 +659,4 @@ fn output_columns(select: &Select) -> Option<Vec<OutputColumn>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Engine;
-
-    fn calls(sql: &str) -> Vec<String> {
-        read(sql, Engine::Postgres)
-            .volatile
-            .into_iter()
-            .map(|v| v.call)
-            .collect()
-    }
-
-    #[test]
-    fn finds_clock_calls_but_not_lookalikes() {
-        assert_eq!(calls("select now() as t from x"), vec!["now()"]);
-        assert_eq!(calls("select CURRENT_DATE from x"), vec!["current_date"]);
-        assert_eq!(
-            calls("select now_ts, 'now()' as s, \"now\" from x -- now()\n"),
-            Vec::<String>::new()
-        );
-        assert_eq!(calls("select date('now') from x"), vec!["date('now')"]);
-        assert_eq!(
-            calls("select date(created_at) from x"),
-            Vec::<String>::new()
-        );
-        assert_eq!(
-            calls("select 'now'::timestamp as t"),
-            vec!["'now'::timestamp"]
-        );
-    }
-
-    #[test]
-    fn parameters_keep_their_lines() {
-        let r = read(
-            "select a\nfrom t\nwhere d >= :start\n and d < :end",
-            Engine::Postgres,
-        );
-        assert_eq!(
-            r.params,
-            vec![("start".to_string(), 3), ("end".to_string(), 4)]
-        );
-        assert!(r.parsed);
-        let cols: Vec<&str> = r.window_filters.iter().map(|w| w.column.as_str()).collect();
-        assert_eq!(cols, vec!["d", "d"]);
-        assert_eq!(r.window_filters[0].line, 3);
-    }
-
-    #[test]
-    fn each_engine_reads_comments_as_its_server_does() {
-        let filters = |sql: &str, engine: Engine| -> Vec<String> {
-            read(sql, engine)
-                .window_filters
-                .into_iter()
-                .map(|w| w.column)
-                .collect()
-        };
-        // MariaDB: `0--1` is arithmetic, and the window after it is code.
-        let dashes = "select id from t where 0--1 and dt >= :start and dt < :end";
-        assert_eq!(filters(dashes, Engine::MySql), ["dt", "dt"]);
-        // PostgreSQL: a nested block comment ends at its own `*/`.
-        let nested = "select id /* a /* b */ c */ from t where dt >= :start and dt < :end";
-        assert_eq!(filters(nested, Engine::Postgres), ["dt", "dt"]);
-        assert!(read(nested, Engine::Postgres).parsed);
-    }
-
-    #[test]
-    fn lineage_follows_aliases() {
-        let r = read(
-            "with b as (select cast(event_time as date) as dt from e where event_time >= :start)\nselect dt from b",
-            Engine::Postgres,
-        );
-        assert!(r.lineage("dt").contains("event_time"));
-    }
-}
+mod tests;

@@ -18,8 +18,9 @@ use super::theme::Theme;
 use super::widgets::{
     self, abbreviate, abbreviate_name, block, columns, first_in_view, from_column, inner, put,
 };
-use crate::config::{Job, Strategy};
+use crate::config::{Job, Strategy, TableNames};
 use crate::state::LoadState;
+use crate::warehouse::sql::Syntax;
 
 pub struct JobsPane {
     jobs: Vec<JobView>,
@@ -63,14 +64,27 @@ impl JobsPane {
     /// selection); one that changed starts again from its definition,
     /// keeping the partition under its cursor and what this console has in
     /// flight for it. The job on screen stays on screen while it exists.
-    pub fn reload(&mut self, jobs: &[Job], now: NaiveDateTime) -> Reloaded {
+    /// A job added or changed is linted by what its SQL alone shows, read
+    /// as the warehouse reads it (`read_as`: the engine's default until
+    /// connected, then the server's), until the warehouse's lint answers.
+    pub fn reload(
+        &mut self,
+        jobs: &[Job],
+        now: NaiveDateTime,
+        read_as: (Syntax, TableNames),
+    ) -> Reloaded {
         let shown = self.current().map(|j| j.job.name.clone());
         let mut old = std::mem::take(&mut self.jobs);
         let mut reloaded = Reloaded::default();
+        let fresh = |job: &Job| {
+            let mut view = JobView::new(job.clone(), now);
+            view.read_lint_as(read_as.0, read_as.1);
+            view
+        };
         for job in jobs {
             let Some(i) = old.iter().position(|v| v.job.name == job.name) else {
                 reloaded.added.push(job.name.clone());
-                self.jobs.push(JobView::new(job.clone(), now));
+                self.jobs.push(fresh(job));
                 continue;
             };
             let mut view = old.swap_remove(i);
@@ -87,7 +101,7 @@ impl JobsPane {
                 continue;
             }
             reloaded.changed.push(job.name.clone());
-            let mut fresh = JobView::new(job.clone(), now);
+            let mut fresh = fresh(job);
             if let Some(at) = view.partitions.get(view.cursor)
                 && let Ok(i) = fresh.partitions.binary_search(at)
             {

@@ -128,6 +128,11 @@ pub trait Dialect: Send + Sync {
     fn backslash_escapes(&self) -> bool {
         self.engine().backslash_escapes()
     }
+    /// Whether a double quote quotes a name on this server, not a string
+    /// (a MariaDB/MySQL `sql_mode` can turn it on).
+    fn ansi_quotes(&self) -> bool {
+        self.engine().ansi_quotes()
+    }
     /// An identifier quoted for this engine. It takes an [`Ident`], a name
     /// already checked to be plain, so that nothing unchecked reaches SQL.
     fn quote(&self, ident: &Ident) -> String;

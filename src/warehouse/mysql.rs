@@ -22,6 +22,8 @@ use crate::partition::{Grain, Partition};
 #[derive(Clone, Copy)]
 pub struct MySql {
     backslash_escapes: bool,
+    /// `ANSI_QUOTES` in the `sql_mode`: `"fct"` is a name, not a string.
+    ansi_quotes: bool,
     /// MariaDB, not MySQL: `SET STATEMENT … FOR` bounds a statement.
     mariadb: bool,
     /// `DELETE` and `INSERT` take `RETURNING` (MariaDB 10.5 and later): a
@@ -32,72 +34,31 @@ pub struct MySql {
 }
 
 impl MySql {
-    /// MariaDB's default: a backslash in a string escapes.
-    pub const DEFAULT: MySql = MySql::of(true, true, true);
+    /// MariaDB's default: a backslash in a string escapes, a double quote
+    /// quotes a string.
+    pub const DEFAULT: MySql = MySql::of(1 | 4 | 8);
 
-    const fn of(backslash_escapes: bool, mariadb: bool, returning: bool) -> MySql {
+    /// The kind numbered by backslash escapes (1), ANSI quotes (2),
+    /// MariaDB (4) and `RETURNING` (8).
+    const fn of(kind: usize) -> MySql {
         MySql {
-            backslash_escapes,
-            mariadb,
-            returning,
+            backslash_escapes: kind & 1 != 0,
+            ansi_quotes: kind & 2 != 0,
+            mariadb: kind & 4 != 0,
+            returning: kind & 8 != 0,
         }
     }
 
-    /// Every kind, by backslash escapes (1), MariaDB (2) and `RETURNING` (4).
-    const ALL: [MySql; 8] = {
-        let mut all = [MySql::of(false, false, false); 8];
+    /// Every kind, by its number.
+    const ALL: [MySql; 16] = {
+        let mut all = [MySql::of(0); 16];
         let mut i = 0;
-        while i < 8 {
-            all[i] = MySql::of(i & 1 != 0, i & 2 != 0, i & 4 != 0);
+        while i < 16 {
+            all[i] = MySql::of(i);
             i += 1;
         }
         all
     };
-}
-
-/// The dialect as the server reads SQL text: idem's sessions take the
-/// server's `sql_mode` ([`Dialect::session_setup`]), and with
-/// `NO_BACKSLASH_ESCAPES` in it a job's `'C:\'` is a whole string, so its
-/// parameters are found as that server sees them.
-/// And what the server can do: `RETURNING` or not.
-/// And how it compares table names (`lower_case_table_names`: 1 or 2 on
-/// Windows, macOS and some managed services, where `Orders` is `orders`).
-pub(super) async fn as_the_server_reads(
-    conn: &mut sqlx::AnyConnection,
-) -> Result<(&'static MySql, TableNames), sqlx::Error> {
-    use sqlx::Row;
-    let row = sqlx::query(
-        "SELECT CAST(@@SESSION.sql_mode LIKE '%NO_BACKSLASH_ESCAPES%' AS SIGNED), CAST(VERSION() AS CHAR), CAST(@@lower_case_table_names AS SIGNED)",
-    )
-    .fetch_one(conn)
-    .await?;
-    let backslash = row.try_get::<i64, _>(0)? == 0;
-    let version: String = row.try_get(1)?;
-    let names = TableNames::of_lower_case_table_names(row.try_get(2)?);
-    // The tests take the other path on this machine's MariaDB too.
-    let told = std::env::var_os("IDEM_TEST_NO_RETURNING").is_some();
-    Ok((dialect_of(backslash, &version, told), names))
-}
-
-/// The dialect of a server whose strings take backslash escapes or not, of
-/// this `VERSION()`, `RETURNING` left unused if `plain`.
-fn dialect_of(backslash: bool, version: &str, plain: bool) -> &'static MySql {
-    let mariadb = version.contains("MariaDB");
-    let returning = has_returning(version) && !plain;
-    &MySql::ALL[usize::from(backslash) | usize::from(mariadb) << 1 | usize::from(returning) << 2]
-}
-
-/// Whether a server of this `VERSION()` takes `INSERT … RETURNING`:
-/// MariaDB 10.5 and later (`10.11.19-MariaDB-0+deb12u1`); MySQL does not.
-fn has_returning(version: &str) -> bool {
-    if !version.contains("MariaDB") {
-        return false;
-    }
-    let mut parts = version
-        .split(['.', '-'])
-        .map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (10, 5)
 }
 
 /// The lock name of `key` in `database`: `idem:` and the first 40 hex
@@ -128,6 +89,10 @@ impl Dialect for MySql {
 
     fn backslash_escapes(&self) -> bool {
         self.backslash_escapes
+    }
+
+    fn ansi_quotes(&self) -> bool {
+        self.ansi_quotes
     }
 
     fn quote(&self, ident: &Ident) -> String {
@@ -738,7 +703,9 @@ pub(super) async fn held(
     Ok(out)
 }
 
+mod server;
 pub(super) mod session;
+pub(super) use server::as_the_server_reads;
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,8 @@
 //! The one place SQL is assembled at run time: identifiers are quoted by the
 //! dialect, values are bound as parameters, never spliced into the text.
 
+use std::borrow::Cow;
+
 use chrono::NaiveDateTime;
 use sqlx::any::AnyArguments;
 use sqlx::{Arguments, AssertSqlSafe};
@@ -298,16 +300,19 @@ pub(crate) enum Piece<'a> {
     Param(&'a str),
 }
 
-/// How a server reads the quoting of SQL text: its engine's rules, and
-/// whether a backslash in a string escapes the next character. That is
-/// the engine's default ([`Engine::backslash_escapes`]) unless the server
-/// says otherwise: a MariaDB/MySQL server whose `sql_mode` has
+/// How a server reads the quoting of SQL text: its engine's rules,
+/// whether a backslash in a string escapes the next character, and whether
+/// a double quote quotes a name or a string. Both are the engine's default
+/// ([`Engine::backslash_escapes`], [`Engine::ansi_quotes`]) unless the
+/// server says otherwise: a MariaDB/MySQL server whose `sql_mode` has
 /// `NO_BACKSLASH_ESCAPES` reads `'C:\'` as a whole string, where by
-/// default it is the start of one.
+/// default it is the start of one, and one with `ANSI_QUOTES` reads
+/// `"fct"` as the table fct, where by default it is a string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Syntax {
     pub engine: Engine,
     pub backslash_escapes: bool,
+    pub ansi_quotes: bool,
 }
 
 impl Syntax {
@@ -316,7 +321,14 @@ impl Syntax {
         Syntax {
             engine: dialect.engine(),
             backslash_escapes: dialect.backslash_escapes(),
+            ansi_quotes: dialect.ansi_quotes(),
         }
+    }
+
+    /// Whether `quote` opens a string (its backslashes may escape), not a
+    /// name.
+    fn quotes_a_string(self, quote: u8) -> bool {
+        quote == b'\'' || (quote == b'"' && !self.ansi_quotes)
     }
 }
 
@@ -325,6 +337,7 @@ impl From<Engine> for Syntax {
         Syntax {
             engine,
             backslash_escapes: engine.backslash_escapes(),
+            ansi_quotes: engine.ansi_quotes(),
         }
     }
 }
@@ -359,7 +372,7 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool
                     }
                     break;
                 }
-                if bytes[i] == b'\\' && escapes && q != b'`' {
+                if bytes[i] == b'\\' && escapes && syntax.quotes_a_string(q) {
                     i += 1;
                 }
                 i += 1;
@@ -421,6 +434,50 @@ fn quoted_or_comment(bytes: &[u8], mut i: usize, syntax: Syntax) -> Option<(bool
         }
         _ => None,
     }
+}
+
+/// `sql` quoted so that its engine's default reads it as a server reading
+/// `syntax` does, for a parser that knows only the default; lines kept.
+/// On a MariaDB/MySQL server with `ANSI_QUOTES` in its `sql_mode` a name
+/// in double quotes is quoted in backticks instead, and with
+/// `NO_BACKSLASH_ESCAPES` a string's backslashes are doubled. Unchanged
+/// elsewhere: the other engines' parsers read their servers' quoting.
+pub(crate) fn in_default_quoting(sql: &str, syntax: Syntax) -> Cow<'_, str> {
+    let default = Syntax::from(syntax.engine);
+    if syntax.engine != Engine::MySql || syntax == default {
+        return Cow::Borrowed(sql);
+    }
+    let bytes = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        let Some((_, next)) = quoted_or_comment(bytes, i, syntax) else {
+            i += 1;
+            continue;
+        };
+        let q = bytes[i];
+        let name = q == b'"' && syntax.ansi_quotes;
+        let plain = syntax.quotes_a_string(q) && !syntax.backslash_escapes;
+        if name || plain {
+            let closed = next >= i + 2 && bytes[next - 1] == q;
+            let inner = &sql[i + 1..if closed { next - 1 } else { next }];
+            let (quote, inner) = if name {
+                ('`', inner.replace("\"\"", "\"").replace('`', "``"))
+            } else {
+                (char::from(q), inner.replace('\\', "\\\\"))
+            };
+            out.push_str(&sql[copied..i]);
+            out.push(quote);
+            out.push_str(&inner);
+            if closed {
+                out.push(quote);
+            }
+            copied = next;
+        }
+        i = next;
+    }
+    out.push_str(&sql[copied..]);
+    Cow::Owned(out)
 }
 
 /// A job's query without what may follow it: whitespace, comments and
@@ -557,8 +614,8 @@ mod tests {
         let plain = "select 'C:\\' as p, ':end' as l from t where d >= :start";
         assert_eq!(params_of(plain, Engine::MySql), ["end"]);
         let syntax = Syntax {
-            engine: Engine::MySql,
             backslash_escapes: false,
+            ..Engine::MySql.into()
         };
         assert_eq!(params_of(plain, syntax), ["start"]);
         // PostgreSQL's E'…' strings escape; a name ending in e does not.
@@ -566,6 +623,23 @@ mod tests {
         assert_eq!(params_of(e_string, Engine::Postgres), ["start"]);
         let keyword = "select case when a then 'x' else'\\' end from t where d >= :start";
         assert_eq!(params_of(keyword, Engine::Postgres), ["start"]);
+    }
+
+    #[test]
+    fn a_servers_quoting_is_written_as_its_engines_default_reads_it() {
+        let sql = "select \"a\"\"b`\", 'C:\\', \"x\"\nfrom t";
+        let ansi_plain = Syntax {
+            backslash_escapes: false,
+            ansi_quotes: true,
+            ..Engine::MySql.into()
+        };
+        assert_eq!(
+            in_default_quoting(sql, ansi_plain),
+            "select `a\"b```, 'C:\\\\', `x`\nfrom t"
+        );
+        for syntax in [Engine::MySql, Engine::Postgres, Engine::Sqlite] {
+            assert_eq!(in_default_quoting(sql, syntax.into()), sql);
+        }
     }
 
     #[test]

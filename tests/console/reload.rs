@@ -416,3 +416,75 @@ fn a_reload_that_gives_a_job_a_new_upstream_reads_its_states_anew() {
         "its upstream stayed"
     );
 }
+
+/// A job the cascade gives a step as it goes (a reader with no step
+/// planned, reached by a merge) runs the definition it had as the cascade
+/// started, as the engine does: its SQL edited meanwhile, what the step
+/// loads is loaded by the older definition, stale (`~`) as the next read
+/// will say (QA: the step took the config's definition at its first event,
+/// and its partition turned `■`, as if the edited SQL had loaded it).
+#[test]
+fn a_step_the_cascade_adds_after_a_reload_loads_by_the_definition_it_started_with() {
+    let mut a = app(140, 40);
+    let effects = keys(&mut a, "frc\n");
+    let Some(req) = effects.iter().find_map(|e| match e {
+        Effect::StartRun(req) => Some(req),
+        _ => None,
+    }) else {
+        panic!("no run: {effects:?}")
+    };
+    let planned: Vec<&str> = std::iter::once(req.backfill.job.name.as_str())
+        .chain(req.cascade.iter().map(|(_, b)| b.job.name.as_str()))
+        .collect();
+    let added = (a.config().jobs.iter())
+        .map(|j| j.name.clone())
+        .find(|name| !planned.contains(&name.as_str()))
+        .expect("a job the cascade has no step of");
+    config_read(
+        &mut a,
+        Ok(config_edited(|c| {
+            let job = c.jobs.iter_mut().find(|j| j.name == added);
+            job.expect("demo job").sql.push_str(" -- edited");
+        })),
+    );
+    read_states(&mut a, &added);
+    let view = a.jobs.by_name(&added).expect("the added job");
+    let i = (0..view.partitions.len())
+        .rev()
+        .find(|i| view.state_at(*i) == Some(LoadState::Loaded))
+        .expect("a partition loaded");
+    let (partition, strategy) = (view.partitions[i].name(), view.job.strategy);
+    let run_id = || "r9".to_string();
+    for event in [
+        Event::RunStarted {
+            run_id: run_id(),
+            job: added.clone(),
+            strategy,
+            partitions: vec![partition.clone()],
+            concurrency: 1,
+            reason: None,
+        },
+        Event::PartitionSucceeded {
+            run_id: run_id(),
+            job: added.clone(),
+            partition: partition.clone(),
+            attempt: 1,
+            rows_deleted: 0,
+            rows_inserted: 12,
+            rows_updated: 0,
+            rows_after: 12,
+            duration_ms: 40,
+            fingerprint: "12:0123456789abcdef".into(),
+            content_changed: true,
+        },
+    ] {
+        a.update(Msg::Engine {
+            run: req.run,
+            event,
+        });
+    }
+    let step = a.runs.last().expect("the added step");
+    assert_eq!(step.job, added);
+    let view = a.jobs.by_name(&added).expect("the added job");
+    assert_eq!(view.state_at(i), Some(LoadState::Stale), "{partition}");
+}

@@ -49,6 +49,7 @@ use crate::engine::{Event, MergeOrderRisk};
 use crate::lineage::Lineage;
 use crate::partition::Partition;
 use crate::state::StatesRead;
+use crate::warehouse::sql::Syntax;
 
 /// Seconds between background refreshes of every job's states.
 pub const REFRESH_SECS: i64 = 15;
@@ -141,9 +142,12 @@ pub(super) const REFRESHING: &str = "refreshing…";
 pub struct App {
     shared: Shared,
     config: Config,
-    /// How the warehouse compares table names: by the engine's default
-    /// until connected, then as the server says (a MariaDB/MySQL server
-    /// may fold them); the lineage of a reloaded config compares them so.
+    /// How the warehouse reads SQL text and compares table names: by the
+    /// engine's default until connected, then as the server says (a
+    /// MariaDB/MySQL server's `sql_mode` may read `"fct"` as a table, its
+    /// `lower_case_table_names` fold names); the lineage and lint of a
+    /// reloaded config read them so.
+    syntax: Syntax,
     table_names: TableNames,
     theme_files: Vec<(String, PathBuf)>,
     no_color: bool,
@@ -190,7 +194,8 @@ impl App {
     pub fn start_with(config: Config, start: Start, now: NaiveDateTime) -> App {
         let jobs = JobsPane::new(&config.jobs, now);
         let url = crate::warehouse::redact(&config.warehouse.url);
-        let table_names = config.warehouse.engine().table_names();
+        let engine = config.warehouse.engine();
+        let (syntax, table_names) = (engine.into(), engine.table_names());
         let mut app = App {
             shared: Shared {
                 focus: Focus::Calendar,
@@ -220,6 +225,7 @@ impl App {
                 lineage_error: None,
             },
             config,
+            syntax,
             table_names,
             theme_files: start.theme_files,
             no_color: start.no_color,
@@ -232,7 +238,7 @@ impl App {
             config_reads_asked: 0,
             config_read_landed: 0,
         };
-        let lineage = Lineage::comparing(&app.config, table_names);
+        let lineage = Lineage::comparing(&app.config, syntax, table_names);
         let lineage_error = app.set_lineage(lineage);
         app.shared.message = start.note.or(lineage_error).map(|n| (true, n));
         app.fix_scroll_all();

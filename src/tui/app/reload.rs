@@ -117,7 +117,7 @@ impl App {
             return Vec::new();
         }
         self.keep_config_clear();
-        let lineage = Lineage::comparing(&new, self.table_names);
+        let lineage = Lineage::comparing(&new, self.syntax, self.table_names);
         let dialog_outdated = self.run_dialog_outdated(&new, lineage.as_ref().ok());
         let chosen = match &self.shared.modal {
             Modal::Confirm(c) => self.shared.jobs.get(c.job).map(|j| c.chosen(j)),
@@ -142,7 +142,10 @@ impl App {
                 upstream(Some(&self.shared.lineage), j) != upstream(lineage.as_ref().ok(), j)
             })
             .collect();
-        let summary = self.shared.jobs.reload(&new.jobs, self.shared.now);
+        let summary =
+            self.shared
+                .jobs
+                .reload(&new.jobs, self.shared.now, (self.syntax, self.table_names));
         for name in &upstream_changed {
             if let Some(j) = self.shared.jobs.by_name_mut(name) {
                 j.as_read = false;

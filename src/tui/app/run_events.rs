@@ -65,7 +65,10 @@ impl App {
     /// another job, that job's step in `run`'s cascade. A job the cascade
     /// gave a step as it went (a reader with no step planned, reached by a
     /// merge) gets its run here, on its first event (QA: its events were
-    /// shown as the root run's, its partitions in the root job's calendar).
+    /// shown as the root run's, its partitions in the root job's calendar),
+    /// of the job's definition as the cascade started, which the step runs
+    /// (QA: it took the config's at its first event: a reload meanwhile
+    /// showed what the old SQL loaded as loaded by the new, not stale).
     fn run_of_event(&mut self, run: usize, event: &Event) -> Option<usize> {
         let root = self.shared.runs.iter().find(|r| r.id == run)?;
         if root.job == event.job() {
@@ -80,7 +83,7 @@ impl App {
         {
             return Some(step.id);
         }
-        let job = self.config().jobs.iter().find(|j| j.name == event.job())?;
+        let job = root.cascade_jobs.iter().find(|j| j.name == event.job())?;
         let step = crate::engine::Backfill {
             job: job.clone(),
             partitions: Vec::new(),

@@ -175,6 +175,9 @@ impl App {
             self.next_run += 1;
             let mut view = RunView::new(run, b, self.shared.now);
             view.cascade = (!steps.is_empty()).then_some(first);
+            if run == first && !steps.is_empty() {
+                view.cascade_jobs = self.config.jobs.clone();
+            }
             let empty: Vec<Partition> = self
                 .shared
                 .jobs

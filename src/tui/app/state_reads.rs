@@ -71,11 +71,13 @@ impl App {
                 for j in self.shared.jobs.iter_mut() {
                     j.read_lint_as(syntax, table_names);
                 }
-                // Which jobs read which, as the server compares table
-                // names: one folding them reads `fct` in `FCT`, and may
-                // close a cycle the config's default did not.
+                // Which jobs read which, as the server reads SQL and
+                // compares table names: one with ANSI_QUOTES reads the
+                // table in `"fct"`, one folding names reads `fct` in
+                // `FCT`, and may close a cycle the config's default did not.
+                self.syntax = syntax;
                 self.table_names = table_names;
-                let lineage = Lineage::comparing(&self.config, table_names);
+                let lineage = Lineage::comparing(&self.config, syntax, table_names);
                 if let Some(e) = self.set_lineage(lineage) {
                     self.shared.message = Some((true, e));
                 }

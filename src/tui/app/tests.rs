@@ -519,6 +519,31 @@ fn lineage_compares_table_names_as_the_connected_server_does() {
     );
 }
 
+/// A job a reload adds is linted as the connected server reads it until
+/// the warehouse's lint answers: on a MariaDB folding table names, one
+/// reading `REPORT` reads its own target (QA: it was linted by the
+/// engine's default, by case, and its badge said nothing).
+#[test]
+fn a_job_a_reload_adds_is_linted_as_the_connected_server_reads_it() {
+    let (job, config) = (mysql_job, mysql_config);
+    let mut a = App::new(
+        config(&[job("orders", "raw")]),
+        Theme::default_theme(),
+        now(),
+    );
+    a.update(folding_server());
+    config_read(
+        &mut a,
+        Ok(config(&[job("orders", "raw"), job("report", "REPORT")])),
+    );
+    let lint = a.jobs.by_name("report").map(|j| j.lint().to_vec());
+    let lint = lint.unwrap_or_default();
+    assert!(
+        lint.iter().any(|n| n.message.contains("own target")),
+        "{lint:?}"
+    );
+}
+
 /// A daily job of a MySQL warehouse loading the table of its name from
 /// `reads`.
 fn mysql_job(name: &str, reads: &str) -> String {

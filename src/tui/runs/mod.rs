@@ -11,7 +11,7 @@ use super::keymap;
 use super::keys::{Action, Scope};
 use super::run_logs::RunLogs;
 use super::widgets::{duration_text, first_in_view};
-use crate::config::Strategy;
+use crate::config::{Job, Strategy};
 use crate::engine::{Backfill, Event, refusals_counted, stopped_short};
 use crate::partition::Partition;
 use crate::state::AttemptEnd;
@@ -154,6 +154,10 @@ pub struct RunView {
     /// The id of the first run of the cascade this run is a step of (the
     /// first run's own id for it); none for a run on its own.
     pub cascade: Option<usize>,
+    /// A cascade's first run: the config's jobs as the cascade started,
+    /// with their definitions then, as the engine runs a step it gives a
+    /// job as it goes; none for another run.
+    pub cascade_jobs: Vec<Job>,
     /// Each partition's live log, by row.
     pub logs: RunLogs,
     /// Where the selected partition's log is scrolled to; the default
@@ -193,6 +197,7 @@ impl RunView {
             finished: None,
             error: None,
             cascade: None,
+            cascade_jobs: Vec::new(),
             logs: RunLogs::new(backfill.partitions.len()),
             log_back: LogBack::default(),
             log_not_kept: None,
