@@ -11,6 +11,7 @@ pub use plan_error::PlanError;
 mod events;
 mod identity;
 mod merge_order;
+mod said;
 mod selection;
 mod summary;
 pub use identity::{host, new_run_id, operator};
@@ -33,8 +34,8 @@ pub use summary::{RunSummary, refusals_counted, stopped_short};
 use crate::config::{Job, Strategy};
 use crate::partition::{Partition, RangeEnd, now_utc};
 use crate::state;
-use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
-use crate::warehouse::{AttemptMeta, Loaded, Warehouse, WarehouseError, renumbered};
+use crate::warehouse::ledger::{self, AttemptStatus};
+use crate::warehouse::{AttemptMeta, Loaded, Warehouse, WarehouseError};
 
 /// What a backfill will do: one job, the partitions to load in order.
 #[derive(Debug, Clone)]
@@ -668,88 +669,5 @@ impl PartitionRun<'_> {
                 }
             }
         }
-    }
-
-    fn failed(
-        &self,
-        partition: &str,
-        attempt: i64,
-        error: String,
-        cause: FailureCause,
-        will_retry: bool,
-        duration_ms: u64,
-    ) {
-        let _ = self.events.send(Event::PartitionFailed {
-            run_id: self.run_id.to_string(),
-            job: self.backfill.job.name.clone(),
-            partition: partition.to_string(),
-            attempt,
-            error,
-            cause,
-            will_retry,
-            duration_ms,
-        });
-    }
-
-    /// Records a failed attempt, giving back the number the ledger
-    /// recorded it under (None if it could not be recorded); a number other
-    /// than the planned one is said in its log.
-    async fn record_failure(
-        &self,
-        partition: &Partition,
-        meta: &AttemptMeta,
-        status: AttemptStatus,
-        error: &str,
-    ) -> Option<i64> {
-        let job = &self.backfill.job;
-        let attempt = Attempt {
-            run_id: meta.run_id.clone(),
-            job: job.name.clone(),
-            partition: partition.name(),
-            attempt: meta.attempt,
-            status,
-            started_at: meta.started_at.clone(),
-            locked_at: None,
-            finished_at: ledger::timestamp(crate::clock::now()),
-            rows_deleted: 0,
-            rows_inserted: 0,
-            rows_updated: 0,
-            rows_after: 0,
-            definition_hash: job.definition_hash(),
-            fingerprint: None,
-            content_changed: None,
-            error: Some(error.to_string()),
-            operator: meta.operator.clone(),
-            host: meta.host.clone(),
-            reason: meta.reason.clone(),
-        };
-        // The server may have stopped answering since the load ended (or
-        // that is how it ended): then the failure is not recorded.
-        let record = self.warehouse.record_attempt(&attempt);
-        match self.warehouse.answering(record).await {
-            Ok(recorded) => {
-                if recorded != meta.attempt {
-                    self.log(partition, renumbered(meta.attempt, recorded));
-                }
-                Some(recorded)
-            }
-            Err(e) => {
-                self.log(
-                    partition,
-                    format!("could not record the failure in the ledger: {e}"),
-                );
-                None
-            }
-        }
-    }
-
-    /// Sends a line of `partition`'s log.
-    fn log(&self, partition: &Partition, line: String) {
-        let _ = self.events.send(Event::PartitionLog {
-            run_id: self.run_id.to_string(),
-            job: self.backfill.job.name.clone(),
-            partition: partition.name(),
-            line,
-        });
     }
 }
