@@ -880,7 +880,12 @@ async fn a_partition_whose_lock_was_held_elsewhere_is_said_refused_and_repeated(
         "idem --config {} run fct --from 2026-01-01 --to 2026-01-02",
         config.display()
     );
-    assert!(stderr.contains(&repeat), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "idem: another session held their locks: once it is done, repeat: {repeat}\n"
+        )),
+        "{stderr}"
+    );
     sqlx::Executor::execute(&mut holder, "ROLLBACK")
         .await
         .unwrap();

@@ -125,6 +125,16 @@ impl RunSummary {
                 && self.lasting + self.refused == self.failed)
     }
 
+    /// Whether every partition a repeat would cover was refused for a lock
+    /// another session held (see [`RunSummary::lock_held`]): that session
+    /// is loading them, and a repeat once it is done loads them.
+    pub fn only_locks_held(&self) -> bool {
+        self.lock_held > 0
+            && !self.cancelled
+            && self.not_started == 0
+            && self.lock_held + self.refused == self.failed
+    }
+
     /// How the process ends after this run.
     pub fn exit_code(&self) -> Exit {
         if self.cancelled {
@@ -231,6 +241,33 @@ mod tests {
         let mut never_begun = RunSummary::default();
         never_begun.count(day(1), PartitionResult::NotStarted);
         assert!(never_begun.ended_cancelled(true));
+    }
+
+    /// A run whose only undone partitions another session held is told to
+    /// wait for that session, not to finish: one failed for another cause,
+    /// or left unstarted, is not so.
+    #[test]
+    fn only_partitions_another_session_held_wait_for_it() {
+        let mut summary = RunSummary::default();
+        summary.count(day(1), PartitionResult::LockHeld);
+        summary.count(day(2), PartitionResult::Refused);
+        assert!(summary.only_locks_held());
+        assert_eq!(
+            (summary.failed, summary.lock_held, summary.unrecorded),
+            (2, 1, 1)
+        );
+        let mut not_started = summary.clone();
+        not_started.count(day(3), PartitionResult::NotStarted);
+        assert!(!not_started.only_locks_held());
+        summary.count(
+            day(3),
+            PartitionResult::Failed {
+                recorded: true,
+                lasting: false,
+            },
+        );
+        assert!(!summary.only_locks_held());
+        assert!(!RunSummary::default().only_locks_held());
     }
 
     /// The summary a run keeps grows with the partitions that did not

@@ -189,6 +189,8 @@ pub(super) fn after_run(
             format!("once the job is fixed, repeat: {repeat}")
         } else if summary.repeat_fails_alike() {
             format!("once the cause of these failures is fixed, repeat: {repeat}")
+        } else if summary.only_locks_held() {
+            format!("another session held their locks: once it is done, repeat: {repeat}")
         } else {
             format!("to finish, repeat: {repeat}")
         });
@@ -248,6 +250,18 @@ pub(super) fn after_cascade(
             {
                 notes.push(format!(
                     "once the cause of {}'s failures is fixed, repeat: {repeat}",
+                    outcome.job
+                ));
+                repeated_upstream = true;
+            } else if outcome
+                .summary
+                .as_ref()
+                .is_some_and(|s| s.only_locks_held())
+                && outcome.skipped.is_empty()
+                && outcome.not_started.is_empty()
+            {
+                notes.push(format!(
+                    "another session held {}'s locks: once it is done, repeat: {repeat}",
                     outcome.job
                 ));
                 repeated_upstream = true;
