@@ -502,18 +502,7 @@ impl PartitionRun<'_> {
                     let message = e.to_string();
                     self.admission.refused_every_connection(&message);
                     self.halted.cancel();
-                    self.failed(
-                        &name,
-                        attempt,
-                        message,
-                        FailureCause::Error,
-                        false,
-                        duration_ms,
-                    );
-                    return PartitionResult::Failed {
-                        recorded: false,
-                        lasting: false,
-                    };
+                    return self.failed_unrecorded(&name, attempt, message, duration_ms);
                 }
                 Ok(Loaded {
                     outcome: o,
@@ -565,18 +554,7 @@ impl PartitionRun<'_> {
                 Err(e @ WarehouseError::CancelledCommitting) => {
                     let message = e.to_string();
                     log(message.clone());
-                    self.failed(
-                        &name,
-                        attempt,
-                        message,
-                        FailureCause::Error,
-                        false,
-                        duration_ms,
-                    );
-                    return PartitionResult::Failed {
-                        recorded: false,
-                        lasting: false,
-                    };
+                    return self.failed_unrecorded(&name, attempt, message, duration_ms);
                 }
                 Err(e) if e.is_unreachable() => {
                     // No connection could be had (or the one the load had
@@ -591,18 +569,7 @@ impl PartitionRun<'_> {
                         first.get_or_insert(message.clone());
                     }
                     self.halted.cancel();
-                    self.failed(
-                        &name,
-                        attempt,
-                        message,
-                        FailureCause::Error,
-                        false,
-                        duration_ms,
-                    );
-                    return PartitionResult::Failed {
-                        recorded: false,
-                        lasting: false,
-                    };
+                    return self.failed_unrecorded(&name, attempt, message, duration_ms);
                 }
                 Err(e) => {
                     let transient = e.is_transient(self.warehouse.dialect());

@@ -1,7 +1,7 @@
 //! What a partition's run says of its attempts: their failures, as events
 //! and as the ledger's rows, and its log lines.
 
-use super::{Event, FailureCause, PartitionRun};
+use super::{Event, FailureCause, PartitionResult, PartitionRun};
 use crate::partition::Partition;
 use crate::warehouse::ledger::{self, Attempt, AttemptStatus};
 use crate::warehouse::{AttemptMeta, renumbered};
@@ -26,6 +26,29 @@ impl PartitionRun<'_> {
             will_retry,
             duration_ms,
         });
+    }
+
+    /// Says `partition`'s attempt failed, as no ledger row can say: the
+    /// warehouse is out of reach, or the attempt's end is not known.
+    pub(super) fn failed_unrecorded(
+        &self,
+        partition: &str,
+        attempt: i64,
+        error: String,
+        duration_ms: u64,
+    ) -> PartitionResult {
+        self.failed(
+            partition,
+            attempt,
+            error,
+            FailureCause::Error,
+            false,
+            duration_ms,
+        );
+        PartitionResult::Failed {
+            recorded: false,
+            lasting: false,
+        }
     }
 
     /// Records a failed attempt, giving back the number the ledger
