@@ -33,6 +33,14 @@ async fn sqlite_warehouse(
         .unwrap()
 }
 
+/// The `--json` events a command wrote, one per line.
+fn json_lines(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
 fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_idem"))
         .arg("--config")
@@ -135,10 +143,7 @@ fn demo_shows_every_state_and_reruns_its_failures() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let events: Vec<Value> = String::from_utf8_lossy(&run.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let events = json_lines(&run);
     assert_eq!(events.first().unwrap()["event"], "run_started");
     assert_eq!(events.first().unwrap()["reason"], "upstream fixed");
     assert_eq!(events.last().unwrap()["event"], "run_finished");
@@ -764,10 +769,7 @@ async fn a_refused_partition_is_said_apart_from_the_repeat_command() {
     // the run's end; the failure for another reason is not.
     let out = idem(&config, &["run", "fct", "--json"]);
     assert_eq!(out.status.code(), Some(1));
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let events = json_lines(&out);
     let failed: Vec<(&str, &serde_json::Value)> = events
         .iter()
         .filter(|e| e["event"] == "partition_failed")
@@ -825,10 +827,7 @@ async fn a_partition_whose_lock_was_held_elsewhere_is_said_refused_and_repeated(
         .unwrap();
     let out = idem(&config, &["run", "fct", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let events = json_lines(&out);
     let failed: Vec<(&str, &Value, &Value)> = events
         .iter()
         .filter(|e| e["event"] == "partition_failed")
