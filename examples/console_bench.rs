@@ -102,19 +102,8 @@ fn missing(app: &App) -> Vec<PartitionStatus> {
     job.partitions
         .iter()
         .map(|p| PartitionStatus {
-            partition: *p,
-            state: LoadState::Missing,
             rows_now: Some(0),
-            rows_at_load: None,
-            attempts: 0,
-            last_attempt: None,
-            last_success: None,
-            anomaly: false,
-            drift: false,
-            moved_out: false,
-            stale_upstream: Vec::new(),
-            rows_source: None,
-            refused: None,
+            ..PartitionStatus::in_state(*p, LoadState::Missing)
         })
         .collect()
 }

@@ -1879,24 +1879,18 @@ sql = "select 1 as x from s"
         let statuses: Vec<PartitionStatus> = job
             .partitions(now())
             .into_iter()
-            .map(|p| PartitionStatus {
-                partition: p,
-                state: if p.is_future(now()) {
+            .map(|p| {
+                let state = if p.is_future(now()) {
                     LoadState::Future
                 } else {
                     LoadState::Loaded
-                },
-                rows_now: Some(10),
-                rows_at_load: Some(10),
-                attempts: 1,
-                last_attempt: None,
-                last_success: None,
-                anomaly: false,
-                drift: false,
-                moved_out: false,
-                stale_upstream: Vec::new(),
-                rows_source: None,
-                refused: None,
+                };
+                PartitionStatus {
+                    rows_now: Some(10),
+                    rows_at_load: Some(10),
+                    attempts: 1,
+                    ..PartitionStatus::in_state(p, state)
+                }
             })
             .collect();
         a.update(Msg::Status {

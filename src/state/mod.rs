@@ -150,9 +150,8 @@ impl PartitionStatus {
         self.rows_now.or(self.rows_at_load)
     }
 
-    /// A partition in `state`, with no rows, attempts or flags: for tests
-    /// of what is planned from states alone.
-    #[cfg(test)]
+    /// A partition in `state`, with no rows, attempts or flags known: what
+    /// the tests and benchmarks build their states from.
     pub fn in_state(partition: Partition, state: LoadState) -> PartitionStatus {
         PartitionStatus {
             partition,

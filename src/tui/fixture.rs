@@ -115,19 +115,12 @@ pub fn job_view(name: &str, merge: bool, glyphs: &str) -> JobView {
             };
             let rows = success.as_ref().map(|s| s.rows_after);
             PartitionStatus {
-                partition: *p,
-                state,
                 rows_now: (!merge).then(|| rows.unwrap_or(0)),
                 rows_at_load: rows,
                 attempts: usize::from(last.is_some()),
                 last_attempt: last.map(std::sync::Arc::new),
                 last_success: success.map(std::sync::Arc::new),
-                anomaly: false,
-                drift: false,
-                moved_out: false,
-                stale_upstream: Vec::new(),
-                rows_source: None,
-                refused: None,
+                ..PartitionStatus::in_state(*p, state)
             }
         })
         .collect();
