@@ -881,7 +881,7 @@ async fn a_partition_whose_lock_was_held_elsewhere_is_said_refused_and_repeated(
     );
     assert!(
         stderr.contains(&format!(
-            "idem: another session held their locks: once it is done, repeat: {repeat}\n"
+            "idem: locks held elsewhere kept them waiting: once they are free, repeat: {repeat}\n"
         )),
         "{stderr}"
     );

@@ -252,6 +252,134 @@ async fn overlapping_processes_never_write_one_partition_at_once(kind: Kind) {
     drop(s.db);
 }
 
+/// Two runs of one range at once, each holding a partition longer than
+/// the other waits for it (`lock_timeout` 1 s, loads of 1.5 s, no
+/// retries): each partition the other held is said refused for the lock,
+/// never failed, counted so in the run's end, and (PostgreSQL, whose locks
+/// are the partitions') the other run loaded it; nothing is recorded
+/// failed, and the repeat each prints loads the rest as printed. Where a
+/// load's lock covers more than its partition (MariaDB's DELETE reads every
+/// row of a target with no index on `dt`, and waits on the rows the other
+/// run is writing in another day; SQLite's one writer holds the whole
+/// file) a partition may be refused by both: there the repeat loads it.
+/// QA: on MariaDB such a wait was recorded failed, marking days loaded
+/// before failed.
+async fn racing_runs_say_each_partition_the_other_held(kind: Kind) {
+    let Some(s) = setup(kind).await else { return };
+    let first = s.idem(&["run", "fct"]).output().unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let text = std::fs::read_to_string(&s.config_path).expect("config");
+    let racing = s.db.path().join("racing.toml");
+    std::fs::write(
+        &racing,
+        text.replace("lock_timeout = \"20s\"", "lock_timeout = \"1s\"")
+            .replace(
+                "[defaults]\nconcurrency = 3\nretries = 1",
+                "[defaults]\nconcurrency = 2\nretries = 0",
+            )
+            .replace(&slow_select(kind), &select_pausing(kind, 1.5)),
+    )
+    .expect("racing config");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&racing)
+            .args(["run", "fct_slow", "--to", "2026-01-04", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    let (a, b) = (
+        std::thread::spawn(move || a.wait_with_output().unwrap()),
+        std::thread::spawn(move || b.wait_with_output().unwrap()),
+    );
+    let runs = [a.join().unwrap(), b.join().unwrap()];
+    let events: Vec<Vec<serde_json::Value>> = runs
+        .iter()
+        .map(|r| {
+            String::from_utf8_lossy(&r.stdout)
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a JSON line"))
+                .collect()
+        })
+        .collect();
+    let named = |events: &[serde_json::Value], event: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["event"] == event)
+            .map(|e| e["partition"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // The operator raises lock_timeout above a load's time, as the
+    // refusals advise, before repeating.
+    let text = std::fs::read_to_string(&racing).expect("racing config");
+    std::fs::write(
+        &racing,
+        text.replace("lock_timeout = \"1s\"", "lock_timeout = \"20s\""),
+    )
+    .expect("racing config");
+    let mut held_anywhere = 0;
+    for (k, run) in runs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let failed: Vec<&serde_json::Value> = events[k]
+            .iter()
+            .filter(|e| e["event"] == "partition_failed")
+            .collect();
+        for f in &failed {
+            assert_eq!(f["cause"], "lock_held", "{f}\n{stderr}");
+            assert_eq!(f["refused"], false, "{f}");
+        }
+        let finished = events[k]
+            .iter()
+            .find(|e| e["event"] == "run_finished")
+            .unwrap_or_else(|| panic!("no run_finished: {stderr}"));
+        assert_eq!(finished["failed"], failed.len(), "{finished}");
+        assert_eq!(finished["lock_held"], failed.len(), "{finished}");
+        assert_eq!(
+            run.status.code(),
+            Some(if failed.is_empty() { 0 } else { 1 }),
+            "{stderr}"
+        );
+        held_anywhere += failed.len();
+        if kind == Kind::Postgres {
+            // The other run held it, and loaded it. (MariaDB's DELETE of a
+            // window reads every row of a target with no index on `dt`,
+            // and waits on the rows the other run is inserting into
+            // another day; SQLite's one writer holds the whole file.)
+            let loaded_by_other = named(&events[1 - k], "partition_succeeded");
+            for p in named(&events[k], "partition_failed") {
+                assert!(loaded_by_other.contains(&p), "{p}: {stderr}");
+            }
+        }
+        if !failed.is_empty() {
+            let said = "idem: locks held elsewhere kept them waiting: once they are free, repeat: ";
+            let repeat = stderr
+                .lines()
+                .find_map(|l| l.strip_prefix(said))
+                .unwrap_or_else(|| panic!("no repeat: {stderr}"));
+            for each in repeat.split(" ; ") {
+                let args: Vec<&str> = each.split(' ').skip(1).collect();
+                let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+                    .args(&args)
+                    .output()
+                    .unwrap();
+                assert_eq!(again.status.code(), Some(0), "{each}: {again:?}");
+            }
+        }
+    }
+    assert!(held_anywhere > 0, "the two runs never met on a partition");
+    let attempts = s.wh.attempts("fct_slow", None).await.unwrap();
+    assert!(
+        attempts.iter().all(|a| a.status != AttemptStatus::Failed),
+        "{attempts:#?}"
+    );
+    // Every partition loaded, as a clean run loads it.
+    let clean = s.clean_run().await;
+    assert_eq!(s.fingerprints("fct").await, clean);
+}
+
 /// Ctrl-C, an orchestrator's SIGTERM and a closed terminal's SIGHUP each
 /// cancel the same way.
 async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
@@ -425,6 +553,7 @@ on_every_engine!(
     a_run_whose_terminal_closes_cancels_and_a_rerun_converges,
     sigkill_leaves_every_partition_whole,
     overlapping_processes_never_write_one_partition_at_once,
+    racing_runs_say_each_partition_the_other_held,
 );
 
 /// A run that dies holding a partition's lock leaves it held on the server:

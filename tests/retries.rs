@@ -419,9 +419,11 @@ async fn a_lock_held_past_the_timeout_is_refused_and_changes_no_state() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("could not take the lock"), "{said}");
     // The partition's state is as it was (loaded): the repeat covers it by
-    // its range, not by `--only failed`, which would pick nothing.
+    // its range, not by `--only failed`, which would pick nothing, once the
+    // lock is free.
     assert!(
-        said.contains("to finish, repeat:") && !said.contains("--only failed"),
+        said.contains("locks held elsewhere kept them waiting: once they are free, repeat:")
+            && !said.contains("--only failed"),
         "{said}"
     );
 

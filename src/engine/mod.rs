@@ -579,15 +579,18 @@ impl PartitionRun<'_> {
                         && !self.halted.is_cancelled();
                     let message = e.to_string();
                     log(format!("ROLLBACK: {message}"));
-                    // An attempt that never had its partition's lock wrote
-                    // nothing: recorded as refused, it changes no state (a
-                    // run that loaded the partition meanwhile stays its last
-                    // word), where "failed" would mark a loaded partition.
-                    let (status, cause) = match e {
-                        WarehouseError::LockTimeout { .. } => {
-                            (AttemptStatus::Refused, FailureCause::LockHeld)
-                        }
-                        _ => (AttemptStatus::Failed, FailureCause::Error),
+                    // An attempt a lock held elsewhere kept waiting (its
+                    // partition's, or one on the target) rolled back having
+                    // written nothing: recorded as refused, it changes no
+                    // state (a run that loaded the partition meanwhile stays
+                    // its last word), where "failed" would mark a loaded
+                    // partition. QA: two runs of neighbouring days on a
+                    // MariaDB target without an index on the partition
+                    // column marked loaded days failed.
+                    let (status, cause) = if e.is_lock_held(self.warehouse.dialect()) {
+                        (AttemptStatus::Refused, FailureCause::LockHeld)
+                    } else {
+                        (AttemptStatus::Failed, FailureCause::Error)
                     };
                     let recorded = self
                         .record_failure(&partition, &meta, status, &message)

@@ -126,8 +126,8 @@ impl RunSummary {
     }
 
     /// Whether every partition a repeat would cover was refused for a lock
-    /// another session held (see [`RunSummary::lock_held`]): that session
-    /// is loading them, and a repeat once it is done loads them.
+    /// held elsewhere (see [`RunSummary::lock_held`]): a repeat once it is
+    /// free loads them.
     pub fn only_locks_held(&self) -> bool {
         self.lock_held > 0
             && !self.cancelled

@@ -154,6 +154,22 @@ pub enum WarehouseError {
 }
 
 impl WarehouseError {
+    /// A lock another session held kept the load waiting past
+    /// `lock_timeout`: its partition's, one on the target's rows or the
+    /// table, the ledger's numbering of an attempt at the partition, or
+    /// (SQLite) the file's. It rolled back having written nothing, and
+    /// nothing was wrong with the job or its data.
+    pub fn is_lock_held(&self, dialect: &dyn Dialect) -> bool {
+        match self {
+            WarehouseError::LockTimeout { .. }
+            | WarehouseError::LedgerNumbering { .. }
+            | WarehouseError::TableLocked { .. }
+            | WarehouseError::FileLocked { .. } => true,
+            WarehouseError::Sql(sqlx::Error::Database(e)) => dialect.waited_on_lock(&**e),
+            _ => false,
+        }
+    }
+
     pub fn is_transient(&self, dialect: &dyn Dialect) -> bool {
         match self {
             WarehouseError::Sql(e) | WarehouseError::Connect { source: e, .. } => {

@@ -107,8 +107,9 @@ pub struct PartitionLedger {
     /// Its latest refused attempt, where the shrink guard refused it and no
     /// success came since: the source looked incomplete, and the rows it
     /// kept wait for the source to be fixed (or the shrink allowed). A
-    /// later refusal for a lock another run held ends it: that run's load
-    /// is the partition's word.
+    /// later refusal for a lock held elsewhere ends it: most often another
+    /// run's, whose load is the partition's word; the next run's guard
+    /// says again whether the source still looks incomplete.
     pub refused: Option<Arc<Refusal>>,
 }
 
@@ -123,11 +124,6 @@ pub struct Refusal {
 /// How the shrink guard's refusals begin (`WarehouseError::SourceShrank`):
 /// the ledger's refused rows that are not a lock another run held.
 pub const SHRINK_REFUSAL: &str = "source looks incomplete";
-
-/// How the refusals of a partition whose lock another run held past
-/// `lock_timeout` begin (`WarehouseError::LockTimeout`): the ledger's other
-/// refused rows.
-pub const LOCK_REFUSAL: &str = "could not take the lock on partition";
 
 /// Each partition's [`PartitionLedger`], by partition name.
 pub type LedgerSummary = HashMap<String, PartitionLedger>;

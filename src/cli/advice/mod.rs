@@ -190,7 +190,7 @@ pub(super) fn after_run(
         } else if summary.repeat_fails_alike() {
             format!("once the cause of these failures is fixed, repeat: {repeat}")
         } else if summary.only_locks_held() {
-            format!("another session held their locks: once it is done, repeat: {repeat}")
+            format!("locks held elsewhere kept them waiting: once they are free, repeat: {repeat}")
         } else {
             format!("to finish, repeat: {repeat}")
         });
@@ -261,7 +261,7 @@ pub(super) fn after_cascade(
                 && outcome.not_started.is_empty()
             {
                 notes.push(format!(
-                    "another session held {}'s locks: once it is done, repeat: {repeat}",
+                    "locks held elsewhere kept {} waiting: once they are free, repeat: {repeat}",
                     outcome.job
                 ));
                 repeated_upstream = true;
