@@ -187,7 +187,8 @@ async fn held_at(
     (table, statement): (&str, &str),
     start_idem: impl FnOnce() -> Spawned,
 ) -> (PgConnection, Spawned) {
-    let (mut holder, mut idem) = held_after_reads(url, admin, table, 0, || vec![start_idem()]).await;
+    let (mut holder, mut idem) =
+        held_after_reads(url, admin, table, 0, || vec![start_idem()]).await;
     let lock = format!("LOCK TABLE {table}");
     let waiting = "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
                    AND query NOT LIKE 'LOCK TABLE%'";
@@ -879,7 +880,6 @@ const FIRST_DAY_READ_DOWNSTREAM: [&str; 7] = [
     "2026-01-01",
     "--yes",
 ];
-
 
 /// The server stops answering while `idem run` of a job others read marks
 /// where its ledger stands before it starts (the attempts locked once the
