@@ -793,3 +793,120 @@ async fn postgres_a_long_load_at_the_limit_looks_for_its_session_on_the_pools_co
         "no load's session was looked for: {since}"
     );
 }
+
+/// A load of a role at its CONNECTION LIMIT (2: the load's and the run's
+/// own, all the pool's) waits past 2 s for its partition's lock, which
+/// another run holds: the watch for a server gone silent meanwhile asks on
+/// the pool's other connection rather than open one beside it every 5 s,
+/// which the server refuses (or which takes the one a load is about to
+/// open). The partition loads once the lock is let go. QA: every ask
+/// opened a connection, refused where the pool held both. PostgreSQL, on
+/// a cluster of the test's own, whose log says which connections the role
+/// opened and which it was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_load_waiting_for_its_lock_at_the_limit_asks_on_the_pools_connection() {
+    use common::throwaway::Throwaway;
+    let Some(cluster) = common::throwaway::Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let mut admin = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jobs = [
+        replace_job(
+            "held",
+            "fct",
+            "2026-01-10",
+            "select id, dt from src cross join (select pg_sleep(10) as p) pause \
+             where dt >= :start and dt < :end",
+        ),
+        replace_job("fct", "fct", "2026-01-10", SRC),
+    ]
+    .concat();
+    let config = |url: &str, name: &str| {
+        let path = dir.path().join(name);
+        let text = format!("[warehouse]\nurl = \"{url}\"\nconnect_timeout = \"3s\"\n\n{jobs}");
+        std::fs::write(&path, text).expect("config");
+        path
+    };
+    for ddl in [
+        "CREATE TABLE src (id BIGINT NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id BIGINT NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01')",
+    ] {
+        sqlx::Executor::execute(&mut admin, ddl).await.expect(ddl);
+    }
+    let superuser = config(&url, "admin.toml");
+    let made = idem::config::load(&superuser).expect("config");
+    let wh = idem::warehouse::Warehouse::connect(&made.warehouse, 1)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    wh.close().await;
+    let (name, mut setup, _, _) = role(Kind::Postgres, "postgres", 2);
+    // The cluster's own: its log names each connection's role.
+    setup.push("ALTER SYSTEM SET log_connections = on".into());
+    setup.push("SELECT pg_reload_conf()".into());
+    for ddl in setup {
+        sqlx::Executor::execute(&mut admin, AssertSqlSafe(ddl.clone()))
+            .await
+            .expect("the role");
+    }
+    let operator = config(&common::as_user(&url, &name), "lim.toml");
+    let first_day = ["--from", "2026-01-01", "--to", "2026-01-01", "--json", "-y"];
+
+    let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&superuser)
+        .args(["run", "held"])
+        .args(first_day)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn idem");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+        holder.stdout.take().expect("its events"),
+    ));
+    // The DELETE is logged once done, under the lock; the INSERT sleeps.
+    let holding =
+        lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE")));
+    assert!(holding, "the held load never took its lock");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&operator)
+        .args(["run", "fct", "--concurrency", "1"])
+        .args(first_day)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    let lock_waits = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted";
+    assert!(
+        common::poll_count(&mut admin, lock_waits, 300, |n| n >= 1).await,
+        "the role's load never waited for the partition's lock"
+    );
+    let waiting_from = (cluster.log().len(), std::time::Instant::now());
+    let out = run.wait_with_output().expect("idem");
+    let waited = waiting_from.1.elapsed();
+    let _ = holder.wait();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("\"partition_succeeded\""), "{said}");
+    assert!(!said.contains("limits connections"), "{said}");
+    // Long enough for the watch to have asked (first at 2 s).
+    assert!(waited.as_secs() >= 3, "the load waited only {waited:?}");
+    let since = &cluster.log()[waiting_from.0..];
+    assert!(
+        !since.contains("too many connections"),
+        "the server refused connections while the load waited: {since}"
+    );
+    // At most the pool's second, where it had closed it (to make room for
+    // the describe's), opened again and kept: not one an ask.
+    let opened = since
+        .matches(&format!("connection authorized: user={name}"))
+        .count();
+    assert!(
+        opened <= 1,
+        "the role opened {opened} connections while the load waited: {since}"
+    );
+}

@@ -142,25 +142,70 @@ async fn held_after_reads(
         "idem never read {table}"
     );
     for read in 1..=reads {
-        let mut next = PgConnection::connect(url).await.expect("connect");
-        let lock = lock.clone();
-        let queued = tokio::spawn(async move {
-            next.execute("BEGIN").await.expect("begin");
-            next.execute(sqlx::AssertSqlSafe(lock)).await.expect("lock");
-            next
-        });
-        assert!(
-            common::poll_count(admin, LOCK_WAITERS, 300, |w| w > n).await,
-            "no lock queued behind idem's read {read} of {table}"
-        );
-        holder.execute("COMMIT").await.expect("commit");
-        holder = queued.await.expect("the next lock");
-        assert!(
-            common::poll_count(admin, LOCK_WAITERS, 300, |w| w >= n).await,
-            "idem never read {table} after its read {read}"
-        );
+        holder = next_read_held(url, admin, (table, &lock), holder, (n, read)).await;
     }
     (holder, idem)
+}
+
+/// Lets idem's `n` commands waiting on `holder`'s `lock` of `table` go on
+/// with their read `read`, their next read of it held (by the session
+/// returned) as it comes.
+async fn next_read_held(
+    url: &str,
+    admin: &mut PgConnection,
+    (table, lock): (&str, &str),
+    mut holder: PgConnection,
+    (n, read): (i64, usize),
+) -> PgConnection {
+    let mut next = PgConnection::connect(url).await.expect("connect");
+    let lock = lock.to_string();
+    let queued = tokio::spawn(async move {
+        next.execute("BEGIN").await.expect("begin");
+        next.execute(sqlx::AssertSqlSafe(lock)).await.expect("lock");
+        next
+    });
+    assert!(
+        common::poll_count(admin, LOCK_WAITERS, 300, |w| w > n).await,
+        "no lock queued behind idem's read {read} of {table}"
+    );
+    holder.execute("COMMIT").await.expect("commit");
+    let holder = queued.await.expect("the next lock");
+    assert!(
+        common::poll_count(admin, LOCK_WAITERS, 300, |w| w >= n).await,
+        "idem never read {table} after its read {read}"
+    );
+    holder
+}
+
+/// [`held_after_reads`] of `start_idem`'s one command, its reads of
+/// `table` let through one by one until the one waiting is a statement
+/// that holds `statement` (a count of the reads before it would depend
+/// on how many of them go on a connection at once).
+async fn held_at(
+    url: &str,
+    admin: &mut PgConnection,
+    (table, statement): (&str, &str),
+    start_idem: impl FnOnce() -> Spawned,
+) -> (PgConnection, Spawned) {
+    let (mut holder, mut idem) =
+        held_after_reads(url, admin, table, 0, || vec![start_idem()]).await;
+    let lock = format!("LOCK TABLE {table}");
+    let waiting = "SELECT query FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                   AND query NOT LIKE 'LOCK TABLE%'";
+    for read in 1..=20 {
+        let waits: Vec<String> = sqlx::query(waiting)
+            .fetch_all(&mut *admin)
+            .await
+            .expect("the statement waiting")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if waits.iter().any(|w| w.contains(statement)) {
+            return (holder, idem.remove(0));
+        }
+        holder = next_read_held(url, admin, (table, &lock), holder, (1, read)).await;
+    }
+    panic!("idem never read {table} with {statement}");
 }
 
 /// `start_idem`'s one command, caught on `table` after `reads` reads of it
@@ -550,7 +595,7 @@ async fn partitioned_and_loaded(
 /// `reads` reads waited on it), then the
 /// server stopped: it ends within 30 s, exit 1, saying the warehouse is not
 /// answering and that nothing was run; the ledger holds the first run's
-/// two attempts, none since.
+/// two attempts of `fct`, none since.
 async fn caught_says_nothing_was_run(
     cluster: &Cluster,
     admin: &mut PgConnection,
@@ -563,13 +608,24 @@ async fn caught_says_nothing_was_run(
     let (mut holder, mut caught) =
         held_after_reads(&cluster.url(), admin, table, reads, idem).await;
     cluster.freeze();
-    let (code, stderr) = caught[0].ended_within(Duration::from_secs(30), what).await;
+    let ended = caught[0].ended_within(Duration::from_secs(30), what).await;
     cluster.thaw();
     holder.execute("COMMIT").await.expect("commit");
+    said_nothing_was_run(admin, ended, what).await;
+}
+
+/// A command that `ended` (its exit code, its stderr) exit 1, saying the
+/// warehouse is not answering and that nothing was run; the ledger holds
+/// the first run's two attempts of `fct`, none since.
+async fn said_nothing_was_run(
+    admin: &mut PgConnection,
+    (code, stderr): (Option<i32>, String),
+    what: &str,
+) {
     assert_eq!(code, Some(1), "{what}: {stderr}");
     assert!(stderr.contains("is not answering"), "{what}: {stderr}");
     assert!(stderr.contains("nothing was run"), "{what}: {stderr}");
-    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
+    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts WHERE job = 'fct'")
         .fetch_one(&mut *admin)
         .await
         .expect("ledger")
@@ -787,4 +843,128 @@ async fn postgres_a_failure_not_recorded_when_the_server_stops_answering() {
         .get(0);
     assert_eq!(attempts, 2, "the first run's attempts, none since");
     wh.close().await;
+}
+
+/// [`two_days_loaded`], with a job `rdr` that reads what `fct` loads
+/// (its target `rdr`, both days loaded): a run of `fct` marks the ledger
+/// before it starts and reads what it changed after it, for the partitions
+/// it leaves stale downstream.
+async fn two_days_read_downstream(
+    url: &str,
+) -> (PgConnection, tempfile::TempDir, std::path::PathBuf) {
+    let (mut admin, dir, config) = two_days(url).await;
+    admin
+        .execute("CREATE TABLE rdr (id INTEGER NOT NULL, dt DATE NOT NULL)")
+        .await
+        .expect("the reader's target");
+    let reader = common::replace_job(
+        "rdr",
+        "rdr",
+        "2026-01-02",
+        "select id, dt from fct where dt >= :start and dt < :end",
+    );
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, format!("{text}\n{reader}")).expect("config");
+    common::stdout_ok(&common::idem(&config, &["run", "fct"]));
+    common::stdout_ok(&common::idem(&config, &["run", "rdr"]));
+    (admin, dir, config)
+}
+
+/// A run of the first day of `fct`, whose job `rdr` reads.
+const FIRST_DAY_READ_DOWNSTREAM: [&str; 7] = [
+    "run",
+    "fct",
+    "--from",
+    "2026-01-01",
+    "--to",
+    "2026-01-01",
+    "--yes",
+];
+
+/// The server stops answering while `idem run` of a job others read marks
+/// where its ledger stands before it starts (the attempts locked once the
+/// reads of them before it went through: connecting's, the checks before a
+/// run, the states'): it ends within seconds, exit 1, saying the
+/// warehouse is not answering and that nothing was run. QA: it waited for
+/// good, the mark being watched by nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_ends_when_the_server_stops_answering_as_it_marks_the_ledger() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let (mut admin, _dir, config) = two_days_read_downstream(&cluster.url()).await;
+    let (mut holder, mut run) = held_at(
+        &cluster.url(),
+        &mut admin,
+        ("idem.attempts", "SELECT COALESCE(MAX(id), 0), COUNT(*)"),
+        || Spawned::idem(&config, &FIRST_DAY_READ_DOWNSTREAM),
+    )
+    .await;
+    cluster.freeze();
+    let what = "idem run marking the ledger";
+    let ended = run.ended_within(Duration::from_secs(30), what).await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    said_nothing_was_run(&mut admin, ended, what).await;
+}
+
+/// The server stops answering once `idem run` of a job others read has
+/// loaded, while it reads what the run changed for the partitions it left
+/// stale downstream (the attempts locked after the run's own reads and its
+/// load's write of them went through): the run ends within seconds, exit 0 (its
+/// partition loaded), saying which partitions it made stale could not be
+/// read for a warehouse not answering. QA: it waited for good after its
+/// outcome, the read being watched by nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_run_ends_when_the_server_stops_answering_as_it_reads_what_it_made_stale() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, _dir, config) = two_days_read_downstream(&url).await;
+    let (mut holder, mut run) = held_at(
+        &url,
+        &mut admin,
+        ("idem.attempts", "SELECT run_id, job, partition_key"),
+        || Spawned::idem(&config, &FIRST_DAY_READ_DOWNSTREAM),
+    )
+    .await;
+    cluster.freeze();
+    let what = "idem run reading what it made stale";
+    let (code, stderr) = run.ended_within(Duration::from_secs(30), what).await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    assert_eq!(code, Some(0), "{what}: {stderr}");
+    assert!(stderr.contains("2026-01-01 ■ loaded"), "{what}: {stderr}");
+    assert!(
+        stderr.contains("which partitions downstream this run made stale could not be read"),
+        "{what}: {stderr}"
+    );
+    assert!(stderr.contains("is not answering"), "{what}: {stderr}");
+}
+
+/// The server stops answering while `idem init` reads the range of dates
+/// of a table's date column (`src` locked): it ends, exit 1, saying the
+/// warehouse is not answering, and writes no config; within a minute, its
+/// URL alone setting no connect_timeout (10 s each try, 10 s to close). QA:
+/// it waited for good, its survey of the tables being watched by nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_init_ends_when_the_server_stops_answering_mid_survey() {
+    let Some(cluster) = Cluster::new() else {
+        return;
+    };
+    let url = cluster.url();
+    let (mut admin, dir, _) = two_days(&url).await;
+    let written = dir.path().join("init.toml");
+    let (mut holder, mut init) = held_after_reads(&url, &mut admin, "src", 0, || {
+        vec![Spawned::idem(&written, &["init", &url])]
+    })
+    .await;
+    cluster.freeze();
+    init[0]
+        .says_not_answering(Duration::from_secs(60), "idem init reading a table's dates")
+        .await;
+    cluster.thaw();
+    holder.execute("COMMIT").await.expect("commit");
+    assert!(!written.exists(), "a config was written");
 }

@@ -358,7 +358,7 @@ async fn ledger_states(
 /// After a run without `--cascade`: the downstream partitions that read
 /// what it changed (stale, upstream), per job in dependency order, each with
 /// the command that loads them again. Read from the ledger; nothing is
-/// said where that read fails.
+/// said where that read fails, but for a warehouse that stopped answering.
 pub(super) async fn stale_downstream(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -374,16 +374,25 @@ pub(super) async fn stale_downstream(
     // Of the partitions loaded, those whose content this run changed: an
     // unchanged re-run makes nothing stale, whatever was stale before it.
     // Read from where the ledger stood before the run, where that is known.
-    let attempts = match mark {
-        Some(mark) => {
-            warehouse
-                .attempts_after(&loaded.job.name, mark.last_id)
-                .await
+    let attempts = async {
+        match mark {
+            Some(mark) => {
+                warehouse
+                    .attempts_after(&loaded.job.name, mark.last_id)
+                    .await
+            }
+            None => warehouse.attempts(&loaded.job.name, None).await,
         }
-        None => warehouse.attempts(&loaded.job.name, None).await,
     };
-    let Ok(attempts) = attempts else {
-        return Vec::new();
+    let attempts = match warehouse.answering(attempts).await {
+        Ok(attempts) => attempts,
+        Err(e @ crate::warehouse::WarehouseError::NotAnswering { .. }) => {
+            return vec![format!(
+                "which partitions downstream this run made stale could not be read: {e}; `idem{} status` says once it answers",
+                config_flag(config_path)
+            )];
+        }
+        Err(_) => return Vec::new(),
     };
     // Its merges' rows moved in or out of other windows changed those too.
     use crate::warehouse::ledger::AttemptStatus;

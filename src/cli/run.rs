@@ -314,7 +314,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let mark = if lineage.downstream(&job.name).is_empty() {
         None
     } else {
-        warehouse.ledger_mark(&job.name).await.ok()
+        match warehouse.answering(warehouse.ledger_mark(&job.name)).await {
+            Err(e @ WarehouseError::NotAnswering { .. }) => return Err(not_run(e)),
+            read => read.ok(),
+        }
     };
     let cancel = on_signal.begin();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -330,16 +333,22 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     loaded
         .partitions
         .retain(|p| !summary.unfinished.contains(p));
-    let stale_downstream = stale_downstream(
-        &warehouse,
-        &config,
-        &lineage,
-        &loaded,
-        (&summary.run_id, mark),
-        now,
-        config_path,
-    )
-    .await;
+    // A run stopped by a warehouse that stopped answering has said so:
+    // what it made stale downstream is for `idem status` once it answers.
+    let stale_downstream = if summary.unreachable.is_some() {
+        Vec::new()
+    } else {
+        stale_downstream(
+            &warehouse,
+            &config,
+            &lineage,
+            &loaded,
+            (&summary.run_id, mark),
+            now,
+            config_path,
+        )
+        .await
+    };
     warehouse.close().await;
     let as_run = advice::AsRun {
         config: config_path,

@@ -7,13 +7,17 @@
 //! verification's runs, which never commit) and a load not yet holding its
 //! lock are watched here: once one has waited a
 //! moment, new connections are tried beside it, and two in a row that get
-//! no answer end it, saying the warehouse is not answering.
+//! no answer end it, saying the warehouse is not answering. Where the pool
+//! may hold every connection the warehouse grants the role, one of its idle
+//! connections is asked first: a new one would be refused, or take the one
+//! a load was about to open.
 //! A slow read on a server that answers is left alone, however long.
 //! Connecting is watched so too, from its first session's setup on.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use sqlx::AnyPool;
 use sqlx::any::AnyConnectOptions;
 
 use super::error::sql_message;
@@ -55,6 +59,11 @@ impl Warehouse {
             engine: self.dialect().engine(),
             options,
             config: &self.config,
+            at_the_limit: self
+                .grant
+                .as_ref()
+                .filter(|_| self.pool_holds_the_grant())
+                .map(|grant| (&self.pool, grant.connections)),
         }
     }
 }
@@ -65,6 +74,9 @@ pub(super) struct Beside<'a> {
     pub engine: Engine,
     pub options: &'a AnyConnectOptions,
     pub config: &'a WarehouseConfig,
+    /// The pool, where it may hold every connection the warehouse grants
+    /// the role, and how many that is.
+    pub at_the_limit: Option<(&'a AnyPool, u32)>,
 }
 
 impl Beside<'_> {
@@ -108,7 +120,7 @@ impl Beside<'_> {
                 tokio::time::sleep(FIRST_ASK - began.elapsed()).await;
                 continue;
             }
-            match reach(self.options, self.config).await {
+            match self.answers().await {
                 Ok(()) => {
                     unanswered = 0;
                     tokio::time::sleep(ASK_AGAIN).await;
@@ -132,6 +144,39 @@ impl Beside<'_> {
                 }
             }
         }
+    }
+}
+
+impl Beside<'_> {
+    /// Whether the warehouse answers now: where the pool may hold every
+    /// connection it grants the role, one of the pool's that answers a ping
+    /// within the connect timeout says so: an idle one (none is taken from
+    /// a load waiting for one), or, where it holds fewer than granted, one
+    /// it opens and keeps for its loads. Else, or where none answers, a new
+    /// connection ([`reach`]): at the limit, refused then only where the
+    /// pool's are all busy, taking no slot a load could have.
+    async fn answers(&self) -> Result<(), WarehouseError> {
+        use sqlx::Connection;
+        if let Some((pool, granted)) = self.at_the_limit {
+            let pooled = match pool.try_acquire() {
+                Some(idle) => Some(idle),
+                None if pool.size() < granted => {
+                    tokio::time::timeout(self.config.connect_timeout, pool.acquire())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                }
+                None => None,
+            };
+            if let Some(mut pooled) = pooled {
+                match tokio::time::timeout(self.config.connect_timeout, pooled.ping()).await {
+                    Ok(Ok(())) => return Ok(()),
+                    // Its state unknown: not given back.
+                    _ => pooled.close_on_drop(),
+                }
+            }
+        }
+        reach(self.options, self.config).await
     }
 }
 

@@ -115,6 +115,7 @@ impl Warehouse {
             engine: dialect.engine(),
             options: &options,
             config,
+            at_the_limit: None,
         };
         let open = Self::open(config, dialect, &url, max_connections, ledger_use);
         beside.answering(open).await

@@ -175,8 +175,11 @@ impl Proofs<'_> {
             }
             let partition = *self.to_start.next()?;
             let (warehouse, job) = (self.warehouse, self.job);
-            let runs_1_2 = warehouse.rows_after_runs(job, &partition, 2, self.cancel);
-            match warehouse.answering(runs_1_2).await {
+            // Watched as a read throughout (`rows_after_runs`).
+            match warehouse
+                .rows_after_runs(job, &partition, 2, self.cancel)
+                .await
+            {
                 Ok(runs) => self.waiting.push_back(Waiting {
                     partition,
                     runs,
@@ -209,14 +212,10 @@ impl Proofs<'_> {
         }
         let run_3_after = Instant::now() - w.ended;
         let cancel = self.cancel;
-        let (run_3, columns) = warehouse
-            .answering(async {
-                let run_3 = warehouse
-                    .rows_after_runs(job, &w.partition, 1, cancel)
-                    .await?;
-                Ok((run_3, warehouse.columns(&job.target).await?))
-            })
+        let run_3 = warehouse
+            .rows_after_runs(job, &w.partition, 1, cancel)
             .await?;
+        let columns = warehouse.answering(warehouse.columns(&job.target)).await?;
         let mut runs = w.runs;
         runs.extend(run_3);
         let rows = runs.iter().map(Vec::len).collect();

@@ -125,7 +125,7 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     .map_err(|e| Stop::usage(format!("{}: {}", redact(url), e.message)))?;
     let read = async {
         let warehouse = super::connect_to_read(&parsed, 2).await?;
-        let survey = candidates::survey(&warehouse).await;
+        let survey = warehouse.answering(candidates::survey(&warehouse)).await;
         let dialect = warehouse.dialect();
         warehouse.close().await;
         let survey =

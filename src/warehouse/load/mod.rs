@@ -27,7 +27,7 @@ mod shape;
 mod window;
 
 pub use session::{SessionAsk, SessionHolder};
-use session::{Stage, StageCell};
+use session::{Stage, StageCell, WatchedAsARead};
 
 use merge::merge;
 use replace::replace;
@@ -117,7 +117,10 @@ impl Warehouse {
     ) -> Result<Loaded, WarehouseError> {
         let stage = StageCell::default();
         let load = self.locked(job, partition, Work::Load(meta), log, &stage);
-        match self.supervised(load, &stage, cancel, log).await? {
+        match self
+            .supervised(load, (&stage, WatchedAsARead::UntilItHolds), cancel, log)
+            .await?
+        {
             Done::Loaded(loaded) => Ok(loaded),
             Done::Verified(_) => Err(WarehouseError::Job(
                 "internal: load returned a verification".into(),
@@ -140,7 +143,15 @@ impl Warehouse {
         // watches beside it, the proofs around it) than the compiler lays
         // out by default.
         let verify = Box::pin(self.locked(job, partition, Work::Verify { runs }, &|_| {}, &stage));
-        match self.supervised(verify, &stage, cancel, &|_| {}).await? {
+        match self
+            .supervised(
+                verify,
+                (&stage, WatchedAsARead::Throughout),
+                cancel,
+                &|_| {},
+            )
+            .await?
+        {
             Done::Verified(rows) => Ok(rows),
             Done::Loaded(_) => Err(WarehouseError::Job(
                 "internal: verification committed".into(),

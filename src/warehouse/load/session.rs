@@ -129,6 +129,17 @@ impl StageCell {
     }
 }
 
+/// While when a load is watched as a read is (`Warehouse::answering`): a
+/// warehouse found not answering then ends it, dropped.
+#[derive(Clone, Copy)]
+pub(super) enum WatchedAsARead {
+    /// Until it holds its lock (then its session is looked for): dropped
+    /// later, a load's COMMIT may be on its way.
+    UntilItHolds,
+    /// From start to end: a proof, which never commits.
+    Throughout,
+}
+
 /// What a look for a load's session found.
 enum Seen {
     /// There, or the server answered something else than "gone" (busy,
@@ -142,21 +153,26 @@ enum Seen {
 impl Warehouse {
     /// Runs `load` to its end, or until `cancel` fires (then stops it as its
     /// stage allows: `Err(Cancelled)` means it did not commit), or until its
-    /// session is found gone from the server or the server unreachable.
+    /// session is found gone from the server or the server unreachable, or
+    /// the warehouse not answering while it is `watched` as a read.
     pub(super) async fn supervised<T>(
         &self,
         load: impl Future<Output = Result<T, WarehouseError>>,
-        stage: &StageCell,
+        (stage, watched): (&StageCell, WatchedAsARead),
         cancel: &CancellationToken,
         log: &(dyn Fn(LoadStep) + Send + Sync),
     ) -> Result<T, WarehouseError> {
         tokio::pin!(load);
-        let starting = || matches!(stage.get(), Stage::Starting);
+        let as_a_read = || match watched {
+            WatchedAsARead::UntilItHolds => matches!(stage.get(), Stage::Starting),
+            WatchedAsARead::Throughout => true,
+        };
         let lost = tokio::select! {
             done = &mut load => return done,
-            // Nothing on the server is the load's own yet: dropped, it
-            // ends, and nothing was written.
-            silent = self.silent_while(starting) => return Err(silent),
+            // Nothing on the server is the load's own yet, or nothing it
+            // does is ever committed: dropped, it ends, and nothing was
+            // written.
+            silent = self.silent_while(as_a_read) => return Err(silent),
             lost = self.watch(stage) => lost,
             never = self.ask_blockers(stage) => match never {},
             () = cancel.cancelled() => return self.cancelled(load, stage, log).await,
