@@ -3715,10 +3715,8 @@ fn escape_sequences_from_outside_show_visibly_in_every_pane() {
     ] {
         a.update(Msg::Engine { run, event });
     }
-    let sql = a.config().jobs[0].sql.clone();
     a.update(Msg::Linted {
-        job: "fct_orders".into(),
-        sql,
+        job: Box::new(a.config().jobs[0].clone()),
         notes: vec![LintNote {
             error: true,
             message: format!("line 1: {error}"),

@@ -975,7 +975,7 @@ fn reconcile_select_out_of_date_rerun_and_reconcile_again() {
                 &job,
                 parts[0],
                 *parts.last().unwrap(),
-                idem::lint::bounds_only_filter(&job),
+                idem::lint::bounds_only_filter(&job, wh.syntax()),
             )
             .await
             .unwrap();

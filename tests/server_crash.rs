@@ -874,6 +874,37 @@ async fn mysql_a_server_with_ansi_quotes_has_its_jobs_read_as_it_reads_them() {
     assert!(text.contains(watermark), "{text}");
     let (_, text) = m.idem(&["lint", "--offline"]);
     assert!(!text.contains(watermark), "{text}");
+
+    // report's `"dt"` bounds are filters on its partition column as the
+    // server reads them: `status --reconcile` counts its source in one
+    // statement grouped by day (QA: read by MariaDB's default, to which
+    // they were strings, it was counted window by window), as the server's
+    // own log of the statements shows.
+    for setting in [
+        "SET GLOBAL log_output = 'TABLE'",
+        "SET GLOBAL general_log = 1",
+    ] {
+        m.admin.execute(setting).await.expect(setting);
+    }
+    let (code, text) = m.idem(&["status", "report", "--reconcile"]);
+    assert_eq!(code, Some(0), "{text}");
+    let counts: Vec<String> = sqlx::query(
+        "SELECT CAST(argument AS CHAR) FROM mysql.general_log \
+         WHERE argument LIKE '%COUNT(*)%' AND argument LIKE '%today''s rows%'",
+    )
+    .fetch_all(&mut m.admin)
+    .await
+    .expect("the general log")
+    .iter()
+    .map(|r| r.get(0))
+    .collect();
+    assert!(
+        !counts.is_empty()
+            && counts
+                .iter()
+                .all(|s| s.contains("GROUP BY") && !s.contains("UNION ALL")),
+        "{counts:#?}"
+    );
 }
 
 /// A MariaDB that folds table names (`lower_case_table_names = 1`, the

@@ -48,11 +48,17 @@ async fn setup(db: &TestDb, session_zone: &str, statements: &[String]) {
 /// An hourly job over the UTC days 2026-11-01 and 2026-11-02 (New York's
 /// clocks fall back from 06:00 UTC on the first: its 01:00 comes twice) and
 /// a daily one over the same days, on a source with one event every 10
-/// minutes from 2026-10-31 22:00 to 2026-11-03 02:00 UTC, written by a
-/// session in another time zone: PostgreSQL's database set to New York
-/// with `timestamptz` columns, MariaDB's session at +05:30 with `TIMESTAMP`
-/// ones. Loaded and read by idem processes in three other zones, every hour
-/// holds its 6 events and every day its 144, none lost or counted twice.
+/// minutes from 2026-10-31 22:00 to 2026-11-03 02:00 UTC, written by an
+/// operator's session in another time zone: PostgreSQL's in New York with
+/// `timestamptz` columns, MariaDB's at +05:30 with `TIMESTAMP` ones. idem
+/// is given the operator's URL, which asks for that zone too (PostgreSQL's
+/// `options=-c timezone=…`, MariaDB's `timezone=…`), and its sessions stay
+/// in UTC: loaded and read by idem processes in three other zones, every
+/// hour holds its 6 events and every day its 144, none lost or counted
+/// twice, where the daily job's SQL in the operator's session counts other
+/// days. (The test once set the zone by `ALTER DATABASE … SET timezone`,
+/// which no session of sqlx's takes: it starts every PostgreSQL session in
+/// UTC, so nothing here ran in New York.)
 async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
     let _clock = CLOCK.lock().await;
     let Some(db) = TestDb::new(kind).await else {
@@ -63,17 +69,6 @@ async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
         Kind::Postgres => ("TIMESTAMPTZ", "America/New_York"),
         Kind::MySql => ("TIMESTAMP(3)", "+05:30"),
     };
-    if kind == Kind::Postgres {
-        let database = db.url.rsplit('/').next().expect("database name");
-        setup(
-            &db,
-            "UTC",
-            &[format!(
-                "ALTER DATABASE {database} SET timezone = 'America/New_York'"
-            )],
-        )
-        .await;
-    }
     // Instants written with their UTC offset where the type keeps one; as
     // the session's wall time where it does not (MariaDB's TIMESTAMP reads
     // a literal in the session's zone): the same instants either way.
@@ -110,14 +105,18 @@ async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
         Kind::Sqlite => "date(at)",
         _ => "CAST(at AS DATE)",
     };
-    let (config, _) = db.config(&format!(
-        "[[jobs]]\nname = \"hourly\"\ntarget = \"by_hour\"\nstrategy = \"replace_partition\"\n\
+    let (config, _) = operators_url_config(
+        &db,
+        session_zone,
+        &format!(
+            "[[jobs]]\nname = \"hourly\"\ntarget = \"by_hour\"\nstrategy = \"replace_partition\"\n\
          partition_column = \"at\"\ngrain = \"hour\"\nstart = \"2026-11-01T00\"\nend = \"2026-11-02T23\"\n\
          sql = \"select id, at from src where at >= :start and at < :end\"\n\n\
          [[jobs]]\nname = \"daily\"\ntarget = \"by_day\"\nstrategy = \"replace_partition\"\n\
          partition_column = \"dt\"\ngrain = \"day\"\nstart = \"2026-11-01\"\nend = \"2026-11-02\"\n\
          sql = \"select {day_of} as dt, count(*) as n from src where at >= :start and at < :end group by {day_of}\"\n"
-    ));
+        ),
+    );
     let idem_in = |zone: &str, args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
             .env("TZ", zone)
@@ -227,6 +226,65 @@ async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
             .map(|r| sqlx::Row::get(r, 0))
             .collect();
     assert_eq!(per_day, vec![144, 144]);
+    // The same SQL in the operator's session counts the days in its zone:
+    // a session of idem's in that zone would have loaded these.
+    if kind != Kind::Sqlite {
+        let zone = match kind {
+            Kind::Postgres => format!("SET TIME ZONE '{session_zone}'"),
+            _ => format!("SET time_zone = '{session_zone}'"),
+        };
+        c.execute(AssertSqlSafe(zone))
+            .await
+            .expect("session time zone");
+        let operators: Vec<i64> = sqlx::query(AssertSqlSafe(format!(
+            "SELECT CAST(COUNT(*) AS {}) FROM src WHERE {day_of} IN ('2026-11-01', '2026-11-02') \
+             GROUP BY {day_of} ORDER BY 1",
+            if kind == Kind::MySql {
+                "SIGNED"
+            } else {
+                "BIGINT"
+            }
+        )))
+        .fetch_all(&mut c)
+        .await
+        .expect("the operator's days")
+        .iter()
+        .map(|r| sqlx::Row::get(r, 0))
+        .collect();
+        assert_ne!(
+            operators, per_day,
+            "the operator's session reads other days"
+        );
+    }
+}
+
+/// A config on the test's database whose URL asks for `zone` as the
+/// operator's own does: MariaDB's `timezone`, PostgreSQL's `options=-c
+/// timezone=…` (none on SQLite).
+fn operators_url_config(
+    db: &TestDb,
+    zone: &str,
+    jobs_toml: &str,
+) -> (std::path::PathBuf, idem::config::Config) {
+    let (path, config) = db.config(jobs_toml);
+    let asked = match db.kind {
+        Kind::Sqlite => return (path, config),
+        Kind::Postgres => format!("options=-c%20timezone%3D{}", zone.replace('/', "%2F")),
+        Kind::MySql => format!("timezone={}", zone.replace('+', "%2B")),
+    };
+    let separator = if db.url.contains('?') { '&' } else { '?' };
+    let text = std::fs::read_to_string(&path).expect("config").replace(
+        &format!("url = \"{}\"", db.url),
+        &format!("url = \"{}{separator}{asked}\"", db.url),
+    );
+    std::fs::write(&path, &text).expect("config");
+    let config = idem::config::parse(&path, &text, &|_| None).expect("config");
+    assert!(
+        config.warehouse.url.ends_with(&asked),
+        "{}",
+        config.warehouse.url
+    );
+    (path, config)
 }
 
 fn at(y: i32, m: u32, d: u32, h: u32) -> chrono::NaiveDateTime {
@@ -478,4 +536,42 @@ async fn what_is_asked_is_checked_by_the_warehouse_clock_not_the_hosts() {
     };
     assert_eq!(rows, 4 * 6, "the four hours ended on the warehouse's clock");
     idem::clock::set_warehouse_ahead(Duration::zero());
+}
+
+/// A warehouse URL asking its sessions for another time zone than UTC is
+/// told, by `idem lint`, that idem's sessions do not take it, and how a job
+/// means a local day (QA: the URL's zone was overridden without a word,
+/// and a job's `CAST(ts AS DATE)` read other days than in the operator's
+/// own client). A URL asking none, or UTC, is told nothing.
+#[test]
+fn lint_says_that_idems_sessions_do_not_take_the_urls_time_zone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("idem.toml");
+    let job = common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+    );
+    for (url, told) in [
+        (
+            "mysql://idem@127.0.0.1:9/w?timezone=%2B05:30",
+            Some("CONVERT_TZ(ts, '+00:00', '+05:30')"),
+        ),
+        (
+            "postgres://idem@127.0.0.1:9/w?options=-c%20timezone%3DAmerica%2FNew_York",
+            Some("AT TIME ZONE 'America/New_York'"),
+        ),
+        ("mysql://idem@127.0.0.1:9/w?timezone=%2B00:00", None),
+        ("postgres://idem@127.0.0.1:9/w", None),
+    ] {
+        std::fs::write(&path, format!("[warehouse]\nurl = \"{url}\"\n\n{job}")).expect("config");
+        let out = common::idem(&path, &["lint", "--offline"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = stderr.contains("idem's sessions run in UTC whatever it asks");
+        assert_eq!(said, told.is_some(), "{url}:\n{stderr}");
+        if let Some(told) = told {
+            assert!(stderr.contains(told), "{url}:\n{stderr}");
+        }
+    }
 }

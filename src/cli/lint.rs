@@ -41,6 +41,9 @@ async fn lint_inner(
 ) -> Result<Exit, Stop> {
     let config = load_config(config_path)?;
     super::note_no_jobs(&config);
+    if let Some(note) = crate::warehouse::session_zone_note(&config.warehouse.url) {
+        noteln!("idem: {note}");
+    }
     let jobs: Vec<&Job> = match job {
         Some(name) => vec![find_job(&config, name)?],
         None => config.jobs.iter().collect(),

@@ -470,7 +470,7 @@ async fn preview_sources(
             &backfill.job,
             first,
             last,
-            crate::lint::bounds_only_filter(&backfill.job),
+            crate::lint::bounds_only_filter(&backfill.job, warehouse.syntax()),
         )
         .await
         .map_err(|e| match e {

@@ -452,7 +452,12 @@ async fn reconcile(
         return Ok(None);
     };
     let counts = warehouse
-        .source_counts(job, first, last, crate::lint::bounds_only_filter(job))
+        .source_counts(
+            job,
+            first,
+            last,
+            crate::lint::bounds_only_filter(job, warehouse.syntax()),
+        )
         .await?;
     crate::state::reconcile(statuses, &counts.partitions, first, last);
     Ok(counts.null_partition)

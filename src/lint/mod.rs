@@ -114,12 +114,15 @@ pub fn tables_read_as_written(
 /// per partition, outer joins to the windowed rows, subquery expressions).
 /// Anything else (a daily snapshot writing `:start` as its partition, a
 /// latest-row-per-key dedup, a watermark filter on `loaded_at`) is
-/// counted window by window.
-pub fn bounds_only_filter(job: &Job) -> bool {
+/// counted window by window. The SQL is read as `syntax` reads it: the
+/// connected server's (a MariaDB/MySQL server with `ANSI_QUOTES` reads
+/// `"dt" >= :start` as a filter on the column, where its default reads a
+/// string).
+pub fn bounds_only_filter(job: &Job, syntax: Syntax) -> bool {
     let Some(pcol) = &job.partition_column else {
         return false;
     };
-    let reading = sql::read(&job.sql, job.engine);
+    let reading = sql::read(&job.sql, syntax);
     let lineage = reading.lineage(pcol.as_str());
     reading.parsed
         && reading

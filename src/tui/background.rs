@@ -462,8 +462,7 @@ pub async fn lint_jobs(warehouse: &Warehouse, jobs: &[Job], send: impl Fn(Msg)) 
             .await
             .unwrap_or_else(|(found, _)| found);
         send(Msg::Linted {
-            job: job.name.clone(),
-            sql: job.sql.clone(),
+            job: Box::new(job.clone()),
             notes: super::job::notes_of(findings),
         });
     }
@@ -597,7 +596,7 @@ pub async fn reconcile(
             .source_counts_until(
                 &req.job,
                 (req.first, req.last),
-                crate::lint::bounds_only_filter(&req.job),
+                crate::lint::bounds_only_filter(&req.job, warehouse.syntax()),
                 cancel,
             )
             .await

@@ -236,10 +236,11 @@ impl JobView {
         &self.lint
     }
 
-    /// The job's lint as the warehouse answered it for the definition whose
-    /// SQL is `sql`; an answer for a definition reloaded since is dropped.
-    pub fn linted(&mut self, sql: &str, notes: Vec<LintNote>) -> bool {
-        if self.job.sql != sql {
+    /// The job's lint as the warehouse answered it for the job as
+    /// `linted`; an answer for a job reloaded since is dropped, its lines
+    /// moved too (its findings name lines).
+    pub fn linted(&mut self, linted: &Job, notes: Vec<LintNote>) -> bool {
+        if format!("{:?}", self.job) != format!("{linted:?}") {
             return false;
         }
         self.lint = notes;

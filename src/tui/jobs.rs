@@ -37,6 +37,10 @@ pub struct Reloaded {
     pub changed: Vec<String>,
     pub added: Vec<String>,
     pub removed: Vec<String>,
+    /// Jobs written anew in the file with the same definition and windows
+    /// (moved by a line added above them, their retries or guards edited):
+    /// their states hold, their lint is read again at their new lines.
+    pub rewritten: Vec<String>,
 }
 
 /// What a key did to the filter being typed.
@@ -64,8 +68,8 @@ impl JobsPane {
     /// selection); one that changed starts again from its definition,
     /// keeping the partition under its cursor and what this console has in
     /// flight for it. The job on screen stays on screen while it exists.
-    /// A job added or changed is linted by what its SQL alone shows, read
-    /// as the warehouse reads it (`read_as`: the engine's default until
+    /// A job added, changed or rewritten is linted by what its SQL alone
+    /// shows, read as the warehouse reads it (`read_as`: the engine's default until
     /// connected, then the server's), until the warehouse's lint answers.
     pub fn reload(
         &mut self,
@@ -95,8 +99,11 @@ impl JobsPane {
             let same_windows = view.job.definition_hash() == job.definition_hash()
                 && job.partitions(now) == view.partitions;
             if same_windows {
-                // Lines, retries, guards: the states read still hold.
+                // Lines, retries, guards: the states read still hold; the
+                // findings are said at the lines they are on now.
                 view.job = job.clone();
+                view.read_lint_as(read_as.0, read_as.1);
+                reloaded.rewritten.push(job.name.clone());
                 self.jobs.push(view);
                 continue;
             }

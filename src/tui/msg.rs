@@ -157,10 +157,9 @@ pub enum Msg {
         read: Result<crate::config::Config, String>,
     },
     /// A job's lint on the connected warehouse, as `idem lint` says it, for
-    /// the definition whose SQL is `sql` (a reload since makes it stale).
+    /// the job as read then (a reload since makes it stale).
     Linted {
-        job: String,
-        sql: String,
+        job: Box<crate::config::Job>,
         notes: Vec<crate::tui::job::LintNote>,
     },
 }

@@ -31,6 +31,7 @@ mod postgres;
 mod reconcile;
 mod references;
 mod rows;
+mod session_zone;
 pub(crate) use rows::{text_column, text_columns};
 pub mod sql;
 mod sqlite;
@@ -67,6 +68,7 @@ pub(crate) use partition_lock::lock_key_i64;
 pub use partition_lock::{PartitionLock, Tier};
 pub use reconcile::SourceCounts;
 pub use references::{DELETING_REFERENCE_ADVICE, Reference};
+pub use session_zone::session_zone_note;
 pub use sqlite::DATE_GLOB;
 pub use verify::{CLOCK_TICK, Difference, Proofs, Verification};
 

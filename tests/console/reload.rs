@@ -488,3 +488,69 @@ fn a_step_the_cascade_adds_after_a_reload_loads_by_the_definition_it_started_wit
     let view = a.jobs.by_name(&added).expect("the added job");
     assert_eq!(view.state_at(i), Some(LoadState::Stale), "{partition}");
 }
+
+/// A job's findings name their lines in idem.toml. Lines added above it (a
+/// comment, a longer description) move them while what it writes stays as
+/// it was: the console says them at their new lines, by its own reading
+/// at once and by the warehouse's lint, which it asks again; the
+/// warehouse's answer for the job at its old lines is dropped (QA: the
+/// console kept the old line numbers, as the definition had not changed).
+#[test]
+fn a_job_moved_down_the_file_has_its_findings_at_their_new_lines() {
+    let mut a = app(140, 40);
+    let limited = config_edited(|c| {
+        let job = c.jobs.iter_mut().find(|j| j.name == "fct_orders");
+        let job = job.expect("demo job");
+        job.sql = format!("{} limit 1000", job.sql.trim_end());
+    });
+    config_read(&mut a, Ok(limited.clone()));
+    let findings = |a: &App| -> Vec<String> {
+        let job = a.jobs.by_name("fct_orders").expect("demo job");
+        job.lint().iter().map(|l| l.message.clone()).collect()
+    };
+    let before = findings(&a);
+    assert!(!before.is_empty(), "LIMIT without ORDER BY is a finding");
+    let mut moved = limited.clone();
+    for job in &mut moved.jobs {
+        job.sql_line += 2;
+        job.lines.target += 2;
+        job.lines.partition_column += 2;
+        job.lines.unique_key += 2;
+    }
+    let effects = config_read(&mut a, Ok(moved.clone()));
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::Lint)),
+        "the warehouse's lint is asked again: {effects:?}"
+    );
+    let two_lines_down: Vec<String> = before
+        .iter()
+        .map(|m| {
+            let (line, rest) = m
+                .strip_prefix("line ")
+                .and_then(|m| m.split_once(": "))
+                .unwrap_or_else(|| panic!("a finding at a line: {m}"));
+            let line: usize = line.parse().expect("a line number");
+            format!("line {}: {rest}", line + 2)
+        })
+        .collect();
+    assert_eq!(findings(&a), two_lines_down);
+    // The warehouse's lint of the job as it was, answering late.
+    let job_of = |c: &Config| {
+        let job = c.jobs.iter().find(|j| j.name == "fct_orders");
+        Box::new(job.expect("demo job").clone())
+    };
+    let note = |message: &str| LintNote {
+        error: true,
+        message: message.into(),
+    };
+    a.update(Msg::Linted {
+        job: job_of(&limited),
+        notes: vec![note(&before[0])],
+    });
+    assert_eq!(findings(&a), two_lines_down, "an answer for the old lines");
+    a.update(Msg::Linted {
+        job: job_of(&moved),
+        notes: vec![note(&two_lines_down[0])],
+    });
+    assert_eq!(findings(&a), [two_lines_down[0].clone()]);
+}

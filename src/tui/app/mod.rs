@@ -440,9 +440,9 @@ impl App {
                 self.quit_now()
             }
             Msg::Connected(r) => self.connected_msg(r),
-            Msg::Linted { job, sql, notes } => {
-                if let Some(j) = self.shared.jobs.by_name_mut(&job) {
-                    j.linted(&sql, notes);
+            Msg::Linted { job, notes } => {
+                if let Some(j) = self.shared.jobs.by_name_mut(&job.name) {
+                    j.linted(&job, notes);
                 }
                 Vec::new()
             }

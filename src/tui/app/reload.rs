@@ -227,6 +227,9 @@ impl App {
             // Lint reads the jobs together (two writing one target); a
             // rename is a job removed and one added.
             effects.extend([Effect::Lint, Effect::ReadHistoryElsewhere]);
+        } else if !summary.rewritten.is_empty() {
+            // Its findings carry the lines they are on.
+            effects.push(Effect::Lint);
         }
         effects
     }

@@ -77,10 +77,11 @@ fn jobs_are_linted_on_the_warehouse_once_connected() {
         error: true,
         message: message.into(),
     };
-    let sql = a.config().jobs[0].sql.clone();
+    let job = a.config().jobs[0].clone();
+    let mut old = job.clone();
+    old.sql = "select 0 as old".into();
     a.update(Msg::Linted {
-        job: "fct_orders".into(),
-        sql: "select 0 as old".into(),
+        job: Box::new(old),
         notes: vec![note("stale")],
     });
     assert!(
@@ -88,8 +89,7 @@ fn jobs_are_linted_on_the_warehouse_once_connected() {
         "a stale answer is dropped"
     );
     a.update(Msg::Linted {
-        job: "fct_orders".into(),
-        sql,
+        job: Box::new(job),
         notes: vec![note("line 9: the target is not there")],
     });
     assert!(
@@ -292,7 +292,9 @@ fn a_refresh_reloads_an_edited_config_or_says_why_not() {
         "{effects:?}"
     );
 
-    // The same file: nothing happens.
+    // The same file: nothing happens (once read, as the fixture's lines
+    // are not the file's).
+    config_read(&mut a, Ok(config_edited(|t| t.to_string())));
     let same = config_read(&mut a, Ok(config_edited(|t| t.to_string())));
     assert!(same.is_empty(), "{same:?}");
 

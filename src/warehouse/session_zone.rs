@@ -1,0 +1,136 @@
+//! The time zone a warehouse URL asks its sessions for. idem's sessions do
+//! not take it: they run in UTC, so that partitions are UTC windows and a
+//! job's SQL reads the same in every session. `idem lint` says so, where a
+//! user checks what a config means, rather than every command.
+
+/// What the URL's parameters ask the session's time zone to be, as the
+/// URL's engine reads them: MariaDB and MySQL's `timezone` (or
+/// `time-zone`), PostgreSQL's `-c timezone=…` in `options` (or
+/// `options[timezone]`); None where they ask none, or ask UTC.
+pub fn asked_time_zone(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (_, query) = rest.split_once('?')?;
+    let mysql = matches!(scheme, "mysql" | "mariadb");
+    let postgres = matches!(scheme, "postgres" | "postgresql");
+    let mut asked = None;
+    for param in query.split('&') {
+        let Some((key, value)) = param.split_once('=') else {
+            continue;
+        };
+        let (key, value) = (decoded(key), decoded(value));
+        match key.to_ascii_lowercase().as_str() {
+            "timezone" | "time-zone" if mysql => asked = Some(value),
+            "options[timezone]" if postgres => asked = Some(value),
+            "options" if postgres => {
+                asked = postgres_options_zone(&value).or(asked);
+            }
+            _ => {}
+        }
+    }
+    asked.filter(|zone| {
+        !["utc", "etc/utc", "gmt", "z", "+00:00", "-00:00", "+00", "0"]
+            .contains(&zone.trim().to_ascii_lowercase().as_str())
+    })
+}
+
+/// The last `timezone` a PostgreSQL `options` string sets: `-c
+/// timezone=X`, `-ctimezone=X` or `--timezone=X` (names in any case).
+fn postgres_options_zone(options: &str) -> Option<String> {
+    let mut words = options.split_whitespace();
+    let mut zone = None;
+    while let Some(word) = words.next() {
+        let setting = match word {
+            "-c" => words.next(),
+            w => w.strip_prefix("--").or_else(|| w.strip_prefix("-c")),
+        };
+        if let Some((name, value)) = setting.and_then(|s| s.split_once('='))
+            && name.eq_ignore_ascii_case("timezone")
+        {
+            zone = Some(value.to_string());
+        }
+    }
+    zone
+}
+
+/// `text` with its `%XX` escapes decoded.
+fn decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What `idem lint` says of a URL asking its sessions for another time
+/// zone than UTC: that idem's do not take it, what that means for a job's
+/// SQL, and how to write a local day where a job means one.
+pub fn session_zone_note(url: &str) -> Option<String> {
+    let zone = asked_time_zone(url)?;
+    let local = if url.starts_with("postgres") {
+        format!("CAST(ts AT TIME ZONE '{zone}' AS DATE)")
+    } else {
+        format!("CAST(CONVERT_TZ(ts, '+00:00', '{zone}') AS DATE)")
+    };
+    Some(format!(
+        "the warehouse URL asks its sessions for time zone {zone}, but idem's sessions run in UTC whatever it asks: partitions are UTC windows, and the jobs' SQL reads dates and times in UTC (CAST(ts AS DATE) of a zoned column is its UTC day); where a job means the day in {zone}, its SQL says so ({local})"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asked_time_zone;
+
+    #[test]
+    fn the_zone_a_url_asks_for_as_its_engine_reads_it() {
+        for (url, zone) in [
+            ("mysql://u@h/db?timezone=%2B05:30", Some("+05:30")),
+            (
+                "mariadb://u@h/db?ssl-mode=disabled&time-zone=Europe/Paris",
+                Some("Europe/Paris"),
+            ),
+            ("mysql://u@h/db?timezone=%2B00:00", None),
+            ("mysql://u@h/db", None),
+            (
+                "postgres://u@h/db?options=-c%20timezone%3DAmerica%2FNew_York",
+                Some("America/New_York"),
+            ),
+            (
+                "postgresql://u@h/db?options=-c%20statement_timeout%3D5s%20-cTimeZone%3DAsia/Kolkata",
+                Some("Asia/Kolkata"),
+            ),
+            (
+                "postgres://u@h/db?options=--timezone=Pacific/Chatham",
+                Some("Pacific/Chatham"),
+            ),
+            (
+                "postgres://u@h/db?options[timezone]=Europe/Berlin",
+                Some("Europe/Berlin"),
+            ),
+            ("postgres://u@h/db?options=-c%20timezone%3DUTC", None),
+            (
+                "postgres://u@h/db?options=-c%20statement_timeout%3D5s",
+                None,
+            ),
+            // Not a parameter of the engine's driver.
+            ("postgres://u@h/db?timezone=Europe/Berlin", None),
+            ("sqlite://w.db?timezone=Europe/Berlin", None),
+        ] {
+            assert_eq!(asked_time_zone(url).as_deref(), zone, "{url}");
+        }
+    }
+}
