@@ -152,6 +152,7 @@ fn screen() -> Res<()> {
         partitions: names.clone(),
         concurrency: 4,
         reason: None,
+        upstream_not_loaded: Vec::new(),
     }));
     for (i, p) in names.iter().enumerate().take(names.len() / 2) {
         app.update(ev(Event::PartitionStarted {

@@ -345,6 +345,7 @@ async fn load(wh: &Warehouse, job: &Job, partitions: Vec<Partition>, reason: &st
         reason: Some(reason.to_string()),
         prior_attempts: Default::default(),
         allow_shrink: false,
+        reads_not_loaded: Vec::new(),
     };
     let (tx, _rx) = mpsc::unbounded_channel();
     engine::run(wh, &backfill, &tx, &CancellationToken::new()).await;

@@ -1325,8 +1325,11 @@ async fn a_cascade_into_a_merge_job_merges_on_through_its_latest_window() {
 
 /// A cascade from five hours of a day whose other hours are missing or
 /// failed loads the day from what is there: its plan (text and JSON) and
-/// the run's output say which hours it reads are not loaded, a line per
-/// step (it was loaded from 5 of its 24 hours, unsaid).
+/// the run's output (its notes, and each step's `run_started`) say which
+/// hours it reads are not loaded, a line per step (it was loaded from 5 of
+/// its 24 hours, unsaid), with the command that loads them (QA: none was
+/// given): run as printed, from elsewhere, it loads the rest of the day and
+/// the day again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded() {
     let s = setup(Kind::Sqlite).await.expect("sqlite");
@@ -1364,10 +1367,20 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
         "2026-01-31T12",
         "--cascade",
     ];
-    let daily = "daily 2026-01-31 reads 8 of its 24 ev_hourly hours loaded (1 failed, 15 missing: 2026-01-31T02, 2026-01-31T04 .. 2026-01-31T07, 2026-01-31T13 .. 2026-01-31T23): loaded as it stands, it goes stale (upstream) once the rest loads";
-    let monthly = "monthly 2026-01 reads 1 of its 2 daily days loaded (1 missing: 2026-01-30): loaded as it stands, it goes stale (upstream) once the rest loads";
+    let absolute = std::fs::canonicalize(config).expect("config");
+    let fill = format!(
+        "idem --config {} run ev_hourly --only failed,missing --from 2026-01-31T02 --to 2026-01-31T23 --cascade --yes",
+        absolute.display()
+    );
+    let daily = format!(
+        "daily 2026-01-31 reads 8 of its 24 ev_hourly hours loaded (1 failed, 15 missing: 2026-01-31T02, 2026-01-31T04 .. 2026-01-31T07, 2026-01-31T13 .. 2026-01-31T23): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: {fill}"
+    );
+    let monthly = format!(
+        "monthly 2026-01 reads 1 of its 2 daily days loaded (1 missing: 2026-01-30): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: idem --config {} run daily --only missing,failed --from 2026-01-30 --to 2026-01-30 --cascade --yes",
+        absolute.display()
+    );
     let plan = stdout_ok(&idem(config, &[&cascade[..], &["--dry-run"]].concat()));
-    for line in [daily, monthly] {
+    for line in [&daily, &monthly] {
         assert!(plan.lines().any(|l| l == line), "{line}\n{plan}");
     }
     let events = json_lines(&stdout_ok(&idem(
@@ -1400,20 +1413,61 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
         ),
         "{day}"
     );
-    // The run loads the day as it stands, and says so once it is over.
-    let run = idem(config, &[&cascade[..], &["-y"]].concat());
+    // The run loads the day as it stands, and says so once it is over:
+    // in its notes, and in the day's step's `run_started`.
+    let run = idem(config, &[&cascade[..], &["-y", "--json"]].concat());
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{err}");
-    for line in [daily, monthly] {
+    for line in [&daily, &monthly] {
         assert!(
             err.lines().any(|l| l == format!("idem: {line}")),
             "{line}\n{err}"
         );
     }
+    let events = json_lines(&String::from_utf8_lossy(&run.stdout));
+    let started = |job: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == "run_started" && e["job"] == job)
+            .unwrap_or_else(|| panic!("{job}: {events:?}"))["upstream_not_loaded"]
+            .clone()
+    };
+    assert_eq!(started("ev_hourly"), serde_json::json!([]));
+    assert_eq!(started("daily"), day, "as the dry run said it");
+    assert_eq!(
+        started("monthly")[0]["not_loaded"],
+        serde_json::json!([{"partition": "2026-01-30", "state": "missing"}])
+    );
     assert_eq!(
         states(config)["daily 2026-01-31"].0,
         "loaded",
         "loaded as it stands"
+    );
+    // The bad hour fixed, the command as printed, from elsewhere, loads
+    // the rest of the day and the day again: it reads no hour not loaded,
+    // and nothing it reads is newer.
+    s.wh.execute_script(&["UPDATE src SET amount = 1 WHERE amount = -1"])
+        .await
+        .expect("the hour fixed");
+    let words: Vec<&str> = fill.split(' ').skip(1).collect();
+    let filled = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .current_dir("/")
+        .args(&words)
+        .output()
+        .expect("idem ran");
+    stdout_ok(&filled);
+    let after = states(config);
+    assert_eq!(
+        after["daily 2026-01-31"],
+        ("loaded".to_string(), Vec::new()),
+        "{after:?}"
+    );
+    let plan = stdout_ok(&idem(config, &[&cascade[..], &["--dry-run"]].concat()));
+    assert!(!plan.contains("daily 2026-01-31 reads"), "{plan}");
+    assert!(
+        plan.lines()
+            .any(|l| l.starts_with("monthly 2026-01 reads 1 of its 2 daily days loaded")),
+        "the day before is still not loaded:\n{plan}"
     );
 }
 

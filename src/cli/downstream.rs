@@ -45,9 +45,6 @@ pub(super) struct PlannedStep {
     pub step: Backfill,
     pub statuses: Vec<state::PartitionStatus>,
     pub merged_on: Vec<Partition>,
-    /// Its windows that read upstream partitions neither loaded nor in the
-    /// cascade (read for a cascade's plan alone: [`States::Whole`]).
-    pub partly_read: Vec<PartlyRead>,
 }
 
 /// What [`plan_downstream`] plans: the steps, and per job the windows left
@@ -136,9 +133,10 @@ pub(super) async fn plan_downstream(
         };
         let step = engine::cascade::plan_step(job, &partitions, &statuses, root, now)
             .map_err(|e| Stop::usage(format!("{}: {e}", job.name)))?;
-        if let Some(step) = step {
+        if let Some(mut step) = step {
             downstream.planned(&step);
-            let partly_read = match states {
+            // Read for a cascade's plan alone.
+            step.reads_not_loaded = match states {
                 States::Whole => {
                     partly_read(
                         warehouse,
@@ -162,7 +160,6 @@ pub(super) async fn plan_downstream(
                 step,
                 statuses,
                 merged_on,
-                partly_read,
             });
         }
     }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::Stop;
+use super::advice::{self, AsRun};
 use super::downstream::LeftDownstream;
 use super::output::{noteln, outln};
 use crate::config::Strategy;
@@ -41,9 +42,10 @@ pub(super) struct DryRun<'a> {
     /// partitions over the windows its merges move rows into or out of
     /// the cascade adds as it runs (which no plan can know beforehand).
     moves_add_to: Vec<String>,
-    /// A cascade's step: its windows that read upstream partitions neither
-    /// loaded nor in the cascade.
-    partly_read: Vec<PartlyRead>,
+    /// A cascade's step: its line for its windows that read upstream
+    /// partitions neither loaded nor in the cascade, with the command that
+    /// loads those.
+    partly_read: Option<String>,
 }
 
 /// What a preview read of a step found besides its partitions' source
@@ -94,25 +96,7 @@ struct DryRunEvent<'a> {
     moves_add_to: &'a [String],
     /// A `--cascade` step: its partitions that read upstream partitions
     /// neither loaded nor in the cascade, per upstream job.
-    upstream_not_loaded: Vec<NotLoadedUpstream>,
-}
-
-/// A partition of a cascade's step that reads, of one upstream job,
-/// partitions neither loaded nor in the cascade.
-#[derive(Serialize)]
-struct NotLoadedUpstream {
-    partition: String,
-    upstream: String,
-    /// The upstream job's partitions under it.
-    upstream_partitions: usize,
-    /// Of those, the ones neither loaded nor in the cascade.
-    not_loaded: Vec<NotLoaded>,
-}
-
-#[derive(Serialize)]
-struct NotLoaded {
-    partition: String,
-    state: &'static str,
+    upstream_not_loaded: Vec<engine::NotLoadedUpstream>,
 }
 
 /// One finding of `idem lint` in `idem run --dry-run --json`.
@@ -168,7 +152,7 @@ impl<'a> DryRun<'a> {
             granted: None,
             downstream: Vec::new(),
             moves_add_to: Vec::new(),
-            partly_read: Vec::new(),
+            partly_read: None,
         }
     }
 
@@ -201,10 +185,13 @@ impl<'a> DryRun<'a> {
         self
     }
 
-    /// The plan of a cascade's step, with its windows that read upstream
-    /// partitions neither loaded nor in the cascade.
-    pub(super) fn partly_read(mut self, partly: Vec<PartlyRead>) -> DryRun<'a> {
-        self.partly_read = partly;
+    /// The plan of a cascade's step, saying its windows that read upstream
+    /// partitions neither loaded nor in the cascade, with the command that
+    /// loads those as `run` would print it.
+    pub(super) fn partly_read(mut self, run: &AsRun<'_>) -> DryRun<'a> {
+        let backfill = self.backfill;
+        self.partly_read =
+            advice::partly_read_note(run, &backfill.job.name, &backfill.reads_not_loaded);
         self
     }
 
@@ -356,10 +343,7 @@ impl<'a> DryRun<'a> {
                 self.moves_add_to.join(", "),
             ));
         }
-        lines.extend(engine::cascade::partly_read_line(
-            &job.name,
-            &self.partly_read,
-        ));
+        lines.extend(self.partly_read.clone());
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -411,21 +395,10 @@ impl<'a> DryRun<'a> {
             downstream: &self.downstream,
             moves_add_to: &self.moves_add_to,
             upstream_not_loaded: self
-                .partly_read
+                .backfill
+                .reads_not_loaded
                 .iter()
-                .map(|p| NotLoadedUpstream {
-                    partition: p.window.name(),
-                    upstream: p.upstream.clone(),
-                    upstream_partitions: p.under,
-                    not_loaded: p
-                        .not_loaded
-                        .iter()
-                        .map(|(partition, state)| NotLoaded {
-                            partition: partition.name(),
-                            state: state.name(),
-                        })
-                        .collect(),
-                })
+                .map(PartlyRead::said)
                 .collect(),
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;

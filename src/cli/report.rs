@@ -235,6 +235,7 @@ mod tests {
             reason: None,
             prior_attempts: Default::default(),
             allow_shrink: false,
+            reads_not_loaded: Vec::new(),
         }
     }
 

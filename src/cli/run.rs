@@ -151,9 +151,13 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: warning: {both}");
     }
     let mut steps = vec![(backfill, statuses)];
-    // Per step, its windows that read upstream partitions neither loaded
-    // nor in the cascade (none of the root's own).
-    let mut partly_read: Vec<Vec<PartlyRead>> = vec![Vec::new()];
+    // How the run was asked for, as the commands it prints repeat it.
+    let as_run = advice::AsRun {
+        config: config_path,
+        only: &args.only,
+        allow_incomplete: args.allow_incomplete,
+        cascade: args.cascade,
+    };
     if args.cascade {
         let plan = plan_downstream(
             &warehouse,
@@ -168,7 +172,6 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             noteln!("idem: {note}");
         }
         for planned in plan.steps {
-            partly_read.push(planned.partly_read);
             steps.push((planned.step, planned.statuses));
         }
         // The ledger made above.
@@ -236,8 +239,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             }
         }
         let mut left_downstream = Some(left_downstream);
-        let planned = steps.iter().zip(found).zip(partly_read);
-        for (i, (((backfill, statuses), step_found), partly)) in planned.enumerate() {
+        for (i, ((backfill, statuses), step_found)) in steps.iter().zip(found).enumerate() {
             // In a cascade, each reader, with a step of its own or not: one
             // without is given one if the merge reaches it.
             let readers = if args.cascade {
@@ -249,7 +251,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 .previewed(step_found)
                 .downstream(left_downstream.take().unwrap_or_default())
                 .readers_in_cascade(readers)
-                .partly_read(partly);
+                .partly_read(&as_run);
             if args.json {
                 plan.print_json()?;
             } else {
@@ -265,7 +267,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         noteln!("idem: {}", left.note);
     }
     if !args.yes
-        && let Some(why) = refused(&steps, found, &partly_read, interactive)?
+        && let Some(why) = refused(&steps, found, &as_run, interactive)?
     {
         return Err(Stop {
             code: Exit::Cancelled,
@@ -295,14 +297,8 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
                 allow_incomplete: args.allow_incomplete,
             },
             empty_before: &empty_before,
-            partly_read: &partly_read,
             json: args.json,
-            as_run: advice::AsRun {
-                config: config_path,
-                only: &args.only,
-                allow_incomplete: args.allow_incomplete,
-                cascade: true,
-            },
+            as_run,
         };
         return run_cascade(&warehouse, &lineage, run, cancel).await;
     }
@@ -350,12 +346,6 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         .await
     };
     warehouse.close().await;
-    let as_run = advice::AsRun {
-        config: config_path,
-        only: &args.only,
-        allow_incomplete: args.allow_incomplete,
-        cascade: false,
-    };
     let report = RunReport::of_run(&as_run, job, &summary, &empty_before);
     said(&report, events_written, json, &stale_downstream)
 }
@@ -488,7 +478,7 @@ async fn preview_sources(
 fn refused(
     steps: &[(Backfill, Vec<state::PartitionStatus>)],
     found: Vec<Previewed>,
-    partly_read: &[Vec<PartlyRead>],
+    as_run: &advice::AsRun<'_>,
     interactive: bool,
 ) -> Result<Option<String>, Stop> {
     let total: usize = steps.iter().map(|(b, _)| b.partitions.len()).sum();
@@ -515,10 +505,10 @@ fn refused(
         }
         return Ok(None);
     }
-    for (((backfill, statuses), previewed), partly) in steps.iter().zip(found).zip(partly_read) {
+    for ((backfill, statuses), previewed) in steps.iter().zip(found) {
         DryRun::new(backfill, statuses)
             .previewed(previewed)
-            .partly_read(partly.clone())
+            .partly_read(as_run)
             .show_for_confirmation();
     }
     let question = format!(
@@ -578,9 +568,6 @@ struct CascadeRun<'a> {
     /// The windows downstream a step may add (as its plan reached them).
     reach: engine::cascade::Reach,
     empty_before: &'a [Vec<Partition>],
-    /// Per step, its windows that read upstream partitions neither loaded
-    /// nor in the cascade: said of those it loads, once it is over.
-    partly_read: &'a [Vec<PartlyRead>],
     json: bool,
     /// How the cascade was asked for, as the commands it prints repeat it.
     as_run: advice::AsRun<'a>,
@@ -597,7 +584,6 @@ async fn run_cascade(
         jobs,
         reach,
         empty_before,
-        partly_read,
         json,
         as_run,
     } = run;
@@ -638,24 +624,25 @@ async fn run_cascade(
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
-    let partly_loaded = partly_loaded(steps, partly_read, &outcomes);
+    let partly_loaded = partly_loaded(&as_run, steps, &outcomes);
     said(&report, events_written, json, &partly_loaded)
 }
 
 /// Of each step's windows that read upstream partitions neither loaded nor
-/// in the cascade, those that loaded: a line per step.
+/// in the cascade, those that loaded: a line per step, with the command
+/// that loads what they read and them again.
 fn partly_loaded(
+    as_run: &advice::AsRun<'_>,
     steps: &[Backfill],
-    partly_read: &[Vec<PartlyRead>],
     outcomes: &[engine::cascade::StepOutcome],
 ) -> Vec<String> {
     steps
         .iter()
-        .zip(partly_read)
-        .filter_map(|(step, partly)| {
+        .filter_map(|step| {
             let outcome = outcomes.iter().find(|o| o.job == step.job.name)?;
             let summary = outcome.summary.as_ref()?;
-            let loaded: Vec<PartlyRead> = partly
+            let loaded: Vec<PartlyRead> = step
+                .reads_not_loaded
                 .iter()
                 .filter(|p| {
                     !summary.unfinished.contains(&p.window)
@@ -663,7 +650,7 @@ fn partly_loaded(
                 })
                 .cloned()
                 .collect();
-            engine::cascade::partly_read_line(&step.job.name, &loaded)
+            advice::partly_read_note(as_run, &step.job.name, &loaded)
         })
         .collect()
 }

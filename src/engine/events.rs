@@ -17,6 +17,11 @@ pub enum Event {
         partitions: Vec<String>,
         concurrency: usize,
         reason: Option<String>,
+        /// A cascade's step: its partitions that read, of an upstream job,
+        /// partitions neither loaded nor in the cascade (they load from
+        /// what is there, and go stale (upstream) once the rest loads);
+        /// as `dry_run`'s. Empty for a run's own job.
+        upstream_not_loaded: Vec<NotLoadedUpstream>,
     },
     PartitionStarted {
         run_id: String,
@@ -131,6 +136,24 @@ pub enum Event {
         cancelled: bool,
         duration_ms: u64,
     },
+}
+
+/// A partition of a cascade's step that reads, of one upstream job,
+/// partitions neither loaded nor in the cascade.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NotLoadedUpstream {
+    pub partition: String,
+    pub upstream: String,
+    /// The upstream job's partitions under it.
+    pub upstream_partitions: usize,
+    /// Of those, the ones neither loaded nor in the cascade.
+    pub not_loaded: Vec<NotLoaded>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NotLoaded {
+    pub partition: String,
+    pub state: &'static str,
 }
 
 /// What ended a partition's failed attempt. The engine knows it from the

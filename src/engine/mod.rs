@@ -27,7 +27,9 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-pub use events::{Event, FailureCause, SCHEMA_VERSION, concurrency_lowered};
+pub use events::{
+    Event, FailureCause, NotLoaded, NotLoadedUpstream, SCHEMA_VERSION, concurrency_lowered,
+};
 use summary::PartitionResult;
 pub use summary::{RunSummary, refusals_counted, stopped_short};
 
@@ -49,6 +51,9 @@ pub struct Backfill {
     pub prior_attempts: HashMap<String, i64>,
     /// Let replaces shrink partitions past the job's shrink guard.
     pub allow_shrink: bool,
+    /// A cascade's step: its windows that read upstream partitions neither
+    /// loaded nor in the cascade ([`cascade::Downstream::partly_read`]).
+    pub reads_not_loaded: Vec<cascade::PartlyRead>,
 }
 
 impl Backfill {
@@ -102,6 +107,7 @@ impl Backfill {
             reason: None,
             prior_attempts,
             allow_shrink: false,
+            reads_not_loaded: Vec::new(),
         })
     }
 
@@ -242,6 +248,12 @@ pub async fn run_gated(
         partitions: backfill.partitions.iter().map(Partition::name).collect(),
         concurrency,
         reason: backfill.reason.clone(),
+        upstream_not_loaded: backfill
+            .reads_not_loaded
+            .iter()
+            .filter(|p| backfill.partitions.contains(&p.window))
+            .map(cascade::PartlyRead::said)
+            .collect(),
     });
     let operator = operator();
     let host = host();

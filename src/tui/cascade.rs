@@ -11,7 +11,7 @@ use super::theme::Theme;
 use super::widgets::first_line;
 use crate::config::Config;
 use crate::engine::Backfill;
-use crate::engine::cascade::{self, PartlyRead};
+use crate::engine::cascade;
 use crate::lineage::Lineage;
 use crate::partition::Partition;
 use crate::state::LoadState;
@@ -28,9 +28,6 @@ pub struct CascadePlan {
     /// Per step, how many of its partitions were never loaded (missing):
     /// those are loaded for the first time, not made stale.
     pub never_loaded: Vec<usize>,
-    /// Per step, its windows that read upstream partitions neither loaded
-    /// nor in the cascade.
-    pub partly_read: Vec<Vec<PartlyRead>>,
     pub problems: Vec<String>,
     /// The downstream jobs it could not plan for want of their states
     /// (still being read, or unreadable): a run waits for them.
@@ -73,7 +70,7 @@ impl CascadePlan {
                 continue;
             };
             match cascade::plan_step(job, &partitions, &view.statuses, root, now) {
-                Ok(Some(step)) if !step.partitions.is_empty() => {
+                Ok(Some(mut step)) if !step.partitions.is_empty() => {
                     let missing = step
                         .partitions
                         .iter()
@@ -84,9 +81,9 @@ impl CascadePlan {
                         .count();
                     plan.never_loaded.push(missing);
                     downstream.planned(&step);
-                    plan.partly_read.push(downstream.partly_read(&step, |name| {
+                    step.reads_not_loaded = downstream.partly_read(&step, |name| {
                         find(name).filter(|v| v.loaded).map(|v| &v.statuses[..])
-                    }));
+                    });
                     plan.steps.push(step);
                 }
                 Ok(_) => {}
@@ -136,8 +133,8 @@ impl CascadePlan {
                 Span::styled(format!("then {} ", step.job.name), t.style("text")),
                 Span::styled(format!("{what}: {span}"), t.style("warning")),
             ]));
-            let partly = self.partly_read.get(k).map_or(&[][..], Vec::as_slice);
-            if let Some(partly) = cascade::partly_read_line(&step.job.name, partly) {
+            if let Some(partly) = cascade::partly_read_line(&step.job.name, &step.reads_not_loaded)
+            {
                 lines.push(Line::from(vec![
                     label(""),
                     Span::styled(partly, t.style("warning")),

@@ -1,7 +1,8 @@
 //! What a run says to do once it is over: its counts in words, the command
 //! that repeats what it left undone (and whether a repeat as it stands
 //! would meet the same failures), what to do about the partitions the
-//! shrink guard refused or that loaded empty. Each command runs as printed,
+//! shrink guard refused or that loaded empty, and what loads the upstream
+//! partitions a cascade's step read not loaded. Each command runs as printed,
 //! from any directory and without a terminal.
 
 use std::path::Path;
@@ -12,8 +13,10 @@ use crate::config::{Job, Strategy};
 use crate::engine;
 use crate::numbers::n_partitions;
 use crate::partition::Partition;
+pub(super) use fill::partly_read_note;
 use repeat::{repeat_command, repeat_step};
 
+mod fill;
 mod repeat;
 
 /// How the run that printed a command was asked for, as its commands must

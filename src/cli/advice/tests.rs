@@ -130,6 +130,7 @@ fn an_empty_merge_window_is_loaded_again_through_the_latest() {
         reason: None,
         prior_attempts: Default::default(),
         allow_shrink: false,
+        reads_not_loaded: Vec::new(),
     };
     let outcome = engine::cascade::StepOutcome {
         added: Vec::new(),

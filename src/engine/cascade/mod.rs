@@ -409,6 +409,7 @@ fn readers_without_a_step(
             reason: root.reason.clone(),
             prior_attempts: HashMap::new(),
             allow_shrink: root.allow_shrink,
+            reads_not_loaded: Vec::new(),
         })
         .collect()
 }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use super::Downstream;
-use crate::engine::Backfill;
+use crate::engine::{Backfill, NotLoaded, NotLoadedUpstream};
 use crate::lineage::read_by;
 use crate::partition::Partition;
 use crate::state::{LoadState, PartitionStatus};
@@ -97,6 +97,23 @@ impl Downstream<'_, '_> {
 }
 
 impl PartlyRead {
+    /// As a run's events and its dry run's JSON say it.
+    pub fn said(&self) -> NotLoadedUpstream {
+        NotLoadedUpstream {
+            partition: self.window.name(),
+            upstream: self.upstream.clone(),
+            upstream_partitions: self.under,
+            not_loaded: self
+                .not_loaded
+                .iter()
+                .map(|(partition, state)| NotLoaded {
+                    partition: partition.name(),
+                    state: state.name(),
+                })
+                .collect(),
+        }
+    }
+
     /// `2026-11-02 reads 5 of its 24 ev hours loaded (19 missing:
     /// 2026-11-02T00 .. 2026-11-02T07, 2026-11-02T13 .. 2026-11-02T23)`.
     fn words(&self) -> String {

@@ -92,6 +92,7 @@ impl App {
             reason: root.reason.clone(),
             prior_attempts: Default::default(),
             allow_shrink: false,
+            reads_not_loaded: Vec::new(),
         };
         let id = self.next_run;
         self.next_run += 1;
