@@ -606,14 +606,39 @@ async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
         lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE"))),
         "the held load should reach its DELETE"
     );
-    std::thread::sleep(Duration::from_millis(500));
     let pid = holder.id();
     match kind {
         Kind::MySql => {
+            // Killed once its INSERT runs on the server, which then runs it
+            // to its end holding the lock (killed before sending it, the
+            // connection would close and free the lock).
+            let mut conn = {
+                use sqlx::Connection;
+                sqlx::MySqlConnection::connect(&db.url).await.unwrap()
+            };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let inserting: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE DB = DATABASE() AND INFO LIKE 'INSERT INTO%'",
+                )
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+                if inserting > 0 {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the held load never sent its INSERT"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             holder.kill().unwrap(); // SIGKILL
             holder.wait().unwrap();
         }
         Kind::Postgres | Kind::Sqlite => {
+            // Stopped under the lock: its transaction holds it however long.
             let stopped = Command::new("kill")
                 .args(["-STOP", &pid.to_string()])
                 .status()
@@ -1434,6 +1459,29 @@ async fn a_load_waiting_for_its_lock_says_so() {
     wh.close().await;
 }
 
+/// A process stopped (SIGSTOP) until this is dropped, which lets it go on
+/// (SIGCONT), a test's panic included.
+struct Stopped(u32);
+
+impl Stopped {
+    fn now(pid: u32) -> Stopped {
+        let signalled = Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(signalled.success());
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
 /// QA: two runs of one partition, the second started while the first held
 /// its lock, both read a history without the first's attempt and recorded
 /// the same number (`idem log` showed `#1` twice). The second now records
@@ -1474,7 +1522,9 @@ async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
     let mut first = run(false).spawn().unwrap();
     let mut first_lines = BufReader::new(first.stdout.take().unwrap()).lines();
     let mut first_events = Vec::new();
-    // The first run holds the partition's lock: its SELECT pauses 3 s.
+    // The first run holds the partition's lock (its SELECT pauses 3 s):
+    // stopped there, it holds it until the second run says it waits for
+    // it, however slowly the second starts.
     for line in first_lines.by_ref() {
         let line = line.unwrap();
         let holding = line.contains("BEGIN IMMEDIATE") || line.contains(" taken\"");
@@ -1483,7 +1533,21 @@ async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
             break;
         }
     }
-    let second = run(kind == Kind::MySql).output().unwrap();
+    let stopped = Stopped::now(first.id());
+    let mut second = run(kind == Kind::MySql).spawn().unwrap();
+    let mut second_lines: Vec<String> = Vec::new();
+    let mut second_out = BufReader::new(second.stdout.take().unwrap()).lines();
+    for line in second_out.by_ref() {
+        let line = line.unwrap();
+        let waiting = line.contains("waiting for the lock covering");
+        second_lines.push(line);
+        if waiting {
+            break;
+        }
+    }
+    drop(stopped);
+    second_lines.extend(second_out.map(Result::unwrap));
+    let second = second.wait_with_output().unwrap();
     first_events.extend(first_lines.map(Result::unwrap));
     assert!(first.wait().unwrap().success(), "{first_events:#?}");
     let events = |lines: &[String]| -> Vec<serde_json::Value> {
@@ -1493,10 +1557,6 @@ async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
             .collect()
     };
     let first_events = events(&first_events);
-    let second_lines: Vec<String> = String::from_utf8_lossy(&second.stdout)
-        .lines()
-        .map(String::from)
-        .collect();
     let second_events = events(&second_lines);
     assert!(
         second.status.success(),
