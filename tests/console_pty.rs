@@ -483,9 +483,15 @@ fn signal(c: &Console, signal: &str) {
 fn ctrl_c_asks_while_a_run_is_in_flight_and_sigterm_restores() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = whole_history_dialog(&dir);
-    c.send("\r\x03");
+    // The run starts once the console has read its config again: a Ctrl-C
+    // sent with the Enter could land first, with nothing in flight to ask
+    // about, and quit.
+    c.send("\r");
+    c.wait_for(&["▶ 1 running"]);
+    c.send("\x03");
     c.wait_for(&["Quit and cancel it?"]);
     c.send("n");
+    c.wait_for_gone("Quit and cancel it?");
     c.wait_for(&["▶ 1 running"]);
     // SIGTERM does not ask: the run is cancelled and the terminal restored.
     signal(&c, "TERM");

@@ -129,11 +129,11 @@ fn ledger(kind: Kind) -> &'static str {
     }
 }
 
-/// How many statements of idem's sessions are where the test waits for
-/// them: sleeping (in the source query or a trigger), or (`idle`) done and
-/// waiting, their transaction open, for the next statement.
-async fn idem_sessions(kind: Kind, conn: &mut sqlx::AnyConnection, idle: bool) -> i64 {
-    let query = match (kind, idle) {
+/// Counts idem's sessions where the test waits for them: sleeping (in
+/// the source query or a trigger), or (`idle`) done with a statement and
+/// waiting, their transaction open, for the next.
+fn idem_sessions(kind: Kind, idle: bool) -> &'static str {
+    match (kind, idle) {
         (Kind::Postgres, false) => {
             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name LIKE 'idem#%' \
              AND state = 'active' AND wait_event = 'PgSleep'"
@@ -152,17 +152,19 @@ async fn idem_sessions(kind: Kind, conn: &mut sqlx::AnyConnection, idle: bool) -
              WHERE p.DB = DATABASE() AND p.COMMAND = 'Sleep'"
         }
         (Kind::Sqlite, _) => unreachable!("no server"),
-    };
-    count(conn, query).await
+    }
 }
 
 async fn wait_for(kind: Kind, conn: &mut sqlx::AnyConnection, idle: bool, what: &str) {
+    let never = format!("{kind:?}: the run never got {what}");
+    wait_for_count(conn, idem_sessions(kind, idle), &never).await;
+}
+
+/// Polls `query` until it counts something, a minute at most.
+async fn wait_for_count(conn: &mut sqlx::AnyConnection, query: &str, never: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while idem_sessions(kind, conn, idle).await == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "{kind:?}: the run never got {what}"
-        );
+    while count(conn, query).await == 0 {
+        assert!(Instant::now() < deadline, "{never}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -328,27 +330,74 @@ mod on_servers {
 mod merged_and_replaced {
     use super::*;
 
-    /// The replace job `r` (its source pauses `pause.source` seconds) and
-    /// the merge job `m`, whose window 2026-01-01 brings key 500, a row of
-    /// 2026-01-02: of `r`'s window.
+    /// The advisory key (PostgreSQL, this database's) or lock name
+    /// (MariaDB, the server's: it names the database) of the gate.
+    const GATE_KEY: i64 = 7_370_010;
+    const GATE_NAME: &str = "CONCAT('idem-test-gate:', DATABASE())";
+
+    /// The replace job's rows, once it may take the gate: a lock the test
+    /// holds until the merge says it waits. PostgreSQL takes it in a
+    /// derived table, MariaDB in an aggregate, as [`select`] sleeps.
+    fn gated(kind: Kind) -> String {
+        let gate = match kind {
+            Kind::Postgres => format!("(select pg_advisory_xact_lock_shared({GATE_KEY}) as p)"),
+            Kind::MySql => format!("(select max(get_lock({GATE_NAME}, 60)) as p from rsrc)"),
+            Kind::Sqlite => unreachable!("no server"),
+        };
+        format!(
+            "select rsrc.id, rsrc.amount, rsrc.dt from rsrc cross join {gate} g \
+             where rsrc.dt >= :start and rsrc.dt < :end"
+        )
+    }
+
+    /// The statements by which the test takes and lets go of the gate
+    /// (each answering 1), and the count of idem's loads waiting for it in
+    /// their INSERT: told apart, by their text, from a wait for a
+    /// partition's lock.
+    fn gate(kind: Kind) -> [String; 3] {
+        match kind {
+            Kind::Postgres => [
+                format!("SELECT count(pg_advisory_lock({GATE_KEY}))"),
+                format!("SELECT CAST(CAST(pg_advisory_unlock({GATE_KEY}) AS integer) AS bigint)"),
+                format!(
+                    "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND application_name LIKE 'idem#%' AND wait_event_type = 'Lock' \
+                     AND wait_event = 'advisory' \
+                     AND query LIKE '%INSERT INTO%pg_advisory_xact_lock_shared({GATE_KEY})%'"
+                ),
+            ],
+            Kind::MySql => [
+                format!("SELECT CAST(GET_LOCK({GATE_NAME}, 0) AS SIGNED)"),
+                format!("SELECT CAST(RELEASE_LOCK({GATE_NAME}) AS SIGNED)"),
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() \
+                 AND ID <> CONNECTION_ID() AND STATE = 'User lock' \
+                 AND INFO LIKE '%INSERT INTO%idem-test-gate%'"
+                    .to_string(),
+            ],
+            Kind::Sqlite => unreachable!("no server"),
+        }
+    }
+
+    /// The replace job `r` (its source waits for the test's gate) and the
+    /// merge job `m`, whose window 2026-01-01 brings key 500, a row of
+    /// 2026-01-02: of `r`'s window. Their locks wait a minute, a bound no
+    /// run of the test comes near: the merge waits for the replace, which
+    /// waits for the gate until the merge says so.
     async fn one_target_two_jobs(kind: Kind) -> (TestDb, std::path::PathBuf) {
         let db = TestDb::new(kind).await.expect("server");
-        let replace_sql = select(kind).replace("src", "rsrc");
         let jobs = common::merge_job(
             "m",
             "t",
             "2026-01-02",
             "select id, amount, dt from msrc where loaded >= :start and loaded < :end",
-        ) + &common::replace_job("r", "t", "2026-01-02", &replace_sql);
-        let (path, config) = db.config(&jobs);
+        ) + &common::replace_job("r", "t", "2026-01-02", &gated(kind));
+        let (path, config) = db.config_with("lock_timeout = \"60s\"", &jobs);
         let wh = db.warehouse(&config).await;
         wh.execute_script(&[
             "CREATE TABLE rsrc (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
             "CREATE TABLE msrc (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL, \
              loaded DATE NOT NULL)",
             "CREATE TABLE t (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)",
-            "CREATE TABLE pause (source INTEGER NOT NULL, row_s INTEGER NOT NULL)",
-            "INSERT INTO pause VALUES (5, 0)",
             "INSERT INTO rsrc VALUES (1, 1, '2026-01-02'), (2, 2, '2026-01-02')",
             "INSERT INTO msrc VALUES (500, 5, '2026-01-02', '2026-01-01')",
         ])
@@ -367,6 +416,8 @@ mod merged_and_replaced {
     async fn a_merge_waits_for_a_replace_of_its_target(kind: Kind) {
         let (db, path) = one_target_two_jobs(kind).await;
         let mut conn = connect(&db).await;
+        let [take, release, waiting] = gate(kind);
+        assert_eq!(count(&mut conn, &take).await, 1, "{kind:?}: the gate");
         let replace = Command::new(env!("CARGO_BIN_EXE_idem"))
             .arg("--config")
             .arg(&path)
@@ -383,10 +434,12 @@ mod merged_and_replaced {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn idem");
-        wait_for(kind, &mut conn, false, "into its source query").await;
-        let merge = common::idem(
-            &path,
-            &[
+        let never = format!("{kind:?}: the replace never got to the gate in its INSERT");
+        wait_for_count(&mut conn, &waiting, &never).await;
+        let mut merge = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(&path)
+            .args([
                 "run",
                 "m",
                 "--from",
@@ -395,21 +448,39 @@ mod merged_and_replaced {
                 "2026-01-01",
                 "--json",
                 "-y",
-            ],
-        );
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn idem");
+        // The merge's events as they come: the gate opens once it waits
+        // for the replace's lock, or once it has ended without waiting.
+        let mut events = Vec::new();
+        let mut lines = BufReader::new(merge.stdout.take().expect("stdout")).lines();
+        for line in lines.by_ref() {
+            let line = line.expect("the merge's events");
+            let waits = line.contains("waiting for the lock covering t [");
+            events.push(line);
+            if waits {
+                break;
+            }
+        }
+        assert_eq!(count(&mut conn, &release).await, 1, "{kind:?}: the gate");
+        events.extend(lines.map(|line| line.expect("the merge's events")));
+        let merge = merge.wait_with_output().expect("idem ran");
         let replace = replace.wait_with_output().expect("idem ran");
+        let events = events.join("\n");
         let warned = "idem: warning: job m merges into t, whose partitions job r replaces";
-        for (run, out) in [("r", &replace), ("m", &merge)] {
+        let replace_stdout = String::from_utf8_lossy(&replace.stdout).into_owned();
+        for (run, out, stdout) in [("r", &replace, &replace_stdout), ("m", &merge, &events)] {
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(
                 out.status.code(),
                 Some(0),
-                "{kind:?} {run}: {}{stderr}",
-                String::from_utf8_lossy(&out.stdout)
+                "{kind:?} {run}: {stdout}{stderr}"
             );
             assert!(stderr.contains(warned), "{kind:?} {run}: {stderr}");
         }
-        let events = String::from_utf8_lossy(&merge.stdout);
         assert!(
             events.contains("waiting for the lock covering t [")
                 && events.contains(") and every merge into t: another session holds it"),

@@ -128,7 +128,7 @@ impl Console {
     }
 
     /// Waits until `text` is off the screen.
-    fn wait_for_gone(&mut self, text: &str) {
+    pub fn wait_for_gone(&mut self, text: &str) {
         let start = Instant::now();
         while self.contents().contains(text) {
             if let Ok(Some(status)) = self.child.try_wait() {
