@@ -282,11 +282,7 @@ async fn postgres_reads_end_when_the_server_stops_answering() {
         rows,
         [("2026-01-01".to_string(), 1), ("2026-01-02".to_string(), 1)]
     );
-    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
-        .fetch_one(&mut admin)
-        .await
-        .expect("ledger")
-        .get(0);
+    let attempts = attempts_in_ledger(&mut admin).await;
     assert_eq!(
         attempts, 2,
         "one attempt a partition, none while it was silent"
@@ -617,6 +613,15 @@ async fn caught_says_nothing_was_run(
 /// A command that `ended` (its exit code, its stderr) exit 1, saying the
 /// warehouse is not answering and that nothing was run; the ledger holds
 /// the first run's two attempts of `fct`, none since.
+/// How many attempts the ledger holds.
+async fn attempts_in_ledger(admin: &mut PgConnection) -> i64 {
+    sqlx::query("SELECT count(*) FROM idem.attempts")
+        .fetch_one(admin)
+        .await
+        .expect("ledger")
+        .get(0)
+}
+
 async fn said_nothing_was_run(
     admin: &mut PgConnection,
     (code, stderr): (Option<i32>, String),
@@ -726,11 +731,7 @@ async fn postgres_a_load_waiting_for_its_lock_ends_when_the_server_stops_answeri
     drop(holding);
     cluster.thaw();
     holder.execute("COMMIT").await.expect("commit");
-    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
-        .fetch_one(&mut admin)
-        .await
-        .expect("ledger")
-        .get(0);
+    let attempts = attempts_in_ledger(&mut admin).await;
     assert_eq!(attempts, 2, "the first run's attempts, none since");
 }
 
@@ -799,11 +800,7 @@ async fn postgres_a_run_ends_when_the_server_stops_answering_as_it_begins() {
     let why = summary.unreachable.expect("stopped as unreachable");
     assert!(why.contains("is not answering"), "{why}");
     assert_eq!((summary.not_started, summary.failed), (2, 0));
-    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
-        .fetch_one(&mut admin)
-        .await
-        .expect("ledger")
-        .get(0);
+    let attempts = attempts_in_ledger(&mut admin).await;
     assert_eq!(attempts, 2, "the first run's attempts, none since");
     wh.close().await;
 }
@@ -836,11 +833,7 @@ async fn postgres_a_failure_not_recorded_when_the_server_stops_answering() {
     let ledger = "idem.attempts IN EXCLUSIVE MODE";
     let summary = caught_waiting(&cluster, &mut admin, ledger, "recording a failure", run).await;
     assert!(summary.failed >= 1, "{summary:?}");
-    let attempts: i64 = sqlx::query("SELECT count(*) FROM idem.attempts")
-        .fetch_one(&mut admin)
-        .await
-        .expect("ledger")
-        .get(0);
+    let attempts = attempts_in_ledger(&mut admin).await;
     assert_eq!(attempts, 2, "the first run's attempts, none since");
     wh.close().await;
 }

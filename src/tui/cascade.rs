@@ -271,20 +271,7 @@ mod tests {
     /// loaded from those five, unsaid).
     #[test]
     fn a_day_over_hours_not_loaded_says_so_under_its_step() {
-        let job = |name: &str, grain: &str, column: &str, reads: &str| {
-            format!(
-                "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
-                 partition_column = \"{column}\"\ngrain = \"{grain}\"\nstart = \"2026-06-14\"\n\
-                 sql = '''select {column} from {reads} where {column} >= :start and {column} < :end'''\n"
-            )
-        };
-        let toml = format!(
-            "[warehouse]\nurl = \"sqlite://w.db\"\n{}{}",
-            job("ev", "hour", "hr", "src"),
-            job("daily", "day", "dt", "ev")
-        );
-        let config =
-            crate::config::parse(std::path::Path::new("idem.toml"), &toml, &|_| None).unwrap();
+        let config = crate::engine::cascade::tests::hourly_and_daily();
         let lineage = Lineage::of(&config).unwrap();
         // The first four hours of 2026-06-14 loaded, the rest missing.
         let mut ev = JobView::new(config.jobs[0].clone(), now());

@@ -244,32 +244,23 @@ pub(super) fn after_cascade(
                 ));
                 // Its repeat cascades to the steps it skipped in turn.
                 repeated_upstream = true;
-            } else if outcome
-                .summary
-                .as_ref()
-                .is_some_and(|s| s.repeat_fails_alike())
-                && outcome.skipped.is_empty()
-                && outcome.not_started.is_empty()
-            {
-                notes.push(format!(
-                    "once the cause of {}'s failures is fixed, repeat: {repeat}",
-                    outcome.job
-                ));
-                repeated_upstream = true;
-            } else if outcome
-                .summary
-                .as_ref()
-                .is_some_and(|s| s.only_locks_held())
-                && outcome.skipped.is_empty()
-                && outcome.not_started.is_empty()
-            {
-                notes.push(format!(
-                    "locks held elsewhere kept {} waiting: once they are free, repeat: {repeat}",
-                    outcome.job
-                ));
-                repeated_upstream = true;
             } else {
-                notes.push(format!("to finish {}, repeat: {repeat}", outcome.job));
+                // Where only its own partitions are undone, what they wait for.
+                let own_only = outcome.skipped.is_empty() && outcome.not_started.is_empty();
+                let summary = outcome.summary.as_ref().filter(|_| own_only);
+                notes.push(if summary.is_some_and(|s| s.repeat_fails_alike()) {
+                    format!(
+                        "once the cause of {}'s failures is fixed, repeat: {repeat}",
+                        outcome.job
+                    )
+                } else if summary.is_some_and(|s| s.only_locks_held()) {
+                    format!(
+                        "locks held elsewhere kept {} waiting: once they are free, repeat: {repeat}",
+                        outcome.job
+                    )
+                } else {
+                    format!("to finish {}, repeat: {repeat}", outcome.job)
+                });
                 repeated_upstream = true;
             }
         }

@@ -415,12 +415,12 @@ fn readers_without_a_step(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::partition::{Grain, RangeEnd};
 
     /// An hourly job read by a daily one, both from 2026-06-14.
-    pub(super) fn hourly_and_daily() -> Config {
+    pub(crate) fn hourly_and_daily() -> Config {
         let job = |name: &str, grain: &str, column: &str, reads: &str| {
             format!(
                 "[[jobs]]\nname = \"{name}\"\ntarget = \"{name}\"\nstrategy = \"replace_partition\"\n\
