@@ -575,3 +575,31 @@ fn lint_says_that_idems_sessions_do_not_take_the_urls_time_zone() {
         }
     }
 }
+
+/// `idem init` of a URL asking its sessions for another zone says, as lint
+/// does, that idem's run in UTC: the starter's jobs are written against it.
+#[tokio::test]
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+async fn init_says_that_idems_sessions_do_not_take_the_urls_time_zone() {
+    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+    let sep = if db.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}options=-c%20timezone%3DAmerica%2FNew_York", db.url);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("idem.toml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config)
+        .args(["init", &url])
+        .output()
+        .expect("idem ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("note: the warehouse URL asks its sessions for time zone America/New_York, but idem's sessions run in UTC"),
+        "{stdout}"
+    );
+}

@@ -205,6 +205,11 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
             );
         }
     }
+    // The URL's time zone is not the sessions': said before a job is
+    // written against it, as lint says it.
+    if let Some(note) = crate::warehouse::session_zone_note(&parsed.warehouse.url) {
+        outln!("note: {note}");
+    }
     let skipped = survey.skipped_lines();
     if !skipped.is_empty() {
         outln!("not offered:");
