@@ -338,14 +338,8 @@ fn job<'a>(config: &'a Config, name: &str) -> Result<&'a Job> {
 /// Runs a backfill of the listed partitions to completion.
 async fn load(wh: &Warehouse, job: &Job, partitions: Vec<Partition>, reason: &str) -> Result<()> {
     let backfill = Backfill {
-        job: job.clone(),
-        partitions,
-        concurrency: 1,
-        retries: 0,
         reason: Some(reason.to_string()),
-        prior_attempts: Default::default(),
-        allow_shrink: false,
-        reads_not_loaded: Vec::new(),
+        ..Backfill::of(job.clone(), partitions)
     };
     let (tx, _rx) = mpsc::unbounded_channel();
     engine::run(wh, &backfill, &tx, &CancellationToken::new()).await;

@@ -227,16 +227,7 @@ mod tests {
              sql = \"select dt from s where dt >= :start and dt < :end\"\n"
         );
         let parsed = crate::config::parse(config, &text, &|_| None).expect("a config");
-        Backfill {
-            job: parsed.jobs[0].clone(),
-            partitions: vec![],
-            concurrency: 1,
-            retries: 0,
-            reason: None,
-            prior_attempts: Default::default(),
-            allow_shrink: false,
-            reads_not_loaded: Vec::new(),
-        }
+        Backfill::of(parsed.jobs[0].clone(), vec![])
     }
 
     /// Two runs of one job that had not ended when idem stopped waiting

@@ -190,14 +190,12 @@ fn describe(event: &Event) -> Option<String> {
             partition,
             attempt,
             error,
+            cause,
             will_retry,
             ..
         } => format!(
             "{partition} {} {} (attempt {attempt}{}) · {}",
-            match event.failure_word() {
-                "refused" => '⊖',
-                _ => '✗',
-            },
+            if cause.refused() { '⊖' } else { '✗' },
             event.failure_word(),
             if *will_retry { ", will retry" } else { "" },
             one_line(error)

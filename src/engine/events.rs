@@ -175,6 +175,14 @@ pub enum FailureCause {
     Cancelled,
 }
 
+impl FailureCause {
+    /// Refused, as the ledger records it: it wrote nothing, and nothing
+    /// was wrong with the job or its data.
+    pub fn refused(self) -> bool {
+        matches!(self, FailureCause::ShrinkGuard | FailureCause::LockHeld)
+    }
+}
+
 impl Event {
     /// The job the event is about.
     pub fn job(&self) -> &str {
@@ -233,10 +241,7 @@ impl Event {
     /// ledger records each such attempt refused), otherwise "failed".
     pub fn failure_word(&self) -> &'static str {
         match self {
-            Event::PartitionFailed {
-                cause: FailureCause::ShrinkGuard | FailureCause::LockHeld,
-                ..
-            } => "refused",
+            Event::PartitionFailed { cause, .. } if cause.refused() => "refused",
             _ => "failed",
         }
     }

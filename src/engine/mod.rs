@@ -57,6 +57,34 @@ pub struct Backfill {
 }
 
 impl Backfill {
+    /// A backfill of `job`'s `partitions`, one at a time, without retries,
+    /// reason or earlier attempts.
+    pub fn of(job: Job, partitions: Vec<Partition>) -> Backfill {
+        Backfill {
+            job,
+            partitions,
+            concurrency: 1,
+            retries: 0,
+            reason: None,
+            prior_attempts: HashMap::new(),
+            allow_shrink: false,
+            reads_not_loaded: Vec::new(),
+        }
+    }
+
+    /// The step a cascade gives `job` as it goes (it reads what the
+    /// cascade's merges moved): its partitions not known yet, run as the
+    /// cascade's `root` is.
+    pub fn step_as(root: &Backfill, job: &Job) -> Backfill {
+        Backfill {
+            concurrency: root.concurrency,
+            retries: root.retries,
+            reason: root.reason.clone(),
+            allow_shrink: root.allow_shrink,
+            ..Backfill::of(job.clone(), Vec::new())
+        }
+    }
+
     /// Plans a backfill of `job` over a range, reading current states when
     /// the selection filters by them.
     pub async fn plan(
@@ -100,14 +128,10 @@ impl Backfill {
             .map(|s| (s.partition.name(), s.attempts as i64))
             .collect();
         Ok(Backfill {
-            job: job.clone(),
-            partitions,
             concurrency,
             retries,
-            reason: None,
             prior_attempts,
-            allow_shrink: false,
-            reads_not_loaded: Vec::new(),
+            ..Backfill::of(job.clone(), partitions)
         })
     }
 

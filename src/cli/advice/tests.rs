@@ -3,13 +3,18 @@
 use super::repeat::repeat_line;
 use super::*;
 
+/// The partition of `grain` named `name`.
+fn named(grain: crate::partition::Grain, name: &str) -> Partition {
+    Partition::parse(grain, name, crate::partition::RangeEnd::From)
+        .unwrap_or_else(|| panic!("no {grain:?} {name}"))
+}
+
 fn day(name: &str) -> Partition {
-    Partition::parse(
-        crate::partition::Grain::Day,
-        name,
-        crate::partition::RangeEnd::From,
-    )
-    .expect("a day")
+    named(crate::partition::Grain::Day, name)
+}
+
+fn hour(name: &str) -> Partition {
+    named(crate::partition::Grain::Hour, name)
 }
 
 /// A command whose range holds more partitions than a run without a
@@ -122,16 +127,10 @@ fn an_empty_merge_window_is_loaded_again_through_the_latest() {
     assert_eq!(note.as_deref(), Some(said));
     // A cascade's step says so too (QA: only a run without --cascade
     // did), with what that step had empty before.
-    let step = engine::Backfill {
-        job: parsed.jobs[0].clone(),
-        partitions: vec![day("2026-01-03"), day("2026-01-04")],
-        concurrency: 1,
-        retries: 0,
-        reason: None,
-        prior_attempts: Default::default(),
-        allow_shrink: false,
-        reads_not_loaded: Vec::new(),
-    };
+    let step = engine::Backfill::of(
+        parsed.jobs[0].clone(),
+        vec![day("2026-01-03"), day("2026-01-04")],
+    );
     let outcome = engine::cascade::StepOutcome {
         added: Vec::new(),
         job: "dim".into(),
@@ -310,15 +309,6 @@ fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
             "idem run ev --only stale,failed --from 2026-01-02 --to 2026-01-03 --allow-incomplete"
         )
     );
-}
-
-fn hour(name: &str) -> Partition {
-    Partition::parse(
-        crate::partition::Grain::Hour,
-        name,
-        crate::partition::RangeEnd::From,
-    )
-    .expect("an hour")
 }
 
 /// A cancelled run whose undone hours lie on both sides of one the shrink

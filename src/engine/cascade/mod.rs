@@ -401,16 +401,7 @@ fn readers_without_a_step(
         .iter()
         .filter(|r| !steps.iter().any(|s| s.job.name == **r))
         .filter_map(|r| jobs.iter().find(|j| j.name == *r))
-        .map(|job| Backfill {
-            job: job.clone(),
-            partitions: Vec::new(),
-            concurrency: root.concurrency,
-            retries: root.retries,
-            reason: root.reason.clone(),
-            prior_attempts: HashMap::new(),
-            allow_shrink: root.allow_shrink,
-            reads_not_loaded: Vec::new(),
-        })
+        .map(|job| Backfill::step_as(root, job))
         .collect()
 }
 

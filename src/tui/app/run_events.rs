@@ -85,14 +85,10 @@ impl App {
         }
         let job = root.cascade_jobs.iter().find(|j| j.name == event.job())?;
         let step = crate::engine::Backfill {
-            job: job.clone(),
-            partitions: Vec::new(),
             concurrency: root.concurrency,
             retries: root.retries,
             reason: root.reason.clone(),
-            prior_attempts: Default::default(),
-            allow_shrink: false,
-            reads_not_loaded: Vec::new(),
+            ..crate::engine::Backfill::of(job.clone(), Vec::new())
         };
         let id = self.next_run;
         self.next_run += 1;
