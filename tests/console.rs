@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use idem::config::{Config, DefinitionChange, LAYOUT_ONLY_NOTE};
-use idem::engine::{Event, FailureCause};
+use idem::engine::{Backfill, Event, FailureCause};
 use idem::partition::{Partition, RangeEnd};
 use idem::state::{LoadState, PartitionStatus, StatesRead};
 use idem::tui::app::{
@@ -3262,6 +3262,47 @@ fn snapshot_confirm_cascade() {
     assert_eq!(a.runs.len(), 2, "the runs pane shows each step");
     assert_eq!(a.runs[1].id, *step_run);
     assert_eq!(a.runs[1].job, "agg_revenue_monthly");
+}
+
+/// The monthly job run over a month a day of which failed to load: the
+/// dialog says the month reads days not loaded, as `idem run` does (it
+/// said nothing: only a cascade's later steps were checked), and the run
+/// it starts carries them into its `run_started`.
+#[test]
+fn a_month_run_over_days_not_loaded_says_so_and_carries_it_into_the_run() {
+    let mut a = app(150, 40);
+    select_job(&mut a, "fct_orders");
+    let day = failed_days(&a)[0].clone();
+    let month = day[..7].to_string();
+    select_job(&mut a, "agg_revenue_monthly");
+    keys(&mut a, &format!(":run {month}..{month}\n"));
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("no dialog: {:?}", a.message)
+    };
+    assert!(!c.cascade_on());
+    let reads = |b: &Backfill| {
+        b.reads_not_loaded
+            .iter()
+            .map(|p| {
+                let days = p.not_loaded.iter().map(|(d, s)| (d.name(), *s));
+                (p.window.name(), p.upstream.clone(), days.collect())
+            })
+            .collect::<Vec<(String, String, Vec<(String, LoadState)>)>>()
+    };
+    let planned = reads(&c.backfill().expect("a plan"));
+    let [(window, upstream, days)] = planned.as_slice() else {
+        panic!("{planned:?}")
+    };
+    assert_eq!((window, upstream.as_str()), (&month, "fct_orders"));
+    assert!(days.contains(&(day.clone(), LoadState::Failed)), "{days:?}");
+    let screen = text(&a);
+    let said = format!("upstream  agg_revenue_monthly {month} reads ");
+    assert!(screen.contains(&said), "{said}\n{screen}");
+    let effects = keys(&mut a, "\n");
+    let [Effect::StartRun(req)] = effects.as_slice() else {
+        panic!("no run: {effects:?}")
+    };
+    assert_eq!(reads(&req.backfill), planned, "the run's events carry it");
 }
 
 #[test]

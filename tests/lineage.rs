@@ -993,11 +993,109 @@ async fn a_merge_writing_rows_into_another_window_makes_its_readers_stale(kind: 
     wh.close().await;
 }
 
+/// A run of the daily job (no cascade, or the cascade's root) over a day
+/// 16 of whose hours are failed or missing loads the day from the other 8:
+/// its plan (text and JSON), its `run_started` and its end say which hours
+/// it reads are not loaded, with the command that loads them, as a
+/// cascade's later steps say it (QA: only those did; the daily job re-run
+/// after a failure at 3 a.m. loaded the day from 8 hours, unsaid). A day
+/// whose hours are all loaded is not named; the run is not refused.
+async fn a_run_over_a_day_whose_hours_are_not_all_loaded_says_so(kind: Kind) {
+    let Some(s) = setup(kind).await else {
+        return;
+    };
+    let config = s.config.as_path();
+    // 2026-01-30 whole, and 2026-01-31T00..T08 but T02, which fails its
+    // CHECK: 8 of the 31st's hours loaded, 1 failed, 15 missing.
+    s.wh.execute_script(&[
+        "UPDATE src SET amount = -1 WHERE ts >= '2026-01-31 02:00:00' AND ts < '2026-01-31 03:00:00'",
+    ])
+    .await
+    .expect("a bad hour");
+    let hours = idem(
+        config,
+        &[
+            "run",
+            "ev_hourly",
+            "--from",
+            "2026-01-30T00",
+            "--to",
+            "2026-01-31T08",
+            "-y",
+        ],
+    );
+    assert_eq!(
+        hours.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&hours.stderr)
+    );
+    let run = ["run", "daily", "--from", "2026-01-30", "--to", "2026-01-31"];
+    let absolute = std::fs::canonicalize(config).expect("config");
+    let line = format!(
+        "daily 2026-01-31 reads 8 of its 24 ev_hourly hours loaded (1 failed, 15 missing: 2026-01-31T02, 2026-01-31T09 .. 2026-01-31T23): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: idem --config {} run ev_hourly --only failed,missing --from 2026-01-31T02 --to 2026-01-31T23 --cascade --yes",
+        absolute.display()
+    );
+    let plan = stdout_ok(&idem(config, &[&run[..], &["--dry-run"]].concat()));
+    assert!(plan.lines().any(|l| l == line), "{line}\n{plan}");
+    assert!(!plan.contains("daily 2026-01-30 reads"), "{plan}");
+    // The cascade's root says it as its later steps would.
+    let cascade = stdout_ok(&idem(
+        config,
+        &[&run[..], &["--cascade", "--dry-run"]].concat(),
+    ));
+    assert!(cascade.lines().any(|l| l == line), "{line}\n{cascade}");
+    let events = json_lines(&stdout_ok(&idem(
+        config,
+        &[&run[..], &["--dry-run", "--json"]].concat(),
+    )));
+    let said = events[0]["upstream_not_loaded"].clone();
+    assert_eq!(
+        (
+            said.as_array().map(Vec::len),
+            &said[0]["partition"],
+            &said[0]["upstream"],
+            &said[0]["upstream_partitions"],
+            said[0]["not_loaded"].as_array().map(Vec::len),
+            &said[0]["not_loaded"][0],
+        ),
+        (
+            Some(1),
+            &Value::from("2026-01-31"),
+            &Value::from("ev_hourly"),
+            &Value::from(24),
+            Some(16),
+            &serde_json::json!({"partition": "2026-01-31T02", "state": "failed"}),
+        ),
+        "{said}"
+    );
+    // The run loads the day as it stands, and says so: in its
+    // `run_started`, and on stderr once it is over.
+    let ran = idem(config, &[&run[..], &["-y", "--json"]].concat());
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().any(|l| l == format!("idem: {line}")),
+        "{line}\n{err}"
+    );
+    let events = json_lines(&String::from_utf8_lossy(&ran.stdout));
+    let started = events
+        .iter()
+        .find(|e| e["event"] == "run_started")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(
+        started["upstream_not_loaded"], said,
+        "as the dry run said it"
+    );
+    assert_eq!(states(config)["daily 2026-01-31"].0, "loaded");
+}
+
 on_every_engine!(
     lineage_from_sql_and_depends_on_drives_staleness_and_cascades,
     a_read_answers_unchanged_until_what_it_derives_from_moves,
     a_merge_moving_rows_out_of_a_window_makes_its_readers_stale,
-    a_merge_writing_rows_into_another_window_makes_its_readers_stale
+    a_merge_writing_rows_into_another_window_makes_its_readers_stale,
+    a_run_over_a_day_whose_hours_are_not_all_loaded_says_so
 );
 
 /// Its own module: its tests sit beside every engine's in `mod postgres`.

@@ -175,7 +175,6 @@ pub(super) async fn plan_downstream(
 /// loaded nor in the cascade ([`Downstream::partly_read`]): each upstream
 /// job's states are those its step was planned from (`planned`), or, for
 /// the root and the jobs outside the cascade, read over the step's windows.
-/// An upstream job whose states cannot be read is not said.
 async fn partly_read(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -184,21 +183,56 @@ async fn partly_read(
     planned: &[PlannedStep],
     now: chrono::NaiveDateTime,
 ) -> Vec<PartlyRead> {
-    let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
-        return Vec::new();
-    };
     let planned_states = |name: &str| {
         planned
             .iter()
             .find(|p| p.step.job.name == name)
             .map(|p| &p.statuses[..])
     };
+    let unplanned = |name: &str| planned_states(name).is_none();
+    let read = upstream_states(warehouse, config, lineage, step, unplanned, now).await;
+    downstream.partly_read(step, |name| {
+        planned_states(name).or_else(|| read.get(name).map(Vec::as_slice))
+    })
+}
+
+/// The windows of a run's own job (without `--cascade`, or a cascade's
+/// root) that read upstream partitions not loaded
+/// ([`engine::cascade::own_partly_read`]), each upstream job's states read
+/// over those windows alone: nothing is read for a job that reads none.
+pub(super) async fn own_partly_read(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    run: &Backfill,
+    now: chrono::NaiveDateTime,
+) -> Vec<PartlyRead> {
+    let read = upstream_states(warehouse, config, lineage, run, |_| true, now).await;
+    engine::cascade::own_partly_read((config, lineage), run, |name| {
+        read.get(name).map(Vec::as_slice)
+    })
+}
+
+/// The states of the jobs `step`'s job reads that `to_read` names, over
+/// the partitions its windows read, by job. An upstream job whose states
+/// cannot be read is left out: what it holds is not said.
+async fn upstream_states(
+    warehouse: &crate::warehouse::Warehouse,
+    config: &crate::config::Config,
+    lineage: &crate::lineage::Lineage,
+    step: &Backfill,
+    to_read: impl Fn(&str) -> bool,
+    now: chrono::NaiveDateTime,
+) -> HashMap<String, Vec<state::PartitionStatus>> {
     let mut read = HashMap::new();
+    let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
+        return read;
+    };
     for (up, _) in lineage.upstream(&step.job.name) {
         let Some(job) = config.jobs.iter().find(|j| j.name == *up) else {
             continue;
         };
-        if planned_states(up).is_some() {
+        if !to_read(up) {
             continue;
         }
         let scope = state::StatusScope {
@@ -212,9 +246,7 @@ async fn partly_read(
             read.insert(up.clone(), states.statuses);
         }
     }
-    downstream.partly_read(step, |name| {
-        planned_states(name).or_else(|| read.get(name).map(Vec::as_slice))
-    })
+    read
 }
 
 /// The partitions of jobs downstream of `root` that read what it loads,

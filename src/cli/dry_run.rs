@@ -42,9 +42,9 @@ pub(super) struct DryRun<'a> {
     /// partitions over the windows its merges move rows into or out of
     /// the cascade adds as it runs (which no plan can know beforehand).
     moves_add_to: Vec<String>,
-    /// A cascade's step: its line for its windows that read upstream
-    /// partitions neither loaded nor in the cascade, with the command that
-    /// loads those.
+    /// Its line for its windows that read upstream partitions neither
+    /// loaded nor in the run (or cascade), with the command that loads
+    /// those.
     partly_read: Option<String>,
 }
 
@@ -94,8 +94,8 @@ struct DryRunEvent<'a> {
     /// after it in the cascade that read it, which may get partitions
     /// added over the windows its merges move rows into or out of.
     moves_add_to: &'a [String],
-    /// A `--cascade` step: its partitions that read upstream partitions
-    /// neither loaded nor in the cascade, per upstream job.
+    /// Its partitions that read upstream partitions neither loaded nor in
+    /// the run (or cascade), per upstream job.
     upstream_not_loaded: Vec<engine::NotLoadedUpstream>,
 }
 
@@ -185,9 +185,9 @@ impl<'a> DryRun<'a> {
         self
     }
 
-    /// The plan of a cascade's step, saying its windows that read upstream
-    /// partitions neither loaded nor in the cascade, with the command that
-    /// loads those as `run` would print it.
+    /// The plan, saying its windows that read upstream partitions neither
+    /// loaded nor in the run (or cascade), with the command that loads
+    /// those as `run` would print it.
     pub(super) fn partly_read(mut self, run: &AsRun<'_>) -> DryRun<'a> {
         let backfill = self.backfill;
         self.partly_read =

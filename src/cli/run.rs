@@ -8,7 +8,9 @@ use tokio::sync::mpsc;
 
 use super::RunArgs;
 use super::advice;
-use super::downstream::{States, downstream_words, plan_downstream, stale_downstream};
+use super::downstream::{
+    States, downstream_words, own_partly_read, plan_downstream, stale_downstream,
+};
 use super::dry_run::{DryRun, Previewed};
 use super::output::{noteln, outln};
 use super::report::RunReport;
@@ -141,6 +143,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
             noteln!("idem: warning: {}: add --through-latest", risk.warning());
         }
     }
+    // Its windows over upstream partitions not loaded load from what is
+    // there: the plan, the run's events and its end say so.
+    backfill.reads_not_loaded =
+        own_partly_read(&warehouse, &config, &lineage, &backfill, now).await;
 
     // A preview lists it among the lint's findings; a run without one
     // says it anyway (a cron's `-y` run too).
@@ -347,7 +353,11 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     };
     warehouse.close().await;
     let report = RunReport::of_run(&as_run, job, &summary, &empty_before);
-    said(&report, events_written, json, &stale_downstream)
+    let more: Vec<String> = partly_loaded(&as_run, &loaded, &summary, &[])
+        .into_iter()
+        .chain(stale_downstream)
+        .collect();
+    said(&report, events_written, json, &more)
 }
 
 /// Says how a run ended, once its events are written (`events_written`):
@@ -624,35 +634,35 @@ async fn run_cascade(
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
-    let partly_loaded = partly_loaded(&as_run, steps, &outcomes);
-    said(&report, events_written, json, &partly_loaded)
-}
-
-/// Of each step's windows that read upstream partitions neither loaded nor
-/// in the cascade, those that loaded: a line per step, with the command
-/// that loads what they read and them again.
-fn partly_loaded(
-    as_run: &advice::AsRun<'_>,
-    steps: &[Backfill],
-    outcomes: &[engine::cascade::StepOutcome],
-) -> Vec<String> {
-    steps
+    let partly_loaded: Vec<String> = steps
         .iter()
         .filter_map(|step| {
             let outcome = outcomes.iter().find(|o| o.job == step.job.name)?;
-            let summary = outcome.summary.as_ref()?;
-            let loaded: Vec<PartlyRead> = step
-                .reads_not_loaded
-                .iter()
-                .filter(|p| {
-                    !summary.unfinished.contains(&p.window)
-                        && !outcome.skipped.iter().any(|(s, _)| *s == p.window)
-                })
-                .cloned()
-                .collect();
-            advice::partly_read_note(as_run, &step.job.name, &loaded)
+            partly_loaded(&as_run, step, outcome.summary.as_ref()?, &outcome.skipped)
         })
-        .collect()
+        .collect();
+    said(&report, events_written, json, &partly_loaded)
+}
+
+/// Of `run`'s windows that read upstream partitions neither loaded nor in
+/// the run, those that loaded (none of its `summary`'s unfinished, none
+/// `skipped`): its line, with the command that loads what they read and
+/// them again.
+fn partly_loaded(
+    as_run: &advice::AsRun<'_>,
+    run: &Backfill,
+    summary: &engine::RunSummary,
+    skipped: &[(Partition, String)],
+) -> Option<String> {
+    let loaded: Vec<PartlyRead> = run
+        .reads_not_loaded
+        .iter()
+        .filter(|p| {
+            !summary.unfinished.contains(&p.window) && !skipped.iter().any(|(s, _)| *s == p.window)
+        })
+        .cloned()
+        .collect();
+    advice::partly_read_note(as_run, &run.job.name, &loaded)
 }
 
 #[cfg(test)]

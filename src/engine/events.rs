@@ -17,10 +17,10 @@ pub enum Event {
         partitions: Vec<String>,
         concurrency: usize,
         reason: Option<String>,
-        /// A cascade's step: its partitions that read, of an upstream job,
-        /// partitions neither loaded nor in the cascade (they load from
-        /// what is there, and go stale (upstream) once the rest loads);
-        /// as `dry_run`'s. Empty for a run's own job.
+        /// Its partitions that read, of an upstream job, partitions
+        /// neither loaded nor in the run (a cascade's steps included):
+        /// they load from what is there, and go stale (upstream) once the
+        /// rest loads; as `dry_run`'s. Empty for a job that reads none.
         upstream_not_loaded: Vec<NotLoadedUpstream>,
     },
     PartitionStarted {
@@ -138,15 +138,15 @@ pub enum Event {
     },
 }
 
-/// A partition of a cascade's step that reads, of one upstream job,
-/// partitions neither loaded nor in the cascade.
+/// A partition of a run (or of a cascade's step) that reads, of one
+/// upstream job, partitions neither loaded nor in the run.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct NotLoadedUpstream {
     pub partition: String,
     pub upstream: String,
     /// The upstream job's partitions under it.
     pub upstream_partitions: usize,
-    /// Of those, the ones neither loaded nor in the cascade.
+    /// Of those, the ones neither loaded nor in the run.
     pub not_loaded: Vec<NotLoaded>,
 }
 

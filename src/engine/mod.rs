@@ -51,8 +51,9 @@ pub struct Backfill {
     pub prior_attempts: HashMap<String, i64>,
     /// Let replaces shrink partitions past the job's shrink guard.
     pub allow_shrink: bool,
-    /// A cascade's step: its windows that read upstream partitions neither
-    /// loaded nor in the cascade ([`cascade::Downstream::partly_read`]).
+    /// Its windows that read upstream partitions neither loaded nor in the
+    /// run ([`cascade::own_partly_read`]; a cascade's step:
+    /// [`cascade::Downstream::partly_read`]).
     pub reads_not_loaded: Vec<cascade::PartlyRead>,
 }
 

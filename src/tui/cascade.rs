@@ -35,6 +35,10 @@ pub struct CascadePlan {
     /// Per job, the windows reading the run that the cascade leaves, not
     /// ended yet (none when the run allows incomplete windows).
     pub not_ended: Vec<(String, Vec<Partition>)>,
+    /// The root's windows that read upstream partitions not loaded
+    /// ([`cascade::own_partly_read`]), by the upstream jobs' views: said
+    /// with the cascade on or off, and carried into the run's events.
+    pub reads_not_loaded: Vec<cascade::PartlyRead>,
 }
 
 impl CascadePlan {
@@ -48,9 +52,11 @@ impl CascadePlan {
         find: impl Fn(&str) -> Option<&'a JobView>,
         now: NaiveDateTime,
     ) -> CascadePlan {
+        let states = |name: &str| find(name).filter(|v| v.loaded).map(|v| &v.statuses[..]);
         let mut plan = CascadePlan {
             root: root.job.name.clone(),
             readers: lineage.downstream_closure(&root.job.name),
+            reads_not_loaded: cascade::own_partly_read((config, lineage), root, states),
             ..CascadePlan::default()
         };
         let mut downstream = cascade::Downstream::of(config, lineage, root, now)
@@ -81,9 +87,7 @@ impl CascadePlan {
                         .count();
                     plan.never_loaded.push(missing);
                     downstream.planned(&step);
-                    step.reads_not_loaded = downstream.partly_read(&step, |name| {
-                        find(name).filter(|v| v.loaded).map(|v| &v.statuses[..])
-                    });
+                    step.reads_not_loaded = downstream.partly_read(&step, states);
                     plan.steps.push(step);
                 }
                 Ok(_) => {}
@@ -96,6 +100,17 @@ impl CascadePlan {
             .map(|(job, windows)| (job.name.clone(), windows.clone()))
             .collect();
         plan
+    }
+
+    /// The root's line for its windows that read upstream partitions not
+    /// loaded, as `idem run` says it (the run loads them as they stand);
+    /// none when there are none.
+    pub fn upstream_line(&self, t: &Theme, label: Span<'static>) -> Option<Line<'static>> {
+        let line = cascade::partly_read_line(&self.root, &self.reads_not_loaded)?;
+        Some(Line::from(vec![
+            label,
+            Span::styled(line, t.style("warning")),
+        ]))
     }
 
     /// The confirm dialog's lines: per downstream job, how many partitions
@@ -327,6 +342,52 @@ mod tests {
                 "daily 2026-06-14 reads 9 of its 24 ev hours loaded (15 missing: 2026-06-14T04 .. 2026-06-14T07, 2026-06-14T13 .. 2026-06-14T23): loaded as it stands, it goes stale (upstream) once the rest loads",
             ]
         );
+    }
+
+    /// The daily job run itself over a day whose hours are not all
+    /// loaded: the dialog says so, cascade on or off, as `idem run` does,
+    /// and the run's events carry it (the console said nothing of it: only
+    /// a cascade's later steps were checked).
+    #[test]
+    fn a_day_run_over_hours_not_loaded_says_so_itself() {
+        let config = crate::engine::cascade::tests::hourly_and_daily();
+        let lineage = Lineage::of(&config).unwrap();
+        // 2026-06-14T00..T07 loaded but T02, failed; the rest missing.
+        let mut ev = JobView::new(config.jobs[0].clone(), now());
+        let statuses = ev
+            .partitions
+            .iter()
+            .map(|p| {
+                let state = match p.name().as_str() {
+                    "2026-06-14T02" => LoadState::Failed,
+                    h if h < "2026-06-14T08" => LoadState::Loaded,
+                    _ => LoadState::Missing,
+                };
+                crate::state::PartitionStatus::in_state(*p, state)
+            })
+            .collect();
+        ev.apply_statuses(statuses);
+        let day = Partition::parse(
+            crate::partition::Grain::Day,
+            "2026-06-14",
+            crate::partition::RangeEnd::From,
+        )
+        .expect("a day");
+        let root = Backfill::of(config.jobs[1].clone(), vec![day]);
+        let plan = |ev: Option<&JobView>| {
+            CascadePlan::of(&config, &lineage, (&root, false), |_| ev, now())
+        };
+        let line = plan(Some(&ev))
+            .upstream_line(&Theme::default_theme(), Span::raw("upstream "))
+            .map(|l| l.to_string());
+        assert_eq!(
+            line.as_deref(),
+            Some(
+                "upstream daily 2026-06-14 reads 7 of its 24 ev hours loaded (1 failed, 16 missing: 2026-06-14T02, 2026-06-14T08 .. 2026-06-14T23): loaded as it stands, it goes stale (upstream) once the rest loads"
+            )
+        );
+        // Its hours' states not read yet: nothing is said of them.
+        assert!(plan(None).reads_not_loaded.is_empty());
     }
 
     /// A downstream job whose states could not be read is said so, with

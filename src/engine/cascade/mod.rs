@@ -22,7 +22,7 @@ use crate::lineage::{Lineage, overlapping, read_by};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
-pub use partial::{PartlyRead, partly_read_line};
+pub use partial::{PartlyRead, own_partly_read, partly_read_line};
 use reached::Reached;
 
 /// The downstream partitions a backfill of `root` makes stale, per job in

@@ -1,14 +1,16 @@
-//! The windows a cascade's step loads over upstream partitions that are
-//! neither loaded nor loaded by the cascade (QA: a cascade from five hours
+//! The windows a run loads over upstream partitions that are neither loaded
+//! nor loaded by the run: a cascade's steps (QA: a cascade from five hours
 //! of a day loaded the day from those five, and said nothing of the other
-//! nineteen). The step still loads them, from what is there; they go stale
-//! (upstream) once the rest loads, and the plan and the run say so.
+//! nineteen), and a run's own job. The run still loads them, from what is
+//! there; they go stale (upstream) once the rest loads, and the plan and
+//! the run say so.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::Downstream;
+use crate::config::Config;
 use crate::engine::{Backfill, NotLoaded, NotLoadedUpstream};
-use crate::lineage::read_by;
+use crate::lineage::{Lineage, read_by};
 use crate::partition::Partition;
 use crate::state::{LoadState, PartitionStatus};
 
@@ -17,8 +19,8 @@ const WINDOWS_NAMED: usize = 3;
 /// Runs of upstream partitions named per window before the rest are cut.
 const RUNS_NAMED: usize = 3;
 
-/// A window of a cascade's step that reads, of one upstream job, partitions
-/// neither loaded nor in the cascade.
+/// A window of a run's job or of a cascade's step that reads, of one
+/// upstream job, partitions neither loaded nor in the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartlyRead {
     pub window: Partition,
@@ -26,7 +28,7 @@ pub struct PartlyRead {
     /// The upstream job's partitions under the window: those within its
     /// range that have ended (or that the cascade loads).
     pub under: usize,
-    /// Of those, the ones neither loaded nor in the cascade, oldest first,
+    /// Of those, the ones neither loaded nor in the run, oldest first,
     /// with their state: missing, failed, vanished or running. Stale and
     /// unmanaged ones hold rows, and count as loaded.
     pub not_loaded: Vec<(Partition, LoadState)>,
@@ -53,47 +55,75 @@ impl Downstream<'_, '_> {
         step: &Backfill,
         statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
     ) -> Vec<PartlyRead> {
-        let mut partly = Vec::new();
-        for (up, _) in self.lineage.upstream(&step.job.name) {
-            let (Some(job), Some(states)) = (
-                self.config.jobs.iter().find(|j| j.name == *up),
-                statuses(up),
-            ) else {
-                continue;
-            };
-            let states: HashMap<Partition, LoadState> =
-                states.iter().map(|s| (s.partition, s.state)).collect();
-            let planned = self.planned.get(up);
-            for window in &step.partitions {
-                let (mut under, mut not_loaded) = (0, Vec::new());
-                for p in read_by(window, job.grain) {
-                    if planned.is_some_and(|planned| planned.contains(&p)) {
+        read_not_loaded(
+            (self.config, self.lineage),
+            step,
+            |up| self.planned.get(up),
+            statuses,
+        )
+    }
+}
+
+/// The windows of a run's own job (a run without `--cascade`, or a
+/// cascade's root) that read upstream partitions not loaded, per upstream
+/// job whose `statuses` are known: nothing upstream of it is planned in
+/// the run (QA: a daily job run over a day 16 of whose hours had failed
+/// loaded it from the other 8, unsaid). None for a job that reads none.
+pub fn own_partly_read<'s>(
+    (config, lineage): (&Config, &Lineage),
+    run: &Backfill,
+    statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
+) -> Vec<PartlyRead> {
+    read_not_loaded((config, lineage), run, |_| None, statuses)
+}
+
+/// [`Downstream::partly_read`] and [`own_partly_read`]: `step`'s windows
+/// over partitions of its upstream jobs neither `planned` in the run nor
+/// holding their rows, by their `statuses`.
+fn read_not_loaded<'s, 'p>(
+    (config, lineage): (&Config, &Lineage),
+    step: &Backfill,
+    planned: impl Fn(&str) -> Option<&'p BTreeSet<Partition>>,
+    statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
+) -> Vec<PartlyRead> {
+    let mut partly = Vec::new();
+    for (up, _) in lineage.upstream(&step.job.name) {
+        let (Some(job), Some(states)) = (config.jobs.iter().find(|j| j.name == *up), statuses(up))
+        else {
+            continue;
+        };
+        let states: HashMap<Partition, LoadState> =
+            states.iter().map(|s| (s.partition, s.state)).collect();
+        let planned = planned(up);
+        for window in &step.partitions {
+            let (mut under, mut not_loaded) = (0, Vec::new());
+            for p in read_by(window, job.grain) {
+                if planned.is_some_and(|planned| planned.contains(&p)) {
+                    under += 1;
+                    continue;
+                }
+                match states.get(&p) {
+                    None | Some(LoadState::Future) => {}
+                    Some(state) => {
                         under += 1;
-                        continue;
-                    }
-                    match states.get(&p) {
-                        None | Some(LoadState::Future) => {}
-                        Some(state) => {
-                            under += 1;
-                            if !holds_its_rows(*state) {
-                                not_loaded.push((p, *state));
-                            }
+                        if !holds_its_rows(*state) {
+                            not_loaded.push((p, *state));
                         }
                     }
                 }
-                if !not_loaded.is_empty() {
-                    partly.push(PartlyRead {
-                        window: *window,
-                        upstream: up.clone(),
-                        under,
-                        not_loaded,
-                    });
-                }
+            }
+            if !not_loaded.is_empty() {
+                partly.push(PartlyRead {
+                    window: *window,
+                    upstream: up.clone(),
+                    under,
+                    not_loaded,
+                });
             }
         }
-        partly.sort_by(|a, b| (a.window, &a.upstream).cmp(&(b.window, &b.upstream)));
-        partly
     }
+    partly.sort_by(|a, b| (a.window, &a.upstream).cmp(&(b.window, &b.upstream)));
+    partly
 }
 
 impl PartlyRead {
@@ -145,8 +175,8 @@ impl PartlyRead {
     }
 }
 
-/// One line for a step's windows that read partitions neither loaded nor
-/// in the cascade: `daily 2026-11-02 reads 5 of its 24 ev hours loaded (19
+/// One line for a job's windows that read partitions neither loaded nor
+/// in the run: `daily 2026-11-02 reads 5 of its 24 ev hours loaded (19
 /// missing: …): loaded as it stands, it goes stale (upstream) once the rest
 /// loads`, a few windows named and the rest counted. None when there are
 /// none: the plan, the run and the console's dialog say it alike.

@@ -18,6 +18,7 @@ mod cover;
 mod fit;
 mod parallel;
 mod reread;
+mod same_as;
 mod shrink;
 mod words;
 
@@ -258,6 +259,9 @@ impl ConfirmDialog {
     pub fn backfill(&self) -> Option<Backfill> {
         let mut backfill = self.plan.backfill.clone()?;
         backfill.reason = self.reason_text();
+        if let Some(plan) = &self.cascade {
+            backfill.reads_not_loaded = plan.reads_not_loaded.clone();
+        }
         Some(backfill)
     }
 
@@ -343,61 +347,6 @@ impl ConfirmDialog {
             command,
             args,
         };
-    }
-
-    /// The `idem run` that does what the dialog will, and a note when the
-    /// command takes more than the choice. It says `--yes` where a script
-    /// would need it for `loads` partitions: the dialog is the confirm.
-    /// None when nothing would run: no command does that (one without a
-    /// range would run the job's whole history).
-    fn command_line(
-        &self,
-        job: &JobView,
-        chosen: &[usize],
-        risk: bool,
-        loads: usize,
-    ) -> Option<(RunArgs, Vec<String>)> {
-        let (Some(first), Some(last)) = (chosen.first(), chosen.last()) else {
-            return None;
-        };
-        let span: Vec<usize> = (*first..=*last).collect();
-        // A choice with gaps is described by the states it takes.
-        let only: Vec<LoadState> = if !self.only.is_empty() {
-            self.only.clone()
-        } else if span != chosen {
-            let mut states: Vec<LoadState> =
-                chosen.iter().filter_map(|i| job.state_at(*i)).collect();
-            states.sort();
-            states.dedup();
-            states
-        } else {
-            Vec::new()
-        };
-        let names: Vec<&str> = only.iter().map(|s| s.name()).collect();
-        let args = RunArgs {
-            // The range as chosen and filtered, whatever `:run` typed.
-            range: None,
-            from: job.partitions.get(*first).map(Partition::name),
-            to: job.partitions.get(*last).map(Partition::name),
-            only: names.iter().map(|s| s.to_string()).collect(),
-            through_latest: self.through_latest && risk,
-            reason: self.reason_text(),
-            yes: self.args.yes || loads > crate::cli::CONFIRM_ABOVE,
-            ..self.args.clone()
-        };
-        let mut pieces = args.command_pieces();
-        let covered = span
-            .iter()
-            .filter(|i| job.state_at(**i).is_some_and(|s| only.contains(&s)))
-            .count();
-        if !only.is_empty() && covered > chosen.len() {
-            pieces.push(format!(
-                "  # also takes {} more {} in between",
-                covered - chosen.len(),
-                names.join("/")
-            ));
-        }
-        Some((args, pieces))
     }
 
     /// Text pasted into the dialog: into the reason while it is typed,
@@ -607,6 +556,8 @@ impl ConfirmDialog {
         let planned = self.plan.backfill.as_ref().map(|b| &b.partitions[..]);
         let planned = planned.unwrap_or_default();
         lines.extend(self.cover.lines(planned, &job.job.target, t, label));
+        let upstream = self.cascade.as_ref();
+        lines.extend(upstream.and_then(|p| p.upstream_line(t, label("upstream"))));
         if let Some(plan) = self.cascade() {
             lines.extend(plan.lines(t, label));
             lines.extend(self.cover.steps_lines(&plan.steps, t, label));
