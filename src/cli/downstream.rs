@@ -199,7 +199,7 @@ async fn partly_read(
 /// The windows of a run's own job (without `--cascade`, or a cascade's
 /// root) that read upstream partitions not loaded
 /// ([`engine::cascade::own_partly_read`]), each upstream job's states read
-/// over those windows alone: nothing is read for a job that reads none.
+/// over the span of those windows: nothing is read for a job that reads none.
 pub(super) async fn own_partly_read(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
