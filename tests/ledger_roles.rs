@@ -11,7 +11,6 @@ mod common;
 mod pty;
 
 use common::{Kind, TestDb, idem, merge_job, replace_job, stdout_ok};
-use futures::FutureExt;
 use sqlx::{AssertSqlSafe, Executor, Row};
 
 const SRC: &str = "select id, dt from src where dt >= :start and dt < :end";
@@ -35,19 +34,6 @@ async fn ledger_rows(wh: &idem::warehouse::Warehouse, ledger: &str) -> i64 {
     .expect("the ledger")
     .try_get::<i64, _>(0)
     .expect("a count")
-}
-
-/// Runs `body`, then `cleanup` whether or not the body panicked: a role
-/// outlives the test's database.
-async fn with_cleanup(
-    body: impl std::future::Future<Output = ()>,
-    cleanup: impl std::future::Future<Output = ()>,
-) {
-    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
-    cleanup.await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 /// The engine's own words for making a role, granting it a ledger made by
@@ -228,7 +214,7 @@ async fn a_role_granted_the_ledger_loads_and_one_without_is_told_what_it_needs(k
         assert!(err.contains(grants), "{err}");
         assert!(!err.contains("password"), "{err}");
     };
-    with_cleanup(body, common::exec(&admin, &role.drop)).await;
+    common::with_cleanup(body, common::exec(&admin, &role.drop)).await;
     admin.close().await;
 }
 
@@ -318,7 +304,7 @@ async fn postgres_a_read_only_role_reads_states_and_is_refused_a_run() {
         console.send("q");
         assert!(console.wait_exit().success());
     };
-    with_cleanup(
+    common::with_cleanup(
         body,
         common::exec(
             &admin,
@@ -386,7 +372,7 @@ async fn a_roles_own_statement_timeout_holds_unless_zero_lifts_it(kind: Kind) {
         .expect("config");
         path
     };
-    with_cleanup(
+    common::with_cleanup(
         async {
             let out = idem(&config_with(""), &["run", "fct"]);
             let said = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -651,7 +637,7 @@ async fn postgres_a_refused_statement_stops_the_run_at_its_first_partition() {
             .expect("a count");
         assert_eq!(failed, 1, "one attempt, not one a partition: {said}");
     };
-    with_cleanup(
+    common::with_cleanup(
         body,
         common::exec(
             &admin,
@@ -709,7 +695,7 @@ async fn postgres_a_read_only_session_on_a_fresh_warehouse_reads_and_is_refused_
         assert!(err.contains("is read-only for idem"), "{err}");
         assert!(!err.contains("CREATE SCHEMA"), "{err}");
     };
-    with_cleanup(
+    common::with_cleanup(
         body,
         common::exec(
             &admin,

@@ -144,7 +144,10 @@ async fn a_refusal_reads_as_refused_in_the_run_log() {
 /// URL's `timezone`, which the driver sets on connecting, and the config
 /// names the same URL): idem's own sessions are UTC all the same, so the
 /// row written at 05:30 there is loaded and counted in the hour from
-/// 10:00 UTC.
+/// 10:00 UTC. A merge job without a partition column compares its window
+/// in its SQL alone, where `:start` and `:end` are those UTC bounds, read
+/// in idem's UTC sessions: its lock line says UTC too (QA: it was
+/// unmarked, beside the replaces' UTC lines).
 async fn a_run_logs_window_bounds_say_utc_on_a_zoned_column(kind: Kind) {
     let mut db = TestDb::new(kind).await.expect("server");
     let (zoned, plain) = match kind {
@@ -161,7 +164,10 @@ async fn a_run_logs_window_bounds_say_utc_on_a_zoned_column(kind: Kind) {
              end = \"2026-11-02T10\"\nsql = \"select id, ts from {name}_src where ts >= :start and ts < :end\"\n\n"
         )
     };
-    let (config, _) = db.config(&format!("{}{}", job("zoned"), job("plain")));
+    let merged = "[[jobs]]\nname = \"merged\"\ntarget = \"merged\"\nstrategy = \"merge_key\"\n\
+         unique_key = [\"id\"]\ngrain = \"hour\"\nstart = \"2026-11-02T10\"\nend = \"2026-11-02T10\"\n\
+         sql = \"select id, ts from zoned_src where ts >= :start and ts < :end\"\n";
+    let (config, _) = db.config(&format!("{}{}{merged}", job("zoned"), job("plain")));
     sqlx::any::install_default_drivers();
     let mut operator = sqlx::AnyConnection::connect(&db.url)
         .await
@@ -177,6 +183,7 @@ async fn a_run_logs_window_bounds_say_utc_on_a_zoned_column(kind: Kind) {
         format!("CREATE TABLE zoned (id INTEGER NOT NULL, ts {zoned} NOT NULL)"),
         format!("CREATE TABLE plain_src (id INTEGER NOT NULL, ts {plain} NOT NULL)"),
         format!("CREATE TABLE plain (id INTEGER NOT NULL, ts {plain} NOT NULL)"),
+        format!("CREATE TABLE merged (id INTEGER PRIMARY KEY, ts {zoned} NOT NULL)"),
         // 10:30 UTC, written in the operator's -05:00.
         "INSERT INTO zoned_src VALUES (1, '2026-11-02 05:30:00')".into(),
         "INSERT INTO plain_src VALUES (1, '2026-11-02 10:30:00')".into(),
@@ -189,27 +196,53 @@ async fn a_run_logs_window_bounds_say_utc_on_a_zoned_column(kind: Kind) {
     operator.close().await.expect("close");
     let state = db.path().join("state");
     let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
-    for (name, bounds) in [
+    let utc = "[2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)";
+    let as_written = "[2026-11-02 10:00:00, 2026-11-02 11:00:00)";
+    for (name, lines) in [
         (
             "zoned",
-            "[2026-11-02 10:00:00 UTC, 2026-11-02 11:00:00 UTC)",
+            [
+                format!("lock on zoned {utc} taken"),
+                format!("DELETE 0 rows in {utc}"),
+                "INSERT 1 row".into(),
+            ],
         ),
-        ("plain", "[2026-11-02 10:00:00, 2026-11-02 11:00:00)"),
+        (
+            "plain",
+            [
+                format!("lock on plain {as_written} taken"),
+                format!("DELETE 0 rows in {as_written}"),
+                "INSERT 1 row".into(),
+            ],
+        ),
+        (
+            "merged",
+            [
+                format!("lock on merged {utc} and every merge into merged taken"),
+                "MERGE 1 row by (id): 1 inserted".into(),
+                "COMMIT".into(),
+            ],
+        ),
     ] {
         let run = idem(&["run", name]);
         assert_eq!(run.status.code(), Some(0), "{run:?}");
         let log = idem(&["log", name, "2026-11-02T10", "--lines"]);
         let text = String::from_utf8_lossy(&log.stdout);
-        for line in [
-            format!("lock on {name} {bounds} taken"),
-            format!("DELETE 0 rows in {bounds}"),
-            "INSERT 1 row".into(),
-        ] {
+        for line in lines {
             assert!(text.contains(&line), "{name}, {line}: {text}");
         }
+        // The hour holds its row: counted in the target, or (a merge
+        // without a partition column) merged in that window.
+        let (rows_now, rows_at_load) = if name == "merged" {
+            ("", "1")
+        } else {
+            ("1", "1")
+        };
         let status = common::stdout_ok(&idem(&["status", name, "--format", "csv"]));
         assert!(
-            status.contains(&format!("{name},2026-11-02T10,loaded,1,")),
+            status.contains(&format!(
+                "{name},2026-11-02T10,loaded,{rows_now},{rows_at_load},"
+            )),
             "{status}"
         );
     }

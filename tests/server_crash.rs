@@ -4,8 +4,8 @@
 //! round: a client host gone silent mid-load loses its lock on the server,
 //! and a server gone silent stops the run. Last, a server configured unlike
 //! the shared one (MariaDB with autocommit off, without backslash
-//! escapes, folding table names). The server is a
-//! throwaway of this test's own (PostgreSQL: initdb in a temp dir;
+//! escapes, folding table names, in a global time zone of its own). The
+//! server is a throwaway of this test's own (PostgreSQL: initdb in a temp dir;
 //! MariaDB: mariadb-install-db in a temp dir; each on its own port), never
 //! the shared one.
 
@@ -1181,4 +1181,58 @@ async fn mysql_a_server_that_folds_table_names_lints_fct_and_fct_in_capitals_as_
     assert_eq!(code, Some(0), "{text}");
     assert!(!text.contains("also replaces partitions"), "{text}");
     assert!(!text.contains("own target"), "{text}");
+}
+
+/// A MariaDB whose global `time_zone` is +05:30 (`default-time-zone` in
+/// its configuration): the operator's own `mariadb` sessions read in it,
+/// idem's never (the driver sets UTC on connecting, and idem again), so a
+/// job's `CAST(at AS DATE)` of a `TIMESTAMP` loads UTC days. `idem lint`
+/// said nothing of it (QA: the operator's days were not idem's); it says
+/// so once, with what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_servers_global_time_zone_is_told_and_never_taken() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, at TIMESTAMP NOT NULL)",
+        "CREATE TABLE fct (dt DATE NOT NULL, n INTEGER NOT NULL)",
+        // One event an hour through the UTC days 2026-01-01 and -02,
+        // written in this session's UTC.
+        "INSERT INTO src SELECT seq, TIMESTAMP '2026-01-01 00:00:00' + INTERVAL seq HOUR FROM seq_0_to_47",
+    ];
+    let select = "select CAST(at AS DATE) as dt, count(*) as n from src where at >= :start and at < :end group by CAST(at AS DATE)";
+    let Some(mut m) = MariaJob::start(&["--default-time-zone=+05:30"], &setup, select).await else {
+        return;
+    };
+    let operators = Command::new("mariadb")
+        .args(["-uroot", "-h127.0.0.1", &format!("-P{}", m.maria.port)])
+        .args(["-N", "-e", "SELECT @@session.time_zone"])
+        .output()
+        .expect("mariadb client");
+    assert_eq!(String::from_utf8_lossy(&operators.stdout).trim(), "+05:30");
+    let (succeeded, failed, errors) = m.run().await;
+    assert_eq!((succeeded, failed), (2, 0), "{errors:?}");
+    let per_day: Vec<(String, i64)> =
+        sqlx::query("SELECT CAST(dt AS CHAR), CAST(n AS SIGNED) FROM fct ORDER BY dt")
+            .fetch_all(&mut m.admin)
+            .await
+            .expect("fct")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+    assert_eq!(
+        per_day,
+        [
+            ("2026-01-01".to_string(), 24),
+            ("2026-01-02".to_string(), 24)
+        ],
+        "idem's sessions read UTC days, not the server's +05:30 ones"
+    );
+    let (_, text) = m.idem(&["lint"]);
+    let told = "the server gives sessions that ask for no time zone +05:30 (the server's global time_zone)";
+    assert_eq!(text.matches(told).count(), 1, "{text}");
+    for part in [
+        "SET time_zone = '+00:00'",
+        "CAST(CONVERT_TZ(ts, '+00:00', '+05:30') AS DATE)",
+    ] {
+        assert!(text.contains(part), "{part}:\n{text}");
+    }
 }

@@ -603,3 +603,125 @@ async fn init_says_that_idems_sessions_do_not_take_the_urls_time_zone() {
         "{stdout}"
     );
 }
+
+/// A role's and a database's default time zone (`ALTER ROLE … SET
+/// timezone`, `ALTER DATABASE … SET timezone`) is what the operator's own
+/// psql reads in, but never idem's sessions: the driver starts each in
+/// UTC (a startup parameter, which outranks both) and idem sets UTC again,
+/// so a job's `CAST(at AS DATE)` under that role loads UTC days. `idem
+/// lint` and `idem init` said nothing of it (QA: the operator's
+/// `created_at::date` gave other days than idem's loads). They say it
+/// once, naming the setting that wins (the role's over the database's),
+/// and nothing once both are reset. The role and the database are the
+/// test's own.
+#[tokio::test]
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+async fn a_roles_or_databases_default_zone_is_told_and_never_taken() {
+    let db = TestDb::new(Kind::Postgres).await.expect("postgres");
+    let database = common::database(&db.url);
+    let role = format!("{database}_tz");
+    // One event an hour through the UTC days 2026-11-01 and -02.
+    let events: Vec<String> = (0..48)
+        .map(|h| format!("({h}, TIMESTAMPTZ '2026-11-01 00:00:00+00' + {h} * INTERVAL '1 hour')"))
+        .collect();
+    setup(&db, "UTC", &[format!("CREATE ROLE {role} LOGIN")]).await;
+    let url = common::as_user(&db.url, &role);
+    let config = db.path().join("role.toml");
+    let body = async {
+        setup(
+            &db,
+            "UTC",
+            &[
+                format!("GRANT CREATE ON DATABASE {database} TO {role}"),
+                "CREATE TABLE src (id INTEGER NOT NULL, at TIMESTAMPTZ NOT NULL)".into(),
+                "CREATE TABLE by_day (dt DATE NOT NULL, n INTEGER NOT NULL)".into(),
+                format!("INSERT INTO src VALUES {}", events.join(", ")),
+                format!("GRANT SELECT ON src TO {role}"),
+                format!("GRANT ALL ON by_day TO {role}"),
+                format!("ALTER DATABASE {database} SET timezone = 'Asia/Tokyo'"),
+                format!("ALTER ROLE {role} SET timezone = 'America/New_York'"),
+            ],
+        )
+        .await;
+        std::fs::write(
+            &config,
+            format!(
+                "[warehouse]\nurl = \"{url}\"\n\n[[jobs]]\nname = \"daily\"\ntarget = \"by_day\"\n\
+                 strategy = \"replace_partition\"\npartition_column = \"dt\"\ngrain = \"day\"\n\
+                 start = \"2026-11-01\"\nend = \"2026-11-02\"\n\
+                 sql = \"select CAST(at AS DATE) as dt, count(*) as n from src where at >= :start and at < :end group by CAST(at AS DATE)\"\n"
+            ),
+        )
+        .expect("config");
+        common::stdout_ok(&common::idem(&config, &["run", "daily", "--yes"]));
+        let mut admin = sqlx::AnyConnection::connect(&db.url)
+            .await
+            .expect("connect");
+        let per_day: Vec<(String, i64)> =
+            sqlx::query("SELECT CAST(dt AS TEXT), CAST(n AS BIGINT) FROM by_day ORDER BY dt")
+                .fetch_all(&mut admin)
+                .await
+                .expect("by_day")
+                .iter()
+                .map(|r| (sqlx::Row::get(r, 0), sqlx::Row::get(r, 1)))
+                .collect();
+        assert_eq!(
+            per_day,
+            [
+                ("2026-11-01".to_string(), 24),
+                ("2026-11-02".to_string(), 24)
+            ],
+            "idem's session read UTC days, not New York's"
+        );
+
+        let told = "the server gives sessions that ask for no time zone";
+        let lint_says = || {
+            let out = common::idem(&config, &["lint"]);
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        let said = lint_says();
+        assert_eq!(said.matches(told).count(), 1, "{said}");
+        for part in [
+            format!("America/New_York (ALTER ROLE {role} SET timezone)"),
+            "SET TIME ZONE 'UTC'".to_string(),
+            "CAST(ts AT TIME ZONE 'America/New_York' AS DATE)".to_string(),
+        ] {
+            assert!(said.contains(&part), "{part}:\n{said}");
+        }
+        let init = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .arg("--config")
+            .arg(db.path().join("init.toml"))
+            .args(["init", &url])
+            .output()
+            .expect("idem ran");
+        let init = common::stdout_ok(&init);
+        assert_eq!(init.matches(told).count(), 1, "{init}");
+        assert!(init.contains("America/New_York (ALTER ROLE"), "{init}");
+
+        setup(&db, "UTC", &[format!("ALTER ROLE {role} RESET timezone")]).await;
+        let said = lint_says();
+        assert!(
+            said.contains(&format!(
+                "{told} Asia/Tokyo (ALTER DATABASE {database} SET timezone)"
+            )),
+            "{said}"
+        );
+        setup(
+            &db,
+            "UTC",
+            &[format!("ALTER DATABASE {database} RESET timezone")],
+        )
+        .await;
+        let said = lint_says();
+        assert!(!said.contains(told), "{said}");
+    };
+    common::with_cleanup(
+        body,
+        setup(
+            &db,
+            "UTC",
+            &[format!("DROP OWNED BY {role}"), format!("DROP ROLE {role}")],
+        ),
+    )
+    .await;
+}

@@ -65,6 +65,9 @@ async fn lint_inner(
     if !offline {
         match connect_to_read(&config, 2).await {
             Ok(warehouse) => {
+                if let Some(note) = warehouse.server_zone_note().await {
+                    noteln!("idem: {note}");
+                }
                 for (job, found) in &mut findings {
                     *found = match lint::all_findings(&warehouse, &config.jobs, job).await {
                         Ok(all) => all,

@@ -1,7 +1,11 @@
-//! The time zone a warehouse URL asks its sessions for. idem's sessions do
-//! not take it: they run in UTC, so that partitions are UTC windows and a
-//! job's SQL reads the same in every session. `idem lint` says so, where a
-//! user checks what a config means, rather than every command.
+//! The time zone a warehouse URL asks its sessions for, or its server
+//! gives them by default. idem's sessions take neither: they run in UTC,
+//! so that partitions are UTC windows and a job's SQL reads the same in
+//! every session. `idem lint` and `idem init` say so, where a user checks
+//! what a config means, rather than every command.
+
+use super::Engine;
+use super::server_zone::{ServerZone, names_utc};
 
 /// What the URL's parameters ask the session's time zone to be, as the
 /// URL's engine reads them: MariaDB and MySQL's `timezone` (or
@@ -27,10 +31,7 @@ pub fn asked_time_zone(url: &str) -> Option<String> {
             _ => {}
         }
     }
-    asked.filter(|zone| {
-        !["utc", "etc/utc", "gmt", "z", "+00:00", "-00:00", "+00", "0"]
-            .contains(&zone.trim().to_ascii_lowercase().as_str())
-    })
+    asked.filter(|zone| !names_utc(zone))
 }
 
 /// The last `timezone` a PostgreSQL `options` string sets: `-c
@@ -81,14 +82,40 @@ fn decoded(text: &str) -> String {
 /// SQL, and how to write a local day where a job means one.
 pub fn session_zone_note(url: &str) -> Option<String> {
     let zone = asked_time_zone(url)?;
-    let local = if url.starts_with("postgres") {
-        format!("CAST(ts AT TIME ZONE '{zone}' AS DATE)")
+    let engine = if url.starts_with("postgres") {
+        Engine::Postgres
     } else {
-        format!("CAST(CONVERT_TZ(ts, '+00:00', '{zone}') AS DATE)")
+        Engine::MySql
     };
     Some(format!(
-        "the warehouse URL asks its sessions for time zone {zone}, but idem's sessions run in UTC whatever it asks: partitions are UTC windows, and the jobs' SQL reads dates and times in UTC (CAST(ts AS DATE) of a zoned column is its UTC day); where a job means the day in {zone}, its SQL says so ({local})"
+        "the warehouse URL asks its sessions for time zone {zone}, but idem's sessions run in UTC whatever it asks: partitions are UTC windows, and the jobs' SQL reads dates and times in UTC (CAST(ts AS DATE) of a zoned column is its UTC day); where a job means the day in {zone}, its SQL says so ({})",
+        local_day(engine, &zone)
     ))
+}
+
+/// What `idem lint` and `idem init` say of a server whose sessions default
+/// to another time zone than UTC: the operator's own client reads in it,
+/// idem's sessions do not, so one `CAST(ts AS DATE)` gives other days in
+/// each; how to read as idem does, and how a job means a local day.
+pub(super) fn server_zone_note(engine: Engine, server: &ServerZone) -> String {
+    let (client, read_as_idem) = match engine {
+        Engine::Postgres => ("psql", "SET TIME ZONE 'UTC'"),
+        _ => ("mariadb or mysql", "SET time_zone = '+00:00'"),
+    };
+    let zone = &server.zone;
+    format!(
+        "the server gives sessions that ask for no time zone {zone} ({}), as your own {client} sessions take it, but idem's sessions run in UTC whatever the server's default: partitions are UTC windows, and CAST(ts AS DATE) of a zoned column gives its UTC day in idem's loads but its day in {zone} in your {client}; run {read_as_idem} there to read as idem does, and where a job means the day in {zone}, its SQL says so ({})",
+        server.set_by,
+        local_day(engine, zone)
+    )
+}
+
+/// A zoned column `ts`'s day in `zone`, in `engine`'s SQL.
+fn local_day(engine: Engine, zone: &str) -> String {
+    match engine {
+        Engine::Postgres => format!("CAST(ts AT TIME ZONE '{zone}' AS DATE)"),
+        _ => format!("CAST(CONVERT_TZ(ts, '+00:00', '{zone}') AS DATE)"),
+    }
 }
 
 #[cfg(test)]

@@ -425,3 +425,16 @@ pub fn database(url: &str) -> String {
     let path = url.split('?').next().expect("a URL");
     path.rsplit('/').next().expect("a database").to_string()
 }
+
+/// Runs `body`, then `cleanup` whether or not the body panicked: a role
+/// outlives the test's database.
+pub async fn with_cleanup(
+    body: impl std::future::Future<Output = ()>,
+    cleanup: impl std::future::Future<Output = ()>,
+) {
+    let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
+    cleanup.await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}

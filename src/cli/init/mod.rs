@@ -126,13 +126,14 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     let read = async {
         let warehouse = super::connect_to_read(&parsed, 2).await?;
         let survey = warehouse.answering(candidates::survey(&warehouse)).await;
+        let server_zone = warehouse.server_zone_note().await;
         let dialect = warehouse.dialect();
         warehouse.close().await;
         let survey =
             survey.map_err(|e| Stop::failed(format!("cannot read the warehouse's tables: {e}")))?;
-        Ok::<_, Stop>((survey, dialect))
+        Ok::<_, Stop>((survey, server_zone, dialect))
     };
-    let (survey, dialect) = tokio::select! {
+    let (survey, server_zone, dialect) = tokio::select! {
         read = read => read?,
         () = cancel.cancelled() => return Err(cancelled(config_path)),
     };
@@ -208,6 +209,10 @@ async fn init_inner(config_path: &Path, url: &str, force: bool) -> Result<Exit, 
     // The URL's time zone is not the sessions': said before a job is
     // written against it, as lint says it.
     if let Some(note) = crate::warehouse::session_zone_note(&parsed.warehouse.url) {
+        outln!("note: {note}");
+    }
+    // So is the zone the server gives the operator's own client.
+    if let Some(note) = server_zone {
         outln!("note: {note}");
     }
     let skipped = survey.skipped_lines();

@@ -21,6 +21,8 @@ pub(in crate::warehouse) struct TargetShape {
     /// The job's SELECT columns, as the target columns they fill.
     pub(super) insert: Vec<Ident>,
     /// What the partition column holds: window bounds are bound as its type.
+    /// Without one (a merge's), how the window is compared: in the job's
+    /// SQL alone, as `:start` and `:end` (see [`Warehouse::target_shape`]).
     pub(super) partition_kind: ColumnKind,
     /// The target's native range partitions on the partition column
     /// (PostgreSQL): a window that is exactly one of them is emptied by
@@ -200,6 +202,13 @@ impl Warehouse {
                 crate::warehouse::columns::partition_column(&columns, p, &job.target, engine)?
                     .kind(engine)
             }
+            // A merge without a partition column compares its window in
+            // the job's SQL alone, where `:start` and `:end` are the UTC
+            // bounds read in idem's sessions, which run in UTC: its lines
+            // write them in UTC, as a zoned column's (QA: unmarked, beside
+            // the replaces' UTC bounds, an operator in New York read them
+            // as local times). SQLite has no time zones: as written.
+            None if engine != crate::config::Engine::Sqlite => ColumnKind::TimestampTz,
             None => ColumnKind::Other,
         };
         let children = match &job.partition_column {
