@@ -1,6 +1,7 @@
-//! `idem status` and `idem diff` on warehouses an operator meets at 3 a.m.:
-//! a partition column of the wrong type, rows whose partition column is
-//! NULL, a definition changed only in whitespace or its target's case.
+//! `idem status`, `idem diff` and `idem lint` on warehouses an operator
+//! meets at 3 a.m.: a partition column of the wrong type, rows whose
+//! partition column is NULL, a definition changed only in whitespace or its
+//! target's case, a SELECT that does not fill its target's columns.
 
 mod common;
 
@@ -224,4 +225,98 @@ async fn status_counts_the_rows_in_no_partition(kind: Kind) {
     }
 }
 
-on_every_engine!(status_counts_the_rows_in_no_partition);
+/// SELECTs whose every load fails on how they fill the target's columns,
+/// which lint passed (QA, PostgreSQL): one returning a name twice (`select
+/// a, dt, a`), which PostgreSQL describes and then refuses to INSERT
+/// ("column "a" specified more than once"); and one leaving out a NOT NULL
+/// column without a default. Lint says both, on every engine; a column the
+/// table fills (a default) or that accepts NULL is no finding.
+async fn lint_names_a_select_that_cannot_fill_its_target(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let window = "from src where dt >= :start and dt < :end";
+    let jobs = [
+        ("twice", "select id, dt, id"),
+        ("leaves", "select id, dt"),
+        ("fills", "select id, dt, must"),
+    ]
+    .map(|(name, select)| {
+        common::replace_job(name, name, "2026-01-02", &format!("{select} {window}"))
+    })
+    .concat();
+    let (config, parsed) = db.config(&jobs);
+    let wh = db.warehouse(&parsed).await;
+    let mut script = vec![
+        "CREATE TABLE src (id INTEGER NOT NULL, dt DATE NOT NULL, must VARCHAR(5) NOT NULL)"
+            .to_string(),
+        "INSERT INTO src VALUES (1, '2026-01-01', 'x')".to_string(),
+    ];
+    script.extend(["twice", "leaves", "fills"].map(|t| {
+        format!(
+            "CREATE TABLE {t} (id INTEGER NOT NULL, dt DATE NOT NULL, must VARCHAR(5) NOT NULL, \
+             kept VARCHAR(5) NOT NULL DEFAULT 'k', note VARCHAR(5) NULL)"
+        )
+    }));
+    let script: Vec<&str> = script.iter().map(String::as_str).collect();
+    wh.execute_script(&script).await.expect("setup");
+    let job = |name: &str| parsed.jobs.iter().find(|j| j.name == name).expect("job");
+    let lint = async |name: &str| {
+        idem::lint::warehouse_findings(&wh, job(name))
+            .await
+            .expect("lint")
+    };
+
+    // Each engine in its words: SQLite renames the second id, MariaDB
+    // rejects the SELECT, PostgreSQL describes it and lint reads it.
+    let found = lint("twice").await;
+    let errors: Vec<_> = found
+        .iter()
+        .filter(|f| f.severity == idem::lint::Severity::Error)
+        .collect();
+    let [error] = errors.as_slice() else {
+        panic!("{kind:?}: {found:#?}");
+    };
+    let said = match kind {
+        Kind::MySql => "Duplicate column name 'id'",
+        Kind::Sqlite | Kind::Postgres => "the job's SELECT returns two columns named id",
+    };
+    assert!(error.message.contains(said), "{kind:?}: {}", error.message);
+
+    let found = lint("leaves").await;
+    let [finding] = found.as_slice() else {
+        panic!("{kind:?}: {found:#?}");
+    };
+    assert_eq!(finding.severity, idem::lint::Severity::Warning, "{kind:?}");
+    assert!(
+        finding.message.starts_with(
+            "column must of leaves is NOT NULL without a default, and the job's SELECT leaves must out"
+        ),
+        "{kind:?}: {}",
+        finding.message
+    );
+    assert_eq!(
+        finding.fix,
+        "select must in the job's SQL, or give it a default in leaves"
+    );
+    assert!(lint("fills").await.is_empty(), "{kind:?}");
+
+    // What lint says of them is what a run meets.
+    for name in ["twice", "leaves"] {
+        let out = idem(
+            &config,
+            &["run", name, "--from", "2026-01-01", "--to", "2026-01-01"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{kind:?} {name}: {out:?}");
+    }
+    let out = idem(
+        &config,
+        &["run", "fills", "--from", "2026-01-01", "--to", "2026-01-01"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{kind:?}: {out:?}");
+}
+
+on_every_engine!(
+    status_counts_the_rows_in_no_partition,
+    lint_names_a_select_that_cannot_fill_its_target
+);

@@ -18,6 +18,7 @@
 
 mod filled;
 mod generated;
+mod outputs;
 mod own_target;
 pub use own_target::names_target;
 mod refusals;
@@ -691,6 +692,8 @@ pub async fn warehouse_findings(wh: &Warehouse, job: &Job) -> Result<Vec<Finding
                         }
                     }
                     filled::findings(wh, job, &names, &mut out).await?;
+                    outputs::findings(wh, job, &names, &target_columns, &computed, &mut out)
+                        .await?;
                     if engine == crate::warehouse::Engine::Sqlite {
                         sqlite_quotes::findings(wh, job, &mut out).await?;
                     }
