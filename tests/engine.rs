@@ -693,47 +693,58 @@ mod without_equality {
     on_server_engines!(values_without_a_plain_equality_merge_and_verify);
 }
 
-/// A SELECT the warehouse rejects (it reads a table that is not there)
-/// is rejected for every partition alike, its bounds being parameters: the
-/// run stops at its first failure instead of recording one per partition,
-/// and the partitions it did not start keep their state.
+/// A SELECT the warehouse rejects (it reads a table that is not there), or
+/// one naming a parameter idem does not bind (QA: `:stop` failed and
+/// recorded every partition), is rejected for every partition alike, its
+/// bounds being parameters: the run stops at its first failure instead of
+/// recording one per partition, and the partitions it did not start keep
+/// their state.
 async fn a_select_the_warehouse_rejects_stops_the_run_at_its_first_partition(kind: Kind) {
     let Some(f) = fixture(kind).await else { return };
     f.run("fct", Selection::default()).await;
     let before = f.fingerprints("fct").await;
     let db = &f.db;
-    let jobs = common::replace_job(
-        "gone",
-        "fct",
-        "2026-01-10",
-        "select id, amount, dt from src_renamed where dt >= :start and dt < :end",
-    );
-    let (_, config) = db.config(&jobs);
-    let job = &config.jobs[0];
-    let backfill = Backfill::plan(&f.wh, job, &Selection::default(), 1, 1)
-        .await
-        .expect("plan");
-    let (summary, events) = common::run(&f.wh, &backfill).await;
-    assert_eq!(
-        (summary.succeeded, summary.failed, summary.not_started),
-        (0, 1, DAYS as usize - 1),
-        "{kind:?}: {:?}",
-        common::errors(&events)
-    );
-    let states =
-        idem::state::job_status(&f.wh, job, idem::partition::now_utc(), &Default::default())
+    for (what, sql) in [
+        (
+            "a table not there",
+            "select id, amount, dt from src_renamed where dt >= :start and dt < :end",
+        ),
+        (
+            "a parameter idem does not bind",
+            "select id, amount, dt from src where dt >= :start and dt < :stop",
+        ),
+    ] {
+        let jobs = common::replace_job("gone", "fct", "2026-01-10", sql);
+        let (_, config) = db.config(&jobs);
+        let job = &config.jobs[0];
+        let backfill = Backfill::plan(&f.wh, job, &Selection::default(), 1, 1)
             .await
-            .expect("states");
-    let failed = states
-        .iter()
-        .filter(|s| s.state == LoadState::Failed)
-        .count();
-    assert_eq!(failed, 1, "{kind:?}: only the partition tried is failed");
-    assert_eq!(
-        f.fingerprints("fct").await,
-        before,
-        "{kind:?}: nothing was written"
-    );
+            .expect("plan");
+        let (summary, events) = common::run(&f.wh, &backfill).await;
+        assert_eq!(
+            (summary.succeeded, summary.failed, summary.not_started),
+            (0, 1, DAYS as usize - 1),
+            "{kind:?}, {what}: {:?}",
+            common::errors(&events)
+        );
+        let states =
+            idem::state::job_status(&f.wh, job, idem::partition::now_utc(), &Default::default())
+                .await
+                .expect("states");
+        let failed = states
+            .iter()
+            .filter(|s| s.state == LoadState::Failed)
+            .count();
+        assert_eq!(
+            failed, 1,
+            "{kind:?}, {what}: only the partition tried is failed"
+        );
+        assert_eq!(
+            f.fingerprints("fct").await,
+            before,
+            "{kind:?}, {what}: nothing was written"
+        );
+    }
 }
 
 on_every_engine!(

@@ -40,6 +40,44 @@ async fn postgres_status_of_a_text_partition_column_names_its_type() {
     }
 }
 
+/// A PostgreSQL array slice with named bounds (`tags[lo:hi]`) is no
+/// parameter: lint passes it and it loads (QA: `:hi` was read as a
+/// parameter idem does not bind, and every partition failed).
+#[tokio::test]
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+async fn postgres_an_array_slice_with_named_bounds_loads() {
+    let db = TestDb::new(Kind::Postgres).await.expect("test database");
+    let sql = "select id, array_to_string(tags[lo:hi], ',') as tags, dt \
+               from src where dt >= :start and dt < :end";
+    let (config, parsed) = db.config(&common::replace_job("fct", "fct", "2026-01-02", sql));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, tags TEXT[] NOT NULL, lo INTEGER, hi INTEGER, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, tags TEXT, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, '{a,b,c,d}', 2, 3, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    let lint = idem(&config, &["lint"]);
+    assert!(
+        lint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lint.stdout)
+    );
+    let run = idem(&config, &["run", "fct", "--yes"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let tags: String = sqlx::query_scalar("SELECT tags FROM fct WHERE id = 1")
+        .fetch_one(wh.pool())
+        .await
+        .expect("read");
+    assert_eq!(tags, "b,c");
+    wh.close().await;
+}
+
 /// A definition re-indented and commented is stale (a definition is its
 /// text to the byte), and `idem diff` says the change is layout alone, not
 /// only a diff of lines that look alike; a change of the statement is not

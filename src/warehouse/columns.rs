@@ -334,8 +334,7 @@ impl Warehouse {
     ) -> Result<Vec<String>, WarehouseError> {
         let mut sql = self.sql();
         sql.push("SELECT * FROM (");
-        sql.job_sql(&job.sql, partition)
-            .map_err(|e| WarehouseError::Job(e.to_string()))?;
+        sql.job_sql(&job.sql, partition)?;
         sql.push(") src");
         // The warehouse rejecting the SELECT (a table or column it reads is
         // not there, a syntax error) rejects it for every partition alike:

@@ -153,6 +153,14 @@ pub enum WarehouseError {
     },
 }
 
+/// A parameter idem does not bind is in the job's text, the same for every
+/// partition: a run stops at the first rather than fail them all.
+impl From<super::sql::UnknownParameter> for WarehouseError {
+    fn from(e: super::sql::UnknownParameter) -> Self {
+        WarehouseError::Misfit(e.to_string())
+    }
+}
+
 impl WarehouseError {
     /// A lock another session held kept the load waiting past
     /// `lock_timeout`: its partition's, one on the target's rows or the

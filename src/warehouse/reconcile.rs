@@ -50,7 +50,6 @@ impl Warehouse {
         grouped: bool,
     ) -> Result<Vec<Sql>, WarehouseError> {
         let dialect = self.dialect();
-        let unknown = |e: super::sql::UnknownParameter| WarehouseError::Job(e.to_string());
         if let Some(col) = &job.partition_column
             && grouped
         {
@@ -66,7 +65,7 @@ impl Warehouse {
                 .push(" AS p, g.n FROM (SELECT ")
                 .push(&bucket)
                 .push(" AS b, COUNT(*) AS n FROM (");
-            sql.job_sql_over(&job.sql, &first, &last).map_err(unknown)?;
+            sql.job_sql_over(&job.sql, &first, &last)?;
             sql.push(") src GROUP BY ").push(&bucket).push(") g");
             return Ok(vec![sql]);
         }
@@ -95,7 +94,7 @@ impl Warehouse {
                     None => sql.push("COUNT(*) AS n"),
                 };
                 sql.push(" FROM (");
-                sql.job_sql(&job.sql, p).map_err(unknown)?;
+                sql.job_sql(&job.sql, p)?;
                 sql.push(") src");
             }
             statements.push(sql);

@@ -505,24 +505,36 @@ pub(crate) fn query_body(sql: &str, syntax: impl Into<Syntax>) -> &str {
 }
 
 /// Splits SQL into text and `:name` parameters, skipping string literals,
-/// quoted identifiers, comments and PostgreSQL `::` casts, as `syntax`
-/// reads them.
+/// quoted identifiers, comments, PostgreSQL `::` casts and the bounds of
+/// its array slices (`arr[lo:hi]`), as `syntax` reads them.
 pub(crate) fn split_parameters(sql: &str, syntax: impl Into<Syntax>) -> Vec<Piece<'_>> {
     let syntax = syntax.into();
     let bytes = sql.as_bytes();
     let mut pieces = Vec::new();
     let mut text_start = 0;
     let mut i = 0;
+    // How deep in PostgreSQL's `[…]` subscripts: none of idem's parameters
+    // is an index, and a colon there divides a slice's bounds.
+    let mut subscripts = 0usize;
     while i < bytes.len() {
         if let Some((_, next)) = quoted_or_comment(bytes, i, syntax) {
             i = next;
             continue;
         }
         match bytes[i] {
+            b'[' if syntax.engine == Engine::Postgres => {
+                subscripts += 1;
+                i += 1;
+            }
+            b']' if syntax.engine == Engine::Postgres => {
+                subscripts = subscripts.saturating_sub(1);
+                i += 1;
+            }
             b':' if bytes.get(i + 1) == Some(&b':') => i += 2,
-            b':' if bytes
-                .get(i + 1)
-                .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') =>
+            b':' if subscripts == 0
+                && bytes
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') =>
             {
                 let name_start = i + 1;
                 let mut j = name_start;
@@ -574,6 +586,20 @@ mod tests {
         assert_eq!(
             params("select 'it''s :x' as a, \"col:y\" from t"),
             Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn a_postgres_slices_bounds_are_no_parameters() {
+        let sql = "select arr[lo:hi], m[1:n][a:b] from t where d >= :start and d < :end";
+        assert_eq!(params(sql), ["start", "end"]);
+        // Elsewhere brackets are no subscripts (SQLite's quote a name).
+        assert_eq!(
+            params_of(
+                "select a from t where x = :start and y[:end]",
+                Engine::MySql
+            ),
+            ["start", "end"]
         );
     }
 

@@ -672,8 +672,7 @@ fn insert_job_rows(
     sql.push(") SELECT ")
         .ident_list("src.", columns)
         .push(" FROM (");
-    sql.job_sql(&job.sql, partition)
-        .map_err(|e| WarehouseError::Job(e.to_string()))?;
+    sql.job_sql(&job.sql, partition)?;
     sql.push(") src");
     Ok(())
 }
