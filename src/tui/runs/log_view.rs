@@ -180,7 +180,7 @@ fn no_lines(run: &RunView, p: &RunPartition) -> String {
     if dropped > 0 {
         let on_disk = match &run.log_not_kept {
             None => format!(
-                "; the run log on disk has them: idem log {} {} --lines {dropped}",
+                "; the run log on disk has them: idem log {} {} --lines",
                 run.job, p.name
             ),
             Some(_) => String::new(),
@@ -268,7 +268,7 @@ mod tests {
             log_box(&runs),
             format!(
                 "its 3 log lines were let go: the console keeps a run's newest 20,000 lines; \
-                 the run log on disk has them: idem log fct_orders {first} --lines 3"
+                 the run log on disk has them: idem log fct_orders {first} --lines"
             )
         );
         // Without a log on disk, no command that would find nothing.
