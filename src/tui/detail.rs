@@ -236,7 +236,7 @@ impl Detail {
             )));
             for g in groups.iter().take(3) {
                 lines.push(Line::from(vec![
-                    Span::styled(format!("  ×{:<4}", g.partitions.len()), t.style("error")),
+                    Span::styled(format!("  ×{:<3} ", g.partitions.len()), t.style("error")),
                     Span::styled(g.signature.clone(), t.style("text")),
                 ]));
             }

@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::keymap::{self, action_for};
 use super::keys::{Action, Scope};
 use super::theme::Theme;
-use super::widgets::{block, centered, controls_shown, first_line};
+use super::widgets::{block, centered, controls_shown, first_line, wrap_words};
 use crate::partition::Partition;
 use crate::state::{LoadState, PartitionStatus};
 
@@ -213,36 +213,45 @@ impl ErrorList {
         partitions: &[Partition],
     ) {
         let t = theme;
-        let r = centered(area, 100, (groups.len() as u16 * 2 + 4).max(8));
-        frame.render_widget(Clear, r);
-        let b = block(t, " Failures by error signature ", true);
-        let inner_r = b.inner(r);
-        frame.render_widget(b, r);
+        // The lines wrap between words under themselves (a long error was
+        // cut mid-word at the box's edge), and the box is as tall as they
+        // are, within the screen.
+        let width = centered(area, 100, 0).width.saturating_sub(2) as usize;
         let name = |i: Option<&usize>| {
             i.and_then(|i| partitions.get(*i))
                 .map(Partition::name)
                 .unwrap_or_default()
         };
         let mut lines = Vec::new();
+        let indented = |lines: &mut Vec<Line<'static>>, lead: Span<'static>, text: &str, style| {
+            let lead_w = lead.width();
+            let room = width.saturating_sub(lead_w).max(20);
+            for (k, part) in wrap_words(text, room).into_iter().enumerate() {
+                let lead = if k == 0 {
+                    lead.clone()
+                } else {
+                    Span::raw(" ".repeat(lead_w))
+                };
+                lines.push(Line::from(vec![lead, Span::styled(part, style)]));
+            }
+        };
         for (k, g) in groups.iter().enumerate() {
             let style = if k == self.selected {
                 t.style("cursor")
             } else {
                 t.style("text")
             };
-            lines.push(Line::from(vec![
-                Span::styled(format!(" ×{:<4}", g.partitions.len()), t.style("error")),
-                Span::styled(g.signature.clone(), style),
-            ]));
-            lines.push(Line::from(Span::styled(
-                format!(
-                    "       {} .. {} · e.g. {}",
-                    name(g.partitions.first()),
-                    name(g.partitions.last()),
-                    g.example
-                ),
-                t.style("muted"),
-            )));
+            // A space after the count, however many digits (×3650 ran into
+            // the signature).
+            let count = Span::styled(format!(" ×{:<3} ", g.partitions.len()), t.style("error"));
+            indented(&mut lines, count, &g.signature, style);
+            let example = format!(
+                "{} .. {} · e.g. {}",
+                name(g.partitions.first()),
+                name(g.partitions.last()),
+                g.example
+            );
+            indented(&mut lines, Span::raw("       "), &example, t.style("muted"));
         }
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
@@ -254,6 +263,11 @@ impl ErrorList {
             ),
             t.style("muted"),
         )));
+        let r = centered(area, 100, (lines.len() as u16 + 2).max(8));
+        frame.render_widget(Clear, r);
+        let b = block(t, " Failures by error signature ", true);
+        let inner_r = b.inner(r);
+        frame.render_widget(b, r);
         frame.render_widget(Paragraph::new(controls_shown(lines)), inner_r);
     }
 }
@@ -355,6 +369,44 @@ mod tests {
             ErrorListStep::Chosen(1)
         );
         assert_eq!(press(&mut list, KeyCode::Esc, 2), ErrorListStep::Closed);
+    }
+
+    /// QA: a long error was cut mid-word at the overlay's edge ("the feed
+    /// delivere"), and a count of four digits ran into its signature.
+    #[test]
+    fn long_errors_wrap_whole_and_a_count_keeps_its_space() {
+        let partitions: Vec<Partition> = (1..=28)
+            .map(|d| {
+                let at = chrono::NaiveDate::from_ymd_opt(2026, 6, d)
+                    .and_then(|d| d.and_hms_opt(0, 0, 0))
+                    .expect("date");
+                Partition::containing(crate::partition::Grain::Day, at)
+            })
+            .collect();
+        let long = "upstream contract violated for partition: the feed delivered rows whose \
+                    amount column could not be parsed as a decimal number";
+        let groups = vec![ErrorGroup {
+            signature: long.into(),
+            key: long.into(),
+            example: long.into(),
+            partitions: (0..1234).map(|i| i % 28).collect(),
+        }];
+        let screen = crate::tui::fixture::draw(80, 24, |f| {
+            ErrorList::default().render(f, f.area(), &Theme::default_theme(), &groups, &partitions)
+        });
+        // The box's text, its rows read on from each other.
+        let text: Vec<&str> = screen
+            .lines()
+            .filter_map(|l| {
+                let inside = l.split('┃').nth(1)?;
+                Some(inside.trim())
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
+        let read = text.join(" ");
+        assert!(read.contains(&format!("×1234 {long}")), "{screen}");
+        assert!(read.contains(&format!("e.g. {long}")), "{screen}");
+        assert!(read.contains("Esc closes"), "{screen}");
     }
 
     #[test]

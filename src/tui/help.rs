@@ -4,7 +4,7 @@
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Modifier;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
@@ -21,68 +21,95 @@ pub fn key(scroll: u16, key: &KeyEvent, (page, most): (u16, u16)) -> Option<u16>
     action_for(Scope::Help, key).and_then(|a| scrolled(scroll, a, page, most))
 }
 
-/// Every binding by scope, with the keys of `keymap`, then the states.
+/// Every binding by scope, with the keys of `keymap`, then the states and
+/// the marks beside them. Every line wraps between words under itself, not
+/// under its keys or glyph (a long legend line was cut mid-word).
 pub fn lines(t: &Theme, keymap: &Keymap, width: u16) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let mut scope: Option<Scope> = None;
+    let heading = |lines: &mut Vec<Line<'static>>, title: &str| {
+        for part in wrap_words(title, (width as usize).max(20)) {
+            lines.push(Line::from(Span::styled(part, t.style("highlight"))));
+        }
+    };
     for bound in keymap.bindings() {
         let b = bound.binding;
         if scope != Some(b.scope) {
             if scope.is_some() {
                 lines.push(Line::from(""));
             }
-            lines.push(Line::from(Span::styled(
-                b.scope.title().to_string(),
-                t.style("highlight"),
-            )));
+            heading(&mut lines, b.scope.title());
             scope = Some(b.scope);
         }
-        // Long descriptions wrap under themselves, not under the keys.
-        let room = (width as usize).saturating_sub(13).max(20);
-        for (k, part) in wrap_words(b.description, room).into_iter().enumerate() {
-            let keys = if k == 0 { &*bound.label } else { "" };
-            lines.push(Line::from(vec![
-                Span::styled(
-                    format!("  {keys:<10} "),
-                    t.style("text").add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(part, t.style("text")),
-            ]));
-        }
+        let keys = format!("  {:<10} ", bound.label);
+        let keys_style = t.style("text").add_modifier(Modifier::BOLD);
+        entry(&mut lines, width, (keys, keys_style), b.description, t);
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled("States", t.style("highlight"))));
+    heading(&mut lines, "States");
+    let mark = |glyph: char, style| (format!("  {glyph}  "), style);
     for st in LoadState::ALL {
+        entry(
+            &mut lines,
+            width,
+            mark(st.glyph(), t.state(st)),
+            st.name(),
+            t,
+        );
+    }
+    let marks = [
+        (
+            mark(LoadState::UPSTREAM_GLYPH, t.state(LoadState::Stale)),
+            "stale (upstream): loaded before an upstream partition it reads was loaded again",
+        ),
+        (
+            mark('*', t.style("anomaly")),
+            "anomaly: row count is an outlier",
+        ),
+        (
+            mark(crate::tui::glyphs::REFUSED_FLAG, t.style("warning")),
+            "refused: its latest load was refused by the shrink guard (the source looked incomplete)",
+        ),
+        (
+            mark('+', t.style("warning")),
+            "source changed: after a reconciliation (O) or a run dialog's count, the source has more rows now than were loaded",
+        ),
+        (
+            mark('-', t.style("warning")),
+            "source changed: the source has fewer rows now than were loaded",
+        ),
+        (
+            mark(crate::tui::glyphs::NULL_PARTITION_FLAG, t.style("warning")),
+            "in the jobs list, with a number: rows of the job's target whose partition column is NULL (no partition holds them)",
+        ),
+    ];
+    for (mark, text) in marks {
+        entry(&mut lines, width, mark, text, t);
+    }
+    lines
+}
+
+/// `lead` (keys, or a glyph) and `text` wrapped in the room left beside it.
+fn entry(
+    lines: &mut Vec<Line<'static>>,
+    width: u16,
+    (lead, lead_style): (String, Style),
+    text: &str,
+    t: &Theme,
+) {
+    let lead_w = lead.chars().count();
+    let room = (width as usize).saturating_sub(lead_w).max(20);
+    for (k, part) in wrap_words(text, room).into_iter().enumerate() {
+        let lead = if k == 0 {
+            lead.clone()
+        } else {
+            " ".repeat(lead_w)
+        };
         lines.push(Line::from(vec![
-            Span::styled(format!("  {}  ", st.glyph()), t.state(st)),
-            Span::styled(st.name().to_string(), t.style("text")),
+            Span::styled(lead, lead_style),
+            Span::styled(part, t.style("text")),
         ]));
     }
-    lines.push(Line::from(vec![
-        Span::styled("  *  ", t.style("anomaly")),
-        Span::styled("anomaly: row count is an outlier", t.style("text")),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled(
-            format!("  {}  ", crate::tui::glyphs::REFUSED_FLAG),
-            t.style("warning"),
-        ),
-        Span::styled(
-            "refused: its latest load was refused by the shrink guard (the source looked incomplete)",
-            t.style("text"),
-        ),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled(
-            format!("  {}  ", crate::tui::glyphs::NULL_PARTITION_FLAG),
-            t.style("warning"),
-        ),
-        Span::styled(
-            "in the jobs list, with a number: rows of the job's target whose partition column is NULL (no partition holds them)",
-            t.style("text"),
-        ),
-    ]));
-    lines
 }
 
 /// The lines the overlay shows on a screen of `area`, and the farthest it
@@ -166,6 +193,38 @@ mod tests {
             lines(&t, &keymap, 40).len() > lines(&t, &keymap, 200).len(),
             "narrow help wraps"
         );
+    }
+
+    /// QA: at 80 columns the help cut its legend's long lines and the text
+    /// editing heading mid-word ("(the source lo", "whose partiti"), and it
+    /// had no word for the calendar's ≈, + and - marks.
+    #[test]
+    fn every_help_line_fits_and_every_mark_is_told() {
+        let t = Theme::default_theme();
+        for width in [40u16, 76, 94] {
+            let text: Vec<String> = lines(&t, &Keymap::default(), width)
+                .iter()
+                .map(|l| l.to_string())
+                .collect();
+            for l in &text {
+                assert!(
+                    crate::tui::widgets::columns(l) <= width as usize,
+                    "wider than {width}: {l:?}"
+                );
+            }
+            let all = text.join(" ");
+            let words = all.split_whitespace().collect::<Vec<_>>().join(" ");
+            for told in [
+                "(no partition holds them)",
+                "(the source looked incomplete)",
+                "Ctrl-W, Ctrl-U)",
+                "≈ stale (upstream)",
+                "+ source changed",
+                "- source changed",
+            ] {
+                assert!(words.contains(told), "{told} at {width}: {text:#?}");
+            }
+        }
     }
 
     #[test]

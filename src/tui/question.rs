@@ -38,37 +38,64 @@ impl Question {
     /// the job of the run to cancel.
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, active_runs: usize, job: &str) {
         let text = self.text(active_runs, job);
-        let r = centered(area, 64, 6);
+        let paragraph = Paragraph::new(controls_shown(vec![
+            Line::from(Span::styled(text, t.style("text"))),
+            Line::from(""),
+            Line::from(vec![
+                Span::styled(
+                    keymap::key(Scope::Question, Action::Yes),
+                    t.style("highlight"),
+                ),
+                Span::styled(" yes   ", t.style("muted")),
+                Span::styled(
+                    keymap::key(Scope::Question, Action::No),
+                    t.style("highlight"),
+                ),
+                Span::styled(" no", t.style("muted")),
+            ]),
+        ]))
+        .wrap(Wrap { trim: true });
+        // As tall as the question wraps to, so that its keys always show (a
+        // fixed height cut the quit question's y/n line).
+        let width = centered(area, 64, 0).width;
+        let lines = paragraph.line_count(width.saturating_sub(2)) as u16;
+        let r = centered(area, 64, lines.saturating_add(2));
         frame.render_widget(Clear, r);
         let b = block(t, " Are you sure? ", true);
         let inner_r = b.inner(r);
         frame.render_widget(b, r);
-        frame.render_widget(
-            Paragraph::new(controls_shown(vec![
-                Line::from(Span::styled(text, t.style("text"))),
-                Line::from(""),
-                Line::from(vec![
-                    Span::styled(
-                        keymap::key(Scope::Question, Action::Yes),
-                        t.style("highlight"),
-                    ),
-                    Span::styled(" yes   ", t.style("muted")),
-                    Span::styled(
-                        keymap::key(Scope::Question, Action::No),
-                        t.style("highlight"),
-                    ),
-                    Span::styled(" no", t.style("muted")),
-                ]),
-            ]))
-            .wrap(Wrap { trim: true }),
-            inner_r,
-        );
+        frame.render_widget(paragraph, inner_r);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::Question;
+    use crate::tui::fixture::draw;
+    use crate::tui::theme::Theme;
+
+    /// QA: the quit question wraps to three lines or four in its box of a
+    /// fixed four, so its y/n line never showed: the box now fits the text.
+    #[test]
+    fn every_question_shows_its_keys_inside_its_box() {
+        let t = Theme::default_theme();
+        for (w, h) in [(60, 15), (80, 24), (200, 60)] {
+            for (q, runs) in [
+                (Question::Quit, 1),
+                (Question::Quit, 3),
+                (Question::CancelRun(2), 1),
+            ] {
+                let screen = draw(w, h, |f| q.render(f, f.area(), &t, runs, "fct_orders"));
+                assert!(
+                    screen.lines().any(|l| l.contains("┃y yes   n no")),
+                    "{q:?} with {runs} runs at {w}x{h}:\n{screen}"
+                );
+                let text = q.text(runs, "fct_orders");
+                let last_word = text.split(' ').next_back().unwrap_or_default();
+                assert!(screen.contains(last_word), "{screen}");
+            }
+        }
+    }
 
     #[test]
     fn the_quit_question_counts_its_runs_in_words() {

@@ -22,6 +22,8 @@ pub struct RunLogs {
     /// How many entries of `order` name each partition; a partition holds
     /// at most that many lines.
     in_order: Vec<usize>,
+    /// Lines of each partition let go by either bound.
+    dropped: Vec<usize>,
 }
 
 impl RunLogs {
@@ -31,6 +33,7 @@ impl RunLogs {
             lines: vec![VecDeque::new(); partitions],
             order: VecDeque::new(),
             in_order: vec![0; partitions],
+            dropped: vec![0; partitions],
         }
     }
 
@@ -59,6 +62,7 @@ impl RunLogs {
         }
         if ring.len() >= LOG_LINES {
             ring.pop_front();
+            self.dropped[i] += 1;
         }
         ring.push_back(line);
         self.order.push_back(i);
@@ -71,6 +75,7 @@ impl RunLogs {
             // Only when the partition's ring did not drop that line itself.
             if ring.len() > self.in_order[oldest] {
                 ring.pop_front();
+                self.dropped[oldest] += 1;
             }
         }
     }
@@ -81,6 +86,7 @@ impl RunLogs {
         let i = i.min(self.lines.len());
         self.lines.insert(i, VecDeque::new());
         self.in_order.insert(i, 0);
+        self.dropped.insert(i, 0);
         for row in &mut self.order {
             if *row >= i {
                 *row += 1;
@@ -92,6 +98,11 @@ impl RunLogs {
     pub fn of(&self, i: usize) -> &VecDeque<String> {
         const NONE: &VecDeque<String> = &VecDeque::new();
         self.lines.get(i).unwrap_or(NONE)
+    }
+
+    /// How many of partition `i`'s lines were let go to keep the bounds.
+    pub fn dropped(&self, i: usize) -> usize {
+        self.dropped.get(i).copied().unwrap_or(0)
     }
 
     /// Lines kept over all partitions.

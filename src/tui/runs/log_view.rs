@@ -148,7 +148,7 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
         return;
     };
     if log.is_empty() {
-        let words = Paragraph::new(controls_shown(no_lines_yet(run, p)))
+        let words = Paragraph::new(controls_shown(no_lines(run, p)))
             .wrap(Wrap { trim: false })
             .style(t.style("muted"));
         frame.render_widget(words, size);
@@ -172,8 +172,26 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
 
 /// What the box of partition `p` of `run` says while its log has no line:
 /// what it waits for, or why it has none (a queued partition's box was
-/// empty, as if its log had been lost).
-fn no_lines_yet(run: &RunView, p: &RunPartition) -> String {
+/// empty, as if its log had been lost; a partition early in a long run,
+/// whose lines the run's bound let go, said "no lines", as if it had
+/// logged nothing).
+fn no_lines(run: &RunView, p: &RunPartition) -> String {
+    let dropped = run.logs.dropped(run.selected);
+    if dropped > 0 {
+        let on_disk = match &run.log_not_kept {
+            None => format!(
+                "; the run log on disk has them: idem log {} {} --lines",
+                run.job, p.name
+            ),
+            Some(_) => String::new(),
+        };
+        return format!(
+            "its {} log line{} let go: the console keeps a run's newest {} lines{on_disk}",
+            crate::numbers::thousands(dropped as i64),
+            if dropped == 1 { " was" } else { "s were" },
+            crate::numbers::thousands(crate::tui::run_logs::RUN_LOG_LINES as i64),
+        );
+    }
     match p.state {
         RunPartState::Queued if run.cancel_requested => {
             "queued: it will not start, the run is being cancelled".into()
@@ -212,6 +230,7 @@ mod tests {
     use super::super::{RunView, direction, render};
     use crate::tui::fixture::{draw, now};
     use crate::tui::keys::Action;
+    use crate::tui::run_logs::RUN_LOG_LINES;
     use crate::tui::theme::Theme;
 
     /// The selected partition's log box, its text on one line.
@@ -228,6 +247,36 @@ mod tests {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// QA: in a run of 3,650 days the first days' log lines were let go to
+    /// keep the run's bound, and their boxes said "no lines", as if those
+    /// loads had logged nothing. The box says they were let go, and where
+    /// they are kept.
+    #[test]
+    fn a_log_the_runs_bound_let_go_says_so_and_where_it_is_kept() {
+        let mut runs = vec![run()];
+        let first = runs[0].partitions[0].name.clone();
+        runs[0].apply(&started(&first), now());
+        runs[0].logs.push(0, "BEGIN\nCOMMIT");
+        assert_eq!(log_box(&runs), "attempt 2 BEGIN COMMIT");
+        for k in 0..RUN_LOG_LINES {
+            runs[0].logs.push(1, &format!("line {k}"));
+        }
+        assert_eq!(runs[0].logs.dropped(0), 3);
+        assert_eq!(
+            log_box(&runs),
+            format!(
+                "its 3 log lines were let go: the console keeps a run's newest 20,000 lines; \
+                 the run log on disk has them: idem log fct_orders {first} --lines"
+            )
+        );
+        // Without a log on disk, no command that would find nothing.
+        runs[0].log_not_kept = Some("no state directory".into());
+        assert_eq!(
+            log_box(&runs),
+            "its 3 log lines were let go: the console keeps a run's newest 20,000 lines"
+        );
     }
 
     /// QA: a queued partition's log box was empty, as if its log had been
