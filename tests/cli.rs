@@ -1025,6 +1025,59 @@ async fn a_printed_repeat_runs_from_another_directory() {
     wh.close().await;
 }
 
+/// A config reached through links, as deploys lay them out (a `current`
+/// folder linked to the release, `/etc/idem/idem.toml` linked to the file
+/// in it), is named by its links in a printed command, from a relative
+/// `--config` with a `..` in it too: the command run after the next deploy
+/// reads the config current then. QA: the links were resolved, so the
+/// repeat ran the old release's config.
+#[tokio::test]
+async fn a_printed_repeat_names_the_config_by_its_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let release = root.join("releases").join("1");
+    std::fs::create_dir_all(&release).unwrap();
+    let db = root.join("w.db");
+    let wh = sqlite_warehouse(
+        &release.join("idem.toml"),
+        &db,
+        &daily_fct(&db, "2026-01-03"),
+    )
+    .await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (-2, '2026-01-02'), (3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
+    std::os::unix::fs::symlink("releases/1", root.join("current")).unwrap();
+    std::fs::create_dir(root.join("etc")).unwrap();
+    std::os::unix::fs::symlink("../current/idem.toml", root.join("etc").join("idem.toml")).unwrap();
+    for (given, named) in [
+        ("current/idem.toml", root.join("current").join("idem.toml")),
+        ("etc/idem.toml", root.join("etc").join("idem.toml")),
+        (
+            "etc/../current/idem.toml",
+            root.join("current").join("idem.toml"),
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir(&root)
+            .args(["--config", given, "run", "fct"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let repeat = format!(
+            "idem --config {} run fct --only failed --from 2026-01-02 --to 2026-01-02",
+            named.display()
+        );
+        assert!(stderr.contains(&repeat), "{given}: {stderr}");
+    }
+    wh.close().await;
+}
+
 /// A merge stops at a window its data fails (a NULL key): the windows after
 /// it never start, and the repeat is advised for once the cause is fixed,
 /// since a repeat as it stands stops at the same window.

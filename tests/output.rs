@@ -193,6 +193,58 @@ fn a_full_disk_is_an_error_after_a_truthful_run() {
     }
 }
 
+/// A file that fills up mid-line (a full disk; here a file size limit,
+/// which a write meets as a full disk does) is left ending with its last
+/// whole line: a reader of the `--json` stream parses every line it finds.
+/// QA: `run --json >> out.json` on a full disk ended in half an event.
+#[tokio::test]
+async fn a_line_a_full_disk_cut_short_is_taken_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = one_job_over_t(
+        dir.path(),
+        "daily",
+        "select dt, x from src where dt >= :start and dt < :end",
+        &[
+            "CREATE TABLE src (dt TEXT, x INTEGER)",
+            "INSERT INTO src VALUES ('2026-01-01', 1), ('2026-01-02', 2)",
+        ],
+    )
+    .await;
+    // Room for 100 bytes before the limit, fewer than `run_started` takes;
+    // the space before them is a hole, so the file costs nothing.
+    const LIMIT_KIB: u64 = 16 * 1024;
+    let room = LIMIT_KIB * 1024 - 100;
+    let out_path = dir.path().join("out.json");
+    File::create(&out_path).unwrap().set_len(room).unwrap();
+    let appended = File::options().append(true).open(&out_path).unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {LIMIT_KIB}; exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_idem"))
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "daily", "--json"])
+        .env("XDG_STATE_HOME", dir.path())
+        .stdout(Stdio::from(appended))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write to standard output"), "{err}");
+    assert!(
+        err.contains("the run itself: daily: 2 succeeded, 0 failed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(&out_path).unwrap().len(),
+        room,
+        "the part of run_started written is taken back"
+    );
+    assert_eq!(states(&config, "daily"), ["loaded", "loaded"]);
+}
+
 #[test]
 fn a_full_disk_fails_the_reading_commands() {
     let (_dir, config) = demo();

@@ -9,7 +9,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Seek, Write};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::terminal_text::{controls_written, visible_controls};
@@ -49,7 +51,10 @@ fn json_escaped_controls(text: &str) -> Cow<'_, str> {
 }
 
 /// Writes `text` and a line break to stdout in one write, so that a
-/// process ended at once (a second signal) leaves no half line.
+/// process ended at once (a second signal) leaves no half line. A line a
+/// full disk cut short is taken back from a file: the output ends with the
+/// last whole line, which a reader of `--json` can parse (QA: `run --json
+/// > out.json` on a full disk ended in half an event).
 fn write_line(text: &str) -> Result<(), Stop> {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return Ok(());
@@ -58,6 +63,7 @@ fn write_line(text: &str) -> Result<(), Stop> {
     whole.push_str(text);
     whole.push('\n');
     let mut out = io::stdout().lock();
+    let before = file_length(&out);
     let written = out.write_all(whole.as_bytes()).and_then(|()| out.flush());
     match written {
         Ok(()) => Ok(()),
@@ -65,9 +71,41 @@ fn write_line(text: &str) -> Result<(), Stop> {
             STDOUT_CLOSED.store(true, Ordering::Relaxed);
             Ok(())
         }
-        Err(e) => Err(Stop::failed(format!(
-            "cannot write to standard output: {e}"
-        ))),
+        Err(e) => {
+            if let Some(before) = before {
+                take_back_part_of_a_line(&out, before, whole.len());
+            }
+            Err(Stop::failed(format!(
+                "cannot write to standard output: {e}"
+            )))
+        }
+    }
+}
+
+/// The length of the regular file `out` writes to; `None` for a pipe, a
+/// terminal or a device, where what was written cannot be taken back.
+fn file_length(out: &impl AsFd) -> Option<u64> {
+    let metadata = File::from(out.as_fd().try_clone_to_owned().ok()?)
+        .metadata()
+        .ok()?;
+    metadata.is_file().then_some(metadata.len())
+}
+
+/// Cuts the file `out` writes to back to its length `before` a line of
+/// `line_len` bytes of which only a part was written. Where it grew by
+/// more (another writer appended meanwhile), or by nothing, it is left.
+fn take_back_part_of_a_line(out: &impl AsFd, before: u64, line_len: usize) {
+    let Some(file) = out.as_fd().try_clone_to_owned().ok().map(File::from) else {
+        return;
+    };
+    let grown = file
+        .metadata()
+        .map(|m| m.len().saturating_sub(before))
+        .unwrap_or(0);
+    if grown > 0 && grown < line_len as u64 && file.set_len(before).is_ok() {
+        // The offset is shared with stdout: a later line lands at the end,
+        // not past a hole (without O_APPEND, `> out.json`).
+        let _ = (&file).seek(io::SeekFrom::Start(before));
     }
 }
 

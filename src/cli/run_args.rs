@@ -333,12 +333,45 @@ pub(super) fn config_flag(config: &std::path::Path) -> String {
 
 /// The config's path as a printed command names it: absolute, as a shell
 /// word; as given where it cannot be resolved (none for the default).
+/// Its links are kept: a deploy's `current/idem.toml`, or an
+/// `/etc/idem/idem.toml` linked to a release, names the config that is
+/// current when the command is run, not the release it was linked to when
+/// it was printed (QA: the link was resolved, so a repeat printed before a
+/// deploy ran the old release's jobs after it).
 fn config_path(config: &std::path::Path) -> Option<String> {
-    match std::fs::canonicalize(config) {
-        Ok(absolute) => Some(shell_word(&absolute.display().to_string())),
-        Err(_) if config == std::path::Path::new(super::DEFAULT_CONFIG) => None,
-        Err(_) => Some(shell_word(&config.display().to_string())),
+    match absolute_keeping_links(config) {
+        Some(absolute) => Some(shell_word(&absolute.display().to_string())),
+        None if config == std::path::Path::new(super::DEFAULT_CONFIG) => None,
+        None => Some(shell_word(&config.display().to_string())),
     }
+}
+
+/// `path` from the root, its links unresolved; its `..` taken away where
+/// what is left names the same file (a `..` after a link leads elsewhere,
+/// so then it stays). `None` where no file is there or no current
+/// directory can be read.
+fn absolute_keeping_links(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Component;
+    let absolute = std::path::absolute(path).ok()?;
+    let file = std::fs::metadata(&absolute).ok()?;
+    let mut lexical = std::path::PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    let same_file = |candidate: &std::path::Path| {
+        std::fs::metadata(candidate).is_ok_and(|m| (m.dev(), m.ino()) == (file.dev(), file.ino()))
+    };
+    Some(if same_file(&lexical) {
+        lexical
+    } else {
+        absolute
+    })
 }
 
 /// A word as a POSIX shell reads it back: bare when it is plain, else in
