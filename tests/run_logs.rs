@@ -629,3 +629,45 @@ async fn a_relative_xdg_state_home_is_ignored() {
     );
     assert!(printed.contains("attempt 1 succeeded"), "{printed}");
 }
+
+/// QA: a PostgreSQL error's DETAIL and HINT (a trigger's RAISE … USING
+/// DETAIL, HINT; a unique violation's "Key (id)=(1) already exists") were
+/// dropped with the driver's wrapping: the ledger kept the message alone,
+/// and `idem log JOB PARTITION` showed only that. They are recorded under
+/// the message and listed whole, indented under the attempt's row; a
+/// job's whole history keeps to the message.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_idem_log_of_a_partition_shows_its_errors_detail_and_hint() {
+    let db = TestDb::new(Kind::Postgres).await.expect("server");
+    let (config, parsed) = db.config(&common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+    ));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&common::TWO_DAYS).await.expect("tables");
+    wh.execute_script(&[
+        "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'row % is held', NEW.id USING DETAIL = 'id ' || NEW.id || ' is on hold since Monday', \
+         HINT = 'release it in holds first'; END $$",
+        "CREATE TRIGGER hold BEFORE INSERT ON fct FOR EACH ROW EXECUTE FUNCTION hold()",
+    ])
+    .await
+    .expect("trigger");
+    wh.close().await;
+    let state = db.path().join("state");
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
+    assert_eq!(idem(&["run", "fct"]).status.code(), Some(1));
+    let one = common::stdout_ok(&idem(&["log", "fct", "2026-01-01"]));
+    assert!(
+        one.contains(
+            "\n    row 1 is held\n    DETAIL: id 1 is on hold since Monday\n    HINT: release it in holds first"
+        ),
+        "{one}"
+    );
+    let all = common::stdout_ok(&idem(&["log", "fct"]));
+    assert!(all.contains("\n    row 1 is held"), "{all}");
+    assert!(!all.contains("DETAIL"), "{all}");
+}

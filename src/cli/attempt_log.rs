@@ -43,6 +43,18 @@ fn rows_of(job: &Job, a: &crate::warehouse::ledger::Attempt) -> String {
     }
 }
 
+/// An attempt's error, under its row and indented: whole (a PostgreSQL
+/// error's DETAIL and HINT lines after its message) where `whole`, the
+/// partitions asked for by name; its first line in a job's whole history,
+/// which lists every partition's.
+fn error_under_the_row(error: &str, whole: bool) -> String {
+    if whole {
+        error.lines().map(|line| format!("\n    {line}")).collect()
+    } else {
+        format!("\n    {}", first_line(error))
+    }
+}
+
 /// The job `name` names in every form of `idem log`: the config's, or a
 /// name the ledger holds loads under that the config no longer has (a
 /// renamed job's old one), as [`loaded_under`] shapes it, with the
@@ -185,8 +197,8 @@ pub async fn log(config_path: &Path, job_name: &str, partition: Option<&str>) ->
                     .map(|r| format!(" · {r}"))
                     .unwrap_or_default(),
                 a.error
-                    .as_ref()
-                    .map(|e| format!("\n    {}", first_line(e)))
+                    .as_deref()
+                    .map(|e| error_under_the_row(e, partition.is_some()))
                     .unwrap_or_default(),
             );
         }

@@ -30,6 +30,10 @@ pub struct RunReport {
     /// `idem: `).
     pub notes: Vec<String>,
     pub exit: Exit,
+    /// Whether a cancel stopped the run short (a partition rolled back or
+    /// never started for it): one that ended before its cancel came, or
+    /// was refused before it began, ran its own course.
+    pub cut_short: bool,
 }
 
 impl RunReport {
@@ -49,6 +53,7 @@ impl RunReport {
             outcomes: vec![outcome],
             notes: advice::after_run(run, job, summary, empty_before),
             exit: summary.exit_code(),
+            cut_short: summary.cancelled,
         }
     }
 
@@ -60,11 +65,13 @@ impl RunReport {
         outcomes: &[StepOutcome],
     ) -> RunReport {
         let mut exit = Exit::Ok;
+        let mut cut_short = false;
         let mut lines = Vec::new();
         for outcome in outcomes {
             let mut line = match &outcome.summary {
                 Some(s) => {
                     exit = exit.max(s.exit_code());
+                    cut_short |= s.cancelled;
                     let cancelled = if s.cancelled { " (cancelled)" } else { "" };
                     format!("{}: {}{cancelled}", outcome.job, advice::counted(s))
                 }
@@ -91,6 +98,7 @@ impl RunReport {
             }
             if !outcome.not_started.is_empty() {
                 exit = exit.max(Exit::Cancelled);
+                cut_short = true;
                 line.push_str(&format!(
                     ", {} not started (cancelled before its step began)",
                     outcome.not_started.len()
@@ -112,6 +120,7 @@ impl RunReport {
             outcomes: lines,
             notes,
             exit,
+            cut_short,
         }
     }
 
@@ -131,6 +140,7 @@ impl RunReport {
             outcomes: vec![format!("{}: never started ({why})", args.job)],
             notes: vec![format!("to run it: {}", args.command_line())],
             exit,
+            cut_short: refusal.is_none(),
         }
     }
 
@@ -172,25 +182,55 @@ pub fn runs_left_by_the_console(
     unended: &[(String, String)],
     quiet: Exit,
 ) -> Exit {
-    if reports.is_empty() && unended.is_empty() {
-        return quiet;
+    for line in left_by_the_console(config, reports, unended) {
+        noteln!("idem: {line}");
     }
-    noteln!("idem: the console was left with runs in flight; they were cancelled:");
-    let mut exit = quiet;
-    for report in reports {
-        for line in &report.outcomes {
-            noteln!("idem: {line}");
-        }
-        for line in &report.notes {
-            noteln!("idem: {line}");
-        }
-        exit = exit.max(report.exit);
+    let exit = reports.iter().map(|r| r.exit).fold(quiet, Exit::max);
+    if unended.is_empty() {
+        exit
+    } else {
+        exit.max(Exit::Cancelled)
     }
-    for (job, as_left) in unended {
-        noteln!("idem: {}", unended_line(config, job, as_left));
-        exit = exit.max(Exit::Cancelled);
+}
+
+/// The lines [`runs_left_by_the_console`] says, each after `idem: `. The
+/// console's view can lag its runs (a fast run's last events still queued
+/// when it quits), so each run is said as it ended: those that had ended
+/// before the quit apart from those its cancel stopped short, rolled back
+/// or never started.
+fn left_by_the_console(
+    config: &Path,
+    reports: &[RunReport],
+    unended: &[(String, String)],
+) -> Vec<String> {
+    let (cut_short, ended): (Vec<&RunReport>, Vec<&RunReport>) =
+        reports.iter().partition(|r| r.cut_short);
+    let said = |report: &RunReport| {
+        let lines = report.outcomes.iter().chain(&report.notes);
+        lines.cloned().collect::<Vec<String>>()
+    };
+    let mut lines = Vec::new();
+    if !ended.is_empty() {
+        lines.push(match ended.len() {
+            1 => "a run the console still showed in flight had ended before the quit:".to_string(),
+            n => format!("{n} runs the console still showed in flight had ended before the quit:"),
+        });
+        lines.extend(ended.into_iter().flat_map(said));
     }
-    exit
+    let cancelled = cut_short.len() + unended.len();
+    if cancelled > 0 {
+        lines.push(match cancelled {
+            1 => "the console was left with a run in flight; it was cancelled:".to_string(),
+            n => format!("the console was left with {n} runs in flight; they were cancelled:"),
+        });
+        lines.extend(cut_short.into_iter().flat_map(said));
+        lines.extend(
+            unended
+                .iter()
+                .map(|(job, as_left)| unended_line(config, job, as_left)),
+        );
+    }
+    lines
 }
 
 /// What is said of a run of `job` that had not ended when idem stopped
@@ -257,6 +297,78 @@ mod tests {
         assert!(
             first.ends_with("idem --config /srv/etl/idem.toml status orders"),
             "{first}"
+        );
+    }
+
+    /// A run the console still showed in flight (its view lagging a fast
+    /// run) that had ended before the quit is not said to be cancelled;
+    /// one the quit stopped short is, and so is one that had not ended.
+    #[test]
+    fn a_run_that_ended_before_the_quit_is_not_said_cancelled() {
+        let config = Path::new("/srv/etl/idem.toml");
+        let args = |job: &str| RunArgs {
+            config: Some(config.to_path_buf()),
+            job: job.into(),
+            ..RunArgs::default()
+        };
+        let steps = [backfill(config, "orders")];
+        let finished = RunSummary {
+            run_id: "r1".into(),
+            succeeded: 3650,
+            ..Default::default()
+        };
+        let finished = RunReport::of_console_run(
+            &args("orders"),
+            &steps,
+            &[],
+            &Ended::One(Box::new(finished)),
+        );
+        assert!(!finished.cut_short);
+        let lines = left_by_the_console(config, std::slice::from_ref(&finished), &[]);
+        assert_eq!(
+            lines,
+            [
+                "a run the console still showed in flight had ended before the quit:",
+                "orders: 3650 succeeded, 0 failed · run r1"
+            ]
+        );
+        let stopped = RunSummary {
+            run_id: "r2".into(),
+            succeeded: 1,
+            not_started: 2,
+            rolled_back: 1,
+            cancelled: true,
+            unfinished: vec![day("2026-01-02"), day("2026-01-03")],
+            ..Default::default()
+        };
+        let steps = [backfill(config, "events")];
+        let stopped =
+            RunReport::of_console_run(&args("events"), &steps, &[], &Ended::One(Box::new(stopped)));
+        let never_began = RunReport::never_started(&args("daily"), None);
+        let refused = RunReport::never_started(&args("weekly"), Some("no ledger"));
+        let unended = [("hourly".to_string(), String::new())];
+        let reports = [finished, stopped, never_began, refused];
+        let lines = left_by_the_console(config, &reports, &unended);
+        let heading = |text: &str| lines.iter().position(|l| l == text).expect(text);
+        let ended = heading("2 runs the console still showed in flight had ended before the quit:");
+        let cancelled = heading("the console was left with 3 runs in flight; they were cancelled:");
+        let under = |text: &str| {
+            let at = lines.iter().position(|l| l.starts_with(text)).expect(text);
+            if at > cancelled { "cancelled" } else { "ended" }
+        };
+        assert!(ended < cancelled, "{lines:#?}");
+        assert_eq!(under("orders: 3650 succeeded"), "ended", "{lines:#?}");
+        assert_eq!(
+            under("weekly: never started (refused"),
+            "ended",
+            "{lines:#?}"
+        );
+        assert_eq!(under("events: 1 succeeded"), "cancelled", "{lines:#?}");
+        assert_eq!(under("daily: never started"), "cancelled", "{lines:#?}");
+        assert_eq!(
+            under("hourly: its run had not finished"),
+            "cancelled",
+            "{lines:#?}"
         );
     }
 

@@ -202,7 +202,7 @@ impl Detail {
             lines.push(Line::from(Span::styled(note, t.style("warning"))));
         }
         lines.extend(upstream);
-        lines.extend(attempt_lines(t, job, i, &name));
+        lines.extend(attempt_lines(t, job, i, &name, area.height >= 12));
         if let Some(loads) = self.loads.line(job) {
             lines.push(Line::from(Span::styled(loads, muted)));
         }
@@ -373,8 +373,9 @@ fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
 }
 
 /// The last attempt: the one this console's run just made, else the
-/// ledger's.
-fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'static>> {
+/// ledger's; its error's lines after the first (a PostgreSQL error's
+/// DETAIL, which says which row, and HINT) where the pane has `room`.
+fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str, room: bool) -> Vec<Line<'static>> {
     let muted = t.style("muted");
     let mut lines = Vec::new();
     if let Some(l) = job.live.get(name) {
@@ -405,6 +406,7 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
                 format!("error: {}", first_line(e)),
                 t.style("error"),
             )));
+            lines.extend(error_further_lines(t, e, room));
         }
         return lines;
     }
@@ -470,8 +472,22 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str) -> Vec<Line<'st
             ));
         }
         lines.push(Line::from(spans));
+        lines.extend(error_further_lines(t, e, room));
     }
     lines
+}
+
+/// An error's lines after its first, under it, where there is `room`
+/// (each opens with its label, DETAIL: or HINT:, as the pane's wrap
+/// trims an indent): none for MariaDB's and SQLite's errors, which have
+/// one.
+fn error_further_lines(t: &Theme, error: &str, room: bool) -> Vec<Line<'static>> {
+    if !room {
+        return Vec::new();
+    }
+    (error.lines().skip(1))
+        .map(|line| Line::from(Span::styled(line.to_string(), t.style("error"))))
+        .collect()
 }
 
 fn attempt_time(ts: &str) -> String {
@@ -501,6 +517,38 @@ mod tests {
             difference: None,
             run_3_after: crate::warehouse::CLOCK_TICK,
         }
+    }
+
+    /// QA: a failed attempt's error showed its first line alone; the
+    /// DETAIL and HINT a PostgreSQL error adds (which row) are shown under
+    /// it where the pane has room, and left out where it has none.
+    #[test]
+    fn a_failed_attempts_detail_and_hint_show_under_its_error_when_there_is_room() {
+        let mut job = job_view("fct_orders", false, "■■✗■■■■■■■");
+        job.cursor = 2;
+        let status = &mut job.statuses[2];
+        let mut attempt = status.last_attempt.as_deref().expect("an attempt").clone();
+        attempt.error = Some(
+            "row 1 is held\nDETAIL: id 1 is on hold since Monday\nHINT: release it first".into(),
+        );
+        status.last_attempt = Some(std::sync::Arc::new(attempt));
+        let detail = Detail::default();
+        let screen = |h| {
+            draw(100, h, |f| {
+                detail.render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
+            })
+        };
+        let roomy = screen(20);
+        assert!(roomy.contains("error: row 1 is held"), "{roomy}");
+        assert!(
+            roomy.contains("│error: row 1 is held  ")
+                && roomy.contains("│DETAIL: id 1 is on hold since Monday"),
+            "{roomy}"
+        );
+        assert!(roomy.contains("│HINT: release it first"), "{roomy}");
+        let small = screen(11);
+        assert!(small.contains("error: row 1 is held"), "{small}");
+        assert!(!small.contains("DETAIL"), "{small}");
     }
 
     #[test]

@@ -281,10 +281,11 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
         ),
         sqlx::Error::Database(db) => {
             let message = db.message();
-            match timeout_hint(message) {
+            let said = match timeout_hint(message) {
                 Some(hint) => format!("{message}: {hint}"),
                 None => message.to_string(),
-            }
+            };
+            said + &detail_and_hint(&**db)
         }
         // The pool retries refused connections too until its timeout: the
         // server may be down as well as slow.
@@ -298,6 +299,20 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
         ),
         other => other.to_string(),
     }
+}
+
+/// A PostgreSQL error's DETAIL and HINT, each on a line of its own under
+/// its message as psql shows them: the DETAIL is where the server says
+/// which row (a unique violation's "Key (id)=(1) already exists", what a
+/// trigger's RAISE adds). Nothing for MariaDB and SQLite, which have none.
+fn detail_and_hint(db: &dyn sqlx::error::DatabaseError) -> String {
+    let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() else {
+        return String::new();
+    };
+    [("DETAIL", pg.detail()), ("HINT", pg.hint())]
+        .into_iter()
+        .filter_map(|(label, text)| text.map(|text| format!("\n{label}: {text}")))
+        .collect()
 }
 
 /// Whether a load's rows found no native partition of the target for
