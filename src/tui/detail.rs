@@ -284,8 +284,11 @@ fn legend(t: &Theme, width: u16, out_of_date: bool) -> Vec<Line<'static>> {
         t.style("warning"),
         "refused".into(),
     ));
+    // The calendar marks a source now larger than was loaded `+`, one now
+    // smaller `-`: both are read off the legend.
     if out_of_date {
-        entries.push(("+".into(), t.style("warning"), "source changed".into()));
+        entries.push(("+".into(), t.style("warning"), "source grew".into()));
+        entries.push(("-".into(), t.style("warning"), "source shrank".into()));
     }
     let mut lines = Vec::new();
     let mut spans: Vec<Span<'static>> = Vec::new();
@@ -707,6 +710,25 @@ mod tests {
             })
             .collect();
         assert_eq!(&inside[inside.len() - legend.len()..], legend, "{screen}");
+    }
+
+    /// QA: once a reconciliation found partitions out of date, the legend
+    /// read `+ source changed` and never said what the calendar's `-` is.
+    #[test]
+    fn the_legend_explains_both_marks_of_a_changed_source() {
+        let t = Theme::default_theme();
+        let joined = |out_of_date| -> String {
+            let lines = legend(&t, 200, out_of_date);
+            lines
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let late = joined(true);
+        assert!(late.contains("+ source grew"), "{late}");
+        assert!(late.contains("- source shrank"), "{late}");
+        assert!(!joined(false).contains("source"));
     }
 
     #[test]

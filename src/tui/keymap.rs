@@ -360,6 +360,34 @@ mod tests {
         press(KeyCode::Char(c), KeyModifiers::NONE)
     }
 
+    /// QA: the run dialog closed with `q` labelled `Esc n`, the error list
+    /// with `q` labelled `Esc`: every key the registry binds is written in
+    /// its binding's label (an arrow as its glyph), so the footer and the
+    /// help name every key that works.
+    #[test]
+    fn every_bound_key_is_in_its_label() {
+        for b in BINDINGS {
+            let written: Vec<&str> = b.label.split(' ').collect();
+            for key in b.keys {
+                let glyph = match key.code {
+                    KeyCode::Left => "←",
+                    KeyCode::Right => "→",
+                    KeyCode::Up => "↑",
+                    KeyCode::Down => "↓",
+                    _ => "",
+                };
+                let label = key_label(key);
+                assert!(
+                    written.contains(&label.as_str()) || written.contains(&glyph),
+                    "{:?} {:?}: {label} works but its label is {:?}",
+                    b.scope,
+                    b.action,
+                    b.label
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_registry_binds_no_key_twice_in_a_scope_and_names_are_unique() {
         Keymap::default().check_conflicts().unwrap();

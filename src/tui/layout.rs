@@ -112,7 +112,9 @@ pub fn calendar_capacity(area: Rect, grain: Grain, units: usize, has_runs: bool)
 }
 
 /// The run pane's per-partition table and, where there is room, the log
-/// beside it (wide terminals) or below it.
+/// beside it (wide terminals) or below it. Below it, the table leaves its
+/// last row free for the note of its rows scrolled out down, which on the
+/// log's top border read as the log's.
 pub fn run_split(body: Rect) -> (Rect, Option<Rect>) {
     if body.width >= 100 {
         let tw = body.width * 11 / 20;
@@ -128,7 +130,7 @@ pub fn run_split(body: Rect) -> (Rect, Option<Rect>) {
     } else if body.height >= 6 {
         let th = body.height / 2;
         (
-            Rect::new(body.x, body.y, body.width, th),
+            Rect::new(body.x, body.y, body.width, th - 1),
             Some(Rect::new(body.x, body.y + th, body.width, body.height - th)),
         )
     } else {

@@ -725,11 +725,18 @@ fn a_run_whose_filter_matches_nothing_now_keeps_the_dialog() {
         job: "fct_orders".into(),
         result: Ok(StatesRead::States(statuses.into())),
     });
+    // Enter on a plan the filter left empty starts nothing, not even the
+    // config file's read a run waits on, and says so.
     let effects = enter(&mut a);
-    assert_dialog_kept(
-        &a,
-        &effects,
-        "retry",
-        "no partition matches the filter now; choose others or Esc to close",
+    assert!(effects.is_empty(), "{effects:?}");
+    let Modal::Confirm(c) = &a.modal else {
+        panic!("the dialog closed: {:?}", a.message);
+    };
+    assert_eq!(c.reason_text().as_deref(), Some("retry"));
+    assert_eq!(c.awaited_read(), None, "Enter waits on nothing");
+    let said = a.message.clone().map(|(_, m)| m).unwrap_or_default();
+    assert!(
+        said.starts_with("nothing ran: nothing: the filter selects no partition"),
+        "{said}"
     );
 }

@@ -24,7 +24,8 @@ mod words;
 
 pub use shrink::SourceCount;
 use words::{
-    dialog_width, filter_line, hints, left_out_words, replaces, shell_lines, strategy_words,
+    dialog_width, filter_line, hints, left_out_words, nothing_to_run, replaces, shell_lines,
+    strategy_words,
 };
 
 use super::cascade::CascadePlan;
@@ -409,6 +410,11 @@ impl ConfirmDialog {
             return ConfirmStep::Say(None);
         }
         let step = match action {
+            // Nothing planned: Enter starts no run (nor a read of the
+            // config file for one), and says why.
+            Some(Action::Confirm) if self.plan.partitions.is_empty() => {
+                return ConfirmStep::Say(Some(format!("nothing ran: {}", nothing_to_run())));
+            }
             Some(Action::Confirm) => return ConfirmStep::Run,
             Some(Action::Close) => return ConfirmStep::Close,
             Some(Action::CopyCommand) => {

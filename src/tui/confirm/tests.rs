@@ -116,6 +116,35 @@ fn a_choice_with_gaps_reads_as_its_states_and_a_reason_is_quoted() {
     );
 }
 
+/// A filter that keeps no partition: the dialog says nothing would run, in
+/// plain words, and Enter starts no run but says why; `a` brings them back.
+#[test]
+fn enter_runs_nothing_when_the_filter_selects_no_partition() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (0..10).collect());
+    c.key(&key('s'), &job, &Defaults::default(), now());
+    let shown = draw(120, 30, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(
+        shown.contains("replaces  nothing: the filter selects no partition"),
+        "{shown}"
+    );
+    assert!(!shown.contains("loaded for the first time"), "{shown}");
+    match c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now()) {
+        ConfirmStep::Say(Some(note)) => assert!(
+            note.starts_with("nothing ran: nothing: the filter selects no partition"),
+            "{note}"
+        ),
+        step => panic!("Enter with nothing selected: {step:?}"),
+    }
+    c.key(&key('a'), &job, &Defaults::default(), now());
+    assert_eq!(
+        c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now()),
+        ConfirmStep::Run
+    );
+}
+
 /// With nothing to run there is no command: Y says so, and copies nothing.
 #[test]
 fn y_copies_nothing_when_nothing_would_run() {

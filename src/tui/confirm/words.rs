@@ -31,8 +31,12 @@ pub fn left_out_words(job: &JobView, left_out: &[usize]) -> Option<String> {
     (!words.is_empty()).then(|| format!("{}, not run", words.join(", ")))
 }
 
-/// What the run replaces, in rows.
+/// What the run replaces, in rows; when the filter keeps no partition,
+/// that nothing runs.
 pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
+    if chosen.is_empty() {
+        return nothing_to_run();
+    }
     match job.job.strategy {
         Strategy::ReplacePartition => {
             let rows_now: i64 = chosen
@@ -75,6 +79,16 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
             )
         }
     }
+}
+
+/// The dialog's words when its filter keeps no partition: nothing runs,
+/// and the key that takes every partition back.
+pub fn nothing_to_run() -> String {
+    format!(
+        "nothing: the filter selects no partition, so {} would run nothing ({} takes them all)",
+        keymap::key(Scope::Confirm, Action::Confirm),
+        keymap::key(Scope::Confirm, Action::OnlyAll)
+    )
 }
 
 /// The job's strategy in one line of plain words.
@@ -257,6 +271,16 @@ mod tests {
             replaces(&missing, &[0]),
             "nothing yet in t: 1 partition never loaded, loaded for the first time"
         );
+        // The filter keeps none: nothing runs, said plainly, whatever the
+        // strategy (not "0 partitions never loaded, loaded for the first
+        // time").
+        for merge in [false, true] {
+            let job = job_view("fct", merge, "■■■■■■■■■■");
+            assert_eq!(
+                replaces(&job, &[]),
+                "nothing: the filter selects no partition, so Enter would run nothing (a takes them all)"
+            );
+        }
         let merge = job_view("fct", true, "■■■■■■■■■■");
         assert_eq!(
             replaces(&merge, &all),

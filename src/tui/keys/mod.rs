@@ -370,7 +370,7 @@ pub static BINDINGS: &[Binding] = &[
     bind!(
         Confirm,
         [code(KeyCode::Esc), k('n'), k('q')],
-        "Esc n",
+        "Esc n q",
         Close,
         "close without running",
         Some("back")
@@ -490,7 +490,7 @@ pub static BINDINGS: &[Binding] = &[
     bind!(
         List,
         [code(KeyCode::Esc), k('q')],
-        "Esc",
+        "Esc q",
         Close,
         "close",
         Some("close")
@@ -546,7 +546,7 @@ pub static BINDINGS: &[Binding] = &[
     bind!(
         Help,
         [code(KeyCode::Esc), k('q'), k('?'), code(KeyCode::F(1))],
-        "Esc q",
+        "Esc q ? F1",
         Close,
         "close the help (so does any other key)",
         Some("close")

@@ -405,8 +405,9 @@ mod tests {
     /// it. As the jobs pane does, the border above says how many rows are
     /// scrolled out up, the border under the table how many down, with how
     /// many of them did not load; wide, the notes stay over the table, off
-    /// the log beside it; narrow, the note under it shares the log's border
-    /// with the log's title.
+    /// the log beside it; narrow, the note under it has a row of its own
+    /// over the log (QA: on the log's top border, "↓3646 more" read as the
+    /// log's lines).
     #[test]
     fn the_table_notes_the_rows_scrolled_out_of_it() {
         let mut runs = vec![long_run()];
@@ -431,7 +432,11 @@ mod tests {
                 let end = under.find(&below).unwrap() + below.len();
                 assert!(under[..end].chars().count() <= 1 + 118 * 11 / 20, "{under}");
             } else {
-                assert!(under.contains("┌ log "), "{under}");
+                assert!(!under.contains("log"), "{under}");
+                assert!(!under.contains('─'), "{under}");
+                let log_top = &at_top[4 + shown.len()];
+                assert!(log_top.contains("┌ log "), "{log_top}");
+                assert!(!log_top.contains("more"), "{log_top}");
             }
             direction(&mut runs, &mut selected, Action::LastRow, log);
             let at_end = lines(&runs);
@@ -446,7 +451,7 @@ mod tests {
         let all = screen(&[super::super::tests::run()], Rect::new(0, 0, 99, 14));
         assert!(!all.contains('↑') && !all.contains('↓'), "{all}");
         let narrow = screen(&runs, Rect::new(0, 0, 30, 14));
-        assert!(narrow.contains(" ↓333 "), "{narrow}");
+        assert!(narrow.contains(" ↓334 "), "{narrow}");
     }
 
     /// The footer names the run pane's keys by what they do there, with the

@@ -145,8 +145,10 @@ pub fn render(
         log_view::render(frame, log_area, t, run);
     }
     // The rows scrolled out of the table, noted as the jobs pane notes its
-    // own: above on the pane's top border, below on the border under the
-    // table (the pane's, or the log's beside a narrow table).
+    // own: above on the pane's top border, below on the pane's border under
+    // a wide table, or on the row a narrow table leaves free over the log
+    // (on the log's border the count read as the log's).
+    let over_log = log_area.is_some_and(|log| log.y > table.y);
     let first = run.scrolled.get();
     let shown = (table.height as usize).min(run.partitions.len().saturating_sub(first));
     let (above, rest) = run.partitions.split_at(first);
@@ -158,7 +160,11 @@ pub fn render(
             0 => vec![],
             n => vec![format!("{n} unloaded")],
         };
-        let (from, to) = border_run(buf, y, table.x, table.right());
+        let (from, to) = if arrow == '↓' && over_log {
+            (table.x, table.right())
+        } else {
+            border_run(buf, y, table.x, table.right())
+        };
         let room = to.saturating_sub(from) as usize;
         if let Some(note) = hidden_note(arrow, hidden.len(), &of_them, room) {
             let x = to.saturating_sub(columns(&note) as u16);
