@@ -1165,8 +1165,16 @@ fn error_groups_select_a_whole_group() {
 #[test]
 fn command_line() {
     let mut a = app(100, 30);
+    for _ in 0..3 {
+        if a.focus != Focus::Jobs {
+            keys(&mut a, "\t");
+        }
+    }
+    assert_eq!(a.focus, Focus::Jobs);
     keys(&mut a, ":job fct_page\n");
     assert_eq!(a.job().unwrap().job.name, "fct_pageviews_hourly");
+    // The operator named the job: its partitions have the keys next.
+    assert_eq!(a.focus, Focus::Calendar);
     keys(&mut a, ":goto 2026-06-10T09\n");
     let i = a.job().unwrap().cursor;
     assert_eq!(a.job().unwrap().partitions[i].name(), "2026-06-10T09");
@@ -1308,7 +1316,9 @@ fn clicks_in_the_run_pane_pick_the_run_and_the_partition() {
     assert_eq!(a.runs[0].selected, 2);
     // Enter shows that partition in the calendar, from any job.
     select_job(&mut a, "dim_customers");
-    keys(&mut a, "\t\t\t\n");
+    keys(&mut a, "\t");
+    assert_eq!(a.focus, Focus::Runs);
+    keys(&mut a, "\n");
     assert_eq!(a.focus, Focus::Calendar);
     assert_eq!(a.job().unwrap().job.name, "fct_orders");
     assert_eq!(a.job().unwrap().cursor, partition(&a, &names[2]));

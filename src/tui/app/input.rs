@@ -682,8 +682,12 @@ impl App {
                     }
                 }
             }
+            // The operator named the job: its partitions take the keys.
             Command::Job(name) => match self.shared.jobs.find(&name) {
-                Ok(i) => self.shared.jobs.show(i),
+                Ok(i) => {
+                    self.shared.jobs.show(i);
+                    self.shared.focus = Focus::Calendar;
+                }
                 Err(e) => self.shared.message = Some((true, e)),
             },
             Command::Theme(name) => return self.theme_command(&name),
