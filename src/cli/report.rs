@@ -1,7 +1,8 @@
 //! What a run says once it is over: a line per job with its counts, the
 //! notes on what to do next, and the exit code. `idem run` prints it; so
-//! does the console, after its terminal is restored, for the runs a quit
-//! cancelled in flight.
+//! does the console, after its terminal is restored, for the runs it still
+//! showed in flight at a quit (those the quit cancelled said apart from
+//! those that had ended).
 
 use std::path::Path;
 
