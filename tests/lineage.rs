@@ -993,6 +993,28 @@ async fn a_merge_writing_rows_into_another_window_makes_its_readers_stale(kind: 
     wh.close().await;
 }
 
+/// The window both upstream tests' daily job reads partly: 2026-01-31 over
+/// ev_hourly's 24 hours, 16 of them not loaded, the first T02, failed.
+fn assert_the_day_reads_8_of_24_hours(said: &Value) {
+    assert_eq!(
+        (
+            &said["partition"],
+            &said["upstream"],
+            &said["upstream_partitions"],
+            said["not_loaded"].as_array().map(Vec::len),
+            &said["not_loaded"][0],
+        ),
+        (
+            &Value::from("2026-01-31"),
+            &Value::from("ev_hourly"),
+            &Value::from(24),
+            Some(16),
+            &serde_json::json!({"partition": "2026-01-31T02", "state": "failed"}),
+        ),
+        "{said}"
+    );
+}
+
 /// A run of the daily job (no cascade, or the cascade's root) over a day
 /// 16 of whose hours are failed or missing loads the day from the other 8:
 /// its plan (text and JSON), its `run_started` and its end say which hours
@@ -1050,25 +1072,8 @@ async fn a_run_over_a_day_whose_hours_are_not_all_loaded_says_so(kind: Kind) {
         &[&run[..], &["--dry-run", "--json"]].concat(),
     )));
     let said = events[0]["upstream_not_loaded"].clone();
-    assert_eq!(
-        (
-            said.as_array().map(Vec::len),
-            &said[0]["partition"],
-            &said[0]["upstream"],
-            &said[0]["upstream_partitions"],
-            said[0]["not_loaded"].as_array().map(Vec::len),
-            &said[0]["not_loaded"][0],
-        ),
-        (
-            Some(1),
-            &Value::from("2026-01-31"),
-            &Value::from("ev_hourly"),
-            &Value::from(24),
-            Some(16),
-            &serde_json::json!({"partition": "2026-01-31T02", "state": "failed"}),
-        ),
-        "{said}"
-    );
+    assert_eq!(said.as_array().map(Vec::len), Some(1), "{said}");
+    assert_the_day_reads_8_of_24_hours(&said[0]);
     // The run loads the day as it stands, and says so: in its
     // `run_started`, and on stderr once it is over.
     let ran = idem(config, &[&run[..], &["-y", "--json"]].concat());
@@ -1494,23 +1499,7 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     };
     assert_eq!(of("ev_hourly"), serde_json::json!([]));
     let day = of("daily");
-    assert_eq!(
-        (
-            &day[0]["partition"],
-            &day[0]["upstream"],
-            &day[0]["upstream_partitions"],
-            day[0]["not_loaded"].as_array().map(Vec::len),
-            &day[0]["not_loaded"][0],
-        ),
-        (
-            &Value::from("2026-01-31"),
-            &Value::from("ev_hourly"),
-            &Value::from(24),
-            Some(16),
-            &serde_json::json!({"partition": "2026-01-31T02", "state": "failed"}),
-        ),
-        "{day}"
-    );
+    assert_the_day_reads_8_of_24_hours(&day[0]);
     // The run loads the day as it stands, and says so once it is over:
     // in its notes, and in the day's step's `run_started`.
     let run = idem(config, &[&cascade[..], &["-y", "--json"]].concat());
