@@ -409,6 +409,21 @@ async fn a_signal_cancels_rolls_back_and_exits_130(kind: Kind) {
             "SIG{signal}: {rest:?} {stderr}"
         );
         assert!(stderr.contains("cancelling"), "SIG{signal}: {stderr}");
+        // The way to quit at once it names is the signal received: no
+        // Ctrl-C for a run an orchestrator stopped or whose terminal closed.
+        let received = match signals {
+            "INT" => "Ctrl-C",
+            _ => &format!("SIG{}", signals.split(' ').next().unwrap()),
+        };
+        assert!(
+            stderr.contains(&format!("({received} again to quit now)")),
+            "SIG{signal}: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("Ctrl-C"),
+            signals == "INT",
+            "SIG{signal}: {stderr}"
+        );
         let finished = rest
             .iter()
             .find(|l| l.contains("\"run_finished\""))

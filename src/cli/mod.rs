@@ -326,7 +326,10 @@ fn watch_signals(stopping: &'static str, before: Option<BeforeBegin>) -> Cancell
                 noteln!("idem: {why}");
                 std::process::exit(Exit::Cancelled.code().into());
             }
-            noteln!("idem: {what}: cancelling: {stopping} (Ctrl-C again to quit now)");
+            // Any second signal quits; the hint names the one received, as
+            // Ctrl-C cannot be pressed for a run an orchestrator stopped
+            // (SIGTERM) or whose terminal is gone (SIGHUP).
+            noteln!("idem: {what}: cancelling: {stopping} ({what} again to quit now)");
             on_signal.cancel();
             let first = std::time::Instant::now();
             while next().await.is_some() {
