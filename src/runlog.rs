@@ -56,6 +56,14 @@ pub fn path(dir: &Path, job: &str, partition: &str) -> PathBuf {
     dir.join(job).join(format!("{partition}.log"))
 }
 
+/// Beside a partition's `log`, the mark that a run could not write all of
+/// it (a full disk, a file it may not write): its text is why, where even
+/// that could be written. A full disk still lets a run create the empty
+/// file, which without the mark read as a log with nothing to say.
+pub fn unwritten_mark(log: &Path) -> PathBuf {
+    log.with_extension("log.unwritten")
+}
+
 /// Writes run events to the log files as they come. A partition's file
 /// stays open while its attempt runs (a line costs a write and a look at
 /// the path, not an open and a close) and closes when the attempt ends.
@@ -134,6 +142,8 @@ impl RunLog {
         let key = (job, partition);
         if let Err(why) = self.append(&key, &line) {
             self.open.remove(&key);
+            let mark = unwritten_mark(&path(&self.dir, &key.0, &key.1));
+            let _ = std::fs::write(mark, format!("{why}\n"));
             if self.failed.is_none() && !self.said {
                 self.failed = Some(why);
             }
@@ -168,8 +178,15 @@ impl RunLog {
             make_folder(parent)?;
             self.name_the_warehouse();
         }
+        let opening = !self.open.contains_key(key);
         self.write(key, &file, line)
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        // An attempt's first line written: the log is whole again as far
+        // as this run goes, whatever an earlier run could not write.
+        if opening {
+            let _ = std::fs::remove_file(unwritten_mark(&file));
+        }
+        Ok(())
     }
 
     /// Writes `line` to `file`, the partition's log, opening it (rotated
@@ -339,6 +356,10 @@ pub struct Tail {
     pub found: bool,
     /// Each file there that could not be read, and why.
     pub unreadable: Vec<String>,
+    /// Why the latest run to write the log could not write all of it
+    /// (empty where even that could not be written), by its
+    /// [`unwritten_mark`].
+    pub unwritten: Option<String>,
 }
 
 /// Bytes read at a time from the end of a log while looking for its last
@@ -352,7 +373,12 @@ const CHUNK: u64 = 64 * 1024;
 /// characters visibly (`\u{1b}`), so nothing in a log restyles the terminal.
 pub fn tail(dir: &Path, job: &str, partition: &str, n: usize) -> Tail {
     let file = path(dir, job, partition);
-    let mut tail = Tail::default();
+    let mut tail = Tail {
+        unwritten: std::fs::read(unwritten_mark(&file))
+            .ok()
+            .map(|why| visible_line(String::from_utf8_lossy(&why).trim())),
+        ..Tail::default()
+    };
     for f in [file.clone(), file.with_extension("log.1")] {
         let wanted = n.saturating_sub(tail.lines.len());
         if wanted == 0 {

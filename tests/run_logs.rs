@@ -630,6 +630,58 @@ async fn a_relative_xdg_state_home_is_ignored() {
     assert!(printed.contains("attempt 1 succeeded"), "{printed}");
 }
 
+/// QA: on a full disk a run still created each partition's log file, and
+/// could write nothing in it; `idem log JOB PARTITION` then said "the run
+/// log is empty", as if the run had had nothing to say. The run marks a log
+/// it could not write, `idem log` says so and why, and a later run that
+/// writes the log whole takes the mark away. (`/dev/full` in the log's
+/// place is a full disk: it opens, and every write fails.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_log_a_full_disk_kept_from_being_written_says_so() {
+    let (db, config, _wh) = fct_of(
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+        &common::TWO_DAYS,
+    )
+    .await;
+    let state = db.path().join("state");
+    let idem = |args: &[&str]| idem_keeping_logs_in(&state, &config, args);
+    assert_eq!(idem(&["run", "fct", "--yes"]).status.code(), Some(0));
+    let folder = std::fs::read_dir(state.join("idem/logs"))
+        .expect("logs")
+        .find_map(|e| e.ok().map(|e| e.path()))
+        .expect("the warehouse's folder");
+    let log = folder.join("fct/2026-01-01.log");
+    std::fs::remove_file(&log).expect("log");
+    std::os::unix::fs::symlink("/dev/full", &log).expect("a full disk");
+    let full = idem(&["run", "fct", "--yes"]);
+    assert_eq!(full.status.code(), Some(0), "the run loads all the same");
+    let read = |partition: &str| {
+        let out = idem(&["log", "fct", partition, "--lines"]);
+        assert_eq!(out.status.code(), Some(0));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (printed, noted) = read("2026-01-01");
+    assert!(
+        printed.contains("2026-01-01 in ")
+            && printed.contains(" is empty: a run could not write it: cannot write ")
+            && printed.contains("No space left on device"),
+        "{printed}{noted}"
+    );
+    assert!(!printed.contains("the run log is empty"), "{printed}");
+    // The other day's log was written, and reads as it always did.
+    let (printed, noted) = read("2026-01-02");
+    assert!(printed.contains("attempt 2 succeeded"), "{printed}");
+    assert!(noted.is_empty(), "{noted}");
+    // Room again: the next run writes the log whole, and it reads so.
+    std::fs::remove_file(&log).expect("the full disk");
+    assert_eq!(idem(&["run", "fct", "--yes"]).status.code(), Some(0));
+    let (printed, noted) = read("2026-01-01");
+    assert!(printed.contains("attempt 3 succeeded"), "{printed}");
+    assert!(noted.is_empty(), "{noted}");
+}
+
 /// QA: a PostgreSQL error's DETAIL and HINT (a trigger's RAISE … USING
 /// DETAIL, HINT; a unique violation's "Key (id)=(1) already exists") were
 /// dropped with the driver's wrapping: the ledger kept the message alone,

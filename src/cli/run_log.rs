@@ -51,7 +51,25 @@ pub async fn run_log(
         for why in &tail.unreadable {
             noteln!("idem: {why}");
         }
-        if tail.lines.is_empty() && tail.unreadable.is_empty() {
+        let unwritten = tail.unwritten.as_ref().map(|why| match why.as_str() {
+            "" => "a run could not write it".to_string(),
+            why => format!("a run could not write it: {why}"),
+        });
+        if let Some(unwritten) = &unwritten
+            && !tail.lines.is_empty()
+        {
+            noteln!("idem: this run log is not whole: {unwritten}");
+        }
+        if let Some(unwritten) = &unwritten
+            && tail.lines.is_empty()
+            && tail.unreadable.is_empty()
+        {
+            outln!(
+                "the run log for {} {partition} in {} is empty: {unwritten}",
+                job.name,
+                dir.display()
+            );
+        } else if tail.lines.is_empty() && tail.unreadable.is_empty() {
             outln!(
                 "{} for {} {partition} in {} (runs of this user on this machine write them)",
                 if tail.found {
