@@ -413,3 +413,32 @@ async fn control_characters_in_errors_keep_json_output_json() {
         }
     }
 }
+
+/// QA: under a locale that is not UTF-8 (`LC_ALL=C`) the console drew
+/// ASCII, but `idem status`, `idem jobs` and a run's lines still wrote
+/// `■ ✗ → ·`, which such a terminal shows as `_` or mojibake. They follow
+/// the console's rule now; a UTF-8 locale keeps the glyphs.
+#[test]
+fn a_locale_that_is_not_utf8_gets_ascii_marks_as_the_console_does() {
+    let (_dir, config) = demo();
+    let in_locale = |args: &[&str], utf8: bool| {
+        let mut cmd = command(&config, args);
+        cmd.env_remove("IDEM_GLYPHS").env_remove("LC_CTYPE");
+        if utf8 {
+            cmd.env_remove("LC_ALL").env("LANG", "C.UTF-8");
+        } else {
+            cmd.env("LC_ALL", "C");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out))
+    };
+    for args in [&["status", "fct_orders"][..], &["jobs"]] {
+        let utf8 = in_locale(args, true);
+        assert!(utf8.contains('■'), "{args:?}: {utf8}");
+        let ascii = in_locale(args, false);
+        assert!(ascii.is_ascii() && ascii.contains('#'), "{args:?}: {ascii}");
+    }
+    let run = in_locale(&["run", "fct_orders", "--only", "missing"], false);
+    assert!(run.is_ascii() && run.contains("# loaded"), "{run}");
+}

@@ -97,10 +97,10 @@ The console's theme, as \fB\-\-theme\fR: default, light, colorblind, mono, or a 
 Set and not empty: the console uses the \fImono\fR theme.
 .TP
 \fBIDEM_GLYPHS\fR
-\fIascii\fR or \fIunicode\fR: the console's glyphs, whatever the locale.
+\fIascii\fR or \fIunicode\fR: the glyphs of the console and of the commands' text, whatever the locale.
 .TP
 \fBLC_ALL\fR, \fBLC_CTYPE\fR, \fBLANG\fR
-A locale that is not UTF\-8 makes the console draw ASCII (unless \fBIDEM_GLYPHS\fR says otherwise).
+A locale that is not UTF\-8 makes the console draw ASCII, and the commands' text write it (unless \fBIDEM_GLYPHS\fR says otherwise).
 .TP
 \fBIDEM_OPERATOR\fR
 Who runs a load, as the ledger records it (else \fBUSER\fR, \fBLOGNAME\fR, the login name of the user id).

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::Stop;
-use super::output::{noteln, outln};
+use super::output::noteln;
 use crate::config::{Engine, Ident, TableName};
 use crate::exit::Exit;
 use crate::partition::{Grain, Partition};
@@ -291,7 +291,7 @@ fn import(manifest_path: &Path) -> Result<Exit, Stop> {
             manifest_path.display()
         )));
     }
-    outln!("{text}");
+    super::output::data(&text)?;
     for job in &mapped {
         let name = &imported[job.id];
         if *name != job.node.name {

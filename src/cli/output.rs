@@ -5,7 +5,8 @@
 //! Every line is written with its control characters made visible (see
 //! [`crate::terminal_text`]): a server's error, a lint finding or a value
 //! quoting the job's SQL can carry an escape sequence that would restyle,
-//! retitle or clear the operator's terminal.
+//! retitle or clear the operator's terminal. Its glyphs (`■ ✗ → ·`) are
+//! written in ASCII where the console would draw ASCII (`LC_ALL=C`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,7 +15,7 @@ use std::io::{self, Seek, Write};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::terminal_text::{controls_written, visible_controls};
+use crate::terminal_text::{controls_written, shown, visible_controls};
 
 use super::Stop;
 
@@ -29,7 +30,14 @@ pub fn stdout_closed() -> bool {
 /// Writes one line to stdout.
 pub fn line(args: fmt::Arguments) -> Result<(), Stop> {
     let text = args.to_string();
-    write_line(&visible_controls(&text))
+    write_line(&shown(&text))
+}
+
+/// Writes text a program reads (a CSV table, TOML to append to a config)
+/// to stdout as it is, but for its control characters: no mark in it is
+/// written in ASCII, as a line of [`line`]'s is under `LC_ALL=C`.
+pub fn data(text: &str) -> Result<(), Stop> {
+    write_line(&visible_controls(text))
 }
 
 /// Writes JSON text (an event's line, a document) to stdout as one line
@@ -115,7 +123,7 @@ pub fn note(args: fmt::Arguments) {
     let text = args.to_string();
     let mut err = io::stderr().lock();
     let _ = err
-        .write_all(visible_controls(&text).as_bytes())
+        .write_all(shown(&text).as_bytes())
         .and_then(|()| err.write_all(b"\n"));
 }
 

@@ -57,10 +57,14 @@ impl Progress {
             Progress::Json(Ok(()))
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total);
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}",
-            ) {
-                bar.set_style(style);
+            let template = "{bar:30} {pos}/{len} partitions · {elapsed} · ETA {eta} · {msg}";
+            if let Ok(style) = ProgressStyle::with_template(&crate::terminal_text::shown(template))
+            {
+                bar.set_style(if crate::terminal_text::ascii_here() {
+                    style.progress_chars("#>-")
+                } else {
+                    style
+                });
             }
             bar.enable_steady_tick(Duration::from_millis(200));
             Progress::Bar(bar, 0)
@@ -84,7 +88,8 @@ impl Progress {
                         0 => String::new(),
                         n => format!("{n} failed · "),
                     };
-                    bar.set_message(format!("{failures}{partition}"));
+                    let message = format!("{failures}{partition}");
+                    bar.set_message(crate::terminal_text::shown(&message).into_owned());
                 }
                 Event::PartitionSucceeded { .. } => bar.inc(1),
                 Event::PartitionFailed {
@@ -125,10 +130,10 @@ impl Progress {
 }
 
 /// [`describe`] for the bar, which writes to the terminal past
-/// [`output::note`]: its control characters shown, not obeyed.
+/// [`output::note`]: shown as a note is, its control characters not obeyed.
 fn described(event: &Event) -> String {
     let line = describe(event).unwrap_or_default();
-    crate::terminal_text::visible_controls(&line).into_owned()
+    crate::terminal_text::shown(&line).into_owned()
 }
 
 /// A plain line for an event worth a line of its own.

@@ -305,7 +305,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     opt(r.rows_source_null_partition)
                 );
             }
-            outln!("{}", text.trim_end_matches('\n'));
+            super::output::data(text.trim_end_matches('\n'))?;
         }
         StatusFormat::Table => {
             let mut text = String::new();

@@ -111,7 +111,7 @@ pub async fn run(config: Config, options: Options) -> Outcome {
             return Outcome::NoTerminal(e);
         }
     };
-    let ascii = glyphs::ascii_wanted(|name| std::env::var(name).ok());
+    let ascii = crate::terminal_text::ascii_here();
     let depth = colors::depth(|name| std::env::var(name).ok());
     let result = terminal::event_loop(&mut app, ascii, depth).await;
     drop(guard);
