@@ -991,13 +991,7 @@ async fn a_printed_repeat_runs_from_another_directory() {
     let db = dir.path().join("w.db");
     let config = dir.path().join("idem.toml");
     let wh = sqlite_warehouse(&config, &db, &daily_fct(&db, "2026-01-03")).await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (-2, '2026-01-02'), (3, '2026-01-03')",
-    ])
-    .await
-    .unwrap();
+    second_day_fails(&wh).await;
     let out = Command::new(env!("CARGO_BIN_EXE_idem"))
         .current_dir(dir.path())
         .args(["run", "fct"])
@@ -1044,13 +1038,7 @@ async fn a_printed_repeat_names_the_config_by_its_links() {
         &daily_fct(&db, "2026-01-03"),
     )
     .await;
-    wh.execute_script(&[
-        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
-        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
-        "INSERT INTO src VALUES (1, '2026-01-01'), (-2, '2026-01-02'), (3, '2026-01-03')",
-    ])
-    .await
-    .unwrap();
+    second_day_fails(&wh).await;
     std::os::unix::fs::symlink("releases/1", root.join("current")).unwrap();
     std::fs::create_dir(root.join("etc")).unwrap();
     std::os::unix::fs::symlink("../current/idem.toml", root.join("etc").join("idem.toml")).unwrap();
@@ -1542,4 +1530,16 @@ async fn a_mistyped_job_name_is_said_with_the_job_it_most_likely_meant() {
         stderr.contains("no job named \"revenue\" in ") && !stderr.contains("did you mean"),
         "{stderr}"
     );
+}
+
+/// The daily fct's source and target, its second day's row failing the
+/// target's CHECK: 2026-01-02 fails, the days around it load.
+async fn second_day_fails(wh: &idem::warehouse::Warehouse) {
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, dt TEXT NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL CHECK (id > 0), dt TEXT NOT NULL)",
+        "INSERT INTO src VALUES (1, '2026-01-01'), (-2, '2026-01-02'), (3, '2026-01-03')",
+    ])
+    .await
+    .unwrap();
 }

@@ -67,6 +67,18 @@ struct Setup {
     wh: Warehouse,
 }
 
+impl Setup {
+    /// 2026-01-31T02's source rows fail the hourly target's CHECK.
+    async fn fail_hour_02(&self) {
+        self.wh
+            .execute_script(&[
+                "UPDATE src SET amount = -1 WHERE ts >= '2026-01-31 02:00:00' AND ts < '2026-01-31 03:00:00'",
+            ])
+            .await
+            .expect("a bad hour");
+    }
+}
+
 async fn setup(kind: Kind) -> Option<Setup> {
     let db = TestDb::new(kind).await?;
     let (daily, monthly) = aggregate_sql(kind, "ev_h", "agg_d");
@@ -1029,11 +1041,7 @@ async fn a_run_over_a_day_whose_hours_are_not_all_loaded_says_so(kind: Kind) {
     let config = s.config.as_path();
     // 2026-01-30 whole, and 2026-01-31T00..T08 but T02, which fails its
     // CHECK: 8 of the 31st's hours loaded, 1 failed, 15 missing.
-    s.wh.execute_script(&[
-        "UPDATE src SET amount = -1 WHERE ts >= '2026-01-31 02:00:00' AND ts < '2026-01-31 03:00:00'",
-    ])
-    .await
-    .expect("a bad hour");
+    s.fail_hour_02().await;
     let hours = idem(
         config,
         &[
@@ -1438,11 +1446,7 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     let s = setup(Kind::Sqlite).await.expect("sqlite");
     let config = s.config.as_path();
     // 2026-01-31T00..T03 loaded but T02, which fails its CHECK.
-    s.wh.execute_script(&[
-        "UPDATE src SET amount = -1 WHERE ts >= '2026-01-31 02:00:00' AND ts < '2026-01-31 03:00:00'",
-    ])
-    .await
-    .expect("a bad hour");
+    s.fail_hour_02().await;
     let first = idem(
         config,
         &[
