@@ -101,7 +101,13 @@ impl Dialect for Postgres {
         // bytes in hexadecimal (a row of a type without a hash function is
         // hashed by its text, and a load's fingerprint is compared with
         // one another session took).
+        //
+        // Each statement sees what committed before it, whatever isolation
+        // the role or database defaults to: under `serializable`, loads of
+        // one table's windows at once failed each other with serialization
+        // failures, past their retries.
         &["SET TIME ZONE 'UTC'; SET application_name = 'idem'; \
+           SET default_transaction_isolation = 'read committed'; \
            SET extra_float_digits = 1; SET IntervalStyle = 'postgres'; \
            SET bytea_output = 'hex'; \
            SET plan_cache_mode = force_custom_plan; \
