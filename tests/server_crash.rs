@@ -1236,3 +1236,37 @@ async fn mysql_a_servers_global_time_zone_is_told_and_never_taken() {
         assert!(text.contains(part), "{part}:\n{text}");
     }
 }
+
+/// QA: a MariaDB whose `character_set_server` is latin1 (its databases
+/// default to it) made idem's ledger latin1: a run with a reason outside
+/// latin1 failed every partition ("Incorrect string value … for column
+/// `idem_attempts`.`reason`"), and the failures went unrecorded. The
+/// ledger's text is utf8mb4 whatever the server's default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_latin1_server_records_a_reason_outside_latin1() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 1, '2026-01-01'), (2, 5, '2026-01-02')",
+    ];
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let options = [
+        "--character-set-server=latin1",
+        "--collation-server=latin1_swedish_ci",
+    ];
+    let Some(mut m) = MariaJob::start(&options, &setup, select).await else {
+        return;
+    };
+    let reason = "re-run après panne — 重跑";
+    let (code, text) = m.idem(&["run", "fct", "--yes", "--reason", reason]);
+    assert_eq!(code, Some(0), "{text}");
+    let recorded: Vec<String> =
+        sqlx::query("SELECT reason FROM idem_attempts WHERE status = 'succeeded'")
+            .fetch_all(&mut m.admin)
+            .await
+            .expect("the ledger")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+    assert_eq!(recorded, [reason, reason]);
+}

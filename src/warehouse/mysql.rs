@@ -253,11 +253,14 @@ impl Dialect for MySql {
         vec![sql]
     }
 
+    /// Text in utf8mb4 whatever the database's default: on a server whose
+    /// `character_set_server` is latin1, a reason or an error outside it
+    /// failed every partition's load, and its failure went unrecorded.
     fn ledger_types(&self) -> ColumnTypes {
         ColumnTypes {
             id: "BIGINT AUTO_INCREMENT PRIMARY KEY",
-            text: "VARCHAR(255)",
-            long_text: "TEXT",
+            text: "VARCHAR(255) CHARACTER SET utf8mb4",
+            long_text: "TEXT CHARACTER SET utf8mb4",
             int: "BIGINT",
         }
     }
