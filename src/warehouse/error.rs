@@ -267,6 +267,11 @@ fn timeout_hint(message: &str) -> Option<String> {
             "the statement ran longer than the statement timeout: warehouse.statement_timeout in the config bounds every statement of idem's (where it is left out, the role's or server's own applies); raise it, or load smaller windows"
                 .to_string(),
         )
+    } else if message.contains("idle-in-transaction timeout") {
+        Some(
+            "the server ended the session while a load's transaction waited for idem's next statement, for longer than idle_in_transaction_session_timeout (set on the role, the database or the server): raise it for idem's role (ALTER ROLE … SET idle_in_transaction_session_timeout = '1min'); the partition was rolled back"
+                .to_string(),
+        )
     } else {
         None
     }
@@ -354,6 +359,9 @@ mod tests {
             "{maria}"
         );
         assert_eq!(timeout_hint("relation \"x\" does not exist"), None);
+        let idle = timeout_hint("terminating connection due to idle-in-transaction timeout")
+            .unwrap_or_default();
+        assert!(idle.contains("ALTER ROLE"), "{idle}");
         for statement in [
             "canceling statement due to statement timeout",
             "Query execution was interrupted (max_statement_time exceeded)",
