@@ -1482,9 +1482,14 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     let daily = format!(
         "daily 2026-01-31 reads 8 of its 24 ev_hourly hours loaded (1 failed, 15 missing: 2026-01-31T02, 2026-01-31T04 .. 2026-01-31T07, 2026-01-31T13 .. 2026-01-31T23): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: {fill}"
     );
-    let monthly = format!(
-        "monthly 2026-01 reads 1 of its 2 daily days loaded (1 missing: 2026-01-30): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: idem --config {} run daily --only missing,failed --from 2026-01-30 --to 2026-01-30 --cascade --yes",
+    // The day monthly lacks reads hours not loaded either: its command
+    // loads from those (QA: it loaded the day from no hours, as empty).
+    let fill_month = format!(
+        "idem --config {} run ev_hourly --only missing,failed --from 2026-01-30T00 --to 2026-01-30T23 --cascade --yes",
         absolute.display()
+    );
+    let monthly = format!(
+        "monthly 2026-01 reads 1 of its 2 daily days loaded (1 missing: 2026-01-30): loaded as it stands, it goes stale (upstream) once the rest loads; daily 2026-01-30 reads ev_hourly hours not loaded either: to load those, the rest, and this again: {fill_month}"
     );
     let plan = stdout_ok(&idem(config, &[&cascade[..], &["--dry-run"]].concat()));
     for line in [&daily, &monthly] {
@@ -1540,13 +1545,16 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
     s.wh.execute_script(&["UPDATE src SET amount = 1 WHERE amount = -1"])
         .await
         .expect("the hour fixed");
-    let words: Vec<&str> = fill.split(' ').skip(1).collect();
-    let filled = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-        .current_dir("/")
-        .args(&words)
-        .output()
-        .expect("idem ran");
-    stdout_ok(&filled);
+    let run_as_printed = |command: &str| {
+        let words: Vec<&str> = command.split(' ').skip(1).collect();
+        let filled = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+            .current_dir("/")
+            .args(&words)
+            .output()
+            .expect("idem ran");
+        stdout_ok(&filled);
+    };
+    run_as_printed(&fill);
     let after = states(config);
     assert_eq!(
         after["daily 2026-01-31"],
@@ -1560,6 +1568,19 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
             .any(|l| l.starts_with("monthly 2026-01 reads 1 of its 2 daily days loaded")),
         "the day before is still not loaded:\n{plan}"
     );
+    // Its command, as printed, loads the hours, the day from them, and
+    // the month: nothing it reads is left not loaded, nor loaded empty.
+    run_as_printed(&fill_month);
+    let after = states(config);
+    assert_eq!(
+        after["daily 2026-01-30"],
+        ("loaded".to_string(), Vec::new()),
+        "{after:?}"
+    );
+    let plan = stdout_ok(&idem(config, &[&cascade[..], &["--dry-run"]].concat()));
+    for said in ["monthly 2026-01 reads", "daily 2026-01-30 reads"] {
+        assert!(!plan.contains(said), "{said}:\n{plan}");
+    }
 }
 
 /// Every step of a `--cascade --json` stream ends: a step whose every
@@ -2242,9 +2263,74 @@ mod cascade_moves {
         wh.close().await;
     }
 
+    /// As in the QA repro above, per_day's 1st is added to its step as the
+    /// cascade runs; per_day also reads `other`, whose 1st was never
+    /// loaded. The windows planned were checked against what they read,
+    /// the one added was not: it loaded from latest alone, and nothing
+    /// said that it read a day of `other` not loaded. It is checked as it
+    /// is added: its step's `run_started` and the run's end say so, with
+    /// the command that loads that day and it again.
+    async fn a_window_added_as_the_cascade_runs_is_checked_against_what_it_reads(kind: Kind) {
+        let Some((_db, config, wh)) = chain(
+            kind,
+            "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
+        )
+        .await
+        else {
+            return;
+        };
+        let text = std::fs::read_to_string(&config).expect("config");
+        let text = text.replacen(
+            "name = \"per_day\"\n",
+            "name = \"per_day\"\ndepends_on = [\"other\"]\n",
+            1,
+        );
+        let other = common::replace_job(
+            "other",
+            "other",
+            "2026-01-03",
+            "select id, dt, v from src where dt >= :start and dt < :end",
+        );
+        std::fs::write(&config, format!("{text}\n{other}")).expect("other");
+        wh.execute_script(&[
+            "CREATE TABLE other (id INTEGER NOT NULL, dt DATE NOT NULL, v INTEGER NOT NULL)",
+            "UPDATE src SET dt = '2026-01-02' WHERE id = 1",
+        ])
+        .await
+        .expect("other, and key 1 moved");
+        let days = ["--from", "2026-01-02", "--to", "2026-01-03"];
+        stdout_ok(&idem(&config, &[&["run", "other"], &days[..]].concat()));
+        let out = idem(&config, &[&FCT_2ND[..], &["--json"]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        let run = json_lines(&stdout_ok(&out));
+        per_day_1st_added(&run, kind);
+        let started = run
+            .iter()
+            .find(|e| e["event"] == "run_started" && e["job"] == "per_day")
+            .unwrap_or_else(|| panic!("{run:?}"));
+        assert_eq!(
+            started["upstream_not_loaded"],
+            serde_json::json!([{
+                "partition": "2026-01-01",
+                "upstream": "other",
+                "upstream_partitions": 1,
+                "not_loaded": [{"partition": "2026-01-01", "state": "missing"}],
+            }]),
+            "{kind:?}: {started}"
+        );
+        let absolute = std::fs::canonicalize(&config).expect("config");
+        let line = format!(
+            "idem: per_day 2026-01-01 reads 0 of its 1 other day loaded (1 missing: 2026-01-01): loaded as it stands, it goes stale (upstream) once the rest loads; to load the rest, and this again: idem --config {} run other --only missing,failed --from 2026-01-01 --to 2026-01-01 --cascade --yes",
+            absolute.display()
+        );
+        assert!(err.lines().any(|l| l == line), "{kind:?}: {line}\n{err}");
+        wh.close().await;
+    }
+
     on_every_engine!(
         a_cascade_adds_the_readers_of_windows_a_merge_moves_rows_out_of,
         a_cascade_skips_what_was_only_to_merge_on_through_a_skipped_window,
-        a_reader_with_no_step_is_given_one_when_a_merge_moves_rows_into_its_windows
+        a_reader_with_no_step_is_given_one_when_a_merge_moves_rows_into_its_windows,
+        a_window_added_as_the_cascade_runs_is_checked_against_what_it_reads
     );
 }

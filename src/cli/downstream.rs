@@ -3,14 +3,13 @@
 //! `--cascade` leaves: named in its plan, and, once it is over, those it
 //! made stale with the command that loads them.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use super::Stop;
+use super::output::noteln;
 use super::run_args::config_flag;
 use crate::engine::cascade::{Downstream, PartlyRead};
 use crate::engine::{self, Backfill};
-use crate::lineage::read_by;
 use crate::numbers::n_partitions;
 use crate::partition::{Partition, RangeEnd};
 use crate::state;
@@ -172,9 +171,10 @@ pub(super) async fn plan_downstream(
 }
 
 /// The windows of a cascade's `step` that read upstream partitions neither
-/// loaded nor in the cascade ([`Downstream::partly_read`]): each upstream
-/// job's states are those its step was planned from (`planned`), or, for
-/// the root and the jobs outside the cascade, read over the step's windows.
+/// loaded nor in the cascade ([`Downstream::partly_read`]), walked further
+/// up ([`engine::cascade::reaching_further`]): each upstream job's states
+/// are those its step was planned from (`planned`), or, for the root and
+/// the jobs outside the cascade, read over the step's windows.
 async fn partly_read(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -190,16 +190,20 @@ async fn partly_read(
             .map(|p| &p.statuses[..])
     };
     let unplanned = |name: &str| planned_states(name).is_none();
-    let read = upstream_states(warehouse, config, lineage, step, unplanned, now).await;
-    downstream.partly_read(step, |name| {
+    let notice = slow_notice(warehouse);
+    let jobs = (&config.jobs[..], lineage);
+    let read =
+        engine::cascade::upstream_states(warehouse, jobs, step, unplanned, (now, &notice)).await;
+    let partly = downstream.partly_read(step, |name| {
         planned_states(name).or_else(|| read.get(name).map(Vec::as_slice))
-    })
+    });
+    engine::cascade::reaching_further(warehouse, jobs, partly, (now, &notice)).await
 }
 
 /// The windows of a run's own job (without `--cascade`, or a cascade's
 /// root) that read upstream partitions not loaded
-/// ([`engine::cascade::own_partly_read`]), each upstream job's states read
-/// over the span of those windows: nothing is read for a job that reads none.
+/// ([`engine::cascade::read_partly_read`]): nothing is read for a job that
+/// reads none.
 pub(super) async fn own_partly_read(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
@@ -207,46 +211,15 @@ pub(super) async fn own_partly_read(
     run: &Backfill,
     now: chrono::NaiveDateTime,
 ) -> Vec<PartlyRead> {
-    let read = upstream_states(warehouse, config, lineage, run, |_| true, now).await;
-    engine::cascade::own_partly_read((config, lineage), run, |name| {
-        read.get(name).map(Vec::as_slice)
-    })
+    let notice = slow_notice(warehouse);
+    engine::cascade::read_partly_read(warehouse, (&config.jobs, lineage), run, (now, &notice)).await
 }
 
-/// The states of the jobs `step`'s job reads that `to_read` names, over
-/// the partitions its windows read, by job. An upstream job whose states
-/// cannot be read is left out: what it holds is not said.
-async fn upstream_states(
-    warehouse: &crate::warehouse::Warehouse,
-    config: &crate::config::Config,
-    lineage: &crate::lineage::Lineage,
-    step: &Backfill,
-    to_read: impl Fn(&str) -> bool,
-    now: chrono::NaiveDateTime,
-) -> HashMap<String, Vec<state::PartitionStatus>> {
-    let mut read = HashMap::new();
-    let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
-        return read;
-    };
-    for (up, _) in lineage.upstream(&step.job.name) {
-        let Some(job) = config.jobs.iter().find(|j| j.name == *up) else {
-            continue;
-        };
-        if !to_read(up) {
-            continue;
-        }
-        let scope = state::StatusScope {
-            from: read_by(first, job.grain).first().copied(),
-            to: read_by(last, job.grain).last().copied(),
-            ..Default::default()
-        };
-        if let Ok(states) =
-            super::read_states_scoped(warehouse, config, lineage, job, now, &scope).await
-        {
-            read.insert(up.clone(), states.statuses);
-        }
-    }
-    read
+/// What the command line says of a state read that outlasts
+/// [`state::SLOW_READ`].
+fn slow_notice(warehouse: &crate::warehouse::Warehouse) -> impl Fn(&crate::config::Job) + Sync {
+    let lock_timeout = warehouse.config().lock_timeout;
+    move |job: &crate::config::Job| noteln!("idem: {}", state::slow_read_note(job, lock_timeout))
 }
 
 /// The partitions of jobs downstream of `root` that read what it loads,

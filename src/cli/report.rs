@@ -436,6 +436,7 @@ mod tests {
                 skipped: vec![],
                 not_started: vec![],
                 left: Vec::new(),
+                reads_not_loaded: Vec::new(),
             },
             StepOutcome {
                 added: Vec::new(),
@@ -444,6 +445,7 @@ mod tests {
                 skipped: vec![],
                 not_started: vec![day("2026-01-02")],
                 left: Vec::new(),
+                reads_not_loaded: Vec::new(),
             },
         ];
         let report = RunReport::of_console_run(&args, &steps, &[], &Ended::Cascade(outcomes));

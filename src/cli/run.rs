@@ -353,10 +353,15 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     };
     warehouse.close().await;
     let report = RunReport::of_run(&as_run, job, &summary, &empty_before);
-    let more: Vec<String> = partly_loaded(&as_run, &loaded, &summary, &[])
-        .into_iter()
-        .chain(stale_downstream)
-        .collect();
+    let more: Vec<String> = partly_loaded(
+        &as_run,
+        (&loaded.job.name, &loaded.reads_not_loaded),
+        &summary,
+        &[],
+    )
+    .into_iter()
+    .chain(stale_downstream)
+    .collect();
     said(&report, events_written, json, &more)
 }
 
@@ -634,11 +639,14 @@ async fn run_cascade(
         .unwrap_or_else(|e| Err(Stop::failed(format!("the event printer stopped: {e}"))));
     warehouse.close().await;
     let report = RunReport::of_cascade(&as_run, steps, empty_before, &outcomes);
-    let partly_loaded: Vec<String> = steps
+    // Each step as it ran: the windows added to it, and the steps given
+    // to readers without one, are said as the planned ones are.
+    let partly_loaded: Vec<String> = outcomes
         .iter()
-        .filter_map(|step| {
-            let outcome = outcomes.iter().find(|o| o.job == step.job.name)?;
-            partly_loaded(&as_run, step, outcome.summary.as_ref()?, &outcome.skipped)
+        .filter_map(|outcome| {
+            let summary = outcome.summary.as_ref()?;
+            let reads = (&outcome.job[..], &outcome.reads_not_loaded[..]);
+            partly_loaded(&as_run, reads, summary, &outcome.skipped)
         })
         .collect();
     said(&report, events_written, json, &partly_loaded)
@@ -650,19 +658,18 @@ async fn run_cascade(
 /// them again.
 fn partly_loaded(
     as_run: &advice::AsRun<'_>,
-    run: &Backfill,
+    (job, reads_not_loaded): (&str, &[PartlyRead]),
     summary: &engine::RunSummary,
     skipped: &[(Partition, String)],
 ) -> Option<String> {
-    let loaded: Vec<PartlyRead> = run
-        .reads_not_loaded
+    let loaded: Vec<PartlyRead> = reads_not_loaded
         .iter()
         .filter(|p| {
             !summary.unfinished.contains(&p.window) && !skipped.iter().any(|(s, _)| *s == p.window)
         })
         .cloned()
         .collect();
-    advice::partly_read_note(as_run, &run.job.name, &loaded)
+    advice::partly_read_note(as_run, job, &loaded)
 }
 
 #[cfg(test)]

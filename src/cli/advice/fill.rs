@@ -5,50 +5,41 @@
 
 use super::AsRun;
 use super::repeat::repeat_line;
-use crate::engine::cascade::{PartlyRead, partly_read_line};
+use crate::engine::cascade::{PartlyRead, fill, further_line, partly_read_line};
 use crate::partition::Partition;
 use crate::state::LoadState;
 
 /// `job`'s line for its windows that read upstream partitions not loaded
 /// ([`partly_read_line`]), with the command that loads those partitions
-/// and, cascading, the windows again: none when there are none.
+/// and, cascading, the windows again: from the highest job that lacks
+/// rows, said so where that is further up ([`further_line`]). None when
+/// there are none.
 pub(in crate::cli) fn partly_read_note(
     run: &AsRun<'_>,
     job: &str,
     partly: &[PartlyRead],
 ) -> Option<String> {
     let line = partly_read_line(job, partly)?;
-    Some(match fill_command(run, partly) {
-        Some(command) => format!("{line}; to load the rest, and this again: {command}"),
-        None => line,
+    Some(match (fill_command(run, partly), further_line(partly)) {
+        (Some(command), None) => format!("{line}; to load the rest, and this again: {command}"),
+        (Some(command), Some(further)) => {
+            format!("{line}; {further}: to load those, the rest, and this again: {command}")
+        }
+        (None, _) => line,
     })
 }
 
-/// Per upstream job (in the order first read), `idem run UPSTREAM --only
-/// STATES --from FIRST --to LAST --cascade` over its partitions `partly`
-/// names, by their states; several joined with ` ; `. One running
-/// elsewhere is left to that run: none where all are.
+/// Per job [`fill`] names (the highest first), `idem run JOB --only STATES
+/// --from FIRST --to LAST --cascade` over its partitions, by their states;
+/// several joined with ` ; `. None where all are running elsewhere.
 fn fill_command(run: &AsRun<'_>, partly: &[PartlyRead]) -> Option<String> {
-    let mut upstream: Vec<&str> = Vec::new();
-    for p in partly {
-        if !upstream.contains(&p.upstream.as_str()) {
-            upstream.push(&p.upstream);
-        }
-    }
-    let commands: Vec<String> = upstream
+    let commands: Vec<String> = fill(partly)
         .into_iter()
-        .filter_map(|job| {
-            let not_loaded = partly
-                .iter()
-                .filter(|p| p.upstream == job)
-                .flat_map(|p| &p.not_loaded)
-                .filter(|(_, state)| *state != LoadState::Running);
-            let mut partitions: Vec<Partition> = not_loaded.clone().map(|(p, _)| *p).collect();
-            partitions.sort();
-            partitions.dedup();
+        .filter_map(|(job, not_loaded)| {
+            let partitions: Vec<Partition> = not_loaded.iter().map(|(p, _)| *p).collect();
             let only: Vec<String> = LoadState::ALL
                 .iter()
-                .filter(|state| not_loaded.clone().any(|(_, s)| s == *state))
+                .filter(|state| not_loaded.iter().any(|(_, s)| s == *state))
                 .map(|state| state.name().to_string())
                 .collect();
             let fill = AsRun {
@@ -57,7 +48,7 @@ fn fill_command(run: &AsRun<'_>, partly: &[PartlyRead]) -> Option<String> {
                 allow_incomplete: run.allow_incomplete,
                 cascade: true,
             };
-            repeat_line(&fill, job, &partitions, &[], false)
+            repeat_line(&fill, &job, &partitions, &[], false)
         })
         .collect();
     (!commands.is_empty()).then(|| commands.join(" ; "))

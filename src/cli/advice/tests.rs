@@ -138,6 +138,7 @@ fn an_empty_merge_window_is_loaded_again_through_the_latest() {
         skipped: Vec::new(),
         not_started: Vec::new(),
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     // Its command cascades, as the run did.
     let cascade = &AsRun {
@@ -179,6 +180,7 @@ fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
         skipped: Vec::new(),
         not_started: Vec::new(),
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     let agg = engine::cascade::StepOutcome {
         added: Vec::new(),
@@ -187,6 +189,7 @@ fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
         skipped: vec![(day("2026-01-06"), "fct 2026-01-06".into())],
         not_started: Vec::new(),
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     let failed = after_cascade(config, &[], &[], &[upstream(false), agg.clone()]);
     assert_eq!(
@@ -212,6 +215,7 @@ fn a_step_skipped_for_its_upstream_is_in_the_upstreams_repeat() {
         )],
         not_started: Vec::new(),
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     // The refusal's commands cascade, as the run did: they load the
     // steps it skipped, which are not named again (QA: agg's and
@@ -253,6 +257,7 @@ fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
         skipped: Vec::new(),
         not_started: Vec::new(),
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     assert_eq!(
         repeat_step(config, &root).as_deref(),
@@ -265,6 +270,7 @@ fn a_cancelled_cascade_is_repeated_as_a_cascade_naming_what_is_undone() {
         skipped: vec![(day("2026-01-02"), "ev 2026-01-02".into())],
         not_started: vec![day("2026-01-01"), day("2026-01-03")],
         left: Vec::new(),
+        reads_not_loaded: Vec::new(),
     };
     assert_eq!(
         repeat_step(config, &downstream).as_deref(),

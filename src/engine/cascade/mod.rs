@@ -22,7 +22,10 @@ use crate::lineage::{Lineage, overlapping, read_by};
 use crate::partition::Partition;
 use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
-pub use partial::{PartlyRead, own_partly_read, partly_read_line};
+pub use partial::{
+    NoticeSlow, PartlyRead, fill, further_line, own_partly_read, partly_read_line,
+    reaching_further, read_partly_read, upstream_states,
+};
 use reached::Reached;
 
 /// The downstream partitions a backfill of `root` makes stale, per job in
@@ -197,7 +200,7 @@ pub fn plan_step(
 }
 
 /// How one step of a cascade ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StepOutcome {
     pub job: String,
     /// None when every partition of the step was skipped.
@@ -216,6 +219,9 @@ pub struct StepOutcome {
     /// read, left out because they have not ended yet, with why: due for a
     /// run once they have.
     pub left: Vec<(Partition, String)>,
+    /// Its windows, as it ran, that read upstream partitions not loaded:
+    /// those planned, and those `added` (checked as they were added).
+    pub reads_not_loaded: Vec<PartlyRead>,
 }
 
 /// Runs each step in order (upstream first), skipping what reads a failure
@@ -274,6 +280,24 @@ pub async fn run_gated(
         } else {
             reached.add_to(&mut backfill, lineage, reach)
         };
+        // The windows added are checked as the planned ones were, against
+        // what their upstream jobs hold now that the steps before have run
+        // (QA: they were not, and a window added over hours not loaded was
+        // loaded from the rest unsaid).
+        if !added.is_empty() {
+            let windows = Backfill::of(step.job.clone(), added.iter().map(|(p, _)| *p).collect());
+            let partly = read_partly_read(
+                warehouse,
+                (jobs, lineage),
+                &windows,
+                (reach.now, &|_: &Job| {}),
+            )
+            .await;
+            backfill.reads_not_loaded.extend(partly);
+            backfill
+                .reads_not_loaded
+                .sort_by(|a, b| (a.window, &a.upstream).cmp(&(b.window, &b.upstream)));
+        }
         for (partition, because) in &added {
             let _ = events.send(Event::PartitionAdded {
                 job: step.job.name.clone(),
@@ -365,6 +389,7 @@ pub async fn run_gated(
                 skipped,
                 not_started,
                 left,
+                reads_not_loaded: backfill.reads_not_loaded.clone(),
             });
         }
         if reached.moved_beyond(&job) {

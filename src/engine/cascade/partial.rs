@@ -8,11 +8,12 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::Downstream;
-use crate::config::Config;
+use crate::config::{Config, Job};
 use crate::engine::{Backfill, NotLoaded, NotLoadedUpstream};
 use crate::lineage::{Lineage, read_by};
 use crate::partition::Partition;
-use crate::state::{LoadState, PartitionStatus};
+use crate::state::{self, LoadState, PartitionStatus};
+use crate::warehouse::Warehouse;
 
 /// Windows named in a line before the rest are counted.
 const WINDOWS_NAMED: usize = 3;
@@ -32,6 +33,10 @@ pub struct PartlyRead {
     /// with their state: missing, failed, vanished or running. Stale and
     /// unmanaged ones hold rows, and count as loaded.
     pub not_loaded: Vec<(Partition, LoadState)>,
+    /// Of those, the ones that read partitions further upstream not loaded
+    /// either, each as a window of its own job ([`reaching_further`]):
+    /// loading them alone would load them from what is not there.
+    pub beyond: Vec<PartlyRead>,
 }
 
 /// Whether a partition in `state` holds the rows a window over it reads:
@@ -56,7 +61,7 @@ impl Downstream<'_, '_> {
         statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
     ) -> Vec<PartlyRead> {
         read_not_loaded(
-            (self.config, self.lineage),
+            (&self.config.jobs, self.lineage),
             step,
             |up| self.planned.get(up),
             statuses,
@@ -74,22 +79,21 @@ pub fn own_partly_read<'s>(
     run: &Backfill,
     statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
 ) -> Vec<PartlyRead> {
-    read_not_loaded((config, lineage), run, |_| None, statuses)
+    read_not_loaded((&config.jobs, lineage), run, |_| None, statuses)
 }
 
 /// [`Downstream::partly_read`] and [`own_partly_read`]: `step`'s windows
 /// over partitions of its upstream jobs neither `planned` in the run nor
 /// holding their rows, by their `statuses`.
 fn read_not_loaded<'s, 'p>(
-    (config, lineage): (&Config, &Lineage),
+    (jobs, lineage): (&[Job], &Lineage),
     step: &Backfill,
     planned: impl Fn(&str) -> Option<&'p BTreeSet<Partition>>,
     statuses: impl Fn(&str) -> Option<&'s [PartitionStatus]>,
 ) -> Vec<PartlyRead> {
     let mut partly = Vec::new();
     for (up, _) in lineage.upstream(&step.job.name) {
-        let (Some(job), Some(states)) = (config.jobs.iter().find(|j| j.name == *up), statuses(up))
-        else {
+        let (Some(job), Some(states)) = (jobs.iter().find(|j| j.name == *up), statuses(up)) else {
             continue;
         };
         let states: HashMap<Partition, LoadState> =
@@ -118,12 +122,202 @@ fn read_not_loaded<'s, 'p>(
                     upstream: up.clone(),
                     under,
                     not_loaded,
+                    beyond: Vec::new(),
                 });
             }
         }
     }
     partly.sort_by(|a, b| (a.window, &a.upstream).cmp(&(b.window, &b.upstream)));
     partly
+}
+
+/// Says which job's states a read waits on past [`state::SLOW_READ`] (the
+/// command line says so; the engine, which knows no terminal, does not).
+pub type NoticeSlow<'a> = &'a (dyn Fn(&Job) + Sync);
+
+/// The states of the jobs `step`'s job reads that `to_read` names, over
+/// the partitions its windows read, by job: what the check of its windows
+/// ([`own_partly_read`], [`Downstream::partly_read`]) reads. An upstream
+/// job whose states cannot be read is left out: what it holds is not said.
+pub async fn upstream_states(
+    warehouse: &Warehouse,
+    (jobs, lineage): (&[Job], &Lineage),
+    step: &Backfill,
+    to_read: impl Fn(&str) -> bool,
+    (now, notice): (chrono::NaiveDateTime, NoticeSlow<'_>),
+) -> HashMap<String, Vec<PartitionStatus>> {
+    let mut read = HashMap::new();
+    let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
+        return read;
+    };
+    for (up, _) in lineage.upstream(&step.job.name) {
+        let Some(job) = jobs.iter().find(|j| j.name == *up).filter(|_| to_read(up)) else {
+            continue;
+        };
+        let scope = state::StatusScope {
+            from: read_by(first, job.grain).first().copied(),
+            to: read_by(last, job.grain).last().copied(),
+            ..Default::default()
+        };
+        let nothing_running = Default::default();
+        let states = state::job_status_scoped(warehouse, job, now, &nothing_running, &scope);
+        let states = state::noticing_slow(warehouse.answering(states), || notice(job)).await;
+        if let Ok(states) = states {
+            read.insert(up.clone(), states);
+        }
+    }
+    read
+}
+
+/// [`own_partly_read`] of `run`, each upstream job's states read from the
+/// warehouse ([`upstream_states`]), and walked further up
+/// ([`reaching_further`]): the one check of a run's own windows and of the
+/// windows a cascade adds to a step as it runs.
+pub async fn read_partly_read(
+    warehouse: &Warehouse,
+    (jobs, lineage): (&[Job], &Lineage),
+    run: &Backfill,
+    (now, notice): (chrono::NaiveDateTime, NoticeSlow<'_>),
+) -> Vec<PartlyRead> {
+    let read = upstream_states(warehouse, (jobs, lineage), run, |_| true, (now, notice)).await;
+    let partly = read_not_loaded(
+        (jobs, lineage),
+        run,
+        |_| None,
+        |name| read.get(name).map(Vec::as_slice),
+    );
+    reaching_further(warehouse, (jobs, lineage), partly, (now, notice)).await
+}
+
+/// `partly`, each given the check of its upstream partitions not loaded as
+/// windows of their own job ([`PartlyRead::beyond`]), and so on up: the
+/// command that fills the gap loads from the highest job that lacks rows
+/// (QA: it named one level up, and loaded a day from hours not loaded).
+/// Those running elsewhere are left to that run.
+pub fn reaching_further<'a>(
+    warehouse: &'a Warehouse,
+    (jobs, lineage): (&'a [Job], &'a Lineage),
+    mut partly: Vec<PartlyRead>,
+    (now, notice): (chrono::NaiveDateTime, NoticeSlow<'a>),
+) -> Further<'a> {
+    // Boxed, as the walk recurses; Send, as a console's run is spawned.
+    Box::pin(async move {
+        for p in &mut partly {
+            let Some(job) = jobs.iter().find(|j| j.name == p.upstream) else {
+                continue;
+            };
+            if lineage.upstream(&job.name).is_empty() {
+                continue;
+            }
+            let mut windows: Vec<Partition> = p
+                .not_loaded
+                .iter()
+                .filter(|(_, state)| *state != LoadState::Running)
+                .map(|(q, _)| *q)
+                .collect();
+            windows.sort();
+            windows.dedup();
+            if windows.is_empty() {
+                continue;
+            }
+            let upstream = Backfill::of(job.clone(), windows);
+            p.beyond = read_partly_read(warehouse, (jobs, lineage), &upstream, (now, notice)).await;
+        }
+        partly
+    })
+}
+
+/// A partition not loaded, with its state.
+pub type NotLoadedHere = (Partition, LoadState);
+
+/// What [`reaching_further`] gives.
+pub type Further<'a> = std::pin::Pin<Box<dyn Future<Output = Vec<PartlyRead>> + Send + 'a>>;
+
+/// What loads the partitions `partly` names not loaded, so that their
+/// windows read them whole: per job, those to load with their states,
+/// the jobs further up first. A partition that reads partitions not
+/// loaded further up ([`PartlyRead::beyond`]) is loaded by loading those,
+/// cascading; one running elsewhere is left to that run.
+pub fn fill(partly: &[PartlyRead]) -> Vec<(String, Vec<NotLoadedHere>)> {
+    fn walk(p: &PartlyRead, depth: usize, out: &mut Vec<(usize, String, Partition, LoadState)>) {
+        for &(q, state) in &p.not_loaded {
+            if state == LoadState::Running {
+                continue;
+            }
+            let before = out.len();
+            for b in p.beyond.iter().filter(|b| b.window == q) {
+                walk(b, depth + 1, out);
+            }
+            // Nothing to load further up (what it reads there is running
+            // elsewhere): it is loaded itself.
+            if out.len() == before {
+                out.push((depth, p.upstream.clone(), q, state));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for p in partly {
+        walk(p, 0, &mut found);
+    }
+    let mut jobs: Vec<(usize, String, Vec<NotLoadedHere>)> = Vec::new();
+    for (depth, job, q, state) in found {
+        match jobs.iter_mut().find(|(_, j, _)| *j == job) {
+            Some((d, _, qs)) => {
+                *d = (*d).max(depth);
+                qs.push((q, state));
+            }
+            None => jobs.push((depth, job, vec![(q, state)])),
+        }
+    }
+    // Highest first: a cascade from there loads what lies below it.
+    jobs.sort_by_key(|(depth, _, _)| std::cmp::Reverse(*depth));
+    jobs.into_iter()
+        .map(|(_, job, mut qs)| {
+            qs.sort();
+            qs.dedup_by_key(|(q, _)| *q);
+            (job, qs)
+        })
+        .collect()
+}
+
+/// `daily 2026-11-01 reads ev hours not loaded either`, per upstream
+/// partition of `partly` whose own upstream lacks rows, a few named; none
+/// when none does: said before the command that loads from there.
+pub fn further_line(partly: &[PartlyRead]) -> Option<String> {
+    fn walk(p: &PartlyRead, out: &mut Vec<(String, String, String, Vec<Partition>)>) {
+        for b in &p.beyond {
+            let grain = b
+                .not_loaded
+                .first()
+                .map_or("partition", |(q, _)| q.grain.as_str());
+            let key = (p.upstream.clone(), b.upstream.clone(), grain.to_string());
+            match out
+                .iter_mut()
+                .find(|(u, g, n, _)| (u, g, n) == (&key.0, &key.1, &key.2))
+            {
+                Some((_, _, _, windows)) => windows.push(b.window),
+                None => out.push((key.0, key.1, key.2, vec![b.window])),
+            }
+            walk(b, out);
+        }
+    }
+    let mut found = Vec::new();
+    for p in partly {
+        walk(p, &mut found);
+    }
+    let said: Vec<String> = found
+        .into_iter()
+        .map(|(job, upstream, grain, mut windows)| {
+            windows.sort();
+            windows.dedup();
+            let read = if windows.len() == 1 { "reads" } else { "read" };
+            format!(
+                "{job} {} {read} {upstream} {grain}s not loaded either",
+                runs(windows.into_iter())
+            )
+        })
+        .collect();
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 impl PartlyRead {
@@ -314,6 +508,7 @@ mod tests {
                     .iter()
                     .map(|h| (hour(&format!("{d}{h}")), LoadState::Missing))
                     .collect(),
+                beyond: Vec::new(),
             })
             .collect();
         let line = partly_read_line("daily", &partly).expect("a line");
