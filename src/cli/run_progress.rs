@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::Stop;
 use super::output::{self, noteln};
+use crate::config::Strategy;
 use crate::engine::Event;
 use crate::numbers::n_partitions;
 
@@ -29,14 +30,16 @@ pub(super) fn spawn_printer(
         .ok();
     tokio::spawn(async move {
         let mut progress = Progress::new(json, total);
+        let mut strategies = Strategies::default();
         while let Some(event) = rx.recv().await {
+            strategies.note(&event);
             if let Some(log) = &mut runlog {
                 log.record(&event);
                 if let Some(why) = log.failure() {
                     noteln!("idem: note: run log not kept: {why}");
                 }
             }
-            progress.show(&event);
+            progress.show(&event, &strategies);
         }
         progress.finish()
     })
@@ -73,7 +76,7 @@ impl Progress {
         }
     }
 
-    fn show(&mut self, event: &Event) {
+    fn show(&mut self, event: &Event, strategies: &Strategies) {
         match self {
             Progress::Json(written) => {
                 if written.is_ok()
@@ -96,20 +99,20 @@ impl Progress {
                     will_retry: false, ..
                 } => {
                     *failed += 1;
-                    bar.println(described(event));
+                    bar.println(described(event, strategies));
                     bar.inc(1);
                 }
                 Event::PartitionFailed { .. }
                 | Event::PartitionLeft { .. }
-                | Event::ConcurrencyLowered { .. } => bar.println(described(event)),
+                | Event::ConcurrencyLowered { .. } => bar.println(described(event, strategies)),
                 Event::PartitionAdded { .. } => {
                     bar.inc_length(1);
-                    bar.println(described(event));
+                    bar.println(described(event, strategies));
                 }
                 _ => {}
             },
             Progress::Lines => {
-                if let Some(line) = describe(event) {
+                if let Some(line) = describe(event, strategies.of(event.job())) {
                     noteln!("{line}");
                 }
             }
@@ -131,13 +134,51 @@ impl Progress {
 
 /// [`describe`] for the bar, which writes to the terminal past
 /// [`output::note`]: shown as a note is, its control characters not obeyed.
-fn described(event: &Event) -> String {
-    let line = describe(event).unwrap_or_default();
+fn described(event: &Event, strategies: &Strategies) -> String {
+    let line = describe(event, strategies.of(event.job())).unwrap_or_default();
     crate::terminal_text::shown(&line).into_owned()
 }
 
-/// A plain line for an event worth a line of its own.
-fn describe(event: &Event) -> Option<String> {
+/// Each job's strategy, from its run's start (a cascade runs several), for
+/// the words its loads' rows take.
+#[derive(Default)]
+struct Strategies(std::collections::HashMap<String, Strategy>);
+
+impl Strategies {
+    fn note(&mut self, event: &Event) {
+        if let Event::RunStarted { job, strategy, .. } = event {
+            self.0.insert(job.clone(), *strategy);
+        }
+    }
+
+    fn of(&self, job: &str) -> Strategy {
+        self.0
+            .get(job)
+            .copied()
+            .unwrap_or(Strategy::ReplacePartition)
+    }
+}
+
+/// What a load did to its rows, in its strategy's words: a replace deletes
+/// the window and inserts it again; a merge deletes nothing, and inserts
+/// or updates only rows whose values differ.
+fn rows_done(strategy: Strategy, deleted: i64, inserted: i64, updated: i64) -> String {
+    match strategy {
+        Strategy::ReplacePartition => {
+            let updated = match updated {
+                0 => String::new(),
+                n => format!(", updated {n}"),
+            };
+            format!("deleted {deleted} → inserted {inserted}{updated}")
+        }
+        Strategy::MergeKey if inserted + updated == 0 => "no rows changed".to_string(),
+        Strategy::MergeKey => format!("inserted {inserted}, updated {updated}"),
+    }
+}
+
+/// A plain line for an event worth a line of its own; a load's rows in
+/// its job's `strategy`'s words.
+fn describe(event: &Event, strategy: Strategy) -> Option<String> {
     Some(match event {
         Event::RunStarted {
             job,
@@ -158,7 +199,7 @@ fn describe(event: &Event) -> Option<String> {
             content_changed,
             ..
         } => format!(
-            "{partition} {} · deleted {rows_deleted} → inserted {rows_inserted}{} · {:.1} s · {}",
+            "{partition} {} · {} · {:.1} s · {}",
             // A merge's rows may lie in other windows of the partition
             // column than the one it merged: written, it is not empty.
             if *rows_after > 0 || rows_inserted + rows_updated > 0 {
@@ -166,11 +207,7 @@ fn describe(event: &Event) -> Option<String> {
             } else {
                 "○ empty"
             },
-            if *rows_updated > 0 {
-                format!(", updated {rows_updated}")
-            } else {
-                String::new()
-            },
+            rows_done(strategy, *rows_deleted, *rows_inserted, *rows_updated),
             *duration_ms as f64 / 1000.0,
             if *content_changed {
                 "content changed"
@@ -253,6 +290,8 @@ mod tests {
     use super::*;
     use crate::engine::FailureCause;
 
+    const REPLACE: Strategy = Strategy::ReplacePartition;
+
     #[test]
     fn a_cancelled_attempt_reads_as_rolled_back_not_failed() {
         let failed = |error: &str, cause| Event::PartitionFailed {
@@ -266,14 +305,18 @@ mod tests {
             duration_ms: 5,
         };
         assert_eq!(
-            describe(&failed("cancelled; rolled back", FailureCause::Cancelled)).unwrap(),
+            describe(
+                &failed("cancelled; rolled back", FailureCause::Cancelled),
+                REPLACE
+            )
+            .unwrap(),
             "2026-11-03 ↺ rolled back (attempt 1) · cancelled before its COMMIT"
         );
         assert_eq!(
-            describe(&failed(
-                "relation \"t\" does not exist",
-                FailureCause::Error
-            ))
+            describe(
+                &failed("relation \"t\" does not exist", FailureCause::Error),
+                REPLACE
+            )
             .unwrap(),
             "2026-11-03 ✗ failed (attempt 1) · relation \"t\" does not exist"
         );
@@ -294,34 +337,70 @@ mod tests {
             duration_ms: 5,
         };
         assert_eq!(
-            describe(&held(true)).unwrap(),
+            describe(&held(true), REPLACE).unwrap(),
             "2026-11-03 ⊖ refused (attempt 2, will retry) · could not take the lock on partition 2026-11-03"
         );
         assert_eq!(
-            describe(&held(false)).unwrap(),
+            describe(&held(false), REPLACE).unwrap(),
             "2026-11-03 ⊖ refused (attempt 2) · could not take the lock on partition 2026-11-03"
         );
     }
 
-    #[test]
-    fn a_merge_that_wrote_rows_elsewhere_is_not_called_empty() {
-        let succeeded = |inserted: i64, updated: i64, after: i64| Event::PartitionSucceeded {
+    fn succeeded(job: &str, deleted: i64, inserted: i64, updated: i64, after: i64) -> Event {
+        Event::PartitionSucceeded {
             run_id: "r".into(),
-            job: "j".into(),
+            job: job.into(),
             partition: "2026-11-03".into(),
             attempt: 1,
-            rows_deleted: 0,
+            rows_deleted: deleted,
             rows_inserted: inserted,
             rows_updated: updated,
             rows_after: after,
             duration_ms: 5,
             fingerprint: String::new(),
             content_changed: true,
+        }
+    }
+
+    #[test]
+    fn a_merge_that_wrote_rows_elsewhere_is_not_called_empty() {
+        let line = |e: Event| describe(&e, Strategy::MergeKey).unwrap();
+        assert!(line(succeeded("j", 0, 1, 1, 0)).contains("■ loaded"));
+        assert!(line(succeeded("j", 0, 0, 0, 0)).contains("○ empty"));
+        assert!(line(succeeded("j", 0, 2, 0, 2)).contains("■ loaded"));
+    }
+
+    /// QA (new user, MariaDB): a merge's line read "deleted 0 → inserted
+    /// 0" on a re-run, a replace's words for a strategy that deletes
+    /// nothing. Each job's line takes its own strategy's words, in a
+    /// cascade of both too.
+    #[test]
+    fn a_loads_rows_are_said_in_its_jobs_strategys_words() {
+        let started = |job: &str, strategy| Event::RunStarted {
+            run_id: "r".into(),
+            job: job.into(),
+            strategy,
+            partitions: vec!["2026-11-03".into()],
+            concurrency: 1,
+            reason: None,
+            upstream_not_loaded: Vec::new(),
         };
-        let line = |e: Event| describe(&e).unwrap();
-        assert!(line(succeeded(1, 1, 0)).contains("■ loaded"));
-        assert!(line(succeeded(0, 0, 0)).contains("○ empty"));
-        assert!(line(succeeded(2, 0, 2)).contains("■ loaded"));
+        let mut strategies = Strategies::default();
+        strategies.note(&started("fct", Strategy::ReplacePartition));
+        strategies.note(&started("dim", Strategy::MergeKey));
+        let line = |e: Event| described(&e, &strategies);
+        assert_eq!(
+            line(succeeded("fct", 3, 4, 0, 4)),
+            "2026-11-03 ■ loaded · deleted 3 → inserted 4 · 0.0 s · content changed"
+        );
+        assert_eq!(
+            line(succeeded("dim", 0, 1, 2, 7)),
+            "2026-11-03 ■ loaded · inserted 1, updated 2 · 0.0 s · content changed"
+        );
+        assert_eq!(
+            line(succeeded("dim", 0, 0, 0, 7)),
+            "2026-11-03 ■ loaded · no rows changed · 0.0 s · content changed"
+        );
     }
 
     #[test]
@@ -341,13 +420,13 @@ mod tests {
             "LINE 1: select ... x ...\n".repeat(9_000)
         );
         assert!(huge.len() > 180_000);
-        let line = describe(&failed(huge)).unwrap();
+        let line = describe(&failed(huge), REPLACE).unwrap();
         assert_eq!(
             line,
             "2026-11-03 ✗ failed (attempt 1) · syntax error at or near \"x\"…"
         );
         let wide = "y".repeat(5_000);
-        let line = describe(&failed(wide)).unwrap();
+        let line = describe(&failed(wide), REPLACE).unwrap();
         assert!(!line.contains('\n'));
         assert!(line.ends_with('…'), "{line}");
         assert!(line.chars().count() < 600, "{}", line.chars().count());
