@@ -64,6 +64,16 @@ pub fn unwritten_mark(log: &Path) -> PathBuf {
     log.with_extension("log.unwritten")
 }
 
+/// Why the latest run to write `partition`'s log in `dir` could not write
+/// all of it, by its [`unwritten_mark`] (empty where even that could not be
+/// written); none where it wrote it whole. `idem log` and the console both
+/// read it so.
+pub fn unwritten(dir: &Path, job: &str, partition: &str) -> Option<String> {
+    std::fs::read(unwritten_mark(&path(dir, job, partition)))
+        .ok()
+        .map(|why| visible_line(String::from_utf8_lossy(&why).trim()))
+}
+
 /// Writes run events to the log files as they come. A partition's file
 /// stays open while its attempt runs (a line costs a write and a look at
 /// the path, not an open and a close) and closes when the attempt ends.
@@ -125,6 +135,12 @@ impl RunLog {
         if let Some(warehouse) = &self.warehouse {
             let _ = std::fs::write(self.dir.join("warehouse.txt"), format!("{warehouse}\n"));
         }
+    }
+
+    /// Why `partition`'s log could not all be written, as [`unwritten`]
+    /// reads it.
+    pub fn unwritten(&self, job: &str, partition: &str) -> Option<String> {
+        unwritten(&self.dir, job, partition)
     }
 
     /// The first write that failed, once: the run goes on without it.
@@ -374,9 +390,7 @@ const CHUNK: u64 = 64 * 1024;
 pub fn tail(dir: &Path, job: &str, partition: &str, n: usize) -> Tail {
     let file = path(dir, job, partition);
     let mut tail = Tail {
-        unwritten: std::fs::read(unwritten_mark(&file))
-            .ok()
-            .map(|why| visible_line(String::from_utf8_lossy(&why).trim())),
+        unwritten: unwritten(dir, job, partition),
         ..Tail::default()
     };
     for f in [file.clone(), file.with_extension("log.1")] {

@@ -463,6 +463,71 @@ fn snapshot_run_in_progress_80x24() {
     insta::assert_snapshot!(text(&a));
 }
 
+/// QA: at 80x24 with a run in the run pane, a failed partition's row cut
+/// its error after thirty columns, and the log box, two rows high, showed
+/// its end: the error read whole only with `idem log`. Moving onto the
+/// row says its error's first line whole in the status line.
+#[test]
+fn a_failed_rows_error_reads_whole_at_80x24() {
+    let (mut a, run, names) = run_in_progress(80, 24);
+    let first = "UNIQUE constraint failed: fct_orders.order_id, fct_orders.customer_id (while inserting the window's rows)";
+    fail_in_run(
+        &mut a,
+        run,
+        &names[1],
+        &format!("{first}\nDETAIL: Key (order_id)=(42)"),
+    );
+    keys(&mut a, "\tj");
+    assert_eq!(a.runs[0].selected, 1);
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let screen = text(&a);
+    assert!(
+        words(&screen).contains(&format!("{} failed: {first}", names[1])),
+        "{screen}"
+    );
+    let note = screen.lines().rev().take(2).collect::<String>();
+    assert!(!note.contains("DETAIL"), "the first line alone: {screen}");
+}
+
+/// QA: a run whose partition's log could not be written on disk (a full
+/// disk) left a mark that `idem log` reads ("a run could not write it:
+/// …"), but the console's log pane said nothing, and offered `idem log`
+/// for lines it let go that the disk does not have. It says the log is
+/// not written, and why, as `idem log` will.
+#[test]
+fn a_partition_log_not_written_on_disk_says_so_and_why() {
+    let (mut a, run, names) = run_in_progress(120, 40);
+    let why = format!(
+        "cannot write /s/idem/logs/fct_orders/{}.log: No space left on device (os error 28)",
+        names[0]
+    );
+    a.update(Msg::PartitionLogUnwritten {
+        run,
+        partition: names[0].clone(),
+        why: why.clone(),
+    });
+    keys(&mut a, "\t");
+    let screen = text(&a);
+    assert!(
+        screen.contains(&format!("log {} · not written on disk", names[0])),
+        "{screen}"
+    );
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let log = a.runs[0].logs.of(0).back().cloned().unwrap_or_default();
+    assert_eq!(
+        log,
+        format!("its run log on disk could not be written: {why}")
+    );
+    assert!(
+        words(&screen).contains("space left on device (os error 28)"),
+        "{screen}"
+    );
+    // Another partition's log was written: its pane says nothing of it.
+    keys(&mut a, "j");
+    let screen = text(&a);
+    assert!(!screen.contains("not written on disk"), "{screen}");
+}
+
 #[test]
 fn snapshot_run_in_progress() {
     let (a, _, _) = run_in_progress(120, 40);
@@ -1044,7 +1109,7 @@ fn braces_go_to_the_runs_failed_partitions_from_any_pane() {
         a.message.as_ref().map(|(_, note)| note.as_str()),
         Some(
             format!(
-                "{} is the only partition of this run that did not load",
+                "{0} is the only partition of this run that did not load · {0} failed: CHECK constraint failed: amount_usd >= 0",
                 names[1]
             )
             .as_str()

@@ -274,6 +274,18 @@ impl Background {
                             if let Some(why) = log.failure() {
                                 send(Msg::RunLogNotKept { run, why });
                             }
+                            // An attempt's end: whether its log is whole on
+                            // disk, as `idem log` will find it.
+                            if let Some((partition, _)) = event.attempt_end()
+                                && let Some(why) = log.unwritten(event.job(), partition)
+                            {
+                                let partition = partition.to_string();
+                                send(Msg::PartitionLogUnwritten {
+                                    run,
+                                    partition,
+                                    why,
+                                });
+                            }
                         }
                         send(Msg::Engine { run, event });
                     }

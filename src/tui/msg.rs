@@ -110,6 +110,13 @@ pub enum Msg {
         run: usize,
         why: String,
     },
+    /// An attempt of run `run` at `partition` ended, and its log on disk
+    /// is not whole: why, as the mark beside it says.
+    PartitionLogUnwritten {
+        run: usize,
+        partition: String,
+        why: String,
+    },
     RunRejected {
         run: usize,
         error: String,

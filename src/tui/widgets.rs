@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::{Line, Text};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, BorderType, Borders};
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
@@ -85,6 +85,69 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// `line` laid out in rows of at most `width` columns with a hanging
+/// indent: its first span (a label) opens the first row, the rest wraps
+/// between words with each further row indented `indent` columns, under
+/// the value rather than the label. Styles are kept; a word wider than a
+/// row is broken.
+pub fn hanging(line: Line<'static>, indent: usize, width: usize) -> Vec<Line<'static>> {
+    let room = width.saturating_sub(indent).max(1);
+    let (style, alignment) = (line.style, line.alignment);
+    let mut spans = line.spans.into_iter();
+    let mut rows: Vec<Vec<Span<'static>>> = Vec::new();
+    let mut row: Vec<Span<'static>> = spans.next().into_iter().collect();
+    let mut used = 0;
+    // Spaces not yet placed: dropped where the row breaks.
+    let mut gap: Vec<Span<'static>> = Vec::new();
+    for span in spans {
+        let mut rest: &str = &span.content;
+        while !rest.is_empty() {
+            let spaces = rest.len() - rest.trim_start_matches(' ').len();
+            if spaces > 0 {
+                gap.push(Span::styled(rest[..spaces].to_string(), span.style));
+                rest = &rest[spaces..];
+                continue;
+            }
+            let end = rest.find(' ').unwrap_or(rest.len());
+            let mut word = &rest[..end];
+            rest = &rest[end..];
+            while !word.is_empty() {
+                let mut gap_w: usize = gap.iter().map(Span::width).sum();
+                if used > 0 && used + gap_w + word.width() > room {
+                    rows.push(std::mem::replace(
+                        &mut row,
+                        vec![Span::raw(" ".repeat(indent))],
+                    ));
+                    used = 0;
+                    gap.clear();
+                    gap_w = 0;
+                }
+                // At least one character, so that the loop moves on.
+                let piece = match head_within(word, room.saturating_sub(used + gap_w)) {
+                    "" => &word[..word.chars().next().map_or(0, char::len_utf8)],
+                    piece => piece,
+                };
+                word = &word[piece.len()..];
+                used += gap_w + piece.width();
+                row.append(&mut gap);
+                row.push(Span::styled(piece.to_string(), span.style));
+            }
+        }
+    }
+    // Trailing spaces only where they fit.
+    if used + gap.iter().map(Span::width).sum::<usize>() <= room {
+        row.append(&mut gap);
+    }
+    rows.push(row);
+    rows.into_iter()
+        .map(|spans| {
+            let mut row = Line::from(spans).style(style);
+            row.alignment = alignment;
+            row
+        })
+        .collect()
 }
 
 /// Pasted text typed into a one-line input: line breaks and tabs become

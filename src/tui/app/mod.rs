@@ -484,6 +484,16 @@ impl App {
                 self.run_log_not_kept(run, why);
                 Vec::new()
             }
+            Msg::PartitionLogUnwritten {
+                run,
+                partition,
+                why,
+            } => {
+                if let Some(r) = self.shared.runs.iter_mut().find(|r| r.id == run) {
+                    r.log_unwritten(&partition, why);
+                }
+                Vec::new()
+            }
             Msg::RunRejected { run, error } => {
                 self.run_rejected(run, &error);
                 Vec::new()

@@ -5,11 +5,11 @@
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::words::more_line;
+use super::words::{LABEL_WIDTH, more_line};
 use crate::tui::keymap;
 use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::controls_shown;
+use crate::tui::widgets::{controls_shown, hanging};
 
 // Ranks of the lines a small terminal goes without, the highest dropped
 // first: what decides the run (range, states, what it replaces, the source
@@ -20,11 +20,11 @@ pub const SAME_AS: u8 = 3;
 pub const STRATEGY: u8 = 2;
 pub const ONLY: u8 = 1;
 
-/// `lines` (the keys last) fitted to `fits` rows as a paragraph `inner_w`
-/// wide wraps them, borders included: `optional` lines (index, rank) give
+/// `lines` (the keys last) fitted to `fits` rows `inner_w` wide, laid
+/// out as the dialog shows them (see [`laid_out`]), borders included: `optional` lines (index, rank) give
 /// way rank by rank; a command that gave way says so where a line is left
 /// (`has_command`); then the last lines above the keys give way to a line
-/// that counts them. Returns the lines and their height.
+/// that counts them. Returns the lines laid out and their height.
 pub fn to_height(
     mut lines: Vec<Line<'static>>,
     mut optional: Vec<(usize, u8)>,
@@ -33,8 +33,8 @@ pub fn to_height(
     has_command: bool,
     t: &Theme,
 ) -> (Vec<Line<'static>>, usize) {
-    let height_of = |lines: &[Line]| -> usize {
-        Paragraph::new(controls_shown(lines.to_vec()))
+    let height_of = |lines: &[Line<'static>]| -> usize {
+        Paragraph::new(laid_out(lines, inner_w))
             .wrap(Wrap { trim: false })
             .line_count(inner_w)
             + 2
@@ -92,5 +92,22 @@ pub fn to_height(
         lines.push(hints);
     }
     let height = height_of(&lines);
-    (lines, height)
+    (laid_out(&lines, inner_w), height)
+}
+
+/// `lines` as the dialog shows them `inner_w` wide: a labelled line
+/// wraps under its value, where the eye looks for the rest of it, not
+/// back under its label.
+fn laid_out(lines: &[Line<'static>], inner_w: u16) -> Vec<Line<'static>> {
+    let labelled = |l: &Line| {
+        l.spans.len() > 1 && l.spans[0].width() == LABEL_WIDTH && l.spans[0].content.ends_with(' ')
+    };
+    controls_shown(lines.to_vec())
+        .lines
+        .into_iter()
+        .flat_map(|l| match labelled(&l) {
+            true => hanging(l, LABEL_WIDTH, inner_w as usize),
+            false => vec![l],
+        })
+        .collect()
 }

@@ -24,8 +24,8 @@ mod words;
 
 pub use shrink::SourceCount;
 use words::{
-    dialog_width, filter_line, hints, left_out_words, nothing_to_run, replaces, shell_lines,
-    strategy_words,
+    LABEL_WIDTH, dialog_width, filter_line, hints, left_out_words, nothing_to_run, replaces,
+    shell_lines, strategy_words,
 };
 
 use super::cascade::CascadePlan;
@@ -473,7 +473,7 @@ impl ConfirmDialog {
     pub fn render(&self, frame: &mut Frame, area: Rect, t: &Theme, job: &JobView) {
         let chosen = &self.plan.partitions;
         let filtered = self.plan.filtered.len();
-        let label = |s: &str| Span::styled(format!("{s:<10}"), t.style("muted"));
+        let label = |s: &str| Span::styled(format!("{s:<LABEL_WIDTH$}"), t.style("muted"));
         let text = t.style("text");
         let name = |i: &usize| {
             job.partitions

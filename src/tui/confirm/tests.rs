@@ -307,10 +307,10 @@ fn the_range_line_says_what_the_selection_leaves_out() {
     let shown = draw(100, 30, |f| {
         c.render(f, f.area(), &Theme::default_theme(), &job)
     });
-    // The line wraps at this width.
+    // The line wraps at this width, under its value.
     assert!(
         shown.contains("(1 of 3 selected partitions; 1 running, 1 future, not ┃")
-            && shown.contains("┃run)"),
+            && shown.contains("┃          run)"),
         "{shown}"
     );
 }
@@ -448,4 +448,47 @@ fn the_parallel_line_says_what_the_warehouse_grants() {
         "{line}"
     );
     assert_eq!(c.backfill().map(|b| b.partitions.len()), Some(8));
+}
+
+/// At 80 columns a long value wraps under its own first column (a
+/// hanging indent), never back under the labels, so that the label
+/// column still reads as a list of what the dialog says.
+#[test]
+fn a_long_value_wraps_under_the_value_not_the_label() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (1..=8).collect());
+    c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
+    let reason = "the vendor sent these days again, so they load again from upstream files";
+    for ch in reason.chars() {
+        c.key(&key(ch), &job, &Defaults::default(), now());
+    }
+    c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
+    let shown = draw(80, 40, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    let rows: Vec<&str> = shown.lines().collect();
+    // The column (in bytes: every row starts " │") the dialog's text
+    // starts in.
+    let top = rows
+        .iter()
+        .position(|r| r.contains("range"))
+        .expect("range");
+    let text_at = rows[top].find("range").expect("range");
+    let value_at = |r: &str| {
+        let inside = r.get(text_at..).unwrap_or_default();
+        inside.find(|c: char| c != ' ').map(|i| i + text_at)
+    };
+    for (label, last_words) in [("strategy", "under a lock"), ("reason", "files")] {
+        let at = rows.iter().position(|r| r.contains(label)).expect(label);
+        assert!(
+            !rows[at].contains(last_words),
+            "{label} fits one row:\n{shown}"
+        );
+        assert!(rows[at + 1].contains(last_words), "{label}:\n{shown}");
+        assert_eq!(
+            value_at(rows[at + 1]),
+            Some(text_at + LABEL_WIDTH),
+            "{label} wraps under its value:\n{shown}"
+        );
+    }
 }

@@ -13,6 +13,10 @@ use crate::tui::keymap;
 use crate::tui::keys::{Action, Scope};
 use crate::tui::theme::Theme;
 
+/// The columns of a line's label (`strategy  `): its value starts
+/// after them, and wraps back to them.
+pub const LABEL_WIDTH: usize = 10;
+
 /// The selected partitions the run leaves out, by why: "1 future, not
 /// run", "2 running, 1 future, not run".
 pub fn left_out_words(job: &JobView, left_out: &[usize]) -> Option<String> {

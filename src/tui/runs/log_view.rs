@@ -141,6 +141,8 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
     // Why is in the status bar when it happens: the title has no room.
     if run.log_not_kept.is_some() {
         title.push_str("· not kept on disk ");
+    } else if p.is_some_and(|p| p.log_unwritten.is_some()) {
+        title.push_str("· not written on disk ");
     }
     let b = block(t, title, false);
     frame.render_widget(b, area);
@@ -178,12 +180,12 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
 fn no_lines(run: &RunView, p: &RunPartition) -> String {
     let dropped = run.logs.dropped(run.selected);
     if dropped > 0 {
-        let on_disk = match &run.log_not_kept {
-            None => format!(
+        let on_disk = match (&run.log_not_kept, &p.log_unwritten) {
+            (None, None) => format!(
                 "; the run log on disk has them: idem log {} {} --lines",
                 run.job, p.name
             ),
-            Some(_) => String::new(),
+            _ => String::new(),
         };
         return format!(
             "its {} log line{} let go: the console keeps a run's newest {} lines{on_disk}",

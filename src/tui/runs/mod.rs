@@ -18,101 +18,13 @@ use crate::state::AttemptEnd;
 
 mod log_view;
 mod navigate;
+mod partition;
 mod render;
 
 pub use log_view::{LogBack, Scroll, WHEEL_ROWS};
 pub use navigate::{direction, footer, in_footer};
+pub use partition::{RunPartState, RunPartition};
 pub use render::{hit, log_text_area, on_log, render};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunPartState {
-    Queued,
-    Running,
-    Retrying,
-    Succeeded,
-    Failed,
-    /// The shrink guard refused it: nothing changed, the data was not at fault.
-    Refused,
-    /// Refused for a lock another session held: it wrote nothing, and
-    /// that session's load is the partition's word.
-    LockHeld,
-    Cancelled,
-    /// The run ended without starting it, not cancelled: stopped by a
-    /// failure (the warehouse gone, a merge window failed).
-    NotRun,
-    /// A cascade left it out: an upstream partition it reads did not load,
-    /// or (a window a merge moved rows into) it has not ended.
-    Skipped,
-}
-
-impl RunPartState {
-    /// Ended, or waiting to retry, without loading: failed (or retrying),
-    /// refused, cancelled, not run or skipped; what `{` and `}` step
-    /// through. Queued and running partitions have yet to end.
-    pub fn not_loaded(self) -> bool {
-        !matches!(
-            self,
-            RunPartState::Queued | RunPartState::Running | RunPartState::Succeeded
-        )
-    }
-
-    pub fn label(self) -> (&'static str, char) {
-        match self {
-            RunPartState::Queued => ("queued", '·'),
-            RunPartState::Running => ("running", '▶'),
-            RunPartState::Retrying => ("retrying", '↻'),
-            RunPartState::Succeeded => ("done", '✓'),
-            RunPartState::Failed => ("failed", '✗'),
-            RunPartState::Refused | RunPartState::LockHeld => ("refused", '⊖'),
-            RunPartState::Cancelled => ("cancelled", '⊘'),
-            RunPartState::NotRun => ("not run", '–'),
-            RunPartState::Skipped => ("skipped", '–'),
-        }
-    }
-}
-
-pub struct RunPartition {
-    pub name: String,
-    pub state: RunPartState,
-    pub attempt: i64,
-    /// Attempts this run made at it: the ledger's `attempt` counts the
-    /// runs before too.
-    pub tries: u32,
-    pub duration_ms: Option<u64>,
-    /// When its attempt in flight began, as the console saw it: a running
-    /// partition shows how long it has been at it (a load waiting on a
-    /// lock or on a server that does not answer is not a frozen row).
-    pub running_since: Option<NaiveDateTime>,
-    pub rows_deleted: i64,
-    pub rows_inserted: i64,
-    pub rows_updated: i64,
-    pub content_changed: Option<bool>,
-    pub error: Option<String>,
-    /// Empty before the run, as its job's states said when it started.
-    pub was_empty: bool,
-    /// Loaded with no rows by this run.
-    pub loaded_empty: bool,
-}
-
-impl RunPartition {
-    fn queued(name: String) -> RunPartition {
-        RunPartition {
-            name,
-            state: RunPartState::Queued,
-            attempt: 0,
-            tries: 0,
-            duration_ms: None,
-            running_since: None,
-            rows_deleted: 0,
-            rows_inserted: 0,
-            rows_updated: 0,
-            content_changed: None,
-            error: None,
-            was_empty: false,
-            loaded_empty: false,
-        }
-    }
-}
 
 pub struct RunFinish {
     pub succeeded: usize,
@@ -174,7 +86,7 @@ impl RunView {
     /// A run of `backfill` about to start, every partition queued.
     pub fn new(id: usize, backfill: &Backfill, started: NaiveDateTime) -> RunView {
         let names: Vec<String> = backfill.partitions.iter().map(Partition::name).collect();
-        RunView {
+        let mut view = RunView {
             id,
             run_id: None,
             job: backfill.job.name.clone(),
@@ -202,6 +114,40 @@ impl RunView {
             log_back: LogBack::default(),
             log_not_kept: None,
             lowered: None,
+        };
+        view.partly_read(backfill);
+        view
+    }
+
+    /// `partition`'s attempt ended and its log on disk is not whole: its
+    /// log pane says so and why, as `idem log` will ([`crate::runlog::unwritten`]).
+    pub fn log_unwritten(&mut self, partition: &str, why: String) {
+        if let Some(i) = self.row(partition) {
+            let said = match why.as_str() {
+                "" => "its run log on disk could not be written".to_string(),
+                why => format!("its run log on disk could not be written: {why}"),
+            };
+            self.log(i, said);
+            self.partitions[i].log_unwritten = Some(why);
+        }
+    }
+
+    /// Marks the rows of `backfill`'s windows that read upstream partitions
+    /// neither loaded nor in the run, and says so first in their logs: the
+    /// run loads them as they stand, and an operator reading the run later
+    /// learns why a row's output may be short.
+    fn partly_read(&mut self, backfill: &Backfill) {
+        for (i, window) in backfill.partitions.iter().enumerate() {
+            let reads: Vec<_> = backfill
+                .reads_not_loaded
+                .iter()
+                .filter(|p| p.window == *window)
+                .cloned()
+                .collect();
+            if let Some(line) = crate::engine::cascade::partly_read_line(&self.job, &reads) {
+                self.log(i, format!("upstream not all loaded: {line}"));
+                self.partitions[i].partly_read = Some(line);
+            }
         }
     }
 

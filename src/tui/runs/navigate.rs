@@ -8,6 +8,7 @@ use super::{LogBack, RunPartition, RunView, Scroll, log_view};
 use crate::tui::bars::Hint;
 use crate::tui::keymap::Keymap;
 use crate::tui::keys::{Action, Scope};
+use crate::tui::widgets::first_line;
 
 /// The run pane's keys the footer names while it has focus, with what they
 /// do there, the most used first: a narrow terminal drops hints from the
@@ -88,7 +89,21 @@ pub fn direction(
     if run.selected != row {
         run.log_back = LogBack::default();
     }
-    note
+    let moved = run.selected != row || note.is_some();
+    let error = run.partitions.get(run.selected).filter(|_| moved);
+    match (error.and_then(error_note), note) {
+        (Some(error), Some(note)) => Some(format!("{note} · {error}")),
+        (error, note) => error.or(note),
+    }
+}
+
+/// What a row that did not load met, for the status line when the cursor
+/// moves onto it: its row cuts the error short where the pane is narrow,
+/// and a small terminal has no room for the log that says it whole.
+fn error_note(p: &RunPartition) -> Option<String> {
+    let error = p.error.as_deref().filter(|_| p.state.not_loaded())?;
+    let (word, _) = p.state.label();
+    Some(format!("{} {word}: {}", p.name, first_line(error)))
 }
 
 /// The row of the next partition after `from` (`forward`; else before it)

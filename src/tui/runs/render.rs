@@ -299,6 +299,15 @@ fn render_table(
                 .unwrap_or_default(),
             _ => String::new(),
         };
+        // A window over upstream partitions not loaded says so, before and
+        // after it loads: its output may be short (its log says which).
+        if p.partly_read.is_some() {
+            x = put(buf, table, x, y, "⚠ ", t.style("warning"));
+        }
+        let rows_text = match (&p.partly_read, rows_text.is_empty()) {
+            (Some(_), true) => "upstream not all loaded".to_string(),
+            _ => rows_text,
+        };
         // Cut text ends in "…", so that it reads as cut: cut as shown.
         let room = table.right().saturating_sub(x) as usize;
         put(

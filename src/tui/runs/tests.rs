@@ -12,6 +12,7 @@ use crate::tui::run_logs::LOG_LINES;
 use crate::tui::theme::Theme;
 
 mod refusals;
+mod upstream;
 
 pub(super) fn run() -> RunView {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
