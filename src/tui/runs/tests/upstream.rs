@@ -30,6 +30,7 @@ fn a_window_over_upstream_not_loaded_says_so_in_its_row_and_log() {
         upstream: "raw_events".into(),
         under: 24,
         not_loaded: (5..24).map(|h| (hour(h), LoadState::Missing)).collect(),
+        beyond: Vec::new(),
     }];
     let mut r = RunView::new(1, &backfill, now());
     let area = Rect::new(0, 0, 80, 12);
