@@ -492,14 +492,19 @@ fn draw_bar(
 }
 
 /// The cursor's partition under the chart: its rows and typical band, and
-/// a shorter form for where that does not fit.
+/// a shorter form for where that does not fit. A partition whose window
+/// has not ended is not measured against the band: its rows are so far.
 fn cursor_notes(job: &JobView, rows: &[Option<i64>], season: Seasonality) -> (String, String) {
     let i = job.cursor;
-    let count = rows
-        .get(i)
-        .copied()
-        .flatten()
-        .map_or("— rows".into(), n_rows);
+    let count = rows.get(i).copied().flatten();
+    if job.state_at(i) == Some(crate::state::LoadState::Future) {
+        let note = match count {
+            Some(n) if n > 0 => format!("{}: {} so far, not complete yet", name(job, i), n_rows(n)),
+            _ => format!("{}: not complete yet", name(job, i)),
+        };
+        return (note.clone(), note);
+    }
+    let count = count.map_or("— rows".into(), n_rows);
     let short = format!("{}: {count}", name(job, i));
     let mut full = short.clone();
     if let Some(b) = band(rows, i, season) {
@@ -634,6 +639,28 @@ mod tests {
         job.statuses[1].rows_now = Some(1_200);
         let (_, short) = cursor_notes(&job, &rows(&job), season);
         assert!(short.ends_with(": 1,200 rows"), "{short}");
+    }
+
+    /// QA (new user): the day not over yet read "2026-12-05: 0 rows ·
+    /// typical 39", as if it were a low day.
+    #[test]
+    fn a_partition_not_complete_yet_is_not_measured_against_the_band() {
+        let days = format!("{} ", "■".repeat(28));
+        let mut job = job_view("fct_orders", false, &days);
+        job.cursor = 28;
+        let rows =
+            |job: &JobView| -> Vec<Option<i64>> { job.statuses.iter().map(|s| s.rows()).collect() };
+        let season = Seasonality::of(Grain::Day);
+        let day = job.partitions[28].name();
+        let (full, short) = cursor_notes(&job, &rows(&job), season);
+        assert_eq!(full, format!("{day}: not complete yet"));
+        assert_eq!(short, full);
+        job.statuses[28].rows_now = Some(12);
+        let (full, _) = cursor_notes(&job, &rows(&job), season);
+        assert_eq!(full, format!("{day}: 12 rows so far, not complete yet"));
+        job.cursor = 27;
+        let (full, _) = cursor_notes(&job, &rows(&job), season);
+        assert!(full.contains(" · typical "), "{full}");
     }
 
     #[test]
