@@ -108,6 +108,22 @@ fn demo_shows_every_state_and_reruns_its_failures() {
         "{failed_error}"
     );
 
+    // A stale partition says why, and what shows the change.
+    let table = idem(&config, &["status"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    let stale = text
+        .lines()
+        .find(|l| l.contains(" ~ stale "))
+        .unwrap_or_else(|| panic!("no stale row: {text}"));
+    let fields: Vec<&str> = stale.split_whitespace().collect();
+    assert!(
+        stale.ends_with(&format!(
+            "definition changed since its load: idem diff {} {}",
+            fields[0], fields[1]
+        )),
+        "{stale}"
+    );
+
     let csv = idem(&config, &["status", "fct_orders", "--format", "csv"]);
     let text = String::from_utf8_lossy(&csv.stdout);
     assert!(text.starts_with("job,partition,state,"));

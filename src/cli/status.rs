@@ -352,6 +352,7 @@ async fn status_inner(config_path: &Path, args: StatusArgs) -> Result<Exit, Stop
                     let cause = out_of_date_text(s, job)
                         .or_else(|| s.refused.as_ref().map(|r| refusal_cause(r)))
                         .or_else(|| s.moved_out_note())
+                        .or_else(|| definition_cause(s, job))
                         .unwrap_or_else(|| upstream_cause(&s.stale_upstream));
                     let error = s
                         .last_attempt
@@ -494,6 +495,18 @@ async fn read_status(
 ) -> Result<JobStates, Stop> {
     let scope = StatusScope::default();
     super::read_states_scoped(warehouse, config, lineage, job, now_utc(), &scope).await
+}
+
+/// Why a partition is stale (its last load ran an older definition of the
+/// job), and the command that shows what changed.
+fn definition_cause(s: &PartitionStatus, job: &Job) -> Option<String> {
+    (s.state == LoadState::Stale).then(|| {
+        format!(
+            "definition changed since its load: idem diff {} {}",
+            job.name,
+            s.partition.name()
+        )
+    })
 }
 
 /// `upstream changed: fct_orders 2026-06-03, 2026-06-04 (+3 more)`.
