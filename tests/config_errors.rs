@@ -216,6 +216,27 @@ fn bad_grains_list_the_valid_ones() {
     );
 }
 
+/// QA (new user, MariaDB): a 300-character job name loaded nothing: every
+/// partition failed writing its ledger row ("Data too long for column
+/// 'job'") and no run log could be kept (its folder's name too long). It
+/// is a config error now, at the name; 128 characters still load.
+#[test]
+fn a_job_name_too_long_for_the_ledger_is_refused_at_its_line() {
+    let named = |name: &str| {
+        with_warehouse(&GOOD_JOB.replace("name = \"fct_orders\"", &format!("name = \"{name}\"")))
+    };
+    let longest = "j".repeat(config::MAX_JOB_NAME);
+    assert_eq!(parse(&named(&longest)).unwrap().jobs[0].name, longest);
+    let text = named(&"j".repeat(config::MAX_JOB_NAME + 1));
+    let e = error(&text);
+    assert_eq!(e.line, line_of(&text, "name = "));
+    assert!(
+        e.to_string()
+            .contains("a job name of 129 characters is too long: at most 128"),
+        "{e}"
+    );
+}
+
 #[test]
 fn duplicate_job_names_point_at_the_second() {
     let text = with_warehouse(&format!("{GOOD_JOB}{GOOD_JOB}"));

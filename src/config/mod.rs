@@ -508,6 +508,11 @@ pub fn parse(
     })
 }
 
+/// The longest job name, in characters (ASCII, so bytes): well within the
+/// ledger's job column (MariaDB/MySQL's `VARCHAR(255)`) and a file name
+/// (255 bytes), which its run logs' folder is.
+pub const MAX_JOB_NAME: usize = 128;
+
 fn validate_job(
     cx: &Positions,
     i: usize,
@@ -527,6 +532,17 @@ fn validate_job(
             &field("name"),
             format!(
                 "\"{name}\" is not a job name; use only ASCII letters (a-z, A-Z), digits (0-9), _, - and ."
+            ),
+        ));
+    }
+    if name.len() > MAX_JOB_NAME {
+        return Err(cx.error(
+            raw.name.span(),
+            &field("name"),
+            format!(
+                "a job name of {} characters is too long: at most {MAX_JOB_NAME} (it names the job's rows \
+                 in the ledger, whose column on MariaDB/MySQL holds 255, and its run logs' folder)",
+                name.len()
             ),
         ));
     }
