@@ -1,6 +1,8 @@
 //! The headless commands' edges on the demo warehouse: dates written one way,
 //! state filters that say what they take, a log that reads right.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -8,7 +10,7 @@ use chrono::Datelike;
 use serde_json::Value;
 
 fn idem(config: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -25,7 +27,7 @@ fn text(bytes: &[u8]) -> String {
 fn demo() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("on call");
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(&folder)
         .output()
@@ -248,7 +250,7 @@ fn the_demo_through_the_headless_edges() {
 }
 
 fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(args)
         .arg("--help")
         .output()
@@ -283,7 +285,7 @@ fn console_flags_belong_to_the_console() {
         ),
         (&["--no-mouse", "completions", "bash"], "completions"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .current_dir(dir.path())
             .env_remove("IDEM_THEME")
             .args(args)
@@ -301,7 +303,7 @@ fn console_flags_belong_to_the_console() {
         );
     }
     // IDEM_THEME, set for the console, is no error for the rest.
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .current_dir(dir.path())
         .env("IDEM_THEME", "light")
         .args(["completions", "bash"])
@@ -388,7 +390,7 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
     let database = folder.join("warehouse.db");
     let before = std::fs::metadata(&database).unwrap().len();
     let _open = std::fs::File::open(&database).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(folder)
         .output()
@@ -419,7 +421,7 @@ fn a_relative_sqlite_path_is_named_whole_and_one_beside_the_config_is_pointed_at
     let config = project_dir.join("idem.toml");
     std::fs::write(&config, "[warehouse]\nurl = \"sqlite://w.db\"\n").unwrap();
     let status = |cwd: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .current_dir(cwd)
             .arg("--config")
             .arg(&config)
@@ -495,7 +497,7 @@ fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
 fn the_demo_replaces_only_an_earlier_demo() {
     let dir = tempfile::tempdir().unwrap();
     let demo_in = |path: &Path, extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .args(extra)
             .args(["demo", "--path"])
             .arg(path)
@@ -570,7 +572,7 @@ fn a_signal_before_the_run_starts_is_a_clean_cancel() {
         ("HUP", false),
         ("TERM", true),
     ] {
-        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let child = crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
@@ -674,7 +676,7 @@ fn a_run_that_never_begins_says_why_in_its_json_stream() {
         (&unreachable, vec!["fct_orders"], 1, "cannot connect"),
     ];
     for (config, args, code, says) in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .arg("run")
@@ -931,7 +933,7 @@ fn a_postgres_connect_error_is_said_without_the_servers_source_line() {
 fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
     let (_dir, config) = demo();
     let unwritable = Path::new("/proc");
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("demo")
         .current_dir(unwritable)
         .stdin(std::process::Stdio::null())
@@ -948,7 +950,7 @@ fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
         "sqlite://{}",
         config.parent().unwrap().join("warehouse.db").display()
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["init", &url])
         .current_dir(unwritable)
         .env_remove("IDEM_CONFIG")

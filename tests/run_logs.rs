@@ -12,7 +12,7 @@ fn idem_keeping_logs_in(
     config: &std::path::Path,
     args: &[&str],
 ) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -276,7 +276,7 @@ async fn two_warehouses_with_a_job_of_one_name_keep_their_logs_apart() {
         keep.push(db);
     }
     let idem = |config: &std::path::Path, args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .args(args)
@@ -316,7 +316,7 @@ async fn without_user_in_the_environment_the_operator_is_the_login_name() {
     .await
     .expect("setup");
     // As cron runs it: no USER, LOGNAME or IDEM_OPERATOR.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&config)
         .args(["run", "fct"])
@@ -349,7 +349,7 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     let a_file = db.path().join("not-a-folder");
     std::fs::write(&a_file, "").expect("file");
     let run = |state: Option<&std::path::Path>, json: bool| {
-        let mut idem = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut idem = crate::common::idem_command();
         idem.arg("--config")
             .arg(&config)
             .args(["run", "fct", "--yes"])
@@ -523,7 +523,7 @@ async fn two_runs_at_once_keep_one_partitions_log_whole_and_in_order() {
     text.push('\n');
     std::fs::write(folder.join("fct/2026-01-01.log"), text).expect("prefill");
     let start = |config: &std::path::Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .args(["run", "fct", "--yes"])
@@ -597,7 +597,7 @@ async fn a_relative_xdg_state_home_is_ignored() {
         std::fs::create_dir(folder).expect("folder");
     }
     let idem = |cwd: &std::path::Path, args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(args)
