@@ -1171,3 +1171,92 @@ fn a_run_takes_its_partitions_as_it_names_them() {
     let err = text(&out.stderr);
     assert!(err.contains("\"2026-13-01\" has the right form"), "{err}");
 }
+
+/// QA: a scheduler ran `idem --config ../idem.toml run …` in a scratch
+/// folder it removed while the run went on: the repeat command printed at
+/// the end named the config as typed, relative to a folder that was gone,
+/// and ran nowhere. The config's path is taken from the root as idem
+/// starts, and the printed command runs as printed from any folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_config_is_named_from_the_root_when_the_folder_run_in_is_gone() {
+    use sqlx::{Connection, Executor};
+    let db = common::TestDb::new(common::Kind::Sqlite)
+        .await
+        .expect("sqlite");
+    let (config, parsed) = db.config(&common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-02",
+        "select id, amount, dt from src where dt >= :start and dt < :end",
+    ));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, -1, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let work = db.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    // The warehouse held, so that the run waits on it after reading its
+    // config, while the folder it runs in is removed.
+    let file = db.path().join("warehouse.db");
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .expect("holder");
+    holder.execute("BEGIN EXCLUSIVE").await.expect("lock");
+    let run = common::idem_command()
+        .args(["--config", "../idem.toml", "run", "fct", "--yes"])
+        .current_dir(&work)
+        .env("XDG_STATE_HOME", db.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    let fds = format!("/proc/{}/fd", run.id());
+    let opened = || {
+        std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == file))
+    };
+    let mut waited = 0;
+    while !opened() && waited < 300 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(opened(), "idem never opened the warehouse");
+    std::fs::remove_dir(&work).expect("the folder run in removed");
+    holder.execute("ROLLBACK").await.expect("unlock");
+    drop(holder);
+    let out = run.wait_with_output().expect("idem ran");
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let repeat = said
+        .lines()
+        .find_map(|l| l.split_once("repeat: ").map(|(_, command)| command))
+        .unwrap_or_else(|| panic!("no repeat command: {said}"));
+    assert!(
+        repeat.starts_with(&format!("idem --config {} run fct ", config.display())),
+        "{said}"
+    );
+    // As printed, from elsewhere: it finds the config, and the partition
+    // fails again (its source is as it was), exit 1, not 2.
+    let bin = Path::new(env!("CARGO_BIN_EXE_idem")).parent().expect("bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let again = Command::new("sh")
+        .args(["-c", repeat])
+        .current_dir("/")
+        .env("PATH", path)
+        .env("XDG_STATE_HOME", db.path())
+        .output()
+        .expect("sh ran");
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
+}
