@@ -50,6 +50,16 @@ fn warehouse_identity(url: &str) -> String {
     }
 }
 
+/// Why no log is kept under HOME where HOME is no folder (a scheduler's
+/// `HOME=/nonexistent`): a run made the whole path, HOME too.
+pub fn no_home() -> Option<String> {
+    let home = crate::xdg::Base::State.missing_home()?;
+    Some(format!(
+        "HOME ({}) is no folder, and idem makes none there: set XDG_STATE_HOME (an absolute path) to keep run logs",
+        home.display()
+    ))
+}
+
 /// The file of one partition's log lines.
 pub fn path(dir: &Path, job: &str, partition: &str) -> PathBuf {
     // Partition names are digits, '-' and 'T'; job names letters, digits, _ - .
@@ -102,6 +112,9 @@ impl RunLog {
     /// log --lines` would later find nothing).
     pub fn open(url: &str) -> Result<RunLog, String> {
         let dir = dir(url).ok_or(NO_STATE_DIRECTORY)?;
+        if let Some(why) = no_home() {
+            return Err(why);
+        }
         make_folder(&dir)?;
         let mut log = RunLog::at(dir, MAX_BYTES);
         log.warehouse = Some(warehouse_identity(url));

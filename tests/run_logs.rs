@@ -488,6 +488,50 @@ async fn idem_log_says_why_a_partition_that_ran_has_no_run_log() {
     );
 }
 
+/// QA: a scheduler's system user has `HOME=/nonexistent`, and a run
+/// under it (as root) made that whole path to keep its logs under
+/// `~/.local/state`. It keeps none there and says why, and so does `idem
+/// log --lines`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_that_is_no_folder_is_not_made_for_run_logs() {
+    let (db, config, _wh) = fct_of(
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+        &common::TWO_DAYS,
+    )
+    .await;
+    let home = db.path().join("nonexistent");
+    let idem = |args: &[&str]| {
+        crate::common::idem_command()
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("XDG_STATE_HOME")
+            .env("HOME", &home)
+            .output()
+            .expect("idem ran")
+    };
+    let why = format!(
+        "HOME ({}) is no folder, and idem makes none there: set XDG_STATE_HOME (an absolute path) to keep run logs",
+        home.display()
+    );
+    let ran = idem(&["run", "fct", "--yes"]);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("idem: note: no run log kept: {why}\n")),
+        "{said}"
+    );
+    assert!(!home.exists(), "HOME was made");
+    let out = idem(&["log", "fct", "2026-01-01", "--lines"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(": {why}; the ledger records 1 attempt of it (")),
+        "{printed}"
+    );
+    assert!(!home.exists(), "HOME was made");
+}
+
 /// QA: as the operator reads logs after a bad night. A server error that
 /// echoed an escape sequence and a second line reached the terminal raw
 /// (and its DETAIL line had no time); a log cut mid-character hid the

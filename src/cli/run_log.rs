@@ -112,7 +112,7 @@ pub async fn run_log(
 /// the mark that it could not), and what the ledger records of it. `None`
 /// where neither says anything (a partition never run is not asked about).
 async fn no_log_because(config: &Config, job: &Job, partition: &str, dir: &Path) -> Option<String> {
-    let in_the_way = crate::runlog::why_no_run_could_write(dir);
+    let in_the_way = crate::runlog::why_no_run_could_write(dir).or_else(crate::runlog::no_home);
     let recorded = recorded_attempts(config, job, partition).await;
     let repeat = format!(
         "idem{} log {} {partition} lists them",
