@@ -321,10 +321,19 @@ fn main() -> ExitCode {
             "idem: note: {flag} is an option of the console (`idem`, `idem demo`): `idem {name}` leaves it aside"
         );
     }
-    let cli = match Cli::from_arg_matches(&matches) {
+    let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // A headless command reads its config, and names it in the commands
+    // it prints, from the root: its working directory may be gone by then.
+    if cli
+        .command
+        .as_ref()
+        .is_some_and(|c| !matches!(c, Command::Demo { .. }))
+    {
+        cli.config = cli::config_from_the_root(&cli.config);
+    }
     // The demo writes its own config into --path: a --config typed with it
     // would be ignored, so it is refused (IDEM_CONFIG, set for other
     // commands, is not typed here and is left alone).

@@ -40,6 +40,17 @@ impl Base {
         )
     }
 
+    /// HOME, where this folder would be under it and HOME is no folder:
+    /// a system user's `/nonexistent`, which is not to be made.
+    pub fn missing_home(self) -> Option<PathBuf> {
+        let xdg = std::env::var_os(self.variable());
+        if xdg.as_deref().map(Path::new).is_some_and(Path::is_absolute) {
+            return None;
+        }
+        let home = PathBuf::from(std::env::var_os("HOME").filter(|h| !h.is_empty())?);
+        (!home.is_dir()).then_some(home)
+    }
+
     /// The folder the variable's value `xdg` names where it is an
     /// absolute path, else `home`'s default one.
     pub fn dir_from(self, xdg: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {

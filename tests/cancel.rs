@@ -310,7 +310,7 @@ async fn idem_mid_statement(
     kind: Kind,
     args: &[&str],
 ) -> std::process::Child {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let child = crate::common::idem_command()
         .arg("--config")
         .arg(db.path().join("idem.toml"))
         .args(args)

@@ -1,6 +1,8 @@
 //! The headless commands on the demo warehouse: every state shows in
 //! `idem status`, `idem run --json` speaks one event per line, exit codes.
 
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -42,7 +44,7 @@ fn json_lines(out: &std::process::Output) -> Vec<Value> {
 }
 
 fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -53,7 +55,7 @@ fn idem(config: &std::path::Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn demo_shows_every_state_and_reruns_its_failures() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let demo = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(dir.path())
         .output()
@@ -201,7 +203,7 @@ fn demo_shows_every_state_and_reruns_its_failures() {
     assert_eq!(bad_range.status.code(), Some(2));
 
     // `idem demo` again resets the warehouse: the failures are back.
-    let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let again = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(dir.path())
         .output()
@@ -565,7 +567,7 @@ async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
         assert!(command.ends_with(then), "{args:?}: {stderr}");
         let words: Vec<&str> = command.split(' ').collect();
         assert_eq!(&words[..2], ["idem", "--config"], "{command}");
-        let rerun = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let rerun = crate::common::idem_command()
             .args(&words[1..])
             .output()
             .unwrap();
@@ -589,7 +591,7 @@ async fn a_coarser_name_the_jobs_range_cuts_is_the_jobs_partitions_in_it() {
 #[test]
 fn config_path_prints_where_the_user_config_is_read() {
     let run = |env: &[(&str, &str)]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut cmd = crate::common::idem_command();
         cmd.args(["config", "path"])
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("HOME");
@@ -906,10 +908,7 @@ async fn a_partition_whose_lock_was_held_elsewhere_is_said_refused_and_repeated(
         .unwrap();
     drop(holder);
     let args: Vec<&str> = repeat.split(' ').skip(1).collect();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
-        .args(&args)
-        .output()
-        .unwrap();
+    let out = crate::common::idem_command().args(&args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
@@ -1008,7 +1007,7 @@ async fn a_printed_repeat_runs_from_another_directory() {
     let config = dir.path().join("idem.toml");
     let wh = sqlite_warehouse(&config, &db, &daily_fct(&db, "2026-01-03")).await;
     second_day_fails(&wh).await;
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .current_dir(dir.path())
         .args(["run", "fct"])
         .output()
@@ -1026,7 +1025,7 @@ async fn a_printed_repeat_runs_from_another_directory() {
         .await
         .unwrap();
     let words: Vec<&str> = repeat.split(' ').skip(1).collect();
-    let again = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let again = crate::common::idem_command()
         .current_dir("/")
         .args(&words)
         .output()
@@ -1066,7 +1065,7 @@ async fn a_printed_repeat_names_the_config_by_its_links() {
             root.join("current").join("idem.toml"),
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .current_dir(&root)
             .args(["--config", given, "run", "fct"])
             .output()
@@ -1405,7 +1404,7 @@ async fn a_cancelled_runs_repeat_leaves_out_the_hour_the_shrink_guard_refused() 
     ])
     .await
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut child = crate::common::idem_command()
         .arg("--config")
         .arg(&config)
         .args([
@@ -1477,10 +1476,7 @@ async fn a_cancelled_runs_repeat_leaves_out_the_hour_the_shrink_guard_refused() 
         .unwrap();
     for command in repeat.split(" ; ") {
         let words: Vec<&str> = command.split(' ').skip(1).collect();
-        let again = Command::new(env!("CARGO_BIN_EXE_idem"))
-            .args(&words)
-            .output()
-            .unwrap();
+        let again = crate::common::idem_command().args(&words).output().unwrap();
         assert_eq!(again.status.code(), Some(0), "{command}: {again:?}");
     }
     let status = idem(&config, &["status", "fct", "--format", "json"]);

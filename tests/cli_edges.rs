@@ -1,6 +1,8 @@
 //! The headless commands' edges on the demo warehouse: dates written one way,
 //! state filters that say what they take, a log that reads right.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -8,7 +10,7 @@ use chrono::Datelike;
 use serde_json::Value;
 
 fn idem(config: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -25,7 +27,7 @@ fn text(bytes: &[u8]) -> String {
 fn demo() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("on call");
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(&folder)
         .output()
@@ -248,7 +250,7 @@ fn the_demo_through_the_headless_edges() {
 }
 
 fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(args)
         .arg("--help")
         .output()
@@ -283,7 +285,7 @@ fn console_flags_belong_to_the_console() {
         ),
         (&["--no-mouse", "completions", "bash"], "completions"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .current_dir(dir.path())
             .env_remove("IDEM_THEME")
             .args(args)
@@ -301,7 +303,7 @@ fn console_flags_belong_to_the_console() {
         );
     }
     // IDEM_THEME, set for the console, is no error for the rest.
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .current_dir(dir.path())
         .env("IDEM_THEME", "light")
         .args(["completions", "bash"])
@@ -388,7 +390,7 @@ fn a_missing_sqlite_file_is_named_not_made_and_an_open_demo_is_not_reset() {
     let database = folder.join("warehouse.db");
     let before = std::fs::metadata(&database).unwrap().len();
     let _open = std::fs::File::open(&database).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(folder)
         .output()
@@ -419,7 +421,7 @@ fn a_relative_sqlite_path_is_named_whole_and_one_beside_the_config_is_pointed_at
     let config = project_dir.join("idem.toml");
     std::fs::write(&config, "[warehouse]\nurl = \"sqlite://w.db\"\n").unwrap();
     let status = |cwd: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .current_dir(cwd)
             .arg("--config")
             .arg(&config)
@@ -495,7 +497,7 @@ fn a_warehouse_that_never_answers_is_named_after_the_connect_timeout() {
 fn the_demo_replaces_only_an_earlier_demo() {
     let dir = tempfile::tempdir().unwrap();
     let demo_in = |path: &Path, extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .args(extra)
             .args(["demo", "--path"])
             .arg(path)
@@ -570,7 +572,7 @@ fn a_signal_before_the_run_starts_is_a_clean_cancel() {
         ("HUP", false),
         ("TERM", true),
     ] {
-        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let child = crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
@@ -674,7 +676,7 @@ fn a_run_that_never_begins_says_why_in_its_json_stream() {
         (&unreachable, vec!["fct_orders"], 1, "cannot connect"),
     ];
     for (config, args, code, says) in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .arg("run")
@@ -931,7 +933,7 @@ fn a_postgres_connect_error_is_said_without_the_servers_source_line() {
 fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
     let (_dir, config) = demo();
     let unwritable = Path::new("/proc");
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("demo")
         .current_dir(unwritable)
         .stdin(std::process::Stdio::null())
@@ -948,7 +950,7 @@ fn a_folder_that_cannot_be_written_is_named_whole_with_the_way_on() {
         "sqlite://{}",
         config.parent().unwrap().join("warehouse.db").display()
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["init", &url])
         .current_dir(unwritable)
         .env_remove("IDEM_CONFIG")
@@ -1168,4 +1170,93 @@ fn a_run_takes_its_partitions_as_it_names_them() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("\"2026-13-01\" has the right form"), "{err}");
+}
+
+/// QA: a scheduler ran `idem --config ../idem.toml run …` in a scratch
+/// folder it removed while the run went on: the repeat command printed at
+/// the end named the config as typed, relative to a folder that was gone,
+/// and ran nowhere. The config's path is taken from the root as idem
+/// starts, and the printed command runs as printed from any folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_config_is_named_from_the_root_when_the_folder_run_in_is_gone() {
+    use sqlx::{Connection, Executor};
+    let db = common::TestDb::new(common::Kind::Sqlite)
+        .await
+        .expect("sqlite");
+    let (config, parsed) = db.config(&common::replace_job(
+        "fct",
+        "fct",
+        "2026-01-02",
+        "select id, amount, dt from src where dt >= :start and dt < :end",
+    ));
+    let wh = db.warehouse(&parsed).await;
+    wh.execute_script(&[
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL CHECK (amount >= 0), dt DATE NOT NULL)",
+        "INSERT INTO src VALUES (1, 5, '2026-01-01'), (2, -1, '2026-01-02')",
+    ])
+    .await
+    .expect("setup");
+    wh.close().await;
+    let work = db.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    // The warehouse held, so that the run waits on it after reading its
+    // config, while the folder it runs in is removed.
+    let file = db.path().join("warehouse.db");
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .expect("holder");
+    holder.execute("BEGIN EXCLUSIVE").await.expect("lock");
+    let run = common::idem_command()
+        .args(["--config", "../idem.toml", "run", "fct", "--yes"])
+        .current_dir(&work)
+        .env("XDG_STATE_HOME", db.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idem");
+    let fds = format!("/proc/{}/fd", run.id());
+    let opened = || {
+        std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == file))
+    };
+    let mut waited = 0;
+    while !opened() && waited < 300 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(opened(), "idem never opened the warehouse");
+    std::fs::remove_dir(&work).expect("the folder run in removed");
+    holder.execute("ROLLBACK").await.expect("unlock");
+    drop(holder);
+    let out = run.wait_with_output().expect("idem ran");
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let repeat = said
+        .lines()
+        .find_map(|l| l.split_once("repeat: ").map(|(_, command)| command))
+        .unwrap_or_else(|| panic!("no repeat command: {said}"));
+    assert!(
+        repeat.starts_with(&format!("idem --config {} run fct ", config.display())),
+        "{said}"
+    );
+    // As printed, from elsewhere: it finds the config, and the partition
+    // fails again (its source is as it was), exit 1, not 2.
+    let bin = Path::new(env!("CARGO_BIN_EXE_idem")).parent().expect("bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let again = Command::new("sh")
+        .args(["-c", repeat])
+        .current_dir("/")
+        .env("PATH", path)
+        .env("XDG_STATE_HOME", db.path())
+        .output()
+        .expect("sh ran");
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
 }

@@ -1,6 +1,8 @@
 //! Every config error names the file, line and column, the field, and what
 //! would be valid; the CLI exits 2 on it.
 
+mod common;
+
 use std::path::Path;
 
 use idem::config::{self, ConfigError};
@@ -433,7 +435,7 @@ fn the_cli_exits_2_with_the_message() {
     )
     .unwrap();
     for args in [vec!["status"], vec!["run", "fct_orders"], vec!["jobs"]] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .env("DATABASE_URL", "sqlite://unused.db")
             .arg("--config")
             .arg(&path)
@@ -447,7 +449,7 @@ fn the_cli_exits_2_with_the_message() {
             "{stderr}"
         );
     }
-    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let missing = crate::common::idem_command()
         .args(["--config", "/nonexistent/idem.toml", "status"])
         .output()
         .unwrap();
@@ -463,7 +465,7 @@ fn the_cli_exits_2_with_the_message() {
 fn a_missing_config_says_how_to_get_one() {
     let dir = tempfile::tempdir().unwrap();
     for args in [&["jobs"][..], &["status"], &["run", "x"], &[]] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .current_dir(dir.path())
             .env_remove("IDEM_CONFIG")
             .args(args)
@@ -573,7 +575,7 @@ fn a_job_name_that_reads_as_an_option_is_refused() {
 fn a_config_that_cannot_be_read_says_why_and_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let run = |path: &Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(path)
             .arg("status")
@@ -850,7 +852,7 @@ fn a_file_larger_than_any_config_is_refused_without_reading_it_all() {
         .set_len(config::MAX_CONFIG_BYTES + 1)
         .unwrap();
     for path in [std::path::Path::new("/dev/zero"), &huge] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let mut child = crate::common::idem_command()
             .arg("--config")
             .arg(path)
             .arg("jobs")
@@ -880,7 +882,7 @@ fn a_file_larger_than_any_config_is_refused_without_reading_it_all() {
             "{stderr}"
         );
     }
-    let mut piped = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut piped = crate::common::idem_command()
         .args(["--config", "/dev/stdin", "jobs"])
         .env("DATABASE_URL", "sqlite://unused.db")
         .stdin(std::process::Stdio::piped())

@@ -38,7 +38,7 @@ async fn rows(wh: &idem::warehouse::Warehouse) -> i64 {
 async fn without_a_terminal_a_large_run_needs_yes() {
     let (_db, config, wh) = setup().await;
     let run = |extra: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(["run", "fct"])
@@ -72,6 +72,10 @@ async fn without_a_terminal_a_large_run_needs_yes() {
 /// `idem run` in a pseudo-terminal: what it printed, and its exit code.
 fn run_in_terminal(config: &std::path::Path, args: &[&str], answer: &str) -> (String, u32) {
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.env(
+        crate::common::UNICODE_GLYPHS.0,
+        crate::common::UNICODE_GLYPHS.1,
+    );
     cmd.arg("--config");
     cmd.arg(config);
     cmd.args(args);
@@ -194,6 +198,10 @@ async fn with_stdout_redirected_the_plan_goes_with_the_prompt() {
     cmd.arg("sh");
     cmd.arg(&out);
     cmd.arg(env!("CARGO_BIN_EXE_idem"));
+    cmd.env(
+        crate::common::UNICODE_GLYPHS.0,
+        crate::common::UNICODE_GLYPHS.1,
+    );
     cmd.arg("--config");
     cmd.arg(&config);
     cmd.args([
@@ -277,7 +285,7 @@ async fn lint_errors_are_said_before_a_run_on_every_surface() {
     assert_eq!(code, 130, "{text}");
     assert!(text.contains(said) && text.contains(never), "{text}");
     let dry = |extra: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(args)

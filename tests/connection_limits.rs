@@ -526,7 +526,7 @@ async fn a_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind) {
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
     let body = async {
-        let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let mut holder = crate::common::idem_command()
             .arg("--config")
             .arg(&path)
             .args([
@@ -747,7 +747,7 @@ async fn postgres_a_long_load_at_the_limit_looks_for_its_session_on_the_pools_co
     }
     let operator = config(&common::as_user(&url, &name), "lim.toml");
 
-    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut run = crate::common::idem_command()
         .arg("--config")
         .arg(&operator)
         .args(["run", "fct", "--json", "-y", "--concurrency", "2"])
@@ -854,7 +854,7 @@ async fn postgres_a_load_waiting_for_its_lock_at_the_limit_asks_on_the_pools_con
     let operator = config(&common::as_user(&url, &name), "lim.toml");
     let first_day = ["--from", "2026-01-01", "--to", "2026-01-01", "--json", "-y"];
 
-    let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut holder = crate::common::idem_command()
         .arg("--config")
         .arg(&superuser)
         .args(["run", "held"])
@@ -870,7 +870,7 @@ async fn postgres_a_load_waiting_for_its_lock_at_the_limit_asks_on_the_pools_con
     let holding =
         lines.any(|l| l.is_ok_and(|l| l.contains("\"partition_log\"") && l.contains("DELETE")));
     assert!(holding, "the held load never took its lock");
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let run = crate::common::idem_command()
         .arg("--config")
         .arg(&operator)
         .args(["run", "fct", "--concurrency", "1"])

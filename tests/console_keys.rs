@@ -2,6 +2,7 @@
 //! pseudo-terminal: the console answers to the user's keys and shows them,
 //! and keys that do not check stop it before the terminal is taken over.
 
+mod common;
 mod pty;
 
 use std::path::{Path, PathBuf};

@@ -189,7 +189,7 @@ fn rerun_a_failed_range_from_the_console() {
     c.send("q");
     assert!(c.wait_exit().success());
     // A console's run is in the run logs, as a headless one's is.
-    let log = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let log = crate::common::idem_command()
         .arg("--config")
         .arg(&config_path)
         .args(["log", "fct_orders", &first, "--lines", "30"])
@@ -663,6 +663,10 @@ fn a_terminal_gone_mid_run_cancels_the_run_and_records_it() {
                 &job.last_partition(now_utc()).name(),
             ])
             .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env(
+                crate::common::UNICODE_GLYPHS.0,
+                crate::common::UNICODE_GLYPHS.1,
+            )
             .output()
             .expect("python3");
         let said = String::from_utf8_lossy(&out.stdout);

@@ -1,10 +1,12 @@
 //! Shell completions and man pages come from the CLI definition: every
 //! command the binary has is in every one of them.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 fn idem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .args(args)
         .output()
         .expect("run idem")

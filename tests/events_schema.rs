@@ -41,7 +41,7 @@ async fn the_json_event_stream_matches_its_golden_file() {
     .await
     .expect("setup");
     let idem = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(args)

@@ -968,7 +968,7 @@ fn idem_diff_shows_what_changed() {
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&path)
         .args(["diff", "fct"])

@@ -2,8 +2,10 @@
 //! incremental models that re-run a window idempotently become jobs, with the
 //! window bound to :start/:end; every other one is listed with its reason.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -11,7 +13,7 @@ const MANIFEST: &str = concat!(
 );
 
 fn idem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .args(args)
         .output()
         .expect("run idem")
@@ -113,7 +115,7 @@ fn incremental_models_become_jobs() {
     );
 
     // The imported SQL passes idem's own checks.
-    let lint = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let lint = crate::common::idem_command()
         .arg("--config")
         .arg(&path)
         .args(["lint", "--offline"])

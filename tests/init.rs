@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use common::{Kind, TestDb};
 
 fn idem(config: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -58,7 +58,7 @@ fn jobs_of(path: &Path, text: &str) -> Vec<idem::config::Job> {
 #[test]
 fn init_on_the_demo_warehouse() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let demo = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(dir.path().join("demo"))
         .output()
@@ -197,6 +197,10 @@ async fn init_lists_the_dated_tables(kind: Kind) {
             .arg("--config")
             .arg(&path)
             .args(["init", &db.url, "--force"])
+            .env(
+                crate::common::UNICODE_GLYPHS.0,
+                crate::common::UNICODE_GLYPHS.1,
+            )
             .output()
             .expect("run idem");
         let stderr = String::from_utf8_lossy(&limited.stderr);
@@ -673,7 +677,7 @@ fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
     // Relative to the folder init runs in, with mode=rwc.
     let config = dir.path().join("conf/idem.toml");
     std::fs::create_dir(dir.path().join("conf")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .current_dir(dir.path())
         .args([
             "--config",
@@ -722,7 +726,7 @@ fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
     // From another folder, the config names the same warehouse.
     std::fs::write(&config, uncommented(&starter).replace("<source>", "notes")).unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let status = crate::common::idem_command()
         .current_dir(elsewhere.path())
         .arg("--config")
         .arg(&config)
@@ -737,7 +741,7 @@ fn sqlite_starters_read_whole_dates_and_keep_a_url_that_works_anywhere() {
 
     // A URL from the environment is written as it was given.
     let from_env = dir.path().join("env.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .env("DATABASE_URL", format!("sqlite://{}", db.display()))
         .arg("--config")
         .arg(&from_env)
@@ -1242,7 +1246,7 @@ async fn an_init_stopped_by_a_signal_writes_nothing() {
         if let Some(text) = existing {
             std::fs::write(&config, text).unwrap();
         }
-        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let child = crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(["init", "--force", &format!("sqlite://{}", db.display())])

@@ -1234,7 +1234,7 @@ async fn a_cancelled_cascade_says_what_is_left_and_repeats_as_a_cascade() {
     .await
     .expect("setup");
     wh.close().await;
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let child = crate::common::idem_command()
         .arg("--config")
         .arg(&config)
         .args(["run", "fct", "--cascade", "--json", "--yes"])
@@ -1547,7 +1547,7 @@ async fn a_cascade_over_part_of_an_upstream_day_says_what_it_reads_is_not_loaded
         .expect("the hour fixed");
     let run_as_printed = |command: &str| {
         let words: Vec<&str> = command.split(' ').skip(1).collect();
-        let filled = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let filled = crate::common::idem_command()
             .current_dir("/")
             .args(&words)
             .output()

@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::{Kind, TestDb};
 use idem::config::{self, Job};
@@ -1720,7 +1719,7 @@ fn idem(config: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// `idem --config CONFIG ARGS…`: its exit code, stdout and stderr.
 fn idem_command(config: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -1963,7 +1962,7 @@ sql = "select id, ts from src where ts >= :start and ts < :end"
         sqlx::Row::get(&sql.query().fetch_one(wh.pool()).await.expect("count"), 0)
     };
     let run = || {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(&path)
             .args(["run", "hourly"])

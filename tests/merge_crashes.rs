@@ -186,7 +186,7 @@ type Unread = std::io::Lines<BufReader<std::process::ChildStdout>>;
 
 /// `idem run dim --json`, read up to its first partition's BEGIN.
 fn start_run(path: &std::path::Path) -> (Child, Unread) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut child = crate::common::idem_command()
         .arg("--config")
         .arg(path)
         .args(["run", "dim", "--json", "-y"])
@@ -418,7 +418,7 @@ mod merged_and_replaced {
         let mut conn = connect(&db).await;
         let [take, release, waiting] = gate(kind);
         assert_eq!(count(&mut conn, &take).await, 1, "{kind:?}: the gate");
-        let replace = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let replace = crate::common::idem_command()
             .arg("--config")
             .arg(&path)
             .args([
@@ -436,7 +436,7 @@ mod merged_and_replaced {
             .expect("spawn idem");
         let never = format!("{kind:?}: the replace never got to the gate in its INSERT");
         wait_for_count(&mut conn, &waiting, &never).await;
-        let mut merge = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let mut merge = crate::common::idem_command()
             .arg("--config")
             .arg(&path)
             .args([

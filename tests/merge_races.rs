@@ -65,7 +65,7 @@ async fn slow_target(kind: Kind) -> (TestDb, std::path::PathBuf) {
 }
 
 fn spawn_run(config: &std::path::Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(["run", "dim"])

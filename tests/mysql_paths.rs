@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::{Kind, TestDb};
 use serde_json::Value;
 
@@ -16,7 +14,7 @@ const SELECT: &str = "select id, amount, dt from src where dt >= :start and dt <
 /// The `partition_succeeded` and `partition_failed` events of a run of
 /// `job`, without `RETURNING` if `plain`.
 fn run(config: &std::path::Path, job: &str, plain: bool) -> Vec<Value> {
-    let mut idem = Command::new(env!("CARGO_BIN_EXE_idem"));
+    let mut idem = crate::common::idem_command();
     idem.arg("--config")
         .arg(config)
         .args(["run", job, "--json", "--yes"]);

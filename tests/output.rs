@@ -2,6 +2,8 @@
 //! output quietly, a full disk is an error with exit 1, and neither changes
 //! what a run did or how its outcome is reported.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -10,7 +12,7 @@ use serde_json::Value;
 
 fn demo() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .args(["demo", "--path"])
         .arg(dir.path())
         .output()
@@ -21,7 +23,7 @@ fn demo() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn command(config: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+    let mut cmd = crate::common::idem_command();
     cmd.arg("--config").arg(config).args(args);
     cmd
 }
@@ -226,6 +228,10 @@ async fn a_line_a_full_disk_cut_short_is_taken_back() {
         .arg("--config")
         .arg(&config)
         .args(["run", "daily", "--json"])
+        .env(
+            crate::common::UNICODE_GLYPHS.0,
+            crate::common::UNICODE_GLYPHS.1,
+        )
         .env("XDG_STATE_HOME", dir.path())
         .stdout(Stdio::from(appended))
         .output()

@@ -91,7 +91,7 @@ async fn setup(kind: Kind) -> Option<Setup> {
 
 impl Setup {
     fn idem(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut c = crate::common::idem_command();
         c.arg("--config").arg(&self.config_path).args(args);
         c
     }
@@ -281,7 +281,7 @@ async fn racing_runs_say_each_partition_the_other_held(kind: Kind) {
     )
     .expect("racing config");
     let run = || {
-        Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&racing)
             .args(["run", "fct_slow", "--to", "2026-01-04", "--json"])
@@ -361,10 +361,7 @@ async fn racing_runs_say_each_partition_the_other_held(kind: Kind) {
                 .unwrap_or_else(|| panic!("no repeat: {stderr}"));
             for each in repeat.split(" ; ") {
                 let args: Vec<&str> = each.split(' ').skip(1).collect();
-                let again = Command::new(env!("CARGO_BIN_EXE_idem"))
-                    .args(&args)
-                    .output()
-                    .unwrap();
+                let again = crate::common::idem_command().args(&args).output().unwrap();
                 assert_eq!(again.status.code(), Some(0), "{each}: {again:?}");
             }
         }
@@ -462,6 +459,10 @@ async fn a_run_whose_terminal_closes_cancels_and_a_rerun_converges(kind: Kind) {
         })
         .expect("openpty");
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_idem"));
+    cmd.env(
+        crate::common::UNICODE_GLYPHS.0,
+        crate::common::UNICODE_GLYPHS.1,
+    );
     cmd.arg("--config");
     cmd.arg(&s.config_path);
     cmd.args(["run", "fct_slow", "--concurrency", "1", "--yes"]);
@@ -606,7 +607,7 @@ async fn a_lock_held_by_a_dead_or_stopped_run_names_its_session(kind: Kind) {
     let wh = db.warehouse(&config).await;
     wh.execute_script(&TWO_ROWS).await.unwrap();
     let idem = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut c = crate::common::idem_command();
         c.arg("--config").arg(&config_path).args(args);
         c
     };
@@ -748,7 +749,7 @@ const TWO_ROWS: [&str; 3] = [
 
 /// `idem --config CONFIG run fct --yes ARGS…`.
 fn fct_run(config: &std::path::Path, args: &[&str]) -> Command {
-    let mut run = Command::new(env!("CARGO_BIN_EXE_idem"));
+    let mut run = crate::common::idem_command();
     run.arg("--config")
         .arg(config)
         .args(["run", "fct", "--yes"])
@@ -927,7 +928,7 @@ async fn postgres_status_during_a_native_partitions_truncate_reads_the_others() 
     .unwrap();
     let loaded = fct_run(&config_path, &[]).output().unwrap();
     assert!(loaded.status.success(), "{loaded:?}");
-    let load = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let load = crate::common::idem_command()
         .arg("--config")
         .arg(&config_path)
         .args([
@@ -1393,7 +1394,7 @@ async fn postgres_a_locked_ledger_is_a_lock_wait_not_a_missing_ledger() {
         .await
         .unwrap();
     let began = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&config_path)
         .args(["status", "fct"])
@@ -1408,7 +1409,7 @@ async fn postgres_a_locked_ledger_is_a_lock_wait_not_a_missing_ledger() {
     // One wait of lock_timeout, where three rounds of three took 9.7 s.
     assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
     drop(other);
-    let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&config_path)
         .args(["status", "fct"])
@@ -1523,7 +1524,7 @@ async fn runs_racing_one_partition_record_attempts_in_turn(kind: Kind) {
     .await
     .unwrap();
     let run = |no_returning: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut c = crate::common::idem_command();
         c.arg("--config")
             .arg(&path)
             .args(["run", "race", "--json", "--yes"])
@@ -1690,7 +1691,7 @@ async fn a_refused_attempt_is_numbered_after_the_holders_uncommitted_one(kind: K
     )
     .unwrap();
     let run = |config: &std::path::Path| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut c = crate::common::idem_command();
         c.arg("--config")
             .arg(config)
             .args(["run", "race", "--json", "--yes"])

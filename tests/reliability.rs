@@ -914,7 +914,7 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     };
     let path = db.path().join("outage.toml");
     std::fs::write(&path, config_text(&proxied)).expect("config");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let child = crate::common::idem_command()
         .args(["--config", path.to_str().expect("path"), "run", "fct"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -964,7 +964,7 @@ async fn a_warehouse_that_stays_down_stops_the_run_within_seconds() {
     );
     std::fs::write(&path, config_text(&db.url)).expect("config");
     let args: Vec<&str> = repeat.split_whitespace().collect();
-    let again = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let again = crate::common::idem_command()
         .args(&args)
         .current_dir(std::env::temp_dir())
         .output()
@@ -1016,7 +1016,7 @@ async fn a_warehouse_gone_with_a_commits_reply_stops_the_run_within_seconds() {
     )
     .expect("config");
     proxy.lose_the_next_commit_reply();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut child = crate::common::idem_command()
         .args(["--config", path.to_str().expect("path"), "run", "fct"])
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1101,11 +1101,7 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
         args.extend(&command);
         let output = tokio::task::spawn_blocking({
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            move || {
-                std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
-                    .args(&args)
-                    .output()
-            }
+            move || crate::common::idem_command().args(&args).output()
         })
         .await
         .expect("join")
@@ -1159,7 +1155,7 @@ async fn a_locked_target_bounds_status_and_run(kind: Kind) {
         .await
         .expect("release");
     drop(holder);
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let output = crate::common::idem_command()
         .args(["--config", path.to_str().expect("path"), "status", "fct"])
         .output()
         .expect("idem ran");
@@ -1237,6 +1233,10 @@ mod locked_source {
                     .arg("30")
                     .arg(env!("CARGO_BIN_EXE_idem"))
                     .args(["--config", path.to_str().expect("path"), "run", "fct"])
+                    .env(
+                        crate::common::UNICODE_GLYPHS.0,
+                        crate::common::UNICODE_GLYPHS.1,
+                    )
                     .output()
                     .expect("idem ran");
                 (out, started.elapsed())
@@ -1308,6 +1308,10 @@ async fn a_sqlite_file_this_user_may_not_write_refuses_a_run_up_front() {
             .arg(&path)
             .args(args)
             .env("XDG_STATE_HOME", db.path())
+            .env(
+                crate::common::UNICODE_GLYPHS.0,
+                crate::common::UNICODE_GLYPHS.1,
+            )
             .output()
             .expect("setpriv ran")
     };

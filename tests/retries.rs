@@ -401,7 +401,7 @@ async fn a_lock_held_past_the_timeout_is_refused_and_changes_no_state() {
     common::stdout_ok(&common::idem(&path, &["run", "fct", "-y"]));
 
     holder.execute("BEGIN IMMEDIATE").await.unwrap();
-    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let refused = crate::common::idem_command()
         .arg("--config")
         .arg(&path)
         .args(["run", "fct", "-y"])

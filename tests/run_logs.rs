@@ -12,7 +12,7 @@ fn idem_keeping_logs_in(
     config: &std::path::Path,
     args: &[&str],
 ) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -276,7 +276,7 @@ async fn two_warehouses_with_a_job_of_one_name_keep_their_logs_apart() {
         keep.push(db);
     }
     let idem = |config: &std::path::Path, args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .args(args)
@@ -316,7 +316,7 @@ async fn without_user_in_the_environment_the_operator_is_the_login_name() {
     .await
     .expect("setup");
     // As cron runs it: no USER, LOGNAME or IDEM_OPERATOR.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&config)
         .args(["run", "fct"])
@@ -349,7 +349,7 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     let a_file = db.path().join("not-a-folder");
     std::fs::write(&a_file, "").expect("file");
     let run = |state: Option<&std::path::Path>, json: bool| {
-        let mut idem = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut idem = crate::common::idem_command();
         idem.arg("--config")
             .arg(&config)
             .args(["run", "fct", "--yes"])
@@ -406,6 +406,130 @@ async fn a_run_that_can_keep_no_log_loads_and_says_why() {
     );
     let attempts = wh.attempts("fct", None).await.expect("ledger");
     assert_eq!(attempts.len(), 6, "each run loaded both days");
+}
+
+/// QA: with a file where the state directory should be, a run loaded and
+/// said its log could not be written, but `idem log JOB PARTITION
+/// --lines` later said only "no run log", as of a partition never run (no
+/// mark that the log was not written could be left there either). It says
+/// what is in the way and what to do, and what the ledger records of the
+/// partition: a run on another machine keeps its log there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idem_log_says_why_a_partition_that_ran_has_no_run_log() {
+    let (db, config, _wh) = fct_of(
+        "2026-01-02",
+        "select id, dt from src where dt >= :start and dt < :end",
+        &common::TWO_DAYS,
+    )
+    .await;
+    let a_file = db.path().join("not-a-folder");
+    std::fs::write(&a_file, "").expect("file");
+    let idem = |state: &std::path::Path, host: Option<&str>, args: &[&str]| {
+        let mut idem = crate::common::idem_command();
+        idem.arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", state);
+        if let Some(host) = host {
+            idem.env("HOSTNAME", host);
+        }
+        idem.output().expect("idem ran")
+    };
+    let ran = idem(&a_file, None, &["run", "fct", "2026-01-01", "--yes"]);
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    let read = |state: &std::path::Path, partition: &str| {
+        let out = idem(state, None, &["log", "fct", partition, "--lines"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let lists_them = format!(
+        "(idem --config {} log fct 2026-01-01 lists them)\n",
+        config.display()
+    );
+    let printed = read(&a_file, "2026-01-01");
+    assert!(
+        printed.contains(&format!(
+            ": {} is a file, not a folder, so no run could write one there (move it away, or set XDG_STATE_HOME to a folder of yours, to keep run logs); the ledger records 1 attempt of it {lists_them}",
+            a_file.display()
+        )),
+        "{printed}"
+    );
+    // A folder that is there but holds no log: the ledger says where the
+    // latest run was, on this machine or another one.
+    let state = db.path().join("state");
+    std::fs::create_dir(&state).expect("state");
+    let printed = read(&state, "2026-01-01");
+    assert!(
+        printed.contains(": the ledger records 1 attempt of it, the latest run on this machine by ")
+            && printed.contains(&format!(
+                ", which left no log here: it could not write one (it said why as it ran), or the log was removed since {lists_them}"
+            )),
+        "{printed}"
+    );
+    let ran = idem(
+        &a_file,
+        Some("batch-7"),
+        &["run", "fct", "2026-01-01", "--yes"],
+    );
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    let printed = read(&state, "2026-01-01");
+    assert!(
+        printed.contains(&format!(
+            ": the ledger records 2 attempts of it, the latest run on batch-7, which keeps its run log there {lists_them}"
+        )),
+        "{printed}"
+    );
+    // A partition never run has no log to explain.
+    let printed = read(&state, "2026-01-02");
+    assert!(
+        printed.starts_with("no run log for fct 2026-01-02 in ")
+            && printed.ends_with(" (runs of this user on this machine write them)\n"),
+        "{printed}"
+    );
+}
+
+/// QA: a scheduler's system user has `HOME=/nonexistent`, and a run
+/// under it (as root) made that whole path to keep its logs under
+/// `~/.local/state`. It keeps none there and says why, and so does `idem
+/// log --lines`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_that_is_no_folder_is_not_made_for_run_logs() {
+    let (db, config, _wh) = fct_of(
+        "2026-01-01",
+        "select id, dt from src where dt >= :start and dt < :end",
+        &common::TWO_DAYS,
+    )
+    .await;
+    let home = db.path().join("nonexistent");
+    let idem = |args: &[&str]| {
+        crate::common::idem_command()
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("XDG_STATE_HOME")
+            .env("HOME", &home)
+            .output()
+            .expect("idem ran")
+    };
+    let why = format!(
+        "HOME ({}) is no folder, and idem makes none there: set XDG_STATE_HOME (an absolute path) to keep run logs",
+        home.display()
+    );
+    let ran = idem(&["run", "fct", "--yes"]);
+    let said = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("idem: note: no run log kept: {why}\n")),
+        "{said}"
+    );
+    assert!(!home.exists(), "HOME was made");
+    let out = idem(&["log", "fct", "2026-01-01", "--lines"]);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains(&format!(": {why}; the ledger records 1 attempt of it (")),
+        "{printed}"
+    );
+    assert!(!home.exists(), "HOME was made");
 }
 
 /// QA: as the operator reads logs after a bad night. A server error that
@@ -523,7 +647,7 @@ async fn two_runs_at_once_keep_one_partitions_log_whole_and_in_order() {
     text.push('\n');
     std::fs::write(folder.join("fct/2026-01-01.log"), text).expect("prefill");
     let start = |config: &std::path::Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .args(["run", "fct", "--yes"])
@@ -597,7 +721,7 @@ async fn a_relative_xdg_state_home_is_ignored() {
         std::fs::create_dir(folder).expect("folder");
     }
     let idem = |cwd: &std::path::Path, args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(args)

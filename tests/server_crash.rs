@@ -224,7 +224,7 @@ async fn a_server_crash_mid_run_leaves_every_partition_whole(
     let path = dir.path().join("idem.toml");
     std::fs::write(&path, config(&url, dialect.select)).expect("config");
     let idem = |args: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_idem"));
+        let mut cmd = crate::common::idem_command();
         cmd.arg("--config").arg(&path).args(args);
         cmd
     };
@@ -467,6 +467,10 @@ impl SilentLoad {
         std::fs::write(&path, config(&url, &select)).expect("config");
         let idem = client
             .command(env!("CARGO_BIN_EXE_idem"))
+            .env(
+                crate::common::UNICODE_GLYPHS.0,
+                crate::common::UNICODE_GLYPHS.1,
+            )
             .arg("--config")
             .arg(&path)
             .args(["run", "fct", "--from", "2026-01-01", "--to", "2026-01-01"])
@@ -698,7 +702,7 @@ impl MariaJob {
 
     /// `idem COMMAND…` on the job's config: its exit code and its output.
     fn idem(&self, args: &[&str]) -> (Option<i32>, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .arg("--config")
             .arg(&self.path)
             .args(args)
@@ -992,7 +996,7 @@ async fn mysql_a_server_that_folds_table_names_locks_fct_and_fct_in_capitals_as_
         .jobs
         .remove(0);
 
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let mut holder = crate::common::idem_command()
         .arg("--config")
         .arg(&m.path)
         .args(["run", "fct", "--json", "--yes"])
@@ -1011,7 +1015,7 @@ async fn mysql_a_server_that_folds_table_names_locks_fct_and_fct_in_capitals_as_
         m.wh.partitions_locked_elsewhere(&capitals_job, &[day])
             .await
             .expect("probe");
-    let refused = Command::new(env!("CARGO_BIN_EXE_idem"))
+    let refused = crate::common::idem_command()
         .arg("--config")
         .arg(&capitals_path)
         .args(["run", "fct", "--json", "--yes"])

@@ -17,7 +17,7 @@ struct Spawned(Child);
 
 impl Spawned {
     fn idem(config: &std::path::Path, args: &[&str]) -> Spawned {
-        let child = Command::new(env!("CARGO_BIN_EXE_idem"))
+        let child = crate::common::idem_command()
             .arg("--config")
             .arg(config)
             .args(args)

@@ -118,7 +118,7 @@ async fn windows_are_utc_whatever_the_time_zones(kind: Kind) {
         ),
     );
     let idem_in = |zone: &str, args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let out = crate::common::idem_command()
             .env("TZ", zone)
             .arg("--config")
             .arg(&config)
@@ -586,7 +586,7 @@ async fn init_says_that_idems_sessions_do_not_take_the_urls_time_zone() {
     let url = format!("{}{sep}options=-c%20timezone%3DAmerica%2FNew_York", db.url);
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("idem.toml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    let out = crate::common::idem_command()
         .arg("--config")
         .arg(&config)
         .args(["init", &url])
@@ -688,7 +688,7 @@ async fn a_roles_or_databases_default_zone_is_told_and_never_taken() {
         ] {
             assert!(said.contains(&part), "{part}:\n{said}");
         }
-        let init = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        let init = crate::common::idem_command()
             .arg("--config")
             .arg(db.path().join("init.toml"))
             .args(["init", &url])

@@ -146,7 +146,7 @@ fn the_cli_exits_0_when_idempotent_and_1_when_not() {
     rt.block_on(wh.close());
     let config = db.path().join("idem.toml");
     let run = |job: &str| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        crate::common::idem_command()
             .arg("--config")
             .arg(&config)
             .args(["verify", job, "2026-01-03"])

@@ -32,7 +32,7 @@ pub use init::init;
 pub use lint::lint;
 pub use report::{Ended, RunReport, runs_left_by_the_console};
 pub use run::{CONFIRM_ABOVE, run};
-pub use run_args::RunArgs;
+pub use run_args::{RunArgs, config_from_the_root};
 pub use run_log::run_log;
 pub use status::{StatusArgs, StatusFormat, jobs, status};
 pub use verify::verify;

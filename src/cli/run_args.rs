@@ -346,6 +346,16 @@ fn config_path(config: &std::path::Path) -> Option<String> {
     }
 }
 
+/// The config's path from the root, its links kept, as the commands a
+/// run prints name it; as given where no file is there. Taken once, as
+/// idem starts: a working directory removed mid-run (a scheduler's scratch
+/// folder) leaves no way to tell later where a relative path led, and a
+/// repeat command printed at the end named the config as typed, which
+/// then named nothing.
+pub fn config_from_the_root(config: &std::path::Path) -> std::path::PathBuf {
+    absolute_keeping_links(config).unwrap_or_else(|| config.to_path_buf())
+}
+
 /// `path` from the root, its links unresolved; its `..` taken away where
 /// what is left names the same file (a `..` after a link leads elsewhere,
 /// so then it stays). `None` where no file is there or no current

@@ -5,8 +5,12 @@ use std::path::Path;
 
 use super::attempt_log::job_to_log;
 use super::output::{noteln, outln};
+use super::run_args::{config_flag, shell_word};
 use super::{ONE_PARTITION, Stop, load_config, parse_partition};
+use crate::config::{Config, Job};
 use crate::exit::Exit;
+use crate::warehouse::Warehouse;
+use crate::warehouse::ledger::Attempt;
 
 /// `idem log JOB PARTITION --lines N`: the partition's run log from disk.
 /// A renamed job's old name reads the logs its runs wrote under it, as
@@ -70,15 +74,23 @@ pub async fn run_log(
                 dir.display()
             );
         } else if tail.lines.is_empty() && tail.unreadable.is_empty() {
+            let why = match tail.found {
+                true => None,
+                false => no_log_because(&config, job, &partition, &dir).await,
+            };
             outln!(
-                "{} for {} {partition} in {} (runs of this user on this machine write them)",
+                "{} for {} {partition} in {}{}",
                 if tail.found {
                     "the run log is empty"
                 } else {
                     "no run log"
                 },
                 job.name,
-                dir.display()
+                dir.display(),
+                why.map_or_else(
+                    || " (runs of this user on this machine write them)".to_string(),
+                    |why| format!(": {why}")
+                )
             );
         }
         for line in &tail.lines {
@@ -93,4 +105,62 @@ pub async fn run_log(
     }
     .await;
     result.unwrap_or_else(Stop::report)
+}
+
+/// Why a partition has no run log in `dir`, where that can be told: a
+/// file in the way of the folder (a run could write neither its log nor
+/// the mark that it could not), and what the ledger records of it. `None`
+/// where neither says anything (a partition never run is not asked about).
+async fn no_log_because(config: &Config, job: &Job, partition: &str, dir: &Path) -> Option<String> {
+    let in_the_way = crate::runlog::why_no_run_could_write(dir).or_else(crate::runlog::no_home);
+    let recorded = recorded_attempts(config, job, partition).await;
+    let repeat = format!(
+        "idem{} log {} {partition} lists them",
+        config_flag(&config.path),
+        shell_word(&job.name)
+    );
+    let ledger = recorded.as_deref().and_then(|attempts| {
+        let latest = attempts.last()?;
+        let n = match attempts.len() {
+            1 => "1 attempt".to_string(),
+            n => format!("{n} attempts"),
+        };
+        Some(if latest.host != crate::engine::host() {
+            format!(
+                "the ledger records {n} of it, the latest run on {}, which keeps its run log there ({repeat})",
+                latest.host
+            )
+        } else if in_the_way.is_some() {
+            format!("the ledger records {n} of it ({repeat})")
+        } else {
+            format!(
+                "the ledger records {n} of it, the latest run on this machine by {}, which left no log here: it could not write one (it said why as it ran), or the log was removed since ({repeat})",
+                latest.operator
+            )
+        })
+    });
+    match (in_the_way, ledger) {
+        (Some(why), Some(ledger)) => Some(format!("{why}; {ledger}")),
+        (why, ledger) => why.or(ledger),
+    }
+}
+
+/// The ledger's attempts of the partition, oldest first; `None` where the
+/// warehouse cannot be read in a few seconds (the log on disk is this
+/// command's business, the ledger only explains its absence).
+async fn recorded_attempts(config: &Config, job: &Job, partition: &str) -> Option<Vec<Attempt>> {
+    let read = async {
+        let warehouse = Warehouse::connect_to_read(&config.warehouse, 1)
+            .await
+            .ok()?;
+        let attempts = warehouse
+            .answering(warehouse.attempts(&job.name, Some(partition)))
+            .await;
+        warehouse.close().await;
+        attempts.ok()
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), read)
+        .await
+        .ok()
+        .flatten()
 }

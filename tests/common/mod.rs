@@ -289,9 +289,22 @@ fn job_toml(name: &str, target: &str, strategy: &str, key: &str, end: &str, sql:
     )
 }
 
+/// How a test's idem writes its marks: in UTF-8 whatever the locale
+/// `cargo test` runs under (`LC_ALL=C cargo test` makes the CLI write
+/// ASCII, and the tests that expect `■` failed). A test of the locale's
+/// rule removes it and sets its own locale.
+pub const UNICODE_GLYPHS: (&str, &str) = ("IDEM_GLYPHS", "unicode");
+
+/// The idem binary, to be given its arguments, with [`UNICODE_GLYPHS`].
+pub fn idem_command() -> std::process::Command {
+    let mut idem = std::process::Command::new(env!("CARGO_BIN_EXE_idem"));
+    idem.env(UNICODE_GLYPHS.0, UNICODE_GLYPHS.1);
+    idem
+}
+
 /// The idem binary run on a config file.
 pub fn idem(config: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    idem_command()
         .arg("--config")
         .arg(config)
         .args(args)
@@ -361,7 +374,7 @@ pub async fn poll_count(
 
 /// The idem binary started on a config file, its output dropped.
 pub fn spawn_idem(config: &Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    idem_command()
         .arg("--config")
         .arg(config)
         .args(args)

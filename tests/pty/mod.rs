@@ -180,7 +180,7 @@ impl Drop for Console {
 
 /// The binary without a terminal: stdin closed, output captured.
 pub fn idem(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+    crate::common::idem_command()
         .args(args)
         .current_dir(dir)
         .env_remove("IDEM_CONFIG")
