@@ -682,8 +682,74 @@ async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
     dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
 }
 
+/// A role granted one connection describes the job's SELECT while a
+/// reader keeps reading on the pool's one connection, waiting for it
+/// between reads: the describe takes its turn with the reader. QA: the
+/// pool's connection closed to make room for the describe's, the waiting
+/// reader opened one into the freed place at once, and either the
+/// describe was refused until the connect timeout or the reader was
+/// refused (MariaDB's refusal fails a pool's connect at once).
+async fn a_describe_takes_its_turn_with_a_reader_waiting_on_the_pool(kind: Kind) {
+    let db = TestDb::new(kind).await.expect("server");
+    let job = replace_job("fct", "fct", "2026-01-10", SRC);
+    let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
+    let admin = db.warehouse(&config).await;
+    tables(&admin).await;
+    let (name, setup, drop, _) = role(kind, &common::database(&db.url), 1);
+    let body = async {
+        common::exec(&admin, &setup).await;
+        let mut as_role = config.warehouse.clone();
+        as_role.url = common::as_user(&db.url, &name);
+        let wh = idem::warehouse::Warehouse::connect_to_read(&as_role, 2)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let described = std::sync::atomic::AtomicBool::new(false);
+        // The pool's one connection, busy with a read: the reader and then
+        // the describe wait for it.
+        let busy = wh.pool().acquire().await.expect("a pooled connection");
+        let reader = async {
+            // Until the describe is done, and longer than the connect
+            // timeout it would otherwise give up after.
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+            let mut reads = 0;
+            while !described.load(std::sync::atomic::Ordering::SeqCst)
+                && std::time::Instant::now() < until
+            {
+                let mut conn = wh
+                    .pool()
+                    .acquire()
+                    .await
+                    .unwrap_or_else(|e| panic!("read {reads} got no connection: {e}"));
+                sqlx::query("SELECT 1")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .unwrap_or_else(|e| panic!("read {reads}: {e}"));
+                reads += 1;
+            }
+            reads
+        };
+        let describe = async {
+            // The reader waits on the pool first.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            std::mem::drop(busy);
+            let names = wh.output_columns("SELECT id, dt FROM src").await;
+            described.store(true, std::sync::atomic::Ordering::SeqCst);
+            names
+        };
+        let (reads, names) = tokio::join!(reader, describe);
+        assert_eq!(
+            names.unwrap_or_else(|e| panic!("after {reads} reads: {e}")),
+            vec!["id".to_string(), "dt".to_string()]
+        );
+        assert!(reads >= 1, "the reader never read");
+        wh.close().await;
+    };
+    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
+}
+
 on_server_engines!(
     a_describe_waits_for_the_pools_one_connection,
+    a_describe_takes_its_turn_with_a_reader_waiting_on_the_pool,
     a_partition_refused_a_connection_starts_once,
     a_row_lock_held_elsewhere_names_its_holder_within_the_limit,
     a_lock_held_elsewhere_names_its_holder_within_the_limit,

@@ -297,24 +297,16 @@ impl Warehouse {
             connect: self.config.connect_timeout,
             lock: self.config.lock_timeout,
         };
-        let describe = || async {
-            match self.dialect.engine() {
-                Engine::Sqlite => sqlite::describe(url, select, limits).await,
-                Engine::Postgres => postgres::describe(url, select, limits).await,
-                Engine::MySql => mysql::describe(url, select, limits).await,
-            }
-        };
-        // Refused for a limit on connections: one of the pool's makes room
-        // for it, within the connect timeout.
-        let until = std::time::Instant::now() + self.config.connect_timeout;
-        let mut described = describe().await;
-        while let Err(e) = &described
-            && super::connection_limit::refusal(e).is_some()
-            && std::time::Instant::now() < until
-        {
-            self.make_room().await;
-            described = describe().await;
-        }
+        // Its connection takes its turn with the pool's.
+        let described = self
+            .beside_the_pool(|| async {
+                match self.dialect.engine() {
+                    Engine::Sqlite => sqlite::describe(url, select, limits).await,
+                    Engine::Postgres => postgres::describe(url, select, limits).await,
+                    Engine::MySql => mysql::describe(url, select, limits).await,
+                }
+            })
+            .await;
         let names = described?;
         if let Ok(mut m) = self.described.lock() {
             m.insert(select.to_string(), names.clone());

@@ -307,7 +307,7 @@ impl Warehouse {
 
 /// Session settings every connection gets: UTC, isolation, timeouts; and
 /// those it goes without where they are refused.
-async fn prepare_session(
+pub(super) async fn prepare_session(
     dialect: &'static dyn Dialect,
     conn: &mut sqlx::AnyConnection,
     (lock, statement): (Duration, Option<Duration>),

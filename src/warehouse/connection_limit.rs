@@ -132,21 +132,117 @@ impl Warehouse {
         self.grant.as_ref().is_some_and(|g| g.connections <= max)
     }
 
-    /// Closes one of the pool's connections where it holds all it may
-    /// have, once one is idle (a connection goes back to the pool a moment
-    /// after its last use), so that a connection of its own (a describe)
-    /// the warehouse refused for a limit on connections may be had. The
-    /// server is given a moment to count it gone.
-    pub(super) async fn make_room(&self) {
+    /// Runs `own`, which opens a connection of idem's own beside the pool
+    /// (a describe on the engine's own driver), taking its turn with the
+    /// pool rather than racing it: where the pool may hold every connection
+    /// the server grants the role, or the server refuses `own` one (sessions
+    /// of the role's elsewhere), one of the pool's places is held empty for
+    /// it ([`EmptySlot`]), so that no reader waiting on the pool opens a
+    /// connection into the place meanwhile. A refusal is asked again within
+    /// the connect timeout (the server counts a closed session gone a moment
+    /// later). Then the place is filled again, as the pool fills it, once the
+    /// server counts `own`'s session gone: the pool opens none into it that
+    /// the server would refuse.
+    pub(super) async fn beside_the_pool<T, F>(&self, own: impl Fn() -> F) -> Result<T, sqlx::Error>
+    where
+        F: std::future::Future<Output = Result<T, sqlx::Error>>,
+    {
+        let until = tokio::time::Instant::now() + self.config().connect_timeout;
+        let mut slot = None;
+        if self.pool_holds_the_grant() {
+            slot = self.empty_slot().await;
+        }
+        let mut done = own().await;
+        while let Err(e) = &done
+            && refusal(e).is_some()
+            && tokio::time::Instant::now() < until
+        {
+            if slot.is_none() {
+                slot = self.empty_slot().await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            done = own().await;
+        }
+        if let Some(slot) = slot {
+            self.fill(slot).await;
+        }
+        done
+    }
+
+    /// One of the pool's places, its session closed, once one is idle (a
+    /// connection goes back to the pool a moment after its last use); None
+    /// where none comes within the connect timeout.
+    async fn empty_slot(&self) -> Option<EmptySlot> {
         use sqlx::Connection;
         let pool = self.pool();
-        if pool.size() >= pool.options().get_max_connections()
-            && let Ok(Ok(pooled)) =
-                tokio::time::timeout(self.config().connect_timeout, pool.acquire()).await
-        {
-            let _ = pooled.detach().close().await;
+        let pooled = match pool.try_acquire() {
+            Some(idle) => idle,
+            // Where the pool has room and holds less than the grant, one
+            // opened only to be closed would free no place.
+            None if pool.size() < pool.options().get_max_connections()
+                && !self.pool_holds_the_grant() =>
+            {
+                return None;
+            }
+            None => pool.acquire().await.ok()?,
+        };
+        // sqlx holds a pool's place only with a connection in it: one with
+        // no server session stands in (an in-memory SQLite database).
+        let stand_in = sqlx::AnyConnection::connect("sqlite::memory:").await.ok()?;
+        let mut pooled = pooled;
+        let session = std::mem::replace(&mut *pooled, stand_in);
+        let slot = EmptySlot(Some(pooled));
+        let _ = session.close().await;
+        Some(slot)
+    }
+
+    /// Gives `slot` back to the pool with a session in it, opened and set up
+    /// as the pool's are, asked again on a refusal within the connect
+    /// timeout; where none comes, given back empty (the pool opens one when
+    /// it needs it).
+    async fn fill(&self, mut slot: EmptySlot) {
+        use sqlx::{ConnectOptions, Connection};
+        let options = self.pool().connect_options();
+        let until = tokio::time::Instant::now() + self.config().connect_timeout;
+        let timeouts = (self.config().lock_timeout, self.config().statement_timeout);
+        let session = loop {
+            let opened = match tokio::time::timeout_at(until, options.connect()).await {
+                Ok(opened) => opened,
+                Err(_) => return,
+            };
+            match opened {
+                Ok(mut conn) => {
+                    match super::connect::prepare_session(self.dialect(), &mut conn, timeouts).await
+                    {
+                        Ok(()) => break conn,
+                        Err(_) => return,
+                    }
+                }
+                Err(e) if refusal(&e).is_some() && tokio::time::Instant::now() < until => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(_) => return,
+            }
+        };
+        if let Some(mut pooled) = slot.0.take() {
+            let stand_in = std::mem::replace(&mut *pooled, session);
+            // Back to the pool, with its session.
+            drop(pooled);
+            let _ = stand_in.close().await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One of the pool's places held with no server session in it, for a
+/// connection of idem's own: dropped, it is given back empty (its stand-in
+/// never goes back to the pool).
+struct EmptySlot(Option<PoolConnection<Any>>);
+
+impl Drop for EmptySlot {
+    fn drop(&mut self) {
+        if let Some(pooled) = self.0.take() {
+            drop(pooled.detach());
+        }
     }
 }
 
