@@ -33,7 +33,11 @@ pub async fn run(config_path: &Path, args: RunArgs) -> Exit {
     // With --json, a run that ends before it starts says so on stdout too:
     // the stream ends with `run_finished` or `run_not_started`.
     let json_job = args.json.then(|| args.job.clone());
-    match run_inner(config_path, args).await {
+    // On the heap: a run's future is large (every step of a run, a
+    // cascade's included), and a caller polling it on a thread of the
+    // default 2 MiB stack (a runtime's worker, a test) would overflow it
+    // in a build without optimisations.
+    match Box::pin(run_inner(config_path, args)).await {
         Ok(code) => code,
         Err(stop) => match json_job {
             Some(job) => run_not_started::report(&job, stop),
@@ -326,7 +330,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     let total = backfill.partitions.len() as u64;
     let json = args.json;
     let printer = super::run_progress::spawn_printer(&config.warehouse.url, json, total, rx);
-    let summary = engine::run(&warehouse, &backfill, &tx, cancel).await;
+    let summary = Box::pin(engine::run(&warehouse, &backfill, &tx, cancel)).await;
     drop(tx);
     let events_written = printer
         .await
@@ -605,8 +609,14 @@ async fn run_cascade(
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
-    let outcomes =
-        engine::cascade::run(warehouse, lineage, (steps, reach, jobs), &tx, cancel).await;
+    let outcomes = Box::pin(engine::cascade::run(
+        warehouse,
+        lineage,
+        (steps, reach, jobs),
+        &tx,
+        cancel,
+    ))
+    .await;
     // A step the cancel kept from beginning has no events of its own: each
     // of its partitions is said skipped, so that the stream accounts for
     // every partition of the plan, and the step is said to have ended.

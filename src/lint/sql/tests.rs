@@ -97,3 +97,23 @@ fn lineage_follows_aliases() {
     );
     assert!(r.lineage("dt").contains("event_time"));
 }
+
+/// A SELECT nested as deep as the parser reads (its limit is 50) is read
+/// on a thread of a small stack, as the console's background tasks are
+/// (2 MiB, where a build without optimisations spends tens of KiB a
+/// level): the parser grows its stack as it goes down rather than
+/// overflowing it and aborting the process.
+#[test]
+fn a_deeply_nested_select_is_read_on_a_small_stack() {
+    let depth = 40;
+    let sql = format!(
+        "select {}1{} as x, d from t where d >= :start and d < :end",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let read_it = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || read(&sql, Engine::Postgres).parsed)
+        .expect("a thread");
+    assert!(read_it.join().expect("read without overflowing"));
+}
