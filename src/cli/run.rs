@@ -149,7 +149,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     // Its windows over upstream partitions not loaded load from what is
     // there: the plan, the run's events and its end say so.
-    backfill.reads_not_loaded =
+    (backfill.reads_not_loaded, backfill.upstream_unread) =
         own_partly_read(&warehouse, &config, &lineage, &backfill, now).await;
 
     // A preview lists it among the lint's findings; a run without one
@@ -364,6 +364,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         &[],
     )
     .into_iter()
+    .chain(engine::UpstreamUnread::line(
+        &loaded.job.name,
+        &loaded.upstream_unread,
+    ))
     .chain(stale_downstream)
     .collect();
     said(&report, events_written, json, &more)
@@ -609,6 +613,11 @@ async fn run_cascade(
         json,
         as_run,
     } = run;
+    // Said at its end as the plan said them: what was not known then is not now.
+    let unread: Vec<String> = steps
+        .iter()
+        .filter_map(|s| engine::UpstreamUnread::line(&s.job.name, &s.upstream_unread))
+        .collect();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
@@ -655,6 +664,7 @@ async fn run_cascade(
             let reads = (&outcome.job[..], &outcome.reads_not_loaded[..]);
             partly_loaded(&as_run, reads, summary, &outcome.skipped)
         })
+        .chain(unread)
         .collect();
     said(&report, events_written, json, &partly_loaded)
 }
