@@ -153,6 +153,7 @@ fn screen() -> Res<()> {
         concurrency: 4,
         reason: None,
         upstream_not_loaded: Vec::new(),
+        upstream_unread: Vec::new(),
     }));
     for (i, p) in names.iter().enumerate().take(names.len() / 2) {
         app.update(ev(Event::PartitionStarted {

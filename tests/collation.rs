@@ -480,3 +480,113 @@ async fn postgres_the_databases_text_settings_do_not_change_a_fingerprint() {
     }
     wh.close().await;
 }
+
+/// The options of a PostgreSQL database whose encoding is LATIN1.
+const LATIN1: &str = "ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0";
+
+/// What idem printed on stderr.
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// QA: on a database whose encoding is LATIN1, a `--reason` outside it
+/// ("重跑") failed every partition ("character with byte sequence … has no
+/// equivalent in encoding LATIN1"), and as the failure's ledger row holds
+/// the reason too, no failure was recorded. The run is refused before it
+/// starts (exit 2, nothing written), naming the character and the
+/// encoding; a reason LATIN1 has (`è`) runs and is recorded.
+#[cfg_attr(not(idem_test_postgres), ignore = "needs IDEM_TEST_POSTGRES_URL")]
+#[tokio::test]
+async fn postgres_a_latin1_database_refuses_a_reason_it_cannot_store() {
+    let db = TestDb::postgres_with(LATIN1).await;
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-02", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&common::TWO_DAYS).await.unwrap();
+    let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql).fetch_one(wh.pool());
+
+    let refused = idem(
+        &path,
+        &["run", "fct", "--yes", "--reason", "re-run après panne 重跑"],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let said = stderr(&refused);
+    for part in ["\"重\" (U+91CD)", "LATIN1", "Nothing was run or recorded"] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    assert!(!said.contains("\"è\""), "è is LATIN1's: {said}");
+    let attempts = "SELECT COUNT(*) FROM idem.attempts";
+    assert_eq!(count(attempts).await.unwrap(), 0, "nothing recorded");
+    assert_eq!(count("SELECT COUNT(*) FROM fct").await.unwrap(), 0);
+    let preview = idem(&path, &["run", "fct", "--dry-run", "--reason", "重跑"]);
+    assert_eq!(preview.status.code(), Some(2), "{}", stderr(&preview));
+
+    let reason = "re-run après panne";
+    stdout_ok(&idem(&path, &["run", "fct", "--yes", "--reason", reason]));
+    let recorded: Vec<String> = sqlx::query_scalar("SELECT reason FROM idem.attempts")
+        .fetch_all(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(recorded, [reason, reason]);
+
+    // Text outside LATIN1 in a job's own SQL is the warehouse's limit: the
+    // failure is recorded, and said with the character.
+    let odd = "select id, dt from src where dt >= :start and dt < :end and '重' <> ''";
+    let (path, _) = db.config(&common::replace_job("odd", "fct", "2026-01-02", odd));
+    let failed = idem(&path, &["run", "odd", "--yes"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    let said = stderr(&failed);
+    assert!(
+        said.contains("gives U+91CD, which this database's encoding, LATIN1, cannot hold"),
+        "{said}"
+    );
+    let failures = "SELECT COUNT(*) FROM idem.attempts WHERE job = 'odd' AND status = 'failed'";
+    assert_eq!(count(failures).await.unwrap(), 2);
+    wh.close().await;
+}
+
+/// QA: a MariaDB ledger made latin1 by an earlier idem (on a latin1
+/// server) cannot store a reason outside latin1: its run failed every
+/// partition, unrecorded. It is refused before it starts, saying how to
+/// convert the ledger; once converted, the reason is recorded.
+#[cfg_attr(not(idem_test_mysql), ignore = "needs IDEM_TEST_MYSQL_URL")]
+#[tokio::test]
+async fn mysql_a_latin1_ledger_refuses_a_reason_it_cannot_store() {
+    let Some(db) = TestDb::new(Kind::MySql).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let (path, config) = db.config(&common::replace_job("fct", "fct", "2026-01-01", select));
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&common::TWO_DAYS).await.unwrap();
+    stdout_ok(&idem(&path, &["run", "fct", "--yes", "--reason", "first"]));
+    // As an idem before utf8mb4 ledgers made it on a latin1 server.
+    wh.execute_script(&["ALTER TABLE idem_attempts MODIFY reason TEXT CHARACTER SET latin1"])
+        .await
+        .unwrap();
+    let attempts =
+        || sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM idem_attempts").fetch_one(wh.pool());
+
+    let refused = idem(&path, &["run", "fct", "--yes", "--reason", "重跑"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let said = stderr(&refused);
+    let convert = "ALTER TABLE idem_attempts CONVERT TO CHARACTER SET utf8mb4";
+    for part in [
+        "\"重\" (U+91CD)",
+        "latin1",
+        convert,
+        "Nothing was run or recorded",
+    ] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    assert_eq!(attempts().await.unwrap(), 1, "nothing recorded");
+
+    wh.execute_script(&[convert]).await.unwrap();
+    stdout_ok(&idem(&path, &["run", "fct", "--yes", "--reason", "重跑"]));
+    let recorded: Vec<String> = sqlx::query_scalar("SELECT reason FROM idem_attempts ORDER BY id")
+        .fetch_all(wh.pool())
+        .await
+        .unwrap();
+    assert_eq!(recorded, ["first", "重跑"]);
+    wh.close().await;
+}

@@ -428,6 +428,7 @@ fn run_in_progress(w: u16, h: u16) -> (App, usize, Vec<String>) {
         concurrency: 4,
         reason: None,
         upstream_not_loaded: Vec::new(),
+        upstream_unread: Vec::new(),
     }));
     for p in &names[..2] {
         a.update(ev(Event::PartitionStarted {
@@ -3562,6 +3563,7 @@ fn a_step_the_cascade_adds_as_it_goes_is_a_run_of_its_own() {
             concurrency: 1,
             reason: None,
             upstream_not_loaded: Vec::new(),
+            upstream_unread: Vec::new(),
         },
         Event::PartitionStarted {
             run_id: "r9".into(),

@@ -1103,12 +1103,72 @@ async fn a_run_over_a_day_whose_hours_are_not_all_loaded_says_so(kind: Kind) {
     assert_eq!(states(config)["daily 2026-01-31"].0, "loaded");
 }
 
+/// QA: an upstream job whose partitions could not be read (its target
+/// dropped) was left out of the check of what a run reads, unsaid: a job
+/// naming it only in `depends_on` loaded without a word. The plan (text
+/// and JSON), the run's `run_started` and its end name it and why, in one
+/// line.
+async fn an_upstream_whose_partitions_cannot_be_read_is_named(kind: Kind) {
+    let Some(db) = TestDb::new(kind).await else {
+        return;
+    };
+    let select = "select id, dt from src where dt >= :start and dt < :end";
+    let jobs = [
+        common::replace_job("up", "up_t", "2026-01-02", select),
+        common::replace_job("down", "fct", "2026-01-02", select),
+        "depends_on = [\"up\"]\n".to_string(),
+    ]
+    .concat();
+    let (path, config) = db.config(&jobs);
+    let wh = db.warehouse(&config).await;
+    wh.execute_script(&common::TWO_DAYS).await.unwrap();
+    wh.execute_script(&["CREATE TABLE up_t (id INTEGER NOT NULL, dt DATE NOT NULL)"])
+        .await
+        .unwrap();
+    stdout_ok(&idem(&path, &["run", "up", "-y"]));
+    wh.execute_script(&["DROP TABLE up_t"]).await.unwrap();
+    wh.close().await;
+
+    let plan = stdout_ok(&idem(&path, &["run", "down", "--dry-run"]));
+    let line = plan
+        .lines()
+        .find(|l| l.starts_with("down reads up, whose partitions could not be read ("))
+        .unwrap_or_else(|| panic!("up is not named:\n{plan}"))
+        .to_string();
+    assert!(line.contains("up_t"), "{line}");
+    assert!(
+        line.ends_with("): whether what it reads there is loaded is not known"),
+        "{line}"
+    );
+    let events = json_lines(&stdout_ok(&idem(
+        &path,
+        &["run", "down", "--dry-run", "--json"],
+    )));
+    let said = events[0]["upstream_unread"].clone();
+    assert_eq!(said.as_array().map(Vec::len), Some(1), "{said}");
+    assert_eq!(said[0]["upstream"], "up", "{said}");
+    let ran = idem(&path, &["run", "down", "-y", "--json"]);
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().any(|l| l == format!("idem: {line}")),
+        "{line}\n{err}"
+    );
+    let events = json_lines(&String::from_utf8_lossy(&ran.stdout));
+    let started = events
+        .iter()
+        .find(|e| e["event"] == "run_started")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(started["upstream_unread"], said, "as the dry run said it");
+}
+
 on_every_engine!(
     lineage_from_sql_and_depends_on_drives_staleness_and_cascades,
     a_read_answers_unchanged_until_what_it_derives_from_moves,
     a_merge_moving_rows_out_of_a_window_makes_its_readers_stale,
     a_merge_writing_rows_into_another_window_makes_its_readers_stale,
-    a_run_over_a_day_whose_hours_are_not_all_loaded_says_so
+    a_run_over_a_day_whose_hours_are_not_all_loaded_says_so,
+    an_upstream_whose_partitions_cannot_be_read_is_named
 );
 
 /// Its own module: its tests sit beside every engine's in `mod postgres`.

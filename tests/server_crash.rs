@@ -1274,3 +1274,73 @@ async fn mysql_a_latin1_server_records_a_reason_outside_latin1() {
             .collect();
     assert_eq!(recorded, [reason, reason]);
 }
+
+/// A MariaDB whose defaults are strict where the shared one's are not:
+/// SERIALIZABLE transactions, statements cut at half a second, DDL lock
+/// waits of one second, and a `sql_mode` with PIPES_AS_CONCAT and
+/// NO_ZERO_DATE. A backfill at concurrency 4 and a merge job load as
+/// anywhere else, and `idem status` and `idem lint` read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_server_with_strict_defaults_runs_reads_and_lints_as_usual() {
+    let setup = [
+        "CREATE TABLE src (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE fct (id INTEGER NOT NULL, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "CREATE TABLE dim (id INTEGER NOT NULL PRIMARY KEY, amount INTEGER NOT NULL, dt DATE NOT NULL)",
+        "INSERT INTO src SELECT seq, seq % 7, '2026-01-01' + INTERVAL (seq % 8) DAY FROM seq_1_to_400",
+    ];
+    let select = "select id, amount, dt from src where dt >= :start and dt < :end";
+    let options = [
+        "--transaction-isolation=SERIALIZABLE",
+        "--max-statement-time=0.5",
+        "--lock-wait-timeout=1",
+        "--sql-mode=PIPES_AS_CONCAT,NO_ZERO_DATE,NO_ZERO_IN_DATE,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO",
+    ];
+    let Some(mut m) = MariaJob::start(&options, &setup, select).await else {
+        return;
+    };
+    let set: (String, String, String) = sqlx::query(
+        "SELECT CAST(@@GLOBAL.tx_isolation AS CHAR), CAST(@@GLOBAL.max_statement_time AS CHAR), CAST(@@GLOBAL.sql_mode AS CHAR)",
+    )
+    .fetch_one(&mut m.admin)
+    .await
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .expect("the server's settings");
+    assert_eq!(
+        (&set.0[..], &set.1[..]),
+        ("SERIALIZABLE", "0.500000"),
+        "{set:?}"
+    );
+    for mode in ["PIPES_AS_CONCAT", "NO_ZERO_DATE"] {
+        assert!(set.2.split(',').any(|m| m == mode), "{mode}: {set:?}");
+    }
+    let text = config(&m.maria.url(), select)
+        .replace("end = \"2026-01-20\"", "end = \"2026-01-08\"")
+        + "\n[[jobs]]\nname = \"dim\"\ntarget = \"dim\"\nstrategy = \"merge_key\"\nunique_key = [\"id\"]\n\
+           grain = \"day\"\nstart = \"2026-01-01\"\nend = \"2026-01-08\"\n"
+        + &format!("sql = \"{select}\"\n");
+    std::fs::write(&m.path, text).expect("config");
+    for job in ["fct", "dim"] {
+        let (code, text) = m.idem(&["run", job, "--concurrency", "4", "--yes"]);
+        assert_eq!(code, Some(0), "{job}: {text}");
+    }
+    for table in ["fct", "dim"] {
+        let n: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT CAST(COUNT(*) AS SIGNED) FROM {table}"
+        )))
+        .fetch_one(&mut m.admin)
+        .await
+        .expect("count")
+        .get(0);
+        assert_eq!(n, 400, "{table}");
+    }
+    // Again: unchanged input, nothing merged.
+    let (code, text) = m.idem(&["run", "dim", "--concurrency", "4", "--yes", "--json"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("\"rows_updated\":1"), "{text}");
+    let (code, text) = m.idem(&["status", "--format", "csv"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(text.matches(",loaded,").count(), 16, "{text}");
+    let (code, text) = m.idem(&["lint"]);
+    assert!(code == Some(0) || code == Some(1), "{text}");
+    assert!(!text.contains("max_statement_time"), "{text}");
+}

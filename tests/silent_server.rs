@@ -554,14 +554,14 @@ async fn postgres_console_reads_beside_a_refresh_end_when_the_server_stops_answe
     caught_waiting(&cluster, &mut admin, ledger, "the history check", history).await;
     let covered = idem::tui::read_cover(&wh, &cover);
     caught_waiting(&cluster, &mut admin, "fct", "the partition check", covered).await;
-    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job));
+    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job), None);
     let refusal = caught_waiting(&cluster, &mut admin, ledger, "a run's checks", checks).await;
     let refusal = refusal.expect("the run refused");
     assert!(refusal.contains("is not answering"), "{refusal}");
     assert!(refusal.contains("nothing was run"), "{refusal}");
 
     // The server answering again, the checks pass and make the ledger.
-    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job)).await;
+    let checks = idem::tui::refusal_before_a_run(&wh, std::iter::once(job), None).await;
     assert_eq!(checks, None);
     wh.close().await;
 }

@@ -135,7 +135,7 @@ pub(super) async fn plan_downstream(
         if let Some(mut step) = step {
             downstream.planned(&step);
             // Read for a cascade's plan alone.
-            step.reads_not_loaded = match states {
+            (step.reads_not_loaded, step.upstream_unread) = match states {
                 States::Whole => {
                     partly_read(
                         warehouse,
@@ -147,7 +147,7 @@ pub(super) async fn plan_downstream(
                     )
                     .await
                 }
-                States::LedgerIfReadable => Vec::new(),
+                States::LedgerIfReadable => Default::default(),
             };
             let merged_on = step
                 .partitions
@@ -182,7 +182,7 @@ async fn partly_read(
     (downstream, step): (&Downstream<'_, '_>, &Backfill),
     planned: &[PlannedStep],
     now: chrono::NaiveDateTime,
-) -> Vec<PartlyRead> {
+) -> (Vec<PartlyRead>, Vec<engine::UpstreamUnread>) {
     let planned_states = |name: &str| {
         planned
             .iter()
@@ -192,25 +192,26 @@ async fn partly_read(
     let unplanned = |name: &str| planned_states(name).is_none();
     let notice = slow_notice(warehouse);
     let jobs = (&config.jobs[..], lineage);
-    let read =
+    let found =
         engine::cascade::upstream_states(warehouse, jobs, step, unplanned, (now, &notice)).await;
     let partly = downstream.partly_read(step, |name| {
-        planned_states(name).or_else(|| read.get(name).map(Vec::as_slice))
+        planned_states(name).or_else(|| found.read.get(name).map(Vec::as_slice))
     });
-    engine::cascade::reaching_further(warehouse, jobs, partly, (now, &notice)).await
+    let partly = engine::cascade::reaching_further(warehouse, jobs, partly, (now, &notice)).await;
+    (partly, found.unread)
 }
 
 /// The windows of a run's own job (without `--cascade`, or a cascade's
 /// root) that read upstream partitions not loaded
 /// ([`engine::cascade::read_partly_read`]): nothing is read for a job that
-/// reads none.
+/// reads none. With it, the upstream jobs whose states could not be read.
 pub(super) async fn own_partly_read(
     warehouse: &crate::warehouse::Warehouse,
     config: &crate::config::Config,
     lineage: &crate::lineage::Lineage,
     run: &Backfill,
     now: chrono::NaiveDateTime,
-) -> Vec<PartlyRead> {
+) -> (Vec<PartlyRead>, Vec<engine::UpstreamUnread>) {
     let notice = slow_notice(warehouse);
     engine::cascade::read_partly_read(warehouse, (&config.jobs, lineage), run, (now, &notice)).await
 }

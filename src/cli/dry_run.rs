@@ -97,6 +97,8 @@ struct DryRunEvent<'a> {
     /// Its partitions that read upstream partitions neither loaded nor in
     /// the run (or cascade), per upstream job.
     upstream_not_loaded: Vec<engine::NotLoadedUpstream>,
+    /// The upstream jobs whose partitions could not be read, with why.
+    upstream_unread: &'a [engine::UpstreamUnread],
 }
 
 /// One finding of `idem lint` in `idem run --dry-run --json`.
@@ -344,6 +346,10 @@ impl<'a> DryRun<'a> {
             ));
         }
         lines.extend(self.partly_read.clone());
+        lines.extend(engine::UpstreamUnread::line(
+            &job.name,
+            &self.backfill.upstream_unread,
+        ));
         if empty > 0 {
             lines.push(format!(
                 "{} would load empty, as the source has no rows for {} yet, and then count as loaded: if the source is late, leave {} out",
@@ -400,6 +406,7 @@ impl<'a> DryRun<'a> {
                 .iter()
                 .map(PartlyRead::said)
                 .collect(),
+            upstream_unread: &self.backfill.upstream_unread,
         };
         let line = serde_json::to_string(&event).map_err(|e| Stop::failed(e.to_string()))?;
         super::output::json(&line)

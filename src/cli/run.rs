@@ -87,7 +87,14 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     // A run on a target that is not there would fail its first partition
     // and record that failure in the ledger, where the partition would then
     // read as failed under a corrected config: it is refused before it starts.
-    refuse_before_a_run(&warehouse, &config, &[job], !args.dry_run).await?;
+    // So is a reason the ledger cannot store, which would fail every
+    // partition's ledger row and leave no failure recorded.
+    let reason = args
+        .reason
+        .as_deref()
+        .map(crate::terminal_text::visible_line);
+    let asked = (!args.dry_run, reason.as_deref());
+    refuse_before_a_run(&warehouse, &config, &[job], asked).await?;
     // Which windows are complete is the warehouse's clock's word, known
     // once connected (`crate::clock`): this host's may be minutes off.
     let now = now_utc();
@@ -135,10 +142,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         config.defaults.retries,
     )
     .map_err(|e| Stop::usage(e.to_string()))?;
-    backfill.reason = args
-        .reason
-        .as_deref()
-        .map(crate::terminal_text::visible_line);
+    backfill.reason = reason;
     backfill.allow_shrink = args.allow_shrink;
     if let Some(risk) = backfill.merge_order_risk_in(&statuses) {
         if args.through_latest {
@@ -149,7 +153,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
     }
     // Its windows over upstream partitions not loaded load from what is
     // there: the plan, the run's events and its end say so.
-    backfill.reads_not_loaded =
+    (backfill.reads_not_loaded, backfill.upstream_unread) =
         own_partly_read(&warehouse, &config, &lineage, &backfill, now).await;
 
     // A preview lists it among the lint's findings; a run without one
@@ -186,7 +190,7 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         }
         // The ledger made above.
         let downstream: Vec<_> = steps[1..].iter().map(|(step, _)| &step.job).collect();
-        refuse_before_a_run(&warehouse, &config, &downstream, false).await?;
+        refuse_before_a_run(&warehouse, &config, &downstream, (false, None)).await?;
     }
 
     // A preview says what the run will find: each partition's source
@@ -364,6 +368,10 @@ async fn run_inner(config_path: &Path, args: RunArgs) -> Result<Exit, Stop> {
         &[],
     )
     .into_iter()
+    .chain(engine::UpstreamUnread::line(
+        &loaded.job.name,
+        &loaded.upstream_unread,
+    ))
     .chain(stale_downstream)
     .collect();
     said(&report, events_written, json, &more)
@@ -419,15 +427,15 @@ fn said(
 /// not have (exit 2), naming the table, the config line that names it, and
 /// the tables it names but for case or schema; a session that may not
 /// write, a ledger that cannot be made, a warehouse that stopped answering
-/// (exit 1).
+/// (exit 1); a reason the ledger cannot store (exit 2).
 async fn refuse_before_a_run(
     warehouse: &Warehouse,
     config: &crate::config::Config,
     jobs: &[&crate::config::Job],
-    makes_ledger: bool,
+    (makes_ledger, reason): (bool, Option<&str>),
 ) -> Result<(), Stop> {
     let refusal = warehouse
-        .refusal_before_a_run(jobs, makes_ledger)
+        .refusal_before_a_run(jobs, makes_ledger, reason)
         .await
         .map_err(not_run)?;
     match refusal {
@@ -449,6 +457,9 @@ async fn refuse_before_a_run(
             "{refusal} (`idem status` and `idem run --dry-run` work here)"
         ))),
         Some(NotToRun::NoLedger(e)) => Err(Stop::failed(e.to_string())),
+        Some(NotToRun::Reason(misfit)) => Err(Stop::usage(format!(
+            "--reason: {misfit}. Nothing was run or recorded"
+        ))),
     }
 }
 
@@ -606,6 +617,11 @@ async fn run_cascade(
         json,
         as_run,
     } = run;
+    // Said at its end as the plan said them: what was not known then is not now.
+    let unread: Vec<String> = steps
+        .iter()
+        .filter_map(|s| engine::UpstreamUnread::line(&s.job.name, &s.upstream_unread))
+        .collect();
     let (tx, rx) = mpsc::unbounded_channel();
     let total = steps.iter().map(|s| s.partitions.len() as u64).sum();
     let printer = super::run_progress::spawn_printer(&warehouse.config().url, json, total, rx);
@@ -658,6 +674,7 @@ async fn run_cascade(
             let reads = (&outcome.job[..], &outcome.reads_not_loaded[..]);
             partly_loaded(&as_run, reads, summary, &outcome.skipped)
         })
+        .chain(unread)
         .collect();
     said(&report, events_written, json, &partly_loaded)
 }

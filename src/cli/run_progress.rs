@@ -384,6 +384,7 @@ mod tests {
             concurrency: 1,
             reason: None,
             upstream_not_loaded: Vec::new(),
+            upstream_unread: Vec::new(),
         };
         let mut strategies = Strategies::default();
         strategies.note(&started("fct", Strategy::ReplacePartition));

@@ -22,6 +22,10 @@ pub enum Event {
         /// they load from what is there, and go stale (upstream) once the
         /// rest loads; as `dry_run`'s. Empty for a job that reads none.
         upstream_not_loaded: Vec<NotLoadedUpstream>,
+        /// The upstream jobs whose partitions could not be read (a target
+        /// dropped), with why: whether its partitions read them loaded is
+        /// not known. As `dry_run`'s.
+        upstream_unread: Vec<UpstreamUnread>,
     },
     PartitionStarted {
         run_id: String,
@@ -148,6 +152,37 @@ pub struct NotLoadedUpstream {
     pub upstream_partitions: usize,
     /// Of those, the ones neither loaded nor in the run.
     pub not_loaded: Vec<NotLoaded>,
+}
+
+/// An upstream job of a run's job (or of a cascade's step) whose
+/// partitions could not be read, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct UpstreamUnread {
+    pub upstream: String,
+    pub error: String,
+}
+
+impl UpstreamUnread {
+    /// One line for `job`'s upstream jobs that could not be read: `daily
+    /// reads ev, whose partitions could not be read (…): whether what it
+    /// reads there is loaded is not known`. None when every one was read.
+    pub fn line(job: &str, unread: &[UpstreamUnread]) -> Option<String> {
+        let said: Vec<String> = unread
+            .iter()
+            .map(|u| {
+                format!(
+                    "{}, whose partitions could not be read ({})",
+                    u.upstream, u.error
+                )
+            })
+            .collect();
+        (!said.is_empty()).then(|| {
+            format!(
+                "{job} reads {}: whether what it reads there is loaded is not known",
+                said.join("; and ")
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -28,7 +28,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub use events::{
-    Event, FailureCause, NotLoaded, NotLoadedUpstream, SCHEMA_VERSION, concurrency_lowered,
+    Event, FailureCause, NotLoaded, NotLoadedUpstream, SCHEMA_VERSION, UpstreamUnread,
+    concurrency_lowered,
 };
 use summary::PartitionResult;
 pub use summary::{RunSummary, refusals_counted, stopped_short};
@@ -55,6 +56,8 @@ pub struct Backfill {
     /// run ([`cascade::own_partly_read`]; a cascade's step:
     /// [`cascade::Downstream::partly_read`]).
     pub reads_not_loaded: Vec<cascade::PartlyRead>,
+    /// The upstream jobs whose partitions could not be read for that check.
+    pub upstream_unread: Vec<UpstreamUnread>,
 }
 
 impl Backfill {
@@ -70,6 +73,7 @@ impl Backfill {
             prior_attempts: HashMap::new(),
             allow_shrink: false,
             reads_not_loaded: Vec::new(),
+            upstream_unread: Vec::new(),
         }
     }
 
@@ -279,6 +283,7 @@ pub async fn run_gated(
             .filter(|p| backfill.partitions.contains(&p.window))
             .map(cascade::PartlyRead::said)
             .collect(),
+        upstream_unread: backfill.upstream_unread.clone(),
     });
     let operator = operator();
     let host = host();

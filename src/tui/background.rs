@@ -204,7 +204,7 @@ impl Background {
                         // A quit (or a cancel) while the check waits on a
                         // stalled server ends the run before it begins.
                         let refusal = tokio::select! {
-                            refusal = refusal_before_a_run(&wh, jobs) => refusal,
+                            refusal = refusal_before_a_run(&wh, jobs, req.backfill.reason.as_deref()) => refusal,
                             () = token.cancelled() => Some(CANCELLED_BEFORE_IT_BEGAN.into()),
                         };
                         if let Some(refusal) = refusal {
@@ -661,6 +661,7 @@ const CANCELLED_BEFORE_IT_BEGAN: &str = "cancelled before it began; nothing was 
 pub async fn refusal_before_a_run(
     wh: &Warehouse,
     jobs: impl Iterator<Item = &crate::config::Job>,
+    reason: Option<&str>,
 ) -> Option<String> {
     if let Err(e) = wh.reach().await
         && e.is_unreachable()
@@ -669,7 +670,7 @@ pub async fn refusal_before_a_run(
     }
     use crate::warehouse::NotToRun;
     let jobs: Vec<_> = jobs.collect();
-    match wh.refusal_before_a_run(&jobs, true).await {
+    match wh.refusal_before_a_run(&jobs, true, reason).await {
         Ok(None) => None,
         Ok(Some(NotToRun::NoTarget { job, table, alike })) => {
             let e = crate::warehouse::WarehouseError::NoTarget { table, alike };
@@ -677,6 +678,9 @@ pub async fn refusal_before_a_run(
         }
         Ok(Some(NotToRun::ReadOnly(refusal))) => Some(refusal),
         Ok(Some(NotToRun::NoLedger(e))) => Some(format!("{e}; nothing was run")),
+        Ok(Some(NotToRun::Reason(misfit))) => {
+            Some(format!("{misfit}; nothing was run or recorded"))
+        }
         Err(e) => Some(format!("{e}; nothing was run or recorded")),
     }
 }

@@ -19,6 +19,9 @@ pub enum NotToRun<'a> {
     },
     /// The session may not write (a standby, a read-only role): why.
     ReadOnly(String),
+    /// The run's reason has a character the ledger cannot store: which,
+    /// and what to do ([`Warehouse::reason_misfit`]).
+    Reason(String),
     /// idem's ledger could not be made.
     NoLedger(WarehouseError),
 }
@@ -34,6 +37,7 @@ impl Warehouse {
         &self,
         jobs: &[&'a Job],
         makes_ledger: bool,
+        reason: Option<&str>,
     ) -> Result<Option<NotToRun<'a>>, WarehouseError> {
         let checks = async {
             for &job in jobs {
@@ -42,6 +46,11 @@ impl Warehouse {
                 {
                     return Ok(Some(NotToRun::NoTarget { job, table, alike }));
                 }
+            }
+            if let Some(reason) = reason
+                && let Some(misfit) = self.reason_misfit(reason).await?
+            {
+                return Ok(Some(NotToRun::Reason(misfit)));
             }
             if !makes_ledger {
                 return Ok(None);

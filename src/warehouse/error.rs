@@ -277,6 +277,27 @@ fn timeout_hint(message: &str) -> Option<String> {
     }
 }
 
+/// What an encoding's refusal leaves out (QA: a job's `'重'` on a LATIN1
+/// database): which character, and that the limit is the warehouse's.
+fn encoding_hint(message: &str) -> Option<String> {
+    // PostgreSQL: `character with byte sequence 0xe9 0x87 0x8d in encoding
+    // "UTF8" has no equivalent in encoding "LATIN1"`.
+    let (_, rest) = message.split_once("character with byte sequence ")?;
+    let (bytes, rest) = rest.split_once(" in encoding \"UTF8\" has no equivalent in encoding ")?;
+    let bytes: Option<Vec<u8>> = bytes
+        .split(' ')
+        .map(|b| u8::from_str_radix(b.trim_start_matches("0x"), 16).ok())
+        .collect();
+    let character = String::from_utf8(bytes?).ok()?.chars().next()?;
+    let encoding = rest.trim_matches('"');
+    // Named by its code point alone: the ledger records this text in that
+    // encoding, which cannot hold the character itself.
+    Some(format!(
+        "the job's SQL or its source gives U+{:04X}, which this database's encoding, {encoding}, cannot hold: a limit of the warehouse, not of idem; leave it out of the job's text, or keep such text in a database created with ENCODING 'UTF8'",
+        u32::from(character)
+    ))
+}
+
 /// The database's own words for an error, without the driver's wrapping.
 pub(super) fn sql_message(e: &sqlx::Error) -> String {
     match e {
@@ -286,7 +307,7 @@ pub(super) fn sql_message(e: &sqlx::Error) -> String {
         ),
         sqlx::Error::Database(db) => {
             let message = db.message();
-            let said = match timeout_hint(message) {
+            let said = match timeout_hint(message).or_else(|| encoding_hint(message)) {
                 Some(hint) => format!("{message}: {hint}"),
                 None => message.to_string(),
             };
@@ -344,6 +365,16 @@ mod tests {
             said.contains("percent-encoded (/ as %2F, # as %23"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn an_encodings_refusal_names_the_character() {
+        let said = encoding_hint(
+            "character with byte sequence 0xe9 0x87 0x8d in encoding \"UTF8\" has no equivalent in encoding \"LATIN1\"",
+        )
+        .expect("a hint");
+        assert!(said.starts_with("the job's SQL or its source gives U+91CD, which this database's encoding, LATIN1, cannot hold"), "{said}");
+        assert_eq!(encoding_hint("duplicate key value"), None);
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod mysql;
 mod partition_cover;
 mod partition_lock;
 mod postgres;
+mod reason_fit;
 mod reconcile;
 mod references;
 mod rows;

@@ -81,6 +81,18 @@ impl TestDb {
     /// fails. The Option keeps every test file's `let Some(db) = … else`
     /// setup as it is while branches that still use it merge.
     pub async fn new(kind: Kind) -> Option<TestDb> {
+        TestDb::created(kind, "").await
+    }
+
+    /// A fresh PostgreSQL database made with these options of `CREATE
+    /// DATABASE` (`ENCODING 'LATIN1' …`).
+    pub async fn postgres_with(options: &str) -> TestDb {
+        TestDb::created(Kind::Postgres, options)
+            .await
+            .expect("a database")
+    }
+
+    async fn created(kind: Kind, options: &str) -> Option<TestDb> {
         let dir = tempfile::tempdir().expect("temp dir");
         match kind {
             Kind::Sqlite => {
@@ -98,7 +110,7 @@ impl TestDb {
             Kind::Postgres | Kind::MySql => {
                 let server = server_url(kind);
                 let name = unique_name();
-                let create = format!("CREATE DATABASE {name}");
+                let create = format!("CREATE DATABASE {name} {options}");
                 if kind == Kind::Postgres {
                     let mut c = sqlx::PgConnection::connect(&server)
                         .await

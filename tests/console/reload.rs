@@ -464,6 +464,7 @@ fn a_step_the_cascade_adds_after_a_reload_loads_by_the_definition_it_started_wit
             concurrency: 1,
             reason: None,
             upstream_not_loaded: Vec::new(),
+            upstream_unread: Vec::new(),
         },
         Event::PartitionSucceeded {
             run_id: run_id(),

@@ -23,7 +23,7 @@ use crate::partition::Partition;
 use crate::state::PartitionStatus;
 use crate::warehouse::Warehouse;
 pub use partial::{
-    NoticeSlow, PartlyRead, fill, further_line, own_partly_read, partly_read_line,
+    NoticeSlow, PartlyRead, UpstreamStates, fill, further_line, own_partly_read, partly_read_line,
     reaching_further, read_partly_read, upstream_states,
 };
 use reached::Reached;
@@ -286,7 +286,7 @@ pub async fn run_gated(
         // loaded from the rest unsaid).
         if !added.is_empty() {
             let windows = Backfill::of(step.job.clone(), added.iter().map(|(p, _)| *p).collect());
-            let partly = read_partly_read(
+            let (partly, unread) = read_partly_read(
                 warehouse,
                 (jobs, lineage),
                 &windows,
@@ -294,6 +294,11 @@ pub async fn run_gated(
             )
             .await;
             backfill.reads_not_loaded.extend(partly);
+            for u in unread {
+                if !backfill.upstream_unread.contains(&u) {
+                    backfill.upstream_unread.push(u);
+                }
+            }
             backfill
                 .reads_not_loaded
                 .sort_by(|a, b| (a.window, &a.upstream).cmp(&(b.window, &b.upstream)));

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::Downstream;
 use crate::config::{Config, Job};
-use crate::engine::{Backfill, NotLoaded, NotLoadedUpstream};
+use crate::engine::{Backfill, NotLoaded, NotLoadedUpstream, UpstreamUnread};
 use crate::lineage::{Lineage, read_by};
 use crate::partition::Partition;
 use crate::state::{self, LoadState, PartitionStatus};
@@ -135,20 +135,31 @@ fn read_not_loaded<'s, 'p>(
 /// command line says so; the engine, which knows no terminal, does not).
 pub type NoticeSlow<'a> = &'a (dyn Fn(&Job) + Sync);
 
+/// What [`upstream_states`] read: the states of each upstream job it could
+/// read, and those it could not, with why.
+#[derive(Debug, Default)]
+pub struct UpstreamStates {
+    pub read: HashMap<String, Vec<PartitionStatus>>,
+    pub unread: Vec<UpstreamUnread>,
+}
+
 /// The states of the jobs `step`'s job reads that `to_read` names, over
 /// the partitions its windows read, by job: what the check of its windows
 /// ([`own_partly_read`], [`Downstream::partly_read`]) reads. An upstream
-/// job whose states cannot be read is left out: what it holds is not said.
+/// job whose states cannot be read (its target dropped) is named in
+/// `unread` with why: what it holds is not known, and the run says so
+/// (QA: it was left out unsaid, and a job naming it only in `depends_on`
+/// loaded without a word).
 pub async fn upstream_states(
     warehouse: &Warehouse,
     (jobs, lineage): (&[Job], &Lineage),
     step: &Backfill,
     to_read: impl Fn(&str) -> bool,
     (now, notice): (chrono::NaiveDateTime, NoticeSlow<'_>),
-) -> HashMap<String, Vec<PartitionStatus>> {
-    let mut read = HashMap::new();
+) -> UpstreamStates {
+    let mut found = UpstreamStates::default();
     let (Some(first), Some(last)) = (step.partitions.first(), step.partitions.last()) else {
-        return read;
+        return found;
     };
     for (up, _) in lineage.upstream(&step.job.name) {
         let Some(job) = jobs.iter().find(|j| j.name == *up).filter(|_| to_read(up)) else {
@@ -162,31 +173,39 @@ pub async fn upstream_states(
         let nothing_running = Default::default();
         let states = state::job_status_scoped(warehouse, job, now, &nothing_running, &scope);
         let states = state::noticing_slow(warehouse.answering(states), || notice(job)).await;
-        if let Ok(states) = states {
-            read.insert(up.clone(), states);
+        match states {
+            Ok(states) => {
+                found.read.insert(up.clone(), states);
+            }
+            Err(e) => found.unread.push(UpstreamUnread {
+                upstream: up.clone(),
+                error: crate::terminal_text::visible_line(&e.to_string()),
+            }),
         }
     }
-    read
+    found
 }
 
 /// [`own_partly_read`] of `run`, each upstream job's states read from the
 /// warehouse ([`upstream_states`]), and walked further up
 /// ([`reaching_further`]): the one check of a run's own windows and of the
-/// windows a cascade adds to a step as it runs.
+/// windows a cascade adds to a step as it runs. With it, the upstream jobs
+/// whose states could not be read.
 pub async fn read_partly_read(
     warehouse: &Warehouse,
     (jobs, lineage): (&[Job], &Lineage),
     run: &Backfill,
     (now, notice): (chrono::NaiveDateTime, NoticeSlow<'_>),
-) -> Vec<PartlyRead> {
-    let read = upstream_states(warehouse, (jobs, lineage), run, |_| true, (now, notice)).await;
+) -> (Vec<PartlyRead>, Vec<UpstreamUnread>) {
+    let found = upstream_states(warehouse, (jobs, lineage), run, |_| true, (now, notice)).await;
     let partly = read_not_loaded(
         (jobs, lineage),
         run,
         |_| None,
-        |name| read.get(name).map(Vec::as_slice),
+        |name| found.read.get(name).map(Vec::as_slice),
     );
-    reaching_further(warehouse, (jobs, lineage), partly, (now, notice)).await
+    let partly = reaching_further(warehouse, (jobs, lineage), partly, (now, notice)).await;
+    (partly, found.unread)
 }
 
 /// `partly`, each given the check of its upstream partitions not loaded as
@@ -221,7 +240,9 @@ pub fn reaching_further<'a>(
                 continue;
             }
             let upstream = Backfill::of(job.clone(), windows);
-            p.beyond = read_partly_read(warehouse, (jobs, lineage), &upstream, (now, notice)).await;
+            p.beyond = read_partly_read(warehouse, (jobs, lineage), &upstream, (now, notice))
+                .await
+                .0;
         }
         partly
     })
