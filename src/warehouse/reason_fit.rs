@@ -16,6 +16,10 @@ impl Warehouse {
     /// cannot: the first character that does not fit, where it would be
     /// stored and in what encoding, and what to do.
     pub async fn reason_misfit(&self, reason: &str) -> Result<Option<String>, WarehouseError> {
+        // Every encoding a server offers stores ASCII: nothing to ask.
+        if reason.is_ascii() {
+            return Ok(None);
+        }
         let (encoding, stored_in, fix) = match self.dialect.engine() {
             Engine::Sqlite => return Ok(None),
             Engine::Postgres => {
