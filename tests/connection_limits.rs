@@ -648,24 +648,37 @@ async fn a_row_lock_held_elsewhere_names_its_holder_within_the_limit(kind: Kind)
     dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
 }
 
-/// A role granted one connection describes the job's SELECT (`run
-/// --dry-run`'s lint, a run's first load) on a connection of its own: the
-/// pool's one makes room for it once it is back from a read, rather than
-/// the refusal reading as the warehouse rejecting the SELECT.
-async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
+/// Runs `body` on a warehouse connected as a role the server grants one
+/// connection (the test's tables made first, the role dropped after).
+async fn as_a_role_granted_one<F, Fut>(kind: Kind, body: F)
+where
+    F: FnOnce(idem::warehouse::Warehouse) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let db = TestDb::new(kind).await.expect("server");
     let job = replace_job("fct", "fct", "2026-01-10", SRC);
     let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
     let admin = db.warehouse(&config).await;
     tables(&admin).await;
     let (name, setup, drop, _) = role(kind, &common::database(&db.url), 1);
-    let body = async {
+    let run = async {
         common::exec(&admin, &setup).await;
         let mut as_role = config.warehouse.clone();
         as_role.url = common::as_user(&db.url, &name);
         let wh = idem::warehouse::Warehouse::connect_to_read(&as_role, 2)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        body(wh).await;
+    };
+    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), run).await;
+}
+
+/// A role granted one connection describes the job's SELECT (`run
+/// --dry-run`'s lint, a run's first load) on a connection of its own: the
+/// pool's one makes room for it once it is back from a read, rather than
+/// the refusal reading as the warehouse rejecting the SELECT.
+async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
+    as_a_role_granted_one(kind, |wh| async move {
         // The pool's one connection, busy with a read a moment longer.
         let busy = wh.pool().acquire().await.expect("a pooled connection");
         let read = async {
@@ -678,8 +691,8 @@ async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
             vec!["id".to_string(), "dt".to_string()]
         );
         wh.close().await;
-    };
-    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
+    })
+    .await;
 }
 
 /// A role granted one connection describes the job's SELECT while a
@@ -690,19 +703,7 @@ async fn a_describe_waits_for_the_pools_one_connection(kind: Kind) {
 /// describe was refused until the connect timeout or the reader was
 /// refused (MariaDB's refusal fails a pool's connect at once).
 async fn a_describe_takes_its_turn_with_a_reader_waiting_on_the_pool(kind: Kind) {
-    let db = TestDb::new(kind).await.expect("server");
-    let job = replace_job("fct", "fct", "2026-01-10", SRC);
-    let (_, config) = db.config_with("connect_timeout = \"3s\"", &job);
-    let admin = db.warehouse(&config).await;
-    tables(&admin).await;
-    let (name, setup, drop, _) = role(kind, &common::database(&db.url), 1);
-    let body = async {
-        common::exec(&admin, &setup).await;
-        let mut as_role = config.warehouse.clone();
-        as_role.url = common::as_user(&db.url, &name);
-        let wh = idem::warehouse::Warehouse::connect_to_read(&as_role, 2)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+    as_a_role_granted_one(kind, |wh| async move {
         let described = std::sync::atomic::AtomicBool::new(false);
         // The pool's one connection, busy with a read: the reader and then
         // the describe wait for it.
@@ -743,8 +744,8 @@ async fn a_describe_takes_its_turn_with_a_reader_waiting_on_the_pool(kind: Kind)
         );
         assert!(reads >= 1, "the reader never read");
         wh.close().await;
-    };
-    dropping_the_role(admin.clone(), &drop, Some((kind, &name)), body).await;
+    })
+    .await;
 }
 
 on_server_engines!(
