@@ -11,6 +11,7 @@ use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
 use crate::tui::theme::Theme;
 
+mod merge;
 mod refusals;
 mod upstream;
 
