@@ -1105,11 +1105,12 @@ fn braces_go_to_the_runs_failed_partitions_from_any_pane() {
     assert_eq!(a.runs[0].selected, 0);
     keys(&mut a, "{");
     assert_eq!(a.runs[0].selected, 1);
+    // Named once, by its error (QA: it was named twice).
     assert_eq!(
         a.message.as_ref().map(|(_, note)| note.as_str()),
         Some(
             format!(
-                "{0} is the only partition of this run that did not load · {0} failed: CHECK constraint failed: amount_usd >= 0",
+                "the only partition of this run that did not load · {0} failed: CHECK constraint failed: amount_usd >= 0",
                 names[1]
             )
             .as_str()
