@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Strategy;
-use crate::numbers::{n_rows, thousands};
+use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::state::LoadState;
 use crate::tui::job::JobView;
 use crate::tui::keymap;
@@ -55,7 +55,19 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 return format!(
                     "nothing yet in {}: {} never loaded, loaded for the first time",
                     job.job.target,
-                    crate::numbers::n_partitions(missing as i64)
+                    n_partitions(missing as i64)
+                );
+            }
+            // Failed before they ever held rows: there is nothing to
+            // delete, which "0 rows … will be deleted" left to work out.
+            if rows_now == 0 {
+                let these = match chosen.len() {
+                    1 => "this partition holds".to_string(),
+                    n => format!("these {} hold", n_partitions(n as i64)),
+                };
+                return format!(
+                    "{these} no rows in {} now: nothing is deleted",
+                    job.job.target
                 );
             }
             let mut words = format!(
@@ -355,6 +367,21 @@ mod tests {
         assert_eq!(
             replaces(&replace, &all),
             "1,000 rows now in t will be deleted and loaded again"
+        );
+        // QA: failed days with no rows read "0 rows now in t will be
+        // deleted and loaded again".
+        let failed = job_view("fct", false, "■■✗■·■■✗■■");
+        assert_eq!(
+            replaces(&failed, &[2, 7]),
+            "these 2 partitions hold no rows in t now: nothing is deleted"
+        );
+        assert_eq!(
+            replaces(&failed, &[2]),
+            "this partition holds no rows in t now: nothing is deleted"
+        );
+        assert_eq!(
+            replaces(&failed, &[2, 4]),
+            "these 2 partitions hold no rows in t now: nothing is deleted"
         );
         let missing = job_view("fct", false, "··········");
         assert_eq!(
