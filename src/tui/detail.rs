@@ -366,11 +366,12 @@ fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
     }
     let rows: Vec<Option<i64>> = job.statuses.iter().map(|s| s.rows()).collect();
     if let Some(b) = band(&rows, i, season) {
-        let range = format!(
-            "typical {}–{}",
-            thousands(b.lo.round() as i64),
-            thousands(b.hi.round() as i64)
-        );
+        // A band of one count is that count, as the chart says it.
+        let (lo, hi) = (b.lo.round() as i64, b.hi.round() as i64);
+        let range = match lo == hi {
+            true => format!("typical {}", thousands(lo)),
+            false => format!("typical {}–{}", thousands(lo), thousands(hi)),
+        };
         let d = n - b.mid.round() as i64;
         let off = pct(d, b.mid);
         parts.push(if (n as f64) < b.lo {
