@@ -13,6 +13,10 @@ pub fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// What a merge that found every row as it was did: the headless run's
+/// line and the console's run table say it in these words.
+pub const NO_ROWS_CHANGED: &str = "no rows changed";
+
 /// A count in at most five characters, for axis labels: `950`, `12.5k`,
 /// `125k`, `1.2M`, `3B`.
 pub fn compact(n: i64) -> String {

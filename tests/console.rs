@@ -1106,11 +1106,12 @@ fn braces_go_to_the_runs_failed_partitions_from_any_pane() {
     assert_eq!(a.runs[0].selected, 0);
     keys(&mut a, "{");
     assert_eq!(a.runs[0].selected, 1);
+    // Named once, by its error (QA: it was named twice).
     assert_eq!(
         a.message.as_ref().map(|(_, note)| note.as_str()),
         Some(
             format!(
-                "{0} is the only partition of this run that did not load · {0} failed: CHECK constraint failed: amount_usd >= 0",
+                "the only partition of this run that did not load · {0} failed: CHECK constraint failed: amount_usd >= 0",
                 names[1]
             )
             .as_str()
@@ -3982,3 +3983,68 @@ fn a_runs_log_scrolls_back_no_further_than_its_first_line() {
 
 #[path = "console/reload.rs"]
 mod reload;
+
+/// The rows of the detail box (its title `name`), its borders off.
+fn detail_rows(screen: &str, name: &str) -> Vec<String> {
+    let rows: Vec<&str> = screen.lines().collect();
+    let top = rows
+        .iter()
+        .position(|r| r.contains(&format!("┌ {name} ")))
+        .unwrap_or_else(|| panic!("no detail of {name}:\n{screen}"));
+    rows[top + 1..]
+        .iter()
+        .take_while(|r| !r.contains('└'))
+        .map(|r| {
+            let inside = r.rsplit_once("││").map_or(*r, |(_, i)| i);
+            inside
+                .trim_end()
+                .trim_end_matches('│')
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// QA: at 80x24 with a run in the pane, the detail (two rows under an
+/// hour's calendar) read "rows now 6 · at last load 6 · source 6 · agrees
+/// with its", the rest past its rows with no "…", and the lines after it
+/// left out unsaid. The source's word comes first and whole ("source 6:
+/// as loaded"), and a detail cut short ends in "…" after whole facts.
+#[test]
+fn a_cramped_detail_says_the_source_first_and_cuts_with_an_ellipsis() {
+    let (mut a, _, _) = run_in_progress(80, 24);
+    select_job(&mut a, "fct_pageviews_hourly");
+    let req = reconcile_request(keys(&mut a, "O"));
+    a.update(against_demo(async |wh| {
+        idem::tui::reconcile(wh, &req, &Default::default()).await
+    }));
+    let hour = {
+        let j = a.job().unwrap();
+        let i = (0..j.partitions.len())
+            .rev()
+            .find(|i| j.state_at(*i) == Some(LoadState::Loaded))
+            .expect("a loaded hour");
+        j.partitions[i].name()
+    };
+    keys(&mut a, &format!(":goto {hour}\n"));
+    let j = a.job().unwrap();
+    let s = j.status_at(j.cursor).unwrap();
+    let n = s.rows_now.unwrap();
+    assert_eq!((s.rows_source, s.rows_at_load), (Some(n), Some(n)));
+    let screen = text(&a);
+    let rows = detail_rows(&screen, &hour);
+    assert_eq!(rows.len(), 2, "{screen}");
+    assert_eq!(
+        rows[1],
+        format!("rows now {n} · source {n}: as loaded · at last load {n} …"),
+        "what follows is left out, and said: {screen}"
+    );
+    // A failed hour: its state, then what its attempt met, first.
+    let failed = failed_days(&a)[0].clone();
+    keys(&mut a, &format!(":goto {failed}\n"));
+    let screen = text(&a);
+    let rows = detail_rows(&screen, &failed);
+    assert!(rows[0].starts_with("✗ failed"), "{screen}");
+    assert!(rows[1].starts_with("error: "), "{screen}");
+    assert!(rows[1].ends_with('…'), "{screen}");
+}

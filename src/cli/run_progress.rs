@@ -12,7 +12,7 @@ use super::Stop;
 use super::output::{self, noteln};
 use crate::config::Strategy;
 use crate::engine::Event;
-use crate::numbers::n_partitions;
+use crate::numbers::{NO_ROWS_CHANGED, n_partitions};
 
 /// Shows a run's events as they come (progress bar, lines or JSON) and keeps
 /// them in the run logs; ends when the run drops its sender.
@@ -171,7 +171,7 @@ fn rows_done(strategy: Strategy, deleted: i64, inserted: i64, updated: i64) -> S
             };
             format!("deleted {deleted} → inserted {inserted}{updated}")
         }
-        Strategy::MergeKey if inserted + updated == 0 => "no rows changed".to_string(),
+        Strategy::MergeKey if inserted + updated == 0 => NO_ROWS_CHANGED.to_string(),
         Strategy::MergeKey => format!("inserted {inserted}, updated {updated}"),
     }
 }

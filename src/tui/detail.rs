@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::chart::band;
+use super::cut;
 use super::job::JobView;
 use super::keymap;
 use super::keys::{Action, Scope};
@@ -202,7 +203,9 @@ impl Detail {
             lines.push(Line::from(Span::styled(note, t.style("warning"))));
         }
         lines.extend(upstream);
-        lines.extend(attempt_lines(t, job, i, &name, area.height >= 12));
+        let (attempt, error) = attempt_lines(t, job, i, &name, area.height >= 12);
+        let error_at = error.map(|k| lines.len() + k);
+        lines.extend(attempt);
         if let Some(loads) = self.loads.line(job) {
             lines.push(Line::from(Span::styled(loads, muted)));
         }
@@ -256,10 +259,21 @@ impl Detail {
                 Rect::new(area.x, detail.bottom(), area.width, h),
             );
         }
-        frame.render_widget(
-            Paragraph::new(controls_shown(lines)).wrap(Wrap { trim: true }),
-            detail,
-        );
+        let mut text = controls_shown(lines);
+        let wrapped = Paragraph::new(text.clone()).wrap(Wrap { trim: true });
+        if wrapped.line_count(detail.width) <= detail.height as usize {
+            frame.render_widget(wrapped, detail);
+        } else {
+            // Too small for it all (a run in the pane takes the rows): what
+            // the last attempt met right under the state, and a cut says so
+            // with "…" after whole facts, never mid-phrase.
+            if let Some(k) = error_at.filter(|k| *k < text.lines.len()) {
+                let error = text.lines.remove(k);
+                text.lines.insert(1.min(text.lines.len()), error);
+            }
+            let rows = cut::fit(text.lines, detail.width.into(), detail.height.into());
+            frame.render_widget(Paragraph::new(rows), detail);
+        }
     }
 }
 
@@ -311,22 +325,20 @@ fn legend(t: &Theme, width: u16, out_of_date: bool) -> Vec<Line<'static>> {
     lines
 }
 
-/// The story of a partition's count: rows now and at its last load (and
-/// the source's, once reconciled), then against the previous partition, the
+/// The story of a partition's count: rows now, the source's against its
+/// last load once reconciled, and at its last load; then against the previous partition, the
 /// same weekday a week ago (same hour a day ago) and the typical band.
 fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
     let Some(s) = job.status_at(i) else {
         return Vec::new();
     };
     let count = |n: Option<i64>| n.map(thousands).unwrap_or_else(|| "—".into());
-    let mut first = format!(
-        "rows now {} · at last load {}",
-        count(s.rows_now),
-        count(s.rows_at_load)
-    );
+    // Once reconciled, what the source says of the last load before it.
+    let mut first = format!("rows now {}", count(s.rows_now));
     if let Some(source) = source_line(job, i) {
         first.push_str(&format!(" · {source}"));
     }
+    first.push_str(&format!(" · at last load {}", count(s.rows_at_load)));
     let mut lines = vec![first];
     lines.extend(s.moved_out_note());
     let Some(n) = s.rows().filter(|n| *n > 0) else {
@@ -354,11 +366,12 @@ fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
     }
     let rows: Vec<Option<i64>> = job.statuses.iter().map(|s| s.rows()).collect();
     if let Some(b) = band(&rows, i, season) {
-        let range = format!(
-            "typical {}–{}",
-            thousands(b.lo.round() as i64),
-            thousands(b.hi.round() as i64)
-        );
+        // A band of one count is that count, as the chart says it.
+        let (lo, hi) = (b.lo.round() as i64, b.hi.round() as i64);
+        let range = match lo == hi {
+            true => format!("typical {}", thousands(lo)),
+            false => format!("typical {}–{}", thousands(lo), thousands(hi)),
+        };
         let d = n - b.mid.round() as i64;
         let off = pct(d, b.mid);
         parts.push(if (n as f64) < b.lo {
@@ -378,7 +391,14 @@ fn rows_lines(job: &JobView, i: usize) -> Vec<String> {
 /// The last attempt: the one this console's run just made, else the
 /// ledger's; its error's lines after the first (a PostgreSQL error's
 /// DETAIL, which says which row, and HINT) where the pane has `room`.
-fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str, room: bool) -> Vec<Line<'static>> {
+/// With the index among them of its error's first line, if it failed.
+fn attempt_lines(
+    t: &Theme,
+    job: &JobView,
+    i: usize,
+    name: &str,
+    room: bool,
+) -> (Vec<Line<'static>>, Option<usize>) {
     let muted = t.style("muted");
     let mut lines = Vec::new();
     if let Some(l) = job.live.get(name) {
@@ -404,19 +424,21 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str, room: bool) -> 
                 t.style("warning"),
             )));
         }
+        let mut error = None;
         if let Some(e) = &l.error {
+            error = Some(lines.len());
             lines.push(Line::from(Span::styled(
                 format!("error: {}", first_line(e)),
                 t.style("error"),
             )));
             lines.extend(error_further_lines(t, e, room));
         }
-        return lines;
+        return (lines, error);
     }
     let status = job.status_at(i);
     let Some(a) = status.and_then(|s| s.last_attempt.as_ref()) else {
         lines.push(Line::from(Span::styled("no attempt recorded", muted)));
-        return lines;
+        return (lines, None);
     };
     // The last attempt shown is the last that could change something;
     // those after it (numbered on from it) were refused or cancelled.
@@ -455,7 +477,9 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str, room: bool) -> 
             t.style("warning"),
         )));
     }
+    let mut error = None;
     if let Some(e) = &a.error {
+        error = Some(lines.len());
         let same = job
             .error_groups()
             .iter()
@@ -477,7 +501,7 @@ fn attempt_lines(t: &Theme, job: &JobView, i: usize, name: &str, room: bool) -> 
         lines.push(Line::from(spans));
         lines.extend(error_further_lines(t, e, room));
     }
-    lines
+    (lines, error)
 }
 
 /// An error's lines after its first, under it, where there is `room`

@@ -16,6 +16,7 @@ mod chart;
 mod colors;
 mod command;
 mod confirm;
+mod cut;
 mod detail;
 mod diff;
 mod errors;

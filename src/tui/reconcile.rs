@@ -191,24 +191,19 @@ impl Reconciler {
     }
 }
 
-/// The detail pane's line for a reconciled partition: "source 10,512 ·
-/// loaded 10,480 · +32 late", or that they agree.
+/// The detail pane's words for a reconciled partition, beside its rows at
+/// its last load: "source 10,512: +32 late", "source 10,480: as loaded".
+/// None before any load, which the source has nothing to say of.
 pub fn source_line(job: &JobView, i: usize) -> Option<String> {
     let s = job.status_at(i)?;
     let source = s.rows_source?;
-    let loaded = s.rows_at_load?;
+    s.rows_at_load?;
     Some(match s.out_of_date() {
-        Some(d) if d > 0 => format!(
-            "source {} · loaded {} · {} late",
-            thousands(source),
-            thousands(loaded),
-            signed(d)
-        ),
+        Some(d) if d > 0 => format!("source {}: {} late", thousands(source), signed(d)),
         // A merge never deletes: a re-run keeps them.
         Some(d) => format!(
-            "source {} · loaded {} · {} gone from the source{}",
+            "source {}: {} gone{}",
             thousands(source),
-            thousands(loaded),
             signed(d),
             if job.job.strategy == crate::config::Strategy::MergeKey {
                 " (a merge keeps them)"
@@ -216,7 +211,7 @@ pub fn source_line(job: &JobView, i: usize) -> Option<String> {
                 ""
             }
         ),
-        None => format!("source {} · agrees with its last load", thousands(source)),
+        None => format!("source {}: as loaded", thousands(source)),
     })
 }
 
@@ -287,17 +282,14 @@ mod tests {
         assert_eq!(job.status_at(1).and_then(|s| s.out_of_date()), Some(32));
         assert_eq!(
             source_line(&job, 1).as_deref(),
-            Some("source 132 · loaded 100 · +32 late")
+            Some("source 132: +32 late")
         );
         assert_eq!(
             source_line(&job, 0).as_deref(),
-            Some("source 100 · agrees with its last load")
+            Some("source 100: as loaded")
         );
         counts_gone(&mut job, false);
-        assert_eq!(
-            source_line(&job, 1).as_deref(),
-            Some("source 98 · loaded 100 · −2 gone from the source")
-        );
+        assert_eq!(source_line(&job, 1).as_deref(), Some("source 98: −2 gone"));
         r.toggle(&job, 1, true, 4);
         assert!(matches!(
             r.follow(Some("other")),
@@ -322,7 +314,7 @@ mod tests {
         counts_gone(&mut job, true);
         assert_eq!(
             source_line(&job, 1).as_deref(),
-            Some("source 98 · loaded 100 · −2 gone from the source (a merge keeps them)")
+            Some("source 98: −2 gone (a merge keeps them)")
         );
     }
 }

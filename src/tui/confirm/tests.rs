@@ -492,3 +492,47 @@ fn a_long_value_wraps_under_the_value_not_the_label() {
         );
     }
 }
+
+/// QA: a reason of 70 characters made the dialog's "same as" read
+/// "(wider than this dialog…)" at 80 columns, its quoted value being one
+/// piece: the command could be neither read nor copied off the screen.
+/// The value wraps in quoted parts (`'\` ends each but the last) that a
+/// shell joins into the reason again.
+#[test]
+fn a_long_reason_reads_in_the_command_at_80_columns() {
+    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
+    let mut c = open(&job, (1..=8).collect());
+    c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
+    let reason = "the vendor sent these days again, so they load again from upstream files";
+    for ch in reason.chars() {
+        c.key(&key(ch), &job, &Defaults::default(), now());
+    }
+    c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
+    let shown = draw(80, 40, |f| {
+        c.render(f, f.area(), &Theme::default_theme(), &job)
+    });
+    assert!(!shown.contains("wider than this dialog"), "{shown}");
+    // The command's rows, inside the dialog's borders.
+    let rows: Vec<&str> = shown.lines().collect();
+    let from = rows
+        .iter()
+        .position(|r| r.contains("same as"))
+        .expect("same as");
+    let command: Vec<&str> = rows[from + 1..]
+        .iter()
+        .map(|r| {
+            let r = r.trim_end().trim_end_matches(['│', '┃']);
+            r.split_once(['│', '┃'])
+                .map_or(r, |(_, inside)| inside)
+                .trim_end()
+        })
+        .take_while(|r| !r.trim().is_empty())
+        .collect();
+    assert!(command.len() >= 3, "{shown}");
+    let joined = command
+        .join("\n")
+        .replace("'\\\n'", "")
+        .replace(" \\\n  ", " ");
+    assert_eq!(joined, c.command(), "{shown}");
+    assert!(c.command().contains(&format!("--reason '{reason}'")));
+}

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Strategy;
-use crate::numbers::{n_rows, thousands};
+use crate::numbers::{n_partitions, n_rows, thousands};
 use crate::state::LoadState;
 use crate::tui::job::JobView;
 use crate::tui::keymap;
@@ -55,7 +55,19 @@ pub fn replaces(job: &JobView, chosen: &[usize]) -> String {
                 return format!(
                     "nothing yet in {}: {} never loaded, loaded for the first time",
                     job.job.target,
-                    crate::numbers::n_partitions(missing as i64)
+                    n_partitions(missing as i64)
+                );
+            }
+            // Failed before they ever held rows: there is nothing to
+            // delete, which "0 rows … will be deleted" left to work out.
+            if rows_now == 0 {
+                let these = match chosen.len() {
+                    1 => "this partition holds".to_string(),
+                    n => format!("these {} hold", n_partitions(n as i64)),
+                };
+                return format!(
+                    "{these} no rows in {} now: nothing is deleted",
+                    job.job.target
                 );
             }
             let mut words = format!(
@@ -186,8 +198,11 @@ pub fn dialog_width(screen: u16, command: Option<&[String]>) -> u16 {
 /// a copy of the wrapped lines pastes as it reads. A line never breaks
 /// inside a piece: a flag whose value does not fit beside it on a line of
 /// its own goes on one line, its value on the next; a `#` comment that does
-/// not fit is left out. None when a piece is wider than any line (a long
-/// `--config` path): the terminal would break it, and a copy would not run.
+/// not fit is left out. A quoted value wider than any line (a long
+/// `--reason`) is broken between words into quoted parts, each but the
+/// last ending in `'\` and the next opening its line with `'`: the shell
+/// joins them into the one word. None when an unquoted piece is wider than
+/// any line: the terminal would break it, and a copy would not run.
 pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
     // A continued line is indented 2 and ends in " \".
     let fits = |piece: &str| 2 + piece.trim_start().width() + 2 <= width;
@@ -205,7 +220,10 @@ pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
             units.push(piece);
         }
     }
-    if !units.iter().all(|u| fits(u)) {
+    if !units
+        .iter()
+        .all(|u| fits(u) || (quoted(u) && width >= MIN_QUOTED_ROOM + 5))
+    {
         return None;
     }
     let mut lines: Vec<String> = Vec::new();
@@ -214,6 +232,33 @@ pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
         let last = k + 1 == units.len();
         // Room for the continuation, unless nothing follows.
         let tail = if last { 0 } else { 2 };
+        if !fits(piece) {
+            // Its parts: the first beside what the line holds when a good
+            // part of a row is left there, each in its quotes, `'\` after it.
+            let mut room = width.saturating_sub(line.width() + 1 + 3);
+            if line.trim().is_empty() || room < MIN_QUOTED_ROOM.max(width / 3) {
+                if !line.trim().is_empty() {
+                    lines.push(format!("{line} \\"));
+                }
+                line = "  ".into();
+                room = width - 2 - 3;
+            } else {
+                line.push(' ');
+            }
+            let inner = &piece[1..piece.len() - 1];
+            // The parts after the first open their lines: no indent, which
+            // the shell would read as a space between two words.
+            let parts = quoted_parts(inner, room, width - 3 - tail);
+            for (i, part) in parts.iter().enumerate() {
+                if i + 1 < parts.len() {
+                    line.push_str(&format!("'{part}'\\"));
+                    lines.push(std::mem::take(&mut line));
+                } else {
+                    line.push_str(&format!("'{part}'"));
+                }
+            }
+            continue;
+        }
         if !line.is_empty() && line.width() + 1 + piece.width() + tail > width {
             lines.push(format!("{line} \\"));
             line = format!("  {}", piece.trim_start());
@@ -226,6 +271,59 @@ pub fn shell_lines(pieces: &[String], width: usize) -> Option<Vec<String>> {
     }
     lines.push(line);
     Some(lines)
+}
+
+/// The fewest columns a part of a quoted value broken across lines takes
+/// (its quotes and `\` aside).
+const MIN_QUOTED_ROOM: usize = 8;
+
+/// Whether a command's piece is one single-quoted word, as
+/// [`crate::cli::RunArgs::command_pieces`] quotes a value.
+fn quoted(piece: &str) -> bool {
+    piece.len() >= 2 && piece.starts_with('\'') && piece.ends_with('\'')
+}
+
+/// The inside of a single-quoted word (an apostrophe in it written `'\''`)
+/// in parts of at most `first` columns, then `rest`: each ends after a
+/// space where one falls in its room, else where the room ends, never
+/// inside a `'\''`.
+fn quoted_parts(inner: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut atoms: Vec<&str> = Vec::new();
+    let mut at = 0;
+    while at < inner.len() {
+        let len = if inner[at..].starts_with("'\\''") {
+            4
+        } else {
+            inner[at..].chars().next().map_or(1, char::len_utf8)
+        };
+        atoms.push(&inner[at..at + len]);
+        at += len;
+    }
+    let mut parts = Vec::new();
+    let mut from = 0;
+    while from < atoms.len() {
+        let room = if parts.is_empty() { first } else { rest }.max(1);
+        let mut used = 0;
+        let mut end = from;
+        let mut after_space = None;
+        while end < atoms.len() && used + atoms[end].width() <= room {
+            used += atoms[end].width();
+            if atoms[end] == " " {
+                after_space = Some(end + 1);
+            }
+            end += 1;
+        }
+        if end < atoms.len()
+            && let Some(space) = after_space
+        {
+            end = space;
+        }
+        // At least one, so that it moves on.
+        let end = end.max(from + 1);
+        parts.push(atoms[from..end].concat());
+        from = end;
+    }
+    parts
 }
 
 /// The state filter's switches, the one in force highlighted.
@@ -269,6 +367,21 @@ mod tests {
         assert_eq!(
             replaces(&replace, &all),
             "1,000 rows now in t will be deleted and loaded again"
+        );
+        // QA: failed days with no rows read "0 rows now in t will be
+        // deleted and loaded again".
+        let failed = job_view("fct", false, "■■✗■·■■✗■■");
+        assert_eq!(
+            replaces(&failed, &[2, 7]),
+            "these 2 partitions hold no rows in t now: nothing is deleted"
+        );
+        assert_eq!(
+            replaces(&failed, &[2]),
+            "this partition holds no rows in t now: nothing is deleted"
+        );
+        assert_eq!(
+            replaces(&failed, &[2, 4]),
+            "these 2 partitions hold no rows in t now: nothing is deleted"
         );
         let missing = job_view("fct", false, "··········");
         assert_eq!(
@@ -337,7 +450,93 @@ mod tests {
             ]),
             "the comment that does not fit is left out"
         );
-        // A piece no line can hold: no command rather than a broken one.
-        assert_eq!(shell_lines(&long, 30), None);
+        // An unquoted piece no line can hold: no command rather than a
+        // broken one.
+        let path = vec![
+            "idem".to_string(),
+            "--config /tmp/a/very/long/path/to/the/idem.toml".to_string(),
+        ];
+        assert_eq!(shell_lines(&path, 30), None);
+    }
+
+    /// The words a POSIX shell reads in `lines` as the arguments of the
+    /// command they name (its first word).
+    fn read_by_sh(lines: &[String]) -> Vec<String> {
+        let script = format!("idem() {{ printf '%s\\0' \"$@\"; }}\n{}", lines.join("\n"));
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .split_terminator('\0')
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// QA: a reason of 70 characters made the dialog's "same as" read
+    /// "(wider than this dialog…)" at 80 columns: its quoted value could
+    /// not be split. It is broken between words into quoted parts the
+    /// shell joins again, so the lines read, and pasted run, as the
+    /// command.
+    #[test]
+    fn a_long_quoted_value_wraps_into_parts_the_shell_joins() {
+        let reason =
+            "re-run after the vendor's feed was fixed upstream, ticket OPS-4121 (Dana's call)";
+        let args = crate::cli::RunArgs {
+            job: "fct_orders".into(),
+            from: Some("2026-03-27".into()),
+            to: Some("2026-03-29".into()),
+            only: vec!["failed".into()],
+            reason: Some(reason.into()),
+            yes: true,
+            ..crate::cli::RunArgs::default()
+        };
+        let pieces = args.command_pieces();
+        for width in [76, 50, 30] {
+            let lines = shell_lines(&pieces, width).expect("a command");
+            assert!(lines.iter().all(|l| l.width() <= width), "{lines:#?}");
+            assert!(lines.len() > 2, "{lines:#?}");
+            let words = read_by_sh(&lines);
+            assert_eq!(
+                words,
+                [
+                    "run",
+                    "fct_orders",
+                    "--from",
+                    "2026-03-27",
+                    "--to",
+                    "2026-03-29",
+                    "--only",
+                    "failed",
+                    "--reason",
+                    reason,
+                    "--yes"
+                ],
+                "{lines:#?}"
+            );
+            // Broken between words where a space falls in a line.
+            let cut: Vec<&String> = lines.iter().filter(|l| l.ends_with("'\\")).collect();
+            assert!(!cut.is_empty(), "{lines:#?}");
+            assert!(cut.iter().all(|l| l.ends_with(" '\\")), "{lines:#?}");
+        }
+        // The path with spaces of the test above, on lines too narrow for it.
+        let spaced = vec![
+            "idem".to_string(),
+            "--config '/tmp/a dir with spaces/idem.toml'".to_string(),
+            "run fct_orders".to_string(),
+        ];
+        let lines = shell_lines(&spaced, 24).expect("a command");
+        assert_eq!(
+            read_by_sh(&lines),
+            [
+                "--config",
+                "/tmp/a dir with spaces/idem.toml",
+                "run",
+                "fct_orders"
+            ],
+            "{lines:#?}"
+        );
     }
 }

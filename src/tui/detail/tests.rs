@@ -244,3 +244,17 @@ fn the_legend_wraps_and_keeps_every_entry() {
         assert!(joined.contains(needle), "{needle} in {joined}");
     }
 }
+
+/// QA: partitions that all hold the same count read "within typical
+/// 100–100" (the hourly demo: "above typical 5–5"); the chart says
+/// "typical 5". A band of one count reads as that count.
+#[test]
+fn a_band_of_one_count_reads_as_that_count() {
+    let mut job = job_view("fct_orders", false, &"■".repeat(40));
+    job.cursor = 39;
+    let screen = draw(100, 14, |f| {
+        Detail::default().render(f, f.area(), &Theme::default_theme(), &job, Vec::new())
+    });
+    assert!(screen.contains("· within typical 100 "), "{screen}");
+    assert!(!screen.contains("100–100"), "{screen}");
+}

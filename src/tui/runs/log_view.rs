@@ -123,6 +123,26 @@ pub fn bounded(log: &VecDeque<String>, back: LogBack, size: Rect) -> LogBack {
     scrolled(log, back, size, Scroll::Older(0))
 }
 
+/// Lines of `log`, scrolled to `back` in a box of `size`, out of view
+/// above it, wholly or in part.
+fn older(log: &VecDeque<String>, back: LogBack, size: Rect) -> usize {
+    let width = size.width.max(1);
+    let mut above = log
+        .iter()
+        .map(|l| rows(l, width))
+        .sum::<usize>()
+        .saturating_sub(size.height as usize + rows_below(log, back, width));
+    let mut lines = 0;
+    for line in log.iter() {
+        if above == 0 {
+            break;
+        }
+        above = above.saturating_sub(rows(line, width));
+        lines += 1;
+    }
+    lines
+}
+
 /// Draws the selected partition's log of `run` in `area`, its box included.
 pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
     let p = run.partitions.get(run.selected);
@@ -130,6 +150,12 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
     let size = crate::tui::widgets::inner(area);
     let back = bounded(log, run.log_back, size);
     let mut title = format!(" log {} ", p.map(|p| p.name.as_str()).unwrap_or(""));
+    // Why is in the status bar when it happens: the title has no room.
+    if run.log_not_kept.is_some() {
+        title.push_str("· not kept on disk ");
+    } else if p.is_some_and(|p| p.log_unwritten.is_some()) {
+        title.push_str("· not written on disk ");
+    }
     if back.newer() > 0 {
         title.push_str(&format!(
             "· {} newer below ({} or {}) ",
@@ -138,11 +164,14 @@ pub fn render(frame: &mut Frame, area: Rect, t: &Theme, run: &RunView) {
             keymap::key(Scope::Main, Action::Last)
         ));
     }
-    // Why is in the status bar when it happens: the title has no room.
-    if run.log_not_kept.is_some() {
-        title.push_str("· not kept on disk ");
-    } else if p.is_some_and(|p| p.log_unwritten.is_some()) {
-        title.push_str("· not written on disk ");
+    // Followed, a long log's first row in the box may be the tail of a
+    // line: what is above it is said, as what is below is.
+    let older = older(log, back, size);
+    if older > 0 {
+        title.push_str(&format!(
+            "· {older} older above ({}) ",
+            keymap::key(Scope::Main, Action::PrevMonth)
+        ));
     }
     let b = block(t, title, false);
     frame.render_widget(b, area);

@@ -127,14 +127,16 @@ fn not_loaded_from(
 }
 
 /// The note of a move to the row `to` that went round the run's end: it
-/// found no other, or it went on from the other end.
+/// found no other (named, unless its error note follows and names it),
+/// or it went on from the other end.
 fn went_round(partitions: &[RunPartition], to: usize, forward: bool) -> String {
     let n = partitions.iter().filter(|p| p.state.not_loaded()).count();
     if n == 1 {
-        format!(
-            "{} is the only partition of this run that did not load",
-            partitions[to].name
-        )
+        let only = "the only partition of this run that did not load";
+        match error_note(&partitions[to]) {
+            Some(_) => only.to_string(),
+            None => format!("{} is {only}", partitions[to].name),
+        }
     } else if forward {
         format!("none below: back to the first of the {n} that did not load")
     } else {
@@ -214,6 +216,18 @@ mod tests {
             name(&runs, 40)
         );
         assert_eq!(press(&mut runs, Action::NextFailed), (40, Some(only)));
+        // QA: with its error, the note named it twice ("X is the only … ·
+        // X failed: …"): once.
+        runs[0].partitions[40].error = Some("UNIQUE constraint failed\nDETAIL: x".into());
+        let (_, note) = press(&mut runs, Action::NextFailed);
+        let failed = format!("{} failed: UNIQUE constraint failed", name(&runs, 40));
+        assert_eq!(
+            note,
+            Some(format!(
+                "the only partition of this run that did not load · {failed}"
+            ))
+        );
+        runs[0].partitions[40].error = None;
         runs[0].partitions[200].state = RunPartState::Refused;
         runs[0].partitions[301].state = RunPartState::Cancelled;
         runs[0].partitions[250].state = RunPartState::Succeeded;

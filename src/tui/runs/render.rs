@@ -11,6 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, Paragraph};
 
 use super::{RunPartState, RunView, log_view};
+use crate::config::Strategy;
+use crate::numbers::NO_ROWS_CHANGED;
 use crate::state::LoadState;
 use crate::tui::layout::{Hit, run_split};
 use crate::tui::theme::Theme;
@@ -253,18 +255,28 @@ fn render_table(
         x = put(buf, table, x, y, &format!("{dur:>8}  "), t.style("muted"));
         let rows_text = match p.state {
             RunPartState::Succeeded => {
-                let mut s = format!(
-                    "−{} → +{}",
-                    thousands(p.rows_deleted),
-                    thousands(p.rows_inserted)
-                );
-                if p.rows_updated > 0 {
-                    s.push_str(&format!(" ~{}", thousands(p.rows_updated)));
-                }
+                let (inserted, updated) = (p.rows_inserted, p.rows_updated);
+                // A merge deletes nothing: inserted and updated, in the
+                // headless run's words when it changed nothing.
+                let mut s = match run.strategy {
+                    Strategy::MergeKey if inserted + updated == 0 => NO_ROWS_CHANGED.to_string(),
+                    Strategy::MergeKey => {
+                        format!("+{} ~{}", thousands(inserted), thousands(updated))
+                    }
+                    Strategy::ReplacePartition => {
+                        let mut s =
+                            format!("−{} → +{}", thousands(p.rows_deleted), thousands(inserted));
+                        if updated > 0 {
+                            s.push_str(&format!(" ~{}", thousands(updated)));
+                        }
+                        s
+                    }
+                };
                 match p.content_changed {
                     Some(true) => s.push_str(" · changed"),
-                    Some(false) => s.push_str(" · same content"),
-                    None => {}
+                    // Said already of a merge that changed no row.
+                    Some(false) if s != NO_ROWS_CHANGED => s.push_str(" · same content"),
+                    _ => {}
                 }
                 s
             }

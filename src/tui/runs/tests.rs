@@ -11,6 +11,7 @@ use crate::tui::layout::Hit;
 use crate::tui::run_logs::LOG_LINES;
 use crate::tui::theme::Theme;
 
+mod merge;
 mod refusals;
 mod upstream;
 
@@ -237,6 +238,10 @@ fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
     };
     let s = screen(&runs);
     assert!(!s.contains("BEGIN") && s.contains("key59"), "{s}");
+    // QA: followed, the box opened on the tail of the error, mid-line,
+    // with nothing said of what is above it: the 3 lines before it, and
+    // the error itself, in part.
+    assert!(s.contains("log 2026-06-03 · 4 older above ([) "), "{s}");
     // Every word of the error comes into view on the way back.
     let mut seen: Vec<String> = Vec::new();
     for _ in 0..10 {
@@ -247,6 +252,7 @@ fn the_log_scrolls_back_and_stays_pinned_at_the_end() {
     let s = screen(&runs);
     assert!(words.iter().all(|w| seen.contains(w)), "{seen:?}");
     assert!(s.contains("│BEGIN") && s.contains("│ERROR key00"), "{s}");
+    assert!(!s.contains("older above"), "{s}");
     assert!(s.contains("1 newer below (] or G)"), "{s}");
     log_line(&mut runs[0], "ROLLBACK");
     let s = screen(&runs);
