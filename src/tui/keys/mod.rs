@@ -417,14 +417,6 @@ pub static BINDINGS: &[Binding] = &[
     ),
     bind!(
         Confirm,
-        [k('x')],
-        "x",
-        ThroughLatest,
-        "merge jobs: extend the run through the latest loaded window (again: undo)",
-        Some("through latest")
-    ),
-    bind!(
-        Confirm,
         [k('c')],
         "c",
         Cascade,
@@ -438,6 +430,14 @@ pub static BINDINGS: &[Binding] = &[
         AllowShrink,
         "replace jobs: allow the run to shrink partitions past the shrink guard (again: off)",
         Some("shrink")
+    ),
+    bind!(
+        Confirm,
+        [k('x')],
+        "x",
+        ThroughLatest,
+        "merge jobs: extend the run through the latest loaded window (again: undo)",
+        Some("through latest")
     ),
     bind!(
         Confirm,
