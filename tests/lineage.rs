@@ -15,6 +15,23 @@ use idem::config::TableName;
 use idem::warehouse::Warehouse;
 use serde_json::Value;
 
+/// Runs `args` (a run with `--json`), which ends well and says `line` on
+/// stderr once it is over; its `run_started` event.
+fn run_saying(config: &std::path::Path, args: &[&str], line: &str) -> Value {
+    let ran = idem(config, args);
+    let err = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{err}");
+    assert!(
+        err.lines().any(|l| l == format!("idem: {line}")),
+        "{line}\n{err}"
+    );
+    let events = json_lines(&String::from_utf8_lossy(&ran.stdout));
+    events
+        .into_iter()
+        .find(|e| e["event"] == "run_started")
+        .unwrap_or_else(|| panic!("no run_started: {}", String::from_utf8_lossy(&ran.stdout)))
+}
+
 fn json_lines(stdout: &str) -> Vec<Value> {
     stdout
         .lines()
@@ -1084,18 +1101,7 @@ async fn a_run_over_a_day_whose_hours_are_not_all_loaded_says_so(kind: Kind) {
     assert_the_day_reads_8_of_24_hours(&said[0]);
     // The run loads the day as it stands, and says so: in its
     // `run_started`, and on stderr once it is over.
-    let ran = idem(config, &[&run[..], &["-y", "--json"]].concat());
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "{err}");
-    assert!(
-        err.lines().any(|l| l == format!("idem: {line}")),
-        "{line}\n{err}"
-    );
-    let events = json_lines(&String::from_utf8_lossy(&ran.stdout));
-    let started = events
-        .iter()
-        .find(|e| e["event"] == "run_started")
-        .unwrap_or_else(|| panic!("{events:?}"));
+    let started = run_saying(config, &[&run[..], &["-y", "--json"]].concat(), &line);
     assert_eq!(
         started["upstream_not_loaded"], said,
         "as the dry run said it"
@@ -1147,18 +1153,7 @@ async fn an_upstream_whose_partitions_cannot_be_read_is_named(kind: Kind) {
     let said = events[0]["upstream_unread"].clone();
     assert_eq!(said.as_array().map(Vec::len), Some(1), "{said}");
     assert_eq!(said[0]["upstream"], "up", "{said}");
-    let ran = idem(&path, &["run", "down", "-y", "--json"]);
-    let err = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(0), "{err}");
-    assert!(
-        err.lines().any(|l| l == format!("idem: {line}")),
-        "{line}\n{err}"
-    );
-    let events = json_lines(&String::from_utf8_lossy(&ran.stdout));
-    let started = events
-        .iter()
-        .find(|e| e["event"] == "run_started")
-        .unwrap_or_else(|| panic!("{events:?}"));
+    let started = run_saying(&path, &["run", "down", "-y", "--json"], &line);
     assert_eq!(started["upstream_unread"], said, "as the dry run said it");
 }
 

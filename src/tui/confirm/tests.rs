@@ -450,15 +450,12 @@ fn the_parallel_line_says_what_the_warehouse_grants() {
     assert_eq!(c.backfill().map(|b| b.partitions.len()), Some(8));
 }
 
-/// At 80 columns a long value wraps under its own first column (a
-/// hanging indent), never back under the labels, so that the label
-/// column still reads as a list of what the dialog says.
-#[test]
-fn a_long_value_wraps_under_the_value_not_the_label() {
+/// The dialog over eight partitions with `reason` typed into it, and the
+/// dialog drawn at 80 columns.
+fn with_a_reason_at_80_columns(reason: &str) -> (ConfirmDialog, String) {
     let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
     let mut c = open(&job, (1..=8).collect());
     c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
-    let reason = "the vendor sent these days again, so they load again from upstream files";
     for ch in reason.chars() {
         c.key(&key(ch), &job, &Defaults::default(), now());
     }
@@ -466,6 +463,16 @@ fn a_long_value_wraps_under_the_value_not_the_label() {
     let shown = draw(80, 40, |f| {
         c.render(f, f.area(), &Theme::default_theme(), &job)
     });
+    (c, shown)
+}
+
+/// At 80 columns a long value wraps under its own first column (a
+/// hanging indent), never back under the labels, so that the label
+/// column still reads as a list of what the dialog says.
+#[test]
+fn a_long_value_wraps_under_the_value_not_the_label() {
+    let reason = "the vendor sent these days again, so they load again from upstream files";
+    let (_, shown) = with_a_reason_at_80_columns(reason);
     let rows: Vec<&str> = shown.lines().collect();
     // The column (in bytes: every row starts " │") the dialog's text
     // starts in.
@@ -500,17 +507,8 @@ fn a_long_value_wraps_under_the_value_not_the_label() {
 /// shell joins into the reason again.
 #[test]
 fn a_long_reason_reads_in_the_command_at_80_columns() {
-    let job = job_view("fct_orders", false, "■■✗■·■■✗■■");
-    let mut c = open(&job, (1..=8).collect());
-    c.key(&code(KeyCode::Tab), &job, &Defaults::default(), now());
     let reason = "the vendor sent these days again, so they load again from upstream files";
-    for ch in reason.chars() {
-        c.key(&key(ch), &job, &Defaults::default(), now());
-    }
-    c.key(&code(KeyCode::Enter), &job, &Defaults::default(), now());
-    let shown = draw(80, 40, |f| {
-        c.render(f, f.area(), &Theme::default_theme(), &job)
-    });
+    let (c, shown) = with_a_reason_at_80_columns(reason);
     assert!(!shown.contains("wider than this dialog"), "{shown}");
     // The command's rows, inside the dialog's borders.
     let rows: Vec<&str> = shown.lines().collect();
