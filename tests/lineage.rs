@@ -754,6 +754,10 @@ async fn a_read_answers_unchanged_until_what_it_derives_from_moves(kind: Kind) {
 /// fct (replace) → latest (merge, partitioned by dt) → per_day
 /// (replace, reading latest), each loaded over 01..03 from `rows` of
 /// `src (id, dt, v)`; `fct` refuses a negative `v`.
+/// The QA repro's source: key 1 on the 1st (which a test moves to the
+/// 2nd), key 2 on the 1st, key 3 on the 2nd.
+const MOVING_KEY: &str = "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)";
+
 async fn chain(kind: Kind, rows: &str) -> Option<(TestDb, std::path::PathBuf, Warehouse)> {
     let db = TestDb::new(kind).await?;
     let jobs = format!(
@@ -807,8 +811,7 @@ async fn chain(kind: Kind, rows: &str) -> Option<(TestDb, std::path::PathBuf, Wa
 /// (upstream): it once read loaded, its count one row too many, because
 /// the ledger recorded the change against the merged window alone.
 async fn a_merge_moving_rows_out_of_a_window_makes_its_readers_stale(kind: Kind) {
-    let rows = "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)";
-    let Some((_db, config, wh)) = chain(kind, rows).await else {
+    let Some((_db, config, wh)) = chain(kind, MOVING_KEY).await else {
         return;
     };
     let per_day = async || -> Vec<(String, i64)> {
@@ -2278,12 +2281,7 @@ mod cascade_moves {
     async fn a_reader_with_no_step_is_given_one_when_a_merge_moves_rows_into_its_windows(
         kind: Kind,
     ) {
-        let Some((_db, config, wh)) = chain(
-            kind,
-            "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
-        )
-        .await
-        else {
+        let Some((_db, config, wh)) = chain(kind, MOVING_KEY).await else {
             return;
         };
         let text = std::fs::read_to_string(&config).expect("config");
@@ -2326,12 +2324,7 @@ mod cascade_moves {
     /// is added: its step's `run_started` and the run's end say so, with
     /// the command that loads that day and it again.
     async fn a_window_added_as_the_cascade_runs_is_checked_against_what_it_reads(kind: Kind) {
-        let Some((_db, config, wh)) = chain(
-            kind,
-            "(1, '2026-01-01', 1), (2, '2026-01-01', 5), (3, '2026-01-02', 7)",
-        )
-        .await
-        else {
+        let Some((_db, config, wh)) = chain(kind, MOVING_KEY).await else {
             return;
         };
         let text = std::fs::read_to_string(&config).expect("config");
